@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets everything up (Debian packages, build) and runs every test. This is the command CI runs.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/build.sh
+if [[ -f tests/server/compat/package-lock.json ]]; then
+  (cd tests/server/compat && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "lockstep: npm packages for the client-compatibility test unavailable; that test will be skipped" >&2
+fi
+ctest --test-dir build --output-on-failure -j2 --timeout 900

@@ -1,0 +1,17 @@
+// lockstep: the command-line entry point. Wires the subcommands declared in cli/commands.h.
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lockstep: an LLM inference server and client toolkit"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "lockstep 0.1.0");
+  // One line per subcommand (declared in cli/commands.h), added as each lands.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}

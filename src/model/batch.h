@@ -1,0 +1,70 @@
+// The forward pass's input: a ragged batch of rows, each (token, position, sequence), plus where each
+// sequence's KV lives. The KV of one sequence is a list of fixed-size blocks (a block table resolved to
+// addresses); the model reads and writes KV only through the blocks of the row's own sequence, so a row's cost
+// grows with its own context alone. The kv/ layer allocates blocks of KvLayout::BlockBytes(); tests and the
+// single-sequence CLI may allocate them directly.
+//
+// One block, for all layers (KvDtype elements):
+//   [layer 0: K [kv_head 0][block_tokens][head_dim] .. [kv_head H-1]..., V [kv_head 0..H-1][block_tokens][head_dim]]
+//   [layer 1: ...] ... [layer L-1]
+// Position p of a sequence lives in blocks[p / block_tokens] at slot p % block_tokens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lockstep {
+
+enum class KvDtype { kF16, kF32 };
+
+struct KvLayout {
+  int32_t n_layer = 0;
+  int32_t n_kv_head = 0;
+  int32_t head_dim = 0;
+  int32_t block_tokens = 16;
+  KvDtype dtype = KvDtype::kF16;
+
+  size_t ElementBytes() const { return dtype == KvDtype::kF16 ? 2 : 4; }
+  // Bytes of one head's K (or V) for all slots of a block.
+  size_t HeadBytes() const { return size_t(block_tokens) * size_t(head_dim) * ElementBytes(); }
+  size_t LayerBytes() const { return 2 * size_t(n_kv_head) * HeadBytes(); }
+  size_t BlockBytes() const { return size_t(n_layer) * LayerBytes(); }
+  // Byte offset, within a block, of K (or V) of `kv_head` in `layer`, slot 0.
+  size_t KeyOffset(int32_t layer, int32_t kv_head) const {
+    return size_t(layer) * LayerBytes() + size_t(kv_head) * HeadBytes();
+  }
+  size_t ValueOffset(int32_t layer, int32_t kv_head) const {
+    return size_t(layer) * LayerBytes() + (size_t(n_kv_head) + size_t(kv_head)) * HeadBytes();
+  }
+};
+
+// Where one sequence's KV lives: its blocks in table order.
+struct SequenceKv {
+  const std::vector<std::byte*>* blocks = nullptr;  // borrowed; blocks->size() * block_tokens positions
+};
+
+struct BatchRow {
+  int32_t token = 0;
+  int32_t position = 0;   // position in its sequence (RoPE position and KV slot)
+  int32_t sequence = 0;   // index into Batch::sequences
+  bool wants_logits = false;
+};
+
+// Contract for Model::Forward:
+// - the rows of one sequence are consecutive positions in increasing order (not necessarily adjacent rows);
+// - every position below a sequence's first row is already in its KV;
+// - its blocks cover every position in the batch.
+// Forward writes each row's K and V at its position, then each row attends to positions [0, position].
+struct Batch {
+  std::vector<BatchRow> rows;
+  std::vector<SequenceKv> sequences;
+
+  int64_t LogitRows() const {
+    int64_t n = 0;
+    for (const BatchRow& row : rows) n += row.wants_logits ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace lockstep

@@ -1,0 +1,42 @@
+// Model: a Llama-family transformer (architectures `llama` and `qwen2`) loaded from a GGUF file, and its forward
+// pass over a ragged Batch (model/batch.h). Weights are borrowed from the GgufFile's mapping, which the Model
+// keeps alive. Forward is engine-thread only (it reuses internal scratch buffers); the config is immutable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/batch.h"
+#include "model/model_config.h"
+
+namespace lockstep {
+
+class ThreadPool;
+
+class Model {
+ public:
+  // Validates architecture, hyper-parameters and every tensor (name, shape, type); the error lists all that is
+  // missing or wrong.
+  static Result<std::unique_ptr<Model>> Load(std::shared_ptr<const GgufFile> file);
+  virtual ~Model() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  const GgufFile& file() const { return *file_; }
+  KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
+
+  // One forward pass over `batch` (see the contract in model/batch.h). logits: LogitRows() × n_vocab floats,
+  // in the order of the rows that want logits. Rows are independent: a row's logits are bit-identical whatever
+  // other rows share the batch.
+  virtual Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits, ThreadPool& pool) = 0;
+
+ protected:
+  explicit Model(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}
+  std::shared_ptr<const GgufFile> file_;
+};
+
+}  // namespace lockstep
