@@ -1,8 +1,8 @@
 // ThreadPool: a fixed set of persistent workers that run one parallel loop at a time for the calling thread.
 // Run(n, fn) calls fn(task, worker) for every task in [0, n) spread over the workers (the caller is worker 0)
 // and returns when all are done. Work is split statically by task index so a result never depends on timing.
-// One caller at a time (the engine thread); not reentrant (fn must not call Run). Workers spin briefly after a
-// loop, then park on a condition variable. The pool also owns scratch arenas for kernels (no per-call heap
+// One caller at a time (the engine thread); not reentrant (fn must not call Run). Workers spin briefly after
+// a loop, then park on a condition variable. The pool also owns scratch arenas for kernels (no per-call heap
 // allocation in steady state): one for the caller, one per worker.
 #pragma once
 
@@ -26,7 +26,8 @@ class ThreadPool {
   void Run(int64_t tasks, const std::function<void(int64_t task, int worker)>& fn);
 
   // A 64-byte-aligned buffer of at least `bytes`, owned by the pool, for the calling thread (outside Run, or
-  // read-only inside it). Valid until the next CallerScratch call; grows, never shrinks; contents unspecified.
+  // read-only inside it). Valid until the next CallerScratch call; grows, never shrinks; contents
+  // unspecified.
   std::byte* CallerScratch(size_t bytes);
   // The same for `worker`, to be called by that worker inside Run (workers never share one).
   std::byte* WorkerScratch(int worker, size_t bytes);

@@ -1,0 +1,129 @@
+#include "tensor/dequantize.h"
+
+#include <cstring>
+
+#include "base/status.h"
+#include "tensor/float16.h"
+#include "tensor/quant_blocks.h"
+
+namespace lockstep {
+namespace {
+
+void DequantizeF16(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = F16ToF32(h);
+  }
+}
+
+void DequantizeBF16(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = BF16ToF32(h);
+  }
+}
+
+void DequantizeQ8_0(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ8_0Block; ++b) {
+    BlockQ8_0 block;
+    std::memcpy(&block, src + b * sizeof(BlockQ8_0), sizeof(block));
+    const float d = F16ToF32(block.d);
+    for (int i = 0; i < kQ8_0Block; ++i) dst[b * kQ8_0Block + i] = d * static_cast<float>(block.qs[i]);
+  }
+}
+
+void DequantizeQ4_0(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
+    BlockQ4_0 block;
+    std::memcpy(&block, src + b * sizeof(BlockQ4_0), sizeof(block));
+    const float d = F16ToF32(block.d);
+    float* y = dst + b * kQ4_0Block;
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>((block.qs[j] & 0xf) - 8);
+      y[j + 16] = d * static_cast<float>((block.qs[j] >> 4) - 8);
+    }
+  }
+}
+
+void DequantizeQ4_K(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    BlockQ4_K block;
+    std::memcpy(&block, src + b * sizeof(BlockQ4_K), sizeof(block));
+    const float d = F16ToF32(block.d);
+    const float dmin = F16ToF32(block.dmin);
+    float* y = dst + b * kSuperBlock;
+    for (int c = 0; c < 4; ++c) {
+      uint8_t sc, m;
+      DecodeQ4KScaleMin(block.scales, 2 * c, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      DecodeQ4KScaleMin(block.scales, 2 * c + 1, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      const uint8_t* q = block.qs + 32 * c;
+      for (int l = 0; l < 32; ++l) y[64 * c + l] = d1 * static_cast<float>(q[l] & 0xf) - m1;
+      for (int l = 0; l < 32; ++l) y[64 * c + 32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+void DequantizeQ6_K(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    BlockQ6_K block;
+    std::memcpy(&block, src + b * sizeof(BlockQ6_K), sizeof(block));
+    const float d = F16ToF32(block.d);
+    float* y = dst + b * kSuperBlock;
+    for (int e = 0; e < kSuperBlock; ++e) {
+      y[e] = d * static_cast<float>(block.scales[e / 16]) * static_cast<float>(Q6KQuant(block, e) - 32);
+    }
+  }
+}
+
+}  // namespace
+
+bool CanDequantize(TensorType type) {
+  switch (type) {
+    case TensorType::kF32:
+    case TensorType::kF16:
+    case TensorType::kBF16:
+    case TensorType::kQ8_0:
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_K:
+    case TensorType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void DequantizeRow(TensorType type, const std::byte* src, float* dst, int64_t n) {
+  LOCKSTEP_CHECK(CanDequantize(type));
+  LOCKSTEP_CHECK(n % GetTensorTypeTraits(type).block_elements == 0);
+  switch (type) {
+    case TensorType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      break;
+    case TensorType::kF16:
+      DequantizeF16(src, dst, n);
+      break;
+    case TensorType::kBF16:
+      DequantizeBF16(src, dst, n);
+      break;
+    case TensorType::kQ8_0:
+      DequantizeQ8_0(src, dst, n);
+      break;
+    case TensorType::kQ4_0:
+      DequantizeQ4_0(src, dst, n);
+      break;
+    case TensorType::kQ4_K:
+      DequantizeQ4_K(src, dst, n);
+      break;
+    case TensorType::kQ6_K:
+      DequantizeQ6_K(src, dst, n);
+      break;
+    default:
+      LOCKSTEP_CHECK(false);
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,63 @@
+// Internals of MatMul shared by the SIMD kernels, the scalar reference and the tests (not for other layers).
+//
+// The canonical computation (every SIMD target reproduces it bit for bit, so results never depend on the
+// machine's vector width, the row count, the tile position or the thread count):
+// - Float weights (F32/F16/BF16): per (output, row), 8 f32 lane accumulators; element i goes to lane i % 8 by
+//   fused multiply-add, in order of i; a partial last group is padded with zeros. Then LaneSum (below).
+// - Quantized weights (Q8_0/Q4_0/Q4_K/Q6_K): each activation row is quantized in 32-element blocks
+//   (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane scales
+//   (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3, converted
+//   to float and fused-multiply-added with (lane scale * activation scale) into lane accumulator l. Q4_K adds
+//   its min term per lane the same way (exact lane sum of q times min scale * activation scale).
+// - Packed weights (PackWeights: Q8_0/Q4_0/Q4_K/Q6_K): one f32 accumulator per (output, row); for each block
+// b,
+//   acc = fma(float(exact integer dot of the block), weight scale * activation scale, acc); Q4_K then adds
+//   fma(float(sum of the block's activation quants), min scale * activation scale, acc); Q6_K's integer is
+//   sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/matmul.h"
+
+namespace lockstep {
+
+inline constexpr int kActBlock = 32;  // activation quantization block
+inline constexpr int kLanes = 8;      // lane accumulators per (output, row)
+
+// Quantizes 32 floats: d = max|x| / 127, q[i] = round-to-nearest-even(x[i] * (127 / max|x|)) (0 if all zero);
+// sum16[0], sum16[1] = sums of q[0..15], q[16..31].
+void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[2]);
+
+// A weight block in canonical form: 32 int8 values, 8 lane scales, and (Q4_K) the lane min scale.
+struct WeightBlockView {
+  int8_t w[32];
+  float scale[8];
+  float min_scale;  // multiplies the lane sum of the activation quants; 0 except Q4_K
+};
+// Block b (32 elements) of a weight row in a quantized type.
+void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view);
+
+// Fixed reduction of the 8 lane accumulators: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+inline float LaneSum(const float acc[8]) {
+  const float t0 = acc[0] + acc[4], t1 = acc[1] + acc[5], t2 = acc[2] + acc[6], t3 = acc[3] + acc[7];
+  return (t0 + t2) + (t1 + t3);
+}
+
+bool IsQuantizedMatMulType(TensorType type);
+
+// One output of the canonical computation, scalar: a float weight row against a float activation row, and a
+// quantized weight row against a quantized activation row (q: in quants, d: in / 32 scales).
+float FloatDotReference(TensorType type, const std::byte* row, const float* x, int64_t in);
+float QuantDotReference(TensorType type, const std::byte* row, const int8_t* q, const float* d,
+                        int64_t blocks);
+// One output of the packed-weight order, computed from the original (unpacked) row.
+float PackedDotReference(TensorType type, const std::byte* row, const int8_t* q, const float* d,
+                         int64_t blocks);
+
+// The scalar reference of the canonical computation (single-threaded, allocates; for tests and fallback);
+// follows the packed order when w.packed is set.
+void MatMulReference(const WeightMatrix& w, const float* x, int64_t rows, float* y);
+
+}  // namespace lockstep

@@ -1,0 +1,258 @@
+// x86 int8 GEMM kernels for packed weights (tensor/packed_weights.h), included inside namespace
+// lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_x86-inl.h. Lanes are output rows: each 4-byte
+// activation group is broadcast and multiplied into 16 outputs at once (one 512-bit vector on AVX-512
+// targets, two 256-bit halves on AVX2), so a weight tile loaded once serves kPackedRows activation rows.
+// Integer block dots are exact; the float order is the packed order of tensor/matmul_internal.h,
+// bit-identical to PackedDotReference on every target.
+
+template <TensorType kType>
+constexpr int PackedOffset() {  // stored byte = value + offset
+  return kType == TensorType::kQ8_0 ? 128 : 8;
+}
+
+template <TensorType kType>
+constexpr int PackedScaleOffset() {
+  return kType == TensorType::kQ8_0 ? 8 * 4 * kPackedGroup : 4 * 4 * kPackedGroup;
+}
+
+#if HWY_TARGET == HWY_AVX2
+// ---- AVX2: a 16-output group is two 8-output halves (bytes [32h, 32h + 32) of each 64-byte vector). ----
+inline constexpr int kPackedHalves = 2, kPackedRows = 2;
+
+// Weight vectors k and k + 4 (k < 4) of half h as unsigned bytes.
+template <TensorType kType>
+HWY_INLINE void LoadPackedPair(const std::byte* block, int h, int k, __m256i* lo, __m256i* hi) {
+  if constexpr (kType == TensorType::kQ8_0) {
+    *lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32 * h));
+    *hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * (k + 4) + 32 * h));
+  } else {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32 * h));
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    *lo = _mm256_and_si256(v, mask);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+  }
+}
+
+// acc + exact dot lanes of unsigned weights (value + offset) and signed activations (|x| <= 127), plus
+// offset * (lane sum of x), which the caller's starting value cancels.
+template <TensorType kType>
+HWY_INLINE __m256i DotAccumulate(__m256i acc, __m256i w_u8, __m256i x_s8) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  if constexpr (kType == TensorType::kQ4_0) {  // nibbles <= 15: VPMADDUBSW cannot saturate
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w_u8, x_s8), ones16));
+  } else {  // w + 128 up to 255 could saturate: use |w| and sign-adjusted x, then add 128 * x back
+    const __m256i w = _mm256_xor_si256(w_u8, _mm256_set1_epi8(static_cast<char>(0x80)));
+    const __m256i dot =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x_s8, w)), ones16);
+    const __m256i x128 =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x_s8), _mm256_set1_epi16(128));
+    return _mm256_add_epi32(acc, _mm256_add_epi32(dot, x128));
+  }
+}
+
+template <TensorType kType, int kRows>
+HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) {
+  const PackedWeights& p = *a.packed;
+  const int64_t blocks = p.units;
+  __m256 acc[kPackedHalves][kRows];
+  for (int h = 0; h < kPackedHalves; ++h) {
+    for (int r = 0; r < kRows; ++r) acc[h][r] = _mm256_setzero_ps();
+  }
+  const int8_t* q[kRows];
+  for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* wb = p.Unit(group, b);
+    __m256i dot[kPackedHalves][kRows];
+    for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
+      const __m256i start = _mm256_set1_epi32(-PackedOffset<kType>() * a.sums[(r0 + r) * blocks + b]);
+      for (int h = 0; h < kPackedHalves; ++h) dot[h][r] = start;
+    }
+    for (int k = 0; k < 4; ++k) {
+      __m256i w_lo[kPackedHalves], w_hi[kPackedHalves];
+      for (int h = 0; h < kPackedHalves; ++h) LoadPackedPair<kType>(wb, h, k, &w_lo[h], &w_hi[h]);
+      for (int r = 0; r < kRows; ++r) {
+        int32_t x_lo, x_hi;
+        __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
+        __builtin_memcpy(&x_hi, q[r] + 32 * b + 4 * (k + 4), 4);
+        const __m256i xl = _mm256_set1_epi32(x_lo), xh = _mm256_set1_epi32(x_hi);
+        for (int h = 0; h < kPackedHalves; ++h) {
+          dot[h][r] = DotAccumulate<kType>(dot[h][r], w_lo[h], xl);
+          dot[h][r] = DotAccumulate<kType>(dot[h][r], w_hi[h], xh);
+        }
+      }
+    }
+    for (int h = 0; h < kPackedHalves; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset<kType>() + 16 * h)));
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a.d[(r0 + r) * blocks + b]));
+        acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[h][r]), scale, acc[h][r]);
+      }
+    }
+  }
+  for (int h = 0; h < kPackedHalves; ++h) {
+    const int64_t o0 = group * kPackedGroup + 8 * h;
+    const int n = static_cast<int>(std::min<int64_t>(8, a.out - o0));
+    if (n <= 0) break;
+    for (int r = 0; r < kRows; ++r) {
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, acc[h][r]);
+      __builtin_memcpy(a.y + (r0 + r) * a.out + o0, tmp, sizeof(float) * n);
+    }
+  }
+}
+
+#else
+// ---- AVX-512 (AVX3, AVX3_DL): one 512-bit vector per 16-output group. ----
+inline constexpr int kPackedGroupsPerTile = 2, kPackedRows = 4;  // 8 int + 8 float accumulators
+
+template <TensorType kType>
+HWY_INLINE void LoadPackedPair(const std::byte* block, int k, __m512i* lo, __m512i* hi) {
+  if constexpr (kType == TensorType::kQ8_0) {
+    *lo = _mm512_loadu_si512(block + 64 * k);
+    *hi = _mm512_loadu_si512(block + 64 * (k + 4));
+  } else {
+    const __m512i v = _mm512_loadu_si512(block + 64 * k);
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    *lo = _mm512_and_si512(v, mask);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+  }
+}
+
+template <TensorType kType>
+HWY_INLINE __m512i DotAccumulate(__m512i acc, __m512i w_u8, __m512i x_s8) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // Inline assembly: Highway 1.0.3's AVX3_DL target attributes enable AVX-VNNI but not AVX512-VNNI, so the
+  // compiler refuses the intrinsic; the CPUs this target is chosen for have AVX512-VNNI.
+  asm("vpdpbusd %[x], %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w_u8), [x] "v"(x_s8));
+  return acc;
+#else
+  const __m512i ones16 = _mm512_set1_epi16(1);
+  if constexpr (kType == TensorType::kQ4_0) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w_u8, x_s8), ones16));
+  } else {
+    const __m512i w = _mm512_xor_si512(w_u8, _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __mmask64 negative = _mm512_movepi8_mask(w);
+    const __m512i signed_x = _mm512_mask_sub_epi8(x_s8, negative, _mm512_setzero_si512(), x_s8);
+    const __m512i dot = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), signed_x), ones16);
+    const __m512i x128 =
+        _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), x_s8), _mm512_set1_epi16(128));
+    return _mm512_add_epi32(acc, _mm512_add_epi32(dot, x128));
+  }
+#endif
+}
+
+template <TensorType kType, int kGroups, int kRows>
+HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0) {
+  const PackedWeights& p = *a.packed;
+  const int64_t blocks = p.units;
+  __m512 acc[kGroups][kRows];
+  for (int g = 0; g < kGroups; ++g) {
+    for (int r = 0; r < kRows; ++r) acc[g][r] = _mm512_setzero_ps();
+  }
+  const int8_t* q[kRows];
+  for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* wb[kGroups];
+    for (int g = 0; g < kGroups; ++g) wb[g] = p.Unit(group0 + g, b);
+    __m512i dot[kGroups][kRows];
+    for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
+      const __m512i start = _mm512_set1_epi32(-PackedOffset<kType>() * a.sums[(r0 + r) * blocks + b]);
+      for (int g = 0; g < kGroups; ++g) dot[g][r] = start;
+    }
+    for (int k = 0; k < 4; ++k) {
+      __m512i w_lo[kGroups], w_hi[kGroups];
+      for (int g = 0; g < kGroups; ++g) LoadPackedPair<kType>(wb[g], k, &w_lo[g], &w_hi[g]);
+      for (int r = 0; r < kRows; ++r) {
+        int32_t x_lo, x_hi;
+        __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
+        __builtin_memcpy(&x_hi, q[r] + 32 * b + 4 * (k + 4), 4);
+        const __m512i xl = _mm512_set1_epi32(x_lo), xh = _mm512_set1_epi32(x_hi);
+        for (int g = 0; g < kGroups; ++g) {
+          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_lo[g], xl);
+          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_hi[g], xh);
+        }
+      }
+    }
+    for (int g = 0; g < kGroups; ++g) {
+      const __m512 dw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[g] + PackedScaleOffset<kType>())));
+      for (int r = 0; r < kRows; ++r) {
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[(r0 + r) * blocks + b]));
+        acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[g][r]), scale, acc[g][r]);
+      }
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    const int64_t o0 = (group0 + g) * kPackedGroup;
+    const int64_t n = std::min<int64_t>(kPackedGroup, a.out - o0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+    for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(a.y + (r0 + r) * a.out + o0, mask, acc[g][r]);
+  }
+}
+#endif
+
+template <TensorType kType, int kGroups, int kRows>
+HWY_INLINE void PackedTile(const TileArgs& a, int64_t group0, int64_t r0) {
+#if HWY_TARGET == HWY_AVX2
+  static_assert(kGroups == 1);
+  PackedMicroTile<kType, kRows>(a, group0, r0);
+#else
+  PackedMicroTile<kType, kGroups, kRows>(a, group0, r0);
+#endif
+}
+
+template <TensorType kType, int kGroups>
+HWY_INLINE void PackedRowsLoop(const TileArgs& a, int64_t group0) {
+  int64_t r0 = 0;
+  for (; r0 + kPackedRows <= a.rows; r0 += kPackedRows)
+    PackedTile<kType, kGroups, kPackedRows>(a, group0, r0);
+  static_assert(kPackedRows <= 8);
+  switch (a.rows - r0) {
+    case 7:
+      return PackedTile<kType, kGroups, 7>(a, group0, r0);
+    case 6:
+      return PackedTile<kType, kGroups, 6>(a, group0, r0);
+    case 5:
+      return PackedTile<kType, kGroups, 5>(a, group0, r0);
+    case 4:
+      return PackedTile<kType, kGroups, 4>(a, group0, r0);
+    case 3:
+      return PackedTile<kType, kGroups, 3>(a, group0, r0);
+    case 2:
+      return PackedTile<kType, kGroups, 2>(a, group0, r0);
+    case 1:
+      return PackedTile<kType, kGroups, 1>(a, group0, r0);
+    default:
+      return;
+  }
+}
+
+template <TensorType kType>
+HWY_INLINE void PackedTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
+  int64_t g = o_begin / kPackedGroup;
+#if HWY_TARGET != HWY_AVX2
+  for (; g + kPackedGroupsPerTile <= group_end; g += kPackedGroupsPerTile) {
+    PackedRowsLoop<kType, kPackedGroupsPerTile>(a, g);
+  }
+#endif
+  for (; g < group_end; ++g) PackedRowsLoop<kType, 1>(a, g);
+}
+
+#include "tensor/matmul_packed_kquant_x86-inl.h"
+
+inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  switch (a.type) {
+    case TensorType::kQ8_0:
+      return PackedTileTyped<TensorType::kQ8_0>(a, o_begin, o_end);
+    case TensorType::kQ4_0:
+      return PackedTileTyped<TensorType::kQ4_0>(a, o_begin, o_end);
+    case TensorType::kQ4_K:
+      return KQuantPackedTile<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ6_K:
+      return KQuantPackedTile<TensorType::kQ6_K>(a, o_begin, o_end);
+    default:
+      HWY_ASSERT(false);
+  }
+}

@@ -1,0 +1,185 @@
+// Scalar reference of MatMul's canonical computation (see tensor/matmul_internal.h).
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/float16.h"
+#include "tensor/matmul_internal.h"
+#include "tensor/quant_blocks.h"
+
+namespace lockstep {
+
+void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[2]) {
+  float amax = 0.0f;
+  for (int i = 0; i < kActBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  *d = amax / 127.0f;
+  const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+  sum16[0] = sum16[1] = 0;
+  for (int i = 0; i < kActBlock; ++i) {
+    q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+    sum16[i / 16] += q[i];
+  }
+}
+
+bool IsQuantizedMatMulType(TensorType type) {
+  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ4_K ||
+         type == TensorType::kQ6_K;
+}
+
+void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view) {
+  view->min_scale = 0.0f;
+  float lane_scale[2];
+  switch (type) {
+    case TensorType::kQ8_0: {
+      BlockQ8_0 block;
+      std::memcpy(&block, row + b * sizeof(block), sizeof(block));
+      std::memcpy(view->w, block.qs, 32);
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      break;
+    }
+    case TensorType::kQ4_0: {
+      BlockQ4_0 block;
+      std::memcpy(&block, row + b * sizeof(block), sizeof(block));
+      for (int j = 0; j < 16; ++j) {
+        view->w[j] = static_cast<int8_t>((block.qs[j] & 0xf) - 8);
+        view->w[j + 16] = static_cast<int8_t>((block.qs[j] >> 4) - 8);
+      }
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      break;
+    }
+    case TensorType::kQ4_K: {
+      BlockQ4_K block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      uint8_t sc, m;
+      DecodeQ4KScaleMin(block.scales, j, &sc, &m);
+      const uint8_t* q = block.qs + 32 * (j / 2);
+      for (int l = 0; l < 32; ++l)
+        view->w[l] = static_cast<int8_t>((j % 2 == 0) ? (q[l] & 0xf) : (q[l] >> 4));
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d) * static_cast<float>(sc);
+      view->min_scale = -(F16ToF32(block.dmin) * static_cast<float>(m));
+      break;
+    }
+    case TensorType::kQ6_K: {
+      BlockQ6_K block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      for (int l = 0; l < 32; ++l) view->w[l] = static_cast<int8_t>(Q6KQuant(block, 32 * j + l) - 32);
+      const float d = F16ToF32(block.d);
+      lane_scale[0] = d * static_cast<float>(block.scales[2 * j]);
+      lane_scale[1] = d * static_cast<float>(block.scales[2 * j + 1]);
+      break;
+    }
+    default:
+      LOCKSTEP_CHECK(false);
+  }
+  for (int l = 0; l < 8; ++l) view->scale[l] = lane_scale[l / 4];
+}
+
+namespace {
+
+float WeightAt(TensorType type, const std::byte* row, int64_t i) {
+  uint16_t h;
+  switch (type) {
+    case TensorType::kF32: {
+      float f;
+      std::memcpy(&f, row + 4 * i, 4);
+      return f;
+    }
+    case TensorType::kF16:
+      std::memcpy(&h, row + 2 * i, 2);
+      return F16ToF32(h);
+    case TensorType::kBF16:
+      std::memcpy(&h, row + 2 * i, 2);
+      return BF16ToF32(h);
+    default:
+      LOCKSTEP_CHECK(false);
+      return 0.0f;
+  }
+}
+
+}  // namespace
+
+float FloatDotReference(TensorType type, const std::byte* row, const float* x, int64_t in) {
+  float acc[kLanes] = {};
+  for (int64_t i0 = 0; i0 < in; i0 += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const int64_t i = i0 + l;
+      acc[l] = i < in ? std::fma(WeightAt(type, row, i), x[i], acc[l]) : std::fma(0.0f, 0.0f, acc[l]);
+    }
+  }
+  return LaneSum(acc);
+}
+
+float QuantDotReference(TensorType type, const std::byte* row, const int8_t* q, const float* d,
+                        int64_t blocks) {
+  float acc[kLanes] = {};
+  WeightBlockView view;
+  for (int64_t b = 0; b < blocks; ++b) {
+    GetWeightBlock(type, row, b, &view);
+    for (int l = 0; l < kLanes; ++l) {
+      int32_t dot = 0, sum = 0;
+      for (int k = 0; k < 4; ++k) {
+        dot += view.w[4 * l + k] * q[32 * b + 4 * l + k];
+        sum += q[32 * b + 4 * l + k];
+      }
+      acc[l] = std::fma(static_cast<float>(dot), view.scale[l] * d[b], acc[l]);
+      if (type == TensorType::kQ4_K)
+        acc[l] = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc[l]);
+    }
+  }
+  return LaneSum(acc);
+}
+
+float PackedDotReference(TensorType type, const std::byte* row, const int8_t* q, const float* d,
+                         int64_t blocks) {
+  float acc = 0.0f;
+  WeightBlockView view;
+  for (int64_t b = 0; b < blocks; ++b) {
+    GetWeightBlock(type, row, b, &view);
+    int32_t dot[2] = {0, 0}, sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      dot[i / 16] += view.w[i] * q[32 * b + i];
+      sum += q[32 * b + i];
+    }
+    if (type == TensorType::kQ6_K) {
+      BlockQ6_K block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      const int32_t total = block.scales[2 * j] * dot[0] + block.scales[2 * j + 1] * dot[1];
+      acc = std::fma(static_cast<float>(total), F16ToF32(block.d) * d[b], acc);
+      continue;
+    }
+    acc = std::fma(static_cast<float>(dot[0] + dot[1]), view.scale[0] * d[b], acc);
+    if (type == TensorType::kQ4_K) acc = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc);
+  }
+  return acc;
+}
+
+void MatMulReference(const WeightMatrix& w, const float* x, int64_t rows, float* y) {
+  const size_t row_bytes = RowBytes(w.type, w.in);
+  if (!IsQuantizedMatMulType(w.type)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t o = 0; o < w.out; ++o)
+        y[r * w.out + o] = FloatDotReference(w.type, w.data + o * row_bytes, x + r * w.in, w.in);
+    }
+    return;
+  }
+  const int64_t blocks = w.in / kActBlock;
+  std::vector<int8_t> q(w.in);
+  std::vector<float> d(blocks);
+  int32_t sum16[2];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      QuantizeActivationBlock(x + r * w.in + 32 * b, q.data() + 32 * b, &d[b], sum16);
+    }
+    for (int64_t o = 0; o < w.out; ++o) {
+      const std::byte* row = w.data + o * row_bytes;
+      y[r * w.out + o] = w.packed != nullptr ? PackedDotReference(w.type, row, q.data(), d.data(), blocks)
+                                             : QuantDotReference(w.type, row, q.data(), d.data(), blocks);
+    }
+  }
+}
+
+}  // namespace lockstep

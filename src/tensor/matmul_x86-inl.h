@@ -1,0 +1,281 @@
+// x86 MatMul kernels (AVX2 / AVX-512 / AVX-512 VNNI targets), 256-bit intrinsics. Included inside namespace
+// lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc. Bit-identical to the scalar reference (canonical order of
+// tensor/matmul_internal.h): the integer lanes are exact and the float operations are the same per lane.
+
+#if HWY_TARGET == HWY_AVX2
+inline constexpr int kTileOut = 4, kTileRows = 2;  // 16 ymm registers
+#else
+inline constexpr int kTileOut = 4, kTileRows = 4;  // 32 ymm registers with AVX-512VL
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL
+// acc + VPDPBUSD(a_u8, b_s8), forced to the EVEX (AVX-512 VNNI) encoding: Highway 1.0.3's AVX3_DL target
+// enables AVX-VNNI (not AVX512-VNNI), so the intrinsic would give the VEX form, which CPUs with AVX-512 VNNI
+// but without AVX-VNNI (Ice Lake, Zen 4) lack. EVEX also reaches ymm16-31.
+HWY_INLINE __m256i DpbusdEvex(__m256i acc, __m256i a_u8, __m256i b_s8) {
+  asm("%{evex%} vpdpbusd %[b], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a_u8), [b] "v"(b_s8));
+  return acc;
+}
+#endif
+
+// Lane l = exact sum over k < 4 of a[4l + k] (u8) * b[4l + k] (s8); |a| <= 128, |b| <= 127, so the 16-bit
+// pair sums of VPMADDUBSW cannot saturate.
+HWY_INLINE __m256i DotLanes(__m256i a_u8, __m256i b_s8) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return DpbusdEvex(_mm256_setzero_si256(), a_u8, b_s8);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a_u8, b_s8), _mm256_set1_epi16(1));
+#endif
+}
+
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), as LaneSum.
+HWY_INLINE float LaneSum256(__m256 acc) {
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
+}
+
+HWY_INLINE float HalfAt(const std::byte* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Canonical weight block b of a row: int8 values, lane scales, Q4_K min scale.
+template <TensorType kType>
+HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m256* scale,
+                                float* min_scale) {
+  if constexpr (kType == TensorType::kQ8_0) {
+    const std::byte* p = row + 34 * b;
+    *scale = _mm256_set1_ps(HalfAt(p));
+    *w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+  } else if constexpr (kType == TensorType::kQ4_0) {
+    const std::byte* p = row + 18 * b;
+    *scale = _mm256_set1_ps(HalfAt(p));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_and_si128(packed, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
+    *w = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+  } else if constexpr (kType == TensorType::kQ4_K) {
+    const std::byte* p = row + 144 * (b / 8);
+    const int j = static_cast<int>(b % 8);
+    uint8_t sc, m;
+    DecodeQ4KScaleMin(reinterpret_cast<const uint8_t*>(p + 4), j, &sc, &m);
+    *scale = _mm256_set1_ps(HalfAt(p) * static_cast<float>(sc));
+    *min_scale = -(HalfAt(p + 2) * static_cast<float>(m));
+    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * (j / 2)));
+    if (j % 2) q = _mm256_srli_epi16(q, 4);
+    *w = _mm256_and_si256(q, _mm256_set1_epi8(0x0f));
+  } else {
+    static_assert(kType == TensorType::kQ6_K);
+    const std::byte* p = row + 210 * (b / 8);
+    const int j = static_cast<int>(b % 8), half = j / 4, k = j % 4;
+    __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * half + 32 * (k & 1)));
+    if (k >= 2) low = _mm256_srli_epi16(low, 4);
+    low = _mm256_and_si256(low, _mm256_set1_epi8(0x0f));
+    __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * half));
+    high = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+    const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+    *w = _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+    const float d = HalfAt(p + 208);
+    const int8_t* scales = reinterpret_cast<const int8_t*>(p + 192);
+    *scale = _mm256_set_m128(_mm_set1_ps(d * static_cast<float>(scales[2 * j + 1])),
+                             _mm_set1_ps(d * static_cast<float>(scales[2 * j])));
+  }
+}
+
+// y for outputs [o0, o0 + kOut) and rows [r0, r0 + kRows).
+template <TensorType kType, int kOut, int kRows>
+HWY_NOINLINE void QuantMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
+  __m256 acc[kOut][kRows];
+  for (int o = 0; o < kOut; ++o) {
+    for (int r = 0; r < kRows; ++r) acc[o][r] = _mm256_setzero_ps();
+  }
+  const int64_t blocks = a.in / kActBlock;
+  const int8_t* q[kRows];
+  const float* d[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    q[r] = a.q + (r0 + r) * a.q_stride;
+    d[r] = a.d + (r0 + r) * blocks;
+  }
+  const std::byte* rows[kOut];
+  for (int o = 0; o < kOut; ++o) rows[o] = a.weights + (o0 + o) * a.row_bytes;
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i xq[kRows];
+    __m256 xsum[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      xq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[r] + kActBlock * b));
+      if constexpr (kType == TensorType::kQ4_K) xsum[r] = _mm256_cvtepi32_ps(DotLanes(ones, xq[r]));
+    }
+    for (int o = 0; o < kOut; ++o) {
+      __m256i w;
+      __m256 scale;
+      float min_scale = 0.0f;
+      LoadWeightBlock<kType>(rows[o], b, &w, &scale, &min_scale);
+      const __m256i abs_w = _mm256_abs_epi8(w);
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 dx = _mm256_set1_ps(d[r][b]);
+        const __m256i dot = DotLanes(abs_w, _mm256_sign_epi8(xq[r], w));
+        acc[o][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, dx), acc[o][r]);
+        if constexpr (kType == TensorType::kQ4_K) {
+          acc[o][r] = _mm256_fmadd_ps(xsum[r], _mm256_mul_ps(_mm256_set1_ps(min_scale), dx), acc[o][r]);
+        }
+      }
+    }
+  }
+  for (int o = 0; o < kOut; ++o) {
+    for (int r = 0; r < kRows; ++r) a.y[(r0 + r) * a.out + o0 + o] = LaneSum256(acc[o][r]);
+  }
+}
+
+template <TensorType kType, int kOut>
+HWY_INLINE void QuantRowsLoop(const TileArgs& a, int64_t o0) {
+  int64_t r0 = 0;
+  for (; r0 + kTileRows <= a.rows; r0 += kTileRows) QuantMicroTile<kType, kOut, kTileRows>(a, o0, r0);
+  for (; r0 < a.rows; ++r0) QuantMicroTile<kType, kOut, 1>(a, o0, r0);
+}
+
+template <TensorType kType>
+HWY_INLINE void QuantTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  int64_t o0 = o_begin;
+  for (; o0 + kTileOut <= o_end; o0 += kTileOut) QuantRowsLoop<kType, kTileOut>(a, o0);
+  for (; o0 < o_end; ++o0) QuantRowsLoop<kType, 1>(a, o0);
+}
+
+inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  switch (a.type) {
+    case TensorType::kQ8_0:
+      return QuantTileTyped<TensorType::kQ8_0>(a, o_begin, o_end);
+    case TensorType::kQ4_0:
+      return QuantTileTyped<TensorType::kQ4_0>(a, o_begin, o_end);
+    case TensorType::kQ4_K:
+      return QuantTileTyped<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ6_K:
+      return QuantTileTyped<TensorType::kQ6_K>(a, o_begin, o_end);
+    default:
+      HWY_ASSERT(false);
+  }
+}
+
+// 8 weights starting at element i of a float-typed row, as f32.
+template <TensorType kType>
+HWY_INLINE __m256 LoadFloatWeights(const std::byte* row, int64_t i) {
+  if constexpr (kType == TensorType::kF32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+  } else if constexpr (kType == TensorType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+  } else {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+  }
+}
+
+template <TensorType kType, int kOut, int kRows>
+HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
+  constexpr int kElementBytes = kType == TensorType::kF32 ? 4 : 2;
+  __m256 acc[kOut][kRows];
+  for (int o = 0; o < kOut; ++o) {
+    for (int r = 0; r < kRows; ++r) acc[o][r] = _mm256_setzero_ps();
+  }
+  const std::byte* rows[kOut];
+  for (int o = 0; o < kOut; ++o) rows[o] = a.weights + (o0 + o) * a.row_bytes;
+  const float* x[kRows];
+  for (int r = 0; r < kRows; ++r) x[r] = a.x + (r0 + r) * a.in;
+  const int64_t full = a.in / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes) {
+    __m256 xv[kRows];
+    for (int r = 0; r < kRows; ++r) xv[r] = _mm256_loadu_ps(x[r] + i);
+    for (int o = 0; o < kOut; ++o) {
+      const __m256 wv = LoadFloatWeights<kType>(rows[o], i);
+      for (int r = 0; r < kRows; ++r) acc[o][r] = _mm256_fmadd_ps(wv, xv[r], acc[o][r]);
+    }
+  }
+  if (full < a.in) {  // zero-padded last group
+    const int rest = static_cast<int>(a.in - full);
+    alignas(32) std::byte wbuf[kLanes * 4] = {};
+    alignas(32) float xbuf[kLanes] = {};
+    __m256 xv[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      __builtin_memcpy(xbuf, x[r] + full, sizeof(float) * rest);
+      xv[r] = _mm256_load_ps(xbuf);
+    }
+    for (int o = 0; o < kOut; ++o) {
+      __builtin_memcpy(wbuf, rows[o] + full * kElementBytes, static_cast<size_t>(kElementBytes) * rest);
+      const __m256 wv = LoadFloatWeights<kType>(wbuf, 0);
+      for (int r = 0; r < kRows; ++r) acc[o][r] = _mm256_fmadd_ps(wv, xv[r], acc[o][r]);
+    }
+  }
+  for (int o = 0; o < kOut; ++o) {
+    for (int r = 0; r < kRows; ++r) a.y[(r0 + r) * a.out + o0 + o] = LaneSum256(acc[o][r]);
+  }
+}
+
+template <TensorType kType, int kOut>
+HWY_INLINE void FloatRowsLoop(const TileArgs& a, int64_t o0) {
+  int64_t r0 = 0;
+  for (; r0 + kTileRows <= a.rows; r0 += kTileRows) FloatMicroTile<kType, kOut, kTileRows>(a, o0, r0);
+  for (; r0 < a.rows; ++r0) FloatMicroTile<kType, kOut, 1>(a, o0, r0);
+}
+
+template <TensorType kType>
+HWY_INLINE void FloatTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  int64_t o0 = o_begin;
+  for (; o0 + kTileOut <= o_end; o0 += kTileOut) FloatRowsLoop<kType, kTileOut>(a, o0);
+  for (; o0 < o_end; ++o0) FloatRowsLoop<kType, 1>(a, o0);
+}
+
+inline void FloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  switch (a.type) {
+    case TensorType::kF32:
+      return FloatTileTyped<TensorType::kF32>(a, o_begin, o_end);
+    case TensorType::kF16:
+      return FloatTileTyped<TensorType::kF16>(a, o_begin, o_end);
+    case TensorType::kBF16:
+      return FloatTileTyped<TensorType::kBF16>(a, o_begin, o_end);
+    default:
+      HWY_ASSERT(false);
+  }
+}
+
+// Canonical activation quantization (QuantizeActivationBlock), 32 floats at a time.
+inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end, int8_t* q,
+                                int64_t q_stride, float* d, int32_t* sums, int32_t* sums16) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const int64_t blocks = in / kActBlock;
+  for (int64_t r = r_begin; r < r_end; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* src = x + r * in + kActBlock * b;
+      __m256 v[4];
+      __m256 amax = _mm256_setzero_ps();
+      for (int k = 0; k < 4; ++k) {
+        v[k] = _mm256_loadu_ps(src + 8 * k);
+        amax = _mm256_max_ps(amax, _mm256_and_ps(v[k], abs_mask));
+      }
+      __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+      m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+      m = _mm_max_ss(m, _mm_movehdup_ps(m));
+      const float max_abs = _mm_cvtss_f32(m);
+      d[r * blocks + b] = max_abs / 127.0f;
+      const __m256 id = _mm256_set1_ps(max_abs > 0.0f ? 127.0f / max_abs : 0.0f);
+      __m256i i32[4];
+      for (int k = 0; k < 4; ++k) i32[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));  // nearest even
+      for (int h = 0; h < 2; ++h) {
+        const __m256i s8 = _mm256_add_epi32(i32[2 * h], i32[2 * h + 1]);
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        sums16[(r * blocks + b) * 2 + h] = _mm_cvtsi128_si32(s4);
+      }
+      sums[r * blocks + b] = sums16[(r * blocks + b) * 2] + sums16[(r * blocks + b) * 2 + 1];
+      // packs work within 128-bit lanes: bytes come out in dword order 0,2,4,6,1,3,5,7 -> permute back.
+      const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
+      const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
+      const __m256i i8 = _mm256_packs_epi16(i16a, i16b);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * q_stride + kActBlock * b),
+                          _mm256_permutevar8x32_epi32(i8, order));
+    }
+  }
+}

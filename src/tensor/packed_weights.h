@@ -1,0 +1,47 @@
+// Internal layout of PackedWeights (see tensor/matmul.h): weights regrouped so that the int8 GEMM kernels
+// read 16 output rows at once (one 512-bit vector, or two 256-bit halves: bytes [32h, 32h + 32) of every
+// 64-byte vector, elements [8h, 8h + 8) of every per-output array). Outputs are grouped by 16 (the last group
+// zero-padded). A group stores, per unit (32 elements for Q8_0/Q4_0, a 256-element super-block for K-quants),
+// `unit_bytes` bytes; "vector k" below holds, for each output o of the group, 4 bytes at 4o..4o+3:
+//  - Q8_0 (544 bytes): 8 vectors, vector k = quants 4k..4k+3 as unsigned bytes q + 128; 16 f16 scales.
+//  - Q4_0 (288 bytes): 4 vectors, vector k = stored qs bytes 4k..4k+3 (low nibbles: elements 4k.., high
+//          nibbles: elements 16+4k..); 16 f16 scales.
+//  - Q4_K (2368 bytes): per sub-block j < 8, 4 vectors of nibbles as Q4_0 (2048 bytes); then per j 16 u8
+//          scales (128), per j 16 u8 mins (128), 16 f16 d (32), 16 f16 dmin (32).
+//  - Q6_K (3360 bytes): per j < 8, 4 vectors of the quants' low nibbles as Q4_0 (2048); per j 2 vectors of
+//          high bits (1024): vector h byte 4o+e holds, at bits 2k..2k+1, bits 4-5 of element 16h + 4k + e;
+//          per j 32 int8 scales (the 16 outputs' scales of elements 0-15, then of 16-31) (256); 16 f16 d
+//          (32).
+// Immutable after packing; safe to share between threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+
+namespace lockstep {
+
+inline constexpr int kPackedGroup = 16;
+
+struct PackedWeights {
+  TensorType type = TensorType::kQ8_0;
+  int64_t in = 0;
+  int64_t out = 0;
+  int64_t groups = 0;         // ceil(out / 16)
+  int64_t units = 0;          // in / unit_elements
+  int64_t unit_elements = 0;  // 32 or 256
+  int64_t unit_bytes = 0;     // per (group, unit)
+  std::vector<std::byte> data;
+
+  const std::byte* Unit(int64_t group, int64_t unit) const {
+    return data.data() + (group * units + unit) * unit_bytes;
+  }
+};
+
+// Byte offsets inside a K-quant unit.
+inline constexpr int kQ4KScales = 2048, kQ4KMins = 2176, kQ4KD = 2304, kQ4KDmin = 2336, kQ4KUnit = 2368;
+inline constexpr int kQ6KHigh = 2048, kQ6KScales = 3072, kQ6KD = 3328, kQ6KUnit = 3360;
+
+}  // namespace lockstep

@@ -1,0 +1,81 @@
+// The standard ggml block layouts of the quantized GGUF tensor types (byte-for-byte what llama.cpp reads and
+// writes), plus the small helpers that decode their packed fields. Scales are f16 bit patterns
+// (tensor/float16.h). Plain structs; a row of a quantized tensor is an array of blocks.
+#pragma once
+
+#include <cstdint>
+
+namespace lockstep {
+
+inline constexpr int kQ8_0Block = 32;
+inline constexpr int kQ4_0Block = 32;
+inline constexpr int kSuperBlock = 256;  // K-quants
+
+// Q8_0: value[i] = d * qs[i].
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+// Q4_0: qs[j] low nibble = element j, high nibble = element j + 16; value = d * (nibble - 8).
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+// Q4_K: 8 sub-blocks of 32 elements, each with a 6-bit scale sc[j] and 6-bit min m[j] packed in `scales`
+// (see DecodeQ4KScaleMin). value = d * sc[j] * q - dmin * m[j], q a 4-bit quant. qs[32c + l] holds element
+// 64c + l in its low nibble (sub-block 2c) and element 64c + 32 + l in its high nibble (sub-block 2c + 1).
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+// Q6_K: 16 sub-blocks of 16 elements with int8 scales; value = d * scales[e / 16] * (q - 32), q 6 bits:
+// in each half of 128 elements (ql += 64, qh += 32 per half), for l in [0, 32): element l = ql[l] low nibble
+// + qh[l] bits 0-1; l + 32 = ql[l + 32] low + qh bits 2-3; l + 64 = ql[l] high + qh bits 4-5;
+// l + 96 = ql[l + 32] high + qh bits 6-7 (the qh bits are the quant's bits 4-5).
+struct BlockQ6_K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// Scale and min (6 bits each) of Q4_K sub-block j in [0, 8).
+inline void DecodeQ4KScaleMin(const uint8_t* scales, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((scales[j + 4] & 0xf) | ((scales[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
+// Inverse of DecodeQ4KScaleMin for all 8 sub-blocks (sc, m each < 64).
+inline void EncodeQ4KScaleMin(const uint8_t sc[8], const uint8_t m[8], uint8_t scales[12]) {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xf) | ((m[j + 4] & 0xf) << 4));
+  }
+}
+
+// The 6-bit quant (0..63) of element e in [0, 256) of a Q6_K block.
+inline int Q6KQuant(const BlockQ6_K& b, int e) {
+  const int half = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
+  const uint8_t* ql = b.ql + 64 * half;
+  const uint8_t* qh = b.qh + 32 * half;
+  const int low = (quarter & 1) ? ql[l + 32] : ql[l];
+  const int nibble = (quarter < 2) ? (low & 0xf) : (low >> 4);
+  return nibble | (((qh[l] >> (2 * quarter)) & 3) << 4);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,179 @@
+// Quantization to the GGUF block types. Q8_0 and Q4_0 follow ggml's reference rounding (so a file quantized
+// here matches one quantized by llama.cpp's reference code); Q4_K and Q6_K use a simple direct fit (per
+// sub-block max/min, no importance search).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/status.h"
+#include "tensor/dequantize.h"
+#include "tensor/float16.h"
+#include "tensor/quant_blocks.h"
+
+namespace lockstep {
+namespace {
+
+void QuantizeF16(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = F32ToF16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void QuantizeBF16(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = F32ToBF16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void QuantizeQ8_0(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ8_0Block; ++b) {
+    const float* x = src + b * kQ8_0Block;
+    float amax = 0.0f;
+    for (int i = 0; i < kQ8_0Block; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ8_0 block;
+    block.d = F32ToF16(d);
+    for (int i = 0; i < kQ8_0Block; ++i) block.qs[i] = static_cast<int8_t>(std::roundf(x[i] * id));
+    std::memcpy(dst + b * sizeof(BlockQ8_0), &block, sizeof(block));
+  }
+}
+
+void QuantizeQ4_0(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
+    const float* x = src + b * kQ4_0Block;
+    float amax = 0.0f, max = 0.0f;  // max: the signed value of largest magnitude
+    for (int i = 0; i < kQ4_0Block; ++i) {
+      if (std::fabs(x[i]) > amax) {
+        amax = std::fabs(x[i]);
+        max = x[i];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    BlockQ4_0 block;
+    block.d = F32ToF16(d);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = std::min(15, static_cast<int>(x[j] * id + 8.5f));
+      const int hi = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
+      block.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+    std::memcpy(dst + b * sizeof(BlockQ4_0), &block, sizeof(block));
+  }
+}
+
+void QuantizeQ4_K(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float* x = src + b * kSuperBlock;
+    float scale[8], minus_min[8], max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      float lo = 0.0f, hi = 0.0f;  // the offset is -dmin * m <= 0, so the range always includes 0
+      for (int l = 0; l < 32; ++l) {
+        lo = std::min(lo, x[32 * j + l]);
+        hi = std::max(hi, x[32 * j + l]);
+      }
+      scale[j] = (hi - lo) / 15.0f;
+      minus_min[j] = -lo;
+      max_scale = std::max(max_scale, scale[j]);
+      max_min = std::max(max_min, minus_min[j]);
+    }
+    BlockQ4_K block;
+    const float d = max_scale / 63.0f, dmin = max_min / 63.0f;
+    block.d = F32ToF16(d);
+    block.dmin = F32ToF16(dmin);
+    const float d16 = F16ToF32(block.d), dmin16 = F16ToF32(block.dmin);
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = static_cast<uint8_t>(d16 > 0 ? std::clamp(std::lround(scale[j] / d16), 0L, 63L) : 0);
+      m[j] = static_cast<uint8_t>(dmin16 > 0 ? std::clamp(std::lround(minus_min[j] / dmin16), 0L, 63L) : 0);
+    }
+    EncodeQ4KScaleMin(sc, m, block.scales);
+    for (int j = 0; j < 8; ++j) {
+      const float step = d16 * sc[j], offset = dmin16 * m[j];
+      for (int l = 0; l < 32; ++l) {
+        const long q = step > 0 ? std::clamp(std::lround((x[32 * j + l] + offset) / step), 0L, 15L) : 0;
+        uint8_t& byte = block.qs[32 * (j / 2) + l];
+        byte = (j % 2 == 0) ? static_cast<uint8_t>((byte & 0xf0) | q)
+                            : static_cast<uint8_t>((byte & 0x0f) | (q << 4));
+      }
+    }
+    std::memcpy(dst + b * sizeof(BlockQ4_K), &block, sizeof(block));
+  }
+}
+
+void QuantizeQ6_K(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float* x = src + b * kSuperBlock;
+    float scale[16], max_scale = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      float amax = 0.0f;
+      for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * j + l]));
+      scale[j] = amax / 31.0f;
+      max_scale = std::max(max_scale, scale[j]);
+    }
+    BlockQ6_K block;
+    std::memset(&block, 0, sizeof(block));
+    block.d = F32ToF16(max_scale / 127.0f);
+    const float d16 = F16ToF32(block.d);
+    uint8_t quants[kSuperBlock];
+    for (int j = 0; j < 16; ++j) {
+      const long sc = d16 > 0 ? std::clamp(std::lround(scale[j] / d16), 0L, 127L) : 0;
+      block.scales[j] = static_cast<int8_t>(sc);
+      const float step = d16 * static_cast<float>(sc);
+      for (int l = 0; l < 16; ++l) {
+        const long q = step > 0 ? std::clamp(std::lround(x[16 * j + l] / step), -32L, 31L) : 0;
+        quants[16 * j + l] = static_cast<uint8_t>(q + 32);
+      }
+    }
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* q = quants + 128 * half;
+      uint8_t* ql = block.ql + 64 * half;
+      uint8_t* qh = block.qh + 32 * half;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((q[l] & 0xf) | ((q[l + 64] & 0xf) << 4));
+        ql[l + 32] = static_cast<uint8_t>((q[l + 32] & 0xf) | ((q[l + 96] & 0xf) << 4));
+        qh[l] = static_cast<uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) | ((q[l + 64] >> 4) << 4) |
+                                     ((q[l + 96] >> 4) << 6));
+      }
+    }
+    std::memcpy(dst + b * sizeof(BlockQ6_K), &block, sizeof(block));
+  }
+}
+
+}  // namespace
+
+bool CanQuantize(TensorType type) { return CanDequantize(type); }
+
+void QuantizeRow(TensorType type, const float* src, std::byte* dst, int64_t n) {
+  LOCKSTEP_CHECK(CanQuantize(type));
+  LOCKSTEP_CHECK(n % GetTensorTypeTraits(type).block_elements == 0);
+  switch (type) {
+    case TensorType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      break;
+    case TensorType::kF16:
+      QuantizeF16(src, dst, n);
+      break;
+    case TensorType::kBF16:
+      QuantizeBF16(src, dst, n);
+      break;
+    case TensorType::kQ8_0:
+      QuantizeQ8_0(src, dst, n);
+      break;
+    case TensorType::kQ4_0:
+      QuantizeQ4_0(src, dst, n);
+      break;
+    case TensorType::kQ4_K:
+      QuantizeQ4_K(src, dst, n);
+      break;
+    case TensorType::kQ6_K:
+      QuantizeQ6_K(src, dst, n);
+      break;
+    default:
+      LOCKSTEP_CHECK(false);
+  }
+}
+
+}  // namespace lockstep

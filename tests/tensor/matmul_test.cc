@@ -1,0 +1,246 @@
+// MatMul against (1) the scalar reference of the canonical order, bit for bit, on every SIMD target the
+// machine supports; (2) a double-precision product with dequantized weights, within derived bounds; (3)
+// itself with fewer rows and other thread counts (batch invariance).
+#include "tensor/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "tensor/dequantize.h"
+#include "tensor/matmul_internal.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep {
+namespace {
+
+struct Case {
+  TensorType type;
+  int64_t in, out, rows;
+  bool packed = false;  // weights repacked with PackWeights
+};
+
+// Weights (quantized from normal values, with a few outliers), stored one byte past an aligned address.
+class TestWeights {
+ public:
+  TestWeights(const Case& c, uint32_t seed) : TestWeights(c.type, c.in, c.out, seed) {
+    if (c.packed) {
+      packed_ = PackWeights({type_, in_, out_, data()});
+      EXPECT_NE(packed_, nullptr);
+    }
+  }
+  TestWeights(TensorType type, int64_t in, int64_t out, uint32_t seed) : type_(type), in_(in), out_(out) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 0.5f);
+    const size_t row_bytes = RowBytes(type, in);
+    storage_.resize(1 + row_bytes * out);
+    std::vector<float> row(in);
+    for (int64_t o = 0; o < out; ++o) {
+      for (float& v : row) v = normal(rng);
+      if (in > 3) row[(o * 7) % in] = 4.0f;
+      QuantizeRow(type, row.data(), data() + o * row_bytes, in);
+    }
+  }
+  std::byte* data() { return storage_.data() + 1; }
+  WeightMatrix matrix() { return {type_, in_, out_, data(), packed_.get()}; }
+  std::vector<float> Dequantized() {
+    std::vector<float> out(in_ * out_);
+    for (int64_t o = 0; o < out_; ++o)
+      DequantizeRow(type_, data() + o * RowBytes(type_, in_), &out[o * in_], in_);
+    return out;
+  }
+
+ private:
+  TensorType type_;
+  int64_t in_, out_;
+  std::vector<std::byte> storage_;
+  PackedWeightsPtr packed_;
+};
+
+// Activations at x.data() + 1 (not 16-byte aligned), with varied magnitudes per block and some zero blocks.
+std::vector<float> TestActivations(int64_t rows, int64_t in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(1 + rows * in);
+  for (int64_t i = 0; i < rows * in; ++i) x[1 + i] = normal(rng) * (1.0f + static_cast<float>((i / 32) % 5));
+  if (rows * in > 64) std::fill(x.begin() + 33, x.begin() + 65, 0.0f);
+  return x;
+}
+
+std::vector<float> RunMatMul(WeightMatrix w, const float* x, int64_t rows, int threads) {
+  ThreadPool pool(threads);
+  std::vector<float> y(1 + rows * w.out, -1.0f);
+  MatMul(w, x, rows, y.data() + 1, pool);
+  return std::vector<float>(y.begin() + 1, y.end());
+}
+
+void ExpectBitEqual(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
+        << what << " element " << i << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  const int64_t outs[] = {1, 3, 17, 33};
+  const int64_t rows[] = {1, 2, 5, 40};
+  for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
+    for (int64_t in : {1, 7, 17, 200}) cases.push_back({t, in, outs[in % 4], rows[in % 4]});
+  }
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+    for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
+  }
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+    for (int64_t in : {256, 768}) cases.push_back({t, in, outs[(in / 256) % 4], rows[(in / 256) % 4]});
+  }
+  cases.push_back({TensorType::kQ8_0, 96, 33, 40});
+  cases.push_back({TensorType::kQ6_K, 256, 33, 40});
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+    for (int64_t in : {32, 96, 544}) {
+      for (int64_t out : {1, 8, 17, 33}) cases.push_back({t, in, out, 1 + (in / 32 + out) % 40, true});
+    }
+    cases.push_back({t, 64, 40, 40, true});
+    cases.push_back({t, 160, 70, 9, true});  // several 32-output tasks, a partial 16-output group
+  }
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+    cases.push_back({t, 256, 1, 1, true});
+    cases.push_back({t, 256, 21, 6, true});
+    cases.push_back({t, 768, 40, 13, true});
+  }
+  return cases;
+}
+
+std::string Name(const Case& c) {
+  return std::string(TensorTypeName(c.type)) + " in=" + std::to_string(c.in) +
+         " out=" + std::to_string(c.out) + " rows=" + std::to_string(c.rows) + (c.packed ? " packed" : "");
+}
+
+TEST(MatMul, EveryTargetMatchesScalarReferenceBitForBit) {
+  for (const Case& c : Cases()) {
+    TestWeights weights(c, 11);
+    const std::vector<float> x = TestActivations(c.rows, c.in, 12);
+    std::vector<float> expected(c.rows * c.out);
+    MatMulReference(weights.matrix(), x.data() + 1, c.rows, expected.data());
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      hwy::SetSupportedTargetsForTest(target);
+      for (int threads : {1, 2, 3}) {
+        ExpectBitEqual(
+            RunMatMul(weights.matrix(), x.data() + 1, c.rows, threads), expected,
+            Name(c) + " target=" + hwy::TargetName(target) + " threads=" + std::to_string(threads));
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+TEST(MatMul, RowResultsDoNotDependOnTheOtherRows) {
+  for (const Case& c : Cases()) {
+    TestWeights weights(c, 21);
+    const std::vector<float> x = TestActivations(c.rows, c.in, 22);
+    const std::vector<float> all = RunMatMul(weights.matrix(), x.data() + 1, c.rows, 2);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const std::vector<float> one = RunMatMul(weights.matrix(), x.data() + 1 + r * c.in, 1, 1 + r % 3);
+      ExpectBitEqual(one, std::vector<float>(all.begin() + r * c.out, all.begin() + (r + 1) * c.out),
+                     Name(c) + " row " + std::to_string(r));
+    }
+  }
+}
+
+// |computed - exact product of dequantized weights and the original activations| is bounded by the
+// activation quantization (half a step per element: sum |w| * d_block / 2) plus f32 rounding of the
+// accumulation (a generous n * 2^-23 relative to sum |w x|).
+TEST(MatMul, CloseToDoublePrecisionProduct) {
+  for (const Case& c : Cases()) {
+    TestWeights weights(c, 31);
+    const std::vector<float> w = weights.Dequantized();
+    const std::vector<float> x = TestActivations(c.rows, c.in, 32);
+    const std::vector<float> y = RunMatMul(weights.matrix(), x.data() + 1, c.rows, 2);
+    const bool quantized = IsQuantizedMatMulType(c.type);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const float* xr = x.data() + 1 + r * c.in;
+      for (int64_t o = 0; o < c.out; ++o) {
+        double exact = 0, magnitude = 0, quant_bound = 0;
+        for (int64_t i = 0; i < c.in; ++i) {
+          exact += static_cast<double>(w[o * c.in + i]) * xr[i];
+          magnitude += std::fabs(static_cast<double>(w[o * c.in + i]) * xr[i]);
+        }
+        if (quantized) {
+          for (int64_t b = 0; b < c.in / 32; ++b) {
+            double amax = 0, wsum = 0;
+            for (int i = 0; i < 32; ++i) {
+              amax = std::max(amax, static_cast<double>(std::fabs(xr[32 * b + i])));
+              wsum += std::fabs(w[o * c.in + 32 * b + i]);
+            }
+            quant_bound += wsum * (amax / 127) / 2 * 1.0001;
+            magnitude += wsum * amax;
+          }
+        }
+        const double bound = quant_bound + magnitude * static_cast<double>(c.in + 16) * std::ldexp(1.0, -23);
+        ASSERT_LE(std::fabs(y[r * c.out + o] - exact), bound) << Name(c) << " r=" << r << " o=" << o;
+      }
+    }
+  }
+}
+
+// Q8_0 quants of -128 never come out of ggml's quantizer but are valid in a file; every path must handle them
+// (the sign trick of the AVX2 kernels is only exact because activations stay within +-127).
+TEST(MatMul, Q8_0MinusOneTwentyEightIsExactEverywhere) {
+  for (bool pack : {false, true}) {
+    TestWeights weights(Case{TensorType::kQ8_0, 64, 9, 5, pack}, 41);
+    WeightMatrix m = weights.matrix();
+    std::vector<std::byte> bytes(weights.data(), weights.data() + RowBytes(TensorType::kQ8_0, 64) * 9);
+    for (size_t i = 2; i < bytes.size(); i += 5) {
+      if (i % 34 >= 2) bytes[i] = std::byte{0x80};
+    }
+    m.data = bytes.data();
+    PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
+    m.packed = packed.get();
+    const std::vector<float> x = TestActivations(5, 64, 42);
+    std::vector<float> expected(5 * 9);
+    MatMulReference(m, x.data() + 1, 5, expected.data());
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      hwy::SetSupportedTargetsForTest(target);
+      ExpectBitEqual(RunMatMul(m, x.data() + 1, 5, 2), expected,
+                     std::string("target=") + hwy::TargetName(target));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
+TEST(MatMul, SharedInputMatchesSeparateCalls) {
+  const int64_t in = 96, rows = 7;
+  TestWeights a(Case{TensorType::kQ8_0, in, 17, rows, true}, 51);
+  TestWeights b(Case{TensorType::kQ4_0, in, 5, rows, false}, 52);
+  TestWeights c(Case{TensorType::kF16, in, 40, rows, false}, 53);
+  const std::vector<float> x = TestActivations(rows, in, 54);
+  ThreadPool pool(2);
+  const std::vector<WeightMatrix> ws = {a.matrix(), b.matrix(), c.matrix()};
+  std::vector<std::vector<float>> ys(3);
+  std::vector<float*> y_ptrs;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    ys[i].assign(rows * ws[i].out, 0.0f);
+    y_ptrs.push_back(ys[i].data());
+  }
+  MatMulShared(ws, x.data() + 1, rows, y_ptrs, pool);
+  for (size_t i = 0; i < ws.size(); ++i) {
+    ExpectBitEqual(ys[i], RunMatMul(ws[i], x.data() + 1, rows, 3), "matrix " + std::to_string(i));
+  }
+}
+
+TEST(MatMul, ZeroRowsIsANoOp) {
+  TestWeights weights(TensorType::kQ8_0, 64, 3, 1);
+  ThreadPool pool(2);
+  float y = 7.0f;
+  MatMul(weights.matrix(), nullptr, 0, &y, pool);
+  EXPECT_EQ(y, 7.0f);
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,214 @@
+// Dequantization of hand-built blocks (checks the ggml layouts, not just self-consistency) and
+// quantize -> dequantize error bounds per type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tensor/dequantize.h"
+#include "tensor/float16.h"
+#include "tensor/quant_blocks.h"
+
+namespace lockstep {
+namespace {
+
+std::vector<float> Dequantize(TensorType type, const std::vector<uint8_t>& bytes, int64_t n) {
+  std::vector<float> out(n);
+  DequantizeRow(type, reinterpret_cast<const std::byte*>(bytes.data()), out.data(), n);
+  return out;
+}
+
+TEST(Dequantize, HandBuiltQ8_0) {
+  std::vector<uint8_t> bytes = {0x00, 0x38};  // d = 0.5 (f16 0x3800, little endian)
+  for (int i = 0; i < 32; ++i) bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(i - 16)));
+  const std::vector<float> y = Dequantize(TensorType::kQ8_0, bytes, 32);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], 0.5f * (i - 16)) << i;
+}
+
+TEST(Dequantize, HandBuiltQ4_0) {
+  std::vector<uint8_t> bytes = {0x00, 0x40};  // d = 2.0
+  for (int j = 0; j < 16; ++j) bytes.push_back(static_cast<uint8_t>(j | ((15 - j) << 4)));
+  const std::vector<float> y = Dequantize(TensorType::kQ4_0, bytes, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 2.0f * (j - 8)) << j;            // low nibbles: elements 0..15
+    EXPECT_EQ(y[j + 16], 2.0f * (7 - j)) << j + 16;  // high nibbles: elements 16..31
+  }
+}
+
+TEST(Dequantize, HandBuiltQ4_K) {
+  // d = 1.0, dmin = 0.5; sub-block scales {1,2,3,4,33,34,35,63}, mins {0,1,2,3,17,18,19,40}, packed by hand.
+  std::vector<uint8_t> bytes = {0x00, 0x3c, 0x00, 0x38, 0x81, 0x82, 0x83, 0xc4,
+                                0x40, 0x41, 0x42, 0x83, 0x11, 0x22, 0x33, 0x8f};
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 32; ++l) bytes.push_back(static_cast<uint8_t>((l % 16) | (((l + c) % 16) << 4)));
+  }
+  ASSERT_EQ(bytes.size(), 144u);
+  const int sc[8] = {1, 2, 3, 4, 33, 34, 35, 63};
+  const int m[8] = {0, 1, 2, 3, 17, 18, 19, 40};
+  const std::vector<float> y = Dequantize(TensorType::kQ4_K, bytes, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int c = e / 64, within = e % 64;
+    const int sub = 2 * c + within / 32, l = within % 32;
+    const int q = within < 32 ? l % 16 : (l + c) % 16;
+    EXPECT_EQ(y[e], 1.0f * sc[sub] * q - 0.5f * m[sub]) << e;
+  }
+}
+
+TEST(Dequantize, HandBuiltQ6_K) {
+  BlockQ6_K block;
+  std::memset(&block, 0, sizeof(block));
+  block.ql[0] = 0x21;
+  block.qh[0] = 0xe4;  // bits: 00 (el 0), 01 (el 32), 10 (el 64), 11 (el 96)
+  block.ql[32] = 0x5a;
+  block.ql[64 + 3] = 0xf0;
+  block.qh[32 + 3] = 0x1b;  // 11 (el 131), 10 (el 163), 01 (el 195), 00 (el 227)
+  for (int j = 0; j < 16; ++j) block.scales[j] = static_cast<int8_t>(j - 8);
+  block.d = 0x3400;  // 0.25
+  std::vector<uint8_t> bytes(sizeof(block));
+  std::memcpy(bytes.data(), &block, sizeof(block));
+  // Byte offsets of the standard layout: ql at 0, qh at 128, scales at 192, d at 208.
+  ASSERT_EQ(bytes[128], 0xe4);
+  ASSERT_EQ(bytes[192], static_cast<uint8_t>(-8));
+  ASSERT_EQ(bytes[208], 0x00);
+  ASSERT_EQ(bytes[209], 0x34);
+  std::vector<int> q(256, 0);
+  q[0] = 1;
+  q[64] = 2 + 32;
+  q[32] = 10 + 16;
+  q[96] = 5 + 48;
+  q[131] = 48;
+  q[195] = 15 + 16;
+  q[163] = 32;
+  const std::vector<float> y = Dequantize(TensorType::kQ6_K, bytes, 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 0.25f * (e / 16 - 8) * (q[e] - 32)) << e;
+}
+
+TEST(Dequantize, HalfAndBFloatRows) {
+  const std::vector<uint8_t> f16 = {0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00};
+  EXPECT_EQ(Dequantize(TensorType::kF16, f16, 3), (std::vector<float>{1.0f, -2.0f, std::ldexp(1.0f, -24)}));
+  const std::vector<uint8_t> bf16 = {0x80, 0x3f, 0x40, 0xc0};
+  EXPECT_EQ(Dequantize(TensorType::kBF16, bf16, 2), (std::vector<float>{1.0f, -3.0f}));
+}
+
+std::vector<float> RandomRow(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = normal(rng);
+  if (n > 40) {  // outliers, an all-zero block and an all-positive stretch
+    x[5] = 25.0f;
+    x[37] = -30.0f;
+    for (int i = 0; i < 32 && 64 + i < n; ++i) x[64 + i] = 0.0f;
+  }
+  for (int64_t i = n / 2; i < n / 2 + 40 && i < n; ++i) x[i] = std::fabs(x[i]) + 3.0f;
+  return x;
+}
+
+std::vector<float> RoundTrip(TensorType type, const std::vector<float>& x, std::vector<uint8_t>* bytes) {
+  bytes->assign(RowBytes(type, static_cast<int64_t>(x.size())), 0);
+  QuantizeRow(type, x.data(), reinterpret_cast<std::byte*>(bytes->data()), static_cast<int64_t>(x.size()));
+  return Dequantize(type, *bytes, static_cast<int64_t>(x.size()));
+}
+
+constexpr float kF16Eps = 1.0f / 2048;  // f16 relative rounding (2^-11)
+
+TEST(Quantize, FloatTypesRoundToNearest) {
+  const std::vector<float> x = RandomRow(512, 1);
+  std::vector<uint8_t> bytes;
+  EXPECT_EQ(RoundTrip(TensorType::kF32, x, &bytes), x);
+  const std::vector<float> h = RoundTrip(TensorType::kF16, x, &bytes);
+  const std::vector<float> b = RoundTrip(TensorType::kBF16, x, &bytes);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_LE(std::fabs(h[i] - x[i]), std::fabs(x[i]) * kF16Eps) << i;
+    EXPECT_LE(std::fabs(b[i] - x[i]), std::fabs(x[i]) / 256) << i;
+  }
+}
+
+TEST(Quantize, Q8_0ErrorAtMostHalfAStep) {
+  const std::vector<float> x = RandomRow(1024, 2);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ8_0, x, &bytes);
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    const float d = amax / 127;  // q = round(x / d); the stored f16 scale adds at most 127 * d * 2^-11
+    const float bound = d / 2 + 127 * d * kF16Eps + 1e-6f * amax;
+    for (int i = 0; i < 32; ++i) EXPECT_LE(std::fabs(y[32 * b + i] - x[32 * b + i]), bound) << b << " " << i;
+  }
+}
+
+TEST(Quantize, Q4_0ErrorAtMostOneStep) {
+  const std::vector<float> x = RandomRow(1024, 3);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ4_0, x, &bytes);
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    // Step d = amax / 8; quants span [-8, 7] steps, so the side opposite the extreme may clip by one step;
+    // everything else is within half a step.
+    const float d = amax / 8;
+    const float bound = d + 8 * d * kF16Eps + 1e-6f * amax;
+    for (int i = 0; i < 32; ++i) EXPECT_LE(std::fabs(y[32 * b + i] - x[32 * b + i]), bound) << b << " " << i;
+  }
+}
+
+TEST(Quantize, Q4_KErrorBound) {
+  const std::vector<float> x = RandomRow(1024, 4);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ4_K, x, &bytes);
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    BlockQ4_K block;
+    std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+    const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      DecodeQ4KScaleMin(block.scales, j, &sc, &m);
+      // Half the sub-block step, plus what rounding the 6-bit scale (d/2 per step, 15 steps) and min (dmin/2)
+      // can push out of the representable range.
+      const float bound = (0.5f * d * sc + 7.5f * d + 0.5f * dmin) * 1.01f;
+      for (int l = 0; l < 32; ++l) {
+        const size_t i = 256 * b + 32 * j + l;
+        EXPECT_LE(std::fabs(y[i] - x[i]), bound) << i;
+      }
+    }
+  }
+}
+
+TEST(Quantize, Q6_KErrorBound) {
+  const std::vector<float> x = RandomRow(1024, 5);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ6_K, x, &bytes);
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    BlockQ6_K block;
+    std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+    const float d = F16ToF32(block.d);
+    for (int j = 0; j < 16; ++j) {
+      // Half a step, plus the clipping that rounding the 8-bit scale (by d/2) can cause over 31.5 steps.
+      const float bound = (0.5f * d * block.scales[j] + 15.75f * d) * 1.01f;
+      for (int l = 0; l < 16; ++l) {
+        const size_t i = 256 * b + 16 * j + l;
+        EXPECT_LE(std::fabs(y[i] - x[i]), bound) << i;
+      }
+    }
+  }
+}
+
+TEST(Quantize, Q8_0MatchesGgmlReferenceRounding) {
+  // amax 127 -> d = 1 exactly; 2.5 rounds away from zero (roundf) like ggml's reference quantizer.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;
+  x[1] = 2.5f;
+  x[2] = -2.5f;
+  std::vector<uint8_t> bytes;
+  RoundTrip(TensorType::kQ8_0, x, &bytes);
+  EXPECT_EQ(bytes[0], 0x00);
+  EXPECT_EQ(bytes[1], 0x3c);
+  EXPECT_EQ(static_cast<int8_t>(bytes[2]), 127);
+  EXPECT_EQ(static_cast<int8_t>(bytes[3]), 3);
+  EXPECT_EQ(static_cast<int8_t>(bytes[4]), -3);
+}
+
+}  // namespace
+}  // namespace lockstep
