@@ -1,0 +1,44 @@
+#include "tokenizer/special_tokens.h"
+
+namespace lockstep {
+
+SpecialTokenMatcher::SpecialTokenMatcher(const Vocabulary& vocab) : vocab_(vocab) {
+  for (int32_t id : vocab.special_tokens()) {  // already longest first
+    const auto first = static_cast<unsigned char>(vocab.token(id).piece[0]);
+    by_first_byte_[first].push_back(id);
+    if (vocab.token(id).type == TokenType::kUserDefined) any_user_defined_[first] = true;
+  }
+}
+
+void SpecialTokenMatcher::Split(std::string_view text, bool parse_special, std::vector<Fragment>* out) const {
+  out->clear();
+  size_t plain_start = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const auto c = static_cast<unsigned char>(text[pos]);
+    const bool candidates = parse_special ? !by_first_byte_[c].empty() : any_user_defined_[c];
+    int32_t match = -1;
+    if (candidates) {
+      for (int32_t id : by_first_byte_[c]) {
+        const TokenData& t = vocab_.token(id);
+        if (!parse_special && t.type != TokenType::kUserDefined) continue;
+        if (text.compare(pos, t.piece.size(), t.piece) == 0) {
+          match = id;
+          break;
+        }
+      }
+    }
+    if (match < 0) {
+      ++pos;
+      continue;
+    }
+    if (pos > plain_start) out->push_back(Fragment{-1, text.substr(plain_start, pos - plain_start)});
+    const size_t len = vocab_.token(match).piece.size();
+    out->push_back(Fragment{match, text.substr(pos, len)});
+    pos += len;
+    plain_start = pos;
+  }
+  if (plain_start < text.size()) out->push_back(Fragment{-1, text.substr(plain_start)});
+}
+
+}  // namespace lockstep

@@ -1,0 +1,77 @@
+// Pre-tokenizer regex lists: splits for names whose vocabularies are not in the suite (Llama 3, Qwen2,
+// Tekken ...) pinned down by hand, and the invariant that the pieces always cover the text.
+#include "tokenizer/pre_tokenizer.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep {
+namespace {
+
+std::vector<std::string> Split(const std::string& pre, const std::string& text) {
+  auto spec = LookupPreTokenizer(pre);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  auto p = PreTokenizer::Create(*spec);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  std::vector<std::string_view> words;
+  EXPECT_TRUE((*p)->Split(text, &words).ok());
+  return std::vector<std::string>(words.begin(), words.end());
+}
+
+using Words = std::vector<std::string>;
+
+TEST(PreTokenizerTest, Gpt2) {
+  EXPECT_EQ(Split("gpt-2", "Hello world's  12345!!"), Words({"Hello", " world", "'s", " ", " 12345", "!!"}));
+  EXPECT_EQ(Split("gpt-2", "a   b"), Words({"a", "  ", " b"}));
+}
+
+TEST(PreTokenizerTest, Llama3) {
+  EXPECT_EQ(Split("llama-bpe", "I'VE 1234567 apples!\n\n  x"),
+            Words({"I", "'VE", " ", "123", "456", "7", " apples", "!\n\n", " ", " x"}));
+  EXPECT_EQ(Split("llama-bpe", "foo\n  \nbar"), Words({"foo", "\n  \n", "bar"}));
+  auto spec = LookupPreTokenizer("llama-bpe");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_TRUE(spec->ignore_merges);
+  EXPECT_TRUE(spec->add_bos_default);
+}
+
+TEST(PreTokenizerTest, Qwen2SingleDigits) {
+  EXPECT_EQ(Split("qwen2", "x=123"), Words({"x", "=", "1", "2", "3"}));
+}
+
+TEST(PreTokenizerTest, RegexListsApplyInOrder) {
+  // starcoder isolates every digit first, then applies the GPT-2 regex inside the remaining pieces.
+  EXPECT_EQ(Split("starcoder", "ab 12c"), Words({"ab", " ", "1", "2", "c"}));
+  // deepseek-coder: newlines alone, then letters, punctuation, CJK runs and single digits.
+  EXPECT_EQ(Split("deepseek-coder", "Hi, 我想\n42"), Words({"Hi", ",", " ", "我想", "\n", "4", "2"}));
+}
+
+TEST(PreTokenizerTest, Tekken) {
+  EXPECT_EQ(Split("tekken", "HelloWorld ABCdef"), Words({"Hello", "World", " ABCdef"}));
+}
+
+TEST(PreTokenizerTest, UnknownNameIsUnimplemented) {
+  auto spec = LookupPreTokenizer("nope");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kUnimplemented);
+  EXPECT_TRUE(LookupPreTokenizer("").ok());
+}
+
+TEST(PreTokenizerTest, EveryKnownListCompilesAndCoversLongInput) {
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "Word 123 \xE6\x88\x91 \xF0\x9F\xA6\x99   \n\t!?";
+  text += std::string(100000, ' ') + "x" + std::string(50000, '\n');
+  for (const char* name : {"default", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon",
+                           "starcoder", "refact", "mpt", "gpt-neox", "smollm", "dbrx", "phi-2", "tekken",
+                           "bloom", "viking", "chatglm-bpe", "command-r", "olmo"}) {
+    const Words words = Split(name, text);
+    std::string joined;
+    for (const auto& w : words) {
+      EXPECT_FALSE(w.empty()) << name;
+      joined += w;
+    }
+    EXPECT_EQ(joined, text) << name;
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
