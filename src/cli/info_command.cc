@@ -1,0 +1,102 @@
+// `lockstep info -m MODEL`: what a GGUF model file holds — architecture, hyper-parameters, tensor types and
+// counts, parameter count, tokenizer, file size. Exit code 1 for an unreadable or unsupported file (after
+// printing what could be read).
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "model/model_config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lockstep::cli {
+namespace {
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+void PrintTensorSummary(const GgufFile& file) {
+  std::map<std::string, std::pair<int64_t, int64_t>> by_type;  // type -> (count, elements)
+  int64_t params = 0;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    auto& entry = by_type[std::string(TensorTypeName(t.type))];
+    ++entry.first;
+    entry.second += t.elements();
+    params += t.elements();
+  }
+  std::printf("tensors:          %zu\n", file.tensors().size());
+  for (const auto& [type, entry] : by_type) {
+    std::printf("  %-8s        %lld tensors, %lld elements\n", type.c_str(), (long long)entry.first,
+                (long long)entry.second);
+  }
+  std::printf("parameters:       %lld (%.1f M)\n", (long long)params, double(params) / 1e6);
+}
+
+void RunInfo(const std::string& path) {
+  auto opened = GgufFile::Open(path);
+  if (!opened.ok()) Fail(opened.status());
+  std::shared_ptr<const GgufFile> file = std::move(opened).value();
+  std::printf("file:             %s\n", path.c_str());
+  std::printf("file size:        %zu bytes (%s)\n", file->file_size(),
+              HumanBytes(double(file->file_size())).c_str());
+  std::printf("gguf version:     %u, %zu metadata keys\n", file->version(), file->metadata().size());
+  PrintTensorSummary(*file);
+
+  auto tokenizer = Tokenizer::FromGguf(*file);
+  if (tokenizer.ok()) {
+    const Tokenizer& t = **tokenizer;
+    std::printf("tokenizer:        %s%s%s, vocab %d, bos %d, eos %d\n", t.model_name().c_str(),
+                t.pre_name().empty() ? "" : " pre=", t.pre_name().c_str(), t.vocab_size(), t.bos_id(),
+                t.eos_id());
+  } else {
+    std::printf("tokenizer:        unavailable (%s)\n", tokenizer.status().message().c_str());
+  }
+
+  auto config = ModelConfig::FromGguf(*file);
+  if (!config.ok()) Fail(config.status());
+  const ModelConfig& c = *config;
+  std::printf("architecture:     %s%s%s\n", c.architecture.c_str(),
+              c.name.empty() ? "" : "  name: ", c.name.c_str());
+  std::printf("n_vocab:          %lld\n", (long long)c.n_vocab);
+  std::printf("context_length:   %lld\n", (long long)c.n_ctx_train);
+  std::printf("embedding_length: %lld\n", (long long)c.n_embd);
+  std::printf("block_count:      %lld\n", (long long)c.n_layer);
+  std::printf("feed_forward:     %lld\n", (long long)c.n_ff);
+  std::printf("heads:            %lld (kv %lld, head_dim %lld)\n", (long long)c.n_head,
+              (long long)c.n_head_kv, (long long)c.head_dim);
+  std::printf("rms_eps:          %g\n", c.rms_eps);
+  std::printf("rope:             %s, base %g, dims %lld%s%s\n",
+              c.rope_mode == RopeMode::kNeox ? "neox" : "normal", c.rope_freq_base, (long long)c.rope_dim,
+              c.rope_scaling == RopeScaling::kLinear ? ", linear scaling" : "",
+              c.rope_freq_factors.empty() ? "" : ", llama3 frequency factors");
+  std::printf("qkv bias:         %s\n", c.qkv_bias ? "yes" : "no");
+  std::printf("kv per token:     %lld bytes (f16)\n", (long long)(c.n_layer * 2 * c.kv_dim() * 2));
+  auto model = Model::Load(file);
+  if (!model.ok()) Fail(model.status());
+  std::printf("output:           %s\n",
+              file->FindTensor("output.weight") ? "separate" : "tied to token_embd");
+}
+
+}  // namespace
+
+void RegisterInfoCommand(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("info", "Show what a GGUF model holds");
+  cmd->add_option("-m,--model", *path, "Model .gguf file")->required();
+  cmd->callback([path] { RunInfo(*path); });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,231 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lockstep {
+namespace {
+
+// When top_p alone trims the vocabulary, sort this many best candidates first and fall back to a full sort
+// only if they do not reach the mass.
+constexpr size_t kTopPPrefix = 1024;
+
+template <typename C>
+bool Better(const C& a, const C& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
+}
+
+}  // namespace
+
+Status SamplingParams::Validate() const {
+  auto bad = [](const std::string& field, const std::string& why) {
+    return InvalidArgument("sampling parameter '" + field + "' " + why);
+  };
+  if (!(temperature >= 0) || !std::isfinite(temperature)) return bad("temperature", "must be >= 0");
+  if (top_k < 0) return bad("top_k", "must be >= 0");
+  if (!(top_p > 0 && top_p <= 1)) return bad("top_p", "must be in (0, 1]");
+  if (!(min_p >= 0 && min_p <= 1)) return bad("min_p", "must be in [0, 1]");
+  if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty)) {
+    return bad("repetition_penalty", "must be > 0");
+  }
+  if (!std::isfinite(frequency_penalty)) return bad("frequency_penalty", "must be finite");
+  if (!std::isfinite(presence_penalty)) return bad("presence_penalty", "must be finite");
+  if (penalty_last_n < -1) return bad("penalty_last_n", "must be >= -1");
+  if (top_logprobs < 0 || top_logprobs > 100) return bad("top_logprobs", "must be in 0..100");
+  return Status::Ok();
+}
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+void Sampler::ApplyPenalties(std::span<const int32_t> history) {
+  const bool any = params_.repetition_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
+                   params_.presence_penalty != 0.0f;
+  if (!any || params_.penalty_last_n == 0 || history.empty()) return;
+  const size_t n =
+      params_.penalty_last_n < 0 ? history.size() : std::min(history.size(), size_t(params_.penalty_last_n));
+  const std::span<const int32_t> recent = history.last(n);
+  const int32_t vocab = static_cast<int32_t>(work_.size());
+  if (counts_.size() < work_.size()) counts_.assign(work_.size(), 0);
+  for (int32_t t : recent) {
+    if (t >= 0 && t < vocab) ++counts_[t];
+  }
+  for (int32_t t : recent) {
+    if (t < 0 || t >= vocab || counts_[t] == 0) continue;  // each token once
+    float& l = work_[t];
+    if (params_.repetition_penalty != 1.0f) {
+      l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
+    }
+    l -= float(counts_[t]) * params_.frequency_penalty + params_.presence_penalty;
+    counts_[t] = 0;
+  }
+}
+
+SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+  SampleResult result;
+  work_.assign(logits.begin(), logits.end());
+  ApplyPenalties(history);
+  const int32_t vocab = static_cast<int32_t>(work_.size());
+
+  if (params_.temperature <= 0) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < vocab; ++i) {
+      if (work_[i] > work_[best]) best = i;
+    }
+    result.token = best;
+  } else {
+    candidates_.resize(vocab);
+    const float inv_t = 1.0f / params_.temperature;
+    for (int32_t i = 0; i < vocab; ++i) candidates_[i] = {work_[i] * inv_t, i};
+    auto better = [](const Candidate& a, const Candidate& b) { return Better(a, b); };
+    size_t keep = candidates_.size();
+    size_t sorted = 0;  // candidates_[0, sorted) are in order
+    if (params_.top_k > 0 && size_t(params_.top_k) < keep) {
+      keep = size_t(params_.top_k);
+      std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
+      candidates_.resize(keep);
+      sorted = keep;
+    }
+    if (params_.top_p < 1.0f || params_.min_p > 0.0f) {
+      // Both filters need the candidates in order; sort a prefix first when that is enough.
+      if (sorted < keep) {
+        const size_t prefix = std::min(keep, kTopPPrefix);
+        std::partial_sort(candidates_.begin(), candidates_.begin() + prefix, candidates_.end(), better);
+        sorted = prefix;
+      }
+    }
+    // Softmax over the kept candidates (max is the first one when sorted).
+    float max_logit = -std::numeric_limits<float>::infinity();
+    for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+    probs_.resize(candidates_.size());
+    double sum = 0;
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      probs_[i] = std::exp(candidates_[i].logit - max_logit);
+      sum += probs_[i];
+    }
+    size_t n = candidates_.size();
+    if (params_.top_p < 1.0f) {
+      double cum = 0;
+      size_t cut = 0;
+      for (; cut < sorted; ++cut) {
+        cum += probs_[cut] / sum;
+        if (cum >= params_.top_p) break;
+      }
+      if (cut == sorted && sorted < n) {  // the prefix was not enough: sort everything and redo
+        std::sort(candidates_.begin(), candidates_.end(), better);
+        for (size_t i = 0; i < n; ++i) probs_[i] = std::exp(candidates_[i].logit - max_logit);
+        sorted = n;
+        cum = 0;
+        for (cut = 0; cut < n; ++cut) {
+          cum += probs_[cut] / sum;
+          if (cum >= params_.top_p) break;
+        }
+      }
+      n = std::min(n, cut + 1);
+    }
+    if (params_.min_p > 0.0f) {
+      // probs_ are relative to the max (which is 1 at index 0 of the sorted prefix).
+      size_t m = 0;
+      while (m < std::min(n, sorted) && probs_[m] >= params_.min_p) ++m;
+      if (m == sorted && sorted < n) {  // the sorted prefix all passed: sort the rest too
+        std::sort(candidates_.begin(), candidates_.end(), better);
+        for (size_t i = 0; i < candidates_.size(); ++i)
+          probs_[i] = std::exp(candidates_[i].logit - max_logit);
+        sorted = candidates_.size();
+        while (m < n && probs_[m] >= params_.min_p) ++m;
+      }
+      n = std::max<size_t>(1, m);
+    }
+    candidates_.resize(n);
+    probs_.resize(n);
+    result.token = Draw();
+  }
+  if (params_.logprobs) FillLogprobs(logits, result);
+  return result;
+}
+
+int32_t Sampler::Draw() {
+  double total = 0;
+  for (float p : probs_) total += p;
+  // 53 random bits -> [0, 1).
+  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+  double cum = 0;
+  for (size_t i = 0; i < probs_.size(); ++i) {
+    cum += probs_[i];
+    if (u < cum) return candidates_[i].token;
+  }
+  return candidates_.back().token;
+}
+
+void Sampler::FillLogprobs(std::span<const float> logits, SampleResult& result) const {
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (float l : logits) max_logit = std::max(max_logit, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(double(l) - max_logit);
+  const double log_z = max_logit + std::log(sum);
+  result.logprob = static_cast<float>(logits[result.token] - log_z);
+  const size_t n = std::min(logits.size(), size_t(params_.top_logprobs));
+  if (n == 0) return;
+  std::vector<TokenLogprob> all;
+  all.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) all.push_back({int32_t(i), logits[i]});
+  std::partial_sort(all.begin(), all.begin() + n, all.end(),
+                    [](const TokenLogprob& a, const TokenLogprob& b) {
+                      return a.logprob > b.logprob || (a.logprob == b.logprob && a.token < b.token);
+                    });
+  all.resize(n);
+  for (TokenLogprob& t : all) t.logprob = static_cast<float>(t.logprob - log_z);
+  result.top = std::move(all);
+}
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) {
+  for (std::string& s : stops) {
+    if (!s.empty()) stops_.push_back(std::move(s));
+  }
+}
+
+StopMatcher::Output StopMatcher::Push(std::string_view delta) {
+  Output out;
+  if (stopped_) return out;
+  held_.append(delta);
+  // Earliest stop string (the longest when two start at the same place).
+  size_t best = std::string::npos;
+  const std::string* best_stop = nullptr;
+  for (const std::string& s : stops_) {
+    const size_t pos = held_.find(s);
+    if (pos == std::string::npos) continue;
+    if (pos < best || (pos == best && s.size() > best_stop->size())) {
+      best = pos;
+      best_stop = &s;
+    }
+  }
+  if (best_stop != nullptr) {
+    out.text = held_.substr(0, best);
+    out.stopped = true;
+    out.matched = *best_stop;
+    stopped_ = true;
+    held_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is a proper prefix of some stop string.
+  size_t hold = 0;
+  for (const std::string& s : stops_) {
+    for (size_t len = std::min(s.size() - 1, held_.size()); len > hold; --len) {
+      if (held_.compare(held_.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  out.text = held_.substr(0, held_.size() - hold);
+  held_.erase(0, held_.size() - hold);
+  return out;
+}
+
+std::string StopMatcher::Flush() {
+  std::string out = std::move(held_);
+  held_.clear();
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,105 @@
+// Token sampling for one request. A Sampler owns its SamplingParams, its own seeded RNG (never shared between
+// requests, so a request's choices do not depend on its batch neighbours) and reusable scratch; it picks the
+// next token from one row of logits. One thread at a time (the engine thread).
+//
+// Pipeline (each stage skipped at its neutral value):
+//   penalties over the last penalty_last_n tokens of `history` (repetition: positive logits divided,
+//   negative multiplied; frequency: minus count * f; presence: minus p once) ->
+//   temperature <= 0: argmax (lowest id on ties) ->
+//   else logits / temperature -> top_k -> softmax -> top_p (smallest set with mass >= top_p) ->
+//   min_p (prob >= min_p * max prob) -> renormalise -> draw with the RNG.
+// Candidates are ordered by (logit descending, id ascending), so the same seed gives the same token.
+//
+// StopMatcher: finds stop strings in streamed text, holding back any tail that might be the start of one.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace lockstep {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 = greedy
+  int32_t top_k = 0;                // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off
+  float repetition_penalty = 1.0f;  // 1 = off
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  int32_t penalty_last_n = 64;  // tokens of history the penalties look at; -1 = all, 0 = none
+  uint64_t seed = 0;
+  bool logprobs = false;     // compute the chosen token's logprob (log-softmax of the raw logits)
+  int32_t top_logprobs = 0;  // also the N most likely tokens (requires logprobs)
+
+  // InvalidArgument naming the field for out-of-range values (negative temperature, top_p outside (0, 1],
+  // ...).
+  Status Validate() const;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  float logprob = 0;              // only when params.logprobs (else 0)
+  std::vector<TokenLogprob> top;  // params.top_logprobs entries, most likely first
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  const SamplingParams& params() const { return params_; }
+  // logits: one row (n_vocab floats). history: prompt and generated tokens so far (for penalties).
+  SampleResult Sample(std::span<const float> logits, std::span<const int32_t> history);
+
+ private:
+  struct Candidate {
+    float logit;
+    int32_t token;
+  };
+  void ApplyPenalties(std::span<const int32_t> history);
+  int32_t Draw();
+  void FillLogprobs(std::span<const float> logits, SampleResult& result) const;
+
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<float> work_;            // penalised logits
+  std::vector<Candidate> candidates_;  // scratch
+  std::vector<float> probs_;           // scratch
+  std::vector<int32_t> counts_;        // per-token counts for penalties (sparse reset)
+};
+
+// Finds the first occurrence of any stop string in streamed text. Push() returns the text that is safe to
+// emit now: everything before a found stop string, or everything except a held-back tail that could still
+// become one. Flush() returns the held tail at the end of a stream with no stop. Empty stop strings are
+// ignored.
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops);
+
+  struct Output {
+    std::string text;      // to emit
+    bool stopped = false;  // a stop string was found (text ends right before it)
+    std::string matched;   // which one
+  };
+  Output Push(std::string_view delta);
+  std::string Flush();
+  bool stopped() const { return stopped_; }
+  bool empty() const { return stops_.empty(); }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;
+  bool stopped_ = false;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,26 @@
+#include "model/model.h"
+
+#include "model/transformer.h"
+
+namespace lockstep {
+
+Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file) {
+  if (file == nullptr) return InvalidArgument("Model::Load: no file");
+  LOCKSTEP_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::FromGguf(*file));
+  LOCKSTEP_ASSIGN_OR_RETURN(ModelWeights weights, ModelWeights::Bind(*file, config));
+  std::unique_ptr<Model> model =
+      std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights));
+  return model;
+}
+
+KvLayout Model::MakeKvLayout(KvDtype dtype, int32_t block_tokens) const {
+  KvLayout kv;
+  kv.n_layer = static_cast<int32_t>(config().n_layer);
+  kv.n_kv_head = static_cast<int32_t>(config().n_head_kv);
+  kv.head_dim = static_cast<int32_t>(config().head_dim);
+  kv.block_tokens = block_tokens;
+  kv.dtype = dtype;
+  return kv;
+}
+
+}  // namespace lockstep

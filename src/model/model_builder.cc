@@ -1,0 +1,348 @@
+#include "model/model_builder.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "model/model_config.h"
+#include "tensor/dequantize.h"
+
+namespace lockstep {
+namespace {
+
+// A fast seeded normal(0, std) stream: splitmix64 bits, Box-Muller pairs.
+class NormalStream {
+ public:
+  explicit NormalStream(uint64_t seed) : state_(seed) {}
+  float Next(float stddev) {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_ * stddev;
+    }
+    const double u1 = (double((Bits() >> 11) + 1)) * (1.0 / 9007199254740993.0);  // (0, 1]
+    const double u2 = double(Bits() >> 11) * (1.0 / 9007199254740992.0);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = static_cast<float>(r * std::sin(2 * M_PI * u2));
+    has_spare_ = true;
+    return static_cast<float>(r * std::cos(2 * M_PI * u2)) * stddev;
+  }
+
+ private:
+  uint64_t Bits() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+  bool has_spare_ = false;
+  float spare_ = 0;
+};
+
+uint64_t HashName(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+enum class Fill { kNormal, kOnes, kValues };
+
+struct PlannedTensor {
+  std::string name;
+  TensorType type;
+  std::vector<int64_t> dims;
+  Fill fill = Fill::kNormal;
+  std::vector<float> values;  // Fill::kValues
+  size_t bytes() const {
+    int64_t rows = 1;
+    for (size_t i = 1; i < dims.size(); ++i) rows *= dims[i];
+    return RowBytes(type, dims[0]) * size_t(rows);
+  }
+};
+
+int64_t FileTypeOf(TensorType type) {
+  switch (type) {
+    case TensorType::kF32:
+      return 0;
+    case TensorType::kF16:
+      return 1;
+    case TensorType::kQ4_0:
+      return 2;
+    case TensorType::kQ8_0:
+      return 7;
+    case TensorType::kBF16:
+      return 32;
+    default:
+      return 0;
+  }
+}
+
+std::vector<PlannedTensor> PlanTensors(const ModelShape& s, TensorType type, int64_t n_vocab) {
+  const int64_t head_dim = s.n_embd / s.n_head;
+  const int64_t q_dim = s.n_head * head_dim;
+  const int64_t kv_dim = s.n_head_kv * head_dim;
+  std::vector<PlannedTensor> t;
+  auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
+    t.push_back({name, type, {in, out}});
+  };
+  auto vec = [&](const std::string& name, int64_t n, Fill fill) {
+    t.push_back({name, TensorType::kF32, {n}, fill});
+  };
+  matrix("token_embd.weight", n_vocab, s.n_embd);
+  vec("output_norm.weight", s.n_embd, Fill::kOnes);
+  if (!s.tied_embeddings) matrix("output.weight", n_vocab, s.n_embd);
+  if (s.llama3_factor > 0) {
+    PlannedTensor freqs{"rope_freqs.weight", TensorType::kF32, {head_dim / 2}, Fill::kValues};
+    freqs.values =
+        Llama3RopeFreqFactors(head_dim, s.rope_freq_base, s.llama3_factor, s.llama3_low_freq_factor,
+                              s.llama3_high_freq_factor, s.llama3_original_ctx);
+    t.push_back(std::move(freqs));
+  }
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    vec(p + "attn_norm.weight", s.n_embd, Fill::kOnes);
+    matrix(p + "attn_q.weight", q_dim, s.n_embd);
+    matrix(p + "attn_k.weight", kv_dim, s.n_embd);
+    matrix(p + "attn_v.weight", kv_dim, s.n_embd);
+    if (s.qkv_bias) {
+      vec(p + "attn_q.bias", q_dim, Fill::kNormal);
+      vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
+      vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
+    }
+    matrix(p + "attn_output.weight", s.n_embd, q_dim);
+    vec(p + "ffn_norm.weight", s.n_embd, Fill::kOnes);
+    matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
+    matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
+    matrix(p + "ffn_down.weight", s.n_embd, s.n_ff);
+  }
+  return t;
+}
+
+Status CopyVocabulary(const std::string& path, GgufWriter& writer, int64_t* n_vocab) {
+  auto file = GgufFile::Open(path);
+  if (!file.ok()) return file.status().WithContext("--vocab-from");
+  bool any = false;
+  for (const auto& [key, value] : (*file)->metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) {
+      writer.Set(key, value);
+      any = true;
+    }
+  }
+  auto tokens = (*file)->GetStringArray("tokenizer.ggml.tokens");
+  if (!any || !tokens.ok() || tokens->empty()) {
+    return InvalidArgument(path + ": no tokenizer.ggml.tokens to copy (--vocab-from)");
+  }
+  *n_vocab = static_cast<int64_t>(tokens->size());
+  return Status::Ok();
+}
+
+void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w) {
+  const ModelShape& s = o.shape;
+  const std::string& a = s.architecture;
+  const int64_t head_dim = s.n_embd / s.n_head;
+  w.Set("general.architecture", GgufValue::String(a));
+  w.Set("general.name", GgufValue::String("lockstep random " + s.name));
+  w.Set("general.file_type", GgufValue::Uint32(uint32_t(FileTypeOf(o.type))));
+  w.Set("general.quantization_version", GgufValue::Uint32(2));
+  w.Set(a + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
+  w.Set(a + ".context_length", GgufValue::Uint32(uint32_t(s.n_ctx)));
+  w.Set(a + ".embedding_length", GgufValue::Uint32(uint32_t(s.n_embd)));
+  w.Set(a + ".block_count", GgufValue::Uint32(uint32_t(s.n_layer)));
+  w.Set(a + ".feed_forward_length", GgufValue::Uint32(uint32_t(s.n_ff)));
+  w.Set(a + ".attention.head_count", GgufValue::Uint32(uint32_t(s.n_head)));
+  w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(uint32_t(s.n_head_kv)));
+  w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(head_dim)));
+  w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(head_dim)));
+  w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));
+  w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
+  w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(head_dim)));
+}
+
+// Fills one tensor row by row into `out` (RowBytes * rows bytes).
+void GenerateTensor(const PlannedTensor& t, uint64_t seed, std::vector<std::byte>& out) {
+  const int64_t n = t.dims[0];
+  int64_t rows = 1;
+  for (size_t i = 1; i < t.dims.size(); ++i) rows *= t.dims[i];
+  const size_t row_bytes = RowBytes(t.type, n);
+  out.resize(row_bytes * size_t(rows));
+  NormalStream normal(seed ^ HashName(t.name));
+  std::vector<float> row(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) {
+      row[i] = t.fill == Fill::kOnes ? 1.0f : t.fill == Fill::kValues ? t.values[i] : normal.Next(0.02f);
+    }
+    QuantizeRow(t.type, row.data(), out.data() + size_t(r) * row_bytes, n);
+  }
+}
+
+template <typename T>
+void Append(std::string& s, T v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+// Header bytes: the metadata written by GgufWriter (its serialisation of every value type), followed by our
+// tensor infos. The writer pads its metadata-only image to the alignment; a final string key (ending in a
+// non-zero byte) lets us cut that padding off exactly.
+std::string BuildHeader(GgufWriter& writer, const std::vector<PlannedTensor>& tensors) {
+  static const char kSentinel[] = "lockstep make-model";
+  writer.Set("lockstep.generator", GgufValue::String(kSentinel));
+  const std::vector<std::byte> meta = writer.ToBytes();
+  size_t end = meta.size();
+  while (end > 0 && meta[end - 1] == std::byte{0}) --end;
+  std::string header(reinterpret_cast<const char*>(meta.data()), end);
+  LOCKSTEP_CHECK(header.size() >= 24 && header.ends_with(kSentinel));
+  const uint64_t count = tensors.size();
+  std::memcpy(header.data() + 8, &count, sizeof(count));
+  uint64_t offset = 0;
+  for (const PlannedTensor& t : tensors) {
+    Append<uint64_t>(header, t.name.size());
+    header += t.name;
+    Append<uint32_t>(header, uint32_t(t.dims.size()));
+    for (int64_t d : t.dims) Append<uint64_t>(header, uint64_t(d));
+    Append<uint32_t>(header, uint32_t(t.type));
+    Append<uint64_t>(header, offset);
+    offset += (t.bytes() + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment;
+  }
+  header.resize((header.size() + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment);
+  return header;
+}
+
+}  // namespace
+
+std::vector<std::string> ModelShapeNames() {
+  return {"tiny", "tiny-qwen2", "stories15m", "smollm2-135m", "qwen2-0.5b", "llama-1b"};
+}
+
+Result<ModelShape> FindModelShape(const std::string& name) {
+  ModelShape s;
+  s.name = name;
+  if (name == "tiny") {
+    s.tied_embeddings = false;  // exercises output.weight
+  } else if (name == "tiny-qwen2") {
+    s.architecture = "qwen2";
+    s.qkv_bias = true;
+    s.n_head_kv = 1;
+    s.rope_freq_base = 1000000.0f;
+    s.rms_eps = 1e-6f;
+  } else if (name == "stories15m") {
+    s = {name, "llama", 288, 6, 6, 6, 768, 256, 10000.0f, 1e-5f, false, true};
+  } else if (name == "smollm2-135m") {
+    s = {name, "llama", 576, 30, 9, 3, 1536, 2048, 100000.0f, 1e-5f, false, true};
+  } else if (name == "qwen2-0.5b") {
+    s = {name, "qwen2", 896, 24, 14, 2, 4864, 32768, 1000000.0f, 1e-6f, true, true};
+  } else if (name == "llama-1b") {
+    s = {name, "llama", 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1e-5f, false, true};
+    s.llama3_factor = 32;
+    s.llama3_low_freq_factor = 1;
+    s.llama3_high_freq_factor = 4;
+    s.llama3_original_ctx = 8192;
+  } else {
+    std::string list;
+    for (const std::string& n : ModelShapeNames()) list += (list.empty() ? "" : ", ") + n;
+    return InvalidArgument("unknown model shape '" + name + "'; known: " + list);
+  }
+  return s;
+}
+
+std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary() {
+  // GPT-2's byte-to-unicode map: printable bytes stand for themselves, the others for U+0100 onwards.
+  std::vector<std::string> byte_piece(256);
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    const int cp = printable ? b : next++;
+    std::string s;
+    if (cp < 0x80) {
+      s += char(cp);
+    } else {
+      s += char(0xC0 | (cp >> 6));
+      s += char(0x80 | (cp & 0x3F));
+    }
+    byte_piece[b] = s;
+  }
+  std::vector<std::string> tokens = byte_piece;
+  std::vector<int32_t> types(256, 1);
+  const std::string sp = byte_piece[' '];  // "Ġ"
+  const std::vector<std::pair<std::string, std::string>> merges = {
+      {sp, "t"},  {"h", "e"}, {sp, "a"},  {"i", "n"}, {sp + "t", "he"}, {"e", "r"}, {"o", "n"},
+      {sp, "s"},  {"e", "d"}, {"r", "e"}, {sp, "w"},  {"o", "u"},       {"a", "n"}, {"in", "g"},
+      {sp, "o"},  {sp, "b"},  {"n", "d"}, {"a", "t"}, {sp, "c"},        {"i", "s"}, {sp + "a", "nd"},
+      {"o", "r"}, {sp, "h"},  {"e", "n"}, {sp, "i"},  {"l", "l"},       {"a", "s"}, {sp, "f"},
+  };
+  std::vector<std::string> merge_lines;
+  for (const auto& [l, r] : merges) {
+    merge_lines.push_back(l + " " + r);
+    tokens.push_back(l + r);
+    types.push_back(1);
+  }
+  const int32_t eos = static_cast<int32_t>(tokens.size());
+  tokens.push_back("<|endoftext|>");
+  types.push_back(3);
+  return {
+      {"tokenizer.ggml.model", GgufValue::String("gpt2")},
+      {"tokenizer.ggml.pre", GgufValue::String("default")},
+      {"tokenizer.ggml.tokens", GgufValue::StringArray(tokens)},
+      {"tokenizer.ggml.token_type", GgufValue::Int32Array(types)},
+      {"tokenizer.ggml.merges", GgufValue::StringArray(merge_lines)},
+      {"tokenizer.ggml.bos_token_id", GgufValue::Uint32(uint32_t(eos))},
+      {"tokenizer.ggml.eos_token_id", GgufValue::Uint32(uint32_t(eos))},
+      {"tokenizer.ggml.add_bos_token", GgufValue::Bool(false)},
+  };
+}
+
+Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
+  const ModelShape& s = o.shape;
+  if (!CanQuantize(o.type)) {
+    return InvalidArgument("cannot write weights of type " + std::string(TensorTypeName(o.type)));
+  }
+  if (s.n_head <= 0 || s.n_embd % s.n_head != 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) {
+    return InvalidArgument("model shape '" + s.name + "' has inconsistent head counts");
+  }
+  const int64_t block = GetTensorTypeTraits(o.type).block_elements;
+  for (int64_t in : {s.n_embd, s.n_ff}) {
+    if (in % block != 0) {
+      return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
+                             " is not a multiple of the " + std::string(TensorTypeName(o.type)) + " block (" +
+                             std::to_string(block) + ")");
+    }
+  }
+  GgufWriter writer;
+  int64_t n_vocab = 0;
+  // Architecture keys first, then the tokenizer (as llama.cpp's converter orders them).
+  SetModelMetadata(o, 0, writer);
+  if (o.vocab_from.empty()) {
+    for (auto& [key, value] : BuiltinVocabulary()) writer.Set(key, value);
+    n_vocab = static_cast<int64_t>(BuiltinVocabulary()[2].second.AsArray()->elements.size());
+  } else {
+    LOCKSTEP_RETURN_IF_ERROR(CopyVocabulary(o.vocab_from, writer, &n_vocab));
+  }
+  writer.Set(s.architecture + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
+  const std::vector<PlannedTensor> tensors = PlanTensors(s, o.type, n_vocab);
+  const std::string header = BuildHeader(writer, tensors);
+
+  const std::string temporary = path + ".tmp";
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("cannot create '" + temporary + "'");
+  out.write(header.data(), std::streamsize(header.size()));
+  std::vector<std::byte> data;
+  for (const PlannedTensor& t : tensors) {
+    GenerateTensor(t, o.seed, data);
+    out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+    const size_t pad = (kGgufDefaultAlignment - data.size() % kGgufDefaultAlignment) % kGgufDefaultAlignment;
+    static const char kZeros[kGgufDefaultAlignment] = {};
+    out.write(kZeros, std::streamsize(pad));
+  }
+  out.close();
+  if (!out) return InvalidArgument("cannot write '" + temporary + "' (disk full?)");
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error)
+    return InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
+  return Status::Ok();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,216 @@
+#include "model/model_config.h"
+
+#include <cmath>
+#include <numbers>
+#include <sstream>
+
+#include "tensor/dequantize.h"
+
+namespace lockstep {
+namespace {
+
+struct ArchInfo {
+  const char* name;
+  RopeMode rope_mode;
+};
+
+constexpr ArchInfo kArchitectures[] = {
+    {"llama", RopeMode::kNormal},
+    {"qwen2", RopeMode::kNeox},
+};
+
+Status CheckPositive(const GgufFile& file, const std::string& key, int64_t value, int64_t limit) {
+  if (value <= 0 || value > limit) {
+    return InvalidArgument(file.path() + ": key '" + key + "' = " + std::to_string(value) +
+                           " is out of range (1.." + std::to_string(limit) + ")");
+  }
+  return Status::Ok();
+}
+
+// Reads the optional rope scaling keys; `rope_freqs.weight` (if any) is applied by FromGguf.
+Status ParseRopeScaling(const GgufFile& file, const std::string& arch, ModelConfig& config) {
+  const std::string prefix = arch + ".rope.scaling.";
+  LOCKSTEP_ASSIGN_OR_RETURN(std::string type, file.GetStringOr(prefix + "type", "none"));
+  LOCKSTEP_ASSIGN_OR_RETURN(double factor, file.GetFloatOr(prefix + "factor", 0.0));
+  // Older files: <arch>.rope.scale_linear.
+  LOCKSTEP_ASSIGN_OR_RETURN(double scale_linear, file.GetFloatOr(arch + ".rope.scale_linear", 0.0));
+  if (type == "none" && scale_linear > 0 && scale_linear != 1.0) {
+    type = "linear";
+    factor = scale_linear;
+  }
+  if (type == "none") {
+    if (file.Has(prefix + "low_freq_factor") || file.Has(prefix + "original_context_length")) type = "llama3";
+  }
+  if (type == "none") return Status::Ok();
+  if (type == "linear") {
+    if (!(factor > 0)) {
+      return InvalidArgument(file.path() + ": rope scaling 'linear' needs a positive '" + prefix + "factor'");
+    }
+    config.rope_scaling = factor == 1.0 ? RopeScaling::kNone : RopeScaling::kLinear;
+    config.rope_scale_factor = static_cast<float>(factor);
+    return Status::Ok();
+  }
+  if (type == "llama3") {
+    if (!(factor > 0)) {
+      return InvalidArgument(file.path() + ": rope scaling 'llama3' needs a positive '" + prefix + "factor'");
+    }
+    LOCKSTEP_ASSIGN_OR_RETURN(double low, file.GetFloatOr(prefix + "low_freq_factor", 1.0));
+    LOCKSTEP_ASSIGN_OR_RETURN(double high, file.GetFloatOr(prefix + "high_freq_factor", 4.0));
+    LOCKSTEP_ASSIGN_OR_RETURN(int64_t orig, file.GetIntOr(prefix + "original_context_length", 8192));
+    if (!(high > low) || low <= 0 || orig <= 0) {
+      return InvalidArgument(file.path() +
+                             ": inconsistent llama3 rope scaling keys (need high_freq_factor > "
+                             "low_freq_factor > 0 and original_context_length > 0)");
+    }
+    config.rope_scaling = RopeScaling::kLlama3;
+    config.rope_scale_factor = static_cast<float>(factor);
+    config.rope_low_freq_factor = static_cast<float>(low);
+    config.rope_high_freq_factor = static_cast<float>(high);
+    config.rope_orig_ctx = orig;
+    return Status::Ok();
+  }
+  return Unimplemented(file.path() + ": rope scaling type '" + type + "' (key '" + prefix +
+                       "type') is not supported; supported: none, linear, llama3");
+}
+
+// llama3 factors: from the rope_freqs tensor when the file has one, else computed from the keys.
+Status ApplyRopeFreqs(const GgufFile& file, ModelConfig& config) {
+  const int64_t pairs = config.rope_dim / 2;
+  if (const GgufTensorInfo* t = file.FindTensor("rope_freqs.weight")) {
+    if (t->dims.size() != 1 || t->dims[0] != pairs || !CanDequantize(t->type)) {
+      return InvalidArgument(file.path() + ": tensor 'rope_freqs.weight' must be a 1-D float tensor of " +
+                             std::to_string(pairs) + " elements (rope.dimension_count / 2)");
+    }
+    config.rope_freq_factors.resize(pairs);
+    DequantizeRow(t->type, t->data, config.rope_freq_factors.data(), pairs);
+    for (float f : config.rope_freq_factors) {
+      if (!(f > 0) || !std::isfinite(f)) {
+        return InvalidArgument(file.path() + ": tensor 'rope_freqs.weight' has a non-positive factor");
+      }
+    }
+    return Status::Ok();
+  }
+  if (config.rope_scaling == RopeScaling::kLlama3) {
+    config.rope_freq_factors = Llama3RopeFreqFactors(config.rope_dim, config.rope_freq_base,
+                                                     config.rope_scale_factor, config.rope_low_freq_factor,
+                                                     config.rope_high_freq_factor, config.rope_orig_ctx);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedArchitectures() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const ArchInfo& a : kArchitectures) v.push_back(a.name);
+    return v;
+  }();
+  return names;
+}
+
+std::vector<float> Llama3RopeFreqFactors(int64_t rope_dim, float freq_base, float factor,
+                                         float low_freq_factor, float high_freq_factor, int64_t orig_ctx) {
+  std::vector<float> factors;
+  const double low_wavelen = double(orig_ctx) / low_freq_factor;
+  const double high_wavelen = double(orig_ctx) / high_freq_factor;
+  for (int64_t i = 0; i < rope_dim / 2; ++i) {
+    const double freq = 1.0 / std::pow(double(freq_base), double(2 * i) / double(rope_dim));
+    const double wavelen = 2 * std::numbers::pi / freq;
+    double f;
+    if (wavelen < high_wavelen) {
+      f = 1.0;
+    } else if (wavelen > low_wavelen) {
+      f = factor;
+    } else {
+      const double smooth = (orig_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f = 1.0 / ((1 - smooth) / factor + smooth);
+    }
+    factors.push_back(static_cast<float>(f));
+  }
+  return factors;
+}
+
+Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
+  ModelConfig c;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.architecture, file.GetString("general.architecture"));
+  const ArchInfo* arch = nullptr;
+  for (const ArchInfo& a : kArchitectures) {
+    if (c.architecture == a.name) arch = &a;
+  }
+  if (arch == nullptr) {
+    std::string list;
+    for (const std::string& n : SupportedArchitectures()) list += (list.empty() ? "" : ", ") + n;
+    return Unimplemented(file.path() + ": unsupported architecture '" + c.architecture +
+                         "' (general.architecture); supported: " + list);
+  }
+  const std::string& a = c.architecture;
+  c.rope_mode = arch->rope_mode;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.name, file.GetStringOr("general.name", ""));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ctx_train, file.GetInt(a + ".context_length"));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, file.GetInt(a + ".feed_forward_length"));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, file.GetInt(a + ".attention.head_count"));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, file.GetIntOr(a + ".attention.head_count_kv", c.n_head));
+  LOCKSTEP_ASSIGN_OR_RETURN(double eps, file.GetFloat(a + ".attention.layer_norm_rms_epsilon"));
+  LOCKSTEP_ASSIGN_OR_RETURN(double base, file.GetFloatOr(a + ".rope.freq_base", 10000.0));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".context_length", c.n_ctx_train, int64_t{1} << 24));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".embedding_length", c.n_embd, 1 << 16));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".block_count", c.n_layer, 1024));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".feed_forward_length", c.n_ff, 1 << 20));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.head_count", c.n_head, 1024));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.head_count_kv", c.n_head_kv, c.n_head));
+  if (c.n_head % c.n_head_kv != 0) {
+    return InvalidArgument(file.path() + ": attention.head_count " + std::to_string(c.n_head) +
+                           " is not a multiple of attention.head_count_kv " + std::to_string(c.n_head_kv));
+  }
+  const int64_t default_head_dim = c.n_embd % c.n_head == 0 ? c.n_embd / c.n_head : 0;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.head_dim, file.GetIntOr(a + ".attention.key_length", default_head_dim));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.key_length", c.head_dim, 4096));
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t value_length, file.GetIntOr(a + ".attention.value_length", c.head_dim));
+  if (value_length != c.head_dim) {
+    return Unimplemented(file.path() + ": attention.value_length != attention.key_length is not supported");
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(c.rope_dim, file.GetIntOr(a + ".rope.dimension_count", c.head_dim));
+  if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    return InvalidArgument(file.path() + ": " + a + ".rope.dimension_count = " + std::to_string(c.rope_dim) +
+                           " must be even and in 2..head_dim (" + std::to_string(c.head_dim) + ")");
+  }
+  if (!(eps > 0) || eps > 1) {
+    return InvalidArgument(file.path() + ": " + a + ".attention.layer_norm_rms_epsilon out of range");
+  }
+  if (!(base > 1)) return InvalidArgument(file.path() + ": " + a + ".rope.freq_base must be > 1");
+  c.rms_eps = static_cast<float>(eps);
+  c.rope_freq_base = static_cast<float>(base);
+  LOCKSTEP_RETURN_IF_ERROR(ParseRopeScaling(file, a, c));
+  LOCKSTEP_RETURN_IF_ERROR(ApplyRopeFreqs(file, c));
+
+  const GgufTensorInfo* embd = file.FindTensor("token_embd.weight");
+  if (embd != nullptr && embd->dims.size() == 2) {
+    c.n_vocab = embd->dims[1];
+  } else if (const GgufValue* tokens = file.Find("tokenizer.ggml.tokens"); tokens && tokens->AsArray()) {
+    c.n_vocab = static_cast<int64_t>(tokens->AsArray()->elements.size());  // ModelWeights reports the tensor
+  }
+  if (c.n_vocab <= 0) {
+    return InvalidArgument(file.path() +
+                           ": cannot determine the vocabulary size: tensor 'token_embd.weight' "
+                           "is missing or not 2-D and there is no tokenizer.ggml.tokens");
+  }
+  c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  return c;
+}
+
+std::string ModelConfig::Summary() const {
+  std::ostringstream out;
+  out << architecture << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd " << n_embd
+      << ", n_layer " << n_layer << ", n_ff " << n_ff << ", n_head " << n_head << ", n_head_kv " << n_head_kv
+      << ", head_dim " << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal")
+      << " base " << rope_freq_base << " dim " << rope_dim;
+  if (rope_scaling == RopeScaling::kLinear) out << " linear x" << rope_scale_factor;
+  if (!rope_freq_factors.empty()) out << " llama3-freq-factors";
+  out << ", rms_eps " << rms_eps << (qkv_bias ? ", qkv bias" : "");
+  return out.str();
+}
+
+}  // namespace lockstep

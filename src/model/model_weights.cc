@@ -1,0 +1,119 @@
+#include "model/model_weights.h"
+
+#include <string>
+
+#include "tensor/dequantize.h"
+
+namespace lockstep {
+namespace {
+
+std::string DimsString(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// Collects every problem instead of stopping at the first.
+class Binder {
+ public:
+  explicit Binder(const GgufFile& file) : file_(file) {}
+
+  const GgufTensorInfo* Find(const std::string& name, const std::vector<int64_t>& dims) {
+    const GgufTensorInfo* t = file_.FindTensor(name);
+    if (t == nullptr) {
+      missing_.push_back(name);
+      return nullptr;
+    }
+    if (t->dims != dims) {
+      wrong_.push_back(name + " has shape " + DimsString(t->dims) + ", expected " + DimsString(dims));
+      return nullptr;
+    }
+    return t;
+  }
+
+  WeightMatrix Matrix(const std::string& name, int64_t out, int64_t in) {
+    const GgufTensorInfo* t = Find(name, {in, out});
+    if (t == nullptr) return {};
+    if (!MatMulSupports(t->type)) {
+      wrong_.push_back(name + " has type " + std::string(TensorTypeName(t->type)) +
+                       ", which the matrix kernels do not support");
+      return {};
+    }
+    return WeightMatrix{t->type, in, out, t->data};
+  }
+
+  std::vector<float> Vector(const std::string& name, int64_t n) {
+    const GgufTensorInfo* t = Find(name, {n});
+    if (t == nullptr) return {};
+    if (!CanDequantize(t->type) || n % GetTensorTypeTraits(t->type).block_elements != 0) {
+      wrong_.push_back(name + " has unsupported type " + std::string(TensorTypeName(t->type)));
+      return {};
+    }
+    std::vector<float> v(n);
+    DequantizeRow(t->type, t->data, v.data(), n);
+    return v;
+  }
+
+  void Wrong(std::string message) { wrong_.push_back(std::move(message)); }
+
+  Status Finish() const {
+    if (missing_.empty() && wrong_.empty()) return Status::Ok();
+    std::string msg = file_.path() + ": model tensors do not match the architecture";
+    if (!missing_.empty()) {
+      msg += "; missing " + std::to_string(missing_.size()) + ":";
+      for (const std::string& m : missing_) msg += " " + m;
+    }
+    if (!wrong_.empty()) {
+      msg += "; wrong " + std::to_string(wrong_.size()) + ":";
+      for (size_t i = 0; i < wrong_.size(); ++i) msg += (i ? "; " : " ") + wrong_[i];
+    }
+    return InvalidArgument(msg);
+  }
+
+ private:
+  const GgufFile& file_;
+  std::vector<std::string> missing_;
+  std::vector<std::string> wrong_;
+};
+
+}  // namespace
+
+Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig& c) {
+  Binder b(file);
+  ModelWeights w;
+  const int64_t d = c.n_embd;
+  w.token_embd = b.Find("token_embd.weight", {d, c.n_vocab});
+  if (w.token_embd != nullptr && !CanDequantize(w.token_embd->type)) {
+    b.Wrong("token_embd.weight has unsupported type " + std::string(TensorTypeName(w.token_embd->type)));
+  }
+  w.output_norm = b.Vector("output_norm.weight", d);
+  if (file.FindTensor("output.weight") != nullptr) {
+    w.output = b.Matrix("output.weight", c.n_vocab, d);
+  } else {
+    w.tied_output = true;
+    w.output = b.Matrix("token_embd.weight", c.n_vocab, d);
+  }
+  w.layers.resize(c.n_layer);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& lw = w.layers[l];
+    lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
+    lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
+    lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
+    lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
+    if (c.qkv_bias) {
+      lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
+      lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
+      lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
+    }
+    lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
+    lw.ffn_norm = b.Vector(p + "ffn_norm.weight", d);
+    lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
+    lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
+    lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
+  }
+  LOCKSTEP_RETURN_IF_ERROR(b.Finish());
+  return w;
+}
+
+}  // namespace lockstep

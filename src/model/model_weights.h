@@ -1,0 +1,39 @@
+// ModelWeights: the tensors of a Llama-family model, checked against its ModelConfig and bound to the GGUF
+// mapping. Matrices are borrowed views (WeightMatrix) into the GgufFile's data; 1-D tensors (norms, biases)
+// are dequantized once into owned f32 vectors. Bind() checks every tensor's presence, shape and type and
+// reports ALL problems in one error. Immutable after Bind(); the GgufFile must outlive it.
+#pragma once
+
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+#include "tensor/matmul.h"
+
+namespace lockstep {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;   // [n_embd]
+  WeightMatrix wq;                // [n_head * head_dim][n_embd]
+  WeightMatrix wk;                // [n_head_kv * head_dim][n_embd]
+  WeightMatrix wv;                // [n_head_kv * head_dim][n_embd]
+  std::vector<float> bq, bk, bv;  // qwen2 only: [q_dim], [kv_dim], [kv_dim]
+  WeightMatrix wo;                // [n_embd][n_head * head_dim]
+  std::vector<float> ffn_norm;    // [n_embd]
+  WeightMatrix w_gate;            // [n_ff][n_embd]
+  WeightMatrix w_up;              // [n_ff][n_embd]
+  WeightMatrix w_down;            // [n_embd][n_ff]
+};
+
+struct ModelWeights {
+  const GgufTensorInfo* token_embd = nullptr;  // [n_vocab][n_embd], rows dequantized on lookup
+  std::vector<float> output_norm;              // [n_embd]
+  WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
+  bool tied_output = false;
+  std::vector<LayerWeights> layers;
+
+  static Result<ModelWeights> Bind(const GgufFile& file, const ModelConfig& config);
+};
+
+}  // namespace lockstep

@@ -1,0 +1,46 @@
+#include "model/rope.h"
+
+#include <cmath>
+
+namespace lockstep {
+
+Rope::Rope(const ModelConfig& config)
+    : mode_(config.rope_mode),
+      head_dim_(config.head_dim),
+      position_scale_(config.rope_scaling == RopeScaling::kLinear ? 1.0 / config.rope_scale_factor : 1.0) {
+  const int64_t pairs = config.rope_dim / 2;
+  inv_freq_.resize(pairs);
+  for (int64_t i = 0; i < pairs; ++i) {
+    double theta = std::pow(double(config.rope_freq_base), -double(2 * i) / double(config.rope_dim));
+    if (!config.rope_freq_factors.empty()) theta /= config.rope_freq_factors[i];
+    inv_freq_[i] = theta;
+  }
+}
+
+void Rope::Angles(int32_t position, float* cos_sin) const {
+  const double p = double(position) * position_scale_;
+  for (size_t i = 0; i < inv_freq_.size(); ++i) {
+    const double angle = p * inv_freq_[i];
+    cos_sin[2 * i] = static_cast<float>(std::cos(angle));
+    cos_sin[2 * i + 1] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void Rope::Apply(const float* cos_sin, float* x, int64_t heads) const {
+  const int64_t pairs = this->pairs();
+  for (int64_t h = 0; h < heads; ++h) {
+    float* v = x + h * head_dim_;
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float c = cos_sin[2 * i];
+      const float s = cos_sin[2 * i + 1];
+      const int64_t a = mode_ == RopeMode::kNormal ? 2 * i : i;
+      const int64_t b = mode_ == RopeMode::kNormal ? 2 * i + 1 : i + pairs;
+      const float x0 = v[a];
+      const float x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
+}  // namespace lockstep

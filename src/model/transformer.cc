@@ -1,0 +1,239 @@
+#include "model/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "model/attention.h"
+#include "model/vec_math.h"
+#include "tensor/dequantize.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep {
+namespace {
+
+// Below this many rows, per-row element-wise work runs on the calling thread (a pool round trip costs more).
+constexpr int64_t kParallelRows = 8;
+// Below this many (position x query dim) products, attention runs on the calling thread.
+constexpr int64_t kInlineAttentionWork = 1 << 15;
+
+// pool.Run through a closure holding one reference, which fits std::function's small buffer: no heap
+// allocation per call.
+template <typename Fn>
+void RunTasks(ThreadPool& pool, int64_t tasks, const Fn& fn) {
+  pool.Run(tasks, [&fn](int64_t task, int worker) { fn(task, worker); });
+}
+
+template <typename Fn>
+void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn) {
+  if (rows < kParallelRows || pool.size() == 1) {
+    for (int64_t r = 0; r < rows; ++r) fn(r, 0);
+    return;
+  }
+  RunTasks(pool, rows, fn);
+}
+
+// out = x / sqrt(mean(x^2) + eps) * w, the sum of squares accumulated in double in index order.
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(sum / double(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+template <typename T>
+void GrowTo(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights)
+    : Model(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), rope_(config_) {}
+
+Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const {
+  if (kv.n_layer != config_.n_layer || kv.n_kv_head != config_.n_head_kv || kv.head_dim != config_.head_dim ||
+      kv.block_tokens <= 0) {
+    return InvalidArgument("KV layout (layers " + std::to_string(kv.n_layer) + ", kv heads " +
+                           std::to_string(kv.n_kv_head) + ", head dim " + std::to_string(kv.head_dim) +
+                           ", block tokens " + std::to_string(kv.block_tokens) +
+                           ") does not match the model");
+  }
+  const size_t needed = size_t(batch.LogitRows()) * size_t(config_.n_vocab);
+  if (logits.size() < needed) {
+    return InvalidArgument("logits buffer holds " + std::to_string(logits.size()) +
+                           " floats, the batch needs " + std::to_string(needed));
+  }
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const BatchRow& row = batch.rows[i];
+    auto where = [i] { return "batch row " + std::to_string(i) + ": "; };  // built only on error
+    if (row.token < 0 || row.token >= config_.n_vocab) {
+      return InvalidArgument(where() + "token " + std::to_string(row.token) +
+                             " is outside the vocabulary (0.." + std::to_string(config_.n_vocab - 1) + ")");
+    }
+    if (row.sequence < 0 || size_t(row.sequence) >= batch.sequences.size() ||
+        batch.sequences[row.sequence].blocks == nullptr) {
+      return InvalidArgument(where() + "sequence " + std::to_string(row.sequence) + " has no KV blocks");
+    }
+    const std::vector<std::byte*>& blocks = *batch.sequences[row.sequence].blocks;
+    if (row.position < 0 || int64_t(row.position) >= int64_t(blocks.size()) * kv.block_tokens) {
+      return OutOfRange(where() + "position " + std::to_string(row.position) + " is not covered by its " +
+                        std::to_string(blocks.size()) + " KV blocks");
+    }
+    for (int64_t b = 0; b <= row.position / kv.block_tokens; ++b) {
+      if (blocks[b] == nullptr)
+        return InvalidArgument(where() + "KV block " + std::to_string(b) + " is null");
+    }
+  }
+  return Status::Ok();
+}
+
+void Transformer::EnsureScratch(int64_t rows, int32_t max_position, int workers) {
+  const ModelConfig& c = config_;
+  const size_t r = size_t(rows);
+  GrowTo(x_, r * c.n_embd);
+  GrowTo(xn_, r * c.n_embd);
+  GrowTo(proj_, r * c.n_embd);
+  GrowTo(q_, r * c.q_dim());
+  GrowTo(att_, r * c.q_dim());
+  GrowTo(k_, r * c.kv_dim());
+  GrowTo(v_, r * c.kv_dim());
+  GrowTo(gate_, r * c.n_ff);
+  GrowTo(up_, r * c.n_ff);
+  // Scores: round the per-worker stride up so that growing contexts do not reallocate every step.
+  const size_t need =
+      AttentionScoresFloats(int32_t(c.n_head / c.n_head_kv), (max_position + 256) / 256 * 256);
+  if (need > scores_stride_ || worker_scores_.size() < need * workers) {
+    scores_stride_ = std::max(need, scores_stride_);
+    worker_scores_.assign(scores_stride_ * workers, 0.0f);
+  }
+  GrowTo(worker_cos_sin_, size_t(workers) * 2 * rope_.pairs());
+}
+
+Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits,
+                            ThreadPool& pool) {
+  LOCKSTEP_RETURN_IF_ERROR(Validate(batch, kv, logits));
+  const int64_t rows = static_cast<int64_t>(batch.rows.size());
+  if (rows == 0) return Status::Ok();
+  int32_t max_position = 0;
+  for (const BatchRow& row : batch.rows) max_position = std::max(max_position, row.position);
+  EnsureScratch(rows, max_position, pool.size());
+
+  Embed(batch, pool);
+  for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
+    AttentionBlock(batch, kv, layer, pool);
+    FeedForwardBlock(rows, layer, pool);
+  }
+  Logits(batch, logits, pool);
+  return Status::Ok();
+}
+
+void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
+  const GgufTensorInfo& embd = *weights_.token_embd;
+  const int64_t d = config_.n_embd;
+  const size_t row_bytes = RowBytes(embd.type, d);
+  ForEachRow(pool, int64_t(batch.rows.size()), [&](int64_t r, int) {
+    DequantizeRow(embd.type, embd.data + size_t(batch.rows[r].token) * row_bytes, x_.data() + r * d, d);
+  });
+}
+
+void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t rows = int64_t(batch.rows.size());
+  const int64_t d = c.n_embd;
+  const int64_t q_dim = c.q_dim();
+  const int64_t kv_dim = c.kv_dim();
+
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    RmsNorm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+  });
+  MatMul(w.wq, xn_.data(), rows, q_.data(), pool);
+  MatMul(w.wk, xn_.data(), rows, k_.data(), pool);
+  MatMul(w.wv, xn_.data(), rows, v_.data(), pool);
+
+  // Bias, RoPE, then K/V into the row's own sequence blocks.
+  ForEachRow(pool, rows, [&](int64_t r, int worker) {
+    float* q = q_.data() + r * q_dim;
+    float* k = k_.data() + r * kv_dim;
+    float* v = v_.data() + r * kv_dim;
+    if (c.qkv_bias) {
+      for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
+      for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
+      for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
+    }
+    float* cos_sin = worker_cos_sin_.data() + size_t(worker) * 2 * rope_.pairs();
+    const BatchRow& row = batch.rows[r];
+    rope_.Angles(row.position, cos_sin);
+    rope_.Apply(cos_sin, q, c.n_head);
+    rope_.Apply(cos_sin, k, c.n_head_kv);
+    WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
+  });
+
+  // Attention: one task per (row, KV head) with its group of query heads, or per (row, query head) when that
+  // gives too few tasks to spread over the workers. Both compute every head identically.
+  const int64_t group = c.n_head / c.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const int64_t heads_per_task = rows * c.n_head_kv >= 4 * pool.size() ? group : 1;
+  const int64_t tasks_per_row = c.n_head / heads_per_task;
+  auto attend = [&](int64_t task, int worker) {
+    const int64_t r = task / tasks_per_row;
+    const int64_t h = task % tasks_per_row * heads_per_task;  // first query head
+    const BatchRow& row = batch.rows[r];
+    AttendHeads(kv, *batch.sequences[row.sequence].blocks, layer, int32_t(h / group), row.position,
+                q_.data() + r * q_dim + h * c.head_dim, int32_t(heads_per_task), scale,
+                worker_scores_.data() + worker * scores_stride_, att_.data() + r * q_dim + h * c.head_dim);
+  };
+  // Short contexts: a pool round trip costs more than the work itself (same results either way).
+  int64_t work = 0;
+  for (const BatchRow& row : batch.rows) work += int64_t(row.position + 1) * q_dim;
+  if (work < kInlineAttentionWork || pool.size() == 1) {
+    for (int64_t task = 0; task < rows * tasks_per_row; ++task) attend(task, 0);
+  } else {
+    RunTasks(pool, rows * tasks_per_row, attend);
+  }
+
+  MatMul(w.wo, att_.data(), rows, proj_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    float* x = x_.data() + r * d;
+    const float* p = proj_.data() + r * d;
+    for (int64_t i = 0; i < d; ++i) x[i] += p[i];
+  });
+}
+
+void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t d = c.n_embd;
+  const int64_t ff = c.n_ff;
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    RmsNorm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+  });
+  MatMul(w.w_gate, xn_.data(), rows, gate_.data(), pool);
+  MatMul(w.w_up, xn_.data(), rows, up_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    float* g = gate_.data() + r * ff;
+    const float* u = up_.data() + r * ff;
+    SwiGlu(g, u, ff);
+  });
+  MatMul(w.w_down, gate_.data(), rows, proj_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    float* x = x_.data() + r * d;
+    const float* p = proj_.data() + r * d;
+    for (int64_t i = 0; i < d; ++i) x[i] += p[i];
+  });
+}
+
+void Transformer::Logits(const Batch& batch, std::span<float> logits, ThreadPool& pool) {
+  const int64_t d = config_.n_embd;
+  int64_t n = 0;
+  for (size_t r = 0; r < batch.rows.size(); ++r) {
+    if (!batch.rows[r].wants_logits) continue;
+    RmsNorm(x_.data() + r * d, weights_.output_norm.data(), d, config_.rms_eps, xn_.data() + n * d);
+    ++n;
+  }
+  if (n > 0) MatMul(weights_.output, xn_.data(), n, logits.data(), pool);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,51 @@
+// Transformer: the Model implementation for the `llama` and `qwen2` architectures (pre-norm RMSNorm blocks,
+// RoPE attention with GQA/MQA and optional QKV bias, SwiGLU FFN, tied or separate output matrix).
+//
+// Forward over a ragged batch of R rows, per layer:
+//   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows)
+//   -> (+bias) -> RoPE per row at its position -> K/V written into the row's sequence blocks
+//   -> attention per (row, head) over the row's own positions [0, position] -> O projection, residual
+//   -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up -> down projection, residual.
+// Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul.
+// Every per-row computation depends only on the row's own data and its sequence's KV, so a row's logits are
+// bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and are
+// reused. Engine thread only.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/model.h"
+#include "model/model_weights.h"
+#include "model/rope.h"
+
+namespace lockstep {
+
+class Transformer final : public Model {
+ public:
+  Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights);
+
+  const ModelConfig& config() const override { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits, ThreadPool& pool) override;
+
+ private:
+  Status Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const;
+  void EnsureScratch(int64_t rows, int32_t max_position, int workers);
+  void Embed(const Batch& batch, ThreadPool& pool);
+  void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, ThreadPool& pool);
+  void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
+  void Logits(const Batch& batch, std::span<float> logits, ThreadPool& pool);
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  Rope rope_;
+
+  // Scratch, reused across calls ([rows][width] row-major).
+  std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
+  std::vector<float> worker_scores_;   // [workers][max_position + 1]
+  std::vector<float> worker_cos_sin_;  // [workers][2 * rope pairs]
+  size_t scores_stride_ = 0;
+};
+
+}  // namespace lockstep

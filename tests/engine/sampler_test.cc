@@ -1,0 +1,235 @@
+// Sampler: greedy, each filter, penalties, seeded determinism, distribution sanity, logprobs; StopMatcher
+// across token boundaries.
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace lockstep {
+namespace {
+
+std::vector<float> LogitsFromProbs(const std::vector<double>& probs) {
+  std::vector<float> l;
+  for (double p : probs) l.push_back(p > 0 ? float(std::log(p)) : -1e30f);
+  return l;
+}
+
+std::map<int32_t, int> Histogram(const SamplingParams& params, const std::vector<float>& logits, int n,
+                                 std::vector<int32_t> history = {}) {
+  Sampler s(params);
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < n; ++i) ++counts[s.Sample(logits, history).token];
+  return counts;
+}
+
+TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
+  SamplingParams p;
+  p.temperature = 0;
+  Sampler s(p);
+  EXPECT_EQ(s.Sample(std::vector<float>{0.1f, 3.0f, -1.0f, 2.0f}, {}).token, 1);
+  EXPECT_EQ(s.Sample(std::vector<float>{1.0f, 5.0f, 5.0f}, {}).token, 1);
+}
+
+TEST(Sampler, SameSeedSameSequenceDifferentSeedDiffers) {
+  std::vector<float> logits(100);
+  for (int i = 0; i < 100; ++i) logits[i] = float(std::sin(i * 0.7));
+  SamplingParams p;
+  p.temperature = 1.5f;
+  p.seed = 1234;
+  Sampler a(p), b(p);
+  p.seed = 1235;
+  Sampler c(p);
+  std::vector<int32_t> ra, rb, rc;
+  for (int i = 0; i < 200; ++i) {
+    ra.push_back(a.Sample(logits, ra).token);
+    rb.push_back(b.Sample(logits, rb).token);
+    rc.push_back(c.Sample(logits, rc).token);
+  }
+  EXPECT_EQ(ra, rb);
+  EXPECT_NE(ra, rc);
+}
+
+TEST(Sampler, TemperatureFrequenciesMatchSoftmax) {
+  const std::vector<double> probs = {0.5, 0.3, 0.15, 0.05};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 99;
+  const int n = 20000;
+  auto counts = Histogram(p, LogitsFromProbs(probs), n);
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const double sigma = std::sqrt(n * probs[i] * (1 - probs[i]));
+    EXPECT_NEAR(counts[int32_t(i)], n * probs[i], 5 * sigma) << "token " << i;
+  }
+  // Temperature 0.5 sharpens: p_i^2 normalised.
+  p.temperature = 0.5f;
+  counts = Histogram(p, LogitsFromProbs(probs), n);
+  double z = 0;
+  for (double q : probs) z += q * q;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const double q = probs[i] * probs[i] / z;
+    EXPECT_NEAR(counts[int32_t(i)], n * q, 5 * std::sqrt(n * q * (1 - q)) + 1) << "token " << i;
+  }
+}
+
+TEST(Sampler, TopKKeepsOnlyKBest) {
+  SamplingParams p;
+  p.top_k = 2;
+  p.seed = 3;
+  auto counts = Histogram(p, LogitsFromProbs({0.1, 0.4, 0.1, 0.3, 0.1}), 3000);
+  EXPECT_EQ(std::set<int32_t>({1, 3}), [&] {
+    std::set<int32_t> s;
+    for (auto& [t, c] : counts) s.insert(t);
+    return s;
+  }());
+}
+
+TEST(Sampler, TopPKeepsSmallestSetReachingMass) {
+  SamplingParams p;
+  p.top_p = 0.75f;  // 0.5 + 0.3 >= 0.75
+  p.seed = 4;
+  auto counts = Histogram(p, LogitsFromProbs({0.3, 0.5, 0.1, 0.1}), 3000);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_GT(counts[0], 0);
+  EXPECT_GT(counts[1], 0);
+  // Renormalised: 0.5 / 0.8 for token 1.
+  EXPECT_NEAR(counts[1] / 3000.0, 0.625, 0.05);
+}
+
+TEST(Sampler, TopPOverLargeVocabularyFallsBackToFullSort) {
+  // 5000 nearly equal logits: the top-1024 prefix cannot reach top_p = 0.9, so everything is sorted.
+  std::vector<float> logits(5000, 0.0f);
+  logits[17] = 0.01f;
+  SamplingParams p;
+  p.top_p = 0.9f;
+  p.seed = 8;
+  auto counts = Histogram(p, logits, 2000);
+  int above_1024 = 0;
+  for (auto& [t, c] : counts) above_1024 += t >= 1100 ? c : 0;
+  EXPECT_GT(above_1024, 0);
+}
+
+TEST(Sampler, MinPDropsUnlikelyTokens) {
+  SamplingParams p;
+  p.min_p = 0.25f;  // keeps probs >= 0.25 * 0.6
+  p.seed = 5;
+  auto counts = Histogram(p, LogitsFromProbs({0.6, 0.1, 0.2, 0.1}), 3000);
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_GT(counts[0], 0);
+  EXPECT_GT(counts[2], 0);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveMultipliesNegative) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.repetition_penalty = 2.0f;
+  Sampler s(p);
+  // Token 0 (logit 3) is in history: 3 / 2 = 1.5 < 2 -> token 1 wins.
+  EXPECT_EQ(s.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{0}).token, 1);
+  // Negative logits: -1 * 2 = -2 < -1.5.
+  EXPECT_EQ(s.Sample(std::vector<float>{-1.0f, -1.5f}, std::vector<int32_t>{0}).token, 1);
+  // Outside the window: no penalty.
+  p.penalty_last_n = 1;
+  Sampler w(p);
+  EXPECT_EQ(w.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{0, 1}).token, 0);
+}
+
+TEST(Sampler, FrequencyAndPresencePenalties) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.frequency_penalty = 0.5f;
+  Sampler f(p);
+  // Token 0 seen 3 times: 3 - 1.5 = 1.5 < 2.
+  EXPECT_EQ(f.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{0, 0, 0}).token, 1);
+  EXPECT_EQ(f.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{0}).token, 0);  // 2.5 > 2
+  p.frequency_penalty = 0;
+  p.presence_penalty = 1.5f;
+  Sampler pr(p);
+  EXPECT_EQ(pr.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{0}).token, 1);
+  // Counts reset between calls.
+  EXPECT_EQ(pr.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{1}).token, 0);
+}
+
+TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = true;
+  p.top_logprobs = 2;
+  Sampler s(p);
+  const SampleResult r = s.Sample(LogitsFromProbs({0.2, 0.7, 0.1}), {});
+  EXPECT_EQ(r.token, 1);
+  EXPECT_NEAR(r.logprob, std::log(0.7), 1e-5);
+  ASSERT_EQ(r.top.size(), 2u);
+  EXPECT_EQ(r.top[0].token, 1);
+  EXPECT_EQ(r.top[1].token, 0);
+  EXPECT_NEAR(r.top[1].logprob, std::log(0.2), 1e-5);
+}
+
+TEST(Sampler, ValidateNamesTheField) {
+  SamplingParams p;
+  p.top_p = 0;
+  EXPECT_NE(p.Validate().message().find("top_p"), std::string::npos);
+  p = {};
+  p.temperature = -1;
+  EXPECT_NE(p.Validate().message().find("temperature"), std::string::npos);
+  p = {};
+  EXPECT_TRUE(p.Validate().ok());
+}
+
+std::string Feed(StopMatcher& m, const std::vector<std::string>& deltas, bool* stopped) {
+  std::string out;
+  *stopped = false;
+  for (const std::string& d : deltas) {
+    const StopMatcher::Output o = m.Push(d);
+    out += o.text;
+    if (o.stopped) {
+      *stopped = true;
+      return out;
+    }
+  }
+  return out + m.Flush();
+}
+
+TEST(StopMatcher, FindsStopAcrossTokenBoundaries) {
+  StopMatcher m({"</end>"});
+  bool stopped;
+  EXPECT_EQ(Feed(m, {"Hello <", "/e", "nd", "> more"}, &stopped), "Hello ");
+  EXPECT_TRUE(stopped);
+}
+
+TEST(StopMatcher, HoldsBackOnlyPossiblePrefixes) {
+  StopMatcher m({"STOP"});
+  StopMatcher::Output o = m.Push("abc S");
+  EXPECT_EQ(o.text, "abc ");  // "S" might start STOP
+  o = m.Push("Tx");
+  EXPECT_EQ(o.text, "STx");  // it did not
+  EXPECT_FALSE(o.stopped);
+  o = m.Push("ST");
+  EXPECT_EQ(o.text, "");
+  EXPECT_EQ(m.Flush(), "ST");  // end of stream: release held text
+}
+
+TEST(StopMatcher, EarliestOfSeveralStops) {
+  StopMatcher m({"world", "lo w", ""});
+  bool stopped;
+  EXPECT_EQ(Feed(m, {"hel", "lo wor", "ld"}, &stopped), "hel");
+  EXPECT_TRUE(stopped);
+  StopMatcher none({});
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(Feed(none, {"a", "b"}, &stopped), "ab");
+  EXPECT_FALSE(stopped);
+}
+
+TEST(StopMatcher, StopInsideOneDelta) {
+  StopMatcher m({"\n\n"});
+  bool stopped;
+  EXPECT_EQ(Feed(m, {"line one\n\nline two"}, &stopped), "line one");
+  EXPECT_TRUE(stopped);
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.Push("x").text, "");
+}
+
+}  // namespace
+}  // namespace lockstep

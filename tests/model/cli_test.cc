@@ -1,0 +1,100 @@
+// End-to-end: the `lockstep` binary's make-model, info and generate subcommands.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/test_models.h"
+#include "testing/testdata.h"
+
+namespace lockstep::testing {
+namespace {
+
+int RunLockstep(const std::string& args, std::string* out = nullptr) {
+  return RunCommand(LockstepBinary() + " " + args + " 2>/dev/null", out);
+}
+
+std::string TinyModel() {
+  static const std::string path = [] {
+    const std::string p = ScratchDir("cli") + "/tiny.gguf";
+    EXPECT_EQ(RunLockstep("make-model --shape tiny --type q8_0 --seed 3 -o " + p), 0);
+    return p;
+  }();
+  return path;
+}
+
+TEST(GenerateCli, PromptIdsGreedyMatchesStoriesGolden) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  std::ifstream in(TestDataPath("models/stories260K.golden.json"));
+  const nlohmann::json golden = nlohmann::json::parse(in)["cases"][0];
+  std::string out;
+  ASSERT_EQ(RunLockstep("generate -m " + TestDataPath("models/stories260K.gguf") +
+                            " --prompt-ids 1 -n 40 --temp 0 --ids --kv-f32 -t 2 --ignore-eos",
+                        &out),
+            0);
+  std::istringstream ids(out);
+  std::vector<int32_t> got;
+  for (int32_t v; ids >> v;) got.push_back(v);
+  const std::vector<int32_t> expected = golden["greedy"].get<std::vector<int32_t>>();
+  ASSERT_EQ(got.size(), 40u) << out;
+  EXPECT_EQ(got, std::vector<int32_t>(expected.begin(), expected.begin() + 40));
+}
+
+TEST(GenerateCli, TimingsJsonHasTheFourFields) {
+  const std::string json_path = ScratchDir("cli") + "/t.json";
+  ASSERT_EQ(RunLockstep("generate -m " + TinyModel() +
+                        " --prompt-ids \"1 2 3\" -n 5 --ids --ignore-eos --seed 1 -t 1 "
+                        "--timings-json " +
+                        json_path),
+            0);
+  std::ifstream in(json_path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["prompt_tokens"], 3);
+  EXPECT_EQ(j["generated_tokens"], 5);
+  EXPECT_TRUE(j["prompt_ms"].is_number());
+  EXPECT_TRUE(j["generation_ms"].is_number());
+}
+
+TEST(GenerateCli, SameSeedSameTextAndStopStringsCutTheOutput) {
+  const std::string base =
+      "generate -m " + TinyModel() + " -p \"the cat\" -n 40 --ignore-eos -t 1 --temp 1 --seed 11";
+  std::string a, b;
+  ASSERT_EQ(RunLockstep(base, &a), 0);
+  ASSERT_EQ(RunLockstep(base, &b), 0);
+  EXPECT_EQ(a, b);
+  ASSERT_GT(a.size(), 12u);
+  // A stop string from the middle of the output: the output ends right before its first occurrence.
+  const std::string stop = a.substr(6, 3);
+  if (stop.find('"') != std::string::npos || stop.find('\\') != std::string::npos ||
+      stop.find('\n') != std::string::npos || stop.find('$') != std::string::npos ||
+      stop.find('`') != std::string::npos) {
+    GTEST_SKIP() << "awkward characters for the shell";
+  }
+  std::string c;
+  ASSERT_EQ(RunLockstep(base + " --stop \"" + stop + "\"", &c), 0);
+  EXPECT_EQ(c, a.substr(0, a.find(stop)) + "\n");
+}
+
+TEST(InfoCli, ShowsArchitectureAndTypes) {
+  std::string out;
+  ASSERT_EQ(RunLockstep("info -m " + TinyModel(), &out), 0);
+  EXPECT_NE(out.find("architecture:     llama"), std::string::npos) << out;
+  EXPECT_NE(out.find("q8_0"), std::string::npos) << out;
+  EXPECT_NE(out.find("gpt2"), std::string::npos) << out;
+}
+
+TEST(Cli, BadInputExitsWithOne) {
+  const std::string dir = ScratchDir("cli");
+  { std::ofstream(dir + "/junk.gguf") << "not a gguf file at all"; }
+  EXPECT_EQ(RunLockstep("info -m " + dir + "/junk.gguf"), 1);
+  EXPECT_EQ(RunLockstep("generate -m " + dir + "/missing.gguf --prompt-ids 1"), 1);
+  EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids \"1 x 3\""), 1);
+  EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids \"1 999999\""), 1);
+  EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids 1 --top-p 0"), 1);
+  EXPECT_EQ(RunLockstep("make-model --shape nope -o " + dir + "/x.gguf"), 1);
+  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q4_K -o " + dir + "/x.gguf"), 1);
+}
+
+}  // namespace
+}  // namespace lockstep::testing

@@ -1,0 +1,19 @@
+// A deliberately naive reference forward pass for Llama-family GGUF models, for tests only: whole-tensor
+// dequantization to f32, double accumulation everywhere, full causal attention recomputed from scratch for
+// one sequence, written plainly with no batching, blocks or threads. Shares nothing with the fast path except
+// the GGUF reader, the dequantizer and the metadata parser.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+
+namespace lockstep::testing {
+
+// Logits for every position of `tokens` (one sequence starting at position 0): [tokens.size()][n_vocab].
+Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
+                                                          const std::vector<int32_t>& tokens);
+
+}  // namespace lockstep::testing

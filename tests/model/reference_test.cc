@@ -1,0 +1,101 @@
+// The fast forward pass against the naive double-precision reference (tests/model/reference_forward.h) on
+// tiny random models of both architectures and every weight type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/reference_forward.h"
+#include "model/test_models.h"
+#include "testing/testdata.h"
+
+namespace lockstep::testing {
+namespace {
+
+struct Case {
+  std::string shape;
+  TensorType type;
+  // max |fast - reference| relative to max |reference logit|. Float weights meet f32 activations (~1e-7
+  // seen); quantized weights meet activations quantized to 8 bits per block (~0.4-0.9% seen).
+  double tolerance;
+};
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.shape + "_" + std::string(TensorTypeName(info.param.type));
+  for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return s;
+}
+
+class ReferenceTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReferenceTest, FastPathMatchesReference) {
+  const Case& c = GetParam();
+  LoadedModel m = LoadModelOrDie(TinyModelPath(c.shape, c.type));
+  ASSERT_NE(m.model, nullptr);
+  const int64_t vocab = m.model->config().n_vocab;
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 21; ++i) tokens.push_back(int32_t((i * 37 + 11) % vocab));
+  auto reference = ReferenceForward(*m.file, tokens);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ThreadPool pool(2);
+  // Prefill in chunks of 5 then row by row: positions cross a 16-token block boundary.
+  for (KvDtype dtype : {KvDtype::kF32, KvDtype::kF16}) {
+    const std::vector<std::vector<float>> fast = RunSequence(*m.model, tokens, 5, dtype, pool);
+    ASSERT_EQ(fast.size(), tokens.size());
+    double max_ref = 0, max_err = 0;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      for (int64_t v = 0; v < vocab; ++v) {
+        max_ref = std::max(max_ref, std::abs((*reference)[t][v]));
+        max_err = std::max(max_err, std::abs(double(fast[t][v]) - (*reference)[t][v]));
+      }
+    }
+    const double tol = c.tolerance + (dtype == KvDtype::kF16 ? 5e-4 : 0.0);  // f16 KV rounding
+    EXPECT_GT(max_ref, 0.0);
+    EXPECT_LE(max_err, tol * max_ref) << "kv " << (dtype == KvDtype::kF16 ? "f16" : "f32") << " max_err "
+                                      << max_err << " max_ref " << max_ref;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, ReferenceTest,
+    ::testing::Values(Case{"tiny", TensorType::kF32, 1e-5}, Case{"tiny", TensorType::kF16, 1e-5},
+                      Case{"tiny", TensorType::kBF16, 1e-5}, Case{"tiny", TensorType::kQ8_0, 1.5e-2},
+                      Case{"tiny", TensorType::kQ4_0, 1.5e-2}, Case{"tiny-qwen2", TensorType::kF32, 1e-5},
+                      Case{"tiny-qwen2", TensorType::kF16, 1e-5}, Case{"tiny-qwen2", TensorType::kBF16, 1e-5},
+                      Case{"tiny-qwen2", TensorType::kQ8_0, 1.5e-2},
+                      Case{"tiny-qwen2", TensorType::kQ4_0, 1.5e-2}),
+    Name);
+
+}  // namespace
+}  // namespace lockstep::testing
+
+namespace lockstep::testing {
+namespace {
+
+TEST(ReferenceScaling, Llama3RopeFreqsMatchReference) {
+  const std::string dir = ScratchDir("ref");
+  MakeModelOptions o;
+  o.shape = *FindModelShape("tiny");
+  o.shape.llama3_factor = 8;
+  o.shape.llama3_original_ctx = 64;  // makes every frequency band (scaled, smoothed, unscaled) appear
+  o.shape.rope_freq_base = 500000;
+  ASSERT_TRUE(WriteRandomModel(o, dir + "/m.gguf").ok());
+  LoadedModel m = LoadModelOrDie(dir + "/m.gguf");
+  ASSERT_FALSE(m.model->config().rope_freq_factors.empty());
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 40; ++i) tokens.push_back((i * 13 + 5) % int32_t(m.model->config().n_vocab));
+  auto reference = ReferenceForward(*m.file, tokens);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ThreadPool pool(1);
+  const auto fast = RunSequence(*m.model, tokens, 16, KvDtype::kF32, pool);
+  double max_ref = 0, max_err = 0;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    for (size_t v = 0; v < fast[t].size(); ++v) {
+      max_ref = std::max(max_ref, std::abs((*reference)[t][v]));
+      max_err = std::max(max_err, std::abs(double(fast[t][v]) - (*reference)[t][v]));
+    }
+  }
+  EXPECT_LE(max_err, 1e-5 * max_ref);
+}
+
+}  // namespace
+}  // namespace lockstep::testing

@@ -1,0 +1,89 @@
+#include "model/test_models.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+
+#include "testing/testdata.h"
+
+namespace lockstep::testing {
+
+namespace {
+
+class ScratchRoot {
+ public:
+  ScratchRoot() : path_(MakeTempDir("lockstep-model-tests")) {}
+  ~ScratchRoot() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::string ScratchDir(const std::string& prefix) {
+  static ScratchRoot root;
+  static std::atomic<int> counter{0};
+  const std::string dir = root.path() + "/" + prefix + "-" + std::to_string(counter++);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed) {
+  static std::map<std::string, std::string> cache;
+  static const std::string dir = ScratchDir("tiny-models");
+  const std::string key = shape + "-" + std::string(TensorTypeName(type)) + "-" + std::to_string(seed);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  MakeModelOptions options;
+  Result<ModelShape> s = FindModelShape(shape);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  options.shape = *s;
+  options.type = type;
+  options.seed = seed;
+  const std::string path = dir + "/" + key + ".gguf";
+  const Status status = WriteRandomModel(options, path);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  cache[key] = path;
+  return path;
+}
+
+LoadedModel LoadModelOrDie(const std::string& path) {
+  LoadedModel m;
+  auto file = GgufFile::Open(path);
+  if (!file.ok()) ADD_FAILURE() << file.status().ToString();
+  m.file = std::move(file).value();
+  auto model = Model::Load(m.file);
+  if (!model.ok()) ADD_FAILURE() << model.status().ToString();
+  m.model = std::move(model).value();
+  return m;
+}
+
+std::vector<std::vector<float>> RunSequence(Model& model, const std::vector<int32_t>& tokens, int chunk,
+                                            KvDtype dtype, ThreadPool& pool) {
+  const KvLayout layout = model.MakeKvLayout(dtype, 16);
+  LocalKv kv(layout, int64_t(tokens.size()));
+  const int64_t vocab = model.config().n_vocab;
+  std::vector<std::vector<float>> out;
+  for (size_t start = 0; start < tokens.size(); start += chunk) {
+    const size_t end = std::min(tokens.size(), start + size_t(chunk));
+    Batch batch;
+    batch.sequences.push_back(kv.view());
+    for (size_t i = start; i < end; ++i) batch.rows.push_back({tokens[i], int32_t(i), 0, true});
+    std::vector<float> logits((end - start) * vocab);
+    const Status status = model.Forward(batch, layout, logits, pool);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    for (size_t i = 0; i < end - start; ++i) {
+      out.emplace_back(logits.begin() + i * vocab, logits.begin() + (i + 1) * vocab);
+    }
+  }
+  return out;
+}
+
+}  // namespace lockstep::testing

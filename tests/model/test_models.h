@@ -1,0 +1,34 @@
+// Helpers for the model tests: random tiny models written once per test process into a temp dir, loading,
+// and running token sequences through Model::Forward with LocalKv blocks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "gguf/tensor_type.h"
+#include "model/local_kv.h"
+#include "model/model.h"
+#include "model/model_builder.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep::testing {
+
+// A fresh directory under one per-process scratch root that is deleted when the test process exits.
+std::string ScratchDir(const std::string& prefix);
+
+// Path of a random model of `shape` ("tiny", "tiny-qwen2") and `type`, created on first use.
+std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed = 7);
+
+struct LoadedModel {
+  std::shared_ptr<const GgufFile> file;
+  std::unique_ptr<Model> model;
+};
+LoadedModel LoadModelOrDie(const std::string& path);
+
+// Runs `tokens` of one sequence in steps of `chunk` rows (all rows want logits); returns [tokens][n_vocab].
+std::vector<std::vector<float>> RunSequence(Model& model, const std::vector<int32_t>& tokens, int chunk,
+                                            KvDtype dtype, ThreadPool& pool);
+
+}  // namespace lockstep::testing
