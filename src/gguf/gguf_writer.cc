@@ -71,8 +71,8 @@ void GgufWriter::Set(const std::string& key, GgufValue value) {
   metadata_.emplace_back(key, std::move(value));
 }
 
-Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
-                             std::span<const std::byte> data) {
+Result<size_t> GgufWriter::CheckTensor(const std::string& name, TensorType type,
+                                       const std::vector<int64_t>& dims) const {
   if (dims.empty() || dims.size() > static_cast<size_t>(kGgufMaxDims)) {
     return InvalidArgument("tensor '" + name + "': 1 to 4 dimensions required");
   }
@@ -81,17 +81,28 @@ Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vect
     return InvalidArgument("tensor '" + name + "': row length " + std::to_string(dims[0]) +
                            " is not a multiple of the block size " + std::to_string(traits.block_elements));
   }
+  for (const PendingTensor& t : tensors_) {
+    if (t.name == name) return InvalidArgument("duplicate tensor '" + name + "'");
+  }
   int64_t rows = 1;
   for (size_t i = 1; i < dims.size(); ++i) rows *= dims[i];
-  const size_t expected = RowBytes(type, dims[0]) * static_cast<size_t>(rows);
+  return RowBytes(type, dims[0]) * static_cast<size_t>(rows);
+}
+
+Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
+                             std::span<const std::byte> data) {
+  LOCKSTEP_ASSIGN_OR_RETURN(const size_t expected, CheckTensor(name, type, dims));
   if (data.size() != expected) {
     return InvalidArgument("tensor '" + name + "': " + std::to_string(data.size()) + " bytes given, " +
                            std::to_string(expected) + " expected");
   }
-  for (const PendingTensor& t : tensors_) {
-    if (t.name == name) return InvalidArgument("duplicate tensor '" + name + "'");
-  }
-  tensors_.push_back({name, type, std::move(dims), std::vector<std::byte>(data.begin(), data.end())});
+  tensors_.push_back({name, type, std::move(dims), expected, true, {data.begin(), data.end()}});
+  return Status::Ok();
+}
+
+Status GgufWriter::DeclareTensor(const std::string& name, TensorType type, std::vector<int64_t> dims) {
+  LOCKSTEP_ASSIGN_OR_RETURN(const size_t expected, CheckTensor(name, type, dims));
+  tensors_.push_back({name, type, std::move(dims), expected, false, {}});
   return Status::Ok();
 }
 
@@ -102,7 +113,7 @@ size_t GgufWriter::Alignment() const {
   return kGgufDefaultAlignment;
 }
 
-std::vector<std::byte> GgufWriter::ToBytes() const {
+std::vector<std::byte> GgufWriter::HeaderBytes() const {
   std::vector<std::byte> out;
   ByteSink sink(&out);
   const size_t alignment = Alignment();
@@ -122,25 +133,52 @@ std::vector<std::byte> GgufWriter::ToBytes() const {
     for (int64_t d : t.dims) sink.Put<uint64_t>(static_cast<uint64_t>(d));
     sink.Put<uint32_t>(static_cast<uint32_t>(t.type));
     sink.Put<uint64_t>(offset);
-    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    offset += (t.bytes + alignment - 1) / alignment * alignment;
   }
   sink.PadTo(alignment);
+  return out;
+}
+
+std::vector<std::byte> GgufWriter::ToBytes() const {
+  std::vector<std::byte> out = HeaderBytes();
+  ByteSink sink(&out);
   for (const PendingTensor& t : tensors_) {
+    LOCKSTEP_CHECK_MSG(t.has_data, "ToBytes() needs every tensor's data; '" + t.name + "' was only declared");
     sink.PutBytes(t.data);
-    sink.PadTo(alignment);
+    sink.PadTo(Alignment());
   }
   return out;
 }
 
-Status GgufWriter::WriteFile(const std::string& path) const {
-  const std::vector<std::byte> bytes = ToBytes();
+Status GgufWriter::WriteFile(const std::string& path, const TensorProducer& produce) const {
   const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgument("cannot create '" + temporary + "'");
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("cannot create '" + temporary + "'");
+  auto write = [&out](std::span<const std::byte> bytes) {
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return InvalidArgument("cannot write '" + temporary + "' (disk full?)");
+  };
+  write(HeaderBytes());
+  const size_t alignment = Alignment();
+  const std::vector<std::byte> zeros(alignment);
+  std::vector<std::byte> produced;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const PendingTensor& t = tensors_[i];
+    std::span<const std::byte> data = t.data;
+    if (!t.has_data) {
+      if (!produce) return InvalidArgument("tensor '" + t.name + "' was declared but no producer was given");
+      produced.clear();
+      LOCKSTEP_RETURN_IF_ERROR(produce(i, produced));
+      if (produced.size() != t.bytes) {
+        return Internal("tensor '" + t.name + "': producer gave " + std::to_string(produced.size()) +
+                        " bytes, " + std::to_string(t.bytes) + " expected");
+      }
+      data = produced;
+    }
+    write(data);
+    write(std::span(zeros).first((alignment - data.size() % alignment) % alignment));
   }
+  out.close();
+  if (!out) return InvalidArgument("cannot write '" + temporary + "' (disk full?)");
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
   if (error) return InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());

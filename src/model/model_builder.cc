@@ -179,38 +179,6 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, std::vector<std::byte
   }
 }
 
-template <typename T>
-void Append(std::string& s, T v) {
-  s.append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-// Header bytes: the metadata written by GgufWriter (its serialisation of every value type), followed by our
-// tensor infos. The writer pads its metadata-only image to the alignment; a final string key (ending in a
-// non-zero byte) lets us cut that padding off exactly.
-std::string BuildHeader(GgufWriter& writer, const std::vector<PlannedTensor>& tensors) {
-  static const char kSentinel[] = "lockstep make-model";
-  writer.Set("lockstep.generator", GgufValue::String(kSentinel));
-  const std::vector<std::byte> meta = writer.ToBytes();
-  size_t end = meta.size();
-  while (end > 0 && meta[end - 1] == std::byte{0}) --end;
-  std::string header(reinterpret_cast<const char*>(meta.data()), end);
-  LOCKSTEP_CHECK(header.size() >= 24 && header.ends_with(kSentinel));
-  const uint64_t count = tensors.size();
-  std::memcpy(header.data() + 8, &count, sizeof(count));
-  uint64_t offset = 0;
-  for (const PlannedTensor& t : tensors) {
-    Append<uint64_t>(header, t.name.size());
-    header += t.name;
-    Append<uint32_t>(header, uint32_t(t.dims.size()));
-    for (int64_t d : t.dims) Append<uint64_t>(header, uint64_t(d));
-    Append<uint32_t>(header, uint32_t(t.type));
-    Append<uint64_t>(header, offset);
-    offset += (t.bytes() + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment;
-  }
-  header.resize((header.size() + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment);
-  return header;
-}
-
 }  // namespace
 
 std::vector<std::string> ModelShapeNames() {
@@ -322,27 +290,12 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   }
   writer.Set(s.architecture + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
   const std::vector<PlannedTensor> tensors = PlanTensors(s, o.type, n_vocab);
-  const std::string header = BuildHeader(writer, tensors);
-
-  const std::string temporary = path + ".tmp";
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  if (!out) return InvalidArgument("cannot create '" + temporary + "'");
-  out.write(header.data(), std::streamsize(header.size()));
-  std::vector<std::byte> data;
-  for (const PlannedTensor& t : tensors) {
-    GenerateTensor(t, o.seed, data);
-    out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
-    const size_t pad = (kGgufDefaultAlignment - data.size() % kGgufDefaultAlignment) % kGgufDefaultAlignment;
-    static const char kZeros[kGgufDefaultAlignment] = {};
-    out.write(kZeros, std::streamsize(pad));
-  }
-  out.close();
-  if (!out) return InvalidArgument("cannot write '" + temporary + "' (disk full?)");
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error)
-    return InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
-  return Status::Ok();
+  for (const PlannedTensor& t : tensors) LOCKSTEP_RETURN_IF_ERROR(writer.DeclareTensor(t.name, t.type, t.dims));
+  // Tensors are generated one at a time while the file is written, so memory stays small even for llama-1b.
+  return writer.WriteFile(path, [&](size_t index, std::vector<std::byte>& data) {
+    GenerateTensor(tensors[index], o.seed, data);
+    return Status::Ok();
+  });
 }
 
 }  // namespace lockstep
