@@ -1,0 +1,148 @@
+#include "cli/engine_setup.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli_util.h"
+
+namespace lockstep::cli {
+
+LoadedModel LoadModelOrDie(const std::string& path) {
+  LoadedModel loaded;
+  std::shared_ptr<const GgufFile> file = ValueOrDie(GgufFile::Open(path));
+  loaded.file = file;
+  loaded.model = ValueOrDie(Model::Load(file));
+  auto tokenizer = Tokenizer::FromGguf(*file);
+  if (tokenizer.ok()) {
+    loaded.tokenizer = std::move(tokenizer).value();
+  } else {
+    std::fprintf(stderr, "lockstep: warning: %s: no usable tokenizer (%s); text output is disabled\n",
+                 path.c_str(), tokenizer.status().ToString().c_str());
+  }
+  return loaded;
+}
+
+void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
+  cmd.add_option("-t,--threads", flags.threads, "Forward-pass threads (default: all cores)");
+  cmd.add_option("--max-seqs", flags.max_seqs, "Running sequences at most")->capture_default_str();
+  cmd.add_option("--max-batch-tokens", flags.max_batch_tokens, "Rows per forward pass at most")
+      ->capture_default_str();
+  cmd.add_option("--kv-memory", flags.kv_memory,
+                 "KV cache size in bytes (suffix K, M or G; default: automatic)");
+  cmd.add_option("--kv-tokens", flags.kv_tokens, "KV cache size in tokens (overrides --kv-memory)");
+  cmd.add_option("--kv-type", flags.kv_type, "KV cache element type: f16|f32")->capture_default_str();
+}
+
+Result<int64_t> ParseByteSize(const std::string& text, const std::string& flag) {
+  auto bad = [&] {
+    return InvalidArgument(flag + ": '" + text +
+                           "' is not a size (bytes, optionally with a K, M or G suffix)");
+  };
+  if (text.empty()) return bad();
+  int64_t multiplier = 1;
+  std::string digits = text;
+  const char suffix = char(std::toupper(static_cast<unsigned char>(text.back())));
+  if (suffix == 'K' || suffix == 'M' || suffix == 'G') {
+    multiplier = suffix == 'K' ? (int64_t(1) << 10) : suffix == 'M' ? (int64_t(1) << 20) : (int64_t(1) << 30);
+    digits.pop_back();
+  }
+  if (digits.empty() || digits.size() > 15 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return bad();
+  }
+  const int64_t value = std::stoll(digits);
+  if (value <= 0) return InvalidArgument(flag + ": the size must be positive, got '" + text + "'");
+  if (value > (int64_t(1) << 50) / multiplier) return InvalidArgument(flag + ": '" + text + "' is too large");
+  return value * multiplier;
+}
+
+EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
+  EngineOptions options;
+  options.threads =
+      flags.threads > 0 ? flags.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  options.max_seqs = flags.max_seqs;
+  options.max_batch_tokens = flags.max_batch_tokens;
+  if (flags.max_seqs < 1) Fail("--max-seqs must be >= 1, got " + std::to_string(flags.max_seqs));
+  if (flags.max_batch_tokens < 1) {
+    Fail("--max-batch-tokens must be >= 1, got " + std::to_string(flags.max_batch_tokens));
+  }
+  if (flags.kv_tokens < 0) Fail("--kv-tokens must be >= 0, got " + std::to_string(flags.kv_tokens));
+  options.kv_tokens = flags.kv_tokens;
+  if (!flags.kv_memory.empty())
+    options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.kv_memory, "--kv-memory"));
+  if (flags.kv_type == "f16") {
+    options.kv_dtype = KvDtype::kF16;
+  } else if (flags.kv_type == "f32") {
+    options.kv_dtype = KvDtype::kF32;
+  } else {
+    Fail("--kv-type must be f16 or f32, got '" + flags.kv_type + "'");
+  }
+  return options;
+}
+
+namespace {
+
+std::vector<std::string> ReadLinesOrDie(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail(flag + ": cannot open '" + path + "'");
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  if (in.bad()) Fail(flag + ": error reading '" + path + "'");
+  if (lines.empty()) Fail(flag + ": '" + path + "' has no prompts");
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> ReadTextPromptsOrDie(const std::string& path, const Tokenizer* tokenizer) {
+  if (tokenizer == nullptr) Fail("--prompts needs a model with a tokenizer (use --prompt-ids-file)");
+  std::vector<std::vector<int32_t>> prompts;
+  const std::vector<std::string> lines = ReadLinesOrDie(path, "--prompts");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto ids = tokenizer->Encode(lines[i], /*add_bos=*/true, /*parse_special=*/true);
+    if (!ids.ok()) Fail(ids.status().WithContext("--prompts " + path + " line " + std::to_string(i + 1)));
+    if (ids->empty()) Fail("--prompts " + path + " line " + std::to_string(i + 1) + ": the prompt is empty");
+    prompts.push_back(std::move(ids).value());
+  }
+  return prompts;
+}
+
+std::vector<std::vector<int32_t>> ReadIdPromptsOrDie(const std::string& path, int64_t n_vocab) {
+  std::vector<std::vector<int32_t>> prompts;
+  const std::vector<std::string> lines = ReadLinesOrDie(path, "--prompt-ids-file");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = "--prompt-ids-file " + path + " line " + std::to_string(i + 1);
+    std::string cleaned = lines[i];
+    std::replace(cleaned.begin(), cleaned.end(), ',', ' ');
+    std::istringstream words(cleaned);
+    std::vector<int32_t> ids;
+    std::string word;
+    while (words >> word) {
+      size_t used = 0;
+      long long value = -1;
+      try {
+        value = std::stoll(word, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used != word.size()) Fail(where + ": '" + word + "' is not an integer token id");
+      if (value < 0 || value >= n_vocab) {
+        Fail(where + ": token id " + word + " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) +
+             ")");
+      }
+      ids.push_back(int32_t(value));
+    }
+    if (ids.empty()) Fail(where + ": no token ids");
+    prompts.push_back(std::move(ids));
+  }
+  return prompts;
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,47 @@
+// Shared setup for the engine-driven subcommands (`batch`, `bench batched`): loading a model file with its
+// tokenizer, the engine flags they share, and reading prompt files. Errors go through Fail() (exit 1) with a
+// message naming the flag, file and line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lockstep::cli {
+
+struct LoadedModel {
+  std::shared_ptr<const GgufFile> file;
+  std::shared_ptr<Model> model;
+  std::shared_ptr<const Tokenizer>
+      tokenizer;  // null when the file has no usable vocabulary (a warning is printed)
+};
+LoadedModel LoadModelOrDie(const std::string& path);
+
+struct EngineFlags {
+  int threads = 0;  // 0 = hardware concurrency
+  int max_seqs = 64;
+  int max_batch_tokens = 512;
+  std::string kv_memory;  // "" = engine default; bytes with an optional K/M/G suffix
+  int64_t kv_tokens = 0;
+  std::string kv_type = "f16";
+};
+// Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type.
+void AddEngineFlags(CLI::App& cmd, EngineFlags& flags);
+EngineOptions EngineOptionsOrDie(const EngineFlags& flags);
+
+// "123", "64K", "512M", "2G" (powers of 1024) → bytes; InvalidArgument naming `flag` otherwise.
+Result<int64_t> ParseByteSize(const std::string& text, const std::string& flag);
+
+// One prompt per line. Text prompts are tokenized (BOS as the vocabulary says); id prompts are space
+// separated token ids. A final empty line (the file's trailing newline) is not a prompt.
+std::vector<std::vector<int32_t>> ReadTextPromptsOrDie(const std::string& path, const Tokenizer* tokenizer);
+std::vector<std::vector<int32_t>> ReadIdPromptsOrDie(const std::string& path, int64_t n_vocab);
+
+}  // namespace lockstep::cli

@@ -1,0 +1,186 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
+
+#include "engine/engine_loop.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr int64_t kDefaultKvBytes = int64_t(1) << 30;
+constexpr int64_t kFallbackContext = 4096;
+
+// Request ids are unique per process, so handles of different engines never collide in logs.
+std::atomic<RequestId> next_request_id{1};
+
+Status ValidateOptions(const EngineOptions& o) {
+  auto bad = [](const std::string& what) { return InvalidArgument("engine option " + what); };
+  if (o.threads < 1 || o.threads > 1024)
+    return bad("threads must be in 1..1024, got " + std::to_string(o.threads));
+  if (o.max_seqs < 1) return bad("max_seqs must be >= 1, got " + std::to_string(o.max_seqs));
+  if (o.max_batch_tokens < 1)
+    return bad("max_batch_tokens must be >= 1, got " + std::to_string(o.max_batch_tokens));
+  if (o.block_tokens < 1 || o.block_tokens > 1024) {
+    return bad("block_tokens must be in 1..1024, got " + std::to_string(o.block_tokens));
+  }
+  if (o.max_queue < 1) return bad("max_queue must be >= 1, got " + std::to_string(o.max_queue));
+  if (o.kv_tokens < 0) return bad("kv_tokens must be >= 0, got " + std::to_string(o.kv_tokens));
+  if (o.kv_memory_bytes < 0) return bad("kv_memory must be >= 0, got " + std::to_string(o.kv_memory_bytes));
+  if (o.max_context < 0) return bad("max_context must be >= 0, got " + std::to_string(o.max_context));
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+    case FinishReason::kNone:
+      break;
+  }
+  return "none";
+}
+
+RequestHandle::RequestHandle(RequestId id, std::shared_ptr<EventChannel> channel,
+                             std::shared_ptr<Inbox> inbox)
+    : id_(id), channel_(std::move(channel)), inbox_(std::move(inbox)) {}
+
+RequestHandle::~RequestHandle() = default;
+
+std::optional<TokenEvent> RequestHandle::Next(std::optional<std::chrono::milliseconds> timeout) {
+  return channel_->Next(timeout);
+}
+std::optional<TokenEvent> RequestHandle::TryNext() { return channel_->TryNext(); }
+bool RequestHandle::finished() const { return channel_->finished(); }
+void RequestHandle::Cancel() {
+  if (!channel_->finished()) inbox_->Cancel(id_);
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<Model> model,
+                                               std::shared_ptr<const Tokenizer> tokenizer,
+                                               const EngineOptions& options, EngineObserver* observer) {
+  if (model == nullptr) return InvalidArgument("Engine::Create: no model");
+  LOCKSTEP_RETURN_IF_ERROR(ValidateOptions(options));
+  EngineOptions resolved = options;
+  const ModelConfig& config = model->config();
+  const int64_t trained = config.n_ctx_train > 0 ? config.n_ctx_train : kFallbackContext;
+  resolved.max_context =
+      int(options.max_context > 0 ? std::min<int64_t>(options.max_context, trained) : trained);
+
+  const KvLayout layout = model->MakeKvLayout(options.kv_dtype, options.block_tokens);
+  if (layout.BlockBytes() == 0) return InvalidArgument("the model's KV layout is empty");
+  int64_t num_blocks = 0;
+  if (options.kv_tokens > 0) {
+    num_blocks = (options.kv_tokens + options.block_tokens - 1) / options.block_tokens;
+  } else if (options.kv_memory_bytes > 0) {
+    num_blocks = BlockPool::BlocksForBytes(layout, options.kv_memory_bytes);
+    if (num_blocks < 1) {
+      return InvalidArgument("kv memory of " + std::to_string(options.kv_memory_bytes) +
+                             " bytes is less than one KV block (" + std::to_string(layout.BlockBytes()) +
+                             " bytes for " + std::to_string(options.block_tokens) + " tokens)");
+    }
+  } else {
+    const int64_t per_token = int64_t(layout.BlockBytes()) / options.block_tokens;
+    int64_t tokens =
+        std::min<int64_t>(int64_t(options.max_seqs) * resolved.max_context,
+                          std::max<int64_t>(1, kDefaultKvBytes / std::max<int64_t>(1, per_token)));
+    tokens = std::max<int64_t>(tokens, resolved.max_context);
+    num_blocks = (tokens + options.block_tokens - 1) / options.block_tokens;
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<BlockPool> blocks, BlockPool::Create(layout, num_blocks));
+  resolved.kv_tokens = blocks->num_blocks() * options.block_tokens;
+  resolved.kv_memory_bytes = int64_t(blocks->bytes());
+
+  auto inbox = std::make_shared<Inbox>(options.max_queue);
+  auto loop = std::make_unique<Loop>(std::move(model), std::move(tokenizer), resolved, std::move(blocks),
+                                     inbox, observer);
+  loop->Start();
+  return std::unique_ptr<Engine>(new Engine(resolved, std::move(loop), std::move(inbox)));
+}
+
+Engine::Engine(EngineOptions options, std::unique_ptr<Loop> loop, std::shared_ptr<Inbox> inbox)
+    : options_(std::move(options)), loop_(std::move(loop)), inbox_(std::move(inbox)) {}
+
+Engine::~Engine() { Shutdown(/*drain=*/false); }
+
+const ModelConfig& Engine::model_config() const { return loop_->model().config(); }
+int64_t Engine::kv_capacity_tokens() const { return options_.kv_tokens; }
+int32_t Engine::max_context() const { return options_.max_context; }
+EngineStats Engine::Stats() const { return loop_->Stats(); }
+void Engine::Cancel(RequestId id) { inbox_->Cancel(id); }
+
+void Engine::Shutdown(bool drain) {
+  inbox_->Close(drain);
+  std::lock_guard<std::mutex> lock(shutdown_mutex_);
+  loop_->Join();
+}
+
+Result<std::shared_ptr<RequestHandle>> Engine::Submit(Request request, EventCallback on_event) {
+  auto reject = [this](Status status) {
+    loop_->CountSubmit(false);
+    return status;
+  };
+  const int64_t n_vocab = model_config().n_vocab;
+  const int64_t prompt = int64_t(request.prompt_ids.size());
+  if (prompt == 0) return reject(InvalidArgument("the prompt is empty (at least one token is needed)"));
+  for (size_t i = 0; i < request.prompt_ids.size(); ++i) {
+    const int32_t id = request.prompt_ids[i];
+    if (id < 0 || id >= n_vocab) {
+      return reject(InvalidArgument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
+                                    ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")"));
+    }
+  }
+  if (request.max_tokens < 1) {
+    return reject(InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens)));
+  }
+  Status sampling = request.sampling.Validate();
+  if (!sampling.ok()) return reject(sampling);
+  if (request.sampling.top_logprobs > kMaxTopLogprobs) {
+    return reject(InvalidArgument("top_logprobs must be at most " + std::to_string(kMaxTopLogprobs) +
+                                  ", got " + std::to_string(request.sampling.top_logprobs)));
+  }
+  if (request.sampling.top_logprobs > 0) request.sampling.logprobs = true;
+  for (const std::string& stop : request.stop) {
+    if (stop.empty()) return reject(InvalidArgument("a stop string is empty"));
+  }
+  if (!request.stop.empty() && loop_->tokenizer() == nullptr) {
+    return reject(InvalidArgument("stop strings need a tokenizer, and this engine has none"));
+  }
+  const int64_t total = prompt + request.max_tokens;
+  if (total > options_.max_context) {
+    return reject(OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
+                             std::to_string(request.max_tokens) + ") is " + std::to_string(total) +
+                             " tokens, beyond the context of " + std::to_string(options_.max_context) +
+                             " tokens"));
+  }
+  if (total > options_.kv_tokens) {
+    return reject(OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
+                             std::to_string(request.max_tokens) + ") is " + std::to_string(total) +
+                             " tokens, beyond the whole KV cache of " + std::to_string(options_.kv_tokens) +
+                             " tokens"));
+  }
+  PendingRequest pending;
+  pending.id = next_request_id.fetch_add(1);
+  pending.request = std::move(request);
+  pending.channel = std::make_shared<EventChannel>(std::move(on_event));
+  pending.submit_time = std::chrono::steady_clock::now();
+  const RequestId id = pending.id;
+  auto channel = pending.channel;
+  Status pushed = inbox_->Push(std::move(pending));
+  if (!pushed.ok()) return reject(pushed);
+  loop_->CountSubmit(true);
+  return std::make_shared<RequestHandle>(id, std::move(channel), inbox_);
+}
+
+}  // namespace lockstep

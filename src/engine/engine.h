@@ -1,0 +1,153 @@
+// Engine: the continuous-batching inference loop. One engine thread owns the model's forward pass, the paged
+// KV cache and the scheduler; every step it runs ONE Model::Forward over a ragged batch holding one decode
+// row for each running request plus prefill chunks, samples each request's row with that request's own
+// Sampler, and emits TokenEvents. Requests join and leave between steps.
+//
+// Thread-safety: Submit, Cancel, Stats, Shutdown and every RequestHandle method may be called from any
+// thread. Callbacks (EventCallback) run on the engine thread and must not block (post to an executor / strand
+// instead).
+//
+// Output is batch-invariant: a request's tokens (greedy or seeded sampling) are bit-identical whether it runs
+// alone or beside others, whatever their arrival times; preemption + recompute gives the same tokens too.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/request.h"
+#include "model/batch.h"
+#include "model/model.h"
+
+namespace lockstep {
+
+class Tokenizer;
+class EventChannel;
+class Inbox;
+
+struct EngineOptions {
+  int threads = 1;             // forward-pass threads (the engine thread is one of them)
+  int max_seqs = 64;           // running sequences at most
+  int max_batch_tokens = 512;  // rows per forward pass at most (decode rows + prefill chunks)
+  // KV pool size: kv_tokens if > 0 (rounded up to whole blocks), else kv_memory_bytes if > 0 (rounded down),
+  // else min(max_seqs × context, 1 GiB of KV), at least one full context.
+  int64_t kv_tokens = 0;
+  int64_t kv_memory_bytes = 0;
+  int block_tokens = 16;
+  KvDtype kv_dtype = KvDtype::kF16;
+  int max_queue = 1024;  // requests waiting (submitted, not yet started) at most; beyond: ResourceExhausted
+  int max_context = 0;   // context limit in tokens; 0 = the model's n_ctx_train
+};
+
+// Engine-wide counters and the last step's shape (Engine::Stats()).
+struct EngineStats {
+  // Now / last step.
+  int32_t running = 0;    // requests holding KV (being prefilled or decoded)
+  int32_t waiting = 0;    // submitted and not running (queued or preempted)
+  int32_t step_rows = 0;  // rows of the last forward pass
+  int32_t step_prefill_tokens = 0;
+  int32_t step_decode_tokens = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_free = 0;
+  int32_t block_tokens = 0;
+  double kv_usage() const { return kv_blocks_total ? double(kv_blocks_used) / double(kv_blocks_total) : 0.0; }
+  // Totals since start.
+  int64_t steps = 0;
+  int64_t prompt_tokens_total = 0;      // prompt tokens of accepted requests (counted once)
+  int64_t prefill_tokens_total = 0;     // rows computed as prefill (recomputation included)
+  int64_t generation_tokens_total = 0;  // tokens sampled
+  int64_t preemptions_total = 0;
+  int64_t requests_submitted = 0;
+  int64_t requests_rejected = 0;  // rejected at Submit
+  int64_t requests_finished_stop = 0;
+  int64_t requests_finished_length = 0;
+  int64_t requests_cancelled = 0;
+  int64_t requests_failed = 0;
+};
+
+// Optional observer: called on the engine thread after every step and for every finished request; must not
+// block (e.g. update atomic counters or histograms).
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnStep(const EngineStats& stats) {}
+  virtual void OnRequestFinished(RequestId id, FinishReason reason, const RequestTiming& timing) {}
+};
+
+// Delivery of a request's events on the engine thread, in order; the last has last() == true. Must not block,
+// and must not call back into the Engine synchronously except Cancel(). It may run before Submit() returns.
+using EventCallback = std::function<void(TokenEvent event)>;
+
+// A submitted request's event stream. Events are queued in the handle unless an EventCallback was given to
+// Submit (then they go only to the callback and Next/TryNext return nothing). Dropping the handle does not
+// cancel the request; call Cancel().
+class RequestHandle {
+ public:
+  RequestHandle(RequestId id, std::shared_ptr<EventChannel> channel, std::shared_ptr<Inbox> inbox);
+  ~RequestHandle();
+  RequestId id() const { return id_; }
+
+  // Waits for the next event; std::nullopt on timeout or when the stream has ended (the last event was
+  // taken).
+  std::optional<TokenEvent> Next(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // Next event if one is queued now; never blocks.
+  std::optional<TokenEvent> TryNext();
+  // True once the last event has been produced (it may still be queued).
+  bool finished() const;
+  // Asks the engine to stop this request; its last event (FinishReason::kCancelled) follows within one step.
+  // No effect once finished.
+  void Cancel();
+
+ private:
+  RequestId id_;
+  std::shared_ptr<EventChannel> channel_;
+  std::shared_ptr<Inbox> inbox_;
+};
+
+class Engine {
+ public:
+  // Starts the engine thread. `tokenizer` may be null (no text deltas, no EOS detection beyond
+  // stop_token_ids, stop strings rejected). The model must outlive nothing else: the engine shares ownership.
+  static Result<std::unique_ptr<Engine>> Create(std::shared_ptr<Model> model,
+                                                std::shared_ptr<const Tokenizer> tokenizer,
+                                                const EngineOptions& options,
+                                                EngineObserver* observer = nullptr);
+  ~Engine();  // Shutdown(/*drain=*/false)
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues a request. Errors: InvalidArgument (empty prompt, token id out of range, bad
+  // sampling values, max_tokens < 1, too many top_logprobs, stop strings without a tokenizer), OutOfRange
+  // (prompt + max_tokens beyond the context or beyond the whole KV pool — it could never run),
+  // ResourceExhausted (the waiting queue is full), Unavailable (shutting down).
+  Result<std::shared_ptr<RequestHandle>> Submit(Request request, EventCallback on_event = nullptr);
+  // Cancels by id (a no-op for unknown or finished ids). Takes effect before the next step.
+  void Cancel(RequestId id);
+
+  EngineStats Stats() const;
+  const ModelConfig& model_config() const;
+  const EngineOptions& options() const { return options_; }  // with the defaults resolved
+  int64_t kv_capacity_tokens() const;
+  int32_t max_context() const;  // the context limit in tokens
+
+  // Stops accepting requests; with drain, waits for every queued and running request to finish, otherwise
+  // cancels them (each gets its kCancelled event). Joins the engine thread. Idempotent.
+  void Shutdown(bool drain);
+
+ private:
+  class Loop;
+  Engine(EngineOptions options, std::unique_ptr<Loop> loop, std::shared_ptr<Inbox> inbox);
+
+  EngineOptions options_;
+  std::unique_ptr<Loop> loop_;
+  std::shared_ptr<Inbox> inbox_;
+  std::mutex shutdown_mutex_;  // Shutdown from several threads joins once
+};
+
+}  // namespace lockstep

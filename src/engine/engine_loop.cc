@@ -1,0 +1,270 @@
+#include "engine/engine_loop.h"
+
+#include <algorithm>
+#include <span>
+#include <utility>
+
+namespace lockstep {
+
+namespace {
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+Engine::Loop::Active::Active(PendingRequest p, const Tokenizer* tokenizer)
+    : pending(std::move(p)), sampler(pending.request.sampling), stop_matcher(pending.request.stop) {
+  if (tokenizer != nullptr) {
+    detokenizer.emplace(*tokenizer, /*skip_special=*/true, /*continuation=*/true);
+  }
+}
+
+Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer,
+                   const EngineOptions& options, std::unique_ptr<BlockPool> blocks,
+                   std::shared_ptr<Inbox> inbox, EngineObserver* observer)
+    : model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      options_(options),
+      blocks_(std::move(blocks)),
+      layout_(blocks_->layout()),
+      scheduler_(*blocks_, SchedulerOptions{options.max_seqs, options.max_batch_tokens}),
+      inbox_(std::move(inbox)),
+      observer_(observer),
+      threads_(std::make_unique<ThreadPool>(options.threads)) {
+  stats_.kv_blocks_total = blocks_->num_blocks();
+  stats_.kv_blocks_free = blocks_->num_free();
+  stats_.block_tokens = blocks_->block_tokens();
+}
+
+Engine::Loop::~Loop() { Join(); }
+
+void Engine::Loop::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Engine::Loop::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats Engine::Loop::Stats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return stats_;
+}
+
+void Engine::Loop::CountSubmit(bool accepted) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  ++(accepted ? stats_.requests_submitted : stats_.requests_rejected);
+}
+
+void Engine::Loop::Run() {
+  while (true) {
+    if (scheduler_.idle()) PublishStats(nullptr);  // the step gauges read 0 while idle
+    if (!TakeInbox(/*wait=*/scheduler_.idle())) break;
+    if (scheduler_.idle()) continue;
+    Step();
+  }
+  FinishAll(FinishReason::kCancelled, "");
+  PublishStats(nullptr);
+}
+
+bool Engine::Loop::TakeInbox(bool wait) {
+  Inbox::Taken taken = inbox_->Take(wait && !closed_);
+  if (taken.closed) {
+    closed_ = true;
+    drain_ = taken.drain;
+  }
+  for (PendingRequest& pending : taken.requests) {
+    const RequestId id = pending.id;
+    auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
+    scheduler_.Add(id, active->pending.request.prompt_ids);
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      stats_.prompt_tokens_total += int64_t(active->pending.request.prompt_ids.size());
+    }
+    active_.emplace(id, std::move(active));
+  }
+  for (RequestId id : taken.cancels) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    TokenEvent event;
+    event.finish_reason = FinishReason::kCancelled;
+    Finish(*it->second, std::move(event));
+  }
+  if (closed_ && !drain_) FinishAll(FinishReason::kCancelled, "");
+  inbox_->SetEngineWaiting(scheduler_.num_waiting_new());
+  return !(closed_ && scheduler_.idle());
+}
+
+void Engine::Loop::Step() {
+  StepPlan plan = scheduler_.Schedule();
+  LOCKSTEP_CHECK_MSG(!plan.empty(), "the scheduler planned nothing with requests pending");
+  const Clock::time_point start = Clock::now();
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    Active& active = *active_.at(chunk.id);
+    if (!active.first_scheduled) active.first_scheduled = start;
+  }
+  const int64_t n_vocab = model_->config().n_vocab;
+  logits_.resize(size_t(plan.batch.LogitRows() * n_vocab));
+  Status status = model_->Forward(plan.batch, layout_, std::span<float>(logits_), *threads_);
+  if (!status.ok()) {
+    scheduler_.Update(StepResult{});
+    for (const ScheduledChunk& chunk : plan.chunks) {
+      auto it = active_.find(chunk.id);
+      if (it == active_.end()) continue;
+      TokenEvent event;
+      event.finish_reason = FinishReason::kError;
+      event.error = "forward pass failed: " + status.ToString();
+      Finish(*it->second, std::move(event));
+    }
+    PublishStats(&plan);
+    return;
+  }
+  StepResult result;
+  std::vector<std::pair<RequestId, TokenEvent>> events;
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    if (!chunk.sample) continue;
+    Active& active = *active_.at(chunk.id);
+    std::span<const float> row(logits_.data() + size_t(chunk.logit_row) * size_t(n_vocab), size_t(n_vocab));
+    const SampleResult sample = active.sampler.Sample(row, scheduler_.tokens(chunk.id));
+    result.tokens.push_back({chunk.id, sample.token});
+    events.emplace_back(chunk.id, MakeTokenEvent(active, sample));
+  }
+  scheduler_.Update(result);
+  for (auto& [id, event] : events) {
+    Active& active = *active_.at(id);
+    if (event.last()) {
+      Finish(active, std::move(event));
+    } else {
+      active.pending.channel->Push(std::move(event));
+    }
+  }
+  PublishStats(&plan);
+}
+
+std::string Engine::Loop::FlushText(Active& active) {
+  std::string text;
+  if (active.detokenizer) {
+    StopMatcher::Output out = active.stop_matcher.Push(active.detokenizer->Flush());
+    text = std::move(out.text);
+    if (out.stopped) return text;
+  }
+  return text + active.stop_matcher.Flush();
+}
+
+TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& sample) {
+  const Request& request = active.pending.request;
+  const Clock::time_point now = Clock::now();
+  if (!active.first_token) active.first_token = now;
+  active.last_token = now;
+  TokenEvent event;
+  event.request_id = active.pending.id;
+  event.token = sample.token;
+  event.index = active.generated++;
+  event.logprob = sample.logprob;
+  event.top_logprobs = sample.top;
+  const Tokenizer* tokenizer = tokenizer_.get();
+  event.special = tokenizer != nullptr && tokenizer->IsSpecial(sample.token);
+
+  const bool stop_token = std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(),
+                                    sample.token) != request.stop_token_ids.end();
+  const bool eos = !request.ignore_eos && tokenizer != nullptr && tokenizer->IsEndOfGeneration(sample.token);
+  if (stop_token || eos) {
+    event.finish_reason = FinishReason::kStop;
+    event.stop_kind = stop_token ? StopKind::kStopToken : StopKind::kEos;
+    event.text_delta = FlushText(active);
+    return event;
+  }
+  if (active.detokenizer) {
+    StopMatcher::Output out = active.stop_matcher.Push(active.detokenizer->Push(sample.token));
+    event.text_delta = std::move(out.text);
+    if (out.stopped) {
+      event.finish_reason = FinishReason::kStop;
+      event.stop_kind = StopKind::kStopString;
+      event.stop_string = std::move(out.matched);
+      return event;
+    }
+  }
+  const int64_t context_used = int64_t(request.prompt_ids.size()) + active.generated;
+  if (active.generated >= request.max_tokens || context_used >= options_.max_context) {
+    event.finish_reason = FinishReason::kLength;
+    event.text_delta += FlushText(active);
+  }
+  return event;
+}
+
+void Engine::Loop::Finish(Active& active, TokenEvent event) {
+  const RequestId id = active.pending.id;
+  const Clock::time_point now = Clock::now();
+  event.request_id = id;
+  RequestTiming& t = event.timing;
+  const Clock::time_point submit = active.pending.submit_time;
+  t.queue_s = Seconds((active.first_scheduled ? *active.first_scheduled : now) - submit);
+  t.ttft_s = active.first_token ? Seconds(*active.first_token - submit) : 0.0;
+  t.tpot_s = active.generated >= 2
+                 ? Seconds(*active.last_token - *active.first_token) / (active.generated - 1)
+                 : 0.0;
+  t.e2e_s = Seconds(now - submit);
+  t.prompt_tokens = int32_t(active.pending.request.prompt_ids.size());
+  t.generated_tokens = active.generated;
+  t.preemptions = scheduler_.Contains(id) ? scheduler_.preemptions(id) : 0;
+  scheduler_.Remove(id);
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    switch (event.finish_reason) {
+      case FinishReason::kStop:
+        ++stats_.requests_finished_stop;
+        break;
+      case FinishReason::kLength:
+        ++stats_.requests_finished_length;
+        break;
+      case FinishReason::kCancelled:
+        ++stats_.requests_cancelled;
+        break;
+      default:
+        ++stats_.requests_failed;
+        break;
+    }
+    stats_.kv_blocks_used = blocks_->num_used();
+    stats_.kv_blocks_free = blocks_->num_free();
+  }
+  if (observer_ != nullptr) observer_->OnRequestFinished(id, event.finish_reason, t);
+  std::shared_ptr<EventChannel> channel = active.pending.channel;
+  active_.erase(id);  // `active` is gone from here on
+  channel->Push(std::move(event));
+}
+
+void Engine::Loop::FinishAll(FinishReason reason, const std::string& error) {
+  std::vector<RequestId> ids;
+  for (const auto& [id, active] : active_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (RequestId id : ids) {
+    TokenEvent event;
+    event.finish_reason = reason;
+    event.error = error;
+    Finish(*active_.at(id), std::move(event));
+  }
+}
+
+void Engine::Loop::PublishStats(const StepPlan* plan) {
+  EngineStats snapshot;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.running = scheduler_.num_running();
+    stats_.waiting = scheduler_.num_waiting();
+    stats_.kv_blocks_used = blocks_->num_used();
+    stats_.kv_blocks_free = blocks_->num_free();
+    if (plan != nullptr) {
+      ++stats_.steps;
+      stats_.step_rows = int32_t(plan->batch.rows.size());
+      stats_.step_prefill_tokens = plan->prefill_tokens;
+      stats_.step_decode_tokens = plan->decode_tokens;
+      stats_.prefill_tokens_total += plan->prefill_tokens;
+      stats_.preemptions_total = scheduler_.preemptions_total();
+      for (const ScheduledChunk& chunk : plan->chunks) stats_.generation_tokens_total += chunk.sample ? 1 : 0;
+    } else {
+      stats_.step_rows = stats_.step_prefill_tokens = stats_.step_decode_tokens = 0;
+    }
+    snapshot = stats_;
+  }
+  if (plan != nullptr && observer_ != nullptr) observer_->OnStep(snapshot);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,82 @@
+// Engine::Loop: the engine thread and everything it owns — the model's forward pass, the KV block pool, the
+// scheduler, and each active request's Sampler, detokenizer and stop matcher. Internal to engine/; only the
+// thread it starts touches these (Stats() copies a mutex-guarded snapshot).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/request_queue.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "kv/block_pool.h"
+#include "tensor/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lockstep {
+
+class Engine::Loop {
+ public:
+  Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer, const EngineOptions& options,
+       std::unique_ptr<BlockPool> blocks, std::shared_ptr<Inbox> inbox, EngineObserver* observer);
+  ~Loop();  // joins the thread (the inbox must be closed first)
+
+  void Start();
+  void Join();
+  EngineStats Stats() const;
+  void CountSubmit(bool accepted);
+  const Model& model() const { return *model_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const BlockPool& blocks() const { return *blocks_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Active {
+    PendingRequest pending;
+    Sampler sampler;
+    std::optional<IncrementalDetokenizer> detokenizer;
+    StopMatcher stop_matcher;
+    int32_t generated = 0;
+    std::optional<Clock::time_point> first_scheduled, first_token, last_token;
+    Active(PendingRequest p, const Tokenizer* tokenizer);
+  };
+
+  void Run();
+  // Takes new requests and cancellations; returns false when the loop should end.
+  bool TakeInbox(bool wait);
+  void Step();
+  // Builds the event for a sampled token; sets its finish reason when the request ends here.
+  TokenEvent MakeTokenEvent(Active& active, const SampleResult& sample);
+  // Ends a request: emits its last event (a token event already carrying a finish reason, or a bare one) and
+  // frees its KV.
+  void Finish(Active& active, TokenEvent event);
+  void FinishAll(FinishReason reason, const std::string& error);
+  void PublishStats(const StepPlan* plan);
+  std::string FlushText(Active& active);
+
+  std::shared_ptr<Model> model_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  EngineOptions options_;
+  std::unique_ptr<BlockPool> blocks_;
+  KvLayout layout_;
+  Scheduler scheduler_;  // after blocks_: destroyed first
+  std::shared_ptr<Inbox> inbox_;
+  EngineObserver* observer_;
+  std::unique_ptr<ThreadPool> threads_;
+  std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
+  std::vector<float> logits_;
+  bool closed_ = false;
+  bool drain_ = false;
+
+  mutable std::mutex stats_mutex_;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,88 @@
+// Request and TokenEvent: what a caller hands the Engine and what it gets back, one event per generated
+// token. Plain value types, safe to copy and move between threads. The engine never sees HTTP or JSON; the
+// server maps its wire formats onto these.
+//
+// Event stream of one request (see engine/engine.h for how it is delivered):
+//   TokenEvent{token, text_delta, logprob, ...}            one per generated token, in order
+//   ...
+//   TokenEvent{..., finish_reason = kStop|kLength|...}      the last event always carries a finish reason
+// The last event may carry a token too (the token that hit max_tokens, EOS, or completed a stop string), or
+// no token (token == kNoToken: cancelled, error). Text deltas concatenate to exactly the generated text: text
+// that could still be the start of a stop string is held back, and a matched stop string (and anything after
+// it) is never emitted; EOS / end-of-generation tokens contribute no text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace lockstep {
+
+using RequestId = uint64_t;
+inline constexpr int32_t kNoToken = -1;
+
+struct Request {
+  std::vector<int32_t> prompt_ids;  // must be non-empty; every id < n_vocab
+  SamplingParams sampling;          // engine/sampler.h: temperature, top-k/p, min-p, penalties, seed, and
+                                    // logprobs / top_logprobs (at most kMaxTopLogprobs) reported per token
+  int32_t max_tokens = 16;          // new tokens to generate at most (>= 1)
+  std::vector<std::string>
+      stop;  // stop strings (matched on the detokenized text; not included in the output)
+  std::vector<int32_t>
+      stop_token_ids;       // extra token ids that end generation like EOS (included as the final token)
+  bool ignore_eos = false;  // keep going past EOS / end-of-generation tokens (until max_tokens or stop)
+  std::string label;        // free text for logs (e.g. the server's request id); not interpreted
+};
+
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+enum class FinishReason {
+  kNone = 0,   // not finished (every event but the last)
+  kStop,       // EOS / end-of-generation token, a stop token id, or a stop string (see StopKind)
+  kLength,     // max_tokens generated, or the model's context is full
+  kCancelled,  // Cancel() or Engine shutdown without drain
+  kError,      // the forward pass failed; TokenEvent::error says why
+};
+
+enum class StopKind {
+  kNone = 0,
+  kEos,         // the model's EOS / end-of-generation token (FinishReason::kStop)
+  kStopToken,   // one of Request::stop_token_ids
+  kStopString,  // one of Request::stop; TokenEvent::stop_string says which
+};
+
+const char* FinishReasonName(FinishReason reason);  // "stop" | "length" | "cancelled" | "error" | "none"
+
+// Per-request timings, filled in on the last event (seconds, steady clock).
+struct RequestTiming {
+  double queue_s = 0;  // submit → first scheduled in a forward pass
+  double ttft_s = 0;   // submit → first token sampled (0 when none was)
+  double tpot_s = 0;   // (last token time - first token time) / (generated - 1); 0 when generated < 2
+  double e2e_s = 0;    // submit → last event
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;  // tokens sampled, the final one included
+  int32_t preemptions = 0;       // times this request was preempted and recomputed
+};
+
+struct TokenEvent {
+  RequestId request_id = 0;
+  int32_t token = kNoToken;  // the sampled token, or kNoToken (only on a last event without a token)
+  std::string text_delta;    // new text released by this event (may be empty; UTF-8 complete)
+  float logprob = 0;         // log-probability of `token` (log-softmax of the raw logits); 0 unless
+                             // sampling.logprobs
+  std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs most likely tokens, most likely first
+  int32_t index = 0;                       // 0-based index of this token among the generated tokens
+  bool special = false;                    // the token is a control / special token (EOS etc.)
+
+  FinishReason finish_reason = FinishReason::kNone;  // set on the last event only
+  StopKind stop_kind = StopKind::kNone;
+  std::string stop_string;  // the stop string matched (StopKind::kStopString)
+  std::string error;        // FinishReason::kError: what went wrong
+  RequestTiming timing;     // last event only
+
+  bool last() const { return finish_reason != FinishReason::kNone; }
+};
+
+}  // namespace lockstep

@@ -1,0 +1,110 @@
+#include "engine/request_queue.h"
+
+#include <string>
+#include <utility>
+
+namespace lockstep {
+
+void EventChannel::Push(TokenEvent event) {
+  const bool last = event.last();
+  if (callback_) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (finished_) return;
+      finished_ = last;
+    }
+    callback_(std::move(event));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_) return;
+    finished_ = last;
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+std::optional<TokenEvent> EventChannel::Next(std::optional<std::chrono::milliseconds> timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto ready = [this] { return !events_.empty() || finished_; };
+  if (timeout) {
+    if (!cv_.wait_for(lock, *timeout, ready)) return std::nullopt;
+  } else {
+    cv_.wait(lock, ready);
+  }
+  if (events_.empty()) return std::nullopt;  // the stream has ended
+  TokenEvent event = std::move(events_.front());
+  events_.pop_front();
+  return event;
+}
+
+std::optional<TokenEvent> EventChannel::TryNext() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (events_.empty()) return std::nullopt;
+  TokenEvent event = std::move(events_.front());
+  events_.pop_front();
+  return event;
+}
+
+bool EventChannel::finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
+}
+
+Status Inbox::Push(PendingRequest pending) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return Unavailable("the engine is shutting down and accepts no new requests");
+    const int64_t waiting = int64_t(requests_.size()) + engine_waiting_;
+    if (waiting >= max_queue_) {
+      return ResourceExhausted("the waiting queue is full (" + std::to_string(waiting) +
+                               " requests waiting, " + "max_queue " + std::to_string(max_queue_) + ")");
+    }
+    requests_.push_back(std::move(pending));
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Inbox::Cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancels_.push_back(id);
+  }
+  cv_.notify_all();
+}
+
+void Inbox::Close(bool drain) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!closed_)
+      drain_ = drain;
+    else if (!drain)
+      drain_ = false;  // a later non-draining close cancels what is left
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+Inbox::Taken Inbox::Take(bool wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (wait) cv_.wait(lock, [this] { return !requests_.empty() || !cancels_.empty() || closed_; });
+  Taken taken;
+  taken.requests = std::move(requests_);
+  taken.cancels = std::move(cancels_);
+  requests_.clear();
+  cancels_.clear();
+  taken.closed = closed_;
+  taken.drain = drain_;
+  // Requests move to the engine's own waiting list; count them there until SetEngineWaiting updates it.
+  engine_waiting_ += int64_t(taken.requests.size());
+  return taken;
+}
+
+void Inbox::SetEngineWaiting(int64_t waiting) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  engine_waiting_ = waiting;
+}
+
+}  // namespace lockstep

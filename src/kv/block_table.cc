@@ -1,0 +1,38 @@
+#include "kv/block_table.h"
+
+namespace lockstep {
+
+BlockTable::~BlockTable() {
+  LOCKSTEP_CHECK_MSG(ids_.empty(), "BlockTable destroyed while holding KV blocks");
+}
+
+BlockTable::BlockTable(BlockTable&& other) noexcept
+    : ids_(std::move(other.ids_)), addresses_(std::move(other.addresses_)) {
+  other.ids_.clear();
+  other.addresses_.clear();
+}
+
+bool BlockTable::EnsureCapacity(BlockPool& pool, int64_t tokens) {
+  const int64_t needed = pool.BlocksFor(tokens) - num_blocks();
+  if (needed <= 0) return true;
+  if (needed > pool.num_free()) return false;
+  for (int64_t i = 0; i < needed; ++i) {
+    const BlockId id = pool.Allocate();
+    LOCKSTEP_CHECK(id != kNoBlock);
+    Append(pool, id);
+  }
+  return true;
+}
+
+void BlockTable::Append(BlockPool& pool, BlockId id) {
+  ids_.push_back(id);
+  addresses_.push_back(pool.data(id));
+}
+
+void BlockTable::Clear(BlockPool& pool) {
+  for (BlockId id : ids_) pool.Release(id);
+  ids_.clear();
+  addresses_.clear();
+}
+
+}  // namespace lockstep

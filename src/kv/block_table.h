@@ -1,0 +1,45 @@
+// BlockTable: one sequence's KV blocks in position order (append-only while the sequence grows). Position p
+// is in block Block(p / block_tokens) at slot p % block_tokens. Holds one reference on each of its blocks,
+// dropped by Clear() (also on destruction it must already be clear: tables never outlive their pool
+// silently). Also keeps the blocks' addresses, which is what a forward pass reads (model/batch.h SequenceKv).
+// Engine-thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace lockstep {
+
+class BlockTable {
+ public:
+  BlockTable() = default;
+  ~BlockTable();
+  BlockTable(const BlockTable&) = delete;
+  BlockTable& operator=(const BlockTable&) = delete;
+  BlockTable(BlockTable&& other) noexcept;
+  BlockTable& operator=(BlockTable&& other) = delete;
+
+  int64_t num_blocks() const { return int64_t(ids_.size()); }
+  BlockId block(int64_t index) const { return ids_[size_t(index)]; }
+  const std::vector<BlockId>& ids() const { return ids_; }
+  const std::vector<std::byte*>& addresses() const { return addresses_; }
+  // Positions the blocks can hold.
+  int64_t capacity_tokens(int32_t block_tokens) const { return num_blocks() * block_tokens; }
+
+  // Grows the table until it holds `tokens` positions. False (table unchanged) when the pool has too few free
+  // blocks.
+  bool EnsureCapacity(BlockPool& pool, int64_t tokens);
+  // Appends an already-referenced block (ownership of one reference moves to the table).
+  void Append(BlockPool& pool, BlockId id);
+  // Releases every block back to the pool.
+  void Clear(BlockPool& pool);
+
+ private:
+  std::vector<BlockId> ids_;
+  std::vector<std::byte*> addresses_;
+};
+
+}  // namespace lockstep
