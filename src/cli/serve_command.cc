@@ -1,0 +1,84 @@
+// `lockstep serve`: the OpenAI- and TGI-compatible HTTP server (server/server.h). Binds loopback by default.
+// SIGINT / SIGTERM: stop accepting, let in-flight requests finish within the grace period (--drain-timeout),
+// then exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/engine_setup.h"
+#include "server/server.h"
+
+namespace lockstep::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions options;
+  EngineFlags engine;
+  double timeout_s = 600;
+};
+
+void RunServe(ServeFlags& flags) {
+  server::ServerOptions options = flags.options;
+  options.compute_threads = flags.engine.threads;
+  options.max_seqs = flags.engine.max_seqs;
+  options.max_batch_tokens = flags.engine.max_batch_tokens;
+  options.kv_tokens = flags.engine.kv_tokens;
+  if (!flags.engine.kv_memory.empty()) {
+    options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.engine.kv_memory, "--kv-memory"));
+  }
+  if (flags.engine.kv_type != "f16" && flags.engine.kv_type != "f32") {
+    Fail("--kv-type must be f16 or f32, got '" + flags.engine.kv_type + "'");
+  }
+  options.kv_f32 = flags.engine.kv_type == "f32";
+  if (flags.timeout_s < 0) Fail("--timeout must be >= 0 seconds");
+  options.request_timeout_s = flags.timeout_s;
+
+  // Block the stop signals in every thread; this thread waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = ValueOrDie(server::Server::Create(options));
+  const int port = ValueOrDie(server->Start());
+  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (Ctrl-C to stop)\n", server->model_id().c_str(),
+               options.host.c_str(), port);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "lockstep: received %s; draining (up to %gs)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               options.drain_timeout_s);
+  server->Stop();
+  std::fprintf(stderr, "lockstep: stopped\n");
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI and TGI compatible APIs)");
+  server::ServerOptions& o = flags->options;
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  cmd->add_option("--host", o.host, "Address to bind (loopback by default)")->capture_default_str();
+  cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str();
+  cmd->add_option("--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health)");
+  cmd->add_option("--model-alias", o.model_alias, "Model id reported by the API (default: the file name)");
+  cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")->capture_default_str();
+  cmd->add_option("--timeout", flags->timeout_s, "Per-request time limit in seconds (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--max-body", o.max_body_bytes, "Largest request body in bytes (then 413)")->capture_default_str();
+  cmd->add_option("--drain-timeout", o.drain_timeout_s, "Grace period for in-flight requests on SIGINT/SIGTERM (s)")
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", o.header_timeout_s, "Seconds to receive a request's headers")
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", o.body_timeout_s, "Seconds to receive a request's body")->capture_default_str();
+  AddEngineFlags(*cmd, flags->engine);
+  cmd->callback([flags] { RunServe(*flags); });
+}
+
+}  // namespace lockstep::cli

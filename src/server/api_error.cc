@@ -1,0 +1,83 @@
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::server {
+
+int HttpStatusFor(const ApiError& error, ApiFlavor flavor) {
+  const bool tgi = flavor == ApiFlavor::kTgi;
+  if (error.malformed_json) return 400;
+  switch (error.status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kUnimplemented: return tgi ? 422 : 400;
+    case StatusCode::kResourceExhausted: return tgi ? 429 : 503;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kDeadlineExceeded: return 504;
+    default: return tgi ? 424 : 500;
+  }
+}
+
+namespace {
+
+void OpenAiTypeAndCode(const ApiError& error, std::string* type, std::string* code) {
+  *type = "invalid_request_error";
+  *code = "";
+  switch (error.status.code()) {
+    case StatusCode::kOutOfRange: *code = "context_length_exceeded"; break;
+    case StatusCode::kResourceExhausted: *type = "server_error"; *code = "server_overloaded"; break;
+    case StatusCode::kUnavailable: *type = "server_error"; *code = "service_unavailable"; break;
+    case StatusCode::kUnauthenticated: *code = "invalid_api_key"; break;
+    case StatusCode::kNotFound: *type = "not_found_error"; *code = "not_found"; break;
+    case StatusCode::kDeadlineExceeded: *type = "server_error"; *code = "timeout"; break;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnimplemented: if (error.malformed_json) *code = "invalid_json"; break;
+    default: *type = "server_error"; *code = "internal_error"; break;
+  }
+}
+
+std::string TgiType(const ApiError& error) {
+  switch (error.status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kUnimplemented: return "validation";
+    case StatusCode::kResourceExhausted: return "overloaded";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kUnauthenticated: return "authentication";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kDeadlineExceeded: return "timeout";
+    default: return "generation";
+  }
+}
+
+}  // namespace
+
+std::string ErrorBody(const ApiError& error, ApiFlavor flavor) {
+  nlohmann::json body;
+  if (flavor == ApiFlavor::kTgi) {
+    body = {{"error", error.status.message()}, {"error_type", TgiType(error)}};
+  } else {
+    std::string type, code;
+    OpenAiTypeAndCode(error, &type, &code);
+    body["error"] = {{"message", error.status.message()},
+                     {"type", type},
+                     {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)},
+                     {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}};
+  }
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+HeaderList ErrorHeaders(const ApiError& error, ApiFlavor flavor) {
+  const int status = HttpStatusFor(error, flavor);
+  if (status == 503 || status == 429) return {{"Retry-After", "1"}};
+  if (status == 401) return {{"WWW-Authenticate", "Bearer"}};
+  return {};
+}
+
+void SendApiError(ResponseWriter& writer, const ApiError& error, ApiFlavor flavor) {
+  writer.Send(HttpStatusFor(error, flavor), "application/json", ErrorBody(error, flavor), ErrorHeaders(error, flavor));
+}
+
+}  // namespace lockstep::server

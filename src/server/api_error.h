@@ -1,0 +1,54 @@
+// ApiError: THE one place where errors become HTTP statuses and error bodies, for both API flavours.
+//
+//   StatusCode            OpenAI routes                                   TGI routes
+//   kInvalidArgument      400 invalid_request_error (param = the field)   422 validation
+//   (malformed JSON)      400 invalid_request_error                       400 validation
+//   kOutOfRange           400 invalid_request_error, context_length_exceeded  422 validation
+//   kResourceExhausted    503 + Retry-After, server_overloaded            429 overloaded
+//   kUnavailable          503 + Retry-After (loading / shutting down)     503 unavailable
+//   kUnauthenticated      401 invalid_api_key                             401 authentication
+//   kNotFound             404 not_found_error                             404 not_found
+//   kDeadlineExceeded     504 timeout                                     504 timeout
+//   kUnimplemented        400 invalid_request_error (unsupported field)   422 validation
+//   anything else         500 server_error                                424 generation
+// Bodies: OpenAI {"error": {"message", "type", "param", "code"}}; TGI {"error", "error_type"}.
+// Requests past the body limit get 413 from the HTTP layer (http_server.cc) before any route is known.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "server/http_server.h"
+
+namespace lockstep::server {
+
+enum class ApiFlavor { kOpenAI, kTgi };
+
+struct ApiError {
+  Status status;
+  std::string param;          // the offending request field ("" = none)
+  bool malformed_json = false;
+
+  static ApiError Field(const std::string& param, const std::string& message) {
+    return {InvalidArgument(message), param, false};
+  }
+};
+
+int HttpStatusFor(const ApiError& error, ApiFlavor flavor);
+std::string ErrorBody(const ApiError& error, ApiFlavor flavor);
+HeaderList ErrorHeaders(const ApiError& error, ApiFlavor flavor);  // Retry-After where it applies
+// Sends the error as a whole response (ignored if the response has started).
+void SendApiError(ResponseWriter& writer, const ApiError& error, ApiFlavor flavor);
+
+// A value or an ApiError; what request parsing returns.
+template <typename T>
+struct Parsed {
+  std::optional<T> value;
+  ApiError error;
+  Parsed(T v) : value(std::move(v)) {}              // NOLINT
+  Parsed(ApiError e) : error(std::move(e)) {}       // NOLINT
+  bool ok() const { return value.has_value(); }
+};
+
+}  // namespace lockstep::server

@@ -1,0 +1,110 @@
+#include "server/generation.h"
+
+#include <random>
+
+namespace lockstep::server {
+
+Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, GenerationSpec spec,
+                                                            std::shared_ptr<ResponseWriter> writer,
+                                                            ServerMetrics* metrics, double timeout_s,
+                                                            TokenFn on_token, DoneFn on_done) {
+  std::shared_ptr<GenerationJob> job(new GenerationJob(engine, std::move(spec), writer, metrics));
+  job->on_token_ = std::move(on_token);
+  job->on_done_ = std::move(on_done);
+  const GenerationSpec& s = job->spec_;
+  const int total = static_cast<int>(s.prompts.size()) * s.n;
+  job->choices_.resize(static_cast<size_t>(total));
+  job->last_token_at_.resize(static_cast<size_t>(total));
+  job->remaining_ = total;
+  std::random_device rd;
+  for (int c = 0; c < total; ++c) {
+    ChoiceState& choice = job->choices_[static_cast<size_t>(c)];
+    choice.index = c;
+    choice.prompt_index = c / s.n;
+    choice.seed = s.seed_given ? s.base.sampling.seed + static_cast<uint64_t>(c % s.n)
+                               : (static_cast<uint64_t>(rd()) << 32 | rd());
+    Request request = s.base;
+    request.prompt_ids = s.prompts[static_cast<size_t>(choice.prompt_index)];
+    request.sampling.seed = choice.seed;
+    request.label = s.label + "#" + std::to_string(c);
+    std::weak_ptr<GenerationJob> weak = job;
+    auto handle = engine.Submit(std::move(request), [weak, writer, c](TokenEvent event) {
+      const auto at = std::chrono::steady_clock::now();
+      writer->Post([weak, c, at, event = std::move(event)]() mutable {
+        if (auto j = weak.lock()) j->OnEvent(c, std::move(event), at);
+      });
+    });
+    if (!handle.ok()) {
+      job->CancelAll();
+      job->remaining_ = -1;  // no on_done
+      ApiError error{handle.status(), s.prompts.size() > 1 ? "prompt" : "", false};
+      return error;
+    }
+    choice.handle = *handle;
+  }
+  if (timeout_s > 0) {
+    std::weak_ptr<GenerationJob> weak = job;
+    job->cancel_timer_ = writer->PostAfter(timeout_s, [weak] {
+      if (auto j = weak.lock(); j && j->remaining_ > 0) {
+        j->timed_out_ = true;
+        j->CancelAll();
+      }
+    });
+  }
+  // Keep the job alive until every sequence finished; cancel on disconnect.
+  writer->OnClose([job] {
+    job->client_gone_ = true;
+    job->CancelAll();
+  });
+  return job;
+}
+
+void GenerationJob::CancelAll() {
+  for (ChoiceState& c : choices_) {
+    if (c.handle && !c.done) c.handle->Cancel();
+  }
+}
+
+void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::time_point at) {
+  ChoiceState& choice = choices_[static_cast<size_t>(c)];
+  if (choice.done) return;
+  if (event.token != kNoToken) {
+    if (choice.generated > 0 && metrics_) {
+      metrics_->itl->Observe(std::chrono::duration<double>(at - last_token_at_[static_cast<size_t>(c)]).count());
+    }
+    last_token_at_[static_cast<size_t>(c)] = at;
+    choice.generated++;
+  }
+  choice.text += event.text_delta;
+  if (spec_.keep_events) choice.events.push_back(event);
+  if (event.last()) {
+    choice.done = true;
+    choice.last = event;
+    if (metrics_) metrics_->ObserveRequest(event.timing);
+  }
+  if (on_token_ && !client_gone_) on_token_(*this, choice, event);
+  if (event.last() && --remaining_ == 0) {
+    auto self = shared_from_this();  // on_done may drop the last other reference
+    if (cancel_timer_) cancel_timer_();
+    if (on_done_ && !client_gone_) on_done_(*this);
+    writer_->OnClose([] {});  // releases the job held by the close callback
+  }
+}
+
+int GenerationJob::prompt_tokens() const {
+  int n = 0;
+  for (const auto& p : spec_.prompts) n += static_cast<int>(p.size());
+  return n;
+}
+
+int GenerationJob::completion_tokens() const {
+  int n = 0;
+  for (const auto& c : choices_) n += c.generated;
+  return n;
+}
+
+double GenerationJob::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+}  // namespace lockstep::server

@@ -1,0 +1,478 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+namespace lockstep::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+std::string HttpRequest::Header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+const char* HttpReason(int status) {
+  const auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  static thread_local std::string text;
+  text.assign(reason.data(), reason.size());
+  return text.empty() ? "Unknown" : text.c_str();
+}
+
+namespace {
+
+std::chrono::steady_clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+class Session;
+
+class HttpServer::Impl {
+ public:
+  Impl(HttpServerOptions options, HttpHandler handler)
+      : options_(std::move(options)), handler_(std::move(handler)), ioc_(std::max(1, options_.io_threads)),
+        acceptor_(ioc_) {}
+
+  void Accept();
+  void Register(const std::shared_ptr<Session>& s) {
+    std::lock_guard lock(mu_);
+    sessions_.insert(s);
+  }
+  void Unregister(const std::shared_ptr<Session>& s) {
+    std::lock_guard lock(mu_);
+    sessions_.erase(s);
+  }
+  void CloseAll();
+
+  HttpServerOptions options_;
+  HttpHandler handler_;
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  // Keeps the I/O threads running while no socket is open (after StopAccepting, between connections).
+  net::executor_work_guard<net::io_context::executor_type> work_{ioc_.get_executor()};
+  std::vector<std::thread> threads_;
+  std::atomic<int64_t> active_{0};
+  std::mutex mu_;
+  std::set<std::shared_ptr<Session>> sessions_;
+  bool stopped_ = false;
+  bool started_ = false;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using Strand = net::strand<net::io_context::executor_type>;
+  Session(tcp::socket socket, Strand strand, HttpServer::Impl* server)
+      : stream_(std::move(socket)), strand_(std::move(strand)), server_(server) {}
+
+  void Start() { net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(true); }); }
+
+  void Close() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->DoClose(); });
+  }
+
+  // --- ResponseWriter operations, always on the strand ---
+  void SendOnStrand(int status, const std::string& content_type, std::string body, HeaderList headers) {
+    if (closed_ || response_started_) return;
+    response_started_ = true;
+    std::string out = StatusLine(status, content_type, headers);
+    out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    out += body;
+    Queue(std::move(out));
+    FinishResponse();
+  }
+  void StartStreamOnStrand(int status, const std::string& content_type, HeaderList headers) {
+    if (closed_ || response_started_) return;
+    response_started_ = true;
+    streaming_ = true;
+    chunked_ = version_ >= 11;
+    if (!chunked_) keep_alive_ = false;
+    std::string out = StatusLine(status, content_type, headers);
+    if (chunked_) out += "Transfer-Encoding: chunked\r\n";
+    out += "Cache-Control: no-cache\r\n\r\n";
+    Queue(std::move(out));
+  }
+  void WriteOnStrand(std::string data) {
+    if (closed_ || !streaming_ || response_done_ || data.empty()) return;
+    if (chunked_) {
+      char size[32];
+      snprintf(size, sizeof(size), "%zx\r\n", data.size());
+      data.insert(0, size);
+      data += "\r\n";
+    }
+    Queue(std::move(data));
+  }
+  void EndOnStrand() {
+    if (closed_ || !streaming_ || response_done_) return;
+    if (chunked_) Queue("0\r\n\r\n");
+    FinishResponse();
+  }
+  void OnCloseOnStrand(std::function<void()> fn) {
+    if (closed_) {
+      fn();
+      return;
+    }
+    on_close_ = std::move(fn);
+  }
+  bool closed() const { return closed_.load(); }
+  net::strand<net::io_context::executor_type>& strand() { return strand_; }
+
+ private:
+  std::string StatusLine(int status, const std::string& content_type, const HeaderList& headers) {
+    std::string out = "HTTP/1." + std::to_string(version_ % 10) + " " + std::to_string(status) + " " +
+                      HttpReason(status) + "\r\n";
+    out += "Server: lockstep\r\n";
+    if (!content_type.empty()) out += "Content-Type: " + content_type + "\r\n";
+    for (const auto& [k, v] : headers) out += k + ": " + v + "\r\n";
+    out += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+    return out;
+  }
+
+  void ReadHeader(bool first) {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
+    parser_->body_limit(server_->options_.max_body_bytes);
+    stream_.expires_after(Seconds(first ? server_->options_.header_timeout_s : server_->options_.idle_timeout_s));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::body_limit) return RejectTooLarge();
+    if (ec) return DoClose();
+    auto& req = parser_->get();
+    version_ = req.version() == 10 ? 10 : 11;
+    keep_alive_ = req.keep_alive();
+    const auto length = parser_->content_length();
+    if (length && *length > server_->options_.max_body_bytes) return RejectTooLarge();
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      Queue("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    stream_.expires_after(Seconds(server_->options_.body_timeout_s));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void RejectTooLarge() {
+    keep_alive_ = false;
+    response_started_ = false;
+    const std::string body = std::string(R"({"error":{"message":"request body larger than )") +
+                             std::to_string(server_->options_.max_body_bytes) +
+                             R"( bytes","type":"invalid_request_error","param":null,"code":"body_too_large"}})";
+    server_->active_++;
+    active_counted_ = true;
+    SendOnStrand(413, "application/json", body, {});
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec == http::error::body_limit) return RejectTooLarge();
+    if (ec) return DoClose();
+    auto msg = parser_->release();
+    HttpRequest request;
+    request.method = std::string(msg.method_string());
+    request.target = std::string(msg.target());
+    request.path = request.target.substr(0, request.target.find('?'));
+    request.version = version_;
+    for (const auto& field : msg) {
+      request.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));
+    }
+    request.body = std::move(msg.body());
+    response_started_ = false;
+    response_done_ = false;
+    streaming_ = false;
+    server_->active_++;
+    active_counted_ = true;
+    stream_.expires_never();
+    Watch();
+    server_->handler_(std::move(request), MakeWriter());
+  }
+
+  std::shared_ptr<ResponseWriter> MakeWriter();
+
+  // A read kept pending while a response is produced: EOF or an error means the client went away; bytes
+  // (a pipelined next request) are kept in buffer_ for the next ReadHeader.
+  void Watch() {
+    if (watching_ || closed_) return;
+    watching_ = true;
+    stream_.socket().async_read_some(
+        net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+          self->watching_ = false;
+          if (n > 0) {
+            net::buffer_copy(self->buffer_.prepare(n), net::buffer(self->watch_buf_.data(), n));
+            self->buffer_.commit(n);
+          }
+          if (ec && ec != net::error::operation_aborted) return self->DoClose();
+          if (self->response_done_ && self->writes_.empty()) {
+            if (!self->keep_alive_ || self->server_->stopped_) {
+              self->stream_.expires_after(std::chrono::seconds(1));
+              return self->Drain();
+            }
+            return self->Next();
+          }
+          if (!self->response_done_ && self->buffer_.size() < 65536) self->Watch();
+        });
+  }
+
+  void Queue(std::string data) {
+    writes_.push_back(std::move(data));
+    if (!writing_) DoWrite();
+  }
+
+  void DoWrite() {
+    if (closed_) return;
+    writing_ = true;
+    net::async_write(stream_, net::buffer(writes_.front()),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->writing_ = false;
+                       if (ec) return self->DoClose();
+                       self->writes_.pop_front();
+                       if (!self->writes_.empty()) return self->DoWrite();
+                       if (self->response_done_) self->AfterResponse();
+                     });
+  }
+
+  void FinishResponse() {
+    response_done_ = true;
+    if (active_counted_) {
+      active_counted_ = false;
+      server_->active_--;
+    }
+    on_close_ = nullptr;
+    if (!writing_ && writes_.empty()) AfterResponse();
+  }
+
+  void AfterResponse() {
+    if (!keep_alive_ || server_->stopped_) return GracefulClose();
+    if (watching_) {
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);  // the watch handler then calls Next()
+      return;
+    }
+    Next();
+  }
+
+  // Half-closes, then reads and discards what the client still sends (up to 1 s) before closing, so that an
+  // early answer (413) is not lost to a TCP reset caused by unread request bytes.
+  void GracefulClose() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if (watching_) {  // the watch handler then drains
+      stream_.socket().cancel(ignored);
+      return;
+    }
+    stream_.expires_after(std::chrono::seconds(1));
+    Drain();
+  }
+  void Drain() {
+    stream_.async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->DoClose();
+      self->Drain();
+    });
+  }
+
+  void Next() {
+    response_done_ = false;
+    response_started_ = false;
+    ReadHeader(false);
+  }
+
+  void DoClose() {
+    if (closed_) return;
+    closed_ = true;
+    if (active_counted_) {
+      active_counted_ = false;
+      server_->active_--;
+    }
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    if (auto fn = std::move(on_close_)) {
+      on_close_ = nullptr;
+      fn();
+    }
+    server_->Unregister(shared_from_this());
+  }
+
+  beast::tcp_stream stream_;
+  Strand strand_;
+  HttpServer::Impl* server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::array<char, 4096> watch_buf_{};
+  std::deque<std::string> writes_;
+  std::function<void()> on_close_;
+  std::atomic<bool> closed_{false};
+  bool writing_ = false;
+  bool watching_ = false;
+  bool response_started_ = false;
+  bool response_done_ = false;
+  bool streaming_ = false;
+  bool chunked_ = false;
+  bool keep_alive_ = true;
+  bool active_counted_ = false;
+  int version_ = 11;
+};
+
+namespace {
+
+class Writer : public ResponseWriter {
+ public:
+  explicit Writer(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  void Send(int status, const std::string& content_type, std::string body, HeaderList headers) override {
+    Run([s = session_, status, content_type, body = std::move(body), headers = std::move(headers)]() mutable {
+      s->SendOnStrand(status, content_type, std::move(body), std::move(headers));
+    });
+  }
+  void StartStream(int status, const std::string& content_type, HeaderList headers) override {
+    Run([s = session_, status, content_type, headers = std::move(headers)]() mutable {
+      s->StartStreamOnStrand(status, content_type, std::move(headers));
+    });
+  }
+  void Write(std::string data) override {
+    Run([s = session_, data = std::move(data)]() mutable { s->WriteOnStrand(std::move(data)); });
+  }
+  void End() override {
+    Run([s = session_] { s->EndOnStrand(); });
+  }
+  void Post(std::function<void()> fn) override { net::post(session_->strand(), std::move(fn)); }
+  std::function<void()> PostAfter(double seconds, std::function<void()> fn) override {
+    auto timer = std::make_shared<net::steady_timer>(session_->strand(), Seconds(seconds));
+    timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
+      if (!ec) fn();
+    });
+    std::weak_ptr<net::steady_timer> weak = timer;
+    auto strand = session_->strand();
+    return [weak, strand] {
+      net::post(strand, [weak] {
+        if (auto t = weak.lock()) t->cancel();
+      });
+    };
+  }
+  void OnClose(std::function<void()> fn) override {
+    Run([s = session_, fn = std::move(fn)]() mutable { s->OnCloseOnStrand(std::move(fn)); });
+  }
+  bool closed() const override { return session_->closed(); }
+
+ private:
+  // Runs inline when already on the strand (keeps ordering with the caller), otherwise posts.
+  template <typename F>
+  void Run(F&& fn) {
+    if (session_->strand().running_in_this_thread()) {
+      fn();
+    } else {
+      net::post(session_->strand(), std::forward<F>(fn));
+    }
+  }
+  std::shared_ptr<Session> session_;
+};
+
+}  // namespace
+
+std::shared_ptr<ResponseWriter> Session::MakeWriter() { return std::make_shared<Writer>(shared_from_this()); }
+
+void HttpServer::Impl::Accept() {
+  auto strand = net::make_strand(ioc_);
+  acceptor_.async_accept(strand, [this, strand](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+      std::fprintf(stderr, "lockstep: accept failed: %s\n", ec.message().c_str());
+    } else {
+      auto session = std::make_shared<Session>(std::move(socket), strand, this);
+      Register(session);
+      session->Start();
+    }
+    if (acceptor_.is_open()) Accept();
+  });
+}
+
+void HttpServer::Impl::CloseAll() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    sessions.assign(sessions_.begin(), sessions_.end());
+  }
+  for (auto& s : sessions) s->Close();
+}
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<int> HttpServer::Start() {
+  beast::error_code ec;
+  const auto address = net::ip::make_address(impl_->options_.host, ec);
+  if (ec) return InvalidArgument("invalid --host '" + impl_->options_.host + "': " + ec.message());
+  const tcp::endpoint endpoint(address, static_cast<uint16_t>(impl_->options_.port));
+  const std::string where = impl_->options_.host + ":" + std::to_string(impl_->options_.port);
+  impl_->acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) impl_->acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl_->acceptor_.bind(endpoint, ec);
+  if (!ec) impl_->acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return Unavailable("cannot listen on " + where + ": " + ec.message());
+  port_ = impl_->acceptor_.local_endpoint().port();
+  impl_->Accept();
+  impl_->started_ = true;
+  for (int i = 0; i < std::max(1, impl_->options_.io_threads); ++i) {
+    impl_->threads_.emplace_back([this] { impl_->ioc_.run(); });
+  }
+  return port_;
+}
+
+void HttpServer::StopAccepting() {
+  net::post(impl_->acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    impl_->acceptor_.close(ignored);
+  });
+}
+
+void HttpServer::Stop() {
+  if (!impl_ || impl_->stopped_) return;
+  impl_->stopped_ = true;
+  if (impl_->started_) {
+    std::promise<void> closed;
+    net::post(impl_->acceptor_.get_executor(), [this, &closed] {
+      beast::error_code ignored;
+      impl_->acceptor_.close(ignored);
+      closed.set_value();
+    });
+    closed.get_future().wait();
+    impl_->CloseAll();
+    // Let the posted closes run, then stop.
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard lock(impl_->mu_);
+        if (impl_->sessions_.empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  impl_->work_.reset();
+  impl_->ioc_.stop();
+  for (auto& t : impl_->threads_) t.join();
+  impl_->threads_.clear();
+}
+
+int64_t HttpServer::active_requests() const { return impl_->active_.load(); }
+
+}  // namespace lockstep::server

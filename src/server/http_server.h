@@ -1,0 +1,100 @@
+// HttpServer: asynchronous HTTP/1.1 on Boost.Beast/Asio. A small pool of I/O threads runs every connection;
+// an idle keep-alive connection costs a socket and a few buffers, never a thread. Each connection is a strand:
+// its reads, writes and callbacks never run concurrently.
+//
+// Per connection: read headers (header timeout; idle timeout between keep-alive requests) → read the body (body
+// timeout; Content-Length or chunked bodies above max_body_bytes get 413 and the connection is closed) → call
+// the handler with the request and a ResponseWriter. While the response is produced the connection keeps a read
+// pending so that a client that goes away is noticed at once (ResponseWriter::OnClose), also while the request
+// is still queued. Responses are either whole (Send) or streamed with chunked transfer encoding (StartStream /
+// Write / End; HTTP/1.0 clients get an unchunked stream and Connection: close).
+//
+// ResponseWriter methods are thread-safe: they post to the connection's strand. Stop() closes the listener
+// (StopAccepting) and then every connection.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace lockstep::server {
+
+struct HttpRequest {
+  std::string method;   // "GET", "POST", ...
+  std::string target;   // as sent, e.g. "/v1/models?x=1"
+  std::string path;     // target without the query
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+  std::string body;
+  int version = 11;     // 10 or 11
+  // The header's value ("" when absent); name lower-case.
+  std::string Header(const std::string& name) const;
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // A whole response (Content-Length). Ignored after the response was started or the client went away.
+  virtual void Send(int status, const std::string& content_type, std::string body, HeaderList headers = {}) = 0;
+  // Starts a streamed response; then Write() pieces and End() it.
+  virtual void StartStream(int status, const std::string& content_type, HeaderList headers = {}) = 0;
+  virtual void Write(std::string data) = 0;
+  virtual void End() = 0;
+  // Runs fn on the connection's strand (serialises per-request state without locks).
+  virtual void Post(std::function<void()> fn) = 0;
+  // Runs fn on the strand after `seconds` unless the returned cancel function was called first.
+  virtual std::function<void()> PostAfter(double seconds, std::function<void()> fn) = 0;
+  // fn runs once on the strand if the client disconnects before the response ends (immediately if it already
+  // has). Only one callback is kept.
+  virtual void OnClose(std::function<void()> fn) = 0;
+  virtual bool closed() const = 0;
+};
+
+using HttpHandler = std::function<void(HttpRequest request, std::shared_ptr<ResponseWriter> writer)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0 = any free port
+  int io_threads = 2;
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
+  double idle_timeout_s = 60;
+  size_t max_body_bytes = 8u << 20;
+  size_t max_header_bytes = 16u << 10;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, HttpHandler handler);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the I/O threads. Returns the bound port. Errors name the address.
+  Result<int> Start();
+  // Closes the listening socket; open connections continue.
+  void StopAccepting();
+  // Closes every connection and joins the I/O threads. Idempotent.
+  void Stop();
+  // Requests whose response has not ended yet.
+  int64_t active_requests() const;
+  int port() const { return port_; }
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+// "HTTP/1.1 200 OK"-style reason phrase.
+const char* HttpReason(int status);
+
+}  // namespace lockstep::server

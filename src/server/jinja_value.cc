@@ -1,0 +1,348 @@
+#include "server/jinja_value.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace lockstep::server::jinja {
+
+const Value* CallArgs::Get(size_t index, const std::string& name) const {
+  if (index < positional.size()) return &positional[index];
+  for (const auto& [key, value] : keyword) {
+    if (key == name) return &value;
+  }
+  return nullptr;
+}
+
+Value Value::None() {
+  Value v;
+  v.kind_ = Kind::kNone;
+  return v;
+}
+Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
+Value::Value(int64_t i) : kind_(Kind::kInt), i_(i) {}
+Value::Value(double d) : kind_(Kind::kFloat), d_(d) {}
+Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
+
+Value Value::MakeArray(Array items) {
+  Value v;
+  v.kind_ = Kind::kArray;
+  v.array_ = std::make_shared<Array>(std::move(items));
+  return v;
+}
+Value Value::MakeObject(Object items) {
+  Value v;
+  v.kind_ = Kind::kObject;
+  v.object_ = std::make_shared<Object>(std::move(items));
+  return v;
+}
+Value Value::MakeCallable(Function fn) {
+  Value v;
+  v.kind_ = Kind::kCallable;
+  v.fn_ = std::make_shared<Function>(std::move(fn));
+  return v;
+}
+
+Value Value::FromJson(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return None();
+    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return Value(j.get<int64_t>());
+    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
+    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      Array items;
+      for (const auto& item : j) items.push_back(FromJson(item));
+      return MakeArray(std::move(items));
+    }
+    case nlohmann::json::value_t::object: {
+      Object items;
+      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), FromJson(it.value()));
+      return MakeObject(std::move(items));
+    }
+    default: return Value();
+  }
+}
+
+int64_t Value::AsInt() const {
+  switch (kind_) {
+    case Kind::kInt: return i_;
+    case Kind::kFloat: return static_cast<int64_t>(d_);
+    case Kind::kBool: return b_ ? 1 : 0;
+    default: throw Error("expected a number, got " + TypeName());
+  }
+}
+
+double Value::AsDouble() const {
+  if (kind_ == Kind::kFloat) return d_;
+  return static_cast<double>(AsInt());
+}
+
+bool Value::Truthy() const {
+  switch (kind_) {
+    case Kind::kUndefined:
+    case Kind::kNone: return false;
+    case Kind::kBool: return b_;
+    case Kind::kInt: return i_ != 0;
+    case Kind::kFloat: return d_ != 0;
+    case Kind::kString: return !s_.empty();
+    case Kind::kArray: return !array_->empty();
+    case Kind::kObject: return !object_->empty();
+    case Kind::kCallable: return true;
+  }
+  return false;
+}
+
+namespace {
+
+std::string FloatRepr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", d);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string PyQuote(const std::string& s) {
+  const char quote = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
+  std::string out(1, quote);
+  for (char c : s) {
+    if (c == quote || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += c;
+    }
+  }
+  out += quote;
+  return out;
+}
+
+void JsonString(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string Value::ToString() const {
+  switch (kind_) {
+    case Kind::kUndefined: return "";
+    case Kind::kNone: return "None";
+    case Kind::kBool: return b_ ? "True" : "False";
+    case Kind::kInt: return std::to_string(i_);
+    case Kind::kFloat: return FloatRepr(d_);
+    case Kind::kString: return s_;
+    case Kind::kArray: {
+      std::string out = "[";
+      for (size_t i = 0; i < array_->size(); ++i) out += (i ? ", " : "") + (*array_)[i].Repr();
+      return out + "]";
+    }
+    case Kind::kObject: {
+      std::string out = "{";
+      for (size_t i = 0; i < object_->size(); ++i) {
+        out += (i ? ", " : "") + PyQuote((*object_)[i].first) + ": " + (*object_)[i].second.Repr();
+      }
+      return out + "}";
+    }
+    case Kind::kCallable: return "<function>";
+  }
+  return "";
+}
+
+std::string Value::Repr() const { return kind_ == Kind::kString ? PyQuote(s_) : ToString(); }
+
+void Value::DumpJson(std::string& out, int indent, int depth) const {
+  const auto newline = [&](int d) {
+    if (indent >= 0) out += "\n" + std::string(static_cast<size_t>(indent * d), ' ');
+  };
+  const char* item_sep = indent >= 0 ? "," : ", ";
+  switch (kind_) {
+    case Kind::kUndefined:
+    case Kind::kNone: out += "null"; return;
+    case Kind::kBool: out += b_ ? "true" : "false"; return;
+    case Kind::kInt: out += std::to_string(i_); return;
+    case Kind::kFloat: {
+      const std::string r = FloatRepr(d_);
+      out += r == "nan" ? "NaN" : r == "inf" ? "Infinity" : r == "-inf" ? "-Infinity" : r;
+      return;
+    }
+    case Kind::kString: JsonString(out, s_); return;
+    case Kind::kArray:
+      if (array_->empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      for (size_t i = 0; i < array_->size(); ++i) {
+        if (i) out += item_sep;
+        newline(depth + 1);
+        (*array_)[i].DumpJson(out, indent, depth + 1);
+      }
+      newline(depth);
+      out += ']';
+      return;
+    case Kind::kObject:
+      if (object_->empty()) {
+        out += "{}";
+        return;
+      }
+      out += '{';
+      for (size_t i = 0; i < object_->size(); ++i) {
+        if (i) out += item_sep;
+        newline(depth + 1);
+        JsonString(out, (*object_)[i].first);
+        out += ": ";
+        (*object_)[i].second.DumpJson(out, indent, depth + 1);
+      }
+      newline(depth);
+      out += '}';
+      return;
+    case Kind::kCallable: throw Error("a function cannot be converted to JSON");
+  }
+}
+
+std::string Value::ToJson(int indent) const {
+  std::string out;
+  DumpJson(out, indent, 0);
+  return out;
+}
+
+Value Value::GetKey(const std::string& key) const {
+  if (kind_ != Kind::kObject) return Value();
+  for (const auto& [k, v] : *object_) {
+    if (k == key) return v;
+  }
+  return Value();
+}
+
+void Value::SetKey(const std::string& key, Value value) const {
+  if (kind_ != Kind::kObject) throw Error("cannot assign attribute '" + key + "' of a " + TypeName());
+  for (auto& [k, v] : *object_) {
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  }
+  object_->emplace_back(key, std::move(value));
+}
+
+bool Value::Equals(const Value& other) const {
+  if (IsNumber() && other.IsNumber()) {
+    if (kind_ == Kind::kInt && other.kind_ == Kind::kInt) return i_ == other.i_;
+    return AsDouble() == other.AsDouble();
+  }
+  if ((kind_ == Kind::kBool && other.IsNumber()) || (IsNumber() && other.kind_ == Kind::kBool)) {
+    return AsDouble() == other.AsDouble();
+  }
+  if (kind_ != other.kind_) return false;
+  switch (kind_) {
+    case Kind::kUndefined:
+    case Kind::kNone: return true;
+    case Kind::kBool: return b_ == other.b_;
+    case Kind::kString: return s_ == other.s_;
+    case Kind::kArray: {
+      if (array_->size() != other.array_->size()) return false;
+      for (size_t i = 0; i < array_->size(); ++i) {
+        if (!(*array_)[i].Equals((*other.array_)[i])) return false;
+      }
+      return true;
+    }
+    case Kind::kObject: {
+      if (object_->size() != other.object_->size()) return false;
+      for (const auto& [k, v] : *object_) {
+        if (!v.Equals(other.GetKey(k))) return false;
+      }
+      return true;
+    }
+    default: return fn_ == other.fn_;
+  }
+}
+
+bool Value::Less(const Value& other) const {
+  if ((IsNumber() || kind_ == Kind::kBool) && (other.IsNumber() || other.kind_ == Kind::kBool)) {
+    return AsDouble() < other.AsDouble();
+  }
+  if (IsString() && other.IsString()) return s_ < other.s_;
+  if (IsArray() && other.IsArray()) {
+    return std::lexicographical_compare(array_->begin(), array_->end(), other.array_->begin(),
+                                        other.array_->end(), [](const Value& a, const Value& b) { return a.Less(b); });
+  }
+  throw Error("'<' not supported between " + TypeName() + " and " + other.TypeName());
+}
+
+int64_t Value::Length() const {
+  switch (kind_) {
+    case Kind::kString: {
+      int64_t n = 0;  // code points, as Python counts them
+      for (unsigned char c : s_) n += (c & 0xC0) != 0x80;
+      return n;
+    }
+    case Kind::kArray: return static_cast<int64_t>(array_->size());
+    case Kind::kObject: return static_cast<int64_t>(object_->size());
+    default: throw Error("object of type " + TypeName() + " has no length");
+  }
+}
+
+Array Value::Iterate() const {
+  switch (kind_) {
+    case Kind::kArray: return *array_;
+    case Kind::kObject: {
+      Array keys;
+      for (const auto& [k, v] : *object_) keys.emplace_back(k);
+      return keys;
+    }
+    case Kind::kString: {
+      Array chars;
+      for (size_t i = 0; i < s_.size();) {
+        size_t n = 1;
+        const unsigned char c = static_cast<unsigned char>(s_[i]);
+        if (c >= 0xF0) n = 4; else if (c >= 0xE0) n = 3; else if (c >= 0xC0) n = 2;
+        chars.emplace_back(s_.substr(i, n));
+        i += n;
+      }
+      return chars;
+    }
+    case Kind::kUndefined: return {};
+    default: throw Error(TypeName() + " is not iterable");
+  }
+}
+
+std::string Value::TypeName() const {
+  switch (kind_) {
+    case Kind::kUndefined: return "undefined";
+    case Kind::kNone: return "NoneType";
+    case Kind::kBool: return "bool";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kString: return "str";
+    case Kind::kArray: return "list";
+    case Kind::kObject: return "dict";
+    case Kind::kCallable: return "function";
+  }
+  return "?";
+}
+
+}  // namespace lockstep::server::jinja

@@ -1,0 +1,232 @@
+// Request parsing for the OpenAI routes (responses are in openai_format.cc).
+#include "server/openai_api.h"
+
+#include <set>
+
+#include "server/request_fields.h"
+
+namespace lockstep::server {
+namespace {
+
+constexpr int kMaxN = 64;
+
+// Sampling fields shared by completions and chat.
+void ReadSampling(FieldReader& f, OpenAiRequest& req) {
+  SamplingParams& s = req.spec.base.sampling;
+  s.temperature = static_cast<float>(f.Number("temperature", 0, 2).value_or(1.0));
+  s.top_p = static_cast<float>(f.Number("top_p", 0, 1, /*lo_exclusive=*/true).value_or(1.0));
+  const int64_t top_k = f.Int("top_k", -1, 1 << 30).value_or(0);
+  s.top_k = static_cast<int32_t>(top_k < 0 ? 0 : top_k);
+  s.min_p = static_cast<float>(f.Number("min_p", 0, 1).value_or(0.0));
+  s.presence_penalty = static_cast<float>(f.Number("presence_penalty", -2, 2).value_or(0.0));
+  s.frequency_penalty = static_cast<float>(f.Number("frequency_penalty", -2, 2).value_or(0.0));
+  s.repetition_penalty = static_cast<float>(f.Number("repetition_penalty", 0, 10, true).value_or(1.0));
+  if (auto seed = f.Int("seed", INT64_MIN, INT64_MAX)) {
+    s.seed = static_cast<uint64_t>(*seed);
+    req.spec.seed_given = true;
+  }
+  req.spec.n = static_cast<int>(f.Int("n", 1, kMaxN).value_or(1));
+  if (auto best_of = f.Int("best_of", 1, kMaxN); best_of && *best_of != req.spec.n) {
+    f.Fail("best_of", "best_of different from n is not supported");
+  }
+  req.spec.base.ignore_eos = f.Bool("ignore_eos").value_or(false);
+  if (auto stop = f.StringOrList("stop", 4)) {
+    for (auto& st : *stop) {
+      if (!st.empty()) req.spec.base.stop.push_back(std::move(st));
+    }
+  }
+  req.stream = f.Bool("stream").value_or(false);
+  if (const nlohmann::json* so = f.Raw("stream_options")) {
+    if (!so->is_object()) {
+      f.Fail("stream_options", "stream_options must be an object");
+    } else {
+      FieldReader sf(*so, "stream_options");
+      req.include_usage = sf.Bool("include_usage").value_or(false);
+      if (sf.failed()) f.Fail("stream_options", sf.error().status.message());
+    }
+  }
+  f.String("user");
+  f.String("model");
+  f.Unsupported("logit_bias", "");
+  f.Unsupported("suffix", "");
+  f.Unsupported("tools", "tool calling");
+  f.Unsupported("functions", "function calling");
+  if (const nlohmann::json* rf = f.Raw("response_format")) {
+    if (!rf->is_object() || rf->value("type", "text") != "text") {
+      f.Fail("response_format", "response_format other than {\"type\": \"text\"} is not supported");
+    }
+  }
+}
+
+// Prompt forms: "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]].
+void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& ctx, OpenAiRequest& req,
+                 ApiError* error) {
+  const nlohmann::json* p = f.Raw("prompt");
+  if (p == nullptr) return f.Fail("prompt", "prompt is required");
+  const auto add_ids = [&](const nlohmann::json& arr, const std::string& param) {
+    std::vector<int32_t> ids;
+    for (const auto& t : arr) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.vocab_size) {
+        f.Fail("prompt", param + " must hold token ids between 0 and " + std::to_string(ctx.vocab_size - 1) +
+                             ", got " + t.dump());
+        return;
+      }
+      ids.push_back(t.get<int32_t>());
+    }
+    req.prompt_texts.push_back(ctx.tokenizer->Decode(ids));
+    req.spec.prompts.push_back(std::move(ids));
+  };
+  const auto add_text = [&](const std::string& text) {
+    auto ids = EncodePrompt(ctx, text, "prompt");
+    if (!ids.ok()) {
+      *error = ids.error;
+      return;
+    }
+    req.prompt_texts.push_back(text);
+    req.spec.prompts.push_back(std::move(*ids.value));
+  };
+  if (p->is_string()) return add_text(p->get<std::string>());
+  if (!p->is_array() || p->empty()) {
+    return f.Fail("prompt", "prompt must be a string, an array of strings, an array of token ids or an array of "
+                            "arrays of token ids (non-empty)");
+  }
+  if ((*p)[0].is_number()) return add_ids(*p, "prompt");
+  for (size_t i = 0; i < p->size() && !f.failed() && error->status.ok(); ++i) {
+    const auto& item = (*p)[i];
+    if (item.is_string()) {
+      add_text(item.get<std::string>());
+    } else if (item.is_array()) {
+      add_ids(item, "prompt[" + std::to_string(i) + "]");
+    } else {
+      f.Fail("prompt", "prompt[" + std::to_string(i) + "] must be a string or an array of token ids");
+    }
+  }
+  if (req.spec.prompts.size() > 64) f.Fail("prompt", "at most 64 prompts per request");
+}
+
+Parsed<OpenAiRequest> Finish(FieldReader& f, const ApiError& error, OpenAiRequest req, const ApiContext& ctx,
+                             int64_t max_tokens, int64_t default_max, const char* prompt_param,
+                             const char* max_param) {
+  if (!error.status.ok()) return error;
+  if (f.failed()) return f.error();
+  int32_t resolved = INT32_MAX;
+  for (const auto& prompt : req.spec.prompts) {
+    auto fit = FitToContext(ctx, prompt.size(), max_tokens, default_max, prompt_param, max_param);
+    if (!fit.ok()) return fit.error;
+    resolved = std::min(resolved, *fit.value);
+  }
+  req.spec.base.max_tokens = resolved;
+  if (req.spec.prompts.size() * static_cast<size_t>(req.spec.n) > 128) {
+    return ApiError::Field("n", "prompts × n must be at most 128");
+  }
+  return req;
+}
+
+}  // namespace
+
+Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx) {
+  auto json = ParseJsonObject(body);
+  if (!json.ok()) return json.error;
+  OpenAiRequest req;
+  FieldReader f(*json.value);
+  ApiError error;
+  ReadSampling(f, req);
+  const int64_t max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
+  if (auto lp = f.Int("logprobs", 0, 5)) req.logprobs = static_cast<int>(*lp);
+  req.echo = f.Bool("echo").value_or(false);
+  if (req.echo && req.logprobs >= 0) {
+    f.Fail("echo", "echo together with logprobs is not supported (prompt logprobs are not computed)");
+  }
+  if (!f.failed()) ReadPrompts(f, *json.value, ctx, req, &error);
+  req.spec.base.sampling.logprobs = req.logprobs >= 0;
+  req.spec.base.sampling.top_logprobs = std::max(0, req.logprobs);
+  req.spec.keep_events = req.logprobs >= 0;
+  return Finish(f, error, std::move(req), ctx, max_tokens, 16, "prompt", "max_tokens");
+}
+
+Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx) {
+  auto json = ParseJsonObject(body);
+  if (!json.ok()) return json.error;
+  OpenAiRequest req;
+  req.chat = true;
+  FieldReader f(*json.value);
+  ApiError error;
+  ReadSampling(f, req);
+  int64_t max_tokens = f.Int("max_completion_tokens", 1, INT32_MAX).value_or(0);
+  if (max_tokens == 0) max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
+  req.chat_logprobs = f.Bool("logprobs").value_or(false);
+  req.top_logprobs = static_cast<int>(f.Int("top_logprobs", 0, kMaxTopLogprobs).value_or(0));
+  if (req.top_logprobs > 0 && !req.chat_logprobs) f.Fail("top_logprobs", "top_logprobs requires logprobs: true");
+  f.Unsupported("tool_choice", "");
+  const nlohmann::json* messages = f.Raw("messages");
+  nlohmann::json normalized = nlohmann::json::array();
+  if (!f.failed()) {
+    if (messages == nullptr || !messages->is_array() || messages->empty()) {
+      f.Fail("messages", "messages must be a non-empty array of {role, content} objects");
+    } else {
+      for (size_t i = 0; i < messages->size() && !f.failed(); ++i) {
+        const auto& m = (*messages)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) {
+          f.Fail(where, where + " must be an object");
+          break;
+        }
+        FieldReader mf(m, where);
+        std::string role = mf.String("role").value_or("");
+        static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
+        if (!mf.failed() && !kRoles.count(role)) {
+          mf.Fail("role", where + ".role must be one of system, developer, user, assistant, tool; got \"" + role + "\"");
+        }
+        std::string content;
+        const nlohmann::json* c = mf.Raw("content");
+        if (c == nullptr) {
+          if (role != "assistant" && !mf.failed()) mf.Fail("content", where + ".content is required");
+        } else if (c->is_string()) {
+          content = c->get<std::string>();
+        } else if (c->is_array()) {
+          for (const auto& part : *c) {
+            if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+                !part["text"].is_string()) {
+              mf.Fail("content", where + ".content parts must be {\"type\": \"text\", \"text\": string} "
+                                         "(other content types are not supported)");
+              break;
+            }
+            content += part["text"].get<std::string>();
+          }
+        } else if (!mf.failed()) {
+          mf.Fail("content", where + ".content must be a string or an array of text parts");
+        }
+        mf.String("name");
+        if (mf.failed()) {
+          f.Fail(mf.error().param, mf.error().status.message());
+          break;
+        }
+        nlohmann::json out = {{"role", role == "developer" ? "system" : role}, {"content", content}};
+        if (m.contains("name") && m["name"].is_string()) out["name"] = m["name"];
+        normalized.push_back(std::move(out));
+      }
+    }
+  }
+  if (!f.failed()) {
+    auto prompt = ctx.chat_template->Apply(normalized, /*add_generation_prompt=*/true);
+    if (!prompt.ok()) {
+      error = ApiError{prompt.status(), "messages", false};
+    } else {
+      auto ids = EncodePrompt(ctx, *prompt, "messages");
+      if (!ids.ok()) {
+        error = ids.error;
+      } else {
+        req.prompt_texts.push_back(*prompt);
+        req.spec.prompts.push_back(std::move(*ids.value));
+      }
+    }
+  }
+  req.spec.base.sampling.logprobs = req.chat_logprobs;
+  req.spec.base.sampling.top_logprobs = req.top_logprobs;
+  req.spec.keep_events = req.chat_logprobs;
+  return Finish(f, error, std::move(req), ctx, max_tokens, ctx.max_context, "messages",
+                max_tokens > 0 && json.value->contains("max_completion_tokens") ? "max_completion_tokens"
+                                                                                : "max_tokens");
+}
+
+}  // namespace lockstep::server

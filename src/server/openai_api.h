@@ -1,0 +1,47 @@
+// OpenAI-compatible API: parsing + validation of POST /v1/completions and /v1/chat/completions bodies into a
+// GenerationSpec, and the response / stream-chunk JSON shapes (including logprobs in OpenAI's two formats).
+// Pure functions over their arguments; safe from any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_context.h"
+#include "server/generation.h"
+
+namespace lockstep::server {
+
+struct OpenAiRequest {
+  bool chat = false;
+  GenerationSpec spec;
+  bool stream = false;
+  bool include_usage = false;
+  int logprobs = -1;            // completions: top-N alternatives per token (0..5); -1 = no logprobs
+  bool chat_logprobs = false;   // chat: logprobs requested
+  int top_logprobs = 0;         // chat: 0..20
+  bool echo = false;            // completions: the prompt text is prepended to each choice
+  std::vector<std::string> prompt_texts;
+};
+
+Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);
+Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx);
+
+// "stop" | "length" | null, from a choice's last event (cancelled/error → null handled by the caller).
+nlohmann::json OpenAiFinishReason(const TokenEvent& last);
+
+// The whole (non-streamed) response.
+nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
+                              const std::string& id, int64_t created);
+// One stream chunk for a token event of `choice` (nullopt when there is nothing to send).
+std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const ChoiceState& choice,
+                                          const TokenEvent& event, bool first_for_choice, const ApiContext& ctx,
+                                          const std::string& id, int64_t created);
+// The usage-only last chunk (stream_options.include_usage).
+nlohmann::json OpenAiUsageChunk(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
+                                const std::string& id, int64_t created);
+// The `data: [DONE]`-preceding models list of GET /v1/models.
+nlohmann::json OpenAiModels(const ApiContext& ctx);
+
+}  // namespace lockstep::server

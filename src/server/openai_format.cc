@@ -1,0 +1,170 @@
+// Response shapes of the OpenAI routes: whole responses, stream chunks, usage, logprobs, models.
+#include "server/openai_api.h"
+
+namespace lockstep::server {
+namespace {
+
+std::string TokenText(const ApiContext& ctx, int32_t token) { return ctx.tokenizer->TokenBytes(token); }
+
+nlohmann::json Bytes(const std::string& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (unsigned char c : s) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+// Chat format: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+nlohmann::json ChatLogprobEntry(const ApiContext& ctx, const TokenEvent& e) {
+  const std::string text = TokenText(ctx, e.token);
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& t : e.top_logprobs) {
+    const std::string tt = TokenText(ctx, t.token);
+    top.push_back({{"token", tt}, {"logprob", t.logprob}, {"bytes", Bytes(tt)}});
+  }
+  return {{"token", text}, {"logprob", e.logprob}, {"bytes", Bytes(text)}, {"top_logprobs", top}};
+}
+
+// Completions format: parallel arrays tokens / token_logprobs / top_logprobs / text_offset.
+struct CompletionLogprobs {
+  nlohmann::json tokens = nlohmann::json::array();
+  nlohmann::json token_logprobs = nlohmann::json::array();
+  nlohmann::json top_logprobs = nlohmann::json::array();
+  nlohmann::json text_offset = nlohmann::json::array();
+  void Add(const ApiContext& ctx, const TokenEvent& e, int top_n, size_t* offset) {
+    const std::string text = TokenText(ctx, e.token);
+    tokens.push_back(text);
+    token_logprobs.push_back(e.logprob);
+    nlohmann::json top = nlohmann::json::object();
+    for (size_t i = 0; i < e.top_logprobs.size() && static_cast<int>(i) < top_n; ++i) {
+      top[TokenText(ctx, e.top_logprobs[i].token)] = e.top_logprobs[i].logprob;
+    }
+    top_logprobs.push_back(top);
+    text_offset.push_back(*offset);
+    *offset += text.size();
+  }
+  nlohmann::json Json() const {
+    return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+            {"text_offset", text_offset}};
+  }
+};
+
+nlohmann::json Usage(GenerationJob& job) {
+  const int prompt = job.prompt_tokens();
+  const int completion = job.completion_tokens();
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const std::string& id, int64_t created,
+                        bool chunk) {
+  return {{"id", id},
+          {"object", req.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+          {"created", created},
+          {"model", ctx.model_id},
+          {"system_fingerprint", "lockstep"}};
+}
+
+}  // namespace
+
+nlohmann::json OpenAiFinishReason(const TokenEvent& last) {
+  switch (last.finish_reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength:
+    case FinishReason::kCancelled: return "length";  // cancelled = cut short by the server (deadline)
+    default: return nullptr;
+  }
+}
+
+nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
+                              const std::string& id, int64_t created) {
+  nlohmann::json out = Envelope(req, ctx, id, created, false);
+  nlohmann::json choices = nlohmann::json::array();
+  for (const ChoiceState& c : job.choices()) {
+    nlohmann::json choice = {{"index", c.index}, {"finish_reason", OpenAiFinishReason(c.last)}};
+    if (req.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (req.chat_logprobs) {
+        nlohmann::json content = nlohmann::json::array();
+        for (const TokenEvent& e : c.events) {
+          if (e.token != kNoToken) content.push_back(ChatLogprobEntry(ctx, e));
+        }
+        choice["logprobs"] = {{"content", content}};
+      } else {
+        choice["logprobs"] = nullptr;
+      }
+    } else {
+      const std::string& prefix = req.echo ? req.prompt_texts[static_cast<size_t>(c.prompt_index)] : "";
+      choice["text"] = prefix + c.text;
+      if (req.logprobs >= 0) {
+        CompletionLogprobs lp;
+        size_t offset = prefix.size();
+        for (const TokenEvent& e : c.events) {
+          if (e.token != kNoToken) lp.Add(ctx, e, req.logprobs, &offset);
+        }
+        choice["logprobs"] = lp.Json();
+      } else {
+        choice["logprobs"] = nullptr;
+      }
+    }
+    choices.push_back(std::move(choice));
+  }
+  out["choices"] = std::move(choices);
+  out["usage"] = Usage(job);
+  return out;
+}
+
+std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const ChoiceState& choice,
+                                          const TokenEvent& event, bool first_for_choice, const ApiContext& ctx,
+                                          const std::string& id, int64_t created) {
+  const bool has_token = event.token != kNoToken;
+  const bool wants_logprobs = req.chat ? req.chat_logprobs : req.logprobs >= 0;
+  if (event.text_delta.empty() && !event.last() && !first_for_choice && !(wants_logprobs && has_token)) {
+    return std::nullopt;
+  }
+  nlohmann::json out = Envelope(req, ctx, id, created, true);
+  nlohmann::json c = {{"index", choice.index},
+                      {"finish_reason", event.last() ? OpenAiFinishReason(event) : nlohmann::json(nullptr)}};
+  if (req.chat) {
+    nlohmann::json delta = nlohmann::json::object();
+    if (first_for_choice) delta["role"] = "assistant";
+    if (!event.text_delta.empty() || first_for_choice) delta["content"] = event.text_delta;
+    c["delta"] = std::move(delta);
+    if (wants_logprobs && has_token) {
+      c["logprobs"] = {{"content", nlohmann::json::array({ChatLogprobEntry(ctx, event)})}};
+    } else {
+      c["logprobs"] = nullptr;
+    }
+  } else {
+    std::string text = event.text_delta;
+    if (first_for_choice && req.echo) text = req.prompt_texts[static_cast<size_t>(choice.prompt_index)] + text;
+    c["text"] = text;
+    if (wants_logprobs && has_token) {
+      CompletionLogprobs lp;
+      size_t offset = choice.text.size() - event.text_delta.size();
+      lp.Add(ctx, event, req.logprobs, &offset);
+      c["logprobs"] = lp.Json();
+    } else {
+      c["logprobs"] = nullptr;
+    }
+  }
+  out["choices"] = nlohmann::json::array({std::move(c)});
+  if (req.include_usage) out["usage"] = nullptr;
+  return out;
+}
+
+nlohmann::json OpenAiUsageChunk(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
+                                const std::string& id, int64_t created) {
+  nlohmann::json out = Envelope(req, ctx, id, created, true);
+  out["choices"] = nlohmann::json::array();
+  out["usage"] = Usage(job);
+  return out;
+}
+
+nlohmann::json OpenAiModels(const ApiContext& ctx) {
+  return {{"object", "list"},
+          {"data", nlohmann::json::array({{{"id", ctx.model_id},
+                                           {"object", "model"},
+                                           {"created", ctx.created},
+                                           {"owned_by", "lockstep"},
+                                           {"max_model_len", ctx.max_context}}})}};
+}
+
+}  // namespace lockstep::server

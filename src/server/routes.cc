@@ -1,0 +1,229 @@
+#include "server/routes.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "server/openai_api.h"
+#include "server/request_fields.h"
+#include "server/sse.h"
+#include "server/tgi_api.h"
+
+namespace lockstep::server {
+namespace {
+
+constexpr const char* kJson = "application/json";
+constexpr const char* kEventStream = "text/event-stream";
+
+void Reply(RouteState& state, ResponseWriter& writer, int status, const std::string& type, std::string body,
+           HeaderList headers = {}) {
+  state.metrics->CountResponse(status);
+  writer.Send(status, type, std::move(body), std::move(headers));
+}
+
+void ReplyError(RouteState& state, ResponseWriter& writer, const ApiError& error, ApiFlavor flavor) {
+  state.metrics->CountResponse(HttpStatusFor(error, flavor));
+  SendApiError(writer, error, flavor);
+}
+
+void ReplyTimeout(RouteState& state, ResponseWriter& writer, ApiFlavor flavor) {
+  ReplyError(state, writer,
+             ApiError{Status(StatusCode::kDeadlineExceeded, "the request timed out after " +
+                                                                fmt::format("{}", state.request_timeout_s) +
+                                                                " s before any token was generated"),
+                      "", false},
+             flavor);
+}
+
+std::string NewId(RouteState& state, const char* prefix) {
+  return fmt::format("{}-{:08x}{:08x}", prefix, static_cast<uint32_t>(state.id_salt),
+                     static_cast<uint32_t>(state.next_id.fetch_add(1)));
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool Authorized(const RouteState& state, const HttpRequest& request) {
+  if (state.api_key.empty()) return true;
+  const std::string auth = request.Header("authorization");
+  if (auth.size() > 7 && (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0)) {
+    return auth.substr(7) == state.api_key;
+  }
+  return request.Header("x-api-key") == state.api_key;
+}
+
+// The first error among a job's choices (engine generation failure), if any.
+const TokenEvent* FailedChoice(GenerationJob& job) {
+  for (const ChoiceState& c : job.choices()) {
+    if (c.last.finish_reason == FinishReason::kError) return &c.last;
+  }
+  return nullptr;
+}
+
+void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+  auto parsed = chat ? ParseChatRequest(request.body, state.ctx) : ParseCompletionRequest(request.body, state.ctx);
+  if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, ApiFlavor::kOpenAI);
+  auto req = std::make_shared<OpenAiRequest>(std::move(*parsed.value));
+  const std::string id = NewId(state, chat ? "chatcmpl" : "cmpl");
+  const int64_t created = UnixNow();
+  auto first = std::make_shared<std::vector<bool>>(req->spec.prompts.size() * static_cast<size_t>(req->spec.n), true);
+  RouteState* st = &state;
+  GenerationJob::TokenFn on_token;
+  if (req->stream) {
+    on_token = [st, req, id, created, first, writer](GenerationJob&, ChoiceState& choice, const TokenEvent& event) {
+      if (event.finish_reason == FinishReason::kError) {
+        const ApiError error{Internal("generation failed: " + event.error), "", false};
+        writer->Write(SseEvent(ErrorBody(error, ApiFlavor::kOpenAI)));
+        return;
+      }
+      auto chunk = OpenAiChunk(*req, choice, event, (*first)[static_cast<size_t>(choice.index)], st->ctx, id, created);
+      if (!chunk) return;
+      (*first)[static_cast<size_t>(choice.index)] = false;
+      writer->Write(SseEvent(DumpJson(*chunk)));
+    };
+  }
+  GenerationJob::DoneFn on_done = [st, req, id, created, writer](GenerationJob& job) {
+    if (req->stream) {
+      if (req->include_usage) writer->Write(SseEvent(DumpJson(OpenAiUsageChunk(*req, job, st->ctx, id, created))));
+      writer->Write(SseDone());
+      writer->End();
+      return;
+    }
+    if (const TokenEvent* failed = FailedChoice(job)) {
+      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
+                        ApiFlavor::kOpenAI);
+    }
+    if (job.timed_out() && job.completion_tokens() == 0) return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
+    Reply(*st, *writer, 200, kJson, DumpJson(OpenAiResponse(*req, job, st->ctx, id, created)));
+  };
+  req->spec.label = id;
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
+                                  std::move(on_token), std::move(on_done));
+  if (!job.ok()) return ReplyError(state, *writer, job.error, ApiFlavor::kOpenAI);
+  if (req->stream) {
+    state.metrics->CountResponse(200);
+    writer->StartStream(200, kEventStream);
+  }
+}
+
+void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer,
+               int force_stream /* -1: body decides (POST /), 0: no, 1: yes */, bool wrap_in_array) {
+  auto parsed = ParseTgiRequest(request.body, state.ctx);
+  if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, ApiFlavor::kTgi);
+  auto req = std::make_shared<TgiRequest>(std::move(*parsed.value));
+  if (force_stream >= 0) req->stream = force_stream == 1;
+  RouteState* st = &state;
+  GenerationJob::TokenFn on_token;
+  if (req->stream) {
+    on_token = [st, req, writer](GenerationJob&, ChoiceState& choice, const TokenEvent& event) {
+      if (event.finish_reason == FinishReason::kError) {
+        const ApiError error{Internal("generation failed: " + event.error), "", false};
+        writer->Write(SseEvent(ErrorBody(error, ApiFlavor::kTgi)));
+        return;
+      }
+      if (auto e = TgiStreamEvent(*req, choice, event, st->ctx)) writer->Write(SseEvent(DumpJson(*e)));
+    };
+  }
+  GenerationJob::DoneFn on_done = [st, req, writer, wrap_in_array](GenerationJob& job) {
+    if (req->stream) {
+      writer->End();
+      return;
+    }
+    if (const TokenEvent* failed = FailedChoice(job)) {
+      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
+                        ApiFlavor::kTgi);
+    }
+    if (job.timed_out() && job.completion_tokens() == 0) return ReplyTimeout(*st, *writer, ApiFlavor::kTgi);
+    nlohmann::json body = TgiResponse(*req, job, st->ctx);
+    if (wrap_in_array) body = nlohmann::json::array({std::move(body)});
+    const ChoiceState& c = job.choices()[0];
+    const double elapsed = job.elapsed_s();
+    HeaderList headers = {{"x-compute-type", "cpu"},
+                          {"x-compute-time", fmt::format("{:.6f}", elapsed)},
+                          {"x-prompt-tokens", std::to_string(job.prompt_tokens())},
+                          {"x-generated-tokens", std::to_string(c.generated)},
+                          {"x-time-per-token", fmt::format("{:.6f}", c.last.timing.tpot_s)},
+                          {"x-queue-time", fmt::format("{:.6f}", c.last.timing.queue_s)}};
+    Reply(*st, *writer, 200, kJson, DumpJson(body), std::move(headers));
+  };
+  req->spec.label = NewId(state, "tgi");
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
+                                  std::move(on_token), std::move(on_done));
+  if (!job.ok()) return ReplyError(state, *writer, job.error, ApiFlavor::kTgi);
+  if (req->stream) {
+    state.metrics->CountResponse(200);
+    writer->StartStream(200, kEventStream);
+  }
+}
+
+bool IsTgiPath(const std::string& path) {
+  return path == "/generate" || path == "/generate_stream" || path == "/" || path == "/info";
+}
+
+}  // namespace
+
+void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+  const std::string& path = request.path;
+  const std::string& method = request.method;
+  const ApiFlavor flavor = IsTgiPath(path) ? ApiFlavor::kTgi : ApiFlavor::kOpenAI;
+  if (path == "/health" || path == "/v1/health") {
+    const bool ok = state.ready.load() && !state.draining.load();
+    const char* status = state.draining.load() ? "draining" : ok ? "ok" : "loading";
+    return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson({{"status", status}}),
+                 ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
+  }
+  if (!Authorized(state, request)) {
+    return ReplyError(state, *writer, ApiError{Status(StatusCode::kUnauthenticated,
+                                                      "missing or wrong API key (send Authorization: Bearer KEY)"),
+                                               "", false},
+                      flavor);
+  }
+  if (path == "/metrics") {
+    if (state.ready.load()) state.metrics->UpdateFromStats(state.engine->Stats());
+    return Reply(state, *writer, 200, MetricsRegistry::kContentType, state.registry->Render());
+  }
+  if (!state.ready.load()) {
+    return ReplyError(state, *writer, ApiError{Unavailable("the model is still loading"), "", false}, flavor);
+  }
+  if (state.draining.load()) {
+    return ReplyError(state, *writer, ApiError{Unavailable("the server is shutting down"), "", false}, flavor);
+  }
+  struct Route {
+    const char* method;
+    const char* path;
+    std::function<void()> run;
+  };
+  const Route routes[] = {
+      {"POST", "/v1/completions", [&] { HandleOpenAi(state, false, request, writer); }},
+      {"POST", "/v1/chat/completions", [&] { HandleOpenAi(state, true, request, writer); }},
+      {"GET", "/v1/models", [&] { Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx))); }},
+      {"POST", "/generate", [&] { HandleTgi(state, request, writer, 0, false); }},
+      {"POST", "/generate_stream", [&] { HandleTgi(state, request, writer, 1, false); }},
+      {"POST", "/", [&] { HandleTgi(state, request, writer, -1, true); }},
+      {"GET", "/info", [&] { Reply(state, *writer, 200, kJson, DumpJson(TgiInfo(state.ctx))); }},
+  };
+  bool path_known = false;
+  for (const Route& r : routes) {
+    if (path != r.path) continue;
+    path_known = true;
+    if (method == r.method) return r.run();
+  }
+  if (method == "GET" && path.rfind("/v1/models/", 0) == 0) {
+    const std::string id = path.substr(11);
+    if (id == state.ctx.model_id) {
+      return Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx)["data"][0]));
+    }
+    return ReplyError(state, *writer, ApiError{NotFound("model '" + id + "' does not exist"), "model", false}, flavor);
+  }
+  if (path_known) {
+    state.metrics->CountResponse(405);
+    return writer->Send(405, kJson, ErrorBody(ApiError{InvalidArgument("method " + method + " not allowed on " + path),
+                                                       "", false},
+                                              flavor));
+  }
+  ReplyError(state, *writer, ApiError{NotFound("no route " + method + " " + path), "", false}, flavor);
+}
+
+}  // namespace lockstep::server

@@ -1,0 +1,35 @@
+// Routes: the HTTP request router of the server — authentication, readiness/draining checks, and the handlers
+// of every route (OpenAI, TGI, /health, /metrics, /info, /v1/models). Handlers run on the connection's strand;
+// generation runs in the engine and its events come back through GenerationJob. Thread-safe: the state it reads
+// is immutable once `ready` is set, and the counters are atomic.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/api_context.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/server_metrics.h"
+
+namespace lockstep::server {
+
+struct RouteState {
+  ApiContext ctx;                      // valid once ready
+  Engine* engine = nullptr;            // valid once ready
+  MetricsRegistry* registry = nullptr;
+  ServerMetrics* metrics = nullptr;
+  std::string api_key;
+  double request_timeout_s = 0;
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};
+  std::atomic<uint64_t> next_id{1};
+  uint64_t id_salt = 0;
+};
+
+// Handles one request (the HttpHandler of the server).
+void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+
+}  // namespace lockstep::server

@@ -1,0 +1,212 @@
+#include "server/server.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine/engine.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "server/chat_template.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/routes.h"
+#include "server/server_metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lockstep::server {
+
+namespace {
+
+class MetricsObserver : public EngineObserver {
+ public:
+  explicit MetricsObserver(ServerMetrics* metrics) : metrics_(metrics) {}
+  void OnStep(const EngineStats& stats) override { metrics_->UpdateFromStats(stats); }
+
+ private:
+  ServerMetrics* metrics_;
+};
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  explicit Impl(ServerOptions options)
+      : options_(std::move(options)),
+        log_(std::make_shared<spdlog::logger>("lockstep-server",
+                                              std::make_shared<spdlog::sinks::stderr_color_sink_mt>())),
+        metrics_(registry_),
+        observer_(&metrics_) {
+    log_->set_level(options_.quiet ? spdlog::level::warn : spdlog::level::info);
+    state_.registry = &registry_;
+    state_.metrics = &metrics_;
+    state_.api_key = options_.api_key;
+    state_.request_timeout_s = options_.request_timeout_s;
+    state_.id_salt = std::random_device{}();
+  }
+
+  Result<int> Start() {
+    HttpServerOptions http;
+    http.host = options_.host;
+    http.port = options_.port;
+    http.io_threads = options_.io_threads;
+    http.header_timeout_s = options_.header_timeout_s;
+    http.body_timeout_s = options_.body_timeout_s;
+    http.idle_timeout_s = options_.idle_timeout_s;
+    http.max_body_bytes = options_.max_body_bytes;
+    http_ = std::make_unique<HttpServer>(http, [this](HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+      HandleRequest(state_, std::move(request), std::move(writer));
+    });
+    LOCKSTEP_ASSIGN_OR_RETURN(port_, http_->Start());
+    log_->info("listening on http://{}:{} (loading {})", options_.host, port_, options_.model_path);
+    Status loaded = Load();
+    if (!loaded.ok()) {
+      http_->Stop();
+      return loaded;
+    }
+    state_.ready.store(true);
+    log_->info("ready: model '{}' ({} context tokens, chat template: {})", state_.ctx.model_id,
+                 state_.ctx.max_context, state_.ctx.chat_template->family());
+    return port_;
+  }
+
+  Status Load() {
+    auto file = GgufFile::Open(options_.model_path);
+    if (!file.ok()) return file.status();
+    std::shared_ptr<const GgufFile> shared_file = std::move(file).value();
+    auto model = Model::Load(shared_file);
+    if (!model.ok()) return model.status().WithContext(options_.model_path);
+    std::shared_ptr<Model> shared_model = std::move(model).value();
+    auto tokenizer = Tokenizer::FromGguf(*shared_file);
+    if (!tokenizer.ok()) {
+      return tokenizer.status().WithContext(options_.model_path + ": the server needs the model's tokenizer");
+    }
+    std::shared_ptr<const Tokenizer> shared_tokenizer = std::move(tokenizer).value();
+
+    EngineOptions eo;
+    eo.threads = options_.compute_threads > 0 ? options_.compute_threads
+                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.max_seqs = options_.max_seqs;
+    eo.max_batch_tokens = options_.max_batch_tokens;
+    eo.kv_memory_bytes = options_.kv_memory_bytes;
+    eo.kv_tokens = options_.kv_tokens;
+    eo.kv_dtype = options_.kv_f32 ? KvDtype::kF32 : KvDtype::kF16;
+    eo.max_queue = options_.max_queue;
+    auto engine = Engine::Create(shared_model, shared_tokenizer, eo, &observer_);
+    if (!engine.ok()) return engine.status();
+    engine_ = std::move(engine).value();
+
+    auto template_source = shared_file->GetStringOr("tokenizer.chat_template", "");
+    const auto piece = [&](int32_t id) { return id >= 0 ? shared_tokenizer->TokenPiece(id) : std::string(); };
+    auto chat_template = std::make_shared<ChatTemplate>(ChatTemplate::Create(
+        template_source.ok() ? *template_source : "", piece(shared_tokenizer->bos_id()),
+        piece(shared_tokenizer->eos_id())));
+
+    if (chat_template->is_default()) {
+      log_->warn("{}", chat_template->note());
+    } else {
+      log_->info("{}", chat_template->note());
+    }
+    ApiContext& ctx = state_.ctx;
+    ctx.tokenizer = shared_tokenizer;
+    ctx.chat_template = chat_template;
+    ctx.model_id = !options_.model_alias.empty() ? options_.model_alias
+                                                 : std::filesystem::path(options_.model_path).stem().string();
+    ctx.model_path = options_.model_path;
+    ctx.architecture = engine_->model_config().architecture;
+    ctx.dtype = "gguf";
+    ctx.max_context = engine_->max_context();
+    ctx.vocab_size = shared_tokenizer->vocab_size();
+    ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    ctx.max_queue = options_.max_queue;
+    ctx.max_seqs = options_.max_seqs;
+    state_.engine = engine_.get();
+    return Status::Ok();
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) {
+        return;
+      }
+      stopping_ = true;
+    }
+    state_.draining.store(true);
+    if (http_) {
+      http_->StopAccepting();
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(static_cast<int64_t>(options_.drain_timeout_s * 1000));
+      while (http_->active_requests() > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (http_->active_requests() > 0) {
+        log_->warn("drain: {} request(s) still running after {}s; cancelling", http_->active_requests(),
+                     options_.drain_timeout_s);
+      }
+    }
+    if (engine_) engine_->Shutdown(/*drain=*/false);
+    if (http_) {
+      // Give cancelled streams a moment to send their last event.
+      for (int i = 0; i < 50 && http_->active_requests() > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      http_->Stop();
+    }
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+  void Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopped_; });
+  }
+
+  ServerOptions options_;
+  std::shared_ptr<spdlog::logger> log_;
+  MetricsRegistry registry_;
+  ServerMetrics metrics_;
+  MetricsObserver observer_;
+  RouteState state_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> http_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool stopped_ = false;
+};
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  if (options.model_path.empty()) return InvalidArgument("no model file given (-m MODEL)");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(options.model_path, ec)) {
+    return NotFound("model file '" + options.model_path + "' does not exist or is not a file");
+  }
+  if (options.port < 0 || options.port > 65535) {
+    return InvalidArgument("--port must be between 0 and 65535, got " + std::to_string(options.port));
+  }
+  if (options.max_queue < 0) return InvalidArgument("--max-queue must be >= 0");
+  if (options.max_seqs < 1) return InvalidArgument("--max-seqs must be >= 1");
+  if (options.max_batch_tokens < 1) return InvalidArgument("--max-batch-tokens must be >= 1");
+  if (options.io_threads < 1) return InvalidArgument("I/O threads must be >= 1");
+  return std::unique_ptr<Server>(new Server(std::make_unique<Impl>(options)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() { Stop(); }
+Result<int> Server::Start() { return impl_->Start(); }
+void Server::Stop() { impl_->Stop(); }
+void Server::Wait() { impl_->Wait(); }
+int Server::port() const { return impl_->port_; }
+const std::string& Server::model_id() const { return impl_->state_.ctx.model_id; }
+
+}  // namespace lockstep::server

@@ -1,0 +1,36 @@
+// ServerMetrics: the lockstep_* metric families exposed on GET /metrics, declared once in a MetricsRegistry.
+// Engine gauges/totals are refreshed from EngineStats (observer callbacks and at every scrape); per-request
+// latencies are observed when a request finishes. Thread-safe (see metrics.h).
+#pragma once
+
+#include "engine/engine.h"
+#include "server/metrics.h"
+
+namespace lockstep::server {
+
+struct ServerMetrics {
+  explicit ServerMetrics(MetricsRegistry& registry);
+
+  // Copies gauges and engine totals from a stats snapshot.
+  void UpdateFromStats(const EngineStats& stats);
+  // Observes one finished engine request's latencies.
+  void ObserveRequest(const RequestTiming& timing);
+  // Counts one API response by HTTP status.
+  void CountResponse(int http_status) { requests_total->Inc({{"status", std::to_string(http_status)}}); }
+
+  MetricFamily* ttft;
+  MetricFamily* itl;
+  MetricFamily* e2e;
+  MetricFamily* queue_time;
+  MetricFamily* running;
+  MetricFamily* waiting;
+  MetricFamily* kv_usage;
+  MetricFamily* batch_rows;
+  MetricFamily* prompt_tokens;
+  MetricFamily* generation_tokens;
+  MetricFamily* preemptions;
+  MetricFamily* requests_total;
+  MetricFamily* cancelled;
+};
+
+}  // namespace lockstep::server

@@ -1,0 +1,185 @@
+#include "server/tgi_api.h"
+
+#include "server/request_fields.h"
+
+namespace lockstep::server {
+
+Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ctx) {
+  auto json = ParseJsonObject(body);
+  if (!json.ok()) return json.error;
+  TgiRequest req;
+  FieldReader f(*json.value);
+  const auto inputs = f.String("inputs");
+  if (!f.failed() && !inputs) f.Fail("inputs", "inputs is required (a string)");
+  req.stream = f.Bool("stream").value_or(false);
+  int64_t max_new_tokens = 100;
+  int64_t truncate = 0;
+  if (const nlohmann::json* params = f.Raw("parameters"); params != nullptr && !f.failed()) {
+    if (!params->is_object()) {
+      f.Fail("parameters", "parameters must be an object");
+    } else {
+      FieldReader p(*params, "parameters");
+      SamplingParams& s = req.spec.base.sampling;
+      const auto temperature = p.Number("temperature", 0, 100, /*lo_exclusive=*/true);
+      const auto top_k = p.Int("top_k", 1, 1 << 30);
+      const auto top_p = p.Number("top_p", 0, 1, true);
+      const bool do_sample = p.Bool("do_sample").value_or(false);
+      const bool sampling = do_sample || temperature || top_k || top_p;
+      s.temperature = sampling ? static_cast<float>(temperature.value_or(1.0)) : 0.0f;
+      s.top_k = static_cast<int32_t>(top_k.value_or(0));
+      s.top_p = static_cast<float>(top_p.value_or(1.0));
+      s.repetition_penalty = static_cast<float>(p.Number("repetition_penalty", 0, 10, true).value_or(1.0));
+      s.frequency_penalty = static_cast<float>(p.Number("frequency_penalty", -2, 2).value_or(0.0));
+      if (auto seed = p.Int("seed", 0, INT64_MAX)) {
+        s.seed = static_cast<uint64_t>(*seed);
+        req.spec.seed_given = true;
+      }
+      max_new_tokens = p.Int("max_new_tokens", 1, INT32_MAX).value_or(100);
+      auto stop = p.StringOrList("stop", 4);
+      if (!stop) stop = p.StringOrList("stop_sequences", 4);
+      if (stop) {
+        for (auto& st : *stop) {
+          if (!st.empty()) req.spec.base.stop.push_back(std::move(st));
+        }
+      }
+      req.details = p.Bool("details").value_or(false);
+      req.decoder_input_details = p.Bool("decoder_input_details").value_or(false);
+      req.return_full_text = p.Bool("return_full_text").value_or(false);
+      truncate = p.Int("truncate", 1, INT32_MAX).value_or(0);
+      req.top_n_tokens = static_cast<int>(p.Int("top_n_tokens", 0, 5).value_or(0));
+      p.Int("best_of", 1, 1);
+      p.Unsupported("watermark", "");
+      p.Unsupported("grammar", "");
+      p.Unsupported("adapter_id", "");
+      if (p.Has("typical_p")) p.Number("typical_p", 0, 1, true);
+      if (auto typical = p.Raw("typical_p"); typical && !p.failed() && typical->get<double>() < 1.0) {
+        p.Fail("typical_p", "parameters.typical_p (typical sampling) is not supported");
+      }
+      if (p.failed()) {
+        const ApiError e = p.error();
+        return e;
+      }
+    }
+  }
+  if (f.failed()) return f.error();
+  req.inputs = *inputs;
+  auto ids = EncodePrompt(ctx, req.inputs, "inputs");
+  if (!ids.ok()) return ids.error;
+  std::vector<int32_t> prompt = std::move(*ids.value);
+  if (truncate > 0 && static_cast<int64_t>(prompt.size()) > truncate) {
+    prompt.erase(prompt.begin(), prompt.end() - truncate);
+  }
+  auto fit = FitToContext(ctx, prompt.size(), max_new_tokens, max_new_tokens, "inputs", "parameters.max_new_tokens");
+  if (!fit.ok()) return fit.error;
+  req.spec.base.max_tokens = *fit.value;
+  req.spec.base.sampling.logprobs = true;  // token logprobs are part of TGI's token objects
+  req.spec.base.sampling.top_logprobs = req.top_n_tokens;
+  req.spec.keep_events = true;
+  req.spec.prompts.push_back(std::move(prompt));
+  return req;
+}
+
+std::string TgiFinishReason(const TokenEvent& last) {
+  if (last.finish_reason == FinishReason::kStop) {
+    return last.stop_kind == StopKind::kEos ? "eos_token" : "stop_sequence";
+  }
+  return "length";
+}
+
+namespace {
+
+nlohmann::json TokenJson(const ApiContext& ctx, const TokenEvent& e) {
+  return {{"id", e.token},
+          {"text", ctx.tokenizer->IsSpecial(e.token) ? ctx.tokenizer->TokenPiece(e.token) : e.text_delta},
+          {"logprob", e.logprob},
+          {"special", e.special || ctx.tokenizer->IsSpecial(e.token)}};
+}
+
+nlohmann::json TopTokens(const ApiContext& ctx, const TokenEvent& e) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& t : e.top_logprobs) {
+    top.push_back({{"id", t.token},
+                   {"text", ctx.tokenizer->TokenBytes(t.token)},
+                   {"logprob", t.logprob},
+                   {"special", ctx.tokenizer->IsSpecial(t.token)}});
+  }
+  return top;
+}
+
+std::string FullText(const TgiRequest& req, const ChoiceState& c) {
+  return req.return_full_text ? req.inputs + c.text : c.text;
+}
+
+}  // namespace
+
+nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiContext& ctx) {
+  const ChoiceState& c = job.choices()[0];
+  nlohmann::json out = {{"generated_text", FullText(req, c)}};
+  if (req.details) {
+    nlohmann::json tokens = nlohmann::json::array();
+    nlohmann::json top_tokens = nlohmann::json::array();
+    for (const TokenEvent& e : c.events) {
+      if (e.token == kNoToken) continue;
+      tokens.push_back(TokenJson(ctx, e));
+      top_tokens.push_back(TopTokens(ctx, e));
+    }
+    nlohmann::json prefill = nlohmann::json::array();
+    if (req.decoder_input_details) {
+      for (int32_t id : job.spec().prompts[0]) {
+        prefill.push_back({{"id", id}, {"text", ctx.tokenizer->TokenBytes(id)}, {"logprob", nullptr}});
+      }
+    }
+    out["details"] = {{"finish_reason", TgiFinishReason(c.last)},
+                      {"generated_tokens", c.generated},
+                      {"seed", job.spec().seed_given ? nlohmann::json(c.seed) : nlohmann::json(nullptr)},
+                      {"prefill", prefill},
+                      {"tokens", tokens}};
+    if (req.top_n_tokens > 0) out["details"]["top_tokens"] = top_tokens;
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const ChoiceState& choice, const TokenEvent& event,
+                                             const ApiContext& ctx) {
+  if (event.token == kNoToken && !event.last()) return std::nullopt;
+  nlohmann::json out;
+  out["index"] = event.index;
+  if (event.token != kNoToken) {
+    out["token"] = TokenJson(ctx, event);
+  } else {  // a last event without a token (cancelled): an empty special token keeps the shape valid
+    out["token"] = {{"id", 0}, {"text", ""}, {"logprob", 0.0}, {"special", true}};
+  }
+  if (req.top_n_tokens > 0) out["top_tokens"] = TopTokens(ctx, event);
+  out["generated_text"] = event.last() ? nlohmann::json(FullText(req, choice)) : nlohmann::json(nullptr);
+  if (event.last() && req.details) {
+    out["details"] = {{"finish_reason", TgiFinishReason(event)},
+                      {"generated_tokens", choice.generated},
+                      {"seed", req.spec.seed_given ? nlohmann::json(choice.seed) : nlohmann::json(nullptr)},
+                      {"input_length", req.spec.prompts[0].size()}};
+  } else {
+    out["details"] = nullptr;
+  }
+  return out;
+}
+
+nlohmann::json TgiInfo(const ApiContext& ctx) {
+  return {{"model_id", ctx.model_id},
+          {"model_sha", nullptr},
+          {"model_dtype", ctx.dtype},
+          {"model_device_type", "cpu"},
+          {"model_pipeline_tag", "text-generation"},
+          {"max_concurrent_requests", ctx.max_queue + ctx.max_seqs},
+          {"max_best_of", 1},
+          {"max_stop_sequences", 4},
+          {"max_input_tokens", ctx.max_context - 1},
+          {"max_input_length", ctx.max_context - 1},
+          {"max_total_tokens", ctx.max_context},
+          {"validation_workers", 1},
+          {"max_client_batch_size", 1},
+          {"router", "lockstep"},
+          {"version", "0.1.0"},
+          {"sha", nullptr},
+          {"docker_label", nullptr}};
+}
+
+}  // namespace lockstep::server

@@ -1,0 +1,137 @@
+// Chat templates: real tokenizer_config.json templates of each family must render exactly like the reference
+// (Jinja2 with Hugging Face's settings; goldens made by testdata/make_chat_template_goldens.py), and raise where
+// the reference raises. Plus interpreter unit cases and the documented fallback.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "server/chat_template.h"
+#include "server/jinja_ast.h"
+#include "server/jinja_interpreter.h"
+
+namespace lockstep::server {
+namespace {
+
+nlohmann::json LoadGoldens() {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/server/testdata/chat_template_goldens.json");
+  EXPECT_TRUE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+std::string RenderJinja(const std::string& source, const nlohmann::json& context) {
+  auto tmpl = jinja::Parse(source);
+  if (!tmpl.ok()) return "PARSE ERROR: " + tmpl.status().message();
+  auto out = jinja::Render(**tmpl, jinja::Value::FromJson(context));
+  if (!out.ok()) return "RENDER ERROR: " + out.status().message();
+  return *out;
+}
+
+TEST(ChatTemplateTest, RealTemplatesMatchReferenceRenderings) {
+  const nlohmann::json goldens = LoadGoldens();
+  int checked = 0;
+  for (const auto& c : goldens["cases"]) {
+    const std::string family = c["family"];
+    const std::string source = goldens["templates"][family];
+    nlohmann::json context = goldens["context"];
+    context.update(goldens["tokens"]);
+    context["messages"] = goldens["conversations"][c["conversation"].get<int>()];
+    context["add_generation_prompt"] = c["add_generation_prompt"];
+    auto tmpl = jinja::Parse(source);
+    ASSERT_TRUE(tmpl.ok()) << family << ": " << tmpl.status().message();
+    auto out = jinja::Render(**tmpl, jinja::Value::FromJson(context));
+    const std::string where = family + " conversation " + c["conversation"].dump() + " gen=" +
+                              c["add_generation_prompt"].dump();
+    if (c.contains("error")) {
+      ASSERT_FALSE(out.ok()) << where << " should raise; rendered:\n" << *out;
+      EXPECT_NE(out.status().message().find(c["error"].get<std::string>()), std::string::npos)
+          << where << ": " << out.status().message();
+    } else {
+      ASSERT_TRUE(out.ok()) << where << ": " << out.status().message();
+      EXPECT_EQ(*out, c["expected"].get<std::string>()) << where;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 80);
+}
+
+TEST(ChatTemplateTest, FamiliesAreDetected) {
+  const nlohmann::json goldens = LoadGoldens();
+  const std::map<std::string, std::string> expected = {
+      {"chatml", "chatml"}, {"smollm2", "chatml"},    {"qwen2.5", "chatml"}, {"llama2", "llama2"},
+      {"llama3", "llama3"}, {"llama3.2", "llama3"},   {"mistral", "mistral"}, {"mistral-v0.1", "mistral"},
+      {"gemma", "gemma"},   {"phi3", "phi3"},         {"zephyr", "zephyr"}};
+  for (const auto& [name, family] : expected) {
+    EXPECT_EQ(DetectChatTemplateFamily(goldens["templates"][name]), family) << name;
+  }
+}
+
+TEST(ChatTemplateTest, MissingTemplateFallsBackToChatMl) {
+  const ChatTemplate tmpl = ChatTemplate::Create("", "<s>", "</s>");
+  EXPECT_TRUE(tmpl.is_default());
+  EXPECT_EQ(tmpl.family(), "default");
+  auto out = tmpl.Apply(nlohmann::json::parse(R"([{"role":"user","content":"Hi"}])"), true);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, UnparseableTemplateFallsBackToChatMl) {
+  const ChatTemplate tmpl = ChatTemplate::Create("{% for x in %}", "<s>", "</s>");
+  EXPECT_TRUE(tmpl.is_default());
+  auto out = tmpl.Apply(nlohmann::json::parse(R"([{"role":"user","content":"Hi"}])"), false);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST(ChatTemplateTest, TemplateErrorsBecomeStatuses) {
+  const ChatTemplate tmpl = ChatTemplate::Create("{{ raise_exception('nope') }}", "", "");
+  auto out = tmpl.Apply(nlohmann::json::array(), true);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("nope"), std::string::npos);
+}
+
+TEST(JinjaTest, ExpressionsFiltersAndTests) {
+  const nlohmann::json ctx = {{"xs", {1, 2, 3}}, {"s", "  Hi There "}, {"d", {{"a", 1}, {"b", "x"}}}};
+  EXPECT_EQ(RenderJinja("{{ 1 + 2 * 3 }}|{{ 7 // 2 }}|{{ -7 // 2 }}|{{ 7 % 3 }}|{{ 2 ** 10 }}|{{ 1 / 4 }}", ctx),
+            "7|3|-4|1|1024|0.25");
+  EXPECT_EQ(RenderJinja("{{ s | trim }}|{{ s.strip().upper() }}|{{ s | length }}|{{ 'a' ~ 1 }}", ctx),
+            "Hi There|HI THERE|11|a1");
+  EXPECT_EQ(RenderJinja("{{ xs[1:] }}|{{ xs[-1] }}|{{ xs[::-1] | join(',') }}|{{ xs | first }}", ctx),
+            "[2, 3]|3|3,2,1|1");
+  EXPECT_EQ(RenderJinja("{{ d | tojson }}|{{ d.b }}|{{ d['a'] }}|{{ 'a' in d }}|{{ 3 not in xs }}", ctx),
+            "{\"a\": 1, \"b\": \"x\"}|x|1|True|False");
+  EXPECT_EQ(RenderJinja("{{ y is defined }}|{{ xs is iterable }}|{{ d is mapping }}|{{ none is none }}", ctx),
+            "False|True|True|True");
+  EXPECT_EQ(RenderJinja("{{ 'yes' if xs else 'no' }}|{{ y | default('dflt') }}|{{ 'x' if false }}", ctx),
+            "yes|dflt|");
+  EXPECT_EQ(RenderJinja("{{ d | tojson(indent=2) }}", ctx), "{\n  \"a\": 1,\n  \"b\": \"x\"\n}");
+}
+
+TEST(JinjaTest, StatementsScopesAndWhitespace) {
+  const nlohmann::json ctx = {{"xs", {1, 2, 3, 4}}};
+  EXPECT_EQ(RenderJinja("{% for x in xs %}{{ loop.index }}{% if loop.last %}!{% endif %}{% endfor %}", ctx),
+            "1234!");
+  EXPECT_EQ(RenderJinja("{% set n = 0 %}{% for x in xs %}{% set n = n + x %}{% endfor %}{{ n }}", ctx), "0");
+  EXPECT_EQ(RenderJinja("{% set ns = namespace(n=0) %}{% for x in xs %}{% set ns.n = ns.n + x %}{% endfor %}"
+                        "{{ ns.n }}", ctx), "10");
+  EXPECT_EQ(RenderJinja("{% for x in xs if x is even %}{{ x }}{% else %}none{% endfor %}", ctx), "24");
+  EXPECT_EQ(RenderJinja("{% for x in [] %}{{ x }}{% else %}none{% endfor %}", ctx), "none");
+  EXPECT_EQ(RenderJinja("{% for x in xs %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}", ctx), "12");
+  EXPECT_EQ(RenderJinja("{% macro greet(name, p='!') %}hi {{ name }}{{ p }}{% endmacro %}{{ greet('a') }}"
+                        "{{ greet('b', p='?') }}", ctx), "hi a!hi b?");
+  // trim_blocks + lstrip_blocks, and explicit - / + markers.
+  EXPECT_EQ(RenderJinja("a\n  {% if true %}\n  b\n  {% endif %}\nc", ctx), "a\n  b\nc");
+  EXPECT_EQ(RenderJinja("a  {{- ' b ' -}}  c", ctx), "a b c");
+  EXPECT_EQ(RenderJinja("a\n  {%+ if true %}x{% endif %}", ctx), "a\n  x");
+  EXPECT_EQ(RenderJinja("{# comment #}\nx{#- c -#}  y", ctx), "xy");
+}
+
+TEST(JinjaTest, ErrorsNameTheLine) {
+  EXPECT_NE(RenderJinja("line1\n{{ 1 + }}", {}).find("line 2"), std::string::npos);
+  EXPECT_NE(RenderJinja("{% if x %}", {}).find("PARSE ERROR"), std::string::npos);
+  EXPECT_NE(RenderJinja("{{ 'a' + 1 }}", {}).find("RENDER ERROR"), std::string::npos);
+  EXPECT_NE(RenderJinja("{{ x | nosuchfilter }}", {}).find("unknown filter"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep::server

@@ -1,0 +1,223 @@
+// Compatibility check: drives a real `lockstep serve` with the official OpenAI Node library and Hugging Face's
+// @huggingface/inference client, streamed and not, and checks the TGI routes' shapes the way
+// huggingface_hub's InferenceClient.text_generation reads them (POST / and /generate_stream).
+//
+// Usage: node compat_test.mjs --binary PATH/lockstep --model MODEL.gguf
+// Starts the server on a free port (with an API key), runs every check, stops it with SIGTERM and expects
+// exit code 0. Prints one line per check; exits 1 on the first failure.
+import { spawn } from "node:child_process";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { InferenceClient } from "@huggingface/inference";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+if (!args.binary || !args.model) {
+  console.error("usage: node compat_test.mjs --binary PATH/lockstep --model MODEL.gguf");
+  process.exit(2);
+}
+const KEY = "sk-compat-test";
+
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(args.binary, ["serve", "-m", args.model, "--port", "0", "-t", "1", "--api-key", KEY,
+                                      "--model-alias", "compat-model"], { stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    const onData = (d) => {
+      log += d.toString();
+      const m = log.match(/lockstep: serving .* on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) resolve({ child, url: m[1], log: () => log });
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("exit", (code) => reject(new Error(`server exited early (${code}):\n${log}`)));
+    setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
+  });
+}
+
+async function check(name, fn) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+    throw e;
+  }
+}
+
+async function readSse(response) {
+  const text = await response.text();
+  return text.split("\n\n").filter((b) => b.startsWith("data:")).map((b) => b.slice(5).trim());
+}
+
+const server = await startServer();
+const url = server.url;
+let failed = false;
+try {
+  const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: KEY, maxRetries: 0 });
+  const messages = [{ role: "system", content: "Be brief." }, { role: "user", content: "Say hello." }];
+
+  await check("openai models.list", async () => {
+    const models = [];
+    for await (const m of openai.models.list()) models.push(m.id);
+    assert.deepEqual(models, ["compat-model"]);
+  });
+
+  let wholeChat;
+  await check("openai chat.completions.create", async () => {
+    wholeChat = await openai.chat.completions.create({ model: "compat-model", messages, max_tokens: 8, temperature: 0 });
+    assert.equal(wholeChat.object, "chat.completion");
+    assert.equal(wholeChat.choices[0].message.role, "assistant");
+    assert.equal(typeof wholeChat.choices[0].message.content, "string");
+    assert.equal(wholeChat.choices[0].finish_reason, "length");
+    assert.equal(wholeChat.usage.completion_tokens, 8);
+  });
+
+  await check("openai chat stream + include_usage", async () => {
+    const stream = await openai.chat.completions.create({
+      model: "compat-model", messages, max_tokens: 8, temperature: 0, stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = "", role = null, usage = null, finish = null;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const c of chunk.choices) {
+        if (c.delta.role) role = c.delta.role;
+        if (c.delta.content) text += c.delta.content;
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+    }
+    assert.equal(role, "assistant");
+    assert.equal(text, wholeChat.choices[0].message.content);
+    assert.equal(finish, "length");
+    assert.equal(usage.completion_tokens, 8);
+    assert.equal(usage.total_tokens, usage.prompt_tokens + 8);
+  });
+
+  await check("openai chat logprobs + n", async () => {
+    const r = await openai.chat.completions.create({
+      model: "compat-model", messages, max_completion_tokens: 3, logprobs: true, top_logprobs: 2, n: 2, seed: 7,
+    });
+    assert.equal(r.choices.length, 2);
+    assert.equal(r.choices[0].logprobs.content.length, 3);
+    assert.equal(r.choices[0].logprobs.content[0].top_logprobs.length, 2);
+  });
+
+  let wholeCompletion;
+  await check("openai completions.create (+ logprobs)", async () => {
+    wholeCompletion = await openai.completions.create({
+      model: "compat-model", prompt: "Once upon a time", max_tokens: 6, temperature: 0, logprobs: 2,
+    });
+    assert.equal(wholeCompletion.object, "text_completion");
+    assert.equal(wholeCompletion.choices[0].logprobs.tokens.length, 6);
+    assert.equal(wholeCompletion.usage.completion_tokens, 6);
+  });
+
+  await check("openai completions stream", async () => {
+    const stream = await openai.completions.create({
+      model: "compat-model", prompt: "Once upon a time", max_tokens: 6, temperature: 0, stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = "", usage = null;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const c of chunk.choices) text += c.text;
+    }
+    assert.equal(text, wholeCompletion.choices[0].text);
+    assert.equal(usage.completion_tokens, 6);
+  });
+
+  await check("openai errors: 400 naming the field, 401 without key", async () => {
+    await assert.rejects(
+      openai.chat.completions.create({ model: "compat-model", messages, temperature: 5 }),
+      (e) => e.status === 400 && e.param === "temperature" && /temperature/.test(e.message),
+    );
+    const anonymous = new OpenAI({ baseURL: `${url}/v1`, apiKey: "wrong", maxRetries: 0 });
+    await assert.rejects(anonymous.models.list(), (e) => e.status === 401);
+  });
+
+  const hf = new InferenceClient(KEY, { endpointUrl: url });
+  await check("hf textGeneration", async () => {
+    const r = await hf.textGeneration({ inputs: "Once upon a time", parameters: { max_new_tokens: 6, temperature: 0 } });
+    assert.equal(r.generated_text, wholeCompletion.choices[0].text);
+  });
+
+  await check("hf textGenerationStream", async () => {
+    let text = "";
+    for await (const chunk of hf.textGenerationStream({
+      inputs: "Once upon a time", parameters: { max_new_tokens: 6, temperature: 0 },
+    })) {
+      for (const c of chunk.choices ?? []) text += c.text ?? "";
+    }
+    assert.equal(text, wholeCompletion.choices[0].text);
+  });
+
+  await check("hf chatCompletion + chatCompletionStream", async () => {
+    const r = await hf.chatCompletion({ messages, max_tokens: 8, temperature: 0 });
+    assert.equal(r.choices[0].message.content, wholeChat.choices[0].message.content);
+    let text = "";
+    for await (const chunk of hf.chatCompletionStream({ messages, max_tokens: 8, temperature: 0 })) {
+      text += chunk.choices[0]?.delta?.content ?? "";
+    }
+    assert.equal(text, wholeChat.choices[0].message.content);
+  });
+
+  // huggingface_hub's InferenceClient.text_generation posts {inputs, parameters, stream} to the endpoint root.
+  const headers = { "Content-Type": "application/json", Authorization: `Bearer ${KEY}` };
+  const parameters = { max_new_tokens: 5, details: true, decoder_input_details: false, do_sample: false,
+                       return_full_text: false, stop: [], top_n_tokens: null, watermark: false };
+  let tgiText;
+  await check("tgi POST / (text_generation, details)", async () => {
+    const r = await fetch(`${url}/`, { method: "POST", headers, body: JSON.stringify({ inputs: "Hello", parameters, stream: false }) });
+    assert.equal(r.status, 200);
+    const body = await r.json();
+    assert.ok(Array.isArray(body) && body.length === 1);
+    tgiText = body[0].generated_text;
+    const d = body[0].details;
+    assert.ok(["length", "eos_token", "stop_sequence"].includes(d.finish_reason));
+    assert.equal(d.generated_tokens, d.tokens.length);
+    for (const t of d.tokens) assert.deepEqual(Object.keys(t).sort(), ["id", "logprob", "special", "text"]);
+  });
+
+  await check("tgi POST / stream (text_generation stream=True, details)", async () => {
+    const r = await fetch(`${url}/`, { method: "POST", headers, body: JSON.stringify({ inputs: "Hello", parameters, stream: true }) });
+    assert.equal(r.status, 200);
+    assert.ok(r.headers.get("content-type").startsWith("text/event-stream"));
+    const events = (await readSse(r)).map((d) => JSON.parse(d));
+    assert.equal(events.length, 5);
+    let text = "";
+    events.forEach((e, i) => {
+      assert.equal(e.index, i);
+      text += e.token.text;
+      assert.equal(e.generated_text === null, i < events.length - 1);
+      assert.equal(e.details === null, i < events.length - 1);
+    });
+    assert.equal(events.at(-1).generated_text, tgiText);
+    assert.equal(text, tgiText);
+    assert.ok(events.at(-1).details.finish_reason);
+  });
+
+  await check("tgi errors: 422 validation, 401 without key", async () => {
+    const bad = await fetch(`${url}/generate`, { method: "POST", headers, body: JSON.stringify({ inputs: "x", parameters: { top_n_tokens: 99 } }) });
+    assert.equal(bad.status, 422);
+    assert.equal((await bad.json()).error_type, "validation");
+    const anon = await fetch(`${url}/generate`, { method: "POST", body: JSON.stringify({ inputs: "x" }), headers: { "Content-Type": "application/json" } });
+    assert.equal(anon.status, 401);
+  });
+} catch (e) {
+  failed = true;
+  console.log(server.log());
+} finally {
+  server.child.removeAllListeners("exit");
+  const exited = new Promise((resolve) => server.child.on("exit", (code) => resolve(code)));
+  server.child.kill("SIGTERM");
+  const code = await exited;
+  if (code !== 0) {
+    console.log(`FAIL server exit code after SIGTERM: ${code}`);
+    failed = true;
+  } else {
+    console.log("ok   server drained and exited 0 after SIGTERM");
+  }
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,259 @@
+// End-to-end: every route of a real `lockstep serve` process over loopback sockets — OpenAI completions and chat
+// (whole and streamed, n > 1, logprobs, echo, usage chunk), TGI /generate, /generate_stream and POST /, /info,
+// /v1/models, /health and /metrics.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "e2e_util.h"
+#include "server/sse.h"
+
+namespace lockstep::server::testing {
+namespace {
+
+class ServerRoutesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess(TinyModel(), {"-t", "1"}); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
+  int port() const { return server_->port(); }
+  static ServerProcess* server_;
+};
+ServerProcess* ServerRoutesTest::server_ = nullptr;
+
+TEST_F(ServerRoutesTest, HealthModelsInfo) {
+  auto health = Request(port(), "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.Json()["status"], "ok");
+  auto models = Request(port(), "GET", "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.Json()["object"], "list");
+  EXPECT_EQ(models.Json()["data"][0]["id"], "tiny");
+  EXPECT_EQ(Request(port(), "GET", "/v1/models/tiny").status, 200);
+  EXPECT_EQ(Request(port(), "GET", "/v1/models/nope").status, 404);
+  auto info = Request(port(), "GET", "/info");
+  ASSERT_EQ(info.status, 200);
+  EXPECT_EQ(info.Json()["model_id"], "tiny");
+  EXPECT_EQ(info.Json()["max_total_tokens"], 256);
+}
+
+TEST_F(ServerRoutesTest, CompletionGreedyIsDeterministicAndWellFormed) {
+  const nlohmann::json body = {{"model", "tiny"}, {"prompt", "Hello world"}, {"max_tokens", 8}, {"temperature", 0}};
+  auto a = Post(port(), "/v1/completions", body);
+  auto b = Post(port(), "/v1/completions", body);
+  ASSERT_EQ(a.status, 200) << a.body;
+  const auto j = a.Json();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], "tiny");
+  EXPECT_TRUE(j["id"].get<std::string>().rfind("cmpl-", 0) == 0);
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(j["usage"]["completion_tokens"], 8);
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + 8);
+  EXPECT_EQ(j["choices"][0]["text"], b.Json()["choices"][0]["text"]);
+}
+
+TEST_F(ServerRoutesTest, CompletionPromptFormsNAndEcho) {
+  auto ids = Post(port(), "/v1/completions", {{"prompt", {1, 20, 30}}, {"max_tokens", 3}, {"temperature", 0}});
+  ASSERT_EQ(ids.status, 200) << ids.body;
+  EXPECT_EQ(ids.Json()["usage"]["prompt_tokens"], 3);
+  auto many = Post(port(), "/v1/completions",
+                   {{"prompt", {"one", "two"}}, {"n", 2}, {"max_tokens", 3}, {"temperature", 0.8}, {"seed", 5}});
+  ASSERT_EQ(many.status, 200) << many.body;
+  const auto choices = many.Json()["choices"];
+  ASSERT_EQ(choices.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(choices[i]["index"], i);
+  EXPECT_EQ(many.Json()["usage"]["completion_tokens"], 12);
+  auto nested = Post(port(), "/v1/completions", {{"prompt", {{1, 2}, {1, 3, 4}}}, {"max_tokens", 2}});
+  ASSERT_EQ(nested.status, 200) << nested.body;
+  EXPECT_EQ(nested.Json()["choices"].size(), 2u);
+  auto echo = Post(port(), "/v1/completions", {{"prompt", "Echo me"}, {"max_tokens", 2}, {"echo", true}});
+  ASSERT_EQ(echo.status, 200);
+  EXPECT_EQ(echo.Json()["choices"][0]["text"].get<std::string>().rfind("Echo me", 0), 0u);
+}
+
+TEST_F(ServerRoutesTest, CompletionLogprobs) {
+  auto r = Post(port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4}, {"logprobs", 2}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto lp = r.Json()["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 4u);
+  ASSERT_EQ(lp["token_logprobs"].size(), 4u);
+  ASSERT_EQ(lp["text_offset"].size(), 4u);
+  ASSERT_EQ(lp["top_logprobs"].size(), 4u);
+  for (const auto& v : lp["token_logprobs"]) EXPECT_LE(v.get<double>(), 0.0);
+  EXPECT_GE(lp["top_logprobs"][0].size(), 1u);
+}
+
+TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
+  const nlohmann::json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                                   {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello"}}}}}};
+  auto whole = Post(port(), "/v1/chat/completions", {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const auto j = whole.Json();
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(j["choices"][0].contains("logprobs"));
+  int status = 0;
+  auto events = Stream(port(), "/v1/chat/completions",
+                       {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"stream", true},
+                        {"stream_options", {{"include_usage", true}}}},
+                       nullptr, &status);
+  EXPECT_EQ(status, 200);
+  ASSERT_GE(events.size(), 3u);
+  bool done = false;
+  auto text = CollectOpenAiText(events, true, &done);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(text[0], j["choices"][0]["message"]["content"].get<std::string>());
+  const auto first = nlohmann::json::parse(events[0]);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  const auto usage = nlohmann::json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 6);
+  const auto last_choice = nlohmann::json::parse(events[events.size() - 3]);
+  EXPECT_EQ(last_choice["choices"][0]["finish_reason"], "length");
+}
+
+TEST_F(ServerRoutesTest, ChatLogprobsAndParallelChoices) {
+  auto r = Post(port(), "/v1/chat/completions",
+                {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_completion_tokens", 3},
+                 {"logprobs", true}, {"top_logprobs", 3}, {"n", 3}, {"seed", 1}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto choices = r.Json()["choices"];
+  ASSERT_EQ(choices.size(), 3u);
+  const auto content = choices[0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3u);
+  EXPECT_EQ(content[0]["top_logprobs"].size(), 3u);
+  EXPECT_TRUE(content[0]["bytes"].is_array());
+  bool done = false;
+  auto events = Stream(port(), "/v1/chat/completions",
+                       {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 3}, {"n", 2},
+                        {"stream", true}});
+  auto text = CollectOpenAiText(events, true, &done);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(text.size(), 2u);
+}
+
+TEST_F(ServerRoutesTest, CompletionStreamMatchesWhole) {
+  const nlohmann::json body = {{"prompt", "Once upon"}, {"max_tokens", 10}, {"temperature", 0}};
+  auto whole = Post(port(), "/v1/completions", body);
+  nlohmann::json streamed = body;
+  streamed["stream"] = true;
+  bool done = false;
+  auto text = CollectOpenAiText(Stream(port(), "/v1/completions", streamed), false, &done);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(text[0], whole.Json()["choices"][0]["text"].get<std::string>());
+}
+
+TEST_F(ServerRoutesTest, TgiGenerateAndStream) {
+  const nlohmann::json body = {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 5}, {"details", true},
+                                                                    {"decoder_input_details", true},
+                                                                    {"top_n_tokens", 2}}}};
+  auto r = Post(port(), "/generate", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto j = r.Json();
+  EXPECT_EQ(j["details"]["finish_reason"], "length");
+  EXPECT_EQ(j["details"]["generated_tokens"], 5);
+  EXPECT_EQ(j["details"]["tokens"].size(), 5u);
+  EXPECT_FALSE(j["details"]["prefill"].empty());
+  EXPECT_EQ(j["details"]["top_tokens"].size(), 5u);
+  EXPECT_FALSE(r.headers["x-compute-time"].empty());
+  int status = 0;
+  auto events = Stream(port(), "/generate_stream", body, nullptr, &status);
+  EXPECT_EQ(status, 200);
+  ASSERT_EQ(events.size(), 5u);
+  std::string concat;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const auto e = nlohmann::json::parse(events[i]);
+    EXPECT_EQ(e["index"], i);
+    EXPECT_TRUE(e["token"].contains("logprob"));
+    concat += e["token"]["text"].get<std::string>();
+    if (i + 1 < events.size()) {
+      EXPECT_TRUE(e["generated_text"].is_null());
+      EXPECT_TRUE(e["details"].is_null());
+    } else {
+      EXPECT_EQ(e["generated_text"], j["generated_text"]);
+      EXPECT_EQ(e["details"]["finish_reason"], "length");
+    }
+  }
+  EXPECT_EQ(concat, j["generated_text"].get<std::string>());
+  auto root = Post(port(), "/", {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 5}}}});
+  ASSERT_EQ(root.status, 200);
+  ASSERT_TRUE(root.Json().is_array());
+  EXPECT_EQ(root.Json()[0]["generated_text"], j["generated_text"]);
+  auto root_stream = Stream(port(), "/", {{"inputs", "Hello"}, {"stream", true},
+                                          {"parameters", {{"max_new_tokens", 5}}}});
+  EXPECT_EQ(root_stream.size(), 5u);
+  auto full = Post(port(), "/generate", {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 2},
+                                                                              {"return_full_text", true}}}});
+  EXPECT_EQ(full.Json()["generated_text"].get<std::string>().rfind("Hello", 0), 0u);
+}
+
+TEST_F(ServerRoutesTest, StopStringsEndGeneration) {
+  auto base = Post(port(), "/v1/completions", {{"prompt", "Hello world"}, {"max_tokens", 12}, {"temperature", 0}});
+  const std::string text = base.Json()["choices"][0]["text"];
+  // A stop string on a character boundary: the first printable ASCII character after the start.
+  std::string stop;
+  for (size_t i = 1; i < text.size() && stop.empty(); ++i) {
+    if (text[i] > 32 && text[i] < 127) stop = text.substr(i, 1);
+  }
+  if (stop.empty()) GTEST_SKIP() << "no ASCII character in the greedy output";
+  auto r = Post(port(), "/v1/completions",
+                {{"prompt", "Hello world"}, {"max_tokens", 12}, {"temperature", 0}, {"stop", stop}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.Json()["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r.Json()["choices"][0]["text"], text.substr(0, text.find(stop)));
+  auto tgi = Post(port(), "/generate", {{"inputs", "Hello world"},
+                                         {"parameters", {{"max_new_tokens", 12}, {"stop", {stop}}, {"details", true}}}});
+  EXPECT_EQ(tgi.Json()["details"]["finish_reason"], "stop_sequence");
+}
+
+TEST_F(ServerRoutesTest, MetricsExposeTheRequiredFamilies) {
+  Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
+  auto r = Request(port(), "GET", "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.headers["content-type"].find("text/plain"), std::string::npos);
+  for (const char* name :
+       {"lockstep_time_to_first_token_seconds", "lockstep_inter_token_latency_seconds",
+        "lockstep_e2e_request_latency_seconds", "lockstep_request_queue_time_seconds"}) {
+    EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " histogram"), std::string::npos) << name;
+    EXPECT_NE(r.body.find(std::string(name) + "_bucket{le=\"+Inf\"}"), std::string::npos) << name;
+  }
+  for (const char* name : {"lockstep_num_requests_running", "lockstep_num_requests_waiting",
+                           "lockstep_kv_cache_usage_ratio", "lockstep_batch_rows"}) {
+    EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " gauge"), std::string::npos) << name;
+  }
+  for (const char* name : {"lockstep_prompt_tokens_total", "lockstep_generation_tokens_total",
+                           "lockstep_num_preemptions_total", "lockstep_requests_total"}) {
+    EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;
+  }
+  EXPECT_GE(MetricValue(r.body, "lockstep_requests_total{status=\"200\"}"), 1);
+  EXPECT_GT(MetricValue(r.body, "lockstep_generation_tokens_total"), 0);
+}
+
+TEST_F(ServerRoutesTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  const int fd = Connect(port());
+  ASSERT_GE(fd, 0);
+  std::string all;
+  for (int i = 0; i < 3; ++i) {
+    const std::string req = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    char buf[4096];
+    std::string got;
+    while (got.find("\"ok\"}") == std::string::npos) {
+      const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      ASSERT_GT(n, 0) << "connection closed after " << i << " responses";
+      got.append(buf, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u);
+  }
+  close(fd);
+}
+
+}  // namespace
+}  // namespace lockstep::server::testing

@@ -1,0 +1,59 @@
+// Test helpers for the end-to-end server tests: a `lockstep serve` child process on a free loopback port, and a
+// minimal blocking HTTP/1.1 client over real sockets (whole responses, chunked decoding, SSE streams that can be
+// abandoned midway). Test-only; each object is used by one thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep::server::testing {
+
+class ServerProcess {
+ public:
+  // Starts `lockstep serve -m model --port 0 <extra args>` and waits until it is ready (its "serving" line).
+  ServerProcess(const std::string& model, const std::vector<std::string>& extra_args);
+  ~ServerProcess();  // SIGKILL if still running
+  bool ok() const { return port_ > 0; }
+  int port() const { return port_; }
+  std::string log() const;
+  // Sends a signal; Wait() returns the exit code (or -signal).
+  void Signal(int sig);
+  int Wait();
+
+ private:
+  int pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
+struct HttpResponse {
+  int status = 0;  // 0 = no response (connection failed or closed early)
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;                            // de-chunked
+  nlohmann::json Json() const;                 // parsed body (discarded value on failure)
+};
+
+// One request on a fresh connection (Connection: close).
+HttpResponse Request(int port, const std::string& method, const std::string& path, const std::string& body = "",
+                     const std::map<std::string, std::string>& headers = {});
+inline HttpResponse Post(int port, const std::string& path, const nlohmann::json& body) {
+  return Request(port, "POST", path, body.dump());
+}
+
+// Streams a request and returns the SSE data payloads. on_event(i, data) may return false to hang up at once
+// (the socket is closed without reading further).
+std::vector<std::string> Stream(int port, const std::string& path, const nlohmann::json& body,
+                                const std::function<bool(size_t, const std::string&)>& on_event = nullptr,
+                                int* status = nullptr);
+
+// A raw connected socket (for slow-client and keep-alive tests); -1 on failure.
+int Connect(int port);
+
+// The value of a metric sample line `name{labels} value` in a /metrics text (-1 when absent).
+double MetricValue(const std::string& metrics_text, const std::string& sample);
+
+}  // namespace lockstep::server::testing
