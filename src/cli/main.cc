@@ -8,6 +8,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "lockstep 0.1.0");
   // One line per subcommand (declared in cli/commands.h), added as each lands.
+  lockstep::cli::RegisterInfoCommand(app);
+  lockstep::cli::RegisterGenerateCommand(app);
+  lockstep::cli::RegisterMakeModelCommand(app);
+  lockstep::cli::RegisterTokenizeCommands(app);
+  lockstep::cli::RegisterBatchCommand(app);
+  lockstep::cli::RegisterBenchCommands(app);
+  lockstep::cli::RegisterAskCommand(app);
+  lockstep::cli::RegisterPullCommand(app);
+  lockstep::cli::RegisterServeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

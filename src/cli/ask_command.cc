@@ -1,0 +1,185 @@
+// `lockstep ask`: fans questions out to any OpenAI-compatible server as independent streamed chat requests
+// (at most --concurrency in flight), then prints the answers in the original order with time to first token,
+// tokens and duration, and the total wall time. --split turns one combined prompt into questions (shared
+// instruction kept as a preamble); --dry-run shows the split without sending. Ctrl-C cancels every request.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli_util.h"
+#include "cli/client_setup.h"
+#include "cli/commands.h"
+#include "client/fan_out.h"
+#include "client/question_splitter.h"
+
+namespace lockstep::cli {
+namespace {
+
+using nlohmann::json;
+
+struct AskFlags {
+  ClientFlags client;
+  std::string model;
+  std::vector<std::string> questions;
+  std::string file;
+  std::string split;
+  int concurrency = 0;
+  int max_tokens = 256;
+  double temperature = -1;
+  bool json = false;
+  bool dry_run = false;
+};
+
+std::string ReadAll(const std::string& path) {
+  if (path == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail("cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The questions and shared preamble from whichever input flag was given.
+client::SplitResult GatherQuestions(const AskFlags& f) {
+  const int sources = !f.questions.empty() + !f.file.empty() + !f.split.empty();
+  if (sources != 1) Fail("give exactly one of -q QUESTION..., --file FILE or --split TEXT|-");
+  client::SplitResult r;
+  if (!f.questions.empty()) {
+    r.kind = "flags";
+    r.questions = f.questions;
+  } else if (!f.file.empty()) {
+    r.kind = "file";
+    std::istringstream lines(ReadAll(f.file));
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") != std::string::npos) r.questions.push_back(line);
+    }
+  } else {
+    r = client::SplitQuestions(f.split == "-" ? ReadAll("-") : f.split);
+  }
+  if (r.questions.empty()) Fail("no questions given (the input is empty)");
+  return r;
+}
+
+json ResultJson(size_t i, const std::string& question, const client::ChatResult& r) {
+  json j = {{"index", i},
+            {"question", question},
+            {"answer", r.content},
+            {"ttft_s", r.ttft_s},
+            {"duration_s", r.duration_s},
+            {"completion_tokens", r.completion_tokens},
+            {"prompt_tokens", r.prompt_tokens >= 0 ? json(r.prompt_tokens) : json(nullptr)},
+            {"finish_reason", r.finish_reason},
+            {"attempts", r.attempts}};
+  if (!r.status.ok()) j["error"] = r.status.message();
+  return j;
+}
+
+void PrintAnswer(size_t i, size_t n, const std::string& question, const client::ChatResult& r) {
+  std::printf("[%zu/%zu] %s\n", i + 1, n, question.c_str());
+  if (r.status.ok()) {
+    std::printf("%s\n(ttft %.3f s, %d tokens, %.3f s)\n\n", r.content.c_str(), r.ttft_s, r.completion_tokens,
+                r.duration_s);
+  } else {
+    std::printf("error: %s\n\n", r.status.message().c_str());
+  }
+  std::fflush(stdout);
+}
+
+void RunAsk(const AskFlags& f) {
+  const client::SplitResult split = GatherQuestions(f);
+  if (f.dry_run) {
+    if (f.json) {
+      std::printf("%s\n",
+                  json({{"preamble", split.preamble}, {"questions", split.questions}}).dump(2).c_str());
+    } else {
+      std::printf("preamble: %s\n", split.preamble.empty() ? "(none)" : split.preamble.c_str());
+      for (size_t i = 0; i < split.questions.size(); ++i)
+        std::printf("%zu. %s\n", i + 1, split.questions[i].c_str());
+    }
+    return;
+  }
+  if (f.client.url.empty()) Fail("--url is required (or use --dry-run)");
+  auto client = MakeClientOrDie(f.client);
+  std::string model = f.model;
+  if (model.empty()) {
+    auto models = client::RunBlocking(client->ListModels(nullptr));
+    if (models.ok() && !models->empty()) model = models->front();
+  }
+  std::vector<client::ChatRequest> requests;
+  for (const auto& q : split.questions) {
+    client::ChatRequest r;
+    r.model = model;
+    r.messages = {{"user", client::ComposeQuestion(split.preamble, q)}};
+    r.max_tokens = f.max_tokens;
+    if (f.temperature >= 0) r.temperature = f.temperature;
+    requests.push_back(std::move(r));
+  }
+  // Print each answer as soon as it and all before it are done.
+  std::vector<const client::ChatResult*> done(requests.size(), nullptr);
+  size_t next_to_print = 0;
+  client::FanOutCallbacks callbacks;
+  if (!f.json) {
+    callbacks.on_done = [&](size_t i, const client::ChatResult& r) {
+      done[i] = &r;
+      while (next_to_print < done.size() && done[next_to_print] != nullptr) {
+        PrintAnswer(next_to_print, done.size(), split.questions[next_to_print], *done[next_to_print]);
+        ++next_to_print;
+      }
+    };
+  }
+  client::CancellationToken token;
+  const auto start = client::Clock::now();
+  auto results =
+      client::RunFanOut(*client, requests, f.concurrency, &token, callbacks, /*cancel_on_sigint=*/true);
+  const double wall = std::chrono::duration<double>(client::Clock::now() - start).count();
+  int failed = 0;
+  json out = {{"url", client->options().base_url.ToString()},
+              {"model", model},
+              {"preamble", split.preamble},
+              {"wall_s", wall},
+              {"results", json::array()}};
+  for (size_t i = 0; i < results.size(); ++i) {
+    failed += !results[i].status.ok();
+    out["results"].push_back(ResultJson(i, split.questions[i], results[i]));
+  }
+  if (f.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("total wall time: %.3f s (%zu requests, %d failed%s)\n", wall, results.size(), failed,
+                token.cancelled() ? ", cancelled" : "");
+  }
+  std::fflush(stdout);
+  if (token.cancelled()) std::exit(130);
+  if (failed > 0) std::exit(1);
+}
+
+}  // namespace
+
+void RegisterAskCommand(CLI::App& app) {
+  auto flags = std::make_shared<AskFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("ask", "Send questions to an OpenAI-compatible server as parallel requests");
+  AddClientFlags(cmd, &flags->client);
+  cmd->add_option("--model", flags->model, "Model name (default: the first one the server lists)");
+  cmd->add_option("-q,--question", flags->questions, "A question (repeatable)");
+  cmd->add_option("--file", flags->file, "File with one question per line ('-' = stdin)");
+  cmd->add_option("--split", flags->split, "A combined prompt to split into questions ('-' = stdin)");
+  cmd->add_option("--concurrency", flags->concurrency, "Requests in flight at most (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per answer")->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", flags->temperature, "Sampling temperature (default: the server's)");
+  cmd->add_flag("--json", flags->json, "Machine-readable output");
+  cmd->add_flag("--dry-run", flags->dry_run, "Show the questions without sending");
+  cmd->callback([flags] { RunAsk(*flags); });
+}
+
+}  // namespace lockstep::cli

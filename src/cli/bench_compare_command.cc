@@ -1,0 +1,100 @@
+// `lockstep bench compare`: the combined-vs-parallel-vs-sequential experiment against a server (--url) or a
+// lockstep server started in-process (-m MODEL). Prints the table and writes result.json, result.md and
+// chart.svg to --out.
+#include <cstdio>
+#include <fstream>
+
+#include "cli/cli_util.h"
+#include "cli/client_setup.h"
+#include "cli/commands.h"
+#include "client/bench_compare.h"
+#include "client/fan_out.h"
+
+namespace lockstep::cli {
+namespace {
+
+struct CompareFlags {
+  ClientFlags client;
+  std::string model_path;
+  std::string model;
+  std::string questions_file;
+  bool builtin = false;
+  int max_tokens = 64;
+  int repeat = 3;
+  std::string out = "bench-compare";
+  bool no_ignore_eos = false;
+  int threads = 0;
+};
+
+std::vector<std::string> ReadQuestions(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Fail("cannot read questions file '" + path + "'");
+  std::vector<std::string> questions;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) questions.push_back(line);
+  }
+  if (questions.empty()) Fail("questions file '" + path + "' has no questions (one per line)");
+  return questions;
+}
+
+void RunCompareCommand(const CompareFlags& f) {
+  if (f.client.url.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
+  if (f.builtin == !f.questions_file.empty()) Fail("give exactly one of --questions FILE or --builtin");
+  client::CompareOptions options;
+  options.questions = f.builtin ? client::BuiltinQuestions() : ReadQuestions(f.questions_file);
+  options.max_tokens = f.max_tokens;
+  options.repeat = f.repeat;
+  options.ignore_eos = !f.no_ignore_eos;
+  std::unique_ptr<LocalServer> local;
+  ClientFlags client_flags = f.client;
+  if (!f.model_path.empty()) {
+    local = LocalServer::StartOrDie(f.model_path, f.threads);
+    client_flags.url = local->url();
+  }
+  auto client = MakeClientOrDie(client_flags);
+  options.server =
+      local ? "lockstep (in-process, " + f.model_path + ")" : client->options().base_url.ToString();
+  options.model = f.model;
+  if (options.model.empty() && local) options.model = local->model_id();
+  if (options.model.empty()) {
+    auto models = client::RunBlocking(client->ListModels(nullptr));
+    if (models.ok() && !models->empty()) options.model = models->front();
+  }
+  client::CancellationToken token;
+  auto report = client::RunCompare(*client, options, &token, [](const std::string& line) {
+    std::fprintf(stderr, "  %s\n", line.c_str());
+  });
+  if (!report.ok()) Fail(report.status());
+  if (Status s = client::WriteCompareOutputs(*report, f.out); !s.ok()) Fail(s);
+  std::printf("%s\nWrote %s/result.json, result.md, chart.svg and requests.json\n",
+              client::CompareMarkdown(*report).c_str(), f.out.c_str());
+  std::fflush(stdout);
+  if (!report->eos_warnings.empty()) {
+    std::fprintf(stderr,
+                 "lockstep: warning: the server did not honour ignore_eos (%zu answers stopped early)\n",
+                 report->eos_warnings.size());
+  }
+}
+
+}  // namespace
+
+void RegisterBenchCompareCommand(CLI::App& bench) {
+  auto flags = std::make_shared<CompareFlags>();
+  CLI::App* cmd = bench.add_subcommand("compare", "One combined request vs parallel vs sequential requests");
+  AddClientFlags(cmd, &flags->client);
+  cmd->add_option("-m,--model-path", flags->model_path, "GGUF model: start a lockstep server in-process");
+  cmd->add_option("--model", flags->model, "Model name sent to the server (default: the first it lists)");
+  cmd->add_option("--questions", flags->questions_file, "File with one question per line");
+  cmd->add_flag("--builtin", flags->builtin, "Use the 5 built-in short questions");
+  cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per question (combined: N x this)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat", flags->repeat, "Repetitions per mode (medians reported)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out", flags->out, "Output directory for result.json, result.md, chart.svg");
+  cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
+  cmd->add_option("-t,--threads", flags->threads, "Compute threads for -m (0 = all cores)");
+  cmd->callback([flags] { RunCompareCommand(*flags); });
+}
+
+}  // namespace lockstep::cli

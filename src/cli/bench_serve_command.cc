@@ -1,0 +1,137 @@
+// `lockstep bench serve`: a serving load test against a server (--url) or a lockstep server started
+// in-process
+// (-m MODEL): open-loop arrivals (--rate, --burstiness) or fixed --concurrency; random prompts (--prompt-len
+// L[:SPREAD], --output-len L[:SPREAD]) or a JSONL --dataset (format in client/bench_workload.h and
+// docs/client.md). Prints the Markdown summary; writes result.json, result.md, latency_cdf.svg,
+// throughput.svg.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/cli_util.h"
+#include "cli/client_setup.h"
+#include "cli/commands.h"
+#include "client/bench_serve.h"
+#include "client/fan_out.h"
+
+namespace lockstep::cli {
+namespace {
+
+struct ServeFlags {
+  ClientFlags client;
+  std::string model_path, model, dataset, slo;
+  double rate = 0;
+  int concurrency = 0;
+  int requests = 100;
+  std::string prompt_len = "128";
+  std::string output_len = "128";
+  double burstiness = 1;
+  int warmup = 1;
+  std::string out = "bench-serve";
+  bool no_ignore_eos = false;
+  uint64_t seed = 0;
+  int threads = 0;
+};
+
+void DrawProgress(int done, int total) {
+  const int width = 40;
+  const int filled = total > 0 ? done * width / total : width;
+  std::fprintf(stderr, "\r[%s%s] %d/%d", std::string(filled, '#').c_str(),
+               std::string(width - filled, ' ').c_str(), done, total);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+void RunServeCommand(const ServeFlags& f) {
+  if (f.client.url.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
+  if (f.rate > 0 && f.concurrency > 0) Fail("give at most one of --rate and --concurrency");
+  if (!(f.burstiness > 0)) Fail("--burstiness must be positive");
+  client::ServeOptions options;
+  options.rate = f.rate;
+  options.concurrency = f.concurrency;
+  options.burstiness = f.burstiness;
+  options.warmup = f.warmup;
+  options.ignore_eos = !f.no_ignore_eos;
+  options.seed = f.seed;
+  if (!f.slo.empty()) {
+    if (Status s = client::ParseSlo(f.slo, &options); !s.ok()) Fail(s);
+  }
+  const auto prompt = ValueOrDie(client::ParseLengthSpec(f.prompt_len, "--prompt-len"));
+  const auto output = ValueOrDie(client::ParseLengthSpec(f.output_len, "--output-len"));
+  std::mt19937_64 rng(f.seed);
+  std::vector<client::WorkItem> work;
+  if (!f.dataset.empty()) {
+    auto all = ValueOrDie(client::LoadDataset(f.dataset, output, rng));
+    for (int i = 0; i < f.requests; ++i) work.push_back(all[i % all.size()]);
+  } else {
+    for (int i = 0; i < f.requests; ++i) {
+      client::WorkItem w;
+      w.messages = {{"user", client::RandomPrompt(client::SampleLength(prompt, rng), rng)}};
+      w.max_tokens = client::SampleLength(output, rng);
+      work.push_back(std::move(w));
+    }
+  }
+  std::unique_ptr<LocalServer> local;
+  ClientFlags client_flags = f.client;
+  if (!f.model_path.empty()) {
+    local = LocalServer::StartOrDie(f.model_path, f.threads);
+    client_flags.url = local->url();
+  }
+  auto client = MakeClientOrDie(client_flags);
+  options.server =
+      local ? "lockstep (in-process, " + f.model_path + ")" : client->options().base_url.ToString();
+  options.model = !f.model.empty() ? f.model : (local ? local->model_id() : "");
+  if (options.model.empty()) {
+    auto models = client::RunBlocking(client->ListModels(nullptr));
+    if (models.ok() && !models->empty()) options.model = models->front();
+  }
+  client::ServeProgressFn progress;
+  if (isatty(STDERR_FILENO)) progress = DrawProgress;
+  client::CancellationToken token;
+  auto report = client::RunServe(*client, work, options, &token, progress);
+  if (!report.ok()) Fail(report.status());
+  if (Status s = client::WriteServeOutputs(*report, f.out); !s.ok()) Fail(s);
+  std::printf("%s\nWrote %s/result.json, result.md, latency_cdf.svg, throughput.svg\n",
+              client::ServeMarkdown(*report).c_str(), f.out.c_str());
+  if (report->failed > 0) {
+    for (const auto& r : report->records) {
+      if (!r.ok) {
+        std::fprintf(stderr, "lockstep: %d requests failed; first error: %s\n", report->failed,
+                     r.error.c_str());
+        break;
+      }
+    }
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+void RegisterBenchServeCommand(CLI::App& bench) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd =
+      bench.add_subcommand("serve", "Serving load test: latency percentiles, throughput, goodput");
+  AddClientFlags(cmd, &flags->client);
+  cmd->add_option("-m,--model-path", flags->model_path, "GGUF model: start a lockstep server in-process");
+  cmd->add_option("--model", flags->model, "Model name sent to the server (default: the first it lists)");
+  cmd->add_option("--rate", flags->rate,
+                  "Request rate (req/s) with Poisson/gamma arrivals (default: all at once)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--concurrency", flags->concurrency, "Fixed number of requests in flight (closed loop)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--requests", flags->requests, "Number of measured requests")->check(CLI::PositiveNumber);
+  cmd->add_option("--prompt-len", flags->prompt_len, "Random prompt length in tokens: L or L:SPREAD");
+  cmd->add_option("--output-len", flags->output_len, "Output tokens per request: L or L:SPREAD");
+  cmd->add_option("--dataset", flags->dataset, "JSONL requests: {\"prompt\"|\"messages\", \"output_len\"?}");
+  cmd->add_option("--burstiness", flags->burstiness, "Gamma shape of arrival gaps (1 = Poisson)");
+  cmd->add_option("--warmup", flags->warmup, "Warm-up requests (not measured)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--slo", flags->slo, "Goodput SLOs in ms, e.g. ttft=500,tpot=50");
+  cmd->add_option("--out", flags->out, "Output directory");
+  cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
+  cmd->add_option("--seed", flags->seed, "Seed for prompts and arrivals");
+  cmd->add_option("-t,--threads", flags->threads, "Compute threads for -m (0 = all cores)");
+  cmd->callback([flags] { RunServeCommand(*flags); });
+}
+
+}  // namespace lockstep::cli

@@ -1,0 +1,59 @@
+#include "cli/client_setup.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli/cli_util.h"
+#include "server/server.h"
+
+namespace lockstep::cli {
+
+void AddClientFlags(CLI::App* app, ClientFlags* flags) {
+  app->add_option("--url", flags->url,
+                  "Server API root, e.g. http://127.0.0.1:8080/v1 (a bare host gets /v1)");
+  app->add_option("--api-key", flags->api_key, "Bearer token (default: $LOCKSTEP_API_KEY)");
+  app->add_option("--ca-file", flags->ca_file, "PEM CA bundle to trust for https (default: system store)");
+  app->add_option("--timeout", flags->timeout_s, "Per-request timeout in seconds")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--retries", flags->retries, "Retries on connection errors, 429 and 502-504")
+      ->check(CLI::Range(0, 100));
+}
+
+std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) {
+  client::ClientOptions options;
+  auto url = client::ApiBaseUrl(flags.url);
+  if (!url.ok()) Fail("--url: " + url.status().message());
+  options.base_url = *url;
+  options.api_key = flags.api_key;
+  if (options.api_key.empty()) {
+    if (const char* env = std::getenv("LOCKSTEP_API_KEY"); env != nullptr) options.api_key = env;
+  }
+  options.tls.ca_file = flags.ca_file;
+  options.timeout_s = flags.timeout_s;
+  options.retry.max_retries = flags.retries;
+  return ValueOrDie(client::OpenAiClient::Create(options));
+}
+
+std::unique_ptr<LocalServer> LocalServer::StartOrDie(const std::string& model_path, int threads) {
+  server::ServerOptions options;
+  options.model_path = model_path;
+  options.port = 0;
+  options.compute_threads = threads;
+  options.drain_timeout_s = 5;
+  auto local = std::unique_ptr<LocalServer>(new LocalServer());
+  local->server_ = ValueOrDie(server::Server::Create(options));
+  auto port = local->server_->Start();
+  if (!port.ok()) Fail("starting the in-process server: " + port.status().message());
+  std::fprintf(stderr, "lockstep: serving %s in-process at %s\n", model_path.c_str(), local->url().c_str());
+  return local;
+}
+
+LocalServer::~LocalServer() {
+  if (server_) server_->Stop();
+}
+
+std::string LocalServer::url() const { return "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1"; }
+
+const std::string& LocalServer::model_id() const { return server_->model_id(); }
+
+}  // namespace lockstep::cli

@@ -1,0 +1,301 @@
+#include "client/chat_client.h"
+
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <random>
+
+#include "client/sse_parser.h"
+
+namespace lockstep::client {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxErrorBody = 1 << 20;
+constexpr size_t kMaxPendingEvent = 8 << 20;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The message of an OpenAI-style {"error": {"message": ...}} or TGI-style {"error": "..."} body, else the
+// body.
+std::string ErrorMessage(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("error")) {
+    const json& e = j["error"];
+    if (e.is_string()) return e.get<std::string>();
+    if (e.is_object() && e.contains("message") && e["message"].is_string())
+      return e["message"].get<std::string>();
+  }
+  std::string s = body.substr(0, 300);
+  return s.empty() ? "(empty body)" : s;
+}
+
+StatusCode CodeForHttpStatus(int status) {
+  switch (status) {
+    case 400:
+    case 404:
+    case 413:
+    case 422:
+      return StatusCode::kInvalidArgument;
+    case 401:
+    case 403:
+      return StatusCode::kUnauthenticated;
+    case 408:
+    case 504:
+      return StatusCode::kDeadlineExceeded;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    default:
+      return StatusCode::kUnavailable;
+  }
+}
+
+// Applies one parsed chunk (streamed) or whole response (non-streamed) to the result.
+Status ApplyChunk(const json& j, bool streamed, Clock::time_point start, const DeltaCallback& on_delta,
+                  ChatResult* result) {
+  if (!j.is_object()) return InvalidArgument("server sent a non-object JSON event");
+  if (j.contains("error")) return Unavailable("server error mid-stream: " + ErrorMessage(j.dump()));
+  if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+    const json& choice = j["choices"][0];
+    const char* key = streamed ? "delta" : "message";
+    if (choice.contains(key) && choice[key].is_object()) {
+      const json& m = choice[key];
+      if (m.contains("content") && m["content"].is_string()) {
+        const std::string piece = m["content"].get<std::string>();
+        if (!piece.empty()) {
+          const double t = SecondsSince(start);
+          if (result->token_times_s.empty()) result->ttft_s = t;
+          result->token_times_s.push_back(t);
+          result->content += piece;
+          if (on_delta) on_delta(piece);
+        }
+      }
+    }
+    if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
+      result->finish_reason = choice["finish_reason"].get<std::string>();
+    }
+  }
+  if (j.contains("usage") && j["usage"].is_object()) {
+    const json& u = j["usage"];
+    if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
+      result->completion_tokens = u["completion_tokens"].get<int>();
+      result->usage_reported = true;
+    }
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) {
+      result->prompt_tokens = u["prompt_tokens"].get<int>();
+    }
+  }
+  return Status::Ok();
+}
+
+uint64_t RandomSeed() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (counter++ * 0x9E3779B97F4A7C15ull);
+}
+
+}  // namespace
+
+Result<Url> ApiBaseUrl(const std::string& text) {
+  LOCKSTEP_ASSIGN_OR_RETURN(Url url, ParseUrl(text));
+  if (url.path == "/") url.path = "/v1";
+  return url;
+}
+
+Result<std::unique_ptr<OpenAiClient>> OpenAiClient::Create(ClientOptions options) {
+  std::shared_ptr<asio::ssl::context> tls;
+  if (options.base_url.tls() || !options.tls.ca_file.empty()) {
+    LOCKSTEP_ASSIGN_OR_RETURN(tls, MakeTlsContext(options.tls));
+  }
+  if (options.timeout_s <= 0) return InvalidArgument("timeout must be positive");
+  return std::unique_ptr<OpenAiClient>(new OpenAiClient(std::move(options), std::move(tls)));
+}
+
+json OpenAiClient::RequestBody(const ChatRequest& request) {
+  json body = json::object();
+  if (!request.model.empty()) body["model"] = request.model;
+  json messages = json::array();
+  for (const auto& m : request.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+  body["messages"] = std::move(messages);
+  if (request.max_tokens > 0) body["max_tokens"] = request.max_tokens;
+  if (request.temperature.has_value()) body["temperature"] = *request.temperature;
+  if (request.ignore_eos) body["ignore_eos"] = true;
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  for (const auto& [k, v] : request.extra.items()) body[k] = v;
+  return body;
+}
+
+Headers OpenAiClient::CommonHeaders() const {
+  Headers h;
+  if (!options_.api_key.empty()) h.emplace_back("Authorization", "Bearer " + options_.api_key);
+  return h;
+}
+
+asio::awaitable<void> OpenAiClient::RunAttempt(const std::string& body, CancellationToken* token,
+                                               const DeltaCallback& on_delta, ChatResult* result,
+                                               std::optional<double>* retry_after) const {
+  result->start = Clock::now();
+  const auto deadline = result->start + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(options_.timeout_s));
+  HttpRequest req{"POST", options_.base_url.WithPath("/chat/completions"), CommonHeaders(), body};
+  req.headers.emplace_back("Content-Type", "application/json");
+  req.headers.emplace_back("Accept", "text/event-stream");
+  auto conn_or = co_await HttpConnection::Connect(req.url, tls_, deadline, token);
+  if (!conn_or.ok()) {
+    result->status = conn_or.status();
+    co_return;
+  }
+  auto conn = *conn_or;
+  if (Status s = co_await conn->Send(req); !s.ok()) {
+    result->status = s;
+    co_return;
+  }
+  auto head = co_await conn->ReadHead();
+  if (!head.ok()) {
+    result->status = head.status();
+    co_return;
+  }
+  result->http_status = head->status;
+  std::string pending;
+  if (head->status != 200) {
+    while (pending.size() < kMaxErrorBody) {
+      auto more = co_await conn->ReadBody(&pending);
+      if (!more.ok() || !*more) break;
+    }
+    *retry_after = ParseRetryAfter(head->Header("Retry-After"));
+    result->status =
+        Status(CodeForHttpStatus(head->status), "HTTP " + std::to_string(head->status) + " from " +
+                                                    req.url.ToString() + ": " + ErrorMessage(pending));
+    co_return;
+  }
+  const bool streamed = head->Header("Content-Type").find("text/event-stream") != std::string::npos;
+  SseParser parser;
+  bool done = false;
+  for (;;) {
+    pending.clear();
+    auto more = co_await conn->ReadBody(&pending);
+    if (!more.ok()) {
+      result->status = more.status();
+      co_return;
+    }
+    if (!*more) break;
+    if (!streamed) {
+      result->content.append(pending);  // whole JSON body; parsed below
+      if (result->content.size() > kMaxPendingEvent) break;
+      continue;
+    }
+    for (const SseEvent& event : parser.Feed(pending)) {
+      if (event.data == "[DONE]") {
+        done = true;
+        continue;
+      }
+      json j = json::parse(event.data, nullptr, false);
+      if (j.is_discarded()) {
+        result->status =
+            InvalidArgument("server sent an SSE event that is not JSON: " + event.data.substr(0, 200));
+        co_return;
+      }
+      if (Status s = ApplyChunk(j, true, result->start, on_delta, result); !s.ok()) {
+        result->status = s;
+        co_return;
+      }
+    }
+    if (parser.buffered_bytes() > kMaxPendingEvent) {
+      result->status = InvalidArgument("server sent an SSE event larger than 8 MiB");
+      co_return;
+    }
+  }
+  if (!streamed) {
+    json j = json::parse(result->content, nullptr, false);
+    result->content.clear();
+    if (j.is_discarded()) {
+      result->status = InvalidArgument("server sent a response that is neither SSE nor JSON");
+      co_return;
+    }
+    if (Status s = ApplyChunk(j, false, result->start, on_delta, result); !s.ok()) {
+      result->status = s;
+      co_return;
+    }
+    done = true;
+  }
+  (void)done;  // servers differ on [DONE]; the end of the body ends the response either way
+  if (!result->usage_reported) result->completion_tokens = static_cast<int>(result->token_times_s.size());
+  result->duration_s = SecondsSince(result->start);
+  result->status = Status::Ok();
+}
+
+asio::awaitable<ChatResult> OpenAiClient::Chat(const ChatRequest& request, CancellationToken* token,
+                                               DeltaCallback on_delta) const {
+  const std::string body = RequestBody(request).dump();
+  std::mt19937_64 rng(RandomSeed());
+  ChatResult result;
+  for (int attempt = 0;; ++attempt) {
+    result = ChatResult{};
+    result.attempts = attempt + 1;
+    std::optional<double> retry_after;
+    co_await RunAttempt(body, token, on_delta, &result, &retry_after);
+    if (result.status.ok()) co_return result;
+    result.duration_s = SecondsSince(result.start);
+    if (token != nullptr && token->cancelled()) {
+      result.status = Cancelled("request cancelled");
+      co_return result;
+    }
+    const bool retryable = result.token_times_s.empty() &&
+                           ((result.http_status == 0 && result.status.code() == StatusCode::kUnavailable) ||
+                            IsRetryableStatus(result.http_status));
+    if (!retryable || attempt >= options_.retry.max_retries) co_return result;
+    const double delay = RetryDelaySeconds(options_.retry, attempt, retry_after, rng);
+    if (!co_await SleepFor(delay, token)) {
+      result.status = Cancelled("request cancelled");
+      co_return result;
+    }
+  }
+}
+
+asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(CancellationToken* token) const {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options_.timeout_s));
+  HttpRequest req{"GET", options_.base_url.WithPath("/models"), CommonHeaders(), ""};
+  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8);
+  if (!resp.ok()) co_return resp.status();
+  if (resp->head.status != 200) {
+    co_return Status(CodeForHttpStatus(resp->head.status), "HTTP " + std::to_string(resp->head.status) +
+                                                               " from " + req.url.ToString() + ": " +
+                                                               ErrorMessage(resp->body));
+  }
+  json j = json::parse(resp->body, nullptr, false);
+  std::vector<std::string> ids;
+  if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) {
+    co_return InvalidArgument("GET " + req.url.ToString() + ": expected {\"data\": [...]}");
+  }
+  for (const json& m : j["data"]) {
+    if (m.is_object() && m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());
+  }
+  co_return ids;
+}
+
+asio::awaitable<bool> SleepFor(double seconds, CancellationToken* token) {
+  auto ex = co_await asio::this_coro::executor;
+  auto timer = std::make_shared<asio::steady_timer>(ex);
+  timer->expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+  std::weak_ptr<asio::steady_timer> weak = timer;
+  CancellationRegistration reg(token, [weak, ex] {
+    asio::post(ex, [weak] {
+      if (auto t = weak.lock()) t->cancel();
+    });
+  });
+  boost::system::error_code ec;
+  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_return !(token != nullptr && token->cancelled());
+}
+
+}  // namespace lockstep::client

@@ -1,0 +1,269 @@
+// The chat client against the scripted local server: streaming, usage vs counted chunks, retries with
+// Retry-After, non-retryable errors, timeouts, cancellation of a whole fan-out, and https verification.
+#include "client/chat_client.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "client/fan_out.h"
+#include "client/test_server.h"
+#include "testing/testdata.h"
+
+namespace lockstep::client {
+namespace {
+
+using testing::ChatSseResponse;
+using testing::TestHttpServer;
+using testing::TestRequest;
+using testing::TestResponse;
+
+std::unique_ptr<OpenAiClient> MakeClient(const std::string& url, double timeout_s = 10, int retries = 3,
+                                         const std::string& ca_file = "") {
+  ClientOptions options;
+  options.base_url = *ApiBaseUrl(url);
+  options.api_key = "secret";
+  options.timeout_s = timeout_s;
+  options.retry.max_retries = retries;
+  options.retry.base_delay_s = 0.01;
+  options.retry.max_delay_s = 0.05;
+  options.tls.ca_file = ca_file;
+  auto client = OpenAiClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return std::move(*client);
+}
+
+ChatRequest Question(const std::string& text) {
+  ChatRequest r;
+  r.model = "m";
+  r.messages = {{"user", text}};
+  r.max_tokens = 16;
+  return r;
+}
+
+ChatResult ChatOnce(const OpenAiClient& client, const ChatRequest& request,
+                    CancellationToken* token = nullptr) {
+  return RunBlocking(client.Chat(request, token));
+}
+
+TEST(ChatClientTest, StreamsContentAndUsesUsage) {
+  TestHttpServer server([](const TestRequest&) { return ChatSseResponse({"Hel", "lo", "!"}, 5); });
+  auto client = MakeClient(server.url());
+  std::string streamed;
+  auto result =
+      RunBlocking(client->Chat(Question("hi"), nullptr, [&](const std::string& d) { streamed += d; }));
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_EQ(result.content, "Hello!");
+  EXPECT_EQ(streamed, "Hello!");
+  EXPECT_EQ(result.completion_tokens, 5);
+  EXPECT_TRUE(result.usage_reported);
+  EXPECT_EQ(result.prompt_tokens, 7);
+  EXPECT_EQ(result.finish_reason, "stop");
+  EXPECT_EQ(result.token_times_s.size(), 3u);
+  EXPECT_GT(result.ttft_s, 0);
+  EXPECT_GE(result.duration_s, result.ttft_s);
+  EXPECT_EQ(result.attempts, 1);
+  const auto seen = server.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target, "/v1/chat/completions");
+  EXPECT_EQ(seen[0].headers.at("authorization"), "Bearer secret");
+  auto body = nlohmann::json::parse(seen[0].body);
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["max_tokens"], 16);
+  EXPECT_EQ(body["messages"][0]["content"], "hi");
+}
+
+TEST(ChatClientTest, CountsChunksWithoutUsage) {
+  TestHttpServer server([](const TestRequest&) { return ChatSseResponse({"a", "b", "c", "d"}); });
+  auto result = ChatOnce(*MakeClient(server.url()), Question("x"));
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_FALSE(result.usage_reported);
+  EXPECT_EQ(result.completion_tokens, 4);
+}
+
+TEST(ChatClientTest, AcceptsANonStreamedJsonAnswer) {
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r;
+    r.headers = {{"Content-Type", "application/json"}};
+    r.pieces = {
+        R"({"choices":[{"index":0,"message":{"role":"assistant","content":"whole"},"finish_reason":"length"}],
+                  "usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}})"};
+    return r;
+  });
+  auto result = ChatOnce(*MakeClient(server.url()), Question("x"));
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_EQ(result.content, "whole");
+  EXPECT_EQ(result.completion_tokens, 2);
+  EXPECT_EQ(result.finish_reason, "length");
+}
+
+TEST(ChatClientTest, Retries429And503HonouringRetryAfterThenSucceeds) {
+  std::atomic<int> calls{0};
+  TestHttpServer server([&](const TestRequest&) {
+    const int n = calls++;
+    TestResponse r;
+    if (n == 0) {
+      r.status = 429;
+      r.headers = {{"Retry-After", "0"}, {"Content-Type", "application/json"}};
+      r.pieces = {R"({"error":{"message":"slow down","type":"rate_limit"}})"};
+      return r;
+    }
+    if (n == 1) {
+      r.status = 503;
+      r.headers = {{"Retry-After", "1"}};
+      r.pieces = {"busy"};
+      return r;
+    }
+    return ChatSseResponse({"ok"}, 1);
+  });
+  auto client = MakeClient(server.url());
+  const auto start = Clock::now();
+  auto result = ChatOnce(*client, Question("x"));
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_EQ(result.content, "ok");
+  EXPECT_EQ(result.attempts, 3);
+  EXPECT_EQ(server.requests(), 3);
+  // The 503's Retry-After: 1 was honoured (a lower bound only; no upper bound on a noisy machine).
+  EXPECT_GE(std::chrono::duration<double>(Clock::now() - start).count(), 0.9);
+}
+
+TEST(ChatClientTest, GivesUpAfterMaxRetriesWithTheServersMessage) {
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r;
+    r.status = 503;
+    r.pieces = {R"({"error":{"message":"queue full"}})"};
+    return r;
+  });
+  auto result = ChatOnce(*MakeClient(server.url(), 10, 2), Question("x"));
+  EXPECT_FALSE(result.status.ok());
+  EXPECT_EQ(result.http_status, 503);
+  EXPECT_EQ(result.attempts, 3);
+  EXPECT_NE(result.status.message().find("queue full"), std::string::npos) << result.status.message();
+}
+
+TEST(ChatClientTest, DoesNotRetryClientErrors) {
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r;
+    r.status = 400;
+    r.pieces = {R"({"error":{"message":"'max_tokens' must be positive"}})"};
+    return r;
+  });
+  auto result = ChatOnce(*MakeClient(server.url()), Question("x"));
+  EXPECT_EQ(result.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.attempts, 1);
+  EXPECT_NE(result.status.message().find("max_tokens"), std::string::npos);
+}
+
+TEST(ChatClientTest, RetriesConnectionErrors) {
+  int port;
+  {
+    TestHttpServer gone([](const TestRequest&) { return TestResponse{}; });
+    port = gone.port();
+  }
+  auto result = ChatOnce(*MakeClient("http://127.0.0.1:" + std::to_string(port), 5, 2), Question("x"));
+  EXPECT_EQ(result.status.code(), StatusCode::kUnavailable) << result.status.ToString();
+  EXPECT_EQ(result.attempts, 3);
+}
+
+TEST(ChatClientTest, TimesOutAStalledServer) {
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r = ChatSseResponse({"late"});
+    r.delay_before_head_ms = 20000;
+    return r;
+  });
+  auto result = ChatOnce(*MakeClient(server.url(), 0.3, 0), Question("x"));
+  EXPECT_EQ(result.status.code(), StatusCode::kDeadlineExceeded) << result.status.ToString();
+}
+
+TEST(ChatClientTest, CancellationAbortsEveryRequestInFlight) {
+  std::atomic<int> started{0};
+  TestHttpServer server([&](const TestRequest&) {
+    ++started;
+    TestResponse r =
+        ChatSseResponse({"a", "b", "c"}, -1, 20000);  // "a" now, the rest never (within the test)
+    r.pieces[1] = r.pieces[0] + r.pieces[1];
+    r.pieces.erase(r.pieces.begin());
+    return r;
+  });
+  auto client = MakeClient(server.url(), 60, 3);
+  std::vector<ChatRequest> requests(4, Question("x"));
+  CancellationToken token;
+  std::atomic<int> deltas{0};
+  FanOutCallbacks callbacks;
+  callbacks.on_delta = [&](size_t, const std::string&) {
+    if (++deltas == 4) token.Cancel();  // all four are streaming: cancel them all
+  };
+  auto results = RunFanOut(*client, requests, 0, &token, callbacks);
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status.code(), StatusCode::kCancelled) << r.status.ToString();
+    EXPECT_EQ(r.content, "a");
+  }
+  EXPECT_EQ(started.load(), 4);
+}
+
+TEST(ChatClientTest, CancelFromAnotherThreadStopsRetryBackoff) {
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r;
+    r.status = 429;
+    r.headers = {{"Retry-After", "30"}};
+    return r;
+  });
+  auto client = MakeClient(server.url(), 60, 5);
+  CancellationToken token;
+  std::thread canceller([&] {
+    while (server.requests() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    token.Cancel();
+  });
+  auto result = ChatOnce(*client, Question("x"), &token);
+  canceller.join();
+  EXPECT_EQ(result.status.code(), StatusCode::kCancelled);
+}
+
+TEST(ChatClientTest, FanOutBoundsConcurrencyAndKeepsOrder) {
+  std::atomic<int> in_flight{0}, peak{0};
+  TestHttpServer server([&](const TestRequest& req) {
+    const int now = ++in_flight;
+    int p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    --in_flight;
+    return ChatSseResponse({nlohmann::json::parse(req.body)["messages"][0]["content"].get<std::string>()});
+  });
+  auto client = MakeClient(server.url());
+  std::vector<ChatRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(Question("q" + std::to_string(i)));
+  auto results = RunFanOut(*client, requests, 2, nullptr);
+  ASSERT_EQ(results.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(results[i].content, "q" + std::to_string(i));
+  EXPECT_LE(peak.load(), 2);
+}
+
+TEST(ChatClientTest, HttpsVerifiesTheCertificate) {
+  const auto cert = testing::MakeSelfSignedCert("localhost", "127.0.0.1");
+  TestHttpServer server([](const TestRequest&) { return ChatSseResponse({"secure"}, 1); }, &cert);
+  const std::string dir = lockstep::testing::MakeTempDir("client-tls");
+  const std::string ca = dir + "/ca.pem";
+  std::ofstream(ca) << cert.cert_pem;
+  // Without the CA: the self-signed certificate is rejected.
+  auto untrusted = ChatOnce(*MakeClient(server.url(), 10, 0), Question("x"));
+  EXPECT_EQ(untrusted.status.code(), StatusCode::kUnauthenticated) << untrusted.status.ToString();
+  EXPECT_NE(untrusted.status.message().find("verification failed"), std::string::npos);
+  // With it: accepted.
+  auto trusted = ChatOnce(*MakeClient(server.url(), 10, 0, ca), Question("x"));
+  ASSERT_TRUE(trusted.status.ok()) << trusted.status.ToString();
+  EXPECT_EQ(trusted.content, "secure");
+  // The name is checked too: trusted CA, but the certificate is for another host.
+  const auto other = testing::MakeSelfSignedCert("example.org", "");
+  TestHttpServer wrong_name([](const TestRequest&) { return ChatSseResponse({"x"}); }, &other);
+  const std::string ca2 = dir + "/other.pem";
+  std::ofstream(ca2) << other.cert_pem;
+  auto mismatch = ChatOnce(*MakeClient(wrong_name.url(), 10, 0, ca2), Question("x"));
+  EXPECT_EQ(mismatch.status.code(), StatusCode::kUnauthenticated) << mismatch.status.ToString();
+}
+
+}  // namespace
+}  // namespace lockstep::client
