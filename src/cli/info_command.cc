@@ -84,7 +84,7 @@ void RunInfo(const std::string& path) {
               c.rope_freq_factors.empty() ? "" : ", llama3 frequency factors");
   std::printf("qkv bias:         %s\n", c.qkv_bias ? "yes" : "no");
   std::printf("kv per token:     %lld bytes (f16)\n", (long long)(c.n_layer * 2 * c.kv_dim() * 2));
-  auto model = Model::Load(file);
+  auto model = Model::Load(file, {.pack_weights = false});  // validation only: no need to repack
   if (!model.ok()) Fail(model.status());
   std::printf("output:           %s\n",
               file->FindTensor("output.weight") ? "separate" : "tied to token_embd");

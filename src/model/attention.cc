@@ -212,6 +212,18 @@ void SoftmaxInPlace(float* x, int32_t len) {
 #endif
 }
 
+// Largest KV block (block_tokens x head_dim floats) that AttendHeads widens to f32 on the stack.
+constexpr size_t kWidenFloats = 4096;
+
+// dst[i] = src[i] as f32 (exact).
+void WidenF16(const uint16_t* src, size_t n, float* dst) {
+  size_t i = 0;
+#ifdef LOCKSTEP_ATTN_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, Load8(src + i));
+#endif
+  for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
+}
+
 }  // namespace
 
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
@@ -240,10 +252,22 @@ void AttendHeads(const KvLayout& kv, const std::vector<std::byte*>& blocks, int3
   const bool f16 = kv.dtype == KvDtype::kF16;
   const int32_t len = position + 1;
   const size_t padded = (size_t(len) + 7) / 8 * 8;
+  // With several heads per call, each f16 block is widened to f32 once and shared by the heads. The
+  // conversion is exact, so every value is bit-identical to reading the f16 block directly.
+  const bool widen = f16 && heads > 1 && size_t(bt) * size_t(n) <= kWidenFloats;
+  alignas(64) float wide[kWidenFloats];  // 16 KiB, uninitialized
   // Scores, block by block, positions in increasing order; each block's K serves every head of the group.
   for (int32_t t0 = 0; t0 < len; t0 += bt) {
     const std::byte* kbase = blocks[t0 / bt] + k_off;
     const int32_t count = std::min(len - t0, bt);
+    if (widen) {
+      WidenF16(reinterpret_cast<const uint16_t*>(kbase), size_t(count) * n, wide);
+      for (int32_t h = 0; h < heads; ++h) {
+        DotRun<float>(q + size_t(h) * n, reinterpret_cast<const std::byte*>(wide), size_t(n) * sizeof(float),
+                      count, n, scale, scores + h * padded + t0);
+      }
+      continue;
+    }
     for (int32_t h = 0; h < heads; ++h) {
       if (f16) {
         DotRun<uint16_t>(q + size_t(h) * n, kbase, stride, count, n, scale, scores + h * padded + t0);
@@ -258,6 +282,14 @@ void AttendHeads(const KvLayout& kv, const std::vector<std::byte*>& blocks, int3
   for (int32_t t0 = 0; t0 < len; t0 += bt) {
     const std::byte* vbase = blocks[t0 / bt] + v_off;
     const int32_t count = std::min(len - t0, bt);
+    if (widen) {
+      WidenF16(reinterpret_cast<const uint16_t*>(vbase), size_t(count) * n, wide);
+      for (int32_t h = 0; h < heads; ++h) {
+        AxpyRun<float>(scores + h * padded + t0, reinterpret_cast<const std::byte*>(wide),
+                       size_t(n) * sizeof(float), count, n, out + size_t(h) * n);
+      }
+      continue;
+    }
     for (int32_t h = 0; h < heads; ++h) {
       if (f16) {
         AxpyRun<uint16_t>(scores + h * padded + t0, vbase, stride, count, n, out + size_t(h) * n);

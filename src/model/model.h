@@ -1,6 +1,7 @@
-// Model: a Llama-family transformer (architectures `llama` and `qwen2`) loaded from a GGUF file, and its forward
-// pass over a ragged Batch (model/batch.h). Weights are borrowed from the GgufFile's mapping, which the Model
-// keeps alive. Forward is engine-thread only (it reuses internal scratch buffers); the config is immutable.
+// Model: a Llama-family transformer (architectures `llama` and `qwen2`) loaded from a GGUF file, and its
+// forward pass over a ragged Batch (model/batch.h). Weights are borrowed from the GgufFile's mapping, which
+// the Model keeps alive. Forward is engine-thread only (it reuses internal scratch buffers); the config is
+// immutable.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,20 @@ namespace lockstep {
 
 class ThreadPool;
 
+struct ModelLoadOptions {
+  // Repack the quantized matrices for the fast int8 kernels (ModelWeights). Costs load time and memory
+  // (about the size of the quantized weights); turn off only to validate a file without running it.
+  bool pack_weights = true;
+  // Threads that repack (0: one per hardware thread, at most 8).
+  int pack_threads = 0;
+};
+
 class Model {
  public:
-  // Validates architecture, hyper-parameters and every tensor (name, shape, type); the error lists all that is
-  // missing or wrong.
-  static Result<std::unique_ptr<Model>> Load(std::shared_ptr<const GgufFile> file);
+  // Validates architecture, hyper-parameters and every tensor (name, shape, type); the error lists all that
+  // is missing or wrong.
+  static Result<std::unique_ptr<Model>> Load(std::shared_ptr<const GgufFile> file,
+                                             const ModelLoadOptions& options = {});
   virtual ~Model() = default;
 
   virtual const ModelConfig& config() const = 0;
@@ -30,9 +40,10 @@ class Model {
   KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
 
   // One forward pass over `batch` (see the contract in model/batch.h). logits: LogitRows() × n_vocab floats,
-  // in the order of the rows that want logits. Rows are independent: a row's logits are bit-identical whatever
-  // other rows share the batch.
-  virtual Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits, ThreadPool& pool) = 0;
+  // in the order of the rows that want logits. Rows are independent: a row's logits are bit-identical
+  // whatever other rows share the batch.
+  virtual Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits,
+                         ThreadPool& pool) = 0;
 
  protected:
   explicit Model(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}

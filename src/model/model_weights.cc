@@ -1,8 +1,12 @@
 #include "model/model_weights.h"
 
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "tensor/dequantize.h"
+#include "tensor/thread_pool.h"
 
 namespace lockstep {
 namespace {
@@ -78,7 +82,40 @@ class Binder {
 
 }  // namespace
 
-Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig& c) {
+void ModelWeights::PackMatrices(int threads) {
+  std::vector<WeightMatrix*> matrices;
+  auto add = [&](WeightMatrix& m) {
+    if (CanPackWeights(m.type) && m.data != nullptr) matrices.push_back(&m);
+  };
+  add(output);
+  for (LayerWeights& lw : layers) {
+    for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
+  }
+  if (matrices.empty()) return;
+  // Largest first, so that the output matrix (often the biggest) does not finish last on one thread.
+  std::stable_sort(matrices.begin(), matrices.end(), [](const WeightMatrix* a, const WeightMatrix* b) {
+    return a->in * a->out > b->in * b->out;
+  });
+  packed.resize(matrices.size());
+  if (threads <= 0) threads = std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
+  threads = std::min<int>(threads, int(matrices.size()));
+  // One task per thread, each taking the next unpacked matrix (largest first), so sizes balance out.
+  std::atomic<size_t> next{0};
+  auto pack = [&](int64_t, int) {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < matrices.size();) {
+      packed[i] = PackWeights(*matrices[i]);
+    }
+  };
+  if (threads == 1) {
+    pack(0, 0);
+  } else {
+    ThreadPool pool(threads);
+    pool.Run(threads, pack);
+  }
+  for (size_t i = 0; i < matrices.size(); ++i) matrices[i]->packed = packed[i].get();
+}
+
+Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig& c, int pack_threads) {
   Binder b(file);
   ModelWeights w;
   const int64_t d = c.n_embd;
@@ -113,6 +150,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
   }
   LOCKSTEP_RETURN_IF_ERROR(b.Finish());
+  if (pack_threads >= 0) w.PackMatrices(pack_threads);
   return w;
 }
 

@@ -1,7 +1,10 @@
 // ModelWeights: the tensors of a Llama-family model, checked against its ModelConfig and bound to the GGUF
 // mapping. Matrices are borrowed views (WeightMatrix) into the GgufFile's data; 1-D tensors (norms, biases)
 // are dequantized once into owned f32 vectors. Bind() checks every tensor's presence, shape and type and
-// reports ALL problems in one error. Immutable after Bind(); the GgufFile must outlive it.
+// reports ALL problems in one error, then repacks every matrix whose type has packed int8 GEMM kernels
+// (tensor/matmul.h PackWeights) and points its WeightMatrix::packed at the copy, which ModelWeights owns
+// (heap objects: the pointers stay valid when ModelWeights is moved). Move-only; immutable after Bind(); the
+// GgufFile must outlive it.
 #pragma once
 
 #include <vector>
@@ -32,8 +35,14 @@ struct ModelWeights {
   WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
   bool tied_output = false;
   std::vector<LayerWeights> layers;
+  std::vector<PackedWeightsPtr> packed;  // owns what the matrices' `packed` fields point at
 
-  static Result<ModelWeights> Bind(const GgufFile& file, const ModelConfig& config);
+  // pack_threads: how many threads repack the matrices (0: one per hardware thread, capped at 8; negative:
+  // do not repack).
+  static Result<ModelWeights> Bind(const GgufFile& file, const ModelConfig& config, int pack_threads = 0);
+
+ private:
+  void PackMatrices(int threads);
 };
 
 }  // namespace lockstep

@@ -42,6 +42,10 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+// A permutation of [0, n): 0, n-1, 1, n-2, ... Attention tasks visit rows in this order so that the pool's
+// contiguous shares mix early and late positions of a causal prefill (a row's cost grows with its position).
+inline int64_t ZigZag(int64_t i, int64_t n) { return i % 2 == 0 ? i / 2 : n - 1 - i / 2; }
+
 template <typename T>
 void GrowTo(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -149,9 +153,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   ForEachRow(pool, rows, [&](int64_t r, int) {
     RmsNorm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
-  MatMul(w.wq, xn_.data(), rows, q_.data(), pool);
-  MatMul(w.wk, xn_.data(), rows, k_.data(), pool);
-  MatMul(w.wv, xn_.data(), rows, v_.data(), pool);
+  {
+    const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
+    float* const outs[] = {q_.data(), k_.data(), v_.data()};
+    MatMulShared(qkv, xn_.data(), rows, outs, pool);
+  }
 
   // Bias, RoPE, then K/V into the row's own sequence blocks.
   ForEachRow(pool, rows, [&](int64_t r, int worker) {
@@ -178,7 +184,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const int64_t heads_per_task = rows * c.n_head_kv >= 4 * pool.size() ? group : 1;
   const int64_t tasks_per_row = c.n_head / heads_per_task;
   auto attend = [&](int64_t task, int worker) {
-    const int64_t r = task / tasks_per_row;
+    const int64_t r = ZigZag(task / tasks_per_row, rows);
     const int64_t h = task % tasks_per_row * heads_per_task;  // first query head
     const BatchRow& row = batch.rows[r];
     AttendHeads(kv, *batch.sequences[row.sequence].blocks, layer, int32_t(h / group), row.position,
@@ -210,8 +216,11 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   ForEachRow(pool, rows, [&](int64_t r, int) {
     RmsNorm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
-  MatMul(w.w_gate, xn_.data(), rows, gate_.data(), pool);
-  MatMul(w.w_up, xn_.data(), rows, up_.data(), pool);
+  {
+    const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
+    float* const outs[] = {gate_.data(), up_.data()};
+    MatMulShared(gate_up, xn_.data(), rows, outs, pool);
+  }
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* g = gate_.data() + r * ff;
     const float* u = up_.data() + r * ff;

@@ -1,6 +1,10 @@
 #include "tensor/packed_weights.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "base/status.h"
 #include "tensor/matmul.h"
@@ -9,16 +13,16 @@
 namespace lockstep {
 namespace {
 
-uint8_t Byte(const std::byte* p) { return static_cast<uint8_t>(*p); }
-
 // Q8_0 / Q4_0: one 32-element block of output o into its packed unit.
 void PackSmallBlock(bool q8, const std::byte* src, int o, std::byte* dst) {
   const int quant_bytes = q8 ? 32 : 16;
+  // Q8_0 is stored offset by 128 (flip each byte's top bit), the VPDPBUSD operand form. 4 bytes at a time.
+  const uint32_t flip = q8 ? 0x80808080u : 0u;
   for (int k = 0; k < quant_bytes / 4; ++k) {
-    for (int e = 0; e < 4; ++e) {
-      const uint8_t v = Byte(src + 2 + 4 * k + e);  // Q8_0 is stored offset by 128, the VPDPBUSD operand form
-      dst[4 * kPackedGroup * k + 4 * o + e] = static_cast<std::byte>(q8 ? v ^ 0x80 : v);
-    }
+    uint32_t v;
+    std::memcpy(&v, src + 2 + 4 * k, 4);
+    v ^= flip;
+    std::memcpy(dst + 4 * kPackedGroup * k + 4 * o, &v, 4);
   }
   std::memcpy(dst + kPackedGroup * quant_bytes + 2 * o, src, 2);  // f16 scale
 }
@@ -65,6 +69,19 @@ void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
 }
 
 }  // namespace
+
+template <>
+std::byte* HugePageAllocator<std::byte>::allocate(size_t n) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t align = n >= kHuge ? kHuge : 64;
+  const size_t bytes = (std::max<size_t>(n, 1) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+  return static_cast<std::byte*>(p);
+}
 
 void PackedWeightsDeleter::operator()(PackedWeights* p) const { delete p; }
 

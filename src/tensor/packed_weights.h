@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "gguf/tensor_type.h"
@@ -24,6 +25,25 @@
 namespace lockstep {
 
 inline constexpr int kPackedGroup = 16;
+
+// Allocator for the packed bytes: large buffers are 2 MiB aligned and advised for transparent huge pages, so
+// that filling hundreds of MiB at load time costs few page faults (4 KiB faults dominate it otherwise).
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n);
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
+};
+// Defined for std::byte in packed_weights.cc.
+template <>
+std::byte* HugePageAllocator<std::byte>::allocate(size_t n);
 
 struct PackedWeights {
   TensorType type = TensorType::kQ8_0;
@@ -33,7 +53,7 @@ struct PackedWeights {
   int64_t units = 0;          // in / unit_elements
   int64_t unit_elements = 0;  // 32 or 256
   int64_t unit_bytes = 0;     // per (group, unit)
-  std::vector<std::byte> data;
+  std::vector<std::byte, HugePageAllocator<std::byte>> data;
 
   const std::byte* Unit(int64_t group, int64_t unit) const {
     return data.data() + (group * units + unit) * unit_bytes;
