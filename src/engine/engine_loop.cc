@@ -60,6 +60,9 @@ void Engine::Loop::Run() {
     if (!TakeInbox(/*wait=*/scheduler_.idle())) break;
     if (scheduler_.idle()) continue;
     Step();
+    // Requests admitted and finished within this step leave the waiting count; refresh it now, since an idle
+    // engine next blocks in Take() and would otherwise keep counting them against --max-queue.
+    inbox_->SetEngineWaiting(scheduler_.num_waiting_new());
   }
   FinishAll(FinishReason::kCancelled, "");
   PublishStats(nullptr);
