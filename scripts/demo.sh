@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Sets everything up (Debian packages, build), makes the demo model and runs the main job.
+# Sets everything up (Debian packages, build), makes the demo model and runs the main job: the seed's
+# experiment — five questions as one combined request vs five parallel requests vs one after another — through
+# a lockstep server started in-process. Prints the table; the chart is written to out/bench-compare/chart.svg.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/build.sh
-mkdir -p models
+mkdir -p models out
+model=models/demo-smollm2-135m-q8_0.gguf
 vocab=../shared/testdata/vocab/ggml-vocab-llama-spm.gguf
 vocab_args=()
 [[ -f $vocab ]] && vocab_args=(--vocab-from "$vocab")
-if [[ ! -f models/demo-smollm2-135m-q8_0.gguf ]]; then
-  ./build/lockstep make-model --shape smollm2-135m --type q8_0 "${vocab_args[@]}" -o models/demo-smollm2-135m-q8_0.gguf
+if [[ ! -f $model ]]; then
+  ./build/lockstep make-model --shape smollm2-135m --type q8_0 "${vocab_args[@]}" -o "$model"
 fi
-./build/lockstep info -m models/demo-smollm2-135m-q8_0.gguf
-./build/lockstep generate -m models/demo-smollm2-135m-q8_0.gguf -p "Once upon a time" -n 64 -t 2 --ignore-eos
+./build/lockstep bench compare -m "$model" --builtin --max-tokens "${LOCKSTEP_DEMO_TOKENS:-200}" \
+  --repeat "${LOCKSTEP_DEMO_REPEAT:-3}" --out out/bench-compare
+echo
+echo "Table: out/bench-compare/result.md   Chart: out/bench-compare/chart.svg   Data: out/bench-compare/result.json"
