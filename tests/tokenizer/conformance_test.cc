@@ -94,14 +94,7 @@ TEST_P(VocabSuiteTest, IncrementalMatchesWholeDecodeAtEverySplit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocab, VocabSuiteTest, ::testing::ValuesIn(testing::SuiteVocabNames()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& ch : name) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Vocab, VocabSuiteTest, ::testing::ValuesIn(testing::SuiteVocabNames()), testing::VocabTestName);
 
 }  // namespace
 }  // namespace lockstep

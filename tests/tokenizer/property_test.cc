@@ -133,14 +133,7 @@ TEST_P(PropertyTest, RandomIdsDecodeToValidUtf8AndStreamIdentically) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocab, PropertyTest, ::testing::ValuesIn(testing::AllVocabNames()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& ch : name) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Vocab, PropertyTest, ::testing::ValuesIn(testing::AllVocabNames()), testing::VocabTestName);
 
 }  // namespace
 }  // namespace lockstep

@@ -76,4 +76,12 @@ Result<std::vector<SuiteCase>> ReadSuiteCases(const std::string& name) {
   return cases;
 }
 
+std::string VocabTestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return name;
+}
+
 }  // namespace lockstep::testing

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "base/status.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +25,8 @@ struct SuiteCase {
 const std::vector<std::string>& SuiteVocabNames();
 // Every vocabulary of the suite (also those without .inp/.out: gpt-neox, baichuan).
 const std::vector<std::string>& AllVocabNames();
+// Names parameterised tests after their vocabulary ("gpt-2" -> "gpt_2"; gtest names allow no '-').
+std::string VocabTestName(const ::testing::TestParamInfo<std::string>& info);
 // The path of ggml-vocab-NAME.gguf.
 std::string VocabPath(const std::string& name);
 // Loads (and caches for the process) the tokenizer of ggml-vocab-NAME.gguf.
