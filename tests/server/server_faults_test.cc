@@ -248,18 +248,19 @@ TEST(ServerLoadTest, SixtyFourConcurrentStreamsMatchTheirSoloRuns) {
     ASSERT_TRUE(done);
   }
   std::vector<std::string> together(64);
-  std::vector<bool> finished(64, false);
+  // One byte per stream: std::vector<bool> packs bits, so writes from different threads would race.
+  std::vector<char> finished(64, 0);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < 64; ++i) {
     threads.emplace_back([&, i] {
       bool done = false;
       together[i] = CollectOpenAiText(Stream(port, "/v1/chat/completions", body(i)), true, &done)[0];
-      finished[i] = done;
+      finished[i] = done ? 1 : 0;
     });
   }
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < 64; ++i) {
-    EXPECT_TRUE(finished[i]) << "stream " << i;
+    EXPECT_EQ(finished[i], 1) << "stream " << i;
     EXPECT_EQ(together[i], solo[i]) << "stream " << i;
   }
   EXPECT_TRUE(WaitForIdleEngine(port));
