@@ -182,6 +182,7 @@ TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& samp
       event.finish_reason = FinishReason::kStop;
       event.stop_kind = StopKind::kStopString;
       event.stop_string = std::move(out.matched);
+      event.stop_tail = std::move(out.tail);
       return event;
     }
   }

@@ -203,6 +203,7 @@ StopMatcher::Output StopMatcher::Push(std::string_view delta) {
     out.text = held_.substr(0, best);
     out.stopped = true;
     out.matched = *best_stop;
+    out.tail = held_.substr(best);
     stopped_ = true;
     held_.clear();
     return out;

@@ -90,6 +90,7 @@ class StopMatcher {
     std::string text;      // to emit
     bool stopped = false;  // a stop string was found (text ends right before it)
     std::string matched;   // which one
+    std::string tail;      // the text withheld from `text`: the stop string and whatever followed it
   };
   Output Push(std::string_view delta);
   std::string Flush();

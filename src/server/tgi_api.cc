@@ -106,8 +106,10 @@ nlohmann::json TopTokens(const ApiContext& ctx, const TokenEvent& e) {
   return top;
 }
 
+// TGI's generated_text is the decode of every generated token, so a matched stop sequence stays in it.
 std::string FullText(const TgiRequest& req, const ChoiceState& c) {
-  return req.return_full_text ? req.inputs + c.text : c.text;
+  const std::string generated = c.text + c.last.stop_tail;
+  return req.return_full_text ? req.inputs + generated : generated;
 }
 
 }  // namespace

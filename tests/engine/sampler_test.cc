@@ -231,5 +231,14 @@ TEST(StopMatcher, StopInsideOneDelta) {
   EXPECT_EQ(m.Push("x").text, "");
 }
 
+TEST(StopMatcher, TailHoldsTheStopAndWhatFollowedIt) {
+  StopMatcher m({"</end>"});
+  EXPECT_EQ(m.Push("Hello <").text, "Hello ");  // "<" held back
+  const StopMatcher::Output o = m.Push("/end> more");
+  EXPECT_TRUE(o.stopped);
+  EXPECT_EQ(o.text, "");
+  EXPECT_EQ(o.tail, "</end> more");  // every pushed byte is in some text or in the tail
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -211,6 +211,11 @@ TEST_F(ServerRoutesTest, StopStringsEndGeneration) {
   auto tgi = Post(port(), "/generate", {{"inputs", "Hello world"},
                                          {"parameters", {{"max_new_tokens", 12}, {"stop", {stop}}, {"details", true}}}});
   EXPECT_EQ(tgi.Json()["details"]["finish_reason"], "stop_sequence");
+  // TGI keeps the stop sequence: generated_text is the decode of every generated token, the last one included.
+  const std::string through_stop = text.substr(0, text.find(stop) + stop.size());
+  const std::string generated = tgi.Json()["generated_text"];
+  EXPECT_EQ(generated.rfind(through_stop, 0), 0u) << generated;
+  EXPECT_EQ(text.rfind(generated, 0), 0u) << generated;
 }
 
 TEST_F(ServerRoutesTest, MetricsExposeTheRequiredFamilies) {
