@@ -77,6 +77,9 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--header-timeout", o.header_timeout_s, "Seconds to receive a request's headers")
       ->capture_default_str();
   cmd->add_option("--body-timeout", o.body_timeout_s, "Seconds to receive a request's body")->capture_default_str();
+  cmd->add_option("--write-timeout", o.write_timeout_s,
+                  "Seconds one response write may take before the client counts as gone")
+      ->capture_default_str();
   AddEngineFlags(*cmd, flags->engine);
   cmd->callback([flags] { RunServe(*flags); });
 }

@@ -181,6 +181,7 @@ class Session : public std::enable_shared_from_this<Session> {
                              R"( bytes","type":"invalid_request_error","param":null,"code":"body_too_large"}})";
     server_->active_++;
     active_counted_ = true;
+    timing_writes_ = true;
     SendOnStrand(413, "application/json", body, {});
   }
 
@@ -203,6 +204,7 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->active_++;
     active_counted_ = true;
     stream_.expires_never();
+    timing_writes_ = true;
     Watch();
     server_->handler_(std::move(request), MakeWriter());
   }
@@ -241,12 +243,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoWrite() {
     if (closed_) return;
     writing_ = true;
+    if (timing_writes_) stream_.expires_after(Seconds(server_->options_.write_timeout_s));
     net::async_write(stream_, net::buffer(writes_.front()),
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->writing_ = false;
-                       if (ec) return self->DoClose();
+                       if (ec) return self->DoClose();  // beast::error::timeout: the client stopped reading
                        self->writes_.pop_front();
                        if (!self->writes_.empty()) return self->DoWrite();
+                       if (self->timing_writes_) self->stream_.expires_never();
                        if (self->response_done_) self->AfterResponse();
                      });
   }
@@ -291,6 +295,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Next() {
+    timing_writes_ = false;
     response_done_ = false;
     response_started_ = false;
     ReadHeader(false);
@@ -323,6 +328,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::function<void()> on_close_;
   std::atomic<bool> closed_{false};
   bool writing_ = false;
+  bool timing_writes_ = false;  // a response is being written: each write runs under write_timeout_s
   bool watching_ = false;
   bool response_started_ = false;
   bool response_done_ = false;

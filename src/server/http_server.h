@@ -9,6 +9,9 @@
 // is still queued. Responses are either whole (Send) or streamed with chunked transfer encoding (StartStream /
 // Write / End; HTTP/1.0 clients get an unchunked stream and Connection: close).
 //
+// Every write of a response must complete within write_timeout_s, or the connection is closed (and OnClose runs):
+// a client that stops reading cannot pin a request and grow its output queue.
+//
 // ResponseWriter methods are thread-safe: they post to the connection's strand. Stop() closes the listener
 // (StopAccepting) and then every connection.
 #pragma once
@@ -66,6 +69,7 @@ struct HttpServerOptions {
   double header_timeout_s = 10;
   double body_timeout_s = 30;
   double idle_timeout_s = 60;
+  double write_timeout_s = 30;  // per write of a response, counted from when it starts
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
 };

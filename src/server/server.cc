@@ -59,12 +59,14 @@ class Server::Impl {
     http.header_timeout_s = options_.header_timeout_s;
     http.body_timeout_s = options_.body_timeout_s;
     http.idle_timeout_s = options_.idle_timeout_s;
+    http.write_timeout_s = options_.write_timeout_s;
     http.max_body_bytes = options_.max_body_bytes;
     http_ = std::make_unique<HttpServer>(http, [this](HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
       HandleRequest(state_, std::move(request), std::move(writer));
     });
     LOCKSTEP_ASSIGN_OR_RETURN(port_, http_->Start());
     log_->info("listening on http://{}:{} (loading {})", options_.host, port_, options_.model_path);
+    if (options_.on_listening) options_.on_listening(port_);
     Status loaded = Load();
     if (!loaded.ok()) {
       http_->Stop();
@@ -198,6 +200,14 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (options.max_seqs < 1) return InvalidArgument("--max-seqs must be >= 1");
   if (options.max_batch_tokens < 1) return InvalidArgument("--max-batch-tokens must be >= 1");
   if (options.io_threads < 1) return InvalidArgument("I/O threads must be >= 1");
+  const std::pair<const char*, double> timeouts[] = {{"--header-timeout", options.header_timeout_s},
+                                                     {"--body-timeout", options.body_timeout_s},
+                                                     {"idle timeout", options.idle_timeout_s},
+                                                     {"--write-timeout", options.write_timeout_s}};
+  for (const auto& [name, seconds] : timeouts) {
+    if (!(seconds > 0)) return InvalidArgument(std::string(name) + " must be > 0 seconds, got " + std::to_string(seconds));
+  }
+  if (!(options.drain_timeout_s >= 0)) return InvalidArgument("--drain-timeout must be >= 0 seconds");
   return std::unique_ptr<Server>(new Server(std::make_unique<Impl>(options)));
 }
 

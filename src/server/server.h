@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,8 +35,12 @@ struct ServerOptions {
   double header_timeout_s = 10;     // time to receive a request's headers
   double body_timeout_s = 30;       // time to receive a request's body
   double idle_timeout_s = 60;       // keep-alive connection idle time before it is closed
+  double write_timeout_s = 30;      // a response write taking longer closes the connection (client stopped reading)
   double drain_timeout_s = 30;      // Stop(): grace period for in-flight requests
   size_t max_body_bytes = 8u << 20; // larger bodies get 413
+  // Called once on Start()'s thread when the socket is bound, before the model loads (GET /health answers 503
+  // "loading" until Start() returns).
+  std::function<void(int port)> on_listening;
   bool quiet = false;               // log warnings only (for in-process use, e.g. `bench -m`); logs go to stderr
 };
 

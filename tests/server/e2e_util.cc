@@ -1,5 +1,8 @@
 #include "e2e_util.h"
 
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "testing/testdata.h"
@@ -42,6 +45,36 @@ std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& eve
     }
   }
   return text;
+}
+
+double Metric(int port, const std::string& sample) {
+  return MetricValue(Request(port, "GET", "/metrics").body, sample);
+}
+
+// Polls /metrics until nothing runs or waits and no KV is in use.
+bool WaitForIdleEngine(int port) {
+  std::string m;
+  for (int i = 0; i < 500; ++i) {
+    m = Request(port, "GET", "/metrics").body;
+    if (MetricValue(m, "lockstep_num_requests_running") == 0 && MetricValue(m, "lockstep_num_requests_waiting") == 0 &&
+        MetricValue(m, "lockstep_kv_cache_usage_ratio") == 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "engine not idle; running " << MetricValue(m, "lockstep_num_requests_running") << " waiting "
+                << MetricValue(m, "lockstep_num_requests_waiting") << " kv "
+                << MetricValue(m, "lockstep_kv_cache_usage_ratio");
+  return false;
+}
+
+// Polls /metrics until `sample` reaches `value` (false after ~10 s).
+bool WaitForMetric(int port, const std::string& sample, double value) {
+  for (int i = 0; i < 500; ++i) {
+    if (Metric(port, sample) >= value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace lockstep::server::testing

@@ -131,27 +131,6 @@ TEST(ServerAuthTest, ApiKeyIsRequiredExceptForHealth) {
   EXPECT_TRUE(tgi.Json().contains("error_type"));
 }
 
-double Metric(int port, const std::string& sample) {
-  return MetricValue(Request(port, "GET", "/metrics").body, sample);
-}
-
-// Polls /metrics until nothing runs or waits and no KV is in use.
-bool WaitForIdleEngine(int port) {
-  std::string m;
-  for (int i = 0; i < 500; ++i) {
-    m = Request(port, "GET", "/metrics").body;
-    if (MetricValue(m, "lockstep_num_requests_running") == 0 && MetricValue(m, "lockstep_num_requests_waiting") == 0 &&
-        MetricValue(m, "lockstep_kv_cache_usage_ratio") == 0) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ADD_FAILURE() << "engine not idle; running " << MetricValue(m, "lockstep_num_requests_running") << " waiting "
-                << MetricValue(m, "lockstep_num_requests_waiting") << " kv "
-                << MetricValue(m, "lockstep_kv_cache_usage_ratio");
-  return false;
-}
-
 nlohmann::json LongCompletion(bool stream, int n = 1) {
   return {{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"ignore_eos", true}, {"temperature", 0},
           {"stream", stream}, {"n", n}};
@@ -165,15 +144,6 @@ int SendAndLeaveOpen(int port, const nlohmann::json& body) {
                           "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
   send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   return fd;
-}
-
-// Polls /metrics until `sample` reaches `value` (false after ~10 s).
-bool WaitForMetric(int port, const std::string& sample, double value) {
-  for (int i = 0; i < 500; ++i) {
-    if (Metric(port, sample) >= value) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
 }
 
 TEST(ServerLoadTest, FullQueueGives503OnOpenAiAnd429OnTgi) {
