@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/attention_kernels.h"
 #include "model/vec_math.h"
 #include "tensor/float16.h"
 
@@ -26,57 +27,6 @@ inline float HorizontalSum(__m256 v) {
 }
 #endif
 
-// Dot products and axpy against one K/V vector in the KV storage type. Fixed order for a given n.
-float DotF32(const float* q, const float* k, int n) {
-  int i = 0;
-  float sum = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc);
-  sum = HorizontalSum(acc);
-#endif
-  for (; i < n; ++i) sum += q[i] * k[i];
-  return sum;
-}
-
-float DotF16(const float* q, const uint16_t* k, int n) {
-  int i = 0;
-  float sum = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) {
-    const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
-    acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv, acc);
-  }
-  sum = HorizontalSum(acc);
-#endif
-  for (; i < n; ++i) sum += q[i] * F16ToF32(k[i]);
-  return sum;
-}
-
-void AxpyF32(float w, const float* v, float* out, int n) {
-  int i = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  const __m256 wv = _mm256_set1_ps(w);
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(wv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(out + i)));
-  }
-#endif
-  for (; i < n; ++i) out[i] += w * v[i];
-}
-
-void AxpyF16(float w, const uint16_t* v, float* out, int n) {
-  int i = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  const __m256 wv = _mm256_set1_ps(w);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(wv, vv, _mm256_loadu_ps(out + i)));
-  }
-#endif
-  for (; i < n; ++i) out[i] += w * F16ToF32(v[i]);
-}
-
 void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n) {
   if (dtype == KvDtype::kF32) {
     std::memcpy(dst, src, size_t(n) * sizeof(float));
@@ -91,94 +41,6 @@ void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n) {
   }
 #endif
   for (; i < n; ++i) h[i] = F32ToF16(src[i]);
-}
-
-#ifdef LOCKSTEP_ATTN_AVX2
-inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 Load8(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-#endif
-inline float ToF32(float v) { return v; }
-inline float ToF32(uint16_t v) { return F16ToF32(v); }
-
-// scores[s] = scale * dot(q, K[s]) for `count` consecutive slots starting at kbase. Four slots run side by
-// side for instruction-level parallelism; each slot's arithmetic is exactly that of DotF32 / DotF16.
-template <typename T>
-void DotRun(const float* q, const std::byte* kbase, size_t stride, int32_t count, int n, float scale,
-            float* scores) {
-  int32_t s = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  const int vec_end = n / 8 * 8;
-  for (; s + 4 <= count; s += 4) {
-    const T* k[4];
-    for (int j = 0; j < 4; ++j) k[j] = reinterpret_cast<const T*>(kbase + size_t(s + j) * stride);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    for (int i = 0; i < vec_end; i += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + i);
-      acc0 = _mm256_fmadd_ps(qv, Load8(k[0] + i), acc0);
-      acc1 = _mm256_fmadd_ps(qv, Load8(k[1] + i), acc1);
-      acc2 = _mm256_fmadd_ps(qv, Load8(k[2] + i), acc2);
-      acc3 = _mm256_fmadd_ps(qv, Load8(k[3] + i), acc3);
-    }
-    float sum[4] = {HorizontalSum(acc0), HorizontalSum(acc1), HorizontalSum(acc2), HorizontalSum(acc3)};
-    for (int j = 0; j < 4; ++j) {
-      for (int i = vec_end; i < n; ++i) sum[j] += q[i] * ToF32(k[j][i]);
-      scores[s + j] = sum[j] * scale;
-    }
-  }
-#endif
-  for (; s < count; ++s) {
-    const std::byte* kp = kbase + size_t(s) * stride;
-    const float dot = sizeof(T) == 2 ? DotF16(q, reinterpret_cast<const uint16_t*>(kp), n)
-                                     : DotF32(q, reinterpret_cast<const float*>(kp), n);
-    scores[s] = dot * scale;
-  }
-}
-
-// out += sum over `count` slots of w[s] * V[s], slots in increasing order. With head_dim a multiple of 8 up
-// to 128 the output stays in registers; each lane's arithmetic is exactly that of AxpyF32 / AxpyF16.
-template <typename T, int kChunks>
-void AxpyRunFixed(const float* w, const std::byte* vbase, size_t stride, int32_t count, float* out) {
-#ifdef LOCKSTEP_ATTN_AVX2
-  __m256 acc[kChunks];
-  for (int c = 0; c < kChunks; ++c) acc[c] = _mm256_loadu_ps(out + 8 * c);
-  for (int32_t s = 0; s < count; ++s) {
-    const T* v = reinterpret_cast<const T*>(vbase + size_t(s) * stride);
-    const __m256 wv = _mm256_set1_ps(w[s]);
-    for (int c = 0; c < kChunks; ++c) acc[c] = _mm256_fmadd_ps(wv, Load8(v + 8 * c), acc[c]);
-  }
-  for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
-#endif
-}
-
-template <typename T>
-void AxpyRun(const float* w, const std::byte* vbase, size_t stride, int32_t count, int n, float* out) {
-#ifdef LOCKSTEP_ATTN_AVX2
-  switch (n) {
-    case 32:
-      return AxpyRunFixed<T, 4>(w, vbase, stride, count, out);
-    case 64:
-      return AxpyRunFixed<T, 8>(w, vbase, stride, count, out);
-    case 80:
-      return AxpyRunFixed<T, 10>(w, vbase, stride, count, out);
-    case 96:
-      return AxpyRunFixed<T, 12>(w, vbase, stride, count, out);
-    case 128:
-      return AxpyRunFixed<T, 16>(w, vbase, stride, count, out);
-    default:
-      break;
-  }
-#endif
-  for (int32_t s = 0; s < count; ++s) {
-    const std::byte* vp = vbase + size_t(s) * stride;
-    if (sizeof(T) == 2) {
-      AxpyF16(w[s], reinterpret_cast<const uint16_t*>(vp), out, n);
-    } else {
-      AxpyF32(w[s], reinterpret_cast<const float*>(vp), out, n);
-    }
-  }
 }
 
 // x[0..len) <- softmax(x[0..len)). x has room for len rounded up to 8 (the padding is overwritten).
@@ -212,17 +74,19 @@ void SoftmaxInPlace(float* x, int32_t len) {
 #endif
 }
 
-// Largest KV block (block_tokens x head_dim floats) that AttendHeads widens to f32 on the stack.
-constexpr size_t kWidenFloats = 4096;
-
-// dst[i] = src[i] as f32 (exact).
-void WidenF16(const uint16_t* src, size_t n, float* dst) {
-  size_t i = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, Load8(src + i));
-#endif
-  for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
+template <typename T>
+T* Grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
 }
+
+// Per-thread scratch, grown on demand and then reused: no allocation per step once warm.
+struct Scratch {
+  std::vector<float> scores, keys, values, queries;
+};
+thread_local Scratch scratch;
+
+const attention::KernelLevel kLevel = attention::BestKernelLevel();
 
 }  // namespace
 
@@ -238,63 +102,65 @@ void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t 
   }
 }
 
-size_t AttentionScoresFloats(int32_t heads, int32_t position) {
-  return size_t(heads) * ((size_t(position) + 1 + 7) / 8 * 8);
-}
-
-void AttendHeads(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                 int32_t position, const float* q, int32_t heads, float scale, float* scores, float* out) {
+void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
+                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads, float scale,
+                float* out, size_t out_stride) {
+  using attention::AccumulateValues;
+  using attention::DotKeys;
   const int n = kv.head_dim;
+  const int dp = attention::PaddedHeadDim(n);
   const int32_t bt = kv.block_tokens;
-  const size_t stride = size_t(n) * kv.ElementBytes();
+  const bool f16 = kv.dtype == KvDtype::kF16;
   const size_t k_off = kv.KeyOffset(layer, kv_head);
   const size_t v_off = kv.ValueOffset(layer, kv_head);
-  const bool f16 = kv.dtype == KvDtype::kF16;
-  const int32_t len = position + 1;
-  const size_t padded = (size_t(len) + 7) / 8 * 8;
-  // With several heads per call, each f16 block is widened to f32 once and shared by the heads. The
-  // conversion is exact, so every value is bit-identical to reading the f16 block directly.
-  const bool widen = f16 && heads > 1 && size_t(bt) * size_t(n) <= kWidenFloats;
-  alignas(64) float wide[kWidenFloats];  // 16 KiB, uninitialized
-  // Scores, block by block, positions in increasing order; each block's K serves every head of the group.
-  for (int32_t t0 = 0; t0 < len; t0 += bt) {
-    const std::byte* kbase = blocks[t0 / bt] + k_off;
-    const int32_t count = std::min(len - t0, bt);
-    if (widen) {
-      WidenF16(reinterpret_cast<const uint16_t*>(kbase), size_t(count) * n, wide);
+  const int32_t max_len = first_position + rows;
+  const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
+  float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
+  float* keys = Grow(scratch.keys, attention::PairedKeyFloats(bt, n));
+  float* values = Grow(scratch.values, size_t(bt) * n);
+  // Queries padded to a multiple of 8 dims (zeros) when head_dim is not one.
+  const float* queries = q;
+  size_t query_stride = q_stride;
+  if (dp != n) {
+    float* padded = Grow(scratch.queries, size_t(rows) * heads * dp);
+    for (int32_t r = 0; r < rows; ++r) {
       for (int32_t h = 0; h < heads; ++h) {
-        DotRun<float>(q + size_t(h) * n, reinterpret_cast<const std::byte*>(wide), size_t(n) * sizeof(float),
-                      count, n, scale, scores + h * padded + t0);
+        float* dst = padded + (size_t(r) * heads + h) * dp;
+        std::memcpy(dst, q + r * q_stride + size_t(h) * n, size_t(n) * sizeof(float));
+        std::fill(dst + n, dst + dp, 0.0f);
       }
-      continue;
     }
-    for (int32_t h = 0; h < heads; ++h) {
-      if (f16) {
-        DotRun<uint16_t>(q + size_t(h) * n, kbase, stride, count, n, scale, scores + h * padded + t0);
-      } else {
-        DotRun<float>(q + size_t(h) * n, kbase, stride, count, n, scale, scores + h * padded + t0);
+    queries = padded;
+    query_stride = size_t(heads) * dp;
+  }
+  const size_t query_head_stride = dp != n ? size_t(dp) : size_t(n);
+  auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
+
+  // Scores, block by block, positions in increasing order; each widened key block serves every row and head.
+  for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
+    const int32_t block_count = std::min(max_len - t0, bt);
+    attention::WidenKeysPaired(blocks[t0 / bt] + k_off, f16, block_count, n, keys);
+    for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
+      const int32_t count = std::min(first_position + r + 1 - t0, bt);
+      for (int32_t h = 0; h < heads; ++h) {
+        DotKeys(kLevel, queries + r * query_stride + h * query_head_stride, keys, count, n, scale,
+                row_scores(r, h) + t0);
       }
     }
   }
-  // Softmax per head; scores become weights that sum to 1.
-  for (int32_t h = 0; h < heads; ++h) SoftmaxInPlace(scores + h * padded, len);
-  for (int32_t h = 0; h < heads; ++h) std::memset(out + size_t(h) * n, 0, size_t(n) * sizeof(float));
-  for (int32_t t0 = 0; t0 < len; t0 += bt) {
-    const std::byte* vbase = blocks[t0 / bt] + v_off;
-    const int32_t count = std::min(len - t0, bt);
-    if (widen) {
-      WidenF16(reinterpret_cast<const uint16_t*>(vbase), size_t(count) * n, wide);
-      for (int32_t h = 0; h < heads; ++h) {
-        AxpyRun<float>(scores + h * padded + t0, reinterpret_cast<const std::byte*>(wide),
-                       size_t(n) * sizeof(float), count, n, out + size_t(h) * n);
-      }
-      continue;
-    }
+  for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) {
-      if (f16) {
-        AxpyRun<uint16_t>(scores + h * padded + t0, vbase, stride, count, n, out + size_t(h) * n);
-      } else {
-        AxpyRun<float>(scores + h * padded + t0, vbase, stride, count, n, out + size_t(h) * n);
+      SoftmaxInPlace(row_scores(r, h), first_position + r + 1);
+      std::memset(out + r * out_stride + size_t(h) * n, 0, size_t(n) * sizeof(float));
+    }
+  }
+  for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
+    const int32_t block_count = std::min(max_len - t0, bt);
+    attention::WidenValues(blocks[t0 / bt] + v_off, f16, block_count, n, values);
+    for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
+      const int32_t count = std::min(first_position + r + 1 - t0, bt);
+      for (int32_t h = 0; h < heads; ++h) {
+        AccumulateValues(kLevel, row_scores(r, h) + t0, values, count, n, out + r * out_stride + size_t(h) * n);
       }
     }
   }

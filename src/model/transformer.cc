@@ -17,6 +17,9 @@ namespace {
 constexpr int64_t kParallelRows = 8;
 // Below this many (position x query dim) products, attention runs on the calling thread.
 constexpr int64_t kInlineAttentionWork = 1 << 15;
+// Rows of one prefill chunk that share each widened KV block in attention (bounded so that a long chunk still
+// splits into enough tasks for every worker).
+constexpr int64_t kTileRows = 16;
 
 // pool.Run through a closure holding one reference, which fits std::function's small buffer: no heap
 // allocation per call.
@@ -93,7 +96,7 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<f
   return Status::Ok();
 }
 
-void Transformer::EnsureScratch(int64_t rows, int32_t max_position, int workers) {
+void Transformer::EnsureScratch(int64_t rows, int workers) {
   const ModelConfig& c = config_;
   const size_t r = size_t(rows);
   GrowTo(x_, r * c.n_embd);
@@ -105,13 +108,6 @@ void Transformer::EnsureScratch(int64_t rows, int32_t max_position, int workers)
   GrowTo(v_, r * c.kv_dim());
   GrowTo(gate_, r * c.n_ff);
   GrowTo(up_, r * c.n_ff);
-  // Scores: round the per-worker stride up so that growing contexts do not reallocate every step.
-  const size_t need =
-      AttentionScoresFloats(int32_t(c.n_head / c.n_head_kv), (max_position + 256) / 256 * 256);
-  if (need > scores_stride_ || worker_scores_.size() < need * workers) {
-    scores_stride_ = std::max(need, scores_stride_);
-    worker_scores_.assign(scores_stride_ * workers, 0.0f);
-  }
   GrowTo(worker_cos_sin_, size_t(workers) * 2 * rope_.pairs());
 }
 
@@ -120,9 +116,7 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<fl
   LOCKSTEP_RETURN_IF_ERROR(Validate(batch, kv, logits));
   const int64_t rows = static_cast<int64_t>(batch.rows.size());
   if (rows == 0) return Status::Ok();
-  int32_t max_position = 0;
-  for (const BatchRow& row : batch.rows) max_position = std::max(max_position, row.position);
-  EnsureScratch(rows, max_position, pool.size());
+  EnsureScratch(rows, pool.size());
 
   Embed(batch, pool);
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
@@ -177,27 +171,41 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
   });
 
-  // Attention: one task per (row, KV head) with its group of query heads, or per (row, query head) when that
-  // gives too few tasks to spread over the workers. Both compute every head identically.
+  // Attention over row tiles: runs of adjacent rows of one sequence at consecutive positions (prefill chunks)
+  // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its group of
+  // query heads, or per (tile, query head) when that gives too few tasks to spread over the workers. Every
+  // (row, head) is computed identically whatever the tiling and grouping.
+  tiles_.clear();
+  for (int64_t r = 0; r < rows;) {
+    int64_t end = r + 1;
+    while (end < rows && end - r < kTileRows && batch.rows[end].sequence == batch.rows[r].sequence &&
+           batch.rows[end].position == batch.rows[end - 1].position + 1) {
+      ++end;
+    }
+    tiles_.push_back({r, int32_t(end - r)});
+    r = end;
+  }
+  const int64_t tiles = int64_t(tiles_.size());
   const int64_t group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const int64_t heads_per_task = rows * c.n_head_kv >= 4 * pool.size() ? group : 1;
-  const int64_t tasks_per_row = c.n_head / heads_per_task;
-  auto attend = [&](int64_t task, int worker) {
-    const int64_t r = ZigZag(task / tasks_per_row, rows);
-    const int64_t h = task % tasks_per_row * heads_per_task;  // first query head
+  const int64_t heads_per_task = tiles * c.n_head_kv >= 4 * pool.size() ? group : 1;
+  const int64_t tasks_per_tile = c.n_head / heads_per_task;
+  auto attend = [&](int64_t task, int) {
+    const RowTile& tile = tiles_[ZigZag(task / tasks_per_tile, tiles)];
+    const int64_t r = tile.first_row;
+    const int64_t h = task % tasks_per_tile * heads_per_task;  // first query head
     const BatchRow& row = batch.rows[r];
-    AttendHeads(kv, *batch.sequences[row.sequence].blocks, layer, int32_t(h / group), row.position,
-                q_.data() + r * q_dim + h * c.head_dim, int32_t(heads_per_task), scale,
-                worker_scores_.data() + worker * scores_stride_, att_.data() + r * q_dim + h * c.head_dim);
+    AttendRows(kv, *batch.sequences[row.sequence].blocks, layer, int32_t(h / group), row.position, tile.rows,
+               q_.data() + r * q_dim + h * c.head_dim, size_t(q_dim), int32_t(heads_per_task), scale,
+               att_.data() + r * q_dim + h * c.head_dim, size_t(q_dim));
   };
   // Short contexts: a pool round trip costs more than the work itself (same results either way).
   int64_t work = 0;
   for (const BatchRow& row : batch.rows) work += int64_t(row.position + 1) * q_dim;
   if (work < kInlineAttentionWork || pool.size() == 1) {
-    for (int64_t task = 0; task < rows * tasks_per_row; ++task) attend(task, 0);
+    for (int64_t task = 0; task < tiles * tasks_per_tile; ++task) attend(task, 0);
   } else {
-    RunTasks(pool, rows * tasks_per_row, attend);
+    RunTasks(pool, tiles * tasks_per_tile, attend);
   }
 
   MatMul(w.wo, att_.data(), rows, proj_.data(), pool);

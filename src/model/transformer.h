@@ -31,7 +31,7 @@ class Transformer final : public Model {
 
  private:
   Status Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const;
-  void EnsureScratch(int64_t rows, int32_t max_position, int workers);
+  void EnsureScratch(int64_t rows, int workers);
   void Embed(const Batch& batch, ThreadPool& pool);
   void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
@@ -43,9 +43,12 @@ class Transformer final : public Model {
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
-  std::vector<float> worker_scores_;   // [workers][max_position + 1]
   std::vector<float> worker_cos_sin_;  // [workers][2 * rope pairs]
-  size_t scores_stride_ = 0;
+  struct RowTile {
+    int64_t first_row = 0;
+    int32_t rows = 0;
+  };
+  std::vector<RowTile> tiles_;  // attention tiles of the current step
 };
 
 }  // namespace lockstep

@@ -32,7 +32,9 @@ TEST_P(PackingTest, PacksExactlyThePackableMatrices) {
     packed += mat->packed != nullptr;
   }
   EXPECT_EQ(w.packed.size(), packed);
-  if (CanPackWeights(GetParam())) EXPECT_EQ(packed, all.size());
+  if (CanPackWeights(GetParam())) {
+    EXPECT_EQ(packed, all.size());
+  }
 }
 
 TEST_P(PackingTest, LoadWithoutPackingPacksNothing) {

@@ -1,0 +1,286 @@
+#include "model/attention_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tensor/float16.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+#include <immintrin.h>
+#define LOCKSTEP_ATTENTION_X86 1
+#define LOCKSTEP_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl")))
+// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* placeholders.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace lockstep::attention {
+namespace {
+
+// ---- Scalar reference: the definition every SIMD level reproduces bit for bit. ----
+
+float ReduceLanes(const float a[8]) {
+  const float s0 = a[0] + a[4], s1 = a[1] + a[5], s2 = a[2] + a[6], s3 = a[3] + a[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+void DotKeysScalar(const float* q, const float* keys, int32_t count, int head_dim, float scale, float* scores) {
+  const int dp = PaddedHeadDim(head_dim);
+  for (int32_t s = 0; s < count; ++s) {
+    const float* k = keys + size_t(s / 2) * 2 * dp + 8 * (s % 2);
+    float a[8] = {};
+    for (int c = 0; c < dp / 8; ++c) {
+      for (int l = 0; l < 8; ++l) a[l] = std::fma(q[8 * c + l], k[16 * c + l], a[l]);
+    }
+    scores[s] = ReduceLanes(a) * scale;
+  }
+}
+
+void AccumulateValuesScalar(const float* w, const float* values, int32_t count, int head_dim, float* out) {
+  for (int32_t s = 0; s < count; ++s) {
+    const float* v = values + size_t(s) * head_dim;
+    for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w[s], v[d], out[d]);
+  }
+}
+
+#ifdef LOCKSTEP_ATTENTION_X86
+// ---- AVX2: one position per 8-lane accumulator, eight positions in flight. ----
+
+inline float HorizontalSum(__m256 v) {  // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), as ReduceLanes
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+template <int kPositions>
+inline void DotPositionsAvx2(const float* q, const float* keys, int32_t s0, int dp, float scale, float* scores) {
+  __m256 acc[kPositions];
+  const float* k[kPositions];
+  for (int j = 0; j < kPositions; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    k[j] = keys + size_t((s0 + j) / 2) * 2 * dp + 8 * ((s0 + j) % 2);
+  }
+  for (int c = 0; c < dp / 8; ++c) {
+    const __m256 qv = _mm256_loadu_ps(q + 8 * c);
+    for (int j = 0; j < kPositions; ++j) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j] + 16 * c), acc[j]);
+  }
+  for (int j = 0; j < kPositions; ++j) scores[s0 + j] = HorizontalSum(acc[j]) * scale;
+}
+
+void DotKeysAvx2(const float* q, const float* keys, int32_t count, int head_dim, float scale, float* scores) {
+  const int dp = PaddedHeadDim(head_dim);
+  int32_t s = 0;
+  for (; s + 8 <= count; s += 8) DotPositionsAvx2<8>(q, keys, s, dp, scale, scores);
+  for (; s < count; ++s) DotPositionsAvx2<1>(q, keys, s, dp, scale, scores);
+}
+
+// Dims [d0, d0 + 8 * kChunks) of out; value vectors `stride` floats apart.
+template <int kChunks>
+inline void AccumulateChunksAvx2(const float* w, const float* values, int32_t count, int stride, int d0,
+                                 float* out) {
+  __m256 acc[kChunks];
+  for (int c = 0; c < kChunks; ++c) acc[c] = _mm256_loadu_ps(out + d0 + 8 * c);
+  for (int32_t s = 0; s < count; ++s) {
+    const float* v = values + size_t(s) * stride + d0;
+    const __m256 wv = _mm256_set1_ps(w[s]);
+    for (int c = 0; c < kChunks; ++c) acc[c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(v + 8 * c), acc[c]);
+  }
+  for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
+}
+
+// Dims [d, head_dim): chunks of 8, then a lane-wise fma tail (as every level).
+void AccumulateFromAvx2(const float* w, const float* values, int32_t count, int head_dim, int d, float* out) {
+  for (; d + 64 <= head_dim; d += 64) AccumulateChunksAvx2<8>(w, values, count, head_dim, d, out);
+  for (; d + 8 <= head_dim; d += 8) AccumulateChunksAvx2<1>(w, values, count, head_dim, d, out);
+  if (d < head_dim) {
+    for (int32_t s = 0; s < count; ++s) {
+      const float* v = values + size_t(s) * head_dim;
+      for (int i = d; i < head_dim; ++i) out[i] = std::fma(w[s], v[i], out[i]);
+    }
+  }
+}
+
+void AccumulateValuesAvx2(const float* w, const float* values, int32_t count, int head_dim, float* out) {
+  AccumulateFromAvx2(w, values, count, head_dim, 0, out);
+}
+
+// ---- AVX-512: a 16-lane accumulator holds a pair of positions (8 lanes each), four to eight pairs in flight. ----
+
+// The sums of four pair accumulators (8 positions), each position's 8 lanes reduced as ReduceLanes.
+LOCKSTEP_AVX512 inline __m256 ReduceFourPairs(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
+  // 128-bit quarters of a pair: [even a0-3, even a4-7, odd a0-3, odd a4-7]. s_j = a_j + a_(j+4) per position.
+  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(p0, p1, 0x88), _mm512_shuffle_f32x4(p0, p1, 0xdd));
+  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(p2, p3, 0x88), _mm512_shuffle_f32x4(p2, p3, 0xdd));
+  // Per quarter [s0, s1, s2, s3]: u = [s0+s2, s1+s3, .], then u0 + u1.
+  const __m512 u01 = _mm512_add_ps(s01, _mm512_permute_ps(s01, 0xee));
+  const __m512 u23 = _mm512_add_ps(s23, _mm512_permute_ps(s23, 0xee));
+  const __m512 t01 = _mm512_add_ps(u01, _mm512_movehdup_ps(u01));
+  const __m512 t23 = _mm512_add_ps(u23, _mm512_movehdup_ps(u23));
+  const __m512i lane0 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps256(_mm512_permutex2var_ps(t01, lane0, t23));
+}
+
+// Scores of up to 4 * kGroups pairs from pair p0 (pairs past `pairs` stay zero and are not stored).
+template <int kGroups>
+LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, const float* keys, int32_t p0, int32_t pairs, int dp,
+                                           int32_t count, float scale, float* scores) {
+  constexpr int kPairs = 4 * kGroups;
+  __m512 acc[kPairs];
+  const int valid = std::min<int32_t>(kPairs, pairs - p0);
+  for (int j = 0; j < kPairs; ++j) acc[j] = _mm512_setzero_ps();
+  const float* k = keys + size_t(p0) * 2 * dp;
+  for (int c = 0; c < dp / 8; ++c) {
+    const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + 8 * c));
+    if (valid == kPairs) {
+      for (int j = 0; j < kPairs; ++j) {
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + size_t(j) * 2 * dp + 16 * c), acc[j]);
+      }
+    } else {
+      for (int j = 0; j < valid; ++j) {
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + size_t(j) * 2 * dp + 16 * c), acc[j]);
+      }
+    }
+  }
+  const __m256 sv = _mm256_set1_ps(scale);
+  for (int g = 0; g < kGroups; ++g) {
+    const __m256 sums = _mm256_mul_ps(
+        ReduceFourPairs(acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]), sv);
+    const int32_t first = 2 * (p0 + 4 * g);
+    const int32_t n = std::min<int32_t>(8, count - first);
+    if (n <= 0) break;
+    _mm256_mask_storeu_ps(scores + first, static_cast<__mmask8>((1u << n) - 1), sums);
+  }
+}
+
+LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, const float* keys, int32_t count, int head_dim, float scale,
+                                   float* scores) {
+  const int dp = PaddedHeadDim(head_dim);
+  const int32_t pairs = (count + 1) / 2;
+  int32_t p = 0;
+  for (; p + 8 <= pairs; p += 8) DotPairsAvx512<2>(q, keys, p, pairs, dp, count, scale, scores);
+  for (; p < pairs; p += 4) DotPairsAvx512<1>(q, keys, p, pairs, dp, count, scale, scores);
+}
+
+template <int kChunks>
+LOCKSTEP_AVX512 inline void AccumulateChunksAvx512(const float* w, const float* values, int32_t count,
+                                                   int head_dim, int d0, float* out) {
+  __m512 acc[kChunks];
+  for (int c = 0; c < kChunks; ++c) acc[c] = _mm512_loadu_ps(out + d0 + 16 * c);
+  for (int32_t s = 0; s < count; ++s) {
+    const float* v = values + size_t(s) * head_dim + d0;
+    const __m512 wv = _mm512_set1_ps(w[s]);
+    for (int c = 0; c < kChunks; ++c) acc[c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(v + 16 * c), acc[c]);
+  }
+  for (int c = 0; c < kChunks; ++c) _mm512_storeu_ps(out + d0 + 16 * c, acc[c]);
+}
+
+LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, const float* values, int32_t count, int head_dim,
+                                            float* out) {
+  int d = 0;
+  for (; d + 128 <= head_dim; d += 128) AccumulateChunksAvx512<8>(w, values, count, head_dim, d, out);
+  switch ((head_dim - d) / 16) {
+    case 7: AccumulateChunksAvx512<7>(w, values, count, head_dim, d, out); break;
+    case 6: AccumulateChunksAvx512<6>(w, values, count, head_dim, d, out); break;
+    case 5: AccumulateChunksAvx512<5>(w, values, count, head_dim, d, out); break;
+    case 4: AccumulateChunksAvx512<4>(w, values, count, head_dim, d, out); break;
+    case 3: AccumulateChunksAvx512<3>(w, values, count, head_dim, d, out); break;
+    case 2: AccumulateChunksAvx512<2>(w, values, count, head_dim, d, out); break;
+    case 1: AccumulateChunksAvx512<1>(w, values, count, head_dim, d, out); break;
+    default: break;
+  }
+  d += (head_dim - d) / 16 * 16;
+  // Up to 15 dims left: the AVX2 path (lane-wise identical).
+  if (d < head_dim) AccumulateFromAvx2(w, values, count, head_dim, d, out);
+}
+#endif
+
+// Widened vectors: f16 -> f32 (exact) or a copy.
+void WidenVector(const void* src, bool f16, size_t index, int n, float* dst) {
+  if (!f16) {
+    std::memcpy(dst, static_cast<const float*>(src) + index * n, size_t(n) * sizeof(float));
+    return;
+  }
+  const uint16_t* h = static_cast<const uint16_t*>(src) + index * n;
+  int i = 0;
+#ifdef LOCKSTEP_ATTENTION_X86
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = F16ToF32(h[i]);
+}
+
+}  // namespace
+
+KernelLevel BestKernelLevel() {
+#ifdef LOCKSTEP_ATTENTION_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl")) {
+    return KernelLevel::kAvx512;
+  }
+  return KernelLevel::kAvx2;
+#else
+  return KernelLevel::kScalar;
+#endif
+}
+
+const char* KernelLevelName(KernelLevel level) {
+  switch (level) {
+    case KernelLevel::kAvx512:
+      return "avx512";
+    case KernelLevel::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
+}
+
+void WidenKeysPaired(const void* src, bool f16, int32_t count, int head_dim, float* dst) {
+  const int dp = PaddedHeadDim(head_dim);
+  float row[8 * 512];  // one position, padded; head dims above 4096 go through the slow loop below
+  for (int32_t s = 0; s < (count + 1) / 2 * 2; ++s) {
+    float* out = dst + size_t(s / 2) * 2 * dp + 8 * (s % 2);
+    if (s >= count) {  // the odd last position's partner
+      for (int c = 0; c < dp / 8; ++c) std::memset(out + 16 * c, 0, 8 * sizeof(float));
+      continue;
+    }
+    if (dp <= 8 * 512) {
+      WidenVector(src, f16, size_t(s), head_dim, row);
+      std::fill(row + head_dim, row + dp, 0.0f);
+      for (int c = 0; c < dp / 8; ++c) std::memcpy(out + 16 * c, row + 8 * c, 8 * sizeof(float));
+    } else {
+      for (int d = 0; d < dp; ++d) {
+        float v = 0;
+        if (d < head_dim) WidenVector(src, f16, size_t(s) * head_dim + d, 1, &v);
+        out[16 * (d / 8) + d % 8] = v;
+      }
+    }
+  }
+}
+
+void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* dst) {
+  for (int32_t s = 0; s < count; ++s) WidenVector(src, f16, size_t(s), head_dim, dst + size_t(s) * head_dim);
+}
+
+void DotKeys(KernelLevel level, const float* q, const float* keys, int32_t count, int head_dim, float scale,
+             float* scores) {
+#ifdef LOCKSTEP_ATTENTION_X86
+  if (level == KernelLevel::kAvx512) return DotKeysAvx512(q, keys, count, head_dim, scale, scores);
+  if (level == KernelLevel::kAvx2) return DotKeysAvx2(q, keys, count, head_dim, scale, scores);
+#endif
+  DotKeysScalar(q, keys, count, head_dim, scale, scores);
+}
+
+void AccumulateValues(KernelLevel level, const float* w, const float* values, int32_t count, int head_dim,
+                      float* out) {
+#ifdef LOCKSTEP_ATTENTION_X86
+  if (level == KernelLevel::kAvx512) return AccumulateValuesAvx512(w, values, count, head_dim, out);
+  if (level == KernelLevel::kAvx2) return AccumulateValuesAvx2(w, values, count, head_dim, out);
+#endif
+  AccumulateValuesScalar(w, values, count, head_dim, out);
+}
+
+}  // namespace lockstep::attention
