@@ -1,5 +1,6 @@
 #include "tensor/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -23,9 +24,14 @@ namespace {
 // Spin iterations (pause instructions) before a worker parks / the caller starts yielding. A decode step
 // issues a few hundred loops back to back, so a short spin avoids a futex round trip per loop.
 constexpr int kSpinIterations = 1 << 14;
-// Pause instructions the caller waits, after its own share, before running the shares that workers have not
-// started yet (a worker descheduled on a busy machine would otherwise stall the whole loop for a time slice).
-constexpr int kStealAfterSpins = 1 << 10;
+// Chunks per thread a loop is cut into: small enough that a slow or descheduled thread leaves its share to
+// the others, large enough that claiming (one atomic operation per chunk) costs little.
+constexpr int64_t kChunksPerThread = 8;
+
+// A loop's claim word: the generation in the high 32 bits, the next unclaimed task in the low 32.
+constexpr uint64_t Pack(uint64_t generation, uint64_t next) { return generation << 32 | next; }
+constexpr uint64_t GenerationOf(uint64_t word) { return word >> 32; }
+constexpr uint64_t NextOf(uint64_t word) { return word & 0xffffffffu; }
 
 class ScratchBuffer {
  public:
@@ -54,27 +60,38 @@ class ScratchBuffer {
 struct ThreadPool::Impl {
   int size = 1;
   std::vector<std::thread> threads;
-  std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
-  // claimed[w] == generation once share w of the current loop has been taken (by worker w or by the caller).
-  std::unique_ptr<std::atomic<uint64_t>[]> claimed;
-  int64_t tasks = 0;
-  const std::function<void(int64_t, int)>* fn = nullptr;
+  std::atomic<uint64_t> generation{0};  // bumped once per loop; workers wait on it
+  // The current loop: claim = Pack(generation, next task), limit = Pack(generation, tasks). A thread runs
+  // tasks only after claiming them for the loop it read, so a late worker never touches a finished loop.
+  std::atomic<uint64_t> claim{0};
+  std::atomic<uint64_t> limit{0};
+  std::atomic<int64_t> done{0};  // tasks of the current loop finished
+  int64_t chunk = 1;
+  const std::function<void(int64_t, int)>* fn = nullptr;  // valid while the loop has unfinished tasks
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;  // guarded by mu
   ScratchBuffer caller_scratch;
   std::vector<ScratchBuffer> worker_scratch;
 
-  // Share w is the contiguous task range [w * tasks / size, (w + 1) * tasks / size), always run as
-  // fn(task, w) whichever thread executes it, so results and per-worker scratch use never depend on timing.
-  // Runs it if this thread is the first to claim it for loop `current`.
-  void TryRunShare(int worker, uint64_t current) {
-    uint64_t expected = current - 1;
-    if (!claimed[worker].compare_exchange_strong(expected, current, std::memory_order_acq_rel)) return;
-    const int64_t begin = tasks * worker / size, end = tasks * (worker + 1) / size;
-    for (int64_t t = begin; t < end; ++t) (*fn)(t, worker);
-    pending.fetch_sub(1, std::memory_order_acq_rel);
+  // Claims and runs chunks of loop `current` as `worker` until none is left.
+  void RunChunks(uint64_t current, int worker) {
+    const uint64_t limit_word = limit.load(std::memory_order_acquire);
+    if (GenerationOf(limit_word) != current) return;
+    const uint64_t tasks = NextOf(limit_word);
+    uint64_t word = claim.load(std::memory_order_acquire);
+    for (;;) {
+      if (GenerationOf(word) != current || NextOf(word) >= tasks) return;
+      const uint64_t begin = NextOf(word);
+      const uint64_t end = std::min<uint64_t>(tasks, begin + uint64_t(chunk));
+      if (!claim.compare_exchange_weak(word, Pack(current, end), std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+        continue;
+      }
+      for (uint64_t t = begin; t < end; ++t) (*fn)(int64_t(t), worker);
+      done.fetch_add(int64_t(end - begin), std::memory_order_acq_rel);
+      word = claim.load(std::memory_order_acquire);
+    }
   }
 
   void WorkerLoop(int worker) {
@@ -92,7 +109,7 @@ struct ThreadPool::Impl {
         current = generation.load(std::memory_order_acquire);
       }
       seen = current;
-      TryRunShare(worker, current);
+      RunChunks(current, worker);
     }
   }
 };
@@ -101,8 +118,6 @@ ThreadPool::ThreadPool(int threads) : impl_(std::make_unique<Impl>()) {
   LOCKSTEP_CHECK(threads >= 1);
   impl_->size = threads;
   impl_->worker_scratch = std::vector<ScratchBuffer>(threads);
-  impl_->claimed = std::make_unique<std::atomic<uint64_t>[]>(threads);
-  for (int w = 0; w < threads; ++w) impl_->claimed[w].store(0);
   for (int w = 1; w < threads; ++w) impl_->threads.emplace_back([this, w] { impl_->WorkerLoop(w); });
 }
 
@@ -124,20 +139,21 @@ void ThreadPool::Run(int64_t tasks, const std::function<void(int64_t task, int w
     for (int64_t t = 0; t < tasks; ++t) fn(t, 0);
     return;
   }
-  p.tasks = tasks;
+  LOCKSTEP_CHECK(tasks < (int64_t(1) << 32));
+  const uint64_t current = p.generation.load(std::memory_order_relaxed) + 1;
   p.fn = &fn;
-  p.pending.store(p.size - 1, std::memory_order_relaxed);
-  uint64_t current;
+  p.chunk = std::max<int64_t>(1, tasks / (kChunksPerThread * p.size));
+  p.done.store(0, std::memory_order_relaxed);
+  p.limit.store(Pack(current, uint64_t(tasks)), std::memory_order_release);
+  p.claim.store(Pack(current, 0), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(p.mu);
-    current = p.generation.fetch_add(1, std::memory_order_acq_rel) + 1;
+    p.generation.store(current, std::memory_order_release);
   }
   p.cv.notify_all();
-  for (int64_t t = 0; t < tasks / p.size; ++t) fn(t, 0);  // share 0
-  for (int spin = 0; p.pending.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin == kStealAfterSpins) {
-      for (int w = 1; w < p.size; ++w) p.TryRunShare(w, current);
-    } else if (spin < kSpinIterations) {
+  p.RunChunks(current, 0);
+  for (int spin = 0; p.done.load(std::memory_order_acquire) != tasks; ++spin) {
+    if (spin < kSpinIterations) {
       LOCKSTEP_PAUSE();
     } else {
       std::this_thread::yield();

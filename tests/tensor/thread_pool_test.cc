@@ -29,25 +29,43 @@ TEST(ThreadPool, RunsEveryTaskOnceWithValidWorkerIds) {
   }
 }
 
-TEST(ThreadPool, StaticSplitAssignsTasksByIndex) {
+// A worker stuck in a task does not hold up the rest of the loop: the other threads claim what is left.
+TEST(ThreadPool, AStuckWorkerLeavesTheRestOfTheLoopToTheOthers) {
   ThreadPool pool(3);
-  for (int repeat = 0; repeat < 50; ++repeat) {
-    std::vector<int> owner(9, -1);
-    pool.Run(9, [&](int64_t task, int worker) { owner[task] = worker; });
-    EXPECT_EQ(owner, (std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
+  for (int repeat = 0; repeat < 20; ++repeat) {
+    constexpr int64_t kTasks = 64;
+    std::vector<std::atomic<int>> count(kTasks);
+    std::atomic<int64_t> others_done{0};
+    std::atomic<bool> timed_out{false};
+    pool.Run(kTasks, [&](int64_t task, int worker) {
+      if (worker == 1) {  // blocks until the others have run most of the loop
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (others_done.load() < kTasks * 3 / 4) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            timed_out = true;
+            break;
+          }
+          std::this_thread::yield();
+        }
+      } else {
+        others_done.fetch_add(1);
+      }
+      count[task].fetch_add(1);
+    });
+    EXPECT_FALSE(timed_out) << repeat;
+    for (int64_t t = 0; t < kTasks; ++t) ASSERT_EQ(count[t].load(), 1) << repeat << " " << t;
   }
 }
 
-// Shares whose worker is slow to start may be run by the caller, but always with the owner's worker id.
-TEST(ThreadPool, WorkerIdsFollowTheStaticSplitEvenWhenWorkersAreSlow) {
+// Loops of different sizes back to back: a worker that wakes late never runs a task of a finished loop.
+TEST(ThreadPool, BackToBackLoopsRunEachTaskOfEachLoopOnce) {
   ThreadPool pool(3);
-  for (int repeat = 0; repeat < 200; ++repeat) {
-    std::vector<int> owner(7, -1);
-    pool.Run(7, [&](int64_t task, int worker) {
-      if (repeat % 2 == 0 && worker == 2) std::this_thread::sleep_for(std::chrono::microseconds(50));
-      owner[task] = worker;
-    });
-    ASSERT_EQ(owner, (std::vector<int>{0, 0, 1, 1, 2, 2, 2})) << repeat;
+  std::vector<std::atomic<int>> count(64);
+  for (int loop = 0; loop < 3000; ++loop) {
+    const int64_t tasks = loop % 3 == 0 ? 2 : loop % 3 == 1 ? 17 : 64;
+    for (auto& c : count) c.store(0);
+    pool.Run(tasks, [&, loop](int64_t task, int) { count[task].fetch_add(loop + 1); });
+    for (int64_t t = 0; t < 64; ++t) ASSERT_EQ(count[t].load(), t < tasks ? loop + 1 : 0) << loop << " " << t;
   }
 }
 
@@ -57,7 +75,7 @@ TEST(ThreadPool, ManyShortLoopsAndParkedWorkersWakeUp) {
   std::vector<int64_t> partial(2);
   for (int step = 0; step < 2000; ++step) {
     partial = {0, 0};
-    pool.Run(2, [&](int64_t task, int worker) { partial[worker] += task + 1; });
+    pool.Run(2, [&](int64_t task, int) { partial[task] += task + 1; });
     total += partial[0] + partial[1];
   }
   EXPECT_EQ(total, 2000 * 3);
