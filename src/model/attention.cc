@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "model/attention_kernels.h"
-#include "model/vec_math.h"
 #include "tensor/float16.h"
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -15,17 +14,6 @@
 
 namespace lockstep {
 namespace {
-
-#ifdef LOCKSTEP_ATTN_AVX2
-inline float HorizontalSum(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v);
-  __m128 hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-  return _mm_cvtss_f32(lo);
-}
-#endif
 
 void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n) {
   if (dtype == KvDtype::kF32) {
@@ -41,37 +29,6 @@ void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n) {
   }
 #endif
   for (; i < n; ++i) h[i] = F32ToF16(src[i]);
-}
-
-// x[0..len) <- softmax(x[0..len)). x has room for len rounded up to 8 (the padding is overwritten).
-// Fixed order for a given len: max, exp, sum in lanes of 8 then across lanes, scale.
-void SoftmaxInPlace(float* x, int32_t len) {
-  float max_v = -INFINITY;
-  for (int32_t t = 0; t < len; ++t) max_v = std::max(max_v, x[t]);
-#ifdef LOCKSTEP_ATTN_AVX2
-  const int32_t padded = (len + 7) / 8 * 8;
-  for (int32_t t = len; t < padded; ++t) x[t] = max_v;  // exp(0) = 1, zeroed below
-  const __m256 m = _mm256_set1_ps(max_v);
-  __m256 acc = _mm256_setzero_ps();
-  for (int32_t t = 0; t < padded; t += 8) {
-    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + t), m));
-    if (t + 8 > len) {
-      alignas(32) int32_t mask[8];
-      for (int i = 0; i < 8; ++i) mask[i] = t + i < len ? -1 : 0;
-      e = _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mask))));
-    }
-    _mm256_storeu_ps(x + t, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  const float inv = 1.0f / HorizontalSum(acc);
-  const __m256 iv = _mm256_set1_ps(inv);
-  for (int32_t t = 0; t < padded; t += 8) _mm256_storeu_ps(x + t, _mm256_mul_ps(_mm256_loadu_ps(x + t), iv));
-#else
-  float sum = 0;
-  for (int32_t t = 0; t < len; ++t) sum += (x[t] = std::exp(x[t] - max_v));
-  const float inv = 1.0f / sum;
-  for (int32_t t = 0; t < len; ++t) x[t] *= inv;
-#endif
 }
 
 template <typename T>
@@ -142,15 +99,13 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     attention::WidenKeysPaired(blocks[t0 / bt] + k_off, f16, block_count, n, keys);
     for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
       const int32_t count = std::min(first_position + r + 1 - t0, bt);
-      for (int32_t h = 0; h < heads; ++h) {
-        DotKeys(kLevel, queries + r * query_stride + h * query_head_stride, keys, count, n, scale,
-                row_scores(r, h) + t0);
-      }
+      DotKeys(kLevel, queries + r * query_stride, query_head_stride, heads, keys, count, n, scale,
+              row_scores(r, 0) + t0, stride);
     }
   }
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) {
-      SoftmaxInPlace(row_scores(r, h), first_position + r + 1);
+      attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
       std::memset(out + r * out_stride + size_t(h) * n, 0, size_t(n) * sizeof(float));
     }
   }
@@ -159,9 +114,8 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     attention::WidenValues(blocks[t0 / bt] + v_off, f16, block_count, n, values);
     for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
       const int32_t count = std::min(first_position + r + 1 - t0, bt);
-      for (int32_t h = 0; h < heads; ++h) {
-        AccumulateValues(kLevel, row_scores(r, h) + t0, values, count, n, out + r * out_stride + size_t(h) * n);
-      }
+      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values, count, n, out + r * out_stride,
+                       size_t(n));
     }
   }
 }

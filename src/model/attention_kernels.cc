@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/vec_math.h"
 #include "tensor/float16.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -122,79 +123,219 @@ LOCKSTEP_AVX512 inline __m256 ReduceFourPairs(__m512 p0, __m512 p1, __m512 p2, _
   return _mm512_castps512_ps256(_mm512_permutex2var_ps(t01, lane0, t23));
 }
 
-// Scores of up to 4 * kGroups pairs from pair p0 (pairs past `pairs` stay zero and are not stored).
-template <int kGroups>
-LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, const float* keys, int32_t p0, int32_t pairs, int dp,
-                                           int32_t count, float scale, float* scores) {
+// Scores of kQueries queries against up to 4 * kGroups pairs from pair p0 (pairs past `pairs` stay zero and are
+// not stored). Each key vector is loaded once for all queries.
+template <int kQueries, int kGroups>
+LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, size_t q_stride, const float* keys, int32_t p0,
+                                           int32_t pairs, int dp, int32_t count, float scale, float* scores,
+                                           size_t scores_stride) {
   constexpr int kPairs = 4 * kGroups;
-  __m512 acc[kPairs];
+  __m512 acc[kQueries][kPairs];
   const int valid = std::min<int32_t>(kPairs, pairs - p0);
-  for (int j = 0; j < kPairs; ++j) acc[j] = _mm512_setzero_ps();
+  for (int j = 0; j < kQueries; ++j) {
+    for (int i = 0; i < kPairs; ++i) acc[j][i] = _mm512_setzero_ps();
+  }
   const float* k = keys + size_t(p0) * 2 * dp;
   for (int c = 0; c < dp / 8; ++c) {
-    const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + 8 * c));
+    __m512 qv[kQueries];
+    for (int j = 0; j < kQueries; ++j) qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + j * q_stride + 8 * c));
     if (valid == kPairs) {
-      for (int j = 0; j < kPairs; ++j) {
-        acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + size_t(j) * 2 * dp + 16 * c), acc[j]);
+      for (int i = 0; i < kPairs; ++i) {
+        const __m512 kv = _mm512_loadu_ps(k + size_t(i) * 2 * dp + 16 * c);
+        for (int j = 0; j < kQueries; ++j) acc[j][i] = _mm512_fmadd_ps(qv[j], kv, acc[j][i]);
       }
     } else {
-      for (int j = 0; j < valid; ++j) {
-        acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + size_t(j) * 2 * dp + 16 * c), acc[j]);
+      for (int i = 0; i < valid; ++i) {
+        const __m512 kv = _mm512_loadu_ps(k + size_t(i) * 2 * dp + 16 * c);
+        for (int j = 0; j < kQueries; ++j) acc[j][i] = _mm512_fmadd_ps(qv[j], kv, acc[j][i]);
       }
     }
   }
   const __m256 sv = _mm256_set1_ps(scale);
   for (int g = 0; g < kGroups; ++g) {
-    const __m256 sums = _mm256_mul_ps(
-        ReduceFourPairs(acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3]), sv);
     const int32_t first = 2 * (p0 + 4 * g);
     const int32_t n = std::min<int32_t>(8, count - first);
     if (n <= 0) break;
-    _mm256_mask_storeu_ps(scores + first, static_cast<__mmask8>((1u << n) - 1), sums);
+    for (int j = 0; j < kQueries; ++j) {
+      const __m256 sums = _mm256_mul_ps(
+          ReduceFourPairs(acc[j][4 * g], acc[j][4 * g + 1], acc[j][4 * g + 2], acc[j][4 * g + 3]), sv);
+      _mm256_mask_storeu_ps(scores + j * scores_stride + first, static_cast<__mmask8>((1u << n) - 1), sums);
+    }
   }
 }
 
-LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, const float* keys, int32_t count, int head_dim, float scale,
-                                   float* scores) {
-  const int dp = PaddedHeadDim(head_dim);
+template <int kQueries, int kGroups>
+LOCKSTEP_AVX512 void DotQueriesAvx512(const float* q, size_t q_stride, const float* keys, int32_t count, int dp,
+                                      float scale, float* scores, size_t scores_stride) {
   const int32_t pairs = (count + 1) / 2;
   int32_t p = 0;
-  for (; p + 8 <= pairs; p += 8) DotPairsAvx512<2>(q, keys, p, pairs, dp, count, scale, scores);
-  for (; p < pairs; p += 4) DotPairsAvx512<1>(q, keys, p, pairs, dp, count, scale, scores);
+  for (; p + 4 * kGroups <= pairs; p += 4 * kGroups) {
+    DotPairsAvx512<kQueries, kGroups>(q, q_stride, keys, p, pairs, dp, count, scale, scores, scores_stride);
+  }
+  for (; p < pairs; p += 4) {
+    DotPairsAvx512<kQueries, 1>(q, q_stride, keys, p, pairs, dp, count, scale, scores, scores_stride);
+  }
 }
 
-template <int kChunks>
-LOCKSTEP_AVX512 inline void AccumulateChunksAvx512(const float* w, const float* values, int32_t count,
-                                                   int head_dim, int d0, float* out) {
-  __m512 acc[kChunks];
-  for (int c = 0; c < kChunks; ++c) acc[c] = _mm512_loadu_ps(out + d0 + 16 * c);
+LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries, const float* keys, int32_t count,
+                                   int head_dim, float scale, float* scores, size_t scores_stride) {
+  const int dp = PaddedHeadDim(head_dim);
+  for (int j = 0; j < queries; j += 4) {
+    const float* qj = q + j * q_stride;
+    float* sj = scores + j * scores_stride;
+    switch (std::min(4, queries - j)) {
+      case 1:
+        DotQueriesAvx512<1, 2>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        break;
+      case 2:
+        DotQueriesAvx512<2, 2>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        break;
+      case 3:
+        DotQueriesAvx512<3, 1>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        break;
+      default:
+        DotQueriesAvx512<4, 1>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        break;
+    }
+  }
+}
+
+// Dims [d0, d0 + 16 * kChunks) of kQueries outputs; each value vector is loaded once for all of them.
+template <int kQueries, int kChunks>
+LOCKSTEP_AVX512 inline void AccumulateChunksAvx512(const float* w, size_t w_stride, const float* values,
+                                                   int32_t count, int head_dim, int d0, float* out,
+                                                   size_t out_stride) {
+  __m512 acc[kQueries][kChunks];
+  for (int j = 0; j < kQueries; ++j) {
+    for (int c = 0; c < kChunks; ++c) acc[j][c] = _mm512_loadu_ps(out + j * out_stride + d0 + 16 * c);
+  }
   for (int32_t s = 0; s < count; ++s) {
     const float* v = values + size_t(s) * head_dim + d0;
-    const __m512 wv = _mm512_set1_ps(w[s]);
-    for (int c = 0; c < kChunks; ++c) acc[c] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(v + 16 * c), acc[c]);
+    __m512 vv[kChunks];
+    for (int c = 0; c < kChunks; ++c) vv[c] = _mm512_loadu_ps(v + 16 * c);
+    for (int j = 0; j < kQueries; ++j) {
+      const __m512 wv = _mm512_set1_ps(w[j * w_stride + s]);
+      for (int c = 0; c < kChunks; ++c) acc[j][c] = _mm512_fmadd_ps(wv, vv[c], acc[j][c]);
+    }
   }
-  for (int c = 0; c < kChunks; ++c) _mm512_storeu_ps(out + d0 + 16 * c, acc[c]);
+  for (int j = 0; j < kQueries; ++j) {
+    for (int c = 0; c < kChunks; ++c) _mm512_storeu_ps(out + j * out_stride + d0 + 16 * c, acc[j][c]);
+  }
 }
 
-LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, const float* values, int32_t count, int head_dim,
-                                            float* out) {
+template <int kQueries>
+LOCKSTEP_AVX512 void AccumulateQueriesAvx512(const float* w, size_t w_stride, const float* values, int32_t count,
+                                             int head_dim, float* out, size_t out_stride) {
   int d = 0;
-  for (; d + 128 <= head_dim; d += 128) AccumulateChunksAvx512<8>(w, values, count, head_dim, d, out);
-  switch ((head_dim - d) / 16) {
-    case 7: AccumulateChunksAvx512<7>(w, values, count, head_dim, d, out); break;
-    case 6: AccumulateChunksAvx512<6>(w, values, count, head_dim, d, out); break;
-    case 5: AccumulateChunksAvx512<5>(w, values, count, head_dim, d, out); break;
-    case 4: AccumulateChunksAvx512<4>(w, values, count, head_dim, d, out); break;
-    case 3: AccumulateChunksAvx512<3>(w, values, count, head_dim, d, out); break;
-    case 2: AccumulateChunksAvx512<2>(w, values, count, head_dim, d, out); break;
-    case 1: AccumulateChunksAvx512<1>(w, values, count, head_dim, d, out); break;
-    default: break;
+  for (; d + 64 <= head_dim; d += 64) {
+    AccumulateChunksAvx512<kQueries, 4>(w, w_stride, values, count, head_dim, d, out, out_stride);
   }
-  d += (head_dim - d) / 16 * 16;
-  // Up to 15 dims left: the AVX2 path (lane-wise identical).
-  if (d < head_dim) AccumulateFromAvx2(w, values, count, head_dim, d, out);
+  for (; d + 16 <= head_dim; d += 16) {
+    AccumulateChunksAvx512<kQueries, 1>(w, w_stride, values, count, head_dim, d, out, out_stride);
+  }
+  if (d < head_dim) {  // up to 15 dims: the AVX2 path (lane-wise identical)
+    for (int j = 0; j < kQueries; ++j) {
+      AccumulateFromAvx2(w + j * w_stride, values, count, head_dim, d, out + j * out_stride);
+    }
+  }
+}
+
+LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, size_t w_stride, int queries, const float* values,
+                                            int32_t count, int head_dim, float* out, size_t out_stride) {
+  for (int j = 0; j < queries; j += 4) {
+    const float* wj = w + j * w_stride;
+    float* oj = out + j * out_stride;
+    switch (std::min(4, queries - j)) {
+      case 1:
+        AccumulateQueriesAvx512<1>(wj, w_stride, values, count, head_dim, oj, out_stride);
+        break;
+      case 2:
+        AccumulateQueriesAvx512<2>(wj, w_stride, values, count, head_dim, oj, out_stride);
+        break;
+      case 3:
+        AccumulateQueriesAvx512<3>(wj, w_stride, values, count, head_dim, oj, out_stride);
+        break;
+      default:
+        AccumulateQueriesAvx512<4>(wj, w_stride, values, count, head_dim, oj, out_stride);
+        break;
+    }
+  }
+}
+
+// ---- Softmax ----
+
+inline __m256 KeepFirst(__m256 v, int32_t n) {  // lanes >= n set to +0
+  alignas(32) int32_t mask[8];
+  for (int i = 0; i < 8; ++i) mask[i] = i < n ? -1 : 0;
+  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mask))));
+}
+
+float MaxAvx2(const float* x, int32_t len) {
+  __m256 mv = _mm256_set1_ps(-INFINITY);
+  int32_t t = 0;
+  for (; t + 8 <= len; t += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + t));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, mv);
+  float max_v = -INFINITY;
+  for (float v : lanes) max_v = std::max(max_v, v);
+  for (; t < len; ++t) max_v = std::max(max_v, x[t]);
+  return max_v;
+}
+
+void SoftmaxAvx2(float* x, int32_t len) {
+  const float max_v = MaxAvx2(x, len);
+  const int32_t padded = (len + 7) / 8 * 8;
+  for (int32_t t = len; t < padded; ++t) x[t] = max_v;
+  const __m256 m = _mm256_set1_ps(max_v);
+  __m256 acc = _mm256_setzero_ps();
+  for (int32_t t = 0; t < padded; t += 8) {
+    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + t), m));
+    if (t + 8 > len) e = KeepFirst(e, len - t);
+    _mm256_storeu_ps(x + t, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / HorizontalSum(acc));
+  for (int32_t t = 0; t < padded; t += 8) _mm256_storeu_ps(x + t, _mm256_mul_ps(_mm256_loadu_ps(x + t), inv));
+}
+
+LOCKSTEP_AVX512 void SoftmaxAvx512(float* x, int32_t len) {
+  const float max_v = MaxAvx2(x, len);
+  const int32_t padded = (len + 7) / 8 * 8;
+  for (int32_t t = len; t < padded; ++t) x[t] = max_v;
+  const __m512 m = _mm512_set1_ps(max_v);
+  __m256 acc = _mm256_setzero_ps();
+  int32_t t = 0;
+  for (; t + 16 <= padded; t += 16) {  // exps 16 at a time, summed chunk by chunk of 8 as SoftmaxAvx2
+    __m512 e = Exp16(_mm512_sub_ps(_mm512_loadu_ps(x + t), m));
+    if (t + 16 > len) e = _mm512_maskz_mov_ps(static_cast<__mmask16>((1u << (len - t)) - 1), e);
+    _mm512_storeu_ps(x + t, e);
+    acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+    acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(e, 1));
+  }
+  if (t < padded) {
+    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + t), _mm512_castps512_ps256(m)));
+    if (t + 8 > len) e = KeepFirst(e, len - t);
+    _mm256_storeu_ps(x + t, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  const float inv = 1.0f / HorizontalSum(acc);
+  const __m512 iv = _mm512_set1_ps(inv);
+  t = 0;
+  for (; t + 16 <= padded; t += 16) _mm512_storeu_ps(x + t, _mm512_mul_ps(_mm512_loadu_ps(x + t), iv));
+  if (t < padded) {
+    _mm256_storeu_ps(x + t, _mm256_mul_ps(_mm256_loadu_ps(x + t), _mm512_castps512_ps256(iv)));
+  }
 }
 #endif
+
+void SoftmaxScalar(float* x, int32_t len) {
+  float max_v = -INFINITY;
+  for (int32_t t = 0; t < len; ++t) max_v = std::max(max_v, x[t]);
+  float sum = 0;
+  for (int32_t t = 0; t < len; ++t) sum += (x[t] = std::exp(x[t] - max_v));
+  const float inv = 1.0f / sum;
+  for (int32_t t = 0; t < len; ++t) x[t] *= inv;
+}
 
 // Widened vectors: f16 -> f32 (exact) or a copy.
 void WidenVector(const void* src, bool f16, size_t index, int n, float* dst) {
@@ -265,22 +406,48 @@ void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* 
   for (int32_t s = 0; s < count; ++s) WidenVector(src, f16, size_t(s), head_dim, dst + size_t(s) * head_dim);
 }
 
-void DotKeys(KernelLevel level, const float* q, const float* keys, int32_t count, int head_dim, float scale,
-             float* scores) {
+void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, const float* keys, int32_t count,
+             int head_dim, float scale, float* scores, size_t scores_stride) {
 #ifdef LOCKSTEP_ATTENTION_X86
-  if (level == KernelLevel::kAvx512) return DotKeysAvx512(q, keys, count, head_dim, scale, scores);
-  if (level == KernelLevel::kAvx2) return DotKeysAvx2(q, keys, count, head_dim, scale, scores);
+  if (level == KernelLevel::kAvx512) {
+    return DotKeysAvx512(q, q_stride, queries, keys, count, head_dim, scale, scores, scores_stride);
+  }
 #endif
-  DotKeysScalar(q, keys, count, head_dim, scale, scores);
+  for (int j = 0; j < queries; ++j) {
+#ifdef LOCKSTEP_ATTENTION_X86
+    if (level == KernelLevel::kAvx2) {
+      DotKeysAvx2(q + j * q_stride, keys, count, head_dim, scale, scores + j * scores_stride);
+      continue;
+    }
+#endif
+    DotKeysScalar(q + j * q_stride, keys, count, head_dim, scale, scores + j * scores_stride);
+  }
 }
 
-void AccumulateValues(KernelLevel level, const float* w, const float* values, int32_t count, int head_dim,
-                      float* out) {
+void AccumulateValues(KernelLevel level, const float* w, size_t w_stride, int queries, const float* values,
+                      int32_t count, int head_dim, float* out, size_t out_stride) {
 #ifdef LOCKSTEP_ATTENTION_X86
-  if (level == KernelLevel::kAvx512) return AccumulateValuesAvx512(w, values, count, head_dim, out);
-  if (level == KernelLevel::kAvx2) return AccumulateValuesAvx2(w, values, count, head_dim, out);
+  if (level == KernelLevel::kAvx512) {
+    return AccumulateValuesAvx512(w, w_stride, queries, values, count, head_dim, out, out_stride);
+  }
 #endif
-  AccumulateValuesScalar(w, values, count, head_dim, out);
+  for (int j = 0; j < queries; ++j) {
+#ifdef LOCKSTEP_ATTENTION_X86
+    if (level == KernelLevel::kAvx2) {
+      AccumulateValuesAvx2(w + j * w_stride, values, count, head_dim, out + j * out_stride);
+      continue;
+    }
+#endif
+    AccumulateValuesScalar(w + j * w_stride, values, count, head_dim, out + j * out_stride);
+  }
+}
+
+void Softmax(KernelLevel level, float* x, int32_t len) {
+#ifdef LOCKSTEP_ATTENTION_X86
+  if (level == KernelLevel::kAvx512) return SoftmaxAvx512(x, len);
+  if (level == KernelLevel::kAvx2) return SoftmaxAvx2(x, len);
+#endif
+  SoftmaxScalar(x, len);
 }
 
 }  // namespace lockstep::attention

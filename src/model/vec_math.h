@@ -1,5 +1,6 @@
 // Small vectorised math shared by the forward pass: e^x on 8 floats (AVX2, Cephes-style polynomial, relative
-// error ~1e-7, inputs clamped to [-87, 88]) and the SwiGLU activation. Deterministic: the same input always
+// error ~1e-7, inputs clamped to [-87, 88]; Exp16 is the same on 16 lanes, for callers compiled for AVX-512)
+// and the SwiGLU activation. Deterministic: the same input always
 // gives the same bits, whatever the surrounding batch. Pure functions, thread-safe.
 #pragma once
 
@@ -31,6 +32,25 @@ inline __m256 Exp8(__m256 x) {
   // 2^n with n in [-126, 127] (the clamp keeps it there).
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// Exp8 on 16 lanes: the same operations lane by lane, so every lane gives Exp8's bits.
+__attribute__((target("avx512f"))) inline __m512 Exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
 }
 #endif
 

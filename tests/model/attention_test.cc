@@ -48,8 +48,8 @@ TEST(AttentionKernels, DotKeysMatchesTheScalarReferenceBitForBit) {
       std::vector<float> keys(attention::PairedKeyFloats(count, head_dim) + 1);
       attention::WidenKeysPaired(k.data(), false, count, head_dim, keys.data() + 1);
       std::vector<float> reference(size_t(count) + 1);
-      attention::DotKeys(KernelLevel::kScalar, q.data() + 1, keys.data() + 1, count, head_dim, 0.125f,
-                         reference.data() + 1);
+      attention::DotKeys(KernelLevel::kScalar, q.data() + 1, 0, 1, keys.data() + 1, count, head_dim, 0.125f,
+                         reference.data() + 1, 0);
       for (int32_t s = 0; s < count; ++s) {
         double dot = 0;
         for (int d = 0; d < head_dim; ++d) dot += double(q[1 + d]) * double(k[size_t(s) * head_dim + d]);
@@ -57,7 +57,8 @@ TEST(AttentionKernels, DotKeysMatchesTheScalarReferenceBitForBit) {
       }
       for (KernelLevel level : Levels()) {
         std::vector<float> scores(size_t(count) + 1, -1.0f);
-        attention::DotKeys(level, q.data() + 1, keys.data() + 1, count, head_dim, 0.125f, scores.data() + 1);
+        attention::DotKeys(level, q.data() + 1, 0, 1, keys.data() + 1, count, head_dim, 0.125f, scores.data() + 1,
+                           0);
         EXPECT_TRUE(SameBits(scores.data() + 1, reference.data() + 1, count))
             << attention::KernelLevelName(level) << " head_dim " << head_dim << " count " << count;
         EXPECT_EQ(scores[0], -1.0f);  // nothing written before the output
@@ -74,8 +75,8 @@ TEST(AttentionKernels, AccumulateValuesMatchesTheScalarReferenceBitForBit) {
       const std::vector<float> w = Random(size_t(count), rng);
       const std::vector<float> start = Random(size_t(head_dim) + 1, rng);
       std::vector<float> reference = start;
-      attention::AccumulateValues(KernelLevel::kScalar, w.data(), v.data() + 1, count, head_dim,
-                                  reference.data() + 1);
+      attention::AccumulateValues(KernelLevel::kScalar, w.data(), 0, 1, v.data() + 1, count, head_dim,
+                                  reference.data() + 1, 0);
       for (int d = 0; d < head_dim; ++d) {
         double sum = start[1 + d];
         for (int32_t s = 0; s < count; ++s) sum += double(w[s]) * double(v[1 + size_t(s) * head_dim + d]);
@@ -83,9 +84,75 @@ TEST(AttentionKernels, AccumulateValuesMatchesTheScalarReferenceBitForBit) {
       }
       for (KernelLevel level : Levels()) {
         std::vector<float> out = start;
-        attention::AccumulateValues(level, w.data(), v.data() + 1, count, head_dim, out.data() + 1);
+        attention::AccumulateValues(level, w.data(), 0, 1, v.data() + 1, count, head_dim, out.data() + 1, 0);
         EXPECT_TRUE(SameBits(out.data(), reference.data(), out.size()))
             << attention::KernelLevelName(level) << " head_dim " << head_dim << " count " << count;
+      }
+    }
+  }
+}
+
+TEST(AttentionKernels, SeveralQueriesAtOnceGiveEachQuerysSoloBits) {
+  std::mt19937 rng(13);
+  for (int head_dim : {12, 64, 72, 128}) {
+    const int dp = attention::PaddedHeadDim(head_dim);
+    for (int queries : {1, 2, 3, 4, 5, 7, 9}) {
+      for (int32_t count : {1, 6, 16, 17, 40}) {
+        const std::vector<float> k = Random(size_t(count) * head_dim, rng);
+        std::vector<float> keys(attention::PairedKeyFloats(count, head_dim));
+        attention::WidenKeysPaired(k.data(), false, count, head_dim, keys.data());
+        std::vector<float> q = Random(size_t(queries) * dp, rng);
+        for (int j = 0; j < queries; ++j) std::fill(q.begin() + j * dp + head_dim, q.begin() + (j + 1) * dp, 0.0f);
+        const size_t scores_stride = size_t(count) + 3;
+        const std::vector<float> start = Random(size_t(queries) * head_dim, rng);
+        for (KernelLevel level : Levels()) {
+          std::vector<float> together(size_t(queries) * scores_stride), alone(together.size());
+          attention::DotKeys(level, q.data(), dp, queries, keys.data(), count, head_dim, 0.5f, together.data(),
+                             scores_stride);
+          for (int j = 0; j < queries; ++j) {
+            attention::DotKeys(level, q.data() + j * dp, 0, 1, keys.data(), count, head_dim, 0.5f,
+                               alone.data() + j * scores_stride, 0);
+          }
+          EXPECT_TRUE(SameBits(together.data(), alone.data(), together.size()))
+              << attention::KernelLevelName(level) << " dot queries " << queries << " count " << count;
+          std::vector<float> out_together = start, out_alone = start;
+          attention::AccumulateValues(level, together.data(), scores_stride, queries, k.data(), count, head_dim,
+                                      out_together.data(), head_dim);
+          for (int j = 0; j < queries; ++j) {
+            attention::AccumulateValues(level, together.data() + j * scores_stride, 0, 1, k.data(), count,
+                                        head_dim, out_alone.data() + j * head_dim, 0);
+          }
+          EXPECT_TRUE(SameBits(out_together.data(), out_alone.data(), out_alone.size()))
+              << attention::KernelLevelName(level) << " values queries " << queries << " count " << count;
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionKernels, SoftmaxIsIdenticalOnEverySimdLevelAndNormalised) {
+  std::mt19937 rng(5);
+  for (int32_t len : {1, 2, 7, 8, 9, 15, 16, 17, 24, 31, 33, 100, 513}) {
+    std::vector<float> x = Random(size_t(len + 7) / 8 * 8 + 1, rng);
+    for (float& v : x) v *= 8;
+    std::vector<float> simd_reference;
+    for (KernelLevel level : Levels()) {
+      std::vector<float> y = x;
+      attention::Softmax(level, y.data() + 1, len);
+      double sum = 0;
+      float max_x = -INFINITY;
+      for (int32_t t = 0; t < len; ++t) max_x = std::max(max_x, x[1 + t]);
+      for (int32_t t = 0; t < len; ++t) sum += std::exp(double(x[1 + t]) - max_x);
+      for (int32_t t = 0; t < len; ++t) {
+        EXPECT_NEAR(y[1 + t], std::exp(double(x[1 + t]) - max_x) / sum, 1e-6) << len;
+      }
+      EXPECT_EQ(y[0], x[0]);
+      if (level == KernelLevel::kScalar) continue;  // std::exp: SIMD levels share their own polynomial
+      if (simd_reference.empty()) {
+        simd_reference = y;
+      } else {
+        EXPECT_TRUE(SameBits(y.data() + 1, simd_reference.data() + 1, size_t(len)))
+            << attention::KernelLevelName(level) << " len " << len;
       }
     }
   }
