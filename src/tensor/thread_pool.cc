@@ -24,11 +24,11 @@ namespace {
 // Spin iterations (pause instructions) before a worker parks / the caller starts yielding. A decode step
 // issues a few hundred loops back to back, so a short spin avoids a futex round trip per loop.
 constexpr int kSpinIterations = 1 << 14;
-// Chunks per thread a loop is cut into: small enough that a slow or descheduled thread leaves its share to
-// the others, large enough that claiming (one atomic operation per chunk) costs little.
+// Chunks per thread a loop is cut into: small enough that a slow or descheduled thread leaves most of its share
+// to the others, large enough that claiming (one atomic operation per chunk) costs little.
 constexpr int64_t kChunksPerThread = 8;
 
-// A loop's claim word: the generation in the high 32 bits, the next unclaimed task in the low 32.
+// A claim word: the generation in the high 32 bits, a task index (or count) in the low 32.
 constexpr uint64_t Pack(uint64_t generation, uint64_t next) { return generation << 32 | next; }
 constexpr uint64_t GenerationOf(uint64_t word) { return word >> 32; }
 constexpr uint64_t NextOf(uint64_t word) { return word & 0xffffffffu; }
@@ -57,15 +57,21 @@ class ScratchBuffer {
 
 }  // namespace
 
+// One per thread, on its own cache line: the thread claims chunks of its own share here without contention;
+// others touch it only to take what is left once their own share is done.
+struct alignas(64) Lane {
+  std::atomic<uint64_t> claim{0};  // Pack(generation, next unclaimed task of this lane's share)
+  std::atomic<int64_t> done{0};    // tasks this thread has finished in the current loop
+};
+
 struct ThreadPool::Impl {
   int size = 1;
   std::vector<std::thread> threads;
-  std::atomic<uint64_t> generation{0};  // bumped once per loop; workers wait on it
-  // The current loop: claim = Pack(generation, next task), limit = Pack(generation, tasks). A thread runs
-  // tasks only after claiming them for the loop it read, so a late worker never touches a finished loop.
-  std::atomic<uint64_t> claim{0};
-  std::atomic<uint64_t> limit{0};
-  std::atomic<int64_t> done{0};  // tasks of the current loop finished
+  std::unique_ptr<Lane[]> lanes;
+  alignas(64) std::atomic<uint64_t> generation{0};  // bumped once per loop; workers wait on it
+  // Pack(generation, tasks) of the current loop. A thread runs tasks only after claiming them for the loop it
+  // read, so a late worker never touches a finished loop.
+  alignas(64) std::atomic<uint64_t> limit{0};
   int64_t chunk = 1;
   const std::function<void(int64_t, int)>* fn = nullptr;  // valid while the loop has unfinished tasks
   std::mutex mu;
@@ -74,24 +80,45 @@ struct ThreadPool::Impl {
   ScratchBuffer caller_scratch;
   std::vector<ScratchBuffer> worker_scratch;
 
-  // Claims and runs chunks of loop `current` as `worker` until none is left.
+  // Lane w's share of a loop of `tasks` is [tasks * w / size, tasks * (w + 1) / size).
+  uint64_t ShareBegin(int lane, uint64_t tasks) const { return tasks * uint64_t(lane) / uint64_t(size); }
+
+  // Claims the next chunk of `lane`'s share in loop `current`; false when none is left.
+  bool Claim(int lane, uint64_t current, uint64_t tasks, uint64_t* begin, uint64_t* end) {
+    const uint64_t share_end = ShareBegin(lane + 1, tasks);
+    uint64_t word = lanes[lane].claim.load(std::memory_order_acquire);
+    for (;;) {
+      if (GenerationOf(word) != current || NextOf(word) >= share_end) return false;
+      *begin = NextOf(word);
+      *end = std::min<uint64_t>(share_end, *begin + uint64_t(chunk));
+      if (lanes[lane].claim.compare_exchange_weak(word, Pack(current, *end), std::memory_order_acq_rel,
+                                                  std::memory_order_acquire)) {
+        return true;
+      }
+    }
+  }
+
+  // Runs chunks of loop `current` as `worker`: its own share first, then what the others have left.
   void RunChunks(uint64_t current, int worker) {
     const uint64_t limit_word = limit.load(std::memory_order_acquire);
     if (GenerationOf(limit_word) != current) return;
     const uint64_t tasks = NextOf(limit_word);
-    uint64_t word = claim.load(std::memory_order_acquire);
-    for (;;) {
-      if (GenerationOf(word) != current || NextOf(word) >= tasks) return;
-      const uint64_t begin = NextOf(word);
-      const uint64_t end = std::min<uint64_t>(tasks, begin + uint64_t(chunk));
-      if (!claim.compare_exchange_weak(word, Pack(current, end), std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
-        continue;
+    int64_t ran = 0;
+    for (int i = 0; i < size; ++i) {
+      const int lane = (worker + i) % size;
+      uint64_t begin, end;
+      while (Claim(lane, current, tasks, &begin, &end)) {
+        for (uint64_t t = begin; t < end; ++t) (*fn)(int64_t(t), worker);
+        ran += int64_t(end - begin);
+        lanes[worker].done.store(ran, std::memory_order_release);
       }
-      for (uint64_t t = begin; t < end; ++t) (*fn)(int64_t(t), worker);
-      done.fetch_add(int64_t(end - begin), std::memory_order_acq_rel);
-      word = claim.load(std::memory_order_acquire);
     }
+  }
+
+  int64_t Done() const {
+    int64_t sum = 0;
+    for (int w = 0; w < size; ++w) sum += lanes[w].done.load(std::memory_order_acquire);
+    return sum;
   }
 
   void WorkerLoop(int worker) {
@@ -118,6 +145,7 @@ ThreadPool::ThreadPool(int threads) : impl_(std::make_unique<Impl>()) {
   LOCKSTEP_CHECK(threads >= 1);
   impl_->size = threads;
   impl_->worker_scratch = std::vector<ScratchBuffer>(threads);
+  impl_->lanes = std::make_unique<Lane[]>(threads);
   for (int w = 1; w < threads; ++w) impl_->threads.emplace_back([this, w] { impl_->WorkerLoop(w); });
 }
 
@@ -143,16 +171,18 @@ void ThreadPool::Run(int64_t tasks, const std::function<void(int64_t task, int w
   const uint64_t current = p.generation.load(std::memory_order_relaxed) + 1;
   p.fn = &fn;
   p.chunk = std::max<int64_t>(1, tasks / (kChunksPerThread * p.size));
-  p.done.store(0, std::memory_order_relaxed);
+  for (int w = 0; w < p.size; ++w) {
+    p.lanes[w].done.store(0, std::memory_order_relaxed);
+    p.lanes[w].claim.store(Pack(current, p.ShareBegin(w, uint64_t(tasks))), std::memory_order_release);
+  }
   p.limit.store(Pack(current, uint64_t(tasks)), std::memory_order_release);
-  p.claim.store(Pack(current, 0), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(p.mu);
     p.generation.store(current, std::memory_order_release);
   }
   p.cv.notify_all();
   p.RunChunks(current, 0);
-  for (int spin = 0; p.done.load(std::memory_order_acquire) != tasks; ++spin) {
+  for (int spin = 0; p.Done() != tasks; ++spin) {
     if (spin < kSpinIterations) {
       LOCKSTEP_PAUSE();
     } else {
