@@ -96,7 +96,7 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<f
   return Status::Ok();
 }
 
-void Transformer::EnsureScratch(int64_t rows, int workers) {
+void Transformer::EnsureScratch(int64_t rows) {
   const ModelConfig& c = config_;
   const size_t r = size_t(rows);
   GrowTo(x_, r * c.n_embd);
@@ -108,7 +108,7 @@ void Transformer::EnsureScratch(int64_t rows, int workers) {
   GrowTo(v_, r * c.kv_dim());
   GrowTo(gate_, r * c.n_ff);
   GrowTo(up_, r * c.n_ff);
-  GrowTo(worker_cos_sin_, size_t(workers) * 2 * rope_.pairs());
+  GrowTo(row_cos_sin_, r * 2 * rope_.pairs());
 }
 
 Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits,
@@ -116,9 +116,13 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<fl
   LOCKSTEP_RETURN_IF_ERROR(Validate(batch, kv, logits));
   const int64_t rows = static_cast<int64_t>(batch.rows.size());
   if (rows == 0) return Status::Ok();
-  EnsureScratch(rows, pool.size());
+  EnsureScratch(rows);
 
   Embed(batch, pool);
+  // RoPE angles depend only on the position: once per row for all layers.
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    rope_.Angles(batch.rows[r].position, row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs());
+  });
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
     AttentionBlock(batch, kv, layer, pool);
     FeedForwardBlock(rows, layer, pool);
@@ -154,7 +158,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   }
 
   // Bias, RoPE, then K/V into the row's own sequence blocks.
-  ForEachRow(pool, rows, [&](int64_t r, int worker) {
+  ForEachRow(pool, rows, [&](int64_t r, int) {
     float* q = q_.data() + r * q_dim;
     float* k = k_.data() + r * kv_dim;
     float* v = v_.data() + r * kv_dim;
@@ -163,9 +167,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
       for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
     }
-    float* cos_sin = worker_cos_sin_.data() + size_t(worker) * 2 * rope_.pairs();
+    const float* cos_sin = row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs();
     const BatchRow& row = batch.rows[r];
-    rope_.Angles(row.position, cos_sin);
     rope_.Apply(cos_sin, q, c.n_head);
     rope_.Apply(cos_sin, k, c.n_head_kv);
     WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);

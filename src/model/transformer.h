@@ -31,7 +31,7 @@ class Transformer final : public Model {
 
  private:
   Status Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const;
-  void EnsureScratch(int64_t rows, int workers);
+  void EnsureScratch(int64_t rows);
   void Embed(const Batch& batch, ThreadPool& pool);
   void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
@@ -43,7 +43,7 @@ class Transformer final : public Model {
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
-  std::vector<float> worker_cos_sin_;  // [workers][2 * rope pairs]
+  std::vector<float> row_cos_sin_;  // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
   struct RowTile {
     int64_t first_row = 0;
     int32_t rows = 0;
