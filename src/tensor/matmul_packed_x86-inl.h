@@ -142,17 +142,8 @@ HWY_INLINE __m512i DotAccumulate(__m512i acc, __m512i w_u8, __m512i x_s8) {
 #endif
 }
 
-// VPDPBUSD has a latency of several cycles and a throughput of about one per cycle, so each (group, row) dot is
-// split into kChains independent integer accumulators (summed exactly at the end of the block): enough chains in
-// flight keep the unit busy even for one or two rows.
-template <int kGroups, int kRows>
-constexpr int PackedChains() {
-  return kGroups * kRows >= 8 ? 2 : 4;
-}
-
 template <TensorType kType, int kGroups, int kRows>
 HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0) {
-  constexpr int kChains = PackedChains<kGroups, kRows>();
   const PackedWeights& p = *a.packed;
   const int64_t blocks = p.units;
   __m512 acc[kGroups][kRows];
@@ -164,26 +155,22 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* wb[kGroups];
     for (int g = 0; g < kGroups; ++g) wb[g] = p.Unit(group0 + g, b);
-    __m512i dot[kChains][kGroups][kRows];
+    __m512i dot[kGroups][kRows];
     for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
       const __m512i start = _mm512_set1_epi32(-PackedOffset<kType>() * a.sums[(r0 + r) * blocks + b]);
-      for (int g = 0; g < kGroups; ++g) {
-        dot[0][g][r] = start;
-        for (int c = 1; c < kChains; ++c) dot[c][g][r] = _mm512_setzero_si512();
-      }
+      for (int g = 0; g < kGroups; ++g) dot[g][r] = start;
     }
     for (int k = 0; k < 4; ++k) {
       __m512i w_lo[kGroups], w_hi[kGroups];
       for (int g = 0; g < kGroups; ++g) LoadPackedPair<kType>(wb[g], k, &w_lo[g], &w_hi[g]);
-      const int c_lo = kChains == 4 ? 2 * (k % 2) : 0;
       for (int r = 0; r < kRows; ++r) {
         int32_t x_lo, x_hi;
         __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
         __builtin_memcpy(&x_hi, q[r] + 32 * b + 4 * (k + 4), 4);
         const __m512i xl = _mm512_set1_epi32(x_lo), xh = _mm512_set1_epi32(x_hi);
         for (int g = 0; g < kGroups; ++g) {
-          dot[c_lo][g][r] = DotAccumulate<kType>(dot[c_lo][g][r], w_lo[g], xl);
-          dot[c_lo + 1][g][r] = DotAccumulate<kType>(dot[c_lo + 1][g][r], w_hi[g], xh);
+          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_lo[g], xl);
+          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_hi[g], xh);
         }
       }
     }
@@ -191,10 +178,8 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
       const __m512 dw = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[g] + PackedScaleOffset<kType>())));
       for (int r = 0; r < kRows; ++r) {
-        __m512i sum = dot[0][g][r];
-        for (int c = 1; c < kChains; ++c) sum = _mm512_add_epi32(sum, dot[c][g][r]);  // exact
         const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[(r0 + r) * blocks + b]));
-        acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), scale, acc[g][r]);
+        acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[g][r]), scale, acc[g][r]);
       }
     }
   }
