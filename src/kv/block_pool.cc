@@ -1,13 +1,10 @@
 #include "kv/block_pool.h"
 
-#include <cstdlib>
 #include <string>
 
-namespace lockstep {
+#include "base/large_allocation.h"
 
-namespace {
-constexpr size_t kAlignment = 4096;
-}
+namespace lockstep {
 
 Result<std::unique_ptr<BlockPool>> BlockPool::Create(const KvLayout& layout, int64_t num_blocks) {
   if (layout.n_layer < 1 || layout.n_kv_head < 1 || layout.head_dim < 1 || layout.block_tokens < 1) {
@@ -19,9 +16,9 @@ Result<std::unique_ptr<BlockPool>> BlockPool::Create(const KvLayout& layout, int
   if (num_blocks < 1 || num_blocks > (int64_t(1) << 30)) {
     return InvalidArgument("KV pool must have between 1 and 2^30 blocks, got " + std::to_string(num_blocks));
   }
-  size_t bytes = size_t(num_blocks) * layout.BlockBytes();
-  bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* storage = std::aligned_alloc(kAlignment, bytes);
+  const size_t bytes = size_t(num_blocks) * layout.BlockBytes();
+  // Huge pages: a row's attention reads a short run of every block of its sequence (blocks hold every layer).
+  void* storage = AllocateLarge(bytes);
   if (storage == nullptr) {
     return ResourceExhausted("cannot allocate " + std::to_string(bytes) + " bytes for the KV cache (" +
                              std::to_string(num_blocks) + " blocks)");
@@ -42,7 +39,7 @@ BlockPool::BlockPool(const KvLayout& layout, int64_t num_blocks, std::byte* stor
   for (int64_t id = num_blocks - 1; id >= 0; --id) free_.push_back(BlockId(id));
 }
 
-BlockPool::~BlockPool() { std::free(storage_); }
+BlockPool::~BlockPool() { FreeLarge(storage_); }
 
 BlockId BlockPool::Allocate() {
   if (free_.empty()) return kNoBlock;

@@ -1,7 +1,5 @@
 #include "tensor/packed_weights.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -72,14 +70,8 @@ void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
 
 template <>
 std::byte* HugePageAllocator<std::byte>::allocate(size_t n) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t align = n >= kHuge ? kHuge : 64;
-  const size_t bytes = (std::max<size_t>(n, 1) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, bytes);
+  void* p = AllocateLarge(n);
   if (p == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (align == kHuge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
   return static_cast<std::byte*>(p);
 }
 

@@ -17,17 +17,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
+#include "base/large_allocation.h"
 #include "gguf/tensor_type.h"
 
 namespace lockstep {
 
 inline constexpr int kPackedGroup = 16;
 
-// Allocator for the packed bytes: large buffers are 2 MiB aligned and advised for transparent huge pages, so
-// that filling hundreds of MiB at load time costs few page faults (4 KiB faults dominate it otherwise).
+// Allocator for the packed bytes (base/large_allocation.h: huge pages for large buffers, so that filling
+// hundreds of MiB at load time costs few page faults and streaming them every step few TLB misses).
 template <typename T>
 struct HugePageAllocator {
   using value_type = T;
@@ -35,7 +35,7 @@ struct HugePageAllocator {
   template <typename U>
   HugePageAllocator(const HugePageAllocator<U>&) {}
   T* allocate(size_t n);
-  void deallocate(T* p, size_t) { std::free(p); }
+  void deallocate(T* p, size_t) { FreeLarge(p); }
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const {
     return true;
