@@ -45,6 +45,12 @@ thread_local Scratch scratch;
 
 const attention::KernelLevel kLevel = attention::BestKernelLevel();
 
+// Asks for the cache lines of [p, p + bytes): the next KV block's run lies elsewhere in memory (blocks hold every
+// layer), beyond what the hardware prefetcher follows.
+inline void Prefetch(const std::byte* p, size_t bytes) {
+  for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i);
+}
+
 }  // namespace
 
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
@@ -71,6 +77,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t k_off = kv.KeyOffset(layer, kv_head);
   const size_t v_off = kv.ValueOffset(layer, kv_head);
   const int32_t max_len = first_position + rows;
+  const size_t run = size_t(n) * kv.ElementBytes();  // bytes of one position's K (or V) of this head
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   float* keys = Grow(scratch.keys, attention::PairedKeyFloats(bt, n));
@@ -96,6 +103,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   // Scores, block by block, positions in increasing order; each widened key block serves every row and head.
   for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
     const int32_t block_count = std::min(max_len - t0, bt);
+    if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + k_off, size_t(std::min(max_len - t0 - bt, bt)) * run);
     attention::WidenKeysPaired(blocks[t0 / bt] + k_off, f16, block_count, n, keys);
     for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
       const int32_t count = std::min(first_position + r + 1 - t0, bt);
@@ -109,8 +117,10 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
       std::memset(out + r * out_stride + size_t(h) * n, 0, size_t(n) * sizeof(float));
     }
   }
+  Prefetch(blocks[0] + v_off, size_t(std::min(max_len, bt)) * run);
   for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
     const int32_t block_count = std::min(max_len - t0, bt);
+    if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + v_off, size_t(std::min(max_len - t0 - bt, bt)) * run);
     attention::WidenValues(blocks[t0 / bt] + v_off, f16, block_count, n, values);
     for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
       const int32_t count = std::min(first_position + r + 1 - t0, bt);
