@@ -100,34 +100,35 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t query_head_stride = dp != n ? size_t(dp) : size_t(n);
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
-  // Scores, block by block, positions in increasing order; each widened key block serves every row and head.
-  for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
-    const int32_t block_count = std::min(max_len - t0, bt);
-    if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + k_off, size_t(std::min(max_len - t0 - bt, bt)) * run);
-    attention::WidenKeysPaired(blocks[t0 / bt] + k_off, f16, block_count, n, keys);
-    for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
-      const int32_t count = std::min(first_position + r + 1 - t0, bt);
-      DotKeys(kLevel, queries + r * query_stride, query_head_stride, heads, keys, count, n, scale,
-              row_scores(r, 0) + t0, stride);
+  // Visits the blocks of K (or V) in position order: each block's run of this head is widened once (the next
+  // block's run prefetched meanwhile), then visit(r, t0, count, widened) runs for every row that reaches into it.
+  auto for_each_block = [&](size_t offset, auto widen, float* widened, auto visit) {
+    Prefetch(blocks[0] + offset, size_t(std::min(max_len, bt)) * run);
+    for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
+      if (t0 + bt < max_len) {
+        Prefetch(blocks[(t0 + bt) / bt] + offset, size_t(std::min(max_len - t0 - bt, bt)) * run);
+      }
+      widen(blocks[t0 / bt] + offset, f16, std::min(max_len - t0, bt), n, widened);
+      for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
+        visit(r, t0, std::min(first_position + r + 1 - t0, bt));
+      }
     }
-  }
+  };
+  // Scores; each widened key block serves every row and head.
+  for_each_block(k_off, attention::WidenKeysPaired, keys, [&](int32_t r, int32_t t0, int32_t count) {
+    DotKeys(kLevel, queries + r * query_stride, query_head_stride, heads, keys, count, n, scale,
+            row_scores(r, 0) + t0, stride);
+  });
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) {
       attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
       std::memset(out + r * out_stride + size_t(h) * n, 0, size_t(n) * sizeof(float));
     }
   }
-  Prefetch(blocks[0] + v_off, size_t(std::min(max_len, bt)) * run);
-  for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
-    const int32_t block_count = std::min(max_len - t0, bt);
-    if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + v_off, size_t(std::min(max_len - t0 - bt, bt)) * run);
-    attention::WidenValues(blocks[t0 / bt] + v_off, f16, block_count, n, values);
-    for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
-      const int32_t count = std::min(first_position + r + 1 - t0, bt);
-      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values, count, n, out + r * out_stride,
-                       size_t(n));
-    }
-  }
+  for_each_block(v_off, attention::WidenValues, values, [&](int32_t r, int32_t t0, int32_t count) {
+    AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values, count, n, out + r * out_stride,
+                     size_t(n));
+  });
 }
 
 }  // namespace lockstep
