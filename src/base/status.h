@@ -21,7 +21,7 @@ enum class StatusCode {
   kUnavailable,        // not ready, shutting down
   kCancelled,
   kDeadlineExceeded,
-  kUnimplemented,      // a valid input we do not support (architecture, tensor type)
+  kUnimplemented,  // a valid input we do not support (architecture, tensor type)
   kUnauthenticated,
   kInternal,
 };
@@ -62,7 +62,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (status_.ok()) status_ = Internal("Result constructed from an OK status without a value");
   }
@@ -99,10 +99,10 @@ class [[nodiscard]] Result {
   } while (0)
 
 // Propagates a non-OK Status out of the enclosing function.
-#define LOCKSTEP_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::lockstep::Status status_ = (expr);         \
-    if (!status_.ok()) return status_;           \
+#define LOCKSTEP_RETURN_IF_ERROR(expr)   \
+  do {                                   \
+    ::lockstep::Status status_ = (expr); \
+    if (!status_.ok()) return status_;   \
   } while (0)
 
 #define LOCKSTEP_CONCAT_INNER(a, b) a##b

@@ -1,5 +1,5 @@
-// Subcommands of the `lockstep` binary. Each Register* adds one subcommand (its flags and its callback) to the
-// app; main() calls them all. Commands print errors to stderr and exit 1 on bad input or files.
+// Subcommands of the `lockstep` binary. Each Register* adds one subcommand (its flags and its callback) to
+// the app; main() calls them all. Commands print errors to stderr and exit 1 on bad input or files.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,7 +11,7 @@ void RegisterGenerateCommand(CLI::App& app);
 void RegisterMakeModelCommand(CLI::App& app);
 void RegisterTokenizeCommands(CLI::App& app);  // tokenize, detokenize
 void RegisterBatchCommand(CLI::App& app);
-void RegisterBenchCommands(CLI::App& app);     // bench batched | compare | serve (cli/bench_command.cc)
+void RegisterBenchCommands(CLI::App& app);  // bench batched | compare | serve (cli/bench_command.cc)
 void RegisterBenchBatchedCommand(CLI::App& bench);
 void RegisterBenchCompareCommand(CLI::App& bench);
 void RegisterBenchServeCommand(CLI::App& bench);

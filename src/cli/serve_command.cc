@@ -46,8 +46,8 @@ void RunServe(ServeFlags& flags) {
 
   auto server = ValueOrDie(server::Server::Create(options));
   const int port = ValueOrDie(server->Start());
-  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (Ctrl-C to stop)\n", server->model_id().c_str(),
-               options.host.c_str(), port);
+  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (Ctrl-C to stop)\n",
+               server->model_id().c_str(), options.host.c_str(), port);
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "lockstep: received %s; draining (up to %gs)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
@@ -67,16 +67,20 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd->add_option("--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health)");
   cmd->add_option("--model-alias", o.model_alias, "Model id reported by the API (default: the file name)");
-  cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")->capture_default_str();
+  cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")
+      ->capture_default_str();
   cmd->add_option("--timeout", flags->timeout_s, "Per-request time limit in seconds (0 = none)")
       ->capture_default_str();
   cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads")->capture_default_str();
-  cmd->add_option("--max-body", o.max_body_bytes, "Largest request body in bytes (then 413)")->capture_default_str();
-  cmd->add_option("--drain-timeout", o.drain_timeout_s, "Grace period for in-flight requests on SIGINT/SIGTERM (s)")
+  cmd->add_option("--max-body", o.max_body_bytes, "Largest request body in bytes (then 413)")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", o.drain_timeout_s,
+                  "Grace period for in-flight requests on SIGINT/SIGTERM (s)")
       ->capture_default_str();
   cmd->add_option("--header-timeout", o.header_timeout_s, "Seconds to receive a request's headers")
       ->capture_default_str();
-  cmd->add_option("--body-timeout", o.body_timeout_s, "Seconds to receive a request's body")->capture_default_str();
+  cmd->add_option("--body-timeout", o.body_timeout_s, "Seconds to receive a request's body")
+      ->capture_default_str();
   cmd->add_option("--write-timeout", o.write_timeout_s,
                   "Seconds one response write may take before the client counts as gone")
       ->capture_default_str();

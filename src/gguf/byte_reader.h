@@ -43,9 +43,9 @@ class ByteReader {
 
  private:
   Status Truncated(size_t need, const std::string& what) const {
-    return InvalidArgument("truncated at byte offset " + std::to_string(position_) + " while reading " + what +
-                           " (need " + std::to_string(need) + " bytes, " + std::to_string(remaining()) +
-                           " remain)");
+    return InvalidArgument("truncated at byte offset " + std::to_string(position_) + " while reading " +
+                           what + " (need " + std::to_string(need) + " bytes, " +
+                           std::to_string(remaining()) + " remain)");
   }
 
   const std::byte* data_;

@@ -22,17 +22,22 @@ size_t MinEncodedSize(GgufType type) {
   switch (type) {
     case GgufType::kUint8:
     case GgufType::kInt8:
-    case GgufType::kBool: return 1;
+    case GgufType::kBool:
+      return 1;
     case GgufType::kUint16:
-    case GgufType::kInt16: return 2;
+    case GgufType::kInt16:
+      return 2;
     case GgufType::kUint32:
     case GgufType::kInt32:
-    case GgufType::kFloat32: return 4;
+    case GgufType::kFloat32:
+      return 4;
     case GgufType::kString:
     case GgufType::kUint64:
     case GgufType::kInt64:
-    case GgufType::kFloat64: return 8;
-    case GgufType::kArray: return 12;
+    case GgufType::kFloat64:
+      return 8;
+    case GgufType::kArray:
+      return 12;
   }
   return 1;
 }
@@ -41,8 +46,8 @@ Status ReadValue(ByteReader& reader, GgufType type, const std::string& what, int
 
 Status ReadArray(ByteReader& reader, const std::string& what, int depth, GgufValue* out) {
   if (depth >= kMaxArrayNesting) {
-    return InvalidArgument("arrays nested deeper than " + std::to_string(kMaxArrayNesting) + " at byte offset " +
-                           std::to_string(reader.position()) + " in " + what);
+    return InvalidArgument("arrays nested deeper than " + std::to_string(kMaxArrayNesting) +
+                           " at byte offset " + std::to_string(reader.position()) + " in " + what);
   }
   uint32_t raw_type = 0;
   LOCKSTEP_RETURN_IF_ERROR(reader.Read(&raw_type, "the element type of " + what));
@@ -78,23 +83,33 @@ Status ReadScalarValue(ByteReader& reader, const std::string& what, GgufValue (*
 
 Status ReadValue(ByteReader& reader, GgufType type, const std::string& what, int depth, GgufValue* out) {
   switch (type) {
-    case GgufType::kUint8: return ReadScalarValue<uint8_t>(reader, what, &GgufValue::Uint8, out);
-    case GgufType::kInt8: return ReadScalarValue<int8_t>(reader, what, &GgufValue::Int8, out);
-    case GgufType::kUint16: return ReadScalarValue<uint16_t>(reader, what, &GgufValue::Uint16, out);
-    case GgufType::kInt16: return ReadScalarValue<int16_t>(reader, what, &GgufValue::Int16, out);
-    case GgufType::kUint32: return ReadScalarValue<uint32_t>(reader, what, &GgufValue::Uint32, out);
-    case GgufType::kInt32: return ReadScalarValue<int32_t>(reader, what, &GgufValue::Int32, out);
-    case GgufType::kUint64: return ReadScalarValue<uint64_t>(reader, what, &GgufValue::Uint64, out);
-    case GgufType::kInt64: return ReadScalarValue<int64_t>(reader, what, &GgufValue::Int64, out);
-    case GgufType::kFloat32: return ReadScalarValue<float>(reader, what, &GgufValue::Float32, out);
-    case GgufType::kFloat64: return ReadScalarValue<double>(reader, what, &GgufValue::Float64, out);
+    case GgufType::kUint8:
+      return ReadScalarValue<uint8_t>(reader, what, &GgufValue::Uint8, out);
+    case GgufType::kInt8:
+      return ReadScalarValue<int8_t>(reader, what, &GgufValue::Int8, out);
+    case GgufType::kUint16:
+      return ReadScalarValue<uint16_t>(reader, what, &GgufValue::Uint16, out);
+    case GgufType::kInt16:
+      return ReadScalarValue<int16_t>(reader, what, &GgufValue::Int16, out);
+    case GgufType::kUint32:
+      return ReadScalarValue<uint32_t>(reader, what, &GgufValue::Uint32, out);
+    case GgufType::kInt32:
+      return ReadScalarValue<int32_t>(reader, what, &GgufValue::Int32, out);
+    case GgufType::kUint64:
+      return ReadScalarValue<uint64_t>(reader, what, &GgufValue::Uint64, out);
+    case GgufType::kInt64:
+      return ReadScalarValue<int64_t>(reader, what, &GgufValue::Int64, out);
+    case GgufType::kFloat32:
+      return ReadScalarValue<float>(reader, what, &GgufValue::Float32, out);
+    case GgufType::kFloat64:
+      return ReadScalarValue<double>(reader, what, &GgufValue::Float64, out);
     case GgufType::kBool: {
       uint8_t v = 0;
       const size_t offset = reader.position();
       LOCKSTEP_RETURN_IF_ERROR(reader.Read(&v, what));
       if (v > 1) {
-        return InvalidArgument("bool value " + std::to_string(v) + " at byte offset " + std::to_string(offset) +
-                               " in " + what + " is neither 0 nor 1");
+        return InvalidArgument("bool value " + std::to_string(v) + " at byte offset " +
+                               std::to_string(offset) + " in " + what + " is neither 0 nor 1");
       }
       *out = GgufValue::Bool(v == 1);
       return Status::Ok();
@@ -105,7 +120,8 @@ Status ReadValue(ByteReader& reader, GgufType type, const std::string& what, int
       *out = GgufValue::String(std::move(s));
       return Status::Ok();
     }
-    case GgufType::kArray: return ReadArray(reader, what, depth, out);
+    case GgufType::kArray:
+      return ReadArray(reader, what, depth, out);
   }
   return Internal("unreachable value type");
 }
@@ -146,7 +162,8 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
   return file;
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::span<const std::byte> bytes, const std::string& name) {
+Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::span<const std::byte> bytes,
+                                                      const std::string& name) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = name;
   file->buffer_.assign(bytes.begin(), bytes.end());
@@ -200,9 +217,11 @@ Status GgufFile::Parse() {
     const size_t key_offset = reader.position();
     std::string key;
     LOCKSTEP_RETURN_IF_ERROR(reader.ReadString(&key, "metadata key #" + std::to_string(i)));
-    if (key.empty()) return InvalidArgument("empty metadata key at byte offset " + std::to_string(key_offset));
+    if (key.empty())
+      return InvalidArgument("empty metadata key at byte offset " + std::to_string(key_offset));
     if (metadata_index_.count(key) != 0) {
-      return InvalidArgument("duplicate metadata key '" + key + "' at byte offset " + std::to_string(key_offset));
+      return InvalidArgument("duplicate metadata key '" + key + "' at byte offset " +
+                             std::to_string(key_offset));
     }
     uint32_t raw_type = 0;
     LOCKSTEP_RETURN_IF_ERROR(reader.Read(&raw_type, "the value type of key '" + key + "'"));
@@ -233,8 +252,8 @@ Status GgufFile::Parse() {
     LOCKSTEP_RETURN_IF_ERROR(reader.ReadString(&info.name, "the name of tensor #" + std::to_string(i)));
     const std::string what = "tensor '" + info.name + "'";
     if (info.name.empty()) {
-      return InvalidArgument("tensor #" + std::to_string(i) + " at byte offset " + std::to_string(info_offset) +
-                             " has an empty name");
+      return InvalidArgument("tensor #" + std::to_string(i) + " at byte offset " +
+                             std::to_string(info_offset) + " has an empty name");
     }
     if (tensor_index_.count(info.name) != 0) {
       return InvalidArgument("duplicate " + what + " at byte offset " + std::to_string(info_offset));
@@ -260,13 +279,14 @@ Status GgufFile::Parse() {
     LOCKSTEP_RETURN_IF_ERROR(reader.Read(&raw_type, "the type of " + what));
     const std::optional<TensorTypeTraits> traits = FindTensorTypeTraits(raw_type);
     if (!traits) {
-      return InvalidArgument(what + " has unknown tensor type " + std::to_string(raw_type) + " at byte offset " +
-                             std::to_string(reader.position() - 4));
+      return InvalidArgument(what + " has unknown tensor type " + std::to_string(raw_type) +
+                             " at byte offset " + std::to_string(reader.position() - 4));
     }
     info.type = static_cast<TensorType>(raw_type);
     if (info.dims[0] % traits->block_elements != 0) {
-      return InvalidArgument(what + ": row length " + std::to_string(info.dims[0]) + " is not a multiple of the " +
-                             std::string(traits->name) + " block size " + std::to_string(traits->block_elements));
+      return InvalidArgument(what + ": row length " + std::to_string(info.dims[0]) +
+                             " is not a multiple of the " + std::string(traits->name) + " block size " +
+                             std::to_string(traits->block_elements));
     }
     int64_t size = 0;
     if (__builtin_mul_overflow(elements / traits->block_elements, traits->block_bytes, &size)) {
@@ -287,8 +307,8 @@ Status GgufFile::Parse() {
     const uint64_t start = data_offset_ + info.offset;
     if (info.offset > size_ || start > size_ || info.size_bytes > size_ - start) {
       return InvalidArgument("tensor '" + info.name + "': data [" + std::to_string(start) + ", " +
-                             std::to_string(start + info.size_bytes) + ") extends past the end of the file (" +
-                             std::to_string(size_) + " bytes)");
+                             std::to_string(start + info.size_bytes) +
+                             ") extends past the end of the file (" + std::to_string(size_) + " bytes)");
     }
     info.data = base_ + start;
   }

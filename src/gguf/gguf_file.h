@@ -1,8 +1,8 @@
 // GgufFile: a parsed GGUF v2/v3 file. Open() memory-maps the file read-only and validates the whole header:
-// magic, version, every metadata value (bounded counts and string lengths), tensor infos (dims, types, aligned
-// offsets inside the data section). Tensor data is borrowed straight from the mapping, so a GgufFile must
-// outlive every pointer it hands out. Malformed input gives a Status naming the problem and the key or byte
-// offset; nothing in a file can crash the reader or make it allocate more than the file could hold.
+// magic, version, every metadata value (bounded counts and string lengths), tensor infos (dims, types,
+// aligned offsets inside the data section). Tensor data is borrowed straight from the mapping, so a GgufFile
+// must outlive every pointer it hands out. Malformed input gives a Status naming the problem and the key or
+// byte offset; nothing in a file can crash the reader or make it allocate more than the file could hold.
 // Immutable after Open(): safe to read from any thread.
 #pragma once
 
@@ -32,7 +32,7 @@ struct GgufTensorInfo {
   // a weight matrix [out][in] has dims {in, out}.
   std::vector<int64_t> dims;
   TensorType type = TensorType::kF32;
-  uint64_t offset = 0;            // from the start of the data section
+  uint64_t offset = 0;  // from the start of the data section
   size_t size_bytes = 0;
   const std::byte* data = nullptr;  // points into the mapping (or buffer)
 
@@ -46,7 +46,7 @@ class GgufFile {
   static Result<std::unique_ptr<GgufFile>> Open(const std::string& path);
   // Parses an in-memory image (copied); for tests and tools. `name` is used in error messages.
   static Result<std::unique_ptr<GgufFile>> FromBytes(std::span<const std::byte> bytes,
-                                                      const std::string& name = "<memory>");
+                                                     const std::string& name = "<memory>");
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -90,8 +90,8 @@ class GgufFile {
   std::string path_;
   const std::byte* base_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;          // mmap'd region (Open)
-  std::vector<std::byte> buffer_;    // owned copy (FromBytes)
+  void* mapping_ = nullptr;        // mmap'd region (Open)
+  std::vector<std::byte> buffer_;  // owned copy (FromBytes)
   uint32_t version_ = 0;
   size_t alignment_ = kGgufDefaultAlignment;
   size_t data_offset_ = 0;

@@ -7,19 +7,32 @@ namespace lockstep {
 
 const char* GgufTypeName(GgufType type) {
   switch (type) {
-    case GgufType::kUint8: return "uint8";
-    case GgufType::kInt8: return "int8";
-    case GgufType::kUint16: return "uint16";
-    case GgufType::kInt16: return "int16";
-    case GgufType::kUint32: return "uint32";
-    case GgufType::kInt32: return "int32";
-    case GgufType::kFloat32: return "float32";
-    case GgufType::kBool: return "bool";
-    case GgufType::kString: return "string";
-    case GgufType::kArray: return "array";
-    case GgufType::kUint64: return "uint64";
-    case GgufType::kInt64: return "int64";
-    case GgufType::kFloat64: return "float64";
+    case GgufType::kUint8:
+      return "uint8";
+    case GgufType::kInt8:
+      return "int8";
+    case GgufType::kUint16:
+      return "uint16";
+    case GgufType::kInt16:
+      return "int16";
+    case GgufType::kUint32:
+      return "uint32";
+    case GgufType::kInt32:
+      return "int32";
+    case GgufType::kFloat32:
+      return "float32";
+    case GgufType::kBool:
+      return "bool";
+    case GgufType::kString:
+      return "string";
+    case GgufType::kArray:
+      return "array";
+    case GgufType::kUint64:
+      return "uint64";
+    case GgufType::kInt64:
+      return "int64";
+    case GgufType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -56,8 +69,10 @@ bool GgufValue::is_integer() const {
     case GgufType::kUint32:
     case GgufType::kInt32:
     case GgufType::kUint64:
-    case GgufType::kInt64: return true;
-    default: return false;
+    case GgufType::kInt64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -80,8 +95,10 @@ std::optional<uint64_t> GgufValue::AsUint() const {
 
 std::optional<double> GgufValue::AsDouble() const {
   if (is_float()) return std::get<double>(data_);
-  if (const auto* u = std::get_if<uint64_t>(&data_); u != nullptr && is_integer()) return static_cast<double>(*u);
-  if (const auto* i = std::get_if<int64_t>(&data_); i != nullptr && is_integer()) return static_cast<double>(*i);
+  if (const auto* u = std::get_if<uint64_t>(&data_); u != nullptr && is_integer())
+    return static_cast<double>(*u);
+  if (const auto* i = std::get_if<int64_t>(&data_); i != nullptr && is_integer())
+    return static_cast<double>(*i);
   return std::nullopt;
 }
 
@@ -97,14 +114,18 @@ const GgufValue::Array* GgufValue::AsArray() const { return std::get_if<Array>(&
 std::string GgufValue::ToDisplayString() const {
   std::ostringstream out;
   switch (type_) {
-    case GgufType::kBool: out << (std::get<bool>(data_) ? "true" : "false"); break;
+    case GgufType::kBool:
+      out << (std::get<bool>(data_) ? "true" : "false");
+      break;
     case GgufType::kString: {
       const std::string& s = std::get<std::string>(data_);
       out << '"' << (s.size() > 60 ? s.substr(0, 57) + "..." : s) << '"';
       break;
     }
     case GgufType::kFloat32:
-    case GgufType::kFloat64: out << std::get<double>(data_); break;
+    case GgufType::kFloat64:
+      out << std::get<double>(data_);
+      break;
     case GgufType::kArray: {
       const Array& a = std::get<Array>(data_);
       out << "[" << GgufTypeName(a.element_type) << " x " << a.elements.size() << "]";

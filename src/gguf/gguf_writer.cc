@@ -34,18 +34,42 @@ class ByteSink {
 
 void PutValue(ByteSink& sink, const GgufValue& value) {
   switch (value.type()) {
-    case GgufType::kUint8: sink.Put<uint8_t>(static_cast<uint8_t>(*value.AsUint())); break;
-    case GgufType::kInt8: sink.Put<int8_t>(static_cast<int8_t>(*value.AsInt())); break;
-    case GgufType::kUint16: sink.Put<uint16_t>(static_cast<uint16_t>(*value.AsUint())); break;
-    case GgufType::kInt16: sink.Put<int16_t>(static_cast<int16_t>(*value.AsInt())); break;
-    case GgufType::kUint32: sink.Put<uint32_t>(static_cast<uint32_t>(*value.AsUint())); break;
-    case GgufType::kInt32: sink.Put<int32_t>(static_cast<int32_t>(*value.AsInt())); break;
-    case GgufType::kUint64: sink.Put<uint64_t>(*value.AsUint()); break;
-    case GgufType::kInt64: sink.Put<int64_t>(*value.AsInt()); break;
-    case GgufType::kFloat32: sink.Put<float>(static_cast<float>(*value.AsDouble())); break;
-    case GgufType::kFloat64: sink.Put<double>(*value.AsDouble()); break;
-    case GgufType::kBool: sink.Put<uint8_t>(*value.AsBool() ? 1 : 0); break;
-    case GgufType::kString: sink.PutString(*value.AsString()); break;
+    case GgufType::kUint8:
+      sink.Put<uint8_t>(static_cast<uint8_t>(*value.AsUint()));
+      break;
+    case GgufType::kInt8:
+      sink.Put<int8_t>(static_cast<int8_t>(*value.AsInt()));
+      break;
+    case GgufType::kUint16:
+      sink.Put<uint16_t>(static_cast<uint16_t>(*value.AsUint()));
+      break;
+    case GgufType::kInt16:
+      sink.Put<int16_t>(static_cast<int16_t>(*value.AsInt()));
+      break;
+    case GgufType::kUint32:
+      sink.Put<uint32_t>(static_cast<uint32_t>(*value.AsUint()));
+      break;
+    case GgufType::kInt32:
+      sink.Put<int32_t>(static_cast<int32_t>(*value.AsInt()));
+      break;
+    case GgufType::kUint64:
+      sink.Put<uint64_t>(*value.AsUint());
+      break;
+    case GgufType::kInt64:
+      sink.Put<int64_t>(*value.AsInt());
+      break;
+    case GgufType::kFloat32:
+      sink.Put<float>(static_cast<float>(*value.AsDouble()));
+      break;
+    case GgufType::kFloat64:
+      sink.Put<double>(*value.AsDouble());
+      break;
+    case GgufType::kBool:
+      sink.Put<uint8_t>(*value.AsBool() ? 1 : 0);
+      break;
+    case GgufType::kString:
+      sink.PutString(*value.AsString());
+      break;
     case GgufType::kArray: {
       const GgufValue::Array& array = *value.AsArray();
       sink.Put<uint32_t>(static_cast<uint32_t>(array.element_type));
@@ -181,7 +205,8 @@ Status GgufWriter::WriteFile(const std::string& path, const TensorProducer& prod
   if (!out) return InvalidArgument("cannot write '" + temporary + "' (disk full?)");
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
-  if (error) return InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
+  if (error)
+    return InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
   return Status::Ok();
 }
 

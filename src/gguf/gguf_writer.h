@@ -47,7 +47,8 @@ class GgufWriter {
     std::vector<std::byte> data;
   };
   size_t Alignment() const;
-  Result<size_t> CheckTensor(const std::string& name, TensorType type, const std::vector<int64_t>& dims) const;
+  Result<size_t> CheckTensor(const std::string& name, TensorType type,
+                             const std::vector<int64_t>& dims) const;
   // Magic, counts, metadata and tensor infos, padded to the alignment.
   std::vector<std::byte> HeaderBytes() const;
   std::vector<std::pair<std::string, GgufValue>> metadata_;

@@ -45,8 +45,8 @@ thread_local Scratch scratch;
 
 const attention::KernelLevel kLevel = attention::BestKernelLevel();
 
-// Asks for the cache lines of [p, p + bytes): the next KV block's run lies elsewhere in memory (blocks hold every
-// layer), beyond what the hardware prefetcher follows.
+// Asks for the cache lines of [p, p + bytes): the next KV block's run lies elsewhere in memory (blocks hold
+// every layer), beyond what the hardware prefetcher follows.
 inline void Prefetch(const std::byte* p, size_t bytes) {
   for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i);
 }
@@ -66,8 +66,8 @@ void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t 
 }
 
 void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads, float scale,
-                float* out, size_t out_stride) {
+                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
+                float scale, float* out, size_t out_stride) {
   using attention::AccumulateValues;
   using attention::DotKeys;
   const int n = kv.head_dim;
@@ -77,7 +77,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t k_off = kv.KeyOffset(layer, kv_head);
   const size_t v_off = kv.ValueOffset(layer, kv_head);
   const int32_t max_len = first_position + rows;
-  const size_t run = size_t(n) * kv.ElementBytes();  // bytes of one position's K (or V) of this head
+  const size_t run = size_t(n) * kv.ElementBytes();     // bytes of one position's K (or V) of this head
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   float* keys = Grow(scratch.keys, attention::PairedKeyFloats(bt, n));
@@ -101,7 +101,8 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
   // Visits the blocks of K (or V) in position order: each block's run of this head is widened once (the next
-  // block's run prefetched meanwhile), then visit(r, t0, count, widened) runs for every row that reaches into it.
+  // block's run prefetched meanwhile), then visit(r, t0, count, widened) runs for every row that reaches into
+  // it.
   auto for_each_block = [&](size_t offset, auto widen, float* widened, auto visit) {
     Prefetch(blocks[0] + offset, size_t(std::min(max_len, bt)) * run);
     for (int32_t t0 = 0; t0 < max_len; t0 += bt) {

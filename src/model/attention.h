@@ -18,15 +18,15 @@ namespace lockstep {
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
              const float* k, const float* v);
 
-// Rows r = 0..rows-1 of one sequence at positions first_position + r (a prefill chunk, or one decode row), each
-// with `heads` query heads that share KV head `kv_head` of `layer`: q row r, head h at q + r * q_stride + h *
-// head_dim; out likewise with out_stride.
+// Rows r = 0..rows-1 of one sequence at positions first_position + r (a prefill chunk, or one decode row),
+// each with `heads` query heads that share KV head `kv_head` of `layer`: q row r, head h at q + r * q_stride
+// + h * head_dim; out likewise with out_stride.
 //   out[r][h] = softmax(q[r][h] · K[0..first_position + r] * scale) · V[0..first_position + r]
 // Each widened KV block serves every row and head of the call, but each (row, head) result is computed in the
 // same order whatever `rows` and `heads` are, so tiling rows or grouping heads never changes a value. Uses
 // per-thread scratch (grown once, then reused).
 void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads, float scale,
-                float* out, size_t out_stride);
+                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
+                float scale, float* out, size_t out_stride);
 
 }  // namespace lockstep

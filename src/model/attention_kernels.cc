@@ -26,7 +26,8 @@ float ReduceLanes(const float a[8]) {
   return (s0 + s2) + (s1 + s3);
 }
 
-void DotKeysScalar(const float* q, const float* keys, int32_t count, int head_dim, float scale, float* scores) {
+void DotKeysScalar(const float* q, const float* keys, int32_t count, int head_dim, float scale,
+                   float* scores) {
   const int dp = PaddedHeadDim(head_dim);
   for (int32_t s = 0; s < count; ++s) {
     const float* k = keys + size_t(s / 2) * 2 * dp + 8 * (s % 2);
@@ -56,7 +57,8 @@ inline float HorizontalSum(__m256 v) {  // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))
 }
 
 template <int kPositions>
-inline void DotPositionsAvx2(const float* q, const float* keys, int32_t s0, int dp, float scale, float* scores) {
+inline void DotPositionsAvx2(const float* q, const float* keys, int32_t s0, int dp, float scale,
+                             float* scores) {
   __m256 acc[kPositions];
   const float* k[kPositions];
   for (int j = 0; j < kPositions; ++j) {
@@ -107,7 +109,8 @@ void AccumulateValuesAvx2(const float* w, const float* values, int32_t count, in
   AccumulateFromAvx2(w, values, count, head_dim, 0, out);
 }
 
-// ---- AVX-512: a 16-lane accumulator holds a pair of positions (8 lanes each), four to eight pairs in flight. ----
+// ---- AVX-512: a 16-lane accumulator holds a pair of positions (8 lanes each), four to eight pairs in
+// flight. ----
 
 // The sums of four pair accumulators (8 positions), each position's 8 lanes reduced as ReduceLanes.
 LOCKSTEP_AVX512 inline __m256 ReduceFourPairs(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
@@ -123,8 +126,8 @@ LOCKSTEP_AVX512 inline __m256 ReduceFourPairs(__m512 p0, __m512 p1, __m512 p2, _
   return _mm512_castps512_ps256(_mm512_permutex2var_ps(t01, lane0, t23));
 }
 
-// Scores of kQueries queries against up to 4 * kGroups pairs from pair p0 (pairs past `pairs` stay zero and are
-// not stored). Each key vector is loaded once for all queries.
+// Scores of kQueries queries against up to 4 * kGroups pairs from pair p0 (pairs past `pairs` stay zero and
+// are not stored). Each key vector is loaded once for all queries.
 template <int kQueries, int kGroups>
 LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, size_t q_stride, const float* keys, int32_t p0,
                                            int32_t pairs, int dp, int32_t count, float scale, float* scores,
@@ -138,7 +141,8 @@ LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, size_t q_stride, cons
   const float* k = keys + size_t(p0) * 2 * dp;
   for (int c = 0; c < dp / 8; ++c) {
     __m512 qv[kQueries];
-    for (int j = 0; j < kQueries; ++j) qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + j * q_stride + 8 * c));
+    for (int j = 0; j < kQueries; ++j)
+      qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + j * q_stride + 8 * c));
     if (valid == kPairs) {
       for (int i = 0; i < kPairs; ++i) {
         const __m512 kv = _mm512_loadu_ps(k + size_t(i) * 2 * dp + 16 * c);
@@ -165,8 +169,8 @@ LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, size_t q_stride, cons
 }
 
 template <int kQueries, int kGroups>
-LOCKSTEP_AVX512 void DotQueriesAvx512(const float* q, size_t q_stride, const float* keys, int32_t count, int dp,
-                                      float scale, float* scores, size_t scores_stride) {
+LOCKSTEP_AVX512 void DotQueriesAvx512(const float* q, size_t q_stride, const float* keys, int32_t count,
+                                      int dp, float scale, float* scores, size_t scores_stride) {
   const int32_t pairs = (count + 1) / 2;
   int32_t p = 0;
   for (; p + 4 * kGroups <= pairs; p += 4 * kGroups) {
@@ -177,8 +181,9 @@ LOCKSTEP_AVX512 void DotQueriesAvx512(const float* q, size_t q_stride, const flo
   }
 }
 
-LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries, const float* keys, int32_t count,
-                                   int head_dim, float scale, float* scores, size_t scores_stride) {
+LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries, const float* keys,
+                                   int32_t count, int head_dim, float scale, float* scores,
+                                   size_t scores_stride) {
   const int dp = PaddedHeadDim(head_dim);
   for (int j = 0; j < queries; j += 4) {
     const float* qj = q + j * q_stride;
@@ -224,8 +229,8 @@ LOCKSTEP_AVX512 inline void AccumulateChunksAvx512(const float* w, size_t w_stri
 }
 
 template <int kQueries>
-LOCKSTEP_AVX512 void AccumulateQueriesAvx512(const float* w, size_t w_stride, const float* values, int32_t count,
-                                             int head_dim, float* out, size_t out_stride) {
+LOCKSTEP_AVX512 void AccumulateQueriesAvx512(const float* w, size_t w_stride, const float* values,
+                                             int32_t count, int head_dim, float* out, size_t out_stride) {
   int d = 0;
   for (; d + 64 <= head_dim; d += 64) {
     AccumulateChunksAvx512<kQueries, 4>(w, w_stride, values, count, head_dim, d, out, out_stride);
@@ -406,8 +411,8 @@ void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* 
   for (int32_t s = 0; s < count; ++s) WidenVector(src, f16, size_t(s), head_dim, dst + size_t(s) * head_dim);
 }
 
-void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, const float* keys, int32_t count,
-             int head_dim, float scale, float* scores, size_t scores_stride) {
+void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, const float* keys,
+             int32_t count, int head_dim, float scale, float* scores, size_t scores_stride) {
 #ifdef LOCKSTEP_ATTENTION_X86
   if (level == KernelLevel::kAvx512) {
     return DotKeysAvx512(q, q_stride, queries, keys, count, head_dim, scale, scores, scores_stride);

@@ -1,12 +1,12 @@
 // The forward pass's input: a ragged batch of rows, each (token, position, sequence), plus where each
 // sequence's KV lives. The KV of one sequence is a list of fixed-size blocks (a block table resolved to
-// addresses); the model reads and writes KV only through the blocks of the row's own sequence, so a row's cost
-// grows with its own context alone. The kv/ layer allocates blocks of KvLayout::BlockBytes(); tests and the
-// single-sequence CLI may allocate them directly.
+// addresses); the model reads and writes KV only through the blocks of the row's own sequence, so a row's
+// cost grows with its own context alone. The kv/ layer allocates blocks of KvLayout::BlockBytes(); tests and
+// the single-sequence CLI may allocate them directly.
 //
 // One block, for all layers (KvDtype elements):
-//   [layer 0: K [kv_head 0][block_tokens][head_dim] .. [kv_head H-1]..., V [kv_head 0..H-1][block_tokens][head_dim]]
-//   [layer 1: ...] ... [layer L-1]
+//   [layer 0: K [kv_head 0][block_tokens][head_dim] .. [kv_head H-1]..., V [kv_head
+//   0..H-1][block_tokens][head_dim]] [layer 1: ...] ... [layer L-1]
 // Position p of a sequence lives in blocks[p / block_tokens] at slot p % block_tokens.
 #pragma once
 
@@ -46,8 +46,8 @@ struct SequenceKv {
 
 struct BatchRow {
   int32_t token = 0;
-  int32_t position = 0;   // position in its sequence (RoPE position and KV slot)
-  int32_t sequence = 0;   // index into Batch::sequences
+  int32_t position = 0;  // position in its sequence (RoPE position and KV slot)
+  int32_t sequence = 0;  // index into Batch::sequences
   bool wants_logits = false;
 };
 

@@ -290,7 +290,8 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   }
   writer.Set(s.architecture + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
   const std::vector<PlannedTensor> tensors = PlanTensors(s, o.type, n_vocab);
-  for (const PlannedTensor& t : tensors) LOCKSTEP_RETURN_IF_ERROR(writer.DeclareTensor(t.name, t.type, t.dims));
+  for (const PlannedTensor& t : tensors)
+    LOCKSTEP_RETURN_IF_ERROR(writer.DeclareTensor(t.name, t.type, t.dims));
   // Tensors are generated one at a time while the file is written, so memory stays small even for llama-1b.
   return writer.WriteFile(path, [&](size_t index, std::vector<std::byte>& data) {
     GenerateTensor(tensors[index], o.seed, data);

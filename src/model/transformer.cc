@@ -175,9 +175,9 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   });
 
   // Attention over row tiles: runs of adjacent rows of one sequence at consecutive positions (prefill chunks)
-  // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its group of
-  // query heads, or per (tile, query head) when that gives too few tasks to spread over the workers. Every
-  // (row, head) is computed identically whatever the tiling and grouping.
+  // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its
+  // group of query heads, or per (tile, query head) when that gives too few tasks to spread over the workers.
+  // Every (row, head) is computed identically whatever the tiling and grouping.
   tiles_.clear();
   for (int64_t r = 0; r < rows;) {
     int64_t end = r + 1;

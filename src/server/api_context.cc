@@ -2,7 +2,8 @@
 
 namespace lockstep::server {
 
-Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text, const std::string& param) {
+Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text,
+                                          const std::string& param) {
   auto ids = ctx.tokenizer->Encode(text, ctx.tokenizer->add_bos(), /*parse_special=*/true);
   if (!ids.ok()) return ApiError{ids.status(), param, false};
   std::vector<int32_t> out = std::move(*ids);
@@ -11,22 +12,24 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
   return out;
 }
 
-Parsed<int32_t> FitToContext(const ApiContext& ctx, size_t prompt_len, int64_t max_tokens, int64_t default_max,
-                             const std::string& param, const std::string& max_param) {
+Parsed<int32_t> FitToContext(const ApiContext& ctx, size_t prompt_len, int64_t max_tokens,
+                             int64_t default_max, const std::string& param, const std::string& max_param) {
   if (prompt_len == 0) return ApiError::Field(param, param + " is empty (no tokens)");
   const int64_t context = ctx.max_context;
   if (static_cast<int64_t>(prompt_len) >= context) {
-    return ApiError{OutOfRange("the prompt is " + std::to_string(prompt_len) + " tokens long but the context is " +
-                               std::to_string(context) + " tokens (prompt + generated tokens must fit)"),
-                    param, false};
+    return ApiError{
+        OutOfRange("the prompt is " + std::to_string(prompt_len) + " tokens long but the context is " +
+                   std::to_string(context) + " tokens (prompt + generated tokens must fit)"),
+        param, false};
   }
   const int64_t room = context - static_cast<int64_t>(prompt_len);
   if (max_tokens > 0) {
     if (max_tokens > room) {
-      return ApiError{OutOfRange("this model's context is " + std::to_string(context) + " tokens; the prompt has " +
-                                 std::to_string(prompt_len) + " and " + max_param + " asks for " +
-                                 std::to_string(max_tokens) + " more (at most " + std::to_string(room) + " fit)"),
-                      max_param, false};
+      return ApiError{
+          OutOfRange("this model's context is " + std::to_string(context) + " tokens; the prompt has " +
+                     std::to_string(prompt_len) + " and " + max_param + " asks for " +
+                     std::to_string(max_tokens) + " more (at most " + std::to_string(room) + " fit)"),
+          max_param, false};
     }
     return static_cast<int32_t>(max_tokens);
   }

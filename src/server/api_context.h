@@ -1,6 +1,6 @@
-// ApiContext: what the API layers (OpenAI, TGI) need to know about the loaded model — tokenizer, chat template,
-// model id and limits — plus the prompt helpers shared by both. Immutable after the server starts; shared by
-// every I/O thread (Tokenizer and ChatTemplate are thread-safe for const use).
+// ApiContext: what the API layers (OpenAI, TGI) need to know about the loaded model — tokenizer, chat
+// template, model id and limits — plus the prompt helpers shared by both. Immutable after the server starts;
+// shared by every I/O thread (Tokenizer and ChatTemplate are thread-safe for const use).
 #pragma once
 
 #include <cstdint>
@@ -21,21 +21,22 @@ struct ApiContext {
   std::string model_path;
   std::string architecture;
   std::string dtype;
-  int32_t max_context = 0;   // tokens of context (prompt + generation)
+  int32_t max_context = 0;  // tokens of context (prompt + generation)
   int32_t vocab_size = 0;
-  int64_t created = 0;       // unix time the server started
+  int64_t created = 0;  // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
 };
 
 // Tokenizes a prompt: special-token text is parsed, BOS added as the vocabulary says (never doubled when the
 // text already starts with it). Errors name `param`.
-Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text, const std::string& param);
+Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text,
+                                          const std::string& param);
 
 // Checks a prompt against the context: empty → 400; prompt_len >= context → OutOfRange naming `param`.
 // max_tokens: when explicit (> 0) it must fit with the prompt (OutOfRange otherwise); when 0 it becomes
 // min(default_max, room left).
-Parsed<int32_t> FitToContext(const ApiContext& ctx, size_t prompt_len, int64_t max_tokens, int64_t default_max,
-                             const std::string& param, const std::string& max_param);
+Parsed<int32_t> FitToContext(const ApiContext& ctx, size_t prompt_len, int64_t max_tokens,
+                             int64_t default_max, const std::string& param, const std::string& max_param);
 
 }  // namespace lockstep::server

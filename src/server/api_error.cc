@@ -10,13 +10,20 @@ int HttpStatusFor(const ApiError& error, ApiFlavor flavor) {
   switch (error.status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
-    case StatusCode::kUnimplemented: return tgi ? 422 : 400;
-    case StatusCode::kResourceExhausted: return tgi ? 429 : 503;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kDeadlineExceeded: return 504;
-    default: return tgi ? 424 : 500;
+    case StatusCode::kUnimplemented:
+      return tgi ? 422 : 400;
+    case StatusCode::kResourceExhausted:
+      return tgi ? 429 : 503;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return tgi ? 424 : 500;
   }
 }
 
@@ -26,15 +33,36 @@ void OpenAiTypeAndCode(const ApiError& error, std::string* type, std::string* co
   *type = "invalid_request_error";
   *code = "";
   switch (error.status.code()) {
-    case StatusCode::kOutOfRange: *code = "context_length_exceeded"; break;
-    case StatusCode::kResourceExhausted: *type = "server_error"; *code = "server_overloaded"; break;
-    case StatusCode::kUnavailable: *type = "server_error"; *code = "service_unavailable"; break;
-    case StatusCode::kUnauthenticated: *code = "invalid_api_key"; break;
-    case StatusCode::kNotFound: *type = "not_found_error"; *code = "not_found"; break;
-    case StatusCode::kDeadlineExceeded: *type = "server_error"; *code = "timeout"; break;
+    case StatusCode::kOutOfRange:
+      *code = "context_length_exceeded";
+      break;
+    case StatusCode::kResourceExhausted:
+      *type = "server_error";
+      *code = "server_overloaded";
+      break;
+    case StatusCode::kUnavailable:
+      *type = "server_error";
+      *code = "service_unavailable";
+      break;
+    case StatusCode::kUnauthenticated:
+      *code = "invalid_api_key";
+      break;
+    case StatusCode::kNotFound:
+      *type = "not_found_error";
+      *code = "not_found";
+      break;
+    case StatusCode::kDeadlineExceeded:
+      *type = "server_error";
+      *code = "timeout";
+      break;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kUnimplemented: if (error.malformed_json) *code = "invalid_json"; break;
-    default: *type = "server_error"; *code = "internal_error"; break;
+    case StatusCode::kUnimplemented:
+      if (error.malformed_json) *code = "invalid_json";
+      break;
+    default:
+      *type = "server_error";
+      *code = "internal_error";
+      break;
   }
 }
 
@@ -42,13 +70,20 @@ std::string TgiType(const ApiError& error) {
   switch (error.status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
-    case StatusCode::kUnimplemented: return "validation";
-    case StatusCode::kResourceExhausted: return "overloaded";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kUnauthenticated: return "authentication";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kDeadlineExceeded: return "timeout";
-    default: return "generation";
+    case StatusCode::kUnimplemented:
+      return "validation";
+    case StatusCode::kResourceExhausted:
+      return "overloaded";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kUnauthenticated:
+      return "authentication";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kDeadlineExceeded:
+      return "timeout";
+    default:
+      return "generation";
   }
 }
 
@@ -77,7 +112,8 @@ HeaderList ErrorHeaders(const ApiError& error, ApiFlavor flavor) {
 }
 
 void SendApiError(ResponseWriter& writer, const ApiError& error, ApiFlavor flavor) {
-  writer.Send(HttpStatusFor(error, flavor), "application/json", ErrorBody(error, flavor), ErrorHeaders(error, flavor));
+  writer.Send(HttpStatusFor(error, flavor), "application/json", ErrorBody(error, flavor),
+              ErrorHeaders(error, flavor));
 }
 
 }  // namespace lockstep::server

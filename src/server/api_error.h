@@ -27,7 +27,7 @@ enum class ApiFlavor { kOpenAI, kTgi };
 
 struct ApiError {
   Status status;
-  std::string param;          // the offending request field ("" = none)
+  std::string param;  // the offending request field ("" = none)
   bool malformed_json = false;
 
   static ApiError Field(const std::string& param, const std::string& message) {
@@ -46,8 +46,8 @@ template <typename T>
 struct Parsed {
   std::optional<T> value;
   ApiError error;
-  Parsed(T v) : value(std::move(v)) {}              // NOLINT
-  Parsed(ApiError e) : error(std::move(e)) {}       // NOLINT
+  Parsed(T v) : value(std::move(v)) {}         // NOLINT
+  Parsed(ApiError e) : error(std::move(e)) {}  // NOLINT
   bool ok() const { return value.has_value(); }
 };
 

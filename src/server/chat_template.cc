@@ -33,7 +33,8 @@ ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_tok
     result.note_ = "chat template: the model's template could not be parsed (" + parsed.status().message() +
                    "); using the default ChatML template";
   } else {
-    result.note_ = "chat template: the model has none (no tokenizer.chat_template); using the default ChatML template";
+    result.note_ =
+        "chat template: the model has none (no tokenizer.chat_template); using the default ChatML template";
   }
   auto fallback = jinja::Parse(kDefaultChatTemplate);
   result.template_ = *fallback;

@@ -70,7 +70,8 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
   if (choice.done) return;
   if (event.token != kNoToken) {
     if (choice.generated > 0 && metrics_) {
-      metrics_->itl->Observe(std::chrono::duration<double>(at - last_token_at_[static_cast<size_t>(c)]).count());
+      metrics_->itl->Observe(
+          std::chrono::duration<double>(at - last_token_at_[static_cast<size_t>(c)]).count());
     }
     last_token_at_[static_cast<size_t>(c)] = at;
     choice.generated++;

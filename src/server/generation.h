@@ -1,7 +1,8 @@
-// GenerationJob: runs one API request's sequences in the engine (prompts × n choices, submitted at once so they
-// run as parallel sequences) and delivers their events on the connection's strand (ResponseWriter::Post), so a
-// job's state is only ever touched by one thread at a time. A client disconnect (ResponseWriter::OnClose) or a
-// deadline cancels every unfinished sequence in the engine, which frees their KV before its next step.
+// GenerationJob: runs one API request's sequences in the engine (prompts × n choices, submitted at once so
+// they run as parallel sequences) and delivers their events on the connection's strand
+// (ResponseWriter::Post), so a job's state is only ever touched by one thread at a time. A client disconnect
+// (ResponseWriter::OnClose) or a deadline cancels every unfinished sequence in the engine, which frees their
+// KV before its next step.
 #pragma once
 
 #include <chrono>
@@ -20,21 +21,21 @@ namespace lockstep::server {
 struct GenerationSpec {
   std::vector<std::vector<int32_t>> prompts;  // one engine request per prompt × n
   int n = 1;
-  Request base;                                // sampling, max_tokens, stop, ignore_eos (prompt_ids unused)
-  bool seed_given = false;                     // choice i of a prompt then uses seed + i; else a random seed
-  bool keep_events = false;                    // keep every TokenEvent (logprobs / details)
+  Request base;              // sampling, max_tokens, stop, ignore_eos (prompt_ids unused)
+  bool seed_given = false;   // choice i of a prompt then uses seed + i; else a random seed
+  bool keep_events = false;  // keep every TokenEvent (logprobs / details)
   std::string label;
 };
 
 struct ChoiceState {
-  int index = 0;          // prompt_index * n + i
+  int index = 0;  // prompt_index * n + i
   int prompt_index = 0;
   uint64_t seed = 0;
-  std::string text;       // concatenated text deltas
+  std::string text;                // concatenated text deltas
   std::vector<TokenEvent> events;  // every event when GenerationSpec::keep_events
-  int32_t generated = 0;  // tokens generated (events with a token)
+  int32_t generated = 0;           // tokens generated (events with a token)
   bool done = false;
-  TokenEvent last;        // the final event (finish reason, timing)
+  TokenEvent last;  // the final event (finish reason, timing)
   std::shared_ptr<RequestHandle> handle;
 };
 
@@ -48,8 +49,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   // on_token runs for every event (the last included); on_done once, after every choice's last event.
   static Parsed<std::shared_ptr<GenerationJob>> Start(Engine& engine, GenerationSpec spec,
                                                       std::shared_ptr<ResponseWriter> writer,
-                                                      ServerMetrics* metrics, double timeout_s, TokenFn on_token,
-                                                      DoneFn on_done);
+                                                      ServerMetrics* metrics, double timeout_s,
+                                                      TokenFn on_token, DoneFn on_done);
   void CancelAll();
 
   std::vector<ChoiceState>& choices() { return choices_; }
@@ -61,7 +62,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   double elapsed_s() const;
 
  private:
-  GenerationJob(Engine& engine, GenerationSpec spec, std::shared_ptr<ResponseWriter> writer, ServerMetrics* metrics)
+  GenerationJob(Engine& engine, GenerationSpec spec, std::shared_ptr<ResponseWriter> writer,
+                ServerMetrics* metrics)
       : engine_(engine), spec_(std::move(spec)), writer_(std::move(writer)), metrics_(metrics) {}
   void OnEvent(int choice, TokenEvent event, std::chrono::steady_clock::time_point at);
 

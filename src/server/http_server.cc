@@ -50,7 +50,9 @@ class Session;
 class HttpServer::Impl {
  public:
   Impl(HttpServerOptions options, HttpHandler handler)
-      : options_(std::move(options)), handler_(std::move(handler)), ioc_(std::max(1, options_.io_threads)),
+      : options_(std::move(options)),
+        handler_(std::move(handler)),
+        ioc_(std::max(1, options_.io_threads)),
         acceptor_(ioc_) {}
 
   void Accept();
@@ -84,7 +86,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, Strand strand, HttpServer::Impl* server)
       : stream_(std::move(socket)), strand_(std::move(strand)), server_(server) {}
 
-  void Start() { net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(true); }); }
+  void Start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(true); });
+  }
 
   void Close() {
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->DoClose(); });
@@ -152,9 +156,11 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
     parser_->body_limit(server_->options_.max_body_bytes);
-    stream_.expires_after(Seconds(first ? server_->options_.header_timeout_s : server_->options_.idle_timeout_s));
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+    stream_.expires_after(
+        Seconds(first ? server_->options_.header_timeout_s : server_->options_.idle_timeout_s));
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -176,9 +182,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void RejectTooLarge() {
     keep_alive_ = false;
     response_started_ = false;
-    const std::string body = std::string(R"({"error":{"message":"request body larger than )") +
-                             std::to_string(server_->options_.max_body_bytes) +
-                             R"( bytes","type":"invalid_request_error","param":null,"code":"body_too_large"}})";
+    const std::string body =
+        std::string(R"({"error":{"message":"request body larger than )") +
+        std::to_string(server_->options_.max_body_bytes) +
+        R"( bytes","type":"invalid_request_error","param":null,"code":"body_too_large"}})";
     server_->active_++;
     active_counted_ = true;
     timing_writes_ = true;
@@ -288,10 +295,11 @@ class Session : public std::enable_shared_from_this<Session> {
     Drain();
   }
   void Drain() {
-    stream_.async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->DoClose();
-      self->Drain();
-    });
+    stream_.async_read_some(net::buffer(watch_buf_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) return self->DoClose();
+                              self->Drain();
+                            });
   }
 
   void Next() {

@@ -1,16 +1,16 @@
 // HttpServer: asynchronous HTTP/1.1 on Boost.Beast/Asio. A small pool of I/O threads runs every connection;
-// an idle keep-alive connection costs a socket and a few buffers, never a thread. Each connection is a strand:
-// its reads, writes and callbacks never run concurrently.
+// an idle keep-alive connection costs a socket and a few buffers, never a thread. Each connection is a
+// strand: its reads, writes and callbacks never run concurrently.
 //
-// Per connection: read headers (header timeout; idle timeout between keep-alive requests) → read the body (body
-// timeout; Content-Length or chunked bodies above max_body_bytes get 413 and the connection is closed) → call
-// the handler with the request and a ResponseWriter. While the response is produced the connection keeps a read
-// pending so that a client that goes away is noticed at once (ResponseWriter::OnClose), also while the request
-// is still queued. Responses are either whole (Send) or streamed with chunked transfer encoding (StartStream /
-// Write / End; HTTP/1.0 clients get an unchunked stream and Connection: close).
+// Per connection: read headers (header timeout; idle timeout between keep-alive requests) → read the body
+// (body timeout; Content-Length or chunked bodies above max_body_bytes get 413 and the connection is closed)
+// → call the handler with the request and a ResponseWriter. While the response is produced the connection
+// keeps a read pending so that a client that goes away is noticed at once (ResponseWriter::OnClose), also
+// while the request is still queued. Responses are either whole (Send) or streamed with chunked transfer
+// encoding (StartStream / Write / End; HTTP/1.0 clients get an unchunked stream and Connection: close).
 //
-// Every write of a response must complete within write_timeout_s, or the connection is closed (and OnClose runs):
-// a client that stops reading cannot pin a request and grow its output queue.
+// Every write of a response must complete within write_timeout_s, or the connection is closed (and OnClose
+// runs): a client that stops reading cannot pin a request and grow its output queue.
 //
 // ResponseWriter methods are thread-safe: they post to the connection's strand. Stop() closes the listener
 // (StopAccepting) and then every connection.
@@ -29,12 +29,12 @@
 namespace lockstep::server {
 
 struct HttpRequest {
-  std::string method;   // "GET", "POST", ...
-  std::string target;   // as sent, e.g. "/v1/models?x=1"
-  std::string path;     // target without the query
+  std::string method;                                        // "GET", "POST", ...
+  std::string target;                                        // as sent, e.g. "/v1/models?x=1"
+  std::string path;                                          // target without the query
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
-  int version = 11;     // 10 or 11
+  int version = 11;  // 10 or 11
   // The header's value ("" when absent); name lower-case.
   std::string Header(const std::string& name) const;
 };
@@ -45,7 +45,8 @@ class ResponseWriter {
  public:
   virtual ~ResponseWriter() = default;
   // A whole response (Content-Length). Ignored after the response was started or the client went away.
-  virtual void Send(int status, const std::string& content_type, std::string body, HeaderList headers = {}) = 0;
+  virtual void Send(int status, const std::string& content_type, std::string body,
+                    HeaderList headers = {}) = 0;
   // Starts a streamed response; then Write() pieces and End() it.
   virtual void StartStream(int status, const std::string& content_type, HeaderList headers = {}) = 0;
   virtual void Write(std::string data) = 0;

@@ -15,8 +15,10 @@ std::string Strip(const std::string& s, bool left, bool right, const Value* char
     return chars && chars->IsString() ? chars->AsString().find(c) != std::string::npos : IsWs(c);
   };
   size_t b = 0, e = s.size();
-  if (left) while (b < e && strip_char(s[b])) ++b;
-  if (right) while (e > b && strip_char(s[e - 1])) --e;
+  if (left)
+    while (b < e && strip_char(s[b])) ++b;
+  if (right)
+    while (e > b && strip_char(s[e - 1])) --e;
   return s.substr(b, e - b);
 }
 
@@ -79,7 +81,8 @@ Value SelectAttr(const Value& value, const CallArgs& args, bool select) {
   Array out;
   for (const Value& item : value.Iterate()) {
     const Value a = Attribute(item, attr);
-    const bool ok = args.positional.size() > 1 ? ApplyTest(args.positional[1].AsString(), a, test_args) : a.Truthy();
+    const bool ok =
+        args.positional.size() > 1 ? ApplyTest(args.positional[1].AsString(), a, test_args) : a.Truthy();
     if (ok == select) out.push_back(item);
   }
   return Value::MakeArray(std::move(out));
@@ -103,7 +106,8 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
     return Value(s);
   }
   if (name == "string") return Value(value.ToString());
-  if (name == "safe" || name == "e" || name == "escape") return value.IsString() ? value : Value(value.ToString());
+  if (name == "safe" || name == "e" || name == "escape")
+    return value.IsString() ? value : Value(value.ToString());
   if (name == "default" || name == "d") {
     const Value* boolean = args.Get(1, "boolean");
     const bool use_default = value.IsUndefined() || (boolean && boolean->Truthy() && !value.Truthy());
@@ -136,18 +140,27 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
   }
   if (name == "int") {
     if (value.IsString()) {
-      try { return Value(static_cast<int64_t>(std::stoll(value.AsString()))); } catch (...) { return Value(0); }
+      try {
+        return Value(static_cast<int64_t>(std::stoll(value.AsString())));
+      } catch (...) {
+        return Value(0);
+      }
     }
     return value.IsNumber() || value.kind() == Value::Kind::kBool ? Value(value.AsInt()) : Value(0);
   }
   if (name == "float") {
     if (value.IsString()) {
-      try { return Value(std::stod(value.AsString())); } catch (...) { return Value(0.0); }
+      try {
+        return Value(std::stod(value.AsString()));
+      } catch (...) {
+        return Value(0.0);
+      }
     }
     return value.IsNumber() ? Value(value.AsDouble()) : Value(0.0);
   }
   if (name == "abs") {
-    return value.kind() == Value::Kind::kInt ? Value(static_cast<int64_t>(std::llabs(value.AsInt()))) : Value(std::fabs(value.AsDouble()));
+    return value.kind() == Value::Kind::kInt ? Value(static_cast<int64_t>(std::llabs(value.AsInt())))
+                                             : Value(std::fabs(value.AsDouble()));
   }
   if (name == "items") return CallMethod(value, "items", {});
   if (name == "replace") {
@@ -162,7 +175,8 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
     CallArgs test_args;
     for (size_t i = 1; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
     for (const Value& item : value.Iterate()) {
-      const bool ok = args.positional.empty() ? item.Truthy() : ApplyTest(args.positional[0].AsString(), item, test_args);
+      const bool ok =
+          args.positional.empty() ? item.Truthy() : ApplyTest(args.positional[0].AsString(), item, test_args);
       if (ok == (name == "select")) out.push_back(item);
     }
     return Value::MakeArray(std::move(out));
@@ -184,7 +198,8 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
   if (name == "unique") {
     Array out;
     for (const Value& item : value.Iterate()) {
-      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return o.Equals(item); })) out.push_back(item);
+      if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return o.Equals(item); }))
+        out.push_back(item);
     }
     return Value::MakeArray(std::move(out));
   }
@@ -201,9 +216,8 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
   if (name == "dictsort") {
     Value items = CallMethod(value, "items", {});
     Array sorted = items.AsArray();
-    std::stable_sort(sorted.begin(), sorted.end(), [](const Value& a, const Value& b) {
-      return a.AsArray()[0].Less(b.AsArray()[0]);
-    });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Value& a, const Value& b) { return a.AsArray()[0].Less(b.AsArray()[0]); });
     return Value::MakeArray(std::move(sorted));
   }
   if (name == "indent") {
@@ -248,7 +262,8 @@ bool ApplyTest(const std::string& name, const Value& value, const CallArgs& args
   if (name == "odd") return value.AsInt() % 2 != 0;
   if (name == "even") return value.AsInt() % 2 == 0;
   if (name == "divisibleby") return value.AsInt() % Arg(args, 0, "num", "divisibleby").AsInt() == 0;
-  if (name == "eq" || name == "equalto" || name == "==" || name == "sameas") return value.Equals(Arg(args, 0, "other", "eq"));
+  if (name == "eq" || name == "equalto" || name == "==" || name == "sameas")
+    return value.Equals(Arg(args, 0, "other", "eq"));
   if (name == "ne" || name == "!=") return !value.Equals(Arg(args, 0, "other", "ne"));
   if (name == "lt" || name == "lessthan") return value.Less(Arg(args, 0, "other", "lt"));
   if (name == "gt" || name == "greaterthan") return Arg(args, 0, "other", "gt").Less(value);
@@ -261,11 +276,14 @@ bool ApplyTest(const std::string& name, const Value& value, const CallArgs& args
 }
 
 bool HasMethod(const Value& value, const std::string& name) {
-  static const char* kString[] = {"strip", "lstrip", "rstrip", "split", "startswith", "endswith", "upper",
-                                  "lower", "title", "capitalize", "replace", "find", "count", "join", "format"};
+  static const char* kString[] = {"strip",    "lstrip", "rstrip", "split", "startswith",
+                                  "endswith", "upper",  "lower",  "title", "capitalize",
+                                  "replace",  "find",   "count",  "join",  "format"};
   static const char* kObject[] = {"items", "keys", "values", "get"};
-  if (value.IsString()) return std::any_of(std::begin(kString), std::end(kString), [&](const char* m) { return name == m; });
-  if (value.IsObject()) return std::any_of(std::begin(kObject), std::end(kObject), [&](const char* m) { return name == m; });
+  if (value.IsString())
+    return std::any_of(std::begin(kString), std::end(kString), [&](const char* m) { return name == m; });
+  if (value.IsObject())
+    return std::any_of(std::begin(kObject), std::end(kObject), [&](const char* m) { return name == m; });
   return false;
 }
 
@@ -281,14 +299,15 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
     if (name == "capitalize") return ApplyFilter("capitalize", value, args);
     if (name == "startswith" || name == "endswith") {
       const std::string p = Arg(args, 0, "prefix", name.c_str()).ToString();
-      const bool ok = p.size() <= s.size() &&
-                      (name == "startswith" ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0);
+      const bool ok =
+          p.size() <= s.size() && (name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                                        : s.compare(s.size() - p.size(), p.size(), p) == 0);
       return Value(ok);
     }
     if (name == "replace") {
       const Value* count = args.Get(2, "count");
-      return Value(Replace(s, Arg(args, 0, "old", "replace").ToString(), Arg(args, 1, "new", "replace").ToString(),
-                           count ? count->AsInt() : -1));
+      return Value(Replace(s, Arg(args, 0, "old", "replace").ToString(),
+                           Arg(args, 1, "new", "replace").ToString(), count ? count->AsInt() : -1));
     }
     if (name == "find") {
       const size_t at = s.find(Arg(args, 0, "sub", "find").ToString());
@@ -297,7 +316,9 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
     if (name == "count") {
       const std::string sub = Arg(args, 0, "sub", "count").ToString();
       int64_t n = 0;
-      for (size_t at = s.find(sub); !sub.empty() && at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
+      for (size_t at = s.find(sub); !sub.empty() && at != std::string::npos;
+           at = s.find(sub, at + sub.size()))
+        ++n;
       return Value(n);
     }
     if (name == "join") {
@@ -325,7 +346,8 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
         const std::string d = sep->ToString();
         if (d.empty()) throw Error("split: empty separator");
         size_t pos = 0;
-        for (size_t at; (at = s.find(d, pos)) != std::string::npos; pos = at + d.size()) parts.emplace_back(s.substr(pos, at - pos));
+        for (size_t at; (at = s.find(d, pos)) != std::string::npos; pos = at + d.size())
+          parts.emplace_back(s.substr(pos, at - pos));
         parts.emplace_back(s.substr(pos));
       }
       return Value::MakeArray(std::move(parts));
@@ -353,40 +375,43 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
 
 Value MakeGlobals() {
   Object globals;
-  globals.emplace_back("raise_exception", Value::MakeCallable([](const CallArgs& args) -> Value {
-    const Value* message = args.Get(0, "message");
-    throw Error("template raised an exception: " + (message ? message->ToString() : std::string()));
-  }));
+  globals.emplace_back(
+      "raise_exception", Value::MakeCallable([](const CallArgs& args) -> Value {
+        const Value* message = args.Get(0, "message");
+        throw Error("template raised an exception: " + (message ? message->ToString() : std::string()));
+      }));
   globals.emplace_back("namespace", Value::MakeCallable([](const CallArgs& args) {
-    Object attrs;
-    for (const auto& [k, v] : args.keyword) attrs.emplace_back(k, v);
-    return Value::MakeObject(std::move(attrs));
-  }));
+                         Object attrs;
+                         for (const auto& [k, v] : args.keyword) attrs.emplace_back(k, v);
+                         return Value::MakeObject(std::move(attrs));
+                       }));
   globals.emplace_back("range", Value::MakeCallable([](const CallArgs& args) {
-    int64_t start = 0, stop = 0, step = 1;
-    if (args.positional.size() == 1) {
-      stop = args.positional[0].AsInt();
-    } else if (args.positional.size() >= 2) {
-      start = args.positional[0].AsInt();
-      stop = args.positional[1].AsInt();
-      if (args.positional.size() > 2) step = args.positional[2].AsInt();
-    }
-    if (step == 0) throw Error("range() step must not be zero");
-    Array items;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-      items.emplace_back(i);
-      if (items.size() > 100000) throw Error("range() too long");
-    }
-    return Value::MakeArray(std::move(items));
-  }));
-  globals.emplace_back("strftime_now", Value::MakeCallable([](const CallArgs& args) {
-    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[128];
-    const size_t n = std::strftime(buf, sizeof(buf), Arg(args, 0, "format", "strftime_now").ToString().c_str(), &tm);
-    return Value(std::string(buf, n));
-  }));
+                         int64_t start = 0, stop = 0, step = 1;
+                         if (args.positional.size() == 1) {
+                           stop = args.positional[0].AsInt();
+                         } else if (args.positional.size() >= 2) {
+                           start = args.positional[0].AsInt();
+                           stop = args.positional[1].AsInt();
+                           if (args.positional.size() > 2) step = args.positional[2].AsInt();
+                         }
+                         if (step == 0) throw Error("range() step must not be zero");
+                         Array items;
+                         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+                           items.emplace_back(i);
+                           if (items.size() > 100000) throw Error("range() too long");
+                         }
+                         return Value::MakeArray(std::move(items));
+                       }));
+  globals.emplace_back(
+      "strftime_now", Value::MakeCallable([](const CallArgs& args) {
+        const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+        std::tm tm{};
+        gmtime_r(&now, &tm);
+        char buf[128];
+        const size_t n =
+            std::strftime(buf, sizeof(buf), Arg(args, 0, "format", "strftime_now").ToString().c_str(), &tm);
+        return Value(std::string(buf, n));
+      }));
   return Value::MakeObject(std::move(globals));
 }
 

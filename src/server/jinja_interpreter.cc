@@ -10,7 +10,8 @@ namespace lockstep::server::jinja {
 Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   using K = Value::Kind;
   const auto numeric = [](const Value& v) { return v.IsNumber() || v.kind() == K::kBool; };
-  const bool ints = (a.kind() == K::kInt || a.kind() == K::kBool) && (b.kind() == K::kInt || b.kind() == K::kBool);
+  const bool ints =
+      (a.kind() == K::kInt || a.kind() == K::kBool) && (b.kind() == K::kInt || b.kind() == K::kBool);
   if (op == "==") return Value(a.Equals(b));
   if (op == "!=") return Value(!a.Equals(b));
   if (op == "<") return Value(a.Less(b));
@@ -53,7 +54,8 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   if (op == "-") return ints ? Value(a.AsInt() - b.AsInt()) : Value(a.AsDouble() - b.AsDouble());
   if (op == "*") return ints ? Value(a.AsInt() * b.AsInt()) : Value(a.AsDouble() * b.AsDouble());
   if (op == "**") {
-    if (ints && b.AsInt() >= 0) return Value(static_cast<int64_t>(std::llround(std::pow(a.AsDouble(), b.AsDouble()))));
+    if (ints && b.AsInt() >= 0)
+      return Value(static_cast<int64_t>(std::llround(std::pow(a.AsDouble(), b.AsDouble()))));
     return Value(std::pow(a.AsDouble(), b.AsDouble()));
   }
   if (b.AsDouble() == 0) throw Error("division by zero");
@@ -147,26 +149,39 @@ class Interpreter {
   Flow RenderNode(const Node& node, std::string& out) {
     line_ = node.line;
     switch (node.kind) {
-      case Node::Kind::kText: out += node.text; return Flow::kNormal;
-      case Node::Kind::kOutput: out += Eval(*node.expr).ToString(); return Flow::kNormal;
+      case Node::Kind::kText:
+        out += node.text;
+        return Flow::kNormal;
+      case Node::Kind::kOutput:
+        out += Eval(*node.expr).ToString();
+        return Flow::kNormal;
       case Node::Kind::kIf:
         for (size_t i = 0; i < node.conditions.size(); ++i) {
           if (Eval(*node.conditions[i]).Truthy()) return RenderList(node.bodies[i], out);
         }
         if (node.bodies.size() > node.conditions.size()) return RenderList(node.bodies.back(), out);
         return Flow::kNormal;
-      case Node::Kind::kFor: RenderFor(node, out); return Flow::kNormal;
-      case Node::Kind::kSet: Assign(node.targets, Eval(*node.expr)); return Flow::kNormal;
+      case Node::Kind::kFor:
+        RenderFor(node, out);
+        return Flow::kNormal;
+      case Node::Kind::kSet:
+        Assign(node.targets, Eval(*node.expr));
+        return Flow::kNormal;
       case Node::Kind::kSetBlock: {
         std::string captured;
         RenderList(node.bodies[0], captured);
         Assign(node.targets, Value(captured));
         return Flow::kNormal;
       }
-      case Node::Kind::kMacro: DefineMacro(node); return Flow::kNormal;
-      case Node::Kind::kBreak: return Flow::kBreak;
-      case Node::Kind::kContinue: return Flow::kContinue;
-      case Node::Kind::kBlock: return RenderList(node.bodies[0], out);
+      case Node::Kind::kMacro:
+        DefineMacro(node);
+        return Flow::kNormal;
+      case Node::Kind::kBreak:
+        return Flow::kBreak;
+      case Node::Kind::kContinue:
+        return Flow::kContinue;
+      case Node::Kind::kBlock:
+        return RenderList(node.bodies[0], out);
     }
     return Flow::kNormal;
   }
@@ -177,7 +192,8 @@ class Interpreter {
       return;
     }
     const Value ns = Lookup(targets[0]);
-    if (!ns.IsObject()) throw Error("cannot assign '" + targets[1] + "' on '" + targets[0] + "' (not a namespace)");
+    if (!ns.IsObject())
+      throw Error("cannot assign '" + targets[1] + "' on '" + targets[0] + "' (not a namespace)");
     ns.SetKey(targets[1], std::move(value));
   }
 
@@ -202,16 +218,19 @@ class Interpreter {
     for (int64_t i = 0; i < n; ++i) {
       scopes_.emplace_back();
       BindTargets(node.targets, items[static_cast<size_t>(i)]);
-      Object loop = {{"index", Value(i + 1)},        {"index0", Value(i)},
-                     {"revindex", Value(n - i)},      {"revindex0", Value(n - i - 1)},
-                     {"first", Value(i == 0)},        {"last", Value(i == n - 1)},
+      Object loop = {{"index", Value(i + 1)},
+                     {"index0", Value(i)},
+                     {"revindex", Value(n - i)},
+                     {"revindex0", Value(n - i - 1)},
+                     {"first", Value(i == 0)},
+                     {"last", Value(i == n - 1)},
                      {"length", Value(n)},
                      {"previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value()},
                      {"nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value()}};
       loop.emplace_back("cycle", Value::MakeCallable([i](const CallArgs& args) {
-        if (args.positional.empty()) throw Error("loop.cycle() needs arguments");
-        return args.positional[static_cast<size_t>(i) % args.positional.size()];
-      }));
+                          if (args.positional.empty()) throw Error("loop.cycle() needs arguments");
+                          return args.positional[static_cast<size_t>(i) % args.positional.size()];
+                        }));
       scopes_.back()["loop"] = Value::MakeObject(std::move(loop));
       const Flow flow = RenderList(node.bodies[0], out);
       scopes_.pop_back();
@@ -225,7 +244,8 @@ class Interpreter {
       return;
     }
     const Array parts = item.Iterate();
-    if (parts.size() != targets.size()) throw Error("cannot unpack " + std::to_string(parts.size()) + " values");
+    if (parts.size() != targets.size())
+      throw Error("cannot unpack " + std::to_string(parts.size()) + " values");
     for (size_t i = 0; i < targets.size(); ++i) scopes_.back()[targets[i]] = parts[i];
   }
 
@@ -260,8 +280,10 @@ class Interpreter {
 
   Value Eval(const Expr& e) {
     switch (e.kind) {
-      case Expr::Kind::kLiteral: return e.literal;
-      case Expr::Kind::kName: return Lookup(e.name);
+      case Expr::Kind::kLiteral:
+        return e.literal;
+      case Expr::Kind::kName:
+        return Lookup(e.name);
       case Expr::Kind::kList: {
         Array items;
         for (const auto& a : e.args) items.push_back(Eval(*a));
@@ -269,7 +291,8 @@ class Interpreter {
       }
       case Expr::Kind::kDict: {
         const Value dict = Value::MakeObject();
-        for (size_t i = 0; i + 1 < e.args.size(); i += 2) dict.SetKey(Eval(*e.args[i]).ToString(), Eval(*e.args[i + 1]));
+        for (size_t i = 0; i + 1 < e.args.size(); i += 2)
+          dict.SetKey(Eval(*e.args[i]).ToString(), Eval(*e.args[i + 1]));
         return dict;
       }
       case Expr::Kind::kUnary: {
@@ -277,7 +300,8 @@ class Interpreter {
         if (e.name == "-") return BinaryOp("-", Value(0), v);
         return BinaryOp("+", Value(0), v);
       }
-      case Expr::Kind::kBinary: return BinaryOp(e.name, Eval(*e.args[0]), Eval(*e.args[1]));
+      case Expr::Kind::kBinary:
+        return BinaryOp(e.name, Eval(*e.args[0]), Eval(*e.args[1]));
       case Expr::Kind::kAnd: {
         Value a = Eval(*e.args[0]);
         return a.Truthy() ? Eval(*e.args[1]) : a;
@@ -286,18 +310,23 @@ class Interpreter {
         Value a = Eval(*e.args[0]);
         return a.Truthy() ? a : Eval(*e.args[1]);
       }
-      case Expr::Kind::kNot: return Value(!Eval(*e.args[0]).Truthy());
-      case Expr::Kind::kTernary: return Eval(*e.args[0]).Truthy() ? Eval(*e.args[1]) : Eval(*e.args[2]);
+      case Expr::Kind::kNot:
+        return Value(!Eval(*e.args[0]).Truthy());
+      case Expr::Kind::kTernary:
+        return Eval(*e.args[0]).Truthy() ? Eval(*e.args[1]) : Eval(*e.args[2]);
       case Expr::Kind::kAttr: {
         const Value obj = Eval(*e.args[0]);
         if (obj.IsObject()) return obj.GetKey(e.name);
         return Value();
       }
-      case Expr::Kind::kItem: return Index(Eval(*e.args[0]), Eval(*e.args[1]));
+      case Expr::Kind::kItem:
+        return Index(Eval(*e.args[0]), Eval(*e.args[1]));
       case Expr::Kind::kSlice:
         return Slice(Eval(*e.args[0]), Eval(*e.args[1]), Eval(*e.args[2]), Eval(*e.args[3]));
-      case Expr::Kind::kCall: return EvalCall(e);
-      case Expr::Kind::kFilter: return ApplyFilter(e.name, Eval(*e.args[0]), EvalArgs(e, 1));
+      case Expr::Kind::kCall:
+        return EvalCall(e);
+      case Expr::Kind::kFilter:
+        return ApplyFilter(e.name, Eval(*e.args[0]), EvalArgs(e, 1));
       case Expr::Kind::kTest: {
         const bool result = ApplyTest(e.name, Eval(*e.args[0]), EvalArgs(e, 1));
         return Value(e.negated ? !result : result);

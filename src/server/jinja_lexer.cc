@@ -86,8 +86,8 @@ class Lexer {
     text.clear();
   }
 
-  // After a block or comment tag: `-` strips all following whitespace; otherwise trim_blocks removes one newline.
-  // Returns whether the next text starts a line (for lstrip_blocks).
+  // After a block or comment tag: `-` strips all following whitespace; otherwise trim_blocks removes one
+  // newline. Returns whether the next text starts a line (for lstrip_blocks).
   bool AfterTag(bool strip, bool keep) {
     bool line_starting = false;
     if (strip) {
@@ -118,7 +118,8 @@ class Lexer {
       for (int m = 0; m < 2; ++m) {
         const size_t at = pos_ + m;
         const bool marker = m == 1 && (c == '-' || c == '+');
-        if ((m == 0 || marker) && depth == 0 && at + 1 < src_.size() && src_[at] == close && src_[at + 1] == '}') {
+        if ((m == 0 || marker) && depth == 0 && at + 1 < src_.size() && src_[at] == close &&
+            src_[at + 1] == '}') {
           pos_ = at + 2;
           tokens_.push_back({close == '}' ? Token::Kind::kVarEnd : Token::Kind::kBlockEnd, "", line_});
           if (close == '%') {
@@ -135,13 +136,14 @@ class Lexer {
         LexNumber();
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         const size_t start = pos_;
-        while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
+        while (pos_ < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
           ++pos_;
         }
         tokens_.push_back({Token::Kind::kName, src_.substr(start, pos_ - start), line_});
       } else {
-        static const char* kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">",
-                                     "=", "(", ")", "[", "]", "{", "}", ",", ".", ":", "|"};
+        static const char* kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
+                                     ">",  "=",  "(",  ")",  "[",  "]",  "{", "}", ",", ".", ":", "|"};
         bool found = false;
         for (const char* op : kOps) {
           const size_t n = std::char_traits<char>::length(op);
@@ -168,12 +170,26 @@ class Lexer {
       if (c == '\\' && pos_ < src_.size()) {
         const char e = src_[pos_++];
         switch (e) {
-          case 'n': c = '\n'; break;
-          case 't': c = '\t'; break;
-          case 'r': c = '\r'; break;
-          case '0': c = '\0'; break;
-          case '\\': case '\'': case '"': c = e; break;
-          default: value += '\\'; c = e;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case '0':
+            c = '\0';
+            break;
+          case '\\':
+          case '\'':
+          case '"':
+            c = e;
+            break;
+          default:
+            value += '\\';
+            c = e;
         }
       }
       value += c;
@@ -187,8 +203,10 @@ class Lexer {
   void LexNumber() {
     const size_t start = pos_;
     bool is_float = false;
-    while (pos_ < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) ++pos_;
-    if (pos_ + 1 < src_.size() && src_[pos_] == '.' && std::isdigit(static_cast<unsigned char>(src_[pos_ + 1]))) {
+    while (pos_ < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_'))
+      ++pos_;
+    if (pos_ + 1 < src_.size() && src_[pos_] == '.' &&
+        std::isdigit(static_cast<unsigned char>(src_[pos_ + 1]))) {
       is_float = true;
       ++pos_;
       while (pos_ < src_.size() && std::isdigit(static_cast<unsigned char>(src_[pos_]))) ++pos_;

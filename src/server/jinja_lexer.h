@@ -10,7 +10,19 @@
 namespace lockstep::server::jinja {
 
 struct Token {
-  enum class Kind { kText, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInt, kFloat, kOp, kEnd };
+  enum class Kind {
+    kText,
+    kVarBegin,
+    kVarEnd,
+    kBlockBegin,
+    kBlockEnd,
+    kName,
+    kString,
+    kInt,
+    kFloat,
+    kOp,
+    kEnd
+  };
   Kind kind;
   std::string text;  // kText: the text; kName/kOp: the name or operator; kString: the unescaped value
   int line = 0;

@@ -44,7 +44,8 @@ class Parser {
     ++pos_;
   }
 
-  // Parses nodes until a block tag whose keyword is in `ends` (consumed up to the keyword; stored in *end_tag).
+  // Parses nodes until a block tag whose keyword is in `ends` (consumed up to the keyword; stored in
+  // *end_tag).
   NodeList ParseBody(const std::set<std::string>& ends, std::string* end_tag) {
     NodeList body;
     while (true) {
@@ -421,8 +422,12 @@ class Parser {
         e->literal = Value(std::move(s));
         return e;
       }
-      case Token::Kind::kInt: e->literal = Value(static_cast<int64_t>(std::stoll(t.text))); return e;
-      case Token::Kind::kFloat: e->literal = Value(std::stod(t.text)); return e;
+      case Token::Kind::kInt:
+        e->literal = Value(static_cast<int64_t>(std::stoll(t.text)));
+        return e;
+      case Token::Kind::kFloat:
+        e->literal = Value(std::stod(t.text));
+        return e;
       case Token::Kind::kName:
         if (t.text == "true" || t.text == "True") {
           e->literal = Value(true);
@@ -473,7 +478,8 @@ class Parser {
           return e;
         }
         break;
-      default: break;
+      default:
+        break;
     }
     --pos_;
     Fail("unexpected '" + (t.text.empty() ? std::string("end of tag") : t.text) + "' in expression");

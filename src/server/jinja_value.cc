@@ -45,12 +45,17 @@ Value Value::MakeCallable(Function fn) {
 
 Value Value::FromJson(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return None();
-    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
+    case nlohmann::json::value_t::null:
+      return None();
+    case nlohmann::json::value_t::boolean:
+      return Value(j.get<bool>());
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return Value(j.get<int64_t>());
-    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::json::value_t::number_unsigned:
+      return Value(j.get<int64_t>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       Array items;
       for (const auto& item : j) items.push_back(FromJson(item));
@@ -61,16 +66,21 @@ Value Value::FromJson(const nlohmann::json& j) {
       for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), FromJson(it.value()));
       return MakeObject(std::move(items));
     }
-    default: return Value();
+    default:
+      return Value();
   }
 }
 
 int64_t Value::AsInt() const {
   switch (kind_) {
-    case Kind::kInt: return i_;
-    case Kind::kFloat: return static_cast<int64_t>(d_);
-    case Kind::kBool: return b_ ? 1 : 0;
-    default: throw Error("expected a number, got " + TypeName());
+    case Kind::kInt:
+      return i_;
+    case Kind::kFloat:
+      return static_cast<int64_t>(d_);
+    case Kind::kBool:
+      return b_ ? 1 : 0;
+    default:
+      throw Error("expected a number, got " + TypeName());
   }
 }
 
@@ -82,14 +92,22 @@ double Value::AsDouble() const {
 bool Value::Truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return b_;
-    case Kind::kInt: return i_ != 0;
-    case Kind::kFloat: return d_ != 0;
-    case Kind::kString: return !s_.empty();
-    case Kind::kArray: return !array_->empty();
-    case Kind::kObject: return !object_->empty();
-    case Kind::kCallable: return true;
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return b_;
+    case Kind::kInt:
+      return i_ != 0;
+    case Kind::kFloat:
+      return d_ != 0;
+    case Kind::kString:
+      return !s_.empty();
+    case Kind::kArray:
+      return !array_->empty();
+    case Kind::kObject:
+      return !object_->empty();
+    case Kind::kCallable:
+      return true;
   }
   return false;
 }
@@ -127,13 +145,27 @@ void JsonString(std::string& out, const std::string& s) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += fmt::format("\\u{:04x}", c);
@@ -149,12 +181,18 @@ void JsonString(std::string& out, const std::string& s) {
 
 std::string Value::ToString() const {
   switch (kind_) {
-    case Kind::kUndefined: return "";
-    case Kind::kNone: return "None";
-    case Kind::kBool: return b_ ? "True" : "False";
-    case Kind::kInt: return std::to_string(i_);
-    case Kind::kFloat: return FloatRepr(d_);
-    case Kind::kString: return s_;
+    case Kind::kUndefined:
+      return "";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return b_ ? "True" : "False";
+    case Kind::kInt:
+      return std::to_string(i_);
+    case Kind::kFloat:
+      return FloatRepr(d_);
+    case Kind::kString:
+      return s_;
     case Kind::kArray: {
       std::string out = "[";
       for (size_t i = 0; i < array_->size(); ++i) out += (i ? ", " : "") + (*array_)[i].Repr();
@@ -167,7 +205,8 @@ std::string Value::ToString() const {
       }
       return out + "}";
     }
-    case Kind::kCallable: return "<function>";
+    case Kind::kCallable:
+      return "<function>";
   }
   return "";
 }
@@ -181,15 +220,23 @@ void Value::DumpJson(std::string& out, int indent, int depth) const {
   const char* item_sep = indent >= 0 ? "," : ", ";
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone: out += "null"; return;
-    case Kind::kBool: out += b_ ? "true" : "false"; return;
-    case Kind::kInt: out += std::to_string(i_); return;
+    case Kind::kNone:
+      out += "null";
+      return;
+    case Kind::kBool:
+      out += b_ ? "true" : "false";
+      return;
+    case Kind::kInt:
+      out += std::to_string(i_);
+      return;
     case Kind::kFloat: {
       const std::string r = FloatRepr(d_);
       out += r == "nan" ? "NaN" : r == "inf" ? "Infinity" : r == "-inf" ? "-Infinity" : r;
       return;
     }
-    case Kind::kString: JsonString(out, s_); return;
+    case Kind::kString:
+      JsonString(out, s_);
+      return;
     case Kind::kArray:
       if (array_->empty()) {
         out += "[]";
@@ -220,7 +267,8 @@ void Value::DumpJson(std::string& out, int indent, int depth) const {
       newline(depth);
       out += '}';
       return;
-    case Kind::kCallable: throw Error("a function cannot be converted to JSON");
+    case Kind::kCallable:
+      throw Error("a function cannot be converted to JSON");
   }
 }
 
@@ -260,9 +308,12 @@ bool Value::Equals(const Value& other) const {
   if (kind_ != other.kind_) return false;
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone: return true;
-    case Kind::kBool: return b_ == other.b_;
-    case Kind::kString: return s_ == other.s_;
+    case Kind::kNone:
+      return true;
+    case Kind::kBool:
+      return b_ == other.b_;
+    case Kind::kString:
+      return s_ == other.s_;
     case Kind::kArray: {
       if (array_->size() != other.array_->size()) return false;
       for (size_t i = 0; i < array_->size(); ++i) {
@@ -277,7 +328,8 @@ bool Value::Equals(const Value& other) const {
       }
       return true;
     }
-    default: return fn_ == other.fn_;
+    default:
+      return fn_ == other.fn_;
   }
 }
 
@@ -288,7 +340,8 @@ bool Value::Less(const Value& other) const {
   if (IsString() && other.IsString()) return s_ < other.s_;
   if (IsArray() && other.IsArray()) {
     return std::lexicographical_compare(array_->begin(), array_->end(), other.array_->begin(),
-                                        other.array_->end(), [](const Value& a, const Value& b) { return a.Less(b); });
+                                        other.array_->end(),
+                                        [](const Value& a, const Value& b) { return a.Less(b); });
   }
   throw Error("'<' not supported between " + TypeName() + " and " + other.TypeName());
 }
@@ -300,15 +353,19 @@ int64_t Value::Length() const {
       for (unsigned char c : s_) n += (c & 0xC0) != 0x80;
       return n;
     }
-    case Kind::kArray: return static_cast<int64_t>(array_->size());
-    case Kind::kObject: return static_cast<int64_t>(object_->size());
-    default: throw Error("object of type " + TypeName() + " has no length");
+    case Kind::kArray:
+      return static_cast<int64_t>(array_->size());
+    case Kind::kObject:
+      return static_cast<int64_t>(object_->size());
+    default:
+      throw Error("object of type " + TypeName() + " has no length");
   }
 }
 
 Array Value::Iterate() const {
   switch (kind_) {
-    case Kind::kArray: return *array_;
+    case Kind::kArray:
+      return *array_;
     case Kind::kObject: {
       Array keys;
       for (const auto& [k, v] : *object_) keys.emplace_back(k);
@@ -319,28 +376,44 @@ Array Value::Iterate() const {
       for (size_t i = 0; i < s_.size();) {
         size_t n = 1;
         const unsigned char c = static_cast<unsigned char>(s_[i]);
-        if (c >= 0xF0) n = 4; else if (c >= 0xE0) n = 3; else if (c >= 0xC0) n = 2;
+        if (c >= 0xF0)
+          n = 4;
+        else if (c >= 0xE0)
+          n = 3;
+        else if (c >= 0xC0)
+          n = 2;
         chars.emplace_back(s_.substr(i, n));
         i += n;
       }
       return chars;
     }
-    case Kind::kUndefined: return {};
-    default: throw Error(TypeName() + " is not iterable");
+    case Kind::kUndefined:
+      return {};
+    default:
+      throw Error(TypeName() + " is not iterable");
   }
 }
 
 std::string Value::TypeName() const {
   switch (kind_) {
-    case Kind::kUndefined: return "undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kArray: return "list";
-    case Kind::kObject: return "dict";
-    case Kind::kCallable: return "function";
+    case Kind::kUndefined:
+      return "undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kArray:
+      return "list";
+    case Kind::kObject:
+      return "dict";
+    case Kind::kCallable:
+      return "function";
   }
   return "?";
 }

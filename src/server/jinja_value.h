@@ -1,19 +1,18 @@
-// jinja::Value: the dynamically typed value of the Jinja-subset interpreter used for chat templates (Python-like
-// semantics: undefined, none, bool, int, float, str, list, dict with insertion order, callable). Lists and dicts
-// are shared by reference like Python objects (so `namespace()` attributes can be assigned). Not thread-safe;
-// each render owns its values. Errors inside the interpreter are thrown as jinja::Error and turned into a Status
-// at the public boundary (chat_template.h); nothing else sees the exception.
+// jinja::Value: the dynamically typed value of the Jinja-subset interpreter used for chat templates
+// (Python-like semantics: undefined, none, bool, int, float, str, list, dict with insertion order, callable).
+// Lists and dicts are shared by reference like Python objects (so `namespace()` attributes can be assigned).
+// Not thread-safe; each render owns its values. Errors inside the interpreter are thrown as jinja::Error and
+// turned into a Status at the public boundary (chat_template.h); nothing else sees the exception.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace lockstep::server::jinja {
 
@@ -41,12 +40,12 @@ class Value {
 
   Value() = default;  // undefined
   static Value None();
-  Value(bool b);                 // NOLINT
-  Value(int64_t i);              // NOLINT
+  Value(bool b);                                    // NOLINT
+  Value(int64_t i);                                 // NOLINT
   Value(int i) : Value(static_cast<int64_t>(i)) {}  // NOLINT
-  Value(double d);               // NOLINT
-  Value(std::string s);          // NOLINT
-  Value(const char* s) : Value(std::string(s)) {}  // NOLINT
+  Value(double d);                                  // NOLINT
+  Value(std::string s);                             // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}   // NOLINT
   static Value MakeArray(Array items = {});
   static Value MakeObject(Object items = {});
   static Value MakeCallable(Function fn);
@@ -62,7 +61,7 @@ class Value {
   bool IsCallable() const { return kind_ == Kind::kCallable; }
 
   bool AsBool() const { return b_; }
-  int64_t AsInt() const;   // int, or float truncated, or bool
+  int64_t AsInt() const;  // int, or float truncated, or bool
   double AsDouble() const;
   const std::string& AsString() const { return s_; }
   Array& AsArray() const { return *array_; }

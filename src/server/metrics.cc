@@ -9,10 +9,14 @@ namespace lockstep::server {
 std::string EscapeLabelValue(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -26,7 +30,8 @@ std::string FormatMetricValue(double v) {
 
 namespace {
 
-std::string LabelKey(const Labels& labels, const std::string& extra_name = "", const std::string& extra = "") {
+std::string LabelKey(const Labels& labels, const std::string& extra_name = "",
+                     const std::string& extra = "") {
   if (labels.empty() && extra_name.empty()) return "";
   std::string out = "{";
   bool first = true;
@@ -100,7 +105,8 @@ void MetricFamily::Render(std::string& out) const {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < buckets_.size(); ++i) {
       cumulative += s.bucket_counts[i];
-      out += name_ + "_bucket" + WithLe(key, FormatMetricValue(buckets_[i])) + " " + std::to_string(cumulative) + "\n";
+      out += name_ + "_bucket" + WithLe(key, FormatMetricValue(buckets_[i])) + " " +
+             std::to_string(cumulative) + "\n";
     }
     cumulative += s.bucket_counts.back();
     out += name_ + "_bucket" + WithLe(key, "+Inf") + " " + std::to_string(cumulative) + "\n";

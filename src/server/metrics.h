@@ -34,7 +34,7 @@ class MetricFamily {
 
  private:
   struct Series {
-    double value = 0;                  // counter / gauge
+    double value = 0;                     // counter / gauge
     std::vector<uint64_t> bucket_counts;  // histogram (non-cumulative per bucket, +Inf last)
     double sum = 0;
     uint64_t count = 0;

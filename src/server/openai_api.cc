@@ -87,8 +87,9 @@ void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& c
   };
   if (p->is_string()) return add_text(p->get<std::string>());
   if (!p->is_array() || p->empty()) {
-    return f.Fail("prompt", "prompt must be a string, an array of strings, an array of token ids or an array of "
-                            "arrays of token ids (non-empty)");
+    return f.Fail("prompt",
+                  "prompt must be a string, an array of strings, an array of token ids or an array of "
+                  "arrays of token ids (non-empty)");
   }
   if ((*p)[0].is_number()) return add_ids(*p, "prompt");
   for (size_t i = 0; i < p->size() && !f.failed() && error->status.ok(); ++i) {
@@ -156,7 +157,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   if (max_tokens == 0) max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
   req.chat_logprobs = f.Bool("logprobs").value_or(false);
   req.top_logprobs = static_cast<int>(f.Int("top_logprobs", 0, kMaxTopLogprobs).value_or(0));
-  if (req.top_logprobs > 0 && !req.chat_logprobs) f.Fail("top_logprobs", "top_logprobs requires logprobs: true");
+  if (req.top_logprobs > 0 && !req.chat_logprobs)
+    f.Fail("top_logprobs", "top_logprobs requires logprobs: true");
   f.Unsupported("tool_choice", "");
   const nlohmann::json* messages = f.Raw("messages");
   nlohmann::json normalized = nlohmann::json::array();
@@ -175,7 +177,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
         std::string role = mf.String("role").value_or("");
         static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
         if (!mf.failed() && !kRoles.count(role)) {
-          mf.Fail("role", where + ".role must be one of system, developer, user, assistant, tool; got \"" + role + "\"");
+          mf.Fail("role", where + ".role must be one of system, developer, user, assistant, tool; got \"" +
+                              role + "\"");
         }
         std::string content;
         const nlohmann::json* c = mf.Raw("content");
@@ -187,8 +190,9 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
           for (const auto& part : *c) {
             if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
                 !part["text"].is_string()) {
-              mf.Fail("content", where + ".content parts must be {\"type\": \"text\", \"text\": string} "
-                                         "(other content types are not supported)");
+              mf.Fail("content", where +
+                                     ".content parts must be {\"type\": \"text\", \"text\": string} "
+                                     "(other content types are not supported)");
               break;
             }
             content += part["text"].get<std::string>();

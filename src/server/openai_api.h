@@ -3,10 +3,9 @@
 // Pure functions over their arguments; safe from any thread.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/api_context.h"
 #include "server/generation.h"
@@ -18,10 +17,10 @@ struct OpenAiRequest {
   GenerationSpec spec;
   bool stream = false;
   bool include_usage = false;
-  int logprobs = -1;            // completions: top-N alternatives per token (0..5); -1 = no logprobs
-  bool chat_logprobs = false;   // chat: logprobs requested
-  int top_logprobs = 0;         // chat: 0..20
-  bool echo = false;            // completions: the prompt text is prepended to each choice
+  int logprobs = -1;           // completions: top-N alternatives per token (0..5); -1 = no logprobs
+  bool chat_logprobs = false;  // chat: logprobs requested
+  int top_logprobs = 0;        // chat: 0..20
+  bool echo = false;           // completions: the prompt text is prepended to each choice
   std::vector<std::string> prompt_texts;
 };
 
@@ -36,8 +35,8 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
                               const std::string& id, int64_t created);
 // One stream chunk for a token event of `choice` (nullopt when there is nothing to send).
 std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const ChoiceState& choice,
-                                          const TokenEvent& event, bool first_for_choice, const ApiContext& ctx,
-                                          const std::string& id, int64_t created);
+                                          const TokenEvent& event, bool first_for_choice,
+                                          const ApiContext& ctx, const std::string& id, int64_t created);
 // The usage-only last chunk (stream_options.include_usage).
 nlohmann::json OpenAiUsageChunk(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
                                 const std::string& id, int64_t created);

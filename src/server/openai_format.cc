@@ -42,7 +42,9 @@ struct CompletionLogprobs {
     *offset += text.size();
   }
   nlohmann::json Json() const {
-    return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+    return {{"tokens", tokens},
+            {"token_logprobs", token_logprobs},
+            {"top_logprobs", top_logprobs},
             {"text_offset", text_offset}};
   }
 };
@@ -50,11 +52,12 @@ struct CompletionLogprobs {
 nlohmann::json Usage(GenerationJob& job) {
   const int prompt = job.prompt_tokens();
   const int completion = job.completion_tokens();
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {
+      {"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
-nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const std::string& id, int64_t created,
-                        bool chunk) {
+nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const std::string& id,
+                        int64_t created, bool chunk) {
   return {{"id", id},
           {"object", req.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
           {"created", created},
@@ -66,10 +69,13 @@ nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const s
 
 nlohmann::json OpenAiFinishReason(const TokenEvent& last) {
   switch (last.finish_reason) {
-    case FinishReason::kStop: return "stop";
+    case FinishReason::kStop:
+      return "stop";
     case FinishReason::kLength:
-    case FinishReason::kCancelled: return "length";  // cancelled = cut short by the server (deadline)
-    default: return nullptr;
+    case FinishReason::kCancelled:
+      return "length";  // cancelled = cut short by the server (deadline)
+    default:
+      return nullptr;
   }
 }
 
@@ -112,8 +118,8 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
 }
 
 std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const ChoiceState& choice,
-                                          const TokenEvent& event, bool first_for_choice, const ApiContext& ctx,
-                                          const std::string& id, int64_t created) {
+                                          const TokenEvent& event, bool first_for_choice,
+                                          const ApiContext& ctx, const std::string& id, int64_t created) {
   const bool has_token = event.token != kNoToken;
   const bool wants_logprobs = req.chat ? req.chat_logprobs : req.logprobs >= 0;
   if (event.text_delta.empty() && !event.last() && !first_for_choice && !(wants_logprobs && has_token)) {
@@ -134,7 +140,8 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
     }
   } else {
     std::string text = event.text_delta;
-    if (first_for_choice && req.echo) text = req.prompt_texts[static_cast<size_t>(choice.prompt_index)] + text;
+    if (first_for_choice && req.echo)
+      text = req.prompt_texts[static_cast<size_t>(choice.prompt_index)] + text;
     c["text"] = text;
     if (wants_logprobs && has_token) {
       CompletionLogprobs lp;

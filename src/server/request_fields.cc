@@ -6,7 +6,9 @@
 
 namespace lockstep::server {
 
-std::string DumpJson(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string DumpJson(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 Parsed<nlohmann::json> ParseJsonObject(const std::string& body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -117,7 +119,8 @@ std::optional<std::vector<std::string>> FieldReader::StringOrList(const char* na
     return std::nullopt;
   }
   if (out.size() > max) {
-    Fail(name, Param(name) + " may hold at most " + std::to_string(max) + " entries, got " + std::to_string(out.size()));
+    Fail(name, Param(name) + " may hold at most " + std::to_string(max) + " entries, got " +
+                   std::to_string(out.size()));
     return std::nullopt;
   }
   return out;
@@ -126,12 +129,14 @@ std::optional<std::vector<std::string>> FieldReader::StringOrList(const char* na
 void FieldReader::Unsupported(const char* name, const std::string& why) {
   const nlohmann::json* v = Raw(name);
   if (v == nullptr || failed_) return;
-  const bool harmless = (v->is_boolean() && !v->get<bool>()) || (v->is_string() && v->get<std::string>().empty()) ||
+  const bool harmless = (v->is_boolean() && !v->get<bool>()) ||
+                        (v->is_string() && v->get<std::string>().empty()) ||
                         ((v->is_object() || v->is_array()) && v->empty());
   if (!harmless) {
     failed_ = true;
-    error_ = ApiError{Unimplemented(Param(name) + " is not supported by this server" + (why.empty() ? "" : ": " + why)),
-                      Param(name), false};
+    error_ = ApiError{
+        Unimplemented(Param(name) + " is not supported by this server" + (why.empty() ? "" : ": " + why)),
+        Param(name), false};
   }
 }
 

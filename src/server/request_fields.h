@@ -1,13 +1,13 @@
 // FieldReader: typed, range-checked access to the fields of a JSON request object, for both API flavours.
-// null counts as absent. The first problem is kept as an ApiError naming the field (e.g. "temperature must be a
-// number between 0 and 2, got \"hot\""); later reads after a failure return nullopt. Single-threaded value type.
+// null counts as absent. The first problem is kept as an ApiError naming the field (e.g. "temperature must be
+// a number between 0 and 2, got \"hot\""); later reads after a failure return nullopt. Single-threaded value
+// type.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 

@@ -62,23 +62,28 @@ const TokenEvent* FailedChoice(GenerationJob& job) {
   return nullptr;
 }
 
-void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
-  auto parsed = chat ? ParseChatRequest(request.body, state.ctx) : ParseCompletionRequest(request.body, state.ctx);
+void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
+                  std::shared_ptr<ResponseWriter> writer) {
+  auto parsed =
+      chat ? ParseChatRequest(request.body, state.ctx) : ParseCompletionRequest(request.body, state.ctx);
   if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, ApiFlavor::kOpenAI);
   auto req = std::make_shared<OpenAiRequest>(std::move(*parsed.value));
   const std::string id = NewId(state, chat ? "chatcmpl" : "cmpl");
   const int64_t created = UnixNow();
-  auto first = std::make_shared<std::vector<bool>>(req->spec.prompts.size() * static_cast<size_t>(req->spec.n), true);
+  auto first =
+      std::make_shared<std::vector<bool>>(req->spec.prompts.size() * static_cast<size_t>(req->spec.n), true);
   RouteState* st = &state;
   GenerationJob::TokenFn on_token;
   if (req->stream) {
-    on_token = [st, req, id, created, first, writer](GenerationJob&, ChoiceState& choice, const TokenEvent& event) {
+    on_token = [st, req, id, created, first, writer](GenerationJob&, ChoiceState& choice,
+                                                     const TokenEvent& event) {
       if (event.finish_reason == FinishReason::kError) {
         const ApiError error{Internal("generation failed: " + event.error), "", false};
         writer->Write(SseEvent(ErrorBody(error, ApiFlavor::kOpenAI)));
         return;
       }
-      auto chunk = OpenAiChunk(*req, choice, event, (*first)[static_cast<size_t>(choice.index)], st->ctx, id, created);
+      auto chunk =
+          OpenAiChunk(*req, choice, event, (*first)[static_cast<size_t>(choice.index)], st->ctx, id, created);
       if (!chunk) return;
       (*first)[static_cast<size_t>(choice.index)] = false;
       writer->Write(SseEvent(DumpJson(*chunk)));
@@ -86,7 +91,8 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request, std:
   }
   GenerationJob::DoneFn on_done = [st, req, id, created, writer](GenerationJob& job) {
     if (req->stream) {
-      if (req->include_usage) writer->Write(SseEvent(DumpJson(OpenAiUsageChunk(*req, job, st->ctx, id, created))));
+      if (req->include_usage)
+        writer->Write(SseEvent(DumpJson(OpenAiUsageChunk(*req, job, st->ctx, id, created))));
       writer->Write(SseDone());
       writer->End();
       return;
@@ -95,7 +101,8 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request, std:
       return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
                         ApiFlavor::kOpenAI);
     }
-    if (job.timed_out() && job.completion_tokens() == 0) return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
+    if (job.timed_out() && job.completion_tokens() == 0)
+      return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
     Reply(*st, *writer, 200, kJson, DumpJson(OpenAiResponse(*req, job, st->ctx, id, created)));
   };
   req->spec.label = id;
@@ -175,9 +182,10 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
                  ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
   }
   if (!Authorized(state, request)) {
-    return ReplyError(state, *writer, ApiError{Status(StatusCode::kUnauthenticated,
-                                                      "missing or wrong API key (send Authorization: Bearer KEY)"),
-                                               "", false},
+    return ReplyError(state, *writer,
+                      ApiError{Status(StatusCode::kUnauthenticated,
+                                      "missing or wrong API key (send Authorization: Bearer KEY)"),
+                               "", false},
                       flavor);
   }
   if (path == "/metrics") {
@@ -188,7 +196,8 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
     return ReplyError(state, *writer, ApiError{Unavailable("the model is still loading"), "", false}, flavor);
   }
   if (state.draining.load()) {
-    return ReplyError(state, *writer, ApiError{Unavailable("the server is shutting down"), "", false}, flavor);
+    return ReplyError(state, *writer, ApiError{Unavailable("the server is shutting down"), "", false},
+                      flavor);
   }
   struct Route {
     const char* method;
@@ -215,13 +224,15 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
     if (id == state.ctx.model_id) {
       return Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx)["data"][0]));
     }
-    return ReplyError(state, *writer, ApiError{NotFound("model '" + id + "' does not exist"), "model", false}, flavor);
+    return ReplyError(state, *writer, ApiError{NotFound("model '" + id + "' does not exist"), "model", false},
+                      flavor);
   }
   if (path_known) {
     state.metrics->CountResponse(405);
-    return writer->Send(405, kJson, ErrorBody(ApiError{InvalidArgument("method " + method + " not allowed on " + path),
-                                                       "", false},
-                                              flavor));
+    return writer->Send(
+        405, kJson,
+        ErrorBody(ApiError{InvalidArgument("method " + method + " not allowed on " + path), "", false},
+                  flavor));
   }
   ReplyError(state, *writer, ApiError{NotFound("no route " + method + " " + path), "", false}, flavor);
 }

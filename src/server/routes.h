@@ -1,7 +1,7 @@
 // Routes: the HTTP request router of the server — authentication, readiness/draining checks, and the handlers
-// of every route (OpenAI, TGI, /health, /metrics, /info, /v1/models). Handlers run on the connection's strand;
-// generation runs in the engine and its events come back through GenerationJob. Thread-safe: the state it reads
-// is immutable once `ready` is set, and the counters are atomic.
+// of every route (OpenAI, TGI, /health, /metrics, /info, /v1/models). Handlers run on the connection's
+// strand; generation runs in the engine and its events come back through GenerationJob. Thread-safe: the
+// state it reads is immutable once `ready` is set, and the counters are atomic.
 #pragma once
 
 #include <atomic>
@@ -17,8 +17,8 @@
 namespace lockstep::server {
 
 struct RouteState {
-  ApiContext ctx;                      // valid once ready
-  Engine* engine = nullptr;            // valid once ready
+  ApiContext ctx;            // valid once ready
+  Engine* engine = nullptr;  // valid once ready
   MetricsRegistry* registry = nullptr;
   ServerMetrics* metrics = nullptr;
   std::string api_key;

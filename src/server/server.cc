@@ -61,9 +61,10 @@ class Server::Impl {
     http.idle_timeout_s = options_.idle_timeout_s;
     http.write_timeout_s = options_.write_timeout_s;
     http.max_body_bytes = options_.max_body_bytes;
-    http_ = std::make_unique<HttpServer>(http, [this](HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
-      HandleRequest(state_, std::move(request), std::move(writer));
-    });
+    http_ = std::make_unique<HttpServer>(http,
+                                         [this](HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
+                                           HandleRequest(state_, std::move(request), std::move(writer));
+                                         });
     LOCKSTEP_ASSIGN_OR_RETURN(port_, http_->Start());
     log_->info("listening on http://{}:{} (loading {})", options_.host, port_, options_.model_path);
     if (options_.on_listening) options_.on_listening(port_);
@@ -74,7 +75,7 @@ class Server::Impl {
     }
     state_.ready.store(true);
     log_->info("ready: model '{}' ({} context tokens, chat template: {})", state_.ctx.model_id,
-                 state_.ctx.max_context, state_.ctx.chat_template->family());
+               state_.ctx.max_context, state_.ctx.chat_template->family());
     return port_;
   }
 
@@ -92,8 +93,9 @@ class Server::Impl {
     std::shared_ptr<const Tokenizer> shared_tokenizer = std::move(tokenizer).value();
 
     EngineOptions eo;
-    eo.threads = options_.compute_threads > 0 ? options_.compute_threads
-                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.threads = options_.compute_threads > 0
+                     ? options_.compute_threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     eo.max_seqs = options_.max_seqs;
     eo.max_batch_tokens = options_.max_batch_tokens;
     eo.kv_memory_bytes = options_.kv_memory_bytes;
@@ -106,9 +108,9 @@ class Server::Impl {
 
     auto template_source = shared_file->GetStringOr("tokenizer.chat_template", "");
     const auto piece = [&](int32_t id) { return id >= 0 ? shared_tokenizer->TokenPiece(id) : std::string(); };
-    auto chat_template = std::make_shared<ChatTemplate>(ChatTemplate::Create(
-        template_source.ok() ? *template_source : "", piece(shared_tokenizer->bos_id()),
-        piece(shared_tokenizer->eos_id())));
+    auto chat_template = std::make_shared<ChatTemplate>(
+        ChatTemplate::Create(template_source.ok() ? *template_source : "", piece(shared_tokenizer->bos_id()),
+                             piece(shared_tokenizer->eos_id())));
 
     if (chat_template->is_default()) {
       log_->warn("{}", chat_template->note());
@@ -125,8 +127,9 @@ class Server::Impl {
     ctx.dtype = "gguf";
     ctx.max_context = engine_->max_context();
     ctx.vocab_size = shared_tokenizer->vocab_size();
-    ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
+    ctx.created =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     ctx.max_queue = options_.max_queue;
     ctx.max_seqs = options_.max_seqs;
     state_.engine = engine_.get();
@@ -151,7 +154,7 @@ class Server::Impl {
       }
       if (http_->active_requests() > 0) {
         log_->warn("drain: {} request(s) still running after {}s; cancelling", http_->active_requests(),
-                     options_.drain_timeout_s);
+                   options_.drain_timeout_s);
       }
     }
     if (engine_) engine_->Shutdown(/*drain=*/false);
@@ -205,7 +208,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
                                                      {"idle timeout", options.idle_timeout_s},
                                                      {"--write-timeout", options.write_timeout_s}};
   for (const auto& [name, seconds] : timeouts) {
-    if (!(seconds > 0)) return InvalidArgument(std::string(name) + " must be > 0 seconds, got " + std::to_string(seconds));
+    if (!(seconds > 0))
+      return InvalidArgument(std::string(name) + " must be > 0 seconds, got " + std::to_string(seconds));
   }
   if (!(options.drain_timeout_s >= 0)) return InvalidArgument("--drain-timeout must be >= 0 seconds");
   return std::unique_ptr<Server>(new Server(std::make_unique<Impl>(options)));

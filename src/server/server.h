@@ -1,11 +1,12 @@
 // Server: the OpenAI- and TGI-compatible HTTP front end of lockstep, startable in-process.
 //
 // Create() checks the options; Start() binds the listening socket (port 0 picks a free port), starts the I/O
-// threads (GET /health answers 503 "loading" from then on), loads the model, tokenizer and chat template, starts
-// the engine thread, and returns the bound port once the server is ready (/health 200). Stop() stops accepting,
-// lets in-flight requests finish for up to `drain_timeout_s`, cancels what is left, and joins every thread; the
-// destructor calls it. Requests are parsed, validated, templated and tokenized on the I/O threads; the engine
-// thread owns all model state and never sees HTTP or JSON. All public methods are thread-safe.
+// threads (GET /health answers 503 "loading" from then on), loads the model, tokenizer and chat template,
+// starts the engine thread, and returns the bound port once the server is ready (/health 200). Stop() stops
+// accepting, lets in-flight requests finish for up to `drain_timeout_s`, cancels what is left, and joins
+// every thread; the destructor calls it. Requests are parsed, validated, templated and tokenized on the I/O
+// threads; the engine thread owns all model state and never sees HTTP or JSON. All public methods are
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -18,30 +19,31 @@
 namespace lockstep::server {
 
 struct ServerOptions {
-  std::string model_path;           // GGUF file (required)
-  std::string host = "127.0.0.1";   // loopback by default
-  int port = 8080;                  // 0 = pick a free port
-  std::string api_key;              // empty = no authentication
-  std::string model_alias;          // model id reported by the API; default: the file's stem
-  int io_threads = 2;               // Asio I/O threads (separate from the engine thread)
-  int compute_threads = 0;          // engine forward-pass threads; 0 = hardware concurrency
-  int max_seqs = 64;                // engine: running sequences at most
-  int max_batch_tokens = 512;       // engine: rows per forward pass at most
-  int64_t kv_memory_bytes = 0;      // engine: KV pool size; 0 = the engine's default
-  int64_t kv_tokens = 0;            // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
-  bool kv_f32 = false;              // engine: KV stored as f32 instead of f16
-  int max_queue = 256;              // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
-  double request_timeout_s = 600;   // whole-request limit (generation included); <= 0 = none
-  double header_timeout_s = 10;     // time to receive a request's headers
-  double body_timeout_s = 30;       // time to receive a request's body
-  double idle_timeout_s = 60;       // keep-alive connection idle time before it is closed
-  double write_timeout_s = 30;      // a response write taking longer closes the connection (client stopped reading)
-  double drain_timeout_s = 30;      // Stop(): grace period for in-flight requests
-  size_t max_body_bytes = 8u << 20; // larger bodies get 413
+  std::string model_path;          // GGUF file (required)
+  std::string host = "127.0.0.1";  // loopback by default
+  int port = 8080;                 // 0 = pick a free port
+  std::string api_key;             // empty = no authentication
+  std::string model_alias;         // model id reported by the API; default: the file's stem
+  int io_threads = 2;              // Asio I/O threads (separate from the engine thread)
+  int compute_threads = 0;         // engine forward-pass threads; 0 = hardware concurrency
+  int max_seqs = 64;               // engine: running sequences at most
+  int max_batch_tokens = 512;      // engine: rows per forward pass at most
+  int64_t kv_memory_bytes = 0;     // engine: KV pool size; 0 = the engine's default
+  int64_t kv_tokens = 0;           // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
+  bool kv_f32 = false;             // engine: KV stored as f32 instead of f16
+  int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
+  double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
+  double header_timeout_s = 10;    // time to receive a request's headers
+  double body_timeout_s = 30;      // time to receive a request's body
+  double idle_timeout_s = 60;      // keep-alive connection idle time before it is closed
+  double write_timeout_s =
+      30;  // a response write taking longer closes the connection (client stopped reading)
+  double drain_timeout_s = 30;       // Stop(): grace period for in-flight requests
+  size_t max_body_bytes = 8u << 20;  // larger bodies get 413
   // Called once on Start()'s thread when the socket is bound, before the model loads (GET /health answers 503
   // "loading" until Start() returns).
   std::function<void(int port)> on_listening;
-  bool quiet = false;               // log warnings only (for in-process use, e.g. `bench -m`); logs go to stderr
+  bool quiet = false;  // log warnings only (for in-process use, e.g. `bench -m`); logs go to stderr
 };
 
 class Server {

@@ -4,27 +4,29 @@ namespace lockstep::server {
 
 namespace {
 std::vector<double> LatencyBuckets() {
-  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
-          80.0};
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
 }
 }  // namespace
 
 ServerMetrics::ServerMetrics(MetricsRegistry& r)
-    : ttft(r.Histogram("lockstep_time_to_first_token_seconds", "Time from request arrival to its first token.",
-                       LatencyBuckets())),
+    : ttft(r.Histogram("lockstep_time_to_first_token_seconds",
+                       "Time from request arrival to its first token.", LatencyBuckets())),
       itl(r.Histogram("lockstep_inter_token_latency_seconds", "Time between consecutive tokens of a request.",
                       LatencyBuckets())),
       e2e(r.Histogram("lockstep_e2e_request_latency_seconds", "Time from request arrival to its last token.",
                       LatencyBuckets())),
       queue_time(r.Histogram("lockstep_request_queue_time_seconds",
                              "Time a request waited before its first forward pass.", LatencyBuckets())),
-      running(r.Gauge("lockstep_num_requests_running", "Requests holding KV cache (prefilling or decoding).")),
+      running(
+          r.Gauge("lockstep_num_requests_running", "Requests holding KV cache (prefilling or decoding).")),
       waiting(r.Gauge("lockstep_num_requests_waiting", "Requests queued or preempted, waiting to run.")),
       kv_usage(r.Gauge("lockstep_kv_cache_usage_ratio", "Fraction of KV cache blocks in use (0..1).")),
       batch_rows(r.Gauge("lockstep_batch_rows", "Rows in the last forward pass.")),
       prompt_tokens(r.Counter("lockstep_prompt_tokens_total", "Prompt tokens of accepted requests.")),
       generation_tokens(r.Counter("lockstep_generation_tokens_total", "Tokens generated.")),
-      preemptions(r.Counter("lockstep_num_preemptions_total", "Requests preempted (KV freed, recomputed later).")),
+      preemptions(
+          r.Counter("lockstep_num_preemptions_total", "Requests preempted (KV freed, recomputed later).")),
       requests_total(r.Counter("lockstep_requests_total", "API requests answered, by HTTP status.")),
       cancelled(r.Counter("lockstep_sequences_cancelled_total",
                           "Engine sequences cancelled (client gone, deadline, shutdown).")) {}

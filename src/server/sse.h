@@ -1,7 +1,7 @@
-// Server-Sent Events framing (https://html.spec.whatwg.org/multipage/server-sent-events.html) as the OpenAI and
-// TGI streaming APIs use it: each event is `data: <payload>\n\n`; a payload with newlines becomes several `data:`
-// lines. SseParser is the inverse (used by tests and clients): feed it bytes in any split, get whole events.
-// Pure functions / a single-threaded parser.
+// Server-Sent Events framing (https://html.spec.whatwg.org/multipage/server-sent-events.html) as the OpenAI
+// and TGI streaming APIs use it: each event is `data: <payload>\n\n`; a payload with newlines becomes several
+// `data:` lines. SseParser is the inverse (used by tests and clients): feed it bytes in any split, get whole
+// events. Pure functions / a single-threaded parser.
 #pragma once
 
 #include <string>

@@ -69,7 +69,8 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
   if (truncate > 0 && static_cast<int64_t>(prompt.size()) > truncate) {
     prompt.erase(prompt.begin(), prompt.end() - truncate);
   }
-  auto fit = FitToContext(ctx, prompt.size(), max_new_tokens, max_new_tokens, "inputs", "parameters.max_new_tokens");
+  auto fit =
+      FitToContext(ctx, prompt.size(), max_new_tokens, max_new_tokens, "inputs", "parameters.max_new_tokens");
   if (!fit.ok()) return fit.error;
   req.spec.base.max_tokens = *fit.value;
   req.spec.base.sampling.logprobs = true;  // token logprobs are part of TGI's token objects
@@ -141,8 +142,8 @@ nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiC
   return out;
 }
 
-std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const ChoiceState& choice, const TokenEvent& event,
-                                             const ApiContext& ctx) {
+std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const ChoiceState& choice,
+                                             const TokenEvent& event, const ApiContext& ctx) {
   if (event.token == kNoToken && !event.last()) return std::nullopt;
   nlohmann::json out;
   out["index"] = event.index;

@@ -1,11 +1,10 @@
-// Hugging Face Text Generation Inference API: parsing + validation of POST /generate, /generate_stream and `/`
-// bodies ({inputs, parameters, stream}) into a GenerationSpec, and the response shapes (details, stream events,
-// /info). Validation errors are 422 naming the field (api_error.h). Pure functions; thread-safe.
+// Hugging Face Text Generation Inference API: parsing + validation of POST /generate, /generate_stream and
+// `/` bodies ({inputs, parameters, stream}) into a GenerationSpec, and the response shapes (details, stream
+// events, /info). Validation errors are 422 naming the field (api_error.h). Pure functions; thread-safe.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "server/api_context.h"
 #include "server/generation.h"
@@ -15,7 +14,7 @@ namespace lockstep::server {
 struct TgiRequest {
   GenerationSpec spec;
   std::string inputs;
-  bool stream = false;           // `/` with "stream": true, or /generate_stream
+  bool stream = false;  // `/` with "stream": true, or /generate_stream
   bool details = false;
   bool decoder_input_details = false;
   bool return_full_text = false;
@@ -29,8 +28,8 @@ std::string TgiFinishReason(const TokenEvent& last);
 // The GenerateResponse of POST /generate (POST / wraps it in a one-element array).
 nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiContext& ctx);
 // One stream event for a token event (nullopt when the event carries no token and is not the last).
-std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const ChoiceState& choice, const TokenEvent& event,
-                                             const ApiContext& ctx);
+std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const ChoiceState& choice,
+                                             const TokenEvent& event, const ApiContext& ctx);
 nlohmann::json TgiInfo(const ApiContext& ctx);
 
 }  // namespace lockstep::server

@@ -24,8 +24,8 @@ namespace {
 // Spin iterations (pause instructions) before a worker parks / the caller starts yielding. A decode step
 // issues a few hundred loops back to back, so a short spin avoids a futex round trip per loop.
 constexpr int kSpinIterations = 1 << 14;
-// Chunks per thread a loop is cut into: small enough that a slow or descheduled thread leaves most of its share
-// to the others, large enough that claiming (one atomic operation per chunk) costs little.
+// Chunks per thread a loop is cut into: small enough that a slow or descheduled thread leaves most of its
+// share to the others, large enough that claiming (one atomic operation per chunk) costs little.
 constexpr int64_t kChunksPerThread = 8;
 
 // A claim word: the generation in the high 32 bits, a task index (or count) in the low 32.

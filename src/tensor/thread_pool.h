@@ -1,10 +1,11 @@
 // ThreadPool: a fixed set of persistent workers that run one parallel loop at a time for the calling thread.
 // Run(n, fn) calls fn(task, worker) for every task in [0, n) spread over the workers (the caller is worker 0)
 // and returns when all are done. Each thread claims small chunks of its own contiguous share (uncontended),
-// then takes chunks left in the others' shares, so a slow or descheduled worker leaves its share to the others; fn must make each task's result independent of which
-// worker runs it (the worker index is for choosing scratch, never for results). One caller at a time (the engine thread); not reentrant (fn must not call Run). Workers spin briefly after
-// a loop, then park on a condition variable. The pool also owns scratch arenas for kernels (no per-call heap
-// allocation in steady state): one for the caller, one per worker.
+// then takes chunks left in the others' shares, so a slow or descheduled worker leaves its share to the
+// others; fn must make each task's result independent of which worker runs it (the worker index is for
+// choosing scratch, never for results). One caller at a time (the engine thread); not reentrant (fn must not
+// call Run). Workers spin briefly after a loop, then park on a condition variable. The pool also owns scratch
+// arenas for kernels (no per-call heap allocation in steady state): one for the caller, one per worker.
 #pragma once
 
 #include <cstddef>

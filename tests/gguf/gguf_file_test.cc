@@ -1,5 +1,5 @@
-// GGUF reader/writer: round trips, the real test files, and every malformed case the reader must reject with a
-// message naming the problem (never a crash, hang or giant allocation).
+// GGUF reader/writer: round trips, the real test files, and every malformed case the reader must reject with
+// a message naming the problem (never a crash, hang or giant allocation).
 #include "gguf/gguf_file.h"
 
 #include <gtest/gtest.h>
@@ -37,8 +37,8 @@ GgufWriter SampleWriter() {
   writer.Set("tokens", GgufValue::StringArray({"a", "", "\xe2\x96\x81hello"}));
   writer.Set("scores", GgufValue::Float32Array({0.f, -1.5f, 2.f}));
   writer.Set("types", GgufValue::Int32Array({1, 2, 3}));
-  writer.Set("nested", GgufValue::MakeArray(GgufType::kArray, {GgufValue::Int32Array({7, 8}),
-                                                                GgufValue::Int32Array({9})}));
+  writer.Set("nested", GgufValue::MakeArray(GgufType::kArray,
+                                            {GgufValue::Int32Array({7, 8}), GgufValue::Int32Array({9})}));
   std::vector<float> matrix(2 * 3);
   for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = static_cast<float>(i) + 0.25f;
   EXPECT_TRUE(writer.AddTensor("matrix", TensorType::kF32, {3, 2}, FloatBytes(matrix)).ok());

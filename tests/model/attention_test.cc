@@ -1,7 +1,7 @@
-// Attention kernels: every SIMD level this CPU runs is bit-identical to the scalar reference (odd head dims and
-// counts, unaligned buffers), the reference agrees with double-precision arithmetic, and AttendRows gives every
-// (row, head) the same bits whether rows are tiled together or run one by one and heads grouped or not — for f16
-// and f32 KV — and agrees with a naive double-precision attention.
+// Attention kernels: every SIMD level this CPU runs is bit-identical to the scalar reference (odd head dims
+// and counts, unaligned buffers), the reference agrees with double-precision arithmetic, and AttendRows gives
+// every (row, head) the same bits whether rows are tiled together or run one by one and heads grouped or not
+// — for f16 and f32 KV — and agrees with a naive double-precision attention.
 #include "model/attention.h"
 
 #include <gtest/gtest.h>
@@ -57,8 +57,8 @@ TEST(AttentionKernels, DotKeysMatchesTheScalarReferenceBitForBit) {
       }
       for (KernelLevel level : Levels()) {
         std::vector<float> scores(size_t(count) + 1, -1.0f);
-        attention::DotKeys(level, q.data() + 1, 0, 1, keys.data() + 1, count, head_dim, 0.125f, scores.data() + 1,
-                           0);
+        attention::DotKeys(level, q.data() + 1, 0, 1, keys.data() + 1, count, head_dim, 0.125f,
+                           scores.data() + 1, 0);
         EXPECT_TRUE(SameBits(scores.data() + 1, reference.data() + 1, count))
             << attention::KernelLevelName(level) << " head_dim " << head_dim << " count " << count;
         EXPECT_EQ(scores[0], -1.0f);  // nothing written before the output
@@ -102,13 +102,14 @@ TEST(AttentionKernels, SeveralQueriesAtOnceGiveEachQuerysSoloBits) {
         std::vector<float> keys(attention::PairedKeyFloats(count, head_dim));
         attention::WidenKeysPaired(k.data(), false, count, head_dim, keys.data());
         std::vector<float> q = Random(size_t(queries) * dp, rng);
-        for (int j = 0; j < queries; ++j) std::fill(q.begin() + j * dp + head_dim, q.begin() + (j + 1) * dp, 0.0f);
+        for (int j = 0; j < queries; ++j)
+          std::fill(q.begin() + j * dp + head_dim, q.begin() + (j + 1) * dp, 0.0f);
         const size_t scores_stride = size_t(count) + 3;
         const std::vector<float> start = Random(size_t(queries) * head_dim, rng);
         for (KernelLevel level : Levels()) {
           std::vector<float> together(size_t(queries) * scores_stride), alone(together.size());
-          attention::DotKeys(level, q.data(), dp, queries, keys.data(), count, head_dim, 0.5f, together.data(),
-                             scores_stride);
+          attention::DotKeys(level, q.data(), dp, queries, keys.data(), count, head_dim, 0.5f,
+                             together.data(), scores_stride);
           for (int j = 0; j < queries; ++j) {
             attention::DotKeys(level, q.data() + j * dp, 0, 1, keys.data(), count, head_dim, 0.5f,
                                alone.data() + j * scores_stride, 0);
@@ -116,8 +117,8 @@ TEST(AttentionKernels, SeveralQueriesAtOnceGiveEachQuerysSoloBits) {
           EXPECT_TRUE(SameBits(together.data(), alone.data(), together.size()))
               << attention::KernelLevelName(level) << " dot queries " << queries << " count " << count;
           std::vector<float> out_together = start, out_alone = start;
-          attention::AccumulateValues(level, together.data(), scores_stride, queries, k.data(), count, head_dim,
-                                      out_together.data(), head_dim);
+          attention::AccumulateValues(level, together.data(), scores_stride, queries, k.data(), count,
+                                      head_dim, out_together.data(), head_dim);
           for (int j = 0; j < queries; ++j) {
             attention::AccumulateValues(level, together.data() + j * scores_stride, 0, 1, k.data(), count,
                                         head_dim, out_alone.data() + j * head_dim, 0);
@@ -214,8 +215,9 @@ TEST_P(AttendRowsTest, TilingAndHeadGroupingNeverChangeARowAndMatchNaiveAttentio
   for (int32_t first = 0; first < positions; first += 16) {
     const int32_t rows = std::min(16, positions - first);
     for (int32_t g = 0; g < kv.n_kv_head; ++g) {
-      AttendRows(kv, blocks, layer, g, first, rows, q.data() + size_t(first) * q_dim + g * group * kv.head_dim,
-                 q_dim, group, scale, tiled.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim);
+      AttendRows(kv, blocks, layer, g, first, rows,
+                 q.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim, group, scale,
+                 tiled.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim);
     }
   }
   // One row and one head per call, rows in reverse order.

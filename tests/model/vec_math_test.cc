@@ -1,5 +1,5 @@
-// Vector math: Exp8 is accurate over its range, Exp16 gives Exp8's bits lane by lane, and SwiGlu (16 lanes where
-// the CPU has AVX-512) gives the 8-lane body's bits.
+// Vector math: Exp8 is accurate over its range, Exp16 gives Exp8's bits lane by lane, and SwiGlu (16 lanes
+// where the CPU has AVX-512) gives the 8-lane body's bits.
 #include "model/vec_math.h"
 
 #include <gtest/gtest.h>
@@ -26,7 +26,8 @@ std::vector<float> Inputs() {
 
 std::vector<float> Exp8All(const std::vector<float>& x) {
   std::vector<float> y(x.size());
-  for (size_t i = 0; i < x.size(); i += 8) _mm256_storeu_ps(y.data() + i, Exp8(_mm256_loadu_ps(x.data() + i)));
+  for (size_t i = 0; i < x.size(); i += 8)
+    _mm256_storeu_ps(y.data() + i, Exp8(_mm256_loadu_ps(x.data() + i)));
   return y;
 }
 
@@ -41,7 +42,8 @@ TEST(VecMath, Exp8IsAccurate) {
 
 __attribute__((target("avx512f"))) std::vector<float> Exp16All(const std::vector<float>& x) {
   std::vector<float> y(x.size());
-  for (size_t i = 0; i < x.size(); i += 16) _mm512_storeu_ps(y.data() + i, Exp16(_mm512_loadu_ps(x.data() + i)));
+  for (size_t i = 0; i < x.size(); i += 16)
+    _mm512_storeu_ps(y.data() + i, Exp16(_mm512_loadu_ps(x.data() + i)));
   return y;
 }
 

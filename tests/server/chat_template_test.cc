@@ -1,12 +1,13 @@
 // Chat templates: real tokenizer_config.json templates of each family must render exactly like the reference
-// (Jinja2 with Hugging Face's settings; goldens made by testdata/make_chat_template_goldens.py), and raise where
-// the reference raises. Plus interpreter unit cases and the documented fallback.
-#include <fstream>
+// (Jinja2 with Hugging Face's settings; goldens made by testdata/make_chat_template_goldens.py), and raise
+// where the reference raises. Plus interpreter unit cases and the documented fallback.
+#include "server/chat_template.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "server/chat_template.h"
 #include "server/jinja_ast.h"
 #include "server/jinja_interpreter.h"
 
@@ -40,8 +41,8 @@ TEST(ChatTemplateTest, RealTemplatesMatchReferenceRenderings) {
     auto tmpl = jinja::Parse(source);
     ASSERT_TRUE(tmpl.ok()) << family << ": " << tmpl.status().message();
     auto out = jinja::Render(**tmpl, jinja::Value::FromJson(context));
-    const std::string where = family + " conversation " + c["conversation"].dump() + " gen=" +
-                              c["add_generation_prompt"].dump();
+    const std::string where =
+        family + " conversation " + c["conversation"].dump() + " gen=" + c["add_generation_prompt"].dump();
     if (c.contains("error")) {
       ASSERT_FALSE(out.ok()) << where << " should raise; rendered:\n" << *out;
       EXPECT_NE(out.status().message().find(c["error"].get<std::string>()), std::string::npos)
@@ -58,9 +59,9 @@ TEST(ChatTemplateTest, RealTemplatesMatchReferenceRenderings) {
 TEST(ChatTemplateTest, FamiliesAreDetected) {
   const nlohmann::json goldens = LoadGoldens();
   const std::map<std::string, std::string> expected = {
-      {"chatml", "chatml"}, {"smollm2", "chatml"},    {"qwen2.5", "chatml"}, {"llama2", "llama2"},
-      {"llama3", "llama3"}, {"llama3.2", "llama3"},   {"mistral", "mistral"}, {"mistral-v0.1", "mistral"},
-      {"gemma", "gemma"},   {"phi3", "phi3"},         {"zephyr", "zephyr"}};
+      {"chatml", "chatml"}, {"smollm2", "chatml"},  {"qwen2.5", "chatml"},  {"llama2", "llama2"},
+      {"llama3", "llama3"}, {"llama3.2", "llama3"}, {"mistral", "mistral"}, {"mistral-v0.1", "mistral"},
+      {"gemma", "gemma"},   {"phi3", "phi3"},       {"zephyr", "zephyr"}};
   for (const auto& [name, family] : expected) {
     EXPECT_EQ(DetectChatTemplateFamily(goldens["templates"][name]), family) << name;
   }
@@ -92,8 +93,9 @@ TEST(ChatTemplateTest, TemplateErrorsBecomeStatuses) {
 
 TEST(JinjaTest, ExpressionsFiltersAndTests) {
   const nlohmann::json ctx = {{"xs", {1, 2, 3}}, {"s", "  Hi There "}, {"d", {{"a", 1}, {"b", "x"}}}};
-  EXPECT_EQ(RenderJinja("{{ 1 + 2 * 3 }}|{{ 7 // 2 }}|{{ -7 // 2 }}|{{ 7 % 3 }}|{{ 2 ** 10 }}|{{ 1 / 4 }}", ctx),
-            "7|3|-4|1|1024|0.25");
+  EXPECT_EQ(
+      RenderJinja("{{ 1 + 2 * 3 }}|{{ 7 // 2 }}|{{ -7 // 2 }}|{{ 7 % 3 }}|{{ 2 ** 10 }}|{{ 1 / 4 }}", ctx),
+      "7|3|-4|1|1024|0.25");
   EXPECT_EQ(RenderJinja("{{ s | trim }}|{{ s.strip().upper() }}|{{ s | length }}|{{ 'a' ~ 1 }}", ctx),
             "Hi There|HI THERE|11|a1");
   EXPECT_EQ(RenderJinja("{{ xs[1:] }}|{{ xs[-1] }}|{{ xs[::-1] | join(',') }}|{{ xs | first }}", ctx),
@@ -113,12 +115,17 @@ TEST(JinjaTest, StatementsScopesAndWhitespace) {
             "1234!");
   EXPECT_EQ(RenderJinja("{% set n = 0 %}{% for x in xs %}{% set n = n + x %}{% endfor %}{{ n }}", ctx), "0");
   EXPECT_EQ(RenderJinja("{% set ns = namespace(n=0) %}{% for x in xs %}{% set ns.n = ns.n + x %}{% endfor %}"
-                        "{{ ns.n }}", ctx), "10");
+                        "{{ ns.n }}",
+                        ctx),
+            "10");
   EXPECT_EQ(RenderJinja("{% for x in xs if x is even %}{{ x }}{% else %}none{% endfor %}", ctx), "24");
   EXPECT_EQ(RenderJinja("{% for x in [] %}{{ x }}{% else %}none{% endfor %}", ctx), "none");
-  EXPECT_EQ(RenderJinja("{% for x in xs %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}", ctx), "12");
+  EXPECT_EQ(RenderJinja("{% for x in xs %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}", ctx),
+            "12");
   EXPECT_EQ(RenderJinja("{% macro greet(name, p='!') %}hi {{ name }}{{ p }}{% endmacro %}{{ greet('a') }}"
-                        "{{ greet('b', p='?') }}", ctx), "hi a!hi b?");
+                        "{{ greet('b', p='?') }}",
+                        ctx),
+            "hi a!hi b?");
   // trim_blocks + lstrip_blocks, and explicit - / + markers.
   EXPECT_EQ(RenderJinja("a\n  {% if true %}\n  b\n  {% endif %}\nc", ctx), "a\n  b\nc");
   EXPECT_EQ(RenderJinja("a  {{- ' b ' -}}  c", ctx), "a b c");

@@ -1,9 +1,10 @@
-// Runs tests/server/compat/compat_test.mjs — the official OpenAI Node library and @huggingface/inference against
-// a real `lockstep serve` — when Node.js and the pinned packages are installed (`npm ci` in tests/server/compat);
-// skipped with a message otherwise. The script needs no network: everything talks to the local server.
-#include <filesystem>
-
+// Runs tests/server/compat/compat_test.mjs — the official OpenAI Node library and @huggingface/inference
+// against a real `lockstep serve` — when Node.js and the pinned packages are installed (`npm ci` in
+// tests/server/compat); skipped with a message otherwise. The script needs no network: everything talks to
+// the local server.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "e2e_util.h"
 #include "testing/testdata.h"

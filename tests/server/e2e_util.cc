@@ -1,9 +1,9 @@
 #include "e2e_util.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "testing/testdata.h"
 
@@ -11,8 +11,8 @@ namespace lockstep::server::testing {
 namespace {
 std::string MakeModel(const std::string& shape) {
   const std::string path = ::lockstep::testing::MakeTempDir("lockstep-server-model") + "/" + shape + ".gguf";
-  const std::string cmd = ::lockstep::testing::LockstepBinary() + " make-model --shape " + shape + " -o " + path +
-                          " > /dev/null 2>&1";
+  const std::string cmd = ::lockstep::testing::LockstepBinary() + " make-model --shape " + shape + " -o " +
+                          path + " > /dev/null 2>&1";
   EXPECT_EQ(::lockstep::testing::RunCommand(cmd), 0) << cmd;
   return path;
 }
@@ -28,7 +28,8 @@ const std::string& SlowModel() {
   return path;
 }
 
-std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& events, bool chat, bool* saw_done) {
+std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& events, bool chat,
+                                             bool* saw_done) {
   std::map<int, std::string> text;
   *saw_done = !events.empty() && events.back() == "[DONE]";
   for (const std::string& e : events) {
@@ -56,14 +57,15 @@ bool WaitForIdleEngine(int port) {
   std::string m;
   for (int i = 0; i < 500; ++i) {
     m = Request(port, "GET", "/metrics").body;
-    if (MetricValue(m, "lockstep_num_requests_running") == 0 && MetricValue(m, "lockstep_num_requests_waiting") == 0 &&
+    if (MetricValue(m, "lockstep_num_requests_running") == 0 &&
+        MetricValue(m, "lockstep_num_requests_waiting") == 0 &&
         MetricValue(m, "lockstep_kv_cache_usage_ratio") == 0) {
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ADD_FAILURE() << "engine not idle; running " << MetricValue(m, "lockstep_num_requests_running") << " waiting "
-                << MetricValue(m, "lockstep_num_requests_waiting") << " kv "
+  ADD_FAILURE() << "engine not idle; running " << MetricValue(m, "lockstep_num_requests_running")
+                << " waiting " << MetricValue(m, "lockstep_num_requests_waiting") << " kv "
                 << MetricValue(m, "lockstep_kv_cache_usage_ratio");
   return false;
 }

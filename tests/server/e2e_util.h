@@ -14,12 +14,15 @@ const std::string& TinyModel();
 // `make-model --shape stories15m` (slower per token, so requests stay in flight for a while).
 const std::string& SlowModel();
 
-// All text of an OpenAI stream (chat deltas or completion texts) by choice index; "[DONE]" must be the last event.
-std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& events, bool chat, bool* saw_done);
+// All text of an OpenAI stream (chat deltas or completion texts) by choice index; "[DONE]" must be the last
+// event.
+std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& events, bool chat,
+                                             bool* saw_done);
 
 // The value of a metric sample on a running server's /metrics (-1 when absent).
 double Metric(int port, const std::string& sample);
-// Polls /metrics until nothing runs or waits and no KV is in use (adds a failure and returns false after ~10 s).
+// Polls /metrics until nothing runs or waits and no KV is in use (adds a failure and returns false after ~10
+// s).
 bool WaitForIdleEngine(int port);
 // Polls /metrics until `sample` reaches `value` (false after ~10 s).
 bool WaitForMetric(int port, const std::string& sample, double value);

@@ -1,4 +1,5 @@
-// Unit tests: Prometheus text format of the metrics registry, SSE framing and parsing, request field validation.
+// Unit tests: Prometheus text format of the metrics registry, SSE framing and parsing, request field
+// validation.
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"

@@ -1,8 +1,9 @@
 // End-to-end limits and faults against a real `lockstep serve` process: validation errors naming the field
 // (400 OpenAI / 422 TGI), malformed JSON, prompt too long, body limit (413), API key (401, /health exempt),
-// full queue (503 + Retry-After on OpenAI routes, 429 on TGI), slow clients (header timeout), client disconnect
-// mid-stream or while queued (cancelled in the engine, KV back to 0), 64 concurrent streams equal to their solo
-// runs, and SIGTERM drain (in-flight streams finish, exit 0).
+// full queue (503 + Retry-After on OpenAI routes, 429 on TGI), slow clients (header timeout), client
+// disconnect mid-stream or while queued (cancelled in the engine, KV back to 0), 64 concurrent streams equal
+// to their solo runs, and SIGTERM drain (in-flight streams finish, exit 0).
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "e2e_util.h"
 
@@ -52,21 +51,27 @@ TEST_F(ServerErrorsTest, OpenAiValidationNamesTheField) {
   ExpectOpenAiError(Request(port(), "POST", "/v1/completions", "{not json"), 400, "");
   ExpectOpenAiError(Request(port(), "POST", "/v1/completions", "[1,2]"), 400, "");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"max_tokens", 2}}), 400, "prompt");
-  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"temperature", "hot"}}), 400, "temperature");
-  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"temperature", 3}}), 400, "temperature");
+  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"temperature", "hot"}}), 400,
+                    "temperature");
+  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"temperature", 3}}), 400,
+                    "temperature");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"top_p", 0}}), 400, "top_p");
-  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", -1}}), 400, "max_tokens");
+  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", -1}}), 400,
+                    "max_tokens");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"n", 0}}), 400, "n");
-  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"stop", {"a", "b", "c", "d", "e"}}}), 400,
-                    "stop");
+  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"stop", {"a", "b", "c", "d", "e"}}}),
+                    400, "stop");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"logprobs", 9}}), 400, "logprobs");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", {1, 999999}}}), 400, "prompt");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}), 400, "stream");
-  ExpectOpenAiError(Post(port(), "/v1/chat/completions", {{"messages", nlohmann::json::array()}}), 400, "messages");
-  ExpectOpenAiError(Post(port(), "/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}),
-                    400, "messages[0].role");
-  ExpectOpenAiError(Post(port(), "/v1/chat/completions",
-                         {{"messages", {{{"role", "user"}, {"content", 5}}}}}), 400, "messages[0].content");
+  ExpectOpenAiError(Post(port(), "/v1/chat/completions", {{"messages", nlohmann::json::array()}}), 400,
+                    "messages");
+  ExpectOpenAiError(
+      Post(port(), "/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400,
+      "messages[0].role");
+  ExpectOpenAiError(
+      Post(port(), "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", 5}}}}}), 400,
+      "messages[0].content");
   ExpectOpenAiError(Post(port(), "/v1/chat/completions",
                          {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}),
                     400, "top_logprobs");
@@ -78,7 +83,8 @@ TEST_F(ServerErrorsTest, PromptLongerThanTheContextIs400) {
   auto r = Post(port(), "/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 4}});
   ExpectOpenAiError(r, 400, "prompt");
   EXPECT_EQ(r.Json()["error"]["code"], "context_length_exceeded");
-  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 100000}}), 400, "max_tokens");
+  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 100000}}), 400,
+                    "max_tokens");
   auto tgi = Post(port(), "/generate", {{"inputs", long_prompt}});
   EXPECT_EQ(tgi.status, 422);
   EXPECT_EQ(tgi.Json()["error_type"], "validation");
@@ -125,23 +131,30 @@ TEST(ServerAuthTest, ApiKeyIsRequiredExceptForHealth) {
   auto denied = Post(server.port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}});
   ExpectOpenAiError(denied, 401, "");
   EXPECT_EQ(Request(server.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status, 401);
-  EXPECT_EQ(Request(server.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer sekrit"}}).status, 200);
+  EXPECT_EQ(Request(server.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer sekrit"}}).status,
+            200);
   auto tgi = Request(server.port(), "POST", "/generate", R"({"inputs":"x"})");
   EXPECT_EQ(tgi.status, 401);
   EXPECT_TRUE(tgi.Json().contains("error_type"));
 }
 
 nlohmann::json LongCompletion(bool stream, int n = 1) {
-  return {{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"ignore_eos", true}, {"temperature", 0},
-          {"stream", stream}, {"n", n}};
+  return {{"prompt", "Once upon a time"},
+          {"max_tokens", 240},
+          {"ignore_eos", true},
+          {"temperature", 0},
+          {"stream", stream},
+          {"n", n}};
 }
 
 // Sends a request on a raw connection and leaves it open (the response is not read); returns the socket.
 int SendAndLeaveOpen(int port, const nlohmann::json& body) {
   const int fd = Connect(port);
   const std::string text = body.dump();
-  const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(text.size()) + "\r\n\r\n" + text;
   send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   return fd;
 }
@@ -205,7 +218,9 @@ TEST(ServerLoadTest, SixtyFourConcurrentStreamsMatchTheirSoloRuns) {
   const std::vector<std::string> prompts = {"The cat", "A dog ran", "Numbers 1 2 3", "Hello there, friend"};
   const auto body = [&](size_t i) {
     return nlohmann::json{{"messages", {{{"role", "user"}, {"content", prompts[i % prompts.size()]}}}},
-                          {"max_tokens", 12 + static_cast<int>(i % 5)}, {"temperature", 0}, {"stream", true}};
+                          {"max_tokens", 12 + static_cast<int>(i % 5)},
+                          {"temperature", 0},
+                          {"stream", true}};
   };
   std::vector<std::string> solo(64);
   for (size_t i = 0; i < 64; ++i) {

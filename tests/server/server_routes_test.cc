@@ -1,10 +1,9 @@
-// End-to-end: every route of a real `lockstep serve` process over loopback sockets — OpenAI completions and chat
-// (whole and streamed, n > 1, logprobs, echo, usage chunk), TGI /generate, /generate_stream and POST /, /info,
-// /v1/models, /health and /metrics.
+// End-to-end: every route of a real `lockstep serve` process over loopback sockets — OpenAI completions and
+// chat (whole and streamed, n > 1, logprobs, echo, usage chunk), TGI /generate, /generate_stream and POST /,
+// /info, /v1/models, /health and /metrics.
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "e2e_util.h"
 #include "server/sse.h"
@@ -42,7 +41,8 @@ TEST_F(ServerRoutesTest, HealthModelsInfo) {
 }
 
 TEST_F(ServerRoutesTest, CompletionGreedyIsDeterministicAndWellFormed) {
-  const nlohmann::json body = {{"model", "tiny"}, {"prompt", "Hello world"}, {"max_tokens", 8}, {"temperature", 0}};
+  const nlohmann::json body = {
+      {"model", "tiny"}, {"prompt", "Hello world"}, {"max_tokens", 8}, {"temperature", 0}};
   auto a = Post(port(), "/v1/completions", body);
   auto b = Post(port(), "/v1/completions", body);
   ASSERT_EQ(a.status, 200) << a.body;
@@ -59,11 +59,13 @@ TEST_F(ServerRoutesTest, CompletionGreedyIsDeterministicAndWellFormed) {
 }
 
 TEST_F(ServerRoutesTest, CompletionPromptFormsNAndEcho) {
-  auto ids = Post(port(), "/v1/completions", {{"prompt", {1, 20, 30}}, {"max_tokens", 3}, {"temperature", 0}});
+  auto ids =
+      Post(port(), "/v1/completions", {{"prompt", {1, 20, 30}}, {"max_tokens", 3}, {"temperature", 0}});
   ASSERT_EQ(ids.status, 200) << ids.body;
   EXPECT_EQ(ids.Json()["usage"]["prompt_tokens"], 3);
-  auto many = Post(port(), "/v1/completions",
-                   {{"prompt", {"one", "two"}}, {"n", 2}, {"max_tokens", 3}, {"temperature", 0.8}, {"seed", 5}});
+  auto many =
+      Post(port(), "/v1/completions",
+           {{"prompt", {"one", "two"}}, {"n", 2}, {"max_tokens", 3}, {"temperature", 0.8}, {"seed", 5}});
   ASSERT_EQ(many.status, 200) << many.body;
   const auto choices = many.Json()["choices"];
   ASSERT_EQ(choices.size(), 4u);
@@ -78,7 +80,8 @@ TEST_F(ServerRoutesTest, CompletionPromptFormsNAndEcho) {
 }
 
 TEST_F(ServerRoutesTest, CompletionLogprobs) {
-  auto r = Post(port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4}, {"logprobs", 2}, {"temperature", 0}});
+  auto r = Post(port(), "/v1/completions",
+                {{"prompt", "Hi"}, {"max_tokens", 4}, {"logprobs", 2}, {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   const auto lp = r.Json()["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 4u);
@@ -92,7 +95,8 @@ TEST_F(ServerRoutesTest, CompletionLogprobs) {
 TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
   const nlohmann::json messages = {{{"role", "system"}, {"content", "Be brief."}},
                                    {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello"}}}}}};
-  auto whole = Post(port(), "/v1/chat/completions", {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}});
+  auto whole =
+      Post(port(), "/v1/chat/completions", {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}});
   ASSERT_EQ(whole.status, 200) << whole.body;
   const auto j = whole.Json();
   EXPECT_EQ(j["object"], "chat.completion");
@@ -100,7 +104,10 @@ TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
   EXPECT_TRUE(j["choices"][0].contains("logprobs"));
   int status = 0;
   auto events = Stream(port(), "/v1/chat/completions",
-                       {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"stream", true},
+                       {{"messages", messages},
+                        {"max_tokens", 6},
+                        {"temperature", 0},
+                        {"stream", true},
                         {"stream_options", {{"include_usage", true}}}},
                        nullptr, &status);
   EXPECT_EQ(status, 200);
@@ -121,8 +128,12 @@ TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
 
 TEST_F(ServerRoutesTest, ChatLogprobsAndParallelChoices) {
   auto r = Post(port(), "/v1/chat/completions",
-                {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_completion_tokens", 3},
-                 {"logprobs", true}, {"top_logprobs", 3}, {"n", 3}, {"seed", 1}});
+                {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                 {"max_completion_tokens", 3},
+                 {"logprobs", true},
+                 {"top_logprobs", 3},
+                 {"n", 3},
+                 {"seed", 1}});
   ASSERT_EQ(r.status, 200) << r.body;
   const auto choices = r.Json()["choices"];
   ASSERT_EQ(choices.size(), 3u);
@@ -131,9 +142,9 @@ TEST_F(ServerRoutesTest, ChatLogprobsAndParallelChoices) {
   EXPECT_EQ(content[0]["top_logprobs"].size(), 3u);
   EXPECT_TRUE(content[0]["bytes"].is_array());
   bool done = false;
-  auto events = Stream(port(), "/v1/chat/completions",
-                       {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 3}, {"n", 2},
-                        {"stream", true}});
+  auto events = Stream(
+      port(), "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 3}, {"n", 2}, {"stream", true}});
   auto text = CollectOpenAiText(events, true, &done);
   EXPECT_TRUE(done);
   EXPECT_EQ(text.size(), 2u);
@@ -151,9 +162,10 @@ TEST_F(ServerRoutesTest, CompletionStreamMatchesWhole) {
 }
 
 TEST_F(ServerRoutesTest, TgiGenerateAndStream) {
-  const nlohmann::json body = {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 5}, {"details", true},
-                                                                    {"decoder_input_details", true},
-                                                                    {"top_n_tokens", 2}}}};
+  const nlohmann::json body = {
+      {"inputs", "Hello"},
+      {"parameters",
+       {{"max_new_tokens", 5}, {"details", true}, {"decoder_input_details", true}, {"top_n_tokens", 2}}}};
   auto r = Post(port(), "/generate", body);
   ASSERT_EQ(r.status, 200) << r.body;
   const auto j = r.Json();
@@ -186,16 +198,18 @@ TEST_F(ServerRoutesTest, TgiGenerateAndStream) {
   ASSERT_EQ(root.status, 200);
   ASSERT_TRUE(root.Json().is_array());
   EXPECT_EQ(root.Json()[0]["generated_text"], j["generated_text"]);
-  auto root_stream = Stream(port(), "/", {{"inputs", "Hello"}, {"stream", true},
-                                          {"parameters", {{"max_new_tokens", 5}}}});
+  auto root_stream =
+      Stream(port(), "/", {{"inputs", "Hello"}, {"stream", true}, {"parameters", {{"max_new_tokens", 5}}}});
   EXPECT_EQ(root_stream.size(), 5u);
-  auto full = Post(port(), "/generate", {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 2},
-                                                                              {"return_full_text", true}}}});
+  auto full =
+      Post(port(), "/generate",
+           {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 2}, {"return_full_text", true}}}});
   EXPECT_EQ(full.Json()["generated_text"].get<std::string>().rfind("Hello", 0), 0u);
 }
 
 TEST_F(ServerRoutesTest, StopStringsEndGeneration) {
-  auto base = Post(port(), "/v1/completions", {{"prompt", "Hello world"}, {"max_tokens", 12}, {"temperature", 0}});
+  auto base =
+      Post(port(), "/v1/completions", {{"prompt", "Hello world"}, {"max_tokens", 12}, {"temperature", 0}});
   const std::string text = base.Json()["choices"][0]["text"];
   // A stop string on a character boundary: the first printable ASCII character after the start.
   std::string stop;
@@ -208,10 +222,12 @@ TEST_F(ServerRoutesTest, StopStringsEndGeneration) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.Json()["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r.Json()["choices"][0]["text"], text.substr(0, text.find(stop)));
-  auto tgi = Post(port(), "/generate", {{"inputs", "Hello world"},
-                                         {"parameters", {{"max_new_tokens", 12}, {"stop", {stop}}, {"details", true}}}});
+  auto tgi = Post(port(), "/generate",
+                  {{"inputs", "Hello world"},
+                   {"parameters", {{"max_new_tokens", 12}, {"stop", {stop}}, {"details", true}}}});
   EXPECT_EQ(tgi.Json()["details"]["finish_reason"], "stop_sequence");
-  // TGI keeps the stop sequence: generated_text is the decode of every generated token, the last one included.
+  // TGI keeps the stop sequence: generated_text is the decode of every generated token, the last one
+  // included.
   const std::string through_stop = text.substr(0, text.find(stop) + stop.size());
   const std::string generated = tgi.Json()["generated_text"];
   EXPECT_EQ(generated.rfind(through_stop, 0), 0u) << generated;
@@ -223,9 +239,8 @@ TEST_F(ServerRoutesTest, MetricsExposeTheRequiredFamilies) {
   auto r = Request(port(), "GET", "/metrics");
   ASSERT_EQ(r.status, 200);
   EXPECT_NE(r.headers["content-type"].find("text/plain"), std::string::npos);
-  for (const char* name :
-       {"lockstep_time_to_first_token_seconds", "lockstep_inter_token_latency_seconds",
-        "lockstep_e2e_request_latency_seconds", "lockstep_request_queue_time_seconds"}) {
+  for (const char* name : {"lockstep_time_to_first_token_seconds", "lockstep_inter_token_latency_seconds",
+                           "lockstep_e2e_request_latency_seconds", "lockstep_request_queue_time_seconds"}) {
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " histogram"), std::string::npos) << name;
     EXPECT_NE(r.body.find(std::string(name) + "_bucket{le=\"+Inf\"}"), std::string::npos) << name;
   }

@@ -1,7 +1,8 @@
-// Server behaviour around slow or early peers: GET /health (and the API) answer 503 while the model loads, and a
-// client that stops reading a stream has its connection closed after --write-timeout (its request cancelled)
-// instead of pinning it forever.
+// Server behaviour around slow or early peers: GET /health (and the API) answer 503 while the model loads,
+// and a client that stops reading a stream has its connection closed after --write-timeout (its request
+// cancelled) instead of pinning it forever.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <chrono>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "e2e_util.h"
 #include "server/server.h"
@@ -56,7 +55,8 @@ TEST(ServerOptionsTest, TimeoutsMustBePositive) {
   options.write_timeout_s = 0;
   auto server = Server::Create(options);
   ASSERT_FALSE(server.ok());
-  EXPECT_NE(server.status().message().find("--write-timeout"), std::string::npos) << server.status().ToString();
+  EXPECT_NE(server.status().message().find("--write-timeout"), std::string::npos)
+      << server.status().ToString();
 }
 
 // Reads whatever the peer sends until EOF or `limit` passes; *closed says whether EOF (or a reset) was seen.
@@ -95,18 +95,18 @@ TEST(ServerSlowClientTest, AClientThatStopsReadingIsCutOffAndItsRequestCancelled
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   // Far more output than the kernel's socket buffers hold (up to 4 MiB on Linux loopback) long before the
   // generation ends: 64 choices × 150 tokens, each event with 20 top logprobs, no EOS.
-  const std::string body =
-      nlohmann::json{{"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
-                     {"max_tokens", 150},
-                     {"n", 64},
-                     {"logprobs", true},
-                     {"top_logprobs", 20},
-                     {"ignore_eos", true},
-                     {"stream", true}}
-          .dump();
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                              "Content-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string body = nlohmann::json{
+      {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
+      {"max_tokens", 150},
+      {"n", 64},
+      {"logprobs", true},
+      {"top_logprobs", 20},
+      {"ignore_eos", true},
+      {"stream", true}}.dump();
+  const std::string request =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
 
   // Do not read. The server must give up on the stalled write, close the connection and cancel the request.

@@ -21,7 +21,8 @@ namespace lockstep::server::testing {
 
 ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& extra_args) {
   log_path_ = ::lockstep::testing::MakeTempDir("lockstep-serve") + "/serve.log";
-  std::vector<std::string> args = {::lockstep::testing::LockstepBinary(), "serve", "-m", model, "--port", "0"};
+  std::vector<std::string> args = {
+      ::lockstep::testing::LockstepBinary(), "serve", "-m", model, "--port", "0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -158,7 +159,8 @@ class ResponseReader {
       if (remaining_ == 0) return (done_ = true, false);
       if (buf_.empty() && !Fill()) return (done_ = true, false);
       size_t n = buf_.size();
-      if (remaining_ > 0) n = std::min<size_t>(n, static_cast<size_t>(remaining_)), remaining_ -= static_cast<long long>(n);
+      if (remaining_ > 0)
+        n = std::min<size_t>(n, static_cast<size_t>(remaining_)), remaining_ -= static_cast<long long>(n);
       out = buf_.substr(0, n);
       buf_.erase(0, n);
       return true;
@@ -214,12 +216,13 @@ HttpResponse Request(int port, const std::string& method, const std::string& pat
 }
 
 std::vector<std::string> Stream(int port, const std::string& path, const nlohmann::json& body,
-                                const std::function<bool(size_t, const std::string&)>& on_event, int* status) {
+                                const std::function<bool(size_t, const std::string&)>& on_event,
+                                int* status) {
   std::vector<std::string> events;
   const int fd = Connect(port);
   if (fd < 0) return events;
   HttpResponse head;
-  if (SendAll(fd, BuildRequest("POST", path, body.dump(), {})) ) {
+  if (SendAll(fd, BuildRequest("POST", path, body.dump(), {}))) {
     ResponseReader reader(fd);
     if (reader.ReadHead(head)) {
       SseParser parser;

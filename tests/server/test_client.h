@@ -1,14 +1,13 @@
-// Test helpers for the end-to-end server tests: a `lockstep serve` child process on a free loopback port, and a
-// minimal blocking HTTP/1.1 client over real sockets (whole responses, chunked decoding, SSE streams that can be
-// abandoned midway). Test-only; each object is used by one thread.
+// Test helpers for the end-to-end server tests: a `lockstep serve` child process on a free loopback port, and
+// a minimal blocking HTTP/1.1 client over real sockets (whole responses, chunked decoding, SSE streams that
+// can be abandoned midway). Test-only; each object is used by one thread.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace lockstep::server::testing {
 
@@ -31,15 +30,15 @@ class ServerProcess {
 };
 
 struct HttpResponse {
-  int status = 0;  // 0 = no response (connection failed or closed early)
+  int status = 0;                              // 0 = no response (connection failed or closed early)
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;                            // de-chunked
   nlohmann::json Json() const;                 // parsed body (discarded value on failure)
 };
 
 // One request on a fresh connection (Connection: close).
-HttpResponse Request(int port, const std::string& method, const std::string& path, const std::string& body = "",
-                     const std::map<std::string, std::string>& headers = {});
+HttpResponse Request(int port, const std::string& method, const std::string& path,
+                     const std::string& body = "", const std::map<std::string, std::string>& headers = {});
 inline HttpResponse Post(int port, const std::string& path, const nlohmann::json& body) {
   return Request(port, "POST", path, body.dump());
 }

@@ -1,6 +1,6 @@
 // Test helpers: where the shared test data and the built binary are, and scratch directories.
-// The test data lives in ../shared/testdata beside the source tree (override with LOCKSTEP_TESTDATA); tests that
-// need it call LOCKSTEP_REQUIRE_TESTDATA() and are skipped with a clear message where it is absent.
+// The test data lives in ../shared/testdata beside the source tree (override with LOCKSTEP_TESTDATA); tests
+// that need it call LOCKSTEP_REQUIRE_TESTDATA() and are skipped with a clear message where it is absent.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,9 +22,9 @@ int RunCommand(const std::string& command, std::string* out = nullptr);
 
 }  // namespace lockstep::testing
 
-#define LOCKSTEP_REQUIRE_TESTDATA()                                                       \
-  do {                                                                                    \
-    if (::lockstep::testing::TestDataDir().empty())                                       \
-      GTEST_SKIP() << "shared test data not found (set LOCKSTEP_TESTDATA or place "       \
-                      "../shared/testdata beside the source tree)";                       \
+#define LOCKSTEP_REQUIRE_TESTDATA()                                                 \
+  do {                                                                              \
+    if (::lockstep::testing::TestDataDir().empty())                                 \
+      GTEST_SKIP() << "shared test data not found (set LOCKSTEP_TESTDATA or place " \
+                      "../shared/testdata beside the source tree)";                 \
   } while (0)

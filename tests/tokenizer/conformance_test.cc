@@ -94,7 +94,8 @@ TEST_P(VocabSuiteTest, IncrementalMatchesWholeDecodeAtEverySplit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocab, VocabSuiteTest, ::testing::ValuesIn(testing::SuiteVocabNames()), testing::VocabTestName);
+INSTANTIATE_TEST_SUITE_P(Vocab, VocabSuiteTest, ::testing::ValuesIn(testing::SuiteVocabNames()),
+                         testing::VocabTestName);
 
 }  // namespace
 }  // namespace lockstep

@@ -133,7 +133,8 @@ TEST_P(PropertyTest, RandomIdsDecodeToValidUtf8AndStreamIdentically) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocab, PropertyTest, ::testing::ValuesIn(testing::AllVocabNames()), testing::VocabTestName);
+INSTANTIATE_TEST_SUITE_P(Vocab, PropertyTest, ::testing::ValuesIn(testing::AllVocabNames()),
+                         testing::VocabTestName);
 
 }  // namespace
 }  // namespace lockstep

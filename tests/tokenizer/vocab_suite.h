@@ -2,13 +2,13 @@
 // test process, and reading NAME.gguf.inp / NAME.gguf.out.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
