@@ -79,8 +79,9 @@ struct TokenEvent {
   FinishReason finish_reason = FinishReason::kNone;  // set on the last event only
   StopKind stop_kind = StopKind::kNone;
   std::string stop_string;  // the stop string matched (StopKind::kStopString)
-  std::string stop_tail;  // StopKind::kStopString: the decoded text cut off from the output (the stop string
-                          // and what followed it within the last token); TGI returns it, OpenAI drops it
+  // StopKind::kStopString: the decoded text cut off from the output (the stop string and what followed it
+  // within the last token); TGI returns it, OpenAI drops it.
+  std::string stop_tail;
   std::string error;     // FinishReason::kError: what went wrong
   RequestTiming timing;  // last event only
 
