@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git clang-format
   libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libboost-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openssl ca-certificates
