@@ -147,29 +147,17 @@ nlohmann::json LongCompletion(bool stream, int n = 1) {
           {"n", n}};
 }
 
-// Sends a request on a raw connection and leaves it open (the response is not read); returns the socket.
-int SendAndLeaveOpen(int port, const nlohmann::json& body) {
-  const int fd = Connect(port);
-  const std::string text = body.dump();
-  const std::string req =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(text.size()) + "\r\n\r\n" + text;
-  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  return fd;
-}
-
 TEST(ServerLoadTest, FullQueueGives503OnOpenAiAnd429OnTgi) {
   ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--max-queue", "2"});
   ASSERT_TRUE(server.ok()) << server.log();
   const int port = server.port();
   // Fill it: A runs, B and C wait.
   std::vector<int> held;
-  held.push_back(SendAndLeaveOpen(port, LongCompletion(true)));
+  held.push_back(SendAndLeaveOpen(port, "/v1/completions", LongCompletion(true)));
   ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_running", 1));
-  held.push_back(SendAndLeaveOpen(port, LongCompletion(true)));
+  held.push_back(SendAndLeaveOpen(port, "/v1/completions", LongCompletion(true)));
   ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_waiting", 1));
-  held.push_back(SendAndLeaveOpen(port, LongCompletion(true)));
+  held.push_back(SendAndLeaveOpen(port, "/v1/completions", LongCompletion(true)));
   ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_waiting", 2));
   auto tgi = Post(port, "/generate", {{"inputs", "x"}, {"parameters", {{"max_new_tokens", 2}}}});
   EXPECT_EQ(tgi.status, 429) << tgi.body;
@@ -199,9 +187,9 @@ TEST(ServerLoadTest, DisconnectMidStreamOrWhileQueuedCancelsAndFreesKv) {
   EXPECT_GE(Metric(port, "lockstep_sequences_cancelled_total"), 1);
   // While queued: A runs (max-seqs 1), B waits and its client goes away before any token.
   const double cancelled_before = Metric(port, "lockstep_sequences_cancelled_total");
-  const int a = SendAndLeaveOpen(port, LongCompletion(true));
+  const int a = SendAndLeaveOpen(port, "/v1/completions", LongCompletion(true));
   ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_running", 1));
-  const int b = SendAndLeaveOpen(port, LongCompletion(false));
+  const int b = SendAndLeaveOpen(port, "/v1/completions", LongCompletion(false));
   ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_waiting", 1));
   close(b);
   EXPECT_TRUE(WaitForMetric(port, "lockstep_sequences_cancelled_total", cancelled_before + 1));

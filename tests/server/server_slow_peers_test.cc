@@ -1,9 +1,7 @@
 // Server behaviour around slow or early peers: GET /health (and the API) answer 503 while the model loads,
 // and a client that stops reading a stream has its connection closed after --write-timeout (its request
 // cancelled) instead of pinning it forever.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,31 +81,18 @@ TEST(ServerSlowClientTest, AClientThatStopsReadingIsCutOffAndItsRequestCancelled
   ServerProcess server(SlowModel(), {"-t", "1", "--write-timeout", "0.5"});
   ASSERT_TRUE(server.ok()) << server.log();
   const int port = server.port();
-  // A tiny receive window, set before connecting, so the server's writes back up within a few events.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  const int small = 1024;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   // Far more output than the kernel's socket buffers hold (up to 4 MiB on Linux loopback) long before the
-  // generation ends: 64 choices × 150 tokens, each event with 20 top logprobs, no EOS.
-  const std::string body = nlohmann::json{
-      {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
-      {"max_tokens", 150},
-      {"n", 64},
-      {"logprobs", true},
-      {"top_logprobs", 20},
-      {"ignore_eos", true},
-      {"stream", true}}.dump();
-  const std::string request =
-      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  // generation ends: 64 choices × 150 tokens, each event with 20 top logprobs, no EOS. A tiny receive window
+  // (1 KiB, set before connecting) makes the server's writes back up within a few events.
+  const nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
+                               {"max_tokens", 150},
+                               {"n", 64},
+                               {"logprobs", true},
+                               {"top_logprobs", 20},
+                               {"ignore_eos", true},
+                               {"stream", true}};
+  const int fd = SendAndLeaveOpen(port, "/v1/chat/completions", body, 1024);
+  ASSERT_GE(fd, 0);
 
   // Do not read. The server must give up on the stalled write, close the connection and cancel the request.
   ASSERT_TRUE(WaitForMetric(port, "lockstep_sequences_cancelled_total", 64)) << server.log();

@@ -80,8 +80,12 @@ int ServerProcess::Wait() {
   return WIFSIGNALED(status) ? -WTERMSIG(status) : -999;
 }
 
-int Connect(int port) {
+int Connect(int port, int receive_buffer_bytes) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  if (receive_buffer_bytes > 0) {  // before connecting, so the advertised TCP window starts small
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof(receive_buffer_bytes));
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -121,6 +125,21 @@ std::string BuildRequest(const std::string& method, const std::string& path, con
   }
   return req + "\r\n" + body;
 }
+
+}  // namespace
+
+int SendAndLeaveOpen(int port, const std::string& path, const nlohmann::json& body,
+                     int receive_buffer_bytes) {
+  const int fd = Connect(port, receive_buffer_bytes);
+  if (fd < 0) return -1;
+  if (!SendAll(fd, BuildRequest("POST", path, body.dump(), {}))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+namespace {
 
 // Incremental response reader: status line + headers, then body bytes (de-chunked) handed to a sink.
 class ResponseReader {

@@ -49,8 +49,14 @@ std::vector<std::string> Stream(int port, const std::string& path, const nlohman
                                 const std::function<bool(size_t, const std::string&)>& on_event = nullptr,
                                 int* status = nullptr);
 
-// A raw connected socket (for slow-client and keep-alive tests); -1 on failure.
-int Connect(int port);
+// A raw connected socket (for slow-client and keep-alive tests); -1 on failure. receive_buffer_bytes > 0 sets
+// SO_RCVBUF before connecting (a small TCP window).
+int Connect(int port, int receive_buffer_bytes = 0);
+
+// POSTs `body` to `path` on a fresh raw connection and leaves it open without reading the response (a client
+// that is queued, slow or gone quiet); returns the socket, or -1 when connecting or sending failed.
+int SendAndLeaveOpen(int port, const std::string& path, const nlohmann::json& body,
+                     int receive_buffer_bytes = 0);
 
 // The value of a metric sample line `name{labels} value` in a /metrics text (-1 when absent).
 double MetricValue(const std::string& metrics_text, const std::string& sample);
