@@ -119,10 +119,20 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<fl
   EnsureScratch(rows);
 
   Embed(batch, pool);
-  // RoPE angles depend only on the position: once per row for all layers.
+  // RoPE angles and attention row tiles depend only on the batch: once for all layers.
   ForEachRow(pool, rows, [&](int64_t r, int) {
     rope_.Angles(batch.rows[r].position, row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs());
   });
+  tiles_.clear();
+  for (int64_t r = 0; r < rows;) {
+    int64_t end = r + 1;
+    while (end < rows && end - r < kTileRows && batch.rows[end].sequence == batch.rows[r].sequence &&
+           batch.rows[end].position == batch.rows[end - 1].position + 1) {
+      ++end;
+    }
+    tiles_.push_back({r, int32_t(end - r)});
+    r = end;
+  }
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
     AttentionBlock(batch, kv, layer, pool);
     FeedForwardBlock(rows, layer, pool);
@@ -178,16 +188,6 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its
   // group of query heads, or per (tile, query head) when that gives too few tasks to spread over the workers.
   // Every (row, head) is computed identically whatever the tiling and grouping.
-  tiles_.clear();
-  for (int64_t r = 0; r < rows;) {
-    int64_t end = r + 1;
-    while (end < rows && end - r < kTileRows && batch.rows[end].sequence == batch.rows[r].sequence &&
-           batch.rows[end].position == batch.rows[end - 1].position + 1) {
-      ++end;
-    }
-    tiles_.push_back({r, int32_t(end - r)});
-    r = end;
-  }
   const int64_t tiles = int64_t(tiles_.size());
   const int64_t group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));

@@ -48,7 +48,7 @@ class Transformer final : public Model {
     int64_t first_row = 0;
     int32_t rows = 0;
   };
-  std::vector<RowTile> tiles_;  // attention tiles of the current step
+  std::vector<RowTile> tiles_;  // attention tiles of the current Forward call
 };
 
 }  // namespace lockstep
