@@ -82,7 +82,8 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   float* keys = Grow(scratch.keys, attention::PairedKeyFloats(bt, n));
   float* values = Grow(scratch.values, size_t(bt) * n);
-  // Queries padded to a multiple of 8 dims (zeros) when head_dim is not one.
+  // Queries padded to a multiple of 8 dims (zeros) when head_dim is not one; either way a row's heads lie dp
+  // floats apart.
   const float* queries = q;
   size_t query_stride = q_stride;
   if (dp != n) {
@@ -97,12 +98,11 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     queries = padded;
     query_stride = size_t(heads) * dp;
   }
-  const size_t query_head_stride = dp != n ? size_t(dp) : size_t(n);
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
-  // Visits the blocks of K (or V) in position order: each block's run of this head is widened once (the next
-  // block's run prefetched meanwhile), then visit(r, t0, count, widened) runs for every row that reaches into
-  // it.
+  // Visits the blocks of K (or V) in position order: each block's run of this head is widened once into
+  // `widened` (the next block's run prefetched meanwhile), then visit(r, t0, count) runs for every row that
+  // reaches into the block, `count` being how many of its positions that row attends to.
   auto for_each_block = [&](size_t offset, auto widen, float* widened, auto visit) {
     Prefetch(blocks[0] + offset, size_t(std::min(max_len, bt)) * run);
     for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
@@ -117,7 +117,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   };
   // Scores; each widened key block serves every row and head.
   for_each_block(k_off, attention::WidenKeysPaired, keys, [&](int32_t r, int32_t t0, int32_t count) {
-    DotKeys(kLevel, queries + r * query_stride, query_head_stride, heads, keys, count, n, scale,
+    DotKeys(kLevel, queries + r * query_stride, size_t(dp), heads, keys, count, n, scale,
             row_scores(r, 0) + t0, stride);
   });
   for (int32_t r = 0; r < rows; ++r) {

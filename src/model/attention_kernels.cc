@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/status.h"
 #include "model/vec_math.h"
 #include "tensor/float16.h"
 
@@ -275,7 +276,9 @@ inline __m256 KeepFirst(__m256 v, int32_t n) {  // lanes >= n set to +0
   return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mask))));
 }
 
-float MaxAvx2(const float* x, int32_t len) {
+// The max of x[0..len), written into the padding x[len..padded) as well (there e^0 = 1, masked off later);
+// returns it.
+float PadWithMax(float* x, int32_t len) {
   __m256 mv = _mm256_set1_ps(-INFINITY);
   int32_t t = 0;
   for (; t + 8 <= len; t += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + t));
@@ -284,30 +287,30 @@ float MaxAvx2(const float* x, int32_t len) {
   float max_v = -INFINITY;
   for (float v : lanes) max_v = std::max(max_v, v);
   for (; t < len; ++t) max_v = std::max(max_v, x[t]);
+  for (t = len; t < (len + 7) / 8 * 8; ++t) x[t] = max_v;
   return max_v;
 }
 
+// x[t..t+8) <- e^(x - max) (lanes at or past len zeroed); returns acc plus those 8 values.
+inline __m256 ExpChunk8(float* x, int32_t t, int32_t len, __m256 max_v, __m256 acc) {
+  __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + t), max_v));
+  if (t + 8 > len) e = KeepFirst(e, len - t);
+  _mm256_storeu_ps(x + t, e);
+  return _mm256_add_ps(acc, e);
+}
+
 void SoftmaxAvx2(float* x, int32_t len) {
-  const float max_v = MaxAvx2(x, len);
+  const __m256 m = _mm256_set1_ps(PadWithMax(x, len));
   const int32_t padded = (len + 7) / 8 * 8;
-  for (int32_t t = len; t < padded; ++t) x[t] = max_v;
-  const __m256 m = _mm256_set1_ps(max_v);
   __m256 acc = _mm256_setzero_ps();
-  for (int32_t t = 0; t < padded; t += 8) {
-    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + t), m));
-    if (t + 8 > len) e = KeepFirst(e, len - t);
-    _mm256_storeu_ps(x + t, e);
-    acc = _mm256_add_ps(acc, e);
-  }
+  for (int32_t t = 0; t < padded; t += 8) acc = ExpChunk8(x, t, len, m, acc);
   const __m256 inv = _mm256_set1_ps(1.0f / HorizontalSum(acc));
   for (int32_t t = 0; t < padded; t += 8) _mm256_storeu_ps(x + t, _mm256_mul_ps(_mm256_loadu_ps(x + t), inv));
 }
 
 LOCKSTEP_AVX512 void SoftmaxAvx512(float* x, int32_t len) {
-  const float max_v = MaxAvx2(x, len);
+  const __m512 m = _mm512_set1_ps(PadWithMax(x, len));
   const int32_t padded = (len + 7) / 8 * 8;
-  for (int32_t t = len; t < padded; ++t) x[t] = max_v;
-  const __m512 m = _mm512_set1_ps(max_v);
   __m256 acc = _mm256_setzero_ps();
   int32_t t = 0;
   for (; t + 16 <= padded; t += 16) {  // exps 16 at a time, summed chunk by chunk of 8 as SoftmaxAvx2
@@ -317,12 +320,7 @@ LOCKSTEP_AVX512 void SoftmaxAvx512(float* x, int32_t len) {
     acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
     acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(e, 1));
   }
-  if (t < padded) {
-    __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + t), _mm512_castps512_ps256(m)));
-    if (t + 8 > len) e = KeepFirst(e, len - t);
-    _mm256_storeu_ps(x + t, e);
-    acc = _mm256_add_ps(acc, e);
-  }
+  if (t < padded) acc = ExpChunk8(x, t, len, _mm512_castps512_ps256(m), acc);
   const float inv = 1.0f / HorizontalSum(acc);
   const __m512 iv = _mm512_set1_ps(inv);
   t = 0;
@@ -386,24 +384,17 @@ const char* KernelLevelName(KernelLevel level) {
 
 void WidenKeysPaired(const void* src, bool f16, int32_t count, int head_dim, float* dst) {
   const int dp = PaddedHeadDim(head_dim);
-  float row[8 * 512];  // one position, padded; head dims above 4096 go through the slow loop below
+  LOCKSTEP_CHECK(dp <= kMaxHeadDim);
+  float row[kMaxHeadDim];  // one position, padded
   for (int32_t s = 0; s < (count + 1) / 2 * 2; ++s) {
     float* out = dst + size_t(s / 2) * 2 * dp + 8 * (s % 2);
     if (s >= count) {  // the odd last position's partner
       for (int c = 0; c < dp / 8; ++c) std::memset(out + 16 * c, 0, 8 * sizeof(float));
       continue;
     }
-    if (dp <= 8 * 512) {
-      WidenVector(src, f16, size_t(s), head_dim, row);
-      std::fill(row + head_dim, row + dp, 0.0f);
-      for (int c = 0; c < dp / 8; ++c) std::memcpy(out + 16 * c, row + 8 * c, 8 * sizeof(float));
-    } else {
-      for (int d = 0; d < dp; ++d) {
-        float v = 0;
-        if (d < head_dim) WidenVector(src, f16, size_t(s) * head_dim + d, 1, &v);
-        out[16 * (d / 8) + d % 8] = v;
-      }
-    }
+    WidenVector(src, f16, size_t(s), head_dim, row);
+    std::fill(row + head_dim, row + dp, 0.0f);
+    for (int c = 0; c < dp / 8; ++c) std::memcpy(out + 16 * c, row + 8 * c, 8 * sizeof(float));
   }
 }
 

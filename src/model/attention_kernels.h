@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "model/model_config.h"  // kMaxHeadDim: the largest head_dim (a multiple of 8) the kernels take
+
 namespace lockstep::attention {
 
 enum class KernelLevel { kScalar, kAvx2, kAvx512 };

@@ -167,7 +167,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
   const int64_t default_head_dim = c.n_embd % c.n_head == 0 ? c.n_embd / c.n_head : 0;
   LOCKSTEP_ASSIGN_OR_RETURN(c.head_dim, file.GetIntOr(a + ".attention.key_length", default_head_dim));
-  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.key_length", c.head_dim, 4096));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.key_length", c.head_dim, kMaxHeadDim));
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t value_length, file.GetIntOr(a + ".attention.value_length", c.head_dim));
   if (value_length != c.head_dim) {
     return Unimplemented(file.path() + ": attention.value_length != attention.key_length is not supported");

@@ -19,6 +19,9 @@ enum class RopeMode { kNormal, kNeox };
 
 enum class RopeScaling { kNone, kLinear, kLlama3 };
 
+// The largest attention head size accepted (attention kernels widen one head vector on the stack).
+inline constexpr int64_t kMaxHeadDim = 4096;
+
 struct ModelConfig {
   std::string architecture;  // "llama" | "qwen2"
   std::string name;          // general.name, if any
