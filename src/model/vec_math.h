@@ -56,10 +56,8 @@ __attribute__((target("avx512f"))) inline __m512 Exp16(__m512 x) {
   const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
 }
-#endif
 
-#ifdef LOCKSTEP_VEC_MATH_AVX2
-// SwiGlu's vector body on 16 lanes (the same operations per lane as the 8-lane body below).
+// SwiGlu's vector body on 16 lanes (the same operations per lane as SwiGlu8); returns where it stopped.
 __attribute__((target("avx512f"))) inline int64_t SwiGlu16(float* gate, const float* up, int64_t n) {
   const __m512 one = _mm512_set1_ps(1.0f);
   int64_t i = 0;
@@ -73,14 +71,9 @@ __attribute__((target("avx512f"))) inline int64_t SwiGlu16(float* gate, const fl
   return i;
 }
 #pragma GCC diagnostic pop
-#endif
 
-// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i].
-inline void SwiGlu(float* gate, const float* up, int64_t n) {
-  int64_t i = 0;
-#ifdef LOCKSTEP_VEC_MATH_AVX2
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) i = SwiGlu16(gate, up, n);
+// SwiGlu's vector body on 8 lanes from element i on; returns where it stopped.
+inline int64_t SwiGlu8(float* gate, const float* up, int64_t i, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (; i + 8 <= n; i += 8) {
@@ -89,6 +82,17 @@ inline void SwiGlu(float* gate, const float* up, int64_t n) {
     const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, e));
     _mm256_storeu_ps(gate + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
   }
+  return i;
+}
+#endif
+
+// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i].
+inline void SwiGlu(float* gate, const float* up, int64_t n) {
+  int64_t i = 0;
+#ifdef LOCKSTEP_VEC_MATH_AVX2
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) i = SwiGlu16(gate, up, n);
+  i = SwiGlu8(gate, up, i, n);
 #endif
   for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }

@@ -61,14 +61,8 @@ TEST(VecMath, Exp16AndSwiGluOn16LanesGiveThe8LaneBits) {
   for (int64_t n : {int64_t(3), int64_t(8), int64_t(29), int64_t(gate.size())}) {
     std::vector<float> g16 = gate, g8 = gate;
     SwiGlu(g16.data(), up.data(), n);  // dispatches to the 16-lane body here
-    // The 8-lane body alone.
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      const __m256 g = _mm256_loadu_ps(g8.data() + i);
-      const __m256 e = Exp8(_mm256_xor_ps(g, _mm256_set1_ps(-0.0f)));
-      const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-      _mm256_storeu_ps(g8.data() + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up.data() + i)));
-    }
+    // The 8-lane body alone, then the scalar tail.
+    int64_t i = SwiGlu8(g8.data(), up.data(), 0, n);
     for (; i < n; ++i) g8[i] = g8[i] / (1.0f + std::exp(-g8[i])) * up[i];
     EXPECT_EQ(std::memcmp(g8.data(), g16.data(), size_t(n) * sizeof(float)), 0) << n;
   }
