@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
 
+#include "base/large_allocation.h"
 #include "base/status.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -38,14 +38,15 @@ class ScratchBuffer {
   ScratchBuffer() = default;
   ScratchBuffer(const ScratchBuffer&) = delete;
   ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  ~ScratchBuffer() { std::free(data_); }
+  ~ScratchBuffer() { FreeLarge(data_); }
 
   std::byte* Get(size_t bytes) {
     if (bytes > size_) {
-      std::free(data_);
-      size_ = (bytes + 63) / 64 * 64;
-      data_ = static_cast<std::byte*>(std::aligned_alloc(64, size_));
+      FreeLarge(data_);
+      size_ = 0;
+      data_ = static_cast<std::byte*>(AllocateLarge(bytes));
       if (data_ == nullptr) throw std::bad_alloc();
+      size_ = bytes;
     }
     return data_;
   }
