@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include "client/fan_out.h"
+#include "client/output_files.h"
 #include "client/stats.h"
 #include "client/svg.h"
 
@@ -237,9 +236,6 @@ std::string CompareSvg(const CompareReport& report) {
 }
 
 Status WriteCompareOutputs(const CompareReport& report, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgument("cannot create output directory '" + dir + "': " + ec.message());
   json spans = json::object();  // every run's per-request intervals (result.json keeps its fixed shape)
   for (const auto& m : report.modes) {
     json runs = json::array();
@@ -255,18 +251,10 @@ Status WriteCompareOutputs(const CompareReport& report, const std::string& dir) 
     }
     spans[m.name] = runs;
   }
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {"result.json", CompareJson(report).dump(2) + "\n"},
-      {"requests.json", spans.dump(1) + "\n"},
-      {"result.md", CompareMarkdown(report)},
-      {"chart.svg", CompareSvg(report)}};
-  for (const auto& [name, content] : files) {
-    const std::string path = dir + "/" + name;
-    std::ofstream out(path, std::ios::binary);
-    out << content;
-    if (!out) return InvalidArgument("cannot write '" + path + "'");
-  }
-  return Status::Ok();
+  return WriteOutputFiles(dir, {{"result.json", CompareJson(report).dump(2) + "\n"},
+                                {"requests.json", spans.dump(1) + "\n"},
+                                {"result.md", CompareMarkdown(report)},
+                                {"chart.svg", CompareSvg(report)}});
 }
 
 }  // namespace lockstep::client

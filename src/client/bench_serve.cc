@@ -9,10 +9,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include "client/fan_out.h"
+#include "client/output_files.h"
 #include "client/stats.h"
 #include "client/svg.h"
 
@@ -308,21 +307,10 @@ std::string ServeThroughputSvg(const ServeReport& r) {
 }
 
 Status WriteServeOutputs(const ServeReport& report, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgument("cannot create output directory '" + dir + "': " + ec.message());
-  const std::vector<std::pair<std::string, std::string>> files = {
-      {"result.json", ServeJson(report).dump(2) + "\n"},
-      {"result.md", ServeMarkdown(report)},
-      {"latency_cdf.svg", ServeLatencySvg(report)},
-      {"throughput.svg", ServeThroughputSvg(report)}};
-  for (const auto& [name, content] : files) {
-    const std::string path = dir + "/" + name;
-    std::ofstream out(path, std::ios::binary);
-    out << content;
-    if (!out) return InvalidArgument("cannot write '" + path + "'");
-  }
-  return Status::Ok();
+  return WriteOutputFiles(dir, {{"result.json", ServeJson(report).dump(2) + "\n"},
+                                {"result.md", ServeMarkdown(report)},
+                                {"latency_cdf.svg", ServeLatencySvg(report)},
+                                {"throughput.svg", ServeThroughputSvg(report)}});
 }
 
 }  // namespace lockstep::client
