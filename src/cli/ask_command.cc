@@ -109,11 +109,7 @@ void RunAsk(const AskFlags& f) {
   }
   if (f.client.url.empty()) Fail("--url is required (or use --dry-run)");
   auto client = MakeClientOrDie(f.client);
-  std::string model = f.model;
-  if (model.empty()) {
-    auto models = client::RunBlocking(client->ListModels(nullptr));
-    if (models.ok() && !models->empty()) model = models->front();
-  }
+  const std::string model = ModelOrFirstListed(*client, f.model);
   std::vector<client::ChatRequest> requests;
   for (const auto& q : split.questions) {
     client::ChatRequest r;

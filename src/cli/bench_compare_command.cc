@@ -46,23 +46,11 @@ void RunCompareCommand(const CompareFlags& f) {
   options.max_tokens = f.max_tokens;
   options.repeat = f.repeat;
   options.ignore_eos = !f.no_ignore_eos;
-  std::unique_ptr<LocalServer> local;
-  ClientFlags client_flags = f.client;
-  if (!f.model_path.empty()) {
-    local = LocalServer::StartOrDie(f.model_path, f.threads);
-    client_flags.url = local->url();
-  }
-  auto client = MakeClientOrDie(client_flags);
-  options.server =
-      local ? "lockstep (in-process, " + f.model_path + ")" : client->options().base_url.ToString();
-  options.model = f.model;
-  if (options.model.empty() && local) options.model = local->model_id();
-  if (options.model.empty()) {
-    auto models = client::RunBlocking(client->ListModels(nullptr));
-    if (models.ok() && !models->empty()) options.model = models->front();
-  }
+  BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
+  options.server = target.server;
+  options.model = target.model;
   client::CancellationToken token;
-  auto report = client::RunCompare(*client, options, &token, [](const std::string& line) {
+  auto report = client::RunCompare(*target.client, options, &token, [](const std::string& line) {
     std::fprintf(stderr, "  %s\n", line.c_str());
   });
   if (!report.ok()) Fail(report.status());

@@ -71,24 +71,13 @@ void RunServeCommand(const ServeFlags& f) {
       work.push_back(std::move(w));
     }
   }
-  std::unique_ptr<LocalServer> local;
-  ClientFlags client_flags = f.client;
-  if (!f.model_path.empty()) {
-    local = LocalServer::StartOrDie(f.model_path, f.threads);
-    client_flags.url = local->url();
-  }
-  auto client = MakeClientOrDie(client_flags);
-  options.server =
-      local ? "lockstep (in-process, " + f.model_path + ")" : client->options().base_url.ToString();
-  options.model = !f.model.empty() ? f.model : (local ? local->model_id() : "");
-  if (options.model.empty()) {
-    auto models = client::RunBlocking(client->ListModels(nullptr));
-    if (models.ok() && !models->empty()) options.model = models->front();
-  }
+  BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
+  options.server = target.server;
+  options.model = target.model;
   client::ServeProgressFn progress;
   if (isatty(STDERR_FILENO)) progress = DrawProgress;
   client::CancellationToken token;
-  auto report = client::RunServe(*client, work, options, &token, progress);
+  auto report = client::RunServe(*target.client, work, options, &token, progress);
   if (!report.ok()) Fail(report.status());
   if (Status s = client::WriteServeOutputs(*report, f.out); !s.ok()) Fail(s);
   std::printf("%s\nWrote %s/result.json, result.md, latency_cdf.svg, throughput.svg\n",

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "cli/cli_util.h"
+#include "client/fan_out.h"
 #include "server/server.h"
 
 namespace lockstep::cli {
@@ -55,5 +56,26 @@ LocalServer::~LocalServer() {
 std::string LocalServer::url() const { return "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1"; }
 
 const std::string& LocalServer::model_id() const { return server_->model_id(); }
+
+std::string ModelOrFirstListed(client::OpenAiClient& client, const std::string& model) {
+  if (!model.empty()) return model;
+  auto models = client::RunBlocking(client.ListModels(nullptr));
+  return models.ok() && !models->empty() ? models->front() : std::string();
+}
+
+BenchTarget ConnectBenchTargetOrDie(ClientFlags flags, const std::string& model_path, int threads,
+                                    const std::string& model) {
+  BenchTarget target;
+  if (!model_path.empty()) {
+    target.local = LocalServer::StartOrDie(model_path, threads);
+    flags.url = target.local->url();
+  }
+  target.client = MakeClientOrDie(flags);
+  target.server = target.local ? "lockstep (in-process, " + model_path + ")"
+                               : target.client->options().base_url.ToString();
+  target.model =
+      ModelOrFirstListed(*target.client, model.empty() && target.local ? target.local->model_id() : model);
+  return target;
+}
 
 }  // namespace lockstep::cli

@@ -1,8 +1,8 @@
 // Shared set-up for the client subcommands (ask, bench compare, bench serve): the connection flags (--url,
-// --api-key / LOCKSTEP_API_KEY, --ca-file, --timeout, --retries), building an OpenAiClient from them, and,
-// for
-// `-m MODEL`, a lockstep server started in-process on a free loopback port (stopped when the LocalServer is
-// destroyed). Used only by cli/ (the client library itself never depends on the server).
+// --api-key / LOCKSTEP_API_KEY, --ca-file, --timeout, --retries), building an OpenAiClient from them, the
+// model to ask for, and, for `-m MODEL`, a lockstep server started in-process on a free loopback port
+// (stopped when the LocalServer is destroyed). Used only by cli/ (the client library itself never depends on
+// the server).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -43,5 +43,19 @@ class LocalServer {
  private:
   std::unique_ptr<server::Server> server_;
 };
+
+// `model` if given, else the first model the server lists (empty when it lists none or cannot be asked).
+std::string ModelOrFirstListed(client::OpenAiClient& client, const std::string& model);
+
+// What a benchmark talks to: with a model_path (-m MODEL) a lockstep server started in-process, otherwise
+// flags.url.
+struct BenchTarget {
+  std::unique_ptr<LocalServer> local;  // declared first: outlives the client
+  std::unique_ptr<client::OpenAiClient> client;
+  std::string server;  // for reports: "lockstep (in-process, PATH)" or the server's URL
+  std::string model;   // `model`, else the in-process model's id, else the first the server lists
+};
+BenchTarget ConnectBenchTargetOrDie(ClientFlags flags, const std::string& model_path, int threads,
+                                    const std::string& model);
 
 }  // namespace lockstep::cli
