@@ -86,6 +86,22 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
 }
 
 // y for outputs [o0, o0 + kOut) and rows [r0, r0 + kRows).
+// Walks a task's outputs [o_begin, o_end) in tiles of kTileOut outputs (then single outputs), each over the
+// rows in tiles of kTileRows (then single rows), calling micro(kOut, kRows, o0, r0) with kOut and kRows as
+// std::integral_constant.
+template <typename Micro>
+HWY_INLINE void ForEachMicroTile(const TileArgs& a, int64_t o_begin, int64_t o_end, const Micro& micro) {
+  const auto rows_loop = [&](auto out, int64_t o0) {
+    int64_t r0 = 0;
+    for (; r0 + kTileRows <= a.rows; r0 += kTileRows)
+      micro(out, std::integral_constant<int, kTileRows>{}, o0, r0);
+    for (; r0 < a.rows; ++r0) micro(out, std::integral_constant<int, 1>{}, o0, r0);
+  };
+  int64_t o0 = o_begin;
+  for (; o0 + kTileOut <= o_end; o0 += kTileOut) rows_loop(std::integral_constant<int, kTileOut>{}, o0);
+  for (; o0 < o_end; ++o0) rows_loop(std::integral_constant<int, 1>{}, o0);
+}
+
 template <TensorType kType, int kOut, int kRows>
 HWY_NOINLINE void QuantMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   __m256 acc[kOut][kRows];
@@ -130,18 +146,11 @@ HWY_NOINLINE void QuantMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   }
 }
 
-template <TensorType kType, int kOut>
-HWY_INLINE void QuantRowsLoop(const TileArgs& a, int64_t o0) {
-  int64_t r0 = 0;
-  for (; r0 + kTileRows <= a.rows; r0 += kTileRows) QuantMicroTile<kType, kOut, kTileRows>(a, o0, r0);
-  for (; r0 < a.rows; ++r0) QuantMicroTile<kType, kOut, 1>(a, o0, r0);
-}
-
 template <TensorType kType>
 HWY_INLINE void QuantTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  int64_t o0 = o_begin;
-  for (; o0 + kTileOut <= o_end; o0 += kTileOut) QuantRowsLoop<kType, kTileOut>(a, o0);
-  for (; o0 < o_end; ++o0) QuantRowsLoop<kType, 1>(a, o0);
+  ForEachMicroTile(a, o_begin, o_end, [&](auto out, auto rows, int64_t o0, int64_t r0) {
+    QuantMicroTile<kType, decltype(out)::value, decltype(rows)::value>(a, o0, r0);
+  });
 }
 
 inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
@@ -212,18 +221,11 @@ HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   }
 }
 
-template <TensorType kType, int kOut>
-HWY_INLINE void FloatRowsLoop(const TileArgs& a, int64_t o0) {
-  int64_t r0 = 0;
-  for (; r0 + kTileRows <= a.rows; r0 += kTileRows) FloatMicroTile<kType, kOut, kTileRows>(a, o0, r0);
-  for (; r0 < a.rows; ++r0) FloatMicroTile<kType, kOut, 1>(a, o0, r0);
-}
-
 template <TensorType kType>
 HWY_INLINE void FloatTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  int64_t o0 = o_begin;
-  for (; o0 + kTileOut <= o_end; o0 += kTileOut) FloatRowsLoop<kType, kTileOut>(a, o0);
-  for (; o0 < o_end; ++o0) FloatRowsLoop<kType, 1>(a, o0);
+  ForEachMicroTile(a, o_begin, o_end, [&](auto out, auto rows, int64_t o0, int64_t r0) {
+    FloatMicroTile<kType, decltype(out)::value, decltype(rows)::value>(a, o0, r0);
+  });
 }
 
 inline void FloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
