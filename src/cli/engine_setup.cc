@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "cli/cli_util.h"
+#include "tensor/thread_pool.h"
 
 namespace lockstep::cli {
 
@@ -61,8 +61,7 @@ Result<int64_t> ParseByteSize(const std::string& text, const std::string& flag) 
 
 EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
   EngineOptions options;
-  options.threads =
-      flags.threads > 0 ? flags.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads = ThreadsOrHardware(flags.threads);
   options.max_seqs = flags.max_seqs;
   options.max_batch_tokens = flags.max_batch_tokens;
   if (flags.max_seqs < 1) Fail("--max-seqs must be >= 1, got " + std::to_string(flags.max_seqs));

@@ -10,7 +10,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/cli_util.h"
@@ -167,7 +166,7 @@ void RunGenerate(const GenerateFlags& f) {
   if (Status s = params.Validate(); !s.ok()) Fail(s);
   Sampler sampler(params);
 
-  const int threads = f.threads > 0 ? f.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = ThreadsOrHardware(f.threads);
   ThreadPool pool(threads);
   const KvLayout layout = model->MakeKvLayout(f.kv_f32 ? KvDtype::kF32 : KvDtype::kF16);
   LocalKv kv(layout, total);

@@ -18,6 +18,7 @@
 #include "server/metrics.h"
 #include "server/routes.h"
 #include "server/server_metrics.h"
+#include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
@@ -93,9 +94,7 @@ class Server::Impl {
     std::shared_ptr<const Tokenizer> shared_tokenizer = std::move(tokenizer).value();
 
     EngineOptions eo;
-    eo.threads = options_.compute_threads > 0
-                     ? options_.compute_threads
-                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    eo.threads = ThreadsOrHardware(options_.compute_threads);
     eo.max_seqs = options_.max_seqs;
     eo.max_batch_tokens = options_.max_batch_tokens;
     eo.kv_memory_bytes = options_.kv_memory_bytes;

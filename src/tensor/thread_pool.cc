@@ -159,6 +159,10 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : impl_->threads) t.join();
 }
 
+int ThreadsOrHardware(int requested) {
+  return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 int ThreadPool::size() const { return impl_->size; }
 
 void ThreadPool::Run(int64_t tasks, const std::function<void(int64_t task, int worker)>& fn) {

@@ -15,6 +15,10 @@
 
 namespace lockstep {
 
+// `requested` if positive, else the machine's hardware concurrency (at least 1): what "-t 0" means
+// everywhere.
+int ThreadsOrHardware(int requested);
+
 class ThreadPool {
  public:
   // `threads` >= 1 workers in all, the calling thread included.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -93,6 +94,13 @@ TEST(ThreadPool, ScratchIsAlignedAndGrows) {
     std::byte* s = pool.WorkerScratch(worker, 4096);
     s[4095] = std::byte{3};
   });
+}
+
+TEST(ThreadPool, ThreadsOrHardwareKeepsAPositiveCountAndDefaultsToTheMachine) {
+  EXPECT_EQ(ThreadsOrHardware(3), 3);
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(ThreadsOrHardware(0), machine);
+  EXPECT_EQ(ThreadsOrHardware(-2), machine);
 }
 
 }  // namespace
