@@ -1,6 +1,7 @@
-// MatMul throughput at smollm2-135m shapes for every weight type and row count, 2 threads (override with
-// LOCKSTEP_BENCH_THREADS). Reports weight bytes streamed per second (GB/s) and arithmetic (GFLOP/s).
-// JSON: kernels_bench --benchmark_format=json. Filter e.g. --benchmark_filter='q8_0/576x1536/rows:1$'.
+// MatMul throughput at smollm2-135m and llama-1b feed-forward shapes for every weight type and row count, 2
+// threads (override with LOCKSTEP_BENCH_THREADS). Reports weight bytes streamed per second (GB/s) and
+// arithmetic (GFLOP/s). JSON: kernels_bench --benchmark_format=json. Filter e.g.
+// --benchmark_filter='q8_0/576x1536/rows:1$'.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -79,8 +80,9 @@ void RegisterAll() {
       ->UseRealTime();
   const TensorType types[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0,
                               TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K};
-  const std::pair<int64_t, int64_t> shapes[] = {
-      {576, 576}, {576, 1536}, {1536, 576}, {576, 49152}};  // in, out
+  const std::pair<int64_t, int64_t> shapes[] = {{576, 576},   {576, 1536},
+                                                {1536, 576},  {576, 49152},   // smollm2-135m
+                                                {2048, 8192}, {8192, 2048}};  // llama-1b feed-forward
   for (TensorType type : types) {
     for (bool pack : {false, true}) {
       if (pack && !CanPackWeights(type)) continue;
