@@ -12,9 +12,10 @@
 namespace lockstep {
 namespace {
 
-// Outputs per pool task (a multiple of every kernel's output tile). Tasks are split statically over the
-// workers; the result of an output never depends on which task or worker computes it.
-constexpr int64_t kTaskOutputs = 32;
+// Outputs per pool task: a multiple of every kernel's output tile (three 16-output groups: the AVX-512 Q8_0
+// tile). Tasks are split statically over the workers; the result of an output never depends on which task or
+// worker computes it.
+constexpr int64_t kTaskOutputs = 48;
 // Activation rows per quantization task.
 constexpr int64_t kQuantizeRowsPerTask = 16;
 
@@ -66,28 +67,31 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
   }
   if (any_quantized) {
     // Activations are quantized once per call into the pool's caller scratch: quants (rows padded to 64
-    // bytes), block scales, block sums.
+    // bytes), block scales, block sums, sums per half block (2 per block), Q8_0 dot starts.
     LOCKSTEP_CHECK(in % kActBlock == 0);
     const int64_t blocks = in / kActBlock;
-    const int64_t q_stride = static_cast<int64_t>(AlignUp(static_cast<size_t>(in), 64));
-    const size_t q_bytes = AlignUp(static_cast<size_t>(rows * q_stride), 64);
+    ActivationQuants quants;
+    quants.q_stride = static_cast<int64_t>(AlignUp(static_cast<size_t>(in), 64));
+    const size_t q_bytes = AlignUp(static_cast<size_t>(rows * quants.q_stride), 64);
     const size_t d_bytes = AlignUp(sizeof(float) * static_cast<size_t>(rows * blocks), 64);
-    std::byte* scratch = pool.CallerScratch(q_bytes + 4 * d_bytes);
-    int8_t* q = reinterpret_cast<int8_t*>(scratch);
-    float* d = reinterpret_cast<float*>(scratch + q_bytes);
-    int32_t* sums = reinterpret_cast<int32_t*>(scratch + q_bytes + d_bytes);
-    int32_t* sums16 = reinterpret_cast<int32_t*>(scratch + q_bytes + 2 * d_bytes);  // 2 per block
+    std::byte* scratch = pool.CallerScratch(q_bytes + 5 * d_bytes);
+    quants.q = reinterpret_cast<int8_t*>(scratch);
+    quants.d = reinterpret_cast<float*>(scratch + q_bytes);
+    quants.sums = reinterpret_cast<int32_t*>(scratch + q_bytes + d_bytes);
+    quants.sums16 = reinterpret_cast<int32_t*>(scratch + q_bytes + 2 * d_bytes);
+    quants.q8_starts = reinterpret_cast<int32_t*>(scratch + q_bytes + 4 * d_bytes);
     for (size_t i = 0; i < ws.size(); ++i) {
-      args[i].q = q;
-      args[i].q_stride = q_stride;
-      args[i].d = d;
-      args[i].sums = sums;
-      args[i].sums16 = sums16;
+      args[i].q = quants.q;
+      args[i].q_stride = quants.q_stride;
+      args[i].d = quants.d;
+      args[i].sums = quants.sums;
+      args[i].sums16 = quants.sums16;
+      args[i].q8_starts = quants.q8_starts;
     }
     const int64_t quantize_tasks = (rows + kQuantizeRowsPerTask - 1) / kQuantizeRowsPerTask;
     auto quantize = [&](int64_t task, int) {
       const int64_t begin = task * kQuantizeRowsPerTask, end = std::min(rows, begin + kQuantizeRowsPerTask);
-      RunQuantizeActivations(x, in, begin, end, q, q_stride, d, sums, sums16);
+      RunQuantizeActivations(x, in, begin, end, quants);
     };
     if (quantize_tasks == 1) {
       quantize(0, 0);

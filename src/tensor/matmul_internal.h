@@ -16,6 +16,7 @@
 //   sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -26,8 +27,27 @@ namespace lockstep {
 inline constexpr int kActBlock = 32;  // activation quantization block
 inline constexpr int kLanes = 8;      // lane accumulators per (output, row)
 
-// Quantizes 32 floats: d = max|x| / 127, q[i] = round-to-nearest-even(x[i] * (127 / max|x|)) (0 if all zero);
-// sum16[0], sum16[1] = sums of q[0..15], q[16..31].
+// Activation blocks have power-of-two scales (like OCP MXINT8's shared exponent): d = 2^e with the smallest
+// e such that max|x| <= 127 * 2^e, and q[i] = round-to-nearest-even(x[i] * 2^-e), an exact scaling. A block
+// uses between 64 and 127 of the 127 levels (about half a bit less than a scale of max|x| / 127), and in
+// exchange every product "weight scale * activation scale" is an exact exponent shift, which AVX-512 does
+// with VSCALEFPS off the multiply ports the int8 dots need (tensor/matmul_packed_x86-inl.h). Blocks whose
+// max|x| is below kTinyActivation, or not finite, quantize to zero with d = 0.
+inline constexpr float kTinyActivation = 0x1p-100f;
+
+// 2^e as a float, for e in [-126, 127].
+inline float Pow2(int e) { return std::bit_cast<float>(static_cast<uint32_t>(e + 127) << 23); }
+
+// The exponent e above for max|x| in [kTinyActivation, FLT_MAX].
+inline int ActivationExponent(float max_abs) {
+  const int floor_log2 = static_cast<int>(std::bit_cast<uint32_t>(max_abs) >> 23) - 127;  // max_abs is normal
+  // max_abs is in [2^E, 2^(E + 1)) for E = floor_log2; 127 * 2^(E - 7) < 2^E and 127 * 2^(E - 5) > 2^(E + 1),
+  // so e is E - 6 or E - 5.
+  const int e = floor_log2 - 6;
+  return max_abs > 127.0f * Pow2(e) ? e + 1 : e;
+}
+
+// Quantizes 32 floats as above; sum16[0], sum16[1] = sums of q[0..15], q[16..31].
 void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[2]);
 
 // A weight block in canonical form: 32 int8 values, 8 lane scales, and (Q4_K) the lane min scale.

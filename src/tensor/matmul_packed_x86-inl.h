@@ -1,9 +1,9 @@
 // x86 int8 GEMM kernels for packed weights (tensor/packed_weights.h), included inside namespace
 // lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_x86-inl.h. Lanes are output rows: each 4-byte
 // activation group is broadcast and multiplied into 16 outputs at once (one 512-bit vector on AVX-512
-// targets, two 256-bit halves on AVX2), so a weight tile loaded once serves kPackedRows activation rows.
-// Integer block dots are exact; the float order is the packed order of tensor/matmul_internal.h,
-// bit-identical to PackedDotReference on every target.
+// targets, two 256-bit halves on AVX2), so a weight tile loaded once serves a tile of activation rows
+// (kPackedRowsFor). Integer block dots are exact; the float order is the packed order of
+// tensor/matmul_internal.h, bit-identical to PackedDotReference on every target.
 
 template <TensorType kType>
 constexpr int PackedOffset() {  // stored byte = value + offset
@@ -17,7 +17,9 @@ constexpr int PackedScaleOffset() {
 
 #if HWY_TARGET == HWY_AVX2
 // ---- AVX2: a 16-output group is two 8-output halves (bytes [32h, 32h + 32) of each 64-byte vector). ----
-inline constexpr int kPackedHalves = 2, kPackedRows = 2;
+inline constexpr int kPackedHalves = 2;
+template <TensorType kType>
+inline constexpr int kPackedRowsFor = 2;
 
 // Weight vectors k and k + 4 (k < 4) of half h as unsigned bytes.
 template <TensorType kType>
@@ -104,7 +106,15 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) 
 
 #else
 // ---- AVX-512 (AVX3, AVX3_DL): one 512-bit vector per 16-output group. ----
-inline constexpr int kPackedGroupsPerTile = 2, kPackedRows = 4;  // 8 int + 8 float accumulators
+// A tile is 3 groups x 4 rows (Q8_0) or 2 x 4 (Q4_0, which needs two registers per weight load): 12 (8)
+// chains of 8 dots per block keep both VPDPBUSD ports busy. The scale product weight scale * activation scale
+// is VSCALEFPS (activation scales are powers of two, tensor/matmul_internal.h), which runs beside the dots;
+// a VMULPS would take a dot's port (on Zen 5 the dots share two ports with multiplies and FMAs). Q8_0 dots
+// start from a broadcast load of q8_starts rather than a scalar computed and moved into a vector.
+template <TensorType kType>
+inline constexpr int kPackedGroupsPerTile = kType == TensorType::kQ8_0 ? 3 : 2;
+template <TensorType kType>
+inline constexpr int kPackedRowsFor = 4;
 
 template <TensorType kType>
 HWY_INLINE void LoadPackedPair(const std::byte* block, int k, __m512i* lo, __m512i* hi) {
@@ -142,6 +152,39 @@ HWY_INLINE __m512i DotAccumulate(__m512i acc, __m512i w_u8, __m512i x_s8) {
 #endif
 }
 
+// The block dots of one tile: dot[g][r] += weights of group g (block wb[g]) x activation row r (q[r]).
+template <TensorType kType, int kGroups, int kRows>
+HWY_INLINE void PackedBlockDots(const std::byte* const* wb, const int8_t* const* q,
+                                __m512i (&dot)[kGroups][kRows]) {
+  if constexpr (kType == TensorType::kQ8_0) {  // one weight vector live per group
+    for (int k = 0; k < 8; ++k) {
+      __m512i w[kGroups];
+      for (int g = 0; g < kGroups; ++g) w[g] = _mm512_loadu_si512(wb[g] + 64 * k);
+      for (int r = 0; r < kRows; ++r) {
+        int32_t xk;
+        __builtin_memcpy(&xk, q[r] + 4 * k, 4);
+        const __m512i x = _mm512_set1_epi32(xk);
+        for (int g = 0; g < kGroups; ++g) dot[g][r] = DotAccumulate<kType>(dot[g][r], w[g], x);
+      }
+    }
+  } else {  // one load gives two weight vectors (low and high nibbles)
+    for (int k = 0; k < 4; ++k) {
+      __m512i w_lo[kGroups], w_hi[kGroups];
+      for (int g = 0; g < kGroups; ++g) LoadPackedPair<kType>(wb[g], k, &w_lo[g], &w_hi[g]);
+      for (int r = 0; r < kRows; ++r) {
+        int32_t x_lo, x_hi;
+        __builtin_memcpy(&x_lo, q[r] + 4 * k, 4);
+        __builtin_memcpy(&x_hi, q[r] + 4 * (k + 4), 4);
+        const __m512i xl = _mm512_set1_epi32(x_lo), xh = _mm512_set1_epi32(x_hi);
+        for (int g = 0; g < kGroups; ++g) {
+          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_lo[g], xl);
+          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_hi[g], xh);
+        }
+      }
+    }
+  }
+}
+
 template <TensorType kType, int kGroups, int kRows>
 HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0) {
   const PackedWeights& p = *a.packed;
@@ -151,34 +194,32 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
     for (int r = 0; r < kRows; ++r) acc[g][r] = _mm512_setzero_ps();
   }
   const int8_t* q[kRows];
-  for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
+  const float* d[kRows];
+  const int32_t* starts[kRows];  // Q8_0: q8_starts; Q4_0: sums (times -offset below)
+  for (int r = 0; r < kRows; ++r) {
+    q[r] = a.q + (r0 + r) * a.q_stride;
+    d[r] = a.d + (r0 + r) * blocks;
+    starts[r] = (kType == TensorType::kQ8_0 ? a.q8_starts : a.sums) + (r0 + r) * blocks;
+  }
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* wb[kGroups];
     for (int g = 0; g < kGroups; ++g) wb[g] = p.Unit(group0 + g, b);
+    const int8_t* qb[kRows];
     __m512i dot[kGroups][kRows];
     for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
-      const __m512i start = _mm512_set1_epi32(-PackedOffset<kType>() * a.sums[(r0 + r) * blocks + b]);
+      qb[r] = q[r] + 32 * b;
+      const __m512i start = _mm512_set1_epi32(
+          kType == TensorType::kQ8_0 ? starts[r][b] : -PackedOffset<kType>() * starts[r][b]);
       for (int g = 0; g < kGroups; ++g) dot[g][r] = start;
     }
-    for (int k = 0; k < 4; ++k) {
-      __m512i w_lo[kGroups], w_hi[kGroups];
-      for (int g = 0; g < kGroups; ++g) LoadPackedPair<kType>(wb[g], k, &w_lo[g], &w_hi[g]);
-      for (int r = 0; r < kRows; ++r) {
-        int32_t x_lo, x_hi;
-        __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
-        __builtin_memcpy(&x_hi, q[r] + 32 * b + 4 * (k + 4), 4);
-        const __m512i xl = _mm512_set1_epi32(x_lo), xh = _mm512_set1_epi32(x_hi);
-        for (int g = 0; g < kGroups; ++g) {
-          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_lo[g], xl);
-          dot[g][r] = DotAccumulate<kType>(dot[g][r], w_hi[g], xh);
-        }
-      }
-    }
+    PackedBlockDots<kType, kGroups, kRows>(wb, qb, dot);
+    __m512 exponent[kRows];  // log2 of the activation scale (-inf for a zero block: the scale becomes 0)
+    for (int r = 0; r < kRows; ++r) exponent[r] = _mm512_getexp_ps(_mm512_set1_ps(d[r][b]));
     for (int g = 0; g < kGroups; ++g) {
       const __m512 dw = _mm512_cvtph_ps(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[g] + PackedScaleOffset<kType>())));
       for (int r = 0; r < kRows; ++r) {
-        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[(r0 + r) * blocks + b]));
+        const __m512 scale = _mm512_scalef_ps(dw, exponent[r]);  // == dw * d, exactly as rounded
         acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[g][r]), scale, acc[g][r]);
       }
     }
@@ -204,6 +245,7 @@ HWY_INLINE void PackedTile(const TileArgs& a, int64_t group0, int64_t r0) {
 
 template <TensorType kType, int kGroups>
 HWY_INLINE void PackedRowsLoop(const TileArgs& a, int64_t group0) {
+  constexpr int kPackedRows = kPackedRowsFor<kType>;
   int64_t r0 = 0;
   for (; r0 + kPackedRows <= a.rows; r0 += kPackedRows)
     PackedTile<kType, kGroups, kPackedRows>(a, group0, r0);
@@ -233,8 +275,13 @@ HWY_INLINE void PackedTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_en
   const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
   int64_t g = o_begin / kPackedGroup;
 #if HWY_TARGET != HWY_AVX2
-  for (; g + kPackedGroupsPerTile <= group_end; g += kPackedGroupsPerTile) {
-    PackedRowsLoop<kType, kPackedGroupsPerTile>(a, g);
+  constexpr int kGroups = kPackedGroupsPerTile<kType>;
+  for (; g + kGroups <= group_end; g += kGroups) PackedRowsLoop<kType, kGroups>(a, g);
+  if constexpr (kGroups > 2) {
+    if (g + 2 <= group_end) {
+      PackedRowsLoop<kType, 2>(a, g);
+      g += 2;
+    }
   }
 #endif
   for (; g < group_end; ++g) PackedRowsLoop<kType, 1>(a, g);

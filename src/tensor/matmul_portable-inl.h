@@ -28,15 +28,17 @@ inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
   }
 }
 
-inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end, int8_t* q,
-                                int64_t q_stride, float* d, int32_t* sums, int32_t* sums16) {
+inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
+                                const ActivationQuants& out) {
   const int64_t blocks = in / kActBlock;
   for (int64_t r = r_begin; r < r_end; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
-      int32_t* s16 = sums16 + (r * blocks + b) * 2;
-      QuantizeActivationBlock(x + r * in + kActBlock * b, q + r * q_stride + kActBlock * b,
-                              d + r * blocks + b, s16);
-      sums[r * blocks + b] = s16[0] + s16[1];
+      const int64_t i = r * blocks + b;
+      int32_t* s16 = out.sums16 + 2 * i;
+      QuantizeActivationBlock(x + r * in + kActBlock * b, out.q + r * out.q_stride + kActBlock * b, out.d + i,
+                              s16);
+      out.sums[i] = s16[0] + s16[1];
+      out.q8_starts[i] = -128 * out.sums[i];
     }
   }
 }

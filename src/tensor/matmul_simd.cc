@@ -15,7 +15,9 @@
 #include <immintrin.h>
 #endif
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "tensor/matmul_internal.h"
@@ -61,9 +63,9 @@ void RunPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(PackedTile)(args, o_begin, o_end);
 }
 
-void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end, int8_t* q,
-                            int64_t q_stride, float* d, int32_t* sums, int32_t* sums16) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, in, r_begin, r_end, q, q_stride, d, sums, sums16);
+void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
+                            const ActivationQuants& out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, in, r_begin, r_end, out);
 }
 
 }  // namespace lockstep

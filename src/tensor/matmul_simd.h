@@ -19,11 +19,12 @@ struct TileArgs {
   const std::byte* weights = nullptr;
   size_t row_bytes = 0;
   int64_t rows = 0;
-  const float* x = nullptr;         // float weights: [rows][in]
-  const int8_t* q = nullptr;        // quantized weights: activation quants, row r at q + r * q_stride
-  const float* d = nullptr;         // activation block scales, row r at d + r * (in / 32)
-  const int32_t* sums = nullptr;    // sums of the activation quants per block, like d
-  const int32_t* sums16 = nullptr;  // sums per 16 quants: row r at sums16 + r * (in / 16)
+  const float* x = nullptr;            // float weights: [rows][in]
+  const int8_t* q = nullptr;           // quantized weights: activation quants, row r at q + r * q_stride
+  const float* d = nullptr;            // activation block scales, row r at d + r * (in / 32)
+  const int32_t* sums = nullptr;       // sums of the activation quants per block, like d
+  const int32_t* sums16 = nullptr;     // sums per 16 quants: row r at sums16 + r * (in / 16)
+  const int32_t* q8_starts = nullptr;  // -128 * sums: where a packed Q8_0 block dot starts, like d
   const PackedWeights* packed = nullptr;
   int64_t q_stride = 0;
   float* y = nullptr;  // [rows][out]
@@ -34,9 +35,17 @@ void RunQuantTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 void RunFloatTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 // Packed weights (args.packed); o_begin a multiple of 16 (kPackedGroup).
 void RunPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-// Quantizes activation rows [r_begin, r_end) of x ([rows][in]) into q / d / sums / sums16 (layout of
-// TileArgs).
-void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end, int8_t* q,
-                            int64_t q_stride, float* d, int32_t* sums, int32_t* sums16);
+// Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names.
+struct ActivationQuants {
+  int8_t* q = nullptr;
+  int64_t q_stride = 0;
+  float* d = nullptr;
+  int32_t* sums = nullptr;
+  int32_t* sums16 = nullptr;
+  int32_t* q8_starts = nullptr;
+};
+// Quantizes activation rows [r_begin, r_end) of x ([rows][in]).
+void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
+                            const ActivationQuants& out);
 
 }  // namespace lockstep

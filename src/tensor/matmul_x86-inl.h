@@ -242,8 +242,8 @@ inline void FloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
 }
 
 // Canonical activation quantization (QuantizeActivationBlock), 32 floats at a time.
-inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end, int8_t* q,
-                                int64_t q_stride, float* d, int32_t* sums, int32_t* sums16) {
+inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
+                                const ActivationQuants& out) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const int64_t blocks = in / kActBlock;
@@ -260,8 +260,15 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
       m = _mm_max_ps(m, _mm_movehl_ps(m, m));
       m = _mm_max_ss(m, _mm_movehdup_ps(m));
       const float max_abs = _mm_cvtss_f32(m);
-      d[r * blocks + b] = max_abs / 127.0f;
-      const __m256 id = _mm256_set1_ps(max_abs > 0.0f ? 127.0f / max_abs : 0.0f);
+      float scale = 0.0f, inverse = 0.0f;
+      if (max_abs >= kTinyActivation && max_abs <= std::numeric_limits<float>::max()) {
+        const int e = ActivationExponent(max_abs);
+        scale = Pow2(e);
+        inverse = Pow2(-e);
+      }
+      const int64_t i = r * blocks + b;
+      out.d[i] = scale;
+      const __m256 id = _mm256_set1_ps(inverse);
       __m256i i32[4];
       for (int k = 0; k < 4; ++k) i32[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));  // nearest even
       for (int h = 0; h < 2; ++h) {
@@ -269,14 +276,15 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
         __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-        sums16[(r * blocks + b) * 2 + h] = _mm_cvtsi128_si32(s4);
+        out.sums16[2 * i + h] = _mm_cvtsi128_si32(s4);
       }
-      sums[r * blocks + b] = sums16[(r * blocks + b) * 2] + sums16[(r * blocks + b) * 2 + 1];
+      out.sums[i] = out.sums16[2 * i] + out.sums16[2 * i + 1];
+      out.q8_starts[i] = -128 * out.sums[i];
       // packs work within 128-bit lanes: bytes come out in dword order 0,2,4,6,1,3,5,7 -> permute back.
       const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
       const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
       const __m256i i8 = _mm256_packs_epi16(i16a, i16b);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * q_stride + kActBlock * b),
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + r * out.q_stride + kActBlock * b),
                           _mm256_permutevar8x32_epi32(i8, order));
     }
   }

@@ -154,8 +154,8 @@ TEST(MatMul, RowResultsDoNotDependOnTheOtherRows) {
 }
 
 // |computed - exact product of dequantized weights and the original activations| is bounded by the
-// activation quantization (half a step per element: sum |w| * d_block / 2) plus f32 rounding of the
-// accumulation (a generous n * 2^-23 relative to sum |w x|).
+// activation quantization (half a step per element: sum |w| * d_block / 2, d_block the block's power-of-two
+// scale) plus f32 rounding of the accumulation (a generous n * 2^-23 relative to sum |w x|).
 TEST(MatMul, CloseToDoublePrecisionProduct) {
   for (const Case& c : Cases()) {
     TestWeights weights(c, 31);
@@ -178,7 +178,8 @@ TEST(MatMul, CloseToDoublePrecisionProduct) {
               amax = std::max(amax, static_cast<double>(std::fabs(xr[32 * b + i])));
               wsum += std::fabs(w[o * c.in + 32 * b + i]);
             }
-            quant_bound += wsum * (amax / 127) / 2 * 1.0001;
+            const double step = amax > 0 ? Pow2(ActivationExponent(static_cast<float>(amax))) : 0.0;
+            quant_bound += wsum * step / 2 * 1.0001;
             magnitude += wsum * amax;
           }
         }
