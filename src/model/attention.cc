@@ -15,20 +15,32 @@
 namespace lockstep {
 namespace {
 
-void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n) {
+// src[0..n) stored as dtype at element 0, stride, 2 * stride, ... of dst.
+void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n, size_t stride) {
   if (dtype == KvDtype::kF32) {
-    std::memcpy(dst, src, size_t(n) * sizeof(float));
+    float* f = reinterpret_cast<float*>(dst);
+    if (stride == 1) {
+      std::memcpy(f, src, size_t(n) * sizeof(float));
+    } else {
+      for (int i = 0; i < n; ++i) f[i * stride] = src[i];
+    }
     return;
   }
   uint16_t* h = reinterpret_cast<uint16_t*>(dst);
   int i = 0;
 #ifdef LOCKSTEP_ATTN_AVX2
   for (; i + 8 <= n; i += 8) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    alignas(16) uint16_t eight[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(eight),
+                    _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    if (stride == 1) {
+      std::memcpy(h + i, eight, sizeof(eight));
+    } else {
+      for (int j = 0; j < 8; ++j) h[(i + j) * stride] = eight[j];
+    }
   }
 #endif
-  for (; i < n; ++i) h[i] = F32ToF16(src[i]);
+  for (; i < n; ++i) h[i * stride] = F32ToF16(src[i]);
 }
 
 template <typename T>
@@ -56,12 +68,14 @@ inline void Prefetch(const std::byte* p, size_t bytes) {
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
              const float* k, const float* v) {
   std::byte* block = blocks[position / kv.block_tokens];
-  const size_t slot_offset = size_t(position % kv.block_tokens) * size_t(kv.head_dim) * kv.ElementBytes();
-  for (int32_t h = 0; h < kv.n_kv_head; ++h) {
-    StoreVector(kv.dtype, k + size_t(h) * kv.head_dim, block + kv.KeyOffset(layer, h) + slot_offset,
-                kv.head_dim);
-    StoreVector(kv.dtype, v + size_t(h) * kv.head_dim, block + kv.ValueOffset(layer, h) + slot_offset,
-                kv.head_dim);
+  const size_t slot = size_t(position % kv.block_tokens);
+  for (int32_t h = 0; h < kv.n_kv_head; ++h) {  // keys dim-major, values slot-major (model/batch.h)
+    StoreVector(kv.dtype, k + size_t(h) * kv.head_dim,
+                block + kv.KeyOffset(layer, h) + slot * kv.ElementBytes(), kv.head_dim,
+                size_t(kv.block_tokens));
+    StoreVector(kv.dtype, v + size_t(h) * kv.head_dim,
+                block + kv.ValueOffset(layer, h) + slot * size_t(kv.head_dim) * kv.ElementBytes(),
+                kv.head_dim, 1);
   }
 }
 
@@ -71,54 +85,42 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   using attention::AccumulateValues;
   using attention::DotKeys;
   const int n = kv.head_dim;
-  const int dp = attention::PaddedHeadDim(n);
   const int32_t bt = kv.block_tokens;
   const bool f16 = kv.dtype == KvDtype::kF16;
   const size_t k_off = kv.KeyOffset(layer, kv_head);
   const size_t v_off = kv.ValueOffset(layer, kv_head);
   const int32_t max_len = first_position + rows;
-  const size_t run = size_t(n) * kv.ElementBytes();     // bytes of one position's K (or V) of this head
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
-  float* keys = Grow(scratch.keys, attention::PairedKeyFloats(bt, n));
+  float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(bt, n));
   float* values = Grow(scratch.values, size_t(bt) * n);
-  // Queries padded to a multiple of 8 dims (zeros) when head_dim is not one; either way a row's heads lie dp
-  // floats apart.
-  const float* queries = q;
-  size_t query_stride = q_stride;
-  if (dp != n) {
-    float* padded = Grow(scratch.queries, size_t(rows) * heads * dp);
-    for (int32_t r = 0; r < rows; ++r) {
-      for (int32_t h = 0; h < heads; ++h) {
-        float* dst = padded + (size_t(r) * heads + h) * dp;
-        std::memcpy(dst, q + r * q_stride + size_t(h) * n, size_t(n) * sizeof(float));
-        std::fill(dst + n, dst + dp, 0.0f);
-      }
-    }
-    queries = padded;
-    query_stride = size_t(heads) * dp;
+  // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
+  float* queries = Grow(scratch.queries, size_t(rows) * heads * n);
+  for (int32_t r = 0; r < rows; ++r) {
+    std::memcpy(queries + size_t(r) * heads * n, q + r * q_stride, size_t(heads) * n * sizeof(float));
   }
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
   // Visits the blocks of K (or V) in position order: each block's run of this head is widened once into
-  // `widened` (the next block's run prefetched meanwhile), then visit(r, t0, count) runs for every row that
-  // reaches into the block, `count` being how many of its positions that row attends to.
+  // `widened` (the next block's run prefetched meanwhile), then visit(r_first, t0, count) runs, rows before
+  // r_first not reaching into the block and `count` being how many of its positions the last row attends to.
+  const size_t head_bytes = kv.HeadBytes();
   auto for_each_block = [&](size_t offset, auto widen, float* widened, auto visit) {
-    Prefetch(blocks[0] + offset, size_t(std::min(max_len, bt)) * run);
+    Prefetch(blocks[0] + offset, head_bytes);
     for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
-      if (t0 + bt < max_len) {
-        Prefetch(blocks[(t0 + bt) / bt] + offset, size_t(std::min(max_len - t0 - bt, bt)) * run);
-      }
-      widen(blocks[t0 / bt] + offset, f16, std::min(max_len - t0, bt), n, widened);
-      for (int32_t r = std::max(0, t0 - first_position); r < rows; ++r) {
-        visit(r, t0, std::min(first_position + r + 1 - t0, bt));
-      }
+      if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + offset, head_bytes);
+      widen(blocks[t0 / bt] + offset, std::min(max_len - t0, bt), widened);
+      visit(std::max(0, t0 - first_position), t0, std::min(max_len - t0, bt));
     }
   };
-  // Scores; each widened key block serves every row and head.
-  for_each_block(k_off, attention::WidenKeysPaired, keys, [&](int32_t r, int32_t t0, int32_t count) {
-    DotKeys(kLevel, queries + r * query_stride, size_t(dp), heads, keys, count, n, scale,
-            row_scores(r, 0) + t0, stride);
+  // Scores; each widened key block serves every row and head at once. A row of the block holding the diagonal
+  // also gets scores past its own position: they lie in its buffer (stride >= max_len) and are never read.
+  auto widen_keys = [&](const std::byte* src, int32_t count, float* dst) {
+    attention::WidenKeysTransposed(src, f16, bt, count, n, dst);
+  };
+  for_each_block(k_off, widen_keys, keys, [&](int32_t r_first, int32_t t0, int32_t count) {
+    DotKeys(kLevel, queries + size_t(r_first) * heads * n, size_t(n), (rows - r_first) * heads, keys, count,
+            n, scale, row_scores(r_first, 0) + t0, stride);
   });
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) {
@@ -126,9 +128,14 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
       std::memset(out + r * out_stride + size_t(h) * n, 0, size_t(n) * sizeof(float));
     }
   }
-  for_each_block(v_off, attention::WidenValues, values, [&](int32_t r, int32_t t0, int32_t count) {
-    AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values, count, n, out + r * out_stride,
-                     size_t(n));
+  auto widen_values = [&](const std::byte* src, int32_t count, float* dst) {
+    attention::WidenValues(src, f16, count, n, dst);
+  };
+  for_each_block(v_off, widen_values, values, [&](int32_t r_first, int32_t t0, int32_t) {
+    for (int32_t r = r_first; r < rows; ++r) {
+      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values,
+                       std::min(first_position + r + 1 - t0, bt), n, out + r * out_stride, size_t(n));
+    }
   });
 }
 

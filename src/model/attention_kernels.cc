@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/status.h"
 #include "model/vec_math.h"
 #include "tensor/float16.h"
 
@@ -22,21 +21,13 @@ namespace {
 
 // ---- Scalar reference: the definition every SIMD level reproduces bit for bit. ----
 
-float ReduceLanes(const float a[8]) {
-  const float s0 = a[0] + a[4], s1 = a[1] + a[5], s2 = a[2] + a[6], s3 = a[3] + a[7];
-  return (s0 + s2) + (s1 + s3);
-}
-
 void DotKeysScalar(const float* q, const float* keys, int32_t count, int head_dim, float scale,
                    float* scores) {
-  const int dp = PaddedHeadDim(head_dim);
   for (int32_t s = 0; s < count; ++s) {
-    const float* k = keys + size_t(s / 2) * 2 * dp + 8 * (s % 2);
-    float a[8] = {};
-    for (int c = 0; c < dp / 8; ++c) {
-      for (int l = 0; l < 8; ++l) a[l] = std::fma(q[8 * c + l], k[16 * c + l], a[l]);
-    }
-    scores[s] = ReduceLanes(a) * scale;
+    const float* k = keys + size_t(s / kKeyLanes) * kKeyLanes * head_dim + s % kKeyLanes;
+    float acc = 0.0f;
+    for (int d = 0; d < head_dim; ++d) acc = std::fma(q[d], k[size_t(d) * kKeyLanes], acc);
+    scores[s] = acc * scale;
   }
 }
 
@@ -50,34 +41,61 @@ void AccumulateValuesScalar(const float* w, const float* values, int32_t count, 
 #ifdef LOCKSTEP_ATTENTION_X86
 // ---- AVX2: one position per 8-lane accumulator, eight positions in flight. ----
 
-inline float HorizontalSum(__m256 v) {  // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), as ReduceLanes
+inline float HorizontalSum(__m256 v) {  // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))
   __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
   lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
   return _mm_cvtss_f32(lo);
 }
 
-template <int kPositions>
-inline void DotPositionsAvx2(const float* q, const float* keys, int32_t s0, int dp, float scale,
-                             float* scores) {
-  __m256 acc[kPositions];
-  const float* k[kPositions];
-  for (int j = 0; j < kPositions; ++j) {
-    acc[j] = _mm256_setzero_ps();
-    k[j] = keys + size_t((s0 + j) / 2) * 2 * dp + 8 * ((s0 + j) % 2);
+// Scores of kQueries queries against the (up to) 16 positions of one transposed key group, n of them stored.
+template <int kQueries>
+inline void DotGroupAvx2(const float* q, size_t q_stride, const float* group, int head_dim, int n,
+                         float scale, float* scores, size_t scores_stride) {
+  __m256 acc[kQueries][2];
+  for (int j = 0; j < kQueries; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+  for (int d = 0; d < head_dim; ++d) {
+    const __m256 k0 = _mm256_loadu_ps(group + size_t(d) * kKeyLanes);
+    const __m256 k1 = _mm256_loadu_ps(group + size_t(d) * kKeyLanes + 8);
+    for (int j = 0; j < kQueries; ++j) {
+      const __m256 qd = _mm256_broadcast_ss(q + j * q_stride + d);
+      acc[j][0] = _mm256_fmadd_ps(qd, k0, acc[j][0]);
+      acc[j][1] = _mm256_fmadd_ps(qd, k1, acc[j][1]);
+    }
   }
-  for (int c = 0; c < dp / 8; ++c) {
-    const __m256 qv = _mm256_loadu_ps(q + 8 * c);
-    for (int j = 0; j < kPositions; ++j) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j] + 16 * c), acc[j]);
+  const __m256 sv = _mm256_set1_ps(scale);
+  for (int j = 0; j < kQueries; ++j) {
+    alignas(32) float out[kKeyLanes];
+    _mm256_store_ps(out, _mm256_mul_ps(acc[j][0], sv));
+    _mm256_store_ps(out + 8, _mm256_mul_ps(acc[j][1], sv));
+    std::memcpy(scores + j * scores_stride, out, size_t(n) * sizeof(float));
   }
-  for (int j = 0; j < kPositions; ++j) scores[s0 + j] = HorizontalSum(acc[j]) * scale;
 }
 
-void DotKeysAvx2(const float* q, const float* keys, int32_t count, int head_dim, float scale, float* scores) {
-  const int dp = PaddedHeadDim(head_dim);
-  int32_t s = 0;
-  for (; s + 8 <= count; s += 8) DotPositionsAvx2<8>(q, keys, s, dp, scale, scores);
-  for (; s < count; ++s) DotPositionsAvx2<1>(q, keys, s, dp, scale, scores);
+void DotKeysAvx2(const float* q, size_t q_stride, int queries, const float* keys, int32_t count, int head_dim,
+                 float scale, float* scores, size_t scores_stride) {
+  for (int32_t s0 = 0; s0 < count; s0 += kKeyLanes) {
+    const float* group = keys + size_t(s0) * head_dim;
+    const int n = std::min<int32_t>(kKeyLanes, count - s0);
+    for (int j = 0; j < queries; j += 4) {
+      const float* qj = q + j * q_stride;
+      float* sj = scores + j * scores_stride + s0;
+      switch (std::min(4, queries - j)) {
+        case 1:
+          DotGroupAvx2<1>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+          break;
+        case 2:
+          DotGroupAvx2<2>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+          break;
+        case 3:
+          DotGroupAvx2<3>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+          break;
+        default:
+          DotGroupAvx2<4>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+          break;
+      }
+    }
+  }
 }
 
 // Dims [d0, d0 + 8 * kChunks) of out; value vectors `stride` floats apart.
@@ -110,97 +128,60 @@ void AccumulateValuesAvx2(const float* w, const float* values, int32_t count, in
   AccumulateFromAvx2(w, values, count, head_dim, 0, out);
 }
 
-// ---- AVX-512: a 16-lane accumulator holds a pair of positions (8 lanes each), four to eight pairs in
-// flight. ----
+// ---- AVX-512: one 16-lane accumulator per query covers a whole key group; eight queries in flight. ----
 
-// The sums of four pair accumulators (8 positions), each position's 8 lanes reduced as ReduceLanes.
-LOCKSTEP_AVX512 inline __m256 ReduceFourPairs(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
-  // 128-bit quarters of a pair: [even a0-3, even a4-7, odd a0-3, odd a4-7]. s_j = a_j + a_(j+4) per position.
-  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(p0, p1, 0x88), _mm512_shuffle_f32x4(p0, p1, 0xdd));
-  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(p2, p3, 0x88), _mm512_shuffle_f32x4(p2, p3, 0xdd));
-  // Per quarter [s0, s1, s2, s3]: u = [s0+s2, s1+s3, .], then u0 + u1.
-  const __m512 u01 = _mm512_add_ps(s01, _mm512_permute_ps(s01, 0xee));
-  const __m512 u23 = _mm512_add_ps(s23, _mm512_permute_ps(s23, 0xee));
-  const __m512 t01 = _mm512_add_ps(u01, _mm512_movehdup_ps(u01));
-  const __m512 t23 = _mm512_add_ps(u23, _mm512_movehdup_ps(u23));
-  const __m512i lane0 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_castps512_ps256(_mm512_permutex2var_ps(t01, lane0, t23));
-}
-
-// Scores of kQueries queries against up to 4 * kGroups pairs from pair p0 (pairs past `pairs` stay zero and
-// are not stored). Each key vector is loaded once for all queries.
-template <int kQueries, int kGroups>
-LOCKSTEP_AVX512 inline void DotPairsAvx512(const float* q, size_t q_stride, const float* keys, int32_t p0,
-                                           int32_t pairs, int dp, int32_t count, float scale, float* scores,
-                                           size_t scores_stride) {
-  constexpr int kPairs = 4 * kGroups;
-  __m512 acc[kQueries][kPairs];
-  const int valid = std::min<int32_t>(kPairs, pairs - p0);
-  for (int j = 0; j < kQueries; ++j) {
-    for (int i = 0; i < kPairs; ++i) acc[j][i] = _mm512_setzero_ps();
-  }
-  const float* k = keys + size_t(p0) * 2 * dp;
-  for (int c = 0; c < dp / 8; ++c) {
-    __m512 qv[kQueries];
+template <int kQueries>
+LOCKSTEP_AVX512 inline void DotGroupAvx512(const float* q, size_t q_stride, const float* group, int head_dim,
+                                           int n, float scale, float* scores, size_t scores_stride) {
+  __m512 acc[kQueries];
+  for (int j = 0; j < kQueries; ++j) acc[j] = _mm512_setzero_ps();
+  for (int d = 0; d < head_dim; ++d) {
+    const __m512 k = _mm512_loadu_ps(group + size_t(d) * kKeyLanes);
     for (int j = 0; j < kQueries; ++j)
-      qv[j] = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + j * q_stride + 8 * c));
-    if (valid == kPairs) {
-      for (int i = 0; i < kPairs; ++i) {
-        const __m512 kv = _mm512_loadu_ps(k + size_t(i) * 2 * dp + 16 * c);
-        for (int j = 0; j < kQueries; ++j) acc[j][i] = _mm512_fmadd_ps(qv[j], kv, acc[j][i]);
-      }
-    } else {
-      for (int i = 0; i < valid; ++i) {
-        const __m512 kv = _mm512_loadu_ps(k + size_t(i) * 2 * dp + 16 * c);
-        for (int j = 0; j < kQueries; ++j) acc[j][i] = _mm512_fmadd_ps(qv[j], kv, acc[j][i]);
-      }
-    }
+      acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[j * q_stride + d]), k, acc[j]);
   }
-  const __m256 sv = _mm256_set1_ps(scale);
-  for (int g = 0; g < kGroups; ++g) {
-    const int32_t first = 2 * (p0 + 4 * g);
-    const int32_t n = std::min<int32_t>(8, count - first);
-    if (n <= 0) break;
-    for (int j = 0; j < kQueries; ++j) {
-      const __m256 sums = _mm256_mul_ps(
-          ReduceFourPairs(acc[j][4 * g], acc[j][4 * g + 1], acc[j][4 * g + 2], acc[j][4 * g + 3]), sv);
-      _mm256_mask_storeu_ps(scores + j * scores_stride + first, static_cast<__mmask8>((1u << n) - 1), sums);
-    }
-  }
-}
-
-template <int kQueries, int kGroups>
-LOCKSTEP_AVX512 void DotQueriesAvx512(const float* q, size_t q_stride, const float* keys, int32_t count,
-                                      int dp, float scale, float* scores, size_t scores_stride) {
-  const int32_t pairs = (count + 1) / 2;
-  int32_t p = 0;
-  for (; p + 4 * kGroups <= pairs; p += 4 * kGroups) {
-    DotPairsAvx512<kQueries, kGroups>(q, q_stride, keys, p, pairs, dp, count, scale, scores, scores_stride);
-  }
-  for (; p < pairs; p += 4) {
-    DotPairsAvx512<kQueries, 1>(q, q_stride, keys, p, pairs, dp, count, scale, scores, scores_stride);
-  }
+  const __m512 sv = _mm512_set1_ps(scale);
+  const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+  for (int j = 0; j < kQueries; ++j)
+    _mm512_mask_storeu_ps(scores + j * scores_stride, mask, _mm512_mul_ps(acc[j], sv));
 }
 
 LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries, const float* keys,
                                    int32_t count, int head_dim, float scale, float* scores,
                                    size_t scores_stride) {
-  const int dp = PaddedHeadDim(head_dim);
-  for (int j = 0; j < queries; j += 4) {
+  for (int32_t s0 = 0; s0 < count; s0 += kKeyLanes) {
+    const float* group = keys + size_t(s0) * head_dim;
+    const int n = std::min<int32_t>(kKeyLanes, count - s0);
+    int j = 0;
+    for (; j + 8 <= queries; j += 8) {
+      DotGroupAvx512<8>(q + j * q_stride, q_stride, group, head_dim, n, scale,
+                        scores + j * scores_stride + s0, scores_stride);
+    }
     const float* qj = q + j * q_stride;
-    float* sj = scores + j * scores_stride;
-    switch (std::min(4, queries - j)) {
+    float* sj = scores + j * scores_stride + s0;
+    switch (queries - j) {
       case 1:
-        DotQueriesAvx512<1, 2>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        DotGroupAvx512<1>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
         break;
       case 2:
-        DotQueriesAvx512<2, 2>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        DotGroupAvx512<2>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
         break;
       case 3:
-        DotQueriesAvx512<3, 1>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
+        DotGroupAvx512<3>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+        break;
+      case 4:
+        DotGroupAvx512<4>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+        break;
+      case 5:
+        DotGroupAvx512<5>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+        break;
+      case 6:
+        DotGroupAvx512<6>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+        break;
+      case 7:
+        DotGroupAvx512<7>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
         break;
       default:
-        DotQueriesAvx512<4, 1>(qj, q_stride, keys, count, dp, scale, sj, scores_stride);
         break;
     }
   }
@@ -340,13 +321,13 @@ void SoftmaxScalar(float* x, int32_t len) {
   for (int32_t t = 0; t < len; ++t) x[t] *= inv;
 }
 
-// Widened vectors: f16 -> f32 (exact) or a copy.
-void WidenVector(const void* src, bool f16, size_t index, int n, float* dst) {
+// Elements [offset, offset + n) of src widened: f16 -> f32 (exact) or a copy.
+void WidenRun(const void* src, bool f16, size_t offset, int n, float* dst) {
   if (!f16) {
-    std::memcpy(dst, static_cast<const float*>(src) + index * n, size_t(n) * sizeof(float));
+    std::memcpy(dst, static_cast<const float*>(src) + offset, size_t(n) * sizeof(float));
     return;
   }
-  const uint16_t* h = static_cast<const uint16_t*>(src) + index * n;
+  const uint16_t* h = static_cast<const uint16_t*>(src) + offset;
   int i = 0;
 #ifdef LOCKSTEP_ATTENTION_X86
   for (; i + 8 <= n; i += 8) {
@@ -382,24 +363,21 @@ const char* KernelLevelName(KernelLevel level) {
   }
 }
 
-void WidenKeysPaired(const void* src, bool f16, int32_t count, int head_dim, float* dst) {
-  const int dp = PaddedHeadDim(head_dim);
-  LOCKSTEP_CHECK(dp <= kMaxHeadDim);
-  float row[kMaxHeadDim];  // one position, padded
-  for (int32_t s = 0; s < (count + 1) / 2 * 2; ++s) {
-    float* out = dst + size_t(s / 2) * 2 * dp + 8 * (s % 2);
-    if (s >= count) {  // the odd last position's partner
-      for (int c = 0; c < dp / 8; ++c) std::memset(out + 16 * c, 0, 8 * sizeof(float));
-      continue;
+void WidenKeysTransposed(const void* src, bool f16, int32_t block_tokens, int32_t count, int head_dim,
+                         float* dst) {
+  for (int32_t s0 = 0; s0 < count; s0 += kKeyLanes) {
+    const int n = std::min<int32_t>(kKeyLanes, count - s0);
+    float* group = dst + size_t(s0) * head_dim;
+    for (int d = 0; d < head_dim; ++d) {
+      float* out = group + size_t(d) * kKeyLanes;
+      WidenRun(src, f16, size_t(d) * block_tokens + s0, n, out);
+      std::fill(out + n, out + kKeyLanes, 0.0f);
     }
-    WidenVector(src, f16, size_t(s), head_dim, row);
-    std::fill(row + head_dim, row + dp, 0.0f);
-    for (int c = 0; c < dp / 8; ++c) std::memcpy(out + 16 * c, row + 8 * c, 8 * sizeof(float));
   }
 }
 
 void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* dst) {
-  for (int32_t s = 0; s < count; ++s) WidenVector(src, f16, size_t(s), head_dim, dst + size_t(s) * head_dim);
+  WidenRun(src, f16, 0, count * head_dim, dst);
 }
 
 void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, const float* keys,
@@ -408,14 +386,11 @@ void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, co
   if (level == KernelLevel::kAvx512) {
     return DotKeysAvx512(q, q_stride, queries, keys, count, head_dim, scale, scores, scores_stride);
   }
+  if (level == KernelLevel::kAvx2) {
+    return DotKeysAvx2(q, q_stride, queries, keys, count, head_dim, scale, scores, scores_stride);
+  }
 #endif
   for (int j = 0; j < queries; ++j) {
-#ifdef LOCKSTEP_ATTENTION_X86
-    if (level == KernelLevel::kAvx2) {
-      DotKeysAvx2(q + j * q_stride, keys, count, head_dim, scale, scores + j * scores_stride);
-      continue;
-    }
-#endif
     DotKeysScalar(q + j * q_stride, keys, count, head_dim, scale, scores + j * scores_stride);
   }
 }

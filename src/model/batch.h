@@ -5,9 +5,11 @@
 // the single-sequence CLI may allocate them directly.
 //
 // One block, for all layers (KvDtype elements):
-//   [layer 0: K [kv_head 0][block_tokens][head_dim] .. [kv_head H-1]..., V [kv_head
+//   [layer 0: K [kv_head 0][head_dim][block_tokens] .. [kv_head H-1]..., V [kv_head
 //   0..H-1][block_tokens][head_dim]] [layer 1: ...] ... [layer L-1]
-// Position p of a sequence lives in blocks[p / block_tokens] at slot p % block_tokens.
+// Keys are stored dim-major (a head's dim d of all slots together), so attention widens them straight into
+// its transposed layout (model/attention_kernels.h); values slot-major. Position p of a sequence lives in
+// blocks[p / block_tokens] at slot p % block_tokens.
 #pragma once
 
 #include <cstddef>

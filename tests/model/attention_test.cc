@@ -36,17 +36,24 @@ std::vector<float> Random(size_t n, std::mt19937& rng) {
 
 bool SameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
+// Keys k ([count][head_dim]) as a KV block stores them (dim-major, block_tokens = count), widened.
+std::vector<float> WidenedKeys(const std::vector<float>& k, int32_t count, int head_dim, size_t offset = 0) {
+  std::vector<float> stored(k.size());
+  for (int32_t s = 0; s < count; ++s) {
+    for (int d = 0; d < head_dim; ++d) stored[size_t(d) * count + s] = k[size_t(s) * head_dim + d];
+  }
+  std::vector<float> keys(attention::TransposedKeyFloats(count, head_dim) + offset, -7.0f);
+  attention::WidenKeysTransposed(stored.data(), false, count, count, head_dim, keys.data() + offset);
+  return keys;
+}
+
 TEST(AttentionKernels, DotKeysMatchesTheScalarReferenceBitForBit) {
   std::mt19937 rng(7);
-  for (int head_dim : {4, 8, 12, 64, 80, 96, 128, 136}) {
-    const int dp = attention::PaddedHeadDim(head_dim);
+  for (int head_dim : {4, 8, 12, 20, 64, 80, 96, 128, 136}) {
     for (int32_t count : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33}) {
       const std::vector<float> k = Random(size_t(count) * head_dim, rng);
-      std::vector<float> q = Random(size_t(dp) + 1, rng);
-      std::fill(q.begin() + 1 + head_dim, q.end(), 0.0f);
-      // +1: unaligned buffers.
-      std::vector<float> keys(attention::PairedKeyFloats(count, head_dim) + 1);
-      attention::WidenKeysPaired(k.data(), false, count, head_dim, keys.data() + 1);
+      const std::vector<float> q = Random(size_t(head_dim) + 1, rng);
+      const std::vector<float> keys = WidenedKeys(k, count, head_dim, 1);  // +1: unaligned buffers
       std::vector<float> reference(size_t(count) + 1);
       attention::DotKeys(KernelLevel::kScalar, q.data() + 1, 0, 1, keys.data() + 1, count, head_dim, 0.125f,
                          reference.data() + 1, 0);
@@ -94,16 +101,13 @@ TEST(AttentionKernels, AccumulateValuesMatchesTheScalarReferenceBitForBit) {
 
 TEST(AttentionKernels, SeveralQueriesAtOnceGiveEachQuerysSoloBits) {
   std::mt19937 rng(13);
-  for (int head_dim : {12, 64, 72, 128}) {
-    const int dp = attention::PaddedHeadDim(head_dim);
-    for (int queries : {1, 2, 3, 4, 5, 7, 9}) {
+  for (int head_dim : {12, 20, 64, 72, 128}) {
+    const int dp = head_dim + 3;  // queries apart by more than head_dim
+    for (int queries : {1, 2, 3, 4, 5, 7, 8, 9, 12, 17}) {
       for (int32_t count : {1, 6, 16, 17, 40}) {
         const std::vector<float> k = Random(size_t(count) * head_dim, rng);
-        std::vector<float> keys(attention::PairedKeyFloats(count, head_dim));
-        attention::WidenKeysPaired(k.data(), false, count, head_dim, keys.data());
-        std::vector<float> q = Random(size_t(queries) * dp, rng);
-        for (int j = 0; j < queries; ++j)
-          std::fill(q.begin() + j * dp + head_dim, q.begin() + (j + 1) * dp, 0.0f);
+        const std::vector<float> keys = WidenedKeys(k, count, head_dim);
+        const std::vector<float> q = Random(size_t(queries) * dp, rng);
         const size_t scores_stride = size_t(count) + 3;
         const std::vector<float> start = Random(size_t(queries) * head_dim, rng);
         for (KernelLevel level : Levels()) {
@@ -160,16 +164,17 @@ TEST(AttentionKernels, SoftmaxIsIdenticalOnEverySimdLevelAndNormalised) {
 }
 
 TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
-  const int head_dim = 12;  // padded to 16
-  std::vector<uint16_t> h(3 * head_dim);
+  const int head_dim = 12;
+  const int32_t block_tokens = 20, count = 19;  // two key groups, the second with 3 of 16 positions
+  std::vector<uint16_t> h(size_t(block_tokens) * head_dim);  // stored dim-major: h[d * block_tokens + s]
   for (size_t i = 0; i < h.size(); ++i) h[i] = F32ToF16(0.25f * float(i) - 3.0f);
-  std::vector<float> keys(attention::PairedKeyFloats(3, head_dim), -1.0f);
-  attention::WidenKeysPaired(h.data(), true, 3, head_dim, keys.data());
-  ASSERT_EQ(keys.size(), 2u * 2 * 16);
-  for (int s = 0; s < 4; ++s) {
-    for (int d = 0; d < 16; ++d) {
-      const float got = keys[size_t(s / 2) * 32 + 16 * (d / 8) + 8 * (s % 2) + d % 8];
-      const float want = s < 3 && d < head_dim ? F16ToF32(h[size_t(s) * head_dim + d]) : 0.0f;
+  std::vector<float> keys(attention::TransposedKeyFloats(count, head_dim), -1.0f);
+  attention::WidenKeysTransposed(h.data(), true, block_tokens, count, head_dim, keys.data());
+  ASSERT_EQ(keys.size(), 2u * 16 * head_dim);
+  for (int s = 0; s < 32; ++s) {
+    for (int d = 0; d < head_dim; ++d) {
+      const float got = keys[size_t(s / 16) * 16 * head_dim + size_t(d) * 16 + s % 16];
+      const float want = s < count ? F16ToF32(h[size_t(d) * block_tokens + s]) : 0.0f;
       EXPECT_EQ(got, want) << s << " " << d;
     }
   }
@@ -184,7 +189,7 @@ TEST_P(AttendRowsTest, TilingAndHeadGroupingNeverChangeARowAndMatchNaiveAttentio
   KvLayout kv;
   kv.n_layer = 2;
   kv.n_kv_head = 2;
-  kv.head_dim = 20;  // not a multiple of 8: exercises the padded queries
+  kv.head_dim = 20;  // not a multiple of 8
   kv.block_tokens = 8;
   kv.dtype = GetParam();
   const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
