@@ -123,20 +123,28 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
             n, scale, row_scores(r_first, 0) + t0, stride);
   });
   for (int32_t r = 0; r < rows; ++r) {
-    for (int32_t h = 0; h < heads; ++h) {
-      attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
-      std::memset(out + r * out_stride + size_t(h) * n, 0, size_t(n) * sizeof(float));
-    }
+    for (int32_t h = 0; h < heads; ++h) attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
   }
+  // Outputs side by side like the queries (the queries' copy is done with), so that one call accumulates
+  // every row that sees a whole block.
+  float* sums = queries;
+  std::memset(sums, 0, size_t(rows) * heads * n * sizeof(float));
   auto widen_values = [&](const std::byte* src, int32_t count, float* dst) {
     attention::WidenValues(src, f16, count, n, dst);
   };
-  for_each_block(v_off, widen_values, values, [&](int32_t r_first, int32_t t0, int32_t) {
-    for (int32_t r = r_first; r < rows; ++r) {
-      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values,
-                       std::min(first_position + r + 1 - t0, bt), n, out + r * out_stride, size_t(n));
+  for_each_block(v_off, widen_values, values, [&](int32_t r_first, int32_t t0, int32_t count) {
+    // Rows before r_full attend to part of this block (the diagonal), one call each.
+    const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
+    for (int32_t r = r_first; r < r_full; ++r) {
+      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values, first_position + r + 1 - t0, n,
+                       sums + size_t(r) * heads * n, size_t(n));
     }
+    AccumulateValues(kLevel, row_scores(r_full, 0) + t0, stride, (rows - r_full) * heads, values, count, n,
+                     sums + size_t(r_full) * heads * n, size_t(n));
   });
+  for (int32_t r = 0; r < rows; ++r) {
+    std::memcpy(out + r * out_stride, sums + size_t(r) * heads * n, size_t(heads) * n * sizeof(float));
+  }
 }
 
 }  // namespace lockstep

@@ -229,10 +229,10 @@ LOCKSTEP_AVX512 void AccumulateQueriesAvx512(const float* w, size_t w_stride, co
 
 LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, size_t w_stride, int queries, const float* values,
                                             int32_t count, int head_dim, float* out, size_t out_stride) {
-  for (int j = 0; j < queries; j += 4) {
+  for (int j = 0; j < queries; j += 6) {  // 6 queries x 64 dims: 24 accumulators, each value loaded once
     const float* wj = w + j * w_stride;
     float* oj = out + j * out_stride;
-    switch (std::min(4, queries - j)) {
+    switch (std::min(6, queries - j)) {
       case 1:
         AccumulateQueriesAvx512<1>(wj, w_stride, values, count, head_dim, oj, out_stride);
         break;
@@ -242,8 +242,14 @@ LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, size_t w_stride, int
       case 3:
         AccumulateQueriesAvx512<3>(wj, w_stride, values, count, head_dim, oj, out_stride);
         break;
-      default:
+      case 4:
         AccumulateQueriesAvx512<4>(wj, w_stride, values, count, head_dim, oj, out_stride);
+        break;
+      case 5:
+        AccumulateQueriesAvx512<5>(wj, w_stride, values, count, head_dim, oj, out_stride);
+        break;
+      default:
+        AccumulateQueriesAvx512<6>(wj, w_stride, values, count, head_dim, oj, out_stride);
         break;
     }
   }
