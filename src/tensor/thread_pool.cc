@@ -24,8 +24,9 @@ namespace {
 // Spin iterations (pause instructions) before a worker parks / the caller starts yielding. A decode step
 // issues a few hundred loops back to back, so a short spin avoids a futex round trip per loop.
 constexpr int kSpinIterations = 1 << 14;
-// Chunks per thread a loop is cut into: small enough that a slow or descheduled thread leaves most of its
-// share to the others, large enough that claiming (one atomic operation per chunk) costs little.
+// Chunks per thread a loop is cut into (at most; chunks shrink near a share's end): small enough that a slow
+// or descheduled thread leaves most of its share to the others, large enough that claiming (one atomic
+// operation per chunk) costs little.
 constexpr int64_t kChunksPerThread = 8;
 
 // A claim word: the generation in the high 32 bits, a task index (or count) in the low 32.
@@ -91,7 +92,10 @@ struct ThreadPool::Impl {
     for (;;) {
       if (GenerationOf(word) != current || NextOf(word) >= share_end) return false;
       *begin = NextOf(word);
-      *end = std::min<uint64_t>(share_end, *begin + uint64_t(chunk));
+      // Chunks shrink to single tasks as the share runs out, so the loop's last claims are small and no
+      // thread waits long at the end for another's chunk (heavy tasks, e.g. GEMM tiles, make that visible).
+      const uint64_t left = share_end - *begin;
+      *end = *begin + std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(chunk), left / 4));
       if (lanes[lane].claim.compare_exchange_weak(word, Pack(current, *end), std::memory_order_acq_rel,
                                                   std::memory_order_acquire)) {
         return true;
