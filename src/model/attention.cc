@@ -92,7 +92,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const int32_t max_len = first_position + rows;
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
-  float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(bt, n));
+  float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(max_len, n));
   float* values = Grow(scratch.values, size_t(bt) * n);
   // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
   float* queries = Grow(scratch.queries, size_t(rows) * heads * n);
@@ -101,27 +101,27 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   }
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
-  // Visits the blocks of K (or V) in position order: each block's run of this head is widened once into
-  // `widened` (the next block's run prefetched meanwhile), then visit(r_first, t0, count) runs, rows before
+  // Visits the blocks of K (or V) in position order: widen(src, t0, count) widens each block's run of this
+  // head once (the next block's run prefetched meanwhile), then visit(r_first, t0, count) runs, rows before
   // r_first not reaching into the block and `count` being how many of its positions the last row attends to.
   const size_t head_bytes = kv.HeadBytes();
-  auto for_each_block = [&](size_t offset, auto widen, float* widened, auto visit) {
+  auto for_each_block = [&](size_t offset, auto widen, auto visit) {
     Prefetch(blocks[0] + offset, head_bytes);
     for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
       if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + offset, head_bytes);
-      widen(blocks[t0 / bt] + offset, std::min(max_len - t0, bt), widened);
+      widen(blocks[t0 / bt] + offset, t0, std::min(max_len - t0, bt));
       visit(std::max(0, t0 - first_position), t0, std::min(max_len - t0, bt));
     }
   };
-  // Scores; each widened key block serves every row and head at once. A row of the block holding the diagonal
-  // also gets scores past its own position: they lie in its buffer (stride >= max_len) and are never read.
-  auto widen_keys = [&](const std::byte* src, int32_t count, float* dst) {
-    attention::WidenKeysTransposed(src, f16, bt, count, n, dst);
+  // Scores: all key blocks widened side by side, then one call scores every row and head against all of
+  // them (each key group serves every query while in L1; a decode row's few queries take several groups at
+  // once). Rows also get scores past their own position, up to max_len: they lie in the row's buffer (stride
+  // >= max_len) and are never read.
+  auto widen_keys = [&](const std::byte* src, int32_t t0, int32_t count) {
+    attention::WidenKeysTransposed(src, f16, bt, count, n, keys, t0);
   };
-  for_each_block(k_off, widen_keys, keys, [&](int32_t r_first, int32_t t0, int32_t count) {
-    DotKeys(kLevel, queries + size_t(r_first) * heads * n, size_t(n), (rows - r_first) * heads, keys, count,
-            n, scale, row_scores(r_first, 0) + t0, stride);
-  });
+  for_each_block(k_off, widen_keys, [](int32_t, int32_t, int32_t) {});
+  DotKeys(kLevel, queries, size_t(n), rows * heads, keys, max_len, n, scale, scores, stride);
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
   }
@@ -129,10 +129,10 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   // every row that sees a whole block.
   float* sums = queries;
   std::memset(sums, 0, size_t(rows) * heads * n * sizeof(float));
-  auto widen_values = [&](const std::byte* src, int32_t count, float* dst) {
-    attention::WidenValues(src, f16, count, n, dst);
+  auto widen_values = [&](const std::byte* src, int32_t, int32_t count) {
+    attention::WidenValues(src, f16, count, n, values);
   };
-  for_each_block(v_off, widen_values, values, [&](int32_t r_first, int32_t t0, int32_t count) {
+  for_each_block(v_off, widen_values, [&](int32_t r_first, int32_t t0, int32_t count) {
     // Rows before r_full attend to part of this block (the diagonal), one call each.
     const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
     for (int32_t r = r_first; r < r_full; ++r) {

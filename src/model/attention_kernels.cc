@@ -128,62 +128,84 @@ void AccumulateValuesAvx2(const float* w, const float* values, int32_t count, in
   AccumulateFromAvx2(w, values, count, head_dim, 0, out);
 }
 
-// ---- AVX-512: one 16-lane accumulator per query covers a whole key group; eight queries in flight. ----
+// ---- AVX-512: one 16-lane accumulator per (query, key group): 8 queries x 1 group, or for fewer queries
+// (decode) several groups at once, so that at least 8 independent FMA chains are in flight. ----
 
-template <int kQueries>
-LOCKSTEP_AVX512 inline void DotGroupAvx512(const float* q, size_t q_stride, const float* group, int head_dim,
-                                           int n, float scale, float* scores, size_t scores_stride) {
-  __m512 acc[kQueries];
-  for (int j = 0; j < kQueries; ++j) acc[j] = _mm512_setzero_ps();
+// Scores of kQueries queries against kGroups consecutive key groups from position s0; positions at or past
+// `count` are not stored.
+template <int kQueries, int kGroups>
+LOCKSTEP_AVX512 inline void DotGroupsAvx512(const float* q, size_t q_stride, const float* keys, int32_t s0,
+                                            int32_t count, int head_dim, float scale, float* scores,
+                                            size_t scores_stride) {
+  __m512 acc[kQueries][kGroups];
+  for (int j = 0; j < kQueries; ++j) {
+    for (int g = 0; g < kGroups; ++g) acc[j][g] = _mm512_setzero_ps();
+  }
+  const float* group = keys + size_t(s0) * head_dim;
+  const size_t group_floats = size_t(kKeyLanes) * head_dim;
   for (int d = 0; d < head_dim; ++d) {
-    const __m512 k = _mm512_loadu_ps(group + size_t(d) * kKeyLanes);
-    for (int j = 0; j < kQueries; ++j)
-      acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[j * q_stride + d]), k, acc[j]);
+    __m512 k[kGroups];
+    for (int g = 0; g < kGroups; ++g)
+      k[g] = _mm512_loadu_ps(group + g * group_floats + size_t(d) * kKeyLanes);
+    for (int j = 0; j < kQueries; ++j) {
+      const __m512 qd = _mm512_set1_ps(q[j * q_stride + d]);
+      for (int g = 0; g < kGroups; ++g) acc[j][g] = _mm512_fmadd_ps(qd, k[g], acc[j][g]);
+    }
   }
   const __m512 sv = _mm512_set1_ps(scale);
-  const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
-  for (int j = 0; j < kQueries; ++j)
-    _mm512_mask_storeu_ps(scores + j * scores_stride, mask, _mm512_mul_ps(acc[j], sv));
+  for (int g = 0; g < kGroups; ++g) {
+    const int32_t first = s0 + g * kKeyLanes;
+    const int n = std::min<int32_t>(kKeyLanes, count - first);
+    const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+    for (int j = 0; j < kQueries; ++j) {
+      _mm512_mask_storeu_ps(scores + j * scores_stride + first, mask, _mm512_mul_ps(acc[j][g], sv));
+    }
+  }
+}
+
+// kQueries (< 8) queries against every group: ceil(8 / kQueries) groups at a time.
+template <int kQueries>
+LOCKSTEP_AVX512 void DotFewQueriesAvx512(const float* q, size_t q_stride, const float* keys, int32_t count,
+                                         int head_dim, float scale, float* scores, size_t scores_stride) {
+  constexpr int kGroups = (8 + kQueries - 1) / kQueries;
+  int32_t s0 = 0;
+  for (; s0 + kGroups * kKeyLanes <= count; s0 += kGroups * kKeyLanes) {
+    DotGroupsAvx512<kQueries, kGroups>(q, q_stride, keys, s0, count, head_dim, scale, scores, scores_stride);
+  }
+  for (; s0 < count; s0 += kKeyLanes) {
+    DotGroupsAvx512<kQueries, 1>(q, q_stride, keys, s0, count, head_dim, scale, scores, scores_stride);
+  }
 }
 
 LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries, const float* keys,
                                    int32_t count, int head_dim, float scale, float* scores,
                                    size_t scores_stride) {
-  for (int32_t s0 = 0; s0 < count; s0 += kKeyLanes) {
-    const float* group = keys + size_t(s0) * head_dim;
-    const int n = std::min<int32_t>(kKeyLanes, count - s0);
-    int j = 0;
-    for (; j + 8 <= queries; j += 8) {
-      DotGroupAvx512<8>(q + j * q_stride, q_stride, group, head_dim, n, scale,
-                        scores + j * scores_stride + s0, scores_stride);
+  const int full = queries / 8 * 8;
+  for (int32_t s0 = 0; s0 < count && full > 0; s0 += kKeyLanes) {  // each group in L1 for all queries
+    for (int j = 0; j < full; j += 8) {
+      DotGroupsAvx512<8, 1>(q + j * q_stride, q_stride, keys, s0, count, head_dim, scale,
+                            scores + j * scores_stride, scores_stride);
     }
-    const float* qj = q + j * q_stride;
-    float* sj = scores + j * scores_stride + s0;
-    switch (queries - j) {
-      case 1:
-        DotGroupAvx512<1>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      case 2:
-        DotGroupAvx512<2>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      case 3:
-        DotGroupAvx512<3>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      case 4:
-        DotGroupAvx512<4>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      case 5:
-        DotGroupAvx512<5>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      case 6:
-        DotGroupAvx512<6>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      case 7:
-        DotGroupAvx512<7>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-        break;
-      default:
-        break;
-    }
+  }
+  const float* qj = q + full * q_stride;
+  float* sj = scores + full * scores_stride;
+  switch (queries - full) {
+    case 1:
+      return DotFewQueriesAvx512<1>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    case 2:
+      return DotFewQueriesAvx512<2>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    case 3:
+      return DotFewQueriesAvx512<3>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    case 4:
+      return DotFewQueriesAvx512<4>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    case 5:
+      return DotFewQueriesAvx512<5>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    case 6:
+      return DotFewQueriesAvx512<6>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    case 7:
+      return DotFewQueriesAvx512<7>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    default:
+      return;
   }
 }
 
@@ -370,14 +392,35 @@ const char* KernelLevelName(KernelLevel level) {
 }
 
 void WidenKeysTransposed(const void* src, bool f16, int32_t block_tokens, int32_t count, int head_dim,
-                         float* dst) {
-  for (int32_t s0 = 0; s0 < count; s0 += kKeyLanes) {
-    const int n = std::min<int32_t>(kKeyLanes, count - s0);
-    float* group = dst + size_t(s0) * head_dim;
+                         float* dst, int32_t first) {
+  for (int32_t s = 0; s < count;) {  // runs of positions within one group
+    const int32_t p = first + s;
+    const int lane = p % kKeyLanes;
+    const int n = std::min<int32_t>(kKeyLanes - lane, count - s);
+    float* group = dst + size_t(p / kKeyLanes) * kKeyLanes * head_dim;
+#ifdef LOCKSTEP_ATTENTION_X86
+    if (n == kKeyLanes && f16) {  // a whole group (the common case): inline, 16 halves per dim
+      const uint16_t* h = static_cast<const uint16_t*>(src) + s;
+      for (int d = 0; d < head_dim; ++d) {
+        const uint16_t* in = h + size_t(d) * block_tokens;
+        float* out = group + size_t(d) * kKeyLanes;
+        _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in))));
+        _mm256_storeu_ps(out + 8, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 8))));
+      }
+      s += n;
+      continue;
+    }
+#endif
     for (int d = 0; d < head_dim; ++d) {
-      float* out = group + size_t(d) * kKeyLanes;
-      WidenRun(src, f16, size_t(d) * block_tokens + s0, n, out);
-      std::fill(out + n, out + kKeyLanes, 0.0f);
+      WidenRun(src, f16, size_t(d) * block_tokens + s, n, group + size_t(d) * kKeyLanes + lane);
+    }
+    s += n;
+  }
+  const int32_t end = first + count;
+  if (end % kKeyLanes != 0) {
+    float* group = dst + size_t(end / kKeyLanes) * kKeyLanes * head_dim;
+    for (int d = 0; d < head_dim; ++d) {
+      std::fill(group + size_t(d) * kKeyLanes + end % kKeyLanes, group + size_t(d + 1) * kKeyLanes, 0.0f);
     }
   }
 }

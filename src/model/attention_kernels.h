@@ -27,9 +27,11 @@ inline size_t TransposedKeyFloats(int32_t count, int head_dim) {
 }
 
 // Keys as stored in a KV block (model/batch.h): head_dim rows of `block_tokens` elements (f16 bits when
-// `f16`, else f32), of which the first `count` are positions; widened exactly into the layout above.
+// `f16`, else f32), of which the first `count` are positions; widened exactly into the layout above as
+// positions first .. first + count - 1 of dst (so consecutive blocks fill one buffer). Lanes of the last
+// group past first + count are zeroed.
 void WidenKeysTransposed(const void* src, bool f16, int32_t block_tokens, int32_t count, int head_dim,
-                         float* dst);
+                         float* dst, int32_t first = 0);
 // src: `count` vectors of head_dim elements (f16 bits when `f16`, else f32), consecutive. Exact conversions.
 void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* dst);
 

@@ -186,12 +186,13 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
 
   // Attention over row tiles: runs of adjacent rows of one sequence at consecutive positions (prefill chunks)
   // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its
-  // group of query heads, or per (tile, query head) when that gives too few tasks to spread over the workers.
-  // Every (row, head) is computed identically whatever the tiling and grouping.
+  // group of query heads (each KV block is widened once for the group), or per (tile, query head) only when
+  // there are fewer (tile, KV head) pairs than workers. Every (row, head) is computed identically whatever
+  // the tiling and grouping.
   const int64_t tiles = int64_t(tiles_.size());
   const int64_t group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const int64_t heads_per_task = tiles * c.n_head_kv >= 4 * pool.size() ? group : 1;
+  const int64_t heads_per_task = tiles * c.n_head_kv >= pool.size() ? group : 1;
   const int64_t tasks_per_tile = c.n_head / heads_per_task;
   auto attend = [&](int64_t task, int) {
     const RowTile& tile = tiles_[ZigZag(task / tasks_per_tile, tiles)];

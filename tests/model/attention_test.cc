@@ -178,6 +178,18 @@ TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
       EXPECT_EQ(got, want) << s << " " << d;
     }
   }
+  // Blocks of 7 positions placed one after another (positions 7b + s) fill the groups without gaps.
+  std::vector<float> joined(attention::TransposedKeyFloats(3 * 7, head_dim), -1.0f);
+  for (int32_t b = 0; b < 3; ++b) {
+    attention::WidenKeysTransposed(h.data() + b, true, block_tokens, 7, head_dim, joined.data(), 7 * b);
+  }
+  for (int s = 0; s < 32; ++s) {
+    for (int d = 0; d < head_dim; ++d) {
+      const float got = joined[size_t(s / 16) * 16 * head_dim + size_t(d) * 16 + s % 16];
+      const float want = s < 21 ? F16ToF32(h[size_t(d) * block_tokens + s % 7 + s / 7]) : 0.0f;
+      EXPECT_EQ(got, want) << "joined " << s << " " << d;
+    }
+  }
   std::vector<float> values(3 * head_dim);
   attention::WidenValues(h.data(), true, 3, head_dim, values.data());
   for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(values[i], F16ToF32(h[i]));
