@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "model/vec_math.h"
 #include "tensor/float16.h"
@@ -18,6 +19,16 @@
 
 namespace lockstep::attention {
 namespace {
+
+// Calls f(std::integral_constant<int, n>{}) for a run-time n in [1, kMax]: kernels take their query count as
+// a template argument (it sizes their accumulator arrays).
+template <int kMax, typename F>
+inline void WithQueryCount(int n, const F& f) {
+  [&]<int... k>(std::integer_sequence<int, k...>) {
+    ((n == k + 1 ? (f(std::integral_constant<int, k + 1>{}), 0) : 0), ...);
+  }
+  (std::make_integer_sequence<int, kMax>{});
+}
 
 // ---- Scalar reference: the definition every SIMD level reproduces bit for bit. ----
 
@@ -80,20 +91,9 @@ void DotKeysAvx2(const float* q, size_t q_stride, int queries, const float* keys
     for (int j = 0; j < queries; j += 4) {
       const float* qj = q + j * q_stride;
       float* sj = scores + j * scores_stride + s0;
-      switch (std::min(4, queries - j)) {
-        case 1:
-          DotGroupAvx2<1>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-          break;
-        case 2:
-          DotGroupAvx2<2>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-          break;
-        case 3:
-          DotGroupAvx2<3>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-          break;
-        default:
-          DotGroupAvx2<4>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
-          break;
-      }
+      WithQueryCount<4>(std::min(4, queries - j), [&](auto k) {
+        DotGroupAvx2<k>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
+      });
     }
   }
 }
@@ -189,23 +189,10 @@ LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries,
   }
   const float* qj = q + full * q_stride;
   float* sj = scores + full * scores_stride;
-  switch (queries - full) {
-    case 1:
-      return DotFewQueriesAvx512<1>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    case 2:
-      return DotFewQueriesAvx512<2>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    case 3:
-      return DotFewQueriesAvx512<3>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    case 4:
-      return DotFewQueriesAvx512<4>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    case 5:
-      return DotFewQueriesAvx512<5>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    case 6:
-      return DotFewQueriesAvx512<6>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    case 7:
-      return DotFewQueriesAvx512<7>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
-    default:
-      return;
+  if (queries > full) {
+    WithQueryCount<7>(queries - full, [&](auto k) {
+      DotFewQueriesAvx512<k>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
+    });
   }
 }
 
@@ -254,26 +241,9 @@ LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, size_t w_stride, int
   for (int j = 0; j < queries; j += 6) {  // 6 queries x 64 dims: 24 accumulators, each value loaded once
     const float* wj = w + j * w_stride;
     float* oj = out + j * out_stride;
-    switch (std::min(6, queries - j)) {
-      case 1:
-        AccumulateQueriesAvx512<1>(wj, w_stride, values, count, head_dim, oj, out_stride);
-        break;
-      case 2:
-        AccumulateQueriesAvx512<2>(wj, w_stride, values, count, head_dim, oj, out_stride);
-        break;
-      case 3:
-        AccumulateQueriesAvx512<3>(wj, w_stride, values, count, head_dim, oj, out_stride);
-        break;
-      case 4:
-        AccumulateQueriesAvx512<4>(wj, w_stride, values, count, head_dim, oj, out_stride);
-        break;
-      case 5:
-        AccumulateQueriesAvx512<5>(wj, w_stride, values, count, head_dim, oj, out_stride);
-        break;
-      default:
-        AccumulateQueriesAvx512<6>(wj, w_stride, values, count, head_dim, oj, out_stride);
-        break;
-    }
+    WithQueryCount<6>(std::min(6, queries - j), [&](auto k) {
+      AccumulateQueriesAvx512<k>(wj, w_stride, values, count, head_dim, oj, out_stride);
+    });
   }
 }
 
