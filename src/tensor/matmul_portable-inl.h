@@ -1,6 +1,7 @@
-// Portable (scalar) MatMul kernels for Highway targets without hand-written intrinsics; included inside
-// namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc. Follows the canonical order exactly by
-// delegating to the scalar reference one output at a time.
+// Portable MatMul kernels for Highway targets without hand-written intrinsics; included inside namespace
+// lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc. Packed Q8_0 / Q4_0 weights use the Highway kernel of
+// tensor/matmul_portable_packed-inl.h; the rest follows the canonical order exactly by delegating to the
+// scalar reference one output at a time.
 
 inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
   for (int64_t o = o_begin; o < o_end; ++o) {
@@ -20,12 +21,7 @@ inline void FloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
 }
 
 inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    for (int64_t r = 0; r < a.rows; ++r) {
-      a.y[r * a.out + o] = PackedDotReference(a.type, a.weights + o * a.row_bytes, a.q + r * a.q_stride,
-                                              a.d + r * (a.in / kActBlock), a.in / kActBlock);
-    }
-  }
+  PortablePackedTile(a, o_begin, o_end);
 }
 
 inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,

@@ -35,6 +35,8 @@ void RunQuantTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 void RunFloatTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 // Packed weights (args.packed); o_begin a multiple of 16 (kPackedGroup).
 void RunPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
+// The portable packed kernel (what non-x86 CPUs run), on the current target; for tests.
+void RunPortablePackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 // Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names.
 struct ActivationQuants {
   int8_t* q = nullptr;
