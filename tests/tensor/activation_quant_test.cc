@@ -12,7 +12,7 @@
 
 #include "hwy/targets.h"
 #include "tensor/matmul_internal.h"
-#include "tensor/matmul_simd.h"
+#include "testing/quantized_activations.h"
 
 namespace lockstep {
 namespace {
@@ -115,17 +115,10 @@ TEST(ActivationQuantization, EveryTargetMatchesTheReference) {
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    std::vector<int8_t> q(kRows * kStride);
-    std::vector<float> d(kRows * kBlocks);
-    std::vector<int32_t> sums(kRows * kBlocks), sums16(2 * kRows * kBlocks), starts(kRows * kBlocks);
-    ActivationQuants out;
-    out.q = q.data();
-    out.q_stride = kStride;
-    out.d = d.data();
-    out.sums = sums.data();
-    out.sums16 = sums16.data();
-    out.q8_starts = starts.data();
-    RunQuantizeActivations(x.data(), kIn, 0, kRows, out);
+    const testing::QuantizedActivations quants(x.data(), kRows, kIn, kStride);
+    const std::vector<int8_t>& q = quants.q;
+    const std::vector<float>& d = quants.d;
+    const std::vector<int32_t>&sums = quants.sums, &sums16 = quants.sums16, &starts = quants.q8_starts;
     const std::string name = hwy::TargetName(target);
     for (int64_t r = 0; r < kRows; ++r) {
       for (int64_t b = 0; b < kBlocks; ++b) {

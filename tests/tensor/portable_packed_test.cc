@@ -14,6 +14,7 @@
 #include "tensor/matmul_internal.h"
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
+#include "testing/quantized_activations.h"
 
 namespace lockstep {
 namespace {
@@ -24,31 +25,15 @@ struct Case {
 };
 
 std::vector<float> Portable(const WeightMatrix& w, const std::vector<float>& x, int64_t rows) {
-  const int64_t blocks = w.in / kActBlock, q_stride = (w.in + 63) / 64 * 64;
-  std::vector<int8_t> q(size_t(rows * q_stride));
-  std::vector<float> d(size_t(rows * blocks));
-  std::vector<int32_t> sums(d.size()), sums16(2 * d.size()), starts(d.size());
-  ActivationQuants quants;
-  quants.q = q.data();
-  quants.q_stride = q_stride;
-  quants.d = d.data();
-  quants.sums = sums.data();
-  quants.sums16 = sums16.data();
-  quants.q8_starts = starts.data();
-  RunQuantizeActivations(x.data(), w.in, 0, rows, quants);
+  const testing::QuantizedActivations quants(x.data(), rows, w.in, (w.in + 63) / 64 * 64);
   TileArgs a;
+  quants.Into(&a);
   a.type = w.type;
   a.in = w.in;
   a.out = w.out;
   a.weights = w.data;
   a.row_bytes = RowBytes(w.type, w.in);
   a.rows = rows;
-  a.q = q.data();
-  a.q_stride = q_stride;
-  a.d = d.data();
-  a.sums = sums.data();
-  a.sums16 = sums16.data();
-  a.q8_starts = starts.data();
   a.packed = w.packed;
   std::vector<float> y(size_t(rows * w.out), -1.0f);
   a.y = y.data();
