@@ -56,6 +56,8 @@ struct Scratch {
 thread_local Scratch scratch;
 
 const attention::KernelLevel kLevel = attention::BestKernelLevel();
+// Key positions widened per DotKeys call (about 64 KiB of f32 keys at head_dim 64).
+constexpr int32_t kKeyChunk = 256;
 
 // Asks for the cache lines of [p, p + bytes): the next KV block's run lies elsewhere in memory (blocks hold
 // every layer), beyond what the hardware prefetcher follows.
@@ -92,7 +94,6 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const int32_t max_len = first_position + rows;
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
-  float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(max_len, n));
   float* values = Grow(scratch.values, size_t(bt) * n);
   // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
   float* queries = Grow(scratch.queries, size_t(rows) * heads * n);
@@ -113,15 +114,23 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
       visit(std::max(0, t0 - first_position), t0, std::min(max_len - t0, bt));
     }
   };
-  // Scores: all key blocks widened side by side, then one call scores every row and head against all of
-  // them (each key group serves every query while in L1; a decode row's few queries take several groups at
+  // Scores: key blocks widened side by side into chunks of about kKeyChunk positions (ending on a 16-position
+  // group boundary, so they stay in L2 however long the context), each scored by one call for every row and
+  // head (each key group serves every query while in L1; a decode row's few queries take several groups at
   // once). Rows also get scores past their own position, up to max_len: they lie in the row's buffer (stride
   // >= max_len) and are never read.
+  int32_t chunk_start = 0;
   auto widen_keys = [&](const std::byte* src, int32_t t0, int32_t count) {
-    attention::WidenKeysTransposed(src, f16, bt, count, n, keys, t0);
+    const int32_t end = t0 + count;
+    float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(end - chunk_start, n));
+    attention::WidenKeysTransposed(src, f16, bt, count, n, keys, t0 - chunk_start);
+    if (end == max_len || (end - chunk_start >= kKeyChunk && end % attention::kKeyLanes == 0)) {
+      DotKeys(kLevel, queries, size_t(n), rows * heads, keys, end - chunk_start, n, scale,
+              scores + chunk_start, stride);
+      chunk_start = end;
+    }
   };
   for_each_block(k_off, widen_keys, [](int32_t, int32_t, int32_t) {});
-  DotKeys(kLevel, queries, size_t(n), rows * heads, keys, max_len, n, scale, scores, stride);
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t h = 0; h < heads; ++h) attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
   }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model/attention_kernels.h"
@@ -197,15 +198,17 @@ TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
 
 class AttendRowsTest : public ::testing::TestWithParam<KvDtype> {};
 
-TEST_P(AttendRowsTest, TilingAndHeadGroupingNeverChangeARowAndMatchNaiveAttention) {
+// Context lengths and block sizes: a short context, and one longer than the key chunk AttendRows scores per
+// call (256 positions) with blocks that are not a multiple of the 16-position key groups.
+void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t block_tokens) {
+  SCOPED_TRACE("positions " + std::to_string(positions) + " block_tokens " + std::to_string(block_tokens));
   KvLayout kv;
   kv.n_layer = 2;
   kv.n_kv_head = 2;
   kv.head_dim = 20;  // not a multiple of 8
-  kv.block_tokens = 8;
-  kv.dtype = GetParam();
+  kv.block_tokens = block_tokens;
+  kv.dtype = dtype;
   const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
-  const int32_t positions = 37;
   std::vector<std::vector<std::byte>> storage((positions + kv.block_tokens - 1) / kv.block_tokens,
                                               std::vector<std::byte>(kv.BlockBytes()));
   std::vector<std::byte*> blocks;
@@ -270,6 +273,12 @@ TEST_P(AttendRowsTest, TilingAndHeadGroupingNeverChangeARowAndMatchNaiveAttentio
       }
     }
   }
+}
+
+TEST_P(AttendRowsTest, TilingAndHeadGroupingNeverChangeARowAndMatchNaiveAttention) {
+  CheckTilingAndNaiveAttention(GetParam(), 37, 8);
+  CheckTilingAndNaiveAttention(GetParam(), 300, 8);   // chunks [0, 256), [256, 300)
+  CheckTilingAndNaiveAttention(GetParam(), 400, 20);  // chunks [0, 320), [320, 400)
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, AttendRowsTest, ::testing::Values(KvDtype::kF16, KvDtype::kF32),
