@@ -50,7 +50,7 @@ void AccumulateValuesScalar(const float* w, const float* values, int32_t count, 
 }
 
 #ifdef LOCKSTEP_ATTENTION_X86
-// ---- AVX2: one position per 8-lane accumulator, eight positions in flight. ----
+// ---- AVX2: a key group is two 8-lane halves; up to 4 queries (8 accumulators) in flight. ----
 
 inline float HorizontalSum(__m256 v) {  // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))
   __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
