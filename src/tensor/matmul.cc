@@ -80,14 +80,7 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
     quants.sums = reinterpret_cast<int32_t*>(scratch + q_bytes + d_bytes);
     quants.sums16 = reinterpret_cast<int32_t*>(scratch + q_bytes + 2 * d_bytes);
     quants.q8_starts = reinterpret_cast<int32_t*>(scratch + q_bytes + 4 * d_bytes);
-    for (size_t i = 0; i < ws.size(); ++i) {
-      args[i].q = quants.q;
-      args[i].q_stride = quants.q_stride;
-      args[i].d = quants.d;
-      args[i].sums = quants.sums;
-      args[i].sums16 = quants.sums16;
-      args[i].q8_starts = quants.q8_starts;
-    }
+    for (size_t i = 0; i < ws.size(); ++i) args[i].UseQuants(quants);
     const int64_t quantize_tasks = (rows + kQuantizeRowsPerTask - 1) / kQuantizeRowsPerTask;
     auto quantize = [&](int64_t task, int) {
       const int64_t begin = task * kQuantizeRowsPerTask, end = std::min(rows, begin + kQuantizeRowsPerTask);

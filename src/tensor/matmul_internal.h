@@ -19,6 +19,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "tensor/matmul.h"
 
@@ -45,6 +46,17 @@ inline int ActivationExponent(float max_abs) {
   // so e is E - 6 or E - 5.
   const int e = floor_log2 - 6;
   return max_abs > 127.0f * Pow2(e) ? e + 1 : e;
+}
+
+// A block's scale d = 2^e for its max|x| (0 for a tiny or non-finite block), and *inverse = 2^-e (or 0).
+inline float ActivationScale(float max_abs, float* inverse) {
+  if (!(max_abs >= kTinyActivation && max_abs <= std::numeric_limits<float>::max())) {
+    *inverse = 0.0f;
+    return 0.0f;
+  }
+  const int e = ActivationExponent(max_abs);
+  *inverse = Pow2(-e);
+  return Pow2(e);
 }
 
 // Quantizes 32 floats as above; sum16[0], sum16[1] = sums of q[0..15], q[16..31].

@@ -5,16 +5,6 @@
 // (kPackedRowsFor). Integer block dots are exact; the float order is the packed order of
 // tensor/matmul_internal.h, bit-identical to PackedDotReference on every target.
 
-template <TensorType kType>
-constexpr int PackedOffset() {  // stored byte = value + offset
-  return kType == TensorType::kQ8_0 ? 128 : 8;
-}
-
-template <TensorType kType>
-constexpr int PackedScaleOffset() {
-  return kType == TensorType::kQ8_0 ? 8 * 4 * kPackedGroup : 4 * 4 * kPackedGroup;
-}
-
 #if HWY_TARGET == HWY_AVX2
 // ---- AVX2: a 16-output group is two 8-output halves (bytes [32h, 32h + 32) of each 64-byte vector). ----
 inline constexpr int kPackedHalves = 2;
@@ -66,7 +56,7 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) 
     const std::byte* wb = p.Unit(group, b);
     __m256i dot[kPackedHalves][kRows];
     for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
-      const __m256i start = _mm256_set1_epi32(-PackedOffset<kType>() * a.sums[(r0 + r) * blocks + b]);
+      const __m256i start = _mm256_set1_epi32(-PackedValueOffset(kType) * a.sums[(r0 + r) * blocks + b]);
       for (int h = 0; h < kPackedHalves; ++h) dot[h][r] = start;
     }
     for (int k = 0; k < 4; ++k) {
@@ -85,7 +75,7 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) 
     }
     for (int h = 0; h < kPackedHalves; ++h) {
       const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset<kType>() + 16 * h)));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset(kType) + 16 * h)));
       for (int r = 0; r < kRows; ++r) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a.d[(r0 + r) * blocks + b]));
         acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[h][r]), scale, acc[h][r]);
@@ -209,7 +199,7 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
     for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
       qb[r] = q[r] + 32 * b;
       const __m512i start = _mm512_set1_epi32(
-          kType == TensorType::kQ8_0 ? starts[r][b] : -PackedOffset<kType>() * starts[r][b]);
+          kType == TensorType::kQ8_0 ? starts[r][b] : -PackedValueOffset(kType) * starts[r][b]);
       for (int g = 0; g < kGroups; ++g) dot[g][r] = start;
     }
     PackedBlockDots<kType, kGroups, kRows>(wb, qb, dot);
@@ -217,7 +207,7 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
     for (int r = 0; r < kRows; ++r) exponent[r] = _mm512_getexp_ps(_mm512_set1_ps(d[r][b]));
     for (int g = 0; g < kGroups; ++g) {
       const __m512 dw = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[g] + PackedScaleOffset<kType>())));
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[g] + PackedScaleOffset(kType))));
       for (int r = 0; r < kRows; ++r) {
         const __m512 scale = _mm512_scalef_ps(dw, exponent[r]);  // == dw * d, exactly as rounded
         acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[g][r]), scale, acc[g][r]);

@@ -34,7 +34,7 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
       QuantizeActivationBlock(x + r * in + kActBlock * b, out.q + r * out.q_stride + kActBlock * b, out.d + i,
                               s16);
       out.sums[i] = s16[0] + s16[1];
-      out.q8_starts[i] = -128 * out.sums[i];
+      out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
     }
   }
 }

@@ -57,9 +57,8 @@ template <TensorType kType, int kRows>
 HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, float (*acc)[4]) {
   const PackedWeights& p = *a.packed;
   const int64_t blocks = p.units;
-  // Layout of tensor/packed_weights.h: stored byte = value + offset; 16 f16 scales after the vectors.
-  constexpr int kOffset = kType == TensorType::kQ8_0 ? 128 : 8;
-  constexpr int kScales = kType == TensorType::kQ8_0 ? 8 * 64 : 4 * 64;
+  constexpr int kOffset = PackedValueOffset(kType);
+  constexpr int kScales = PackedScaleOffset(kType);
   hn::Vec<DF32> acc_v[kRows];
   for (int r = 0; r < kRows; ++r) acc_v[r] = hn::Zero(DF32());
   for (int64_t b = 0; b < blocks; ++b) {

@@ -1,7 +1,6 @@
 // Scalar reference of MatMul's canonical computation (see tensor/matmul_internal.h).
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "base/status.h"
@@ -14,13 +13,8 @@ namespace lockstep {
 void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[2]) {
   float amax = 0.0f;
   for (int i = 0; i < kActBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-  float id = 0.0f;  // 2^-e
-  *d = 0.0f;
-  if (amax >= kTinyActivation && amax <= std::numeric_limits<float>::max()) {
-    const int e = ActivationExponent(amax);
-    *d = Pow2(e);
-    id = Pow2(-e);
-  }
+  float id;  // 2^-e
+  *d = ActivationScale(amax, &id);
   sum16[0] = sum16[1] = 0;
   for (int i = 0; i < kActBlock; ++i) {
     q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));

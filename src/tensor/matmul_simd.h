@@ -12,6 +12,16 @@ namespace lockstep {
 
 struct PackedWeights;
 
+// Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names.
+struct ActivationQuants {
+  int8_t* q = nullptr;
+  int64_t q_stride = 0;
+  float* d = nullptr;
+  int32_t* sums = nullptr;
+  int32_t* sums16 = nullptr;
+  int32_t* q8_starts = nullptr;
+};
+
 struct TileArgs {
   TensorType type = TensorType::kF32;
   int64_t in = 0;
@@ -28,6 +38,16 @@ struct TileArgs {
   const PackedWeights* packed = nullptr;
   int64_t q_stride = 0;
   float* y = nullptr;  // [rows][out]
+
+  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts) at `quants`.
+  void UseQuants(const ActivationQuants& quants) {
+    q = quants.q;
+    q_stride = quants.q_stride;
+    d = quants.d;
+    sums = quants.sums;
+    sums16 = quants.sums16;
+    q8_starts = quants.q8_starts;
+  }
 };
 
 // y[r][o] for o in [o_begin, o_end), every row.
@@ -37,15 +57,6 @@ void RunFloatTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 void RunPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
 // The portable packed kernel (what non-x86 CPUs run), on the current target; for tests.
 void RunPortablePackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-// Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names.
-struct ActivationQuants {
-  int8_t* q = nullptr;
-  int64_t q_stride = 0;
-  float* d = nullptr;
-  int32_t* sums = nullptr;
-  int32_t* sums16 = nullptr;
-  int32_t* q8_starts = nullptr;
-};
 // Quantizes activation rows [r_begin, r_end) of x ([rows][in]).
 void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
                             const ActivationQuants& out);

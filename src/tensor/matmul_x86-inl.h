@@ -260,14 +260,9 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
       m = _mm_max_ps(m, _mm_movehl_ps(m, m));
       m = _mm_max_ss(m, _mm_movehdup_ps(m));
       const float max_abs = _mm_cvtss_f32(m);
-      float scale = 0.0f, inverse = 0.0f;
-      if (max_abs >= kTinyActivation && max_abs <= std::numeric_limits<float>::max()) {
-        const int e = ActivationExponent(max_abs);
-        scale = Pow2(e);
-        inverse = Pow2(-e);
-      }
+      float inverse;
       const int64_t i = r * blocks + b;
-      out.d[i] = scale;
+      out.d[i] = ActivationScale(max_abs, &inverse);
       const __m256 id = _mm256_set1_ps(inverse);
       __m256i i32[4];
       for (int k = 0; k < 4; ++k) i32[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));  // nearest even
@@ -279,7 +274,7 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
         out.sums16[2 * i + h] = _mm_cvtsi128_si32(s4);
       }
       out.sums[i] = out.sums16[2 * i] + out.sums16[2 * i + 1];
-      out.q8_starts[i] = -128 * out.sums[i];
+      out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
       // packs work within 128-bit lanes: bytes come out in dword order 0,2,4,6,1,3,5,7 -> permute back.
       const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
       const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);

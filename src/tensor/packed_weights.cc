@@ -22,7 +22,8 @@ void PackSmallBlock(bool q8, const std::byte* src, int o, std::byte* dst) {
     v ^= flip;
     std::memcpy(dst + 4 * kPackedGroup * k + 4 * o, &v, 4);
   }
-  std::memcpy(dst + kPackedGroup * quant_bytes + 2 * o, src, 2);  // f16 scale
+  std::memcpy(dst + PackedScaleOffset(q8 ? TensorType::kQ8_0 : TensorType::kQ4_0) + 2 * o, src,
+              2);  // f16 scale
 }
 
 // Nibble vectors of one sub-block: vector k byte 4o+e = q[4k+e] | q[16+4k+e] << 4 (q < 16 each).

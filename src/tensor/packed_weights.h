@@ -60,6 +60,13 @@ struct PackedWeights {
   }
 };
 
+// Q8_0 / Q4_0 units: the stored byte (Q8_0) or nibble (Q4_0) is the value plus this offset (unsigned, as
+// VPDPBUSD takes it), and the 16 f16 scales start at PackedScaleOffset, after the quant vectors.
+constexpr int PackedValueOffset(TensorType type) { return type == TensorType::kQ8_0 ? 128 : 8; }
+constexpr int PackedScaleOffset(TensorType type) {
+  return type == TensorType::kQ8_0 ? 8 * 4 * kPackedGroup : 4 * 4 * kPackedGroup;
+}
+
 // Byte offsets inside a K-quant unit.
 inline constexpr int kQ4KScales = 2048, kQ4KMins = 2176, kQ4KD = 2304, kQ4KDmin = 2336, kQ4KUnit = 2368;
 inline constexpr int kQ6KHigh = 2048, kQ6KScales = 3072, kQ6KD = 3328, kQ6KUnit = 3360;

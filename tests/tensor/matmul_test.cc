@@ -178,7 +178,8 @@ TEST(MatMul, CloseToDoublePrecisionProduct) {
               amax = std::max(amax, static_cast<double>(std::fabs(xr[32 * b + i])));
               wsum += std::fabs(w[o * c.in + 32 * b + i]);
             }
-            const double step = amax > 0 ? Pow2(ActivationExponent(static_cast<float>(amax))) : 0.0;
+            float inverse;
+            const double step = ActivationScale(static_cast<float>(amax), &inverse);
             quant_bound += wsum * step / 2 * 1.0001;
             magnitude += wsum * amax;
           }
