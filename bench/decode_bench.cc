@@ -8,8 +8,9 @@
 // median is reported, and the best rep (decode_best, prefill_best: on a shared, noisy machine the best is
 // the closer estimate of what the code can do). Prints one JSON object:
 //   {"model", "type", "threads", "decode_tokens", "decode_tokens_per_s", "prefill_tokens",
-//   "prefill_tokens_per_s", "decode_best", "prefill_best", "load_ms"}
+//   "prefill_tokens_per_s", "decode_best", "prefill_best", "load_ms", "kernels"}
 // load_ms: Model::Load, which repacks the quantized matrices (the file is mmap'd: a cold page cache adds).
+// kernels: the matmul paths this CPU runs (tensor/matmul_amx.h MatMulPathName, e.g. "AVX3_DL").
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "gguf/gguf_file.h"
 #include "model/local_kv.h"
 #include "model/model.h"
+#include "tensor/matmul_amx.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
@@ -125,10 +127,10 @@ int Main(int argc, char** argv) {
       "\"decode_tokens_per_s\": %.2f, "
       "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"decode_best\": %.2f, \"prefill_best\": "
       "%.2f, "
-      "\"load_ms\": %.1f}\n",
+      "\"load_ms\": %.1f, \"kernels\": \"%s\"}\n",
       name.c_str(), type.c_str(), threads, decode_tokens, Median(decode_rates), prefill_tokens,
       Median(prefill_rates), *std::max_element(decode_rates.begin(), decode_rates.end()),
-      *std::max_element(prefill_rates.begin(), prefill_rates.end()), load_ms);
+      *std::max_element(prefill_rates.begin(), prefill_rates.end()), load_ms, MatMulPathName());
   return 0;
 }
 

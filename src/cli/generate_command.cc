@@ -18,6 +18,7 @@
 #include "gguf/gguf_file.h"
 #include "model/local_kv.h"
 #include "model/model.h"
+#include "tensor/matmul_amx.h"
 #include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -198,9 +199,10 @@ void RunGenerate(const GenerateFlags& f) {
 
   std::fprintf(stderr,
                "prompt: %zu tokens in %.1f ms (%.1f tok/s); generation: %d tokens in %.1f ms (%.1f tok/s); "
-               "seed %llu, %d threads\n",
+               "seed %llu, %d threads, kernels %s\n",
                prompt.size(), prompt_ms, prompt.size() * 1000.0 / std::max(prompt_ms, 1e-3), generated,
-               gen_ms, generated * 1000.0 / std::max(gen_ms, 1e-3), (unsigned long long)params.seed, threads);
+               gen_ms, generated * 1000.0 / std::max(gen_ms, 1e-3), (unsigned long long)params.seed, threads,
+               MatMulPathName());
   if (!f.timings_json.empty()) {
     std::ofstream out(f.timings_json);
     out << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms

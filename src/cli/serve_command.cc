@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "server/server.h"
+#include "tensor/matmul_amx.h"
 
 namespace lockstep::cli {
 namespace {
@@ -46,8 +47,8 @@ void RunServe(ServeFlags& flags) {
 
   auto server = ValueOrDie(server::Server::Create(options));
   const int port = ValueOrDie(server->Start());
-  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (Ctrl-C to stop)\n",
-               server->model_id().c_str(), options.host.c_str(), port);
+  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (kernels %s; Ctrl-C to stop)\n",
+               server->model_id().c_str(), options.host.c_str(), port, MatMulPathName());
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "lockstep: received %s; draining (up to %gs)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",

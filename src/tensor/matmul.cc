@@ -4,6 +4,7 @@
 #include <array>
 
 #include "base/status.h"
+#include "tensor/matmul_amx.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
@@ -45,6 +46,7 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
   const int64_t in = ws[0].in;
   std::array<TileArgs, kMaxSharedMatrices> args;
   std::array<int64_t, kMaxSharedMatrices + 1> first_task{};  // task index where matrix i starts
+  std::array<bool, kMaxSharedMatrices> on_tiles{};           // AMX (bit-identical to RunPackedTile)
   bool any_quantized = false;
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightMatrix& w = ws[i];
@@ -61,6 +63,7 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
     if (w.packed != nullptr) {
       LOCKSTEP_CHECK(w.packed->type == w.type && w.packed->in == w.in && w.packed->out == w.out);
       a.packed = w.packed;
+      on_tiles[i] = rows >= kAmxMinRows && AmxPackedSupports(w.type) && AmxMatMulEnabled();
     }
     any_quantized = any_quantized || IsQuantizedMatMulType(w.type);
     first_task[i + 1] = first_task[i] + (std::max<int64_t>(w.out, 0) + kTaskOutputs - 1) / kTaskOutputs;
@@ -97,7 +100,9 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
     while (task >= first_task[i + 1]) ++i;
     const TileArgs& a = args[i];
     const int64_t begin = (task - first_task[i]) * kTaskOutputs, end = std::min(a.out, begin + kTaskOutputs);
-    if (a.packed != nullptr) {
+    if (on_tiles[i]) {
+      RunAmxPackedTile(a, begin, end);
+    } else if (a.packed != nullptr) {
       RunPackedTile(a, begin, end);
     } else if (IsQuantizedMatMulType(a.type)) {
       RunQuantTile(a, begin, end);

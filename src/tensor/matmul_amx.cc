@@ -1,0 +1,150 @@
+// GCC 12 warns about the deliberately undefined pass-through operand inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "tensor/matmul_amx.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "hwy/targets.h"
+#include "tensor/amx_support.h"
+#include "tensor/dequantize.h"
+#include "tensor/matmul.h"
+#include "tensor/packed_weights.h"
+
+#if defined(__x86_64__)
+#include "tensor/matmul_amx_kernel.h"
+#endif
+
+namespace lockstep {
+namespace {
+
+#if defined(__x86_64__)
+// The CPU's tiles. The instructions are written as assembly (binutils knows them) rather than through GCC's
+// intrinsics, whose tile numbers must be literal tokens.
+struct HardwareTiles {
+  static void Configure(const amx::AmxTileConfig& config) {
+    asm volatile("ldtilecfg %0" : : "m"(config) : "memory");
+  }
+  template <int kTile>
+  static void Load(const void* base, int64_t stride) {
+    asm volatile("tileloadd (%0,%1,1), %%tmm%c2" : : "r"(base), "r"(stride), "i"(kTile) : "memory");
+  }
+  template <int kTile>
+  static void Zero() {
+    asm volatile("tilezero %%tmm%c0" : : "i"(kTile));
+  }
+  // C += A (signed bytes) x B (unsigned bytes). AT&T order: B, A, C.
+  template <int kC, int kA, int kB>
+  static void DotSignedUnsigned() {
+    asm volatile("tdpbsud %%tmm%c0, %%tmm%c1, %%tmm%c2" : : "i"(kB), "i"(kA), "i"(kC));
+  }
+  template <int kTile>
+  static void Store(void* base, int64_t stride) {
+    asm volatile("tilestored %%tmm%c2, (%0,%1,1)" : : "r"(base), "r"(stride), "i"(kTile) : "memory");
+  }
+  static void Release() { asm volatile("tilerelease" : : : "memory"); }
+};
+
+void RunHardwareTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
+  static thread_local amx::AmxScratch scratch;
+  HardwareTiles tiles;
+  amx::PackedTile(tiles, args, o_begin, o_end, scratch);
+}
+
+// A product of `type` weights (in = 160, out = 40: a partial last group; 21 rows: a full and a partial row
+// chunk), through the tiles and through RunPackedTile: equal bit for bit?
+bool TilesMatchPackedKernel(TensorType type) {
+  const int64_t in = 160, out = 40, rows = 21;
+  const size_t row_bytes = RowBytes(type, in);
+  std::vector<std::byte> weights(row_bytes * out);
+  std::vector<float> values(in);
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int32_t>(seed >> 8) - (1 << 23)) / float(1 << 23);
+  };
+  for (int64_t o = 0; o < out; ++o) {
+    for (float& v : values) v = next() * float(1 + o % 5);
+    QuantizeRow(type, values.data(), weights.data() + o * row_bytes, in);
+  }
+  const WeightMatrix w{type, in, out, weights.data()};
+  const PackedWeightsPtr packed = PackWeights(w);
+  std::vector<float> x(rows * in);
+  for (float& v : x) v = next() * 3.0f;
+  const int64_t blocks = in / 32, q_stride = 192;
+  std::vector<int8_t> q(rows * q_stride);
+  std::vector<float> d(rows * blocks);
+  std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks);
+  const ActivationQuants quants{q.data(), q_stride, d.data(), sums.data(), sums16.data(), starts.data()};
+  RunQuantizeActivations(x.data(), in, 0, rows, quants);
+  TileArgs a;
+  a.type = type;
+  a.in = in;
+  a.out = out;
+  a.weights = weights.data();
+  a.row_bytes = row_bytes;
+  a.rows = rows;
+  a.packed = packed.get();
+  a.UseQuants(quants);
+  std::vector<float> expected(rows * out, 1.0f), actual(rows * out, 2.0f);
+  a.y = expected.data();
+  RunPackedTile(a, 0, out);
+  a.y = actual.data();
+  RunHardwareTile(a, 0, 32);
+  RunHardwareTile(a, 32, out);
+  return std::memcmp(expected.data(), actual.data(), sizeof(float) * expected.size()) == 0;
+}
+
+bool DecideAmx() {
+  const char* env = std::getenv("LOCKSTEP_AMX");
+  if (env != nullptr && std::string(env) == "0") return false;
+  if (!CpuHasAmxInt8() || !RequestAmxTilePermission()) return false;
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+    if (!TilesMatchPackedKernel(type)) {
+      std::fprintf(
+          stderr,
+          "lockstep: warning: the AMX-INT8 %.*s kernel's self-check differs from the AVX-512 kernel; "
+          "using AVX-512 only\n",
+          static_cast<int>(TensorTypeName(type).size()), TensorTypeName(type).data());
+      return false;
+    }
+  }
+  return true;
+}
+#endif  // __x86_64__
+
+}  // namespace
+
+bool AmxMatMulEnabled() {
+#if defined(__x86_64__)
+  static const bool enabled = DecideAmx();
+  return enabled;
+#else
+  return false;
+#endif
+}
+
+void RunAmxPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
+#if defined(__x86_64__)
+  RunHardwareTile(args, o_begin, o_end);
+#else
+  LOCKSTEP_CHECK_MSG(false, "AMX on a non-x86 build");
+#endif
+}
+
+const char* MatMulPathName() {
+  static const std::string name = [] {
+    const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+    std::string s = hwy::TargetName(targets & -targets);  // the best target: the lowest bit
+    if (AmxMatMulEnabled()) s += " + AMX-INT8";
+    return s;
+  }();
+  return name.c_str();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,184 @@
+// The AMX-INT8 packed Q8_0 / Q4_0 kernel (tensor/matmul_amx_kernel.h). On any AVX-512 machine it runs on a
+// software model of the tile unit (testing/amx_tile_model.h) that enforces the architecture's configuration
+// and shape rules; its results must equal the AVX-512 packed kernel's bit for bit over odd sizes, partial row
+// chunks and partial output groups. On a CPU with AMX the same cases also run on the real tiles.
+
+// GCC 12 warns about the deliberately undefined pass-through operand inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensor/dequantize.h"
+#include "tensor/matmul.h"
+#include "tensor/matmul_amx.h"
+#include "tensor/matmul_amx_kernel.h"
+#include "tensor/matmul_internal.h"
+#include "tensor/matmul_simd.h"
+#include "tensor/packed_weights.h"
+#include "testing/amx_tile_model.h"
+#include "testing/quantized_activations.h"
+
+namespace lockstep {
+namespace {
+
+bool HasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+struct Case {
+  TensorType type;
+  int64_t in, out, rows;
+};
+
+const Case kCases[] = {
+    {TensorType::kQ8_0, 32, 16, 1},   {TensorType::kQ8_0, 96, 17, 8},   {TensorType::kQ8_0, 160, 70, 16},
+    {TensorType::kQ8_0, 544, 50, 21}, {TensorType::kQ8_0, 64, 130, 33}, {TensorType::kQ4_0, 32, 5, 3},
+    {TensorType::kQ4_0, 96, 48, 16},  {TensorType::kQ4_0, 160, 70, 17}, {TensorType::kQ4_0, 544, 33, 40},
+};
+
+// A packed weight matrix, activations quantized for it, and TileArgs over both.
+class Product {
+ public:
+  explicit Product(const Case& c, std::mt19937& rng)
+      : c_(c), weights_(RowBytes(c.type, c.in) * size_t(c.out)), x_(size_t(c.rows * c.in)) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const size_t row_bytes = RowBytes(c.type, c.in);
+    std::vector<float> row(size_t(c.in));
+    for (int64_t o = 0; o < c.out; ++o) {
+      for (float& v : row) v = normal(rng) * (1.0f + float(o % 3));
+      QuantizeRow(c.type, row.data(), weights_.data() + o * row_bytes, c.in);
+    }
+    if (c.type == TensorType::kQ8_0) {  // a few -128 quants (valid in a file, never made by the quantizer)
+      for (size_t i = 7; i < weights_.size(); i += 11) {
+        if (i % 34 >= 2) weights_[i] = std::byte{0x80};
+      }
+    }
+    for (size_t i = 0; i < x_.size(); ++i) x_[i] = normal(rng) * float(1 + (i / 32) % 4);
+    std::fill(x_.end() - c.in, x_.end() - c.in + 32, 0.0f);  // an all-zero block (scale 0) in the last row
+    WeightMatrix w{c.type, c.in, c.out, weights_.data()};
+    packed_ = PackWeights(w);
+    quants_ =
+        std::make_unique<testing::QuantizedActivations>(x_.data(), c.rows, c.in, (c.in + 63) / 64 * 64 + 64);
+    quants_->Into(&args_);
+    args_.type = c.type;
+    args_.in = c.in;
+    args_.out = c.out;
+    args_.weights = weights_.data();
+    args_.row_bytes = row_bytes;
+    args_.rows = c.rows;
+    args_.packed = packed_.get();
+  }
+
+  // y from `run(args, begin, end)` over output ranges of `step` outputs.
+  template <class Run>
+  std::vector<float> Compute(int64_t step, Run run) {
+    std::vector<float> y(size_t(c_.rows * c_.out), -7.0f);
+    args_.y = y.data();
+    for (int64_t o = 0; o < c_.out; o += step) run(args_, o, std::min(c_.out, o + step));
+    return y;
+  }
+
+  std::string Name() const {
+    return std::string(TensorTypeName(c_.type)) + " " + std::to_string(c_.in) + "x" + std::to_string(c_.out) +
+           " rows " + std::to_string(c_.rows);
+  }
+
+ private:
+  Case c_;
+  std::vector<std::byte> weights_;
+  std::vector<float> x_;
+  PackedWeightsPtr packed_;
+  std::unique_ptr<testing::QuantizedActivations> quants_;
+  TileArgs args_;
+};
+
+TEST(AmxKernel, OnTheTileModelEqualsThePackedKernelBitForBit) {
+  if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
+  std::mt19937 rng(11);
+  for (const Case& c : kCases) {
+    Product p(c, rng);
+    const std::vector<float> expected = p.Compute(48, RunPackedTile);
+    for (int64_t step : {int64_t{48}, int64_t{16}, int64_t{1024}}) {  // MatMul's tasks, single groups, all
+      testing::AmxTileModel model;
+      amx::AmxScratch scratch;
+      const std::vector<float> y = p.Compute(step, [&](const TileArgs& a, int64_t begin, int64_t end) {
+        amx::PackedTile(model, a, begin, end, scratch);
+        EXPECT_FALSE(model.configured()) << "tiles not released";
+      });
+      ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0)
+          << p.Name() << " step " << step;
+      EXPECT_GT(model.products(), 0);
+      EXPECT_EQ(model.releases(), (c.out + step - 1) / step);
+    }
+  }
+}
+
+TEST(AmxKernel, OnTheCpuTilesEqualsThePackedKernelBitForBit) {
+  if (!AmxMatMulEnabled()) GTEST_SKIP() << "no AMX-INT8 on this machine (or LOCKSTEP_AMX=0)";
+  std::mt19937 rng(12);
+  for (const Case& c : kCases) {
+    Product p(c, rng);
+    const std::vector<float> expected = p.Compute(48, RunPackedTile);
+    const std::vector<float> y = p.Compute(48, RunAmxPackedTile);
+    ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0) << p.Name();
+  }
+}
+
+TEST(AmxKernel, TileModelReportsBrokenRules) {
+  testing::AmxTileModel model;
+  EXPECT_NONFATAL_FAILURE(model.Zero<0>(), "before LDTILECFG");
+  amx::AmxTileConfig config = amx::MakeTileConfig(16);
+  config.rows[amx::kTileA] = 8;  // A rows no longer match C rows
+  model.Configure(config);
+  model.Zero<amx::kTileC>();
+  EXPECT_NONFATAL_FAILURE((model.DotSignedUnsigned<amx::kTileC, amx::kTileA, amx::kTileB>()),
+                          "shapes do not match");
+  config = amx::MakeTileConfig(16);
+  config.colsb[9] = 64;
+  EXPECT_NONFATAL_FAILURE(model.Configure(config), "tile 8..15");
+  config = amx::MakeTileConfig(16);
+  config.palette = 0;
+  EXPECT_NONFATAL_FAILURE(model.Configure(config), "palette");
+}
+
+TEST(AmxKernel, TileModelMultipliesSignedByUnsignedBytes) {
+  testing::AmxTileModel model;
+  amx::AmxTileConfig config;
+  config.palette = 1;
+  config.rows[0] = 1, config.colsb[0] = 8;  // A: 1 x 8 bytes
+  config.rows[1] = 2, config.colsb[1] = 8;  // B: 2 rows (K = 8) x 2 outputs
+  config.rows[2] = 1, config.colsb[2] = 8;  // C: 1 x 2 int32
+  model.Configure(config);
+  const int8_t a[8] = {-1, 2, -3, 4, 5, -6, 7, -128};
+  uint8_t b[2][8];
+  for (int k = 0; k < 8; ++k) {
+    b[k / 4][k % 4] = uint8_t(200 + k);  // output 0
+    b[k / 4][4 + k % 4] = uint8_t(k);    // output 1
+  }
+  model.Load<0>(a, 8);
+  model.Load<1>(b, 8);
+  model.Zero<2>();
+  model.DotSignedUnsigned<2, 0, 1>();
+  int32_t c[2];
+  model.Store<2>(c, 8);
+  int32_t expected[2] = {0, 0};
+  for (int k = 0; k < 8; ++k) {
+    expected[0] += a[k] * (200 + k);
+    expected[1] += a[k] * k;
+  }
+  EXPECT_EQ(c[0], expected[0]);
+  EXPECT_EQ(c[1], expected[1]);
+}
+
+}  // namespace
+}  // namespace lockstep
