@@ -56,10 +56,10 @@ void RunHardwareTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
   amx::PackedTile(tiles, args, o_begin, o_end, scratch);
 }
 
-// A product of `type` weights (in = 160, out = 40: a partial last group; 21 rows: a full and a partial row
-// chunk), through the tiles and through RunPackedTile: equal bit for bit?
+// A product of `type` weights (out = 40: a partial last group; 21 rows: a full and a partial row chunk),
+// through the tiles and through RunPackedTile: equal bit for bit?
 bool TilesMatchPackedKernel(TensorType type) {
-  const int64_t in = 160, out = 40, rows = 21;
+  const int64_t in = 512, out = 40, rows = 21;
   const size_t row_bytes = RowBytes(type, in);
   std::vector<std::byte> weights(row_bytes * out);
   std::vector<float> values(in);
@@ -76,7 +76,7 @@ bool TilesMatchPackedKernel(TensorType type) {
   const PackedWeightsPtr packed = PackWeights(w);
   std::vector<float> x(rows * in);
   for (float& v : x) v = next() * 3.0f;
-  const int64_t blocks = in / 32, q_stride = 192;
+  const int64_t blocks = in / 32, q_stride = 576;
   std::vector<int8_t> q(rows * q_stride);
   std::vector<float> d(rows * blocks);
   std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks);
@@ -104,7 +104,7 @@ bool DecideAmx() {
   const char* env = std::getenv("LOCKSTEP_AMX");
   if (env != nullptr && std::string(env) == "0") return false;
   if (!CpuHasAmxInt8() || !RequestAmxTilePermission()) return false;
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
     if (!TilesMatchPackedKernel(type)) {
       std::fprintf(
           stderr,

@@ -1,6 +1,6 @@
-// MatMul's AMX-INT8 path (tensor/matmul_amx_kernel.h): packed Q8_0 / Q4_0 weights against many activation
-// rows on Intel CPUs with AMX tiles. Results are bit-identical to RunPackedTile's, so choosing this path for
-// some calls and not others never changes a row's result (batch invariance holds).
+// MatMul's AMX-INT8 path (tensor/matmul_amx_kernel.h): packed weights (Q8_0, Q4_0, Q4_K, Q6_K) against many
+// activation rows on Intel CPUs with AMX tiles. Results are bit-identical to RunPackedTile's, so choosing
+// this path for some calls and not others never changes a row's result (batch invariance holds).
 //
 // AmxMatMulEnabled() decides once per process: the CPU and kernel allow tiles (tensor/amx_support.h), the
 // environment does not say LOCKSTEP_AMX=0, and a self-check passes: the tile kernel on a small product must

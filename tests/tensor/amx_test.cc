@@ -1,7 +1,8 @@
-// The AMX-INT8 packed Q8_0 / Q4_0 kernel (tensor/matmul_amx_kernel.h). On any AVX-512 machine it runs on a
-// software model of the tile unit (testing/amx_tile_model.h) that enforces the architecture's configuration
-// and shape rules; its results must equal the AVX-512 packed kernel's bit for bit over odd sizes, partial row
-// chunks and partial output groups. On a CPU with AMX the same cases also run on the real tiles.
+// The AMX-INT8 packed-weight kernel (Q8_0, Q4_0, Q4_K, Q6_K) (tensor/matmul_amx_kernel.h). On any AVX-512
+// machine it runs on a software model of the tile unit (testing/amx_tile_model.h) that enforces the
+// architecture's configuration and shape rules; its results must equal the AVX-512 packed kernel's bit for
+// bit over odd sizes, partial row chunks and partial output groups. On a CPU with AMX the same cases also run
+// on the real tiles.
 
 // GCC 12 warns about the deliberately undefined pass-through operand inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -44,6 +45,8 @@ const Case kCases[] = {
     {TensorType::kQ8_0, 32, 16, 1},   {TensorType::kQ8_0, 96, 17, 8},   {TensorType::kQ8_0, 160, 70, 16},
     {TensorType::kQ8_0, 544, 50, 21}, {TensorType::kQ8_0, 64, 130, 33}, {TensorType::kQ4_0, 32, 5, 3},
     {TensorType::kQ4_0, 96, 48, 16},  {TensorType::kQ4_0, 160, 70, 17}, {TensorType::kQ4_0, 544, 33, 40},
+    {TensorType::kQ4_K, 256, 16, 1},  {TensorType::kQ4_K, 512, 70, 17}, {TensorType::kQ4_K, 768, 33, 40},
+    {TensorType::kQ6_K, 256, 5, 3},   {TensorType::kQ6_K, 512, 70, 17}, {TensorType::kQ6_K, 768, 48, 33},
 };
 
 // A packed weight matrix, activations quantized for it, and TileArgs over both.
@@ -137,16 +140,16 @@ TEST(AmxKernel, OnTheCpuTilesEqualsThePackedKernelBitForBit) {
 TEST(AmxKernel, TileModelReportsBrokenRules) {
   testing::AmxTileModel model;
   EXPECT_NONFATAL_FAILURE(model.Zero<0>(), "before LDTILECFG");
-  amx::AmxTileConfig config = amx::MakeTileConfig(16);
+  amx::AmxTileConfig config = amx::MakeTileConfig<TensorType::kQ8_0>(16);
   config.rows[amx::kTileA] = 8;  // A rows no longer match C rows
   model.Configure(config);
   model.Zero<amx::kTileC>();
   EXPECT_NONFATAL_FAILURE((model.DotSignedUnsigned<amx::kTileC, amx::kTileA, amx::kTileB>()),
                           "shapes do not match");
-  config = amx::MakeTileConfig(16);
+  config = amx::MakeTileConfig<TensorType::kQ8_0>(16);
   config.colsb[9] = 64;
   EXPECT_NONFATAL_FAILURE(model.Configure(config), "tile 8..15");
-  config = amx::MakeTileConfig(16);
+  config = amx::MakeTileConfig<TensorType::kQ8_0>(16);
   config.palette = 0;
   EXPECT_NONFATAL_FAILURE(model.Configure(config), "palette");
 }
