@@ -1,12 +1,13 @@
-// Portable packed Q8_0 / Q4_0 kernel written with Highway ops on 128-bit vectors, for CPUs without the x86
-// kernels (NEON, SSE4 ...); included inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and
-// compiled for every target, so tests run it on each target this machine has. A 16-byte slice of a packed
-// weight vector holds 4 outputs x 4 bytes; each 4-byte activation group meets those bytes in 16-bit lanes
-// (products fit: 255 * 127), pairs are widened and summed into 32-bit lanes (ReorderWidenMulAccumulate, then
-// RearrangeToOddPlusEven), and pairs of pairs are added across two vectors: exact integer block dots. The
-// float order is the packed order of tensor/matmul_internal.h: fused multiply-adds where the target has
-// them, else std::fma per output, so every target matches PackedDotReference bit for bit. K-quants use the
-// scalar reference here.
+// Portable packed-weight kernel (Q8_0, Q4_0, Q4_K, Q6_K) written with Highway ops on 128-bit vectors, for
+// CPUs without the x86 kernels (NEON, SSE4 ...); included inside namespace lockstep::HWY_NAMESPACE by
+// tensor/matmul_simd.cc and compiled for every target, so tests run it on each target this machine has. A
+// 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each 4-byte activation group meets those
+// bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and summed into 32-bit lanes
+// (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of pairs are added across two vectors:
+// exact integer block dots. The float order is the packed order of tensor/matmul_internal.h: fused
+// multiply-adds where the target has them, else std::fma per output, so every target matches
+// PackedDotReference bit for bit. K-quants run the same dots per 32-element sub-block (Q6_K per 16-element
+// half, its scales changing there).
 
 #if HWY_TARGET != HWY_SCALAR
 namespace portable {
@@ -51,6 +52,32 @@ HWY_INLINE void AddSlice(VU8 w, const int8_t* const* x, int x_offset, PairSums* 
   for (int r = 0; r < kRows; ++r) sums[r].Add(w_lo, w_hi, x[r] + x_offset);
 }
 
+// acc += x * y per lane, fused: in vectors (acc_v) where the target has fused multiply-adds, else per lane
+// with std::fma (acc).
+HWY_INLINE void FusedAdd(hn::Vec<DF32> x, hn::Vec<DF32> y, hn::Vec<DF32>& acc_v, float* acc) {
+#if HWY_NATIVE_FMA
+  (void)acc;
+  acc_v = hn::MulAdd(x, y, acc_v);
+#else
+  (void)acc_v;
+  alignas(16) float x_lanes[4], y_lanes[4];
+  hn::Store(x, DF32(), x_lanes);
+  hn::Store(y, DF32(), y_lanes);
+  for (int l = 0; l < 4; ++l) acc[l] = std::fma(x_lanes[l], y_lanes[l], acc[l]);
+#endif
+}
+
+// Results of FusedAdd into acc.
+template <int kRows>
+HWY_INLINE void FinishFusedAdds(const hn::Vec<DF32>* acc_v, float (*acc)[4]) {
+#if HWY_NATIVE_FMA
+  for (int r = 0; r < kRows; ++r) hn::StoreU(acc_v[r], DF32(), acc[r]);
+#else
+  (void)acc_v;
+  (void)acc;
+#endif
+}
+
 // Outputs [4c, 4c + 4) of packed group `group` for rows [r0, r0 + kRows): exact block dots (each weight slice
 // widened once for all rows), then the packed float order.
 template <TensorType kType, int kRows>
@@ -83,22 +110,87 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
       const int64_t i = (r0 + r) * blocks + b;
       const VI32 dots = hn::Add(sums[r].Dots(), hn::Set(DI32(), -kOffset * a.sums[i]));
       const auto scale = hn::Mul(dw, hn::Set(DF32(), a.d[i]));  // weight scale * activation scale
-#if HWY_NATIVE_FMA
-      acc_v[r] = hn::MulAdd(hn::ConvertTo(DF32(), dots), scale, acc_v[r]);
-#else
-      alignas(16) int32_t dot_lanes[4];
-      alignas(16) float scale_lanes[4];
-      hn::Store(dots, DI32(), dot_lanes);
-      hn::Store(scale, DF32(), scale_lanes);
-      for (int l = 0; l < 4; ++l) {
-        acc[r][l] = std::fma(static_cast<float>(dot_lanes[l]), scale_lanes[l], acc[r][l]);
-      }
-#endif
+      FusedAdd(hn::ConvertTo(DF32(), dots), scale, acc_v[r], acc[r]);
     }
   }
-#if HWY_NATIVE_FMA
-  for (int r = 0; r < kRows; ++r) hn::StoreU(acc_v[r], DF32(), acc[r]);
-#endif
+  FinishFusedAdds<kRows>(acc_v, acc);
+}
+
+// 4 f16 or u8 values (outputs 4c..4c+3 of a per-output array) as floats.
+HWY_INLINE hn::Vec<DF32> LoadHalves4(const std::byte* p) {
+  return hn::PromoteTo(
+      DF32(), hn::LoadU(hn::Rebind<hwy::float16_t, DF32>(), reinterpret_cast<const hwy::float16_t*>(p)));
+}
+HWY_INLINE hn::Vec<DF32> LoadBytes4(const std::byte* p) {
+  return hn::ConvertTo(DF32(), hn::PromoteTo(DI32(), hn::LoadU(hn::Rebind<uint8_t, DI32>(),
+                                                               reinterpret_cast<const uint8_t*>(p))));
+}
+
+// As SliceRows for packed Q4_K / Q6_K (tensor/packed_weights.h), one 32-element sub-block at a time, in the
+// packed order of tensor/matmul_internal.h: Q4_K acc = fma(float(dot), d * sc * x_scale, acc), then
+// fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc = fma(float(sc_lo * dot_lo + sc_hi * dot_hi),
+// d * x_scale, acc), its quants being value + 32 with bits 4-5 in separate vectors.
+template <TensorType kType, int kRows>
+HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, float (*acc)[4]) {
+  const PackedWeights& p = *a.packed;
+  const int64_t blocks = a.in / kActBlock;
+  const VU8 low4 = hn::Set(DU8(), 0x0f), three = hn::Set(DU8(), 3);
+  hn::Vec<DF32> acc_v[kRows];
+  for (int r = 0; r < kRows; ++r) acc_v[r] = hn::Zero(DF32());
+  for (int64_t s = 0; s < p.units; ++s) {
+    const std::byte* unit = p.Unit(group, s);
+    const auto d = LoadHalves4(unit + (kType == TensorType::kQ4_K ? kQ4KD : kQ6KD) + 8 * c);
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * s + j;
+      const auto* nibbles = reinterpret_cast<const uint8_t*>(unit + 256 * j) + 16 * c;
+      const int8_t* x[kRows];
+      for (int r = 0; r < kRows; ++r) x[r] = a.q + (r0 + r) * a.q_stride + 32 * b;
+      PairSums lo[kRows], hi[kRows];  // elements 0-15 and 16-31 (Q4_K: all in lo)
+      if constexpr (kType == TensorType::kQ4_K) {
+        for (int k = 0; k < 4; ++k) {
+          const VU8 v = hn::LoadU(DU8(), nibbles + 64 * k);
+          AddSlice<kRows>(hn::And(v, low4), x, 4 * k, lo);
+          AddSlice<kRows>(hn::ShiftRight<4>(v), x, 16 + 4 * k, lo);
+        }
+      } else {
+        const auto* high = reinterpret_cast<const uint8_t*>(unit + kQ6KHigh + 128 * j) + 16 * c;
+        const VU8 high0 = hn::LoadU(DU8(), high), high1 = hn::LoadU(DU8(), high + 64);
+        for (int k = 0; k < 4; ++k) {
+          const VU8 v = hn::LoadU(DU8(), nibbles + 64 * k);
+          const VU8 w_lo =
+              hn::Or(hn::And(v, low4), hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(high0, 2 * k), three)));
+          const VU8 w_hi = hn::Or(hn::ShiftRight<4>(v),
+                                  hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(high1, 2 * k), three)));
+          AddSlice<kRows>(w_lo, x, 4 * k, lo);
+          AddSlice<kRows>(w_hi, x, 16 + 4 * k, hi);
+        }
+      }
+      if constexpr (kType == TensorType::kQ4_K) {
+        const auto scale = hn::Mul(d, LoadBytes4(unit + kQ4KScales + kPackedGroup * j + 4 * c));
+        const auto dmin = LoadHalves4(unit + kQ4KDmin + 8 * c);
+        const auto min_scale = hn::Neg(hn::Mul(dmin, LoadBytes4(unit + kQ4KMins + kPackedGroup * j + 4 * c)));
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t i = (r0 + r) * blocks + b;
+          const auto dx = hn::Set(DF32(), a.d[i]);
+          FusedAdd(hn::ConvertTo(DF32(), lo[r].Dots()), hn::Mul(scale, dx), acc_v[r], acc[r]);
+          FusedAdd(hn::Set(DF32(), static_cast<float>(a.sums[i])), hn::Mul(min_scale, dx), acc_v[r], acc[r]);
+        }
+      } else {
+        const auto* scales = reinterpret_cast<const int8_t*>(unit + kQ6KScales + 32 * j) + 4 * c;
+        const VI32 sc_lo = hn::PromoteTo(DI32(), hn::LoadU(hn::Rebind<int8_t, DI32>(), scales));
+        const VI32 sc_hi =
+            hn::PromoteTo(DI32(), hn::LoadU(hn::Rebind<int8_t, DI32>(), scales + kPackedGroup));
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t i = (r0 + r) * blocks + b;
+          const VI32 dot_lo = hn::Add(lo[r].Dots(), hn::Set(DI32(), -32 * a.sums16[2 * i]));
+          const VI32 dot_hi = hn::Add(hi[r].Dots(), hn::Set(DI32(), -32 * a.sums16[2 * i + 1]));
+          const VI32 total = hn::Add(hn::Mul(dot_lo, sc_lo), hn::Mul(dot_hi, sc_hi));
+          FusedAdd(hn::ConvertTo(DF32(), total), hn::Mul(d, hn::Set(DF32(), a.d[i])), acc_v[r], acc[r]);
+        }
+      }
+    }
+  }
+  FinishFusedAdds<kRows>(acc_v, acc);
 }
 
 // Outputs [16 * group, min(16 * group + 16, o_end)), every row.
@@ -112,10 +204,16 @@ void PackedGroupRows(const TileArgs& a, int64_t group, int64_t o_end) {
     for (int64_t r0 = 0; r0 < a.rows;) {
       float acc[kRows][4] = {};
       const int rows = a.rows - r0 >= kRows ? kRows : 1;
-      if (rows == kRows) {
-        SliceRows<kType, kRows>(a, group, c, r0, acc);
+      if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
+        if (rows == kRows) {
+          SliceRows<kType, kRows>(a, group, c, r0, acc);
+        } else {
+          SliceRows<kType, 1>(a, group, c, r0, acc);
+        }
+      } else if (rows == kRows) {
+        KQuantSliceRows<kType, kRows>(a, group, c, r0, acc);
       } else {
-        SliceRows<kType, 1>(a, group, c, r0, acc);
+        KQuantSliceRows<kType, 1>(a, group, c, r0, acc);
       }
       for (int r = 0; r < rows; ++r) {
         __builtin_memcpy(a.y + (r0 + r) * a.out + o0 + 4 * c, acc[r], sizeof(float) * static_cast<size_t>(n));
@@ -131,16 +229,26 @@ void PackedGroupRows(const TileArgs& a, int64_t group, int64_t o_end) {
 // y for outputs [o_begin, o_end) (o_begin a multiple of 16) of packed weights, every row.
 inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
 #if HWY_TARGET != HWY_SCALAR
-  if (a.type == TensorType::kQ8_0 || a.type == TensorType::kQ4_0) {
-    for (int64_t g = o_begin / kPackedGroup; g * kPackedGroup < o_end; ++g) {
-      if (a.type == TensorType::kQ8_0) {
-        portable::PackedGroupRows<TensorType::kQ8_0>(a, g, std::min(o_end, a.out));
-      } else {
-        portable::PackedGroupRows<TensorType::kQ4_0>(a, g, std::min(o_end, a.out));
-      }
+  for (int64_t g = o_begin / kPackedGroup; g * kPackedGroup < o_end; ++g) {
+    const int64_t end = std::min(o_end, a.out);
+    switch (a.type) {
+      case TensorType::kQ8_0:
+        portable::PackedGroupRows<TensorType::kQ8_0>(a, g, end);
+        break;
+      case TensorType::kQ4_0:
+        portable::PackedGroupRows<TensorType::kQ4_0>(a, g, end);
+        break;
+      case TensorType::kQ4_K:
+        portable::PackedGroupRows<TensorType::kQ4_K>(a, g, end);
+        break;
+      case TensorType::kQ6_K:
+        portable::PackedGroupRows<TensorType::kQ6_K>(a, g, end);
+        break;
+      default:
+        HWY_ASSERT(false);  // only packable types have packed weights
     }
-    return;
   }
+  return;
 #endif
   for (int64_t o = o_begin; o < o_end; ++o) {
     for (int64_t r = 0; r < a.rows; ++r) {
