@@ -9,3 +9,8 @@ if [[ -f tests/server/compat/package-lock.json ]]; then
     echo "lockstep: npm packages for the client-compatibility test unavailable; that test will be skipped" >&2
 fi
 ctest --test-dir build --output-on-failure -j2 --timeout 900
+# The lower layers' tests again, cross-built for 64-bit ARM (NEON) and run under qemu (about 7 minutes on 2
+# cores); LOCKSTEP_ARM64_CHECK=0 skips it.
+if [[ "${LOCKSTEP_ARM64_CHECK:-1}" != 0 ]]; then
+  CPUS=cortex-a76 bash scripts/check_arm64.sh
+fi

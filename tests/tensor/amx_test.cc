@@ -10,6 +10,8 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)  // the kernel and its tile model are x86 code (AVX-512 epilogue)
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -185,3 +187,4 @@ TEST(AmxKernel, TileModelMultipliesSignedByUnsignedBytes) {
 
 }  // namespace
 }  // namespace lockstep
+#endif  // __x86_64__
