@@ -87,12 +87,13 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
 
 // y for outputs [o0, o0 + kOut) and rows [r0, r0 + kRows).
 // Walks a task's outputs [o_begin, o_end) in tiles of kTileOut outputs (then single outputs), each over the
-// rows in tiles of kTileRows (then single rows), calling micro(kOut, kRows, o0, r0) with kOut and kRows as
-// std::integral_constant.
+// rows from r_begin on in tiles of kTileRows (then single rows), calling micro(kOut, kRows, o0, r0) with kOut
+// and kRows as std::integral_constant.
 template <typename Micro>
-HWY_INLINE void ForEachMicroTile(const TileArgs& a, int64_t o_begin, int64_t o_end, const Micro& micro) {
+HWY_INLINE void ForEachMicroTile(const TileArgs& a, int64_t o_begin, int64_t o_end, const Micro& micro,
+                                 int64_t r_begin = 0) {
   const auto rows_loop = [&](auto out, int64_t o0) {
-    int64_t r0 = 0;
+    int64_t r0 = r_begin;
     for (; r0 + kTileRows <= a.rows; r0 += kTileRows)
       micro(out, std::integral_constant<int, kTileRows>{}, o0, r0);
     for (; r0 < a.rows; ++r0) micro(out, std::integral_constant<int, 1>{}, o0, r0);
@@ -221,11 +222,92 @@ HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   }
 }
 
+#if HWY_TARGET != HWY_AVX2
+// AVX-512: one 512-bit register holds the 8 lane accumulators of two rows (lanes 0-7: row r, 8-15: row r + 1)
+// for one output, so each FMA advances two (output, row) pairs with exactly the 256-bit kernel's per-lane
+// operations (bit-identical; twice the work per instruction).
+inline constexpr int kFloatPairs = 4;  // row pairs per tile: 6 outputs x 8 rows = 24 accumulators
+inline constexpr int kFloatPairOut = 6;
+
+// 8 weights from element i, as f32, in both halves of a 512-bit register.
+template <TensorType kType>
+HWY_INLINE __m512 LoadFloatWeightsTwice(const std::byte* row, int64_t i) {
+  if constexpr (kType == TensorType::kF32) {
+    return _mm512_broadcast_f32x8(_mm256_loadu_ps(reinterpret_cast<const float*>(row) + i));
+  } else {
+    const __m256i raw =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+    if constexpr (kType == TensorType::kF16) return _mm512_cvtph_ps(raw);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+  }
+}
+
+template <TensorType kType, int kOut>
+HWY_NOINLINE void FloatPairTile(const TileArgs& a, int64_t o0, int64_t r0) {
+  constexpr int kElementBytes = kType == TensorType::kF32 ? 4 : 2;
+  __m512 acc[kOut][kFloatPairs];
+  for (int o = 0; o < kOut; ++o) {
+    for (int p = 0; p < kFloatPairs; ++p) acc[o][p] = _mm512_setzero_ps();
+  }
+  const std::byte* rows[kOut];
+  for (int o = 0; o < kOut; ++o) rows[o] = a.weights + (o0 + o) * a.row_bytes;
+  const float* x[2 * kFloatPairs];
+  for (int r = 0; r < 2 * kFloatPairs; ++r) x[r] = a.x + (r0 + r) * a.in;
+  const auto step = [&](const float* const* xs, int64_t xi, const std::byte* const* ws, int64_t wi) {
+    __m512 xv[kFloatPairs];
+    for (int p = 0; p < kFloatPairs; ++p) {
+      xv[p] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(xs[2 * p] + xi)),
+                                 _mm256_loadu_ps(xs[2 * p + 1] + xi), 1);
+    }
+    for (int o = 0; o < kOut; ++o) {
+      const __m512 wv = LoadFloatWeightsTwice<kType>(ws[o], wi);
+      for (int p = 0; p < kFloatPairs; ++p) acc[o][p] = _mm512_fmadd_ps(wv, xv[p], acc[o][p]);
+    }
+  };
+  const int64_t full = a.in / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes) step(x, i, rows, i);
+  if (full < a.in) {  // zero-padded last group
+    const size_t rest = static_cast<size_t>(a.in - full);
+    alignas(64) float xbuf[2 * kFloatPairs][kLanes] = {};
+    alignas(64) std::byte wbuf[kOut][kLanes * 4] = {};
+    const float* xs[2 * kFloatPairs];
+    const std::byte* ws[kOut];
+    for (int r = 0; r < 2 * kFloatPairs; ++r) {
+      __builtin_memcpy(xbuf[r], x[r] + full, sizeof(float) * rest);
+      xs[r] = xbuf[r];
+    }
+    for (int o = 0; o < kOut; ++o) {
+      __builtin_memcpy(wbuf[o], rows[o] + full * kElementBytes, kElementBytes * rest);
+      ws[o] = wbuf[o];
+    }
+    step(xs, 0, ws, 0);
+  }
+  for (int o = 0; o < kOut; ++o) {
+    for (int p = 0; p < kFloatPairs; ++p) {
+      a.y[(r0 + 2 * p) * a.out + o0 + o] = LaneSum256(_mm512_castps512_ps256(acc[o][p]));
+      a.y[(r0 + 2 * p + 1) * a.out + o0 + o] = LaneSum256(_mm512_extractf32x8_ps(acc[o][p], 1));
+    }
+  }
+}
+#endif
+
 template <TensorType kType>
 HWY_INLINE void FloatTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  ForEachMicroTile(a, o_begin, o_end, [&](auto out, auto rows, int64_t o0, int64_t r0) {
-    FloatMicroTile<kType, decltype(out)::value, decltype(rows)::value>(a, o0, r0);
-  });
+  int64_t paired_rows = 0;
+#if HWY_TARGET != HWY_AVX2
+  paired_rows = a.rows / (2 * kFloatPairs) * (2 * kFloatPairs);
+  for (int64_t r0 = 0; r0 < paired_rows; r0 += 2 * kFloatPairs) {
+    int64_t o0 = o_begin;
+    for (; o0 + kFloatPairOut <= o_end; o0 += kFloatPairOut) FloatPairTile<kType, kFloatPairOut>(a, o0, r0);
+    for (; o0 < o_end; ++o0) FloatPairTile<kType, 1>(a, o0, r0);
+  }
+#endif
+  ForEachMicroTile(
+      a, o_begin, o_end,
+      [&](auto out, auto rows, int64_t o0, int64_t r0) {
+        FloatMicroTile<kType, decltype(out)::value, decltype(rows)::value>(a, o0, r0);
+      },
+      paired_rows);
 }
 
 inline void FloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {

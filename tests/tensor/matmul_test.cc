@@ -93,6 +93,8 @@ std::vector<Case> Cases() {
   const int64_t rows[] = {1, 2, 5, 40};
   for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
     for (int64_t in : {1, 7, 17, 200}) cases.push_back({t, in, outs[in % 4], rows[in % 4]});
+    cases.push_back(
+        {t, 203, 6, 19});  // 8-row tiles (AVX-512 pairs rows), then the rest; a partial last group
   }
   for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
     for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
