@@ -87,111 +87,140 @@ struct KVec {
 };
 #endif
 
-// y for the outputs of `part` of 16-output group `group` (KVec::kLanes outputs) and rows [r0, r0 + kRows).
-template <TensorType kType, int kRows>
-HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group, int part, int64_t r0) {
+// y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
+// rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
+// kRows.
+template <TensorType kType, int kGroups, int kRows>
+HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   using V = KVec;
+  using I = typename V::I;
+  using F = typename V::F;
   const PackedWeights& p = *a.packed;
   const int64_t blocks = a.in / kActBlock;
   const int bo = 32 * part;         // byte offset of this part inside every 64-byte vector
   const int eo = V::kLanes * part;  // element offset inside every per-output array
-  typename V::F acc[kRows];
-  for (int r = 0; r < kRows; ++r) acc[r] = V::Zero();
+  F acc[kGroups][kRows];
+  for (int g = 0; g < kGroups; ++g) {
+    for (int r = 0; r < kRows; ++r) acc[g][r] = V::Zero();
+  }
   const int8_t* q[kRows];
   for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
-  const typename V::I low4 = V::Bytes(0x0f);
+  const I low4 = V::Bytes(0x0f);
   for (int64_t s = 0; s < p.units; ++s) {
-    const std::byte* unit = p.Unit(group, s);
-    typename V::F d, dmin;
-    if constexpr (kType == TensorType::kQ4_K) {
-      d = V::Halves(unit + kQ4KD + 2 * eo);
-      dmin = V::Halves(unit + kQ4KDmin + 2 * eo);
-    } else {
-      d = V::Halves(unit + kQ6KD + 2 * eo);
+    const std::byte* unit[kGroups];
+    F d[kGroups], dmin[kGroups];
+    for (int g = 0; g < kGroups; ++g) {
+      unit[g] = p.Unit(group0 + g, s);
+      if constexpr (kType == TensorType::kQ4_K) {
+        d[g] = V::Halves(unit[g] + kQ4KD + 2 * eo);
+        dmin[g] = V::Halves(unit[g] + kQ4KDmin + 2 * eo);
+      } else {
+        d[g] = V::Halves(unit[g] + kQ6KD + 2 * eo);
+      }
     }
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * s + j;
-      const std::byte* nibbles = unit + 256 * j + bo;
-      typename V::I dot_lo[kRows], dot_hi[kRows];  // elements 0-15 and 16-31 of the sub-block
+      I dot_lo[kGroups][kRows], dot_hi[kGroups][kRows];  // elements 0-15 and 16-31 of the sub-block
       for (int r = 0; r < kRows; ++r) {
-        if constexpr (kType == TensorType::kQ4_K) {
-          dot_lo[r] = V::Ints(0);
-        } else {  // quants are value + 32: start at -32 * (sum of x over each half)
-          dot_lo[r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b]);
-          dot_hi[r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b + 1]);
+        for (int g = 0; g < kGroups; ++g) {
+          if constexpr (kType == TensorType::kQ4_K) {
+            dot_lo[g][r] = V::Ints(0);
+          } else {  // quants are value + 32: start at -32 * (sum of x over each half)
+            dot_lo[g][r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b]);
+            dot_hi[g][r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b + 1]);
+          }
         }
       }
-      typename V::I high0, high1;
-      if constexpr (kType == TensorType::kQ6_K) {
-        high0 = V::Load(unit + kQ6KHigh + 128 * j + bo);
-        high1 = V::Load(unit + kQ6KHigh + 128 * j + 64 + bo);
-      }
       for (int k = 0; k < 4; ++k) {
-        const typename V::I v = V::Load(nibbles + 64 * k);
-        typename V::I w_lo = V::And(v, low4), w_hi = V::And(V::Srl16(v, 4), low4);
-        if constexpr (kType == TensorType::kQ6_K) {
-          const typename V::I three = V::Bytes(3);
-          w_lo = V::Or(w_lo, V::Sll16(V::And(V::Srl16(high0, 2 * k), three), 4));
-          w_hi = V::Or(w_hi, V::Sll16(V::And(V::Srl16(high1, 2 * k), three), 4));
+        I w_lo[kGroups], w_hi[kGroups];
+        for (int g = 0; g < kGroups; ++g) {
+          const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
+          w_lo[g] = V::And(v, low4);
+          w_hi[g] = V::And(V::Srl16(v, 4), low4);
+          if constexpr (kType == TensorType::kQ6_K) {
+            const I three = V::Bytes(3);
+            const I high0 = V::Load(unit[g] + kQ6KHigh + 128 * j + bo);
+            const I high1 = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 + bo);
+            w_lo[g] = V::Or(w_lo[g], V::Sll16(V::And(V::Srl16(high0, 2 * k), three), 4));
+            w_hi[g] = V::Or(w_hi[g], V::Sll16(V::And(V::Srl16(high1, 2 * k), three), 4));
+          }
         }
         for (int r = 0; r < kRows; ++r) {
           int32_t x_lo, x_hi;
           __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
           __builtin_memcpy(&x_hi, q[r] + 32 * b + 16 + 4 * k, 4);
-          if constexpr (kType == TensorType::kQ4_K) {  // one scale for the sub-block: one accumulator
-            dot_lo[r] = V::Dot(V::Dot(dot_lo[r], w_lo, V::Ints(x_lo)), w_hi, V::Ints(x_hi));
-          } else {
-            dot_lo[r] = V::Dot(dot_lo[r], w_lo, V::Ints(x_lo));
-            dot_hi[r] = V::Dot(dot_hi[r], w_hi, V::Ints(x_hi));
+          const I xl = V::Ints(x_lo), xh = V::Ints(x_hi);
+          for (int g = 0; g < kGroups; ++g) {
+            if constexpr (kType == TensorType::kQ4_K) {  // one scale for the sub-block: one accumulator
+              dot_lo[g][r] = V::Dot(V::Dot(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
+            } else {
+              dot_lo[g][r] = V::Dot(dot_lo[g][r], w_lo[g], xl);
+              dot_hi[g][r] = V::Dot(dot_hi[g][r], w_hi[g], xh);
+            }
           }
         }
       }
-      if constexpr (kType == TensorType::kQ4_K) {
-        const typename V::F scale = V::Mul(d, V::U8s(unit + kQ4KScales + kPackedGroup * j + eo));
-        const typename V::F min_scale = V::Neg(V::Mul(dmin, V::U8s(unit + kQ4KMins + kPackedGroup * j + eo)));
-        for (int r = 0; r < kRows; ++r) {
-          const int64_t i = (r0 + r) * blocks + b;
-          const typename V::F dx = V::Floats(a.d[i]);
-          acc[r] = V::Fma(V::ToFloat(dot_lo[r]), V::Mul(scale, dx), acc[r]);
-          acc[r] = V::Fma(V::Floats(static_cast<float>(a.sums[i])), V::Mul(min_scale, dx), acc[r]);
-        }
-      } else {
-        const typename V::I sc_lo = V::I8s(unit + kQ6KScales + 32 * j + eo);
-        const typename V::I sc_hi = V::I8s(unit + kQ6KScales + 32 * j + kPackedGroup + eo);
-        for (int r = 0; r < kRows; ++r) {
-          const typename V::I total = V::Add(V::MulLo(dot_lo[r], sc_lo), V::MulLo(dot_hi[r], sc_hi));
-          acc[r] = V::Fma(V::ToFloat(total), V::Mul(d, V::Floats(a.d[(r0 + r) * blocks + b])), acc[r]);
+      for (int g = 0; g < kGroups; ++g) {
+        if constexpr (kType == TensorType::kQ4_K) {
+          const F scale = V::Mul(d[g], V::U8s(unit[g] + kQ4KScales + kPackedGroup * j + eo));
+          const F min_scale = V::Neg(V::Mul(dmin[g], V::U8s(unit[g] + kQ4KMins + kPackedGroup * j + eo)));
+          for (int r = 0; r < kRows; ++r) {
+            const int64_t i = (r0 + r) * blocks + b;
+            const F dx = V::Floats(a.d[i]);
+            acc[g][r] = V::Fma(V::ToFloat(dot_lo[g][r]), V::Mul(scale, dx), acc[g][r]);
+            acc[g][r] = V::Fma(V::Floats(static_cast<float>(a.sums[i])), V::Mul(min_scale, dx), acc[g][r]);
+          }
+        } else {
+          const I sc_lo = V::I8s(unit[g] + kQ6KScales + 32 * j + eo);
+          const I sc_hi = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup + eo);
+          for (int r = 0; r < kRows; ++r) {
+            const I total = V::Add(V::MulLo(dot_lo[g][r], sc_lo), V::MulLo(dot_hi[g][r], sc_hi));
+            acc[g][r] =
+                V::Fma(V::ToFloat(total), V::Mul(d[g], V::Floats(a.d[(r0 + r) * blocks + b])), acc[g][r]);
+          }
         }
       }
     }
   }
-  const int64_t o0 = group * kPackedGroup + eo;
-  const int n = static_cast<int>(std::min<int64_t>(V::kLanes, a.out - o0));
-  if (n <= 0) return;
-  for (int r = 0; r < kRows; ++r) V::Store(a.y + (r0 + r) * a.out + o0, acc[r], n);
+  for (int g = 0; g < kGroups; ++g) {
+    const int64_t o0 = (group0 + g) * kPackedGroup + eo;
+    const int n = static_cast<int>(std::min<int64_t>(V::kLanes, a.out - o0));
+    if (n <= 0) continue;
+    for (int r = 0; r < kRows; ++r) V::Store(a.y + (r0 + r) * a.out + o0, acc[g][r], n);
+  }
+}
+
+// Groups per tile: two on AVX-512 (each broadcast activation group then feeds two dots), one on AVX2 (whose
+// 16-output group is already two 8-output parts).
+template <TensorType kType>
+inline constexpr int kKQuantGroups = KVec::kParts == 1 ? 2 : 1;
+
+template <TensorType kType, int kGroups>
+HWY_INLINE void KQuantRowsLoop(const TileArgs& a, int64_t group0, int part) {
+  constexpr int kRows = 4;
+  int64_t r0 = 0;
+  for (; r0 + kRows <= a.rows; r0 += kRows) KQuantMicroTile<kType, kGroups, kRows>(a, group0, part, r0);
+  switch (a.rows - r0) {
+    case 3:
+      return KQuantMicroTile<kType, kGroups, 3>(a, group0, part, r0);
+    case 2:
+      return KQuantMicroTile<kType, kGroups, 2>(a, group0, part, r0);
+    case 1:
+      return KQuantMicroTile<kType, kGroups, 1>(a, group0, part, r0);
+    default:
+      return;
+  }
 }
 
 template <TensorType kType>
 HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  constexpr int kRows = 4;
+  constexpr int kGroups = kKQuantGroups<kType>;
   const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
-  for (int64_t g = o_begin / kPackedGroup; g < group_end; ++g) {
-    for (int part = 0; part < KVec::kParts; ++part) {
-      int64_t r0 = 0;
-      for (; r0 + kRows <= a.rows; r0 += kRows) KQuantMicroTile<kType, kRows>(a, g, part, r0);
-      switch (a.rows - r0) {
-        case 3:
-          KQuantMicroTile<kType, 3>(a, g, part, r0);
-          break;
-        case 2:
-          KQuantMicroTile<kType, 2>(a, g, part, r0);
-          break;
-        case 1:
-          KQuantMicroTile<kType, 1>(a, g, part, r0);
-          break;
-        default:
-          break;
-      }
-    }
+  int64_t g = o_begin / kPackedGroup;
+  for (; g + kGroups <= group_end; g += kGroups) {
+    for (int part = 0; part < KVec::kParts; ++part) KQuantRowsLoop<kType, kGroups>(a, g, part);
+  }
+  for (; g < group_end; ++g) {
+    for (int part = 0; part < KVec::kParts; ++part) KQuantRowsLoop<kType, 1>(a, g, part);
   }
 }
