@@ -28,6 +28,7 @@
 #include "tensor/packed_weights.h"
 #include "testing/amx_tile_model.h"
 #include "testing/quantized_activations.h"
+#include "testing/random_weights.h"
 
 namespace lockstep {
 namespace {
@@ -55,19 +56,11 @@ const Case kCases[] = {
 class Product {
  public:
   explicit Product(const Case& c, std::mt19937& rng)
-      : c_(c), weights_(RowBytes(c.type, c.in) * size_t(c.out)), x_(size_t(c.rows * c.in)) {
+      : c_(c),
+        weights_(testing::RandomQuantizedWeights(c.type, c.in, c.out, rng)),
+        x_(size_t(c.rows * c.in)) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     const size_t row_bytes = RowBytes(c.type, c.in);
-    std::vector<float> row(size_t(c.in));
-    for (int64_t o = 0; o < c.out; ++o) {
-      for (float& v : row) v = normal(rng) * (1.0f + float(o % 3));
-      QuantizeRow(c.type, row.data(), weights_.data() + o * row_bytes, c.in);
-    }
-    if (c.type == TensorType::kQ8_0) {  // a few -128 quants (valid in a file, never made by the quantizer)
-      for (size_t i = 7; i < weights_.size(); i += 11) {
-        if (i % 34 >= 2) weights_[i] = std::byte{0x80};
-      }
-    }
     for (size_t i = 0; i < x_.size(); ++i) x_[i] = normal(rng) * float(1 + (i / 32) % 4);
     std::fill(x_.end() - c.in, x_.end() - c.in + 32, 0.0f);  // an all-zero block (scale 0) in the last row
     WeightMatrix w{c.type, c.in, c.out, weights_.data()};

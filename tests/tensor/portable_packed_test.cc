@@ -16,6 +16,7 @@
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
 #include "testing/quantized_activations.h"
+#include "testing/random_weights.h"
 
 namespace lockstep {
 namespace {
@@ -51,18 +52,7 @@ TEST(PortablePackedKernel, EveryTargetMatchesTheScalarReferenceBitForBit) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const Case& c : cases) {
-    const size_t row_bytes = RowBytes(c.type, c.in);
-    std::vector<std::byte> weights(row_bytes * size_t(c.out));
-    std::vector<float> row(size_t(c.in));
-    for (int64_t o = 0; o < c.out; ++o) {
-      for (float& v : row) v = normal(rng) * (1.0f + float(o % 3));
-      QuantizeRow(c.type, row.data(), weights.data() + o * row_bytes, c.in);
-    }
-    if (c.type == TensorType::kQ8_0) {  // a few -128 quants (valid in a file, never made by the quantizer)
-      for (size_t i = 7; i < weights.size(); i += 11) {
-        if (i % 34 >= 2) weights[i] = std::byte{0x80};
-      }
-    }
+    std::vector<std::byte> weights = testing::RandomQuantizedWeights(c.type, c.in, c.out, rng);
     WeightMatrix w{c.type, c.in, c.out, weights.data()};
     PackedWeightsPtr packed = PackWeights(w);
     ASSERT_NE(packed, nullptr);
