@@ -3,14 +3,14 @@
 # Highway) with Debian 12's cross compiler and multiarch arm64 packages, and runs them under qemu-aarch64 user
 # emulation, once per emulated CPU. Exit status nonzero if anything fails. Safe to run again: installs
 # packages only when missing (needs root or sudo then) and rebuilds incrementally.
-#   scripts/check_arm64.sh                  # build in /tmp/arm64-build, test on CPUs "max cortex-a76"
+#   scripts/check_arm64.sh                  # build in build-arm64/, test on CPUs "max cortex-a76"
 #   BUILD_DIR=... JOBS=2 CPUS="max" TARGETS="tensor_tests" scripts/check_arm64.sh
 # model_tests runs the `lockstep` binary (under the emulator, via a wrapper script), so the whole program is
 # built: every layer's dependencies are needed for arm64 too (the header-only ones are the host's).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build_dir=${BUILD_DIR:-/tmp/arm64-build}
+build_dir=${BUILD_DIR:-$root/build-arm64}
 jobs=${JOBS:-2}
 cpus=${CPUS:-max cortex-a76}  # qemu's "max" has SVE2 (unused: tensor code is NEON only), cortex-a76 NEON only
 targets=${TARGETS:-gguf_tests tensor_tests model_tests}
