@@ -4,6 +4,8 @@
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdint>
 #endif
 
 namespace lockstep {
@@ -28,7 +30,7 @@ bool CpuHasAmxInt8() {
 
 bool RequestAmxTilePermission() {
   if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) != 0) return false;
-  unsigned long features = 0;
+  uint64_t features = 0;  // the kernel writes an unsigned long: the same type on x86-64 Linux
   if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) != 0) return false;
   return (features >> kXfeatureTileData) & 1;
 }

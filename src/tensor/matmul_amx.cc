@@ -21,6 +21,49 @@
 #endif
 
 namespace lockstep {
+
+bool PackedKernelMatches(TensorType type, PackedTileFn run) {
+  const int64_t in = 512, out = 40, rows = 21;
+  const size_t row_bytes = RowBytes(type, in);
+  std::vector<std::byte> weights(row_bytes * out);
+  std::vector<float> values(in);
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int32_t>(seed >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+  };
+  for (int64_t o = 0; o < out; ++o) {
+    for (float& v : values) v = next() * static_cast<float>(1 + o % 5);
+    QuantizeRow(type, values.data(), weights.data() + o * row_bytes, in);
+  }
+  const WeightMatrix w{type, in, out, weights.data()};
+  const PackedWeightsPtr packed = PackWeights(w);
+  std::vector<float> x(rows * in);
+  for (float& v : x) v = next() * 3.0f;
+  const int64_t blocks = in / 32, q_stride = 576;
+  std::vector<int8_t> q(rows * q_stride);
+  std::vector<float> d(rows * blocks);
+  std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks);
+  const ActivationQuants quants{q.data(), q_stride, d.data(), sums.data(), sums16.data(), starts.data()};
+  RunQuantizeActivations(x.data(), in, 0, rows, quants);
+  TileArgs a;
+  a.type = type;
+  a.in = in;
+  a.out = out;
+  a.weights = weights.data();
+  a.row_bytes = row_bytes;
+  a.rows = rows;
+  a.packed = packed.get();
+  a.UseQuants(quants);
+  std::vector<float> expected(rows * out, 1.0f), actual(rows * out, 2.0f);
+  a.y = expected.data();
+  RunPackedTile(a, 0, out);
+  a.y = actual.data();
+  run(a, 0, 32);
+  run(a, 32, out);
+  return std::memcmp(expected.data(), actual.data(), sizeof(float) * expected.size()) == 0;
+}
+
 namespace {
 
 #if defined(__x86_64__)
@@ -56,56 +99,12 @@ void RunHardwareTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
   amx::PackedTile(tiles, args, o_begin, o_end, scratch);
 }
 
-// A product of `type` weights (out = 40: a partial last group; 21 rows: a full and a partial row chunk),
-// through the tiles and through RunPackedTile: equal bit for bit?
-bool TilesMatchPackedKernel(TensorType type) {
-  const int64_t in = 512, out = 40, rows = 21;
-  const size_t row_bytes = RowBytes(type, in);
-  std::vector<std::byte> weights(row_bytes * out);
-  std::vector<float> values(in);
-  uint32_t seed = 12345;
-  auto next = [&seed] {
-    seed = seed * 1664525u + 1013904223u;
-    return static_cast<float>(static_cast<int32_t>(seed >> 8) - (1 << 23)) / float(1 << 23);
-  };
-  for (int64_t o = 0; o < out; ++o) {
-    for (float& v : values) v = next() * float(1 + o % 5);
-    QuantizeRow(type, values.data(), weights.data() + o * row_bytes, in);
-  }
-  const WeightMatrix w{type, in, out, weights.data()};
-  const PackedWeightsPtr packed = PackWeights(w);
-  std::vector<float> x(rows * in);
-  for (float& v : x) v = next() * 3.0f;
-  const int64_t blocks = in / 32, q_stride = 576;
-  std::vector<int8_t> q(rows * q_stride);
-  std::vector<float> d(rows * blocks);
-  std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks);
-  const ActivationQuants quants{q.data(), q_stride, d.data(), sums.data(), sums16.data(), starts.data()};
-  RunQuantizeActivations(x.data(), in, 0, rows, quants);
-  TileArgs a;
-  a.type = type;
-  a.in = in;
-  a.out = out;
-  a.weights = weights.data();
-  a.row_bytes = row_bytes;
-  a.rows = rows;
-  a.packed = packed.get();
-  a.UseQuants(quants);
-  std::vector<float> expected(rows * out, 1.0f), actual(rows * out, 2.0f);
-  a.y = expected.data();
-  RunPackedTile(a, 0, out);
-  a.y = actual.data();
-  RunHardwareTile(a, 0, 32);
-  RunHardwareTile(a, 32, out);
-  return std::memcmp(expected.data(), actual.data(), sizeof(float) * expected.size()) == 0;
-}
-
 bool DecideAmx() {
   const char* env = std::getenv("LOCKSTEP_AMX");
   if (env != nullptr && std::string(env) == "0") return false;
   if (!CpuHasAmxInt8() || !RequestAmxTilePermission()) return false;
   for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
-    if (!TilesMatchPackedKernel(type)) {
+    if (!PackedKernelMatches(type, RunHardwareTile)) {
       std::fprintf(
           stderr,
           "lockstep: warning: the AMX-INT8 %.*s kernel's self-check differs from the AVX-512 kernel; "

@@ -25,6 +25,11 @@ inline bool AmxPackedSupports(TensorType type) {
 // Like RunPackedTile (args.packed set, a type AmxPackedSupports, o_begin a multiple of 16). Only after
 // AmxMatMulEnabled() returned true.
 void RunAmxPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
+// The self-check behind AmxMatMulEnabled, exposed for tests: `run`, a kernel with RunPackedTile's contract,
+// on a small product of `type` weights (a partial output group, a full and a partial 16-row chunk) in two
+// calls, compared with RunPackedTile bit for bit.
+using PackedTileFn = void (*)(const TileArgs& args, int64_t o_begin, int64_t o_end);
+bool PackedKernelMatches(TensorType type, PackedTileFn run);
 // Which matmul paths this process uses, for logs: e.g. "AVX3_DL" or "AVX3_DL + AMX-INT8".
 const char* MatMulPathName();
 

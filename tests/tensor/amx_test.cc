@@ -13,6 +13,7 @@
 #if defined(__x86_64__)  // the kernel and its tile model are x86 code (AVX-512 epilogue)
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -129,6 +130,26 @@ TEST(AmxKernel, OnTheCpuTilesEqualsThePackedKernelBitForBit) {
     const std::vector<float> expected = p.Compute(48, RunPackedTile);
     const std::vector<float> y = p.Compute(48, RunAmxPackedTile);
     ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0) << p.Name();
+  }
+}
+
+// The start-up self-check, with the tile model in place of the CPU's tiles: passes for the kernel, fails for
+// a kernel one output off.
+void RunOnTileModel(const TileArgs& a, int64_t begin, int64_t end) {
+  testing::AmxTileModel model;
+  static amx::AmxScratch scratch;
+  amx::PackedTile(model, a, begin, end, scratch);
+}
+void RunOnTileModelOneOutputOff(const TileArgs& a, int64_t begin, int64_t end) {
+  RunOnTileModel(a, begin, end);
+  a.y[begin] = std::nextafter(a.y[begin], 1e30f);
+}
+
+TEST(AmxKernel, SelfCheckPassesForTheKernelAndCatchesAnError) {
+  if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
+    EXPECT_TRUE(PackedKernelMatches(type, RunOnTileModel)) << TensorTypeName(type);
+    EXPECT_FALSE(PackedKernelMatches(type, RunOnTileModelOneOutputOff)) << TensorTypeName(type);
   }
 }
 
