@@ -151,7 +151,7 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void IssueBlock(Tiles& tiles, const TileArgs
   tiles.template Load<kTileA>(q, a.q_stride);
   if constexpr (kType == TensorType::kQ6_K) tiles.template Load<kTileAHigh>(q + 16, a.q_stride);
   IssueGroup<kType, Tiles, 0>(tiles, a, group0, b, s);
-  if constexpr (kGroupsPerPass < kType >> 1) {
+  if constexpr ((kGroupsPerPass<kType>) > 1) {
     if (groups > 1) IssueGroup<kType, Tiles, 1>(tiles, a, group0 + 1, b, s);
     if (groups > 2) IssueGroup<kType, Tiles, 2>(tiles, a, group0 + 2, b, s);
   }

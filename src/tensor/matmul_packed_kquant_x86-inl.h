@@ -192,7 +192,6 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
 
 // Groups per tile: two on AVX-512 (each broadcast activation group then feeds two dots), one on AVX2 (whose
 // 16-output group is already two 8-output parts).
-template <TensorType kType>
 inline constexpr int kKQuantGroups = KVec::kParts == 1 ? 2 : 1;
 
 template <TensorType kType, int kGroups>
@@ -214,7 +213,7 @@ HWY_INLINE void KQuantRowsLoop(const TileArgs& a, int64_t group0, int part) {
 
 template <TensorType kType>
 HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  constexpr int kGroups = kKQuantGroups<kType>;
+  constexpr int kGroups = kKQuantGroups;
   const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
   int64_t g = o_begin / kPackedGroup;
   for (; g + kGroups <= group_end; g += kGroups) {
