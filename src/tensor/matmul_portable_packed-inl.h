@@ -78,6 +78,16 @@ HWY_INLINE void FinishFusedAdds(const hn::Vec<DF32>* acc_v, float (*acc)[4]) {
 #endif
 }
 
+// 4 f16 or u8 values (outputs 4c..4c+3 of a per-output array) as floats.
+HWY_INLINE hn::Vec<DF32> LoadHalves4(const std::byte* p) {
+  return hn::PromoteTo(
+      DF32(), hn::LoadU(hn::Rebind<hwy::float16_t, DF32>(), reinterpret_cast<const hwy::float16_t*>(p)));
+}
+HWY_INLINE hn::Vec<DF32> LoadBytes4(const std::byte* p) {
+  return hn::ConvertTo(DF32(), hn::PromoteTo(DI32(), hn::LoadU(hn::Rebind<uint8_t, DI32>(),
+                                                               reinterpret_cast<const uint8_t*>(p))));
+}
+
 // Outputs [4c, 4c + 4) of packed group `group` for rows [r0, r0 + kRows): exact block dots (each weight slice
 // widened once for all rows), then the packed float order.
 template <TensorType kType, int kRows>
@@ -104,8 +114,7 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
         AddSlice<kRows>(hn::ShiftRight<4>(v), x, 16 + 4 * k, sums);
       }
     }
-    const auto* h = reinterpret_cast<const hwy::float16_t*>(unit + kScales) + 4 * c;
-    const auto dw = hn::PromoteTo(DF32(), hn::LoadU(hn::Rebind<hwy::float16_t, DF32>(), h));
+    const auto dw = LoadHalves4(unit + kScales + 8 * c);
     for (int r = 0; r < kRows; ++r) {
       const int64_t i = (r0 + r) * blocks + b;
       const VI32 dots = hn::Add(sums[r].Dots(), hn::Set(DI32(), -kOffset * a.sums[i]));
@@ -114,16 +123,6 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
     }
   }
   FinishFusedAdds<kRows>(acc_v, acc);
-}
-
-// 4 f16 or u8 values (outputs 4c..4c+3 of a per-output array) as floats.
-HWY_INLINE hn::Vec<DF32> LoadHalves4(const std::byte* p) {
-  return hn::PromoteTo(
-      DF32(), hn::LoadU(hn::Rebind<hwy::float16_t, DF32>(), reinterpret_cast<const hwy::float16_t*>(p)));
-}
-HWY_INLINE hn::Vec<DF32> LoadBytes4(const std::byte* p) {
-  return hn::ConvertTo(DF32(), hn::PromoteTo(DI32(), hn::LoadU(hn::Rebind<uint8_t, DI32>(),
-                                                               reinterpret_cast<const uint8_t*>(p))));
 }
 
 // As SliceRows for packed Q4_K / Q6_K (tensor/packed_weights.h), one 32-element sub-block at a time, in the
