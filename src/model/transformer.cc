@@ -37,11 +37,27 @@ void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn) {
   RunTasks(pool, rows, fn);
 }
 
-// out = x / sqrt(mean(x^2) + eps) * w, the sum of squares accumulated in double in index order.
+// Sum of x[i]^2 in double: element i goes to partial sum i % 16 (in index order), the 16 partial sums are
+// then added pairwise (j + 8 into j, then j + 4, ...). A fixed order, so the same row always gives the same
+// bits; the independent partial sums let the compiler vectorise the loop (one chain over all n was ~8x
+// slower).
+double SumOfSquares(const float* x, int64_t n) {
+  constexpr int kPartials = 16;
+  double partial[kPartials] = {};
+  int64_t i = 0;
+  for (; i + kPartials <= n; i += kPartials) {
+    for (int j = 0; j < kPartials; ++j) partial[j] += double(x[i + j]) * double(x[i + j]);
+  }
+  for (int j = 0; i + j < n; ++j) partial[j] += double(x[i + j]) * double(x[i + j]);
+  for (int width = kPartials / 2; width > 0; width /= 2) {
+    for (int j = 0; j < width; ++j) partial[j] += partial[j + width];
+  }
+  return partial[0];
+}
+
+// out = x / sqrt(mean(x^2) + eps) * w.
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(sum / double(n)) + eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(SumOfSquares(x, n) / double(n)) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
