@@ -1,10 +1,14 @@
 // `lockstep make-model`: writes a random-weight model in a known model's real shape (model/model_builder.h).
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "gguf/gguf_file.h"
 #include "gguf/tensor_type.h"
 #include "model/model_builder.h"
 
@@ -19,20 +23,29 @@ struct MakeModelFlags {
   std::string output;
 };
 
+// "q4_K: 97, q6_K: 17, f32: 34": how many tensors of each type the file holds, most common first.
+std::string TypeCounts(const std::string& path) {
+  const std::unique_ptr<GgufFile> file = ValueOrDie(GgufFile::Open(path));
+  std::map<std::string, int> counts;
+  for (const GgufTensorInfo& t : file->tensors()) ++counts[std::string(TensorTypeName(t.type))];
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [name, n] : sorted) out += (out.empty() ? "" : ", ") + name + ": " + std::to_string(n);
+  return out;
+}
+
 void RunMakeModel(const MakeModelFlags& flags) {
   MakeModelOptions options;
   options.shape = ValueOrDie(FindModelShape(flags.shape));
-  const TensorType type = ValueOrDie(ParseTensorType(flags.type));
-  if (type != TensorType::kF32 && type != TensorType::kF16 && type != TensorType::kBF16 &&
-      type != TensorType::kQ8_0 && type != TensorType::kQ4_0) {
-    Fail("--type " + flags.type + " is not supported; use f32, f16, bf16, q8_0 or q4_0");
-  }
-  options.type = type;
+  if (Status s = SetWeightTypes(flags.type, options); !s.ok()) Fail(s.WithContext("--type"));
   options.vocab_from = flags.vocab_from;
   options.seed = flags.seed;
   const Status status = WriteRandomModel(options, flags.output);
   if (!status.ok()) Fail(status);
-  std::fprintf(stderr, "wrote %s (%s, %s)\n", flags.output.c_str(), flags.shape.c_str(), flags.type.c_str());
+  std::fprintf(stderr, "wrote %s (%s, %s; tensors %s)\n", flags.output.c_str(), flags.shape.c_str(),
+               flags.type.c_str(), TypeCounts(flags.output).c_str());
 }
 
 }  // namespace
@@ -44,7 +57,10 @@ void RegisterMakeModelCommand(CLI::App& app) {
   std::string shapes;
   for (const std::string& n : ModelShapeNames()) shapes += (shapes.empty() ? "" : "|") + n;
   cmd->add_option("--shape", flags->shape, "Model shape: " + shapes)->required();
-  cmd->add_option("--type", flags->type, "Weight type: f32|f16|bf16|q8_0|q4_0")->capture_default_str();
+  cmd->add_option("--type", flags->type,
+                  "Weight type: " + WeightTypeNames() +
+                      " (K-quant rows that are not a multiple of 256 fall back to q8_0)")
+      ->capture_default_str();
   cmd->add_option("--vocab-from", flags->vocab_from, "Copy the tokenizer from this GGUF file")
       ->check(CLI::ExistingFile);
   cmd->add_option("--seed", flags->seed, "Random seed")->capture_default_str();

@@ -1,5 +1,6 @@
 #include "model/model_builder.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -64,8 +65,12 @@ struct PlannedTensor {
   }
 };
 
-int64_t FileTypeOf(TensorType type) {
-  switch (type) {
+bool IsKQuant(TensorType type) { return type == TensorType::kQ4_K || type == TensorType::kQ6_K; }
+
+// general.file_type, llama.cpp's LLAMA_FTYPE_MOSTLY_* numbering.
+int64_t FileTypeOf(const MakeModelOptions& o) {
+  if (o.q4_k_m) return 15;
+  switch (o.type) {
     case TensorType::kF32:
       return 0;
     case TensorType::kF16:
@@ -76,38 +81,59 @@ int64_t FileTypeOf(TensorType type) {
       return 7;
     case TensorType::kBF16:
       return 32;
+    case TensorType::kQ4_K:
+      return 14;  // "mostly Q4_K"
+    case TensorType::kQ6_K:
+      return 18;
     default:
       return 0;
   }
 }
 
-std::vector<PlannedTensor> PlanTensors(const ModelShape& s, TensorType type, int64_t n_vocab) {
+// Which matrix a 2-D tensor is, for the Q4_K_M mix.
+enum class Role { kPlain, kOutput, kAttnV, kFfnDown };
+
+TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64_t in) {
+  TensorType type = o.type;
+  if (o.q4_k_m) {
+    const bool more_bits =
+        (role == Role::kAttnV || role == Role::kFfnDown) && UsesMoreBits(layer, o.shape.n_layer);
+    if (role == Role::kOutput || more_bits) type = TensorType::kQ6_K;
+  }
+  if (IsKQuant(type) && in % GetTensorTypeTraits(type).block_elements != 0) type = TensorType::kQ8_0;
+  return type;
+}
+
+std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
+  const ModelShape& s = o.shape;
   const int64_t head_dim = s.n_embd / s.n_head;
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
   std::vector<PlannedTensor> t;
-  auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
-    t.push_back({name, type, {in, out}});
+  int64_t layer = 0;
+  auto matrix = [&](const std::string& name, int64_t out, int64_t in, Role role = Role::kPlain) {
+    t.push_back({name, MatrixType(o, role, layer, in), {in, out}, Fill::kNormal, {}});
   };
   auto vec = [&](const std::string& name, int64_t n, Fill fill) {
-    t.push_back({name, TensorType::kF32, {n}, fill});
+    t.push_back({name, TensorType::kF32, {n}, fill, {}});
   };
-  matrix("token_embd.weight", n_vocab, s.n_embd);
+  // Tied embeddings: token_embd is the output matrix too, and takes its type.
+  matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
   vec("output_norm.weight", s.n_embd, Fill::kOnes);
-  if (!s.tied_embeddings) matrix("output.weight", n_vocab, s.n_embd);
+  if (!s.tied_embeddings) matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
   if (s.llama3_factor > 0) {
-    PlannedTensor freqs{"rope_freqs.weight", TensorType::kF32, {head_dim / 2}, Fill::kValues};
+    PlannedTensor freqs{"rope_freqs.weight", TensorType::kF32, {head_dim / 2}, Fill::kValues, {}};
     freqs.values =
         Llama3RopeFreqFactors(head_dim, s.rope_freq_base, s.llama3_factor, s.llama3_low_freq_factor,
                               s.llama3_high_freq_factor, s.llama3_original_ctx);
     t.push_back(std::move(freqs));
   }
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
+  for (layer = 0; layer < s.n_layer; ++layer) {
+    const std::string p = "blk." + std::to_string(layer) + ".";
     vec(p + "attn_norm.weight", s.n_embd, Fill::kOnes);
     matrix(p + "attn_q.weight", q_dim, s.n_embd);
     matrix(p + "attn_k.weight", kv_dim, s.n_embd);
-    matrix(p + "attn_v.weight", kv_dim, s.n_embd);
+    matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
     if (s.qkv_bias) {
       vec(p + "attn_q.bias", q_dim, Fill::kNormal);
       vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
@@ -117,7 +143,7 @@ std::vector<PlannedTensor> PlanTensors(const ModelShape& s, TensorType type, int
     vec(p + "ffn_norm.weight", s.n_embd, Fill::kOnes);
     matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
     matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
-    matrix(p + "ffn_down.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
   }
   return t;
 }
@@ -146,7 +172,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   const int64_t head_dim = s.n_embd / s.n_head;
   w.Set("general.architecture", GgufValue::String(a));
   w.Set("general.name", GgufValue::String("lockstep random " + s.name));
-  w.Set("general.file_type", GgufValue::Uint32(uint32_t(FileTypeOf(o.type))));
+  w.Set("general.file_type", GgufValue::Uint32(uint32_t(FileTypeOf(o))));
   w.Set("general.quantization_version", GgufValue::Uint32(2));
   w.Set(a + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
   w.Set(a + ".context_length", GgufValue::Uint32(uint32_t(s.n_ctx)));
@@ -182,7 +208,26 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, std::vector<std::byte
 }  // namespace
 
 std::vector<std::string> ModelShapeNames() {
-  return {"tiny", "tiny-qwen2", "stories15m", "smollm2-135m", "qwen2-0.5b", "llama-1b"};
+  return {"tiny", "tiny-qwen2", "tiny-256", "stories15m", "smollm2-135m", "qwen2-0.5b", "llama-1b"};
+}
+
+std::string WeightTypeNames() { return "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m"; }
+
+Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {
+  std::string lower = name;
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string names = WeightTypeNames();
+  if (lower.empty() || ("|" + names + "|").find("|" + lower + "|") == std::string::npos) {
+    return InvalidArgument("weight type '" + name + "' is not supported; use one of " + names);
+  }
+  options.q4_k_m = lower == "q4_k_m";
+  LOCKSTEP_ASSIGN_OR_RETURN(options.type, ParseTensorType(options.q4_k_m ? "q4_k" : lower));
+  return Status::Ok();
+}
+
+bool UsesMoreBits(int64_t layer, int64_t n_layer) {
+  const int64_t eighth = n_layer / 8;
+  return layer < eighth || layer >= 7 * n_layer / 8 || (layer - eighth) % 3 == 2;
 }
 
 Result<ModelShape> FindModelShape(const std::string& name) {
@@ -190,6 +235,8 @@ Result<ModelShape> FindModelShape(const std::string& name) {
   s.name = name;
   if (name == "tiny") {
     s.tied_embeddings = false;  // exercises output.weight
+  } else if (name == "tiny-256") {
+    s = {name, "llama", 256, 2, 4, 2, 512, 256, 10000.0f, 1e-5f, false, false};
   } else if (name == "tiny-qwen2") {
     s.architecture = "qwen2";
     s.qkv_bias = true;
@@ -270,12 +317,17 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   if (s.n_head <= 0 || s.n_embd % s.n_head != 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent head counts");
   }
-  const int64_t block = GetTensorTypeTraits(o.type).block_elements;
+  if (o.q4_k_m && o.type != TensorType::kQ4_K) {
+    return InvalidArgument("the q4_k_m mix needs type q4_k, not " + std::string(TensorTypeName(o.type)));
+  }
+  // K-quant rows that do not fit their 256-element blocks fall back to q8_0, which must fit then.
+  const TensorType checked = IsKQuant(o.type) ? TensorType::kQ8_0 : o.type;
+  const int64_t block = GetTensorTypeTraits(checked).block_elements;
   for (int64_t in : {s.n_embd, s.n_ff}) {
     if (in % block != 0) {
       return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
-                             " is not a multiple of the " + std::string(TensorTypeName(o.type)) + " block (" +
-                             std::to_string(block) + ")");
+                             " is not a multiple of the " + std::string(TensorTypeName(checked)) +
+                             " block (" + std::to_string(block) + ")");
     }
   }
   GgufWriter writer;
@@ -289,7 +341,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     LOCKSTEP_RETURN_IF_ERROR(CopyVocabulary(o.vocab_from, writer, &n_vocab));
   }
   writer.Set(s.architecture + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
-  const std::vector<PlannedTensor> tensors = PlanTensors(s, o.type, n_vocab);
+  const std::vector<PlannedTensor> tensors = PlanTensors(o, n_vocab);
   for (const PlannedTensor& t : tensors)
     LOCKSTEP_RETURN_IF_ERROR(writer.DeclareTensor(t.name, t.type, t.dims));
   // Tensors are generated one at a time while the file is written, so memory stays small even for llama-1b.

@@ -1,7 +1,8 @@
 // Random-weight model files in the real shapes of known models (`lockstep make-model`, tests, benchmarks).
 // Weights are normal(0, 0.02) from a seeded generator (one stream per tensor, so the same seed gives the same
-// file), norms are 1.0, 1-D tensors are F32 (as llama.cpp writes them), every 2-D tensor is in the chosen
-// type. Tensor names and metadata follow llama.cpp's conventions so other GGUF tools load the file. The
+// file), norms are 1.0, 1-D tensors are F32 (as llama.cpp writes them), 2-D tensors are in the chosen weight
+// types (MakeModelOptions). Tensor names and metadata follow llama.cpp's conventions so other GGUF tools load
+// the file. The
 // vocabulary is copied from another GGUF file (`tokenizer.*` keys; the vocab size follows it) or is a small
 // built-in byte-level BPE vocabulary. Pure functions; safe from any thread.
 #pragma once
@@ -36,23 +37,38 @@ struct ModelShape {
   int64_t llama3_original_ctx = 8192;
 };
 
-// Shapes by name: tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied), stories15m, smollm2-135m,
-// qwen2-0.5b, llama-1b.
+// Shapes by name: tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied), tiny-256 (llama, untied,
+// rows of 256 and 512 elements: K-quant blocks fit), stories15m, smollm2-135m, qwen2-0.5b, llama-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 
 struct MakeModelOptions {
   ModelShape shape;
-  TensorType type = TensorType::kF32;  // of every 2-D tensor: f32, f16, bf16, q8_0, q4_0
-  std::string vocab_from;              // GGUF file whose tokenizer.* metadata is copied; "" = built-in vocab
+  // Type of every 2-D tensor: f32, f16, bf16, q8_0, q4_0, q4_k or q6_k. K-quant tensors whose rows are not a
+  // multiple of 256 elements are written as q8_0 instead (llama.cpp's quantizer also falls back there).
+  TensorType type = TensorType::kF32;
+  // llama.cpp's Q4_K_M mix (type must be q4_k): q6_k for the output matrix (token_embd when the embeddings
+  // are tied) and for attn_v and ffn_down of the layers UsesMoreBits picks, q4_k for the rest.
+  bool q4_k_m = false;
+  std::string vocab_from;  // GGUF file whose tokenizer.* metadata is copied; "" = built-in vocab
   uint64_t seed = 1;
 };
+
+// Weight types by their make-model names: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m (sets type and
+// q4_k_m). InvalidArgument naming the choices for any other name.
+Status SetWeightTypes(const std::string& name, MakeModelOptions& options);
+std::string WeightTypeNames();  // "f32|f16|...|q4_k_m"
+
+// Q4_K_M's rule for the layers whose attn_v and ffn_down get 6 bits: the first and last eighth of the
+// layers and every third one between them.
+bool UsesMoreBits(int64_t layer, int64_t n_layer);
 
 // The built-in vocabulary's tokenizer.* metadata (gpt2 model, 256 byte tokens, a few merges, <|endoftext|>).
 std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary();
 
 // Writes the model to `path`. InvalidArgument for a type the shape cannot use (row length not a multiple of
-// the block size) or an unreadable vocab file.
+// the block size, for K-quants of the q8_0 fallback's), a q4_k_m mix without type q4_k, or an unreadable
+// vocab file.
 Status WriteRandomModel(const MakeModelOptions& options, const std::string& path);
 
 }  // namespace lockstep

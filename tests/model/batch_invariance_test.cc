@@ -12,7 +12,7 @@ namespace {
 
 struct Param {
   std::string shape;
-  TensorType type;
+  std::string types;  // make-model's --type
   KvDtype kv;
   int threads;
 };
@@ -21,7 +21,7 @@ class BatchInvarianceTest : public ::testing::TestWithParam<Param> {};
 
 TEST_P(BatchInvarianceTest, BatchedRowsMatchSoloRuns) {
   const Param& p = GetParam();
-  LoadedModel m = LoadModelOrDie(TinyModelPath(p.shape, p.type));
+  LoadedModel m = LoadModelOrDie(TinyModelPath(p.shape, p.types));
   ASSERT_NE(m.model, nullptr);
   Model& model = *m.model;
   const int64_t vocab = model.config().n_vocab;
@@ -91,11 +91,12 @@ TEST_P(BatchInvarianceTest, BatchedRowsMatchSoloRuns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BatchInvarianceTest,
-                         ::testing::Values(Param{"tiny", TensorType::kQ8_0, KvDtype::kF16, 2},
-                                           Param{"tiny", TensorType::kF32, KvDtype::kF32, 1},
-                                           Param{"tiny", TensorType::kQ4_0, KvDtype::kF16, 1},
-                                           Param{"tiny-qwen2", TensorType::kF16, KvDtype::kF16, 2},
-                                           Param{"tiny-qwen2", TensorType::kQ8_0, KvDtype::kF32, 1}));
+                         ::testing::Values(Param{"tiny", "q8_0", KvDtype::kF16, 2},
+                                           Param{"tiny", "f32", KvDtype::kF32, 1},
+                                           Param{"tiny", "q4_0", KvDtype::kF16, 1},
+                                           Param{"tiny-qwen2", "f16", KvDtype::kF16, 2},
+                                           Param{"tiny-qwen2", "q8_0", KvDtype::kF32, 1},
+                                           Param{"tiny-256", "q4_k_m", KvDtype::kF16, 2}));
 
 TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
   // Long enough that attention takes every path: inline on the caller (short contexts), pooled per query head

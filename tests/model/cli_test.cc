@@ -84,6 +84,16 @@ TEST(InfoCli, ShowsArchitectureAndTypes) {
   EXPECT_NE(out.find("gpt2"), std::string::npos) << out;
 }
 
+TEST(MakeModelCli, Q4KMWritesTheMixAndGenerates) {
+  const std::string path = ScratchDir("cli") + "/q4km.gguf";
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(LockstepBinary() + " make-model --shape tiny-256 --type q4_k_m -o " + path + " 2>&1", &out),
+      0);
+  EXPECT_NE(out.find("q4_K: 13, f32: 5, q6_K: 3"), std::string::npos) << out;
+  EXPECT_EQ(RunLockstep("generate -m " + path + " --prompt-ids \"1 2 3\" -n 4 --ids --ignore-eos -t 2"), 0);
+}
+
 TEST(Cli, BadInputExitsWithOne) {
   const std::string dir = ScratchDir("cli");
   { std::ofstream(dir + "/junk.gguf") << "not a gguf file at all"; }
@@ -93,7 +103,7 @@ TEST(Cli, BadInputExitsWithOne) {
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids \"1 999999\""), 1);
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids 1 --top-p 0"), 1);
   EXPECT_EQ(RunLockstep("make-model --shape nope -o " + dir + "/x.gguf"), 1);
-  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q4_K -o " + dir + "/x.gguf"), 1);
+  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q5_K -o " + dir + "/x.gguf"), 1);
 }
 
 }  // namespace

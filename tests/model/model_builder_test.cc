@@ -105,5 +105,72 @@ TEST(ModelBuilder, RejectsRowsThatAreNotWholeBlocks) {
   EXPECT_NE(s.message().find("100"), std::string::npos) << s.message();
 }
 
+TEST(ModelBuilder, WeightTypeNames) {
+  MakeModelOptions o;
+  ASSERT_TRUE(SetWeightTypes("Q6_K", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ6_K);
+  EXPECT_FALSE(o.q4_k_m);
+  ASSERT_TRUE(SetWeightTypes("q4_k_m", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ4_K);
+  EXPECT_TRUE(o.q4_k_m);
+  for (const std::string bad : {"q5_k", "q8_K", "iq2_xxs", ""}) {  // readable types make-model cannot write
+    const Status s = SetWeightTypes(bad, o);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("q4_k_m"), std::string::npos) << s.message();
+  }
+}
+
+TEST(ModelBuilder, Q4KMGivesSixBitsToTheOutputAndToSomeLayersVAndDown) {
+  // llama.cpp's pattern for 16 layers (Llama 3.2 1B): the first and last two and every third between.
+  std::vector<int64_t> more;
+  for (int64_t l = 0; l < 16; ++l) {
+    if (UsesMoreBits(l, 16)) more.push_back(l);
+  }
+  EXPECT_EQ(more, (std::vector<int64_t>{0, 1, 4, 7, 10, 13, 14, 15}));
+
+  const std::string dir = ScratchDir("builder");
+  MakeModelOptions o;
+  o.shape = *FindModelShape("tiny-256");  // 2 layers: layer 1 is the last eighth
+  ASSERT_TRUE(SetWeightTypes("q4_k_m", o).ok());
+  ASSERT_TRUE(WriteRandomModel(o, dir + "/m.gguf").ok());
+  LoadedModel m = LoadModelOrDie(dir + "/m.gguf");
+  auto type = [&](const std::string& name) { return m.file->FindTensor(name)->type; };
+  EXPECT_EQ(type("output.weight"), TensorType::kQ6_K);
+  EXPECT_EQ(type("token_embd.weight"), TensorType::kQ4_K);
+  EXPECT_EQ(type("blk.0.attn_v.weight"), TensorType::kQ4_K);
+  EXPECT_EQ(type("blk.0.ffn_down.weight"), TensorType::kQ4_K);
+  EXPECT_EQ(type("blk.1.attn_v.weight"), TensorType::kQ6_K);
+  EXPECT_EQ(type("blk.1.ffn_down.weight"), TensorType::kQ6_K);
+  EXPECT_EQ(type("blk.1.attn_q.weight"), TensorType::kQ4_K);
+  EXPECT_EQ(type("blk.1.ffn_norm.weight"), TensorType::kF32);
+  EXPECT_EQ(*m.file->GetInt("general.file_type"), 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+
+  // Tied embeddings: token_embd is the output matrix and gets its six bits.
+  o.shape.tied_embeddings = true;
+  ASSERT_TRUE(WriteRandomModel(o, dir + "/tied.gguf").ok());
+  LoadedModel tied = LoadModelOrDie(dir + "/tied.gguf");
+  EXPECT_EQ(tied.file->FindTensor("token_embd.weight")->type, TensorType::kQ6_K);
+}
+
+TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackToQ8_0) {
+  const std::string dir = ScratchDir("builder");
+  MakeModelOptions o;
+  o.shape = *FindModelShape("tiny");  // rows of 64 and 96 elements
+  o.type = TensorType::kQ4_K;
+  ASSERT_TRUE(WriteRandomModel(o, dir + "/m.gguf").ok());
+  LoadedModel m = LoadModelOrDie(dir + "/m.gguf");
+  for (const GgufTensorInfo& t : m.file->tensors()) {
+    EXPECT_EQ(t.type, t.dims.size() == 2 ? TensorType::kQ8_0 : TensorType::kF32) << t.name;
+  }
+  o.shape.n_ff = 100;  // not even the fallback's 32-element blocks fit
+  const Status s = WriteRandomModel(o, dir + "/x.gguf");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("q8_0"), std::string::npos) << s.message();
+  o.shape.n_ff = 96;
+  o.type = TensorType::kQ8_0;
+  o.q4_k_m = true;  // the mix is made of q4_K
+  EXPECT_FALSE(WriteRandomModel(o, dir + "/y.gguf").ok());
+}
+
 }  // namespace
 }  // namespace lockstep::testing

@@ -19,8 +19,14 @@ std::vector<const WeightMatrix*> AllMatrices(const ModelWeights& w) {
 
 class PackingTest : public ::testing::TestWithParam<TensorType> {};
 
+// K-quant rows need 256 elements (on "tiny" they would fall back to q8_0).
+std::string ModelFor(TensorType type) {
+  const bool k_quant = type == TensorType::kQ4_K || type == TensorType::kQ6_K;
+  return TinyModelPath(k_quant ? "tiny-256" : "tiny", type);
+}
+
 TEST_P(PackingTest, PacksExactlyThePackableMatrices) {
-  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny", GetParam()));
+  LoadedModel m = LoadModelOrDie(ModelFor(GetParam()));
   ASSERT_NE(m.model, nullptr);
   const auto* transformer = dynamic_cast<const Transformer*>(m.model.get());
   ASSERT_NE(transformer, nullptr);
@@ -38,7 +44,7 @@ TEST_P(PackingTest, PacksExactlyThePackableMatrices) {
 }
 
 TEST_P(PackingTest, LoadWithoutPackingPacksNothing) {
-  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny", GetParam()));
+  LoadedModel m = LoadModelOrDie(ModelFor(GetParam()));
   ASSERT_NE(m.model, nullptr);
   auto unpacked = Model::Load(m.file, {.pack_weights = false});
   ASSERT_TRUE(unpacked.ok()) << unpacked.status().ToString();
@@ -49,7 +55,7 @@ TEST_P(PackingTest, LoadWithoutPackingPacksNothing) {
 }
 
 TEST_P(PackingTest, PackThreadCountDoesNotChangeLogits) {
-  const std::string path = TinyModelPath("tiny", GetParam());
+  const std::string path = ModelFor(GetParam());
   LoadedModel m = LoadModelOrDie(path);
   ASSERT_NE(m.model, nullptr);
   auto config = ModelConfig::FromGguf(*m.file);
@@ -66,7 +72,7 @@ TEST_P(PackingTest, PackThreadCountDoesNotChangeLogits) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackingTest,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kQ8_0,
-                                           TensorType::kQ4_0),
+                                           TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                            return std::string(TensorTypeName(info.param));
                          });

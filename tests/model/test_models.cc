@@ -35,23 +35,28 @@ std::string ScratchDir(const std::string& prefix) {
   return dir;
 }
 
-std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed) {
+std::string TinyModelPath(const std::string& shape, const std::string& weight_types, uint64_t seed) {
   static std::map<std::string, std::string> cache;
   static const std::string dir = ScratchDir("tiny-models");
-  const std::string key = shape + "-" + std::string(TensorTypeName(type)) + "-" + std::to_string(seed);
+  const std::string key = shape + "-" + weight_types + "-" + std::to_string(seed);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   MakeModelOptions options;
   Result<ModelShape> s = FindModelShape(shape);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   options.shape = *s;
-  options.type = type;
+  const Status types = SetWeightTypes(weight_types, options);
+  EXPECT_TRUE(types.ok()) << types.ToString();
   options.seed = seed;
   const std::string path = dir + "/" + key + ".gguf";
   const Status status = WriteRandomModel(options, path);
   EXPECT_TRUE(status.ok()) << status.ToString();
   cache[key] = path;
   return path;
+}
+
+std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed) {
+  return TinyModelPath(shape, std::string(TensorTypeName(type)), seed);
 }
 
 LoadedModel LoadModelOrDie(const std::string& path) {

@@ -18,7 +18,9 @@ namespace lockstep::testing {
 // A fresh directory under one per-process scratch root that is deleted when the test process exits.
 std::string ScratchDir(const std::string& prefix);
 
-// Path of a random model of `shape` ("tiny", "tiny-qwen2") and `type`, created on first use.
+// Path of a random model of `shape` ("tiny", "tiny-qwen2", "tiny-256") and weight types (make-model's --type
+// names: "q8_0", "q4_k_m", ...), created on first use; the second form names one tensor type.
+std::string TinyModelPath(const std::string& shape, const std::string& weight_types, uint64_t seed = 7);
 std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed = 7);
 
 struct LoadedModel {
