@@ -13,10 +13,15 @@
 namespace lockstep {
 namespace {
 
-// Outputs per pool task: a multiple of every kernel's output tile (three 16-output groups: the AVX-512 Q8_0
-// tile). Tasks are split statically over the workers; the result of an output never depends on which task or
-// worker computes it.
-constexpr int64_t kTaskOutputs = 48;
+// Outputs per pool task: a multiple of the kernel's output tile. Three 16-output groups for the AVX-512 Q8_0
+// and AMX tiles (and a multiple of the float tiles' 6 outputs); two for packed Q4_0 and K-quants, whose
+// AVX-512 tiles take two groups (with three per task, every third group ran alone, at half the dots per
+// activation broadcast: a third of a Q4_K_M model's decode time). The result of an output never depends on
+// which task or worker computes it.
+int64_t TaskOutputs(const TileArgs& a, bool on_tiles) {
+  const bool pairs = a.packed != nullptr && !on_tiles && a.type != TensorType::kQ8_0;
+  return pairs ? 2 * kPackedGroup : 3 * kPackedGroup;
+}
 // Activation rows per quantization task.
 constexpr int64_t kQuantizeRowsPerTask = 16;
 
@@ -46,7 +51,8 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
   const int64_t in = ws[0].in;
   std::array<TileArgs, kMaxSharedMatrices> args;
   std::array<int64_t, kMaxSharedMatrices + 1> first_task{};  // task index where matrix i starts
-  std::array<bool, kMaxSharedMatrices> on_tiles{};           // AMX (bit-identical to RunPackedTile)
+  std::array<int64_t, kMaxSharedMatrices> task_outputs{};
+  std::array<bool, kMaxSharedMatrices> on_tiles{};  // AMX (bit-identical to RunPackedTile)
   bool any_quantized = false;
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightMatrix& w = ws[i];
@@ -66,7 +72,8 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
       on_tiles[i] = rows >= kAmxMinRows && AmxPackedSupports(w.type) && AmxMatMulEnabled();
     }
     any_quantized = any_quantized || IsQuantizedMatMulType(w.type);
-    first_task[i + 1] = first_task[i] + (std::max<int64_t>(w.out, 0) + kTaskOutputs - 1) / kTaskOutputs;
+    task_outputs[i] = TaskOutputs(a, on_tiles[i]);
+    first_task[i + 1] = first_task[i] + (std::max<int64_t>(w.out, 0) + task_outputs[i] - 1) / task_outputs[i];
   }
   if (any_quantized) {
     // Activations are quantized once per call into the pool's caller scratch: quants (rows padded to 64
@@ -99,7 +106,8 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
     size_t i = 0;
     while (task >= first_task[i + 1]) ++i;
     const TileArgs& a = args[i];
-    const int64_t begin = (task - first_task[i]) * kTaskOutputs, end = std::min(a.out, begin + kTaskOutputs);
+    const int64_t begin = (task - first_task[i]) * task_outputs[i];
+    const int64_t end = std::min(a.out, begin + task_outputs[i]);
     if (on_tiles[i]) {
       RunAmxPackedTile(a, begin, end);
     } else if (a.packed != nullptr) {
