@@ -181,10 +181,17 @@ LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries,
                                    int32_t count, int head_dim, float scale, float* scores,
                                    size_t scores_stride) {
   const int full = queries / 8 * 8;
-  for (int32_t s0 = 0; s0 < count && full > 0; s0 += kKeyLanes) {  // each group in L1 for all queries
+  // Two key groups at a time (in L1 for all queries): each broadcast query element feeds two FMAs, so the
+  // broadcasts no longer compete with the FMAs for issue slots (16 chains; one group: 8).
+  for (int32_t s0 = 0; s0 < count && full > 0; s0 += 2 * kKeyLanes) {
     for (int j = 0; j < full; j += 8) {
-      DotGroupsAvx512<8, 1>(q + j * q_stride, q_stride, keys, s0, count, head_dim, scale,
-                            scores + j * scores_stride, scores_stride);
+      if (s0 + kKeyLanes < count) {
+        DotGroupsAvx512<8, 2>(q + j * q_stride, q_stride, keys, s0, count, head_dim, scale,
+                              scores + j * scores_stride, scores_stride);
+      } else {
+        DotGroupsAvx512<8, 1>(q + j * q_stride, q_stride, keys, s0, count, head_dim, scale,
+                              scores + j * scores_stride, scores_stride);
+      }
     }
   }
   const float* qj = q + full * q_stride;
