@@ -89,8 +89,8 @@ struct KVec {
 
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
-// kRows.
-template <TensorType kType, int kGroups, int kRows>
+// kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
+template <TensorType kType, int kGroups, int kRows, bool kStream>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   using V = KVec;
   using I = typename V::I;
@@ -106,6 +106,9 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
   const int8_t* q[kRows];
   for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
   const I low4 = V::Bytes(0x0f);
+  // Streaming: while computing sub-block j of a unit, prefetch the j-th eighth of the next unit (one unit,
+  // 2-3 KiB, ahead; packed_weights.h).
+  const int64_t eighth = (p.unit_bytes / 8 + 63) / 64 * 64;
   for (int64_t s = 0; s < p.units; ++s) {
     const std::byte* unit[kGroups];
     F d[kGroups], dmin[kGroups];
@@ -120,6 +123,11 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
     }
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * s + j;
+      if (kStream && s + 1 < p.units) {
+        for (int g = 0; g < kGroups; ++g) {
+          PrefetchBytes(p.Unit(group0 + g, s + 1), j * eighth, std::min(p.unit_bytes, (j + 1) * eighth));
+        }
+      }
       I dot_lo[kGroups][kRows], dot_hi[kGroups][kRows];  // elements 0-15 and 16-31 of the sub-block
       for (int r = 0; r < kRows; ++r) {
         for (int g = 0; g < kGroups; ++g) {
@@ -194,21 +202,31 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
 // 16-output group is already two 8-output parts).
 inline constexpr int kKQuantGroups = KVec::kParts == 1 ? 2 : 1;
 
-template <TensorType kType, int kGroups>
-HWY_INLINE void KQuantRowsLoop(const TileArgs& a, int64_t group0, int part) {
-  constexpr int kRows = 4;
-  int64_t r0 = 0;
-  for (; r0 + kRows <= a.rows; r0 += kRows) KQuantMicroTile<kType, kGroups, kRows>(a, group0, part, r0);
+// Rows [r0, a.rows), fewer than a full row tile.
+template <TensorType kType, int kGroups, bool kStream>
+HWY_INLINE void KQuantLastRows(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   switch (a.rows - r0) {
     case 3:
-      return KQuantMicroTile<kType, kGroups, 3>(a, group0, part, r0);
+      return KQuantMicroTile<kType, kGroups, 3, kStream>(a, group0, part, r0);
     case 2:
-      return KQuantMicroTile<kType, kGroups, 2>(a, group0, part, r0);
+      return KQuantMicroTile<kType, kGroups, 2, kStream>(a, group0, part, r0);
     case 1:
-      return KQuantMicroTile<kType, kGroups, 1>(a, group0, part, r0);
+      return KQuantMicroTile<kType, kGroups, 1, kStream>(a, group0, part, r0);
     default:
       return;
   }
+}
+
+// The first row tile streams the weights from memory (kStream), the others find them in cache.
+template <TensorType kType, int kGroups>
+HWY_INLINE void KQuantRowsLoop(const TileArgs& a, int64_t group0, int part) {
+  constexpr int kRows = 4;
+  if (a.rows < kRows) return KQuantLastRows<kType, kGroups, true>(a, group0, part, 0);
+  KQuantMicroTile<kType, kGroups, kRows, true>(a, group0, part, 0);
+  int64_t r0 = kRows;
+  for (; r0 + kRows <= a.rows; r0 += kRows)
+    KQuantMicroTile<kType, kGroups, kRows, false>(a, group0, part, r0);
+  KQuantLastRows<kType, kGroups, false>(a, group0, part, r0);
 }
 
 template <TensorType kType>

@@ -42,7 +42,7 @@ HWY_INLINE __m256i DotAccumulate(__m256i acc, __m256i w_u8, __m256i x_s8) {
   }
 }
 
-template <TensorType kType, int kRows>
+template <TensorType kType, int kRows, bool kStream>
 HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) {
   const PackedWeights& p = *a.packed;
   const int64_t blocks = p.units;
@@ -52,8 +52,10 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) 
   }
   const int8_t* q[kRows];
   for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
+  const int64_t ahead = (kPrefetchBytes + p.unit_bytes - 1) / p.unit_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* wb = p.Unit(group, b);
+    if (kStream && b + ahead < blocks) PrefetchBytes(p.Unit(group, b + ahead), 0, p.unit_bytes);
     __m256i dot[kPackedHalves][kRows];
     for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
       const __m256i start = _mm256_set1_epi32(-PackedValueOffset(kType) * a.sums[(r0 + r) * blocks + b]);
@@ -175,7 +177,9 @@ HWY_INLINE void PackedBlockDots(const std::byte* const* wb, const int8_t* const*
   }
 }
 
-template <TensorType kType, int kGroups, int kRows>
+// kStream: the tile streams the weights from memory (the first row tile) and prefetches about kPrefetchBytes
+// ahead in each group (packed_weights.h); a separate instantiation, so the other tiles' loop is unchanged.
+template <TensorType kType, int kGroups, int kRows, bool kStream>
 HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0) {
   const PackedWeights& p = *a.packed;
   const int64_t blocks = p.units;
@@ -191,9 +195,13 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
     d[r] = a.d + (r0 + r) * blocks;
     starts[r] = (kType == TensorType::kQ8_0 ? a.q8_starts : a.sums) + (r0 + r) * blocks;
   }
+  const int64_t ahead = (kPrefetchBytes + p.unit_bytes - 1) / p.unit_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* wb[kGroups];
     for (int g = 0; g < kGroups; ++g) wb[g] = p.Unit(group0 + g, b);
+    if (kStream && b + ahead < blocks) {
+      for (int g = 0; g < kGroups; ++g) PrefetchBytes(p.Unit(group0 + g, b + ahead), 0, p.unit_bytes);
+    }
     const int8_t* qb[kRows];
     __m512i dot[kGroups][kRows];
     for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
@@ -223,41 +231,42 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
 }
 #endif
 
-template <TensorType kType, int kGroups, int kRows>
+template <TensorType kType, int kGroups, int kRows, bool kStream>
 HWY_INLINE void PackedTile(const TileArgs& a, int64_t group0, int64_t r0) {
 #if HWY_TARGET == HWY_AVX2
   static_assert(kGroups == 1);
-  PackedMicroTile<kType, kRows>(a, group0, r0);
+  PackedMicroTile<kType, kRows, kStream>(a, group0, r0);
 #else
-  PackedMicroTile<kType, kGroups, kRows>(a, group0, r0);
+  PackedMicroTile<kType, kGroups, kRows, kStream>(a, group0, r0);
 #endif
 }
 
-template <TensorType kType, int kGroups>
-HWY_INLINE void PackedRowsLoop(const TileArgs& a, int64_t group0) {
-  constexpr int kPackedRows = kPackedRowsFor<kType>;
-  int64_t r0 = 0;
-  for (; r0 + kPackedRows <= a.rows; r0 += kPackedRows)
-    PackedTile<kType, kGroups, kPackedRows>(a, group0, r0);
-  static_assert(kPackedRows <= 8);
+// Rows [r0, a.rows), fewer than a full row tile.
+template <TensorType kType, int kGroups, bool kStream>
+HWY_INLINE void PackedLastRows(const TileArgs& a, int64_t group0, int64_t r0) {
+  static_assert(kPackedRowsFor<kType> <= 4);
   switch (a.rows - r0) {
-    case 7:
-      return PackedTile<kType, kGroups, 7>(a, group0, r0);
-    case 6:
-      return PackedTile<kType, kGroups, 6>(a, group0, r0);
-    case 5:
-      return PackedTile<kType, kGroups, 5>(a, group0, r0);
-    case 4:
-      return PackedTile<kType, kGroups, 4>(a, group0, r0);
     case 3:
-      return PackedTile<kType, kGroups, 3>(a, group0, r0);
+      return PackedTile<kType, kGroups, 3, kStream>(a, group0, r0);
     case 2:
-      return PackedTile<kType, kGroups, 2>(a, group0, r0);
+      return PackedTile<kType, kGroups, 2, kStream>(a, group0, r0);
     case 1:
-      return PackedTile<kType, kGroups, 1>(a, group0, r0);
+      return PackedTile<kType, kGroups, 1, kStream>(a, group0, r0);
     default:
       return;
   }
+}
+
+// The first row tile streams the group's weights from memory (kStream), the others find them in cache.
+template <TensorType kType, int kGroups>
+HWY_INLINE void PackedRowsLoop(const TileArgs& a, int64_t group0) {
+  constexpr int kPackedRows = kPackedRowsFor<kType>;
+  if (a.rows < kPackedRows) return PackedLastRows<kType, kGroups, true>(a, group0, 0);
+  PackedTile<kType, kGroups, kPackedRows, true>(a, group0, 0);
+  int64_t r0 = kPackedRows;
+  for (; r0 + kPackedRows <= a.rows; r0 += kPackedRows)
+    PackedTile<kType, kGroups, kPackedRows, false>(a, group0, r0);
+  PackedLastRows<kType, kGroups, false>(a, group0, r0);
 }
 
 template <TensorType kType>
