@@ -182,7 +182,9 @@ HWY_INLINE __m256 LoadFloatWeights(const std::byte* row, int64_t i) {
   }
 }
 
-template <TensorType kType, int kOut, int kRows>
+// kStream: the tile streams its kOut weight rows from memory (row 0; the other rows find them in cache) and
+// prefetches the next kOut rows (contiguous after them) as it goes, about 64 bytes per step.
+template <TensorType kType, int kOut, int kRows, bool kStream>
 HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   constexpr int kElementBytes = kType == TensorType::kF32 ? 4 : 2;
   __m256 acc[kOut][kRows];
@@ -194,7 +196,15 @@ HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   const float* x[kRows];
   for (int r = 0; r < kRows; ++r) x[r] = a.x + (r0 + r) * a.in;
   const int64_t full = a.in / kLanes * kLanes;
+  // Streaming: step i/kLanes prefetches bytes [i * kOut * kElementBytes, + kOut * kLanes * kElementBytes) of
+  // the next tile's rows (past o_end they are the next task's; past the matrix, not asked for).
+  const std::byte* next = rows[0] + kOut * a.row_bytes;
+  const int64_t next_bytes = std::min<int64_t>(kOut, a.out - o0 - kOut) * a.row_bytes;
   for (int64_t i = 0; i < full; i += kLanes) {
+    if constexpr (kStream) {
+      const int64_t begin = i * kOut * kElementBytes;
+      PrefetchBytes(next, begin, std::min(next_bytes, begin + kOut * kLanes * kElementBytes));
+    }
     __m256 xv[kRows];
     for (int r = 0; r < kRows; ++r) xv[r] = _mm256_loadu_ps(x[r] + i);
     for (int o = 0; o < kOut; ++o) {
@@ -305,7 +315,12 @@ HWY_INLINE void FloatTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end
   ForEachMicroTile(
       a, o_begin, o_end,
       [&](auto out, auto rows, int64_t o0, int64_t r0) {
-        FloatMicroTile<kType, decltype(out)::value, decltype(rows)::value>(a, o0, r0);
+        constexpr int kOut = decltype(out)::value, kRows = decltype(rows)::value;
+        if (r0 == 0) {
+          FloatMicroTile<kType, kOut, kRows, true>(a, o0, r0);
+        } else {
+          FloatMicroTile<kType, kOut, kRows, false>(a, o0, r0);
+        }
       },
       paired_rows);
 }
