@@ -252,7 +252,8 @@ HWY_INLINE __m512 LoadFloatWeightsTwice(const std::byte* row, int64_t i) {
   }
 }
 
-template <TensorType kType, int kOut>
+// kStream as in FloatMicroTile: the first row tile streams the weight rows and prefetches the next tile's.
+template <TensorType kType, int kOut, bool kStream>
 HWY_NOINLINE void FloatPairTile(const TileArgs& a, int64_t o0, int64_t r0) {
   constexpr int kElementBytes = kType == TensorType::kF32 ? 4 : 2;
   __m512 acc[kOut][kFloatPairs];
@@ -275,7 +276,15 @@ HWY_NOINLINE void FloatPairTile(const TileArgs& a, int64_t o0, int64_t r0) {
     }
   };
   const int64_t full = a.in / kLanes * kLanes;
-  for (int64_t i = 0; i < full; i += kLanes) step(x, i, rows, i);
+  const std::byte* next = rows[0] + kOut * a.row_bytes;
+  const int64_t next_bytes = std::min<int64_t>(kOut, a.out - o0 - kOut) * a.row_bytes;
+  for (int64_t i = 0; i < full; i += kLanes) {
+    if constexpr (kStream) {
+      const int64_t begin = i * kOut * kElementBytes;
+      PrefetchBytes(next, begin, std::min(next_bytes, begin + kOut * kLanes * kElementBytes));
+    }
+    step(x, i, rows, i);
+  }
   if (full < a.in) {  // zero-padded last group
     const size_t rest = static_cast<size_t>(a.in - full);
     alignas(64) float xbuf[2 * kFloatPairs][kLanes] = {};
@@ -308,8 +317,14 @@ HWY_INLINE void FloatTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end
   paired_rows = a.rows / (2 * kFloatPairs) * (2 * kFloatPairs);
   for (int64_t r0 = 0; r0 < paired_rows; r0 += 2 * kFloatPairs) {
     int64_t o0 = o_begin;
-    for (; o0 + kFloatPairOut <= o_end; o0 += kFloatPairOut) FloatPairTile<kType, kFloatPairOut>(a, o0, r0);
-    for (; o0 < o_end; ++o0) FloatPairTile<kType, 1>(a, o0, r0);
+    for (; o0 + kFloatPairOut <= o_end; o0 += kFloatPairOut) {
+      if (r0 == 0) {
+        FloatPairTile<kType, kFloatPairOut, true>(a, o0, r0);
+      } else {
+        FloatPairTile<kType, kFloatPairOut, false>(a, o0, r0);
+      }
+    }
+    for (; o0 < o_end; ++o0) FloatPairTile<kType, 1, false>(a, o0, r0);
   }
 #endif
   ForEachMicroTile(
