@@ -182,8 +182,19 @@ HWY_INLINE __m256 LoadFloatWeights(const std::byte* row, int64_t i) {
   }
 }
 
-// kStream: the tile streams its kOut weight rows from memory (row 0; the other rows find them in cache) and
-// prefetches the next kOut rows (contiguous after them) as it goes, about 64 bytes per step.
+// Streaming float tiles (kStream: the first row tile, which reads its kOut weight rows from memory; later row
+// tiles find them in cache) prefetch the next tile's kOut rows, contiguous after theirs, as they go: the step
+// at element i asks for bytes [i, i + kLanes) * kOut * kElementBytes of them. NextRowsBytes: how many of
+// those bytes exist (past o_end they are the next task's rows; past the matrix there are none).
+inline int64_t NextRowsBytes(const TileArgs& a, int64_t o0, int out_rows) {
+  return std::min<int64_t>(out_rows, a.out - o0 - out_rows) * a.row_bytes;
+}
+template <int kOut, int kElementBytes>
+HWY_INLINE void PrefetchNextRowsStep(const std::byte* next, int64_t next_bytes, int64_t i) {
+  const int64_t begin = i * kOut * kElementBytes;
+  PrefetchBytes(next, begin, std::min(next_bytes, begin + kOut * kLanes * kElementBytes));
+}
+
 template <TensorType kType, int kOut, int kRows, bool kStream>
 HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   constexpr int kElementBytes = kType == TensorType::kF32 ? 4 : 2;
@@ -196,15 +207,10 @@ HWY_NOINLINE void FloatMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
   const float* x[kRows];
   for (int r = 0; r < kRows; ++r) x[r] = a.x + (r0 + r) * a.in;
   const int64_t full = a.in / kLanes * kLanes;
-  // Streaming: step i/kLanes prefetches bytes [i * kOut * kElementBytes, + kOut * kLanes * kElementBytes) of
-  // the next tile's rows (past o_end they are the next task's; past the matrix, not asked for).
   const std::byte* next = rows[0] + kOut * a.row_bytes;
-  const int64_t next_bytes = std::min<int64_t>(kOut, a.out - o0 - kOut) * a.row_bytes;
+  const int64_t next_bytes = NextRowsBytes(a, o0, kOut);
   for (int64_t i = 0; i < full; i += kLanes) {
-    if constexpr (kStream) {
-      const int64_t begin = i * kOut * kElementBytes;
-      PrefetchBytes(next, begin, std::min(next_bytes, begin + kOut * kLanes * kElementBytes));
-    }
+    if constexpr (kStream) PrefetchNextRowsStep<kOut, kElementBytes>(next, next_bytes, i);
     __m256 xv[kRows];
     for (int r = 0; r < kRows; ++r) xv[r] = _mm256_loadu_ps(x[r] + i);
     for (int o = 0; o < kOut; ++o) {
@@ -252,7 +258,7 @@ HWY_INLINE __m512 LoadFloatWeightsTwice(const std::byte* row, int64_t i) {
   }
 }
 
-// kStream as in FloatMicroTile: the first row tile streams the weight rows and prefetches the next tile's.
+// kStream: see PrefetchNextRowsStep.
 template <TensorType kType, int kOut, bool kStream>
 HWY_NOINLINE void FloatPairTile(const TileArgs& a, int64_t o0, int64_t r0) {
   constexpr int kElementBytes = kType == TensorType::kF32 ? 4 : 2;
@@ -277,12 +283,9 @@ HWY_NOINLINE void FloatPairTile(const TileArgs& a, int64_t o0, int64_t r0) {
   };
   const int64_t full = a.in / kLanes * kLanes;
   const std::byte* next = rows[0] + kOut * a.row_bytes;
-  const int64_t next_bytes = std::min<int64_t>(kOut, a.out - o0 - kOut) * a.row_bytes;
+  const int64_t next_bytes = NextRowsBytes(a, o0, kOut);
   for (int64_t i = 0; i < full; i += kLanes) {
-    if constexpr (kStream) {
-      const int64_t begin = i * kOut * kElementBytes;
-      PrefetchBytes(next, begin, std::min(next_bytes, begin + kOut * kLanes * kElementBytes));
-    }
+    if constexpr (kStream) PrefetchNextRowsStep<kOut, kElementBytes>(next, next_bytes, i);
     step(x, i, rows, i);
   }
   if (full < a.in) {  // zero-padded last group
