@@ -192,6 +192,16 @@ HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t
   FinishFusedAdds<kRows>(acc_v, acc);
 }
 
+// The slice kernel for kType: SliceRows (Q8_0, Q4_0) or KQuantSliceRows.
+template <TensorType kType, int kRows>
+HWY_INLINE void AnySliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, float (*acc)[4]) {
+  if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
+    SliceRows<kType, kRows>(a, group, c, r0, acc);
+  } else {
+    KQuantSliceRows<kType, kRows>(a, group, c, r0, acc);
+  }
+}
+
 // Outputs [16 * group, min(16 * group + 16, o_end)), every row.
 template <TensorType kType>
 void PackedGroupRows(const TileArgs& a, int64_t group, int64_t o_end) {
@@ -203,16 +213,10 @@ void PackedGroupRows(const TileArgs& a, int64_t group, int64_t o_end) {
     for (int64_t r0 = 0; r0 < a.rows;) {
       float acc[kRows][4] = {};
       const int rows = a.rows - r0 >= kRows ? kRows : 1;
-      if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
-        if (rows == kRows) {
-          SliceRows<kType, kRows>(a, group, c, r0, acc);
-        } else {
-          SliceRows<kType, 1>(a, group, c, r0, acc);
-        }
-      } else if (rows == kRows) {
-        KQuantSliceRows<kType, kRows>(a, group, c, r0, acc);
+      if (rows == kRows) {
+        AnySliceRows<kType, kRows>(a, group, c, r0, acc);
       } else {
-        KQuantSliceRows<kType, 1>(a, group, c, r0, acc);
+        AnySliceRows<kType, 1>(a, group, c, r0, acc);
       }
       for (int r = 0; r < rows; ++r) {
         __builtin_memcpy(a.y + (r0 + r) * a.out + o0 + 4 * c, acc[r], sizeof(float) * static_cast<size_t>(n));
@@ -222,37 +226,37 @@ void PackedGroupRows(const TileArgs& a, int64_t group, int64_t o_end) {
   }
 }
 
+// Outputs [o_begin, o_end) (o_begin a multiple of 16), every row, group by group.
+template <TensorType kType>
+void PackedGroups(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  const int64_t end = std::min(o_end, a.out);
+  for (int64_t g = o_begin / kPackedGroup; g * kPackedGroup < o_end; ++g) PackedGroupRows<kType>(a, g, end);
+}
+
 }  // namespace portable
 #endif  // HWY_TARGET != HWY_SCALAR
 
 // y for outputs [o_begin, o_end) (o_begin a multiple of 16) of packed weights, every row.
 inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
 #if HWY_TARGET != HWY_SCALAR
-  for (int64_t g = o_begin / kPackedGroup; g * kPackedGroup < o_end; ++g) {
-    const int64_t end = std::min(o_end, a.out);
-    switch (a.type) {
-      case TensorType::kQ8_0:
-        portable::PackedGroupRows<TensorType::kQ8_0>(a, g, end);
-        break;
-      case TensorType::kQ4_0:
-        portable::PackedGroupRows<TensorType::kQ4_0>(a, g, end);
-        break;
-      case TensorType::kQ4_K:
-        portable::PackedGroupRows<TensorType::kQ4_K>(a, g, end);
-        break;
-      case TensorType::kQ6_K:
-        portable::PackedGroupRows<TensorType::kQ6_K>(a, g, end);
-        break;
-      default:
-        HWY_ASSERT(false);  // only packable types have packed weights
-    }
+  switch (a.type) {
+    case TensorType::kQ8_0:
+      return portable::PackedGroups<TensorType::kQ8_0>(a, o_begin, o_end);
+    case TensorType::kQ4_0:
+      return portable::PackedGroups<TensorType::kQ4_0>(a, o_begin, o_end);
+    case TensorType::kQ4_K:
+      return portable::PackedGroups<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ6_K:
+      return portable::PackedGroups<TensorType::kQ6_K>(a, o_begin, o_end);
+    default:
+      HWY_ASSERT(false);  // only packable types have packed weights
   }
-  return;
-#endif
+#else
   for (int64_t o = o_begin; o < o_end; ++o) {
     for (int64_t r = 0; r < a.rows; ++r) {
       a.y[r * a.out + o] = PackedDotReference(a.type, a.weights + o * a.row_bytes, a.q + r * a.q_stride,
                                               a.d + r * (a.in / kActBlock), a.in / kActBlock);
     }
   }
+#endif
 }
