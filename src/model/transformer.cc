@@ -139,22 +139,48 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<fl
   ForEachRow(pool, rows, [&](int64_t r, int) {
     rope_.Angles(batch.rows[r].position, row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs());
   });
-  tiles_.clear();
-  for (int64_t r = 0; r < rows;) {
-    int64_t end = r + 1;
-    while (end < rows && end - r < kTileRows && batch.rows[end].sequence == batch.rows[r].sequence &&
-           batch.rows[end].position == batch.rows[end - 1].position + 1) {
-      ++end;
-    }
-    tiles_.push_back({r, int32_t(end - r)});
-    r = end;
+  BuildTiles(
+      batch, rows, [](int64_t r) { return r; }, tiles_);
+  // The last layer's output is needed only for the rows that want logits; the others need only their K/V
+  // there (later rows and steps read it). So when some rows want no logits (a prompt: all but its last row),
+  // the last layer writes every row's K/V and then continues with the logit rows alone, gathered to the
+  // front of the scratch buffers (skipping ~1/n_layer of a prompt's work). Each kept row's arithmetic is the
+  // same as without the skip, so its logits are bit-identical either way.
+  logit_rows_.clear();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (batch.rows[r].wants_logits) logit_rows_.push_back(r);
+  }
+  const bool skip_in_last_layer = int64_t(logit_rows_.size()) < rows;
+  if (skip_in_last_layer) {
+    BuildTiles(
+        batch, int64_t(logit_rows_.size()), [&](int64_t j) { return logit_rows_[j]; }, logit_tiles_);
   }
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
-    AttentionBlock(batch, kv, layer, pool);
-    FeedForwardBlock(rows, layer, pool);
+    const bool only_logit_rows = skip_in_last_layer && layer == config_.n_layer - 1;
+    AttentionBlock(batch, kv, layer, only_logit_rows, pool);
+    FeedForwardBlock(only_logit_rows ? int64_t(logit_rows_.size()) : rows, layer, pool);
   }
-  Logits(batch, logits, pool);
+  Logits(batch, skip_in_last_layer, logits, pool);
   return Status::Ok();
+}
+
+// Attention tiles over `n` rows of the q/att scratch; scratch row j holds batch row batch_row(j). A tile is a
+// run of up to kTileRows scratch rows of one sequence at consecutive positions.
+template <typename BatchRowOf>
+void Transformer::BuildTiles(const Batch& batch, int64_t n, const BatchRowOf& batch_row,
+                             std::vector<RowTile>& tiles) {
+  tiles.clear();
+  for (int64_t j = 0; j < n;) {
+    const BatchRow& first = batch.rows[batch_row(j)];
+    int64_t end = j + 1;
+    while (end < n && end - j < kTileRows) {
+      const BatchRow& row = batch.rows[batch_row(end)];
+      if (row.sequence != first.sequence || row.position != first.position + (end - j)) break;
+      ++end;
+    }
+    tiles.push_back({j, int32_t(end - j), first.sequence, first.position});
+    j = end;
+  }
 }
 
 void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
@@ -166,70 +192,97 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   });
 }
 
-void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, ThreadPool& pool) {
+void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_logit_rows,
+                                 ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = int64_t(batch.rows.size());
   const int64_t d = c.n_embd;
   const int64_t q_dim = c.q_dim();
   const int64_t kv_dim = c.kv_dim();
+  // Rows from the queries on: all, or the logit rows gathered to the front (scratch row j = logit_rows_[j]).
+  const int64_t out_rows = only_logit_rows ? int64_t(logit_rows_.size()) : rows;
+  auto gather = [&](std::vector<float>& buffer, int64_t width) {  // ascending rows, j <= logit_rows_[j]
+    for (int64_t j = 0; j < out_rows; ++j) {
+      if (logit_rows_[j] != j) {
+        std::memcpy(buffer.data() + j * width, buffer.data() + logit_rows_[j] * width, sizeof(float) * width);
+      }
+    }
+  };
 
   ForEachRow(pool, rows, [&](int64_t r, int) {
     RmsNorm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
-  {
+  if (!only_logit_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
     float* const outs[] = {q_.data(), k_.data(), v_.data()};
     MatMulShared(qkv, xn_.data(), rows, outs, pool);
+  } else {
+    const WeightMatrix kv_weights[] = {w.wk, w.wv};
+    float* const outs[] = {k_.data(), v_.data()};
+    MatMulShared(kv_weights, xn_.data(), rows, outs, pool);
+    gather(xn_, d);
+    MatMul(w.wq, xn_.data(), out_rows, q_.data(), pool);
   }
 
-  // Bias, RoPE, then K/V into the row's own sequence blocks.
+  // Bias, RoPE, then K/V into the row's own sequence blocks. Query row j belongs to batch row `r`.
+  auto finish_query = [&](int64_t j, int64_t r) {
+    float* q = q_.data() + j * q_dim;
+    if (c.qkv_bias) {
+      for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
+    }
+    rope_.Apply(row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs(), q, c.n_head);
+  };
   ForEachRow(pool, rows, [&](int64_t r, int) {
-    float* q = q_.data() + r * q_dim;
     float* k = k_.data() + r * kv_dim;
     float* v = v_.data() + r * kv_dim;
     if (c.qkv_bias) {
-      for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
       for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
       for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
     }
-    const float* cos_sin = row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs();
+    rope_.Apply(row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs(), k, c.n_head_kv);
     const BatchRow& row = batch.rows[r];
-    rope_.Apply(cos_sin, q, c.n_head);
-    rope_.Apply(cos_sin, k, c.n_head_kv);
     WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
+    if (!only_logit_rows) finish_query(r, r);
   });
+  if (only_logit_rows) {
+    ForEachRow(pool, out_rows, [&](int64_t j, int) { finish_query(j, logit_rows_[j]); });
+  }
 
   // Attention over row tiles: runs of adjacent rows of one sequence at consecutive positions (prefill chunks)
   // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its
   // group of query heads (each KV block is widened once for the group), or per (tile, query head) only when
   // there are fewer (tile, KV head) pairs than workers. Every (row, head) is computed identically whatever
   // the tiling and grouping.
-  const int64_t tiles = int64_t(tiles_.size());
+  const std::vector<RowTile>& tiles = only_logit_rows ? logit_tiles_ : tiles_;
+  const int64_t tile_count = int64_t(tiles.size());
   const int64_t group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const int64_t heads_per_task = tiles * c.n_head_kv >= pool.size() ? group : 1;
+  const int64_t heads_per_task = tile_count * c.n_head_kv >= pool.size() ? group : 1;
   const int64_t tasks_per_tile = c.n_head / heads_per_task;
   auto attend = [&](int64_t task, int) {
-    const RowTile& tile = tiles_[ZigZag(task / tasks_per_tile, tiles)];
+    const RowTile& tile = tiles[ZigZag(task / tasks_per_tile, tile_count)];
     const int64_t r = tile.first_row;
     const int64_t h = task % tasks_per_tile * heads_per_task;  // first query head
-    const BatchRow& row = batch.rows[r];
-    AttendRows(kv, *batch.sequences[row.sequence].blocks, layer, int32_t(h / group), row.position, tile.rows,
-               q_.data() + r * q_dim + h * c.head_dim, size_t(q_dim), int32_t(heads_per_task), scale,
-               att_.data() + r * q_dim + h * c.head_dim, size_t(q_dim));
+    AttendRows(kv, *batch.sequences[tile.sequence].blocks, layer, int32_t(h / group), tile.position,
+               tile.rows, q_.data() + r * q_dim + h * c.head_dim, size_t(q_dim), int32_t(heads_per_task),
+               scale, att_.data() + r * q_dim + h * c.head_dim, size_t(q_dim));
   };
   // Short contexts: a pool round trip costs more than the work itself (same results either way).
   int64_t work = 0;
-  for (const BatchRow& row : batch.rows) work += int64_t(row.position + 1) * q_dim;
+  for (const RowTile& tile : tiles) {
+    const int64_t n = tile.rows;  // positions [0, position + i] for i < n
+    work += (n * int64_t(tile.position) + n * (n + 1) / 2) * q_dim;
+  }
   if (work < kInlineAttentionWork || pool.size() == 1) {
-    for (int64_t task = 0; task < tiles * tasks_per_tile; ++task) attend(task, 0);
+    for (int64_t task = 0; task < tile_count * tasks_per_tile; ++task) attend(task, 0);
   } else {
-    RunTasks(pool, tiles * tasks_per_tile, attend);
+    RunTasks(pool, tile_count * tasks_per_tile, attend);
   }
 
-  MatMul(w.wo, att_.data(), rows, proj_.data(), pool);
-  ForEachRow(pool, rows, [&](int64_t r, int) {
+  if (only_logit_rows) gather(x_, d);
+  MatMul(w.wo, att_.data(), out_rows, proj_.data(), pool);
+  ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
     const float* p = proj_.data() + r * d;
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
@@ -262,12 +315,14 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   });
 }
 
-void Transformer::Logits(const Batch& batch, std::span<float> logits, ThreadPool& pool) {
+// compacted: the logit rows' hidden states are the first rows of x_ (the last layer ran on them alone).
+void Transformer::Logits(const Batch& batch, bool compacted, std::span<float> logits, ThreadPool& pool) {
   const int64_t d = config_.n_embd;
   int64_t n = 0;
   for (size_t r = 0; r < batch.rows.size(); ++r) {
     if (!batch.rows[r].wants_logits) continue;
-    RmsNorm(x_.data() + r * d, weights_.output_norm.data(), d, config_.rms_eps, xn_.data() + n * d);
+    const int64_t from = compacted ? n : int64_t(r);
+    RmsNorm(x_.data() + from * d, weights_.output_norm.data(), d, config_.rms_eps, xn_.data() + n * d);
     ++n;
   }
   if (n > 0) MatMul(weights_.output, xn_.data(), n, logits.data(), pool);

@@ -6,10 +6,11 @@
 //   -> (+bias) -> RoPE per row at its position -> K/V written into the row's sequence blocks
 //   -> attention per (row, head) over the row's own positions [0, position] -> O projection, residual
 //   -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up -> down projection, residual.
-// Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul.
-// Every per-row computation depends only on the row's own data and its sequence's KV, so a row's logits are
-// bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and are
-// reused. Engine thread only.
+// Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul. In
+// the last layer, rows that want no logits stop after writing their K/V (nothing reads the rest of their
+// pass). Every per-row computation depends only on the row's own data and its sequence's KV, so a row's
+// logits are bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and
+// are reused. Engine thread only.
 #pragma once
 
 #include <memory>
@@ -33,9 +34,20 @@ class Transformer final : public Model {
   Status Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const;
   void EnsureScratch(int64_t rows);
   void Embed(const Batch& batch, ThreadPool& pool);
-  void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, ThreadPool& pool);
+  void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_logit_rows,
+                      ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
-  void Logits(const Batch& batch, std::span<float> logits, ThreadPool& pool);
+  void Logits(const Batch& batch, bool compacted, std::span<float> logits, ThreadPool& pool);
+
+  struct RowTile {
+    int64_t first_row = 0;  // scratch row of the tile's first query
+    int32_t rows = 0;
+    int32_t sequence = 0;  // of every row in the tile
+    int32_t position = 0;  // of the first row; the others follow it
+  };
+  template <typename BatchRowOf>
+  static void BuildTiles(const Batch& batch, int64_t n, const BatchRowOf& batch_row,
+                         std::vector<RowTile>& tiles);
 
   ModelConfig config_;
   ModelWeights weights_;
@@ -43,12 +55,10 @@ class Transformer final : public Model {
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
-  std::vector<float> row_cos_sin_;  // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
-  struct RowTile {
-    int64_t first_row = 0;
-    int32_t rows = 0;
-  };
-  std::vector<RowTile> tiles_;  // attention tiles of the current Forward call
+  std::vector<float> row_cos_sin_;    // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
+  std::vector<RowTile> tiles_;        // attention tiles of the current Forward call, over all rows
+  std::vector<int64_t> logit_rows_;   // batch rows that want logits, in order
+  std::vector<RowTile> logit_tiles_;  // attention tiles over logit_rows_ (the last layer, when it skips rows)
 };
 
 }  // namespace lockstep

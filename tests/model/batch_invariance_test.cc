@@ -2,6 +2,7 @@
 // batched together (mixed prefill chunks and decode rows, interleaved, different lengths) against each alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -109,6 +110,53 @@ TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 1, KvDtype::kF16, two));
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 3, KvDtype::kF16, two));
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 50, KvDtype::kF16, two));
+}
+
+// Rows that want no logits stop after writing their K/V in the last layer (the rest of their pass is unused);
+// the rows that want logits continue alone. Their logits, and every later row that reads the skipped rows'
+// K/V, must be bit-identical to a run where every row wants logits (nothing skipped).
+TEST(BatchInvariance, RowsWithoutLogitsSkipTheLastLayerButKeepTheirKv) {
+  for (const char* types : {"q8_0", "f32"}) {
+    SCOPED_TRACE(types);
+    LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-qwen2", types));  // QKV bias: gathered rows get it too
+    ASSERT_NE(m.model, nullptr);
+    Model& model = *m.model;
+    const int64_t vocab = model.config().n_vocab;
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 48; ++i) tokens.push_back((i * 37 + 11) % int32_t(vocab));
+    ThreadPool pool(2);
+    const auto every_row = RunSequence(model, tokens, 1, KvDtype::kF16, pool);
+
+    const KvLayout layout = model.MakeKvLayout(KvDtype::kF16, 16);
+    LocalKv kv(layout, int64_t(tokens.size()));
+    // Chunks [begin, end) and which of their rows want logits: a prompt (only its last row; 20 and 31 too,
+    // so kept rows are not adjacent), a chunk with none, then rows that read both chunks' K/V.
+    struct Chunk {
+      int begin, end;
+      std::vector<int> logit_rows;
+    };
+    const Chunk chunks[] = {{0, 32, {20, 31}}, {32, 40, {}}, {40, 48, {40, 41, 42, 43, 44, 45, 46, 47}}};
+    size_t compared = 0;
+    for (const Chunk& chunk : chunks) {
+      Batch batch;
+      batch.sequences.push_back(kv.view());
+      for (int i = chunk.begin; i < chunk.end; ++i) {
+        const bool wants =
+            std::find(chunk.logit_rows.begin(), chunk.logit_rows.end(), i) != chunk.logit_rows.end();
+        batch.rows.push_back({tokens[i], i, 0, wants});
+      }
+      std::vector<float> logits(batch.LogitRows() * vocab);
+      ASSERT_TRUE(model.Forward(batch, layout, logits, pool).ok());
+      for (size_t j = 0; j < chunk.logit_rows.size(); ++j) {
+        const int position = chunk.logit_rows[j];
+        ASSERT_EQ(std::memcmp(every_row[position].data(), logits.data() + j * vocab, vocab * sizeof(float)),
+                  0)
+            << "position " << position;
+        ++compared;
+      }
+    }
+    EXPECT_EQ(compared, 10u);
+  }
 }
 
 }  // namespace
