@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/attention_decode.h"
 #include "model/attention_kernels.h"
 #include "tensor/float16.h"
 
@@ -200,15 +201,20 @@ class AttendRowsTest : public ::testing::TestWithParam<KvDtype> {};
 
 // Context lengths and block sizes: a short context, and one longer than the key chunk AttendRows scores per
 // call (256 positions) with blocks that are not a multiple of the 16-position key groups.
-void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t block_tokens) {
-  SCOPED_TRACE("positions " + std::to_string(positions) + " block_tokens " + std::to_string(block_tokens));
+// head_dim 20 (not a multiple of 8) takes the general path for every row; head_dims that are multiples of 16
+// with block_tokens multiples of 16 take attention::AttendDecodeRow for single rows (AVX-512), which must
+// give the tiles' bits.
+void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t block_tokens, int head_dim = 20,
+                                  int32_t group = 3) {
+  SCOPED_TRACE("positions " + std::to_string(positions) + " block_tokens " + std::to_string(block_tokens) +
+               " head_dim " + std::to_string(head_dim) + " group " + std::to_string(group));
   KvLayout kv;
   kv.n_layer = 2;
   kv.n_kv_head = 2;
-  kv.head_dim = 20;  // not a multiple of 8
+  kv.head_dim = head_dim;
   kv.block_tokens = block_tokens;
   kv.dtype = dtype;
-  const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
+  const int32_t n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
   std::vector<std::vector<std::byte>> storage((positions + kv.block_tokens - 1) / kv.block_tokens,
                                               std::vector<std::byte>(kv.BlockBytes()));
   std::vector<std::byte*> blocks;
@@ -249,6 +255,15 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
     }
   }
   EXPECT_TRUE(SameBits(tiled.data(), single.data(), tiled.size()));
+  // One row per call with its whole group of query heads (how decode rows run).
+  std::vector<float> grouped(size_t(positions) * q_dim);
+  for (int32_t p = 0; p < positions; ++p) {
+    for (int32_t g = 0; g < kv.n_kv_head; ++g) {
+      AttendRows(kv, blocks, layer, g, p, 1, q.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim,
+                 group, scale, grouped.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim);
+    }
+  }
+  EXPECT_TRUE(SameBits(tiled.data(), grouped.data(), tiled.size()));
 
   // Naive attention in double.
   for (int32_t p = 0; p < positions; ++p) {
@@ -279,6 +294,29 @@ TEST_P(AttendRowsTest, TilingAndHeadGroupingNeverChangeARowAndMatchNaiveAttentio
   CheckTilingAndNaiveAttention(GetParam(), 37, 8);
   CheckTilingAndNaiveAttention(GetParam(), 300, 8);   // chunks [0, 256), [256, 300)
   CheckTilingAndNaiveAttention(GetParam(), 400, 20);  // chunks [0, 320), [320, 400)
+}
+
+// Decode rows read the stored blocks directly (attention::AttendDecodeRow) where the shape allows: every
+// query count it takes (1..8 per KV head: 7 and 8 need two passes over the values), head_dims with 1..4
+// 16-dim chunks past the 64-dim ones, blocks of 16 and 32 positions, contexts ending mid-group.
+TEST_P(AttendRowsTest, DecodeRowsFromStoredBlocksMatchTheTiles) {
+  CheckTilingAndNaiveAttention(GetParam(), 45, 16, 64, 3);
+  CheckTilingAndNaiveAttention(GetParam(), 300, 16, 64, 4);
+  CheckTilingAndNaiveAttention(GetParam(), 77, 32, 48, 1);
+  CheckTilingAndNaiveAttention(GetParam(), 61, 16, 80, 8);
+  CheckTilingAndNaiveAttention(GetParam(), 40, 16, 32, 7);
+  CheckTilingAndNaiveAttention(GetParam(), 33, 32, 16, 5);
+  CheckTilingAndNaiveAttention(GetParam(), 50, 16, 128, 2);
+}
+
+TEST(AttendDecodeRow, RunsForItsShapesOnly) {
+  using attention::CanAttendDecodeRow;
+  const bool avx512 = attention::BestKernelLevel() == KernelLevel::kAvx512;
+  EXPECT_EQ(CanAttendDecodeRow(attention::BestKernelLevel(), 64, 16, 3), avx512);
+  EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kAvx2, 64, 16, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kAvx512, 20, 16, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kAvx512, 64, 8, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kAvx512, 64, 16, 9));
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, AttendRowsTest, ::testing::Values(KvDtype::kF16, KvDtype::kF32),
