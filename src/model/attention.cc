@@ -96,9 +96,9 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   if (rows == 1 && attention::CanAttendDecodeRow(kLevel, n, bt, heads)) {  // straight from the stored blocks
-    attention::AttendDecodeRow(blocks.data(), kv.KeyOffset(layer, kv_head), kv.ValueOffset(layer, kv_head),
-                               f16, bt, max_len, q, size_t(n), heads, n, scale, scores, stride, out,
-                               size_t(n));
+    attention::AttendDecodeRow(kLevel, blocks.data(), kv.KeyOffset(layer, kv_head),
+                               kv.ValueOffset(layer, kv_head), f16, bt, max_len, q, size_t(n), heads, n,
+                               scale, scores, stride, out, size_t(n));
     return;
   }
   float* values = Grow(scratch.values, size_t(bt) * n);

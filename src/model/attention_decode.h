@@ -1,10 +1,11 @@
 // One decode row's attention read straight from its sequence's stored KV blocks (f16 or f32), without the
 // widened copy the general path (model/attention_kernels.h) makes: for a single row, widening each block cost
 // more than the few dot products it fed, so long-context decode ran well below the memory bandwidth. Keys are
-// stored dim-major (model/batch.h), so 16 positions of one dim are 16 consecutive elements: one vector,
-// exactly a widened key group's row. Per lane the arithmetic is the general path's (scores: a chain of fused
-// multiply-adds over the dims from 0, times scale; Softmax; values: fused multiply-adds over positions in
-// order from 0), so results are bit-identical to it and to every tiling (tests/model/attention_test.cc).
+// stored dim-major (model/batch.h), so 16 positions of one dim are 16 consecutive elements: exactly a widened
+// key group's row, converted in registers. Per lane the arithmetic is the general path's (scores: a chain of
+// fused multiply-adds over the dims from 0, times scale; Softmax; values: fused multiply-adds over positions
+// in order from 0), so results are bit-identical to it and to every tiling (tests/model/attention_test.cc).
+// AVX-512 and AVX2: the same kernels over a 16-lane vector of one or two registers.
 #pragma once
 
 #include <cstddef>
@@ -14,17 +15,17 @@
 
 namespace lockstep::attention {
 
-// Whether AttendDecodeRow runs for this shape: the AVX-512 level, head_dim and block_tokens multiples of 16,
-// 1 to 8 queries.
+// Whether AttendDecodeRow runs at this level for this shape: the AVX-512 or AVX2 level, head_dim and
+// block_tokens multiples of 16, 1 to 8 queries.
 bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, int queries);
 
 // `queries` query vectors of one row (head_dim floats each, q_stride apart) attending to positions [0, len)
 // of one KV head, whose keys and values sit at key_offset and value_offset of each block in `blocks` (layout
 // model/batch.h). scores: scratch of queries x scores_stride floats, scores_stride >= len rounded up to 8.
 // Query j's result goes to out + j * out_stride. Only when CanAttendDecodeRow.
-void AttendDecodeRow(const std::byte* const* blocks, size_t key_offset, size_t value_offset, bool f16,
-                     int32_t block_tokens, int32_t len, const float* q, size_t q_stride, int queries,
-                     int head_dim, float scale, float* scores, size_t scores_stride, float* out,
-                     size_t out_stride);
+void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t key_offset,
+                     size_t value_offset, bool f16, int32_t block_tokens, int32_t len, const float* q,
+                     size_t q_stride, int queries, int head_dim, float scale, float* scores,
+                     size_t scores_stride, float* out, size_t out_stride);
 
 }  // namespace lockstep::attention
