@@ -11,22 +11,29 @@
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* placeholders.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define LOCKSTEP_DECODE_NEON 1
+#endif
+#if defined(LOCKSTEP_DECODE_X86) || defined(LOCKSTEP_DECODE_NEON)
+#define LOCKSTEP_DECODE_KERNELS 1
 #endif
 
 namespace lockstep::attention {
 
 bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, int queries) {
-#ifdef LOCKSTEP_DECODE_X86
-  return (level == KernelLevel::kAvx512 || level == KernelLevel::kAvx2) && head_dim > 0 &&
-         head_dim % kKeyLanes == 0 && block_tokens > 0 && block_tokens % kKeyLanes == 0 && queries >= 1 &&
-         queries <= 8;
+#if defined(LOCKSTEP_DECODE_X86)
+  const bool level_ok = level == KernelLevel::kAvx512 || level == KernelLevel::kAvx2;
+#elif defined(LOCKSTEP_DECODE_NEON)
+  const bool level_ok = level == KernelLevel::kScalar;  // ARM's attention level: the NEON kernels match it
 #else
-  (void)level, (void)head_dim, (void)block_tokens, (void)queries;
-  return false;
+  const bool level_ok = false;
 #endif
+  return level_ok && head_dim > 0 && head_dim % kKeyLanes == 0 && block_tokens > 0 &&
+         block_tokens % kKeyLanes == 0 && queries >= 1 && queries <= 8;
 }
 
-#ifdef LOCKSTEP_DECODE_X86
+#ifdef LOCKSTEP_DECODE_KERNELS
 namespace {
 
 // Where the stored KV of one head is: block pointers, the head's offset in each, the block size.
@@ -49,9 +56,54 @@ inline void WithCount(int n, const F& f) {
   (std::make_integer_sequence<int, kMax>{});
 }
 
-// The kernels, once per instruction set: a 16-lane vector V is one 512-bit register or two 256-bit halves.
-// Per lane both do the same fused multiply-adds, so they give the same bits. AVX-512 has 32 registers:
-// score tiles of >= 8 accumulators, value tiles of 6 queries x 64 dims; AVX2 (16 registers) half of each.
+// The kernels, once per instruction set: a 16-lane vector V is one 512-bit register, two 256-bit halves or
+// four 128-bit NEON quarters. Per lane all do the same fused multiply-adds, so they give the same bits.
+// AVX-512 has 32 registers: score tiles of >= 8 accumulators, value tiles of 6 queries x 64 dims; AVX2 (16
+// registers) half of each; NEON (32 registers of 4 lanes) one key group and 2 queries x 16 dims.
+#if defined(LOCKSTEP_DECODE_NEON)
+namespace neon {
+struct V {
+  struct F {
+    float32x4_t q[4];
+  };
+  static constexpr KernelLevel kLevel = KernelLevel::kScalar;
+  static constexpr int kScoreChains = 1, kValueQueries = 2, kValueChunks = 1;
+  static F Zero() { return Set1(0.0f); }
+  static F Set1(float x) { return {{vdupq_n_f32(x), vdupq_n_f32(x), vdupq_n_f32(x), vdupq_n_f32(x)}}; }
+  static F Fma(F a, F b, F c) {  // c + a * b, fused
+    F r;
+    for (int i = 0; i < 4; ++i) r.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
+    return r;
+  }
+  static F Mul(F a, F b) {
+    F r;
+    for (int i = 0; i < 4; ++i) r.q[i] = vmulq_f32(a.q[i], b.q[i]);
+    return r;
+  }
+  template <bool kF16>
+  static F Load16(const std::byte* p) {  // 16 stored elements, widened exactly
+    F r;
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (kF16) {
+        r.q[i] = vcvt_f32_f16(vld1_f16(reinterpret_cast<const __fp16*>(p) + 4 * i));
+      } else {
+        r.q[i] = vld1q_f32(reinterpret_cast<const float*>(p) + 4 * i);
+      }
+    }
+    return r;
+  }
+  static void Store(float* p, F v) {
+    for (int i = 0; i < 4; ++i) vst1q_f32(p + 4 * i, v.q[i]);
+  }
+  static void StoreFirst(float* p, F v, int n) {
+    float lanes[16];
+    Store(lanes, v);
+    std::memcpy(p, lanes, sizeof(float) * size_t(n));
+  }
+};
+#include "model/attention_decode-inl.h"
+}  // namespace neon
+#else
 namespace avx2 {
 struct V {
   struct F {
@@ -115,6 +167,7 @@ struct V {
 #include "model/attention_decode-inl.h"
 }  // namespace avx512
 #pragma GCC pop_options
+#endif
 
 }  // namespace
 #endif
@@ -123,7 +176,12 @@ void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t k
                      size_t value_offset, bool f16, int32_t block_tokens, int32_t len, const float* q,
                      size_t q_stride, int queries, int head_dim, float scale, float* scores,
                      size_t scores_stride, float* out, size_t out_stride) {
-#ifdef LOCKSTEP_DECODE_X86
+#if defined(LOCKSTEP_DECODE_NEON)
+  (void)level;
+  const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
+  neon::AttendStored(f16, keys, values, len, q, q_stride, queries, head_dim, scale, scores, scores_stride,
+                     out, out_stride);
+#elif defined(LOCKSTEP_DECODE_X86)
   const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
   if (level == KernelLevel::kAvx512) {
     avx512::AttendStored(f16, keys, values, len, q, q_stride, queries, head_dim, scale, scores, scores_stride,

@@ -5,7 +5,7 @@
 // key group's row, converted in registers. Per lane the arithmetic is the general path's (scores: a chain of
 // fused multiply-adds over the dims from 0, times scale; Softmax; values: fused multiply-adds over positions
 // in order from 0), so results are bit-identical to it and to every tiling (tests/model/attention_test.cc).
-// AVX-512 and AVX2: the same kernels over a 16-lane vector of one or two registers.
+// AVX-512, AVX2 and ARM NEON: the same kernels over a 16-lane vector of one, two or four registers.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +15,8 @@
 
 namespace lockstep::attention {
 
-// Whether AttendDecodeRow runs at this level for this shape: the AVX-512 or AVX2 level, head_dim and
-// block_tokens multiples of 16, 1 to 8 queries.
+// Whether AttendDecodeRow runs at `level` for this shape: AVX-512 or AVX2 (x86), the scalar level (ARM, where
+// NEON kernels reproduce it), head_dim and block_tokens multiples of 16, 1 to 8 queries.
 bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, int queries);
 
 // `queries` query vectors of one row (head_dim floats each, q_stride apart) attending to positions [0, len)
