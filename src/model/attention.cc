@@ -7,6 +7,7 @@
 #include "model/attention_decode.h"
 #include "model/attention_kernels.h"
 #include "tensor/float16.h"
+#include "tensor/prefetch.h"
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
@@ -60,12 +61,6 @@ const attention::KernelLevel kLevel = attention::BestKernelLevel();
 // Key positions widened per DotKeys call (about 64 KiB of f32 keys at head_dim 64).
 constexpr int32_t kKeyChunk = 256;
 
-// Asks for the cache lines of [p, p + bytes): the next KV block's run lies elsewhere in memory (blocks hold
-// every layer), beyond what the hardware prefetcher follows.
-inline void Prefetch(const std::byte* p, size_t bytes) {
-  for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i);
-}
-
 }  // namespace
 
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
@@ -96,8 +91,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   if (rows == 1 && attention::CanAttendDecodeRow(kLevel, n, bt, heads)) {  // straight from the stored blocks
-    attention::AttendDecodeRow(kLevel, blocks.data(), kv.KeyOffset(layer, kv_head),
-                               kv.ValueOffset(layer, kv_head), f16, bt, max_len, q, size_t(n), heads, n,
+    attention::AttendDecodeRow(kLevel, blocks.data(), k_off, v_off, f16, bt, max_len, q, size_t(n), heads, n,
                                scale, scores, stride, out, size_t(n));
     return;
   }
@@ -112,11 +106,13 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   // Visits the blocks of K (or V) in position order: widen(src, t0, count) widens each block's run of this
   // head once (the next block's run prefetched meanwhile), then visit(r_first, t0, count) runs, rows before
   // r_first not reaching into the block and `count` being how many of its positions the last row attends to.
-  const size_t head_bytes = kv.HeadBytes();
+  const int64_t head_bytes = int64_t(kv.HeadBytes());
   auto for_each_block = [&](size_t offset, auto widen, auto visit) {
-    Prefetch(blocks[0] + offset, head_bytes);
+    // The next block's run lies elsewhere in memory (blocks hold every layer): the hardware prefetcher does
+    // not follow.
+    PrefetchBytes(blocks[0] + offset, 0, head_bytes);
     for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
-      if (t0 + bt < max_len) Prefetch(blocks[(t0 + bt) / bt] + offset, head_bytes);
+      if (t0 + bt < max_len) PrefetchBytes(blocks[(t0 + bt) / bt] + offset, 0, head_bytes);
       widen(blocks[t0 / bt] + offset, t0, std::min(max_len - t0, bt));
       visit(std::max(0, t0 - first_position), t0, std::min(max_len - t0, bt));
     }

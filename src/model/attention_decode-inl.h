@@ -15,7 +15,7 @@ void ScoreGroups(const StoredHead& keys, int32_t first, int32_t len, const float
     row[g] = keys.blocks[p / bt] + keys.offset + size_t(p % bt) * kBytes;
     const int32_t next = p + kGroups * kKeyLanes;
     if (next < len && next % bt == 0)
-      PrefetchRange(keys.blocks[next / bt] + keys.offset, head_dim * dim_bytes);
+      PrefetchBytes(keys.blocks[next / bt] + keys.offset, 0, int64_t(head_dim * dim_bytes));
   }
   typename V::F acc[kQueries][kGroups];
   for (int j = 0; j < kQueries; ++j) {
@@ -70,7 +70,9 @@ void AccumulateStoredValues(const StoredHead& values, int32_t len, const float* 
     const std::byte* block = values.blocks[t0 / bt] + values.offset + chunk_offset;
     if (t0 + bt < len) {
       const std::byte* next = values.blocks[t0 / bt + 1] + values.offset + chunk_offset;
-      for (int32_t s = 0; s < bt; ++s) PrefetchRange(next + size_t(s) * row_bytes, chunk_bytes);
+      for (int32_t s = 0; s < bt; ++s) {
+        PrefetchBytes(next + size_t(s) * row_bytes, 0, int64_t(chunk_bytes));
+      }
     }
     const int32_t n = std::min(bt, len - t0);
     for (int32_t s = 0; s < n; ++s) {

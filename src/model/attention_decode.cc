@@ -1,9 +1,12 @@
 #include "model/attention_decode.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
-#include <utility>
+
+#include "model/with_count.h"
+#include "tensor/prefetch.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
@@ -42,19 +45,6 @@ struct StoredHead {
   size_t offset;
   int32_t block_tokens;
 };
-
-inline void PrefetchRange(const std::byte* p, size_t bytes) {
-  for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i);
-}
-
-// Calls f(std::integral_constant<int, n>{}) for a run-time n in [1, kMax].
-template <int kMax, typename F>
-inline void WithCount(int n, const F& f) {
-  [&]<int... k>(std::integer_sequence<int, k...>) {
-    ((n == k + 1 ? (f(std::integral_constant<int, k + 1>{}), 0) : 0), ...);
-  }
-  (std::make_integer_sequence<int, kMax>{});
-}
 
 // The kernels, once per instruction set: a 16-lane vector V is one 512-bit register, two 256-bit halves or
 // four 128-bit NEON quarters. Per lane all do the same fused multiply-adds, so they give the same bits.

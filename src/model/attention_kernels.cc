@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <utility>
 
 #include "model/vec_math.h"
+#include "model/with_count.h"
 #include "tensor/float16.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -19,16 +19,6 @@
 
 namespace lockstep::attention {
 namespace {
-
-// Calls f(std::integral_constant<int, n>{}) for a run-time n in [1, kMax]: kernels take their query count as
-// a template argument (it sizes their accumulator arrays).
-template <int kMax, typename F>
-inline void WithQueryCount(int n, const F& f) {
-  [&]<int... k>(std::integer_sequence<int, k...>) {
-    ((n == k + 1 ? (f(std::integral_constant<int, k + 1>{}), 0) : 0), ...);
-  }
-  (std::make_integer_sequence<int, kMax>{});
-}
 
 // ---- Scalar reference: the definition every SIMD level reproduces bit for bit. ----
 
@@ -91,7 +81,7 @@ void DotKeysAvx2(const float* q, size_t q_stride, int queries, const float* keys
     for (int j = 0; j < queries; j += 4) {
       const float* qj = q + j * q_stride;
       float* sj = scores + j * scores_stride + s0;
-      WithQueryCount<4>(std::min(4, queries - j), [&](auto k) {
+      WithCount<4>(std::min(4, queries - j), [&](auto k) {
         DotGroupAvx2<k>(qj, q_stride, group, head_dim, n, scale, sj, scores_stride);
       });
     }
@@ -197,7 +187,7 @@ LOCKSTEP_AVX512 void DotKeysAvx512(const float* q, size_t q_stride, int queries,
   const float* qj = q + full * q_stride;
   float* sj = scores + full * scores_stride;
   if (queries > full) {
-    WithQueryCount<7>(queries - full, [&](auto k) {
+    WithCount<7>(queries - full, [&](auto k) {
       DotFewQueriesAvx512<k>(qj, q_stride, keys, count, head_dim, scale, sj, scores_stride);
     });
   }
@@ -248,7 +238,7 @@ LOCKSTEP_AVX512 void AccumulateValuesAvx512(const float* w, size_t w_stride, int
   for (int j = 0; j < queries; j += 6) {  // 6 queries x 64 dims: 24 accumulators, each value loaded once
     const float* wj = w + j * w_stride;
     float* oj = out + j * out_stride;
-    WithQueryCount<6>(std::min(6, queries - j), [&](auto k) {
+    WithCount<6>(std::min(6, queries - j), [&](auto k) {
       AccumulateQueriesAvx512<k>(wj, w_stride, values, count, head_dim, oj, out_stride);
     });
   }

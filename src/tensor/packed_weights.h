@@ -21,6 +21,7 @@
 
 #include "base/large_allocation.h"
 #include "gguf/tensor_type.h"
+#include "tensor/prefetch.h"
 
 namespace lockstep {
 
@@ -61,17 +62,11 @@ struct PackedWeights {
 };
 
 // Streaming packed weights from memory: a kernel's first row tile asks for the cache lines about
-// kPrefetchBytes ahead in each group it reads (later row tiles find them in cache). Hardware prefetch alone
-// left batch-1 decode below the memory bandwidth, the more so the more work per byte (Zen 5, side by side:
-// Llama-1B-shape Q4_K_M 52 -> 78 tok/s, Q8_0 +6 %; SmolLM2-135M Q8_0 +9 %, Q4_0 +11 %). A hint only:
-// results do not change.
-// Always inlined: GCC judges a function whose only effect is prefetching side-effect free and may delete
-// calls to it (GCC 12 dropped every prefetch of the float tiles when the call went through another inline
-// helper).
+// kPrefetchBytes ahead in each group it reads (later row tiles find them in cache; PrefetchBytes,
+// tensor/prefetch.h). Hardware prefetch alone left batch-1 decode below the memory bandwidth, the more so the
+// more work per byte (Zen 5, side by side: Llama-1B-shape Q4_K_M 52 -> 78 tok/s, Q8_0 +6 %; SmolLM2-135M Q8_0
+// +9 %, Q4_0 +11 %). A hint only: results do not change.
 inline constexpr int64_t kPrefetchBytes = 2048;
-inline __attribute__((always_inline)) void PrefetchBytes(const std::byte* p, int64_t begin, int64_t end) {
-  for (int64_t o = begin; o < end; o += 64) __builtin_prefetch(p + o);
-}
 
 // Q8_0 / Q4_0 units: the stored byte (Q8_0) or nibble (Q4_0) is the value plus this offset (unsigned, as
 // VPDPBUSD takes it), and the 16 f16 scales start at PackedScaleOffset, after the quant vectors.
