@@ -53,7 +53,8 @@ T* Grow(std::vector<T>& v, size_t n) {
 
 // Per-thread scratch, grown on demand and then reused: no allocation per step once warm.
 struct Scratch {
-  std::vector<float> scores, keys, values, queries;
+  std::vector<float> scores, keys, values, queries, merged, weights, partials;
+  std::vector<attention::SoftmaxStats> stats;
 };
 thread_local Scratch scratch;
 
@@ -77,6 +78,55 @@ void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t 
   }
 }
 
+namespace {
+
+// out[d] = fma(w, x[d], out[d]): one part's outputs merged into a row's (what AccumulateValues does per
+// position; inline, as merges are many and small).
+inline void MergePart(float w, const float* x, int n, float* out) {
+  for (int d = 0; d < n; ++d) out[d] = std::fma(w, x[d], out[d]);
+}
+
+// Positions [begin, end) of one row straight from the stored blocks (attention::AttendDecodeRow).
+void AttendStoredPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer,
+                      int32_t kv_head, int32_t begin, int32_t end, const float* q, int32_t heads, float scale,
+                      float* out, size_t out_stride, attention::SoftmaxStats* stats, size_t stats_stride) {
+  const size_t stride = (size_t(end - begin) + 7) / 8 * 8;
+  float* scores = Grow(scratch.scores, size_t(heads) * stride);
+  attention::AttendDecodeRow(kLevel, blocks.data(), kv.KeyOffset(layer, kv_head),
+                             kv.ValueOffset(layer, kv_head), kv.dtype == KvDtype::kF16, kv.block_tokens,
+                             begin, end, q, size_t(kv.head_dim), heads, kv.head_dim, scale, scores, stride,
+                             out, out_stride, stats, stats_stride);
+}
+
+}  // namespace
+
+bool CanSplitRow(const KvLayout& kv, int32_t heads) {
+  return attention::CanAttendDecodeRow(kLevel, kv.head_dim, kv.block_tokens, heads);
+}
+
+void AttendRowPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
+                   int32_t position, int32_t part, const float* q, int32_t heads, float scale,
+                   float* partials, attention::SoftmaxStats* stats) {
+  const int32_t parts = AttentionParts(position);
+  const int32_t begin = part * kAttentionPart, end = std::min(position + 1, begin + kAttentionPart);
+  AttendStoredPart(kv, blocks, layer, kv_head, begin, end, q, heads, scale,
+                   partials + size_t(part) * kv.head_dim, size_t(parts) * kv.head_dim, stats + part,
+                   size_t(parts));
+}
+
+void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const float* partials,
+                   const attention::SoftmaxStats* stats, float* out) {
+  const int32_t parts = AttentionParts(position);
+  const int n = kv.head_dim;
+  float* weights = Grow(scratch.weights, size_t(parts));
+  for (int32_t h = 0; h < heads; ++h) {
+    attention::PartitionWeights(kLevel, stats + size_t(h) * parts, parts, weights);
+    float* o = out + size_t(h) * n;
+    std::memset(o, 0, size_t(n) * sizeof(float));
+    for (int32_t p = 0; p < parts; ++p) MergePart(weights[p], partials + (size_t(h) * parts + p) * n, n, o);
+  }
+}
+
 void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
                 int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
                 float scale, float* out, size_t out_stride) {
@@ -85,16 +135,26 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const int n = kv.head_dim;
   const int32_t bt = kv.block_tokens;
   const bool f16 = kv.dtype == KvDtype::kF16;
-  const size_t k_off = kv.KeyOffset(layer, kv_head);
-  const size_t v_off = kv.ValueOffset(layer, kv_head);
   const int32_t max_len = first_position + rows;
-  const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
-  float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
-  if (rows == 1 && attention::CanAttendDecodeRow(kLevel, n, bt, heads)) {  // straight from the stored blocks
-    attention::AttendDecodeRow(kLevel, blocks.data(), k_off, v_off, f16, bt, max_len, q, size_t(n), heads, n,
-                               scale, scores, stride, out, size_t(n));
+  const int32_t max_parts = AttentionParts(max_len - 1);
+  if (rows == 1 && CanSplitRow(kv, heads)) {  // straight from the stored blocks
+    if (max_parts == 1) {
+      attention::SoftmaxStats stats[8];
+      AttendStoredPart(kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(n), stats, 1);
+      return;
+    }
+    float* partials = Grow(scratch.partials, size_t(heads) * max_parts * n);
+    attention::SoftmaxStats* stats = Grow(scratch.stats, size_t(heads) * max_parts);
+    for (int32_t p = 0; p < max_parts; ++p) {
+      AttendRowPart(kv, blocks, layer, kv_head, first_position, p, q, heads, scale, partials, stats);
+    }
+    MergeRowParts(kv, first_position, heads, partials, stats, out);
     return;
   }
+  const size_t k_off = kv.KeyOffset(layer, kv_head);
+  const size_t v_off = kv.ValueOffset(layer, kv_head);
+  const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
+  float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   float* values = Grow(scratch.values, size_t(bt) * n);
   // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
   float* queries = Grow(scratch.queries, size_t(rows) * heads * n);
@@ -104,8 +164,8 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
   // Visits the blocks of K (or V) in position order: widen(src, t0, count) widens each block's run of this
-  // head once (the next block's run prefetched meanwhile), then visit(r_first, t0, count) runs, rows before
-  // r_first not reaching into the block and `count` being how many of its positions the last row attends to.
+  // head once (the next block's run prefetched meanwhile), then visit(t0, count) runs, `count` being how many
+  // of its positions the last row attends to.
   const int64_t head_bytes = int64_t(kv.HeadBytes());
   auto for_each_block = [&](size_t offset, auto widen, auto visit) {
     // The next block's run lies elsewhere in memory (blocks hold every layer): the hardware prefetcher does
@@ -114,7 +174,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
       if (t0 + bt < max_len) PrefetchBytes(blocks[(t0 + bt) / bt] + offset, 0, head_bytes);
       widen(blocks[t0 / bt] + offset, t0, std::min(max_len - t0, bt));
-      visit(std::max(0, t0 - first_position), t0, std::min(max_len - t0, bt));
+      visit(t0, std::min(max_len - t0, bt));
     }
   };
   // Scores: key blocks widened side by side into chunks of about kKeyChunk positions (ending on a 16-position
@@ -133,29 +193,80 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
       chunk_start = end;
     }
   };
-  for_each_block(k_off, widen_keys, [](int32_t, int32_t, int32_t) {});
+  for_each_block(k_off, widen_keys, [](int32_t, int32_t) {});
+  // A softmax per part of each row (kAttentionPart positions, a multiple of 8: only a row's last part pads),
+  // and, when some row has several, the weights that merge its parts.
+  attention::SoftmaxStats* stats = Grow(scratch.stats, size_t(rows) * heads * max_parts);
   for (int32_t r = 0; r < rows; ++r) {
-    for (int32_t h = 0; h < heads; ++h) attention::Softmax(kLevel, row_scores(r, h), first_position + r + 1);
+    const int32_t len = first_position + r + 1;
+    for (int32_t h = 0; h < heads; ++h) {
+      for (int32_t p = 0; p * kAttentionPart < len; ++p) {
+        stats[(size_t(r) * heads + h) * max_parts + p] =
+            attention::Softmax(kLevel, row_scores(r, h) + p * kAttentionPart,
+                               std::min(kAttentionPart, len - p * kAttentionPart));
+      }
+    }
   }
-  // Outputs side by side like the queries (the queries' copy is done with), so that one call accumulates
-  // every row that sees a whole block.
+  float* weights = nullptr;
+  if (max_parts > 1) {  // for each run of rows with the same number of parts, all their heads at once
+    weights = Grow(scratch.weights, size_t(rows) * heads * max_parts);
+    for (int32_t r = 0; r < rows;) {
+      const int32_t parts = AttentionParts(first_position + r);
+      int32_t end = r + 1;
+      while (end < rows && AttentionParts(first_position + end) == parts) ++end;
+      const size_t at = size_t(r) * heads * max_parts;
+      attention::PartitionWeights(kLevel, stats + at, parts, weights + at, (end - r) * heads,
+                                  size_t(max_parts));
+      r = end;
+    }
+  }
+  // Values into part sums side by side like the queries (the queries' copy is done with), so that one call
+  // accumulates every row that sees a whole block; each finished part is merged into `merged`.
+  const size_t outputs = size_t(rows) * heads * n;
   float* sums = queries;
-  std::memset(sums, 0, size_t(rows) * heads * n * sizeof(float));
+  std::memset(sums, 0, outputs * sizeof(float));
+  float* merged = max_parts > 1 ? Grow(scratch.merged, outputs) : sums;
+  if (max_parts > 1) std::memset(merged, 0, outputs * sizeof(float));
+  int32_t part_end = kAttentionPart;
+  auto merge_part = [&] {  // rows reaching into part [part_end - kAttentionPart, part_end)
+    const int32_t p = part_end / kAttentionPart - 1;
+    for (int32_t r = std::max(0, p * kAttentionPart - first_position); r < rows; ++r) {
+      for (int32_t h = 0; h < heads; ++h) {
+        const size_t at = size_t(r) * heads + h;
+        MergePart(weights[at * max_parts + p], sums + at * n, n, merged + at * n);
+      }
+    }
+    std::memset(sums, 0, outputs * sizeof(float));
+  };
+  // Positions [t0, t0 + count) of one part, widened at `vals`: rows before r_full attend to part of them
+  // (the diagonal), one call each; the rest in one call.
+  auto accumulate = [&](const float* vals, int32_t t0, int32_t count) {
+    const int32_t r_first = std::max(0, t0 - first_position);
+    const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
+    for (int32_t r = r_first; r < r_full; ++r) {
+      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, vals, first_position + r + 1 - t0, n,
+                       sums + size_t(r) * heads * n, size_t(n));
+    }
+    AccumulateValues(kLevel, row_scores(r_full, 0) + t0, stride, (rows - r_full) * heads, vals, count, n,
+                     sums + size_t(r_full) * heads * n, size_t(n));
+  };
   auto widen_values = [&](const std::byte* src, int32_t, int32_t count) {
     attention::WidenValues(src, f16, count, n, values);
   };
-  for_each_block(v_off, widen_values, [&](int32_t r_first, int32_t t0, int32_t count) {
-    // Rows before r_full attend to part of this block (the diagonal), one call each.
-    const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
-    for (int32_t r = r_first; r < r_full; ++r) {
-      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, values, first_position + r + 1 - t0, n,
-                       sums + size_t(r) * heads * n, size_t(n));
+  for_each_block(v_off, widen_values, [&](int32_t t0, int32_t count) {
+    for (int32_t t = t0; t < t0 + count;) {  // split where a part ends (blocks need not divide parts)
+      if (t == part_end) {
+        merge_part();
+        part_end += kAttentionPart;
+      }
+      const int32_t here = std::min(t0 + count, part_end) - t;
+      accumulate(values + size_t(t - t0) * n, t, here);
+      t += here;
     }
-    AccumulateValues(kLevel, row_scores(r_full, 0) + t0, stride, (rows - r_full) * heads, values, count, n,
-                     sums + size_t(r_full) * heads * n, size_t(n));
   });
+  if (max_parts > 1) merge_part();
   for (int32_t r = 0; r < rows; ++r) {
-    std::memcpy(out + r * out_stride, sums + size_t(r) * heads * n, size_t(heads) * n * sizeof(float));
+    std::memcpy(out + r * out_stride, merged + size_t(r) * heads * n, size_t(heads) * n * sizeof(float));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/attention_kernels.h"
 #include "model/batch.h"
 
 namespace lockstep {
@@ -17,6 +18,14 @@ namespace lockstep {
 // k, v: [n_kv_head][head_dim] f32 for one row; written at `position` of `blocks` in `layer`.
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
              const float* k, const float* v);
+
+// Long contexts are attended in parts of kAttentionPart positions ([0, 256), [256, 512), ...): each part's
+// softmax and values on their own, then the parts merged (attention::PartitionWeights). A row's result
+// depends only on its own position and data; a row of one part is the plain softmax. One row's parts can run
+// on different threads (flash-decoding: AttendRowPart, MergeRowParts) and give the same bits.
+inline constexpr int32_t kAttentionPart = 256;
+// Parts of a row at `position` (it attends to positions [0, position]).
+inline int32_t AttentionParts(int32_t position) { return position / kAttentionPart + 1; }
 
 // Rows r = 0..rows-1 of one sequence at positions first_position + r (a prefill chunk, or one decode row),
 // each with `heads` query heads that share KV head `kv_head` of `layer`: q row r, head h at q + r * q_stride
@@ -28,5 +37,19 @@ void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t 
 void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
                 int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
                 float scale, float* out, size_t out_stride);
+
+// One row's parts on separate threads: whether AttendRowPart runs for this layout and number of heads (the
+// shapes attention::CanAttendDecodeRow takes).
+bool CanSplitRow(const KvLayout& kv, int32_t heads);
+// Part `part` of AttendRows for one row at `position`: query head h's output within the part (normalised by
+// the part's own softmax sum) to partials + (h * parts + part) * head_dim, its softmax max and sum to
+// stats[h * parts + part], where parts = AttentionParts(position).
+void AttendRowPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
+                   int32_t position, int32_t part, const float* q, int32_t heads, float scale,
+                   float* partials, attention::SoftmaxStats* stats);
+// The row's attention from all its parts (as written by AttendRowPart): head h to out + h * head_dim, the
+// bits AttendRows gives.
+void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const float* partials,
+                   const attention::SoftmaxStats* stats, float* out);
 
 }  // namespace lockstep

@@ -2,10 +2,11 @@
 // namespace per instruction set; see there). No include guard: included once per instruction set.
 
 // Scores of kQueries queries against the kGroups 16-position key groups from group `first` (positions at or
-// past len not stored); the next kGroups groups' blocks are prefetched meanwhile.
+// past end not stored; position p's score at scores[p - begin]); the next kGroups groups' blocks are
+// prefetched meanwhile.
 template <bool kF16, int kQueries, int kGroups>
-void ScoreGroups(const StoredHead& keys, int32_t first, int32_t len, const float* q, size_t q_stride,
-                 int head_dim, float scale, float* scores, size_t scores_stride) {
+void ScoreGroups(const StoredHead& keys, int32_t first, int32_t begin, int32_t end, const float* q,
+                 size_t q_stride, int head_dim, float scale, float* scores, size_t scores_stride) {
   constexpr size_t kBytes = kF16 ? 2 : 4;
   const int32_t bt = keys.block_tokens;
   const size_t dim_bytes = size_t(bt) * kBytes;  // a block's key rows: dim d's bt positions, then d + 1's
@@ -14,7 +15,7 @@ void ScoreGroups(const StoredHead& keys, int32_t first, int32_t len, const float
     const int32_t p = (first + g) * kKeyLanes;
     row[g] = keys.blocks[p / bt] + keys.offset + size_t(p % bt) * kBytes;
     const int32_t next = p + kGroups * kKeyLanes;
-    if (next < len && next % bt == 0)
+    if (next < end && next % bt == 0)
       PrefetchBytes(keys.blocks[next / bt] + keys.offset, 0, int64_t(head_dim * dim_bytes));
   }
   typename V::F acc[kQueries][kGroups];
@@ -32,32 +33,34 @@ void ScoreGroups(const StoredHead& keys, int32_t first, int32_t len, const float
   const typename V::F sv = V::Set1(scale);
   for (int g = 0; g < kGroups; ++g) {
     const int32_t p = (first + g) * kKeyLanes;
-    const int n = std::min<int32_t>(kKeyLanes, len - p);
+    const int n = std::min<int32_t>(kKeyLanes, end - p);
     for (int j = 0; j < kQueries; ++j)
-      V::StoreFirst(scores + j * scores_stride + p, V::Mul(acc[j][g], sv), n);
+      V::StoreFirst(scores + j * scores_stride + (p - begin), V::Mul(acc[j][g], sv), n);
   }
 }
 
-// All scores: ceil(V::kScoreChains / kQueries) groups at a time, so that enough FMA chains are in flight.
+// Scores of positions [begin, end) (begin a multiple of 16): ceil(V::kScoreChains / kQueries) groups at a
+// time, so that enough FMA chains are in flight.
 template <bool kF16, int kQueries>
-void Scores(const StoredHead& keys, int32_t len, const float* q, size_t q_stride, int head_dim, float scale,
-            float* scores, size_t scores_stride) {
+void Scores(const StoredHead& keys, int32_t begin, int32_t end, const float* q, size_t q_stride, int head_dim,
+            float scale, float* scores, size_t scores_stride) {
   constexpr int kGroups = (V::kScoreChains + kQueries - 1) / kQueries;
-  const int32_t groups = (len + kKeyLanes - 1) / kKeyLanes;
-  int32_t g = 0;
+  const int32_t groups = (end + kKeyLanes - 1) / kKeyLanes;
+  int32_t g = begin / kKeyLanes;
   for (; g + kGroups <= groups; g += kGroups) {
-    ScoreGroups<kF16, kQueries, kGroups>(keys, g, len, q, q_stride, head_dim, scale, scores, scores_stride);
+    ScoreGroups<kF16, kQueries, kGroups>(keys, g, begin, end, q, q_stride, head_dim, scale, scores,
+                                         scores_stride);
   }
   for (; g < groups; ++g) {
-    ScoreGroups<kF16, kQueries, 1>(keys, g, len, q, q_stride, head_dim, scale, scores, scores_stride);
+    ScoreGroups<kF16, kQueries, 1>(keys, g, begin, end, q, q_stride, head_dim, scale, scores, scores_stride);
   }
 }
 
-// out[d] = sum over positions s in order of fma(w[s], v_s[d], .) from 0, for dims [d0, d0 + 16 * kChunks) of
-// kQueries weight vectors (w + j * w_stride) and outputs (out + j * out_stride).
+// out[d] = sum over positions s in [begin, end) in order of fma(w[s - begin], v_s[d], .) from 0, for dims
+// [d0, d0 + 16 * kChunks) of kQueries weight vectors (w + j * w_stride) and outputs (out + j * out_stride).
 template <bool kF16, int kQueries, int kChunks>
-void AccumulateStoredValues(const StoredHead& values, int32_t len, const float* w, size_t w_stride,
-                            int head_dim, int d0, float* out, size_t out_stride) {
+void AccumulateStoredValues(const StoredHead& values, int32_t begin, int32_t end, const float* w,
+                            size_t w_stride, int head_dim, int d0, float* out, size_t out_stride) {
   constexpr size_t kBytes = kF16 ? 2 : 4;
   const int32_t bt = values.block_tokens;
   const size_t row_bytes = size_t(head_dim) * kBytes;  // a block's values: slot-major rows of head_dim
@@ -66,24 +69,26 @@ void AccumulateStoredValues(const StoredHead& values, int32_t len, const float* 
   for (int j = 0; j < kQueries; ++j) {
     for (int c = 0; c < kChunks; ++c) acc[j][c] = V::Zero();
   }
-  for (int32_t t0 = 0; t0 < len; t0 += bt) {
-    const std::byte* block = values.blocks[t0 / bt] + values.offset + chunk_offset;
-    if (t0 + bt < len) {
-      const std::byte* next = values.blocks[t0 / bt + 1] + values.offset + chunk_offset;
+  for (int32_t t = begin; t < end;) {  // the run of positions [t, t + n) within block t / bt
+    const int32_t b = t / bt, first = t % bt, n = std::min(bt - first, end - t);
+    const std::byte* block = values.blocks[b] + values.offset + chunk_offset;
+    if ((b + 1) * bt < end) {
+      const std::byte* next = values.blocks[b + 1] + values.offset + chunk_offset;
       for (int32_t s = 0; s < bt; ++s) {
         PrefetchBytes(next + size_t(s) * row_bytes, 0, int64_t(chunk_bytes));
       }
     }
-    const int32_t n = std::min(bt, len - t0);
-    for (int32_t s = 0; s < n; ++s) {
+    const float* wt = w + (t - begin);  // weights of positions t, t + 1, ...
+    for (int32_t s = first; s < first + n; ++s) {
       typename V::F v[kChunks];
       for (int c = 0; c < kChunks; ++c)
         v[c] = V::template Load16<kF16>(block + size_t(s) * row_bytes + c * kKeyLanes * kBytes);
       for (int j = 0; j < kQueries; ++j) {
-        const typename V::F wv = V::Set1(w[j * w_stride + t0 + s]);
+        const typename V::F wv = V::Set1(wt[j * w_stride + (s - first)]);
         for (int c = 0; c < kChunks; ++c) acc[j][c] = V::Fma(wv, v[c], acc[j][c]);
       }
     }
+    t += n;
   }
   for (int j = 0; j < kQueries; ++j) {
     for (int c = 0; c < kChunks; ++c) V::Store(out + j * out_stride + d0 + kKeyLanes * c, acc[j][c]);
@@ -92,35 +97,40 @@ void AccumulateStoredValues(const StoredHead& values, int32_t len, const float* 
 
 // Dims in chunks of V::kValueChunks x 16, then the remaining 16-dim chunks in one call.
 template <bool kF16, int kQueries>
-void Values(const StoredHead& values, int32_t len, const float* w, size_t w_stride, int head_dim, float* out,
-            size_t out_stride) {
+void Values(const StoredHead& values, int32_t begin, int32_t end, const float* w, size_t w_stride,
+            int head_dim, float* out, size_t out_stride) {
   constexpr int kChunks = V::kValueChunks;
   int d = 0;
   for (; d + kChunks * kKeyLanes <= head_dim; d += kChunks * kKeyLanes) {
-    AccumulateStoredValues<kF16, kQueries, kChunks>(values, len, w, w_stride, head_dim, d, out, out_stride);
+    AccumulateStoredValues<kF16, kQueries, kChunks>(values, begin, end, w, w_stride, head_dim, d, out,
+                                                    out_stride);
   }
   if constexpr (kChunks > 1) {
     if (d < head_dim) {
       WithCount<kChunks - 1>((head_dim - d) / kKeyLanes, [&](auto c) {
-        AccumulateStoredValues<kF16, kQueries, c>(values, len, w, w_stride, head_dim, d, out, out_stride);
+        AccumulateStoredValues<kF16, kQueries, c>(values, begin, end, w, w_stride, head_dim, d, out,
+                                                  out_stride);
       });
     }
   }
 }
 
-// One decode row (attention_decode.h) on this instruction set.
-void AttendStored(bool f16, const StoredHead& keys, const StoredHead& values, int32_t len, const float* q,
-                  size_t q_stride, int queries, int head_dim, float scale, float* scores,
-                  size_t scores_stride, float* out, size_t out_stride) {
+// One decode row's positions [begin, end) (attention_decode.h) on this instruction set.
+void AttendStored(bool f16, const StoredHead& keys, const StoredHead& values, int32_t begin, int32_t end,
+                  const float* q, size_t q_stride, int queries, int head_dim, float scale, float* scores,
+                  size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
+                  size_t stats_stride) {
   auto run = [&](auto f16_constant) {
     constexpr bool kF16 = decltype(f16_constant)::value;
     WithCount<8>(queries, [&](auto k) {
-      Scores<kF16, k>(keys, len, q, q_stride, head_dim, scale, scores, scores_stride);
+      Scores<kF16, k>(keys, begin, end, q, q_stride, head_dim, scale, scores, scores_stride);
     });
-    for (int j = 0; j < queries; ++j) Softmax(V::kLevel, scores + j * scores_stride, len);
+    for (int j = 0; j < queries; ++j) {
+      stats[j * stats_stride] = Softmax(V::kLevel, scores + j * scores_stride, end - begin);
+    }
     for (int j = 0; j < queries; j += V::kValueQueries) {  // each value vector loaded once per query block
       WithCount<V::kValueQueries>(std::min(V::kValueQueries, queries - j), [&](auto k) {
-        Values<kF16, k>(values, len, scores + j * scores_stride, scores_stride, head_dim,
+        Values<kF16, k>(values, begin, end, scores + j * scores_stride, scores_stride, head_dim,
                         out + j * out_stride, out_stride);
       });
     }

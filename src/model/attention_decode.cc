@@ -163,27 +163,29 @@ struct V {
 #endif
 
 void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t key_offset,
-                     size_t value_offset, bool f16, int32_t block_tokens, int32_t len, const float* q,
-                     size_t q_stride, int queries, int head_dim, float scale, float* scores,
-                     size_t scores_stride, float* out, size_t out_stride) {
+                     size_t value_offset, bool f16, int32_t block_tokens, int32_t begin, int32_t end,
+                     const float* q, size_t q_stride, int queries, int head_dim, float scale, float* scores,
+                     size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
+                     size_t stats_stride) {
+#if defined(LOCKSTEP_DECODE_KERNELS)
+  const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
 #if defined(LOCKSTEP_DECODE_NEON)
   (void)level;
-  const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
-  neon::AttendStored(f16, keys, values, len, q, q_stride, queries, head_dim, scale, scores, scores_stride,
-                     out, out_stride);
-#elif defined(LOCKSTEP_DECODE_X86)
-  const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
-  if (level == KernelLevel::kAvx512) {
-    avx512::AttendStored(f16, keys, values, len, q, q_stride, queries, head_dim, scale, scores, scores_stride,
-                         out, out_stride);
-  } else {
-    avx2::AttendStored(f16, keys, values, len, q, q_stride, queries, head_dim, scale, scores, scores_stride,
-                       out, out_stride);
-  }
+  neon::AttendStored(f16, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
+                     scores_stride, out, out_stride, stats, stats_stride);
 #else
-  (void)level, (void)blocks, (void)key_offset, (void)value_offset, (void)f16, (void)block_tokens, (void)len;
-  (void)q, (void)q_stride, (void)queries, (void)head_dim, (void)scale, (void)scores, (void)scores_stride;
-  (void)out, (void)out_stride;
+  if (level == KernelLevel::kAvx512) {
+    avx512::AttendStored(f16, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
+                         scores_stride, out, out_stride, stats, stats_stride);
+  } else {
+    avx2::AttendStored(f16, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
+                       scores_stride, out, out_stride, stats, stats_stride);
+  }
+#endif
+#else
+  (void)level, (void)blocks, (void)key_offset, (void)value_offset, (void)f16, (void)block_tokens, (void)begin;
+  (void)end, (void)q, (void)q_stride, (void)queries, (void)head_dim, (void)scale, (void)scores;
+  (void)scores_stride, (void)out, (void)out_stride, (void)stats, (void)stats_stride;
 #endif
 }
 

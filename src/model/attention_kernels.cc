@@ -275,17 +275,21 @@ inline __m256 ExpChunk8(float* x, int32_t t, int32_t len, __m256 max_v, __m256 a
   return _mm256_add_ps(acc, e);
 }
 
-void SoftmaxAvx2(float* x, int32_t len) {
-  const __m256 m = _mm256_set1_ps(PadWithMax(x, len));
+SoftmaxStats SoftmaxAvx2(float* x, int32_t len) {
+  const float max_v = PadWithMax(x, len);
+  const __m256 m = _mm256_set1_ps(max_v);
   const int32_t padded = (len + 7) / 8 * 8;
   __m256 acc = _mm256_setzero_ps();
   for (int32_t t = 0; t < padded; t += 8) acc = ExpChunk8(x, t, len, m, acc);
-  const __m256 inv = _mm256_set1_ps(1.0f / HorizontalSum(acc));
+  const float sum = HorizontalSum(acc);
+  const __m256 inv = _mm256_set1_ps(1.0f / sum);
   for (int32_t t = 0; t < padded; t += 8) _mm256_storeu_ps(x + t, _mm256_mul_ps(_mm256_loadu_ps(x + t), inv));
+  return {max_v, sum};
 }
 
-LOCKSTEP_AVX512 void SoftmaxAvx512(float* x, int32_t len) {
-  const __m512 m = _mm512_set1_ps(PadWithMax(x, len));
+LOCKSTEP_AVX512 SoftmaxStats SoftmaxAvx512(float* x, int32_t len) {
+  const float max_v = PadWithMax(x, len);
+  const __m512 m = _mm512_set1_ps(max_v);
   const int32_t padded = (len + 7) / 8 * 8;
   __m256 acc = _mm256_setzero_ps();
   int32_t t = 0;
@@ -297,23 +301,34 @@ LOCKSTEP_AVX512 void SoftmaxAvx512(float* x, int32_t len) {
     acc = _mm256_add_ps(acc, _mm512_extractf32x8_ps(e, 1));
   }
   if (t < padded) acc = ExpChunk8(x, t, len, _mm512_castps512_ps256(m), acc);
-  const float inv = 1.0f / HorizontalSum(acc);
-  const __m512 iv = _mm512_set1_ps(inv);
+  const float sum = HorizontalSum(acc);
+  const __m512 iv = _mm512_set1_ps(1.0f / sum);
   t = 0;
   for (; t + 16 <= padded; t += 16) _mm512_storeu_ps(x + t, _mm512_mul_ps(_mm512_loadu_ps(x + t), iv));
   if (t < padded) {
     _mm256_storeu_ps(x + t, _mm256_mul_ps(_mm256_loadu_ps(x + t), _mm512_castps512_ps256(iv)));
   }
+  return {max_v, sum};
+}
+
+// x[0..n) <- e^x, lane by lane as Exp8 (so as every x86 level's Softmax).
+void ExpInPlaceAvx2(float* x, int n) {
+  for (int i = 0; i < n; i += 8) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(std::min(8, n - i)), lanes);
+    _mm256_maskstore_ps(x + i, mask, Exp8(_mm256_maskload_ps(x + i, mask)));
+  }
 }
 #endif
 
-void SoftmaxScalar(float* x, int32_t len) {
+SoftmaxStats SoftmaxScalar(float* x, int32_t len) {
   float max_v = -INFINITY;
   for (int32_t t = 0; t < len; ++t) max_v = std::max(max_v, x[t]);
   float sum = 0;
   for (int32_t t = 0; t < len; ++t) sum += (x[t] = std::exp(x[t] - max_v));
   const float inv = 1.0f / sum;
   for (int32_t t = 0; t < len; ++t) x[t] *= inv;
+  return {max_v, sum};
 }
 
 // Elements [offset, offset + n) of src widened: f16 -> f32 (exact) or a copy.
@@ -429,12 +444,42 @@ void AccumulateValues(KernelLevel level, const float* w, size_t w_stride, int qu
   }
 }
 
-void Softmax(KernelLevel level, float* x, int32_t len) {
+SoftmaxStats Softmax(KernelLevel level, float* x, int32_t len) {
 #ifdef LOCKSTEP_ATTENTION_X86
   if (level == KernelLevel::kAvx512) return SoftmaxAvx512(x, len);
   if (level == KernelLevel::kAvx2) return SoftmaxAvx2(x, len);
 #endif
-  SoftmaxScalar(x, len);
+  return SoftmaxScalar(x, len);
+}
+
+void PartitionWeights(KernelLevel level, const SoftmaxStats* stats, int parts, float* weights, int rows,
+                      size_t stride) {
+  if (stride == 0) stride = size_t(parts);
+  for (int i = 0; i < rows; ++i) {  // max_p - M, and zeros between rows (so one exp pass covers them all)
+    const SoftmaxStats* s = stats + i * stride;
+    float* w = weights + i * stride;
+    float max_v = -INFINITY;
+    for (int p = 0; p < parts; ++p) max_v = std::max(max_v, s[p].max);
+    for (int p = 0; p < parts; ++p) w[p] = s[p].max - max_v;
+    if (i + 1 < rows) std::fill(w + parts, w + stride, 0.0f);
+  }
+  const int n = int((rows - 1) * stride) + parts;
+#ifdef LOCKSTEP_ATTENTION_X86
+  if (level == KernelLevel::kAvx512 || level == KernelLevel::kAvx2) {
+    ExpInPlaceAvx2(weights, n);
+  } else
+#endif
+  {
+    (void)level;
+    for (int p = 0; p < n; ++p) weights[p] = std::exp(weights[p]);
+  }
+  for (int i = 0; i < rows; ++i) {
+    const SoftmaxStats* s = stats + i * stride;
+    float* w = weights + i * stride;
+    float total = 0.0f;
+    for (int p = 0; p < parts; ++p) total = std::fma(w[p], s[p].sum, total);
+    for (int p = 0; p < parts; ++p) w[p] = w[p] * s[p].sum / total;
+  }
 }
 
 }  // namespace lockstep::attention

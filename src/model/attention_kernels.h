@@ -49,9 +49,24 @@ void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, co
 void AccumulateValues(KernelLevel level, const float* w, size_t w_stride, int queries, const float* values,
                       int32_t count, int head_dim, float* out, size_t out_stride);
 
+// A softmax's max and its sum of e^(x - max), the two numbers that merge it with others (PartitionWeights).
+struct SoftmaxStats {
+  float max, sum;
+};
+
 // x[0..len) <- softmax(x[0..len)); x has room for len rounded up to 8 (the padding is overwritten). The max,
 // then e^(x - max) with Exp8's polynomial, summed in 8 lanes over the chunks of 8 in order and reduced as in
-// DotKeys, then each scaled by 1 / sum. (The scalar level, for non-x86 builds only, uses std::exp.)
-void Softmax(KernelLevel level, float* x, int32_t len);
+// DotKeys, then each scaled by 1 / sum. (The scalar level, for non-x86 builds only, uses std::exp.) Returns
+// the max and the sum.
+SoftmaxStats Softmax(KernelLevel level, float* x, int32_t len);
+
+// Softmaxes over consecutive parts of one row of scores, each part's outputs normalised by its own sum, are
+// merged into the whole row's attention as out[d] = fma(weights[p], part_p[d], out[d]) for p in order from 0
+// (as AccumulateValues would over the parts), with
+// weights[p] = (c_p * sum_p) / L, c_p = e^(max_p - M) (M the largest max; the level's exp, as in Softmax) and
+// L the sum over p in order of fma(c_p, sum_p, .) from 0. A single part gets weight exactly 1. For `rows`
+// rows of `parts` parts at once, row i's at stats + i * stride and weights + i * stride (stride >= parts).
+void PartitionWeights(KernelLevel level, const SoftmaxStats* stats, int parts, float* weights, int rows = 1,
+                      size_t stride = 0);
 
 }  // namespace lockstep::attention

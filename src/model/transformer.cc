@@ -252,21 +252,57 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // Attention over row tiles: runs of adjacent rows of one sequence at consecutive positions (prefill chunks)
   // share each widened KV block; a decode row is a tile of its own. One task per (tile, KV head) with its
   // group of query heads (each KV block is widened once for the group), or per (tile, query head) only when
-  // there are fewer (tile, KV head) pairs than workers. Every (row, head) is computed identically whatever
-  // the tiling and grouping.
+  // there are fewer (tile, KV head) pairs than workers. Tiles are visited in ZigZag order (pool shares mix
+  // early and late positions). Every (row, head) is computed identically whatever the tiling and grouping.
   const std::vector<RowTile>& tiles = only_logit_rows ? logit_tiles_ : tiles_;
   const int64_t tile_count = int64_t(tiles.size());
-  const int64_t group = c.n_head / c.n_head_kv;
+  const int32_t group = int32_t(c.n_head / c.n_head_kv);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const int64_t heads_per_task = tile_count * c.n_head_kv >= pool.size() ? group : 1;
-  const int64_t tasks_per_tile = c.n_head / heads_per_task;
-  auto attend = [&](int64_t task, int) {
-    const RowTile& tile = tiles[ZigZag(task / tasks_per_tile, tile_count)];
+  // With few (tile, KV head) pairs for the workers (batch-1 decode of a model with few KV heads), a decode
+  // row past one attention part is split into its parts, one task per (KV head, part), merged afterwards
+  // (flash-decoding; the same bits as unsplit, model/attention.h): the threads share a long context's
+  // attention instead of one waiting for another's heads.
+  const bool split_long_rows =
+      pool.size() > 1 && tile_count * c.n_head_kv < 2 * int64_t(pool.size()) && CanSplitRow(kv, group);
+  attention_tasks_.clear();
+  split_rows_.clear();
+  size_t outputs = 0, stats = 0;
+  for (int64_t i = 0; i < tile_count; ++i) {
+    const int32_t t = int32_t(ZigZag(i, tile_count));
+    const int32_t parts = AttentionParts(tiles[t].position);
+    if (split_long_rows && tiles[t].rows == 1 && parts > 1) {
+      const int32_t split = int32_t(split_rows_.size());
+      split_rows_.push_back({t, outputs, stats});
+      for (int32_t h = 0; h < c.n_head; h += group) {
+        for (int32_t part = 0; part < parts; ++part) attention_tasks_.push_back({t, h, group, part, split});
+      }
+      outputs += size_t(c.n_head) * parts * c.head_dim;
+      stats += size_t(c.n_head) * parts;
+      continue;
+    }
+    for (int32_t h = 0; h < c.n_head; h += int32_t(heads_per_task)) {
+      attention_tasks_.push_back({t, h, int32_t(heads_per_task)});
+    }
+  }
+  GrowTo(part_outputs_, outputs);
+  GrowTo(part_stats_, stats);
+  auto attend = [&](int64_t index, int) {
+    const AttentionTask& task = attention_tasks_[index];
+    const RowTile& tile = tiles[task.tile];
+    const std::vector<std::byte*>& blocks = *batch.sequences[tile.sequence].blocks;
     const int64_t r = tile.first_row;
-    const int64_t h = task % tasks_per_tile * heads_per_task;  // first query head
-    AttendRows(kv, *batch.sequences[tile.sequence].blocks, layer, int32_t(h / group), tile.position,
-               tile.rows, q_.data() + r * q_dim + h * c.head_dim, size_t(q_dim), int32_t(heads_per_task),
-               scale, att_.data() + r * q_dim + h * c.head_dim, size_t(q_dim));
+    const float* q = q_.data() + r * q_dim + task.head * c.head_dim;
+    if (task.part < 0) {
+      AttendRows(kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim), task.heads,
+                 scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim));
+      return;
+    }
+    const SplitRow& split = split_rows_[task.split];
+    const size_t parts = size_t(AttentionParts(tile.position));
+    AttendRowPart(kv, blocks, layer, task.head / group, tile.position, task.part, q, task.heads, scale,
+                  part_outputs_.data() + split.outputs + task.head * parts * c.head_dim,
+                  part_stats_.data() + split.stats + task.head * parts);
   };
   // Short contexts: a pool round trip costs more than the work itself (same results either way).
   int64_t work = 0;
@@ -274,10 +310,20 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const int64_t n = tile.rows;  // positions [0, position + i] for i < n
     work += (n * int64_t(tile.position) + n * (n + 1) / 2) * q_dim;
   }
+  const int64_t task_count = int64_t(attention_tasks_.size());
   if (work < kInlineAttentionWork || pool.size() == 1) {
-    for (int64_t task = 0; task < tile_count * tasks_per_tile; ++task) attend(task, 0);
+    for (int64_t task = 0; task < task_count; ++task) attend(task, 0);
   } else {
-    RunTasks(pool, tile_count * tasks_per_tile, attend);
+    RunTasks(pool, task_count, attend);
+  }
+  for (const SplitRow& split : split_rows_) {
+    const RowTile& tile = tiles[split.tile];
+    const size_t parts = size_t(AttentionParts(tile.position));
+    for (int32_t h = 0; h < c.n_head; h += group) {
+      MergeRowParts(kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * c.head_dim,
+                    part_stats_.data() + split.stats + h * parts,
+                    att_.data() + tile.first_row * q_dim + h * c.head_dim);
+    }
   }
 
   if (only_logit_rows) gather(x_, d);

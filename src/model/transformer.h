@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/attention_kernels.h"
 #include "model/model.h"
 #include "model/model_weights.h"
 #include "model/rope.h"
@@ -59,6 +60,24 @@ class Transformer final : public Model {
   std::vector<RowTile> tiles_;        // attention tiles of the current Forward call, over all rows
   std::vector<int64_t> logit_rows_;   // batch rows that want logits, in order
   std::vector<RowTile> logit_tiles_;  // attention tiles over logit_rows_ (the last layer, when it skips rows)
+
+  // Attention tasks of one layer: a tile's rows for some query heads, or one part of a split decode row
+  // (its outputs and softmax stats at the split's offsets into part_outputs_ / part_stats_ until merged).
+  struct AttentionTask {
+    int32_t tile = 0;
+    int32_t head = 0;  // first query head
+    int32_t heads = 0;
+    int32_t part = -1;  // -1: all positions (AttendRows); else the part of split `split`
+    int32_t split = 0;
+  };
+  struct SplitRow {
+    int32_t tile = 0;
+    size_t outputs = 0, stats = 0;  // offsets of its heads' part outputs and stats
+  };
+  std::vector<AttentionTask> attention_tasks_;
+  std::vector<SplitRow> split_rows_;
+  std::vector<float> part_outputs_;
+  std::vector<attention::SoftmaxStats> part_stats_;
 };
 
 }  // namespace lockstep

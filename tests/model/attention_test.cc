@@ -199,11 +199,12 @@ TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
 
 class AttendRowsTest : public ::testing::TestWithParam<KvDtype> {};
 
-// Context lengths and block sizes: a short context, and one longer than the key chunk AttendRows scores per
-// call (256 positions) with blocks that are not a multiple of the 16-position key groups.
+// Context lengths and block sizes: a short context, and longer ones (past the 256-position key chunk
+// AttendRows scores per call, and past the first attention part, kAttentionPart = 256) with blocks that are
+// not a multiple of the 16-position key groups or do not divide a part.
 // head_dim 20 (not a multiple of 8) takes the general path for every row; head_dims that are multiples of 16
-// with block_tokens multiples of 16 take attention::AttendDecodeRow for single rows (AVX-512), which must
-// give the tiles' bits.
+// with block_tokens multiples of 16 take attention::AttendDecodeRow for single rows, which must give the
+// tiles' bits, whole or split into parts run one by one (AttendRowPart, MergeRowParts).
 void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t block_tokens, int head_dim = 20,
                                   int32_t group = 3) {
   SCOPED_TRACE("positions " + std::to_string(positions) + " block_tokens " + std::to_string(block_tokens) +
@@ -246,6 +247,17 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
                  tiled.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim);
     }
   }
+  // Tiles of 13 rows: some span the end of a part (rows with one part and with two in one call).
+  std::vector<float> tiled13(size_t(positions) * q_dim);
+  for (int32_t first = 0; first < positions; first += 13) {
+    const int32_t rows = std::min(13, positions - first);
+    for (int32_t g = 0; g < kv.n_kv_head; ++g) {
+      AttendRows(kv, blocks, layer, g, first, rows,
+                 q.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim, group, scale,
+                 tiled13.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim);
+    }
+  }
+  EXPECT_TRUE(SameBits(tiled.data(), tiled13.data(), tiled.size()));
   // One row and one head per call, rows in reverse order.
   std::vector<float> single(size_t(positions) * q_dim);
   for (int32_t p = positions - 1; p >= 0; --p) {
@@ -264,18 +276,50 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
     }
   }
   EXPECT_TRUE(SameBits(tiled.data(), grouped.data(), tiled.size()));
-  // The decode-row kernels called directly at every level this CPU runs (AttendRows uses the best one).
+  // One row's parts run separately (as threads do for a long decode row), last part first, then merged.
+  if (CanSplitRow(kv, group)) {
+    std::vector<float> split(size_t(positions) * q_dim);
+    for (int32_t p = 0; p < positions; ++p) {
+      const int32_t parts = AttentionParts(p);
+      std::vector<float> partials(size_t(group) * parts * kv.head_dim, -1.0f);
+      std::vector<attention::SoftmaxStats> stats(size_t(group) * parts);
+      for (int32_t g = 0; g < kv.n_kv_head; ++g) {
+        const size_t at = size_t(p) * q_dim + g * group * kv.head_dim;
+        for (int32_t part = parts - 1; part >= 0; --part) {
+          AttendRowPart(kv, blocks, layer, g, p, part, q.data() + at, group, scale, partials.data(),
+                        stats.data());
+        }
+        MergeRowParts(kv, p, group, partials.data(), stats.data(), split.data() + at);
+      }
+    }
+    EXPECT_TRUE(SameBits(tiled.data(), split.data(), tiled.size()));
+  }
+  // The decode-row kernels called directly at every level this CPU runs (AttendRows uses the best one), one
+  // part at a time, merged with that level's weights.
   for (KernelLevel level : Levels()) {
     if (!attention::CanAttendDecodeRow(level, kv.head_dim, kv.block_tokens, group)) continue;
     SCOPED_TRACE(attention::KernelLevelName(level));
-    std::vector<float> direct(size_t(positions) * q_dim), scores(size_t(group) * (positions + 8));
+    const int n = kv.head_dim;
+    std::vector<float> direct(size_t(positions) * q_dim), scores(size_t(group) * (kAttentionPart + 8));
     for (int32_t p = 0; p < positions; ++p) {
+      const int32_t parts = AttentionParts(p);
+      std::vector<float> partials(size_t(group) * parts * n), weights(parts);
+      std::vector<attention::SoftmaxStats> stats(size_t(group) * parts);
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
-        const size_t at = size_t(p) * q_dim + g * group * kv.head_dim;
-        attention::AttendDecodeRow(level, blocks.data(), kv.KeyOffset(layer, g), kv.ValueOffset(layer, g),
-                                   kv.dtype == KvDtype::kF16, kv.block_tokens, p + 1, q.data() + at,
-                                   size_t(kv.head_dim), group, kv.head_dim, scale, scores.data(),
-                                   size_t(positions + 8), direct.data() + at, size_t(kv.head_dim));
+        const size_t at = size_t(p) * q_dim + g * group * n;
+        for (int32_t part = 0; part < parts; ++part) {
+          const int32_t begin = part * kAttentionPart, end = std::min(p + 1, begin + kAttentionPart);
+          attention::AttendDecodeRow(level, blocks.data(), kv.KeyOffset(layer, g), kv.ValueOffset(layer, g),
+                                     kv.dtype == KvDtype::kF16, kv.block_tokens, begin, end, q.data() + at,
+                                     size_t(n), group, n, scale, scores.data(), size_t(kAttentionPart + 8),
+                                     partials.data() + size_t(part) * n, size_t(parts) * n,
+                                     stats.data() + part, size_t(parts));
+        }
+        for (int32_t h = 0; h < group; ++h) {
+          attention::PartitionWeights(level, stats.data() + size_t(h) * parts, parts, weights.data());
+          attention::AccumulateValues(level, weights.data(), 0, 1, partials.data() + size_t(h) * parts * n,
+                                      parts, n, direct.data() + at + size_t(h) * n, size_t(n));
+        }
       }
     }
     EXPECT_TRUE(SameBits(tiled.data(), direct.data(), tiled.size()));
@@ -323,6 +367,7 @@ TEST_P(AttendRowsTest, DecodeRowsFromStoredBlocksMatchTheTiles) {
   CheckTilingAndNaiveAttention(GetParam(), 40, 16, 32, 7);
   CheckTilingAndNaiveAttention(GetParam(), 33, 32, 16, 5);
   CheckTilingAndNaiveAttention(GetParam(), 50, 16, 128, 2);
+  CheckTilingAndNaiveAttention(GetParam(), 600, 48, 32, 3);  // three parts; blocks across part ends
 }
 
 TEST(AttendDecodeRow, RunsForItsShapesOnly) {

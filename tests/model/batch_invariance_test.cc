@@ -101,10 +101,11 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchInvarianceTest,
 
 TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
   // Long enough that attention takes every path: inline on the caller (short contexts), pooled per query head
-  // (few rows) and pooled per KV-head group (many rows).
+  // (few rows), pooled per KV-head group (many rows), and past the first attention part (256 positions)
+  // decode rows split into parts on both threads (two KV heads, fewer than twice the threads).
   LoadedModel m = LoadModelOrDie(TinyModelPath("tiny", TensorType::kQ8_0));
   std::vector<int32_t> tokens;
-  for (int i = 0; i < 240; ++i) tokens.push_back((i * 31 + 7) % int32_t(m.model->config().n_vocab));
+  for (int i = 0; i < 300; ++i) tokens.push_back((i * 31 + 7) % int32_t(m.model->config().n_vocab));
   ThreadPool one(1), two(2);
   const auto solo = RunSequence(*m.model, tokens, 1, KvDtype::kF16, one);
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 1, KvDtype::kF16, two));
