@@ -1,0 +1,156 @@
+// One decode row's attention over a long context, every layer of the SmolLM2-135M shape (30 layers, 3 KV
+// heads of 3 query heads each, head_dim 64, f16 KV in 16-position blocks), 2 threads (override with
+// LOCKSTEP_BENCH_THREADS): one task per KV head (AttendRows), against the row split into its 256-position
+// parts, one task per (KV head, part), merged after (AttendRowPart, MergeRowParts; the split the forward pass
+// uses when KV heads are few for the threads). Both give the same bits; with 3 KV heads on 2 threads the
+// first leaves one thread idle a third of the time. Reports KV bytes read per second.
+// PromptAttention: a prompt's attention (tiles of 16 rows), every layer, for comparing builds.
+// JSON: attention_bench --benchmark_format=json.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "model/attention.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep {
+namespace {
+
+ThreadPool& Pool() {
+  const char* env = std::getenv("LOCKSTEP_BENCH_THREADS");
+  static ThreadPool* pool = new ThreadPool(env != nullptr ? std::max(1, std::atoi(env)) : 2);
+  return *pool;
+}
+
+void BM_DecodeRowAttention(benchmark::State& state, bool split) {
+  const int32_t context = int32_t(state.range(0));
+  KvLayout kv;
+  kv.n_layer = 30;
+  kv.n_kv_head = 3;
+  kv.head_dim = 64;
+  kv.block_tokens = 16;
+  kv.dtype = KvDtype::kF16;
+  const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
+  std::vector<std::vector<std::byte>> storage(size_t(context + kv.block_tokens - 1) / kv.block_tokens,
+                                              std::vector<std::byte>(kv.BlockBytes()));
+  std::vector<std::byte*> blocks;
+  for (auto& b : storage) blocks.push_back(b.data());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> k(size_t(kv.n_kv_head) * kv.head_dim), v(k.size()), q(size_t{0} + q_dim), out(q.size());
+  for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
+    for (int32_t p = 0; p < context; ++p) {
+      for (float& x : k) x = normal(rng);
+      for (float& x : v) x = normal(rng);
+      WriteKv(kv, blocks, layer, p, k.data(), v.data());
+    }
+  }
+  for (float& x : q) x = normal(rng);
+  const float scale = 1.0f / std::sqrt(float(kv.head_dim));
+  const int32_t position = context - 1, parts = AttentionParts(position);
+  std::vector<float> partials(size_t(n_head) * parts * kv.head_dim);
+  std::vector<attention::SoftmaxStats> stats(size_t(n_head) * parts);
+  for (auto _ : state) {
+    for (int32_t layer = 0; layer < kv.n_layer; ++layer) {  // one parallel loop per layer, as in Forward
+      if (!split) {
+        Pool().Run(kv.n_kv_head, [&](int64_t g, int) {
+          AttendRows(kv, blocks, layer, int32_t(g), position, 1, q.data() + g * group * kv.head_dim,
+                     size_t(q_dim), group, scale, out.data() + g * group * kv.head_dim, size_t(q_dim));
+        });
+        continue;
+      }
+      Pool().Run(int64_t(kv.n_kv_head) * parts, [&](int64_t task, int) {
+        const int32_t g = int32_t(task / parts), part = int32_t(task % parts);
+        AttendRowPart(kv, blocks, layer, g, position, part, q.data() + g * group * kv.head_dim, group, scale,
+                      partials.data() + size_t(g) * group * parts * kv.head_dim,
+                      stats.data() + size_t(g) * group * parts);
+      });
+      for (int32_t g = 0; g < kv.n_kv_head; ++g) {
+        MergeRowParts(kv, position, group, partials.data() + size_t(g) * group * parts * kv.head_dim,
+                      stats.data() + size_t(g) * group * parts, out.data() + g * group * kv.head_dim);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double kv_bytes = 2.0 * kv.n_layer * kv.n_kv_head * double(context) * kv.head_dim * kv.ElementBytes();
+  state.counters["GB/s"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = Pool().size();
+}
+
+// A prompt's attention, every layer: tiles of 16 rows, one task per (tile, KV head) as in Forward.
+void BM_PromptAttention(benchmark::State& state) {
+  const int32_t prompt = int32_t(state.range(0));
+  KvLayout kv;
+  kv.n_layer = 30;
+  kv.n_kv_head = 3;
+  kv.head_dim = 64;
+  kv.block_tokens = 16;
+  kv.dtype = KvDtype::kF16;
+  const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
+  std::vector<std::vector<std::byte>> storage(size_t(prompt + kv.block_tokens - 1) / kv.block_tokens,
+                                              std::vector<std::byte>(kv.BlockBytes()));
+  std::vector<std::byte*> blocks;
+  for (auto& b : storage) blocks.push_back(b.data());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> k(size_t(kv.n_kv_head) * kv.head_dim), v(k.size());
+  for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
+    for (int32_t p = 0; p < prompt; ++p) {
+      for (float& x : k) x = normal(rng);
+      for (float& x : v) x = normal(rng);
+      WriteKv(kv, blocks, layer, p, k.data(), v.data());
+    }
+  }
+  std::vector<float> q(size_t(prompt) * q_dim), out(q.size());
+  for (float& x : q) x = normal(rng);
+  const float scale = 1.0f / std::sqrt(float(kv.head_dim));
+  const int32_t tiles = (prompt + 15) / 16;
+  for (auto _ : state) {
+    for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
+      Pool().Run(int64_t(tiles) * kv.n_kv_head, [&](int64_t task, int) {
+        const int32_t first = int32_t(task / kv.n_kv_head) * 16, g = int32_t(task % kv.n_kv_head);
+        const size_t at = size_t(first) * q_dim + size_t(g) * group * kv.head_dim;
+        AttendRows(kv, blocks, layer, g, first, std::min(16, prompt - first), q.data() + at, size_t(q_dim),
+                   group, scale, out.data() + at, size_t(q_dim));
+      });
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["threads"] = Pool().size();
+}
+
+void RegisterAll() {
+  benchmark::RegisterBenchmark("PromptAttention", BM_PromptAttention)
+      ->ArgName("prompt")
+      ->Arg(256)
+      ->Arg(512)
+      ->Arg(2048)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  for (bool split : {false, true}) {
+    benchmark::RegisterBenchmark(split ? "DecodeRowAttention/split" : "DecodeRowAttention/whole",
+                                 BM_DecodeRowAttention, split)
+        ->ArgName("context")
+        ->Arg(512)
+        ->Arg(2048)
+        ->Arg(8192)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  lockstep::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
