@@ -25,31 +25,46 @@ ThreadPool& Pool() {
   return *pool;
 }
 
+// SmolLM2-135M's attention shape (30 layers, 3 KV heads of 3 query heads, head_dim 64), f16 KV in blocks of
+// 16, every layer's K/V at positions [0, positions) random, and random queries for `rows` rows.
+struct BenchKv {
+  explicit BenchKv(int32_t positions, int32_t rows) {
+    kv.n_layer = 30;
+    kv.n_kv_head = 3;
+    kv.head_dim = 64;
+    kv.block_tokens = 16;
+    kv.dtype = KvDtype::kF16;
+    storage.assign(size_t(positions + kv.block_tokens - 1) / kv.block_tokens,
+                   std::vector<std::byte>(kv.BlockBytes()));
+    for (auto& b : storage) blocks.push_back(b.data());
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> k(size_t(kv.n_kv_head) * kv.head_dim), v(k.size());
+    for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
+      for (int32_t p = 0; p < positions; ++p) {
+        for (float& x : k) x = normal(rng);
+        for (float& x : v) x = normal(rng);
+        WriteKv(kv, blocks, layer, p, k.data(), v.data());
+      }
+    }
+    q.resize(size_t(rows) * q_dim);
+    for (float& x : q) x = normal(rng);
+    out.resize(q.size());
+  }
+  static constexpr int32_t kGroup = 3;   // query heads per KV head
+  const size_t q_dim = 3 * kGroup * 64;  // all query heads of a row
+  const float scale = 1.0f / std::sqrt(64.0f);
+  KvLayout kv;
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<std::byte*> blocks;
+  std::vector<float> q, out;
+};
+
 void BM_DecodeRowAttention(benchmark::State& state, bool split) {
   const int32_t context = int32_t(state.range(0));
-  KvLayout kv;
-  kv.n_layer = 30;
-  kv.n_kv_head = 3;
-  kv.head_dim = 64;
-  kv.block_tokens = 16;
-  kv.dtype = KvDtype::kF16;
-  const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
-  std::vector<std::vector<std::byte>> storage(size_t(context + kv.block_tokens - 1) / kv.block_tokens,
-                                              std::vector<std::byte>(kv.BlockBytes()));
-  std::vector<std::byte*> blocks;
-  for (auto& b : storage) blocks.push_back(b.data());
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> k(size_t(kv.n_kv_head) * kv.head_dim), v(k.size()), q(size_t{0} + q_dim), out(q.size());
-  for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
-    for (int32_t p = 0; p < context; ++p) {
-      for (float& x : k) x = normal(rng);
-      for (float& x : v) x = normal(rng);
-      WriteKv(kv, blocks, layer, p, k.data(), v.data());
-    }
-  }
-  for (float& x : q) x = normal(rng);
-  const float scale = 1.0f / std::sqrt(float(kv.head_dim));
+  BenchKv b(context, 1);
+  const KvLayout& kv = b.kv;
+  const int32_t group = BenchKv::kGroup, n_head = kv.n_kv_head * group;
   const int32_t position = context - 1, parts = AttentionParts(position);
   std::vector<float> partials(size_t(n_head) * parts * kv.head_dim);
   std::vector<attention::SoftmaxStats> stats(size_t(n_head) * parts);
@@ -57,23 +72,24 @@ void BM_DecodeRowAttention(benchmark::State& state, bool split) {
     for (int32_t layer = 0; layer < kv.n_layer; ++layer) {  // one parallel loop per layer, as in Forward
       if (!split) {
         Pool().Run(kv.n_kv_head, [&](int64_t g, int) {
-          AttendRows(kv, blocks, layer, int32_t(g), position, 1, q.data() + g * group * kv.head_dim,
-                     size_t(q_dim), group, scale, out.data() + g * group * kv.head_dim, size_t(q_dim));
+          AttendRows(kv, b.blocks, layer, int32_t(g), position, 1, b.q.data() + g * group * kv.head_dim,
+                     size_t(b.q_dim), group, b.scale, b.out.data() + g * group * kv.head_dim,
+                     size_t(b.q_dim));
         });
         continue;
       }
       Pool().Run(int64_t(kv.n_kv_head) * parts, [&](int64_t task, int) {
         const int32_t g = int32_t(task / parts), part = int32_t(task % parts);
-        AttendRowPart(kv, blocks, layer, g, position, part, q.data() + g * group * kv.head_dim, group, scale,
-                      partials.data() + size_t(g) * group * parts * kv.head_dim,
+        AttendRowPart(kv, b.blocks, layer, g, position, part, b.q.data() + g * group * kv.head_dim, group,
+                      b.scale, partials.data() + size_t(g) * group * parts * kv.head_dim,
                       stats.data() + size_t(g) * group * parts);
       });
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
         MergeRowParts(kv, position, group, partials.data() + size_t(g) * group * parts * kv.head_dim,
-                      stats.data() + size_t(g) * group * parts, out.data() + g * group * kv.head_dim);
+                      stats.data() + size_t(g) * group * parts, b.out.data() + g * group * kv.head_dim);
       }
     }
-    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(b.out.data());
     benchmark::ClobberMemory();
   }
   const double kv_bytes = 2.0 * kv.n_layer * kv.n_kv_head * double(context) * kv.head_dim * kv.ElementBytes();
@@ -84,41 +100,20 @@ void BM_DecodeRowAttention(benchmark::State& state, bool split) {
 // A prompt's attention, every layer: tiles of 16 rows, one task per (tile, KV head) as in Forward.
 void BM_PromptAttention(benchmark::State& state) {
   const int32_t prompt = int32_t(state.range(0));
-  KvLayout kv;
-  kv.n_layer = 30;
-  kv.n_kv_head = 3;
-  kv.head_dim = 64;
-  kv.block_tokens = 16;
-  kv.dtype = KvDtype::kF16;
-  const int32_t group = 3, n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
-  std::vector<std::vector<std::byte>> storage(size_t(prompt + kv.block_tokens - 1) / kv.block_tokens,
-                                              std::vector<std::byte>(kv.BlockBytes()));
-  std::vector<std::byte*> blocks;
-  for (auto& b : storage) blocks.push_back(b.data());
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> k(size_t(kv.n_kv_head) * kv.head_dim), v(k.size());
-  for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
-    for (int32_t p = 0; p < prompt; ++p) {
-      for (float& x : k) x = normal(rng);
-      for (float& x : v) x = normal(rng);
-      WriteKv(kv, blocks, layer, p, k.data(), v.data());
-    }
-  }
-  std::vector<float> q(size_t(prompt) * q_dim), out(q.size());
-  for (float& x : q) x = normal(rng);
-  const float scale = 1.0f / std::sqrt(float(kv.head_dim));
+  BenchKv b(prompt, prompt);
+  const KvLayout& kv = b.kv;
+  const int32_t group = BenchKv::kGroup;
   const int32_t tiles = (prompt + 15) / 16;
   for (auto _ : state) {
     for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
       Pool().Run(int64_t(tiles) * kv.n_kv_head, [&](int64_t task, int) {
         const int32_t first = int32_t(task / kv.n_kv_head) * 16, g = int32_t(task % kv.n_kv_head);
-        const size_t at = size_t(first) * q_dim + size_t(g) * group * kv.head_dim;
-        AttendRows(kv, blocks, layer, g, first, std::min(16, prompt - first), q.data() + at, size_t(q_dim),
-                   group, scale, out.data() + at, size_t(q_dim));
+        const size_t at = size_t(first) * b.q_dim + size_t(g) * group * kv.head_dim;
+        AttendRows(kv, b.blocks, layer, g, first, std::min(16, prompt - first), b.q.data() + at,
+                   size_t(b.q_dim), group, b.scale, b.out.data() + at, size_t(b.q_dim));
       });
     }
-    benchmark::DoNotOptimize(out.data());
+    benchmark::DoNotOptimize(b.out.data());
     benchmark::ClobberMemory();
   }
   state.counters["threads"] = Pool().size();

@@ -237,26 +237,22 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   const std::vector<float> q = Random(size_t(positions) * q_dim, rng);
   const float scale = 1.0f / std::sqrt(float(kv.head_dim));
 
-  // Rows 0..positions-1 as tiles of 16 rows with whole KV groups.
-  std::vector<float> tiled(size_t(positions) * q_dim);
-  for (int32_t first = 0; first < positions; first += 16) {
-    const int32_t rows = std::min(16, positions - first);
-    for (int32_t g = 0; g < kv.n_kv_head; ++g) {
-      AttendRows(kv, blocks, layer, g, first, rows,
-                 q.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim, group, scale,
-                 tiled.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim);
+  // Rows 0..positions-1 as tiles of `tile` rows with whole KV groups.
+  auto run_tiles = [&](int32_t tile) {
+    std::vector<float> out(size_t(positions) * q_dim);
+    for (int32_t first = 0; first < positions; first += tile) {
+      const int32_t rows = std::min(tile, positions - first);
+      for (int32_t g = 0; g < kv.n_kv_head; ++g) {
+        const size_t at = size_t(first) * q_dim + g * group * kv.head_dim;
+        AttendRows(kv, blocks, layer, g, first, rows, q.data() + at, q_dim, group, scale, out.data() + at,
+                   q_dim);
+      }
     }
-  }
+    return out;
+  };
+  const std::vector<float> tiled = run_tiles(16);
   // Tiles of 13 rows: some span the end of a part (rows with one part and with two in one call).
-  std::vector<float> tiled13(size_t(positions) * q_dim);
-  for (int32_t first = 0; first < positions; first += 13) {
-    const int32_t rows = std::min(13, positions - first);
-    for (int32_t g = 0; g < kv.n_kv_head; ++g) {
-      AttendRows(kv, blocks, layer, g, first, rows,
-                 q.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim, group, scale,
-                 tiled13.data() + size_t(first) * q_dim + g * group * kv.head_dim, q_dim);
-    }
-  }
+  const std::vector<float> tiled13 = run_tiles(13);
   EXPECT_TRUE(SameBits(tiled.data(), tiled13.data(), tiled.size()));
   // One row and one head per call, rows in reverse order.
   std::vector<float> single(size_t(positions) * q_dim);
