@@ -15,7 +15,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-#include <arm_neon.h>
+#include "model/neon_lanes.h"
 #define LOCKSTEP_DECODE_NEON 1
 #endif
 #if defined(LOCKSTEP_DECODE_X86) || defined(LOCKSTEP_DECODE_NEON)
@@ -28,7 +28,7 @@ bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, i
 #if defined(LOCKSTEP_DECODE_X86)
   const bool level_ok = level == KernelLevel::kAvx512 || level == KernelLevel::kAvx2;
 #elif defined(LOCKSTEP_DECODE_NEON)
-  const bool level_ok = level == KernelLevel::kScalar;  // ARM's attention level: the NEON kernels match it
+  const bool level_ok = level == KernelLevel::kNeon;
 #else
   const bool level_ok = false;
 #endif
@@ -52,44 +52,9 @@ struct StoredHead {
 // registers) half of each; NEON (32 registers of 4 lanes) one key group and 2 queries x 16 dims.
 #if defined(LOCKSTEP_DECODE_NEON)
 namespace neon {
-struct V {
-  struct F {
-    float32x4_t q[4];
-  };
-  static constexpr KernelLevel kLevel = KernelLevel::kScalar;
+struct V : NeonLanes16 {
+  static constexpr KernelLevel kLevel = KernelLevel::kNeon;
   static constexpr int kScoreChains = 1, kValueQueries = 2, kValueChunks = 1;
-  static F Zero() { return Set1(0.0f); }
-  static F Set1(float x) { return {{vdupq_n_f32(x), vdupq_n_f32(x), vdupq_n_f32(x), vdupq_n_f32(x)}}; }
-  static F Fma(F a, F b, F c) {  // c + a * b, fused
-    F r;
-    for (int i = 0; i < 4; ++i) r.q[i] = vfmaq_f32(c.q[i], a.q[i], b.q[i]);
-    return r;
-  }
-  static F Mul(F a, F b) {
-    F r;
-    for (int i = 0; i < 4; ++i) r.q[i] = vmulq_f32(a.q[i], b.q[i]);
-    return r;
-  }
-  template <bool kF16>
-  static F Load16(const std::byte* p) {  // 16 stored elements, widened exactly
-    F r;
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (kF16) {
-        r.q[i] = vcvt_f32_f16(vld1_f16(reinterpret_cast<const __fp16*>(p) + 4 * i));
-      } else {
-        r.q[i] = vld1q_f32(reinterpret_cast<const float*>(p) + 4 * i);
-      }
-    }
-    return r;
-  }
-  static void Store(float* p, F v) {
-    for (int i = 0; i < 4; ++i) vst1q_f32(p + 4 * i, v.q[i]);
-  }
-  static void StoreFirst(float* p, F v, int n) {
-    float lanes[16];
-    Store(lanes, v);
-    std::memcpy(p, lanes, sizeof(float) * size_t(n));
-  }
 };
 #include "model/attention_decode-inl.h"
 }  // namespace neon

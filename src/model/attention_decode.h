@@ -15,8 +15,8 @@
 
 namespace lockstep::attention {
 
-// Whether AttendDecodeRow runs at `level` for this shape: AVX-512 or AVX2 (x86), the scalar level (ARM, where
-// NEON kernels reproduce it), head_dim and block_tokens multiples of 16, 1 to 8 queries.
+// Whether AttendDecodeRow runs at `level` for this shape: AVX-512 or AVX2 (x86) or NEON (ARM), head_dim and
+// block_tokens multiples of 16, 1 to 8 queries.
 bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, int queries);
 
 // `queries` query vectors of one row (head_dim floats each, q_stride apart) attending to positions

@@ -15,6 +15,9 @@
 // GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm512_undefined_* placeholders.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include "model/neon_lanes.h"
+#define LOCKSTEP_ATTENTION_NEON 1
 #endif
 
 namespace lockstep::attention {
@@ -38,6 +41,77 @@ void AccumulateValuesScalar(const float* w, const float* values, int32_t count, 
     for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w[s], v[d], out[d]);
   }
 }
+
+#ifdef LOCKSTEP_ATTENTION_NEON
+// ---- NEON (aarch64): the scalar reference's fused multiply-adds, 16 lanes (four registers) at a time. ----
+using Lanes = NeonLanes16;
+
+// Scores of kQueries queries against the (up to) 16 positions of one transposed key group, n of them stored;
+// each key vector loaded once for all of them.
+template <int kQueries>
+void DotGroupNeon(const float* q, size_t q_stride, const float* group, int head_dim, int n, float scale,
+                  float* scores, size_t scores_stride) {
+  Lanes::F acc[kQueries];
+  for (int j = 0; j < kQueries; ++j) acc[j] = Lanes::Zero();
+  for (int d = 0; d < head_dim; ++d) {
+    const Lanes::F k = Lanes::Load(group + size_t(d) * kKeyLanes);
+    for (int j = 0; j < kQueries; ++j) acc[j] = Lanes::Fma(Lanes::Set1(q[j * q_stride + d]), k, acc[j]);
+  }
+  const Lanes::F sv = Lanes::Set1(scale);
+  for (int j = 0; j < kQueries; ++j) Lanes::StoreFirst(scores + j * scores_stride, Lanes::Mul(acc[j], sv), n);
+}
+
+void DotKeysNeon(const float* q, size_t q_stride, int queries, const float* keys, int32_t count, int head_dim,
+                 float scale, float* scores, size_t scores_stride) {
+  for (int32_t s0 = 0; s0 < count; s0 += kKeyLanes) {
+    const float* group = keys + size_t(s0) * head_dim;
+    const int n = std::min<int32_t>(kKeyLanes, count - s0);
+    for (int j = 0; j < queries; j += 4) {  // 4 queries: 16 accumulator registers
+      WithCount<4>(std::min(4, queries - j), [&](auto k) {
+        DotGroupNeon<k>(q + j * q_stride, q_stride, group, head_dim, n, scale,
+                        scores + j * scores_stride + s0, scores_stride);
+      });
+    }
+  }
+}
+
+// Dims [d0, d0 + 16) of kQueries outputs; each value vector loaded once for all of them.
+template <int kQueries>
+void AccumulateChunkNeon(const float* w, size_t w_stride, const float* values, int32_t count, int head_dim,
+                         int d0, float* out, size_t out_stride) {
+  Lanes::F acc[kQueries];
+  for (int j = 0; j < kQueries; ++j) acc[j] = Lanes::Load(out + j * out_stride + d0);
+  for (int32_t s = 0; s < count; ++s) {
+    const Lanes::F v = Lanes::Load(values + size_t(s) * head_dim + d0);
+    for (int j = 0; j < kQueries; ++j) acc[j] = Lanes::Fma(Lanes::Set1(w[j * w_stride + s]), v, acc[j]);
+  }
+  for (int j = 0; j < kQueries; ++j) Lanes::Store(out + j * out_stride + d0, acc[j]);
+}
+
+void AccumulateValuesNeon(const float* w, size_t w_stride, int queries, const float* values, int32_t count,
+                          int head_dim, float* out, size_t out_stride) {
+  for (int j = 0; j < queries; j += 4) {
+    const int k = std::min(4, queries - j);
+    const float* wj = w + j * w_stride;
+    float* oj = out + j * out_stride;
+    int d = 0;
+    for (; d + kKeyLanes <= head_dim; d += kKeyLanes) {
+      WithCount<4>(k, [&](auto c) {
+        AccumulateChunkNeon<c>(wj, w_stride, values, count, head_dim, d, oj, out_stride);
+      });
+    }
+    if (d < head_dim) {  // up to 15 dims: the reference, lane by lane
+      for (int i = 0; i < k; ++i) {
+        float* o = oj + i * out_stride;
+        for (int32_t s = 0; s < count; ++s) {
+          const float* v = values + size_t(s) * head_dim;
+          for (int e = d; e < head_dim; ++e) o[e] = std::fma(wj[i * w_stride + s], v[e], o[e]);
+        }
+      }
+    }
+  }
+}
+#endif
 
 #ifdef LOCKSTEP_ATTENTION_X86
 // ---- AVX2: a key group is two 8-lane halves; up to 4 queries (8 accumulators) in flight. ----
@@ -357,6 +431,8 @@ KernelLevel BestKernelLevel() {
     return KernelLevel::kAvx512;
   }
   return KernelLevel::kAvx2;
+#elif defined(LOCKSTEP_ATTENTION_NEON)
+  return KernelLevel::kNeon;
 #else
   return KernelLevel::kScalar;
 #endif
@@ -368,6 +444,8 @@ const char* KernelLevelName(KernelLevel level) {
       return "avx512";
     case KernelLevel::kAvx2:
       return "avx2";
+    case KernelLevel::kNeon:
+      return "neon";
     default:
       return "scalar";
   }
@@ -421,6 +499,11 @@ void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, co
     return DotKeysAvx2(q, q_stride, queries, keys, count, head_dim, scale, scores, scores_stride);
   }
 #endif
+#ifdef LOCKSTEP_ATTENTION_NEON
+  if (level == KernelLevel::kNeon) {
+    return DotKeysNeon(q, q_stride, queries, keys, count, head_dim, scale, scores, scores_stride);
+  }
+#endif
   for (int j = 0; j < queries; ++j) {
     DotKeysScalar(q + j * q_stride, keys, count, head_dim, scale, scores + j * scores_stride);
   }
@@ -431,6 +514,11 @@ void AccumulateValues(KernelLevel level, const float* w, size_t w_stride, int qu
 #ifdef LOCKSTEP_ATTENTION_X86
   if (level == KernelLevel::kAvx512) {
     return AccumulateValuesAvx512(w, w_stride, queries, values, count, head_dim, out, out_stride);
+  }
+#endif
+#ifdef LOCKSTEP_ATTENTION_NEON
+  if (level == KernelLevel::kNeon) {
+    return AccumulateValuesNeon(w, w_stride, queries, values, count, head_dim, out, out_stride);
   }
 #endif
   for (int j = 0; j < queries; ++j) {

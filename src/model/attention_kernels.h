@@ -1,5 +1,6 @@
 // Kernels of attention over widened (f32) KV blocks, used by model/attention.cc. Each has a scalar reference
-// and AVX2 and AVX-512 versions chosen once at run time; all levels give bit-identical results: the same
+// and AVX2, AVX-512 (x86) and NEON (aarch64) versions chosen once at run time; all levels give bit-identical
+// results (Softmax: the x86 levels share a polynomial exp, the scalar and NEON levels use std::exp): the same
 // fused multiply-adds per lane in the same order (and, in Softmax, the same final reduction), so a row's
 // attention never depends on the CPU's vector width, on the batch around it, or on how rows and heads are
 // grouped into calls.
@@ -15,8 +16,8 @@
 
 namespace lockstep::attention {
 
-enum class KernelLevel { kScalar, kAvx2, kAvx512 };
-// The fastest level this CPU runs (AVX-512 needs F, DQ and VL).
+enum class KernelLevel { kScalar, kAvx2, kAvx512, kNeon };
+// The fastest level this CPU runs (AVX-512 needs F, DQ and VL; NEON on every aarch64).
 KernelLevel BestKernelLevel();
 const char* KernelLevelName(KernelLevel level);
 
@@ -56,7 +57,7 @@ struct SoftmaxStats {
 
 // x[0..len) <- softmax(x[0..len)); x has room for len rounded up to 8 (the padding is overwritten). The max,
 // then e^(x - max) with Exp8's polynomial, summed in 8 lanes over the chunks of 8 in order and reduced as in
-// DotKeys, then each scaled by 1 / sum. (The scalar level, for non-x86 builds only, uses std::exp.) Returns
+// DotKeys, then each scaled by 1 / sum. (The scalar and NEON levels use std::exp instead.) Returns
 // the max and the sum.
 SoftmaxStats Softmax(KernelLevel level, float* x, int32_t len);
 
