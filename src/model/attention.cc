@@ -61,6 +61,9 @@ thread_local Scratch scratch;
 const attention::KernelLevel kLevel = attention::BestKernelLevel();
 // Key positions widened per DotKeys call (about 64 KiB of f32 keys at head_dim 64).
 constexpr int32_t kKeyChunk = 256;
+// Value positions widened before they are accumulated (16 KiB of f32 values at head_dim 64, in L1): a call
+// per block of 16 paid its accumulators' loads and stores once per 16 positions.
+constexpr int32_t kValueChunk = 64;
 
 }  // namespace
 
@@ -155,7 +158,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t v_off = kv.ValueOffset(layer, kv_head);
   const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
-  float* values = Grow(scratch.values, size_t(bt) * n);
+  float* values = Grow(scratch.values, size_t(kValueChunk + bt) * n);
   // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
   float* queries = Grow(scratch.queries, size_t(rows) * heads * n);
   for (int32_t r = 0; r < rows; ++r) {
@@ -250,19 +253,24 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     AccumulateValues(kLevel, row_scores(r_full, 0) + t0, stride, (rows - r_full) * heads, vals, count, n,
                      sums + size_t(r_full) * heads * n, size_t(n));
   };
-  auto widen_values = [&](const std::byte* src, int32_t, int32_t count) {
-    attention::WidenValues(src, f16, count, n, values);
+  // Value blocks widened side by side from chunk_start until about kValueChunk positions, then accumulated.
+  chunk_start = 0;
+  auto widen_values = [&](const std::byte* src, int32_t t0, int32_t count) {
+    attention::WidenValues(src, f16, count, n, values + size_t(t0 - chunk_start) * n);
   };
   for_each_block(v_off, widen_values, [&](int32_t t0, int32_t count) {
-    for (int32_t t = t0; t < t0 + count;) {  // split where a part ends (blocks need not divide parts)
+    const int32_t end = t0 + count;
+    if (end - chunk_start < kValueChunk && end < max_len) return;
+    for (int32_t t = chunk_start; t < end;) {  // split where a part ends (blocks need not divide parts)
       if (t == part_end) {
         merge_part();
         part_end += kAttentionPart;
       }
-      const int32_t here = std::min(t0 + count, part_end) - t;
-      accumulate(values + size_t(t - t0) * n, t, here);
+      const int32_t here = std::min(end, part_end) - t;
+      accumulate(values + size_t(t - chunk_start) * n, t, here);
       t += here;
     }
+    chunk_start = end;
   });
   if (max_parts > 1) merge_part();
   for (int32_t r = 0; r < rows; ++r) {
