@@ -121,12 +121,15 @@ void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const fl
                    const attention::SoftmaxStats* stats, float* out) {
   const int32_t parts = AttentionParts(position);
   const int n = kv.head_dim;
-  float* weights = Grow(scratch.weights, size_t(parts));
+  float* weights = Grow(scratch.weights, size_t(heads) * parts);
+  attention::PartitionWeights(kLevel, stats, parts, weights, heads, size_t(parts));  // every head at once
   for (int32_t h = 0; h < heads; ++h) {
-    attention::PartitionWeights(kLevel, stats + size_t(h) * parts, parts, weights);
     float* o = out + size_t(h) * n;
     std::memset(o, 0, size_t(n) * sizeof(float));
-    for (int32_t p = 0; p < parts; ++p) MergePart(weights[p], partials + (size_t(h) * parts + p) * n, n, o);
+    for (int32_t p = 0; p < parts; ++p) {
+      const size_t at = size_t(h) * parts + p;
+      MergePart(weights[at], partials + at * n, n, o);
+    }
   }
 }
 

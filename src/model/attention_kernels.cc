@@ -35,10 +35,12 @@ void DotKeysScalar(const float* q, const float* keys, int32_t count, int head_di
   }
 }
 
-void AccumulateValuesScalar(const float* w, const float* values, int32_t count, int head_dim, float* out) {
+// Dims [d0, head_dim) (d0 > 0: a SIMD level's tail).
+void AccumulateValuesScalar(const float* w, const float* values, int32_t count, int head_dim, float* out,
+                            int d0 = 0) {
   for (int32_t s = 0; s < count; ++s) {
     const float* v = values + size_t(s) * head_dim;
-    for (int d = 0; d < head_dim; ++d) out[d] = std::fma(w[s], v[d], out[d]);
+    for (int d = d0; d < head_dim; ++d) out[d] = std::fma(w[s], v[d], out[d]);
   }
 }
 
@@ -102,11 +104,7 @@ void AccumulateValuesNeon(const float* w, size_t w_stride, int queries, const fl
     }
     if (d < head_dim) {  // up to 15 dims: the reference, lane by lane
       for (int i = 0; i < k; ++i) {
-        float* o = oj + i * out_stride;
-        for (int32_t s = 0; s < count; ++s) {
-          const float* v = values + size_t(s) * head_dim;
-          for (int e = d; e < head_dim; ++e) o[e] = std::fma(wj[i * w_stride + s], v[e], o[e]);
-        }
+        AccumulateValuesScalar(wj + i * w_stride, values, count, head_dim, oj + i * out_stride, d);
       }
     }
   }
