@@ -8,6 +8,7 @@ packages=(
   libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libboost-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openssl ca-certificates
+  python3
 )
 # Node.js runs the client-compatibility test (official OpenAI and Hugging Face JS clients); any version >= 18.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
