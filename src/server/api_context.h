@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "server/api_error.h"
-#include "server/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
 
 struct ApiContext {
   std::shared_ptr<const Tokenizer> tokenizer;
-  std::shared_ptr<const ChatTemplate> chat_template;
+  std::shared_ptr<const chat::ChatTemplate> chat_template;
   std::string model_id;
   std::string model_path;
   std::string architecture;

@@ -10,10 +10,10 @@
 #include <random>
 #include <thread>
 
+#include "chat/chat_template.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
-#include "server/chat_template.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/routes.h"
@@ -107,9 +107,9 @@ class Server::Impl {
 
     auto template_source = shared_file->GetStringOr("tokenizer.chat_template", "");
     const auto piece = [&](int32_t id) { return id >= 0 ? shared_tokenizer->TokenPiece(id) : std::string(); };
-    auto chat_template = std::make_shared<ChatTemplate>(
-        ChatTemplate::Create(template_source.ok() ? *template_source : "", piece(shared_tokenizer->bos_id()),
-                             piece(shared_tokenizer->eos_id())));
+    auto chat_template = std::make_shared<chat::ChatTemplate>(
+        chat::ChatTemplate::Create(template_source.ok() ? *template_source : "",
+                                   piece(shared_tokenizer->bos_id()), piece(shared_tokenizer->eos_id())));
 
     if (chat_template->is_default()) {
       log_->warn("{}", chat_template->note());

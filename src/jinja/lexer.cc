@@ -1,9 +1,9 @@
-#include "server/jinja_lexer.h"
+#include "jinja/lexer.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -227,4 +227,4 @@ class Lexer {
 
 Result<std::vector<Token>> Lex(const std::string& source) { return Lexer(source).Run(); }
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

@@ -1,11 +1,11 @@
-#include "server/jinja_builtins.h"
+#include "jinja/builtins.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 namespace {
 
 bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -415,4 +415,4 @@ Value MakeGlobals() {
   return Value::MakeObject(std::move(globals));
 }
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "server/jinja_value.h"
+#include "jinja/value.h"
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
@@ -71,4 +71,4 @@ struct Template {
 // Parses template source. Errors carry the line number and what was expected.
 Result<std::shared_ptr<const Template>> Parse(const std::string& source);
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 class Error : public std::runtime_error {
  public:
@@ -103,4 +103,4 @@ class Value {
   std::shared_ptr<Function> fn_;
 };
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

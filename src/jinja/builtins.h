@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "server/jinja_value.h"
+#include "jinja/value.h"
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 // `value | name(args)`.
 Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& args);
@@ -25,4 +25,4 @@ Value Slice(const Value& value, const Value& start, const Value& stop, const Val
 // Python indexing: list[int] (negative from the end), str[int], dict[key]; undefined when absent.
 Value Index(const Value& value, const Value& index);
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

@@ -7,7 +7,7 @@
 
 #include "base/status.h"
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 struct Token {
   enum class Kind {
@@ -30,4 +30,4 @@ struct Token {
 
 Result<std::vector<Token>> Lex(const std::string& source);
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

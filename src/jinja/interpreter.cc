@@ -1,11 +1,11 @@
-#include "server/jinja_interpreter.h"
+#include "jinja/interpreter.h"
 
 #include <cmath>
 #include <unordered_map>
 
-#include "server/jinja_builtins.h"
+#include "jinja/builtins.h"
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   using K = Value::Kind;
@@ -371,4 +371,4 @@ Result<std::string> Render(const Template& tmpl, const Value& context) {
   return out;
 }
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

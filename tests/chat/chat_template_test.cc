@@ -1,21 +1,21 @@
 // Chat templates: real tokenizer_config.json templates of each family must render exactly like the reference
 // (Jinja2 with Hugging Face's settings; goldens made by testdata/make_chat_template_goldens.py), and raise
 // where the reference raises. Plus interpreter unit cases and the documented fallback.
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "server/jinja_ast.h"
-#include "server/jinja_interpreter.h"
+#include "jinja/ast.h"
+#include "jinja/interpreter.h"
 
-namespace lockstep::server {
+namespace lockstep::chat {
 namespace {
 
 nlohmann::json LoadGoldens() {
-  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/server/testdata/chat_template_goldens.json");
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/chat_template_goldens.json");
   EXPECT_TRUE(in.good());
   return nlohmann::json::parse(in);
 }
@@ -141,4 +141,4 @@ TEST(JinjaTest, ErrorsNameTheLine) {
 }
 
 }  // namespace
-}  // namespace lockstep::server
+}  // namespace lockstep::chat

@@ -1,10 +1,10 @@
-#include "server/jinja_value.h"
+#include "jinja/value.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 const Value* CallArgs::Get(size_t index, const std::string& name) const {
   if (index < positional.size()) return &positional[index];
@@ -418,4 +418,4 @@ std::string Value::TypeName() const {
   return "?";
 }
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

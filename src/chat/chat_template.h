@@ -15,11 +15,11 @@
 
 #include "base/status.h"
 
-namespace lockstep::server {
-
-namespace jinja {
+namespace lockstep::jinja {
 struct Template;
 }
+
+namespace lockstep::chat {
 
 inline constexpr const char* kDefaultChatTemplate =
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -55,4 +55,4 @@ class ChatTemplate {
 // Family detection from the template text (exposed for tests).
 std::string DetectChatTemplateFamily(const std::string& source);
 
-}  // namespace lockstep::server
+}  // namespace lockstep::chat

@@ -1,11 +1,11 @@
-// Recursive-descent parser for the Jinja subset (see jinja_ast.h). Operator precedence follows Jinja2:
+// Recursive-descent parser for the Jinja subset (see jinja/ast.h). Operator precedence follows Jinja2:
 // ternary < or < and < not < comparisons/in < + - < ~ < * / // % < ** < unary < filters/tests < postfix.
 #include <set>
 
-#include "server/jinja_ast.h"
-#include "server/jinja_lexer.h"
+#include "jinja/ast.h"
+#include "jinja/lexer.h"
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 namespace {
 
 class Parser {
@@ -500,4 +500,4 @@ Result<std::shared_ptr<const Template>> Parse(const std::string& source) {
   }
 }
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "base/status.h"
-#include "server/jinja_ast.h"
-#include "server/jinja_value.h"
+#include "jinja/ast.h"
+#include "jinja/value.h"
 
-namespace lockstep::server::jinja {
+namespace lockstep::jinja {
 
 Result<std::string> Render(const Template& tmpl, const Value& context);
 
-}  // namespace lockstep::server::jinja
+}  // namespace lockstep::jinja

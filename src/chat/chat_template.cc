@@ -1,9 +1,9 @@
-#include "server/chat_template.h"
+#include "chat/chat_template.h"
 
-#include "server/jinja_ast.h"
-#include "server/jinja_interpreter.h"
+#include "jinja/ast.h"
+#include "jinja/interpreter.h"
 
-namespace lockstep::server {
+namespace lockstep::chat {
 
 std::string DetectChatTemplateFamily(const std::string& source) {
   const auto has = [&](const char* s) { return source.find(s) != std::string::npos; };
@@ -52,4 +52,4 @@ Result<std::string> ChatTemplate::Apply(const nlohmann::json& messages, bool add
   return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)));
 }
 
-}  // namespace lockstep::server
+}  // namespace lockstep::chat
