@@ -126,61 +126,86 @@ void Engine::Shutdown(bool drain) {
   loop_->Join();
 }
 
-Result<std::shared_ptr<RequestHandle>> Engine::Submit(Request request, EventCallback on_event) {
-  auto reject = [this](Status status) {
-    loop_->CountSubmit(false);
-    return status;
-  };
+Status Engine::Validate(Request& request) const {
   const int64_t n_vocab = model_config().n_vocab;
   const int64_t prompt = int64_t(request.prompt_ids.size());
-  if (prompt == 0) return reject(InvalidArgument("the prompt is empty (at least one token is needed)"));
+  if (prompt == 0) return InvalidArgument("the prompt is empty (at least one token is needed)");
   for (size_t i = 0; i < request.prompt_ids.size(); ++i) {
     const int32_t id = request.prompt_ids[i];
     if (id < 0 || id >= n_vocab) {
-      return reject(InvalidArgument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
-                                    ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")"));
+      return InvalidArgument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
+                             ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
     }
   }
   if (request.max_tokens < 1) {
-    return reject(InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens)));
+    return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens));
   }
-  Status sampling = request.sampling.Validate();
-  if (!sampling.ok()) return reject(sampling);
+  LOCKSTEP_RETURN_IF_ERROR(request.sampling.Validate());
   if (request.sampling.top_logprobs > kMaxTopLogprobs) {
-    return reject(InvalidArgument("top_logprobs must be at most " + std::to_string(kMaxTopLogprobs) +
-                                  ", got " + std::to_string(request.sampling.top_logprobs)));
+    return InvalidArgument("top_logprobs must be at most " + std::to_string(kMaxTopLogprobs) + ", got " +
+                           std::to_string(request.sampling.top_logprobs));
   }
   if (request.sampling.top_logprobs > 0) request.sampling.logprobs = true;
   for (const std::string& stop : request.stop) {
-    if (stop.empty()) return reject(InvalidArgument("a stop string is empty"));
+    if (stop.empty()) return InvalidArgument("a stop string is empty");
   }
   if (!request.stop.empty() && loop_->tokenizer() == nullptr) {
-    return reject(InvalidArgument("stop strings need a tokenizer, and this engine has none"));
+    return InvalidArgument("stop strings need a tokenizer, and this engine has none");
   }
   const int64_t total = prompt + request.max_tokens;
   if (total > options_.max_context) {
-    return reject(OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
-                             std::to_string(request.max_tokens) + ") is " + std::to_string(total) +
-                             " tokens, beyond the context of " + std::to_string(options_.max_context) +
-                             " tokens"));
+    return OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
+                      std::to_string(request.max_tokens) + ") is " + std::to_string(total) +
+                      " tokens, beyond the context of " + std::to_string(options_.max_context) + " tokens");
   }
   if (total > options_.kv_tokens) {
-    return reject(OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
-                             std::to_string(request.max_tokens) + ") is " + std::to_string(total) +
-                             " tokens, beyond the whole KV cache of " + std::to_string(options_.kv_tokens) +
-                             " tokens"));
+    return OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
+                      std::to_string(request.max_tokens) + ") is " + std::to_string(total) +
+                      " tokens, beyond the whole KV cache of " + std::to_string(options_.kv_tokens) +
+                      " tokens");
   }
-  PendingRequest pending;
-  pending.id = next_request_id.fetch_add(1);
-  pending.request = std::move(request);
-  pending.channel = std::make_shared<EventChannel>(std::move(on_event));
-  pending.submit_time = std::chrono::steady_clock::now();
-  const RequestId id = pending.id;
-  auto channel = pending.channel;
-  Status pushed = inbox_->Push(std::move(pending));
-  if (!pushed.ok()) return reject(pushed);
-  loop_->CountSubmit(true);
-  return std::make_shared<RequestHandle>(id, std::move(channel), inbox_);
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<RequestHandle>> Engine::Submit(Request request, EventCallback on_event) {
+  std::vector<Request> one;
+  one.push_back(std::move(request));
+  std::vector<EventCallback> callbacks;
+  callbacks.push_back(std::move(on_event));
+  LOCKSTEP_ASSIGN_OR_RETURN(auto handles, SubmitGroup(std::move(one), std::move(callbacks)));
+  return std::move(handles[0]);
+}
+
+Result<std::vector<std::shared_ptr<RequestHandle>>> Engine::SubmitGroup(std::vector<Request> requests,
+                                                                        std::vector<EventCallback> on_event) {
+  if (requests.empty()) return InvalidArgument("an empty group of requests");
+  if (!on_event.empty() && on_event.size() != requests.size()) {
+    return InvalidArgument("a group needs one event callback per request (or none)");
+  }
+  for (Request& request : requests) {
+    if (Status valid = Validate(request); !valid.ok()) {
+      for (size_t i = 0; i < requests.size(); ++i) loop_->CountSubmit(false);
+      return valid;
+    }
+  }
+  std::vector<PendingRequest> group;
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  const auto now = std::chrono::steady_clock::now();
+  const RequestId first = next_request_id.fetch_add(RequestId(requests.size()));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    PendingRequest pending;
+    pending.id = first + RequestId(i);
+    pending.request = std::move(requests[i]);
+    if (i > 0) pending.request.fork_of = first;  // the group's prompts share their prefix with the first
+    pending.channel = std::make_shared<EventChannel>(on_event.empty() ? nullptr : std::move(on_event[i]));
+    pending.submit_time = now;
+    handles.push_back(std::make_shared<RequestHandle>(pending.id, pending.channel, inbox_));
+    group.push_back(std::move(pending));
+  }
+  Status pushed = group.size() == 1 ? inbox_->Push(std::move(group[0])) : inbox_->PushGroup(std::move(group));
+  for (size_t i = 0; i < handles.size(); ++i) loop_->CountSubmit(pushed.ok());
+  if (!pushed.ok()) return pushed;
+  return handles;
 }
 
 }  // namespace lockstep

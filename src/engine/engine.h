@@ -42,6 +42,10 @@ struct EngineOptions {
   KvDtype kv_dtype = KvDtype::kF16;
   int max_queue = 1024;  // requests waiting (submitted, not yet started) at most; beyond: ResourceExhausted
   int max_context = 0;   // context limit in tokens; 0 = the model's n_ctx_train
+  // Automatic prefix caching (kv/kv_cache_manager.h): full KV blocks are kept, named by a hash of their
+  // prefix, and reused by later prompts; idle cached blocks are evicted least recently used when a block is
+  // needed, so the cache costs no capacity. Outputs are the same either way.
+  bool prefix_caching = true;
 };
 
 // Engine-wide counters and the last step's shape (Engine::Stats()).
@@ -56,6 +60,8 @@ struct EngineStats {
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_free = 0;
   int32_t block_tokens = 0;
+  int64_t kv_blocks_cached = 0;  // blocks findable by their hash (in use or idle; idle ones count as free)
+  bool prefix_caching = false;   // EngineOptions::prefix_caching
   double kv_usage() const { return kv_blocks_total ? double(kv_blocks_used) / double(kv_blocks_total) : 0.0; }
   // Totals since start.
   int64_t steps = 0;
@@ -63,6 +69,15 @@ struct EngineStats {
   int64_t prefill_tokens_total = 0;     // rows computed as prefill (recomputation included)
   int64_t generation_tokens_total = 0;  // tokens sampled
   int64_t preemptions_total = 0;
+  // Prefix cache: prompt tokens looked up (each request's first admission) and those not computed because
+  // their KV was found (cache, neighbour, fork); evicted cached blocks.
+  int64_t prefix_cache_queries_total = 0;
+  int64_t prefix_cache_hits_total = 0;
+  int64_t kv_block_evictions_total = 0;
+  double prefix_cache_hit_ratio() const {
+    return prefix_cache_queries_total ? double(prefix_cache_hits_total) / double(prefix_cache_queries_total)
+                                      : 0.0;
+  }
   int64_t requests_submitted = 0;
   int64_t requests_rejected = 0;  // rejected at Submit
   int64_t requests_finished_stop = 0;
@@ -127,6 +142,12 @@ class Engine {
   // (prompt + max_tokens beyond the context or beyond the whole KV pool — it could never run),
   // ResourceExhausted (the waiting queue is full), Unavailable (shutting down).
   Result<std::shared_ptr<RequestHandle>> Submit(Request request, EventCallback on_event = nullptr);
+  // Submits requests that share a prompt prefix as one group, all or none (same errors as Submit, for the
+  // first request that fails): the engine takes them in one step, and every request after the first forks
+  // from the first (Request::fork_of), so the common prefix is computed once — n > 1 choices, server-side
+  // fan-out. `on_event` is empty (events queue in the handles) or one callback per request.
+  Result<std::vector<std::shared_ptr<RequestHandle>>> SubmitGroup(std::vector<Request> requests,
+                                                                  std::vector<EventCallback> on_event = {});
   // Cancels by id (a no-op for unknown or finished ids). Takes effect before the next step.
   void Cancel(RequestId id);
 
@@ -143,6 +164,8 @@ class Engine {
  private:
   class Loop;
   Engine(EngineOptions options, std::unique_ptr<Loop> loop, std::shared_ptr<Inbox> inbox);
+  // Submit's checks; also sets sampling.logprobs when top_logprobs asks for it.
+  Status Validate(Request& request) const;
 
   EngineOptions options_;
   std::unique_ptr<Loop> loop_;

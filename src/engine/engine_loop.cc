@@ -25,13 +25,15 @@ Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer
       options_(options),
       blocks_(std::move(blocks)),
       layout_(blocks_->layout()),
-      scheduler_(*blocks_, SchedulerOptions{options.max_seqs, options.max_batch_tokens}),
+      scheduler_(*blocks_,
+                 SchedulerOptions{options.max_seqs, options.max_batch_tokens, options.prefix_caching}),
       inbox_(std::move(inbox)),
       observer_(observer),
       threads_(std::make_unique<ThreadPool>(options.threads)) {
   stats_.kv_blocks_total = blocks_->num_blocks();
   stats_.kv_blocks_free = blocks_->num_free();
   stats_.block_tokens = blocks_->block_tokens();
+  stats_.prefix_caching = options.prefix_caching;
 }
 
 Engine::Loop::~Loop() { Join(); }
@@ -65,6 +67,8 @@ void Engine::Loop::Run() {
     inbox_->SetEngineWaiting(scheduler_.num_waiting_new());
   }
   FinishAll(FinishReason::kCancelled, "");
+  // Every request is gone: every block must be free or cached idle (a leak check on every engine's exit).
+  LOCKSTEP_CHECK_MSG(blocks_->num_used() == 0, "KV blocks still referenced after every request ended");
   PublishStats(nullptr);
 }
 
@@ -77,7 +81,7 @@ bool Engine::Loop::TakeInbox(bool wait) {
   for (PendingRequest& pending : taken.requests) {
     const RequestId id = pending.id;
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
-    scheduler_.Add(id, active->pending.request.prompt_ids);
+    scheduler_.Add(id, active->pending.request.prompt_ids, active->pending.request.fork_of);
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       stats_.prompt_tokens_total += int64_t(active->pending.request.prompt_ids.size());
@@ -209,6 +213,7 @@ void Engine::Loop::Finish(Active& active, TokenEvent event) {
   t.prompt_tokens = int32_t(active.pending.request.prompt_ids.size());
   t.generated_tokens = active.generated;
   t.preemptions = scheduler_.Contains(id) ? scheduler_.preemptions(id) : 0;
+  t.cached_tokens = scheduler_.Contains(id) ? scheduler_.cached_tokens(id) : 0;
   scheduler_.Remove(id);
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -255,6 +260,10 @@ void Engine::Loop::PublishStats(const StepPlan* plan) {
     stats_.waiting = scheduler_.num_waiting();
     stats_.kv_blocks_used = blocks_->num_used();
     stats_.kv_blocks_free = blocks_->num_free();
+    stats_.kv_blocks_cached = blocks_->num_cached();
+    stats_.prefix_cache_queries_total = scheduler_.prefix_queries_total();
+    stats_.prefix_cache_hits_total = scheduler_.prefix_hits_total();
+    stats_.kv_block_evictions_total = blocks_->evictions();
     if (plan != nullptr) {
       ++stats_.steps;
       stats_.step_rows = int32_t(plan->batch.rows.size());

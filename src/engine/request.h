@@ -34,6 +34,11 @@ struct Request {
       stop_token_ids;       // extra token ids that end generation like EOS (included as the final token)
   bool ignore_eos = false;  // keep going past EOS / end-of-generation tokens (until max_tokens or stop)
   std::string label;        // free text for logs (e.g. the server's request id); not interpreted
+  // A request submitted earlier to the same engine whose prompt shares a prefix with this one: the engine
+  // computes that common prefix once and this request forks from its KV (full blocks shared, the partial
+  // block copied) instead of computing it again — n > 1 choices, server-side fan-out. Output is the same as
+  // without it. Ignored (0, unknown or finished ids) when there is nothing to fork from.
+  RequestId fork_of = 0;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
@@ -64,6 +69,9 @@ struct RequestTiming {
   int32_t prompt_tokens = 0;
   int32_t generated_tokens = 0;  // tokens sampled, the final one included
   int32_t preemptions = 0;       // times this request was preempted and recomputed
+  // Prompt tokens whose KV was not computed for this request: found in the prefix cache, computed by a
+  // neighbour with the same prefix, or taken from its fork parent (Request::fork_of).
+  int32_t cached_tokens = 0;
 };
 
 struct TokenEvent {

@@ -67,6 +67,22 @@ Status Inbox::Push(PendingRequest pending) {
   return Status::Ok();
 }
 
+Status Inbox::PushGroup(std::vector<PendingRequest> group) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return Unavailable("the engine is shutting down and accepts no new requests");
+    const int64_t waiting = int64_t(requests_.size()) + engine_waiting_;
+    if (waiting + int64_t(group.size()) > max_queue_) {
+      return ResourceExhausted("the waiting queue is full (" + std::to_string(waiting) +
+                               " requests waiting, " + std::to_string(group.size()) +
+                               " in this group, max_queue " + std::to_string(max_queue_) + ")");
+    }
+    for (PendingRequest& pending : group) requests_.push_back(std::move(pending));
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
 void Inbox::Cancel(RequestId id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -55,6 +55,9 @@ class Inbox {
 
   // Submitter side. ResourceExhausted when max_queue requests are already waiting; Unavailable after Close().
   Status Push(PendingRequest pending);
+  // Pushes a group at once (the engine takes it in one Take): all, or none when the queue has no room for
+  // all of them.
+  Status PushGroup(std::vector<PendingRequest> group);
   void Cancel(RequestId id);
   // Stops accepting; `drain` says whether queued/running requests should finish (true) or be cancelled.
   void Close(bool drain);

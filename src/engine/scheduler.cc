@@ -7,19 +7,18 @@
 
 namespace lockstep {
 
-Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options) : pool_(pool), options_(options) {
+Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options)
+    : pool_(pool), options_(options), kv_(pool, KvCacheOptions{options.prefix_caching, options.cache_salt}) {
   LOCKSTEP_CHECK(options_.max_seqs >= 1 && options_.max_batch_tokens >= 1);
 }
 
-Scheduler::~Scheduler() {
-  for (auto& [id, seq] : seqs_) seq->table.Clear(pool_);
-}
+Scheduler::~Scheduler() = default;  // kv_ releases every block still held
 
 bool Scheduler::CanEverFit(int64_t total_tokens) const {
   return pool_.BlocksFor(total_tokens) <= pool_.num_blocks();
 }
 
-void Scheduler::Add(RequestId id, std::vector<int32_t> prompt) {
+void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of) {
   LOCKSTEP_CHECK(!prompt.empty());
   LOCKSTEP_CHECK(seqs_.count(id) == 0);
   auto seq = std::make_unique<Seq>();
@@ -27,6 +26,18 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt) {
   seq->prompt_len = int32_t(prompt.size());
   seq->prefill_until = seq->prompt_len;
   seq->tokens = std::move(prompt);
+  if (const Seq* parent = fork_of != 0 ? Find(fork_of) : nullptr) {
+    // The common prefix of the two prompts, short of this prompt's last token (computed for its logits).
+    const size_t limit = std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1);
+    size_t shared = 0;
+    while (shared < limit && parent->tokens[shared] == seq->tokens[shared]) ++shared;
+    if (shared > 0) {
+      seq->fork_parent = fork_of;
+      seq->fork_tokens = int32_t(shared);
+      seq->parent_preemptions = parent->preemptions;
+    }
+  }
+  kv_.Add(id);
   waiting_.push_back(seq.get());
   seqs_.emplace(id, std::move(seq));
 }
@@ -35,27 +46,30 @@ bool Scheduler::Remove(RequestId id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return false;
   Seq* seq = it->second.get();
-  seq->table.Clear(pool_);
+  kv_.Remove(id);
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
   seqs_.erase(it);
   return true;
 }
 
-Scheduler::Seq& Scheduler::Get(RequestId id) const {
+Scheduler::Seq* Scheduler::Find(RequestId id) const {
   auto it = seqs_.find(id);
-  LOCKSTEP_CHECK_MSG(it != seqs_.end(), "unknown request id");
-  return *it->second;
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+Scheduler::Seq& Scheduler::Get(RequestId id) const {
+  Seq* seq = Find(id);
+  LOCKSTEP_CHECK_MSG(seq != nullptr, "unknown request id");
+  return *seq;
 }
 
 const std::vector<int32_t>& Scheduler::tokens(RequestId id) const { return Get(id).tokens; }
 int32_t Scheduler::prompt_len(RequestId id) const { return Get(id).prompt_len; }
 int32_t Scheduler::num_computed(RequestId id) const { return Get(id).num_computed; }
 int32_t Scheduler::preemptions(RequestId id) const { return Get(id).preemptions; }
-bool Scheduler::running(RequestId id) const {
-  const Seq* seq = &Get(id);
-  return std::find(running_.begin(), running_.end(), seq) != running_.end();
-}
+int32_t Scheduler::cached_tokens(RequestId id) const { return Get(id).cached_tokens; }
+bool Scheduler::running(RequestId id) const { return Get(id).is_running; }
 
 int32_t Scheduler::num_waiting_new() const {
   int32_t n = 0;
@@ -64,14 +78,25 @@ int32_t Scheduler::num_waiting_new() const {
 }
 
 void Scheduler::Preempt(Seq& seq, StepPlan& plan) {
-  seq.table.Clear(pool_);
+  kv_.Free(seq.id);
   seq.num_computed = 0;
   seq.prefill_until = int32_t(seq.tokens.size());
+  seq.fork_parent = 0;
   ++seq.preemptions;
   ++preemptions_total_;
+  seq.is_running = false;
   running_.erase(std::remove(running_.begin(), running_.end(), &seq), running_.end());
   waiting_.push_front(&seq);
   plan.preempted.push_back(seq.id);
+}
+
+void Scheduler::AdvanceComputed(Seq& seq, int32_t to) {
+  if (to <= seq.num_computed) return;
+  if (seq.preemptions == 0) {  // a recompute after preemption is not a query of its own
+    seq.cached_tokens += to - seq.num_computed;
+    prefix_hits_total_ += to - seq.num_computed;
+  }
+  seq.num_computed = to;
 }
 
 void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
@@ -82,7 +107,7 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
   chunk.sample = seq.num_computed + count == int32_t(seq.tokens.size());
   chunk.decode = count == 1 && chunk.start >= seq.prefill_until;
   const int32_t sequence = int32_t(plan.batch.sequences.size());
-  plan.batch.sequences.push_back(SequenceKv{&seq.table.addresses()});
+  plan.batch.sequences.push_back(SequenceKv{&kv_.addresses(seq.id)});
   for (int32_t i = 0; i < count; ++i) {
     BatchRow row;
     row.position = chunk.start + i;
@@ -101,6 +126,35 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
   plan.chunks.push_back(chunk);
 }
 
+int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool force) {
+  if (budget <= 0) return 0;
+  if (seq.fork_parent != 0) {
+    const Seq* parent = Find(seq.fork_parent);
+    const bool holds = parent != nullptr && parent->is_running &&
+                       parent->preemptions == seq.parent_preemptions && seq.num_computed < seq.fork_tokens;
+    if (!holds || force) {
+      seq.fork_parent = 0;
+    } else if (parent->num_computed < seq.fork_tokens) {
+      return 0;  // the parent is still computing the shared part
+    } else {
+      kv_.Share(seq.id, parent->id, seq.fork_tokens);
+      AdvanceComputed(seq, seq.fork_tokens);
+      seq.fork_parent = 0;
+    }
+  }
+  const std::span<const int32_t> tokens = seq.tokens;
+  AdvanceComputed(seq, kv_.AttachCached(seq.id, tokens, seq.num_computed));
+  const int32_t end =
+      force ? int32_t(tokens.size()) : kv_.ClaimedElsewhereFrom(seq.id, tokens, seq.num_computed);
+  const int64_t room =
+      kv_.capacity_tokens(seq.id) + pool_.num_free() * pool_.block_tokens() - seq.num_computed;
+  const int32_t count = int32_t(std::min<int64_t>({end - seq.num_computed, budget, room}));
+  if (count <= 0) return 0;
+  LOCKSTEP_CHECK(kv_.PrepareWrite(seq.id, seq.num_computed, seq.num_computed + count));
+  AddChunk(seq, count, plan);
+  return count;
+}
+
 void Scheduler::ScheduleDecodes(StepPlan& plan, int32_t& budget) {
   // running_ may shrink from the back while we walk it (preemption of the newest).
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -109,7 +163,7 @@ void Scheduler::ScheduleDecodes(StepPlan& plan, int32_t& budget) {
       continue;  // still prefilling
     }
     bool self_preempted = false;
-    while (!seq->table.EnsureCapacity(pool_, seq->num_computed + 1)) {
+    while (!kv_.PrepareWrite(seq->id, seq->num_computed, seq->num_computed + 1)) {
       // Everything behind index i is not yet scheduled this step; the newest of them is the victim.
       Seq* victim = running_.back();
       Preempt(*victim, plan);
@@ -125,19 +179,11 @@ void Scheduler::ScheduleDecodes(StepPlan& plan, int32_t& budget) {
 }
 
 void Scheduler::SchedulePrefills(StepPlan& plan, int32_t& budget) {
-  const int32_t block_tokens = pool_.block_tokens();
   for (Seq* seq : running_) {
     if (budget <= 0) break;
     const int32_t remaining = int32_t(seq->tokens.size()) - seq->num_computed;
     if (remaining <= 1 && seq->num_computed >= seq->prefill_until - 1) continue;  // a decode (handled above)
-    // Rows the table plus the free blocks can hold.
-    const int64_t room =
-        seq->table.capacity_tokens(block_tokens) + pool_.num_free() * block_tokens - seq->num_computed;
-    const int32_t count = int32_t(std::min<int64_t>({remaining, budget, room}));
-    if (count <= 0) continue;
-    LOCKSTEP_CHECK(seq->table.EnsureCapacity(pool_, seq->num_computed + count));
-    AddChunk(*seq, count, plan);
-    budget -= count;
+    budget -= PlanPrefill(*seq, budget, plan, /*force=*/false);
   }
 }
 
@@ -145,18 +191,21 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
   if (!plan.preempted.empty()) return;  // blocks are short: let the running requests progress first
   while (!waiting_.empty() && budget > 0 && int32_t(running_.size()) < options_.max_seqs) {
     Seq* seq = waiting_.front();
-    const int64_t known = int64_t(seq->tokens.size());
+    const std::span<const int32_t> tokens = seq->tokens;
+    const int64_t known = int64_t(tokens.size());
+    const PrefixMatch match = kv_.Match(seq->id, tokens);
     // Blocks for everything it knows plus its first new token, and one spare block per running request so
     // that their decodes do not immediately preempt it again (thrashing). Strictly FCFS: nobody overtakes it.
-    if (pool_.BlocksFor(known + 1) + int64_t(running_.size()) > pool_.num_free()) break;
+    if (kv_.BlocksToAdmit(match, known + 1) + int64_t(running_.size()) > pool_.num_free()) break;
     waiting_.pop_front();
     running_.push_back(seq);
-    const int32_t count = int32_t(std::min<int64_t>(known, budget));
+    seq->is_running = true;
     // Blocks for the whole prompt now, so that its later chunks never wait for blocks (two half-prefilled
     // requests could otherwise hold the pool with no decode row to trigger preemption).
-    LOCKSTEP_CHECK(seq->table.EnsureCapacity(pool_, known));
-    AddChunk(*seq, count, plan);
-    budget -= count;
+    LOCKSTEP_CHECK(kv_.Admit(seq->id, tokens, match, known));
+    if (seq->preemptions == 0 && !seq->started) prefix_queries_total_ += seq->prompt_len;
+    AdvanceComputed(*seq, match.tokens);
+    budget -= PlanPrefill(*seq, budget, plan, /*force=*/false);
   }
 }
 
@@ -167,24 +216,29 @@ StepPlan Scheduler::Schedule() {
   ScheduleDecodes(plan, budget);
   SchedulePrefills(plan, budget);
   Admit(plan, budget);
+  if (plan.empty()) {
+    // Every running request waits for another: the oldest computes on its own rather than the step idling.
+    for (Seq* seq : running_) {
+      if (PlanPrefill(*seq, budget, plan, /*force=*/true) > 0) break;
+    }
+  }
   last_chunks_ = plan.chunks;
   return plan;
 }
 
 void Scheduler::Update(const StepResult& result) {
   for (const ScheduledChunk& chunk : last_chunks_) {
-    auto it = seqs_.find(chunk.id);
-    if (it == seqs_.end()) continue;
-    Seq& seq = *it->second;
-    LOCKSTEP_CHECK(seq.num_computed == chunk.start);
-    seq.num_computed += chunk.count;
+    Seq* seq = Find(chunk.id);
+    if (seq == nullptr) continue;
+    LOCKSTEP_CHECK(seq->num_computed == chunk.start);
+    seq->num_computed += chunk.count;
+    kv_.Publish(seq->id, seq->tokens, seq->num_computed);  // blocks completed by this step
   }
   for (const SampledToken& sampled : result.tokens) {
-    auto it = seqs_.find(sampled.id);
-    if (it == seqs_.end()) continue;
-    Seq& seq = *it->second;
-    LOCKSTEP_CHECK_MSG(seq.num_computed == int32_t(seq.tokens.size()), "a token sampled before its prompt");
-    seq.tokens.push_back(sampled.token);
+    Seq* seq = Find(sampled.id);
+    if (seq == nullptr) continue;
+    LOCKSTEP_CHECK_MSG(seq->num_computed == int32_t(seq->tokens.size()), "a token sampled before its prompt");
+    seq->tokens.push_back(sampled.token);
   }
   last_chunks_.clear();
 }

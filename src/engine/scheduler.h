@@ -1,30 +1,39 @@
 // Scheduler: the continuous-batching bookkeeping, with no kernels. It knows every request's tokens (prompt +
-// sampled so far) and how many of them are in the KV cache ("computed"), owns the sequences' block tables,
-// and each step decides which rows the one forward pass computes. Engine-thread only.
+// sampled so far) and how many of them are in the KV cache ("computed"), asks the KvCacheManager for their
+// blocks (which also says how many tokens are computed already: prefix cache, neighbours, forks), and each
+// step decides which rows the one forward pass computes. Engine-thread only.
 //
 // Each step (Schedule):
 //   1. decode rows: every running request whose prompt is done contributes its next token (oldest first).
 //      When a decode row cannot get a KV block, the most recently admitted running request is preempted: its
-//      blocks are freed and it goes back to the FRONT of the waiting queue, to be recomputed from scratch
-//      later (its tokens are kept, so it continues exactly where it was). Never failed.
-//   2. prefill chunks of running requests still in their prompt (oldest first), within max_batch_tokens.
+//      block references are dropped and it goes back to the FRONT of the waiting queue, to be recomputed
+//      later (its tokens are kept, so it continues exactly where it was; its published blocks stay cached,
+//      so the recompute is mostly a cache hit). Never failed.
+//   2. prefill chunks of running requests still in their prompt (oldest first), within max_batch_tokens:
+//        fork child, parent not yet at the shared length  → waits (no rows)
+//        fork child, parent there                         → shares the parent's KV, computes only its rest
+//        at a block start whose block is now cached       → attaches it (a neighbour published it)
+//        a later block claimed by a running neighbour     → the chunk stops at that block and waits for it
 //   3. admission: waiting requests, first come first served (preempted ones first), while max_seqs, the
-//      token budget and the free blocks allow (a request is admitted only when blocks for all its known
-//      tokens + 1, plus one spare block per running request, are free; its whole prompt's blocks are taken
-//      then; none is admitted in a step that preempted). Long prompts are chunked to the remaining budget.
-// Update(result) then records the rows as computed and appends the sampled tokens. Remove(id) (finished,
-// cancelled) frees the blocks at once. The oldest running request is never preempted, so every request
-// finishes.
+//      token budget and the free blocks allow: a request's longest cached prefix is attached and blocks for
+//      all its known tokens + 1, plus one spare block per running request, must be free (cached idle blocks
+//      count as free: they are evicted on demand); none is admitted in a step that preempted. Then as in 2.
+// Update(result) records the rows as computed, publishes newly full blocks to the prefix cache (in the step
+// that completes them) and appends the sampled tokens. Remove(id) (finished, cancelled) drops the request's
+// block references at once. The oldest running request is never preempted, and a wait always ends (a claim
+// or a fork link ends when its owner computes the block, leaves or is preempted; if every running request
+// would wait, the oldest computes anyway), so every request finishes.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "kv/block_pool.h"
-#include "kv/block_table.h"
+#include "kv/kv_cache_manager.h"
 #include "model/batch.h"
 
 namespace lockstep {
@@ -34,6 +43,8 @@ using RequestId = uint64_t;  // as in engine/request.h
 struct SchedulerOptions {
   int max_seqs = 64;
   int max_batch_tokens = 512;
+  bool prefix_caching = true;  // reuse full KV blocks across requests (KvCacheManager)
+  uint64_t cache_salt = 0;     // mixed into every block hash
 };
 
 // Rows [start, start + count) of one request in this step's batch.
@@ -72,9 +83,11 @@ class Scheduler {
 
   // Tokens a request may ever hold at once (prompt + max_tokens) must fit the pool; see Add.
   bool CanEverFit(int64_t total_tokens) const;
-  // Queues a new request at the back of the waiting queue. `prompt` non-empty; id unique.
-  void Add(RequestId id, std::vector<int32_t> prompt);
-  // Drops a request (waiting or running) and frees its blocks. False when unknown.
+  // Queues a new request at the back of the waiting queue. `prompt` non-empty; id unique. `fork_of`: a
+  // request added earlier whose KV this one takes for their common prompt prefix instead of computing it (n >
+  // 1, server-side fan-out); ignored when that request is unknown (finished) or shares nothing.
+  void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0);
+  // Drops a request (waiting or running) and its block references. False when unknown.
   bool Remove(RequestId id);
 
   StepPlan Schedule();
@@ -86,14 +99,20 @@ class Scheduler {
   int32_t prompt_len(RequestId id) const;
   int32_t num_computed(RequestId id) const;
   int32_t preemptions(RequestId id) const;
+  // Prompt tokens of this request that were not computed for it (prefix cache, a neighbour, its fork parent).
+  int32_t cached_tokens(RequestId id) const;
   bool running(RequestId id) const;
   int32_t num_running() const { return int32_t(running_.size()); }
   int32_t num_waiting() const { return int32_t(waiting_.size()); }
   // Waiting requests never scheduled yet (for the queue limit).
   int32_t num_waiting_new() const;
   int64_t preemptions_total() const { return preemptions_total_; }
+  // Prefix cache: prompt tokens looked up (each request's first admission) and found computed.
+  int64_t prefix_queries_total() const { return prefix_queries_total_; }
+  int64_t prefix_hits_total() const { return prefix_hits_total_; }
   bool idle() const { return running_.empty() && waiting_.empty(); }
   const BlockPool& pool() const { return pool_; }
+  const KvCacheManager& kv() const { return kv_; }
 
  private:
   struct Seq {
@@ -105,23 +124,37 @@ class Scheduler {
         0;  // positions below this are prefill (the prompt, or everything when recomputing)
     int32_t preemptions = 0;
     bool started = false;  // scheduled at least once
-    BlockTable table;
+    bool is_running = false;
+    int32_t cached_tokens = 0;
+    // Fork link (Add's fork_of) while it holds: take fork_tokens positions from the parent once it has them.
+    RequestId fork_parent = 0;
+    int32_t fork_tokens = 0;
+    int32_t parent_preemptions = 0;  // the parent's count when linked: a preempted parent ends the link
   };
 
   Seq& Get(RequestId id) const;
+  Seq* Find(RequestId id) const;
   void Preempt(Seq& seq, StepPlan& plan);
   void AddChunk(Seq& seq, int32_t count, StepPlan& plan);
+  // Moves num_computed to `to` without computing (cache, neighbour, fork); counts the hit.
+  void AdvanceComputed(Seq& seq, int32_t to);
+  // Plans the next prefill chunk of a running request within `budget`; 0 when it waits. `force` ignores
+  // fork links and claims (the step would otherwise be empty).
+  int32_t PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool force);
   void ScheduleDecodes(StepPlan& plan, int32_t& budget);
   void SchedulePrefills(StepPlan& plan, int32_t& budget);
   void Admit(StepPlan& plan, int32_t& budget);
 
   BlockPool& pool_;
   SchedulerOptions options_;
+  KvCacheManager kv_;
   std::unordered_map<RequestId, std::unique_ptr<Seq>> seqs_;
   std::vector<Seq*> running_;  // admission order: oldest first
   std::deque<Seq*> waiting_;   // front is next
   std::vector<ScheduledChunk> last_chunks_;
   int64_t preemptions_total_ = 0;
+  int64_t prefix_queries_total_ = 0;
+  int64_t prefix_hits_total_ = 0;
 };
 
 }  // namespace lockstep

@@ -29,8 +29,15 @@ void BlockTable::Append(BlockPool& pool, BlockId id) {
   addresses_.push_back(pool.data(id));
 }
 
+void BlockTable::Replace(BlockPool& pool, int64_t index, BlockId id) {
+  const BlockId old = ids_[size_t(index)];
+  ids_[size_t(index)] = id;
+  addresses_[size_t(index)] = pool.data(id);
+  pool.Release(old);
+}
+
 void BlockTable::Clear(BlockPool& pool) {
-  for (BlockId id : ids_) pool.Release(id);
+  for (auto it = ids_.rbegin(); it != ids_.rend(); ++it) pool.Release(*it);
   ids_.clear();
   addresses_.clear();
 }

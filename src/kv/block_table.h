@@ -1,8 +1,9 @@
-// BlockTable: one sequence's KV blocks in position order (append-only while the sequence grows). Position p
-// is in block Block(p / block_tokens) at slot p % block_tokens. Holds one reference on each of its blocks,
-// dropped by Clear() (also on destruction it must already be clear: tables never outlive their pool
-// silently). Also keeps the blocks' addresses, which is what a forward pass reads (model/batch.h SequenceKv).
-// Engine-thread only.
+// BlockTable: one sequence's KV blocks in position order (grows at the end; an entry is replaced only to
+// swap a not-yet-written block for a shared one, or a shared block for a private copy). Position p is in
+// block Block(p / block_tokens) at slot p % block_tokens. Holds one reference on each of its blocks, dropped
+// by Clear() (also on destruction it must already be clear: tables never outlive their pool silently). Also
+// keeps the blocks' addresses, which is what a forward pass reads (model/batch.h SequenceKv). Engine-thread
+// only.
 #pragma once
 
 #include <cstddef>
@@ -34,7 +35,11 @@ class BlockTable {
   bool EnsureCapacity(BlockPool& pool, int64_t tokens);
   // Appends an already-referenced block (ownership of one reference moves to the table).
   void Append(BlockPool& pool, BlockId id);
-  // Releases every block back to the pool.
+  // Puts an already-referenced block at `index` (ownership of one reference moves to the table) and releases
+  // the block that was there.
+  void Replace(BlockPool& pool, int64_t index, BlockId id);
+  // Releases every block back to the pool, the last block first (so that cached blocks of a prefix, which
+  // other prompts share most often, become the most recently released and are evicted last).
   void Clear(BlockPool& pool);
 
  private:

@@ -1,136 +1,23 @@
-// Scheduler tests with a fabricated model: a "forward pass" that writes each row's token into its KV slot
-// (the tiny layout has one f32 per position) and "samples" a hash of the whole context read back from the
-// sequence's own blocks. So a wrong block table, an overwritten block, or a bad recompute changes the output.
+// Scheduler tests with a fabricated model (scheduler_testing.h): a wrong block table, an overwritten block,
+// or a bad recompute changes the output.
 #include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
 
-#include <map>
 #include <memory>
-#include <set>
+
+#include "scheduler_testing.h"
 
 namespace lockstep {
 namespace {
 
-constexpr int32_t kVocab = 1000;
+using testing::FakeForward;
+using testing::Job;
+using testing::RunJobs;
+using testing::RunOutcome;
 
-KvLayout TinyLayout(int32_t block_tokens) {
-  KvLayout layout;
-  layout.n_layer = 1;
-  layout.n_kv_head = 1;
-  layout.head_dim = 1;
-  layout.block_tokens = block_tokens;
-  layout.dtype = KvDtype::kF32;
-  return layout;
-}
-
-float* Slot(const Batch& batch, const BatchRow& row, int32_t position, int32_t block_tokens) {
-  const auto& blocks = *batch.sequences[size_t(row.sequence)].blocks;
-  EXPECT_LT(size_t(position / block_tokens), blocks.size());
-  // Layout with one K float per slot (V follows; unused here).
-  return reinterpret_cast<float*>(blocks[size_t(position / block_tokens)]) + position % block_tokens;
-}
-
-// Runs one fabricated forward pass + sampling over `plan`; returns the sampled tokens.
-StepResult FakeForward(const StepPlan& plan, int32_t block_tokens) {
-  StepResult result;
-  // Write KV of every row first (as the model does), then read contexts.
-  for (const BatchRow& row : plan.batch.rows)
-    *Slot(plan.batch, row, row.position, block_tokens) = float(row.token);
-  size_t row_index = 0;
-  for (const ScheduledChunk& chunk : plan.chunks) {
-    const BatchRow& last = plan.batch.rows[row_index + size_t(chunk.count) - 1];
-    row_index += size_t(chunk.count);
-    if (!chunk.sample) {
-      EXPECT_FALSE(last.wants_logits);
-      continue;
-    }
-    EXPECT_TRUE(last.wants_logits);
-    uint64_t h = 1469598103934665603ull;
-    for (int32_t p = 0; p <= last.position; ++p) {
-      h = (h ^ uint64_t(*Slot(plan.batch, last, p, block_tokens))) * 1099511628211ull;
-    }
-    result.tokens.push_back({chunk.id, int32_t(h % kVocab)});
-  }
-  EXPECT_EQ(row_index, plan.batch.rows.size());
-  return result;
-}
-
-struct Job {
-  RequestId id;
-  std::vector<int32_t> prompt;
-  int32_t max_tokens;
-  int arrival_step = 0;
-};
-
-struct RunOutcome {
-  std::map<RequestId, std::vector<int32_t>> generated;
-  std::map<RequestId, int> first_step;  // step of first scheduling
-  int64_t preemptions = 0;
-  int steps = 0;
-};
-
-// Drives the scheduler until every job finished; checks invariants on every step.
-RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t block_tokens,
-                   SchedulerOptions options) {
-  auto pool = BlockPool::Create(TinyLayout(block_tokens), num_blocks);
-  EXPECT_TRUE(pool.ok());
-  RunOutcome outcome;
-  {
-    Scheduler scheduler(**pool, options);
-    size_t next_job = 0;
-    std::set<RequestId> live;
-    for (int step = 0; step < 100000; ++step) {
-      while (next_job < jobs.size() && jobs[next_job].arrival_step <= step) {
-        EXPECT_TRUE(scheduler.CanEverFit(int64_t(jobs[next_job].prompt.size()) + jobs[next_job].max_tokens));
-        scheduler.Add(jobs[next_job].id, jobs[next_job].prompt);
-        live.insert(jobs[next_job].id);
-        ++next_job;
-      }
-      if (live.empty() && next_job == jobs.size()) break;
-      StepPlan plan = scheduler.Schedule();
-      ++outcome.steps;
-      EXPECT_LE(int32_t(plan.batch.rows.size()), options.max_batch_tokens);
-      EXPECT_LE(scheduler.num_running(), options.max_seqs);
-      // Every running request past its prompt gets its decode row each step (when nothing was preempted).
-      if (plan.preempted.empty()) {
-        std::set<RequestId> scheduled;
-        for (const ScheduledChunk& c : plan.chunks) scheduled.insert(c.id);
-        for (RequestId id : live) {
-          if (scheduler.running(id) &&
-              scheduler.num_computed(id) + 1 == int32_t(scheduler.tokens(id).size()) &&
-              int32_t(plan.batch.rows.size()) < options.max_batch_tokens) {
-            EXPECT_TRUE(scheduled.count(id)) << "decode of " << id << " skipped at step " << step;
-          }
-        }
-      }
-      for (const ScheduledChunk& c : plan.chunks) outcome.first_step.emplace(c.id, step);
-      StepResult result = FakeForward(plan, block_tokens);
-      scheduler.Update(result);
-      for (const SampledToken& t : result.tokens) {
-        auto& gen = outcome.generated[t.id];
-        gen.push_back(t.token);
-        const Job& job = *std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.id == t.id; });
-        if (int32_t(gen.size()) == job.max_tokens) {
-          EXPECT_TRUE(scheduler.Remove(t.id));
-          live.erase(t.id);
-        }
-      }
-    }
-    EXPECT_TRUE(live.empty());
-    EXPECT_TRUE(scheduler.idle());
-    outcome.preemptions = scheduler.preemptions_total();
-    EXPECT_EQ((*pool)->num_free(), num_blocks);  // everything returned
-  }
-  EXPECT_EQ((*pool)->num_free(), num_blocks);
-  return outcome;
-}
-
-std::vector<int32_t> Prompt(int seed, int len) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < len; ++i) p.push_back((seed * 131 + i * 17) % kVocab);
-  return p;
-}
+KvLayout TinyLayout(int32_t block_tokens) { return testing::FakeLayout(block_tokens); }
+std::vector<int32_t> Prompt(int seed, int len) { return testing::FakePrompt(seed, len); }
 
 TEST(SchedulerTest, AdmitsFirstComeFirstServedWithinMaxSeqs) {
   std::vector<Job> jobs;

@@ -1,0 +1,46 @@
+#include "kv/block_hash.h"
+
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+namespace lockstep {
+namespace {
+
+BlockHash HashWords(std::span<const uint64_t> head, std::span<const int32_t> tokens) {
+  // One contiguous buffer (std::hash has no incremental form): the header words, then the token ids.
+  std::vector<char> bytes(head.size_bytes() + tokens.size_bytes());
+  std::memcpy(bytes.data(), head.data(), head.size_bytes());
+  if (!tokens.empty()) std::memcpy(bytes.data() + head.size_bytes(), tokens.data(), tokens.size_bytes());
+  return std::hash<std::string_view>{}(std::string_view(bytes.data(), bytes.size()));
+}
+
+}  // namespace
+
+BlockHash RootBlockHash(const KvLayout& layout, uint64_t salt) {
+  const uint64_t words[] = {0x6c6f636b73746570ull,  // "lockstep": a version tag for the scheme
+                            uint64_t(layout.dtype == KvDtype::kF16 ? 16 : 32),
+                            uint64_t(layout.block_tokens),
+                            uint64_t(layout.n_layer),
+                            uint64_t(layout.n_kv_head),
+                            uint64_t(layout.head_dim),
+                            salt};
+  return HashWords(words, {});
+}
+
+BlockHash NextBlockHash(BlockHash parent, std::span<const int32_t> tokens) {
+  const uint64_t head[] = {parent, uint64_t(tokens.size())};
+  return HashWords(head, tokens);
+}
+
+void ExtendBlockHashes(BlockHash root, std::span<const int32_t> tokens, int32_t block_tokens,
+                       std::vector<BlockHash>& hashes) {
+  const size_t full = tokens.size() / size_t(block_tokens);
+  while (hashes.size() < full) {
+    const BlockHash parent = hashes.empty() ? root : hashes.back();
+    hashes.push_back(
+        NextBlockHash(parent, tokens.subspan(hashes.size() * size_t(block_tokens), size_t(block_tokens))));
+  }
+}
+
+}  // namespace lockstep

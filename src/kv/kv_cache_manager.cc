@@ -1,0 +1,190 @@
+#include "kv/kv_cache_manager.h"
+
+#include <algorithm>
+
+namespace lockstep {
+
+KvCacheManager::KvCacheManager(BlockPool& pool, const KvCacheOptions& options)
+    : pool_(pool), options_(options), root_(RootBlockHash(pool.layout(), options.salt)) {}
+
+KvCacheManager::~KvCacheManager() {
+  for (auto& [id, seq] : seqs_) seq->table.Clear(pool_);
+}
+
+KvCacheManager::Sequence& KvCacheManager::Get(SequenceId id) {
+  auto it = seqs_.find(id);
+  LOCKSTEP_CHECK_MSG(it != seqs_.end(), "unknown KV sequence");
+  return *it->second;
+}
+
+const KvCacheManager::Sequence& KvCacheManager::Get(SequenceId id) const {
+  auto it = seqs_.find(id);
+  LOCKSTEP_CHECK_MSG(it != seqs_.end(), "unknown KV sequence");
+  return *it->second;
+}
+
+void KvCacheManager::Add(SequenceId id) {
+  LOCKSTEP_CHECK(seqs_.count(id) == 0);
+  seqs_.emplace(id, std::make_unique<Sequence>());
+}
+
+void KvCacheManager::DropClaims(SequenceId id, Sequence& seq) {
+  for (BlockHash hash : seq.claims) {
+    auto it = claims_.find(hash);
+    if (it != claims_.end() && it->second == id) claims_.erase(it);
+  }
+  seq.claims.clear();
+}
+
+void KvCacheManager::Free(SequenceId id) {
+  Sequence& seq = Get(id);
+  DropClaims(id, seq);
+  seq.table.Clear(pool_);
+  seq.published = 0;
+}
+
+void KvCacheManager::Remove(SequenceId id) {
+  Free(id);
+  seqs_.erase(id);
+}
+
+BlockKey KvCacheManager::Key(const Sequence& seq, std::span<const int32_t> tokens, int64_t index) const {
+  const size_t bt = size_t(block_tokens());
+  return BlockKey{seq.hashes[size_t(index)], index == 0 ? root_ : seq.hashes[size_t(index) - 1],
+                  tokens.subspan(size_t(index) * bt, bt)};
+}
+
+PrefixMatch KvCacheManager::Match(SequenceId id, std::span<const int32_t> tokens) {
+  Sequence& seq = Get(id);
+  LOCKSTEP_CHECK_MSG(seq.table.num_blocks() == 0, "Match on a sequence that holds blocks");
+  PrefixMatch match;
+  if (!options_.prefix_caching || tokens.empty()) return match;
+  ExtendBlockHashes(root_, tokens, block_tokens(), seq.hashes);
+  // Blocks entirely before the last token only: that token is always computed (its logits are needed).
+  const int64_t limit = int64_t(tokens.size() - 1) / block_tokens();
+  for (int64_t i = 0; i < limit; ++i) {
+    const BlockId block = pool_.Find(Key(seq, tokens, i));
+    if (block == kNoBlock) break;
+    match.blocks.push_back(block);
+    match.idle_blocks += pool_.ref_count(block) == 0 ? 1 : 0;
+  }
+  match.tokens = int32_t(match.blocks.size()) * block_tokens();
+  return match;
+}
+
+int64_t KvCacheManager::BlocksToAdmit(const PrefixMatch& match, int64_t capacity_tokens) const {
+  return match.idle_blocks +
+         std::max<int64_t>(0, pool_.BlocksFor(capacity_tokens) - int64_t(match.blocks.size()));
+}
+
+bool KvCacheManager::Admit(SequenceId id, std::span<const int32_t> tokens, const PrefixMatch& match,
+                           int64_t capacity_tokens) {
+  Sequence& seq = Get(id);
+  LOCKSTEP_CHECK_MSG(seq.table.num_blocks() == 0, "Admit of a sequence that holds blocks");
+  if (BlocksToAdmit(match, capacity_tokens) > pool_.num_free()) return false;
+  for (BlockId block : match.blocks) {
+    pool_.Retain(block);  // first: an idle matched block must not be evicted by the allocations below
+    seq.table.Append(pool_, block);
+  }
+  LOCKSTEP_CHECK(seq.table.EnsureCapacity(pool_, capacity_tokens));
+  seq.published = int64_t(match.blocks.size());
+  if (!options_.prefix_caching) return true;
+  ExtendBlockHashes(root_, tokens, block_tokens(), seq.hashes);
+  for (size_t i = match.blocks.size(); i < seq.hashes.size(); ++i) {
+    const BlockHash hash = seq.hashes[i];
+    if (claims_.count(hash) != 0 || pool_.Find(Key(seq, tokens, int64_t(i))) != kNoBlock) continue;
+    claims_.emplace(hash, id);
+    seq.claims.push_back(hash);
+  }
+  return true;
+}
+
+int32_t KvCacheManager::AttachCached(SequenceId id, std::span<const int32_t> tokens, int32_t computed) {
+  if (!options_.prefix_caching || computed % block_tokens() != 0 || tokens.empty()) return computed;
+  Sequence& seq = Get(id);
+  ExtendBlockHashes(root_, tokens, block_tokens(), seq.hashes);
+  const int64_t limit = int64_t(tokens.size() - 1) / block_tokens();
+  int64_t i = computed / block_tokens();
+  for (; i < limit; ++i) {
+    const BlockId block = pool_.Find(Key(seq, tokens, i));
+    if (block == kNoBlock) break;
+    pool_.Retain(block);
+    if (i < seq.table.num_blocks()) {
+      seq.table.Replace(pool_, i, block);  // the block there was never written (i ≥ computed / bt)
+    } else {
+      seq.table.Append(pool_, block);
+    }
+    auto claim = claims_.find(seq.hashes[size_t(i)]);
+    if (claim != claims_.end() && claim->second == id) claims_.erase(claim);
+  }
+  seq.published = std::max(seq.published, i);
+  return int32_t(i) * block_tokens();
+}
+
+int32_t KvCacheManager::ClaimedElsewhereFrom(SequenceId id, std::span<const int32_t> tokens,
+                                             int32_t computed) const {
+  if (!options_.prefix_caching || claims_.empty()) return int32_t(tokens.size());
+  const Sequence& seq = Get(id);
+  for (size_t i = size_t((computed + block_tokens() - 1) / block_tokens()); i < seq.hashes.size(); ++i) {
+    auto it = claims_.find(seq.hashes[i]);
+    if (it != claims_.end() && it->second != id) return int32_t(i) * block_tokens();
+  }
+  return int32_t(tokens.size());
+}
+
+void KvCacheManager::Share(SequenceId child_id, SequenceId parent_id, int32_t shared_tokens) {
+  Sequence& child = Get(child_id);
+  const Sequence& parent = Get(parent_id);
+  const int64_t full = shared_tokens / block_tokens();
+  const bool partial = shared_tokens % block_tokens() != 0;
+  LOCKSTEP_CHECK(parent.table.num_blocks() >= full + (partial ? 1 : 0));
+  LOCKSTEP_CHECK_MSG(child.table.num_blocks() > full, "a fork's child must hold blocks past the shared part");
+  for (int64_t i = 0; i < full; ++i) {
+    const BlockId block = parent.table.block(i);
+    if (child.table.block(i) == block) continue;
+    pool_.Retain(block);
+    child.table.Replace(pool_, i, block);
+  }
+  if (partial) {
+    const BlockId own = child.table.block(full);
+    LOCKSTEP_CHECK(pool_.ref_count(own) == 1 && !pool_.cached(own));
+    pool_.CopyBlock(parent.table.block(full), own);
+    ++copies_;
+  }
+  for (int64_t i = 0; i < full && size_t(i) < child.hashes.size(); ++i) {
+    auto claim = claims_.find(child.hashes[size_t(i)]);
+    if (claim != claims_.end() && claim->second == child_id) claims_.erase(claim);
+  }
+  child.published = std::max(child.published, full);
+}
+
+int64_t KvCacheManager::BlocksToWrite(SequenceId id, int32_t to) const {
+  return std::max<int64_t>(0, pool_.BlocksFor(to) - Get(id).table.num_blocks());
+}
+
+bool KvCacheManager::PrepareWrite(SequenceId id, int32_t from, int32_t to) {
+  Sequence& seq = Get(id);
+  if (!seq.table.EnsureCapacity(pool_, to)) return false;
+  for (int64_t i = from / block_tokens(); i < pool_.BlocksFor(to); ++i) {
+    const BlockId block = seq.table.block(i);
+    LOCKSTEP_CHECK_MSG(pool_.ref_count(block) == 1 && !pool_.cached(block),
+                       "a step would write a shared or cached KV block");
+  }
+  return true;
+}
+
+void KvCacheManager::Publish(SequenceId id, std::span<const int32_t> tokens, int32_t computed) {
+  if (!options_.prefix_caching) return;
+  Sequence& seq = Get(id);
+  ExtendBlockHashes(root_, tokens.first(size_t(computed)), block_tokens(), seq.hashes);
+  const int64_t full = computed / block_tokens();
+  for (int64_t i = seq.published; i < full; ++i) {
+    const BlockId block = seq.table.block(i);
+    if (!pool_.cached(block)) pool_.Publish(block, Key(seq, tokens, i));
+    auto claim = claims_.find(seq.hashes[size_t(i)]);
+    if (claim != claims_.end() && claim->second == id) claims_.erase(claim);
+  }
+  seq.published = std::max(seq.published, full);
+}
+
+}  // namespace lockstep
