@@ -34,6 +34,8 @@ void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
                  "KV cache size in bytes (suffix K, M or G; default: automatic)");
   cmd.add_option("--kv-tokens", flags.kv_tokens, "KV cache size in tokens (overrides --kv-memory)");
   cmd.add_option("--kv-type", flags.kv_type, "KV cache element type: f16|f32")->capture_default_str();
+  cmd.add_flag("--no-prefix-cache", flags.no_prefix_cache,
+               "Do not reuse the KV of shared prompt prefixes across requests (on by default)");
 }
 
 Result<int64_t> ParseByteSize(const std::string& text, const std::string& flag) {
@@ -70,6 +72,7 @@ EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
   }
   if (flags.kv_tokens < 0) Fail("--kv-tokens must be >= 0, got " + std::to_string(flags.kv_tokens));
   options.kv_tokens = flags.kv_tokens;
+  options.prefix_caching = !flags.no_prefix_cache;
   if (!flags.kv_memory.empty())
     options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.kv_memory, "--kv-memory"));
   if (flags.kv_type == "f16") {

@@ -31,8 +31,10 @@ struct EngineFlags {
   std::string kv_memory;  // "" = engine default; bytes with an optional K/M/G suffix
   int64_t kv_tokens = 0;
   std::string kv_type = "f16";
+  bool no_prefix_cache = false;
 };
-// Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type.
+// Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type,
+// --no-prefix-cache.
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags);
 EngineOptions EngineOptionsOrDie(const EngineFlags& flags);
 

@@ -35,6 +35,7 @@ void RunServe(ServeFlags& flags) {
     Fail("--kv-type must be f16 or f32, got '" + flags.engine.kv_type + "'");
   }
   options.kv_f32 = flags.engine.kv_type == "f32";
+  options.prefix_caching = !flags.engine.no_prefix_cache;
   if (flags.timeout_s < 0) Fail("--timeout must be >= 0 seconds");
   options.request_timeout_s = flags.timeout_s;
 

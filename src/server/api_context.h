@@ -26,6 +26,7 @@ struct ApiContext {
   int64_t created = 0;  // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
+  bool prefix_caching = false;  // the engine reuses shared prompt prefixes (GET /info, /health)
 };
 
 // Tokenizes a prompt: special-token text is parsed, BOS added as the vocabulary says (never doubled when the

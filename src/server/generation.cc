@@ -17,6 +17,8 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
   job->last_token_at_.resize(static_cast<size_t>(total));
   job->remaining_ = total;
   std::random_device rd;
+  std::vector<Request> requests;
+  std::vector<EventCallback> callbacks;
   for (int c = 0; c < total; ++c) {
     ChoiceState& choice = job->choices_[static_cast<size_t>(c)];
     choice.index = c;
@@ -27,20 +29,33 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
     request.prompt_ids = s.prompts[static_cast<size_t>(choice.prompt_index)];
     request.sampling.seed = choice.seed;
     request.label = s.label + "#" + std::to_string(c);
+    requests.push_back(std::move(request));
     std::weak_ptr<GenerationJob> weak = job;
-    auto handle = engine.Submit(std::move(request), [weak, writer, c](TokenEvent event) {
+    callbacks.push_back([weak, writer, c](TokenEvent event) {
       const auto at = std::chrono::steady_clock::now();
       writer->Post([weak, c, at, event = std::move(event)]() mutable {
         if (auto j = weak.lock()) j->OnEvent(c, std::move(event), at);
       });
     });
-    if (!handle.ok()) {
+  }
+  // One engine group per prompt (its n choices fork from the first, so the prompt is prefilled once), or
+  // one group of every prompt with fork_prompts (server-side fan-out: the shared part is prefilled once).
+  const int group_size = s.fork_prompts ? total : s.n;
+  for (int first = 0; first < total; first += group_size) {
+    std::vector<Request> group(std::make_move_iterator(requests.begin() + first),
+                               std::make_move_iterator(requests.begin() + first + group_size));
+    std::vector<EventCallback> group_callbacks(callbacks.begin() + first,
+                                               callbacks.begin() + first + group_size);
+    auto handles = engine.SubmitGroup(std::move(group), std::move(group_callbacks));
+    if (!handles.ok()) {
       job->CancelAll();
       job->remaining_ = -1;  // no on_done
-      ApiError error{handle.status(), s.prompts.size() > 1 ? "prompt" : "", false};
+      ApiError error{handles.status(), s.prompts.size() > 1 ? "prompt" : "", false};
       return error;
     }
-    choice.handle = *handle;
+    for (int i = 0; i < group_size; ++i) {
+      job->choices_[static_cast<size_t>(first + i)].handle = (*handles)[static_cast<size_t>(i)];
+    }
   }
   if (timeout_s > 0) {
     std::weak_ptr<GenerationJob> weak = job;
@@ -95,6 +110,14 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
 int GenerationJob::prompt_tokens() const {
   int n = 0;
   for (const auto& p : spec_.prompts) n += static_cast<int>(p.size());
+  return n;
+}
+
+int GenerationJob::cached_tokens() const {
+  int n = 0;
+  for (size_t p = 0; p < spec_.prompts.size(); ++p) {
+    n += choices_[p * static_cast<size_t>(spec_.n)].last.timing.cached_tokens;
+  }
   return n;
 }
 

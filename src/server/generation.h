@@ -1,8 +1,9 @@
 // GenerationJob: runs one API request's sequences in the engine (prompts × n choices, submitted at once so
-// they run as parallel sequences) and delivers their events on the connection's strand
-// (ResponseWriter::Post), so a job's state is only ever touched by one thread at a time. A client disconnect
-// (ResponseWriter::OnClose) or a deadline cancels every unfinished sequence in the engine, which frees their
-// KV before its next step.
+// they run as parallel sequences; the n choices of a prompt fork from its first, so the prompt is prefilled
+// once, and with fork_prompts every prompt forks from the first one's common prefix) and delivers their
+// events on the connection's strand (ResponseWriter::Post), so a job's state is only ever touched by one
+// thread at a time. A client disconnect (ResponseWriter::OnClose) or a deadline cancels every unfinished
+// sequence in the engine, which frees their KV before its next step.
 #pragma once
 
 #include <chrono>
@@ -21,9 +22,10 @@ namespace lockstep::server {
 struct GenerationSpec {
   std::vector<std::vector<int32_t>> prompts;  // one engine request per prompt × n
   int n = 1;
-  Request base;              // sampling, max_tokens, stop, ignore_eos (prompt_ids unused)
-  bool seed_given = false;   // choice i of a prompt then uses seed + i; else a random seed
-  bool keep_events = false;  // keep every TokenEvent (logprobs / details)
+  Request base;               // sampling, max_tokens, stop, ignore_eos (prompt_ids unused)
+  bool seed_given = false;    // choice i of a prompt then uses seed + i; else a random seed
+  bool keep_events = false;   // keep every TokenEvent (logprobs / details)
+  bool fork_prompts = false;  // prompts after the first fork from it (server-side fan-out, server/fan_out.h)
   std::string label;
 };
 
@@ -55,7 +57,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 
   std::vector<ChoiceState>& choices() { return choices_; }
   const GenerationSpec& spec() const { return spec_; }
-  int prompt_tokens() const;      // sum of the prompts' lengths (each prompt counted once)
+  int prompt_tokens() const;  // sum of the prompts' lengths (each prompt counted once)
+  // Of those, the tokens whose KV was reused rather than computed (each prompt's first choice; final once
+  // that choice has finished).
+  int cached_tokens() const;
   int completion_tokens() const;  // sum of generated tokens over choices
   bool timed_out() const { return timed_out_; }
   bool client_gone() const { return client_gone_; }

@@ -52,8 +52,10 @@ struct CompletionLogprobs {
 nlohmann::json Usage(GenerationJob& job) {
   const int prompt = job.prompt_tokens();
   const int completion = job.completion_tokens();
-  return {
-      {"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens()}}}};
 }
 
 nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const std::string& id,

@@ -178,7 +178,9 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
   if (path == "/health" || path == "/v1/health") {
     const bool ok = state.ready.load() && !state.draining.load();
     const char* status = state.draining.load() ? "draining" : ok ? "ok" : "loading";
-    return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson({{"status", status}}),
+    nlohmann::json body = {{"status", status}};
+    if (ok) body["prefix_caching"] = state.ctx.prefix_caching;  // ctx is complete once ready
+    return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson(body),
                  ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
   }
   if (!Authorized(state, request)) {

@@ -101,6 +101,7 @@ class Server::Impl {
     eo.kv_tokens = options_.kv_tokens;
     eo.kv_dtype = options_.kv_f32 ? KvDtype::kF32 : KvDtype::kF16;
     eo.max_queue = options_.max_queue;
+    eo.prefix_caching = options_.prefix_caching;
     auto engine = Engine::Create(shared_model, shared_tokenizer, eo, &observer_);
     if (!engine.ok()) return engine.status();
     engine_ = std::move(engine).value();
@@ -131,6 +132,7 @@ class Server::Impl {
             .count();
     ctx.max_queue = options_.max_queue;
     ctx.max_seqs = options_.max_seqs;
+    ctx.prefix_caching = options_.prefix_caching;
     state_.engine = engine_.get();
     return Status::Ok();
   }

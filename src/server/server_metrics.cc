@@ -29,7 +29,20 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r)
           r.Counter("lockstep_num_preemptions_total", "Requests preempted (KV freed, recomputed later).")),
       requests_total(r.Counter("lockstep_requests_total", "API requests answered, by HTTP status.")),
       cancelled(r.Counter("lockstep_sequences_cancelled_total",
-                          "Engine sequences cancelled (client gone, deadline, shutdown).")) {}
+                          "Engine sequences cancelled (client gone, deadline, shutdown).")),
+      prefix_queries(r.Counter("lockstep_prefix_cache_queries_total",
+                               "Prompt tokens looked up in the prefix cache (each request once).")),
+      prefix_hits(
+          r.Counter("lockstep_prefix_cache_hits_total",
+                    "Prompt tokens whose KV was reused (prefix cache, a neighbour, a fork) instead of "
+                    "computed.")),
+      prefix_hit_ratio(r.Gauge("lockstep_prefix_cache_hit_ratio",
+                               "lockstep_prefix_cache_hits_total / lockstep_prefix_cache_queries_total.")),
+      cached_blocks(
+          r.Gauge("lockstep_kv_cache_cached_blocks",
+                  "KV blocks findable by their prefix hash (in use or idle; idle ones count as free).")),
+      prefix_cache_enabled(
+          r.Gauge("lockstep_prefix_cache_enabled", "1 when automatic prefix caching is on.")) {}
 
 void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   running->Set(s.running);
@@ -40,6 +53,11 @@ void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   generation_tokens->Set(static_cast<double>(s.generation_tokens_total));
   preemptions->Set(static_cast<double>(s.preemptions_total));
   cancelled->Set(static_cast<double>(s.requests_cancelled));
+  prefix_queries->Set(static_cast<double>(s.prefix_cache_queries_total));
+  prefix_hits->Set(static_cast<double>(s.prefix_cache_hits_total));
+  prefix_hit_ratio->Set(s.prefix_cache_hit_ratio());
+  cached_blocks->Set(static_cast<double>(s.kv_blocks_cached));
+  prefix_cache_enabled->Set(s.prefix_caching ? 1 : 0);
 }
 
 void ServerMetrics::ObserveRequest(const RequestTiming& t) {

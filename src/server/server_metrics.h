@@ -31,6 +31,12 @@ struct ServerMetrics {
   MetricFamily* preemptions;
   MetricFamily* requests_total;
   MetricFamily* cancelled;
+  // Prefix cache (engine/engine.h EngineStats): tokens looked up and found, their ratio, cached blocks.
+  MetricFamily* prefix_queries;
+  MetricFamily* prefix_hits;
+  MetricFamily* prefix_hit_ratio;
+  MetricFamily* cached_blocks;
+  MetricFamily* prefix_cache_enabled;
 };
 
 }  // namespace lockstep::server

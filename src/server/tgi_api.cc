@@ -180,6 +180,7 @@ nlohmann::json TgiInfo(const ApiContext& ctx) {
           {"validation_workers", 1},
           {"max_client_batch_size", 1},
           {"router", "lockstep"},
+          {"prefix_caching", ctx.prefix_caching},
           {"version", "0.1.0"},
           {"sha", nullptr},
           {"docker_label", nullptr}};
