@@ -1,0 +1,260 @@
+#include "grammar/token_masker.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <random>
+
+namespace lockstep::grammar {
+namespace {
+
+// One depth of a walk: the arena size and the tops after that many bytes.
+struct Frame {
+  uint32_t nodes;
+  uint32_t tops_begin;
+  uint32_t tops_end;
+  bool end;  // the text can end after these bytes
+};
+
+void SetBit(std::span<uint64_t> mask, int32_t id) { mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63); }
+bool TestBit(std::span<const uint64_t> mask, int32_t id) { return (mask[size_t(id) >> 6] >> (id & 63)) & 1; }
+
+}  // namespace
+
+TokenMasker::TokenMasker(std::shared_ptr<const CompiledGrammar> grammar,
+                         std::shared_ptr<const TokenVocab> vocab, int context_depth)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      depth_(std::clamp(context_depth, 1, kMaxContextDepth)),
+      exact_(*grammar_, /*approximate=*/false) {}
+
+size_t TokenMasker::ContextHash::operator()(const Context& c) const {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(c.size) << 1 | uint64_t(c.complete));
+  for (uint32_t i = 0; i < c.size; ++i) h = (h ^ c.pos[i]) * 0x100000001B3ull + (h >> 29);
+  return size_t(h);
+}
+
+TokenMasker::Stats TokenMasker::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+TokenMasker::Context TokenMasker::ContextOf(const std::vector<StackNode>& nodes, int32_t top) const {
+  Context c;
+  int32_t n = top;
+  while (n >= 0 && c.size < uint32_t(depth_)) {
+    c.pos[c.size++] = nodes[n].pos;
+    n = nodes[n].parent;
+  }
+  c.complete = n < 0;
+  return c;
+}
+
+const TokenMasker::ContextMask& TokenMasker::Get(const Context& context) {
+  std::unique_ptr<ContextMask>& slot = masks_[context];
+  if (!slot) {
+    slot = Build(context);
+    ++stats_.contexts_built;
+    stats_.accepted_total += slot->accepted_count;
+    stats_.uncertain_total += slot->uncertain.size();
+  }
+  return *slot;
+}
+
+std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& context) {
+  StackWalker walker(*grammar_, /*approximate=*/!context.complete);
+  std::vector<StackNode>& nodes = walker.nodes();
+  int32_t below = kExactBottom;
+  for (uint32_t i = context.size; i-- > 0;) {
+    nodes.push_back({context.pos[i], below, false});
+    below = int32_t(nodes.size() - 1);
+  }
+  std::vector<int32_t> tops = {below};
+  std::vector<Frame> frames = {{uint32_t(nodes.size()), 0, 1, false}};
+  auto mask = std::make_unique<ContextMask>();
+  std::vector<int32_t> accepted;
+  const std::vector<TokenVocab::TrieNode>& trie = vocab_->trie();
+  const std::span<const int32_t> sorted = vocab_->sorted();
+  for (uint32_t i = 0; i < trie.size();) {
+    const TokenVocab::TrieNode& node = trie[i];
+    const Frame parent = frames[node.depth - 1];
+    nodes.resize(parent.nodes);
+    tops.resize(parent.tops_end);
+    StepFlags flags;
+    if (!walker.Advance(&tops, parent.tops_begin, parent.tops_end, node.byte, &tops, &flags)) {
+      i = node.subtree_end;  // nothing under this prefix can match
+      continue;
+    }
+    frames.resize(node.depth);
+    frames.push_back({uint32_t(nodes.size()), parent.tops_end, uint32_t(tops.size()), false});
+    if (node.tokens_end > node.tokens_begin) {
+      bool exact = flags.exact_end, approx = flags.approx_end;
+      for (size_t k = parent.tops_end; k < tops.size() && !exact; ++k) {
+        (nodes[tops[k]].approx ? approx : exact) = true;
+      }
+      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
+        if (exact) {
+          accepted.push_back(sorted[t]);
+        } else if (approx) {
+          mask->uncertain.push_back(t);
+        }
+      }
+    }
+    ++i;
+  }
+  mask->accepted_count = accepted.size();
+  if (accepted.size() * 32 > size_t(vocab_->size())) {
+    mask->accepted_bits.assign(vocab_->mask_words(), 0);
+    for (int32_t id : accepted) SetBit(mask->accepted_bits, id);
+  } else {
+    std::sort(accepted.begin(), accepted.end());
+    mask->accepted_ids = std::move(accepted);
+  }
+  return mask;
+}
+
+void TokenMasker::Warm(int walks, int steps, double budget_s) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<uint64_t> mask(vocab_->mask_words());
+  std::vector<int32_t> allowed;
+  for (int w = 0; w < walks; ++w) {
+    GrammarMatcher m(grammar_);
+    std::mt19937_64 rng(uint64_t(w) + 1);
+    for (int s = 0; s < steps; ++s) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget_s) return;
+      FillMask(m, mask);
+      allowed.clear();
+      for (size_t word = 0; word < mask.size(); ++word) {
+        for (uint64_t bits = mask[word]; bits != 0; bits &= bits - 1) {
+          const int32_t id = int32_t(word * 64) + std::countr_zero(bits);
+          if (!vocab_->bytes(id).empty()) allowed.push_back(id);
+        }
+      }
+      if (allowed.empty()) break;
+      const int32_t pick = allowed[rng() % allowed.size()];
+      if (!m.AcceptBytes(vocab_->bytes(pick))) break;
+    }
+  }
+}
+
+void TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_tops,
+                               std::span<uint64_t> mask) {
+  std::vector<StackNode>& nodes = exact_.nodes();
+  std::vector<Frame> frames = {{uint32_t(nodes.size()), 0, uint32_t(n_tops), false}};
+  std::string_view previous;
+  size_t dead = 0;  // previous[0, dead) cannot match (0: no dead prefix)
+  for (uint32_t index : candidates) {
+    const int32_t id = vocab_->sorted()[index];
+    if (TestBit(mask, id)) continue;
+    const std::string_view bytes = vocab_->sorted_bytes(index);
+    size_t common = 0;
+    while (common < bytes.size() && common < previous.size() && bytes[common] == previous[common]) ++common;
+    if (dead > 0 && common >= dead) continue;
+    dead = 0;
+    const size_t depth = std::min(common, frames.size() - 1);
+    frames.resize(depth + 1);
+    nodes.resize(frames[depth].nodes);
+    tops_.resize(frames[depth].tops_end);
+    previous = bytes;
+    bool alive = true;
+    for (size_t k = depth; k < bytes.size(); ++k) {
+      const Frame f = frames[k];
+      StepFlags flags;
+      if (!exact_.Advance(&tops_, f.tops_begin, f.tops_end, uint8_t(bytes[k]), &tops_, &flags)) {
+        dead = k + 1;
+        alive = false;
+        break;
+      }
+      frames.push_back({uint32_t(nodes.size()), f.tops_end, uint32_t(tops_.size()), flags.exact_end});
+    }
+    if (!alive) continue;
+    const Frame& last = frames[bytes.size()];
+    if (last.end || last.tops_end > last.tops_begin) SetBit(mask, id);
+  }
+}
+
+size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask) {
+  LOCKSTEP_CHECK(&matcher.grammar() == grammar_.get());
+  LOCKSTEP_CHECK(mask.size() == vocab_->mask_words());  // callers with wider rows pass a prefix
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The whole state, as positions from each top down, for the state cache.
+  state_key_.clear();
+  state_key_.push_back(matcher.accepting() ? 1 : 0);
+  const std::vector<StackNode>& nodes = matcher.nodes();
+  for (int32_t top : matcher.tops()) {
+    for (int32_t n = top; n >= 0; n = nodes[n].parent) state_key_.push_back(nodes[n].pos);
+    state_key_.push_back(UINT32_MAX);
+  }
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (uint32_t v : state_key_) hash = (hash ^ v) * 0x100000001B3ull;
+  ++clock_;
+  if (auto it = states_.find(hash); it != states_.end() && it->second.state == state_key_) {
+    std::copy(it->second.mask.begin(), it->second.mask.end(), mask.begin());
+    it->second.last_use = clock_;
+    ++stats_.state_hits;
+    return it->second.count;
+  }
+  ++stats_.state_misses;
+  const size_t count = FillMaskLocked(matcher, mask);
+  if (states_.size() >= kStateCacheSize) {
+    auto oldest = states_.begin();
+    for (auto it = states_.begin(); it != states_.end(); ++it) {
+      if (it->second.last_use < oldest->second.last_use) oldest = it;
+    }
+    states_.erase(oldest);
+  }
+  StateEntry& entry = states_[hash];
+  entry.state = state_key_;
+  entry.mask.assign(mask.begin(), mask.end());
+  entry.count = count;
+  entry.last_use = clock_;
+  return count;
+}
+
+size_t TokenMasker::FillMaskLocked(const GrammarMatcher& matcher, std::span<uint64_t> mask) {
+  std::fill(mask.begin(), mask.end(), 0);
+  if (matcher.accepting()) {
+    for (int32_t id : vocab_->eog()) SetBit(mask, id);
+  }
+  const std::vector<StackNode>& nodes = matcher.nodes();
+  contexts_.clear();
+  for (int32_t top : matcher.tops()) {
+    Context c = ContextOf(nodes, top);
+    if (std::find(contexts_.begin(), contexts_.end(), c) == contexts_.end()) contexts_.push_back(c);
+  }
+  context_masks_.clear();
+  bool any_uncertain = false;
+  for (const Context& c : contexts_) {
+    const ContextMask& cm = Get(c);
+    context_masks_.push_back(&cm);
+    if (!cm.accepted_bits.empty()) {
+      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= cm.accepted_bits[w];
+    } else {
+      for (int32_t id : cm.accepted_ids) SetBit(mask, id);
+    }
+    any_uncertain = any_uncertain || !cm.uncertain.empty();
+  }
+  if (any_uncertain) {
+    exact_.nodes() = nodes;
+    tops_ = matcher.tops();
+    const size_t n_tops = tops_.size();
+    for (const ContextMask* cm : context_masks_) {
+      if (!cm->uncertain.empty()) CheckExactly(cm->uncertain, n_tops, mask);
+    }
+  }
+  size_t count = 0;
+  for (uint64_t w : mask) count += size_t(std::popcount(w));
+  return count;
+}
+
+bool TokenMasker::Allows(const GrammarMatcher& matcher, int32_t token) const {
+  if (token < 0 || token >= vocab_->size()) return false;
+  const std::vector<int32_t>& eog = vocab_->eog();
+  if (std::find(eog.begin(), eog.end(), token) != eog.end()) return matcher.accepting();
+  const std::string_view bytes = vocab_->bytes(token);
+  if (bytes.empty()) return false;
+  GrammarMatcher copy = matcher;
+  return copy.AcceptBytes(bytes);
+}
+
+}  // namespace lockstep::grammar

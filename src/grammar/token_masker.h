@@ -1,0 +1,123 @@
+// TokenMasker: the set of tokens a grammar allows next, for one (grammar, vocabulary) pair, cheap enough to
+// compute for every constrained sequence at every decode step.
+//
+// Context masks. A parse stack's top few positions (its context: the terminal and up to depth - 1
+// continuation positions below it) decide most tokens on their own. Per context a mask is cached, built
+// once by walking the vocabulary's byte trie (grammar/token_vocab.h) from that partial stack alone:
+//   accepted   tokens whose bytes all match without popping past the context (or end exactly where it
+//              ends): allowed under every stack with this context;
+//   uncertain  tokens that run past the context's bottom and match one of the places its rule can be
+//              followed by (CompiledGrammar::Follow, an over-approximation of the unknown stack below);
+//   the rest   rejected under every stack with this context (pruned a whole trie subtree at a time).
+// A context that reaches the real bottom of its stack is exact: nothing is uncertain. Small rules (a
+// character class, optional whitespace) are why a context spans several positions: with only the top,
+// every token longer than one character would run past the rule and be uncertain.
+//
+// A step's allowed set is the union of the accepted sets of the state's contexts, plus those uncertain
+// tokens that match the real stacks exactly (walked in byte order, sharing prefixes, skipping every token
+// under a dead prefix). End-of-generation tokens are allowed when the text is a complete match. Whole
+// states recur (the same place in every record of an array): the last kStateCacheSize masks are also
+// kept by exact state and copied when seen again.
+//
+// Masks are built on first use (Warm() builds those a few seeded walks through the grammar reach, which
+// the server does before a request reaches the engine thread). Thread-safe: a mutex guards the caches, so
+// one masker may serve many requests on any threads.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_matcher.h"
+#include "grammar/stack_walker.h"
+#include "grammar/token_vocab.h"
+
+namespace lockstep::grammar {
+
+class TokenMasker {
+ public:
+  static constexpr int kDefaultContextDepth = 4;
+  static constexpr int kMaxContextDepth = 8;
+  static constexpr size_t kStateCacheSize = 256;
+
+  TokenMasker(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
+              int context_depth = kDefaultContextDepth);
+
+  const std::shared_ptr<const CompiledGrammar>& grammar() const { return grammar_; }
+  const TokenVocab& vocab() const { return *vocab_; }
+
+  // Builds the masks that `walks` seeded random walks of up to `steps` tokens through the grammar meet
+  // (uniform over the allowed tokens), stopping early after `budget_s` seconds.
+  void Warm(int walks, int steps, double budget_s);
+  // Writes vocab().mask_words() words into `mask` (bit t of word t / 64: token t is allowed). `matcher` must
+  // use this masker's grammar. Returns the number of allowed tokens.
+  size_t FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask);
+  // True when `token` may follow the matcher's text (the exact check FillMask's answer must agree with).
+  bool Allows(const GrammarMatcher& matcher, int32_t token) const;
+
+  struct Stats {
+    size_t contexts_built = 0;
+    size_t accepted_total = 0;   // over built contexts
+    size_t uncertain_total = 0;  // over built contexts
+    size_t state_hits = 0;
+    size_t state_misses = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Context {
+    uint32_t size = 0;
+    bool complete = false;  // the stack ends right below: nothing is unknown
+    std::array<uint32_t, kMaxContextDepth> pos{};
+    bool operator==(const Context& o) const {
+      return size == o.size && complete == o.complete &&
+             std::equal(pos.begin(), pos.begin() + size, o.pos.begin());
+    }
+  };
+  struct ContextHash {
+    size_t operator()(const Context& c) const;
+  };
+  struct ContextMask {
+    std::vector<int32_t> accepted_ids;    // when few are accepted
+    std::vector<uint64_t> accepted_bits;  // when many are (then accepted_ids is empty)
+    std::vector<uint32_t> uncertain;      // indices into vocab().sorted(), ascending
+    size_t accepted_count = 0;
+  };
+  struct StateEntry {
+    std::vector<uint32_t> state;
+    std::vector<uint64_t> mask;
+    size_t count = 0;
+    uint64_t last_use = 0;
+  };
+
+  size_t FillMaskLocked(const GrammarMatcher& matcher, std::span<uint64_t> mask);
+  Context ContextOf(const std::vector<StackNode>& nodes, int32_t top) const;
+  const ContextMask& Get(const Context& context);  // mutex held
+  std::unique_ptr<ContextMask> Build(const Context& context);
+  // Exact check of `candidates` (sorted-order indices, ascending) against the walker's tops [0, n_tops):
+  // sets the bits of those that match.
+  void CheckExactly(std::span<const uint32_t> candidates, size_t n_tops, std::span<uint64_t> mask);
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  std::shared_ptr<const TokenVocab> vocab_;
+  int depth_;
+  mutable std::mutex mutex_;
+  std::unordered_map<Context, std::unique_ptr<ContextMask>, ContextHash> masks_;
+  std::unordered_map<uint64_t, StateEntry> states_;  // by hash of the state
+  uint64_t clock_ = 0;
+  Stats stats_;
+  // Scratch for FillMask (under mutex_).
+  StackWalker exact_;
+  std::vector<int32_t> tops_;
+  std::vector<Context> contexts_;
+  std::vector<const ContextMask*> context_masks_;
+  std::vector<uint32_t> state_key_;
+};
+
+}  // namespace lockstep::grammar
