@@ -1,0 +1,33 @@
+// GbnfBuilder: collects the rules of a generated GBNF grammar (JSON schema, regex and number-range
+// converters). Rule names are made unique and valid ([a-zA-Z0-9-]); a body added twice under the same hint
+// reuses the first rule. Text() lists `root` first, then the rules in the order they were added.
+// Single-threaded value type.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lockstep::grammar {
+
+class GbnfBuilder {
+ public:
+  // Adds `name_hint ::= body` (the hint sanitised and numbered if taken) and returns the rule's name.
+  std::string Add(const std::string& name_hint, const std::string& body);
+  // Reserves a name now and gives its body later (for recursive rules, e.g. a $ref to itself).
+  std::string Reserve(const std::string& name_hint);
+  void Define(const std::string& name, const std::string& body);
+  bool Has(const std::string& name) const { return bodies_.count(name) != 0; }
+
+  std::string Text() const;
+
+ private:
+  std::string UniqueName(const std::string& hint);
+
+  std::vector<std::string> order_;
+  std::map<std::string, std::string> bodies_;
+  std::map<std::pair<std::string, std::string>, std::string> by_body_;  // (hint, body) -> name
+};
+
+}  // namespace lockstep::grammar

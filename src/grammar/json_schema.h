@@ -1,0 +1,30 @@
+// JSON Schema -> GBNF: the subset OpenAI's strict mode and common clients (pydantic, zod) emit. Generated
+// text is compact JSON with optional whitespace between tokens (none, a space, or a newline and up to 20
+// spaces/tabs), properties in the schema's order.
+//
+// Supported: type (one or a list; "nullable": true), object (properties, required, additionalProperties
+// false / true / a schema; absent means none when `properties` is given, any otherwise), array (items,
+// prefixItems, minItems, maxItems), string (enum, const, pattern via grammar/regex_to_gbnf.h, minLength,
+// maxLength, format date | time | date-time | uuid), number / integer (minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum; exact, grammar/number_range.h), boolean, null, enum / const of any JSON value, anyOf /
+// oneOf (any branch: exclusivity is not enforced), allOf of objects (merged), $ref to "#..." JSON pointers
+// ($defs, definitions, recursion). Annotations (title, description, default, examples, $schema, $id,
+// $comment, deprecated, readOnly, writeOnly, discriminator, x-*) are ignored.
+// Anything else is InvalidArgument naming the keyword and where it is ("JSON schema keyword 'uniqueItems'
+// at /properties/tags is not supported"), so no request silently gets output its schema does not describe.
+// Pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+
+namespace lockstep::grammar {
+
+// GBNF text whose `root` produces JSON valid against `schema`.
+Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// GBNF text whose root is any JSON object (OpenAI's {"type": "json_object"}).
+std::string JsonObjectGbnf();
+
+}  // namespace lockstep::grammar

@@ -1,0 +1,405 @@
+// Hand-written: PCRE2 (a project dependency) matches regexes but cannot enumerate or convert them.
+#include "grammar/regex_to_gbnf.h"
+
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/utf8_ranges.h"
+#include "tokenizer/utf8.h"
+
+namespace lockstep::grammar {
+namespace {
+
+using Ranges = std::vector<CodepointRange>;
+
+const Ranges kDigits = {{'0', '9'}};
+const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+const Ranges kSpaceAscii = {{'\t', '\r'}, {' ', ' '}};
+// Every ECMAScript whitespace and line terminator (what \s matches there).
+const Ranges kSpaceAll = {{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680},
+                          {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                          {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+const Ranges kLineTerminators = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
+
+std::string Hex(uint32_t cp) {
+  static const char* digits = "0123456789ABCDEF";
+  const int width = cp < 0x100 ? 2 : cp < 0x10000 ? 4 : 8;
+  std::string out = width == 2 ? "\\x" : width == 4 ? "\\u" : "\\U";
+  for (int i = width - 1; i >= 0; --i) out += digits[(cp >> (4 * i)) & 15];
+  return out;
+}
+
+// A GBNF class of already normalised ranges ("[]" matches nothing).
+std::string ClassText(const Ranges& ranges) {
+  std::string out = "[";
+  for (const CodepointRange& r : ranges) {
+    out += Hex(r.first);
+    if (r.last != r.first) {
+      out += '-';
+      out += Hex(r.last);
+    }
+  }
+  return out + "]";
+}
+
+std::string JsonEscaped(uint32_t cp) {
+  switch (cp) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      break;
+  }
+  if (cp < 0x20) {
+    static const char* digits = "0123456789abcdef";
+    return std::string("\\u00") + digits[cp >> 4] + digits[cp & 15];
+  }
+  std::string s;
+  utf8::Append(cp, &s);
+  return s;
+}
+
+class RegexParser {
+ public:
+  RegexParser(std::vector<uint32_t> cps, bool json) : cps_(std::move(cps)), json_(json) {}
+
+  Result<std::string> Parse() {
+    size_t end = cps_.size();
+    if (pos_ < end && cps_[pos_] == '^') ++pos_;
+    if (end > pos_ && cps_[end - 1] == '$' && !(end >= 2 && cps_[end - 2] == '\\')) --end;
+    end_ = end;
+    std::string expr = ParseAlternation();
+    if (error_.ok() && pos_ < end_) Fail(pos_, "unbalanced ')'");
+    if (!error_.ok()) return error_;
+    return expr;
+  }
+
+ private:
+  bool AtEnd() const { return pos_ >= end_; }
+  uint32_t Peek(size_t ahead = 0) const { return pos_ + ahead < end_ ? cps_[pos_ + ahead] : 0; }
+
+  void Fail(size_t at, const std::string& what) {
+    if (error_.ok()) error_ = InvalidArgument("regex at character " + std::to_string(at + 1) + ": " + what);
+  }
+
+  std::string Literal(uint32_t cp) const {
+    if (json_) return GbnfLiteral(JsonEscaped(cp));
+    std::string s;
+    utf8::Append(cp, &s);
+    return GbnfLiteral(s);
+  }
+
+  // A set of code points as an expression; in JSON mode ", \ and controls become their escapes.
+  std::string SetExpr(const Ranges& raw, bool negated) const {
+    const Ranges ranges = NormalizeRanges(raw, negated);
+    if (!json_) return ClassText(ranges);
+    Ranges plain;
+    std::vector<std::string> alts;
+    for (const CodepointRange& r : ranges) {
+      for (uint32_t c = r.first; c <= std::min<uint32_t>(r.last, 0x1F); ++c) alts.push_back(Literal(c));
+      CodepointRange rest{std::max<uint32_t>(r.first, 0x20), r.last};
+      for (uint32_t special : {uint32_t('"'), uint32_t('\\')}) {
+        if (rest.first <= special && special <= rest.last) {
+          alts.push_back(Literal(special));
+          if (rest.first < special) plain.push_back({rest.first, special - 1});
+          rest.first = special + 1;
+        }
+      }
+      if (rest.first <= rest.last) plain.push_back(rest);
+    }
+    if (!plain.empty()) alts.insert(alts.begin(), ClassText(plain));
+    if (alts.empty()) return "[]";
+    if (alts.size() == 1) return alts[0];
+    std::string out = "(";
+    for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+    return out + " )";
+  }
+
+  std::string ParseAlternation() {
+    std::vector<std::string> alts = {ParseSequence()};
+    while (error_.ok() && !AtEnd() && Peek() == '|') {
+      ++pos_;
+      alts.push_back(ParseSequence());
+    }
+    if (alts.size() == 1) return alts[0];
+    std::string out = "(";
+    for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+    return out + " )";
+  }
+
+  std::string ParseSequence() {
+    std::string out;
+    while (error_.ok() && !AtEnd() && Peek() != '|' && Peek() != ')') {
+      std::string atom = ParseAtom();
+      if (!error_.ok()) break;
+      atom = ParseQuantifiers(atom);
+      out += (out.empty() ? "" : " ") + atom;
+    }
+    return out.empty() ? "\"\"" : out;
+  }
+
+  // Reads {n}, {n,}, {n,m} at pos_ (just after '{'); false (pos_ unchanged) when it is not one, in which
+  // case the '{' is a literal, as in ECMAScript.
+  bool ReadCount(int64_t* min, int64_t* max) {
+    size_t p = pos_;
+    auto number = [&](int64_t* out) {
+      if (p >= end_ || cps_[p] < '0' || cps_[p] > '9') return false;
+      *out = 0;
+      for (; p < end_ && cps_[p] >= '0' && cps_[p] <= '9'; ++p)
+        *out = std::min<int64_t>(*out * 10 + (cps_[p] - '0'), 1 << 30);
+      return true;
+    };
+    if (!number(min)) return false;
+    *max = *min;
+    if (p < end_ && cps_[p] == ',') {
+      ++p;
+      *max = -1;
+      number(max);
+    }
+    if (p >= end_ || cps_[p] != '}') return false;
+    pos_ = p + 1;
+    return true;
+  }
+
+  std::string ParseQuantifiers(std::string atom) {
+    while (error_.ok() && !AtEnd()) {
+      const size_t at = pos_;
+      const uint32_t c = Peek();
+      std::string op;
+      if (c == '*' || c == '+' || c == '?') {
+        ++pos_;
+        op = std::string(1, char(c));
+      } else if (c == '{') {
+        ++pos_;
+        int64_t min, max;
+        if (!ReadCount(&min, &max)) {
+          --pos_;
+          break;
+        }
+        if (max >= 0 && max < min) return Fail(at, "repetition {n,m} with m < n"), atom;
+        if (min > kMaxRepetition || max > kMaxRepetition) {
+          return Fail(at, "repetition bound above " + std::to_string(kMaxRepetition)), atom;
+        }
+        op = "{";
+        op += std::to_string(min);
+        if (max != min) {
+          op += ',';
+          if (max >= 0) op += std::to_string(max);
+        }
+        op += '}';
+      } else {
+        break;
+      }
+      if (!AtEnd() && Peek() == '?') ++pos_;  // lazy: the same language
+      if (!AtEnd() && Peek() == '+') return Fail(pos_, "possessive quantifiers are not supported"), atom;
+      atom = "( " + atom + " )" + op;
+    }
+    return atom;
+  }
+
+  // One escape after '\' inside or outside a class: a class (\d ...) as ranges, or one code point.
+  bool ParseEscape(bool in_class, Ranges* set, bool* negated_set, uint32_t* cp) {
+    const size_t at = pos_ - 1;
+    if (AtEnd()) return Fail(at, "a pattern cannot end with '\\'"), false;
+    const uint32_t e = cps_[pos_++];
+    *negated_set = false;
+    switch (e) {
+      case 'd':
+      case 'D':
+        *set = kDigits;
+        *negated_set = e == 'D';
+        return true;
+      case 'w':
+      case 'W':
+        *set = kWord;
+        *negated_set = e == 'W';
+        return true;
+      case 's':
+        *set = kSpaceAscii;
+        return true;
+      case 'S':
+        *set = kSpaceAll;
+        *negated_set = true;
+        return true;
+      case 'n':
+        *cp = '\n';
+        return true;
+      case 't':
+        *cp = '\t';
+        return true;
+      case 'r':
+        *cp = '\r';
+        return true;
+      case 'f':
+        *cp = '\f';
+        return true;
+      case 'v':
+        *cp = '\v';
+        return true;
+      case '0':
+        *cp = 0;
+        return true;
+      case 'b':
+        if (in_class) {
+          *cp = '\b';
+          return true;
+        }
+        return Fail(at, "word boundaries (\\b) are not supported"), false;
+      case 'B':
+        return Fail(at, "word boundaries (\\B) are not supported"), false;
+      case 'p':
+      case 'P':
+        return Fail(at, "Unicode property classes (\\p{...}) are not supported"), false;
+      case 'x':
+      case 'u': {
+        const bool braces = e == 'u' && !AtEnd() && Peek() == '{';
+        if (braces) ++pos_;
+        const int want = e == 'x' ? 2 : braces ? 8 : 4;
+        uint32_t v = 0;
+        int n = 0;
+        for (; n < want && !AtEnd(); ++n) {
+          const uint32_t h = Peek();
+          int d = -1;
+          if (h >= '0' && h <= '9') d = int(h - '0');
+          if (h >= 'a' && h <= 'f') d = int(h - 'a' + 10);
+          if (h >= 'A' && h <= 'F') d = int(h - 'A' + 10);
+          if (d < 0) break;
+          v = v * 16 + uint32_t(d);
+          ++pos_;
+        }
+        if (braces ? (n == 0 || AtEnd() || Peek() != '}') : n != want) {
+          return Fail(at, std::string("malformed \\") + char(e) + " escape"), false;
+        }
+        if (braces) ++pos_;
+        if (v > kMaxCodepoint) return Fail(at, "escape beyond U+10FFFF"), false;
+        *cp = v;
+        return true;
+      }
+      default:
+        if (e >= '1' && e <= '9') return Fail(at, "backreferences are not supported"), false;
+        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) {
+          return Fail(at, std::string("unknown escape \\") + char(e)), false;
+        }
+        *cp = e;  // escaped punctuation (or any other character) stands for itself
+        return true;
+    }
+  }
+
+  std::string ParseClass() {
+    const size_t at = pos_ - 1;
+    bool negated = false;
+    if (!AtEnd() && Peek() == '^') {
+      negated = true;
+      ++pos_;
+    }
+    Ranges ranges;
+    bool first = true;
+    while (true) {
+      if (AtEnd()) return Fail(at, "unterminated character class"), "";
+      if (Peek() == ']' && !first) break;
+      first = false;
+      uint32_t lo = cps_[pos_++];
+      if (lo == '\\') {
+        Ranges set;
+        bool set_negated;
+        if (!ParseEscape(true, &set, &set_negated, &lo)) return "";
+        if (!set.empty()) {
+          for (const CodepointRange& r : NormalizeRanges(set, set_negated)) ranges.push_back(r);
+          continue;
+        }
+      }
+      uint32_t hi = lo;
+      if (Peek() == '-' && pos_ + 1 < end_ && cps_[pos_ + 1] != ']') {
+        ++pos_;
+        hi = cps_[pos_++];
+        if (hi == '\\') {
+          Ranges set;
+          bool set_negated;
+          if (!ParseEscape(true, &set, &set_negated, &hi)) return "";
+          if (!set.empty()) return Fail(at, "a class escape cannot end a range"), "";
+        }
+        if (hi < lo) return Fail(at, "character range out of order"), "";
+      }
+      ranges.push_back({lo, hi});
+    }
+    ++pos_;  // ']'
+    return SetExpr(ranges, negated);
+  }
+
+  std::string ParseAtom() {
+    const size_t at = pos_;
+    const uint32_t c = cps_[pos_++];
+    switch (c) {
+      case '(': {
+        if (Peek() == '?') {
+          if (Peek(1) == ':') {
+            pos_ += 2;
+          } else if (Peek(1) == '<' && Peek(2) != '=' && Peek(2) != '!') {
+            while (!AtEnd() && Peek() != '>') ++pos_;
+            ++pos_;
+          } else if (Peek(1) == 'P' && Peek(2) == '<') {
+            while (!AtEnd() && Peek() != '>') ++pos_;
+            ++pos_;
+          } else {
+            return Fail(at, "lookaround and other (?...) groups are not supported"), "";
+          }
+        }
+        std::string inner = ParseAlternation();
+        if (!error_.ok()) return "";
+        if (AtEnd() || Peek() != ')') return Fail(at, "unbalanced '('"), "";
+        ++pos_;
+        return "( " + inner + " )";
+      }
+      case '[':
+        return ParseClass();
+      case '.':
+        return SetExpr(kLineTerminators, /*negated=*/true);
+      case '\\': {
+        Ranges set;
+        bool negated;
+        uint32_t cp = 0;
+        if (!ParseEscape(false, &set, &negated, &cp)) return "";
+        return set.empty() ? Literal(cp) : SetExpr(set, negated);
+      }
+      case '^':
+      case '$':
+        return Fail(at, "anchors (^, $) are only supported at the ends of the pattern"), "";
+      case '*':
+      case '+':
+      case '?':
+        return Fail(at, std::string("'") + char(c) + "' has nothing to repeat"), "";
+      default:
+        return Literal(c);
+    }
+  }
+
+  std::vector<uint32_t> cps_;
+  bool json_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  Status error_;
+};
+
+}  // namespace
+
+Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string) {
+  if (size_t bad = utf8::FindInvalid(pattern); bad != std::string_view::npos) {
+    return InvalidArgument("regex has invalid UTF-8 at byte " + std::to_string(bad));
+  }
+  std::vector<uint32_t> cps;
+  for (size_t p = 0; p < pattern.size();) cps.push_back(utf8::DecodeAt(pattern, &p));
+  return RegexParser(std::move(cps), json_string).Parse();
+}
+
+}  // namespace lockstep::grammar

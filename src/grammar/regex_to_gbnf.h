@@ -1,0 +1,25 @@
+// Regular expression -> GBNF expression, for TGI's {"type": "regex"} grammar and JSON schema "pattern".
+// The pattern must match the whole text: a leading ^ and a trailing $ are accepted and mean nothing more.
+//
+// Supported (ECMAScript / PCRE common subset): literals, escapes (\n \t \r \f \v \0 \xHH \uHHHH \u{H...},
+// escaped punctuation), classes [a-z] [^...] with \d \w \s \D \W \S inside or outside, ., alternation,
+// groups ( ) (?: ) (?<name> ) (?P<name> ), quantifiers * + ? {n} {n,} {n,m} (lazy forms mean the same
+// language here). `.` excludes line terminators; \s produces ASCII whitespace only (\S excludes every
+// ECMAScript whitespace), so what the grammar produces always matches the pattern.
+// Rejected with InvalidArgument naming the construct and its offset: backreferences, lookaround, \b \B,
+// \p{...}, anchors inside the pattern, possessive quantifiers, unbalanced parentheses or brackets.
+//
+// json_string: produce the text as it appears inside a JSON string (", \ and control characters escaped),
+// for patterns on JSON schema strings. Pure function.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace lockstep::grammar {
+
+Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string);
+
+}  // namespace lockstep::grammar
