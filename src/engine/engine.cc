@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/engine_loop.h"
+#include "grammar/token_masker.h"
 
 namespace lockstep {
 
@@ -136,6 +137,11 @@ Status Engine::Validate(Request& request) const {
       return InvalidArgument("prompt token " + std::to_string(i) + " is " + std::to_string(id) +
                              ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
     }
+  }
+  if (request.grammar && request.grammar->vocab().size() > n_vocab) {
+    return InvalidArgument("the grammar was prepared for a vocabulary of " +
+                           std::to_string(request.grammar->vocab().size()) + " tokens; the model has " +
+                           std::to_string(n_vocab));
   }
   if (request.max_tokens < 1) {
     return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens));

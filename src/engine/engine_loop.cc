@@ -15,6 +15,8 @@ Engine::Loop::Active::Active(PendingRequest p, const Tokenizer* tokenizer)
   if (tokenizer != nullptr) {
     detokenizer.emplace(*tokenizer, /*skip_special=*/true, /*continuation=*/true);
   }
+  const Request& r = pending.request;
+  if (r.grammar) constraint.emplace(r.grammar, /*allow_end=*/!r.ignore_eos, r.stop_token_ids);
 }
 
 Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer,
@@ -126,15 +128,26 @@ void Engine::Loop::Step() {
   }
   StepResult result;
   std::vector<std::pair<RequestId, TokenEvent>> events;
+  std::vector<RequestId> constrained_out;  // grammar allows no token: finished after Update
   for (const ScheduledChunk& chunk : plan.chunks) {
     if (!chunk.sample) continue;
     Active& active = *active_.at(chunk.id);
     std::span<const float> row(logits_.data() + size_t(chunk.logit_row) * size_t(n_vocab), size_t(n_vocab));
-    const SampleResult sample = active.sampler.Sample(row, scheduler_.tokens(chunk.id));
+    std::span<const uint64_t> allowed;
+    if (active.constraint) {
+      if (active.constraint->FillMask((size_t(n_vocab) + 63) / 64, &mask_) == 0) {
+        constrained_out.push_back(chunk.id);
+        continue;
+      }
+      allowed = mask_;
+    }
+    const SampleResult sample = active.sampler.Sample(row, scheduler_.tokens(chunk.id), allowed);
+    if (active.constraint) active.constraint->Accept(sample.token);
     result.tokens.push_back({chunk.id, sample.token});
     events.emplace_back(chunk.id, MakeTokenEvent(active, sample));
   }
   scheduler_.Update(result);
+  for (RequestId id : constrained_out) FinishConstrained(*active_.at(id));
   for (auto& [id, event] : events) {
     Active& active = *active_.at(id);
     if (event.last()) {
@@ -190,12 +203,31 @@ TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& samp
       return event;
     }
   }
+  if (active.constraint && active.constraint->complete()) {
+    event.finish_reason = FinishReason::kStop;
+    event.stop_kind = StopKind::kGrammar;
+    event.text_delta += FlushText(active);
+    return event;
+  }
   const int64_t context_used = int64_t(request.prompt_ids.size()) + active.generated;
   if (active.generated >= request.max_tokens || context_used >= options_.max_context) {
     event.finish_reason = FinishReason::kLength;
     event.text_delta += FlushText(active);
   }
   return event;
+}
+
+void Engine::Loop::FinishConstrained(Active& active) {
+  TokenEvent event;
+  event.text_delta = FlushText(active);
+  if (active.constraint->accepting()) {
+    event.finish_reason = FinishReason::kStop;
+    event.stop_kind = StopKind::kGrammar;
+  } else {
+    event.finish_reason = FinishReason::kError;
+    event.error = "the grammar allows no token of this vocabulary after the text generated so far";
+  }
+  Finish(active, std::move(event));
 }
 
 void Engine::Loop::Finish(Active& active, TokenEvent event) {

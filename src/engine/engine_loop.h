@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar_constraint.h"
 #include "engine/request_queue.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -42,6 +43,7 @@ class Engine::Loop {
     Sampler sampler;
     std::optional<IncrementalDetokenizer> detokenizer;
     StopMatcher stop_matcher;
+    std::optional<GrammarConstraint> constraint;  // Request::grammar's parse state
     int32_t generated = 0;
     std::optional<Clock::time_point> first_scheduled, first_token, last_token;
     Active(PendingRequest p, const Tokenizer* tokenizer);
@@ -59,6 +61,8 @@ class Engine::Loop {
   void FinishAll(FinishReason reason, const std::string& error);
   void PublishStats(const StepPlan* plan);
   std::string FlushText(Active& active);
+  // Ends a constrained request whose grammar allows no token (complete, or unspellable here).
+  void FinishConstrained(Active& active);
 
   std::shared_ptr<Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -71,6 +75,7 @@ class Engine::Loop {
   std::unique_ptr<ThreadPool> threads_;
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
   std::vector<float> logits_;
+  std::vector<uint64_t> mask_;  // allowed tokens of the constrained request being sampled
   bool closed_ = false;
   bool drain_ = false;
 

@@ -13,10 +13,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
+
+namespace lockstep::grammar {
+class TokenMasker;
+}
 
 namespace lockstep {
 
@@ -39,6 +44,12 @@ struct Request {
   // block copied) instead of computing it again — n > 1 choices, server-side fan-out. Output is the same as
   // without it. Ignored (0, unknown or finished ids) when there is nothing to fork from.
   RequestId fork_of = 0;
+  // Constrained decoding (grammar/token_masker.h): when set, every sampled token keeps the generated text a
+  // prefix of the grammar's language; EOS / end-of-generation and stop_token_ids are allowed only where the
+  // text is a complete match, and the request ends (kStop, StopKind::kGrammar) once nothing may follow. The
+  // masker must be built over this engine's vocabulary. Shared, thread-safe; each request keeps its own
+  // parse state, so its tokens never depend on its neighbours.
+  std::shared_ptr<grammar::TokenMasker> grammar;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
@@ -56,6 +67,7 @@ enum class StopKind {
   kEos,         // the model's EOS / end-of-generation token (FinishReason::kStop)
   kStopToken,   // one of Request::stop_token_ids
   kStopString,  // one of Request::stop; TokenEvent::stop_string says which
+  kGrammar,     // Request::grammar is complete: nothing may follow (no token on a bare last event)
 };
 
 const char* FinishReasonName(FinishReason reason);  // "stop" | "length" | "cancelled" | "error" | "none"

@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -61,22 +62,39 @@ void Sampler::ApplyPenalties(std::span<const int32_t> history) {
   }
 }
 
-SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history,
+                             std::span<const uint64_t> allowed) {
   SampleResult result;
   work_.assign(logits.begin(), logits.end());
   ApplyPenalties(history);
   const int32_t vocab = static_cast<int32_t>(work_.size());
+  LOCKSTEP_CHECK(allowed.empty() || allowed.size() == (size_t(vocab) + 63) / 64);
+  // Calls f(id) for every allowed id, ascending.
+  const auto for_each_allowed = [&](auto&& f) {
+    if (allowed.empty()) {
+      for (int32_t i = 0; i < vocab; ++i) f(i);
+      return;
+    }
+    for (size_t w = 0; w < allowed.size(); ++w) {
+      for (uint64_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+        const int32_t i = int32_t(w * 64) + std::countr_zero(bits);
+        if (i < vocab) f(i);
+      }
+    }
+  };
 
   if (params_.temperature <= 0) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < vocab; ++i) {
-      if (work_[i] > work_[best]) best = i;
-    }
+    int32_t best = -1;
+    for_each_allowed([&](int32_t i) {
+      if (best < 0 || work_[i] > work_[best]) best = i;
+    });
+    LOCKSTEP_CHECK_MSG(best >= 0, "the allowed-token mask is empty");
     result.token = best;
   } else {
-    candidates_.resize(vocab);
+    candidates_.clear();
     const float inv_t = 1.0f / params_.temperature;
-    for (int32_t i = 0; i < vocab; ++i) candidates_[i] = {work_[i] * inv_t, i};
+    for_each_allowed([&](int32_t i) { candidates_.push_back({work_[i] * inv_t, i}); });
+    LOCKSTEP_CHECK_MSG(!candidates_.empty(), "the allowed-token mask is empty");
     auto better = [](const Candidate& a, const Candidate& b) { return Better(a, b); };
     size_t keep = candidates_.size();
     size_t sorted = 0;  // candidates_[0, sorted) are in order

@@ -5,6 +5,8 @@
 // Pipeline (each stage skipped at its neutral value):
 //   penalties over the last penalty_last_n tokens of `history` (repetition: positive logits divided,
 //   negative multiplied; frequency: minus count * f; presence: minus p once) ->
+//   the allowed-token mask, when given (a grammar's, grammar/token_masker.h): other tokens are never
+//   candidates, so every later stage sees only allowed tokens ->
 //   temperature <= 0: argmax (lowest id on ties) ->
 //   else logits / temperature -> top_k -> softmax -> top_p (smallest set with mass >= top_p) ->
 //   min_p (prob >= min_p * max prob) -> renormalise -> draw with the RNG.
@@ -59,7 +61,10 @@ class Sampler {
 
   const SamplingParams& params() const { return params_; }
   // logits: one row (n_vocab floats). history: prompt and generated tokens so far (for penalties).
-  SampleResult Sample(std::span<const float> logits, std::span<const int32_t> history);
+  // allowed: empty (every token), or a bit mask of (n_vocab + 63) / 64 words, bit t of word t / 64 set for
+  // each allowed token; at least one must be set. Logprobs stay those of the raw logits.
+  SampleResult Sample(std::span<const float> logits, std::span<const int32_t> history,
+                      std::span<const uint64_t> allowed = {});
 
  private:
   struct Candidate {

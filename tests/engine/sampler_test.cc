@@ -242,3 +242,56 @@ TEST(StopMatcher, TailHoldsTheStopAndWhatFollowedIt) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+std::vector<uint64_t> MaskOf(size_t vocab, std::initializer_list<int32_t> ids) {
+  std::vector<uint64_t> mask((vocab + 63) / 64, 0);
+  for (int32_t id : ids) mask[size_t(id) / 64] |= uint64_t(1) << (id % 64);
+  return mask;
+}
+
+TEST(Sampler, AllowedMaskRestrictsGreedyAndSampling) {
+  std::vector<float> logits(130, 0.0f);
+  logits[3] = 9.0f;    // the best token, not allowed
+  logits[70] = 1.0f;   // allowed
+  logits[129] = 2.0f;  // allowed, best among allowed (last word, partial)
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  Sampler g(greedy);
+  const std::vector<uint64_t> mask = MaskOf(logits.size(), {5, 70, 129});
+  EXPECT_EQ(g.Sample(logits, {}, mask).token, 129);
+  SamplingParams warm;
+  warm.temperature = 1.5f;
+  warm.top_k = 2;
+  warm.seed = 3;
+  Sampler s(warm);
+  std::map<int32_t, int> seen;
+  for (int i = 0; i < 400; ++i) ++seen[s.Sample(logits, {}, mask).token];
+  EXPECT_EQ(seen.size(), 2u);  // top_k over the allowed tokens only: 129 and 70
+  EXPECT_GT(seen[129], seen[70]);
+  EXPECT_EQ(seen.count(3), 0u);
+  // Logprobs stay those of the unmasked distribution.
+  SamplingParams lp = greedy;
+  lp.logprobs = true;
+  Sampler l(lp);
+  const SampleResult r = l.Sample(logits, {}, mask);
+  double z = 0;
+  for (float x : logits) z += std::exp(double(x));
+  EXPECT_NEAR(r.logprob, 2.0 - std::log(z), 1e-4);
+}
+
+TEST(Sampler, FullMaskSamplesLikeNoMask) {
+  std::vector<float> logits(100);
+  for (int i = 0; i < 100; ++i) logits[i] = float(std::cos(i * 0.37));
+  SamplingParams p;
+  p.seed = 11;
+  p.top_p = 0.9f;
+  Sampler a(p), b(p);
+  std::vector<uint64_t> all((100 + 63) / 64, ~uint64_t(0));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.Sample(logits, {}).token, b.Sample(logits, {}, all).token);
+}
+
+}  // namespace
+}  // namespace lockstep

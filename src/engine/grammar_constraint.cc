@@ -1,0 +1,45 @@
+#include "engine/grammar_constraint.h"
+
+#include <algorithm>
+
+namespace lockstep {
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<grammar::TokenMasker> masker, bool allow_end,
+                                     std::vector<int32_t> stop_token_ids)
+    : masker_(std::move(masker)),
+      matcher_(masker_->grammar()),
+      allow_end_(allow_end),
+      stop_token_ids_(std::move(stop_token_ids)) {}
+
+size_t GrammarConstraint::FillMask(size_t words, std::vector<uint64_t>* mask) {
+  mask->assign(words, 0);
+  const size_t own = masker_->vocab().mask_words();
+  LOCKSTEP_CHECK(own <= words);
+  size_t count = masker_->FillMask(matcher_, std::span<uint64_t>(mask->data(), own));
+  auto set = [&](int32_t id, bool on) {
+    if (id < 0 || size_t(id) >= words * 64) return;
+    uint64_t& w = (*mask)[size_t(id) >> 6];
+    const uint64_t bit = uint64_t(1) << (id & 63);
+    if (((w & bit) != 0) == on) return;
+    w ^= bit;
+    count += on ? 1 : size_t(-1);
+  };
+  if (!allow_end_) {
+    for (int32_t id : masker_->vocab().eog()) set(id, false);
+  }
+  if (matcher_.accepting()) {
+    for (int32_t id : stop_token_ids_) set(id, true);
+  }
+  return count;
+}
+
+void GrammarConstraint::Accept(int32_t token) {
+  if (token < 0 || token >= masker_->vocab().size()) return;
+  if (std::find(stop_token_ids_.begin(), stop_token_ids_.end(), token) != stop_token_ids_.end()) return;
+  const std::string_view bytes = masker_->vocab().bytes(token);
+  if (bytes.empty()) return;  // an end token
+  const bool accepted = matcher_.AcceptBytes(bytes);
+  LOCKSTEP_CHECK_MSG(accepted, "a sampled token the grammar mask did not allow");
+}
+
+}  // namespace lockstep

@@ -1,0 +1,39 @@
+// GrammarConstraint: one request's constrained-decoding state in the engine loop (Request::grammar): its own
+// GrammarMatcher over the shared TokenMasker. Before each sample it yields the allowed-token mask; after,
+// it advances by the sampled token. End-of-generation tokens and the request's stop token ids are allowed
+// only where the text is a complete match (end-of-generation never with ignore_eos). Engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "grammar/grammar_matcher.h"
+#include "grammar/token_masker.h"
+
+namespace lockstep {
+
+class GrammarConstraint {
+ public:
+  GrammarConstraint(std::shared_ptr<grammar::TokenMasker> masker, bool allow_end,
+                    std::vector<int32_t> stop_token_ids);
+
+  // Writes the mask of allowed tokens (`words` = (n_vocab + 63) / 64 of the model's logits row) into
+  // *mask; returns the number allowed (0: nothing may follow, or the vocabulary cannot spell what must).
+  size_t FillMask(size_t words, std::vector<uint64_t>* mask);
+  // Advances past a sampled token that FillMask allowed; end and stop tokens change nothing.
+  void Accept(int32_t token);
+  // The text so far is a complete match.
+  bool accepting() const { return matcher_.accepting(); }
+  // The text is a complete match and nothing may follow.
+  bool complete() const { return matcher_.accepting() && !matcher_.CanContinue(); }
+
+ private:
+  std::shared_ptr<grammar::TokenMasker> masker_;
+  grammar::GrammarMatcher matcher_;
+  bool allow_end_;
+  std::vector<int32_t> stop_token_ids_;
+};
+
+}  // namespace lockstep
