@@ -1,6 +1,6 @@
 // `lockstep serve`: the OpenAI- and TGI-compatible HTTP server (server/server.h). Binds loopback by default.
-// SIGINT / SIGTERM: stop accepting, let in-flight requests finish within the grace period (--drain-timeout),
-// then exit 0.
+// SIGINT / SIGTERM: GET /ready turns 503 while requests are still served for --drain-grace, then stop
+// accepting, let in-flight requests finish within --drain-timeout, then exit 0.
 #include <pthread.h>
 #include <signal.h>
 
@@ -52,8 +52,8 @@ void RunServe(ServeFlags& flags) {
                server->model_id().c_str(), options.host.c_str(), port, MatMulPathName());
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "lockstep: received %s; draining (up to %gs)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-               options.drain_timeout_s);
+  std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", options.drain_grace_s, options.drain_timeout_s);
   server->Stop();
   std::fprintf(stderr, "lockstep: stopped\n");
 }
@@ -78,6 +78,10 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--drain-timeout", o.drain_timeout_s,
                   "Grace period for in-flight requests on SIGINT/SIGTERM (s)")
+      ->capture_default_str();
+  cmd->add_option("--drain-grace", o.drain_grace_s,
+                  "On SIGINT/SIGTERM, seconds /ready answers 503 while requests are still served, before new "
+                  "ones are refused (time for a balancer to notice)")
       ->capture_default_str();
   cmd->add_option("--header-timeout", o.header_timeout_s, "Seconds to receive a request's headers")
       ->capture_default_str();

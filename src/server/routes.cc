@@ -175,12 +175,20 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
   const std::string& path = request.path;
   const std::string& method = request.method;
   const ApiFlavor flavor = IsTgiPath(path) ? ApiFlavor::kTgi : ApiFlavor::kOpenAI;
-  if (path == "/health" || path == "/v1/health") {
-    const bool ok = state.ready.load() && !state.draining.load();
-    const char* status = state.draining.load() ? "draining" : ok ? "ok" : "loading";
+  if (path == "/health" || path == "/v1/health") {  // liveness: alive once loaded, draining included
+    const bool ok = state.ready.load();
+    const char* status = !ok ? "loading" : state.drain_started.load() ? "draining" : "ok";
     nlohmann::json body = {{"status", status}};
     if (ok) body["prefix_caching"] = state.ctx.prefix_caching;  // ctx is complete once ready
     return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson(body),
+                 ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
+  }
+  if (path == "/ready" || path == "/v1/ready") {  // readiness: send me traffic
+    const bool loaded = state.ready.load();
+    const bool draining = state.drain_started.load();
+    const char* status = draining ? "draining" : loaded ? "ready" : "loading";
+    const bool ok = loaded && !draining;
+    return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson({{"status", status}}),
                  ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
   }
   if (!Authorized(state, request)) {

@@ -145,8 +145,17 @@ class Server::Impl {
       }
       stopping_ = true;
     }
+    state_.drain_started.store(true);  // GET /ready answers 503 from now on
+    if (http_ && state_.ready.load() && options_.drain_grace_s > 0) {
+      // Keep serving (new connections and requests included) so that balancers polling /ready, or endpoint
+      // lists being updated, stop sending traffic here before connections are refused.
+      log_->info("drain: not ready; still serving for the {}s grace", options_.drain_grace_s);
+      std::this_thread::sleep_for(std::chrono::duration<double>(options_.drain_grace_s));
+    }
     state_.draining.store(true);
     if (http_) {
+      log_->info("drain: refusing new requests; {} in flight (up to {}s to finish)", http_->active_requests(),
+                 options_.drain_timeout_s);
       http_->StopAccepting();
       const auto deadline = std::chrono::steady_clock::now() +
                             std::chrono::milliseconds(static_cast<int64_t>(options_.drain_timeout_s * 1000));
@@ -213,6 +222,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
       return InvalidArgument(std::string(name) + " must be > 0 seconds, got " + std::to_string(seconds));
   }
   if (!(options.drain_timeout_s >= 0)) return InvalidArgument("--drain-timeout must be >= 0 seconds");
+  if (!(options.drain_grace_s >= 0)) return InvalidArgument("--drain-grace must be >= 0 seconds");
   return std::unique_ptr<Server>(new Server(std::make_unique<Impl>(options)));
 }
 

@@ -2,9 +2,11 @@
 //
 // Create() checks the options; Start() binds the listening socket (port 0 picks a free port), starts the I/O
 // threads (GET /health answers 503 "loading" from then on), loads the model, tokenizer and chat template,
-// starts the engine thread, and returns the bound port once the server is ready (/health 200). Stop() stops
-// accepting, lets in-flight requests finish for up to `drain_timeout_s`, cancels what is left, and joins
-// every thread; the destructor calls it. Requests are parsed, validated, templated and tokenized on the I/O
+// starts the engine thread, and returns the bound port once the server is ready (/health and /ready 200).
+// Stop() drains: GET /ready turns 503 at once while requests are still accepted and served for
+// `drain_grace_s` (time for a balancer to notice), then the listener closes and new requests get 503,
+// in-flight requests finish for up to `drain_timeout_s`, what is left is cancelled, and every thread is
+// joined; the destructor calls it. Requests are parsed, validated, templated and tokenized on the I/O
 // threads; the engine thread owns all model state and never sees HTTP or JSON. All public methods are
 // thread-safe.
 #pragma once
@@ -40,6 +42,7 @@ struct ServerOptions {
   double write_timeout_s =
       30;  // a response write taking longer closes the connection (client stopped reading)
   double drain_timeout_s = 30;       // Stop(): grace period for in-flight requests
+  double drain_grace_s = 0;          // Stop(): /ready is 503 but requests are still served this long first
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
   // Called once on Start()'s thread when the socket is bound, before the model loads (GET /health answers 503
   // "loading" until Start() returns).
@@ -58,8 +61,8 @@ class Server {
   // Binds, loads the model and starts serving; returns the bound port (useful with port 0) once ready. Errors
   // name the address or the model file and what was wrong. Call once.
   Result<int> Start();
-  // Stops accepting, drains in-flight requests (up to drain_timeout_s), cancels the rest, joins all threads.
-  // Idempotent.
+  // Drains (see above: drain_grace_s, then drain_timeout_s), cancels the rest, joins all threads. Blocks for
+  // up to drain_grace_s + drain_timeout_s. Idempotent.
   void Stop();
   // Blocks until Stop() has completed (from another thread or a signal handler thread).
   void Wait();
