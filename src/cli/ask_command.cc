@@ -78,7 +78,8 @@ json ResultJson(size_t i, const std::string& question, const client::ChatResult&
             {"completion_tokens", r.completion_tokens},
             {"prompt_tokens", r.prompt_tokens >= 0 ? json(r.prompt_tokens) : json(nullptr)},
             {"finish_reason", r.finish_reason},
-            {"attempts", r.attempts}};
+            {"attempts", r.attempts},
+            {"endpoint", r.endpoint}};
   if (!r.status.ok()) j["error"] = r.status.message();
   return j;
 }
@@ -107,7 +108,7 @@ void RunAsk(const AskFlags& f) {
     }
     return;
   }
-  if (f.client.url.empty()) Fail("--url is required (or use --dry-run)");
+  if (f.client.urls.empty()) Fail("--url is required (or use --dry-run)");
   auto client = MakeClientOrDie(f.client);
   const std::string model = ModelOrFirstListed(*client, f.model);
   std::vector<client::ChatRequest> requests;
@@ -138,7 +139,7 @@ void RunAsk(const AskFlags& f) {
       client::RunFanOut(*client, requests, f.concurrency, &token, callbacks, /*cancel_on_sigint=*/true);
   const double wall = std::chrono::duration<double>(client::Clock::now() - start).count();
   int failed = 0;
-  json out = {{"url", client->options().base_url.ToString()},
+  json out = {{"url", EndpointList(*client)},
               {"model", model},
               {"preamble", split.preamble},
               {"wall_s", wall},

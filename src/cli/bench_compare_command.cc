@@ -39,7 +39,7 @@ std::vector<std::string> ReadQuestions(const std::string& path) {
 }
 
 void RunCompareCommand(const CompareFlags& f) {
-  if (f.client.url.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
+  if (f.client.urls.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
   if (f.builtin == !f.questions_file.empty()) Fail("give exactly one of --questions FILE or --builtin");
   client::CompareOptions options;
   options.questions = f.builtin ? client::BuiltinQuestions() : ReadQuestions(f.questions_file);

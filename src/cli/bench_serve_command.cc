@@ -43,7 +43,7 @@ void DrawProgress(int done, int total) {
 }
 
 void RunServeCommand(const ServeFlags& f) {
-  if (f.client.url.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
+  if (f.client.urls.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
   if (f.rate > 0 && f.concurrency > 0) Fail("give at most one of --rate and --concurrency");
   if (!(f.burstiness > 0)) Fail("--burstiness must be positive");
   client::ServeOptions options;

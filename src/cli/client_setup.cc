@@ -4,14 +4,25 @@
 #include <cstdlib>
 
 #include "cli/cli_util.h"
+#include "client/endpoints.h"
 #include "client/fan_out.h"
 #include "server/server.h"
 
 namespace lockstep::cli {
 
 void AddClientFlags(CLI::App* app, ClientFlags* flags) {
-  app->add_option("--url", flags->url,
-                  "Server API root, e.g. http://127.0.0.1:8080/v1 (a bare host gets /v1)");
+  app->add_option("--url", flags->urls,
+                  "Server API root, e.g. http://127.0.0.1:8080/v1 (a bare host gets /v1); repeat it (or use "
+                  "commas) to spread requests over replicas")
+      ->delimiter(',');
+  app->add_option_function<std::string>(
+      "--url-file",
+      [flags](const std::string& path) {
+        auto urls = client::ReadUrlFile(path);
+        if (!urls.ok()) throw CLI::ValidationError("--url-file", urls.status().message());
+        flags->urls.insert(flags->urls.end(), urls->begin(), urls->end());
+      },
+      "File of server URLs, one per line ('#' comments), added to --url");
   app->add_option("--api-key", flags->api_key, "Bearer token (default: $LOCKSTEP_API_KEY)");
   app->add_option("--ca-file", flags->ca_file, "PEM CA bundle to trust for https (default: system store)");
   app->add_option("--timeout", flags->timeout_s, "Per-request timeout in seconds")
@@ -22,9 +33,16 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags) {
 
 std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) {
   client::ClientOptions options;
-  auto url = client::ApiBaseUrl(flags.url);
-  if (!url.ok()) Fail("--url: " + url.status().message());
-  options.base_url = *url;
+  if (flags.urls.empty()) Fail("no server URL given (--url)");
+  for (size_t i = 0; i < flags.urls.size(); ++i) {
+    auto url = client::ApiBaseUrl(flags.urls[i]);
+    if (!url.ok()) Fail("--url '" + flags.urls[i] + "': " + url.status().message());
+    if (i == 0) {
+      options.base_url = *url;
+    } else {
+      options.more_urls.push_back(*url);
+    }
+  }
   options.api_key = flags.api_key;
   if (options.api_key.empty()) {
     if (const char* env = std::getenv("LOCKSTEP_API_KEY"); env != nullptr) options.api_key = env;
@@ -57,6 +75,14 @@ std::string LocalServer::url() const { return "http://127.0.0.1:" + std::to_stri
 
 const std::string& LocalServer::model_id() const { return server_->model_id(); }
 
+std::string EndpointList(const client::OpenAiClient& client) {
+  std::string list;
+  for (size_t i = 0; i < client.endpoints().size(); ++i) {
+    list += (i > 0 ? ", " : "") + client.endpoints().url(i).ToString();
+  }
+  return list;
+}
+
 std::string ModelOrFirstListed(client::OpenAiClient& client, const std::string& model) {
   if (!model.empty()) return model;
   auto models = client::RunBlocking(client.ListModels(nullptr));
@@ -68,11 +94,10 @@ BenchTarget ConnectBenchTargetOrDie(ClientFlags flags, const std::string& model_
   BenchTarget target;
   if (!model_path.empty()) {
     target.local = LocalServer::StartOrDie(model_path, threads);
-    flags.url = target.local->url();
+    flags.urls = {target.local->url()};
   }
   target.client = MakeClientOrDie(flags);
-  target.server = target.local ? "lockstep (in-process, " + model_path + ")"
-                               : target.client->options().base_url.ToString();
+  target.server = target.local ? "lockstep (in-process, " + model_path + ")" : EndpointList(*target.client);
   target.model =
       ModelOrFirstListed(*target.client, model.empty() && target.local ? target.local->model_id() : model);
   return target;

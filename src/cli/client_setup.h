@@ -1,5 +1,6 @@
 // Shared set-up for the client subcommands (ask, bench compare, bench serve): the connection flags (--url,
-// --api-key / LOCKSTEP_API_KEY, --ca-file, --timeout, --retries), building an OpenAiClient from them, the
+// repeatable, and --url-file: requests spread over several replicas; --api-key / LOCKSTEP_API_KEY, --ca-file,
+// --timeout, --retries), building an OpenAiClient from them, the
 // model to ask for, and, for `-m MODEL`, a lockstep server started in-process on a free loopback port
 // (stopped when the LocalServer is destroyed). Used only by cli/ (the client library itself never depends on
 // the server).
@@ -8,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "client/chat_client.h"
 
@@ -18,14 +20,14 @@ class Server;
 namespace lockstep::cli {
 
 struct ClientFlags {
-  std::string url;
+  std::vector<std::string> urls;  // --url (repeatable, or comma-separated) and the lines of --url-file
   std::string api_key;
   std::string ca_file;
   double timeout_s = 600;
   int retries = 3;
 };
 
-// Adds --url (optional here; commands decide), --api-key, --ca-file, --timeout, --retries.
+// Adds --url and --url-file (optional here; commands decide), --api-key, --ca-file, --timeout, --retries.
 void AddClientFlags(CLI::App* app, ClientFlags* flags);
 
 // Builds the client; the API key falls back to $LOCKSTEP_API_KEY. Fail()s on a bad URL or CA file.
@@ -43,6 +45,9 @@ class LocalServer {
  private:
   std::unique_ptr<server::Server> server_;
 };
+
+// The client's endpoint URLs, comma-separated (for reports).
+std::string EndpointList(const client::OpenAiClient& client);
 
 // `model` if given, else the first model the server lists (empty when it lists none or cannot be asked).
 std::string ModelOrFirstListed(client::OpenAiClient& client, const std::string& model);

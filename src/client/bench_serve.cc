@@ -40,6 +40,7 @@ ChatRequest ToRequest(const WorkItem& w, const ServeOptions& o) {
 ServeRecord ToRecord(const ChatResult& r, Clock::time_point bench_start, int max_tokens) {
   ServeRecord rec;
   rec.ok = r.status.ok();
+  rec.endpoint = r.endpoint;
   rec.error = r.status.ok() ? "" : r.status.message();
   rec.max_tokens = max_tokens;
   rec.send_s = std::chrono::duration<double>(r.start - bench_start).count();
@@ -219,17 +220,21 @@ json ServeJson(const ServeReport& r) {
     j[name + "_ms"] = {{"mean", s.mean}, {"median", s.median}, {"p90", s.p90}, {"p99", s.p99}};
   }
   json requests = json::array();
+  json by_endpoint = json::object();  // API root -> requests it completed
   for (const ServeRecord& rec : r.records) {
     json x = {{"send_s", rec.send_s},
               {"ttft_s", rec.ttft_s},
               {"tpot_s", rec.tpot_s},
               {"e2e_s", rec.e2e_s},
               {"prompt_tokens", rec.prompt_tokens},
-              {"output_tokens", rec.output_tokens}};
+              {"output_tokens", rec.output_tokens},
+              {"endpoint", rec.endpoint}};
     if (!rec.ok) x["error"] = rec.error;
     requests.push_back(x);
+    if (rec.ok) by_endpoint[rec.endpoint] = by_endpoint.value(rec.endpoint, 0) + 1;
   }
   j["requests"] = requests;
+  j["completed_by_endpoint"] = by_endpoint;
   return j;
 }
 

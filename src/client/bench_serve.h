@@ -39,6 +39,7 @@ struct ServeRecord {
   int prompt_tokens = -1, output_tokens = 0, max_tokens = 0;
   std::vector<double> itl_s;
   std::vector<double> token_times_s;  // chunk arrivals, seconds after the benchmark's start
+  std::string endpoint;               // the API root that served it (last attempt)
 };
 
 struct LatencySummary {

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
 
+#include "client/affinity_key.h"
 #include "client/sse_parser.h"
 
 namespace lockstep::client {
@@ -115,8 +116,18 @@ Result<std::unique_ptr<OpenAiClient>> OpenAiClient::Create(ClientOptions options
   if (options.base_url.tls() || !options.tls.ca_file.empty()) {
     LOCKSTEP_ASSIGN_OR_RETURN(tls, MakeTlsContext(options.tls));
   }
+  for (const Url& u : options.more_urls) {
+    if (u.tls() && !tls) {
+      LOCKSTEP_ASSIGN_OR_RETURN(tls, MakeTlsContext(options.tls));
+    }
+  }
   if (options.timeout_s <= 0) return InvalidArgument("timeout must be positive");
-  return std::unique_ptr<OpenAiClient>(new OpenAiClient(std::move(options), std::move(tls)));
+  std::vector<Url> urls = {options.base_url};
+  urls.insert(urls.end(), options.more_urls.begin(), options.more_urls.end());
+  LOCKSTEP_ASSIGN_OR_RETURN(auto endpoints,
+                            EndpointSet::Create(std::move(urls), options.retry, RandomSeed()));
+  return std::unique_ptr<OpenAiClient>(
+      new OpenAiClient(std::move(options), std::move(tls), std::move(endpoints)));
 }
 
 json OpenAiClient::RequestBody(const ChatRequest& request) {
@@ -140,13 +151,15 @@ Headers OpenAiClient::CommonHeaders() const {
   return h;
 }
 
-asio::awaitable<void> OpenAiClient::RunAttempt(const std::string& body, CancellationToken* token,
+asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::string& body,
+                                               const Headers& extra_headers, CancellationToken* token,
                                                const DeltaCallback& on_delta, ChatResult* result,
                                                std::optional<double>* retry_after) const {
   result->start = Clock::now();
   const auto deadline = result->start + std::chrono::duration_cast<Clock::duration>(
                                             std::chrono::duration<double>(options_.timeout_s));
-  HttpRequest req{"POST", options_.base_url.WithPath("/chat/completions"), CommonHeaders(), body};
+  HttpRequest req{"POST", base_url.WithPath("/chat/completions"), CommonHeaders(), body};
+  req.headers.insert(req.headers.end(), extra_headers.begin(), extra_headers.end());
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("Accept", "text/event-stream");
   auto conn_or = co_await HttpConnection::Connect(req.url, tls_, deadline, token);
@@ -236,36 +249,63 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const std::string& body, Cancella
 asio::awaitable<ChatResult> OpenAiClient::Chat(const ChatRequest& request, CancellationToken* token,
                                                DeltaCallback on_delta) const {
   const std::string body = RequestBody(request).dump();
-  std::mt19937_64 rng(RandomSeed());
+  Headers extra;
+  if (options_.send_affinity_key) extra.emplace_back(kAffinityKeyHeader, AffinityKey(request.messages));
+  EndpointSet& endpoints = *endpoints_;
+  const int max_retries = options_.retry.max_retries + static_cast<int>(endpoints.size()) - 1;
+  std::vector<size_t> tried;
   ChatResult result;
   for (int attempt = 0;; ++attempt) {
+    const EndpointSet::Choice choice = endpoints.Pick(tried);
+    if (choice.wait_s > 0 && !co_await SleepFor(choice.wait_s, token)) {
+      result.status = Cancelled("request cancelled");
+      co_return result;
+    }
+    tried.push_back(choice.index);
     result = ChatResult{};
     result.attempts = attempt + 1;
+    result.endpoint = endpoints.url(choice.index).ToString();
     std::optional<double> retry_after;
-    co_await RunAttempt(body, token, on_delta, &result, &retry_after);
-    if (result.status.ok()) co_return result;
+    endpoints.Begin(choice.index);
+    co_await RunAttempt(endpoints.url(choice.index), body, extra, token, on_delta, &result, &retry_after);
+    endpoints.End(choice.index);
+    if (result.status.ok()) {
+      endpoints.MarkUp(choice.index);
+      co_return result;
+    }
     result.duration_s = SecondsSince(result.start);
     if (token != nullptr && token->cancelled()) {
       result.status = Cancelled("request cancelled");
       co_return result;
     }
-    const bool retryable = result.token_times_s.empty() &&
-                           ((result.http_status == 0 && result.status.code() == StatusCode::kUnavailable) ||
-                            IsRetryableStatus(result.http_status));
-    if (!retryable || attempt >= options_.retry.max_retries) co_return result;
-    const double delay = RetryDelaySeconds(options_.retry, attempt, retry_after, rng);
-    if (!co_await SleepFor(delay, token)) {
-      result.status = Cancelled("request cancelled");
+    const bool endpoint_failed =
+        (result.http_status == 0 && result.status.code() == StatusCode::kUnavailable) ||
+        IsRetryableStatus(result.http_status);
+    if (endpoint_failed) endpoints.MarkDown(choice.index, retry_after);
+    if (!result.token_times_s.empty()) {
+      result.status = Status(result.status.code(), result.status.message() + " (after " +
+                                                       std::to_string(result.token_times_s.size()) +
+                                                       " streamed chunks; not re-sent)");
       co_return result;
     }
+    if (!endpoint_failed || attempt >= max_retries) co_return result;
   }
 }
 
 asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(CancellationToken* token) const {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.timeout_s));
-  HttpRequest req{"GET", options_.base_url.WithPath("/models"), CommonHeaders(), ""};
-  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8);
+  // The first endpoint that answers (they serve one model); one that does not is tried no further here.
+  std::vector<size_t> tried;
+  HttpRequest req;
+  Result<HttpResponse> resp = Unavailable("no endpoint");
+  while (tried.size() < endpoints_->size()) {
+    const size_t i = endpoints_->Pick(tried).index;
+    tried.push_back(i);
+    req = HttpRequest{"GET", endpoints_->url(i).WithPath("/models"), CommonHeaders(), ""};
+    resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8);
+    if (resp.ok() && !IsRetryableStatus(resp->head.status)) break;
+  }
   if (!resp.ok()) co_return resp.status();
   if (resp->head.status != 200) {
     co_return Status(CodeForHttpStatus(resp->head.status), "HTTP " + std::to_string(resp->head.status) +

@@ -5,8 +5,17 @@
 // backoff and jitter honouring Retry-After — but only while no content has arrived. Each attempt has the
 // per-request timeout; a cancelled token aborts the request at once (kCancelled).
 //
+// Several endpoints (base_url plus more_urls: replicas of one model): each attempt goes to the endpoint with
+// the fewest of this client's requests in flight that is not in backoff (client/endpoints.h). A connection
+// refused or a retryable status puts that endpoint in backoff and the request moves to another endpoint at
+// once (waiting only when every endpoint is in backoff); the retry budget grows by one per extra endpoint so
+// that each can be tried. A response that breaks off after content has streamed is never re-sent: the
+// request fails (kUnavailable, "... not re-sent"), keeping the content received so far.
+// With send_affinity_key, every chat request carries X-Affinity-Key (client/affinity_key.h) for balancers.
+//
 // The base URL is the API root: "http://host:8080/v1"; a URL with no path gets "/v1" appended.
-// Thread-safety: the client is immutable after Create(); Chat() may run concurrently from many coroutines.
+// Thread-safety: the options are immutable after Create(); the endpoints' in-flight and backoff state is
+// shared and locked; Chat() may run concurrently from many coroutines.
 #pragma once
 
 #include <functional>
@@ -19,6 +28,7 @@
 #include "base/status.h"
 #include "client/asio_awaitable.h"
 #include "client/cancellation.h"
+#include "client/endpoints.h"
 #include "client/http_connection.h"
 #include "client/retry.h"
 #include "client/url.h"
@@ -31,6 +41,8 @@ struct ClientOptions {
   TlsOptions tls;
   double timeout_s = 600;  // per attempt: connect + the whole streamed response
   RetryPolicy retry;
+  std::vector<Url> more_urls;     // further API roots; requests spread over base_url and these
+  bool send_affinity_key = true;  // X-Affinity-Key on chat requests (client/affinity_key.h)
 };
 
 struct ChatMessage {
@@ -56,6 +68,7 @@ struct ChatResult {
   int completion_tokens = 0;  // from usage, else the number of content chunks
   bool usage_reported = false;
   int attempts = 0;
+  std::string endpoint;               // the API root of the last attempt
   Clock::time_point start;            // when the successful (or last) attempt began
   double ttft_s = 0;                  // first content chunk, seconds after start (0 if none)
   double duration_s = 0;              // end of the response, seconds after start
@@ -78,19 +91,24 @@ class OpenAiClient {
   boost::asio::awaitable<Result<std::vector<std::string>>> ListModels(CancellationToken* token) const;
 
   const ClientOptions& options() const { return options_; }
+  // The endpoints requests spread over (base_url first).
+  EndpointSet& endpoints() const { return *endpoints_; }
   // The JSON body Chat() sends (exposed for tests and --dry-run).
   static nlohmann::json RequestBody(const ChatRequest& request);
 
  private:
-  OpenAiClient(ClientOptions options, std::shared_ptr<boost::asio::ssl::context> tls)
-      : options_(std::move(options)), tls_(std::move(tls)) {}
-  boost::asio::awaitable<void> RunAttempt(const std::string& body, CancellationToken* token,
+  OpenAiClient(ClientOptions options, std::shared_ptr<boost::asio::ssl::context> tls,
+               std::unique_ptr<EndpointSet> endpoints)
+      : options_(std::move(options)), tls_(std::move(tls)), endpoints_(std::move(endpoints)) {}
+  boost::asio::awaitable<void> RunAttempt(const Url& base_url, const std::string& body,
+                                          const Headers& extra_headers, CancellationToken* token,
                                           const DeltaCallback& on_delta, ChatResult* result,
                                           std::optional<double>* retry_after) const;
   Headers CommonHeaders() const;
 
   ClientOptions options_;
   std::shared_ptr<boost::asio::ssl::context> tls_;  // null for http
+  std::unique_ptr<EndpointSet> endpoints_;          // base_url first, then more_urls
 };
 
 // Waits `seconds` on the current executor; returns false if the token was cancelled first.

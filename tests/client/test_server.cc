@@ -238,7 +238,7 @@ void TestHttpServer::Serve(int fd) {
     std::snprintf(size, sizeof(size), "%zx\r\n", p.size());
     if (!write(response.chunked ? std::string(size) + p + "\r\n" : p)) return;
   }
-  if (response.chunked) write("0\r\n\r\n");
+  if (response.chunked && !response.break_off) write("0\r\n\r\n");
   if (tls) tls->shutdown(ec);
   socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
 }

@@ -32,6 +32,7 @@ struct TestResponse {
   bool chunked = false;
   int delay_before_head_ms = 0;
   int delay_between_pieces_ms = 0;
+  bool break_off = false;  // chunked: close the connection after the pieces, without the last chunk
 };
 
 struct TestCert {
