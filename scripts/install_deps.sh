@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openssl ca-certificates
   python3
+  nginx
 )
 # Node.js runs the client-compatibility test (official OpenAI and Hugging Face JS clients); any version >= 18.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -27,3 +28,9 @@ if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# nginx is run by deploy/run_replicas.sh as the current user with its own config; the system service the
+# package may have started (on port 80) is not needed: stop and disable it when this script installed it.
+if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1 &&
+  systemctl is-active --quiet nginx 2>/dev/null; then
+  $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
