@@ -8,6 +8,9 @@ if [[ -f tests/server/compat/package-lock.json ]]; then
   (cd tests/server/compat && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
     echo "lockstep: npm packages for the client-compatibility test unavailable; that test will be skipped" >&2
 fi
+# The Kubernetes manifests' schema check (tests/deploy/kubernetes): schemas from pinned npm packages.
+(cd tests/deploy/kubernetes && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+  echo "lockstep: npm packages for the Kubernetes manifest check unavailable; that test will be skipped" >&2
 ctest --test-dir build --output-on-failure -j2 --timeout 900
 # The lower layers' tests again, cross-built for 64-bit ARM (NEON) and run under qemu (about 7 minutes on 2
 # cores); LOCKSTEP_ARM64_CHECK=0 skips it.
