@@ -1,9 +1,10 @@
 // Three replicas of stories260K behind nginx on loopback, started by deploy/run_replicas.sh: requests spread
 // over all three (least_conn, counted by each replica's /metrics); with affinity one conversation's requests
-// all land on one replica while different conversations spread; a replica sent SIGTERM mid-run finishes its
-// in-flight streams while nginx sends every other request elsewhere, so no request is lost or run twice.
-// Needs nginx: skipped with a message where it is not installed, except in CI (CI installs it), where its
-// absence fails.
+// all land on one replica, whose prefix-cache hits rise while the others' stay at 0 (under least_conn the
+// same turns spread over several replicas), and different conversations spread; a replica sent SIGTERM
+// mid-run finishes its in-flight streams while nginx sends every other request elsewhere, so no request is
+// lost or run twice. Needs nginx: skipped with a message where it is not installed, except in CI (CI installs
+// it), where its absence fails.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -71,6 +72,30 @@ std::vector<double> Finished(const ReplicaSet& set, double total) {
   return counts;
 }
 
+// Each replica's prefix-cache hits (prompt tokens whose KV was reused).
+std::vector<double> CacheHits(const ReplicaSet& set) {
+  std::vector<double> hits;
+  for (int i = 0; i < set.size(); ++i) {
+    hits.push_back(server::testing::MetricValue(server::testing::Request(set.port(i), "GET", "/metrics").body,
+                                                "lockstep_prefix_cache_hits_total"));
+  }
+  return hits;
+}
+
+// Twelve later turns of one conversation: one opening, so one X-Affinity-Key.
+std::vector<ChatRequest> ConversationTurns() {
+  std::vector<ChatRequest> turns;
+  for (int i = 0; i < 12; ++i) {
+    ChatRequest r = Story("", 8);
+    r.messages = {{"system", "You tell short stories to children."},
+                  {"user", "Tell me a story about a cat named Tom who lives by the sea."},
+                  {"assistant", "Tom the cat lived in a small house by the sea."},
+                  {"user", "What did Tom do on day " + std::to_string(i) + "?"}};
+    turns.push_back(std::move(r));
+  }
+  return turns;
+}
+
 TEST(NginxReplicasTest, LeastConnSpreadsRequestsOverEveryReplica) {
   LOCKSTEP_REQUIRE_NGINX_AND_MODEL();
   ReplicaSet set(StoriesModel(), 3, {"--no-affinity"}, {});
@@ -89,6 +114,23 @@ TEST(NginxReplicasTest, LeastConnSpreadsRequestsOverEveryReplica) {
   }
   EXPECT_EQ(sum, 60) << "each request ran exactly once";
   std::printf("least_conn: 60 requests -> %g / %g / %g\n", counts[0], counts[1], counts[2]);
+
+  // The control for the affinity test: without it, one conversation's turns spread too, and each replica
+  // computes the conversation's opening for itself.
+  const auto hits_before = CacheHits(set);
+  for (const ChatResult& r : RunAll(*c, ConversationTurns(), 3))
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const auto after = Finished(set, 72);
+  const auto hits_after = CacheHits(set);
+  int replicas_used = 0;
+  double hits = 0;
+  for (int i = 0; i < 3; ++i) {
+    replicas_used += after[i] > counts[i];
+    hits += hits_after[i] - hits_before[i];
+  }
+  EXPECT_GE(replicas_used, 2) << "least_conn kept one conversation on one replica";
+  std::printf("least_conn: 12 turns of one conversation -> %g / %g / %g, %g prefix-cache hit tokens\n",
+              after[0] - counts[0], after[1] - counts[1], after[2] - counts[2], hits);
 }
 
 TEST(NginxReplicasTest, AffinityKeepsAConversationOnOneReplica) {
@@ -96,24 +138,26 @@ TEST(NginxReplicasTest, AffinityKeepsAConversationOnOneReplica) {
   ReplicaSet set(StoriesModel(), 3, {}, {});
   ASSERT_TRUE(set.ok()) << set.output();
   auto c = ClientFor(set.url());
-  // Twelve later turns of one conversation: one opening, so one X-Affinity-Key.
-  std::vector<ChatRequest> turns;
-  for (int i = 0; i < 12; ++i) {
-    ChatRequest r = Story("", 8);
-    r.messages = {{"system", "You tell short stories to children."},
-                  {"user", "Tell me a story about a cat named Tom who lives by the sea."},
-                  {"assistant", "Tom the cat lived in a small house by the sea."},
-                  {"user", "What did Tom do on day " + std::to_string(i) + "?"}};
-    turns.push_back(std::move(r));
-  }
-  for (const ChatResult& r : RunAll(*c, turns, 3)) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  for (const ChatResult& r : RunAll(*c, ConversationTurns(), 3))
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   const auto after_turns = Finished(set, 12);
+  const auto hits = CacheHits(set);
   int replicas_used = 0;
+  double total_hits = 0;
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(after_turns[i] == 0 || after_turns[i] == 12) << "replica " << i << ": " << after_turns[i];
     replicas_used += after_turns[i] > 0;
+    total_hits += hits[i];
+    // The replica with the conversation reuses its opening for the later turns; the others saw nothing.
+    if (after_turns[i] == 12) {
+      EXPECT_GT(hits[i], 11 * 16) << "replica " << i << " served the turns without prefix-cache hits";
+    } else {
+      EXPECT_EQ(hits[i], 0) << "replica " << i;
+    }
   }
   EXPECT_EQ(replicas_used, 1) << "one conversation went to several replicas";
+  std::printf("affinity: 12 turns of one conversation -> %g / %g / %g, %g prefix-cache hit tokens\n",
+              after_turns[0], after_turns[1], after_turns[2], total_hits);
 
   // Twelve different conversations: different keys, spread by the hash.
   std::vector<ChatRequest> others;
@@ -123,9 +167,8 @@ TEST(NginxReplicasTest, AffinityKeepsAConversationOnOneReplica) {
   int got_others = 0;
   for (int i = 0; i < 3; ++i) got_others += after_all[i] - after_turns[i] > 0;
   EXPECT_GE(got_others, 2) << "different conversations all hashed to one replica";
-  std::printf("affinity: one conversation -> %g / %g / %g; then 12 others -> %g / %g / %g\n", after_turns[0],
-              after_turns[1], after_turns[2], after_all[0] - after_turns[0], after_all[1] - after_turns[1],
-              after_all[2] - after_turns[2]);
+  std::printf("affinity: then 12 other conversations -> %g / %g / %g\n", after_all[0] - after_turns[0],
+              after_all[1] - after_turns[1], after_all[2] - after_turns[2]);
 }
 
 TEST(NginxReplicasTest, SigtermOnOneReplicaMidRunLosesNoRequest) {
