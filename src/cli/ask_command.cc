@@ -14,7 +14,7 @@
 #include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "client/fan_out.h"
-#include "client/question_splitter.h"
+#include "text/question_splitter.h"
 
 namespace lockstep::cli {
 namespace {
@@ -48,10 +48,10 @@ std::string ReadAll(const std::string& path) {
 }
 
 // The questions and shared preamble from whichever input flag was given.
-client::SplitResult GatherQuestions(const AskFlags& f) {
+text::SplitResult GatherQuestions(const AskFlags& f) {
   const int sources = !f.questions.empty() + !f.file.empty() + !f.split.empty();
   if (sources != 1) Fail("give exactly one of -q QUESTION..., --file FILE or --split TEXT|-");
-  client::SplitResult r;
+  text::SplitResult r;
   if (!f.questions.empty()) {
     r.kind = "flags";
     r.questions = f.questions;
@@ -63,7 +63,7 @@ client::SplitResult GatherQuestions(const AskFlags& f) {
       if (line.find_first_not_of(" \t") != std::string::npos) r.questions.push_back(line);
     }
   } else {
-    r = client::SplitQuestions(f.split == "-" ? ReadAll("-") : f.split);
+    r = text::SplitQuestions(f.split == "-" ? ReadAll("-") : f.split);
   }
   if (r.questions.empty()) Fail("no questions given (the input is empty)");
   return r;
@@ -96,7 +96,7 @@ void PrintAnswer(size_t i, size_t n, const std::string& question, const client::
 }
 
 void RunAsk(const AskFlags& f) {
-  const client::SplitResult split = GatherQuestions(f);
+  const text::SplitResult split = GatherQuestions(f);
   if (f.dry_run) {
     if (f.json) {
       std::printf("%s\n",
@@ -115,7 +115,7 @@ void RunAsk(const AskFlags& f) {
   for (const auto& q : split.questions) {
     client::ChatRequest r;
     r.model = model;
-    r.messages = {{"user", client::ComposeQuestion(split.preamble, q)}};
+    r.messages = {{"user", text::ComposeQuestion(split.preamble, q)}};
     r.max_tokens = f.max_tokens;
     if (f.temperature >= 0) r.temperature = f.temperature;
     requests.push_back(std::move(r));

@@ -1,10 +1,10 @@
-#include "client/question_splitter.h"
+#include "text/question_splitter.h"
 
 #include <algorithm>
 #include <cctype>
 #include <string_view>
 
-namespace lockstep::client {
+namespace lockstep::text {
 namespace {
 
 enum class MarkerKind { kNone, kNumber, kBullet };
@@ -165,26 +165,31 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
+// The text of lines [begin, end) as written (inner blank lines kept), trimmed at both ends.
+std::string Slice(const std::vector<std::string>& lines, size_t begin, size_t end) {
+  std::string out;
+  for (size_t i = begin; i < end; ++i) out += (i > begin ? "\n" : "") + lines[i];
+  return Trim(out);
+}
+
+// The last paragraph of a preamble (after its last blank line): the instruction just before a list, where
+// the cues are read (a document above it must not decide whether the list is one task).
+std::string LastParagraph(const std::string& preamble) {
+  const size_t blank = preamble.rfind("\n\n");
+  return blank == std::string::npos ? preamble : Trim(std::string_view(preamble).substr(blank + 2));
+}
+
 std::string JoinParts(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;
   return a + "\n" + b;
 }
 
-// Line-start lists. Returns false when fewer than two items are found.
-bool SplitLineList(const std::vector<std::string>& lines, SplitResult* out) {
-  size_t first = lines.size();
-  Marker top;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    top = LineMarker(lines[i]);
-    if (top.kind != MarkerKind::kNone) {
-      first = i;
-      break;
-    }
-  }
-  if (first == lines.size()) return false;
-  std::string preamble;
-  for (size_t i = 0; i < first; ++i) preamble = JoinParts(preamble, Trim(lines[i]));
+// Parses the list that starts at lines[first]. Returns false when fewer than two items are found or they
+// read as one task's steps; `out->kind` is set whenever a list was found.
+bool SplitLineListAt(const std::vector<std::string>& lines, size_t first, SplitResult* out) {
+  const Marker top = LineMarker(lines[first]);
+  const std::string preamble = Slice(lines, 0, first);
   std::vector<std::string> items;
   std::string trailer;
   int expected = top.number;
@@ -213,13 +218,50 @@ bool SplitLineList(const std::vector<std::string>& lines, SplitResult* out) {
       trailer = JoinParts(trailer, text);
     }
   }
+  out->kind = top.kind == MarkerKind::kNumber ? "numbered" : "bulleted";
   if (items.size() < 2) return false;
   const std::string shared = JoinParts(preamble, trailer);
-  out->kind = top.kind == MarkerKind::kNumber ? "numbered" : "bulleted";
-  if (!IsSeparateQuestions(shared, items)) return false;
+  if (!IsSeparateQuestions(JoinParts(LastParagraph(preamble), trailer), items)) return false;
   out->preamble = shared;
   out->questions = std::move(items);
   return true;
+}
+
+// Line-start lists. A text may hold several (a document with its own lists, then the questions): the last
+// list that starts at the outermost indent is the one to split. Returns false when there is none (kind is
+// set when a list was found but did not split).
+bool SplitLineList(const std::vector<std::string>& lines, SplitResult* out) {
+  size_t outer = std::string::npos;
+  for (const std::string& line : lines) {
+    const Marker m = LineMarker(line);
+    if (m.kind != MarkerKind::kNone) outer = std::min(outer, m.indent);
+  }
+  if (outer == std::string::npos) return false;
+  // Starts of lists: outermost markers (a bullet, or a number 1 or any first number) not continuing a list.
+  std::vector<size_t> starts;
+  Marker previous;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const Marker m = LineMarker(lines[i]);
+    if (Trim(lines[i]).empty()) continue;
+    if (m.kind != MarkerKind::kNone && m.indent == outer &&
+        !(previous.kind == m.kind && previous.indent == outer)) {
+      starts.push_back(i);
+    }
+    if (m.kind != MarkerKind::kNone && m.indent == outer) {
+      previous = m;
+    } else if (LineMarker(lines[i]).indent <= outer) {
+      previous = Marker();  // a plain line ends the list
+    }
+  }
+  for (auto it = starts.rbegin(); it != starts.rend(); ++it) {
+    SplitResult candidate;
+    if (SplitLineListAt(lines, *it, &candidate)) {
+      *out = std::move(candidate);
+      return true;
+    }
+    if (it == starts.rbegin()) out->kind = candidate.kind;
+  }
+  return false;
 }
 
 // "1) ... 2) ... 3) ..." within the text: consecutive numbers of one style, each after whitespace.
@@ -258,30 +300,34 @@ bool SplitInline(const std::string& text, SplitResult* out) {
   return false;
 }
 
-// Several plain lines, each a question (an optional instruction line ending in ':' first).
+// Questions on separate lines without numbers: the text's last lines, two or more, each ending with a
+// question mark. What comes before them is the shared preamble: nothing, an instruction line ending in ':',
+// or any text (a document, an instruction) separated from the questions by a blank line or ending in ':'.
 bool SplitPlainLines(const std::vector<std::string>& lines, SplitResult* out) {
-  std::vector<std::string> nonempty;
-  for (const auto& l : lines) {
-    std::string t = Trim(l);
-    if (!t.empty()) nonempty.push_back(std::move(t));
+  size_t end = lines.size();
+  while (end > 0 && Trim(lines[end - 1]).empty()) --end;
+  size_t begin = end;
+  while (begin > 0 && !Trim(lines[begin - 1]).empty() && EndsWithQuestionMark(lines[begin - 1])) --begin;
+  if (end - begin < 2) return false;
+  std::string preamble = Slice(lines, 0, begin);
+  if (!preamble.empty()) {
+    const bool after_blank = Trim(lines[begin - 1]).empty();
+    const std::string last_line = Trim(lines[begin - 1]);
+    const bool colon =
+        !last_line.empty() && (last_line.back() == ':' ||
+                               StartsWith(last_line, last_line.size() >= 3 ? last_line.size() - 3 : 0, "："));
+    if (!after_blank && !colon) return false;  // the question lines continue a paragraph
   }
-  if (nonempty.size() < 2) return false;
-  std::string preamble;
-  size_t begin = 0;
-  if (nonempty[0].back() == ':' ||
-      StartsWith(nonempty[0], nonempty[0].size() >= 3 ? nonempty[0].size() - 3 : 0, "：")) {
-    preamble = nonempty[0];
-    begin = 1;
-  }
-  if (nonempty.size() - begin < 2) return false;
-  for (size_t i = begin; i < nonempty.size(); ++i) {
-    if (!EndsWithQuestionMark(nonempty[i])) return false;
-  }
-  if (!preamble.empty() && !IsSeparateQuestions(preamble, {nonempty.begin() + begin, nonempty.end()}))
+  std::vector<std::string> questions;
+  for (size_t i = begin; i < end; ++i) questions.push_back(Trim(lines[i]));
+  // Every line is a question; only an instruction line introducing them can still make them one task.
+  if (!preamble.empty() && !Trim(lines[begin - 1]).empty() &&
+      !IsSeparateQuestions(Trim(lines[begin - 1]), questions)) {
     return false;
+  }
   out->kind = "lines";
-  out->preamble = preamble;
-  out->questions.assign(nonempty.begin() + begin, nonempty.end());
+  out->preamble = std::move(preamble);
+  out->questions = std::move(questions);
   return true;
 }
 
@@ -294,10 +340,10 @@ SplitResult SplitQuestions(const std::string& text) {
   const std::vector<std::string> lines = Lines(trimmed);
   SplitResult candidate;
   if (SplitLineList(lines, &candidate)) return candidate;
-  if (candidate.kind.empty()) {  // no line list at all: try inline numbering, then plain lines
-    if (SplitInline(trimmed, &candidate)) return candidate;
-    if (SplitPlainLines(lines, &candidate)) return candidate;
-  }
+  // No line list at all: inline numbering. Then questions on plain lines at the end (also below a
+  // document that has lists of its own).
+  if (candidate.kind.empty() && SplitInline(trimmed, &candidate)) return candidate;
+  if (SplitPlainLines(lines, &candidate)) return candidate;
   out.kind = "single";
   out.questions = {trimmed};
   return out;
@@ -307,4 +353,4 @@ std::string ComposeQuestion(const std::string& preamble, const std::string& ques
   return preamble.empty() ? question : preamble + "\n\n" + question;
 }
 
-}  // namespace lockstep::client
+}  // namespace lockstep::text

@@ -1,10 +1,10 @@
 // The question splitter on a corpus of combined prompts: numbered, bulleted, inline, one per line, several
 // languages, a single task with steps, and no list at all.
-#include "client/question_splitter.h"
+#include "text/question_splitter.h"
 
 #include <gtest/gtest.h>
 
-namespace lockstep::client {
+namespace lockstep::text {
 namespace {
 
 struct Case {
@@ -136,6 +136,41 @@ const std::vector<Case>& Corpus() {
        "single",
        "",
        {}},
+      {"star_bullets",
+       "Answer each:\n* What is a quark?\n* What is a lepton?",
+       "bulleted",
+       "Answer each:",
+       {"What is a quark?", "What is a lepton?"}},
+      {"document_then_numbered",
+       "The tower was raised in 1834.\n\nIt got a French lens.\n\nAnswer each question separately:\n"
+       "1. When was it raised?\n2. Where was the lens made?",
+       "numbered",
+       "The tower was raised in 1834.\n\nIt got a French lens.\n\nAnswer each question separately:",
+       {"When was it raised?", "Where was the lens made?"}},
+      {"document_with_its_own_list",
+       "Keepers had three duties:\n- trim the wicks\n- wind the clockwork\n- sound the fog horn\n\n"
+       "Questions:\n1. Which duty was noisiest?\n2. How often was the clock wound?",
+       "numbered",
+       "Keepers had three duties:\n- trim the wicks\n- wind the clockwork\n- sound the fog "
+       "horn\n\nQuestions:",
+       {"Which duty was noisiest?", "How often was the clock wound?"}},
+      {"document_then_question_lines",
+       "The light flashes every ten seconds.\nIt is solar powered.\n\nHow often does it flash?\nWhat powers "
+       "it?",
+       "lines",
+       "The light flashes every ten seconds.\nIt is solar powered.",
+       {"How often does it flash?", "What powers it?"}},
+      {"list_in_document_questions_on_lines",
+       "Steps of the climb:\n1. open the door\n2. climb 90 stairs\n\nWhy was it tiring?\nHow long did it "
+       "take?",
+       "lines",
+       "Steps of the climb:\n1. open the door\n2. climb 90 stairs",
+       {"Why was it tiring?", "How long did it take?"}},
+      {"question_lines_inside_a_paragraph",
+       "I read about the tower and wondered.\nWhy was it raised?\nWho paid for it?",
+       "single",
+       "",
+       {}},
       {"no_list",
        "Explain how a transformer language model generates text, token by token.",
        "single",
@@ -174,4 +209,4 @@ TEST(QuestionSplitterTest, ComposeKeepsThePreamble) {
 }
 
 }  // namespace
-}  // namespace lockstep::client
+}  // namespace lockstep::text
