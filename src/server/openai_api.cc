@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "server/fan_out.h"
 #include "server/request_fields.h"
 
 namespace lockstep::server {
@@ -36,6 +37,7 @@ void ReadSampling(FieldReader& f, OpenAiRequest& req) {
     }
   }
   req.stream = f.Bool("stream").value_or(false);
+  ReadFanOut(f, &req.fan_out);  // server/fan_out.h
   if (const nlohmann::json* so = f.Raw("stream_options")) {
     if (!so->is_object()) {
       f.Fail("stream_options", "stream_options must be an object");
@@ -139,6 +141,10 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
     f.Fail("echo", "echo together with logprobs is not supported (prompt logprobs are not computed)");
   }
   if (!f.failed()) ReadPrompts(f, *json.value, ctx, req, &error);
+  if (!f.failed() && error.status.ok() && (*json.value)["prompt"].is_string()) {
+    auto fanned = ExpandCompletionFanOut(ctx, &req);
+    if (!fanned.ok()) error = fanned.error;
+  }
   req.spec.base.sampling.logprobs = req.logprobs >= 0;
   req.spec.base.sampling.top_logprobs = std::max(0, req.logprobs);
   req.spec.keep_events = req.logprobs >= 0;
@@ -211,7 +217,13 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
       }
     }
   }
+  bool fanned_out = false;
   if (!f.failed()) {
+    auto fanned = ExpandChatFanOut(normalized, ctx, &req);
+    if (!fanned.ok()) error = fanned.error;
+    fanned_out = !fanned.ok() || *fanned.value;
+  }
+  if (!f.failed() && !fanned_out) {
     auto prompt = ctx.chat_template->Apply(normalized, /*add_generation_prompt=*/true);
     if (!prompt.ok()) {
       error = ApiError{prompt.status(), "messages", false};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/api_context.h"
+#include "server/fan_out.h"
 #include "server/generation.h"
 
 namespace lockstep::server {
@@ -22,6 +23,7 @@ struct OpenAiRequest {
   int top_logprobs = 0;        // chat: 0..20
   bool echo = false;           // completions: the prompt text is prepended to each choice
   std::vector<std::string> prompt_texts;
+  FanOut fan_out;  // "fan_out": the questions, one prompt each, when the prompt was split (server/fan_out.h)
 };
 
 Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);

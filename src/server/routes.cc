@@ -74,12 +74,21 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
       std::make_shared<std::vector<bool>>(req->spec.prompts.size() * static_cast<size_t>(req->spec.n), true);
   RouteState* st = &state;
   GenerationJob::TokenFn on_token;
+  // "fan_out": "message" streams the answers as one choice, in question order (server/fan_out.h).
+  auto stitched =
+      req->fan_out.stitched() ? std::make_shared<StitchedStream>(req->fan_out.questions) : nullptr;
   if (req->stream) {
-    on_token = [st, req, id, created, first, writer](GenerationJob&, ChoiceState& choice,
-                                                     const TokenEvent& event) {
+    on_token = [st, req, id, created, first, writer, stitched](GenerationJob&, ChoiceState& choice,
+                                                               const TokenEvent& event) {
       if (event.finish_reason == FinishReason::kError) {
         const ApiError error{Internal("generation failed: " + event.error), "", false};
         writer->Write(SseEvent(ErrorBody(error, ApiFlavor::kOpenAI)));
+        return;
+      }
+      if (stitched) {
+        if (auto chunk = stitched->Chunk(*req, choice, event, st->ctx, id, created)) {
+          writer->Write(SseEvent(DumpJson(*chunk)));
+        }
         return;
       }
       auto chunk =
@@ -103,7 +112,9 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
     }
     if (job.timed_out() && job.completion_tokens() == 0)
       return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
-    Reply(*st, *writer, 200, kJson, DumpJson(OpenAiResponse(*req, job, st->ctx, id, created)));
+    nlohmann::json response = OpenAiResponse(*req, job, st->ctx, id, created);
+    if (req->fan_out.stitched()) response = StitchResponse(std::move(response), *req);
+    Reply(*st, *writer, 200, kJson, DumpJson(response));
   };
   req->spec.label = id;
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
