@@ -1,8 +1,10 @@
 // `lockstep bench compare`: the combined-vs-parallel-vs-sequential experiment against a server (--url) or a
 // lockstep server started in-process (-m MODEL). Prints the table and writes result.json, result.md and
 // chart.svg to --out.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
@@ -24,7 +26,30 @@ struct CompareFlags {
   std::string out = "bench-compare";
   bool no_ignore_eos = false;
   int threads = 0;
+  std::string context;  // FILE or "builtin"
+  std::string modes = "combined,parallel,sequential,fan-out";
+  bool cold = false;
 };
+
+std::string ReadFileOrDie(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail(flag + ": cannot read '" + path + "'");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (text.empty()) Fail(flag + ": '" + path + "' is empty");
+  return text;
+}
+
+std::vector<std::string> SplitModes(const std::string& text) {
+  std::vector<std::string> modes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) modes.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return modes;
+}
 
 std::vector<std::string> ReadQuestions(const std::string& path) {
   std::ifstream in(path);
@@ -40,9 +65,19 @@ std::vector<std::string> ReadQuestions(const std::string& path) {
 
 void RunCompareCommand(const CompareFlags& f) {
   if (f.client.urls.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
-  if (f.builtin == !f.questions_file.empty()) Fail("give exactly one of --questions FILE or --builtin");
+  const bool builtin_context = f.context == "builtin";
+  if (f.builtin && !f.questions_file.empty()) Fail("give at most one of --questions FILE and --builtin");
+  if (!f.builtin && f.questions_file.empty() && !builtin_context) {
+    Fail("give --questions FILE or --builtin (or --context builtin, which brings its own questions)");
+  }
   client::CompareOptions options;
-  options.questions = f.builtin ? client::BuiltinQuestions() : ReadQuestions(f.questions_file);
+  options.questions = f.builtin                   ? client::BuiltinQuestions()
+                      : !f.questions_file.empty() ? ReadQuestions(f.questions_file)
+                                                  : client::BuiltinContextQuestions();
+  if (!f.context.empty())
+    options.context = builtin_context ? client::BuiltinContext() : ReadFileOrDie(f.context, "--context");
+  options.modes = SplitModes(f.modes);
+  options.cold = f.cold;
   options.max_tokens = f.max_tokens;
   options.repeat = f.repeat;
   options.ignore_eos = !f.no_ignore_eos;
@@ -82,6 +117,13 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
   cmd->add_option("--out", flags->out, "Output directory for result.json, result.md, chart.svg");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
   cmd->add_option("-t,--threads", flags->threads, "Compute threads for -m (0 = all cores)");
+  cmd->add_option("--context", flags->context,
+                  "Shared text (a document) before the questions in every mode: FILE, or 'builtin' for a "
+                  "~620-token document with five questions of its own");
+  cmd->add_option("--modes", flags->modes,
+                  "Modes to run, comma separated: combined, parallel, sequential, fan-out (server-side)")
+      ->capture_default_str();
+  cmd->add_flag("--cold", flags->cold, "Start every run with its own line so no run reuses another's cache");
   cmd->callback([flags] { RunCompareCommand(*flags); });
 }
 

@@ -11,6 +11,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "client/bench_conversation.h"
 #include "client/bench_serve.h"
 #include "client/fan_out.h"
 
@@ -31,6 +32,7 @@ struct ServeFlags {
   bool no_ignore_eos = false;
   uint64_t seed = 0;
   int threads = 0;
+  client::ConversationOptions chat;  // --multi-turn N (conversations; 0 = off)
 };
 
 void DrawProgress(int done, int total) {
@@ -77,11 +79,16 @@ void RunServeCommand(const ServeFlags& f) {
   client::ServeProgressFn progress;
   if (isatty(STDERR_FILENO)) progress = DrawProgress;
   client::CancellationToken token;
-  auto report = client::RunServe(*target.client, work, options, &token, progress);
+  client::ConversationOptions chat = f.chat;
+  chat.output_len = output.length;
+  auto report = chat.conversations > 0
+                    ? client::RunConversations(*target.client, chat, options, &token, progress)
+                    : client::RunServe(*target.client, work, options, &token, progress);
   if (!report.ok()) Fail(report.status());
   if (Status s = client::WriteServeOutputs(*report, f.out); !s.ok()) Fail(s);
-  std::printf("%s\nWrote %s/result.json, result.md, latency_cdf.svg, throughput.svg\n",
-              client::ServeMarkdown(*report).c_str(), f.out.c_str());
+  std::printf("%s\nWrote %s/result.json, result.md, latency_cdf.svg, throughput.svg%s\n",
+              client::ServeMarkdown(*report).c_str(), f.out.c_str(),
+              chat.conversations > 0 ? ", turns.svg" : "");
   if (report->failed > 0) {
     for (const auto& r : report->records) {
       if (!r.ok) {
@@ -120,6 +127,19 @@ void RegisterBenchServeCommand(CLI::App& bench) {
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
   cmd->add_option("--seed", flags->seed, "Seed for prompts and arrivals");
   cmd->add_option("-t,--threads", flags->threads, "Compute threads for -m (0 = all cores)");
+  flags->chat.conversations = 0;
+  cmd->add_option(
+         "--multi-turn", flags->chat.conversations,
+         "Multi-turn chat: N conversations at once, each turn re-sending the history (then --requests, "
+         "--rate and --prompt-len do not apply; --output-len is each reply's length)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--turns", flags->chat.turns, "Multi-turn: turns per conversation")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--system-words", flags->chat.system_words, "Multi-turn: words of the shared system prompt")
+      ->capture_default_str();
+  cmd->add_option("--user-words", flags->chat.user_words, "Multi-turn: words of each user message")
+      ->capture_default_str();
   cmd->callback([flags] { RunServeCommand(*flags); });
 }
 

@@ -33,14 +33,30 @@ ChatRequest MakeRequest(const CompareOptions& o, const std::string& prompt, int 
   return r;
 }
 
+bool KnownMode(const std::string& mode) {
+  return mode == "combined" || mode == "parallel" || mode == "sequential" || mode == "fan-out";
+}
+
+// The text before a run's questions: its cold-start line (--cold) and the shared context.
+std::string Lead(const CompareOptions& o, const std::string& mode, int round) {
+  std::string lead = o.cold ? "Run " + std::to_string(round + 1) + ", " + mode + "." : "";
+  if (!o.context.empty()) lead += (lead.empty() ? "" : "\n\n") + o.context;
+  return lead.empty() ? lead : lead + "\n\n";
+}
+
 Result<CompareRun> RunMode(const OpenAiClient& client, const CompareOptions& o, const std::string& mode,
-                           CancellationToken* token, std::vector<std::string>* eos_warnings) {
+                           int round, CancellationToken* token, std::vector<std::string>* eos_warnings) {
   std::vector<ChatRequest> requests;
-  if (mode == "combined") {
-    const int n = static_cast<int>(o.questions.size());
-    requests.push_back(MakeRequest(o, CombinedPrompt(o.questions), o.max_tokens * n));
+  const std::string lead = Lead(o, mode, round);
+  const int n = static_cast<int>(o.questions.size());
+  if (mode == "combined" || mode == "fan-out") {
+    requests.push_back(MakeRequest(o, lead + CombinedPrompt(o.questions), o.max_tokens * n));
+    if (mode == "fan-out") {
+      requests.back().max_tokens = o.max_tokens;  // per question: each is its own sequence
+      requests.back().extra["fan_out"] = "choices";
+    }
   } else {
-    for (const auto& q : o.questions) requests.push_back(MakeRequest(o, q, o.max_tokens));
+    for (const auto& q : o.questions) requests.push_back(MakeRequest(o, lead + q, o.max_tokens));
   }
   const auto start = Clock::now();
   auto results = RunBlocking(FanOut(client, requests, mode == "sequential" ? 1 : 0, token));
@@ -57,24 +73,34 @@ Result<CompareRun> RunMode(const OpenAiClient& client, const CompareOptions& o, 
     span.tokens = r.completion_tokens;
     run.ttft_s = std::min(run.ttft_s, span.first_token_s);
     run.output_tokens += r.completion_tokens;
+    run.prompt_tokens += std::max(0, r.prompt_tokens);
+    if (r.cached_tokens >= 0) run.cached_tokens = std::max(0, run.cached_tokens) + r.cached_tokens;
+    run.choices += r.choices;
     run.spans.push_back(span);
-    if (o.ignore_eos && r.completion_tokens < requests[i].max_tokens) {
-      eos_warnings->push_back(
-          mode + " request " + std::to_string(i + 1) + ": " + std::to_string(r.completion_tokens) + " of " +
-          std::to_string(requests[i].max_tokens) + " tokens (finish_reason \"" + r.finish_reason + "\")");
+    const int expected =
+        mode == "fan-out" && r.choices > 1 ? requests[i].max_tokens * r.choices : requests[i].max_tokens;
+    if (o.ignore_eos && r.completion_tokens < expected) {
+      eos_warnings->push_back(mode + " request " + std::to_string(i + 1) + ": " +
+                              std::to_string(r.completion_tokens) + " of " + std::to_string(expected) +
+                              " tokens (finish_reason \"" + r.finish_reason + "\")");
     }
   }
   return run;
 }
 
 void Summarize(CompareMode* mode) {
-  std::vector<double> walls, ttfts, tokens, rates;
+  std::vector<double> walls, ttfts, tokens, rates, prompts, cached;
   for (const auto& r : mode->runs) {
     walls.push_back(r.wall_s);
     ttfts.push_back(r.ttft_s);
     tokens.push_back(r.output_tokens);
     rates.push_back(r.wall_s > 0 ? r.output_tokens / r.wall_s : 0);
+    prompts.push_back(r.prompt_tokens);
+    if (r.cached_tokens >= 0) cached.push_back(r.cached_tokens);
   }
+  mode->prompt_tokens = static_cast<int>(std::lround(Median(prompts)));
+  mode->cached_tokens =
+      cached.size() == mode->runs.size() ? static_cast<int>(std::lround(Median(cached))) : -1;
   mode->median_wall_s = Median(walls);
   mode->median_ttft_s = Median(ttfts);
   mode->output_tokens = static_cast<int>(std::lround(Median(tokens)));
@@ -93,6 +119,13 @@ std::vector<std::string> BuiltinQuestions() {
           "Who wrote Romeo and Juliet?", "How many continents are there?"};
 }
 
+const CompareMode* CompareReport::Mode(const std::string& name) const {
+  for (const CompareMode& m : modes) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
 std::string CombinedPrompt(const std::vector<std::string>& questions) {
   std::string p = "Answer each of the following questions separately, numbering your answers:";
   for (size_t i = 0; i < questions.size(); ++i) p += "\n" + std::to_string(i + 1) + ". " + questions[i];
@@ -104,6 +137,12 @@ Result<CompareReport> RunCompare(const OpenAiClient& client, const CompareOption
   if (o.questions.empty()) return InvalidArgument("bench compare needs at least one question");
   if (o.repeat < 1) return InvalidArgument("--repeat must be at least 1");
   if (o.max_tokens < 1) return InvalidArgument("--max-tokens must be at least 1");
+  if (o.modes.empty()) return InvalidArgument("bench compare needs at least one mode");
+  for (const std::string& m : o.modes) {
+    if (!KnownMode(m)) {
+      return InvalidArgument("unknown mode '" + m + "' (expected combined, parallel, sequential or fan-out)");
+    }
+  }
   CompareReport report;
   report.server = o.server;
   report.model = o.model;
@@ -111,26 +150,47 @@ Result<CompareReport> RunCompare(const OpenAiClient& client, const CompareOption
   report.max_tokens = o.max_tokens;
   report.repeat = o.repeat;
   report.ignore_eos_requested = o.ignore_eos;
+  report.has_context = !o.context.empty();
+  report.cold = o.cold;
   // Warm-up: one short request (loads caches, starts threads); not measured.
   std::vector<ChatRequest> warm = {MakeRequest(o, o.questions[0], 4)};
   auto warm_result = RunBlocking(FanOut(client, warm, 1, token));
   if (!warm_result[0].status.ok()) return warm_result[0].status.WithContext("warm-up request");
-  for (const char* name : {"combined", "parallel", "sequential"}) report.modes.push_back(CompareMode{name});
+  for (const std::string& name : o.modes) report.modes.push_back(CompareMode{name});
   for (int rep = 0; rep < o.repeat; ++rep) {
     for (auto& mode : report.modes) {
       std::vector<std::string> warnings;
-      LOCKSTEP_ASSIGN_OR_RETURN(CompareRun run, RunMode(client, o, mode.name, token, &warnings));
+      LOCKSTEP_ASSIGN_OR_RETURN(CompareRun run, RunMode(client, o, mode.name, rep, token, &warnings));
       if (rep == 0) report.eos_warnings.insert(report.eos_warnings.end(), warnings.begin(), warnings.end());
+      if (mode.name == "fan-out" && rep == 0 && run.choices < report.questions) {
+        report.notes.push_back("fan-out: the server returned " + std::to_string(run.choices) +
+                               " answer(s) for " + std::to_string(report.questions) +
+                               " questions: it did not fan out (answered as one sequence)");
+      }
       if (progress) {
+        std::string cached =
+            run.cached_tokens >= 0 ? ", " + std::to_string(run.cached_tokens) + " cached" : "";
         progress(mode.name + " run " + std::to_string(rep + 1) + "/" + std::to_string(o.repeat) + ": " +
-                 Fmt("%.3f s", run.wall_s) + ", " + std::to_string(run.output_tokens) + " tokens");
+                 Fmt("%.3f s", run.wall_s) + ", " + std::to_string(run.output_tokens) + " tokens, prompt " +
+                 std::to_string(run.prompt_tokens) + cached);
       }
       mode.runs.push_back(std::move(run));
     }
   }
   for (auto& mode : report.modes) Summarize(&mode);
-  const double parallel = report.modes[1].median_wall_s;
-  report.speedup_parallel_over_combined = parallel > 0 ? report.modes[0].median_wall_s / parallel : 0;
+  const CompareMode* combined = report.Mode("combined");
+  const CompareMode* parallel = report.Mode("parallel");
+  if (combined != nullptr && parallel != nullptr && parallel->median_wall_s > 0) {
+    report.speedup_parallel_over_combined = combined->median_wall_s / parallel->median_wall_s;
+  }
+  for (const CompareMode& m : report.modes) {
+    if (combined == nullptr || &m == combined) continue;
+    std::vector<double> ratios;
+    for (size_t r = 0; r < m.runs.size() && r < combined->runs.size(); ++r) {
+      ratios.push_back(combined->runs[r].wall_s > 0 ? m.runs[r].wall_s / combined->runs[r].wall_s : 0);
+    }
+    report.ratios_to_combined.emplace_back(m.name, std::move(ratios));
+  }
   return report;
 }
 
@@ -139,14 +199,31 @@ json CompareJson(const CompareReport& report) {
   for (const auto& m : report.modes) {
     json walls = json::array();
     for (const auto& r : m.runs) walls.push_back(r.wall_s);
-    modes[m.name] = {{"median_wall_s", m.median_wall_s},
-                     {"median_ttft_s", m.median_ttft_s},
-                     {"output_tokens", m.output_tokens},
-                     {"tokens_per_s", m.tokens_per_s},
-                     {"walls_s", walls}};
+    json prompts = json::array(), cached = json::array();
+    for (const auto& r : m.runs) {
+      prompts.push_back(r.prompt_tokens);
+      cached.push_back(r.cached_tokens >= 0 ? json(r.cached_tokens) : json(nullptr));
+    }
+    modes[m.name] = {
+        {"median_wall_s", m.median_wall_s},
+        {"median_ttft_s", m.median_ttft_s},
+        {"output_tokens", m.output_tokens},
+        {"tokens_per_s", m.tokens_per_s},
+        {"walls_s", walls},
+        {"prompt_tokens", m.prompt_tokens},
+        {"cached_tokens", m.cached_tokens >= 0 ? json(m.cached_tokens) : json(nullptr)},
+        {"computed_tokens", m.cached_tokens >= 0 ? json(m.prompt_tokens - m.cached_tokens) : json(nullptr)},
+        {"prompt_tokens_per_run", prompts},
+        {"cached_tokens_per_run", cached}};
   }
+  json ratios = json::object();
+  for (const auto& [name, values] : report.ratios_to_combined) ratios[name] = values;
   return {{"modes", modes},
           {"speedup_parallel_over_combined", report.speedup_parallel_over_combined},
+          {"ratios_to_combined", ratios},
+          {"context", report.has_context},
+          {"cold", report.cold},
+          {"notes", report.notes},
           {"server", report.server},
           {"model", report.model}};
 }
@@ -156,13 +233,34 @@ std::string CompareMarkdown(const CompareReport& report) {
   md += "Server `" + report.server + "`, model `" + report.model + "`, " + std::to_string(report.questions) +
         " questions, max " + std::to_string(report.max_tokens) + " tokens per question, " +
         std::to_string(report.repeat) + " repetitions (medians).\n\n";
-  md += "| mode | wall (s) | first token (s) | output tokens | tokens/s |\n|---|---:|---:|---:|---:|\n";
+  if (report.has_context) {
+    md += "Every prompt starts with the same shared context" +
+          std::string(report.cold ? " (and a line of its own per run, so runs do not share cached prefixes)"
+                                  : "") +
+          ".\n\n";
+  }
+  md +=
+      "| mode | wall (s) | first token (s) | output tokens | tokens/s | prompt tokens | cached | computed |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& m : report.modes) {
+    const bool known = m.cached_tokens >= 0;
     md += "| " + m.name + " | " + Fmt("%.3f", m.median_wall_s) + " | " + Fmt("%.3f", m.median_ttft_s) +
-          " | " + std::to_string(m.output_tokens) + " | " + Fmt("%.1f", m.tokens_per_s) + " |\n";
+          " | " + std::to_string(m.output_tokens) + " | " + Fmt("%.1f", m.tokens_per_s) + " | " +
+          std::to_string(m.prompt_tokens) + " | " + (known ? std::to_string(m.cached_tokens) : "?") + " | " +
+          (known ? std::to_string(m.prompt_tokens - m.cached_tokens) : "?") + " |\n";
   }
   md += "\nSpeedup of parallel over combined: **" + Fmt("%.2f", report.speedup_parallel_over_combined) +
         "x**\n\n";
+  if (!report.ratios_to_combined.empty()) {
+    md += "Wall time / combined's, per round:\n\n";
+    for (const auto& [name, values] : report.ratios_to_combined) {
+      md += "- " + name + ":";
+      for (double v : values) md += " " + Fmt("%.3f", v);
+      md += "\n";
+    }
+    md += "\n";
+  }
+  for (const auto& note : report.notes) md += "Note: " + note + "\n\n";
   md += "First token: from the start of a run to the first token of any answer. Chart: `chart.svg`.\n";
   if (!report.ignore_eos_requested) {
     md += "\nignore_eos was not requested: output lengths vary with the model's answers.\n";
@@ -182,22 +280,29 @@ std::string CompareSvg(const CompareReport& report) {
   for (const auto& m : report.modes) rows += m.runs.empty() ? 0 : m.runs[m.median_run].spans.size();
   const double row_h = 16, timeline_top = 330;
   SvgBuilder svg(820, timeline_top + 60 + rows * row_h + report.modes.size() * 24);
-  svg.Text(410, 24, "Combined vs parallel vs sequential (" + report.model + ")", 16, "middle", true);
+  svg.Text(410, 24, "Combined vs parallel vs sequential vs fan-out (" + report.model + ")", 16, "middle",
+           true);
   // Bars: median wall time per mode.
   double max_wall = 0;
   for (const auto& m : report.modes) max_wall = std::max(max_wall, m.median_wall_s);
   for (const auto& m : report.modes) {
     for (const auto& r : m.runs) max_wall = std::max(max_wall, r.wall_s);
   }
-  const PlotArea bars = DrawAxes(&svg, 80, 60, 660, 200, 0, 3, 0, max_wall, "", "median wall time (s)",
-                                 /*x_ticks=*/false);
+  const PlotArea bars = DrawAxes(&svg, 80, 60, 660, 200, 0, double(std::max<size_t>(1, report.modes.size())),
+                                 0, max_wall, "", "median wall time (s)", /*x_ticks=*/false);
   for (size_t i = 0; i < report.modes.size(); ++i) {
     const auto& m = report.modes[i];
-    const double cx = bars.X(i + 0.5), bw = 120;
+    const double cx = bars.X(i + 0.5), bw = 100;
     svg.Rect(cx - bw / 2, bars.Y(m.median_wall_s), bw, bars.Y(0) - bars.Y(m.median_wall_s), SeriesColor(i),
              m.name + ": " + Fmt("%.3f s", m.median_wall_s));
     svg.Text(cx, bars.Y(m.median_wall_s) - 6, Fmt("%.2f s", m.median_wall_s), 12, "middle", true);
     svg.Text(cx, bars.y + bars.h + 17, m.name, 12, "middle");
+    if (m.cached_tokens >= 0) {  // prompt tokens the server computed / found cached
+      svg.Text(cx, bars.y + bars.h + 32,
+               std::to_string(m.prompt_tokens - m.cached_tokens) + " computed, " +
+                   std::to_string(m.cached_tokens) + " cached",
+               10, "middle");
+    }
   }
   // Timelines: each request of each mode's median run; light = waiting for the first token, dark = streaming.
   double max_end = 0;

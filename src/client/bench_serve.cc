@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "client/bench_conversation.h"
 #include "client/fan_out.h"
 #include "client/output_files.h"
 #include "client/stats.h"
@@ -37,7 +38,9 @@ ChatRequest ToRequest(const WorkItem& w, const ServeOptions& o) {
   return r;
 }
 
-ServeRecord ToRecord(const ChatResult& r, Clock::time_point bench_start, int max_tokens) {
+}  // namespace
+
+ServeRecord ToServeRecord(const ChatResult& r, Clock::time_point bench_start, int max_tokens) {
   ServeRecord rec;
   rec.ok = r.status.ok();
   rec.endpoint = r.endpoint;
@@ -47,6 +50,7 @@ ServeRecord ToRecord(const ChatResult& r, Clock::time_point bench_start, int max
   rec.ttft_s = r.ttft_s;
   rec.e2e_s = r.duration_s;
   rec.prompt_tokens = r.prompt_tokens;
+  rec.cached_tokens = r.cached_tokens;
   rec.output_tokens = r.completion_tokens;
   if (rec.output_tokens > 1) rec.tpot_s = (rec.e2e_s - rec.ttft_s) / (rec.output_tokens - 1);
   for (size_t i = 0; i < r.token_times_s.size(); ++i) {
@@ -55,6 +59,8 @@ ServeRecord ToRecord(const ChatResult& r, Clock::time_point bench_start, int max
   }
   return rec;
 }
+
+namespace {
 
 // Open loop: request i is sent at offsets[i] after the start, whatever is in flight.
 asio::awaitable<std::vector<ChatResult>> OpenLoop(const OpenAiClient& client,
@@ -94,7 +100,9 @@ LatencySummary Summarize(const std::vector<double>& seconds) {
   return {Mean(ms), Median(ms), Percentile(ms, 90), Percentile(ms, 99)};
 }
 
-void Aggregate(ServeReport* report) {
+}  // namespace
+
+void AggregateServeReport(ServeReport* report) {
   std::vector<double> ttft, tpot, itl, e2e;
   for (const ServeRecord& r : report->records) {
     if (!r.ok) {
@@ -124,9 +132,34 @@ void Aggregate(ServeReport* report) {
     }
     report->goodput = good / d;
   }
+  long prompt = 0;
+  bool reported = false;
+  std::vector<double> ttft_sum(size_t(report->turns), 0), ttft_n(size_t(report->turns), 0);
+  std::vector<double> turn_prompt(size_t(report->turns), 0), turn_cached(size_t(report->turns), 0);
+  for (const ServeRecord& r : report->records) {
+    if (!r.ok || r.prompt_tokens < 0) continue;
+    prompt += r.prompt_tokens;
+    if (r.cached_tokens >= 0) {
+      reported = true;
+      report->total_cached_tokens += r.cached_tokens;
+    }
+    if (r.turn >= 0 && r.turn < report->turns) {
+      ttft_sum[size_t(r.turn)] += r.ttft_s * 1000;
+      ttft_n[size_t(r.turn)] += 1;
+      turn_prompt[size_t(r.turn)] += r.prompt_tokens;
+      turn_cached[size_t(r.turn)] += std::max(0, r.cached_tokens);
+    }
+  }
+  report->prefix_hit_ratio =
+      reported && prompt > 0 ? double(report->total_cached_tokens) / double(prompt) : -1;
+  report->ttft_by_turn_ms.clear();
+  report->hit_ratio_by_turn.clear();
+  for (int t = 0; t < report->turns; ++t) {
+    report->ttft_by_turn_ms.push_back(ttft_n[size_t(t)] > 0 ? ttft_sum[size_t(t)] / ttft_n[size_t(t)] : 0);
+    report->hit_ratio_by_turn.push_back(
+        turn_prompt[size_t(t)] > 0 ? turn_cached[size_t(t)] / turn_prompt[size_t(t)] : 0);
+  }
 }
-
-}  // namespace
 
 Status ParseSlo(const std::string& text, ServeOptions* options) {
   size_t pos = 0;
@@ -190,8 +223,8 @@ Result<ServeReport> RunServe(const OpenAiClient& client, const std::vector<WorkI
   report.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (token != nullptr && token->cancelled()) return Cancelled("benchmark cancelled");
   for (size_t i = 0; i < results.size(); ++i)
-    report.records.push_back(ToRecord(results[i], start, requests[i].max_tokens));
-  Aggregate(&report);
+    report.records.push_back(ToServeRecord(results[i], start, requests[i].max_tokens));
+  AggregateServeReport(&report);
   return report;
 }
 
@@ -207,7 +240,14 @@ json ServeJson(const ServeReport& r) {
             {"request_throughput", r.request_throughput},
             {"output_throughput", r.output_throughput},
             {"goodput", r.goodput >= 0 ? json(r.goodput) : json(nullptr)},
-            {"short_outputs", r.short_outputs}};
+            {"short_outputs", r.short_outputs},
+            {"total_cached_tokens", r.total_cached_tokens},
+            {"prefix_hit_ratio", r.prefix_hit_ratio >= 0 ? json(r.prefix_hit_ratio) : json(nullptr)}};
+  if (r.turns > 0) {
+    j["multi_turn"] = {{"turns", r.turns},
+                       {"ttft_ms_by_turn", r.ttft_by_turn_ms},
+                       {"prefix_hit_ratio_by_turn", r.hit_ratio_by_turn}};
+  }
   j["config"] = {{"rate", o.rate > 0 ? json(o.rate) : json("inf")},
                  {"concurrency", o.concurrency},
                  {"burstiness", o.burstiness},
@@ -227,8 +267,13 @@ json ServeJson(const ServeReport& r) {
               {"tpot_s", rec.tpot_s},
               {"e2e_s", rec.e2e_s},
               {"prompt_tokens", rec.prompt_tokens},
+              {"cached_tokens", rec.cached_tokens >= 0 ? json(rec.cached_tokens) : json(nullptr)},
               {"output_tokens", rec.output_tokens},
               {"endpoint", rec.endpoint}};
+    if (rec.turn >= 0) {
+      x["conversation"] = rec.conversation;
+      x["turn"] = rec.turn;
+    }
     if (!rec.ok) x["error"] = rec.error;
     requests.push_back(x);
     if (rec.ok) by_endpoint[rec.endpoint] = by_endpoint.value(rec.endpoint, 0) + 1;
@@ -256,17 +301,34 @@ std::string ServeMarkdown(const ServeReport& r) {
   md += "| request throughput (req/s) | " + Fmt("%.3f", r.request_throughput) + " |\n";
   md += "| output throughput (tok/s) | " + Fmt("%.2f", r.output_throughput) + " |\n";
   if (r.goodput >= 0) md += "| goodput (req/s) | " + Fmt("%.3f", r.goodput) + " |\n";
+  md += "| prefix-cache hit ratio | " +
+        (r.prefix_hit_ratio >= 0
+             ? Fmt("%.3f", r.prefix_hit_ratio) + " (" + std::to_string(r.total_cached_tokens) + " of " +
+                   std::to_string(r.total_input_tokens) + " prompt tokens cached)"
+             : std::string("not reported by the server")) +
+        " |\n";
   md += "\n| latency (ms) | mean | median | p90 | p99 |\n|---|---:|---:|---:|---:|\n";
   for (const char* name : {"ttft", "tpot", "itl", "e2e"}) {
     const LatencySummary& s = r.latency_ms.at(name);
     md += std::string("| ") + name + " | " + Fmt("%.2f", s.mean) + " | " + Fmt("%.2f", s.median) + " | " +
           Fmt("%.2f", s.p90) + " | " + Fmt("%.2f", s.p99) + " |\n";
   }
+  if (r.turns > 0) {
+    md +=
+        "\nMulti-turn chat: each turn re-sends the conversation so far.\n\n| turn | mean TTFT (ms) | "
+        "prefix-cache hit ratio |\n"
+        "|---:|---:|---:|\n";
+    for (int t = 0; t < r.turns; ++t) {
+      md += "| " + std::to_string(t + 1) + " | " + Fmt("%.1f", r.ttft_by_turn_ms[size_t(t)]) + " | " +
+            Fmt("%.3f", r.hit_ratio_by_turn[size_t(t)]) + " |\n";
+    }
+  }
   if (r.short_outputs > 0) {
     md += "\n**" + std::to_string(r.short_outputs) +
           " requests produced fewer tokens than max_tokens: the server did not honour ignore_eos.**\n";
   }
-  md += "\nCharts: `latency_cdf.svg`, `throughput.svg`.\n";
+  md += std::string("\nCharts: `latency_cdf.svg`, `throughput.svg`") + (r.turns > 0 ? ", `turns.svg`" : "") +
+        ".\n";
   return md;
 }
 
@@ -312,10 +374,12 @@ std::string ServeThroughputSvg(const ServeReport& r) {
 }
 
 Status WriteServeOutputs(const ServeReport& report, const std::string& dir) {
-  return WriteOutputFiles(dir, {{"result.json", ServeJson(report).dump(2) + "\n"},
-                                {"result.md", ServeMarkdown(report)},
-                                {"latency_cdf.svg", ServeLatencySvg(report)},
-                                {"throughput.svg", ServeThroughputSvg(report)}});
+  std::vector<std::pair<std::string, std::string>> files = {{"result.json", ServeJson(report).dump(2) + "\n"},
+                                                            {"result.md", ServeMarkdown(report)},
+                                                            {"latency_cdf.svg", ServeLatencySvg(report)},
+                                                            {"throughput.svg", ServeThroughputSvg(report)}};
+  if (report.turns > 0) files.emplace_back("turns.svg", ServeTurnsSvg(report));
+  return WriteOutputFiles(dir, files);
 }
 
 }  // namespace lockstep::client

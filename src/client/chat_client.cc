@@ -65,6 +65,12 @@ Status ApplyChunk(const json& j, bool streamed, Clock::time_point start, const D
   if (!j.is_object()) return InvalidArgument("server sent a non-object JSON event");
   if (j.contains("error")) return Unavailable("server error mid-stream: " + ErrorMessage(j.dump()));
   if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+    for (const json& c : j["choices"]) {
+      if (c.is_object() && c.contains("index") && c["index"].is_number_integer()) {
+        result->choices = std::max(result->choices, c["index"].get<int>() + 1);
+      }
+    }
+    result->choices = std::max(result->choices, 1);
     const json& choice = j["choices"][0];
     const char* key = streamed ? "delta" : "message";
     if (choice.contains(key) && choice[key].is_object()) {
@@ -93,6 +99,16 @@ Status ApplyChunk(const json& j, bool streamed, Clock::time_point start, const D
     if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer()) {
       result->prompt_tokens = u["prompt_tokens"].get<int>();
     }
+    const json* details = u.contains("prompt_tokens_details") ? &u["prompt_tokens_details"] : nullptr;
+    if (details != nullptr && details->is_object() && details->contains("cached_tokens") &&
+        (*details)["cached_tokens"].is_number_integer()) {
+      result->cached_tokens = (*details)["cached_tokens"].get<int>();
+    }
+  }
+  // llama.cpp's server: "timings": {"prompt_n": prompt tokens computed}.
+  if (j.contains("timings") && j["timings"].is_object() && j["timings"].contains("prompt_n") &&
+      j["timings"]["prompt_n"].is_number_integer()) {
+    result->prompt_computed_tokens = j["timings"]["prompt_n"].get<int>();
   }
   return Status::Ok();
 }
@@ -242,6 +258,9 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
   }
   (void)done;  // servers differ on [DONE]; the end of the body ends the response either way
   if (!result->usage_reported) result->completion_tokens = static_cast<int>(result->token_times_s.size());
+  if (result->cached_tokens < 0 && result->prompt_computed_tokens >= 0 && result->prompt_tokens >= 0) {
+    result->cached_tokens = std::max(0, result->prompt_tokens - result->prompt_computed_tokens);
+  }
   result->duration_s = SecondsSince(result->start);
   result->status = Status::Ok();
 }

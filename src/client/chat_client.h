@@ -66,6 +66,11 @@ struct ChatResult {
   std::string finish_reason;  // "stop", "length", ... ("" if the server sent none)
   int prompt_tokens = -1;     // from usage; -1 when the server did not report it
   int completion_tokens = 0;  // from usage, else the number of content chunks
+  // Prompt tokens the server did not compute (its prefix cache): usage.prompt_tokens_details.cached_tokens,
+  // or prompt_tokens - timings.prompt_n (llama.cpp's server); -1 when the server reported neither.
+  int cached_tokens = -1;
+  int prompt_computed_tokens = -1;  // llama.cpp's timings.prompt_n (-1 when absent)
+  int choices = 0;                  // distinct choice indexes seen (n > 1, server-side fan-out)
   bool usage_reported = false;
   int attempts = 0;
   std::string endpoint;               // the API root of the last attempt

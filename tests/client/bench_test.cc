@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "client/bench_compare.h"
+#include "client/bench_conversation.h"
 #include "client/bench_serve.h"
 #include "client/svg.h"
 #include "client/svg_check.h"
@@ -80,18 +82,25 @@ TEST(BenchCompareTest, WritesTheResultShapeAndParallelRequestsOverlap) {
   const std::string dir = testing::MakeTempDir("bench-compare");
   ASSERT_TRUE(WriteCompareOutputs(*report, dir).ok());
   const auto j = nlohmann::json::parse(ReadFile(dir + "/result.json"));
-  EXPECT_EQ(j.size(), 4u);
-  for (const char* key : {"modes", "speedup_parallel_over_combined", "server", "model"})
+  EXPECT_EQ(j.size(), 8u);
+  for (const char* key : {"modes", "speedup_parallel_over_combined", "ratios_to_combined", "context", "cold",
+                          "notes", "server", "model"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j["modes"].size(), 3u);
-  for (const char* mode : {"combined", "parallel", "sequential"}) {
+  EXPECT_EQ(j["modes"].size(), 4u);
+  for (const char* mode : {"combined", "parallel", "sequential", "fan-out"}) {
     const auto& m = j["modes"][mode];
-    EXPECT_EQ(m.size(), 5u);
-    for (const char* key : {"median_wall_s", "median_ttft_s", "output_tokens", "tokens_per_s", "walls_s"}) {
+    EXPECT_EQ(m.size(), 10u);
+    for (const char* key : {"median_wall_s", "median_ttft_s", "output_tokens", "tokens_per_s", "walls_s",
+                            "prompt_tokens", "cached_tokens", "computed_tokens"}) {
       EXPECT_TRUE(m.contains(key)) << mode << "." << key;
     }
     EXPECT_EQ(m["walls_s"].size(), 2u);
+    EXPECT_TRUE(m["cached_tokens"].is_null()) << mode;  // this server reports no cache
   }
+  EXPECT_EQ(j["ratios_to_combined"]["parallel"].size(), 2u);
+  // The fake server knows no fan_out: one answer, flagged.
+  ASSERT_EQ(report->notes.size(), 1u);
+  EXPECT_NE(report->notes[0].find("did not fan out"), std::string::npos);
   EXPECT_EQ(j["model"], "fake-model");
   EXPECT_EQ(testing::CheckSvg(ReadFile(dir + "/chart.svg")), "");
   EXPECT_NE(ReadFile(dir + "/result.md").find("| parallel |"), std::string::npos);
@@ -106,8 +115,111 @@ TEST(BenchCompareTest, ReportsAServerThatIgnoresIgnoreEos) {
   o.repeat = 1;
   auto report = RunCompare(*client, o, nullptr);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->eos_warnings.size(), 5u);  // combined 1 + parallel 2 + sequential 2
+  EXPECT_EQ(report->eos_warnings.size(), 6u);  // combined 1 + parallel 2 + sequential 2 + fan-out 1
   EXPECT_NE(CompareMarkdown(*report).find("did not honour ignore_eos"), std::string::npos);
+}
+
+// A server with a prefix cache and fan-out: reports cached prompt tokens (lockstep's usage field, or
+// llama.cpp's timings.prompt_n) and answers a "fan_out" request with one choice per question.
+testing::TestHttpServer::Handler FakeCachingServer(bool llama_style) {
+  return [llama_style](const TestRequest& req) {
+    using nlohmann::json;
+    if (req.target == "/v1/models") {
+      TestResponse r;
+      r.pieces = {R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})"};
+      return r;
+    }
+    const json body = json::parse(req.body);
+    const std::string prompt = body["messages"].back()["content"];
+    const int choices = body.value("fan_out", "") == "choices" ? 3 : 1;
+    const int max_tokens = body.value("max_tokens", 8);
+    TestResponse r;
+    r.headers = {{"Content-Type", "text/event-stream"}};
+    r.chunked = true;
+    for (int c = 0; c < choices; ++c) {
+      for (int t = 0; t < max_tokens; ++t) {
+        json chunk = {{"object", "chat.completion.chunk"}};
+        chunk["choices"] =
+            json::array({{{"index", c}, {"delta", {{"content", "w "}}}, {"finish_reason", nullptr}}});
+        r.pieces.push_back("data: " + chunk.dump() + "\n\n");
+      }
+    }
+    const int prompt_tokens = static_cast<int>(prompt.size());  // one "token" per character
+    const int cached = prompt.rfind("DOC", 0) == 0 ? 4 : 0;     // the shared context was cached
+    json usage = {{"object", "chat.completion.chunk"}, {"choices", json::array()}};
+    usage["usage"] = {{"prompt_tokens", prompt_tokens}, {"completion_tokens", max_tokens * choices}};
+    if (llama_style) {
+      usage["timings"] = {{"prompt_n", prompt_tokens - cached}};
+    } else {
+      usage["usage"]["prompt_tokens_details"] = {{"cached_tokens", cached}};
+    }
+    r.pieces.push_back("data: " + usage.dump() + "\n\n");
+    r.pieces.push_back("data: [DONE]\n\n");
+    return r;
+  };
+}
+
+TEST(BenchCompareTest, ContextCachedTokensAndServerSideFanOut) {
+  for (bool llama_style : {false, true}) {
+    testing::TestHttpServer server(FakeCachingServer(llama_style));
+    CompareOptions o;
+    o.questions = {"a?", "b?", "c?"};
+    o.context = "DOC text";
+    o.max_tokens = 4;
+    o.repeat = 2;
+    auto report = RunCompare(*Client(server.url()), o, nullptr);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_TRUE(report->notes.empty());
+    EXPECT_TRUE(report->eos_warnings.empty());
+    const CompareMode* parallel = report->Mode("parallel");
+    const CompareMode* fan_out = report->Mode("fan-out");
+    ASSERT_NE(parallel, nullptr);
+    ASSERT_NE(fan_out, nullptr);
+    EXPECT_EQ(parallel->cached_tokens, 3 * 4);  // three requests, 4 cached each
+    EXPECT_EQ(parallel->prompt_tokens, 3 * int(std::string("DOC text\n\na?").size()));
+    EXPECT_EQ(fan_out->runs[0].choices, 3);
+    EXPECT_EQ(fan_out->output_tokens, 12);  // 3 questions x 4 tokens, each its own sequence
+    EXPECT_EQ(report->Mode("combined")->output_tokens, 12);
+    const std::string md = CompareMarkdown(*report);
+    EXPECT_NE(md.find("| cached | computed |"), std::string::npos);
+    EXPECT_NE(md.find("shared context"), std::string::npos);
+    ASSERT_EQ(report->ratios_to_combined.size(), 3u);
+    EXPECT_EQ(report->ratios_to_combined[2].first, "fan-out");
+  }
+}
+
+TEST(BenchCompareTest, ColdRunsStartWithTheirOwnLineAndModesCanBeChosen) {
+  std::vector<std::string> prompts;
+  std::mutex mutex;
+  testing::TestHttpServer server([&](const TestRequest& req) {
+    if (req.target != "/v1/models") {
+      std::lock_guard<std::mutex> lock(mutex);
+      prompts.push_back(nlohmann::json::parse(req.body)["messages"].back()["content"]);
+    }
+    return FakeOpenAi()(req);
+  });
+  CompareOptions o;
+  o.questions = {"a?", "b?"};
+  o.context = "DOC";
+  o.modes = {"parallel", "combined"};
+  o.cold = true;
+  o.repeat = 1;
+  o.max_tokens = 2;
+  auto report = RunCompare(*Client(server.url()), o, nullptr);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->modes.size(), 2u);
+  EXPECT_EQ(report->modes[0].name, "parallel");
+  ASSERT_EQ(prompts.size(), 1u + 2u + 1u);  // warm-up, parallel, combined
+  EXPECT_EQ(prompts[0], "a?");              // the warm-up has no context
+  EXPECT_EQ(prompts[1].rfind("Run 1, parallel.\n\nDOC\n\n", 0), 0u) << prompts[1];
+  EXPECT_EQ(prompts[3].rfind("Run 1, combined.\n\nDOC\n\n", 0), 0u) << prompts[3];
+  o.modes = {"parallel", "nonsense"};
+  EXPECT_FALSE(RunCompare(*Client(server.url()), o, nullptr).ok());
+}
+
+TEST(BenchCompareTest, TheBuiltinContextComesWithItsQuestions) {
+  EXPECT_GT(BuiltinContext().size(), 2500u);
+  EXPECT_EQ(BuiltinContextQuestions().size(), 5u);
 }
 
 TEST(BenchCompareTest, FailsWithTheServersError) {
@@ -170,6 +282,41 @@ TEST(BenchServeTest, ClosedLoopConcurrency) {
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->completed, 6);
   EXPECT_EQ(report->goodput, -1);  // no SLO given
+}
+
+TEST(BenchServeTest, MultiTurnConversationsResendTheirHistory) {
+  std::mutex mutex;
+  std::vector<size_t> message_counts;
+  testing::TestHttpServer server([&](const TestRequest& req) {
+    if (req.target != "/v1/models") {
+      const auto body = nlohmann::json::parse(req.body);
+      std::lock_guard<std::mutex> lock(mutex);
+      message_counts.push_back(body["messages"].size());
+      EXPECT_EQ(body["messages"][0]["role"], "system");
+    }
+    return FakeCachingServer(false)(req);
+  });
+  ConversationOptions c;
+  c.conversations = 2;
+  c.turns = 3;
+  c.system_words = 50;
+  c.user_words = 5;
+  c.output_len = 3;
+  ServeOptions o;
+  auto report = RunConversations(*Client(server.url()), c, o, nullptr);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->completed, 6);
+  std::sort(message_counts.begin(), message_counts.end());
+  EXPECT_EQ(message_counts, (std::vector<size_t>{2, 2, 4, 4, 6, 6}));  // system + 1, 2, 3 exchanges
+  ASSERT_EQ(report->ttft_by_turn_ms.size(), 3u);
+  EXPECT_GE(report->prefix_hit_ratio, 0);  // reported (the fake caches nothing here)
+  const std::string dir = testing::MakeTempDir("bench-serve-chat");
+  ASSERT_TRUE(WriteServeOutputs(*report, dir).ok());
+  EXPECT_EQ(testing::CheckSvg(ReadFile(dir + "/turns.svg")), "");
+  const auto j = nlohmann::json::parse(ReadFile(dir + "/result.json"));
+  EXPECT_EQ(j["multi_turn"]["ttft_ms_by_turn"].size(), 3u);
+  EXPECT_TRUE(j.contains("prefix_hit_ratio"));
+  EXPECT_NE(ServeMarkdown(*report).find("prefix-cache hit ratio"), std::string::npos);
 }
 
 TEST(BenchWorkloadTest, LengthsSloDatasetAndArrivals) {
