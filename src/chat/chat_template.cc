@@ -26,6 +26,7 @@ ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_tok
     auto parsed = jinja::Parse(source);
     if (parsed.ok()) {
       result.template_ = *parsed;
+      result.source_ = source;
       result.family_ = DetectChatTemplateFamily(source);
       result.note_ = "chat template: the model's own (" + result.family_ + " family)";
       return result;
@@ -38,6 +39,7 @@ ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_tok
   }
   auto fallback = jinja::Parse(kDefaultChatTemplate);
   result.template_ = *fallback;
+  result.source_ = kDefaultChatTemplate;
   result.family_ = "default";
   result.is_default_ = true;
   return result;
@@ -46,6 +48,17 @@ ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_tok
 Result<std::string> ChatTemplate::Apply(const nlohmann::json& messages, bool add_generation_prompt) const {
   jinja::Object context;
   context.emplace_back("messages", jinja::Value::FromJson(messages));
+  context.emplace_back("add_generation_prompt", jinja::Value(add_generation_prompt));
+  context.emplace_back("bos_token", jinja::Value(bos_token_));
+  context.emplace_back("eos_token", jinja::Value(eos_token_));
+  return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)));
+}
+
+Result<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                        const nlohmann::ordered_json& tools) const {
+  jinja::Object context;
+  context.emplace_back("messages", jinja::Value::FromJson(messages));
+  if (!tools.is_null()) context.emplace_back("tools", jinja::Value::FromJson(tools));
   context.emplace_back("add_generation_prompt", jinja::Value(add_generation_prompt));
   context.emplace_back("bos_token", jinja::Value(bos_token_));
   context.emplace_back("eos_token", jinja::Value(eos_token_));

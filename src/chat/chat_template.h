@@ -35,6 +35,14 @@ class ChatTemplate {
   // messages: a JSON array of {role, content (string), ...}. Returns the rendered prompt, or an error (for
   // example the template's own raise_exception: "roles must alternate") suitable for a 400 response.
   Result<std::string> Apply(const nlohmann::json& messages, bool add_generation_prompt) const;
+  // The same with the messages' key order kept (what `tojson` prints) and, when `tools` is not null, the
+  // request's tool definitions (OpenAI's [{type, function: {name, description, parameters}}]) exposed to
+  // the template as `tools`, as Hugging Face's apply_chat_template(tools=...) does. Assistant messages may
+  // carry tool_calls (arguments as objects) and tool messages tool_call_id.
+  Result<std::string> Apply(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                            const nlohmann::ordered_json& tools) const;
+  // The template text in use (the default's when is_default()).
+  const std::string& source() const { return source_; }
 
   // Best-guess family of the template for logs and /info: chatml, llama2, llama3, mistral, gemma, phi3,
   // zephyr, custom; "default" when the fallback is in use.
@@ -45,6 +53,7 @@ class ChatTemplate {
 
  private:
   std::shared_ptr<const jinja::Template> template_;
+  std::string source_;
   std::string bos_token_;
   std::string eos_token_;
   std::string family_;

@@ -43,33 +43,41 @@ Value Value::MakeCallable(Function fn) {
   return v;
 }
 
-Value Value::FromJson(const nlohmann::json& j) {
+namespace {
+
+template <typename Json>
+Value ValueFromJson(const Json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::null:
-      return None();
+      return Value::None();
     case nlohmann::json::value_t::boolean:
-      return Value(j.get<bool>());
+      return Value(j.template get<bool>());
     case nlohmann::json::value_t::number_integer:
     case nlohmann::json::value_t::number_unsigned:
-      return Value(j.get<int64_t>());
+      return Value(j.template get<int64_t>());
     case nlohmann::json::value_t::number_float:
-      return Value(j.get<double>());
+      return Value(j.template get<double>());
     case nlohmann::json::value_t::string:
-      return Value(j.get<std::string>());
+      return Value(j.template get<std::string>());
     case nlohmann::json::value_t::array: {
       Array items;
-      for (const auto& item : j) items.push_back(FromJson(item));
-      return MakeArray(std::move(items));
+      for (const auto& item : j) items.push_back(ValueFromJson(item));
+      return Value::MakeArray(std::move(items));
     }
     case nlohmann::json::value_t::object: {
       Object items;
-      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), FromJson(it.value()));
-      return MakeObject(std::move(items));
+      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), ValueFromJson(it.value()));
+      return Value::MakeObject(std::move(items));
     }
     default:
       return Value();
   }
 }
+
+}  // namespace
+
+Value Value::FromJson(const nlohmann::json& j) { return ValueFromJson(j); }
+Value Value::FromJson(const nlohmann::ordered_json& j) { return ValueFromJson(j); }
 
 int64_t Value::AsInt() const {
   switch (kind_) {

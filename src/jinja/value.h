@@ -50,6 +50,7 @@ class Value {
   static Value MakeObject(Object items = {});
   static Value MakeCallable(Function fn);
   static Value FromJson(const nlohmann::json& j);
+  static Value FromJson(const nlohmann::ordered_json& j);  // keeps the keys' order
 
   Kind kind() const { return kind_; }
   bool IsUndefined() const { return kind_ == Kind::kUndefined; }

@@ -1,0 +1,55 @@
+// Chat templates with tools: the real templates of Llama 3.1, Qwen2.5 and Mistral Nemo, given `tools` and
+// conversations with assistant tool_calls and tool results, must render exactly as the reference (Jinja2 with
+// Hugging Face's settings; goldens made by testdata/make_tool_template_goldens.py) and raise where it raises.
+// Key order matters (tojson prints it), so everything goes through ordered JSON.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+
+namespace lockstep::chat {
+namespace {
+
+TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::ordered_json goldens = nlohmann::ordered_json::parse(in);
+  int checked = 0;
+  for (const auto& c : goldens["cases"]) {
+    const std::string family = c["family"];
+    const ChatTemplate tmpl = ChatTemplate::Create(
+        goldens["templates"][family], goldens["tokens"]["bos_token"], goldens["tokens"]["eos_token"]);
+    ASSERT_FALSE(tmpl.is_default()) << family << ": " << tmpl.note();
+    const auto& messages = goldens["conversations"][c["conversation"].get<size_t>()];
+    auto out = tmpl.Apply(messages, c["add_generation_prompt"].get<bool>(), goldens["tools"]);
+    const std::string where =
+        family + " conversation " + c["conversation"].dump() + " gen=" + c["add_generation_prompt"].dump();
+    if (c.contains("error")) {
+      ASSERT_FALSE(out.ok()) << where << " should raise; rendered:\n" << *out;
+      EXPECT_NE(out.status().message().find(c["error"].get<std::string>()), std::string::npos)
+          << where << ": " << out.status().message();
+    } else {
+      ASSERT_TRUE(out.ok()) << where << ": " << out.status().message();
+      EXPECT_EQ(*out, c["expected"].get<std::string>()) << where;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 24);
+}
+
+TEST(ToolTemplateTest, NoToolsMeansToolsUndefined) {
+  // Qwen2.5 takes its tool-free branch when `tools` is absent, as with apply_chat_template(tools=None).
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
+  const nlohmann::ordered_json goldens = nlohmann::ordered_json::parse(in);
+  const ChatTemplate tmpl = ChatTemplate::Create(goldens["templates"]["qwen2.5"], "<s>", "</s>");
+  auto out =
+      tmpl.Apply(nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Hi"}])"), true, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(out->find("<tools>"), std::string::npos);
+  EXPECT_NE(out->find("<|im_start|>user\nHi<|im_end|>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep::chat
