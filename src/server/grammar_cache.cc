@@ -1,0 +1,38 @@
+#include "server/grammar_cache.h"
+
+#include "grammar/compiled_grammar.h"
+
+namespace lockstep::server {
+
+GrammarCache::GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, size_t capacity)
+    : tokenizer_(std::move(tokenizer)), capacity_(std::max<size_t>(1, capacity)) {}
+
+std::shared_ptr<const grammar::TokenVocab> GrammarCache::Vocab() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!vocab_) vocab_ = grammar::TokenVocab::FromTokenizer(*tokenizer_);
+  return vocab_;
+}
+
+Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::string& gbnf) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = entries_.find(gbnf); it != entries_.end()) {
+      order_.splice(order_.begin(), order_, it->second.position);
+      return it->second.masker;
+    }
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(auto compiled, grammar::CompiledGrammar::FromGbnf(gbnf));
+  auto masker = std::make_shared<grammar::TokenMasker>(compiled, Vocab());
+  masker->Warm(/*walks=*/8, /*steps=*/64, kWarmBudgetS);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = entries_.find(gbnf); it != entries_.end()) return it->second.masker;  // raced: keep one
+  order_.push_front(gbnf);
+  entries_[gbnf] = Entry{masker, order_.begin()};
+  while (entries_.size() > capacity_) {
+    entries_.erase(order_.back());
+    order_.pop_back();
+  }
+  return masker;
+}
+
+}  // namespace lockstep::server

@@ -1,0 +1,46 @@
+// GrammarCache: compiled grammars and their token maskers for the server, by GBNF text (least recently
+// used first out), so requests with the same schema share one masker and its warm caches. A miss compiles,
+// then warms the masker (a few seeded walks, bounded in time) on the calling I/O thread, so the engine
+// thread rarely meets a mask it has to build. The vocabulary view is built once, on first use.
+// Thread-safe.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "grammar/token_masker.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lockstep::server {
+
+class GrammarCache {
+ public:
+  static constexpr size_t kDefaultCapacity = 64;
+  static constexpr double kWarmBudgetS = 0.25;
+
+  explicit GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, size_t capacity = kDefaultCapacity);
+
+  // The masker for `gbnf`, compiled on a miss; InvalidArgument with the parser's message (line, column)
+  // for a bad grammar.
+  Result<std::shared_ptr<grammar::TokenMasker>> Get(const std::string& gbnf);
+
+ private:
+  std::shared_ptr<const grammar::TokenVocab> Vocab();
+
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  size_t capacity_;
+  std::mutex mutex_;
+  std::shared_ptr<const grammar::TokenVocab> vocab_;
+  std::list<std::string> order_;  // most recently used first
+  struct Entry {
+    std::shared_ptr<grammar::TokenMasker> masker;
+    std::list<std::string>::iterator position;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+}  // namespace lockstep::server

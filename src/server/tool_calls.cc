@@ -1,0 +1,430 @@
+#include "server/tool_calls.h"
+
+#include <functional>
+
+#include "server/structured_fields.h"
+
+namespace lockstep::server {
+namespace {
+
+using Ordered = nlohmann::ordered_json;
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kMarkers[] = {"[TOOL_CALLS]", "<|python_tag|>", "<tool_call>", "```"};
+
+bool ValidName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '-' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+size_t SkipSpace(std::string_view s, size_t p) {
+  while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t' || s[p] == '\r')) ++p;
+  return p;
+}
+
+// End of the JSON value starting at s[p] ('{' or '['), by bracket depth outside strings; npos if unclosed.
+size_t ValueEnd(std::string_view s, size_t p) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = p; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Rewrites local $refs of a schema embedded at `prefix` ("#/items/anyOf/0/properties/arguments").
+void RebaseRefs(Ordered& schema, const std::string& prefix) {
+  if (schema.is_object()) {
+    for (auto& [key, value] : schema.items()) {
+      if (key == "$ref" && value.is_string() && value.get<std::string>().rfind('#', 0) == 0) {
+        value = prefix + value.get<std::string>().substr(1);
+      } else {
+        RebaseRefs(value, prefix);
+      }
+    }
+  } else if (schema.is_array()) {
+    for (auto& v : schema) RebaseRefs(v, prefix);
+  }
+}
+
+// {name, arguments | parameters} of a declared tool -> a call (arguments as compact JSON text).
+bool CallFrom(const ToolSpec& spec, const Ordered& v, ToolCall* out) {
+  if (!v.is_object() || !v.contains("name") || !v["name"].is_string()) return false;
+  const std::string name = v["name"].get<std::string>();
+  if (std::find(spec.names.begin(), spec.names.end(), name) == spec.names.end()) return false;
+  const Ordered* args = v.contains("arguments")    ? &v["arguments"]
+                        : v.contains("parameters") ? &v["parameters"]
+                                                   : nullptr;
+  if (args == nullptr) return false;
+  out->name = name;
+  if (args->is_string()) {
+    out->arguments = args->get<std::string>();
+  } else if (args->is_object()) {
+    out->arguments = args->dump();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A run of JSON values (objects, arrays of objects) separated by ';', ',' or whitespace, all of them calls.
+bool CallsFrom(const ToolSpec& spec, std::string_view s, std::vector<ToolCall>* calls) {
+  size_t p = SkipSpace(s, 0);
+  if (p >= s.size()) return false;
+  while (p < s.size()) {
+    if (s[p] != '{' && s[p] != '[') return false;
+    const size_t end = ValueEnd(s, p);
+    if (end == std::string_view::npos) return false;
+    const Ordered v = Ordered::parse(s.substr(p, end - p), nullptr, /*allow_exceptions=*/false);
+    if (v.is_discarded()) return false;
+    for (const Ordered& item : v.is_array() ? v : Ordered::array({v})) {
+      ToolCall call;
+      if (!CallFrom(spec, item, &call)) return false;
+      calls->push_back(std::move(call));
+    }
+    p = SkipSpace(s, end);
+    while (p < s.size() && (s[p] == ';' || s[p] == ',')) p = SkipSpace(s, p + 1);
+  }
+  return !calls->empty();
+}
+
+// Text as content; null when it is only whitespace (a stream holds such text back, so both agree).
+std::optional<std::string> Content(std::string text) {
+  if (text.find_first_not_of(" \n\t\r") == std::string::npos) return std::nullopt;
+  return text;
+}
+
+}  // namespace
+
+Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& raw_body) {
+  ToolSpec spec;
+  for (const char* legacy : {"functions", "function_call"}) {
+    if (body.contains(legacy) && !body[legacy].is_null()) {
+      return ApiError{Unimplemented(std::string(legacy) +
+                                    " (the deprecated function-calling API) is not supported; use tools and "
+                                    "tool_choice"),
+                      legacy, false};
+    }
+  }
+  const bool has_tools = body.contains("tools") && !body["tools"].is_null();
+  if (has_tools) {
+    const nlohmann::json& tools = body["tools"];
+    if (!tools.is_array())
+      return ApiError::Field("tools", "tools must be an array of {type, function} objects");
+    const Ordered ordered = Ordered::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+    spec.tools = ordered.is_object() && ordered.contains("tools") ? ordered["tools"] : Ordered::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const std::string where = "tools[" + std::to_string(i) + "]";
+      const nlohmann::json& t = tools[i];
+      if (!t.is_object() || t.value("type", nlohmann::json()) != "function" || !t.contains("function") ||
+          !t["function"].is_object()) {
+        return ApiError::Field(where, where + " must be {\"type\": \"function\", \"function\": {name, ...}}");
+      }
+      const nlohmann::json& f = t["function"];
+      if (!f.contains("name") || !f["name"].is_string() || !ValidName(f["name"].get<std::string>())) {
+        return ApiError::Field(where + ".function.name",
+                               where + ".function.name must be 1-64 of a-z, A-Z, 0-9, _, - or .");
+      }
+      const std::string name = f["name"].get<std::string>();
+      if (std::find(spec.names.begin(), spec.names.end(), name) != spec.names.end()) {
+        return ApiError::Field(where + ".function.name", "two tools are named \"" + name + "\"");
+      }
+      if (f.contains("description") && !f["description"].is_null() && !f["description"].is_string()) {
+        return ApiError::Field(where + ".function.description",
+                               where + ".function.description must be a string");
+      }
+      Ordered params = Ordered{{"type", "object"}};
+      if (f.contains("parameters") && !f["parameters"].is_null()) {
+        if (!f["parameters"].is_object()) {
+          return ApiError::Field(where + ".function.parameters",
+                                 where + ".function.parameters must be a JSON schema object");
+        }
+        params = spec.tools[i]["function"]["parameters"];
+      }
+      spec.names.push_back(name);
+      spec.parameters.push_back(std::move(params));
+    }
+  }
+  spec.choice = spec.names.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const nlohmann::json& c = body["tool_choice"];
+    if (c.is_string()) {
+      const std::string s = c.get<std::string>();
+      if (s == "none") {
+        spec.choice = ToolChoice::kNone;
+      } else if (s == "auto" || s == "required") {
+        if (spec.names.empty())
+          return ApiError::Field("tool_choice", "tool_choice \"" + s + "\" needs tools");
+        spec.choice = s == "auto" ? ToolChoice::kAuto : ToolChoice::kRequired;
+      } else {
+        return ApiError::Field("tool_choice",
+                               "tool_choice must be \"none\", \"auto\", \"required\" or "
+                               "{\"type\": \"function\", \"function\": {\"name\"}}; got \"" +
+                                   s + "\"");
+      }
+    } else if (c.is_object() && c.value("type", nlohmann::json()) == "function" && c.contains("function") &&
+               c["function"].is_object() && c["function"].contains("name") &&
+               c["function"]["name"].is_string()) {
+      spec.named = c["function"]["name"].get<std::string>();
+      if (std::find(spec.names.begin(), spec.names.end(), spec.named) == spec.names.end()) {
+        return ApiError::Field("tool_choice",
+                               "tool_choice names \"" + spec.named + "\", which is not among the tools");
+      }
+      spec.choice = ToolChoice::kNamed;
+    } else {
+      return ApiError::Field("tool_choice",
+                             "tool_choice must be \"none\", \"auto\", \"required\" or "
+                             "{\"type\": \"function\", \"function\": {\"name\"}}");
+    }
+  }
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
+    if (!body["parallel_tool_calls"].is_boolean()) {
+      return ApiError::Field("parallel_tool_calls", "parallel_tool_calls must be a boolean");
+    }
+    spec.parallel = body["parallel_tool_calls"].get<bool>();
+  }
+  // Every schema must convert, whatever the choice: a call under "auto" may later be forced.
+  for (size_t i = 0; i < spec.names.size(); ++i) {
+    auto gbnf = SchemaGbnf(spec.parameters[i], "tools[" + std::to_string(i) + "].function.parameters");
+    if (!gbnf.ok()) return gbnf.error;
+  }
+  return spec;
+}
+
+Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec) {
+  if (spec.choice == ToolChoice::kNamed) {
+    const size_t i = size_t(std::find(spec.names.begin(), spec.names.end(), spec.named) - spec.names.begin());
+    return SchemaGbnf(spec.parameters[i], "tools[" + std::to_string(i) + "].function.parameters");
+  }
+  if (spec.choice != ToolChoice::kRequired) return std::string();
+  Ordered branches = Ordered::array();
+  for (size_t i = 0; i < spec.names.size(); ++i) {
+    Ordered params = spec.parameters[i];
+    RebaseRefs(params, "#/items/anyOf/" + std::to_string(i) + "/properties/arguments");
+    branches.push_back({{"type", "object"},
+                        {"properties", {{"name", {{"const", spec.names[i]}}}, {"arguments", params}}},
+                        {"required", {"name", "arguments"}},
+                        {"additionalProperties", false}});
+  }
+  const Ordered schema = {{"type", "array"},
+                          {"minItems", 1},
+                          {"maxItems", spec.parallel ? kMaxParallelToolCalls : 1},
+                          {"items", {{"anyOf", branches}}}};
+  return SchemaGbnf(schema, "tools");
+}
+
+Parsed<Ordered> TemplateToolCalls(const Ordered& tool_calls, const std::string& where) {
+  if (!tool_calls.is_array()) return ApiError::Field(where, where + " must be an array of tool calls");
+  Ordered out = Ordered::array();
+  for (size_t j = 0; j < tool_calls.size(); ++j) {
+    const std::string at = where + "[" + std::to_string(j) + "]";
+    const Ordered& call = tool_calls[j];
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) {
+      return ApiError::Field(
+          at, at + " must be {\"id\", \"type\": \"function\", \"function\": {name, arguments}}");
+    }
+    const Ordered& f = call["function"];
+    if (!f.contains("name") || !f["name"].is_string()) {
+      return ApiError::Field(at + ".function.name", at + ".function.name must be a string");
+    }
+    if (call.contains("id") && !call["id"].is_string())
+      return ApiError::Field(at + ".id", at + ".id must be a string");
+    Ordered fn = {{"name", f["name"]}};
+    if (f.contains("arguments") && f["arguments"].is_string()) {
+      Ordered args = Ordered::parse(f["arguments"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (args.is_discarded()) {
+        return ApiError::Field(at + ".function.arguments", at + ".function.arguments must be JSON text");
+      }
+      fn["arguments"] = std::move(args);
+    } else if (f.contains("arguments") && f["arguments"].is_object()) {
+      fn["arguments"] = f["arguments"];
+    } else {
+      return ApiError::Field(at + ".function.arguments", at + ".function.arguments must be a JSON string");
+    }
+    Ordered entry = Ordered::object();
+    if (call.contains("id")) entry["id"] = call["id"];
+    entry["type"] = "function";
+    entry["function"] = std::move(fn);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+size_t ToolRegionStart(std::string_view text, bool final) {
+  const size_t first = SkipSpace(text, 0);
+  if (first < text.size() && (text[first] == '{' || text[first] == '[')) return first;
+  const std::string_view rest = text.substr(first);
+  for (std::string_view marker : kMarkers) {
+    if (rest.substr(0, marker.size()) == marker.substr(0, rest.size())) {
+      if (rest.size() >= marker.size() || !final) return first;  // a marker, or what may become one
+    }
+  }
+  if (size_t at = text.find(kHermesOpen); at != std::string_view::npos) return at;
+  if (final) return std::string_view::npos;
+  // Hold back a tail that may be the start of <tool_call>.
+  for (size_t len = std::min(kHermesOpen.size() - 1, text.size()); len > 0; --len) {
+    if (text.substr(text.size() - len) == kHermesOpen.substr(0, len)) return text.size() - len;
+  }
+  return std::string_view::npos;
+}
+
+ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const std::string& id_seed,
+                           bool mistral_ids) {
+  ToolOutput out;
+  if (spec.choice == ToolChoice::kNamed) {
+    const size_t a = SkipSpace(text, 0);
+    const Ordered args = Ordered::parse(text.substr(a), nullptr, /*allow_exceptions=*/false);
+    if (args.is_object()) {  // the text as generated (what a stream sent), without surrounding space
+      const size_t b = text.find_last_not_of(" \n\t\r");
+      out.calls.push_back({"", spec.named, text.substr(a, b + 1 - a)});
+    } else {
+      out.content = text;  // cut short (length): not a complete call
+    }
+  } else if (spec.calls_possible()) {
+    const size_t region = ToolRegionStart(text, /*final=*/true);
+    std::vector<ToolCall> calls;
+    bool ok = false;
+    std::string after;
+    if (region != std::string::npos) {
+      std::string_view rest = std::string_view(text).substr(region);
+      rest = rest.substr(SkipSpace(rest, 0));
+      if (rest.substr(0, kHermesOpen.size()) == kHermesOpen) {
+        ok = true;
+        while (ok && rest.substr(0, kHermesOpen.size()) == kHermesOpen) {
+          rest.remove_prefix(kHermesOpen.size());
+          const size_t close = rest.find(kHermesClose);
+          ok = CallsFrom(spec, rest.substr(0, close), &calls);
+          rest =
+              close == std::string_view::npos ? std::string_view() : rest.substr(close + kHermesClose.size());
+          rest = rest.substr(SkipSpace(rest, 0));
+        }
+        after = std::string(rest);
+      } else {
+        for (std::string_view marker :
+             {std::string_view("[TOOL_CALLS]"), std::string_view("<|python_tag|>")}) {
+          if (rest.substr(0, marker.size()) == marker) rest.remove_prefix(marker.size());
+        }
+        if (rest.substr(0, 3) == "```") {  // a fenced block: ```json ... ```
+          const size_t nl = rest.find('\n');
+          const size_t close = rest.rfind("```");
+          rest = nl != std::string_view::npos && close > nl ? rest.substr(nl + 1, close - nl - 1)
+                                                            : std::string_view();
+        }
+        ok = CallsFrom(spec, rest, &calls);
+      }
+    }
+    if (ok) {
+      out.calls = std::move(calls);
+      out.content = Content(text.substr(0, region) + (after.empty() ? "" : "\n" + after));
+    } else {
+      out.content = text;
+    }
+    if (spec.choice == ToolChoice::kRequired && out.calls.empty()) out.content = text;
+  } else {
+    out.content = text;
+  }
+  for (size_t k = 0; k < out.calls.size(); ++k) out.calls[k].id = ToolCallId(id_seed, k, mistral_ids);
+  return out;
+}
+
+std::string ToolCallId(const std::string& id_seed, size_t index, bool mistral_ids) {
+  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  uint64_t h = std::hash<std::string>{}(id_seed) ^ (0x9E3779B97F4A7C15ull * (index + 1));
+  std::string id = mistral_ids ? "" : "call_";
+  const int n = mistral_ids ? 9 : 24;
+  for (int i = 0; i < n; ++i) {
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 29;
+    id += kAlphabet[h % 62];
+  }
+  return id;
+}
+
+namespace {
+
+// Streamed content of auto-mode text: everything before the tool-call region, held back while it is only
+// whitespace.
+size_t StreamedContent(std::string_view text, bool final) {
+  const size_t s = std::min(text.size(), ToolRegionStart(text, final));
+  return text.substr(0, s).find_first_not_of(" \n\t\r") == std::string_view::npos ? 0 : s;
+}
+
+// Named-choice arguments streamed so far: up to the last non-space character.
+size_t StreamedArguments(std::string_view text) {
+  const size_t b = text.find_last_not_of(" \n\t\r");
+  return b == std::string_view::npos ? 0 : b + 1;
+}
+
+}  // namespace
+
+ToolStreamDelta ToolStreamStep(const ToolSpec& spec, std::string_view before, std::string_view after,
+                               bool first, bool last, const std::string& id_seed, bool mistral_ids) {
+  ToolStreamDelta d;
+  if (spec.choice == ToolChoice::kNamed) {
+    const size_t from = first ? 0 : StreamedArguments(before);
+    const std::string piece(
+        after.substr(from, StreamedArguments(after) - std::min(from, StreamedArguments(after))));
+    nlohmann::json fn = {{"arguments", piece}};
+    nlohmann::json call = {{"index", 0}};
+    if (first) {
+      call["id"] = ToolCallId(id_seed, 0, mistral_ids);
+      call["type"] = "function";
+      fn = {{"name", spec.named}, {"arguments", piece}};
+    }
+    call["function"] = std::move(fn);
+    if (first || !piece.empty()) d.tool_calls = nlohmann::json::array({std::move(call)});
+    if (last) d.called = !ParseToolOutput(spec, std::string(after), id_seed, mistral_ids).calls.empty();
+    return d;
+  }
+  if (!spec.calls_possible()) {
+    d.content = std::string(after.substr(before.size()));
+    return d;
+  }
+  const size_t sent = first ? 0 : (spec.choice == ToolChoice::kRequired ? 0 : StreamedContent(before, false));
+  if (!last) {
+    if (spec.choice == ToolChoice::kAuto) {
+      const size_t now = StreamedContent(after, false);
+      if (now > sent) d.content = std::string(after.substr(sent, now - sent));
+    }
+    return d;
+  }
+  const ToolOutput out = ParseToolOutput(spec, std::string(after), id_seed, mistral_ids);
+  if (out.calls.empty()) {
+    d.content = std::string(after.substr(sent));
+    return d;
+  }
+  if (out.content && out.content->size() > sent) d.content = out.content->substr(sent);
+  d.called = true;
+  d.tool_calls = nlohmann::json::array();
+  for (size_t k = 0; k < out.calls.size(); ++k) {
+    d.tool_calls.push_back(
+        {{"index", k},
+         {"id", out.calls[k].id},
+         {"type", "function"},
+         {"function", {{"name", out.calls[k].name}, {"arguments", out.calls[k].arguments}}}});
+  }
+  return d;
+}
+
+}  // namespace lockstep::server

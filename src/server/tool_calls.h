@@ -1,0 +1,92 @@
+// Tool calling for /v1/chat/completions: the request fields (tools, tool_choice, parallel_tool_calls), the
+// tool messages that flow back through the chat template, the grammar that enforces `required` and named
+// choices, and the parsing of a finished output into OpenAI tool_calls.
+//
+// Choices: "none" (tools are still shown to the template, never called), "auto" (the model decides; its
+// output is parsed), "required" (the output is forced, by grammar, to be a JSON array of 1..16 calls (1
+// without parallel_tool_calls) [{"name": <a tool>, "arguments": <its parameters schema>}]), a named function
+// (the output is forced to be that function's arguments). So even a weak model produces a valid call.
+//
+// Parsing "auto" output, in the model families' formats (their special tokens are not in the text):
+//   Hermes / Qwen2.5   prose, then <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks
+//   Llama 3.1+         {"name": ..., "parameters": {...}} (several separated by ';'), after <|python_tag|>
+//   Mistral            [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...]
+//   generic            a JSON object or array of {name, arguments | parameters} (also in a ```json fence)
+// Only declared tool names count; anything else is content. The tool-call region is where the text starts
+// with '{', '[', '```' or a marker, or where <tool_call> first appears; what precedes it is content and may
+// be streamed (ToolRegionStart), so streamed and whole responses always agree.
+// Pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/api_error.h"
+
+namespace lockstep::server {
+
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
+struct ToolSpec {
+  nlohmann::ordered_json tools;  // the request's tools array, for the template; null when none
+  std::vector<std::string> names;
+  std::vector<nlohmann::ordered_json> parameters;  // per tool; {"type": "object"} when absent
+  ToolChoice choice = ToolChoice::kNone;
+  std::string named;  // kNamed: the function
+  bool parallel = true;
+  bool calls_possible() const { return choice != ToolChoice::kNone && !names.empty(); }
+  bool forced() const { return choice == ToolChoice::kRequired || choice == ToolChoice::kNamed; }
+};
+
+inline constexpr int kMaxParallelToolCalls = 16;
+
+// Reads tools / tool_choice / parallel_tool_calls (and rejects the legacy functions / function_call);
+// `raw_body` is read again order-preserving for the template. 400 naming the field for any wrong type,
+// an undeclared named function, tool_choice without tools, or a parameters schema the grammar cannot take.
+Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& raw_body);
+
+// The grammar (GBNF) a forced choice's output must follow; "" when nothing is forced.
+Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec);
+
+// An assistant message's tool_calls as the template wants them (arguments parsed from their JSON text into
+// objects, as vLLM and llama.cpp pass them); 400 naming messages[i].tool_calls[j] for malformed calls.
+Parsed<nlohmann::ordered_json> TemplateToolCalls(const nlohmann::ordered_json& tool_calls,
+                                                 const std::string& where);
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
+struct ToolOutput {
+  std::optional<std::string> content;  // nullopt: null content
+  std::vector<ToolCall> calls;
+};
+
+// Where the tool-call region of (possibly partial) auto-mode text starts; npos when none has begun.
+// Text before it is content and safe to stream; `final` = the text is complete (no held-back marker prefix).
+size_t ToolRegionStart(std::string_view text, bool final);
+// A finished choice's text as content and calls. `id_seed` (e.g. the response id and choice index) makes
+// the call ids; mistral_ids: 9 alphanumerics (Mistral's templates insist), else "call_" + 24.
+ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const std::string& id_seed,
+                           bool mistral_ids);
+std::string ToolCallId(const std::string& id_seed, size_t index, bool mistral_ids);
+
+// What one stream chunk of a tool-enabled choice carries, as its text grows from `before` to `after`
+// (first: the choice's first chunk; last: `after` is the whole output): a content delta and OpenAI
+// tool_calls deltas (null when none). Named choices stream the arguments as they come (id and name on the
+// first delta); required calls and auto-mode calls are sent whole at the end, after any content before
+// them. The concatenated deltas equal ParseToolOutput's answer.
+struct ToolStreamDelta {
+  std::string content;
+  nlohmann::json tool_calls;  // null, or [{index, id?, type?, function: {name?, arguments}}]
+  bool called = false;        // last only: the output was tool calls (finish_reason "tool_calls")
+};
+ToolStreamDelta ToolStreamStep(const ToolSpec& spec, std::string_view before, std::string_view after,
+                               bool first, bool last, const std::string& id_seed, bool mistral_ids);
+
+}  // namespace lockstep::server
