@@ -53,6 +53,20 @@ const char* FinishReasonName(FinishReason reason) {
   return "none";
 }
 
+const char* StepStateName(StepRecord::State state) {
+  switch (state) {
+    case StepRecord::State::kPrefill:
+      return "prefill";
+    case StepRecord::State::kDecode:
+      return "decode";
+    case StepRecord::State::kPreempted:
+      return "preempted";
+    case StepRecord::State::kWaiting:
+      break;
+  }
+  return "waiting";
+}
+
 RequestHandle::RequestHandle(RequestId id, std::shared_ptr<EventChannel> channel,
                              std::shared_ptr<Inbox> inbox)
     : id_(id), channel_(std::move(channel)), inbox_(std::move(inbox)) {}

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -86,12 +87,46 @@ struct EngineStats {
   int64_t requests_failed = 0;
 };
 
+// One step as the engine ran it (EngineObserver::OnStepRecord): what the forward pass held and how long it
+// took, and where every request the engine holds stands afterwards. For dashboards and step-time models.
+struct StepRecord {
+  struct Chunk {  // one request's rows in this step's batch, in batch order
+    RequestId id = 0;
+    int32_t rows = 0;
+    bool decode = false;  // a decode row (else prefill rows)
+  };
+  enum class State { kWaiting, kPrefill, kDecode, kPreempted };  // kPreempted: waiting to be recomputed
+  struct Progress {  // a request still held after the step (finished ones are reported by OnRequestFinished)
+    RequestId id = 0;
+    std::string label;  // Request::label
+    State state = State::kWaiting;
+    int32_t prompt_tokens = 0;
+    int32_t generated = 0;
+    int32_t max_tokens = 0;
+    int32_t preemptions = 0;
+    std::chrono::steady_clock::time_point submitted;
+    std::optional<std::chrono::steady_clock::time_point> first_token;
+  };
+  int64_t step = 0;  // 1-based, as EngineStats::steps
+  std::chrono::steady_clock::time_point start;
+  double duration_s = 0;  // scheduling + forward pass + sampling + event delivery
+  int32_t prefill_rows = 0;
+  int32_t decode_rows = 0;
+  int64_t attended_positions = 0;  // sum over rows of (position + 1): the attention work of the step
+  std::vector<Chunk> chunks;
+  std::vector<RequestId> preempted;  // preempted while planning this step
+  std::vector<Progress> requests;    // every request held after the step, by id
+};
+const char* StepStateName(StepRecord::State state);  // "waiting" | "prefill" | "decode" | "preempted"
+
 // Optional observer: called on the engine thread after every step and for every finished request; must not
-// block (e.g. update atomic counters or histograms).
+// block (e.g. update atomic counters or histograms, or copy into a mutex-guarded buffer).
 class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
   virtual void OnStep(const EngineStats& stats) {}
+  // Right after OnStep, with the step's detail.
+  virtual void OnStepRecord(const StepRecord& record, const EngineStats& stats) {}
   virtual void OnRequestFinished(RequestId id, FinishReason reason, const RequestTiming& timing) {}
 };
 

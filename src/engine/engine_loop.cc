@@ -103,6 +103,7 @@ bool Engine::Loop::TakeInbox(bool wait) {
 }
 
 void Engine::Loop::Step() {
+  step_start_ = Clock::now();
   StepPlan plan = scheduler_.Schedule();
   LOCKSTEP_CHECK_MSG(!plan.empty(), "the scheduler planned nothing with requests pending");
   const Clock::time_point start = Clock::now();
@@ -309,7 +310,50 @@ void Engine::Loop::PublishStats(const StepPlan* plan) {
     }
     snapshot = stats_;
   }
-  if (plan != nullptr && observer_ != nullptr) observer_->OnStep(snapshot);
+  if (plan != nullptr && observer_ != nullptr) {
+    observer_->OnStep(snapshot);
+    observer_->OnStepRecord(MakeStepRecord(*plan), snapshot);
+  }
+}
+
+StepRecord Engine::Loop::MakeStepRecord(const StepPlan& plan) const {
+  StepRecord record;
+  record.step = stats_.steps;  // PublishStats counted this step already (engine thread: no lock needed)
+  record.start = step_start_;
+  record.duration_s = Seconds(Clock::now() - step_start_);
+  record.prefill_rows = plan.prefill_tokens;
+  record.decode_rows = plan.decode_tokens;
+  record.chunks.reserve(plan.chunks.size());
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    record.chunks.push_back({chunk.id, chunk.count, chunk.decode});
+    const int64_t start = chunk.start, count = chunk.count;
+    record.attended_positions += count * start + count * (count + 1) / 2;
+  }
+  record.preempted = plan.preempted;
+  record.requests.reserve(active_.size());
+  for (const auto& [id, active] : active_) {
+    StepRecord::Progress p;
+    p.id = id;
+    p.label = active->pending.request.label;
+    p.prompt_tokens = int32_t(active->pending.request.prompt_ids.size());
+    p.generated = active->generated;
+    p.max_tokens = active->pending.request.max_tokens;
+    p.submitted = active->pending.submit_time;
+    p.first_token = active->first_token;
+    if (scheduler_.Contains(id)) {
+      p.preemptions = scheduler_.preemptions(id);
+      if (scheduler_.running(id)) {
+        const bool in_prompt = scheduler_.num_computed(id) + 1 < int32_t(scheduler_.tokens(id).size());
+        p.state = in_prompt ? StepRecord::State::kPrefill : StepRecord::State::kDecode;
+      } else {
+        p.state = p.preemptions > 0 ? StepRecord::State::kPreempted : StepRecord::State::kWaiting;
+      }
+    }
+    record.requests.push_back(std::move(p));
+  }
+  std::sort(record.requests.begin(), record.requests.end(),
+            [](const StepRecord::Progress& a, const StepRecord::Progress& b) { return a.id < b.id; });
+  return record;
 }
 
 }  // namespace lockstep

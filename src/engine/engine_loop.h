@@ -60,6 +60,7 @@ class Engine::Loop {
   void Finish(Active& active, TokenEvent event);
   void FinishAll(FinishReason reason, const std::string& error);
   void PublishStats(const StepPlan* plan);
+  StepRecord MakeStepRecord(const StepPlan& plan) const;
   std::string FlushText(Active& active);
   // Ends a constrained request whose grammar allows no token (complete, or unspellable here).
   void FinishConstrained(Active& active);
@@ -78,6 +79,7 @@ class Engine::Loop {
   std::vector<uint64_t> mask_;  // allowed tokens of the constrained request being sampled
   bool closed_ = false;
   bool drain_ = false;
+  Clock::time_point step_start_;  // when the current step began (before scheduling)
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;
