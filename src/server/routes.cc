@@ -202,6 +202,7 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
     return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson({{"status", status}}),
                  ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
   }
+  if (ServeWebPage(state, request, *writer)) return;
   if (!Authorized(state, request)) {
     return ReplyError(state, *writer,
                       ApiError{Status(StatusCode::kUnauthenticated,
@@ -233,6 +234,9 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"POST", "/generate_stream", [&] { HandleTgi(state, request, writer, 1, false); }},
       {"POST", "/", [&] { HandleTgi(state, request, writer, -1, true); }},
       {"GET", "/info", [&] { Reply(state, *writer, 200, kJson, DumpJson(TgiInfo(state.ctx))); }},
+      {"GET", "/dashboard/events", [&] { StreamDashboardEvents(state, request, writer); }},
+      {"GET", "/advisor", [&] { HandleAdvisor(state, request, *writer); }},
+      {"POST", "/split", [&] { HandleSplit(state, request, *writer); }},
   };
   bool path_known = false;
   for (const Route& r : routes) {

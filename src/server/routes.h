@@ -12,11 +12,15 @@
 
 #include "engine/engine.h"
 #include "server/api_context.h"
+#include "server/dashboard_routes.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/server_metrics.h"
 
 namespace lockstep::server {
+
+class DashboardFeed;
+class StepTimeModel;
 
 struct RouteState {
   ApiContext ctx;            // valid once ready
@@ -32,6 +36,9 @@ struct RouteState {
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
   uint64_t id_salt = 0;
+  DashboardFeed* feed = nullptr;        // dashboard event feed (null: none)
+  StepTimeModel* step_model = nullptr;  // latency advisor's fit (null: none)
+  SplitQuestionsFn split_questions;     // POST /split (empty: unavailable)
 };
 
 // Handles one request (the HttpHandler of the server).

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
+#include "server/dashboard_feed.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/routes.h"
@@ -27,11 +28,18 @@ namespace {
 
 class MetricsObserver : public EngineObserver {
  public:
-  explicit MetricsObserver(ServerMetrics* metrics) : metrics_(metrics) {}
+  MetricsObserver(ServerMetrics* metrics, DashboardFeed* feed) : metrics_(metrics), feed_(feed) {}
   void OnStep(const EngineStats& stats) override { metrics_->UpdateFromStats(stats); }
+  void OnStepRecord(const StepRecord& record, const EngineStats& stats) override {
+    feed_->OnStepRecord(record, stats);
+  }
+  void OnRequestFinished(RequestId id, FinishReason reason, const RequestTiming& timing) override {
+    feed_->OnRequestFinished(id, reason, timing);
+  }
 
  private:
   ServerMetrics* metrics_;
+  DashboardFeed* feed_;
 };
 
 }  // namespace
@@ -43,13 +51,17 @@ class Server::Impl {
         log_(std::make_shared<spdlog::logger>("lockstep-server",
                                               std::make_shared<spdlog::sinks::stderr_color_sink_mt>())),
         metrics_(registry_),
-        observer_(&metrics_) {
+        feed_(&step_model_),
+        observer_(&metrics_, &feed_) {
     log_->set_level(options_.quiet ? spdlog::level::warn : spdlog::level::info);
     state_.registry = &registry_;
     state_.metrics = &metrics_;
     state_.api_key = options_.api_key;
     state_.request_timeout_s = options_.request_timeout_s;
     state_.id_salt = std::random_device{}();
+    state_.feed = &feed_;
+    state_.step_model = &step_model_;
+    state_.split_questions = options_.split_questions;
   }
 
   Result<int> Start() {
@@ -189,6 +201,8 @@ class Server::Impl {
   std::shared_ptr<spdlog::logger> log_;
   MetricsRegistry registry_;
   ServerMetrics metrics_;
+  StepTimeModel step_model_;
+  DashboardFeed feed_;
   MetricsObserver observer_;
   RouteState state_;
   std::unique_ptr<Engine> engine_;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "server/dashboard_routes.h"
 
 namespace lockstep::server {
 
@@ -48,6 +49,9 @@ struct ServerOptions {
   // "loading" until Start() returns).
   std::function<void(int port)> on_listening;
   bool quiet = false;  // log warnings only (for in-process use, e.g. `bench -m`); logs go to stderr
+  // Splits combined prompts for the playground's POST /split (the program passes the client's splitter);
+  // empty: /split is unavailable.
+  SplitQuestionsFn split_questions;
 };
 
 class Server {
