@@ -13,6 +13,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "client/advisor.h"
 #include "client/fan_out.h"
 #include "text/question_splitter.h"
 
@@ -32,6 +33,7 @@ struct AskFlags {
   double temperature = -1;
   bool json = false;
   bool dry_run = false;
+  bool verbose = false;
 };
 
 std::string ReadAll(const std::string& path) {
@@ -95,6 +97,20 @@ void PrintAnswer(size_t i, size_t n, const std::string& question, const client::
   std::fflush(stdout);
 }
 
+// -v: what the server's latency advisor predicts for these questions (lockstep servers only), on stderr.
+void PrintAdvice(const client::OpenAiClient& client, size_t questions, int max_tokens) {
+  client::AdviceQuery query;
+  query.questions = int(questions);
+  query.tokens = max_tokens;
+  client::CancellationToken token;
+  auto advice = client::RunBlocking(client::FetchAdvice(client, query, &token));
+  if (!advice.ok()) {
+    std::fprintf(stderr, "advisor: unavailable (%s)\n", advice.status().message().c_str());
+    return;
+  }
+  std::fprintf(stderr, "advisor: %s", client::FormatAdvice(*advice).c_str());
+}
+
 void RunAsk(const AskFlags& f) {
   const text::SplitResult split = GatherQuestions(f);
   if (f.dry_run) {
@@ -120,6 +136,7 @@ void RunAsk(const AskFlags& f) {
     if (f.temperature >= 0) r.temperature = f.temperature;
     requests.push_back(std::move(r));
   }
+  if (f.verbose) PrintAdvice(*client, requests.size(), f.max_tokens);
   // Print each answer as soon as it and all before it are done.
   std::vector<const client::ChatResult*> done(requests.size(), nullptr);
   size_t next_to_print = 0;
@@ -176,6 +193,8 @@ void RegisterAskCommand(CLI::App& app) {
   cmd->add_option("--temperature", flags->temperature, "Sampling temperature (default: the server's)");
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->add_flag("--dry-run", flags->dry_run, "Show the questions without sending");
+  cmd->add_flag("-v,--verbose", flags->verbose,
+                "Also print the server's latency advice (combined vs parallel vs sequential) first");
   cmd->callback([flags] { RunAsk(*flags); });
 }
 

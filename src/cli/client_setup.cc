@@ -6,6 +6,7 @@
 #include "cli/cli_util.h"
 #include "client/endpoints.h"
 #include "client/fan_out.h"
+#include "client/question_splitter.h"
 #include "server/server.h"
 
 namespace lockstep::cli {
@@ -53,12 +54,23 @@ std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) 
   return ValueOrDie(client::OpenAiClient::Create(options));
 }
 
+server::SplitQuestionsFn QuestionSplitterForServer() {
+  return [](const std::string& text) {
+    client::SplitResult split = client::SplitQuestions(text);
+    server::SplitQuestionsResult out{split.preamble, split.questions, split.kind, {}};
+    for (const std::string& q : split.questions)
+      out.prompts.push_back(client::ComposeQuestion(split.preamble, q));
+    return out;
+  };
+}
+
 std::unique_ptr<LocalServer> LocalServer::StartOrDie(const std::string& model_path, int threads) {
   server::ServerOptions options;
   options.model_path = model_path;
   options.port = 0;
   options.compute_threads = threads;
   options.drain_timeout_s = 5;
+  options.split_questions = QuestionSplitterForServer();
   auto local = std::unique_ptr<LocalServer>(new LocalServer());
   local->server_ = ValueOrDie(server::Server::Create(options));
   auto port = local->server_->Start();

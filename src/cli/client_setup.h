@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/chat_client.h"
+#include "server/dashboard_routes.h"
 
 namespace lockstep::server {
 class Server;
@@ -32,6 +33,9 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags);
 
 // Builds the client; the API key falls back to $LOCKSTEP_API_KEY. Fail()s on a bad URL or CA file.
 std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags);
+
+// The client's question splitter (`ask --split`) for the server's POST /split (the playground).
+server::SplitQuestionsFn QuestionSplitterForServer();
 
 // A lockstep server running in this process (for -m MODEL).
 class LocalServer {

@@ -18,5 +18,6 @@ void RegisterBenchServeCommand(CLI::App& bench);
 void RegisterServeCommand(CLI::App& app);
 void RegisterAskCommand(CLI::App& app);
 void RegisterPullCommand(CLI::App& app);
+void RegisterAdviseCommand(CLI::App& app);
 
 }  // namespace lockstep::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   lockstep::cli::RegisterAskCommand(app);
   lockstep::cli::RegisterPullCommand(app);
   lockstep::cli::RegisterServeCommand(app);
+  lockstep::cli::RegisterAdviseCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

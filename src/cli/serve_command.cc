@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "server/server.h"
@@ -38,6 +39,7 @@ void RunServe(ServeFlags& flags) {
   options.prefix_caching = !flags.engine.no_prefix_cache;
   if (flags.timeout_s < 0) Fail("--timeout must be >= 0 seconds");
   options.request_timeout_s = flags.timeout_s;
+  options.split_questions = QuestionSplitterForServer();
 
   // Block the stop signals in every thread; this thread waits for them with sigwait.
   sigset_t signals;
