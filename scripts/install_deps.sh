@@ -10,7 +10,9 @@ packages=(
   openssl ca-certificates
   python3
   nginx
+  chromium
 )
+# chromium: the dashboard's browser test (tests/web) drives Debian's headless Chromium; no browser is downloaded.
 # Node.js runs the client-compatibility test (official OpenAI and Hugging Face JS clients); any version >= 18.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
