@@ -121,6 +121,11 @@ Advice Advise(const AdviceQuery& q, const StepTimeFit& fit) {
     advice.note =
         "the server has run too few steps with several requests decoding together to tell a "
         "step's fixed cost from its cost per row; run some parallel requests first";
+  } else if (fit.max_decode_rows_seen < std::min(n, q.max_seqs)) {
+    advice.note = "extrapolated: the largest step measured decoded " +
+                  std::to_string(fit.max_decode_rows_seen) + " requests together, parallel would decode " +
+                  std::to_string(std::min(n, q.max_seqs)) +
+                  "; run that many parallel requests once for a measured answer";
   }
   advice.confident = advice.note.empty();
   return advice;

@@ -35,7 +35,7 @@ struct Advice {
   std::vector<ModePrediction> modes;  // combined, parallel, sequential
   std::string recommended;            // the mode with the least predicted wall time
   std::string reason;                 // one sentence for people
-  bool confident = false;             // the fit has seen enough steps, multi-row decodes among them
+  bool confident = false;             // enough steps seen, decodes as wide as parallel's among them
   std::string note;                   // why not confident ("" when confident)
 };
 

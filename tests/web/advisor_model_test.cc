@@ -67,6 +67,7 @@ StepTimeFit Fit(double a, double per_decode, double per_prefill, double per_posi
   f.per_attended_position_s = per_position;
   f.samples = 1000;
   f.multi_row_decode_samples = 500;
+  f.max_decode_rows_seen = 64;
   return f;
 }
 
@@ -118,6 +119,12 @@ TEST(LatencyAdvisorTest, ParallelWinsWhenRowsAreCheapAndCombinedWhenTheyAreNot) 
   fresh.samples = 500;
   fresh.multi_row_decode_samples = 0;
   EXPECT_FALSE(Advise(q, fresh).confident);
+  fresh.multi_row_decode_samples = 100;
+  fresh.max_decode_rows_seen = 2;  // 5 questions: parallel would decode 5 together
+  EXPECT_FALSE(Advise(q, fresh).confident);
+  EXPECT_NE(Advise(q, fresh).note.find("extrapolated"), std::string::npos);
+  fresh.max_decode_rows_seen = 5;
+  EXPECT_TRUE(Advise(q, fresh).confident);
 }
 
 }  // namespace

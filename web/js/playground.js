@@ -92,9 +92,9 @@ export class SplitRun {
       for (const mode of MODES) {
         walls[mode] = await this.runMode(mode, split, tokens, text);
       }
-      const speedup = walls.combined / walls.parallel;
-      summary.textContent += ` — parallel ${speedup.toFixed(2)}× faster than combined, ` +
-          `${(walls.sequential / walls.parallel).toFixed(2)}× faster than sequential`;
+      const faster = (a, b) => (walls[a] <= walls[b] ? `${a} ${(walls[b] / walls[a]).toFixed(2)}× faster than ${b}`
+                                                     : `${b} ${(walls[a] / walls[b]).toFixed(2)}× faster than ${a}`);
+      summary.textContent += ` — ${faster('parallel', 'combined')}, ${faster('parallel', 'sequential')}`;
       // One time scale for all three, so they compare side by side.
       for (const [mode, d] of Object.entries(this.drawn)) this.drawMode(this.root.querySelector(`#mode-${mode}`), mode, d.spans, d.start, true);
       panel.dataset.state = 'done';
