@@ -197,7 +197,6 @@ json DashboardFeed::Update(Cursor& cursor, const EngineStats& stats, size_t max_
   cursor.second = std::max(last_sent, current - 1);  // seconds absent from the series had no activity
   out["series"] = std::move(series);
 
-  const double queried = double(stats.prefix_cache_query_tokens);
   out["engine"] = {{"running", stats.running},
                    {"waiting", stats.waiting},
                    {"kv_blocks_total", stats.kv_blocks_total},
@@ -205,10 +204,12 @@ json DashboardFeed::Update(Cursor& cursor, const EngineStats& stats, size_t max_
                    {"kv_blocks_cached", stats.kv_blocks_cached},
                    {"kv_blocks_free", stats.kv_blocks_free},
                    {"block_tokens", stats.block_tokens},
-                   {"prefix_cache_query_tokens", stats.prefix_cache_query_tokens},
-                   {"prefix_cache_hit_tokens", stats.prefix_cache_hit_tokens},
+                   {"prefix_caching", stats.prefix_caching},
+                   {"prefix_cache_query_tokens", stats.prefix_cache_queries_total},
+                   {"prefix_cache_hit_tokens", stats.prefix_cache_hits_total},
                    {"prefix_cache_hit_ratio",
-                    queried > 0 ? json(double(stats.prefix_cache_hit_tokens) / queried) : json()},
+                    stats.prefix_cache_queries_total > 0 ? json(stats.prefix_cache_hit_ratio()) : json()},
+                   {"kv_block_evictions_total", stats.kv_block_evictions_total},
                    {"steps", stats.steps},
                    {"prompt_tokens_total", stats.prompt_tokens_total},
                    {"generation_tokens_total", stats.generation_tokens_total},

@@ -84,8 +84,8 @@ TEST(DashboardFeedTest, UpdatesCarryNewStepsRequestsAndFinishes) {
   EXPECT_EQ(u["requests"].size(), 2u);
   EXPECT_EQ(feed.Update(cursor, stats, 100)["finished"].size(), 0u);
 
-  stats.prefix_cache_query_tokens = 40;
-  stats.prefix_cache_hit_tokens = 10;
+  stats.prefix_cache_queries_total = 40;
+  stats.prefix_cache_hits_total = 10;
   EXPECT_DOUBLE_EQ(feed.Update(cursor, stats, 100)["engine"]["prefix_cache_hit_ratio"].get<double>(), 0.25);
 }
 

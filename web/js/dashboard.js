@@ -109,17 +109,18 @@ export class Dashboard {
     set('#stat-waiting', e.waiting);
     set('#stat-steps', e.steps.toLocaleString());
     set('#stat-tokens', e.generation_tokens_total.toLocaleString());
-    set('#stat-hit', e.prefix_cache_hit_ratio === null ? 'no data yet' : `${(e.prefix_cache_hit_ratio * 100).toFixed(1)} %`);
+    set('#stat-hit', !e.prefix_caching ? 'off' : e.prefix_cache_hit_ratio === null ? 'no data yet'
+        : `${(e.prefix_cache_hit_ratio * 100).toFixed(1)} %`);
     set('#stat-finished',
         `stop ${e.finished.stop} · length ${e.finished.length} · cancelled ${e.finished.cancelled} · error ${e.finished.error}`);
     set('#stat-preempt', e.preemptions_total);
     const total = Math.max(1, e.kv_blocks_total);
     const kv = this.root.querySelector('#kv-bar');
-    kv.replaceChildren(
-        el('span', {class: 'kv-used', style: `width:${(100 * e.kv_blocks_used) / total}%`}),
-        el('span', {class: 'kv-cached', style: `width:${(100 * e.kv_blocks_cached) / total}%`}));
-    set('#stat-kv', `${e.kv_blocks_used} used · ${e.kv_blocks_cached} cached · ${e.kv_blocks_free} free of ${e.kv_blocks_total}` +
-        ` (${e.block_tokens} tokens each)`);
+    // Cached blocks (findable by their hash) are in use or idle; idle ones also count as free.
+    kv.replaceChildren(el('span', {class: 'kv-used', style: `width:${(100 * e.kv_blocks_used) / total}%`}));
+    set('#stat-kv', `${e.kv_blocks_used} used · ${e.kv_blocks_free} free of ${e.kv_blocks_total} ` +
+        `(${e.block_tokens} tokens each) · ${e.kv_blocks_cached} cached` +
+        (e.prefix_caching ? '' : ' (prefix caching off)'));
     const recent = this.steps.slice(-VISIBLE_STEPS);
     const maxInWindow = recent.reduce((m, s) => Math.max(m, s.chunks.length), 0);
     set('#stat-batch', `${maxInWindow} now · ${this.peakRequestsInStep} peak`);
