@@ -47,7 +47,7 @@ void Calibrate(client::OpenAiClient& client, const std::string& model, int quest
 }
 
 void RunAdvise(const AdviseFlags& f) {
-  if (f.client.url.empty()) Fail("--url is required (a lockstep server)");
+  if (f.client.urls.empty()) Fail("--url is required (a lockstep server; with several, the first is asked)");
   auto client = MakeClientOrDie(f.client);
   if (f.calibrate) Calibrate(*client, ModelOrFirstListed(*client, f.model), f.questions);
   client::AdviceQuery query;
