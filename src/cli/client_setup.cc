@@ -6,8 +6,8 @@
 #include "cli/cli_util.h"
 #include "client/endpoints.h"
 #include "client/fan_out.h"
-#include "client/question_splitter.h"
 #include "server/server.h"
+#include "text/question_splitter.h"
 
 namespace lockstep::cli {
 
@@ -56,10 +56,10 @@ std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) 
 
 server::SplitQuestionsFn QuestionSplitterForServer() {
   return [](const std::string& text) {
-    client::SplitResult split = client::SplitQuestions(text);
+    text::SplitResult split = text::SplitQuestions(text);
     server::SplitQuestionsResult out{split.preamble, split.questions, split.kind, {}};
     for (const std::string& q : split.questions)
-      out.prompts.push_back(client::ComposeQuestion(split.preamble, q));
+      out.prompts.push_back(text::ComposeQuestion(split.preamble, q));
     return out;
   };
 }
