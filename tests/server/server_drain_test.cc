@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -41,8 +42,9 @@ std::string Exchange(int fd, const std::string& request) {
 
 TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   constexpr double kGrace = 1.5;
-  // One sequence at a time, so that the queued requests keep the server busy well past the grace (each
-  // 240-token completion takes about 1.4 s on an idle core).
+  // One sequence at a time, so that the queued requests keep the server busy well past the grace. How long a
+  // 240-token completion takes differs tenfold between an idle Zen 5 and a loaded CI core, so the test times
+  // one first and queues enough of them for at least the grace plus 3 s of work.
   ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--drain-grace", "1.5"});
   ASSERT_TRUE(server.ok()) << server.log();
   const int port = server.port();
@@ -56,9 +58,15 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   ASSERT_GE(keep, 0);
   EXPECT_EQ(Exchange(keep, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
 
-  // A stream in flight when the drain starts, and two long requests queued behind it.
+  // A stream in flight when the drain starts, and long requests queued behind it.
   const nlohmann::json long_body = {
       {"prompt", "Once upon a time"}, {"max_tokens", 240}, {"ignore_eos", true}, {"stream", true}};
+  nlohmann::json whole = long_body;
+  whole["stream"] = false;  // answered (200) only when done
+  const auto timed = Clock::now();
+  ASSERT_EQ(Post(port, "/v1/completions", whole).status, 200);
+  const double one_s = SecondsSince(timed);
+  const int kQueued = std::clamp(static_cast<int>((kGrace + 3.0) / std::max(one_s, 0.01)) + 1, 2, 64);
   std::atomic<bool> started{false};
   std::vector<std::string> events;
   std::thread client([&] {
@@ -69,11 +77,9 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   });
   for (int i = 0; i < 5000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   ASSERT_TRUE(started);
-  nlohmann::json whole = long_body;
-  whole["stream"] = false;  // answered (200) only when done
-  const int queued[] = {SendAndLeaveOpen(port, "/v1/completions", whole),
-                        SendAndLeaveOpen(port, "/v1/completions", whole)};
-  ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_waiting", 2));
+  std::vector<int> queued;
+  for (int i = 0; i < kQueued; ++i) queued.push_back(SendAndLeaveOpen(port, "/v1/completions", whole));
+  ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_waiting", kQueued));
 
   const auto sigterm = Clock::now();
   server.Signal(SIGTERM);
@@ -115,7 +121,8 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   client.join();
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), "[DONE]");
-  for (const int fd : {queued[0], queued[1], late}) {
+  queued.push_back(late);
+  for (const int fd : queued) {
     const std::string response = Exchange(fd, "");
     EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response;
     close(fd);
