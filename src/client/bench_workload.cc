@@ -32,6 +32,26 @@ int SampleLength(const LengthSpec& spec, std::mt19937_64& rng) {
   return std::max(1, d(rng));
 }
 
+Result<std::string> RandomPromptOfTokens(int tokens, std::mt19937_64& rng, const TokenCounter& count) {
+  // Every word is at least one token, so `tokens` words are enough.
+  const std::string words = RandomPrompt(tokens, rng);
+  std::vector<size_t> ends;  // end of each word prefix
+  for (size_t i = 0; i <= words.size(); ++i) {
+    if (i == words.size() || words[i] == ' ') ends.push_back(i);
+  }
+  size_t lo = 1, hi = ends.size();  // the answer is in [lo, hi] words; 1 word is taken even if over
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    LOCKSTEP_ASSIGN_OR_RETURN(const int n, count(words.substr(0, ends[mid - 1])));
+    if (n <= tokens) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return words.substr(0, ends[lo - 1]);
+}
+
 std::string RandomPrompt(int tokens, std::mt19937_64& rng) {
   static const char* kWords[] = {
       "the",     "time",        "people",    "year",     "way",    "day",        "man",    "thing",

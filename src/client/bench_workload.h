@@ -9,6 +9,7 @@
 // the real prompt length. Pure functions given the rng; thread-safe.
 #pragma once
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,8 +32,15 @@ struct LengthSpec {
 Result<LengthSpec> ParseLengthSpec(const std::string& text, const std::string& flag);
 int SampleLength(const LengthSpec& spec, std::mt19937_64& rng);  // uniform in [L-S, L+S], at least 1
 
-// A prompt of about `tokens` tokens of random words.
+// A prompt of about `tokens` tokens of random words (one word taken as one token).
 std::string RandomPrompt(int tokens, std::mt19937_64& rng);
+
+// How many tokens a text has (e.g. the server's POST /tokenize).
+using TokenCounter = std::function<Result<int>(const std::string& text)>;
+// A prompt of random words with at most `tokens` tokens as `count` measures them: the longest run of the
+// same random words that fits (so within one word of `tokens`). Binary search: about log2(tokens) counts.
+// Errors are count's.
+Result<std::string> RandomPromptOfTokens(int tokens, std::mt19937_64& rng, const TokenCounter& count);
 
 // Reads a dataset; errors name the file and line.
 Result<std::vector<WorkItem>> LoadDataset(const std::string& path, const LengthSpec& default_output,

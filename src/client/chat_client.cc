@@ -342,6 +342,33 @@ asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(Cance
   co_return ids;
 }
 
+asio::awaitable<Result<int>> OpenAiClient::CountTokens(const std::string& text,
+                                                       CancellationToken* token) const {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options_.timeout_s));
+  Url root = options_.base_url;
+  if (root.path.size() >= 3 && root.path.compare(root.path.size() - 3, 3, "/v1") == 0) {
+    root.path.resize(root.path.size() - 3);
+  }
+  // llama.cpp reads content and add_special, vLLM prompt and add_special_tokens; lockstep either.
+  const json body = {
+      {"content", text}, {"add_special", false}, {"prompt", text}, {"add_special_tokens", false}};
+  HttpRequest req{"POST", root.WithPath("/tokenize"), CommonHeaders(), body.dump()};
+  req.headers.emplace_back("Content-Type", "application/json");
+  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8);
+  if (!resp.ok()) co_return resp.status();
+  if (resp->head.status != 200) {
+    co_return Status(CodeForHttpStatus(resp->head.status), "HTTP " + std::to_string(resp->head.status) +
+                                                               " from " + req.url.ToString() + ": " +
+                                                               ErrorMessage(resp->body));
+  }
+  const json j = json::parse(resp->body, nullptr, false);
+  if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
+    co_return InvalidArgument("POST " + req.url.ToString() + ": expected {\"tokens\": [...]}");
+  }
+  co_return static_cast<int>(j["tokens"].size());
+}
+
 asio::awaitable<bool> SleepFor(double seconds, CancellationToken* token) {
   auto ex = co_await asio::this_coro::executor;
   auto timer = std::make_shared<asio::steady_timer>(ex);

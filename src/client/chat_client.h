@@ -95,6 +95,11 @@ class OpenAiClient {
   // GET {base}/models: the model ids the server lists.
   boost::asio::awaitable<Result<std::vector<std::string>>> ListModels(CancellationToken* token) const;
 
+  // POST {server root}/tokenize (the API root without its /v1), the route llama.cpp's server, vLLM and
+  // lockstep share: how many tokens the server's tokenizer makes of `text`, no special tokens added. An
+  // error status when the server has no such route or answers something else.
+  boost::asio::awaitable<Result<int>> CountTokens(const std::string& text, CancellationToken* token) const;
+
   const ClientOptions& options() const { return options_; }
   // The endpoints requests spread over (base_url first).
   EndpointSet& endpoints() const { return *endpoints_; }
