@@ -18,51 +18,68 @@ std::string DetectChatTemplateFamily(const std::string& source) {
   return "custom";
 }
 
-ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_token, std::string eos_token) {
+Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::string& origin,
+                                         std::string bos_token, std::string eos_token) {
+  auto parsed = jinja::Parse(source);
+  if (!parsed.ok()) {
+    return InvalidArgument("chat template (" + origin + ") cannot be parsed: " + parsed.status().message());
+  }
   ChatTemplate result;
+  result.template_ = *parsed;
+  result.source_ = source;
   result.bos_token_ = std::move(bos_token);
   result.eos_token_ = std::move(eos_token);
-  if (!source.empty()) {
-    auto parsed = jinja::Parse(source);
-    if (parsed.ok()) {
-      result.template_ = *parsed;
-      result.source_ = source;
-      result.family_ = DetectChatTemplateFamily(source);
-      result.note_ = "chat template: the model's own (" + result.family_ + " family)";
-      return result;
-    }
-    result.note_ = "chat template: the model's template could not be parsed (" + parsed.status().message() +
-                   "); using the default ChatML template";
-  } else {
-    result.note_ =
-        "chat template: the model has none (no tokenizer.chat_template); using the default ChatML template";
-  }
-  auto fallback = jinja::Parse(kDefaultChatTemplate);
-  result.template_ = *fallback;
-  result.source_ = kDefaultChatTemplate;
-  result.family_ = "default";
-  result.is_default_ = true;
+  result.family_ = DetectChatTemplateFamily(source);
+  result.note_ = "chat template: " + origin + " (" + result.family_ + " family)";
   return result;
 }
 
-Result<std::string> ChatTemplate::Apply(const nlohmann::json& messages, bool add_generation_prompt) const {
+ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_token, std::string eos_token) {
+  std::string why = "the model has none (no tokenizer.chat_template)";
+  if (!source.empty()) {
+    auto own = Parse(source, "the model's own", bos_token, eos_token);
+    if (own.ok()) return *std::move(own);
+    why = "the model's template could not be parsed (" + own.status().message() + ")";
+  }
+  auto fallback = Parse(kDefaultChatTemplate, "default", std::move(bos_token), std::move(eos_token));
+  ChatTemplate result = *std::move(fallback);
+  result.family_ = "default";
+  result.is_default_ = true;
+  result.note_ = "chat template: " + why + "; using the default ChatML template";
+  return result;
+}
+
+Result<std::string> ChatTemplate::Apply(const ChatTemplateInput& input) const {
   jinja::Object context;
-  context.emplace_back("messages", jinja::Value::FromJson(messages));
-  context.emplace_back("add_generation_prompt", jinja::Value(add_generation_prompt));
+  context.emplace_back("messages", jinja::Value::FromJson(input.messages));
+  context.emplace_back("tools", jinja::Value::FromJson(input.tools));
+  context.emplace_back("add_generation_prompt", jinja::Value(input.add_generation_prompt));
   context.emplace_back("bos_token", jinja::Value(bos_token_));
   context.emplace_back("eos_token", jinja::Value(eos_token_));
+  if (input.extra.is_object()) {
+    for (auto it = input.extra.begin(); it != input.extra.end(); ++it) {
+      bool taken = false;
+      for (const auto& [name, value] : context) taken = taken || name == it.key();
+      if (!taken) context.emplace_back(it.key(), jinja::Value::FromJson(it.value()));
+    }
+  }
   return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)));
+}
+
+Result<std::string> ChatTemplate::Apply(const nlohmann::json& messages, bool add_generation_prompt) const {
+  ChatTemplateInput input;
+  input.messages = messages;
+  input.add_generation_prompt = add_generation_prompt;
+  return Apply(input);
 }
 
 Result<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                         const nlohmann::ordered_json& tools) const {
-  jinja::Object context;
-  context.emplace_back("messages", jinja::Value::FromJson(messages));
-  if (!tools.is_null()) context.emplace_back("tools", jinja::Value::FromJson(tools));
-  context.emplace_back("add_generation_prompt", jinja::Value(add_generation_prompt));
-  context.emplace_back("bos_token", jinja::Value(bos_token_));
-  context.emplace_back("eos_token", jinja::Value(eos_token_));
-  return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)));
+  ChatTemplateInput input;
+  input.messages = messages;
+  input.tools = tools;
+  input.add_generation_prompt = add_generation_prompt;
+  return Apply(input);
 }
 
 }  // namespace lockstep::chat

@@ -1,12 +1,12 @@
-// ChatTemplate: turns OpenAI-style chat messages into a prompt string using the model's own chat template
-// (GGUF `tokenizer.chat_template`, a Jinja template) rendered by the Jinja-subset interpreter with Hugging
-// Face's settings (trim_blocks, lstrip_blocks, raise_exception, tojson, namespace, strftime_now, loop
-// controls).
+// ChatTemplate: turns OpenAI-style chat messages into a prompt string with a chat template (a Jinja template:
+// the model's own GGUF `tokenizer.chat_template`, a built-in one, or a file) rendered by the Jinja-subset
+// interpreter (jinja/) with Hugging Face's settings (trim_blocks, lstrip_blocks, raise_exception, tojson,
+// namespace, strftime_now, loop controls).
 //
-// Fallback: a model with no template, or one this interpreter cannot parse, uses the default ChatML template
-// (kDefaultChatTemplate: "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then
-// "<|im_start|>assistant\n") and note() says so (the server logs it). Immutable after Create(); Apply() is
-// thread-safe.
+// Fallback: Create() on a model with no template, or one this interpreter cannot parse, uses the default
+// ChatML template (kDefaultChatTemplate: "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then
+// "<|im_start|>assistant\n") and note() says so. Which template a model gets, with its warnings, is
+// SelectChatTemplate's job (chat/template_selection.h). Immutable after creation; Apply() is thread-safe.
 #pragma once
 
 #include <memory>
@@ -26,30 +26,50 @@ inline constexpr const char* kDefaultChatTemplate =
     "'<|im_end|>' + "
     "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
+// The variables a template sees, as Hugging Face's apply_chat_template passes them. bos_token and eos_token
+// come from the ChatTemplate itself. Ordered JSON: `tojson` prints keys in the order the request gave them.
+struct ChatTemplateInput {
+  // [{role, content, ...}], passed through as they are; assistant messages may carry tool_calls (arguments
+  // as objects) and tool messages tool_call_id.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  // null: `tools` is none (as apply_chat_template(tools=None)); else the request's tool definitions
+  // (OpenAI's [{type, function: {name, description, parameters}}]).
+  nlohmann::ordered_json tools;
+  bool add_generation_prompt = true;
+  // More variables (a request's chat_template_kwargs, e.g. enable_thinking, date_string); they cannot
+  // replace messages, tools, add_generation_prompt, bos_token or eos_token.
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+};
+
 class ChatTemplate {
  public:
-  // `source` may be empty (no template in the model). bos/eos are exposed to the template as
-  // bos_token/eos_token.
+  // Parses `source`; origin says where it came from ("the model's own", "built-in llama3", "file x.jinja")
+  // for note() and errors. InvalidArgument naming the origin when the interpreter cannot parse it.
+  static Result<ChatTemplate> Parse(const std::string& source, const std::string& origin,
+                                    std::string bos_token, std::string eos_token);
+  // The model's template (`source`, may be empty), or the ChatML fallback when it is empty or cannot be
+  // parsed (is_default(), note() says why).
   static ChatTemplate Create(const std::string& source, std::string bos_token, std::string eos_token);
 
-  // messages: a JSON array of {role, content (string), ...}. Returns the rendered prompt, or an error (for
-  // example the template's own raise_exception: "roles must alternate") suitable for a 400 response.
+  // Returns the rendered prompt, or an error (for example the template's own raise_exception: "roles must
+  // alternate") suitable for a 400 response.
+  Result<std::string> Apply(const ChatTemplateInput& input) const;
+  // Shorthand: messages only, no tools.
   Result<std::string> Apply(const nlohmann::json& messages, bool add_generation_prompt) const;
-  // The same with the messages' key order kept (what `tojson` prints) and, when `tools` is not null, the
-  // request's tool definitions (OpenAI's [{type, function: {name, description, parameters}}]) exposed to
-  // the template as `tools`, as Hugging Face's apply_chat_template(tools=...) does. Assistant messages may
-  // carry tool_calls (arguments as objects) and tool messages tool_call_id.
+  // Shorthand: messages with their key order kept, and the request's tools (null: none).
   Result<std::string> Apply(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                             const nlohmann::ordered_json& tools) const;
-  // The template text in use (the default's when is_default()).
-  const std::string& source() const { return source_; }
 
-  // Best-guess family of the template for logs and /info: chatml, llama2, llama3, mistral, gemma, phi3,
-  // zephyr, custom; "default" when the fallback is in use.
+  // Best-guess family of the template for logs, `info` and /props: chatml, llama2, llama3, mistral, gemma,
+  // phi3, zephyr, custom; "default" when the fallback is in use.
   const std::string& family() const { return family_; }
   bool is_default() const { return is_default_; }
   // One line for the log: which template is in use and, for the fallback, why.
   const std::string& note() const { return note_; }
+  // The Jinja source in use (the default's when is_default()).
+  const std::string& source() const { return source_; }
+  const std::string& bos_token() const { return bos_token_; }
+  const std::string& eos_token() const { return eos_token_; }
 
  private:
   std::shared_ptr<const jinja::Template> template_;

@@ -13,6 +13,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "client/advisor.h"
 #include "client/fan_out.h"
 #include "text/question_splitter.h"
@@ -183,14 +184,24 @@ void RegisterAskCommand(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("ask", "Send questions to an OpenAI-compatible server as parallel requests");
   AddClientFlags(cmd, &flags->client);
-  cmd->add_option("--model", flags->model, "Model name (default: the first one the server lists)");
+  cmd->get_option("--url")->description(
+      "Server API root, e.g. http://127.0.0.1:8080/v1 (a bare host gets /v1); REQUIRED unless --dry-run");
+  AddModelNameFlag(*cmd, flags->model);
+  cmd->add_option_function<std::string>(
+         "--model",
+         [flags](const std::string& name) {
+           DeprecationNote("ask --model NAME", "--model-name NAME");
+           flags->model = name;
+         },
+         "Deprecated: --model-name")
+      ->group("");
   cmd->add_option("-q,--question", flags->questions, "A question (repeatable)");
   cmd->add_option("--file", flags->file, "File with one question per line ('-' = stdin)");
   cmd->add_option("--split", flags->split, "A combined prompt to split into questions ('-' = stdin)");
   cmd->add_option("--concurrency", flags->concurrency, "Requests in flight at most (0 = all)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per answer")->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", flags->temperature, "Sampling temperature (default: the server's)");
+  cmd->add_option("--temperature,--temp", flags->temperature, "Sampling temperature (default: the server's)");
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->add_flag("--dry-run", flags->dry_run, "Show the questions without sending");
   cmd->add_flag("-v,--verbose", flags->verbose,

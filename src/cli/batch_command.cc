@@ -11,6 +11,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "cli/engine_setup.h"
 #include "engine/engine.h"
 
@@ -22,11 +23,7 @@ struct BatchFlags {
   std::string prompts;
   std::string prompt_ids_file;
   int n_predict = 64;
-  float temp = 0.0f;
-  int top_k = 0;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  uint64_t seed = 0;
+  SamplingFlags sampling;
   bool ignore_eos = false;
   bool ids = false;
   std::vector<std::string> stops;
@@ -66,6 +63,7 @@ void RunBatch(const BatchFlags& f) {
                         : ReadTextPromptsOrDie(f.prompts, loaded.tokenizer.get());
   options.max_queue = int(prompts.size()) + 1;
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
+  const SamplingParams sampling = SamplingParamsOrDie(f.sampling);  // every request uses the same seed
 
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -75,11 +73,7 @@ void RunBatch(const BatchFlags& f) {
     request.max_tokens = f.n_predict;
     request.ignore_eos = f.ignore_eos;
     request.stop = f.stops;
-    request.sampling.temperature = f.temp;
-    request.sampling.top_k = f.top_k;
-    request.sampling.top_p = f.top_p;
-    request.sampling.min_p = f.min_p;
-    request.sampling.seed = f.seed;
+    request.sampling = sampling;
     auto handle = engine->Submit(std::move(request));
     if (!handle.ok()) Fail(handle.status().WithContext("prompt " + std::to_string(i + 1)));
     handles.push_back(std::move(handle).value());
@@ -119,9 +113,10 @@ void RunBatch(const BatchFlags& f) {
   const EngineStats stats = engine->Stats();
   std::fprintf(stderr,
                "batch: %zu requests, %lld tokens generated in %.3f s (%.1f tok/s), %lld steps, "
-               "%lld preemptions, %d threads\n",
+               "%lld preemptions, %d threads, seed %llu\n",
                outcomes.size(), (long long)generated, wall, generated / std::max(wall, 1e-9),
-               (long long)stats.steps, (long long)stats.preemptions_total, engine->options().threads);
+               (long long)stats.steps, (long long)stats.preemptions_total, engine->options().threads,
+               (unsigned long long)sampling.seed);
   engine->Shutdown(/*drain=*/true);
   for (const Outcome& o : outcomes) {
     if (o.last.finish_reason == FinishReason::kError) Fail("a request failed: " + o.last.error);
@@ -133,16 +128,12 @@ void RunBatch(const BatchFlags& f) {
 void RegisterBatchCommand(CLI::App& app) {
   auto flags = std::make_shared<BatchFlags>();
   CLI::App* cmd = app.add_subcommand("batch", "Offline batch generation: one request per line, all at once");
-  cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
+  AddModelFileFlag(*cmd, flags->model);
   cmd->add_option("--prompts", flags->prompts, "Text file: one prompt per line");
   cmd->add_option("--prompt-ids-file", flags->prompt_ids_file, "File: one prompt per line as token ids");
   cmd->add_option("-n,--n-predict", flags->n_predict, "New tokens per request at most")
       ->capture_default_str();
-  cmd->add_option("--temp", flags->temp, "Temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--top-k", flags->top_k, "Top-k (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", flags->top_p, "Top-p (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", flags->min_p, "Min-p (0 = off)")->capture_default_str();
-  cmd->add_option("--seed", flags->seed, "Sampling seed (every request uses it)")->capture_default_str();
+  AddSamplingFlags(*cmd, flags->sampling);
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--stop", flags->stops, "Stop string (repeatable)");
   cmd->add_flag("--ids", flags->ids, "Print generated token ids instead of text");

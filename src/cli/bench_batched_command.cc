@@ -16,6 +16,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "cli/engine_setup.h"
 #include "engine/engine.h"
 
@@ -172,14 +173,14 @@ void RegisterBenchBatchedCommand(CLI::App& bench) {
   auto flags = std::make_shared<BenchBatchedFlags>();
   CLI::App* cmd =
       bench.add_subcommand("batched", "Engine throughput for batches of B sequences (P prompt + G new)");
-  cmd->add_option("-m,--model", flags->model, "GGUF model file")->required();
+  AddModelFileFlag(*cmd, flags->model);
   cmd->add_option("--prompt-len", flags->prompt_len, "Prompt tokens per sequence (P)")->capture_default_str();
   cmd->add_option("--gen-len", flags->gen_len, "New tokens per sequence (G)")->capture_default_str();
   cmd->add_option("--batches", flags->batches, "Batch sizes, comma separated")->capture_default_str();
-  cmd->add_option("-t,--threads", flags->threads, "Forward-pass threads (default: all cores)");
+  AddThreadsFlag(*cmd, flags->threads);
   cmd->add_option("--max-batch-tokens", flags->max_batch_tokens,
                   "Rows per step at most (default: B*P, <= 8192)");
-  cmd->add_option("--kv-type", flags->kv_type, "KV cache element type: f16|f32")->capture_default_str();
+  AddKvTypeFlag(*cmd, flags->kv_type);
   cmd->add_option("--json", flags->json, "Write the results as JSON to this file");
   cmd->callback([flags] { RunBenchBatched(*flags); });
 }

@@ -9,6 +9,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "client/bench_compare.h"
 #include "client/fan_out.h"
 
@@ -63,7 +64,8 @@ std::vector<std::string> ReadQuestions(const std::string& path) {
   return questions;
 }
 
-void RunCompareCommand(const CompareFlags& f) {
+void RunCompareCommand(CompareFlags f) {
+  ClientModelFlags(f.client.urls.empty() ? "" : f.client.urls.front(), &f.model_path, &f.model);
   if (f.client.urls.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
   const bool builtin_context = f.context == "builtin";
   if (f.builtin && !f.questions_file.empty()) Fail("give at most one of --questions FILE and --builtin");
@@ -106,8 +108,12 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
   auto flags = std::make_shared<CompareFlags>();
   CLI::App* cmd = bench.add_subcommand("compare", "One combined request vs parallel vs sequential requests");
   AddClientFlags(cmd, &flags->client);
-  cmd->add_option("-m,--model-path", flags->model_path, "GGUF model: start a lockstep server in-process");
-  cmd->add_option("--model", flags->model, "Model name sent to the server (default: the first it lists)");
+  cmd->get_option("--url")->description(
+      "Server API root, e.g. http://127.0.0.1:8080/v1 (a bare host gets /v1); give it or -m FILE");
+  AddModelFileFlag(*cmd, flags->model_path, "GGUF model file: start a lockstep server in-process (or --url)",
+                   /*required=*/false);
+  AddModelNameFlag(*cmd, flags->model);
+  AddDeprecatedModelPathFlag(*cmd, flags->model_path);
   cmd->add_option("--questions", flags->questions_file, "File with one question per line");
   cmd->add_flag("--builtin", flags->builtin, "Use the 5 built-in short questions");
   cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per question (combined: N x this)")
@@ -116,7 +122,7 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", flags->out, "Output directory for result.json, result.md, chart.svg");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
-  cmd->add_option("-t,--threads", flags->threads, "Compute threads for -m (0 = all cores)");
+  AddThreadsFlag(*cmd, flags->threads);
   cmd->add_option("--context", flags->context,
                   "Shared text (a document) before the questions in every mode: FILE, or 'builtin' for a "
                   "~620-token document with five questions of its own");

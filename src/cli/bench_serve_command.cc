@@ -11,6 +11,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "client/bench_conversation.h"
 #include "client/bench_serve.h"
 #include "client/fan_out.h"
@@ -44,7 +45,26 @@ void DrawProgress(int done, int total) {
   std::fflush(stderr);
 }
 
-void RunServeCommand(const ServeFlags& f) {
+// --prompt-len counts tokens as the server's tokenizer does (its POST /tokenize). A server without that route
+// gets prompts of as many words, with one warning (*counted turns false).
+std::string PromptOfTokens(const client::OpenAiClient& http, int tokens, std::mt19937_64& rng,
+                           bool* counted) {
+  if (*counted) {
+    auto prompt = client::RandomPromptOfTokens(tokens, rng, [&](const std::string& text) {
+      return client::RunBlocking(http.CountTokens(text, nullptr));
+    });
+    if (prompt.ok()) return *prompt;
+    std::fprintf(stderr,
+                 "lockstep: warning: cannot count tokens on the server (%s); --prompt-len counts words from "
+                 "here on (about one token each on most vocabularies)\n",
+                 prompt.status().message().c_str());
+    *counted = false;
+  }
+  return client::RandomPrompt(tokens, rng);
+}
+
+void RunServeCommand(ServeFlags f) {
+  ClientModelFlags(f.client.urls.empty() ? "" : f.client.urls.front(), &f.model_path, &f.model);
   if (f.client.urls.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
   if (f.rate > 0 && f.concurrency > 0) Fail("give at most one of --rate and --concurrency");
   if (!(f.burstiness > 0)) Fail("--burstiness must be positive");
@@ -60,20 +80,22 @@ void RunServeCommand(const ServeFlags& f) {
   }
   const auto prompt = ValueOrDie(client::ParseLengthSpec(f.prompt_len, "--prompt-len"));
   const auto output = ValueOrDie(client::ParseLengthSpec(f.output_len, "--output-len"));
+  BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
   std::mt19937_64 rng(f.seed);
   std::vector<client::WorkItem> work;
+  bool counted = true;
   if (!f.dataset.empty()) {
     auto all = ValueOrDie(client::LoadDataset(f.dataset, output, rng));
     for (int i = 0; i < f.requests; ++i) work.push_back(all[i % all.size()]);
   } else {
     for (int i = 0; i < f.requests; ++i) {
       client::WorkItem w;
-      w.messages = {{"user", client::RandomPrompt(client::SampleLength(prompt, rng), rng)}};
+      w.messages = {
+          {"user", PromptOfTokens(*target.client, client::SampleLength(prompt, rng), rng, &counted)}};
       w.max_tokens = client::SampleLength(output, rng);
       work.push_back(std::move(w));
     }
   }
-  BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
   options.server = target.server;
   options.model = target.model;
   client::ServeProgressFn progress;
@@ -108,15 +130,20 @@ void RegisterBenchServeCommand(CLI::App& bench) {
   CLI::App* cmd =
       bench.add_subcommand("serve", "Serving load test: latency percentiles, throughput, goodput");
   AddClientFlags(cmd, &flags->client);
-  cmd->add_option("-m,--model-path", flags->model_path, "GGUF model: start a lockstep server in-process");
-  cmd->add_option("--model", flags->model, "Model name sent to the server (default: the first it lists)");
+  cmd->get_option("--url")->description(
+      "Server API root, e.g. http://127.0.0.1:8080/v1 (a bare host gets /v1); give it or -m FILE");
+  AddModelFileFlag(*cmd, flags->model_path, "GGUF model file: start a lockstep server in-process (or --url)",
+                   /*required=*/false);
+  AddModelNameFlag(*cmd, flags->model);
+  AddDeprecatedModelPathFlag(*cmd, flags->model_path);
   cmd->add_option("--rate", flags->rate,
                   "Request rate (req/s) with Poisson/gamma arrivals (default: all at once)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--concurrency", flags->concurrency, "Fixed number of requests in flight (closed loop)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--requests", flags->requests, "Number of measured requests")->check(CLI::PositiveNumber);
-  cmd->add_option("--prompt-len", flags->prompt_len, "Random prompt length in tokens: L or L:SPREAD");
+  cmd->add_option("--prompt-len", flags->prompt_len,
+                  "Random prompt length in tokens (counted by the server's POST /tokenize): L or L:SPREAD");
   cmd->add_option("--output-len", flags->output_len, "Output tokens per request: L or L:SPREAD");
   cmd->add_option("--dataset", flags->dataset, "JSONL requests: {\"prompt\"|\"messages\", \"output_len\"?}");
   cmd->add_option("--burstiness", flags->burstiness, "Gamma shape of arrival gaps (1 = Poisson)");
@@ -126,7 +153,7 @@ void RegisterBenchServeCommand(CLI::App& bench) {
   cmd->add_option("--out", flags->out, "Output directory");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
   cmd->add_option("--seed", flags->seed, "Seed for prompts and arrivals");
-  cmd->add_option("-t,--threads", flags->threads, "Compute threads for -m (0 = all cores)");
+  AddThreadsFlag(*cmd, flags->threads);
   flags->chat.conversations = 0;
   cmd->add_option(
          "--multi-turn", flags->chat.conversations,

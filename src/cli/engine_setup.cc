@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/cli_util.h"
+#include "cli/common_flags.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep::cli {
@@ -26,14 +27,14 @@ LoadedModel LoadModelOrDie(const std::string& path) {
 }
 
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
-  cmd.add_option("-t,--threads", flags.threads, "Forward-pass threads (default: all cores)");
+  AddThreadsFlag(cmd, flags.threads);
   cmd.add_option("--max-seqs", flags.max_seqs, "Running sequences at most")->capture_default_str();
   cmd.add_option("--max-batch-tokens", flags.max_batch_tokens, "Rows per forward pass at most")
       ->capture_default_str();
   cmd.add_option("--kv-memory", flags.kv_memory,
                  "KV cache size in bytes (suffix K, M or G; default: automatic)");
   cmd.add_option("--kv-tokens", flags.kv_tokens, "KV cache size in tokens (overrides --kv-memory)");
-  cmd.add_option("--kv-type", flags.kv_type, "KV cache element type: f16|f32")->capture_default_str();
+  AddKvTypeFlag(cmd, flags.kv_type);
   cmd.add_flag("--no-prefix-cache", flags.no_prefix_cache,
                "Do not reuse the KV of shared prompt prefixes across requests (on by default)");
 }

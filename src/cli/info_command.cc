@@ -1,13 +1,15 @@
 // `lockstep info -m MODEL`: what a GGUF model file holds — architecture, hyper-parameters, tensor types and
-// counts, parameter count, tokenizer, file size. Exit code 1 for an unreadable or unsupported file (after
-// printing what could be read).
+// counts, parameter count, tokenizer, chat template (family, origin, first lines, warnings), file size. Exit
+// code 1 for an unreadable or unsupported file (after printing what could be read).
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "chat/template_selection.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "model/model_config.h"
@@ -45,7 +47,31 @@ void PrintTensorSummary(const GgufFile& file) {
   std::printf("parameters:       %lld (%.1f M)\n", (long long)params, double(params) / 1e6);
 }
 
-void RunInfo(const std::string& path) {
+// The template `serve` would use (with the same --chat-template), its family and first lines.
+void PrintChatTemplate(const GgufFile& file, const Tokenizer& tokenizer, const std::string& override_spec) {
+  auto selected = chat::SelectChatTemplate(file, tokenizer, override_spec);
+  if (!selected.ok()) Fail(selected.status());
+  const chat::ChatTemplate& tmpl = *selected->chat_template;
+  const std::string& source = tmpl.source();
+  std::vector<std::string> lines;
+  for (size_t start = 0; start <= source.size();) {
+    const size_t end = std::min(source.find('\n', start), source.size());
+    lines.push_back(source.substr(start, end - start));
+    start = end + 1;
+  }
+  std::printf("chat template:    %s (%s), %zu lines, %zu bytes\n", tmpl.family().c_str(),
+              selected->origin.c_str(), lines.size(), source.size());
+  constexpr size_t kShown = 6, kWidth = 100;
+  for (size_t i = 0; i < std::min(lines.size(), kShown); ++i) {
+    const std::string& line = lines[i];
+    std::printf("  | %s%s\n", line.substr(0, kWidth).c_str(), line.size() > kWidth ? " ..." : "");
+  }
+  if (lines.size() > kShown) std::printf("  | ... (%zu more lines)\n", lines.size() - kShown);
+  for (const std::string& warning : selected->warnings)
+    std::printf("warning:          %s\n", warning.c_str());
+}
+
+void RunInfo(const std::string& path, const std::string& chat_template) {
   auto opened = GgufFile::Open(path);
   if (!opened.ok()) Fail(opened.status());
   std::shared_ptr<const GgufFile> file = std::move(opened).value();
@@ -61,6 +87,7 @@ void RunInfo(const std::string& path) {
     std::printf("tokenizer:        %s%s%s, vocab %d, bos %d, eos %d\n", t.model_name().c_str(),
                 t.pre_name().empty() ? "" : " pre=", t.pre_name().c_str(), t.vocab_size(), t.bos_id(),
                 t.eos_id());
+    PrintChatTemplate(*file, t, chat_template);
   } else {
     std::printf("tokenizer:        unavailable (%s)\n", tokenizer.status().message().c_str());
   }
@@ -94,9 +121,11 @@ void RunInfo(const std::string& path) {
 
 void RegisterInfoCommand(CLI::App& app) {
   auto path = std::make_shared<std::string>();
+  auto chat_template = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "Show what a GGUF model holds");
-  cmd->add_option("-m,--model", *path, "Model .gguf file")->required();
-  cmd->callback([path] { RunInfo(*path); });
+  AddModelFileFlag(*cmd, *path);
+  AddChatTemplateFlag(*cmd, *chat_template);
+  cmd->callback([path, chat_template] { RunInfo(*path, *chat_template); });
 }
 
 }  // namespace lockstep::cli

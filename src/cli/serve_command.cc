@@ -10,6 +10,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "cli/engine_setup.h"
 #include "server/server.h"
 #include "tensor/matmul_amx.h"
@@ -31,9 +32,6 @@ void RunServe(ServeFlags& flags) {
   options.kv_tokens = flags.engine.kv_tokens;
   if (!flags.engine.kv_memory.empty()) {
     options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.engine.kv_memory, "--kv-memory"));
-  }
-  if (flags.engine.kv_type != "f16" && flags.engine.kv_type != "f32") {
-    Fail("--kv-type must be f16 or f32, got '" + flags.engine.kv_type + "'");
   }
   options.kv_f32 = flags.engine.kv_type == "f32";
   options.prefix_caching = !flags.engine.no_prefix_cache;
@@ -66,11 +64,13 @@ void RegisterServeCommand(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI and TGI compatible APIs)");
   server::ServerOptions& o = flags->options;
-  cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  AddModelFileFlag(*cmd, o.model_path);
+  AddChatTemplateFlag(*cmd, o.chat_template);
   cmd->add_option("--host", o.host, "Address to bind (loopback by default)")->capture_default_str();
   cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd->add_option("--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health)");
-  cmd->add_option("--model-alias", o.model_alias, "Model id reported by the API (default: the file name)");
+  cmd->add_option("--model-name,--model-alias", o.model_alias,
+                  "Model id reported by the API (default: the file name without .gguf)");
   cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")
       ->capture_default_str();
   cmd->add_option("--timeout", flags->timeout_s, "Per-request time limit in seconds (0 = none)")

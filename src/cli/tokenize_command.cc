@@ -12,6 +12,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -140,7 +141,7 @@ void RegisterTokenizeCommands(CLI::App& app) {
       "one "
       "line. With --pieces: one token per line as ID:'PIECE' (the raw vocabulary piece, e.g. '▁Hello' or "
       "'Ġworld'; quote, backslash and control bytes escaped).");
-  tok->add_option("-m,--model", opt->model, "Model or vocabulary .gguf file")->required();
+  AddModelFileFlag(*tok, opt->model, "Model or vocabulary GGUF file");
   CLI::Option* text_option = tok->add_option("text", opt->text, "Text to tokenize");
   CLI::Option* file_option = tok->add_option("-f,--file", opt->file, "Tokenize this file's bytes exactly");
   tok->add_flag("--no-bos", opt->no_bos, "Do not add BOS/EOS (by default added as the vocabulary says)");
@@ -156,7 +157,7 @@ void RegisterTokenizeCommands(CLI::App& app) {
   CLI::App* detok = app.add_subcommand(
       "detokenize",
       "Print the text of token ids (\"1 2 3\", several arguments, or -f FILE), followed by a newline");
-  detok->add_option("-m,--model", opt->model, "Model or vocabulary .gguf file")->required();
+  AddModelFileFlag(*detok, opt->model, "Model or vocabulary GGUF file");
   detok->add_option("ids", opt->ids, "Token ids, separated by spaces or commas");
   detok->add_option("-f,--file", opt->file,
                     "Read the token ids from this file (e.g. `lockstep tokenize` output)");

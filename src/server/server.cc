@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "chat/chat_template.h"
+#include "chat/template_selection.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
@@ -118,17 +118,11 @@ class Server::Impl {
     if (!engine.ok()) return engine.status();
     engine_ = std::move(engine).value();
 
-    auto template_source = shared_file->GetStringOr("tokenizer.chat_template", "");
-    const auto piece = [&](int32_t id) { return id >= 0 ? shared_tokenizer->TokenPiece(id) : std::string(); };
-    auto chat_template = std::make_shared<chat::ChatTemplate>(
-        chat::ChatTemplate::Create(template_source.ok() ? *template_source : "",
-                                   piece(shared_tokenizer->bos_id()), piece(shared_tokenizer->eos_id())));
-
-    if (chat_template->is_default()) {
-      log_->warn("{}", chat_template->note());
-    } else {
-      log_->info("{}", chat_template->note());
-    }
+    auto selected = chat::SelectChatTemplate(*shared_file, *shared_tokenizer, options_.chat_template);
+    if (!selected.ok()) return selected.status();
+    std::shared_ptr<const chat::ChatTemplate> chat_template = selected->chat_template;
+    if (!chat_template->is_default()) log_->info("{}", chat_template->note());
+    for (const std::string& warning : selected->warnings) log_->warn("{}", warning);
     ApiContext& ctx = state_.ctx;
     ctx.tokenizer = shared_tokenizer;
     ctx.chat_template = chat_template;

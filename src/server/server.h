@@ -27,15 +27,16 @@ struct ServerOptions {
   int port = 8080;                 // 0 = pick a free port
   std::string api_key;             // empty = no authentication
   std::string model_alias;         // model id reported by the API; default: the file's stem
-  int io_threads = 2;              // Asio I/O threads (separate from the engine thread)
-  int compute_threads = 0;         // engine forward-pass threads; 0 = hardware concurrency
-  int max_seqs = 64;               // engine: running sequences at most
-  int max_batch_tokens = 512;      // engine: rows per forward pass at most
-  int64_t kv_memory_bytes = 0;     // engine: KV pool size; 0 = the engine's default
-  int64_t kv_tokens = 0;           // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
-  bool kv_f32 = false;             // engine: KV stored as f32 instead of f16
-  bool prefix_caching = true;      // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
-  int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
+  std::string chat_template;    // --chat-template FILE|NAME; "" = the model's own (chat/template_selection.h)
+  int io_threads = 2;           // Asio I/O threads (separate from the engine thread)
+  int compute_threads = 0;      // engine forward-pass threads; 0 = hardware concurrency
+  int max_seqs = 64;            // engine: running sequences at most
+  int max_batch_tokens = 512;   // engine: rows per forward pass at most
+  int64_t kv_memory_bytes = 0;  // engine: KV pool size; 0 = the engine's default
+  int64_t kv_tokens = 0;        // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
+  bool kv_f32 = false;          // engine: KV stored as f32 instead of f16
+  bool prefix_caching = true;   // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
+  int max_queue = 256;          // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
   double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
   double header_timeout_s = 10;    // time to receive a request's headers
   double body_timeout_s = 30;      // time to receive a request's body
