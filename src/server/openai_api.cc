@@ -166,6 +166,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   if (req.top_logprobs > 0 && !req.chat_logprobs)
     f.Fail("top_logprobs", "top_logprobs requires logprobs: true");
   f.Unsupported("tool_choice", "");
+  const bool add_generation_prompt = f.Bool("add_generation_prompt").value_or(true);  // vLLM's extra field
   const nlohmann::json* messages = f.Raw("messages");
   nlohmann::json normalized = nlohmann::json::array();
   if (!f.failed()) {
@@ -224,7 +225,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     fanned_out = !fanned.ok() || *fanned.value;
   }
   if (!f.failed() && !fanned_out) {
-    auto prompt = ctx.chat_template->Apply(normalized, /*add_generation_prompt=*/true);
+    auto prompt = ctx.chat_template->Apply(normalized, add_generation_prompt);
     if (!prompt.ok()) {
       error = ApiError{prompt.status(), "messages", false};
     } else {

@@ -8,6 +8,7 @@
 #include "server/request_fields.h"
 #include "server/sse.h"
 #include "server/tgi_api.h"
+#include "server/tokenize_api.h"
 
 namespace lockstep::server {
 namespace {
@@ -33,6 +34,12 @@ void ReplyTimeout(RouteState& state, ResponseWriter& writer, ApiFlavor flavor) {
                                                                 " s before any token was generated"),
                       "", false},
              flavor);
+}
+
+// A parsed JSON answer or its error (OpenAI flavour).
+void ReplyJson(RouteState& state, ResponseWriter& writer, const Parsed<nlohmann::json>& parsed) {
+  if (!parsed.ok()) return ReplyError(state, writer, parsed.error, ApiFlavor::kOpenAI);
+  Reply(state, writer, 200, kJson, DumpJson(*parsed.value));
 }
 
 std::string NewId(RouteState& state, const char* prefix) {
@@ -237,6 +244,11 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"GET", "/dashboard/events", [&] { StreamDashboardEvents(state, request, writer); }},
       {"GET", "/advisor", [&] { HandleAdvisor(state, request, *writer); }},
       {"POST", "/split", [&] { HandleSplit(state, request, *writer); }},
+      {"POST", "/tokenize", [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
+      {"POST", "/detokenize",
+       [&] { ReplyJson(state, *writer, DetokenizeResponse(request.body, state.ctx)); }},
+      {"POST", "/apply-template",
+       [&] { ReplyJson(state, *writer, ApplyTemplateResponse(request.body, state.ctx)); }},
   };
   bool path_known = false;
   for (const Route& r : routes) {
