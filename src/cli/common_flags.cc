@@ -58,9 +58,11 @@ CLI::Option* AddKvTypeFlag(CLI::App& cmd, std::string& kv_type) {
 }
 
 CLI::Option* AddChatTemplateFlag(CLI::App& cmd, std::string& spec) {
-  return cmd.add_option("--chat-template", spec,
-                        "Chat template instead of the model's own: a built-in name (" +
-                            chat::BuiltinTemplateNames() + ") or a Jinja or tokenizer_config.json file");
+  return cmd
+      .add_option("--chat-template", spec,
+                  "Chat template instead of the model's own: a built-in name (" +
+                      chat::BuiltinTemplateNames() + ") or a Jinja or tokenizer_config.json file")
+      ->type_name("FILE|NAME");
 }
 
 void AddSamplingFlags(CLI::App& cmd, SamplingFlags& f) {

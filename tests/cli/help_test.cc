@@ -71,7 +71,9 @@ TEST(HelpTest, EveryCommandHasHelpInTheOneVocabulary) {
     EXPECT_NE(help.find("Usage:"), std::string::npos) << command;
     for (const std::string& line : OptionLines(help)) {
       SCOPED_TRACE(command + ": " + line);
-      if (line.find("-m,--model ") != std::string::npos) EXPECT_NE(line.find("FILE"), std::string::npos);
+      if (line.find("-m,--model ") != std::string::npos) {
+        EXPECT_NE(line.find("FILE"), std::string::npos);
+      }
       if (line.find("-t,--threads") != std::string::npos) {
         const std::string wording = line.substr(line.find("Compute"));
         if (threads_wording.empty()) threads_wording = wording;
@@ -80,13 +82,32 @@ TEST(HelpTest, EveryCommandHasHelpInTheOneVocabulary) {
       for (const char* old : {"--model-path", "--kv-f32", "--prompt-len-words"}) {
         EXPECT_EQ(line.find(old), std::string::npos) << old << " is deprecated and must not be advertised";
       }
-      if (line.find("--temp") != std::string::npos) EXPECT_NE(line.find("--temperature"), std::string::npos);
+      if (line.find("--temp") != std::string::npos) {
+        EXPECT_NE(line.find("--temperature"), std::string::npos);
+      }
     }
   }
   EXPECT_FALSE(threads_wording.empty());
   EXPECT_NE(Help("generate").find("-m,--model FILE REQUIRED"), std::string::npos);
   EXPECT_NE(Help("ask").find("REQUIRED unless --dry-run"), std::string::npos);
-  EXPECT_NE(Help("serve").find("--chat-template"), std::string::npos);
+  const std::string serve = Help("serve");
+  EXPECT_NE(serve.find("--chat-template FILE|NAME"), std::string::npos);
+  // The other engineers' flags, in the same vocabulary: scale-out, prefix cache, shared-context benches.
+  for (const char* flag :
+       {"--drain-grace", "--drain-timeout", "--no-prefix-cache", "--kv-type", "--model-name"}) {
+    EXPECT_NE(serve.find(flag), std::string::npos) << "serve lacks " << flag;
+  }
+  EXPECT_NE(Help("batch").find("--no-prefix-cache"), std::string::npos);
+  for (const char* client : {"ask", "bench compare", "bench serve"}) {
+    const std::string help = Help(client);
+    EXPECT_NE(help.find("--url TEXT ..."), std::string::npos) << client << ": --url is repeatable";
+    EXPECT_NE(help.find("--url-file"), std::string::npos) << client;
+    EXPECT_NE(help.find("--model-name NAME"), std::string::npos) << client;
+  }
+  const std::string compare = Help("bench compare");
+  EXPECT_NE(compare.find("--context"), std::string::npos);
+  EXPECT_NE(compare.find("fan-out"), std::string::npos);
+  EXPECT_NE(Help("bench serve").find("Random prompt length in tokens"), std::string::npos);
 }
 
 TEST(HelpTest, OldSpellingsStillWorkWithADeprecationNote) {
