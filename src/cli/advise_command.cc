@@ -9,6 +9,7 @@
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
+#include "cli/common_flags.h"
 #include "client/advisor.h"
 #include "client/fan_out.h"
 
@@ -86,8 +87,18 @@ void RegisterAdviseCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "advise", "Predict combined vs parallel vs sequential wall time on a lockstep server, and advise");
   AddClientFlags(cmd, &flags->client);
-  cmd->add_option("--model", flags->model,
-                  "Model name for --calibrate (default: the first the server lists)");
+  cmd->get_option("--url")->description(
+      "Server API root of a lockstep server, e.g. http://127.0.0.1:8080/v1; REQUIRED (or --url-file; with "
+      "several, the first is asked)");
+  AddModelNameFlag(*cmd, flags->model)->description("Model id for --calibrate (default: the first it lists)");
+  cmd->add_option_function<std::string>(
+         "--model",
+         [flags](const std::string& name) {
+           DeprecationNote("advise --model NAME", "--model-name NAME");
+           flags->model = name;
+         },
+         "Deprecated: --model-name")
+      ->group("");
   cmd->add_option("--questions", flags->questions, "Number of questions")->check(CLI::Range(1, 4096));
   cmd->add_option("--tokens", flags->tokens, "Output tokens per answer")->check(CLI::PositiveNumber);
   cmd->add_option("--prompt-tokens", flags->prompt_tokens,

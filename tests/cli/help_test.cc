@@ -61,8 +61,9 @@ std::vector<std::string> AllCommands() {
 TEST(HelpTest, EveryCommandHasHelpInTheOneVocabulary) {
   const std::vector<std::string> commands = AllCommands();
   const std::set<std::string> listed(commands.begin(), commands.end());
-  for (const char* expected : {"info", "generate", "make-model", "tokenize", "detokenize", "batch",
-                               "bench batched", "bench compare", "bench serve", "ask", "pull", "serve"}) {
+  for (const char* expected :
+       {"info", "generate", "make-model", "tokenize", "detokenize", "batch", "bench batched", "bench compare",
+        "bench serve", "ask", "advise", "pull", "serve"}) {
     EXPECT_TRUE(listed.count(expected)) << expected << " is not listed";
   }
   std::string threads_wording;
@@ -71,6 +72,8 @@ TEST(HelpTest, EveryCommandHasHelpInTheOneVocabulary) {
     EXPECT_NE(help.find("Usage:"), std::string::npos) << command;
     for (const std::string& line : OptionLines(help)) {
       SCOPED_TRACE(command + ": " + line);
+      // --model alone (a server's model name, the old spelling) is not advertised: that is --model-name.
+      EXPECT_EQ(line.find("  --model "), std::string::npos);
       if (line.find("-m,--model ") != std::string::npos) {
         EXPECT_NE(line.find("FILE"), std::string::npos);
       }
@@ -98,7 +101,7 @@ TEST(HelpTest, EveryCommandHasHelpInTheOneVocabulary) {
     EXPECT_NE(serve.find(flag), std::string::npos) << "serve lacks " << flag;
   }
   EXPECT_NE(Help("batch").find("--no-prefix-cache"), std::string::npos);
-  for (const char* client : {"ask", "bench compare", "bench serve"}) {
+  for (const char* client : {"ask", "advise", "bench compare", "bench serve"}) {
     const std::string help = Help(client);
     EXPECT_NE(help.find("--url TEXT ..."), std::string::npos) << client << ": --url is repeatable";
     EXPECT_NE(help.find("--url-file"), std::string::npos) << client;
@@ -120,6 +123,12 @@ TEST(HelpTest, OldSpellingsStillWorkWithADeprecationNote) {
   EXPECT_NE(
       RunCommand(LockstepBinary() + " bench compare --model-path /nonexistent.gguf --builtin 2>&1", &out), 0);
   EXPECT_NE(out.find("note: --model-path FILE is deprecated"), std::string::npos) << out;
+  // advise --model NAME (no server at this port: the note comes first, then the connection error).
+  EXPECT_NE(
+      RunCommand(LockstepBinary() + " advise --url http://127.0.0.1:1 --retries 0 --model x --calibrate 2>&1",
+                 &out),
+      0);
+  EXPECT_NE(out.find("note: advise --model NAME is deprecated"), std::string::npos) << out;
 }
 
 }  // namespace
