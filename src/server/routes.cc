@@ -139,6 +139,12 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, ApiFlavor::kTgi);
   auto req = std::make_shared<TgiRequest>(std::move(*parsed.value));
   if (force_stream >= 0) req->stream = force_stream == 1;
+  if (req->stream && req->spec.n > 1) {  // as TGI: the best sequence is only known at the end
+    return ReplyError(
+        state, *writer,
+        ApiError::Field("parameters.best_of", "parameters.best_of > 1 is not supported when streaming"),
+        ApiFlavor::kTgi);
+  }
   RouteState* st = &state;
   GenerationJob::TokenFn on_token;
   if (req->stream) {
@@ -163,7 +169,7 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
     if (job.timed_out() && job.completion_tokens() == 0) return ReplyTimeout(*st, *writer, ApiFlavor::kTgi);
     nlohmann::json body = TgiResponse(*req, job, st->ctx);
     if (wrap_in_array) body = nlohmann::json::array({std::move(body)});
-    const ChoiceState& c = job.choices()[0];
+    const ChoiceState& c = TgiBestChoice(job);
     const double elapsed = job.elapsed_s();
     HeaderList headers = {{"x-compute-type", "cpu"},
                           {"x-compute-time", fmt::format("{:.6f}", elapsed)},

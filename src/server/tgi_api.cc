@@ -3,6 +3,9 @@
 #include "server/request_fields.h"
 
 namespace lockstep::server {
+namespace {
+constexpr int kMaxBestOf = 8;
+}  // namespace
 
 Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ctx) {
   auto json = ParseJsonObject(body);
@@ -47,7 +50,11 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
       req.return_full_text = p.Bool("return_full_text").value_or(false);
       truncate = p.Int("truncate", 1, INT32_MAX).value_or(0);
       req.top_n_tokens = static_cast<int>(p.Int("top_n_tokens", 0, 5).value_or(0));
-      p.Int("best_of", 1, 1);
+      // best_of: that many sampled sequences, forked from one prefill; the most likely one is returned.
+      req.spec.n = static_cast<int>(p.Int("best_of", 1, kMaxBestOf).value_or(1));
+      if (req.spec.n > 1 && !sampling && !p.failed()) {
+        p.Fail("best_of", "parameters.best_of > 1 needs sampling (do_sample, temperature, top_k or top_p)");
+      }
       p.Unsupported("watermark", "");
       p.Unsupported("grammar", "");
       p.Unsupported("adapter_id", "");
@@ -113,11 +120,37 @@ std::string FullText(const TgiRequest& req, const ChoiceState& c) {
   return req.return_full_text ? req.inputs + generated : generated;
 }
 
+double SumLogprob(const ChoiceState& c) {
+  double sum = 0;
+  for (const TokenEvent& e : c.events) sum += e.token != kNoToken ? e.logprob : 0.0;
+  return sum;
+}
+
 }  // namespace
 
+const ChoiceState& TgiBestChoice(GenerationJob& job) {
+  const std::vector<ChoiceState>& choices = job.choices();
+  size_t best = 0;
+  for (size_t i = 1; i < choices.size(); ++i) {
+    if (SumLogprob(choices[i]) > SumLogprob(choices[best])) best = i;
+  }
+  return choices[best];
+}
+
 nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiContext& ctx) {
-  const ChoiceState& c = job.choices()[0];
+  const ChoiceState& c = TgiBestChoice(job);
   nlohmann::json out = {{"generated_text", FullText(req, c)}};
+  if (req.details && job.choices().size() > 1) {
+    nlohmann::json others = nlohmann::json::array();
+    for (const ChoiceState& o : job.choices()) {
+      if (&o == &c) continue;
+      others.push_back({{"generated_text", FullText(req, o)},
+                        {"finish_reason", TgiFinishReason(o.last)},
+                        {"generated_tokens", o.generated},
+                        {"seed", job.spec().seed_given ? nlohmann::json(o.seed) : nlohmann::json(nullptr)}});
+    }
+    out["details"]["best_of_sequences"] = std::move(others);
+  }
   if (req.details) {
     nlohmann::json tokens = nlohmann::json::array();
     nlohmann::json top_tokens = nlohmann::json::array();
@@ -132,11 +165,11 @@ nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiC
         prefill.push_back({{"id", id}, {"text", ctx.tokenizer->TokenBytes(id)}, {"logprob", nullptr}});
       }
     }
-    out["details"] = {{"finish_reason", TgiFinishReason(c.last)},
-                      {"generated_tokens", c.generated},
-                      {"seed", job.spec().seed_given ? nlohmann::json(c.seed) : nlohmann::json(nullptr)},
-                      {"prefill", prefill},
-                      {"tokens", tokens}};
+    out["details"]["finish_reason"] = TgiFinishReason(c.last);
+    out["details"]["generated_tokens"] = c.generated;
+    out["details"]["seed"] = job.spec().seed_given ? nlohmann::json(c.seed) : nlohmann::json(nullptr);
+    out["details"]["prefill"] = prefill;
+    out["details"]["tokens"] = tokens;
     if (req.top_n_tokens > 0) out["details"]["top_tokens"] = top_tokens;
   }
   return out;
@@ -172,7 +205,7 @@ nlohmann::json TgiInfo(const ApiContext& ctx) {
           {"model_device_type", "cpu"},
           {"model_pipeline_tag", "text-generation"},
           {"max_concurrent_requests", ctx.max_queue + ctx.max_seqs},
-          {"max_best_of", 1},
+          {"max_best_of", kMaxBestOf},
           {"max_stop_sequences", 4},
           {"max_input_tokens", ctx.max_context - 1},
           {"max_input_length", ctx.max_context - 1},

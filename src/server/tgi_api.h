@@ -25,7 +25,10 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
 
 // "length" | "eos_token" | "stop_sequence".
 std::string TgiFinishReason(const TokenEvent& last);
-// The GenerateResponse of POST /generate (POST / wraps it in a one-element array).
+// Of best_of sampled sequences, the one with the highest total log-probability (the only one when best_of 1).
+const ChoiceState& TgiBestChoice(GenerationJob& job);
+// The GenerateResponse of POST /generate (POST / wraps it in a one-element array); with best_of > 1 the most
+// likely sequence, the others in details.best_of_sequences.
 nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiContext& ctx);
 // One stream event for a token event (nullopt when the event carries no token and is not the last).
 std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const ChoiceState& choice,

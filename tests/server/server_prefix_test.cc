@@ -99,6 +99,48 @@ TEST_F(ServerPrefixTest, NChoicesPrefillThePromptOnce) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(r.Json()["choices"][i]["text"], u.Json()["choices"][i]["text"]);
 }
 
+TEST_F(ServerPrefixTest, TgiBestOfForksAndReturnsTheMostLikelySequence) {
+  ASSERT_TRUE(WaitForIdleEngine(uncached_->port()));
+  const double hits_before = Metric(uncached_->port(), "lockstep_prefix_cache_hits_total");
+  const nlohmann::json body = {
+      {"inputs", "The keeper climbed the stairs"},
+      {"parameters",
+       {{"best_of", 3}, {"do_sample", true}, {"seed", 7}, {"max_new_tokens", 6}, {"details", true}}}};
+  auto r = Post(uncached_->port(), "/generate", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto j = r.Json();
+  ASSERT_EQ(j["details"]["best_of_sequences"].size(), 2u);
+  double best = 0;
+  for (const auto& t : j["details"]["tokens"]) best += t["logprob"].get<double>();
+  // The same three seeds one by one: the returned text is the most likely of them (with this model and prompt
+  // that is seed 9, the third sequence, so returning the first would fail).
+  double most_likely = -1e300;
+  std::string most_likely_text;
+  for (int seed = 7; seed < 10; ++seed) {
+    nlohmann::json one = body;
+    one["parameters"].erase("best_of");
+    one["parameters"]["seed"] = seed;
+    auto o = Post(uncached_->port(), "/generate", one);
+    ASSERT_EQ(o.status, 200) << o.body;
+    const nlohmann::json oj = o.Json();  // (a range-for over a temporary's member would dangle)
+    double sum = 0;
+    for (const auto& t : oj["details"]["tokens"]) sum += t["logprob"].get<double>();
+    if (sum > most_likely) most_likely = sum, most_likely_text = oj["generated_text"];
+  }
+  EXPECT_EQ(j["generated_text"], most_likely_text);
+  EXPECT_NEAR(best, most_likely, 1e-4);
+  ASSERT_TRUE(WaitForIdleEngine(uncached_->port()));
+  // The three sequences forked from one prefill (this server has no prefix cache; single runs share nothing).
+  const int prompt = std::stoi(r.headers["x-prompt-tokens"]);
+  EXPECT_EQ(Metric(uncached_->port(), "lockstep_prefix_cache_hits_total") - hits_before, 2 * (prompt - 1));
+  EXPECT_EQ(Request(uncached_->port(), "GET", "/info").Json()["max_best_of"], 8);
+  auto streamed = Post(uncached_->port(), "/generate_stream", body);
+  EXPECT_EQ(streamed.status, 422) << streamed.body;
+  nlohmann::json greedy = body;
+  greedy["parameters"].erase("do_sample");
+  EXPECT_EQ(Post(uncached_->port(), "/generate", greedy).status, 422);
+}
+
 TEST_F(ServerPrefixTest, MetricsHealthAndInfoShowTheCache) {
   Post(cached_->port(), "/v1/completions", {{"prompt", Ids(3, 40)}, {"max_tokens", 2}});
   Post(cached_->port(), "/v1/completions", {{"prompt", Ids(3, 40)}, {"max_tokens", 2}});
