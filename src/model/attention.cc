@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <numeric>
 
 #include "model/attention_decode.h"
 #include "model/attention_kernels.h"
@@ -103,8 +105,15 @@ void AttendStoredPart(const KvLayout& kv, const std::vector<std::byte*>& blocks,
 
 }  // namespace
 
-bool CanSplitRow(const KvLayout& kv, int32_t heads) {
-  return attention::CanAttendDecodeRow(kLevel, kv.head_dim, kv.block_tokens, heads);
+int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window) {
+  if (window <= 0 || position < window) return 0;
+  const int32_t align = std::lcm(attention::kKeyLanes, kv.block_tokens);
+  return (position - window + 1) / align * align;
+}
+
+bool CanSplitRow(const KvLayout& kv, int32_t heads, const AttentionRule& rule) {
+  return rule.window == 0 && rule.softcap == 0 &&
+         attention::CanAttendDecodeRow(kLevel, kv.head_dim, kv.block_tokens, heads);
 }
 
 void AttendRowPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
@@ -135,7 +144,7 @@ void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const fl
 
 void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
                 int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
-                float scale, float* out, size_t out_stride) {
+                float scale, float* out, size_t out_stride, const AttentionRule& rule) {
   using attention::AccumulateValues;
   using attention::DotKeys;
   const int n = kv.head_dim;
@@ -143,7 +152,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const bool f16 = kv.dtype == KvDtype::kF16;
   const int32_t max_len = first_position + rows;
   const int32_t max_parts = AttentionParts(max_len - 1);
-  if (rows == 1 && CanSplitRow(kv, heads)) {  // straight from the stored blocks
+  if (rows == 1 && CanSplitRow(kv, heads, rule)) {  // straight from the stored blocks
     if (max_parts == 1) {
       attention::SoftmaxStats stats[8];
       AttendStoredPart(kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(n), stats, 1);
@@ -157,9 +166,17 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     MergeRowParts(kv, first_position, heads, partials, stats, out);
     return;
   }
+  // Positions [base, max_len) are read (base = 0 without a window); row r attends to [lo(r), its position]
+  // and its softmax runs from start(r) (AttentionStart), the positions in [base, lo(r)) weighing exactly 0.
+  const int32_t base = AttentionStart(kv, first_position, rule.window);
+  auto start = [&](int32_t r) { return AttentionStart(kv, first_position + r, rule.window); };
+  auto lo = [&](int32_t r) {
+    return rule.window > 0 ? std::max(0, first_position + r - rule.window + 1) : 0;
+  };
   const size_t k_off = kv.KeyOffset(layer, kv_head);
   const size_t v_off = kv.ValueOffset(layer, kv_head);
-  const size_t stride = (size_t(max_len) + 7) / 8 * 8;  // scores per (row, head), room for softmax padding
+  // Scores per (row, head), position t at t - base, with room for softmax padding.
+  const size_t stride = (size_t(max_len - base) + 7) / 8 * 8;
   float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
   float* values = Grow(scratch.values, size_t(kValueChunk + bt) * n);
   // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
@@ -169,15 +186,15 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   }
   auto row_scores = [&](int32_t r, int32_t h) { return scores + (size_t(r) * heads + h) * stride; };
 
-  // Visits the blocks of K (or V) in position order: widen(src, t0, count) widens each block's run of this
-  // head once (the next block's run prefetched meanwhile), then visit(t0, count) runs, `count` being how many
-  // of its positions the last row attends to.
+  // Visits the blocks of K (or V) in position order from base: widen(src, t0, count) widens each block's run
+  // of this head once (the next block's run prefetched meanwhile), then visit(t0, count) runs, `count` being
+  // how many of its positions the last row attends to.
   const int64_t head_bytes = int64_t(kv.HeadBytes());
   auto for_each_block = [&](size_t offset, auto widen, auto visit) {
     // The next block's run lies elsewhere in memory (blocks hold every layer): the hardware prefetcher does
     // not follow.
-    PrefetchBytes(blocks[0] + offset, 0, head_bytes);
-    for (int32_t t0 = 0; t0 < max_len; t0 += bt) {
+    PrefetchBytes(blocks[base / bt] + offset, 0, head_bytes);
+    for (int32_t t0 = base; t0 < max_len; t0 += bt) {
       if (t0 + bt < max_len) PrefetchBytes(blocks[(t0 + bt) / bt] + offset, 0, head_bytes);
       widen(blocks[t0 / bt] + offset, t0, std::min(max_len - t0, bt));
       visit(t0, std::min(max_len - t0, bt));
@@ -187,42 +204,54 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   // group boundary, so they stay in L2 however long the context), each scored by one call for every row and
   // head (each key group serves every query while in L1; a decode row's few queries take several groups at
   // once). Rows also get scores past their own position, up to max_len: they lie in the row's buffer (stride
-  // >= max_len) and are never read.
-  int32_t chunk_start = 0;
+  // >= max_len - base) and are never read.
+  int32_t chunk_start = base;
   auto widen_keys = [&](const std::byte* src, int32_t t0, int32_t count) {
     const int32_t end = t0 + count;
     float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(end - chunk_start, n));
     attention::WidenKeysTransposed(src, f16, bt, count, n, keys, t0 - chunk_start);
     if (end == max_len || (end - chunk_start >= kKeyChunk && end % attention::kKeyLanes == 0)) {
       DotKeys(kLevel, queries, size_t(n), rows * heads, keys, end - chunk_start, n, scale,
-              scores + chunk_start, stride);
+              scores + (chunk_start - base), stride);
       chunk_start = end;
     }
   };
   for_each_block(k_off, widen_keys, [](int32_t, int32_t) {});
-  // A softmax per part of each row (kAttentionPart positions, a multiple of 8: only a row's last part pads),
-  // and, when some row has several, the weights that merge its parts.
+  // Soft-capping, the window's mask, then a softmax per part of each row (parts are kAttentionPart positions
+  // from 0, a multiple of 8, and a row's first one begins at start(r), a multiple of 16: only a row's last
+  // part pads), and, when the rows reach over several parts, the weights that merge their parts.
   attention::SoftmaxStats* stats = Grow(scratch.stats, size_t(rows) * heads * max_parts);
   for (int32_t r = 0; r < rows; ++r) {
-    const int32_t len = first_position + r + 1;
+    const int32_t len = first_position + r + 1, row_start = start(r), row_lo = lo(r);
     for (int32_t h = 0; h < heads; ++h) {
-      for (int32_t p = 0; p * kAttentionPart < len; ++p) {
-        stats[(size_t(r) * heads + h) * max_parts + p] =
-            attention::Softmax(kLevel, row_scores(r, h) + p * kAttentionPart,
-                               std::min(kAttentionPart, len - p * kAttentionPart));
+      float* x = row_scores(r, h) - base;  // x[t]: position t
+      if (rule.softcap > 0) {
+        for (int32_t t = row_start; t < len; ++t) x[t] = rule.softcap * std::tanh(x[t] / rule.softcap);
       }
+      for (int32_t t = row_start; t < row_lo; ++t) x[t] = -std::numeric_limits<float>::infinity();
+      for (int32_t p = row_start / kAttentionPart; p * kAttentionPart < len; ++p) {
+        const int32_t b = std::max(p * kAttentionPart, row_start);
+        stats[(size_t(r) * heads + h) * max_parts + p] =
+            attention::Softmax(kLevel, x + b, std::min((p + 1) * kAttentionPart, len) - b);
+      }
+      // The masked positions weigh exactly 0 (the x86 exp gives e^-87 for -inf).
+      for (int32_t t = base; t < row_lo; ++t) x[t] = 0.0f;
     }
   }
+  const bool several_parts = (max_len - 1) / kAttentionPart > base / kAttentionPart;
   float* weights = nullptr;
-  if (max_parts > 1) {  // for each run of rows with the same number of parts, all their heads at once
+  if (several_parts) {  // for each run of rows with the same parts, all their heads at once
     weights = Grow(scratch.weights, size_t(rows) * heads * max_parts);
     for (int32_t r = 0; r < rows;) {
-      const int32_t parts = AttentionParts(first_position + r);
+      const int32_t first_part = start(r) / kAttentionPart, last_part = (first_position + r) / kAttentionPart;
       int32_t end = r + 1;
-      while (end < rows && AttentionParts(first_position + end) == parts) ++end;
-      const size_t at = size_t(r) * heads * max_parts;
-      attention::PartitionWeights(kLevel, stats + at, parts, weights + at, (end - r) * heads,
-                                  size_t(max_parts));
+      while (end < rows && start(end) / kAttentionPart == first_part &&
+             (first_position + end) / kAttentionPart == last_part) {
+        ++end;
+      }
+      const size_t at = size_t(r) * heads * max_parts + first_part;
+      attention::PartitionWeights(kLevel, stats + at, last_part - first_part + 1, weights + at,
+                                  (end - r) * heads, size_t(max_parts));
       r = end;
     }
   }
@@ -231,12 +260,12 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t outputs = size_t(rows) * heads * n;
   float* sums = queries;
   std::memset(sums, 0, outputs * sizeof(float));
-  float* merged = max_parts > 1 ? Grow(scratch.merged, outputs) : sums;
-  if (max_parts > 1) std::memset(merged, 0, outputs * sizeof(float));
-  int32_t part_end = kAttentionPart;
-  auto merge_part = [&] {  // rows reaching into part [part_end - kAttentionPart, part_end)
+  float* merged = several_parts ? Grow(scratch.merged, outputs) : sums;
+  if (several_parts) std::memset(merged, 0, outputs * sizeof(float));
+  int32_t part_end = (base / kAttentionPart + 1) * kAttentionPart;
+  auto merge_part = [&] {  // rows whose parts include [part_end - kAttentionPart, part_end)
     const int32_t p = part_end / kAttentionPart - 1;
-    for (int32_t r = std::max(0, p * kAttentionPart - first_position); r < rows; ++r) {
+    for (int32_t r = std::max(0, p * kAttentionPart - first_position); r < rows && start(r) < part_end; ++r) {
       for (int32_t h = 0; h < heads; ++h) {
         const size_t at = size_t(r) * heads + h;
         MergePart(weights[at * max_parts + p], sums + at * n, n, merged + at * n);
@@ -250,14 +279,14 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     const int32_t r_first = std::max(0, t0 - first_position);
     const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
     for (int32_t r = r_first; r < r_full; ++r) {
-      AccumulateValues(kLevel, row_scores(r, 0) + t0, stride, heads, vals, first_position + r + 1 - t0, n,
-                       sums + size_t(r) * heads * n, size_t(n));
+      AccumulateValues(kLevel, row_scores(r, 0) + (t0 - base), stride, heads, vals,
+                       first_position + r + 1 - t0, n, sums + size_t(r) * heads * n, size_t(n));
     }
-    AccumulateValues(kLevel, row_scores(r_full, 0) + t0, stride, (rows - r_full) * heads, vals, count, n,
-                     sums + size_t(r_full) * heads * n, size_t(n));
+    AccumulateValues(kLevel, row_scores(r_full, 0) + (t0 - base), stride, (rows - r_full) * heads, vals,
+                     count, n, sums + size_t(r_full) * heads * n, size_t(n));
   };
   // Value blocks widened side by side from chunk_start until about kValueChunk positions, then accumulated.
-  chunk_start = 0;
+  chunk_start = base;
   auto widen_values = [&](const std::byte* src, int32_t t0, int32_t count) {
     attention::WidenValues(src, f16, count, n, values + size_t(t0 - chunk_start) * n);
   };
@@ -275,7 +304,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     }
     chunk_start = end;
   });
-  if (max_parts > 1) merge_part();
+  if (several_parts) merge_part();
   for (int32_t r = 0; r < rows; ++r) {
     std::memcpy(out + r * out_stride, merged + size_t(r) * heads * n, size_t(heads) * n * sizeof(float));
   }

@@ -27,20 +27,38 @@ inline constexpr int32_t kAttentionPart = 256;
 // Parts of a row at `position` (it attends to positions [0, position]).
 inline int32_t AttentionParts(int32_t position) { return position / kAttentionPart + 1; }
 
+// What a layer's attention does beyond softmax(q·k * scale)·v (model/model_config.h LayerAttention).
+struct AttentionRule {
+  // Sliding window: a row at position p attends to positions [Lo(p), p], Lo(p) = max(0, p - window + 1)
+  // (llama.cpp's mask: p - key position < window); 0: [0, p].
+  int32_t window = 0;
+  // Gemma 2's attention logit soft-capping: each score s (after the scale) becomes
+  // softcap * tanh(s / softcap) before the softmax; 0: none.
+  float softcap = 0;
+};
+
+// The first position a row at `position` reads under `window`: Lo(position) rounded down to a multiple of
+// both 16 (a key group) and block_tokens, so that whole blocks are read; the positions in [start, Lo) get
+// weight exactly 0. 0 without a window. Blocks wholly below it are never read (they may be released).
+int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window);
+
 // Rows r = 0..rows-1 of one sequence at positions first_position + r (a prefill chunk, or one decode row),
 // each with `heads` query heads that share KV head `kv_head` of `layer`: q row r, head h at q + r * q_stride
 // + h * head_dim; out likewise with out_stride.
-//   out[r][h] = softmax(q[r][h] · K[0..first_position + r] * scale) · V[0..first_position + r]
-// Each widened KV block serves every row and head of the call, but each (row, head) result is computed in the
-// same order whatever `rows` and `heads` are, so tiling rows or grouping heads never changes a value. Uses
-// per-thread scratch (grown once, then reused).
+//   out[r][h] = softmax(cap(q[r][h] · K[Lo..p] * scale)) · V[Lo..p],  p = first_position + r
+// (Lo and cap from `rule`). Each widened KV block serves every row and head of the call, but each (row,
+// head) result is computed in the same order whatever `rows` and `heads` are, so tiling rows or grouping
+// heads never changes a value: under a window, a row's softmax starts at its own AttentionStart and the
+// positions before its Lo get weight exactly 0 (adding +0 to +0 sums). Reads no block below
+// AttentionStart(first_position). Uses per-thread scratch (grown once, then reused).
 void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
                 int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
-                float scale, float* out, size_t out_stride);
+                float scale, float* out, size_t out_stride, const AttentionRule& rule = {});
 
-// One row's parts on separate threads: whether AttendRowPart runs for this layout and number of heads (the
-// shapes attention::CanAttendDecodeRow takes).
-bool CanSplitRow(const KvLayout& kv, int32_t heads);
+// One row's parts on separate threads: whether AttendRowPart runs for this layout, number of heads (the
+// shapes attention::CanAttendDecodeRow takes) and rule (the decode-row kernels know no window or cap:
+// such rows take AttendRows' general path, whatever their number).
+bool CanSplitRow(const KvLayout& kv, int32_t heads, const AttentionRule& rule = {});
 // Part `part` of AttendRows for one row at `position`: query head h's output within the part (normalised by
 // the part's own softmax sum) to partials + (h * parts + part) * head_dim, its softmax max and sum to
 // stats[h * parts + part], where parts = AttentionParts(position).

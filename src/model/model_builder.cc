@@ -50,7 +50,16 @@ uint64_t HashName(const std::string& s) {
   return h;
 }
 
-enum class Fill { kNormal, kOnes, kValues };
+enum class Fill { kNormal, kOnes, kNearOne, kValues };
+
+int64_t HeadDim(const ModelShape& s) { return s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head; }
+int64_t RopeDim(const ModelShape& s) { return s.rope_dim > 0 ? s.rope_dim : HeadDim(s); }
+
+// Phi-3's longrope attention factor, as llama.cpp's converter computes it from the context ratio.
+float LongRopeAttnFactor(const ModelShape& s) {
+  const double scale = double(s.n_ctx) / double(s.longrope_orig_ctx);
+  return scale > 1 ? float(std::sqrt(1 + std::log(scale) / std::log(double(s.longrope_orig_ctx)))) : 1.0f;
+}
 
 struct PlannedTensor {
   std::string name;
@@ -106,9 +115,14 @@ TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64
 
 std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
-  const int64_t head_dim = s.n_embd / s.n_head;
+  const std::string& a = s.architecture;
+  const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
+  const bool qk_norm = a == "qwen3" || a == "gemma3";
+  const bool post_norms = a == "gemma2" || a == "gemma3";
+  const bool fused = a == "phi3";  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them
+  const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
   std::vector<PlannedTensor> t;
   int64_t layer = 0;
   auto matrix = [&](const std::string& name, int64_t out, int64_t in, Role role = Role::kPlain) {
@@ -117,33 +131,59 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   auto vec = [&](const std::string& name, int64_t n, Fill fill) {
     t.push_back({name, TensorType::kF32, {n}, fill, {}});
   };
+  auto values = [&](const std::string& name, std::vector<float> v) {
+    t.push_back({name, TensorType::kF32, {int64_t(v.size())}, Fill::kValues, std::move(v)});
+  };
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
   matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
-  vec("output_norm.weight", s.n_embd, Fill::kOnes);
+  vec("output_norm.weight", s.n_embd, norm);
   if (!s.tied_embeddings) matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
   if (s.llama3_factor > 0) {
-    PlannedTensor freqs{"rope_freqs.weight", TensorType::kF32, {head_dim / 2}, Fill::kValues, {}};
-    freqs.values =
-        Llama3RopeFreqFactors(head_dim, s.rope_freq_base, s.llama3_factor, s.llama3_low_freq_factor,
-                              s.llama3_high_freq_factor, s.llama3_original_ctx);
-    t.push_back(std::move(freqs));
+    values("rope_freqs.weight",
+           Llama3RopeFreqFactors(RopeDim(s), s.rope_freq_base, s.llama3_factor, s.llama3_low_freq_factor,
+                                 s.llama3_high_freq_factor, s.llama3_original_ctx));
+  }
+  if (s.longrope_orig_ctx > 0) {
+    // Random factors (short ones near 1, long ones up to ~5), head_dim / 2 of them as llama.cpp c392e50 and
+    // ik_llama.cpp load them (for partial rotary only the first rope_dim / 2 are read).
+    for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+      const bool is_long = name[13] == 'l';
+      NormalStream normal(o.seed ^ HashName(name));
+      std::vector<float> f(size_t(head_dim / 2));
+      for (float& x : f) x = 1.0f + std::abs(normal.Next(is_long ? 2.0f : 0.1f));
+      values(name, f);
+    }
   }
   for (layer = 0; layer < s.n_layer; ++layer) {
     const std::string p = "blk." + std::to_string(layer) + ".";
-    vec(p + "attn_norm.weight", s.n_embd, Fill::kOnes);
-    matrix(p + "attn_q.weight", q_dim, s.n_embd);
-    matrix(p + "attn_k.weight", kv_dim, s.n_embd);
-    matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
+    vec(p + "attn_norm.weight", s.n_embd, norm);
+    if (fused) {
+      matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, s.n_embd, Role::kAttnV);
+    } else {
+      matrix(p + "attn_q.weight", q_dim, s.n_embd);
+      matrix(p + "attn_k.weight", kv_dim, s.n_embd);
+      matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
+    }
     if (s.qkv_bias) {
       vec(p + "attn_q.bias", q_dim, Fill::kNormal);
       vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
       vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
     }
+    if (qk_norm) {
+      vec(p + "attn_q_norm.weight", head_dim, norm);
+      vec(p + "attn_k_norm.weight", head_dim, norm);
+    }
     matrix(p + "attn_output.weight", s.n_embd, q_dim);
-    vec(p + "ffn_norm.weight", s.n_embd, Fill::kOnes);
-    matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
-    matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
+    if (post_norms) vec(p + "post_attention_norm.weight", s.n_embd, norm);
+    vec(p + "ffn_norm.weight", s.n_embd, norm);
+    if (fused) {
+      matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
+    } else {
+      matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
+      matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
+    }
     matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
+    if (post_norms) vec(p + "post_ffw_norm.weight", s.n_embd, norm);
   }
   return t;
 }
@@ -169,9 +209,12 @@ Status CopyVocabulary(const std::string& path, GgufWriter& writer, int64_t* n_vo
 void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w) {
   const ModelShape& s = o.shape;
   const std::string& a = s.architecture;
-  const int64_t head_dim = s.n_embd / s.n_head;
+  const int64_t head_dim = HeadDim(s);
   w.Set("general.architecture", GgufValue::String(a));
-  w.Set("general.name", GgufValue::String("lockstep random " + s.name));
+  // No shape in general.name: llama.cpp keys vocabulary rules on it (a "phi3" there makes it look up
+  // Phi-3's </s>, which the built-in vocabulary lacks).
+  w.Set("general.name", GgufValue::String("lockstep random weights"));
+  w.Set("lockstep.shape", GgufValue::String(s.name));
   w.Set("general.file_type", GgufValue::Uint32(uint32_t(FileTypeOf(o))));
   w.Set("general.quantization_version", GgufValue::Uint32(2));
   w.Set(a + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
@@ -185,11 +228,27 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(head_dim)));
   w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));
   w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
-  w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(head_dim)));
+  w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(RopeDim(s))));
+  // Phi-3 files always carry the window (0: none, Phi-4), Gemma's their own; others only when windowed.
+  if (s.sliding_window > 0 || a == "phi3" || a == "gemma2" || a == "gemma3") {
+    w.Set(a + ".attention.sliding_window", GgufValue::Uint32(uint32_t(s.sliding_window)));
+  }
+  if (a == "gemma2") {
+    w.Set(a + ".attn_logit_softcapping", GgufValue::Float32(s.attn_softcap));
+    w.Set(a + ".final_logit_softcapping", GgufValue::Float32(s.final_softcap));
+  }
+  if (s.rope_linear_factor > 0) {
+    w.Set(a + ".rope.scaling.type", GgufValue::String("linear"));
+    w.Set(a + ".rope.scaling.factor", GgufValue::Float32(s.rope_linear_factor));
+  }
+  if (s.longrope_orig_ctx > 0) {
+    w.Set(a + ".rope.scaling.original_context_length", GgufValue::Uint32(uint32_t(s.longrope_orig_ctx)));
+    w.Set(a + ".rope.scaling.attn_factor", GgufValue::Float32(LongRopeAttnFactor(s)));
+  }
 }
 
 // Fills one tensor row by row into `out` (RowBytes * rows bytes).
-void GenerateTensor(const PlannedTensor& t, uint64_t seed, std::vector<std::byte>& out) {
+void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::vector<std::byte>& out) {
   const int64_t n = t.dims[0];
   int64_t rows = 1;
   for (size_t i = 1; i < t.dims.size(); ++i) rows *= t.dims[i];
@@ -199,17 +258,26 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, std::vector<std::byte
   std::vector<float> row(n);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < n; ++i) {
-      row[i] = t.fill == Fill::kOnes ? 1.0f : t.fill == Fill::kValues ? t.values[i] : normal.Next(0.02f);
+      switch (t.fill) {
+        case Fill::kOnes:
+          row[i] = 1.0f;
+          break;
+        case Fill::kNearOne:
+          row[i] = 1.0f + normal.Next(0.2f);
+          break;
+        case Fill::kValues:
+          row[i] = t.values[i];
+          break;
+        case Fill::kNormal:
+          row[i] = normal.Next(stddev);
+          break;
+      }
     }
     QuantizeRow(t.type, row.data(), out.data() + size_t(r) * row_bytes, n);
   }
 }
 
 }  // namespace
-
-std::vector<std::string> ModelShapeNames() {
-  return {"tiny", "tiny-qwen2", "tiny-256", "stories15m", "smollm2-135m", "qwen2-0.5b", "llama-1b"};
-}
 
 std::string WeightTypeNames() { return "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m"; }
 
@@ -230,40 +298,7 @@ bool UsesMoreBits(int64_t layer, int64_t n_layer) {
   return layer < eighth || layer >= 7 * n_layer / 8 || (layer - eighth) % 3 == 2;
 }
 
-Result<ModelShape> FindModelShape(const std::string& name) {
-  ModelShape s;
-  s.name = name;
-  if (name == "tiny") {
-    s.tied_embeddings = false;  // exercises output.weight
-  } else if (name == "tiny-256") {
-    s = {name, "llama", 256, 2, 4, 2, 512, 256, 10000.0f, 1e-5f, false, false};
-  } else if (name == "tiny-qwen2") {
-    s.architecture = "qwen2";
-    s.qkv_bias = true;
-    s.n_head_kv = 1;
-    s.rope_freq_base = 1000000.0f;
-    s.rms_eps = 1e-6f;
-  } else if (name == "stories15m") {
-    s = {name, "llama", 288, 6, 6, 6, 768, 256, 10000.0f, 1e-5f, false, true};
-  } else if (name == "smollm2-135m") {
-    s = {name, "llama", 576, 30, 9, 3, 1536, 2048, 100000.0f, 1e-5f, false, true};
-  } else if (name == "qwen2-0.5b") {
-    s = {name, "qwen2", 896, 24, 14, 2, 4864, 32768, 1000000.0f, 1e-6f, true, true};
-  } else if (name == "llama-1b") {
-    s = {name, "llama", 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1e-5f, false, true};
-    s.llama3_factor = 32;
-    s.llama3_low_freq_factor = 1;
-    s.llama3_high_freq_factor = 4;
-    s.llama3_original_ctx = 8192;
-  } else {
-    std::string list;
-    for (const std::string& n : ModelShapeNames()) list += (list.empty() ? "" : ", ") + n;
-    return InvalidArgument("unknown model shape '" + name + "'; known: " + list);
-  }
-  return s;
-}
-
-std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary() {
+std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary(bool ascii_only) {
   // GPT-2's byte-to-unicode map: printable bytes stand for themselves, the others for U+0100 onwards.
   std::vector<std::string> byte_piece(256);
   int next = 256;
@@ -279,8 +314,8 @@ std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary() {
     }
     byte_piece[b] = s;
   }
-  std::vector<std::string> tokens = byte_piece;
-  std::vector<int32_t> types(256, 1);
+  std::vector<std::string> tokens(byte_piece.begin(), byte_piece.begin() + (ascii_only ? 128 : 256));
+  std::vector<int32_t> types(tokens.size(), 1);
   const std::string sp = byte_piece[' '];  // "Ġ"
   const std::vector<std::pair<std::string, std::string>> merges = {
       {sp, "t"},  {"h", "e"}, {sp, "a"},  {"i", "n"}, {sp + "t", "he"}, {"e", "r"}, {"o", "n"},
@@ -314,7 +349,8 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   if (!CanQuantize(o.type)) {
     return InvalidArgument("cannot write weights of type " + std::string(TensorTypeName(o.type)));
   }
-  if (s.n_head <= 0 || s.n_embd % s.n_head != 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) {
+  if (s.n_head <= 0 || (s.head_dim <= 0 && s.n_embd % s.n_head != 0) || s.n_head_kv <= 0 ||
+      s.n_head % s.n_head_kv != 0 || RopeDim(s) % 2 != 0 || RopeDim(s) > HeadDim(s)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent head counts");
   }
   if (o.q4_k_m && o.type != TensorType::kQ4_K) {
@@ -323,7 +359,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   // K-quant rows that do not fit their 256-element blocks fall back to q8_0, which must fit then.
   const TensorType checked = IsKQuant(o.type) ? TensorType::kQ8_0 : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
-  for (int64_t in : {s.n_embd, s.n_ff}) {
+  for (int64_t in : {s.n_embd, s.n_ff, s.n_head * HeadDim(s)}) {
     if (in % block != 0) {
       return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
                              " is not a multiple of the " + std::string(TensorTypeName(checked)) +
@@ -335,8 +371,9 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   // Architecture keys first, then the tokenizer (as llama.cpp's converter orders them).
   SetModelMetadata(o, 0, writer);
   if (o.vocab_from.empty()) {
-    for (auto& [key, value] : BuiltinVocabulary()) writer.Set(key, value);
-    n_vocab = static_cast<int64_t>(BuiltinVocabulary()[2].second.AsArray()->elements.size());
+    const auto vocabulary = BuiltinVocabulary(s.ascii_vocabulary);
+    for (auto& [key, value] : vocabulary) writer.Set(key, value);
+    n_vocab = static_cast<int64_t>(vocabulary[2].second.AsArray()->elements.size());
   } else {
     LOCKSTEP_RETURN_IF_ERROR(CopyVocabulary(o.vocab_from, writer, &n_vocab));
   }
@@ -346,7 +383,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     LOCKSTEP_RETURN_IF_ERROR(writer.DeclareTensor(t.name, t.type, t.dims));
   // Tensors are generated one at a time while the file is written, so memory stays small even for llama-1b.
   return writer.WriteFile(path, [&](size_t index, std::vector<std::byte>& data) {
-    GenerateTensor(tensors[index], o.seed, data);
+    GenerateTensor(tensors[index], o.seed, s.weight_std, data);
     return Status::Ok();
   });
 }

@@ -1,10 +1,9 @@
 // Random-weight model files in the real shapes of known models (`lockstep make-model`, tests, benchmarks).
-// Weights are normal(0, 0.02) from a seeded generator (one stream per tensor, so the same seed gives the same
-// file), norms are 1.0, 1-D tensors are F32 (as llama.cpp writes them), 2-D tensors are in the chosen weight
-// types (MakeModelOptions). Tensor names and metadata follow llama.cpp's conventions so other GGUF tools load
-// the file. The
-// vocabulary is copied from another GGUF file (`tokenizer.*` keys; the vocab size follows it) or is a small
-// built-in byte-level BPE vocabulary. Pure functions; safe from any thread.
+// Weights are normal(0, weight_std) from a seeded generator (one stream per tensor, so the same seed gives
+// the same file), norms are 1.0, 1-D tensors are F32 (as llama.cpp writes them), 2-D tensors are in the
+// chosen weight types (MakeModelOptions). Tensor names and metadata follow llama.cpp's conventions so other
+// GGUF tools load the file. The vocabulary is copied from another GGUF file (`tokenizer.*` keys; the vocab
+// size follows it) or is a small built-in byte-level BPE vocabulary. Pure functions; safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -35,10 +34,31 @@ struct ModelShape {
   float llama3_low_freq_factor = 1;
   float llama3_high_freq_factor = 4;
   int64_t llama3_original_ctx = 8192;
+  // Architecture shapes (the tensors follow the architecture: model/architectures.h).
+  int64_t head_dim = 0;           // written as attention.key_length; 0: n_embd / n_head
+  int64_t rope_dim = 0;           // rope.dimension_count; 0: head_dim (less: partial rotary, Phi-4-mini)
+  int64_t sliding_window = 0;     // attention.sliding_window, written when > 0 (phi3, gemma: always)
+  float attn_softcap = 0;         // gemma2: attn_logit_softcapping
+  float final_softcap = 0;        // gemma2: final_logit_softcapping
+  float rope_linear_factor = 0;   // rope.scaling.type linear with this factor (gemma3: global layers only)
+  int64_t longrope_orig_ctx = 0;  // phi3: random rope_factors_long/short and attn_factor for this context
+  // Norm weights 1 + normal(0, 0.2) instead of 1, so that a norm applied to the wrong elements (or a
+  // Gemma "1 + w" applied twice) changes the numbers.
+  bool random_norms = false;
+  // Standard deviation of the random matrix weights. The tiny architecture shapes use more than the
+  // default 0.02, so that attention is sharp enough for windows and soft-caps to matter at their widths
+  // and greedy continuations depend on the context.
+  float weight_std = 0.02f;
+  // The built-in vocabulary without the byte tokens 0x80-0xFF (all of its tokens are then valid UTF-8 on
+  // their own, which llama-server's JSON needs when it lists every token's probability).
+  bool ascii_vocabulary = false;
 };
 
-// Shapes by name: tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied), tiny-256 (llama, untied,
-// rows of 256 and 512 elements: K-quant blocks fit), stories15m, smollm2-135m, qwen2-0.5b, llama-1b.
+// Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),
+// tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
+// architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
+// tiny-nemo, tiny-mistral-swa: real head counts, GQA ratios and window patterns, tiny widths and windows),
+// and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 
@@ -63,8 +83,9 @@ std::string WeightTypeNames();  // "f32|f16|...|q4_k_m"
 // layers and every third one between them.
 bool UsesMoreBits(int64_t layer, int64_t n_layer);
 
-// The built-in vocabulary's tokenizer.* metadata (gpt2 model, 256 byte tokens, a few merges, <|endoftext|>).
-std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary();
+// The built-in vocabulary's tokenizer.* metadata (gpt2 model, 256 byte tokens -- or the 128 ASCII ones --, a
+// few merges, <|endoftext|>).
+std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary(bool ascii_only = false);
 
 // Writes the model to `path`. InvalidArgument for a type the shape cannot use (row length not a multiple of
 // the block size, for K-quants of the q8_0 fallback's), a q4_k_m mix without type q4_k, or an unreadable

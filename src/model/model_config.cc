@@ -1,23 +1,15 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <sstream>
 
+#include "model/architectures.h"
 #include "tensor/dequantize.h"
 
 namespace lockstep {
 namespace {
-
-struct ArchInfo {
-  const char* name;
-  RopeMode rope_mode;
-};
-
-constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},
-    {"qwen2", RopeMode::kNeox},
-};
 
 Status CheckPositive(const GgufFile& file, const std::string& key, int64_t value, int64_t limit) {
   if (value <= 0 || value > limit) {
@@ -38,8 +30,18 @@ Status ParseRopeScaling(const GgufFile& file, const std::string& arch, ModelConf
     type = "linear";
     factor = scale_linear;
   }
-  if (type == "none") {
-    if (file.Has(prefix + "low_freq_factor") || file.Has(prefix + "original_context_length")) type = "llama3";
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t orig, file.GetIntOr(prefix + "original_context_length", 0));
+  if (orig < 0) return InvalidArgument(file.path() + ": '" + prefix + "original_context_length' is negative");
+  config.rope_orig_ctx = orig > 0 ? orig : config.n_ctx_train;
+  LOCKSTEP_ASSIGN_OR_RETURN(double attn_factor, file.GetFloatOr(prefix + "attn_factor", 1.0));
+  if (!(attn_factor > 0) || !std::isfinite(attn_factor)) {
+    return InvalidArgument(file.path() + ": '" + prefix + "attn_factor' must be positive");
+  }
+  config.rope_attn_factor = static_cast<float>(attn_factor);
+  // Llama 3 files written without the type key: inferred from its keys (Phi-3 writes
+  // original_context_length too, for longrope, which its factor tensors select: model/architectures.cc).
+  if (type == "none" && arch == "llama") {
+    if (file.Has(prefix + "low_freq_factor") || orig > 0) type = "llama3";
   }
   if (type == "none") return Status::Ok();
   if (type == "linear") {
@@ -56,8 +58,8 @@ Status ParseRopeScaling(const GgufFile& file, const std::string& arch, ModelConf
     }
     LOCKSTEP_ASSIGN_OR_RETURN(double low, file.GetFloatOr(prefix + "low_freq_factor", 1.0));
     LOCKSTEP_ASSIGN_OR_RETURN(double high, file.GetFloatOr(prefix + "high_freq_factor", 4.0));
-    LOCKSTEP_ASSIGN_OR_RETURN(int64_t orig, file.GetIntOr(prefix + "original_context_length", 8192));
-    if (!(high > low) || low <= 0 || orig <= 0) {
+    if (orig == 0) orig = 8192;
+    if (!(high > low) || low <= 0) {
       return InvalidArgument(file.path() +
                              ": inconsistent llama3 rope scaling keys (need high_freq_factor > "
                              "low_freq_factor > 0 and original_context_length > 0)");
@@ -101,12 +103,17 @@ Status ApplyRopeFreqs(const GgufFile& file, ModelConfig& config) {
 }  // namespace
 
 const std::vector<std::string>& SupportedArchitectures() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const ArchInfo& a : kArchitectures) v.push_back(a.name);
-    return v;
-  }();
+  static const std::vector<std::string> names = ArchitectureNames();
   return names;
+}
+
+int64_t ModelConfig::WidestWindow() const {
+  int64_t widest = 0;
+  for (const LayerAttention& layer : layers) {
+    if (layer.window == 0) return 0;
+    widest = std::max(widest, layer.window);
+  }
+  return widest;
 }
 
 std::vector<float> Llama3RopeFreqFactors(int64_t rope_dim, float freq_base, float factor,
@@ -134,18 +141,8 @@ std::vector<float> Llama3RopeFreqFactors(int64_t rope_dim, float freq_base, floa
 Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   ModelConfig c;
   LOCKSTEP_ASSIGN_OR_RETURN(c.architecture, file.GetString("general.architecture"));
-  const ArchInfo* arch = nullptr;
-  for (const ArchInfo& a : kArchitectures) {
-    if (c.architecture == a.name) arch = &a;
-  }
-  if (arch == nullptr) {
-    std::string list;
-    for (const std::string& n : SupportedArchitectures()) list += (list.empty() ? "" : ", ") + n;
-    return Unimplemented(file.path() + ": unsupported architecture '" + c.architecture +
-                         "' (general.architecture); supported: " + list);
-  }
+  LOCKSTEP_RETURN_IF_ERROR(CheckArchitecture(file, c));
   const std::string& a = c.architecture;
-  c.rope_mode = arch->rope_mode;
   LOCKSTEP_ASSIGN_OR_RETURN(c.name, file.GetStringOr("general.name", ""));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ctx_train, file.GetInt(a + ".context_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
@@ -198,6 +195,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
                            "is missing or not 2-D and there is no tokenizer.ggml.tokens");
   }
   c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  LOCKSTEP_RETURN_IF_ERROR(ApplyArchitecture(file, c));
   return c;
 }
 
@@ -208,8 +206,24 @@ std::string ModelConfig::Summary() const {
       << ", head_dim " << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal")
       << " base " << rope_freq_base << " dim " << rope_dim;
   if (rope_scaling == RopeScaling::kLinear) out << " linear x" << rope_scale_factor;
-  if (!rope_freq_factors.empty()) out << " llama3-freq-factors";
-  out << ", rms_eps " << rms_eps << (qkv_bias ? ", qkv bias" : "");
+  if (rope_scaling == RopeScaling::kLongRope) {
+    out << " longrope " << (n_ctx_train > rope_orig_ctx ? "long" : "short") << " factors, attn_factor "
+        << rope_attn_factor;
+  } else if (!rope_freq_factors.empty()) {
+    out << " llama3-freq-factors";
+  }
+  out << ", rms_eps " << rms_eps << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "")
+      << (post_norms ? ", post-norms" : "") << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
+      << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "");
+  if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
+  if (final_softcap > 0) out << ", final softcap " << final_softcap;
+  int64_t windowed = 0;
+  for (const LayerAttention& layer : layers) windowed += layer.window > 0 ? 1 : 0;
+  if (windowed > 0) {
+    out << ", sliding window " << sliding_window << " on " << windowed << "/" << n_layer << " layers";
+    if (!layers.empty() && layers.front().local_rope)
+      out << " (local rope base " << rope_freq_base_local << ")";
+  }
   return out.str();
 }
 

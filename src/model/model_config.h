@@ -1,6 +1,9 @@
-// ModelConfig: the hyper-parameters of a Llama-family transformer, read from GGUF metadata
+// ModelConfig: the hyper-parameters of a decoder-only transformer, read from GGUF metadata
 // (`general.architecture`, `<arch>.embedding_length`, ...) and the token embedding's shape. Everything the
-// forward pass needs comes from here; nothing is hard-coded per model. Value type, immutable once parsed.
+// forward pass needs comes from here; nothing is hard-coded per model file. Architectures differ only in the
+// fields of the "architecture differences" block below, each set by model/architectures.cc from the keys and
+// conventions of llama.cpp's converter (and named where model/transformer.cc uses it). Value type,
+// immutable once parsed.
 #pragma once
 
 #include <cstdint>
@@ -14,16 +17,31 @@ namespace lockstep {
 
 // How RoPE pairs the dimensions of a head: kNormal rotates adjacent pairs (x[2i], x[2i+1]) — llama.cpp's
 // layout for `llama` (its converter permutes the Q/K weights for it); kNeox rotates (x[i], x[i + n_rot/2]) —
-// `qwen2`.
+// `qwen2`, `qwen3`, `phi3`, `gemma2`, `gemma3`.
 enum class RopeMode { kNormal, kNeox };
 
-enum class RopeScaling { kNone, kLinear, kLlama3 };
+// kLongRope: Phi-3's `longrope`/`su` scaling: per-pair divisors of theta from the rope_factors_long or
+// rope_factors_short tensor, and cos/sin scaled by rope.scaling.attn_factor.
+enum class RopeScaling { kNone, kLinear, kLlama3, kLongRope };
+
+// The activation of the gated feed-forward network: SiLU(gate) * up (SwiGLU) or GELU(gate) * up with
+// GELU's tanh approximation (GeGLU, Gemma).
+enum class FfnActivation { kSilu, kGeluTanh };
 
 // The largest attention head size accepted (attention kernels widen one head vector on the stack).
 inline constexpr int64_t kMaxHeadDim = 4096;
 
+// How one layer attends (Gemma 2 and 3 alternate windowed "local" layers with global ones).
+struct LayerAttention {
+  // A row at position p sees the keys at positions (p - window, p] (the `window` latest, its own
+  // included, as llama.cpp's mask: p - key_position < window); 0: all of [0, p].
+  int64_t window = 0;
+  // RoPE with rope_freq_base_local and no scaling instead of the global RoPE (Gemma 3's local layers).
+  bool local_rope = false;
+};
+
 struct ModelConfig {
-  std::string architecture;  // "llama" | "qwen2"
+  std::string architecture;  // one of SupportedArchitectures()
   std::string name;          // general.name, if any
   int64_t n_vocab = 0;       // rows of token_embd
   int64_t n_ctx_train = 0;   // <arch>.context_length
@@ -44,18 +62,49 @@ struct ModelConfig {
   float rope_scale_factor = 1;  // linear: positions divided by it; llama3: the long-wavelength factor
   float rope_low_freq_factor = 1;
   float rope_high_freq_factor = 4;
-  int64_t rope_orig_ctx = 8192;  // llama3: original_context_length
-  // Per rotated pair i (rope_dim / 2 entries): theta_i is divided by rope_freq_factors[i] (llama3 scaling;
-  // from the `rope_freqs.weight` tensor when present, else computed from the keys). Empty: all 1.
+  int64_t rope_orig_ctx = 8192;  // llama3, longrope: <arch>.rope.scaling.original_context_length
+  // Per rotated pair i (rope_dim / 2 entries): theta_i is divided by rope_freq_factors[i] (llama3 scaling,
+  // from the `rope_freqs.weight` tensor when present, else computed from the keys; longrope: the chosen
+  // factors tensor). Empty: all 1.
   std::vector<float> rope_freq_factors;
+  // longrope: cos and sin are multiplied by it (so every q·k by its square), <arch>.rope.scaling.attn_factor.
+  float rope_attn_factor = 1;
+
+  // ---- Architecture differences (model/architectures.cc sets them; model/transformer.cc applies them).
+  // qwen3, gemma3: RMSNorm (rms_eps) of every head of Q and of K with attn_q_norm / attn_k_norm [head_dim],
+  // after the projections and before RoPE.
+  bool qk_norm = false;
+  // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before
+  // each is added to the residual stream. (Gemma's "1 + w" norm weights: llama.cpp's converter adds the 1
+  // when it writes the file, so the GGUF weights are used as they are, like every other norm.)
+  bool post_norms = false;
+  // gemma2, gemma3: token embeddings multiplied by sqrt(n_embd) (in f32, as llama.cpp does).
+  bool scale_embeddings = false;
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  // Scale of q·k before the softmax: 1 / sqrt(head_dim), except Gemma 27B (1 / sqrt(n_embd / n_head), its
+  // query_pre_attn_scalar, which no GGUF key carries: llama.cpp tells the 27B by its block count).
+  float attention_scale = 0;
+  // gemma2: attention scores s -> cap * tanh(s / cap) before the softmax (<arch>.attn_logit_softcapping);
+  // 0 = none.
+  float attn_softcap = 0;
+  // gemma2: logits l -> cap * tanh(l / cap) (<arch>.final_logit_softcapping); 0 = none.
+  float final_softcap = 0;
+  // <arch>.attention.sliding_window (0 = none) and how each of the n_layer layers attends.
+  int64_t sliding_window = 0;
+  float rope_freq_base_local = 10000;  // gemma3 local layers: <arch>.rope.freq_base_swa (default 10000)
+  std::vector<LayerAttention> layers;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
+  // The widest window when every layer has one (all layers windowed: Mistral 7B v0.1, Phi-3-mini-4k), else
+  // 0 (some layer sees every position: Gemma 2/3, or no window at all). Rows at position p and later read no
+  // KV below model/attention.h's AttentionStart(kv, p, WidestWindow()): blocks wholly below it are dead.
+  int64_t WidestWindow() const;
   // Human-readable one-line summary.
   std::string Summary() const;
 
   // Parses the metadata of `file`. Unsupported architectures, missing or inconsistent keys give a clear
-  // error.
+  // error naming the key.
   static Result<ModelConfig> FromGguf(const GgufFile& file);
 };
 

@@ -46,6 +46,14 @@ class Binder {
     return WeightMatrix{t->type, in, out, t->data};
   }
 
+  // Rows [first, first + count) of a matrix as a matrix of their own (a view: rows are contiguous).
+  static WeightMatrix Rows(const WeightMatrix& m, int64_t first, int64_t count) {
+    if (m.data == nullptr) return {};
+    return WeightMatrix{m.type, m.in, count, m.data + size_t(first) * RowBytes(m.type, m.in)};
+  }
+
+  bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
+
   std::vector<float> Vector(const std::string& name, int64_t n) {
     const GgufTensorInfo* t = Find(name, {n});
     if (t == nullptr) return {};
@@ -116,6 +124,11 @@ void ModelWeights::PackMatrices(int threads) {
 }
 
 Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig& c, int pack_threads) {
+  if (file.tensors().empty()) {
+    return InvalidArgument(file.path() +
+                           ": the file holds no tensors (a vocabulary-only GGUF?), so there is "
+                           "no model to run");
+  }
   Binder b(file);
   ModelWeights w;
   const int64_t d = c.n_embd;
@@ -135,19 +148,38 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
     lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
-    lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
-    lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
-    lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
+    if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix
+      const WeightMatrix qkv = b.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
+      lw.wq = Binder::Rows(qkv, 0, c.q_dim());
+      lw.wk = Binder::Rows(qkv, c.q_dim(), c.kv_dim());
+      lw.wv = Binder::Rows(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
+      lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
+      lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
+    }
     if (c.qkv_bias) {
       lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
       lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
       lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
     }
+    if (c.qk_norm) {
+      lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.head_dim);
+      lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.head_dim);
+    }
     lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
+    if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
     lw.ffn_norm = b.Vector(p + "ffn_norm.weight", d);
-    lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
-    lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
+    if (!b.Has(p + "ffn_gate.weight") && c.architecture == "phi3") {  // one [gate | up] matrix
+      const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * c.n_ff, d);
+      lw.w_gate = Binder::Rows(gate_up, 0, c.n_ff);
+      lw.w_up = Binder::Rows(gate_up, c.n_ff, c.n_ff);
+    } else {
+      lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
+      lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
+    }
     lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
+    if (c.post_norms) lw.post_ffn_norm = b.Vector(p + "post_ffw_norm.weight", d);
   }
   LOCKSTEP_RETURN_IF_ERROR(b.Finish());
   if (pack_threads >= 0) w.PackMatrices(pack_threads);

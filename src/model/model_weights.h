@@ -1,10 +1,12 @@
-// ModelWeights: the tensors of a Llama-family model, checked against its ModelConfig and bound to the GGUF
-// mapping. Matrices are borrowed views (WeightMatrix) into the GgufFile's data; 1-D tensors (norms, biases)
-// are dequantized once into owned f32 vectors. Bind() checks every tensor's presence, shape and type and
-// reports ALL problems in one error, then repacks every matrix whose type has packed int8 GEMM kernels
-// (tensor/matmul.h PackWeights) and points its WeightMatrix::packed at the copy, which ModelWeights owns
-// (heap objects: the pointers stay valid when ModelWeights is moved). Move-only; immutable after Bind(); the
-// GgufFile must outlive it.
+// ModelWeights: the tensors of a model, checked against its ModelConfig and bound to the GGUF mapping, with
+// llama.cpp's tensor names (blk.N.attn_q, ..., attn_q_norm, post_attention_norm, post_ffw_norm). Matrices
+// are borrowed views (WeightMatrix) into the GgufFile's data; a fused matrix (phi3's attn_qkv [q|k|v] and
+// ffn_up [gate|up], gate rows first) is bound as views of its row ranges, so the forward pass never sees
+// the fusion. 1-D tensors (norms, biases) are dequantized once into owned f32 vectors. Bind() checks every
+// tensor's presence, shape and type and reports ALL problems in one error, then repacks every matrix whose
+// type has packed int8 GEMM kernels (tensor/matmul.h PackWeights) and points its WeightMatrix::packed at the
+// copy, which ModelWeights owns (heap objects: the pointers stay valid when ModelWeights is moved).
+// Move-only; immutable after Bind(); the GgufFile must outlive it.
 #pragma once
 
 #include <vector>
@@ -17,16 +19,20 @@
 namespace lockstep {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;   // [n_embd]
-  WeightMatrix wq;                // [n_head * head_dim][n_embd]
-  WeightMatrix wk;                // [n_head_kv * head_dim][n_embd]
-  WeightMatrix wv;                // [n_head_kv * head_dim][n_embd]
-  std::vector<float> bq, bk, bv;  // qwen2 only: [q_dim], [kv_dim], [kv_dim]
-  WeightMatrix wo;                // [n_embd][n_head * head_dim]
-  std::vector<float> ffn_norm;    // [n_embd]
-  WeightMatrix w_gate;            // [n_ff][n_embd]
-  WeightMatrix w_up;              // [n_ff][n_embd]
-  WeightMatrix w_down;            // [n_embd][n_ff]
+  std::vector<float> attn_norm;       // [n_embd]
+  WeightMatrix wq;                    // [n_head * head_dim][n_embd]
+  WeightMatrix wk;                    // [n_head_kv * head_dim][n_embd]
+  WeightMatrix wv;                    // [n_head_kv * head_dim][n_embd]
+  std::vector<float> bq, bk, bv;      // qwen2 only: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> q_norm;          // qk_norm only: [head_dim]
+  std::vector<float> k_norm;          // qk_norm only: [head_dim]
+  WeightMatrix wo;                    // [n_embd][n_head * head_dim]
+  std::vector<float> post_attn_norm;  // post_norms only: [n_embd]
+  std::vector<float> ffn_norm;        // [n_embd]
+  WeightMatrix w_gate;                // [n_ff][n_embd]
+  WeightMatrix w_up;                  // [n_ff][n_embd]
+  WeightMatrix w_down;                // [n_embd][n_ff]
+  std::vector<float> post_ffn_norm;   // post_norms only: [n_embd]
 };
 
 struct ModelWeights {

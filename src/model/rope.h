@@ -1,6 +1,8 @@
 // Rotary position embedding for one row: rotates the first rope_dim dims of each head of a [heads][head_dim]
 // vector by angles position * theta_i, theta_i = freq_base^(-2i/rope_dim) / factor_i (factor_i from llama3
-// scaling, positions divided by the linear scale factor). Pairing per RopeMode (model/model_config.h).
+// or longrope scaling, positions divided by the linear scale factor), cos and sin times rope_attn_factor
+// (longrope). Pairing per RopeMode (model/model_config.h); the dims past rope_dim (partial rotary) stay.
+// The local Rope of a config (Gemma 3's local layers): base rope_freq_base_local, no scaling of any kind.
 // Rope is immutable after construction; Apply is safe from any thread with its own `cos_sin` scratch.
 #pragma once
 
@@ -13,7 +15,8 @@ namespace lockstep {
 
 class Rope {
  public:
-  explicit Rope(const ModelConfig& config);
+  enum class Kind { kGlobal, kLocal };
+  explicit Rope(const ModelConfig& config, Kind kind = Kind::kGlobal);
 
   int64_t pairs() const { return static_cast<int64_t>(inv_freq_.size()); }
   // cos_sin: scratch of 2 * pairs() floats, filled for `position`.
@@ -25,6 +28,7 @@ class Rope {
   RopeMode mode_;
   int64_t head_dim_;
   double position_scale_;
+  float attn_factor_;
   std::vector<double> inv_freq_;  // theta_i per pair
 };
 

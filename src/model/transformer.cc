@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/architecture_ops.h"
 #include "model/attention.h"
 #include "model/vec_math.h"
 #include "tensor/dequantize.h"
@@ -73,7 +74,18 @@ void GrowTo(std::vector<T>& v, size_t n) {
 }  // namespace
 
 Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights)
-    : Model(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), rope_(config_) {}
+    : Model(std::move(file)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      rope_(config_),
+      local_rope_(config_, Rope::Kind::kLocal) {
+  for (const LayerAttention& layer : config_.layers) any_local_rope_ = any_local_rope_ || layer.local_rope;
+}
+
+const float* Transformer::RowAngles(int32_t layer, int64_t r) const {
+  const bool local = config_.layers[size_t(layer)].local_rope;
+  return (local ? row_cos_sin_local_ : row_cos_sin_).data() + size_t(r) * 2 * rope_.pairs();
+}
 
 Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const {
   if (kv.n_layer != config_.n_layer || kv.n_kv_head != config_.n_head_kv || kv.head_dim != config_.head_dim ||
@@ -104,7 +116,9 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<f
       return OutOfRange(where() + "position " + std::to_string(row.position) + " is not covered by its " +
                         std::to_string(blocks.size()) + " KV blocks");
     }
-    for (int64_t b = 0; b <= row.position / kv.block_tokens; ++b) {
+    // Only the blocks some layer reads (sliding windows: model/attention.h AttentionStart).
+    const int64_t first_read = AttentionStart(kv, row.position, int32_t(config_.WidestWindow()));
+    for (int64_t b = first_read / kv.block_tokens; b <= row.position / kv.block_tokens; ++b) {
       if (blocks[b] == nullptr)
         return InvalidArgument(where() + "KV block " + std::to_string(b) + " is null");
     }
@@ -125,6 +139,7 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(gate_, r * c.n_ff);
   GrowTo(up_, r * c.n_ff);
   GrowTo(row_cos_sin_, r * 2 * rope_.pairs());
+  if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * rope_.pairs());
 }
 
 Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits,
@@ -138,6 +153,9 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<fl
   // RoPE angles and attention row tiles depend only on the batch: once for all layers.
   ForEachRow(pool, rows, [&](int64_t r, int) {
     rope_.Angles(batch.rows[r].position, row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs());
+    if (any_local_rope_) {
+      local_rope_.Angles(batch.rows[r].position, row_cos_sin_local_.data() + size_t(r) * 2 * rope_.pairs());
+    }
   });
   BuildTiles(
       batch, rows, [](int64_t r) { return r; }, tiles_);
@@ -187,8 +205,11 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   const GgufTensorInfo& embd = *weights_.token_embd;
   const int64_t d = config_.n_embd;
   const size_t row_bytes = RowBytes(embd.type, d);
+  // scale_embeddings (Gemma): sqrt(n_embd) in f32, as llama.cpp scales them.
+  const float embedding_scale = std::sqrt(float(d));
   ForEachRow(pool, int64_t(batch.rows.size()), [&](int64_t r, int) {
     DequantizeRow(embd.type, embd.data + size_t(batch.rows[r].token) * row_bytes, x_.data() + r * d, d);
+    if (config_.scale_embeddings) Scale(x_.data() + r * d, d, embedding_scale);
   });
 }
 
@@ -225,13 +246,22 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     MatMul(w.wq, xn_.data(), out_rows, q_.data(), pool);
   }
 
-  // Bias, RoPE, then K/V into the row's own sequence blocks. Query row j belongs to batch row `r`.
+  // Bias, Q/K head norms, RoPE, then K/V into the row's own sequence blocks. Query row j belongs to batch
+  // row `r`.
+  const Rope& rope = c.layers[size_t(layer)].local_rope ? local_rope_ : rope_;
+  auto norm_heads = [&](float* x, int64_t heads,
+                        const std::vector<float>& norm) {  // qk_norm (Qwen3, Gemma 3)
+    for (int64_t h = 0; h < heads; ++h) {
+      RmsNorm(x + h * c.head_dim, norm.data(), c.head_dim, c.rms_eps, x + h * c.head_dim);
+    }
+  };
   auto finish_query = [&](int64_t j, int64_t r) {
     float* q = q_.data() + j * q_dim;
     if (c.qkv_bias) {
       for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
     }
-    rope_.Apply(row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs(), q, c.n_head);
+    if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
+    rope.Apply(RowAngles(layer, r), q, c.n_head);
   };
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* k = k_.data() + r * kv_dim;
@@ -240,7 +270,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
       for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
     }
-    rope_.Apply(row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs(), k, c.n_head_kv);
+    if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
+    rope.Apply(RowAngles(layer, r), k, c.n_head_kv);
     const BatchRow& row = batch.rows[r];
     WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
     if (!only_logit_rows) finish_query(r, r);
@@ -257,14 +288,15 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const std::vector<RowTile>& tiles = only_logit_rows ? logit_tiles_ : tiles_;
   const int64_t tile_count = int64_t(tiles.size());
   const int32_t group = int32_t(c.n_head / c.n_head_kv);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.attention_scale;
+  const AttentionRule rule{int32_t(c.layers[size_t(layer)].window), c.attn_softcap};
   const int64_t heads_per_task = tile_count * c.n_head_kv >= pool.size() ? group : 1;
   // With few (tile, KV head) pairs for the workers (batch-1 decode of a model with few KV heads), a decode
   // row past one attention part is split into its parts, one task per (KV head, part), merged afterwards
   // (flash-decoding; the same bits as unsplit, model/attention.h): the threads share a long context's
   // attention instead of one waiting for another's heads.
   const bool split_long_rows =
-      pool.size() > 1 && tile_count * c.n_head_kv < 2 * int64_t(pool.size()) && CanSplitRow(kv, group);
+      pool.size() > 1 && tile_count * c.n_head_kv < 2 * int64_t(pool.size()) && CanSplitRow(kv, group, rule);
   attention_tasks_.clear();
   split_rows_.clear();
   size_t outputs = 0, stats = 0;
@@ -295,7 +327,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const float* q = q_.data() + r * q_dim + task.head * c.head_dim;
     if (task.part < 0) {
       AttendRows(kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim), task.heads,
-                 scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim));
+                 scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim), rule);
       return;
     }
     const SplitRow& split = split_rows_[task.split];
@@ -330,7 +362,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   MatMul(w.wo, att_.data(), out_rows, proj_.data(), pool);
   ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
-    const float* p = proj_.data() + r * d;
+    float* p = proj_.data() + r * d;
+    if (c.post_norms) RmsNorm(p, w.post_attn_norm.data(), d, c.rms_eps, p);  // Gemma's post_attention_norm
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }
@@ -351,12 +384,17 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* g = gate_.data() + r * ff;
     const float* u = up_.data() + r * ff;
-    SwiGlu(g, u, ff);
+    if (c.ffn_activation == FfnActivation::kGeluTanh) {
+      GeluTanhGlu(g, u, ff);  // Gemma's GeGLU
+    } else {
+      SwiGlu(g, u, ff);
+    }
   });
   MatMul(w.w_down, gate_.data(), rows, proj_.data(), pool);
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
-    const float* p = proj_.data() + r * d;
+    float* p = proj_.data() + r * d;
+    if (c.post_norms) RmsNorm(p, w.post_ffn_norm.data(), d, c.rms_eps, p);  // Gemma's post_ffw_norm
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }
@@ -372,6 +410,11 @@ void Transformer::Logits(const Batch& batch, bool compacted, std::span<float> lo
     ++n;
   }
   if (n > 0) MatMul(weights_.output, xn_.data(), n, logits.data(), pool);
+  if (config_.final_softcap > 0) {  // Gemma 2's final logit soft-capping
+    ForEachRow(pool, n, [&](int64_t r, int) {
+      SoftCap(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, config_.final_softcap);
+    });
+  }
 }
 
 }  // namespace lockstep

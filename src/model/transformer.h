@@ -1,12 +1,16 @@
-// Transformer: the Model implementation for the `llama` and `qwen2` architectures (pre-norm RMSNorm blocks,
-// RoPE attention with GQA/MQA and optional QKV bias, SwiGLU FFN, tied or separate output matrix).
+// Transformer: the Model implementation for every supported architecture (model/architectures.h): pre-norm
+// RMSNorm blocks, RoPE attention with GQA/MQA, a gated FFN, tied or separate output matrix, and the
+// architecture differences of ModelConfig, each applied where its name appears below.
 //
-// Forward over a ragged batch of R rows, per layer:
+// Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
 //   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows)
-//   -> (+bias) -> RoPE per row at its position -> K/V written into the row's sequence blocks
-//   -> attention per (row, head) over the row's own positions [0, position] -> O projection, residual
-//   -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up -> down projection, residual.
-// Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul. In
+//   -> (+bias) -> (Q/K head norms) -> RoPE per row at its position (the layer's: global or local)
+//   -> K/V written into the row's sequence blocks -> attention per (row, head) over the row's own positions
+//   [0, position] or the layer's window of them (soft-capped scores for Gemma 2) -> O projection
+//   -> (post-norm) -> residual -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up or GELU(gate) * up
+//   -> down projection -> (post-norm) -> residual.
+// Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul
+// (soft-capped for Gemma 2). In
 // the last layer, rows that want no logits stop after writing their K/V (nothing reads the rest of their
 // pass). Every per-row computation depends only on the row's own data and its sequence's KV, so a row's
 // logits are bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and
@@ -50,15 +54,21 @@ class Transformer final : public Model {
   static void BuildTiles(const Batch& batch, int64_t n, const BatchRowOf& batch_row,
                          std::vector<RowTile>& tiles);
 
+  // The rope scratch of row r for `layer`'s RoPE (global or local).
+  const float* RowAngles(int32_t layer, int64_t r) const;
+
   ModelConfig config_;
   ModelWeights weights_;
   Rope rope_;
+  Rope local_rope_;  // Gemma 3's local layers (LayerAttention::local_rope)
+  bool any_local_rope_ = false;
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
-  std::vector<float> row_cos_sin_;    // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
-  std::vector<RowTile> tiles_;        // attention tiles of the current Forward call, over all rows
-  std::vector<int64_t> logit_rows_;   // batch rows that want logits, in order
+  std::vector<float> row_cos_sin_;        // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
+  std::vector<float> row_cos_sin_local_;  // likewise for the local RoPE, when some layer uses it
+  std::vector<RowTile> tiles_;            // attention tiles of the current Forward call, over all rows
+  std::vector<int64_t> logit_rows_;       // batch rows that want logits, in order
   std::vector<RowTile> logit_tiles_;  // attention tiles over logit_rows_ (the last layer, when it skips rows)
 
   // Attention tasks of one layer: a tile's rows for some query heads, or one part of a split decode row

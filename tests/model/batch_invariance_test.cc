@@ -16,6 +16,7 @@ struct Param {
   std::string types;  // make-model's --type
   KvDtype kv;
   int threads;
+  int extra_length = 0;  // added to every sequence: windowed shapes run past their 40-position windows
 };
 
 class BatchInvarianceTest : public ::testing::TestWithParam<Param> {};
@@ -33,7 +34,7 @@ TEST_P(BatchInvarianceTest, BatchedRowsMatchSoloRuns) {
   std::mt19937 rng(42);
   std::vector<std::vector<int32_t>> seqs(kSeqs);
   for (int s = 0; s < kSeqs; ++s) {
-    seqs[s].resize(6 + 7 * s);
+    seqs[s].resize(6 + 7 * s + p.extra_length);
     for (int32_t& t : seqs[s]) t = int32_t(rng() % vocab);
   }
   // Solo: one row per step.
@@ -91,13 +92,18 @@ TEST_P(BatchInvarianceTest, BatchedRowsMatchSoloRuns) {
   EXPECT_GT(steps, 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BatchInvarianceTest,
-                         ::testing::Values(Param{"tiny", "q8_0", KvDtype::kF16, 2},
-                                           Param{"tiny", "f32", KvDtype::kF32, 1},
-                                           Param{"tiny", "q4_0", KvDtype::kF16, 1},
-                                           Param{"tiny-qwen2", "f16", KvDtype::kF16, 2},
-                                           Param{"tiny-qwen2", "q8_0", KvDtype::kF32, 1},
-                                           Param{"tiny-256", "q4_k_m", KvDtype::kF16, 2}));
+INSTANTIATE_TEST_SUITE_P(
+    Models, BatchInvarianceTest,
+    ::testing::Values(
+        Param{"tiny", "q8_0", KvDtype::kF16, 2}, Param{"tiny", "f32", KvDtype::kF32, 1},
+        Param{"tiny", "q4_0", KvDtype::kF16, 1}, Param{"tiny-qwen2", "f16", KvDtype::kF16, 2},
+        Param{"tiny-qwen2", "q8_0", KvDtype::kF32, 1}, Param{"tiny-256", "q4_k_m", KvDtype::kF16, 2},
+        // Every architecture (model/architectures.h).
+        Param{"tiny-qwen3", "q8_0", KvDtype::kF16, 2}, Param{"tiny-gemma2", "f32", KvDtype::kF32, 2, 40},
+        Param{"tiny-gemma3", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-phi3", "f16", KvDtype::kF16, 2, 40},
+        Param{"tiny-phi3.5", "q4_0", KvDtype::kF32, 1}, Param{"tiny-phi4-mini", "q8_0", KvDtype::kF16, 2},
+        Param{"tiny-nemo", "f32", KvDtype::kF16, 2},
+        Param{"tiny-mistral-swa", "q4_0", KvDtype::kF16, 2, 40}));
 
 TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
   // Long enough that attention takes every path: inline on the caller (short contexts), pooled per query head
@@ -111,6 +117,23 @@ TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 1, KvDtype::kF16, two));
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 3, KvDtype::kF16, two));
   EXPECT_EQ(solo, RunSequence(*m.model, tokens, 50, KvDtype::kF16, two));
+}
+
+// The same for sliding windows (every layer: tiny-mistral-swa; alternating with global layers and
+// soft-capped: tiny-gemma2): the window's start moves across KV blocks and attention parts (256 positions) as
+// the sequence grows, in tiles of every size.
+TEST(BatchInvariance, WindowedChunkingAndThreadCountDoNotChangeLogits) {
+  for (const char* shape : {"tiny-mistral-swa", "tiny-gemma2"}) {
+    SCOPED_TRACE(shape);
+    LoadedModel m = LoadModelOrDie(TinyModelPath(shape, TensorType::kQ8_0));
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 300; ++i) tokens.push_back((i * 31 + 7) % int32_t(m.model->config().n_vocab));
+    ThreadPool one(1), two(2);
+    const auto solo = RunSequence(*m.model, tokens, 1, KvDtype::kF16, one);
+    EXPECT_EQ(solo, RunSequence(*m.model, tokens, 1, KvDtype::kF16, two));
+    EXPECT_EQ(solo, RunSequence(*m.model, tokens, 7, KvDtype::kF16, two));
+    EXPECT_EQ(solo, RunSequence(*m.model, tokens, 50, KvDtype::kF16, two));
+  }
 }
 
 // Rows that want no logits stop after writing their K/V in the last layer (the rest of their pass is unused);

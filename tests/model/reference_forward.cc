@@ -49,27 +49,42 @@ std::vector<double> RmsNorm(const std::vector<double>& x, const std::vector<doub
   return y;
 }
 
-// Rotates every head of v in place at `pos`.
-void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t pos) {
+// Rotates every head of v in place at `pos` (a local layer's RoPE: the local base, unscaled).
+void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t pos, bool local) {
   const int64_t half = c.rope_dim / 2;
-  double scale = c.rope_scaling == RopeScaling::kLinear ? 1.0 / c.rope_scale_factor : 1.0;
+  const double scale = !local && c.rope_scaling == RopeScaling::kLinear ? 1.0 / c.rope_scale_factor : 1.0;
+  const double base = local ? c.rope_freq_base_local : c.rope_freq_base;
+  const double mscale = local ? 1.0 : c.rope_attn_factor;
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < half; ++i) {
-      double freq = std::pow(double(c.rope_freq_base), -2.0 * i / c.rope_dim);
-      if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[i];
+      double freq = std::pow(base, -2.0 * i / c.rope_dim);
+      if (!local && !c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[i];
       const double angle = pos * scale * freq;
       const bool neox = c.rope_mode == RopeMode::kNeox;
       const int64_t a = h * c.head_dim + (neox ? i : 2 * i);
       const int64_t b = h * c.head_dim + (neox ? i + half : 2 * i + 1);
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
-      v[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
+      v[a] = mscale * (x0 * std::cos(angle) - x1 * std::sin(angle));
+      v[b] = mscale * (x0 * std::sin(angle) + x1 * std::cos(angle));
     }
   }
 }
 
+// RMSNorm of each head_dim slice of v.
+void NormHeads(std::vector<double>& v, const std::vector<double>& w, double eps) {
+  for (size_t h = 0; h < v.size() / w.size(); ++h) {
+    std::vector<double> head(v.begin() + h * w.size(), v.begin() + (h + 1) * w.size());
+    head = RmsNorm(head, w, eps);
+    std::copy(head.begin(), head.end(), v.begin() + h * w.size());
+  }
+}
+
+Matrix RowRange(const Matrix& m, size_t first, size_t count) {
+  return Matrix(m.begin() + first, m.begin() + first + count);
+}
+
 struct Layer {
-  std::vector<double> attn_norm, ffn_norm, bq, bk, bv;
+  std::vector<double> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
   Matrix wq, wk, wv, wo, gate, up, down;
 };
 
@@ -92,13 +107,34 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     Layer& L = layers[l];
     LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, p + "attn_norm.weight"));
     LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm, LoadVector(file, p + "ffn_norm.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(L.wq, Load(file, p + "attn_q.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(L.wk, Load(file, p + "attn_k.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(L.wv, Load(file, p + "attn_v.weight"));
+    if (file.FindTensor(p + "attn_qkv.weight")) {  // phi3: [q | k | v]
+      LOCKSTEP_ASSIGN_OR_RETURN(Matrix qkv, Load(file, p + "attn_qkv.weight"));
+      L.wq = RowRange(qkv, 0, c.q_dim());
+      L.wk = RowRange(qkv, c.q_dim(), c.kv_dim());
+      L.wv = RowRange(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.wq, Load(file, p + "attn_q.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.wk, Load(file, p + "attn_k.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.wv, Load(file, p + "attn_v.weight"));
+    }
     LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
+    if (file.FindTensor(p + "ffn_gate.weight")) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
+    } else {  // phi3: [gate | up]
+      LOCKSTEP_ASSIGN_OR_RETURN(Matrix gate_up, Load(file, p + "ffn_up.weight"));
+      L.gate = RowRange(gate_up, 0, c.n_ff);
+      L.up = RowRange(gate_up, c.n_ff, c.n_ff);
+    }
     LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
+    if (c.qk_norm) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.q_norm, LoadVector(file, p + "attn_q_norm.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.k_norm, LoadVector(file, p + "attn_k_norm.weight"));
+    }
+    if (c.post_norms) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.post_attn_norm, LoadVector(file, p + "post_attention_norm.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.post_ffn_norm, LoadVector(file, p + "post_ffw_norm.weight"));
+    }
     if (c.qkv_bias) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.bq, LoadVector(file, p + "attn_q.bias"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.bk, LoadVector(file, p + "attn_k.bias"));
@@ -108,7 +144,12 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
 
   const size_t n = tokens.size();
   Matrix x(n);
-  for (size_t t = 0; t < n; ++t) x[t] = embd[tokens[t]];
+  for (size_t t = 0; t < n; ++t) {
+    x[t] = embd[tokens[t]];
+    if (c.scale_embeddings) {
+      for (double& e : x[t]) e *= std::sqrt(double(c.n_embd));
+    }
+  }
   const int64_t group = c.n_head / c.n_head_kv;
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Layer& L = layers[l];
@@ -123,44 +164,66 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += L.bk[i];
         for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += L.bv[i];
       }
-      Rotate(q[t], c.n_head, c, int64_t(t));
-      Rotate(k[t], c.n_head_kv, c, int64_t(t));
+      if (c.qk_norm) {
+        NormHeads(q[t], L.q_norm, c.rms_eps);
+        NormHeads(k[t], L.k_norm, c.rms_eps);
+      }
+      Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
+      Rotate(k[t], c.n_head_kv, c, int64_t(t), c.layers[l].local_rope);
     }
     for (size_t t = 0; t < n; ++t) {
       std::vector<double> att(c.q_dim(), 0.0);
       for (int64_t h = 0; h < c.n_head; ++h) {
         const int64_t kvh = h / group;
-        std::vector<double> scores(t + 1);
+        // Keys in the layer's window: positions s with t - s < window.
+        const int64_t window = c.layers[l].window;
+        const size_t first = window > 0 && int64_t(t) >= window ? t - size_t(window) + 1 : 0;
+        std::vector<double> scores(t + 1, 0.0);
         double max_score = -1e300;
-        for (size_t s = 0; s <= t; ++s) {
+        for (size_t s = first; s <= t; ++s) {
           double dot = 0;
           for (int64_t i = 0; i < c.head_dim; ++i)
             dot += q[t][h * c.head_dim + i] * k[s][kvh * c.head_dim + i];
-          scores[s] = dot / std::sqrt(double(c.head_dim));
+          scores[s] = dot * c.attention_scale;
+          if (c.attn_softcap > 0) scores[s] = c.attn_softcap * std::tanh(scores[s] / c.attn_softcap);
           max_score = std::max(max_score, scores[s]);
         }
         double sum = 0;
-        for (double& sc : scores) sum += (sc = std::exp(sc - max_score));
-        for (size_t s = 0; s <= t; ++s) {
+        for (size_t s = first; s <= t; ++s) sum += (scores[s] = std::exp(scores[s] - max_score));
+        for (size_t s = first; s <= t; ++s) {
           for (int64_t i = 0; i < c.head_dim; ++i) {
             att[h * c.head_dim + i] += scores[s] / sum * v[s][kvh * c.head_dim + i];
           }
         }
       }
-      const std::vector<double> o = MatVec(L.wo, att);
+      std::vector<double> o = MatVec(L.wo, att);
+      if (c.post_norms) o = RmsNorm(o, L.post_attn_norm, c.rms_eps);
       for (size_t i = 0; i < o.size(); ++i) x[t][i] += o[i];
     }
     for (size_t t = 0; t < n; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.ffn_norm, c.rms_eps);
       std::vector<double> g = MatVec(L.gate, h);
       const std::vector<double> u = MatVec(L.up, h);
-      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const std::vector<double> d = MatVec(L.down, g);
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (c.ffn_activation == FfnActivation::kGeluTanh) {
+          const double z = std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i]);
+          g[i] = 0.5 * g[i] * (1.0 + std::tanh(z)) * u[i];
+        } else {
+          g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+        }
+      }
+      std::vector<double> d = MatVec(L.down, g);
+      if (c.post_norms) d = RmsNorm(d, L.post_ffn_norm, c.rms_eps);
       for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
     }
   }
   std::vector<std::vector<double>> logits(n);
-  for (size_t t = 0; t < n; ++t) logits[t] = MatVec(output, RmsNorm(x[t], out_norm, c.rms_eps));
+  for (size_t t = 0; t < n; ++t) {
+    logits[t] = MatVec(output, RmsNorm(x[t], out_norm, c.rms_eps));
+    if (c.final_softcap > 0) {
+      for (double& v : logits[t]) v = c.final_softcap * std::tanh(v / c.final_softcap);
+    }
+  }
   return logits;
 }
 

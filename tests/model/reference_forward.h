@@ -1,4 +1,4 @@
-// A deliberately naive reference forward pass for Llama-family GGUF models, for tests only: whole-tensor
+// A deliberately naive reference forward pass for every supported architecture, for tests only: whole-tensor
 // dequantization to f32, double accumulation everywhere, full causal attention recomputed from scratch for
 // one sequence, written plainly with no batching, blocks or threads. Shares nothing with the fast path except
 // the GGUF reader, the dequantizer and the metadata parser.

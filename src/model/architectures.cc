@@ -1,0 +1,218 @@
+#include "model/architectures.h"
+
+#include <cmath>
+
+#include "tensor/dequantize.h"
+
+namespace lockstep {
+namespace {
+
+struct ArchInfo {
+  const char* name;
+  RopeMode rope_mode;
+};
+
+// RoPE modes as llama.cpp's llama_model_rope_type assigns them.
+constexpr ArchInfo kArchitectures[] = {
+    {"llama", RopeMode::kNormal}, {"qwen2", RopeMode::kNeox},  {"qwen3", RopeMode::kNeox},
+    {"phi3", RopeMode::kNeox},    {"gemma2", RopeMode::kNeox}, {"gemma3", RopeMode::kNeox},
+};
+
+// Architectures whose feed-forward is a mixture of experts: the router picks experts per token.
+constexpr const char* kMixtureOfExperts[] = {"qwen3moe", "qwen2moe", "phimoe", "mixtral", "deepseek2",
+                                             "olmoe",    "grok",     "dbrx",   "arctic"};
+
+std::string Key(const ModelConfig& c, const char* suffix) { return c.architecture + "." + suffix; }
+
+Status OutOfRangeKey(const GgufFile& file, const std::string& key, const std::string& why) {
+  return InvalidArgument(file.path() + ": key '" + key + "' " + why);
+}
+
+// <arch>.attention.sliding_window, or `fallback` when absent (-1: required).
+Result<int64_t> ReadWindow(const GgufFile& file, const ModelConfig& c, int64_t fallback) {
+  const std::string key = Key(c, "attention.sliding_window");
+  if (!file.Has(key) && fallback < 0) {
+    return InvalidArgument(file.path() + ": key '" + key + "' is missing (" + c.architecture +
+                           " needs its sliding window)");
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t window, file.GetIntOr(key, fallback));
+  if (window < 0 || window > (int64_t{1} << 30)) return OutOfRangeKey(file, key, "is out of range");
+  return window;
+}
+
+// Which layers are windowed: <arch>.attention.sliding_window_pattern when present (an array with one flag
+// per layer, true = windowed, as ik_llama.cpp and newer llama.cpp write it; or a period N: layer l is
+// windowed when N == 0 or l % N < N - 1), else `windowed(l)`.
+template <typename Default>
+Status SetWindowedLayers(const GgufFile& file, ModelConfig& c, const Default& windowed) {
+  const std::string key = Key(c, "attention.sliding_window_pattern");
+  const GgufValue* pattern = file.Find(key);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    bool on = windowed(l);
+    if (pattern != nullptr) {
+      if (const GgufValue::Array* flags = pattern->AsArray()) {
+        if (int64_t(flags->elements.size()) != c.n_layer) {
+          return OutOfRangeKey(file, key,
+                               "has " + std::to_string(flags->elements.size()) +
+                                   " entries, expected one per layer (" + std::to_string(c.n_layer) + ")");
+        }
+        const GgufValue& flag = flags->elements[size_t(l)];
+        if (flag.AsBool()) {
+          on = *flag.AsBool();
+        } else if (flag.AsInt()) {
+          on = *flag.AsInt() != 0;
+        } else {
+          return OutOfRangeKey(file, key, "must hold booleans");
+        }
+      } else if (std::optional<int64_t> period = pattern->AsInt(); period && *period >= 0) {
+        on = *period == 0 || l % *period < *period - 1;
+      } else {
+        return OutOfRangeKey(file, key, "must be a per-layer boolean array or a non-negative period");
+      }
+    }
+    c.layers[size_t(l)].window = on ? c.sliding_window : 0;
+  }
+  return Status::Ok();
+}
+
+// Phi-3: every layer windowed. Older files lack the key: llama.cpp's defaults (its PR 8931) for the 4k and
+// 128k Phi-3 models; a window of 0 (Phi-4) means none.
+Status ApplyPhi3(const GgufFile& file, ModelConfig& c) {
+  int64_t fallback = -1;
+  if ((c.n_layer == 32 || c.n_layer == 40) && c.n_ctx_train == 4096) {
+    fallback = 2047;  // Phi-3-mini-4k, Phi-3-medium-4k
+  } else if (c.n_layer == 32 && c.n_head_kv == 32 && c.n_ctx_train == 131072) {
+    fallback = 262144;  // Phi-3-mini-128k
+  } else if (c.n_layer == 40 && c.n_ctx_train == 131072) {
+    fallback = 131072;  // Phi-3-medium-128k
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, fallback));
+  for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+
+  // longrope / su: factor tensors, the long ones when the context a sequence can reach (n_ctx_train here,
+  // lockstep's default context limit) exceeds the original context (llama.cpp's choice, by context size).
+  const GgufTensorInfo* long_factors = file.FindTensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_factors = file.FindTensor("rope_factors_short.weight");
+  if (long_factors == nullptr && short_factors == nullptr) return Status::Ok();
+  if (long_factors == nullptr || short_factors == nullptr) {
+    return InvalidArgument(file.path() +
+                           ": longrope needs both rope_factors_long.weight and "
+                           "rope_factors_short.weight");
+  }
+  if (!c.rope_freq_factors.empty()) {
+    return InvalidArgument(file.path() + ": both rope_freqs.weight and rope_factors_long/short are present");
+  }
+  if (c.rope_scaling != RopeScaling::kNone) {
+    return InvalidArgument(file.path() + ": rope scaling '" + Key(c, "rope.scaling.type") +
+                           "' together with longrope factor tensors");
+  }
+  const bool use_long = c.n_ctx_train > c.rope_orig_ctx;
+  const GgufTensorInfo* t = use_long ? long_factors : short_factors;
+  const std::string name = use_long ? "rope_factors_long.weight" : "rope_factors_short.weight";
+  // One factor per rotated pair (rope.dimension_count / 2, as llama.cpp's converter writes them since
+  // Phi-4-mini's partial rotary) or per head_dim / 2 (what llama.cpp c392e50 and ik_llama.cpp expect; ggml
+  // reads only the first rope_dim / 2 of them).
+  const int64_t pairs = c.rope_dim / 2;
+  for (const GgufTensorInfo* f : {long_factors, short_factors}) {
+    if (f->dims.size() != 1 || (f->dims[0] != pairs && f->dims[0] != c.head_dim / 2) ||
+        !CanDequantize(f->type)) {
+      return InvalidArgument(file.path() + ": tensor '" + f->name + "' must be a 1-D float tensor of " +
+                             std::to_string(pairs) + " (rope.dimension_count / 2) or " +
+                             std::to_string(c.head_dim / 2) + " (head_dim / 2) elements");
+    }
+  }
+  std::vector<float> all(size_t(t->dims[0]));
+  DequantizeRow(t->type, t->data, all.data(), t->dims[0]);
+  c.rope_freq_factors.assign(all.begin(), all.begin() + pairs);
+  for (float f : c.rope_freq_factors) {
+    if (!(f > 0) || !std::isfinite(f)) {
+      return InvalidArgument(file.path() + ": tensor '" + name + "' has a non-positive factor");
+    }
+  }
+  c.rope_scaling = RopeScaling::kLongRope;
+  return Status::Ok();
+}
+
+Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
+  c.post_norms = true;
+  c.scale_embeddings = true;
+  c.ffn_activation = FfnActivation::kGeluTanh;
+  // query_pre_attn_scalar: head_dim for every Gemma 2/3 but the 27B ones, whose n_embd / n_head llama.cpp
+  // picks by block count (46: Gemma 2 27B, 62: Gemma 3 27B).
+  if ((version == 2 && c.n_layer == 46) || (version == 3 && c.n_layer == 62)) {
+    c.attention_scale = 1.0f / std::sqrt(float(c.n_embd / c.n_head));
+  }
+  if (version == 2) {
+    LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 4096));
+    LOCKSTEP_ASSIGN_OR_RETURN(double attn_cap, file.GetFloatOr(Key(c, "attn_logit_softcapping"), 50.0));
+    LOCKSTEP_ASSIGN_OR_RETURN(double final_cap, file.GetFloatOr(Key(c, "final_logit_softcapping"), 30.0));
+    if (!(attn_cap >= 0) || !(final_cap >= 0)) {
+      return InvalidArgument(file.path() + ": " + c.architecture + " soft-capping values must be >= 0");
+    }
+    c.attn_softcap = float(attn_cap);
+    c.final_softcap = float(final_cap);
+    return SetWindowedLayers(file, c, [](int64_t l) { return l % 2 == 0; });
+  }
+  c.qk_norm = true;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, -1));
+  LOCKSTEP_ASSIGN_OR_RETURN(double local_base, file.GetFloatOr(Key(c, "rope.freq_base_swa"), 10000.0));
+  if (!(local_base > 1)) return OutOfRangeKey(file, Key(c, "rope.freq_base_swa"), "must be > 1");
+  c.rope_freq_base_local = float(local_base);
+  LOCKSTEP_RETURN_IF_ERROR(SetWindowedLayers(file, c, [](int64_t l) { return (l + 1) % 6 != 0; }));
+  for (LayerAttention& layer : c.layers) layer.local_rope = layer.window > 0;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> ArchitectureNames() {
+  std::vector<std::string> names;
+  for (const ArchInfo& a : kArchitectures) names.push_back(a.name);
+  return names;
+}
+
+Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
+  const ArchInfo* arch = nullptr;
+  for (const ArchInfo& a : kArchitectures) {
+    if (c.architecture == a.name) arch = &a;
+  }
+  bool moe = false;
+  for (const char* name : kMixtureOfExperts) moe = moe || c.architecture == name;
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
+  if (moe || experts > 0) {
+    return Unimplemented(
+        file.path() + ": unsupported: mixture of experts ('" + c.architecture + "'" +
+        (experts > 0 ? ", " + Key(c, "expert_count") + " = " + std::to_string(experts) : "") +
+        "); lockstep runs dense models only");
+  }
+  if (arch == nullptr) {
+    std::string list;
+    for (const ArchInfo& a : kArchitectures) list += std::string(list.empty() ? "" : ", ") + a.name;
+    return Unimplemented(file.path() + ": unsupported architecture '" + c.architecture +
+                         "' (general.architecture); supported: " + list);
+  }
+  c.rope_mode = arch->rope_mode;
+  return Status::Ok();
+}
+
+Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
+  c.layers.assign(size_t(c.n_layer), LayerAttention{});
+  c.attention_scale = 1.0f / std::sqrt(float(c.head_dim));
+  const std::string& a = c.architecture;
+  if (a == "llama") {
+    // Mistral 7B v0.1's window, when a file carries it, applies to every layer.
+    LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 0));
+    for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+    return Status::Ok();
+  }
+  if (a == "qwen3") {
+    c.qk_norm = true;
+    return Status::Ok();
+  }
+  if (a == "phi3") return ApplyPhi3(file, c);
+  if (a == "gemma2") return ApplyGemma(file, c, 2);
+  if (a == "gemma3") return ApplyGemma(file, c, 3);
+  return Status::Ok();  // qwen2: nothing beyond the common keys (its bias is found by tensor)
+}
+
+}  // namespace lockstep

@@ -1,0 +1,39 @@
+// The architectures lockstep runs (`general.architecture`) and the GGUF conventions of each, as
+// llama.cpp's converter (convert_hf_to_gguf.py) writes them and its loader reads them:
+//   llama   Llama 2/3.x, SmolLM2, Mistral (and Mistral Nemo: key_length != n_embd / n_head), with an
+//           optional <arch>.attention.sliding_window that then applies to every layer (Mistral 7B v0.1)
+//   qwen2   QKV bias
+//   qwen3   per-head RMSNorm of Q and K before RoPE, no bias, head_dim from key_length
+//   phi3    fused attn_qkv and ffn_up (gate rows first), partial rotary (rope.dimension_count), longrope
+//           factors (rope_factors_long/short tensors, rope.scaling.attn_factor), sliding window on every
+//           layer (Phi-3-mini-4k: 2047; the key is required, with llama.cpp's defaults for old files)
+//   gemma2  embeddings x sqrt(n_embd), GeGLU, post-norms, attention and final logit soft-capping, a sliding
+//           window (default 4096) on the even layers
+//   gemma3  as gemma2 without soft-capping, with Q/K norms and five local layers to one global
+//           ((layer + 1) % 6 != 0 are local: windowed, RoPE base rope.freq_base_swa or 10000, unscaled)
+// Mixture-of-experts files (qwen3moe, qwen2moe, phimoe, or any <arch>.expert_count > 0, e.g. Mixtral) are
+// refused with "unsupported: mixture of experts". Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+
+namespace lockstep {
+
+// The names SupportedArchitectures() lists.
+std::vector<std::string> ArchitectureNames();
+
+// Checks that `c.architecture` is supported (Unimplemented naming the supported ones, or the mixture-of-
+// experts refusal) and sets its RoPE mode.
+Status CheckArchitecture(const GgufFile& file, ModelConfig& c);
+
+// Sets the architecture-difference fields of `c` (model/model_config.h), which already holds the common
+// keys: norms, activation, attention scale, soft-capping, sliding windows and per-layer attention, RoPE of
+// local layers. Errors name the key that is missing or out of range.
+Status ApplyArchitecture(const GgufFile& file, ModelConfig& c);
+
+}  // namespace lockstep

@@ -1,0 +1,213 @@
+// The architectures' GGUF conventions (model/architectures.h): what each tiny shape's config says, the keys
+// and tensors llama.cpp's converter writes, and clear errors for what is missing or not supported.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "gguf/gguf_writer.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+#include "model/test_models.h"
+#include "testing/testdata.h"
+
+namespace lockstep::testing {
+namespace {
+
+struct Edit {
+  std::set<std::string> drop_keys;
+  std::vector<std::pair<std::string, GgufValue>> set_keys;
+  std::set<std::string> drop_tensors;
+};
+
+// `shape`'s f32 file with the edits, opened from memory.
+std::shared_ptr<const GgufFile> Edited(const std::string& shape, const Edit& edit) {
+  auto file = GgufFile::Open(TinyModelPath(shape, TensorType::kF32));
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  GgufWriter w;
+  for (const auto& [k, v] : (*file)->metadata()) {
+    if (!edit.drop_keys.count(k)) w.Set(k, v);
+  }
+  for (const auto& [k, v] : edit.set_keys) w.Set(k, v);
+  for (const GgufTensorInfo& t : (*file)->tensors()) {
+    if (edit.drop_tensors.count(t.name)) continue;
+    EXPECT_TRUE(w.AddTensor(t.name, t.type, t.dims, {t.data, t.size_bytes}).ok());
+  }
+  auto edited = GgufFile::FromBytes(w.ToBytes(), "edited.gguf");
+  EXPECT_TRUE(edited.ok()) << edited.status().ToString();
+  return std::shared_ptr<const GgufFile>(std::move(edited).value());
+}
+
+ModelConfig Config(const std::string& shape, const Edit& edit = {}) {
+  auto c = ModelConfig::FromGguf(*Edited(shape, edit));
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? *c : ModelConfig{};
+}
+
+std::string ConfigError(const std::string& shape, const Edit& edit) {
+  auto c = ModelConfig::FromGguf(*Edited(shape, edit));
+  EXPECT_FALSE(c.ok());
+  return c.ok() ? "" : c.status().ToString();
+}
+
+std::vector<int64_t> Windows(const ModelConfig& c) {
+  std::vector<int64_t> w;
+  for (const LayerAttention& l : c.layers) w.push_back(l.window);
+  return w;
+}
+
+TEST(Architectures, Qwen3) {
+  const ModelConfig c = Config("tiny-qwen3");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_EQ(c.q_dim(), 2 * c.n_embd);  // head_dim from key_length, not n_embd / n_head
+  EXPECT_FLOAT_EQ(c.attention_scale, 1.0f / std::sqrt(16.0f));
+  EXPECT_EQ(c.WidestWindow(), 0);
+}
+
+TEST(Architectures, Gemma2) {
+  const ModelConfig c = Config("tiny-gemma2");
+  EXPECT_TRUE(c.post_norms && c.scale_embeddings && !c.qk_norm);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_FLOAT_EQ(c.attn_softcap, 0.5f);
+  EXPECT_FLOAT_EQ(c.final_softcap, 2.0f);
+  ASSERT_EQ(c.layers.size(), 26u);
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    EXPECT_EQ(c.layers[l].window, l % 2 == 0 ? 40 : 0) << l;  // llama.cpp: the even layers are windowed
+    EXPECT_FALSE(c.layers[l].local_rope);
+  }
+  EXPECT_EQ(c.WidestWindow(), 0);  // global layers see everything: no KV is ever dead
+  // Absent keys: llama.cpp's defaults (window 4096, caps 50 and 30).
+  const ModelConfig d =
+      Config("tiny-gemma2", {{"gemma2.attention.sliding_window", "gemma2.attn_logit_softcapping",
+                              "gemma2.final_logit_softcapping"}});
+  EXPECT_EQ(d.sliding_window, 4096);
+  EXPECT_FLOAT_EQ(d.attn_softcap, 50.0f);
+  EXPECT_FLOAT_EQ(d.final_softcap, 30.0f);
+  // Gemma 2 27B (46 layers) scales queries by n_embd / n_head instead of head_dim.
+  EXPECT_FLOAT_EQ(c.attention_scale, 1.0f / 4.0f);
+  Edit big;
+  big.set_keys = {{"gemma2.block_count", GgufValue::Uint32(46)}};
+  auto r = ModelConfig::FromGguf(*Edited("tiny-gemma2", big));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FLOAT_EQ(r->attention_scale, 1.0f / std::sqrt(8.0f));
+}
+
+TEST(Architectures, Gemma3) {
+  const ModelConfig c = Config("tiny-gemma3");
+  EXPECT_TRUE(c.post_norms && c.scale_embeddings && c.qk_norm);
+  EXPECT_EQ(c.attn_softcap, 0.0f);
+  EXPECT_EQ(c.final_softcap, 0.0f);
+  EXPECT_FLOAT_EQ(c.rope_freq_base_local, 10000.0f);
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kLinear);  // global layers only
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const bool local = (l + 1) % 6 != 0;
+    EXPECT_EQ(c.layers[l].window, local ? 40 : 0) << l;
+    EXPECT_EQ(c.layers[l].local_rope, local) << l;
+  }
+  // A per-layer pattern key overrides the 5:1 default; a period N windows l % N < N - 1.
+  Edit pattern;
+  pattern.set_keys = {{"gemma3.attention.sliding_window_pattern", GgufValue::Uint32(3)}};
+  EXPECT_EQ(Windows(Config("tiny-gemma3", pattern)),
+            (std::vector<int64_t>{40, 40, 0, 40, 40, 0, 40, 40, 0, 40, 40, 0}));
+  Edit wrong;
+  wrong.set_keys = {{"gemma3.attention.sliding_window_pattern", GgufValue::Int32Array({1, 0})}};
+  EXPECT_NE(ConfigError("tiny-gemma3", wrong).find("one per layer"), std::string::npos);
+  EXPECT_NE(ConfigError("tiny-gemma3", {{"gemma3.attention.sliding_window"}})
+                .find("gemma3.attention.sliding_window' is missing"),
+            std::string::npos);
+}
+
+TEST(Architectures, Phi3WindowsAndLongRope) {
+  const ModelConfig c = Config("tiny-phi3");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_EQ(Windows(c), std::vector<int64_t>(4, 40));
+  EXPECT_EQ(c.WidestWindow(), 40);
+  EXPECT_NE(ConfigError("tiny-phi3", {{"phi3.attention.sliding_window"}}).find("sliding_window"),
+            std::string::npos);
+  Edit mini4k;  // an old Phi-3-mini-4k file without the key: llama.cpp's 2047
+  mini4k.drop_keys = {"phi3.attention.sliding_window"};
+  mini4k.set_keys = {{"phi3.block_count", GgufValue::Uint32(32)}};
+  mini4k.drop_tensors = {};
+  auto r = ModelConfig::FromGguf(*Edited("tiny-phi3", mini4k));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->sliding_window, 2047);
+
+  // tiny-phi3.5: n_ctx 1024 > original 256, so the long factors, and cos/sin times the attention factor.
+  const ModelConfig l = Config("tiny-phi3.5");
+  EXPECT_EQ(l.rope_scaling, RopeScaling::kLongRope);
+  EXPECT_EQ(l.rope_orig_ctx, 256);
+  EXPECT_FLOAT_EQ(l.rope_attn_factor, float(std::sqrt(1 + std::log(4.0) / std::log(256.0))));
+  auto file = Edited("tiny-phi3.5", {});
+  std::vector<float> long_factors(4);
+  const GgufTensorInfo* t = file->FindTensor("rope_factors_long.weight");
+  ASSERT_NE(t, nullptr);
+  std::memcpy(long_factors.data(), t->data, sizeof(float) * 4);
+  EXPECT_EQ(l.rope_freq_factors, long_factors);
+  Edit short_context;
+  short_context.set_keys = {{"phi3.context_length", GgufValue::Uint32(256)}};
+  const ModelConfig s = Config("tiny-phi3.5", short_context);
+  const GgufTensorInfo* st = file->FindTensor("rope_factors_short.weight");
+  EXPECT_EQ(s.rope_freq_factors[0], *reinterpret_cast<const float*>(st->data));
+  Edit half;
+  half.drop_tensors = {"rope_factors_short.weight"};
+  EXPECT_NE(ConfigError("tiny-phi3.5", half).find("both"), std::string::npos);
+  // Partial rotary (tiny-phi4-mini): 12 of 16 dims rotated; factors stored per head_dim / 2 are cut.
+  const ModelConfig p = Config("tiny-phi4-mini");
+  EXPECT_EQ(p.rope_dim, 12);
+  EXPECT_EQ(p.rope_freq_factors.size(), 6u);
+}
+
+TEST(Architectures, PhiFusedMatricesAreViewsOfTheirRows) {
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-phi3", TensorType::kQ8_0));
+  auto weights = ModelWeights::Bind(*m.file, m.model->config(), -1);
+  ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+  const LayerWeights& l = weights->layers[1];
+  const GgufTensorInfo* qkv = m.file->FindTensor("blk.1.attn_qkv.weight");
+  const GgufTensorInfo* up = m.file->FindTensor("blk.1.ffn_up.weight");
+  ASSERT_TRUE(qkv && up);
+  const size_t row = RowBytes(TensorType::kQ8_0, 256);
+  EXPECT_EQ(l.wq.data, qkv->data);
+  EXPECT_EQ(l.wk.data, qkv->data + 256 * row);
+  EXPECT_EQ(l.wv.data, qkv->data + 512 * row);
+  EXPECT_EQ(l.wv.out, 256);
+  EXPECT_EQ(l.w_gate.data, up->data);  // gate rows first, as llama.cpp's phi3 graph splits ffn_up
+  EXPECT_EQ(l.w_up.data, up->data + 256 * row);
+}
+
+TEST(Architectures, LlamaWindowAppliesToEveryLayer) {
+  EXPECT_EQ(Windows(Config("tiny-mistral-swa")), std::vector<int64_t>(4, 40));
+  EXPECT_EQ(Windows(Config("tiny-nemo")), std::vector<int64_t>(4, 0));
+  EXPECT_EQ(Config("tiny-nemo").q_dim(), 256);  // Mistral Nemo: q_dim != n_embd (96)
+}
+
+TEST(Architectures, MixtureOfExpertsIsRefusedClearly) {
+  Edit moe;
+  moe.set_keys = {{"general.architecture", GgufValue::String("qwen3moe")}};
+  auto file = Edited("tiny-qwen3", moe);
+  auto r = Model::Load(file);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("unsupported: mixture of experts ('qwen3moe')"), std::string::npos)
+      << r.status().message();
+  Edit mixtral;  // Mixtral files are `llama` with experts
+  mixtral.set_keys = {{"llama.expert_count", GgufValue::Uint32(8)}};
+  auto m = Model::Load(Edited("tiny-nemo", mixtral));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("llama.expert_count = 8"), std::string::npos) << m.status().message();
+}
+
+TEST(Architectures, VocabularyOnlyFileSaysSo) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  auto file = GgufFile::Open(TestDataPath("vocab/ggml-vocab-phi-3.gguf"));
+  ASSERT_TRUE(file.ok());
+  auto r = Model::Load(std::shared_ptr<const GgufFile>(std::move(file).value()), {.pack_weights = false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no tensors (a vocabulary-only GGUF?)"), std::string::npos)
+      << r.status().message();
+}
+
+}  // namespace
+}  // namespace lockstep::testing

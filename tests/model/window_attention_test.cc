@@ -1,0 +1,136 @@
+// Sliding-window and soft-capped attention (model/attention.h AttentionRule): AttendRows against a plain
+// double-precision computation, the same bits however rows are tiled and heads grouped, and no read of a
+// block below AttentionStart (such blocks may be released: they are null here).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "model/attention.h"
+#include "model/local_kv.h"
+#include "tensor/float16.h"
+
+namespace lockstep::testing {
+namespace {
+
+struct Shape {
+  int32_t head_dim, block_tokens;
+  KvDtype dtype;
+  AttentionRule rule;
+};
+
+class WindowAttentionTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
+  const Shape& p = GetParam();
+  constexpr int32_t kPositions = 600;  // past two attention parts of 256
+  constexpr int32_t kHeads = 4;        // query heads sharing the KV head
+  KvLayout kv;
+  kv.n_layer = 2;
+  kv.n_kv_head = 2;
+  kv.head_dim = p.head_dim;
+  kv.block_tokens = p.block_tokens;
+  kv.dtype = p.dtype;
+  LocalKv storage(kv, kPositions);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int32_t n = p.head_dim;
+  std::vector<std::vector<float>> keys(kPositions), values(kPositions);
+  for (int32_t t = 0; t < kPositions; ++t) {
+    std::vector<float> k(size_t(kv.n_kv_head) * n), v(size_t(kv.n_kv_head) * n);
+    for (float& x : k) x = normal(rng);
+    for (float& x : v) x = normal(rng);
+    for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
+      WriteKv(kv, storage.blocks(), layer, t, k.data(), v.data());
+    }
+    // What attention reads back: KV head 1 of layer 1, rounded as stored.
+    keys[t].assign(k.begin() + n, k.end());
+    values[t].assign(v.begin() + n, v.end());
+    if (p.dtype == KvDtype::kF16) {
+      for (float* vec : {keys[t].data(), values[t].data()}) {
+        for (int32_t d = 0; d < n; ++d) vec[d] = F16ToF32(F32ToF16(vec[d]));
+      }
+    }
+  }
+  std::vector<float> q(size_t(kPositions) * kHeads * n);
+  for (float& x : q) x = normal(rng) * 0.5f;
+  const float scale = 1.0f / std::sqrt(float(n));
+  const size_t q_stride = size_t(kHeads) * n;
+
+  // Reference: every row alone, in double.
+  double max_err = 0;
+  std::vector<float> solo(q.size());
+  for (int32_t t = 0; t < kPositions; ++t) {
+    AttendRows(kv, storage.blocks(), 1, 1, t, 1, q.data() + t * q_stride, q_stride, kHeads, scale,
+               solo.data() + t * q_stride, q_stride, p.rule);
+    const int32_t lo = p.rule.window > 0 ? std::max(0, t - p.rule.window + 1) : 0;
+    for (int32_t h = 0; h < kHeads; ++h) {
+      const float* qh = q.data() + t * q_stride + h * n;
+      std::vector<double> w;
+      double max = -1e300, sum = 0;
+      for (int32_t s = lo; s <= t; ++s) {
+        double dot = 0;
+        for (int32_t d = 0; d < n; ++d) dot += double(qh[d]) * keys[s][d];
+        dot *= scale;
+        if (p.rule.softcap > 0) dot = p.rule.softcap * std::tanh(dot / p.rule.softcap);
+        w.push_back(dot);
+        max = std::max(max, dot);
+      }
+      for (double& x : w) sum += (x = std::exp(x - max));
+      for (int32_t d = 0; d < n; ++d) {
+        double o = 0;
+        for (int32_t s = lo; s <= t; ++s) o += w[s - lo] / sum * values[s][d];
+        max_err = std::max(max_err, std::abs(o - solo[t * q_stride + h * n + d]));
+      }
+    }
+  }
+  EXPECT_LT(max_err, 2e-5);
+
+  // Tiles of rows and single heads give the same bits, with the blocks below the tile's AttentionStart
+  // gone.
+  for (int32_t tile : {5, 13, 16, 40}) {
+    std::vector<float> tiled(q.size());
+    for (int32_t first = 0; first < kPositions; first += tile) {
+      const int32_t rows = std::min(tile, kPositions - first);
+      std::vector<std::byte*> blocks = storage.blocks();
+      const int32_t start = AttentionStart(kv, first, p.rule.window);
+      for (int32_t b = 0; b < start / kv.block_tokens; ++b) blocks[b] = nullptr;
+      if (tile == 13) {  // one head per call
+        for (int32_t h = 0; h < kHeads; ++h) {
+          AttendRows(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride + h * n, q_stride, 1, scale,
+                     tiled.data() + first * q_stride + h * n, q_stride, p.rule);
+        }
+      } else {
+        AttendRows(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride, q_stride, kHeads, scale,
+                   tiled.data() + first * q_stride, q_stride, p.rule);
+      }
+    }
+    EXPECT_EQ(std::memcmp(tiled.data(), solo.data(), q.size() * sizeof(float)), 0) << "tiles of " << tile;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, WindowAttentionTest,
+    ::testing::Values(Shape{16, 16, KvDtype::kF32, {40, 0}}, Shape{16, 16, KvDtype::kF16, {40, 0}},
+                      Shape{32, 32, KvDtype::kF32, {40, 0}}, Shape{16, 16, KvDtype::kF32, {300, 0}},
+                      Shape{64, 16, KvDtype::kF16, {300, 0}}, Shape{16, 16, KvDtype::kF32, {0, 0.5f}},
+                      Shape{16, 32, KvDtype::kF16, {40, 2.0f}}, Shape{16, 8, KvDtype::kF32, {37, 0}},
+                      Shape{24, 16, KvDtype::kF32, {256, 1.0f}}));
+
+TEST(AttentionStart, RoundsTheWindowStartDownToBlocksAndKeyGroups) {
+  KvLayout kv;
+  kv.block_tokens = 16;
+  EXPECT_EQ(AttentionStart(kv, 100, 0), 0);
+  EXPECT_EQ(AttentionStart(kv, 39, 40), 0);
+  EXPECT_EQ(AttentionStart(kv, 100, 40), 48);  // Lo = 61
+  EXPECT_EQ(AttentionStart(kv, 111, 40), 64);  // Lo = 72
+  kv.block_tokens = 32;
+  EXPECT_EQ(AttentionStart(kv, 100, 40), 32);
+  kv.block_tokens = 8;
+  EXPECT_EQ(AttentionStart(kv, 100, 40), 48);  // key groups of 16
+  EXPECT_EQ(AttentionStart(kv, 111, 40), 64);
+}
+
+}  // namespace
+}  // namespace lockstep::testing
