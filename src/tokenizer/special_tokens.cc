@@ -1,6 +1,12 @@
 #include "tokenizer/special_tokens.h"
 
 namespace lockstep {
+namespace {
+
+// C's isspace in the "C" locale, as llama.cpp strips: space, \t, \n, \v, \f, \r.
+bool IsSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+}  // namespace
 
 SpecialTokenMatcher::SpecialTokenMatcher(const Vocabulary& vocab) : vocab_(vocab) {
   for (int32_t id : vocab.special_tokens()) {  // already longest first
@@ -32,10 +38,18 @@ void SpecialTokenMatcher::Split(std::string_view text, bool parse_special, std::
       ++pos;
       continue;
     }
-    if (pos > plain_start) out->push_back(Fragment{-1, text.substr(plain_start, pos - plain_start)});
-    const size_t len = vocab_.token(match).piece.size();
-    out->push_back(Fragment{match, text.substr(pos, len)});
-    pos += len;
+    const TokenData& t = vocab_.token(match);
+    size_t plain_end = pos;
+    if (t.lstrip) {
+      while (plain_end > plain_start && IsSpace(text[plain_end - 1])) --plain_end;
+    }
+    if (plain_end > plain_start)
+      out->push_back(Fragment{-1, text.substr(plain_start, plain_end - plain_start)});
+    out->push_back(Fragment{match, text.substr(pos, t.piece.size())});
+    pos += t.piece.size();
+    if (t.rstrip) {
+      while (pos < text.size() && IsSpace(text[pos])) ++pos;
+    }
     plain_start = pos;
   }
   if (plain_start < text.size()) out->push_back(Fragment{-1, text.substr(plain_start)});

@@ -1,7 +1,9 @@
 // SpecialTokenMatcher: splits text into plain-text fragments and special-token matches before the subword
 // model runs. User-defined tokens (added tokens) always match as whole pieces; control and unknown tokens
 // match only when parsing special text. At each position the longest matching piece wins; scanning is left to
-// right, one pass, so the cost is linear in the text. Immutable; safe to share between threads.
+// right, one pass, so the cost is linear in the text. Whitespace before a match of an lstrip token and after
+// one of an rstrip token (Vocabulary::SetStripAttributes) is left out of the plain fragments. Immutable; safe
+// to share between threads.
 #pragma once
 
 #include <array>

@@ -10,12 +10,15 @@
 //
 // Special tokens: control tokens (token_type 3: <s>, </s>, <|im_end|> ...) are recognised in the text only
 // when Encode(..., parse_special = true); user-defined tokens (token_type 4, "added tokens") are always
-// matched as whole pieces, as Hugging Face tokenizers and llama.cpp do.
+// matched as whole pieces, as Hugging Face tokenizers and llama.cpp do. Where llama.cpp strips whitespace
+// around special tokens by model name (Phi-3: after them; tokenizer/vocabulary.h SetStripAttributes), so
+// does Encode.
 //
 // Decoding: every token's bytes are concatenated (byte tokens give their byte, byte-level BPE pieces are
 // mapped back to bytes, SentencePiece `▁` becomes a space); with add_space_prefix (SentencePiece only) the
 // one space Encode put in front of the text -- at its start and after each control token -- is removed again,
-// so Decode(Encode(s)) == s for every valid UTF-8 string the vocabulary can represent. Invalid UTF-8 in the
+// so Decode(Encode(s)) == s for every valid UTF-8 string the vocabulary can represent (but for whitespace
+// stripped around special tokens). Invalid UTF-8 in the
 // decoded bytes is replaced by U+FFFD, one per maximal invalid subsequence; the result is always valid UTF-8.
 //
 // Thread-safety: a Tokenizer is immutable after FromGguf; every const method is safe from any thread.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "tokenizer/byte_level.h"
@@ -78,6 +79,7 @@ Result<std::unique_ptr<Vocabulary>> Vocabulary::Load(const GgufFile& file) {
   if (vocab->kind_ == VocabKind::kByteLevelBpe) LOCKSTEP_RETURN_IF_ERROR(vocab->LoadMerges(file));
   LOCKSTEP_RETURN_IF_ERROR(vocab->LoadSpecialIds(file));
   LOCKSTEP_RETURN_IF_ERROR(vocab->LoadFlags(file));
+  vocab->SetStripAttributes(file);
   vocab->BuildDerivedTables();
   return vocab;
 }
@@ -235,6 +237,30 @@ Status Vocabulary::LoadFlags(const GgufFile& file) {
         fmt::format("{}: tokenizer.ggml.add_eos_token is set but there is no EOS token", file.path()));
   }
   return Status::Ok();
+}
+
+void Vocabulary::SetStripAttributes(const GgufFile& file) {
+  auto text = [&](const char* key) {  // a missing or non-string key reads as ""
+    Result<std::string> value = file.GetStringOr(key, "");
+    return value.ok() ? *value : std::string();
+  };
+  std::string name = text("general.name");
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string pre = text("tokenizer.ggml.pre");
+  auto set = [&](std::string_view piece, bool TokenData::*attribute, bool value) {
+    if (const int32_t id = Find(piece); id >= 0) tokens_[id].*attribute = value;
+  };
+  if (pre.find("jina-v2-de") != std::string::npos || pre.find("jina-v2-es") != std::string::npos ||
+      pre.find("jina-v2-code") != std::string::npos) {
+    set("<mask>", &TokenData::lstrip, true);
+  } else if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+    for (TokenData& t : tokens_) {
+      t.rstrip =
+          t.type == TokenType::kControl || t.type == TokenType::kUserDefined || t.type == TokenType::kUnknown;
+    }
+    set("</s>", &TokenData::rstrip, true);
+    for (std::string_view piece : {"<unk>", "<s>", "<|endoftext|>"}) set(piece, &TokenData::rstrip, false);
+  }
 }
 
 void Vocabulary::BuildDerivedTables() {

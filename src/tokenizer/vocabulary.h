@@ -34,6 +34,10 @@ struct TokenData {
   std::string piece;
   float score = 0.0f;
   TokenType type = TokenType::kNormal;
+  // Special tokens only: whitespace right before (lstrip) or after (rstrip) a match in the text is dropped,
+  // as llama.cpp sets these by model name (SetStripAttributes).
+  bool lstrip = false;
+  bool rstrip = false;
 };
 
 // Transparent hashing so maps keyed by std::string can be searched with a std::string_view.
@@ -117,6 +121,10 @@ class Vocabulary {
   Status LoadSpecialIds(const GgufFile& file);
   Status LoadFlags(const GgufFile& file);
   void BuildDerivedTables();
+  // llama.cpp's rules by general.name / tokenizer.ggml.pre (its llama-vocab.cpp): a name containing "phi-3"
+  // or "phi3" (lowercased) gives every control, user-defined and unknown token rstrip, except <unk>, <s> and
+  // <|endoftext|>; the jina-v2-de/es/code pre-tokenizers give <mask> lstrip.
+  void SetStripAttributes(const GgufFile& file);
 
   VocabKind kind_ = VocabKind::kSentencePiece;
   std::string model_name_;
