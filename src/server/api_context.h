@@ -10,6 +10,7 @@
 
 #include "chat/chat_template.h"
 #include "server/api_error.h"
+#include "server/grammar_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
@@ -26,7 +27,8 @@ struct ApiContext {
   int64_t created = 0;  // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
-  bool prefix_caching = false;  // the engine reuses shared prompt prefixes (GET /info, /health)
+  bool prefix_caching = false;             // the engine reuses shared prompt prefixes (GET /info, /health)
+  std::shared_ptr<GrammarCache> grammars;  // structured outputs and tool choices (thread-safe)
 };
 
 // Tokenizes a prompt: special-token text is parsed, BOS added as the vocabulary says (never doubled when the

@@ -5,6 +5,7 @@
 
 #include "server/fan_out.h"
 #include "server/request_fields.h"
+#include "server/structured_fields.h"
 
 namespace lockstep::server {
 namespace {
@@ -51,13 +52,40 @@ void ReadSampling(FieldReader& f, OpenAiRequest& req) {
   f.String("model");
   f.Unsupported("logit_bias", "");
   f.Unsupported("suffix", "");
-  f.Unsupported("tools", "tool calling");
-  f.Unsupported("functions", "function calling");
-  if (const nlohmann::json* rf = f.Raw("response_format")) {
-    if (!rf->is_object() || rf->value("type", "text") != "text") {
-      f.Fail("response_format", "response_format other than {\"type\": \"text\"} is not supported");
-    }
+}
+
+// Structured outputs (server/structured_fields.h) and, on chat, the grammar of a forced tool choice.
+void ReadConstraint(const nlohmann::json& body, const std::string& raw, const ApiContext& ctx,
+                    OpenAiRequest& req, ApiError* error) {
+  if (!error->status.ok()) return;
+  auto read = ReadOpenAiConstraint(body, raw);
+  if (!read.ok()) {
+    *error = read.error;
+    return;
   }
+  std::optional<OutputConstraint> constraint = *read.value;
+  if (req.tools.forced()) {
+    if (constraint) {
+      *error = ApiError::Field(constraint->param,
+                               "tool_choice \"required\" or a named function cannot be combined "
+                               "with " +
+                                   constraint->param);
+      return;
+    }
+    auto gbnf = ForcedToolGbnf(req.tools);
+    if (!gbnf.ok()) {
+      *error = gbnf.error;
+      return;
+    }
+    constraint = OutputConstraint{*gbnf.value, "tool_choice"};
+  }
+  if (!constraint) return;
+  if (!ctx.grammars) {
+    *error = {Unimplemented("structured outputs are not available on this server"), constraint->param, false};
+    return;
+  }
+  auto applied = ApplyConstraint(*ctx.grammars, *constraint, &req.spec.base);
+  if (!applied.ok()) *error = applied.error;
 }
 
 // Prompt forms: "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]].
@@ -140,11 +168,14 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   if (req.echo && req.logprobs >= 0) {
     f.Fail("echo", "echo together with logprobs is not supported (prompt logprobs are not computed)");
   }
+  f.Unsupported("tools", "tool calling is on /v1/chat/completions");
+  f.Unsupported("functions", "tool calling is on /v1/chat/completions");
   if (!f.failed()) ReadPrompts(f, *json.value, ctx, req, &error);
   if (!f.failed() && error.status.ok() && (*json.value)["prompt"].is_string()) {
     auto fanned = ExpandCompletionFanOut(ctx, &req);
     if (!fanned.ok()) error = fanned.error;
   }
+  if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
   req.spec.base.sampling.logprobs = req.logprobs >= 0;
   req.spec.base.sampling.top_logprobs = std::max(0, req.logprobs);
   req.spec.keep_events = req.logprobs >= 0;
@@ -165,10 +196,17 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   req.top_logprobs = static_cast<int>(f.Int("top_logprobs", 0, kMaxTopLogprobs).value_or(0));
   if (req.top_logprobs > 0 && !req.chat_logprobs)
     f.Fail("top_logprobs", "top_logprobs requires logprobs: true");
-  f.Unsupported("tool_choice", "");
   const bool add_generation_prompt = f.Bool("add_generation_prompt").value_or(true);  // vLLM's extra field
+  if (!f.failed()) {
+    auto tools = ReadToolFields(*json.value, body);
+    if (tools.ok()) {
+      req.tools = std::move(*tools.value);
+    } else {
+      error = tools.error;
+    }
+  }
   const nlohmann::json* messages = f.Raw("messages");
-  nlohmann::json normalized = nlohmann::json::array();
+  nlohmann::ordered_json normalized = nlohmann::ordered_json::array();
   if (!f.failed()) {
     if (messages == nullptr || !messages->is_array() || messages->empty()) {
       f.Fail("messages", "messages must be a non-empty array of {role, content} objects");
@@ -207,25 +245,46 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
         } else if (!mf.failed()) {
           mf.Fail("content", where + ".content must be a string or an array of text parts");
         }
-        mf.String("name");
+        const auto name = mf.String("name");
+        const auto tool_call_id = role == "tool" ? mf.String("tool_call_id") : std::nullopt;
+        const nlohmann::json* tool_calls = role == "assistant" ? mf.Raw("tool_calls") : nullptr;
+        if (tool_calls != nullptr && !tool_calls->is_array() && !mf.failed()) {
+          mf.Fail("tool_calls", where + ".tool_calls must be an array of tool calls");
+        }
         if (mf.failed()) {
           f.Fail(mf.error().param, mf.error().status.message());
           break;
         }
-        nlohmann::json out = {{"role", role == "developer" ? "system" : role}, {"content", content}};
-        if (m.contains("name") && m["name"].is_string()) out["name"] = m["name"];
+        nlohmann::ordered_json out = {{"role", role == "developer" ? "system" : role}, {"content", content}};
+        if (name) out["name"] = *name;
+        if (tool_call_id) out["tool_call_id"] = *tool_call_id;
+        if (tool_calls != nullptr && !tool_calls->empty()) {
+          auto calls =
+              TemplateToolCalls(nlohmann::ordered_json::parse(tool_calls->dump()), where + ".tool_calls");
+          if (!calls.ok()) {
+            if (error.status.ok()) error = calls.error;
+            break;
+          }
+          out["tool_calls"] = std::move(*calls.value);
+        }
         normalized.push_back(std::move(out));
       }
     }
   }
   bool fanned_out = false;
-  if (!f.failed()) {
-    auto fanned = ExpandChatFanOut(normalized, ctx, &req);
+  if (!f.failed() && error.status.ok() && req.fan_out.mode != FanOutMode::kOff &&
+      req.tools.calls_possible()) {
+    error = ApiError::Field("fan_out", "fan_out cannot be combined with tools");
+  }
+  if (!f.failed() && error.status.ok()) {
+    auto fanned = ExpandChatFanOut(nlohmann::json::parse(normalized.dump()), ctx, &req);
     if (!fanned.ok()) error = fanned.error;
     fanned_out = !fanned.ok() || *fanned.value;
   }
-  if (!f.failed() && !fanned_out) {
-    auto prompt = ctx.chat_template->Apply(normalized, add_generation_prompt);
+  if (!f.failed() && error.status.ok() && !fanned_out) {
+    const nlohmann::ordered_json no_tools;
+    auto prompt = ctx.chat_template->Apply(normalized, add_generation_prompt,
+                                           req.tools.calls_possible() ? req.tools.tools : no_tools);
     if (!prompt.ok()) {
       error = ApiError{prompt.status(), "messages", false};
     } else {
@@ -238,6 +297,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
       }
     }
   }
+  if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
+  req.mistral_ids = ctx.chat_template->family() == "mistral";
   req.spec.base.sampling.logprobs = req.chat_logprobs;
   req.spec.base.sampling.top_logprobs = req.top_logprobs;
   req.spec.keep_events = req.chat_logprobs;

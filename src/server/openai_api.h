@@ -10,6 +10,7 @@
 #include "server/api_context.h"
 #include "server/fan_out.h"
 #include "server/generation.h"
+#include "server/tool_calls.h"
 
 namespace lockstep::server {
 
@@ -24,6 +25,8 @@ struct OpenAiRequest {
   bool echo = false;           // completions: the prompt text is prepended to each choice
   std::vector<std::string> prompt_texts;
   FanOut fan_out;  // "fan_out": the questions, one prompt each, when the prompt was split (server/fan_out.h)
+  ToolSpec tools;  // chat: tools / tool_choice (server/tool_calls.h)
+  bool mistral_ids = false;  // chat: tool call ids of 9 alphanumerics (Mistral-family templates)
 };
 
 Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);

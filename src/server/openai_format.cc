@@ -67,6 +67,11 @@ nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const s
           {"system_fingerprint", "lockstep"}};
 }
 
+// What seeds a choice's tool call ids: the same for its stream and its whole response.
+std::string ToolIdSeed(const std::string& id, const ChoiceState& c) {
+  return id + "#" + std::to_string(c.index);
+}
+
 }  // namespace
 
 nlohmann::json OpenAiFinishReason(const TokenEvent& last) {
@@ -89,6 +94,21 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
     nlohmann::json choice = {{"index", c.index}, {"finish_reason", OpenAiFinishReason(c.last)}};
     if (req.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (req.tools.calls_possible()) {
+        const ToolOutput tools = ParseToolOutput(req.tools, c.text, ToolIdSeed(id, c), req.mistral_ids);
+        choice["message"]["content"] =
+            tools.content ? nlohmann::json(*tools.content) : nlohmann::json(nullptr);
+        if (!tools.calls.empty()) {
+          nlohmann::json calls = nlohmann::json::array();
+          for (const ToolCall& call : tools.calls) {
+            calls.push_back({{"id", call.id},
+                             {"type", "function"},
+                             {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+          }
+          choice["message"]["tool_calls"] = std::move(calls);
+          choice["finish_reason"] = "tool_calls";
+        }
+      }
       if (req.chat_logprobs) {
         nlohmann::json content = nlohmann::json::array();
         for (const TokenEvent& e : c.events) {
@@ -124,7 +144,17 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
                                           const ApiContext& ctx, const std::string& id, int64_t created) {
   const bool has_token = event.token != kNoToken;
   const bool wants_logprobs = req.chat ? req.chat_logprobs : req.logprobs >= 0;
-  if (event.text_delta.empty() && !event.last() && !first_for_choice && !(wants_logprobs && has_token)) {
+  const bool tools = req.chat && req.tools.calls_possible();
+  std::optional<ToolStreamDelta> tool_delta;
+  if (tools) {
+    const std::string_view after = choice.text;
+    const std::string_view before = after.substr(0, after.size() - event.text_delta.size());
+    tool_delta = ToolStreamStep(req.tools, before, after, first_for_choice, event.last(),
+                                ToolIdSeed(id, choice), req.mistral_ids);
+  }
+  const bool has_text =
+      tools ? !tool_delta->content.empty() || tool_delta->tool_calls.is_array() : !event.text_delta.empty();
+  if (!has_text && !event.last() && !first_for_choice && !(wants_logprobs && has_token)) {
     return std::nullopt;
   }
   nlohmann::json out = Envelope(req, ctx, id, created, true);
@@ -133,7 +163,17 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
   if (req.chat) {
     nlohmann::json delta = nlohmann::json::object();
     if (first_for_choice) delta["role"] = "assistant";
-    if (!event.text_delta.empty() || first_for_choice) delta["content"] = event.text_delta;
+    if (tools) {
+      if (!tool_delta->content.empty()) {
+        delta["content"] = tool_delta->content;
+      } else if (first_for_choice) {
+        delta["content"] = req.tools.forced() ? nlohmann::json(nullptr) : nlohmann::json("");
+      }
+      if (tool_delta->tool_calls.is_array()) delta["tool_calls"] = std::move(tool_delta->tool_calls);
+      if (event.last() && tool_delta->called) c["finish_reason"] = "tool_calls";
+    } else if (!event.text_delta.empty() || first_for_choice) {
+      delta["content"] = event.text_delta;
+    }
     c["delta"] = std::move(delta);
     if (wants_logprobs && has_token) {
       c["logprobs"] = {{"content", nlohmann::json::array({ChatLogprobEntry(ctx, event)})}};

@@ -139,6 +139,7 @@ class Server::Impl {
     ctx.max_queue = options_.max_queue;
     ctx.max_seqs = options_.max_seqs;
     ctx.prefix_caching = options_.prefix_caching;
+    ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
     state_.engine = engine_.get();
     return Status::Ok();
   }

@@ -1,6 +1,7 @@
 #include "server/tgi_api.h"
 
 #include "server/request_fields.h"
+#include "server/structured_fields.h"
 
 namespace lockstep::server {
 namespace {
@@ -56,7 +57,6 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
         p.Fail("best_of", "parameters.best_of > 1 needs sampling (do_sample, temperature, top_k or top_p)");
       }
       p.Unsupported("watermark", "");
-      p.Unsupported("grammar", "");
       p.Unsupported("adapter_id", "");
       if (p.Has("typical_p")) p.Number("typical_p", 0, 1, true);
       if (auto typical = p.Raw("typical_p"); typical && !p.failed() && typical->get<double>() < 1.0) {
@@ -69,6 +69,17 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
     }
   }
   if (f.failed()) return f.error();
+  // parameters.grammar: JSON schema or regex (server/structured_fields.h).
+  auto constraint = ReadTgiConstraint(f.Raw("parameters"), body);
+  if (!constraint.ok()) return constraint.error;
+  if (*constraint.value) {
+    if (!ctx.grammars) {
+      return ApiError{Unimplemented("grammars are not available on this server"), "parameters.grammar",
+                      false};
+    }
+    auto applied = ApplyConstraint(*ctx.grammars, **constraint.value, &req.spec.base);
+    if (!applied.ok()) return applied.error;
+  }
   req.inputs = *inputs;
   auto ids = EncodePrompt(ctx, req.inputs, "inputs");
   if (!ids.ok()) return ids.error;
@@ -89,7 +100,9 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
 
 std::string TgiFinishReason(const TokenEvent& last) {
   if (last.finish_reason == FinishReason::kStop) {
-    return last.stop_kind == StopKind::kEos ? "eos_token" : "stop_sequence";
+    // A complete grammar ends the text as EOS would.
+    return last.stop_kind == StopKind::kEos || last.stop_kind == StopKind::kGrammar ? "eos_token"
+                                                                                    : "stop_sequence";
   }
   return "length";
 }
