@@ -20,7 +20,7 @@ namespace lockstep::server {
 class GrammarCache {
  public:
   static constexpr size_t kDefaultCapacity = 64;
-  static constexpr double kWarmBudgetS = 0.25;
+  static constexpr double kWarmBudgetS = 0.5;
 
   explicit GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, size_t capacity = kDefaultCapacity);
 
