@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -23,6 +24,7 @@ namespace {
 struct GenerateFlags {
   std::string model;
   std::string prompt;
+  std::string prompt_file;
   std::string prompt_ids;
   int n_predict = 128;
   SamplingFlags sampling;
@@ -59,8 +61,17 @@ std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
   return ids;
 }
 
-void RunGenerate(const GenerateFlags& f) {
-  if (f.prompt.empty() == f.prompt_ids.empty()) Fail("give exactly one of -p/--prompt and --prompt-ids");
+void RunGenerate(GenerateFlags f) {
+  if (!f.prompt_file.empty()) {
+    if (!f.prompt.empty()) Fail("give one of -p/--prompt and -f/--file, not both");
+    std::ifstream in(f.prompt_file, std::ios::binary);
+    if (!in) Fail("-f/--file: cannot read '" + f.prompt_file + "'");
+    f.prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (f.prompt.empty()) Fail("-f/--file: '" + f.prompt_file + "' is empty");
+  }
+  if (f.prompt.empty() == f.prompt_ids.empty()) {
+    Fail("give exactly one of -p/--prompt, -f/--file and --prompt-ids");
+  }
   if (f.n_predict < 0) Fail("-n must be >= 0");
   LoadedModel loaded = LoadModelOrDie(f.model);
   const ModelConfig& config = loaded.model->config();
@@ -156,6 +167,8 @@ void RegisterGenerateCommand(CLI::App& app) {
       app.add_subcommand("generate", "Generate text from a prompt (one request through the engine)");
   AddModelFileFlag(*cmd, f->model);
   cmd->add_option("-p,--prompt", f->prompt, "Prompt text (tokenized with the model's vocabulary)");
+  cmd->add_option("-f,--file", f->prompt_file, "Prompt text from this file, exactly as it is")
+      ->type_name("FILE");
   cmd->add_option("--prompt-ids", f->prompt_ids,
                   "Prompt token ids, space separated, used exactly (no BOS added)");
   cmd->add_option("-n,--n-predict", f->n_predict, "Tokens to generate")->capture_default_str();
