@@ -8,6 +8,7 @@ namespace lockstep::cli {
 
 void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);
+void RegisterChatCommand(CLI::App& app);
 void RegisterMakeModelCommand(CLI::App& app);
 void RegisterTokenizeCommands(CLI::App& app);  // tokenize, detokenize
 void RegisterBatchCommand(CLI::App& app);

@@ -5,7 +5,7 @@
 //   --kv-type f16|f32     the KV cache's element type (default f16)
 //   --temperature T       sampling temperature (alias --temp); local commands default to 0 (greedy),
 //                         client commands send none unless given, so the server's default applies
-//   --chat-template FILE|NAME   the chat template instead of the model's own (serve, info)
+//   --chat-template FILE|NAME   the chat template instead of the model's own (serve, info, chat)
 //   --top-k, --top-p, --min-p, --seed, --repeat-penalty, ... (AddSamplingFlags)
 // Old spellings that scripts may have (--model-path, --kv-f32, ask/bench `--model NAME`) keep working and
 // print a deprecation note on stderr (DeprecationNote). Registration only; parsing errors are CLI11's.

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   // One line per subcommand (declared in cli/commands.h), added as each lands.
   lockstep::cli::RegisterInfoCommand(app);
   lockstep::cli::RegisterGenerateCommand(app);
+  lockstep::cli::RegisterChatCommand(app);
   lockstep::cli::RegisterMakeModelCommand(app);
   lockstep::cli::RegisterTokenizeCommands(app);
   lockstep::cli::RegisterBatchCommand(app);

@@ -62,8 +62,8 @@ TEST(HelpTest, EveryCommandHasHelpInTheOneVocabulary) {
   const std::vector<std::string> commands = AllCommands();
   const std::set<std::string> listed(commands.begin(), commands.end());
   for (const char* expected :
-       {"info", "generate", "make-model", "tokenize", "detokenize", "batch", "bench batched", "bench compare",
-        "bench serve", "ask", "advise", "pull", "serve"}) {
+       {"info", "generate", "chat", "make-model", "tokenize", "detokenize", "batch", "bench batched",
+        "bench compare", "bench serve", "ask", "advise", "pull", "serve"}) {
     EXPECT_TRUE(listed.count(expected)) << expected << " is not listed";
   }
   std::string threads_wording;
