@@ -28,7 +28,8 @@ Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer
       blocks_(std::move(blocks)),
       layout_(blocks_->layout()),
       scheduler_(*blocks_,
-                 SchedulerOptions{options.max_seqs, options.max_batch_tokens, options.prefix_caching}),
+                 SchedulerOptions{options.max_seqs, options.max_batch_tokens, options.prefix_caching, 0,
+                                  int32_t(model_->config().WidestWindow())}),
       inbox_(std::move(inbox)),
       observer_(observer),
       threads_(std::make_unique<ThreadPool>(options.threads)) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/status.h"
+#include "model/attention.h"
 
 namespace lockstep {
 
@@ -136,6 +137,11 @@ int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool fo
       seq.fork_parent = 0;
     } else if (parent->num_computed < seq.fork_tokens) {
       return 0;  // the parent is still computing the shared part
+    } else if (options_.kv_window > 0 &&
+               !kv_.Holds(parent->id, AttentionStart(pool_.layout(), seq.fork_tokens, options_.kv_window))) {
+      // The parent ran ahead and released blocks this child's window still reads: compute (or attach
+      // from the prefix cache) instead.
+      seq.fork_parent = 0;
     } else {
       kv_.Share(seq.id, parent->id, seq.fork_tokens);
       AdvanceComputed(seq, seq.fork_tokens);
@@ -233,6 +239,9 @@ void Scheduler::Update(const StepResult& result) {
     LOCKSTEP_CHECK(seq->num_computed == chunk.start);
     seq->num_computed += chunk.count;
     kv_.Publish(seq->id, seq->tokens, seq->num_computed);  // blocks completed by this step
+    if (options_.kv_window > 0) {                          // blocks out of every layer's window from here on
+      kv_.ReleaseBefore(seq->id, AttentionStart(pool_.layout(), seq->num_computed, options_.kv_window));
+    }
   }
   for (const SampledToken& sampled : result.tokens) {
     Seq* seq = Find(sampled.id);

@@ -45,6 +45,9 @@ struct SchedulerOptions {
   int max_batch_tokens = 512;
   bool prefix_caching = true;  // reuse full KV blocks across requests (KvCacheManager)
   uint64_t cache_salt = 0;     // mixed into every block hash
+  // The model's ModelConfig::WidestWindow(): when > 0 (every layer windowed), a sequence's KV blocks wholly
+  // below model/attention.h's AttentionStart of its next position are released after each step.
+  int32_t kv_window = 0;
 };
 
 // Rows [start, start + count) of one request in this step's batch.

@@ -1,5 +1,7 @@
 #include "kv/block_table.h"
 
+#include <algorithm>
+
 namespace lockstep {
 
 BlockTable::~BlockTable() {
@@ -36,8 +38,22 @@ void BlockTable::Replace(BlockPool& pool, int64_t index, BlockId id) {
   pool.Release(old);
 }
 
+void BlockTable::Drop(BlockPool& pool, int64_t index) {
+  if (ids_[size_t(index)] == kNoBlock) return;
+  pool.Release(ids_[size_t(index)]);
+  ids_[size_t(index)] = kNoBlock;
+  addresses_[size_t(index)] = nullptr;
+}
+
+void BlockTable::ReleaseBefore(BlockPool& pool, int64_t index) {
+  for (int64_t i = std::min(index, num_blocks()) - 1; i >= 0 && ids_[size_t(i)] != kNoBlock; --i)
+    Drop(pool, i);
+}
+
 void BlockTable::Clear(BlockPool& pool) {
-  for (auto it = ids_.rbegin(); it != ids_.rend(); ++it) pool.Release(*it);
+  for (auto it = ids_.rbegin(); it != ids_.rend(); ++it) {
+    if (*it != kNoBlock) pool.Release(*it);
+  }
   ids_.clear();
   addresses_.clear();
 }

@@ -38,6 +38,11 @@ class BlockTable {
   // Puts an already-referenced block at `index` (ownership of one reference moves to the table) and releases
   // the block that was there.
   void Replace(BlockPool& pool, int64_t index, BlockId id);
+  // Sliding windows: releases the blocks [0, index) no future row reads (model/attention.h AttentionStart);
+  // their entries stay, as kNoBlock with a null address, so positions keep their blocks' indices.
+  void ReleaseBefore(BlockPool& pool, int64_t index);
+  // Releases the block at `index` the same way (a fork's parent released it).
+  void Drop(BlockPool& pool, int64_t index);
   // Releases every block back to the pool, the last block first (so that cached blocks of a prefix, which
   // other prompts share most often, become the most recently released and are evicted last).
   void Clear(BlockPool& pool);

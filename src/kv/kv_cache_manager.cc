@@ -142,6 +142,10 @@ void KvCacheManager::Share(SequenceId child_id, SequenceId parent_id, int32_t sh
   for (int64_t i = 0; i < full; ++i) {
     const BlockId block = parent.table.block(i);
     if (child.table.block(i) == block) continue;
+    if (block == kNoBlock) {  // out of the parent's window, so of the child's too
+      child.table.Drop(pool_, i);
+      continue;
+    }
     pool_.Retain(block);
     child.table.Replace(pool_, i, block);
   }
@@ -180,7 +184,8 @@ void KvCacheManager::Publish(SequenceId id, std::span<const int32_t> tokens, int
   const int64_t full = computed / block_tokens();
   for (int64_t i = seq.published; i < full; ++i) {
     const BlockId block = seq.table.block(i);
-    if (!pool_.cached(block)) pool_.Publish(block, Key(seq, tokens, i));
+    // A released block (sliding window) was published, if at all, before its release.
+    if (block != kNoBlock && !pool_.cached(block)) pool_.Publish(block, Key(seq, tokens, i));
     auto claim = claims_.find(seq.hashes[size_t(i)]);
     if (claim != claims_.end() && claim->second == id) claims_.erase(claim);
   }

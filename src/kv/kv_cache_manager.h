@@ -14,10 +14,13 @@
 // released by every table (idle, LRU in BlockPool) → evicted only when a free block is needed.
 // Rules that keep outputs exact:
 //  - only full blocks are shared; a sequence never attaches the block holding its last known token (that
-//  token
-//    must be computed for its logits), and a fork's partial block is copied, never shared (Share);
+//    token must be computed for its logits), and a fork's partial block is copied, never shared (Share);
 //  - a block written by a step (PrepareWrite) is private: ref_count 1 and not cached (asserted);
-//  - Free/Remove drop only this sequence's references: a block another table holds stays.
+//  - Free/Remove drop only this sequence's references: a block another table holds stays;
+//  - sliding windows (ReleaseBefore): a table's released blocks are a prefix of kNoBlock holes. A released
+//    block was published first, so it is an idle cached block like any other (its content is the exact KV
+//    of its tokens, found again by its hash until evicted, when its hash goes with it); a fork shares only
+//    from a parent that still Holds the child's window.
 // Claims: when a sequence is admitted it claims the full blocks of its known tokens that nobody has cached or
 // claimed; another sequence needing a claimed block waits for it (ClaimedElsewhereFrom) and attaches it
 // once published (AttachCached) instead of computing a copy. Claims end when published or the claimant is
@@ -101,6 +104,17 @@ class KvCacheManager {
   // positions [from, to) fall in must be private (asserted).
   int64_t BlocksToWrite(SequenceId id, int32_t to) const;
   bool PrepareWrite(SequenceId id, int32_t from, int32_t to);
+
+  // Sliding windows (every layer windowed): releases the sequence's blocks wholly below `position`, which no
+  // row of it reads any more. Published blocks stay cached (idle, LRU) for other prompts to find.
+  void ReleaseBefore(SequenceId id, int32_t position) {
+    Get(id).table.ReleaseBefore(pool_, position / block_tokens());
+  }
+  // Whether the block holding `position` (inside the table) is still held: released blocks are a prefix of
+  // the table, so then every block from it on is.
+  bool Holds(SequenceId id, int32_t position) const {
+    return Get(id).table.block(position / block_tokens()) != kNoBlock;
+  }
 
   // After a step: the sequence's KV holds tokens [0, computed); its newly full blocks are published (a block
   // whose hash another block already holds stays private) and their claims end.

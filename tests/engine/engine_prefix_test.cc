@@ -97,13 +97,14 @@ void ExpectSameTokens(const std::vector<Collected>& got, const std::vector<Colle
   }
 }
 
-void ExpectCachedEqualsScratch(KvDtype dtype) {
-  TestModel m = testing::MakeRandomTestModel("tiny", "f32");
+void ExpectCachedEqualsScratch(KvDtype dtype, const std::string& shape = "tiny",
+                               const std::vector<int>& prefixes = {15, 16, 17, 31, 32, 33, 47, 48, 49}) {
+  TestModel m = testing::MakeRandomTestModel(shape, "f32");
   ASSERT_NE(m.model, nullptr);
   const int32_t n_vocab = int32_t(m.model->config().n_vocab);
   std::unique_ptr<Engine> scratch = MakeEngine(m, dtype, /*caching=*/false);
   ASSERT_NE(scratch, nullptr);
-  for (int prefix : {15, 16, 17, 31, 32, 33, 47, 48, 49}) {
+  for (int prefix : prefixes) {
     SCOPED_TRACE("prefix " + std::to_string(prefix));
     const std::vector<Request> requests = SharedPrefixRequests(n_vocab, prefix, uint64_t(prefix));
     const std::vector<Collected> want = RunEach(*scratch, requests);
@@ -144,6 +145,16 @@ TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchF32Kv) {
 
 TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchF16Kv) {
   ExpectCachedEqualsScratch(KvDtype::kF16);
+}
+
+// Every architecture (model/architectures.h); prompts of up to 65 tokens run past the 40-position windows,
+// whose blocks the windowed shapes release as they go (tests/engine/engine_window_test.cc).
+TEST(EnginePrefixTest, EveryArchitectureCachedNeighbourAndForkedEqualScratch) {
+  for (const char* shape : {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi4-mini",
+                            "tiny-nemo", "tiny-mistral-swa"}) {
+    SCOPED_TRACE(shape);
+    ExpectCachedEqualsScratch(KvDtype::kF16, shape, {17, 49});
+  }
 }
 
 TEST(EnginePrefixTest, ForksOfOneRequestPrefillItsPromptOnce) {

@@ -9,9 +9,14 @@ namespace {
 
 float* Slot(const Batch& batch, const BatchRow& row, int32_t position, int32_t block_tokens) {
   const auto& blocks = *batch.sequences[size_t(row.sequence)].blocks;
+  static float dummy = 0;
   EXPECT_LT(size_t(position / block_tokens), blocks.size());
+  if (size_t(position / block_tokens) >= blocks.size()) return &dummy;
+  std::byte* block = blocks[size_t(position / block_tokens)];
+  EXPECT_NE(block, nullptr) << "position " << position << " lies in a released block";
+  if (block == nullptr) return &dummy;
   // Layout with one K float per slot (V follows; unused here).
-  return reinterpret_cast<float*>(blocks[size_t(position / block_tokens)]) + position % block_tokens;
+  return reinterpret_cast<float*>(block) + position % block_tokens;
 }
 
 }  // namespace
@@ -26,7 +31,7 @@ KvLayout FakeLayout(int32_t block_tokens) {
   return layout;
 }
 
-StepResult FakeForward(const StepPlan& plan, int32_t block_tokens) {
+StepResult FakeForward(const StepPlan& plan, int32_t block_tokens, int32_t window) {
   StepResult result;
   // Write KV of every row first (as the model does), then read contexts.
   for (const BatchRow& row : plan.batch.rows)
@@ -41,7 +46,7 @@ StepResult FakeForward(const StepPlan& plan, int32_t block_tokens) {
     }
     EXPECT_TRUE(last.wants_logits);
     uint64_t h = 1469598103934665603ull;
-    for (int32_t p = 0; p <= last.position; ++p) {
+    for (int32_t p = window > 0 ? std::max(0, last.position - window + 1) : 0; p <= last.position; ++p) {
       h = (h ^ uint64_t(*Slot(plan.batch, last, p, block_tokens))) * 1099511628211ull;
     }
     result.tokens.push_back({chunk.id, int32_t(h % kFakeVocab)});
@@ -88,7 +93,7 @@ RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t blo
       }
       for (const ScheduledChunk& c : plan.chunks) outcome.first_step.emplace(c.id, step);
       outcome.prefill_rows += plan.prefill_tokens;
-      StepResult result = FakeForward(plan, block_tokens);
+      StepResult result = FakeForward(plan, block_tokens, options.kv_window);
       scheduler.Update(result);
       for (const SampledToken& t : result.tokens) {
         auto& gen = outcome.generated[t.id];

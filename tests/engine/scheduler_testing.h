@@ -16,8 +16,9 @@ namespace lockstep::testing {
 inline constexpr int32_t kFakeVocab = 1000;
 
 KvLayout FakeLayout(int32_t block_tokens);
-// Runs one fabricated forward pass + sampling over `plan`; returns the sampled tokens.
-StepResult FakeForward(const StepPlan& plan, int32_t block_tokens);
+// Runs one fabricated forward pass + sampling over `plan`; returns the sampled tokens. With a window, a
+// row's "context" is its last `window` positions (model/attention.h's rule), read from its own blocks.
+StepResult FakeForward(const StepPlan& plan, int32_t block_tokens, int32_t window = 0);
 
 struct Job {
   RequestId id;
@@ -38,7 +39,7 @@ struct RunOutcome {
 };
 
 // Drives a scheduler over a fresh pool until every job finished; checks invariants on every step and that
-// every block is free or cached idle at the end.
+// every block is free or cached idle at the end. FakeForward windows each row by options.kv_window.
 RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t block_tokens,
                    SchedulerOptions options);
 

@@ -39,7 +39,13 @@ std::shared_ptr<const GgufFile> Edited(const std::string& shape, const Edit& edi
   return std::shared_ptr<const GgufFile>(std::move(edited).value());
 }
 
-ModelConfig Config(const std::string& shape, const Edit& edit = {}) {
+Edit DropKeys(std::set<std::string> keys) {
+  Edit e;
+  e.drop_keys = std::move(keys);
+  return e;
+}
+
+ModelConfig Config(const std::string& shape, const Edit& edit = Edit()) {
   auto c = ModelConfig::FromGguf(*Edited(shape, edit));
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? *c : ModelConfig{};
@@ -81,8 +87,8 @@ TEST(Architectures, Gemma2) {
   EXPECT_EQ(c.WidestWindow(), 0);  // global layers see everything: no KV is ever dead
   // Absent keys: llama.cpp's defaults (window 4096, caps 50 and 30).
   const ModelConfig d =
-      Config("tiny-gemma2", {{"gemma2.attention.sliding_window", "gemma2.attn_logit_softcapping",
-                              "gemma2.final_logit_softcapping"}});
+      Config("tiny-gemma2", DropKeys({"gemma2.attention.sliding_window", "gemma2.attn_logit_softcapping",
+                                      "gemma2.final_logit_softcapping"}));
   EXPECT_EQ(d.sliding_window, 4096);
   EXPECT_FLOAT_EQ(d.attn_softcap, 50.0f);
   EXPECT_FLOAT_EQ(d.final_softcap, 30.0f);
@@ -115,7 +121,7 @@ TEST(Architectures, Gemma3) {
   Edit wrong;
   wrong.set_keys = {{"gemma3.attention.sliding_window_pattern", GgufValue::Int32Array({1, 0})}};
   EXPECT_NE(ConfigError("tiny-gemma3", wrong).find("one per layer"), std::string::npos);
-  EXPECT_NE(ConfigError("tiny-gemma3", {{"gemma3.attention.sliding_window"}})
+  EXPECT_NE(ConfigError("tiny-gemma3", DropKeys({"gemma3.attention.sliding_window"}))
                 .find("gemma3.attention.sliding_window' is missing"),
             std::string::npos);
 }
@@ -125,12 +131,11 @@ TEST(Architectures, Phi3WindowsAndLongRope) {
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
   EXPECT_EQ(Windows(c), std::vector<int64_t>(4, 40));
   EXPECT_EQ(c.WidestWindow(), 40);
-  EXPECT_NE(ConfigError("tiny-phi3", {{"phi3.attention.sliding_window"}}).find("sliding_window"),
+  EXPECT_NE(ConfigError("tiny-phi3", DropKeys({"phi3.attention.sliding_window"})).find("sliding_window"),
             std::string::npos);
   Edit mini4k;  // an old Phi-3-mini-4k file without the key: llama.cpp's 2047
   mini4k.drop_keys = {"phi3.attention.sliding_window"};
   mini4k.set_keys = {{"phi3.block_count", GgufValue::Uint32(32)}};
-  mini4k.drop_tensors = {};
   auto r = ModelConfig::FromGguf(*Edited("tiny-phi3", mini4k));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->sliding_window, 2047);
@@ -140,7 +145,7 @@ TEST(Architectures, Phi3WindowsAndLongRope) {
   EXPECT_EQ(l.rope_scaling, RopeScaling::kLongRope);
   EXPECT_EQ(l.rope_orig_ctx, 256);
   EXPECT_FLOAT_EQ(l.rope_attn_factor, float(std::sqrt(1 + std::log(4.0) / std::log(256.0))));
-  auto file = Edited("tiny-phi3.5", {});
+  auto file = Edited("tiny-phi3.5", Edit());
   std::vector<float> long_factors(4);
   const GgufTensorInfo* t = file->FindTensor("rope_factors_long.weight");
   ASSERT_NE(t, nullptr);
