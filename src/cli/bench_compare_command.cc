@@ -26,6 +26,7 @@ struct CompareFlags {
   int repeat = 3;
   std::string out = "bench-compare";
   bool no_ignore_eos = false;
+  double temperature = 0;
   int threads = 0;
   std::string context;  // FILE or "builtin"
   std::string modes = "combined,parallel,sequential,fan-out";
@@ -83,6 +84,8 @@ void RunCompareCommand(CompareFlags f) {
   options.max_tokens = f.max_tokens;
   options.repeat = f.repeat;
   options.ignore_eos = !f.no_ignore_eos;
+  if (f.temperature < 0) Fail("--temperature must be >= 0");
+  options.temperature = f.temperature;
   BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
   options.server = target.server;
   options.model = target.model;
@@ -122,6 +125,9 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", flags->out, "Output directory for result.json, result.md, chart.svg");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
+  cmd->add_option("--temperature,--temp", flags->temperature,
+                  "Sampling temperature sent with every request (0 = greedy, so runs compare)")
+      ->capture_default_str();
   AddThreadsFlag(*cmd, flags->threads);
   cmd->add_option("--context", flags->context,
                   "Shared text (a document) before the questions in every mode: FILE, or 'builtin' for a "

@@ -4,7 +4,8 @@
 //   -t,--threads N        compute threads for the forward pass (default: all cores)
 //   --kv-type f16|f32     the KV cache's element type (default f16)
 //   --temperature T       sampling temperature (alias --temp); local commands default to 0 (greedy),
-//                         client commands send none unless given, so the server's default applies
+//                         client commands send none unless given, so the server's default applies;
+//                         bench compare sends 0 unless given (greedy, so runs compare)
 //   --chat-template FILE|NAME   the chat template instead of the model's own (serve, info, chat)
 //   --top-k, --top-p, --min-p, --seed, --repeat-penalty, ... (AddSamplingFlags)
 // Old spellings that scripts may have (--model-path, --kv-f32, ask/bench `--model NAME`) keep working and
