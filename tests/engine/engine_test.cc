@@ -200,5 +200,26 @@ TEST(EngineInvarianceTest, RandomQwen2Q8ModelConcurrentAndPreemptedEqualsSolo) {
   ExpectSameAsSolo(m, PreemptingRequests(16, n_vocab, 128, 7), options, true);
 }
 
+// Every architecture (model/architectures.h): mixed greedy and sampled requests, staggered, past the
+// 40-position windows, then a pool too small for them at once. The all-windowed shapes release their old
+// blocks (docs/models.md), so their tight pool need not preempt; the others must.
+TEST(EngineInvarianceTest, EveryArchitectureConcurrentAndPreemptedEqualsSolo) {
+  for (const char* shape : {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi3.5",
+                            "tiny-phi4-mini", "tiny-nemo", "tiny-mistral-swa"}) {
+    SCOPED_TRACE(shape);
+    TestModel m = testing::MakeRandomTestModel(shape, "q8_0");
+    ASSERT_NE(m.model, nullptr);
+    const int32_t n_vocab = int32_t(m.model->config().n_vocab);
+    EngineOptions options;
+    options.threads = 2;
+    options.max_seqs = 16;
+    options.max_batch_tokens = 24;
+    ExpectSameAsSolo(m, MixedRequests(12, n_vocab, 40, 40, 5), options, false);
+    options.kv_tokens = 128;
+    ExpectSameAsSolo(m, PreemptingRequests(6, n_vocab, 128, 8), options,
+                     m.model->config().WidestWindow() == 0);
+  }
+}
+
 }  // namespace
 }  // namespace lockstep
