@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets everything up (Debian packages, build), makes the demo model and runs the main job: the seed's
-# experiment — five questions as one combined request vs five parallel requests vs one after another — through
-# a lockstep server started in-process. Prints the table; the chart is written to out/bench-compare/chart.svg.
+# Sets everything up (Debian packages, build), makes the demo model and runs the main job: five questions as
+# one combined request, as five parallel requests, one after another, and as one request the server fans out
+# (bench compare), through a lockstep server started in-process. Prints the table; the chart is written to
+# out/bench-compare/chart.svg. LOCKSTEP_DEMO_REPEAT (default 3) and LOCKSTEP_DEMO_TOKENS (200) shorten it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
