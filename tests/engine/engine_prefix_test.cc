@@ -157,6 +157,62 @@ TEST(EnginePrefixTest, EveryArchitectureCachedNeighbourAndForkedEqualScratch) {
   }
 }
 
+// Batch invariance with the cache on: requests whose prefixes come from the cache or from running neighbours,
+// arriving while unrelated requests of other lengths decode beside them (and, with a pool too small for all,
+// preempted and recomputed), give the tokens each gives alone on an engine without the cache.
+void ExpectCachedAmongOthersEqualsSoloUncached(KvDtype dtype, int64_t kv_tokens) {
+  TestModel m = testing::MakeRandomTestModel("tiny", "f32");
+  ASSERT_NE(m.model, nullptr);
+  const int32_t n_vocab = int32_t(m.model->config().n_vocab);
+  std::mt19937_64 rng(11);
+  std::vector<testing::Arrival> arrivals;
+  const std::vector<Request> shared = SharedPrefixRequests(n_vocab, 33, 3);
+  const std::vector<Request> shared_again = SharedPrefixRequests(n_vocab, 33, 3);  // the same prompts again
+  const bool tight = kv_tokens > 0;
+  for (size_t i = 0; i < shared.size(); ++i) {
+    Request other;  // an unrelated prompt of its own length, decoding longer
+    other.prompt_ids = RandomTokens(rng, n_vocab, int(5 + 15 * i));
+    // In the tight pool each grows to 60-95 % of it, so two side by side must preempt one.
+    other.max_tokens = tight ? 70 : int32_t(20 + 6 * i);
+    other.ignore_eos = true;
+    other.sampling.temperature = i % 2 ? 0.9f : 0.0f;
+    other.sampling.seed = 7 + i;
+    arrivals.push_back({other, i == 0 || tight ? 0 : 2});  // joins while the previous request decodes
+    arrivals.push_back({shared[i], tight ? 0 : int(i % 2)});
+  }
+  for (size_t i = 0; i < shared_again.size(); ++i) arrivals.push_back({shared_again[i], i == 0 ? 3 : 0});
+
+  EngineOptions solo_options;
+  solo_options.threads = 1;
+  solo_options.kv_dtype = dtype;
+  solo_options.prefix_caching = false;
+  auto solo = Engine::Create(m.model, m.tokenizer, solo_options);
+  ASSERT_TRUE(solo.ok()) << solo.status().ToString();
+  const std::vector<Collected> want = testing::RunSolo(**solo, arrivals);
+
+  EngineOptions options = solo_options;
+  options.prefix_caching = true;
+  options.max_batch_tokens = 40;
+  options.kv_tokens = kv_tokens;
+  auto engine = Engine::Create(m.model, m.tokenizer, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  const std::vector<Collected> got = testing::RunConcurrently(**engine, arrivals);
+  ExpectSameTokens(got, want, "among others, cache on");
+  EXPECT_GT((*engine)->Stats().prefix_cache_hits_total, 0);
+  if (kv_tokens > 0) {
+    EXPECT_GT((*engine)->Stats().preemptions_total, 0);
+  }
+  testing::ExpectAllBlocksFree(**engine);
+}
+
+TEST(EnginePrefixTest, CachedPrefixesAmongUnrelatedRequestsEqualSoloUncachedF16Kv) {
+  ExpectCachedAmongOthersEqualsSoloUncached(KvDtype::kF16, 0);
+}
+
+TEST(EnginePrefixTest, CachedPrefixesAmongUnrelatedRequestsEqualSoloUncachedF32KvTightPool) {
+  ExpectCachedAmongOthersEqualsSoloUncached(KvDtype::kF32, 128);  // 8 blocks: preemption and eviction
+}
+
 TEST(EnginePrefixTest, ForksOfOneRequestPrefillItsPromptOnce) {
   TestModel m = testing::MakeRandomTestModel("tiny", "f32");
   ASSERT_NE(m.model, nullptr);
