@@ -7,6 +7,9 @@
 // over requests and rounds) of both and their ratio; then replays the constrained outputs through a
 // fresh TokenMasker (cold: every mask built on first use) and reports what one mask costs (mean / p50 /
 // p99 microseconds), and the warm-up time of the masker the engine used. Prints JSON.
+// Masks are built over the lazy byte DFA (grammar/byte_dfa.h); the "direct" figures are the same maskers
+// with the DFA off (one stack expansion per trie node, the walk before it), measured alternately with the
+// DFA ones in the same run: warm-up, constrained rounds and cold replays.
 // Usage: grammar_bench [--model PATH] [--threads N] [--seqs N] [--tokens N] [--rounds N] [--json FILE]
 #include <algorithm>
 #include <chrono>
@@ -130,13 +133,19 @@ int main(int argc, char** argv) {
   auto vocab = grammar::TokenVocab::FromTokenizer(*tokenizer);
   const double compile_s = std::chrono::duration<double>(Clock::now() - compile_start).count();
   auto masker = std::make_shared<grammar::TokenMasker>(compiled, vocab);
-  const Clock::time_point pre_start = Clock::now();
-  masker->Warm(/*walks=*/8, /*steps=*/64, /*budget_s=*/5.0);
-  const double precompute_s = std::chrono::duration<double>(Clock::now() - pre_start).count();
+  auto direct_masker = std::make_shared<grammar::TokenMasker>(
+      compiled, vocab, grammar::TokenMasker::kDefaultContextDepth, /*dfa_max_states=*/0);
+  auto warm_up = [](grammar::TokenMasker& m) {
+    const Clock::time_point start = Clock::now();
+    m.Warm(/*walks=*/8, /*steps=*/64, /*budget_s=*/30.0);
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const double precompute_s = warm_up(*masker);
+  const double direct_precompute_s = warm_up(*direct_masker);
 
   const std::vector<int32_t> prompt = OrDie(tokenizer->Encode(
       "Write a JSON array of people with their name, age, city, tags and score:\n", true, false));
-  auto requests = [&](bool constrained, uint64_t round) {
+  auto requests = [&](const std::shared_ptr<grammar::TokenMasker>& constraint, uint64_t round) {
     std::vector<Request> out;
     for (int i = 0; i < seqs; ++i) {
       Request r;
@@ -145,24 +154,30 @@ int main(int argc, char** argv) {
       r.ignore_eos = true;
       r.sampling.temperature = 1.0f;
       r.sampling.seed = round * 1000 + uint64_t(i);
-      if (constrained) r.grammar = masker;
+      r.grammar = constraint;
       out.push_back(std::move(r));
     }
     return out;
   };
-  Run(*engine, requests(false, 0));  // warm-up
-  std::vector<double> free_tpot, constrained_tpot, ratios;
+  Run(*engine, requests(nullptr, 0));  // warm-up
+  std::vector<double> free_tpot, constrained_tpot, ratios, direct_tpot, direct_ratios;
   nlohmann::json per_round = nlohmann::json::array();
   std::vector<std::vector<int32_t>> outputs;
   for (int round = 1; round <= rounds; ++round) {
-    RunResult a = Run(*engine, requests(false, uint64_t(round)));
-    RunResult b = Run(*engine, requests(true, uint64_t(round)));
-    const double ma = Median(a.tpot_s), mb = Median(b.tpot_s);
+    RunResult a = Run(*engine, requests(nullptr, uint64_t(round)));
+    RunResult b = Run(*engine, requests(masker, uint64_t(round)));
+    RunResult c = Run(*engine, requests(direct_masker, uint64_t(round)));
+    const double ma = Median(a.tpot_s), mb = Median(b.tpot_s), mc = Median(c.tpot_s);
     free_tpot.insert(free_tpot.end(), a.tpot_s.begin(), a.tpot_s.end());
     constrained_tpot.insert(constrained_tpot.end(), b.tpot_s.begin(), b.tpot_s.end());
+    direct_tpot.insert(direct_tpot.end(), c.tpot_s.begin(), c.tpot_s.end());
     ratios.push_back(mb / ma);
-    per_round.push_back(
-        {{"unconstrained_step_ms", ma * 1e3}, {"constrained_step_ms", mb * 1e3}, {"ratio", mb / ma}});
+    direct_ratios.push_back(mc / ma);
+    per_round.push_back({{"unconstrained_step_ms", ma * 1e3},
+                         {"constrained_step_ms", mb * 1e3},
+                         {"ratio", mb / ma},
+                         {"constrained_direct_step_ms", mc * 1e3},
+                         {"ratio_direct", mc / ma}});
     for (auto& t : b.tokens) outputs.push_back(std::move(t));
   }
 
@@ -196,8 +211,23 @@ int main(int argc, char** argv) {
         {"mean_allowed_tokens", double(allowed_total) / double(std::max<size_t>(1, us.size()))}};
   };
   nlohmann::json warm = replay(*masker);
-  grammar::TokenMasker fresh(compiled, vocab);
-  nlohmann::json cold = replay(fresh);
+  // Cold replays, DFA and direct alternately (3 each); the figures are those of the median-mean run.
+  std::vector<nlohmann::json> colds, colds_direct;
+  for (int i = 0; i < 3; ++i) {
+    grammar::TokenMasker fresh(compiled, vocab);
+    colds.push_back(replay(fresh));
+    grammar::TokenMasker fresh_direct(compiled, vocab, grammar::TokenMasker::kDefaultContextDepth, 0);
+    colds_direct.push_back(replay(fresh_direct));
+  }
+  auto median_run = [](std::vector<nlohmann::json> runs) {
+    std::sort(runs.begin(), runs.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+      return x["mean_us"].get<double>() < y["mean_us"].get<double>();
+    });
+    return runs[runs.size() / 2];
+  };
+  nlohmann::json cold = median_run(colds);
+  nlohmann::json cold_direct = median_run(colds_direct);
+  cold_direct["mean_over_dfa"] = cold_direct["mean_us"].get<double>() / cold["mean_us"].get<double>();
   const double free_step = Median(free_tpot);
   warm["per_step_share_of_unconstrained_step"] = seqs * warm["mean_us"].get<double>() * 1e-6 / free_step;
   nlohmann::json report = {
@@ -211,6 +241,11 @@ int main(int argc, char** argv) {
       {"ratio_constrained_over_unconstrained", Median(ratios)},
       {"mask_warm", warm},
       {"mask_cold", cold},
+      {"direct",
+       {{"constrained_step_ms", Median(direct_tpot) * 1e3},
+        {"ratio_constrained_over_unconstrained", Median(direct_ratios)},
+        {"warm_s", direct_precompute_s},
+        {"mask_cold", cold_direct}}},
       {"grammar",
        {{"positions", compiled->num_positions()},
         {"terminals", compiled->terminals().size()},
@@ -220,6 +255,8 @@ int main(int argc, char** argv) {
         {"uncertain_tokens_total", stats.uncertain_total},
         {"state_cache_hits", stats.state_hits},
         {"state_cache_misses", stats.state_misses},
+        {"dfa_states", stats.dfa_states},
+        {"dfa_fallbacks", stats.dfa_fallbacks},
         {"vocabulary", vocab->size()}}},
       {"outputs_valid", all_valid},
   };

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <random>
 
+#include "grammar/byte_dfa.h"
+
 namespace lockstep::grammar {
 namespace {
 
@@ -19,13 +21,25 @@ struct Frame {
 void SetBit(std::span<uint64_t> mask, int32_t id) { mask[size_t(id) >> 6] |= uint64_t(1) << (id & 63); }
 bool TestBit(std::span<const uint64_t> mask, int32_t id) { return (mask[size_t(id) >> 6] >> (id & 63)) & 1; }
 
+// The context as a stack of its own: nodes from the bottom up, the top last.
+void ContextStack(const uint32_t* pos, uint32_t size, std::vector<StackNode>* nodes,
+                  std::vector<int32_t>* tops) {
+  int32_t below = kExactBottom;
+  for (uint32_t i = size; i-- > 0;) {
+    nodes->push_back({pos[i], below, false});
+    below = int32_t(nodes->size() - 1);
+  }
+  tops->assign(1, below);
+}
+
 }  // namespace
 
 TokenMasker::TokenMasker(std::shared_ptr<const CompiledGrammar> grammar,
-                         std::shared_ptr<const TokenVocab> vocab, int context_depth)
+                         std::shared_ptr<const TokenVocab> vocab, int context_depth, size_t dfa_max_states)
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       depth_(std::clamp(context_depth, 1, kMaxContextDepth)),
+      dfa_max_states_(dfa_max_states),
       exact_(*grammar_, /*approximate=*/false) {}
 
 size_t TokenMasker::ContextHash::operator()(const Context& c) const {
@@ -62,14 +76,53 @@ const TokenMasker::ContextMask& TokenMasker::Get(const Context& context) {
 }
 
 std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& context) {
+  if (dfa_max_states_ == 0) return BuildDirect(context);
+  std::vector<StackNode> start_nodes;
+  std::vector<int32_t> start_tops;
+  ContextStack(context.pos.data(), context.size, &start_nodes, &start_tops);
+  LazyByteDfa dfa(*grammar_, /*approximate=*/!context.complete, start_nodes, start_tops, dfa_max_states_);
+  auto mask = std::make_unique<ContextMask>();
+  std::vector<int32_t> accepted;
+  // The DFA state after each depth of the current path (depth 0: the start).
+  std::vector<int32_t> state_at(64, dfa.start());
+  const std::vector<TokenVocab::TrieNode>& trie = vocab_->trie();
+  const std::span<const int32_t> sorted = vocab_->sorted();
+  for (uint32_t i = 0; i < trie.size();) {
+    const TokenVocab::TrieNode& node = trie[i];
+    const int32_t state = dfa.Next(state_at[node.depth - 1], node.byte);
+    if (state == LazyByteDfa::kTooMany) {
+      ++stats_.dfa_fallbacks;
+      return BuildDirect(context);
+    }
+    if (state == LazyByteDfa::kDead) {
+      i = node.subtree_end;  // nothing under this prefix can match
+      continue;
+    }
+    if (node.depth >= state_at.size()) state_at.resize(size_t(node.depth) + 1);  // depth grows by one at most
+    state_at[node.depth] = state;
+    if (node.tokens_end > node.tokens_begin) {
+      const LazyByteDfa::StateInfo& info = dfa.info(state);
+      for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) {
+        if (info.exact) {
+          accepted.push_back(sorted[t]);
+        } else if (info.approx) {
+          mask->uncertain.push_back(t);
+        }
+      }
+    }
+    ++i;
+  }
+  stats_.dfa_states += dfa.num_states();
+  Store(std::move(accepted), *vocab_, mask.get());
+  return mask;
+}
+
+// The same walk without the DFA: one expansion per trie node (for grammars whose state sets are too many).
+std::unique_ptr<TokenMasker::ContextMask> TokenMasker::BuildDirect(const Context& context) {
   StackWalker walker(*grammar_, /*approximate=*/!context.complete);
   std::vector<StackNode>& nodes = walker.nodes();
-  int32_t below = kExactBottom;
-  for (uint32_t i = context.size; i-- > 0;) {
-    nodes.push_back({context.pos[i], below, false});
-    below = int32_t(nodes.size() - 1);
-  }
-  std::vector<int32_t> tops = {below};
+  std::vector<int32_t> tops;
+  ContextStack(context.pos.data(), context.size, &nodes, &tops);
   std::vector<Frame> frames = {{uint32_t(nodes.size()), 0, 1, false}};
   auto mask = std::make_unique<ContextMask>();
   std::vector<int32_t> accepted;
@@ -102,15 +155,19 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& cont
     }
     ++i;
   }
+  Store(std::move(accepted), *vocab_, mask.get());
+  return mask;
+}
+
+void TokenMasker::Store(std::vector<int32_t> accepted, const TokenVocab& vocab, ContextMask* mask) {
   mask->accepted_count = accepted.size();
-  if (accepted.size() * 32 > size_t(vocab_->size())) {
-    mask->accepted_bits.assign(vocab_->mask_words(), 0);
+  if (accepted.size() * 32 > size_t(vocab.size())) {
+    mask->accepted_bits.assign(vocab.mask_words(), 0);
     for (int32_t id : accepted) SetBit(mask->accepted_bits, id);
   } else {
     std::sort(accepted.begin(), accepted.end());
     mask->accepted_ids = std::move(accepted);
   }
-  return mask;
 }
 
 void TokenMasker::Warm(int walks, int steps, double budget_s) {

@@ -19,9 +19,10 @@
 // states recur (the same place in every record of an array): the last kStateCacheSize masks are also
 // kept by exact state and copied when seen again.
 //
-// Masks are built on first use (Warm() builds those a few seeded walks through the grammar reach, which
-// the server does before a request reaches the engine thread). Thread-safe: a mutex guards the caches, so
-// one masker may serve many requests on any threads.
+// A context's walk runs over a lazily built DFA of canonical stack sets (grammar/byte_dfa.h), so most trie
+// nodes cost one table lookup. Masks are built on first use (Warm() builds those a few seeded walks through
+// the grammar reach, which the server does before a request reaches the engine thread). Thread-safe: a mutex
+// guards the caches, so one masker may serve many requests on any threads.
 #pragma once
 
 #include <algorithm>
@@ -46,8 +47,13 @@ class TokenMasker {
   static constexpr int kMaxContextDepth = 8;
   static constexpr size_t kStateCacheSize = 256;
 
+  static constexpr size_t kDfaMaxStates = 4096;
+
+  // dfa_max_states: the most states a context's LazyByteDfa (grammar/byte_dfa.h) may grow to before that
+  // context is walked directly instead; 0 walks every context directly (one expansion per trie node: the
+  // reference the DFA walk must equal bit for bit, and the "before" of grammar_bench).
   TokenMasker(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
-              int context_depth = kDefaultContextDepth);
+              int context_depth = kDefaultContextDepth, size_t dfa_max_states = kDfaMaxStates);
 
   const std::shared_ptr<const CompiledGrammar>& grammar() const { return grammar_; }
   const TokenVocab& vocab() const { return *vocab_; }
@@ -67,6 +73,8 @@ class TokenMasker {
     size_t uncertain_total = 0;  // over built contexts
     size_t state_hits = 0;
     size_t state_misses = 0;
+    size_t dfa_states = 0;     // over contexts built with the DFA
+    size_t dfa_fallbacks = 0;  // contexts whose DFA outgrew dfa_max_states (then walked directly)
   };
   Stats stats() const;
 
@@ -98,8 +106,11 @@ class TokenMasker {
 
   size_t FillMaskLocked(const GrammarMatcher& matcher, std::span<uint64_t> mask);
   Context ContextOf(const std::vector<StackNode>& nodes, int32_t top) const;
-  const ContextMask& Get(const Context& context);  // mutex held
-  std::unique_ptr<ContextMask> Build(const Context& context);
+  const ContextMask& Get(const Context& context);                    // mutex held
+  std::unique_ptr<ContextMask> Build(const Context& context);        // walks the trie over a LazyByteDfa
+  std::unique_ptr<ContextMask> BuildDirect(const Context& context);  // the same, expanding at every node
+  // Accepted ids into the mask's representation (a bit set when many, else a sorted list).
+  static void Store(std::vector<int32_t> accepted, const TokenVocab& vocab, ContextMask* mask);
   // Exact check of `candidates` (sorted-order indices, ascending) against the walker's tops [0, n_tops):
   // sets the bits of those that match.
   void CheckExactly(std::span<const uint32_t> candidates, size_t n_tops, std::span<uint64_t> mask);
@@ -107,6 +118,7 @@ class TokenMasker {
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const TokenVocab> vocab_;
   int depth_;
+  size_t dfa_max_states_;
   mutable std::mutex mutex_;
   std::unordered_map<Context, std::unique_ptr<ContextMask>, ContextHash> masks_;
   std::unordered_map<uint64_t, StateEntry> states_;  // by hash of the state

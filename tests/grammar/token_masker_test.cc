@@ -9,6 +9,7 @@
 #include <random>
 
 #include "gguf/gguf_file.h"
+#include "grammar/json_schema.h"
 #include "grammar_corpus.h"
 #include "testing/testdata.h"
 #include "tokenizer/tokenizer.h"
@@ -41,8 +42,9 @@ std::shared_ptr<const TokenVocab> ToyVocab() {
 // from the cache. warm: build masks by Warm() first (else lazily, in walk order).
 int CheckRandomWalk(const std::shared_ptr<const CompiledGrammar>& g,
                     const std::shared_ptr<const TokenVocab>& v, uint64_t seed, int steps, bool warm,
-                    int depth = TokenMasker::kDefaultContextDepth) {
-  TokenMasker masker(g, v, depth);
+                    int depth = TokenMasker::kDefaultContextDepth,
+                    size_t dfa_max_states = TokenMasker::kDfaMaxStates) {
+  TokenMasker masker(g, v, depth, dfa_max_states);
   if (warm) masker.Warm(3, 20, 10.0);
   GrammarMatcher m(g);
   std::mt19937_64 rng(seed);
@@ -77,7 +79,8 @@ TEST(TokenMasker, MatchesBruteForceOnToyVocabulary) {
     auto g = CompiledGrammar::FromGbnf(gbnf);
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     for (uint64_t seed = 1; seed <= 12; ++seed) {
-      CheckRandomWalk(*g, v, seed, 40, /*warm=*/seed % 2 == 0, /*depth=*/1 + int(seed % 4));
+      CheckRandomWalk(*g, v, seed, 40, /*warm=*/seed % 2 == 0, /*depth=*/1 + int(seed % 4),
+                      /*dfa_max_states=*/seed % 3 == 0 ? 0 : TokenMasker::kDfaMaxStates);
       if (::testing::Test::HasFailure()) return;
     }
   }
@@ -125,10 +128,78 @@ TEST(TokenMasker, MatchesBruteForceOnRealVocabularies) {
     for (const char* gbnf : {testing::kJsonGbnf, testing::kListGbnf}) {
       auto g = CompiledGrammar::FromGbnf(gbnf);
       ASSERT_TRUE(g.ok());
-      CheckRandomWalk(*g, v, /*seed=*/7, /*steps=*/6, /*warm=*/gbnf == testing::kJsonGbnf);
+      CheckRandomWalk(*g, v, /*seed=*/7, /*steps=*/6, /*warm=*/gbnf == testing::kJsonGbnf,
+                      TokenMasker::kDefaultContextDepth,
+                      /*dfa_max_states=*/gbnf == testing::kJsonGbnf ? 0 : TokenMasker::kDfaMaxStates);
       if (::testing::Test::HasFailure()) return;
     }
   }
+}
+
+// The DFA walk (grammar/byte_dfa.h) must give the very masks of the direct walk (one expansion per trie
+// node), bit for bit, at every step: with room for every state, and with a limit so small that contexts
+// fall back to the direct walk part-way. Compared on the real vocabularies over grammars with nested
+// repetition, UTF-8 classes and a JSON schema's generated grammar; each context's accepted and uncertain
+// counts must agree too, not only the union a step sees.
+TEST(TokenMasker, DfaWalkEqualsDirectWalkBitForBit) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  const auto schema = JsonSchemaToGbnf(nlohmann::ordered_json::parse(R"({
+    "type": "array", "minItems": 2,
+    "items": {"type": "object",
+              "properties": {"name": {"type": "string", "maxLength": 12},
+                             "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                             "city": {"enum": ["Paris", "Lagos", "Osaka"]},
+                             "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                             "when": {"type": "string", "format": "date"},
+                             "score": {"type": "number"}},
+              "required": ["name", "age", "city", "tags", "when", "score"],
+              "additionalProperties": false}})"));
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  const std::vector<std::string> grammars = {testing::kJsonGbnf, testing::kArithmeticGbnf, testing::kListGbnf,
+                                             *schema, R"(root ::= ([ぁ-ゟ] | [a-z] [0-9]?)+ "。")"};
+  size_t fallbacks = 0, dfa_states = 0, steps = 0;
+  for (const char* name : {"llama-spm", "gpt-2"}) {
+    auto v = LoadVocab(name);
+    ASSERT_NE(v, nullptr);
+    for (const std::string& gbnf : grammars) {
+      auto g = CompiledGrammar::FromGbnf(gbnf);
+      ASSERT_TRUE(g.ok()) << g.status().ToString();
+      TokenMasker direct(*g, v, TokenMasker::kDefaultContextDepth, /*dfa_max_states=*/0);
+      TokenMasker dfa(*g, v);
+      TokenMasker small(*g, v, TokenMasker::kDefaultContextDepth, /*dfa_max_states=*/6);
+      std::vector<uint64_t> want(v->mask_words()), got(v->mask_words()), got_small(v->mask_words());
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        GrammarMatcher m(*g);
+        std::mt19937_64 rng(seed);
+        for (int step = 0; step < 40; ++step, ++steps) {
+          const size_t count = direct.FillMask(m, want);
+          EXPECT_EQ(dfa.FillMask(m, got), count);
+          EXPECT_EQ(small.FillMask(m, got_small), count);
+          ASSERT_TRUE(got == want) << name << " grammar " << gbnf.substr(0, 40) << " step " << step;
+          ASSERT_TRUE(got_small == want) << name << " grammar " << gbnf.substr(0, 40) << " step " << step;
+          std::vector<int32_t> allowed;
+          for (int32_t t = 0; t < v->size(); ++t) {
+            if (Bit(want, t) && !v->bytes(t).empty()) allowed.push_back(t);
+          }
+          if (allowed.empty()) break;
+          ASSERT_TRUE(m.AcceptBytes(v->bytes(allowed[rng() % allowed.size()])));
+        }
+      }
+      const TokenMasker::Stats a = direct.stats(), b = dfa.stats(), c = small.stats();
+      EXPECT_EQ(a.contexts_built, b.contexts_built);
+      EXPECT_EQ(a.accepted_total, b.accepted_total);
+      EXPECT_EQ(a.uncertain_total, b.uncertain_total);
+      EXPECT_EQ(a.accepted_total, c.accepted_total);
+      EXPECT_EQ(a.uncertain_total, c.uncertain_total);
+      EXPECT_EQ(a.dfa_states, 0u);
+      EXPECT_EQ(b.dfa_fallbacks, 0u);
+      fallbacks += c.dfa_fallbacks;
+      dfa_states += b.dfa_states;
+    }
+  }
+  EXPECT_GT(steps, 300u);
+  EXPECT_GT(dfa_states, 0u);
+  EXPECT_GT(fallbacks, 0u);  // the small limit was reached: the fallback path was compared too
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include "grammar/byte_dfa.h"
+
+#include <algorithm>
+#include <map>
+
+namespace lockstep::grammar {
+
+LazyByteDfa::LazyByteDfa(const CompiledGrammar& grammar, bool approximate,
+                         const std::vector<StackNode>& nodes, const std::vector<int32_t>& tops,
+                         size_t max_states)
+    : walker_(grammar, approximate), max_states_(std::max<size_t>(1, max_states)) {
+  Intern(nodes, tops, StepFlags{});
+}
+
+int32_t LazyByteDfa::Compute(int32_t state, uint8_t byte) {
+  walker_.nodes() = states_[size_t(state)].nodes;
+  const std::vector<int32_t> tops = states_[size_t(state)].tops;
+  scratch_tops_.clear();
+  StepFlags flags;
+  if (!walker_.Advance(&tops, 0, tops.size(), byte, &scratch_tops_, &flags)) return kDead;
+  return Intern(walker_.nodes(), scratch_tops_, flags);
+}
+
+int32_t LazyByteDfa::Intern(const std::vector<StackNode>& nodes, const std::vector<int32_t>& tops,
+                            const StepFlags& flags) {
+  // Each stack as its positions, top first, then its bottom (exact / approximate).
+  std::vector<std::vector<uint32_t>> chains;
+  chains.reserve(tops.size());
+  for (int32_t top : tops) {
+    std::vector<uint32_t> chain;
+    int32_t n = top;
+    for (; n >= 0; n = nodes[size_t(n)].parent) chain.push_back(nodes[size_t(n)].pos);
+    chain.push_back(n == kApproxBottom ? UINT32_MAX : UINT32_MAX - 1);
+    chains.push_back(std::move(chain));
+  }
+  std::sort(chains.begin(), chains.end());
+  chains.erase(std::unique(chains.begin(), chains.end()), chains.end());
+  std::string key;
+  key += char(flags.exact_end ? 1 : 0);
+  key += char(flags.approx_end ? 1 : 0);
+  for (const std::vector<uint32_t>& chain : chains) {
+    key.append(reinterpret_cast<const char*>(chain.data()), chain.size() * sizeof(uint32_t));
+  }
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  if (states_.size() >= max_states_) return kTooMany;
+  State s;
+  s.info.exact = flags.exact_end;
+  s.info.approx = flags.approx_end;
+  std::map<std::pair<uint32_t, int32_t>, int32_t> interned;  // (pos, parent) -> node
+  for (const std::vector<uint32_t>& chain : chains) {
+    const bool approx = chain.back() == UINT32_MAX;
+    (approx ? s.info.approx : s.info.exact) = true;
+    int32_t below = approx ? kApproxBottom : kExactBottom;
+    for (size_t i = chain.size() - 1; i-- > 0;) {
+      auto [it, inserted] = interned.try_emplace({chain[i], below}, int32_t(s.nodes.size()));
+      if (inserted) s.nodes.push_back({chain[i], below, approx});
+      below = it->second;
+    }
+    s.tops.push_back(below);
+  }
+  const int32_t id = int32_t(states_.size());
+  states_.push_back(std::move(s));
+  table_.emplace_back();
+  table_.back().fill(kUnknown);
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+}  // namespace lockstep::grammar
