@@ -1,0 +1,163 @@
+// Tool-call parsing against the real templates' own text: the goldens of tests/chat (Llama 3.1, Qwen2.5 and
+// Mistral Nemo rendered by Python jinja2 as Hugging Face does) hold each assistant tool-call turn exactly as
+// the model was trained to write it. Every such turn, cut out of the rendered prompt, must parse back into
+// the conversation's tool calls (names, arguments as JSON, content), with its marker ([TOOL_CALLS],
+// <tool_call>) kept or dropped (a control token may be skipped when decoding), whole and streamed in pieces
+// as OpenAI sends the deltas.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "server/tool_calls.h"
+
+namespace lockstep::server {
+namespace {
+
+struct Turn {
+  std::string text;  // what the model writes for this assistant turn (no end-of-turn token)
+  nlohmann::ordered_json message;
+};
+
+// The assistant turns of a rendered conversation, in order, by the family's turn delimiters.
+std::vector<std::string> AssistantTexts(const std::string& family, const std::string& rendered) {
+  std::vector<std::string> opens;
+  std::string close;
+  if (family == "llama3.1") {
+    opens = {"<|start_header_id|>assistant<|end_header_id|>\n\n"};
+    close = "<|eot_id|>";
+  } else if (family == "qwen2.5") {
+    opens = {"<|im_start|>assistant\n"};
+    close = "<|im_end|>";
+  } else {
+    opens = {"[/INST]", "[/TOOL_RESULTS]"};  // Mistral: a reply follows the user's turn or the tool results
+    close = "</s>";
+  }
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    size_t begin = std::string::npos;
+    for (const std::string& open : opens) {
+      const size_t found = rendered.find(open, at);
+      if (found != std::string::npos && (begin == std::string::npos || found + open.size() < begin)) {
+        begin = found + open.size();
+      }
+    }
+    if (begin == std::string::npos) break;
+    const size_t end = rendered.find(close, begin);
+    if (end == std::string::npos) break;  // the last user turn: nothing written after it
+    const size_t next_open = [&] {
+      size_t n = std::string::npos;
+      for (const std::string& open : opens) n = std::min(n, rendered.find(open, begin));
+      return n;
+    }();
+    at = end + close.size();
+    if (next_open < end) {  // e.g. [/TOOL_RESULTS] before the reply's </s>: start again from there
+      at = next_open;
+      continue;
+    }
+    out.push_back(rendered.substr(begin, end - begin));
+  }
+  return out;
+}
+
+// Streams `text` in pieces of `step` bytes; the calls the deltas add up to (index -> {id, name, arguments}).
+std::map<int, nlohmann::json> StreamCalls(const ToolSpec& spec, const std::string& text, size_t step,
+                                          bool mistral_ids, std::string* content, bool* called) {
+  std::map<int, nlohmann::json> calls;
+  for (size_t at = 0;;) {
+    const size_t next = std::min(text.size(), at + step);
+    const bool last = next == text.size();
+    ToolStreamDelta d =
+        ToolStreamStep(spec, std::string_view(text).substr(0, at), std::string_view(text).substr(0, next),
+                       at == 0, last, "seed", mistral_ids);
+    *content += d.content;
+    if (d.tool_calls.is_array()) {
+      for (const auto& tc : d.tool_calls) {
+        nlohmann::json& acc = calls[tc["index"].get<int>()];
+        if (tc.contains("id")) acc["id"] = tc["id"];
+        if (tc["function"].contains("name")) acc["name"] = tc["function"]["name"];
+        acc["arguments"] = acc.value("arguments", "") + tc["function"]["arguments"].get<std::string>();
+      }
+    }
+    *called = d.called;
+    at = next;
+    if (last) break;
+  }
+  return calls;
+}
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \n") - b + 1);
+}
+
+TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::ordered_json goldens = nlohmann::ordered_json::parse(in);
+  const nlohmann::json body = {{"tools", nlohmann::json::parse(goldens["tools"].dump())}};
+  auto spec = ReadToolFields(body, body.dump());
+  ASSERT_TRUE(spec.ok()) << spec.error.status.message();
+  std::map<std::string, int> calls_checked;
+  for (const auto& c : goldens["cases"]) {
+    if (!c.contains("expected") || c["add_generation_prompt"].get<bool>()) continue;
+    const std::string family = c["family"];
+    const bool mistral_ids = family == "mistral-nemo";
+    std::vector<nlohmann::ordered_json> messages;
+    for (const auto& m : goldens["conversations"][c["conversation"].get<size_t>()]) {
+      if (m["role"] == "assistant") messages.push_back(m);
+    }
+    const std::vector<std::string> texts = AssistantTexts(family, c["expected"]);
+    ASSERT_EQ(texts.size(), messages.size()) << family << " conversation " << c["conversation"];
+    for (size_t t = 0; t < texts.size(); ++t) {
+      const nlohmann::ordered_json& want = messages[t];
+      const bool has_calls = want.contains("tool_calls");
+      std::vector<std::string> variants = {texts[t]};
+      for (const char* marker : {"[TOOL_CALLS]", "<|python_tag|>"}) {
+        if (texts[t].rfind(marker, 0) == 0) variants.push_back(texts[t].substr(std::string(marker).size()));
+      }
+      for (const std::string& text : variants) {
+        const std::string where =
+            family + " conversation " + c["conversation"].dump() + " turn " + std::to_string(t) + ": " + text;
+        const ToolOutput out = ParseToolOutput(*spec.value, text, "seed", mistral_ids);
+        const size_t n = has_calls ? want["tool_calls"].size() : 0;
+        ASSERT_EQ(out.calls.size(), n) << where;
+        for (size_t k = 0; k < n; ++k) {
+          const auto& f = want["tool_calls"][k]["function"];
+          EXPECT_EQ(out.calls[k].name, f["name"].get<std::string>()) << where;
+          EXPECT_EQ(nlohmann::json::parse(out.calls[k].arguments),
+                    nlohmann::json::parse(f["arguments"].dump()))
+              << where;
+          EXPECT_EQ(out.calls[k].id.size(), mistral_ids ? 9u : 29u) << where;
+        }
+        // The content the turn's text holds (Mistral Nemo's template drops it beside tool calls).
+        std::string want_content = want["content"].is_string() ? want["content"].get<std::string>() : "";
+        if (text.find(want_content) == std::string::npos) want_content.clear();
+        EXPECT_EQ(Trim(out.content.value_or("")), want_content) << where;
+        for (size_t step : {size_t(1), size_t(5), text.size()}) {
+          std::string content;
+          bool called = false;
+          const auto streamed = StreamCalls(*spec.value, text, step, mistral_ids, &content, &called);
+          EXPECT_EQ(called, n > 0) << where << " step " << step;
+          EXPECT_EQ(content, out.content.value_or("")) << where << " step " << step;
+          ASSERT_EQ(streamed.size(), n) << where << " step " << step;
+          for (size_t k = 0; k < n; ++k) {
+            EXPECT_EQ(streamed.at(int(k))["id"], out.calls[k].id) << where;
+            EXPECT_EQ(streamed.at(int(k))["name"], out.calls[k].name) << where;
+            EXPECT_EQ(streamed.at(int(k))["arguments"], out.calls[k].arguments) << where;
+          }
+        }
+        calls_checked[family] += int(n);
+      }
+    }
+  }
+  // Llama 3.1 renders single calls only (its template raises on parallel ones); the others render both.
+  EXPECT_GE(calls_checked["llama3.1"], 2);
+  EXPECT_GE(calls_checked["qwen2.5"], 4);
+  EXPECT_GE(calls_checked["mistral-nemo"], 8);  // with and without the [TOOL_CALLS] marker
+}
+
+}  // namespace
+}  // namespace lockstep::server
