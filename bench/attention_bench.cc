@@ -9,11 +9,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "model/attention.h"
+#include "tensor/kernels.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
@@ -23,6 +25,19 @@ ThreadPool& Pool() {
   const char* env = std::getenv("LOCKSTEP_BENCH_THREADS");
   static ThreadPool* pool = new ThreadPool(env != nullptr ? std::max(1, std::atoi(env)) : 2);
   return *pool;
+}
+
+// The best CPU level's attention kernels, or LOCKSTEP_CPU's.
+const AttentionKernels& BenchAttention() {
+  static const AttentionKernels* kernels = [] {
+    Result<Kernels> k = ChooseKernelsForThisCpu();
+    if (!k.ok()) {
+      std::fprintf(stderr, "attention_bench: %s\n", k.status().ToString().c_str());
+      std::exit(1);
+    }
+    return new AttentionKernels(k->attention);
+  }();
+  return *kernels;
 }
 
 // SmolLM2-135M's attention shape (30 layers, 3 KV heads of 3 query heads, head_dim 64), f16 KV in blocks of
@@ -71,22 +86,28 @@ void BM_DecodeRowAttention(benchmark::State& state, bool split) {
   for (auto _ : state) {
     for (int32_t layer = 0; layer < kv.n_layer; ++layer) {  // one parallel loop per layer, as in Forward
       if (!split) {
-        Pool().Run(kv.n_kv_head, [&](int64_t g, int) {
-          AttendRows(kv, b.blocks, layer, int32_t(g), position, 1, b.q.data() + g * group * kv.head_dim,
-                     size_t(b.q_dim), group, b.scale, b.out.data() + g * group * kv.head_dim,
-                     size_t(b.q_dim));
+        Pool().Run(kv.n_kv_head, [&](int64_t g, int worker) {
+          std::byte* scratch =
+              Pool().WorkerScratch(worker, AttendRowsScratchBytes(BenchAttention(), kv, position, 1, group));
+          AttendRows(BenchAttention(), kv, b.blocks, layer, int32_t(g), position, 1,
+                     b.q.data() + g * group * kv.head_dim, size_t(b.q_dim), group, b.scale,
+                     b.out.data() + g * group * kv.head_dim, size_t(b.q_dim), scratch);
         });
         continue;
       }
-      Pool().Run(int64_t(kv.n_kv_head) * parts, [&](int64_t task, int) {
+      Pool().Run(int64_t(kv.n_kv_head) * parts, [&](int64_t task, int worker) {
         const int32_t g = int32_t(task / parts), part = int32_t(task % parts);
-        AttendRowPart(kv, b.blocks, layer, g, position, part, b.q.data() + g * group * kv.head_dim, group,
-                      b.scale, partials.data() + size_t(g) * group * parts * kv.head_dim,
-                      stats.data() + size_t(g) * group * parts);
+        AttendRowPart(BenchAttention(), kv, b.blocks, layer, g, position, part,
+                      b.q.data() + g * group * kv.head_dim, group, b.scale,
+                      partials.data() + size_t(g) * group * parts * kv.head_dim,
+                      stats.data() + size_t(g) * group * parts,
+                      Pool().WorkerScratch(worker, AttendRowPartScratchBytes(group)));
       });
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
-        MergeRowParts(kv, position, group, partials.data() + size_t(g) * group * parts * kv.head_dim,
-                      stats.data() + size_t(g) * group * parts, b.out.data() + g * group * kv.head_dim);
+        MergeRowParts(BenchAttention(), kv, position, group,
+                      partials.data() + size_t(g) * group * parts * kv.head_dim,
+                      stats.data() + size_t(g) * group * parts, b.out.data() + g * group * kv.head_dim,
+                      Pool().WorkerScratch(0, MergeRowPartsScratchBytes(position, group)));
       }
     }
     benchmark::DoNotOptimize(b.out.data());
@@ -106,11 +127,14 @@ void BM_PromptAttention(benchmark::State& state) {
   const int32_t tiles = (prompt + 15) / 16;
   for (auto _ : state) {
     for (int32_t layer = 0; layer < kv.n_layer; ++layer) {
-      Pool().Run(int64_t(tiles) * kv.n_kv_head, [&](int64_t task, int) {
+      Pool().Run(int64_t(tiles) * kv.n_kv_head, [&](int64_t task, int worker) {
         const int32_t first = int32_t(task / kv.n_kv_head) * 16, g = int32_t(task % kv.n_kv_head);
+        const int32_t rows = std::min(16, prompt - first);
         const size_t at = size_t(first) * b.q_dim + size_t(g) * group * kv.head_dim;
-        AttendRows(kv, b.blocks, layer, g, first, std::min(16, prompt - first), b.q.data() + at,
-                   size_t(b.q_dim), group, b.scale, b.out.data() + at, size_t(b.q_dim));
+        std::byte* scratch =
+            Pool().WorkerScratch(worker, AttendRowsScratchBytes(BenchAttention(), kv, first, rows, group));
+        AttendRows(BenchAttention(), kv, b.blocks, layer, g, first, rows, b.q.data() + at, size_t(b.q_dim),
+                   group, b.scale, b.out.data() + at, size_t(b.q_dim), scratch);
       });
     }
     benchmark::DoNotOptimize(b.out.data());

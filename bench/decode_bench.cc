@@ -10,7 +10,7 @@
 //   {"model", "type", "threads", "decode_tokens", "decode_tokens_per_s", "prefill_tokens",
 //   "prefill_tokens_per_s", "decode_best", "prefill_best", "load_ms", "kernels"}
 // load_ms: Model::Load, which repacks the quantized matrices (the file is mmap'd: a cold page cache adds).
-// kernels: the matmul paths this CPU runs (tensor/matmul_amx.h MatMulPathName, e.g. "AVX3_DL").
+// kernels: the CPU level whose kernels ran (tensor/cpu_level.h, e.g. "avx512-vnni"; LOCKSTEP_CPU forces one).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,7 +23,6 @@
 #include "gguf/gguf_file.h"
 #include "model/local_kv.h"
 #include "model/model.h"
-#include "tensor/matmul_amx.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
@@ -130,7 +129,8 @@ int Main(int argc, char** argv) {
       "\"load_ms\": %.1f, \"kernels\": \"%s\"}\n",
       name.c_str(), type.c_str(), threads, decode_tokens, Median(decode_rates), prefill_tokens,
       Median(prefill_rates), *std::max_element(decode_rates.begin(), decode_rates.end()),
-      *std::max_element(prefill_rates.begin(), prefill_rates.end()), load_ms, MatMulPathName());
+      *std::max_element(prefill_rates.begin(), prefill_rates.end()), load_ms,
+      std::string(model.kernels().name()).c_str());
   return 0;
 }
 

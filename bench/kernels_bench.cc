@@ -1,9 +1,11 @@
 // MatMul throughput at smollm2-135m and llama-1b feed-forward shapes for every weight type and row count, 2
 // threads (override with LOCKSTEP_BENCH_THREADS). Reports weight bytes streamed per second (GB/s) and
 // arithmetic (GFLOP/s). JSON: kernels_bench --benchmark_format=json. Filter e.g.
-// --benchmark_filter='q8_0/576x1536/rows:1$'.
+// --benchmark_filter='q8_0/576x1536/rows:1$'. The kernels are the best CPU level's, or LOCKSTEP_CPU's (the
+// level is in the JSON context as "cpu_level").
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -12,6 +14,7 @@
 
 #include "gguf/tensor_type.h"
 #include "tensor/dequantize.h"
+#include "tensor/kernels.h"
 #include "tensor/matmul.h"
 #include "tensor/thread_pool.h"
 
@@ -26,6 +29,18 @@ int BenchThreads() {
 ThreadPool& Pool() {
   static ThreadPool* pool = new ThreadPool(BenchThreads());
   return *pool;
+}
+
+const Kernels& BenchKernels() {
+  static const Kernels* kernels = [] {
+    Result<Kernels> k = ChooseKernelsForThisCpu();
+    if (!k.ok()) {
+      std::fprintf(stderr, "kernels_bench: %s\n", k.status().ToString().c_str());
+      std::exit(1);
+    }
+    return new Kernels(*k);
+  }();
+  return *kernels;
 }
 
 std::vector<std::byte> RandomWeights(TensorType type, int64_t in, int64_t out) {
@@ -52,7 +67,7 @@ void BM_MatMul(benchmark::State& state, TensorType type, int64_t in, int64_t out
   PackedWeightsPtr packed = pack ? PackWeights(w) : nullptr;
   w.packed = packed.get();
   for (auto _ : state) {
-    MatMul(w, x.data(), rows, y.data(), Pool());
+    MatMul(BenchKernels().matmul, w, x.data(), rows, y.data(), Pool());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -73,6 +88,7 @@ void BM_ThreadPoolRun(benchmark::State& state) {
 }
 
 void RegisterAll() {
+  benchmark::AddCustomContext("cpu_level", std::string(BenchKernels().name()));
   benchmark::RegisterBenchmark("ThreadPool/Run", BM_ThreadPoolRun)
       ->ArgName("tasks")
       ->Arg(2)

@@ -16,7 +16,6 @@
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
 #include "engine/engine.h"
-#include "tensor/matmul_amx.h"
 
 namespace lockstep::cli {
 namespace {
@@ -150,7 +149,8 @@ void RunGenerate(GenerateFlags f) {
                "seed %llu, %d threads, kernels %s\n",
                prompt.size(), prompt_ms, prompt.size() * 1000.0 / std::max(prompt_ms, 1e-3), generated,
                gen_ms, std::max(generated - 1, 0) * 1000.0 / std::max(gen_ms, 1e-3),
-               (unsigned long long)sampling.seed, options.threads, MatMulPathName());
+               (unsigned long long)sampling.seed, options.threads,
+               std::string(loaded.model->kernels().name()).c_str());
   if (!f.timings_json.empty()) {
     std::ofstream out(f.timings_json);
     out << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms

@@ -13,7 +13,7 @@
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
 #include "server/server.h"
-#include "tensor/matmul_amx.h"
+#include "tensor/kernels.h"
 
 namespace lockstep::cli {
 namespace {
@@ -46,10 +46,12 @@ void RunServe(ServeFlags& flags) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const Kernels kernels = ValueOrDie(ChooseKernelsForThisCpu());
+  options.kernels = &kernels;
   auto server = ValueOrDie(server::Server::Create(options));
   const int port = ValueOrDie(server->Start());
   std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (kernels %s; Ctrl-C to stop)\n",
-               server->model_id().c_str(), options.host.c_str(), port, MatMulPathName());
+               server->model_id().c_str(), options.host.c_str(), port, std::string(kernels.name()).c_str());
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs)\n",

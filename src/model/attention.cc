@@ -6,8 +6,6 @@
 #include <limits>
 #include <numeric>
 
-#include "model/attention_decode.h"
-#include "model/attention_kernels.h"
 #include "tensor/float16.h"
 #include "tensor/prefetch.h"
 
@@ -47,25 +45,70 @@ void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n, size_t 
   for (; i < n; ++i) h[i * stride] = F32ToF16(src[i]);
 }
 
-template <typename T>
-T* Grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
+// Carves typed buffers, each 64-byte aligned, out of caller scratch; with a null base it only counts bytes
+// (so the *ScratchBytes functions and the attention code carve the same buffers in the same order).
+class ScratchCarver {
+ public:
+  explicit ScratchCarver(std::byte* base) : base_(base) {}
+  template <typename T>
+  T* Take(size_t n) {
+    T* p = base_ != nullptr ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += (n * sizeof(T) + 63) / 64 * 64;
+    return p;
+  }
+  size_t used() const { return used_; }
 
-// Per-thread scratch, grown on demand and then reused: no allocation per step once warm.
-struct Scratch {
-  std::vector<float> scores, keys, values, queries, merged, weights, partials;
-  std::vector<attention::SoftmaxStats> stats;
+ private:
+  std::byte* base_;
+  size_t used_ = 0;
 };
-thread_local Scratch scratch;
 
-const attention::KernelLevel kLevel = attention::BestKernelLevel();
 // Key positions widened per DotKeys call (about 64 KiB of f32 keys at head_dim 64).
 constexpr int32_t kKeyChunk = 256;
 // Value positions widened before they are accumulated (16 KiB of f32 values at head_dim 64, in L1): a call
 // per block of 16 paid its accumulators' loads and stores once per 16 positions.
 constexpr int32_t kValueChunk = 64;
+
+// Buffers of one AttendRows call over widened blocks.
+struct TileBuffers {
+  size_t stride = 0;  // scores per (row, head), room for softmax padding
+  float *scores, *values, *queries, *keys, *weights, *merged;
+  attention::SoftmaxStats* stats;
+};
+TileBuffers TakeTileBuffers(ScratchCarver& c, const KvLayout& kv, int32_t first_position, int32_t rows,
+                            int32_t heads, int32_t base) {
+  const int32_t max_len = first_position + rows, bt = kv.block_tokens;
+  const size_t outputs = size_t(rows) * heads * kv.head_dim,
+               weights = size_t(rows) * heads * AttentionParts(max_len - 1);
+  // A key chunk closes at a group boundary once it holds kKeyChunk positions; blocks add bt at a time.
+  const int32_t key_chunk = std::min(max_len - base, kKeyChunk + 16 * bt);
+  TileBuffers b;
+  b.stride = (size_t(max_len - base) + 7) / 8 * 8;  // position t at t - base
+  b.scores = c.Take<float>(size_t(rows) * heads * b.stride);
+  b.values = c.Take<float>(size_t(kValueChunk + bt) * kv.head_dim);
+  // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
+  b.queries = c.Take<float>(outputs);
+  b.keys = c.Take<float>(attention::TransposedKeyFloats(key_chunk, kv.head_dim));
+  b.stats = c.Take<attention::SoftmaxStats>(weights);
+  b.weights = c.Take<float>(weights);
+  b.merged = c.Take<float>(outputs);
+  return b;
+}
+
+// Buffers of one decode row attended straight from the stored blocks.
+struct StoredBuffers {
+  float *scores, *partials, *weights;
+  attention::SoftmaxStats* stats;
+};
+StoredBuffers TakeStoredBuffers(ScratchCarver& c, const KvLayout& kv, int32_t position, int32_t heads) {
+  const size_t parts = size_t(AttentionParts(position));
+  StoredBuffers b;
+  b.scores = c.Take<float>(size_t(heads) * kAttentionPart);  // one part at a time
+  b.partials = c.Take<float>(size_t(heads) * parts * kv.head_dim);
+  b.stats = c.Take<attention::SoftmaxStats>(size_t(heads) * parts);
+  b.weights = c.Take<float>(size_t(heads) * parts);
+  return b;
+}
 
 }  // namespace
 
@@ -91,47 +134,24 @@ inline void MergePart(float w, const float* x, int n, float* out) {
   for (int d = 0; d < n; ++d) out[d] = std::fma(w, x[d], out[d]);
 }
 
-// Positions [begin, end) of one row straight from the stored blocks (attention::AttendDecodeRow).
-void AttendStoredPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer,
-                      int32_t kv_head, int32_t begin, int32_t end, const float* q, int32_t heads, float scale,
-                      float* out, size_t out_stride, attention::SoftmaxStats* stats, size_t stats_stride) {
+// Positions [begin, end) (at most one part) of one row straight from the stored blocks (k.decode_row);
+// scores: room for heads x kAttentionPart floats.
+void AttendStoredPart(const AttentionKernels& k, const KvLayout& kv, const std::vector<std::byte*>& blocks,
+                      int32_t layer, int32_t kv_head, int32_t begin, int32_t end, const float* q,
+                      int32_t heads, float scale, float* out, size_t out_stride,
+                      attention::SoftmaxStats* stats, size_t stats_stride, float* scores) {
   const size_t stride = (size_t(end - begin) + 7) / 8 * 8;
-  float* scores = Grow(scratch.scores, size_t(heads) * stride);
-  attention::AttendDecodeRow(kLevel, blocks.data(), kv.KeyOffset(layer, kv_head),
-                             kv.ValueOffset(layer, kv_head), kv.dtype == KvDtype::kF16, kv.block_tokens,
-                             begin, end, q, size_t(kv.head_dim), heads, kv.head_dim, scale, scores, stride,
-                             out, out_stride, stats, stats_stride);
+  k.decode_row(blocks.data(), kv.KeyOffset(layer, kv_head), kv.ValueOffset(layer, kv_head),
+               kv.dtype == KvDtype::kF16, kv.block_tokens, begin, end, q, size_t(kv.head_dim), heads,
+               kv.head_dim, scale, scores, stride, out, out_stride, stats, stats_stride);
 }
 
-}  // namespace
-
-int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window) {
-  if (window <= 0 || position < window) return 0;
-  const int32_t align = std::lcm(attention::kKeyLanes, kv.block_tokens);
-  return (position - window + 1) / align * align;
-}
-
-bool CanSplitRow(const KvLayout& kv, int32_t heads, const AttentionRule& rule) {
-  return rule.window == 0 && rule.softcap == 0 &&
-         attention::CanAttendDecodeRow(kLevel, kv.head_dim, kv.block_tokens, heads);
-}
-
-void AttendRowPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                   int32_t position, int32_t part, const float* q, int32_t heads, float scale,
-                   float* partials, attention::SoftmaxStats* stats) {
-  const int32_t parts = AttentionParts(position);
-  const int32_t begin = part * kAttentionPart, end = std::min(position + 1, begin + kAttentionPart);
-  AttendStoredPart(kv, blocks, layer, kv_head, begin, end, q, heads, scale,
-                   partials + size_t(part) * kv.head_dim, size_t(parts) * kv.head_dim, stats + part,
-                   size_t(parts));
-}
-
-void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const float* partials,
-                   const attention::SoftmaxStats* stats, float* out) {
+// MergeRowParts with its weights buffer (heads x parts floats) given.
+void MergeParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,
+                const float* partials, const attention::SoftmaxStats* stats, float* out, float* weights) {
   const int32_t parts = AttentionParts(position);
   const int n = kv.head_dim;
-  float* weights = Grow(scratch.weights, size_t(heads) * parts);
-  attention::PartitionWeights(kLevel, stats, parts, weights, heads, size_t(parts));  // every head at once
+  k.partition_weights(stats, parts, weights, heads, size_t(parts));  // every head at once
   for (int32_t h = 0; h < heads; ++h) {
     float* o = out + size_t(h) * n;
     std::memset(o, 0, size_t(n) * sizeof(float));
@@ -142,28 +162,77 @@ void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const fl
   }
 }
 
-void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
-                float scale, float* out, size_t out_stride, const AttentionRule& rule) {
-  using attention::AccumulateValues;
-  using attention::DotKeys;
+}  // namespace
+
+int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window) {
+  if (window <= 0 || position < window) return 0;
+  const int32_t align = std::lcm(attention::kKeyLanes, kv.block_tokens);
+  return (position - window + 1) / align * align;
+}
+
+bool CanSplitRow(const AttentionKernels& k, const KvLayout& kv, int32_t heads, const AttentionRule& rule) {
+  return rule.window == 0 && rule.softcap == 0 && k.decode_row != nullptr &&
+         attention::CanAttendDecodeRow(k.level, kv.head_dim, kv.block_tokens, heads);
+}
+
+size_t AttendRowPartScratchBytes(int32_t heads) { return size_t(heads) * kAttentionPart * sizeof(float); }
+
+void AttendRowPart(const AttentionKernels& k, const KvLayout& kv, const std::vector<std::byte*>& blocks,
+                   int32_t layer, int32_t kv_head, int32_t position, int32_t part, const float* q,
+                   int32_t heads, float scale, float* partials, attention::SoftmaxStats* stats,
+                   std::byte* scratch) {
+  const int32_t parts = AttentionParts(position);
+  const int32_t begin = part * kAttentionPart, end = std::min(position + 1, begin + kAttentionPart);
+  AttendStoredPart(k, kv, blocks, layer, kv_head, begin, end, q, heads, scale,
+                   partials + size_t(part) * kv.head_dim, size_t(parts) * kv.head_dim, stats + part,
+                   size_t(parts), reinterpret_cast<float*>(scratch));
+}
+
+size_t MergeRowPartsScratchBytes(int32_t position, int32_t heads) {
+  return size_t(heads) * AttentionParts(position) * sizeof(float);
+}
+
+void MergeRowParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,
+                   const float* partials, const attention::SoftmaxStats* stats, float* out,
+                   std::byte* scratch) {
+  MergeParts(k, kv, position, heads, partials, stats, out, reinterpret_cast<float*>(scratch));
+}
+
+size_t AttendRowsScratchBytes(const AttentionKernels& k, const KvLayout& kv, int32_t first_position,
+                              int32_t rows, int32_t heads, const AttentionRule& rule) {
+  ScratchCarver c(nullptr);
+  if (rows == 1 && CanSplitRow(k, kv, heads, rule)) {
+    TakeStoredBuffers(c, kv, first_position, heads);
+  } else {
+    TakeTileBuffers(c, kv, first_position, rows, heads, AttentionStart(kv, first_position, rule.window));
+  }
+  return c.used();
+}
+
+void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector<std::byte*>& blocks,
+                int32_t layer, int32_t kv_head, int32_t first_position, int32_t rows, const float* q,
+                size_t q_stride, int32_t heads, float scale, float* out, size_t out_stride,
+                std::byte* scratch, const AttentionRule& rule) {
   const int n = kv.head_dim;
   const int32_t bt = kv.block_tokens;
   const bool f16 = kv.dtype == KvDtype::kF16;
   const int32_t max_len = first_position + rows;
   const int32_t max_parts = AttentionParts(max_len - 1);
-  if (rows == 1 && CanSplitRow(kv, heads, rule)) {  // straight from the stored blocks
+  ScratchCarver c(scratch);
+  if (rows == 1 && CanSplitRow(k, kv, heads, rule)) {  // straight from the stored blocks
+    const StoredBuffers b = TakeStoredBuffers(c, kv, first_position, heads);
     if (max_parts == 1) {
       attention::SoftmaxStats stats[8];
-      AttendStoredPart(kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(n), stats, 1);
+      AttendStoredPart(k, kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(n), stats, 1,
+                       b.scores);
       return;
     }
-    float* partials = Grow(scratch.partials, size_t(heads) * max_parts * n);
-    attention::SoftmaxStats* stats = Grow(scratch.stats, size_t(heads) * max_parts);
     for (int32_t p = 0; p < max_parts; ++p) {
-      AttendRowPart(kv, blocks, layer, kv_head, first_position, p, q, heads, scale, partials, stats);
+      const int32_t begin = p * kAttentionPart, end = std::min(max_len, begin + kAttentionPart);
+      AttendStoredPart(k, kv, blocks, layer, kv_head, begin, end, q, heads, scale, b.partials + size_t(p) * n,
+                       size_t(max_parts) * n, b.stats + p, size_t(max_parts), b.scores);
     }
-    MergeRowParts(kv, first_position, heads, partials, stats, out);
+    MergeParts(k, kv, first_position, heads, b.partials, b.stats, out, b.weights);
     return;
   }
   // Positions [base, max_len) are read (base = 0 without a window); row r attends to [lo(r), its position]
@@ -176,11 +245,11 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t k_off = kv.KeyOffset(layer, kv_head);
   const size_t v_off = kv.ValueOffset(layer, kv_head);
   // Scores per (row, head), position t at t - base, with room for softmax padding.
-  const size_t stride = (size_t(max_len - base) + 7) / 8 * 8;
-  float* scores = Grow(scratch.scores, size_t(rows) * heads * stride);
-  float* values = Grow(scratch.values, size_t(kValueChunk + bt) * n);
-  // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
-  float* queries = Grow(scratch.queries, size_t(rows) * heads * n);
+  const TileBuffers buffers = TakeTileBuffers(c, kv, first_position, rows, heads, base);
+  const size_t stride = buffers.stride;
+  float* scores = buffers.scores;
+  float* values = buffers.values;
+  float* queries = buffers.queries;
   for (int32_t r = 0; r < rows; ++r) {
     std::memcpy(queries + size_t(r) * heads * n, q + r * q_stride, size_t(heads) * n * sizeof(float));
   }
@@ -208,11 +277,11 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   int32_t chunk_start = base;
   auto widen_keys = [&](const std::byte* src, int32_t t0, int32_t count) {
     const int32_t end = t0 + count;
-    float* keys = Grow(scratch.keys, attention::TransposedKeyFloats(end - chunk_start, n));
+    float* keys = buffers.keys;
     attention::WidenKeysTransposed(src, f16, bt, count, n, keys, t0 - chunk_start);
     if (end == max_len || (end - chunk_start >= kKeyChunk && end % attention::kKeyLanes == 0)) {
-      DotKeys(kLevel, queries, size_t(n), rows * heads, keys, end - chunk_start, n, scale,
-              scores + (chunk_start - base), stride);
+      k.dot_keys(queries, size_t(n), rows * heads, keys, end - chunk_start, n, scale,
+                 scores + (chunk_start - base), stride);
       chunk_start = end;
     }
   };
@@ -220,7 +289,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   // Soft-capping, the window's mask, then a softmax per part of each row (parts are kAttentionPart positions
   // from 0, a multiple of 8, and a row's first one begins at start(r), a multiple of 16: only a row's last
   // part pads), and, when the rows reach over several parts, the weights that merge their parts.
-  attention::SoftmaxStats* stats = Grow(scratch.stats, size_t(rows) * heads * max_parts);
+  attention::SoftmaxStats* stats = buffers.stats;
   for (int32_t r = 0; r < rows; ++r) {
     const int32_t len = first_position + r + 1, row_start = start(r), row_lo = lo(r);
     for (int32_t h = 0; h < heads; ++h) {
@@ -232,7 +301,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
       for (int32_t p = row_start / kAttentionPart; p * kAttentionPart < len; ++p) {
         const int32_t b = std::max(p * kAttentionPart, row_start);
         stats[(size_t(r) * heads + h) * max_parts + p] =
-            attention::Softmax(kLevel, x + b, std::min((p + 1) * kAttentionPart, len) - b);
+            k.softmax(x + b, std::min((p + 1) * kAttentionPart, len) - b);
       }
       // The masked positions weigh exactly 0 (the x86 exp gives e^-87 for -inf).
       for (int32_t t = base; t < row_lo; ++t) x[t] = 0.0f;
@@ -241,7 +310,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const bool several_parts = (max_len - 1) / kAttentionPart > base / kAttentionPart;
   float* weights = nullptr;
   if (several_parts) {  // for each run of rows with the same parts, all their heads at once
-    weights = Grow(scratch.weights, size_t(rows) * heads * max_parts);
+    weights = buffers.weights;
     for (int32_t r = 0; r < rows;) {
       const int32_t first_part = start(r) / kAttentionPart, last_part = (first_position + r) / kAttentionPart;
       int32_t end = r + 1;
@@ -250,8 +319,8 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
         ++end;
       }
       const size_t at = size_t(r) * heads * max_parts + first_part;
-      attention::PartitionWeights(kLevel, stats + at, last_part - first_part + 1, weights + at,
-                                  (end - r) * heads, size_t(max_parts));
+      k.partition_weights(stats + at, last_part - first_part + 1, weights + at, (end - r) * heads,
+                          size_t(max_parts));
       r = end;
     }
   }
@@ -260,7 +329,7 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
   const size_t outputs = size_t(rows) * heads * n;
   float* sums = queries;
   std::memset(sums, 0, outputs * sizeof(float));
-  float* merged = several_parts ? Grow(scratch.merged, outputs) : sums;
+  float* merged = several_parts ? buffers.merged : sums;
   if (several_parts) std::memset(merged, 0, outputs * sizeof(float));
   int32_t part_end = (base / kAttentionPart + 1) * kAttentionPart;
   auto merge_part = [&] {  // rows whose parts include [part_end - kAttentionPart, part_end)
@@ -279,11 +348,11 @@ void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32
     const int32_t r_first = std::max(0, t0 - first_position);
     const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
     for (int32_t r = r_first; r < r_full; ++r) {
-      AccumulateValues(kLevel, row_scores(r, 0) + (t0 - base), stride, heads, vals,
-                       first_position + r + 1 - t0, n, sums + size_t(r) * heads * n, size_t(n));
+      k.accumulate_values(row_scores(r, 0) + (t0 - base), stride, heads, vals, first_position + r + 1 - t0, n,
+                          sums + size_t(r) * heads * n, size_t(n));
     }
-    AccumulateValues(kLevel, row_scores(r_full, 0) + (t0 - base), stride, (rows - r_full) * heads, vals,
-                     count, n, sums + size_t(r_full) * heads * n, size_t(n));
+    k.accumulate_values(row_scores(r_full, 0) + (t0 - base), stride, (rows - r_full) * heads, vals, count, n,
+                        sums + size_t(r_full) * heads * n, size_t(n));
   };
   // Value blocks widened side by side from chunk_start until about kValueChunk positions, then accumulated.
   chunk_start = base;

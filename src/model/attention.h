@@ -2,16 +2,18 @@
 // WriteKv stores one row's K and V (all KV heads of one layer) at its position; AttendRows computes query
 // heads of rows against positions [0, position] of their own sequence, reading only that sequence's blocks,
 // so its cost grows with the rows' own context. Every reduction runs over positions in increasing order and
-// over head dims in a fixed order: the result depends only on the row's own data (batch invariance).
-// Safe to call concurrently for different (row, head) outputs (scratch is per thread).
+// over head dims in a fixed order: the result depends only on the row's own data (batch invariance). The
+// kernels come from the caller's table (tensor/kernels.h); scratch from the caller (the thread pool's
+// arenas), sized by the *ScratchBytes functions. Safe to call concurrently for different (row, head) outputs
+// with different scratch.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "model/attention_kernels.h"
 #include "model/batch.h"
+#include "tensor/kernels.h"
 
 namespace lockstep {
 
@@ -50,24 +52,33 @@ int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window);
 // head) result is computed in the same order whatever `rows` and `heads` are, so tiling rows or grouping
 // heads never changes a value: under a window, a row's softmax starts at its own AttentionStart and the
 // positions before its Lo get weight exactly 0 (adding +0 to +0 sums). Reads no block below
-// AttentionStart(first_position). Uses per-thread scratch (grown once, then reused).
-void AttendRows(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                int32_t first_position, int32_t rows, const float* q, size_t q_stride, int32_t heads,
-                float scale, float* out, size_t out_stride, const AttentionRule& rule = {});
+// AttentionStart(first_position).
+// scratch: AttendRowsScratchBytes(k, kv, first_position, rows, heads, rule) bytes, 64-byte aligned.
+void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector<std::byte*>& blocks,
+                int32_t layer, int32_t kv_head, int32_t first_position, int32_t rows, const float* q,
+                size_t q_stride, int32_t heads, float scale, float* out, size_t out_stride,
+                std::byte* scratch, const AttentionRule& rule = {});
+size_t AttendRowsScratchBytes(const AttentionKernels& k, const KvLayout& kv, int32_t first_position,
+                              int32_t rows, int32_t heads, const AttentionRule& rule = {});
 
 // One row's parts on separate threads: whether AttendRowPart runs for this layout, number of heads (the
-// shapes attention::CanAttendDecodeRow takes) and rule (the decode-row kernels know no window or cap:
-// such rows take AttendRows' general path, whatever their number).
-bool CanSplitRow(const KvLayout& kv, int32_t heads, const AttentionRule& rule = {});
+// shapes attention::CanAttendDecodeRow takes at k's level) and rule (the decode-row kernels know no window
+// or cap: such rows take AttendRows' general path, whatever their number).
+bool CanSplitRow(const AttentionKernels& k, const KvLayout& kv, int32_t heads,
+                 const AttentionRule& rule = {});
 // Part `part` of AttendRows for one row at `position`: query head h's output within the part (normalised by
 // the part's own softmax sum) to partials + (h * parts + part) * head_dim, its softmax max and sum to
-// stats[h * parts + part], where parts = AttentionParts(position).
-void AttendRowPart(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
-                   int32_t position, int32_t part, const float* q, int32_t heads, float scale,
-                   float* partials, attention::SoftmaxStats* stats);
+// stats[h * parts + part], where parts = AttentionParts(position). scratch: AttendRowPartScratchBytes(heads).
+void AttendRowPart(const AttentionKernels& k, const KvLayout& kv, const std::vector<std::byte*>& blocks,
+                   int32_t layer, int32_t kv_head, int32_t position, int32_t part, const float* q,
+                   int32_t heads, float scale, float* partials, attention::SoftmaxStats* stats,
+                   std::byte* scratch);
+size_t AttendRowPartScratchBytes(int32_t heads);
 // The row's attention from all its parts (as written by AttendRowPart): head h to out + h * head_dim, the
-// bits AttendRows gives.
-void MergeRowParts(const KvLayout& kv, int32_t position, int32_t heads, const float* partials,
-                   const attention::SoftmaxStats* stats, float* out);
+// bits AttendRows gives. scratch: MergeRowPartsScratchBytes(position, heads).
+void MergeRowParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,
+                   const float* partials, const attention::SoftmaxStats* stats, float* out,
+                   std::byte* scratch);
+size_t MergeRowPartsScratchBytes(int32_t position, int32_t heads);
 
 }  // namespace lockstep

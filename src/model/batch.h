@@ -8,7 +8,7 @@
 //   [layer 0: K [kv_head 0][head_dim][block_tokens] .. [kv_head H-1]..., V [kv_head
 //   0..H-1][block_tokens][head_dim]] [layer 1: ...] ... [layer L-1]
 // Keys are stored dim-major (a head's dim d of all slots together), so attention widens them straight into
-// its transposed layout (model/attention_kernels.h); values slot-major. Position p of a sequence lives in
+// its transposed layout (tensor/attention_kernels.h); values slot-major. Position p of a sequence lives in
 // blocks[p / block_tokens] at slot p % block_tokens.
 #pragma once
 

@@ -7,12 +7,18 @@ namespace lockstep {
 Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
                                            const ModelLoadOptions& options) {
   if (file == nullptr) return InvalidArgument("Model::Load: no file");
+  Kernels kernels;
+  if (options.kernels != nullptr) {
+    kernels = *options.kernels;
+  } else {
+    LOCKSTEP_ASSIGN_OR_RETURN(kernels, ChooseKernelsForThisCpu());
+  }
   LOCKSTEP_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::FromGguf(*file));
   LOCKSTEP_ASSIGN_OR_RETURN(
       ModelWeights weights,
       ModelWeights::Bind(*file, config, options.pack_weights ? options.pack_threads : -1));
   std::unique_ptr<Model> model =
-      std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights));
+      std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights), kernels);
   return model;
 }
 

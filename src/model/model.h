@@ -14,6 +14,7 @@
 #include "gguf/gguf_file.h"
 #include "model/batch.h"
 #include "model/model_config.h"
+#include "tensor/kernels.h"
 
 namespace lockstep {
 
@@ -25,6 +26,9 @@ struct ModelLoadOptions {
   bool pack_weights = true;
   // Threads that repack (0: one per hardware thread, at most 8).
   int pack_threads = 0;
+  // The kernel table the model runs with (copied); null: ChooseKernelsForThisCpu() (the best level this CPU
+  // runs, or $LOCKSTEP_CPU's; an unavailable one fails the load).
+  const Kernels* kernels = nullptr;
 };
 
 class Model {
@@ -36,6 +40,8 @@ class Model {
   virtual ~Model() = default;
 
   virtual const ModelConfig& config() const = 0;
+  // The kernels its forward pass runs (tensor/kernels.h).
+  virtual const Kernels& kernels() const = 0;
   const GgufFile& file() const { return *file_; }
   KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
 

@@ -30,21 +30,4 @@ void Rope::Angles(int32_t position, float* cos_sin) const {
   }
 }
 
-void Rope::Apply(const float* cos_sin, float* x, int64_t heads) const {
-  const int64_t pairs = this->pairs();
-  for (int64_t h = 0; h < heads; ++h) {
-    float* v = x + h * head_dim_;
-    for (int64_t i = 0; i < pairs; ++i) {
-      const float c = cos_sin[2 * i];
-      const float s = cos_sin[2 * i + 1];
-      const int64_t a = mode_ == RopeMode::kNormal ? 2 * i : i;
-      const int64_t b = mode_ == RopeMode::kNormal ? 2 * i + 1 : i + pairs;
-      const float x0 = v[a];
-      const float x1 = v[b];
-      v[a] = x0 * c - x1 * s;
-      v[b] = x0 * s + x1 * c;
-    }
-  }
-}
-
 }  // namespace lockstep

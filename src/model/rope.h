@@ -3,13 +3,15 @@
 // or longrope scaling, positions divided by the linear scale factor), cos and sin times rope_attn_factor
 // (longrope). Pairing per RopeMode (model/model_config.h); the dims past rope_dim (partial rotary) stay.
 // The local Rope of a config (Gemma 3's local layers): base rope_freq_base_local, no scaling of any kind.
-// Rope is immutable after construction; Apply is safe from any thread with its own `cos_sin` scratch.
+// Rope is immutable after construction; Apply (the rotation is the kernel table's, tensor/rope_kernels.h) is
+// safe from any thread with its own `cos_sin` scratch.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "model/model_config.h"
+#include "tensor/kernels.h"
 
 namespace lockstep {
 
@@ -21,8 +23,10 @@ class Rope {
   int64_t pairs() const { return static_cast<int64_t>(inv_freq_.size()); }
   // cos_sin: scratch of 2 * pairs() floats, filled for `position`.
   void Angles(int32_t position, float* cos_sin) const;
-  // Rotates `heads` heads of x ([heads][head_dim]) with angles from Angles().
-  void Apply(const float* cos_sin, float* x, int64_t heads) const;
+  // Rotates `heads` heads of x ([heads][head_dim]) with angles from Angles(), by `kernels`' rope kernel.
+  void Apply(const ElementwiseKernels& kernels, const float* cos_sin, float* x, int64_t heads) const {
+    kernels.rope(cos_sin, pairs(), mode_ == RopeMode::kNeox, head_dim_, x, heads);
+  }
 
  private:
   RopeMode mode_;

@@ -7,7 +7,6 @@
 
 #include "model/architecture_ops.h"
 #include "model/attention.h"
-#include "model/vec_math.h"
 #include "tensor/dequantize.h"
 #include "tensor/thread_pool.h"
 
@@ -38,30 +37,6 @@ void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn) {
   RunTasks(pool, rows, fn);
 }
 
-// Sum of x[i]^2 in double: element i goes to partial sum i % 16 (in index order), the 16 partial sums are
-// then added pairwise (j + 8 into j, then j + 4, ...). A fixed order, so the same row always gives the same
-// bits; the independent partial sums let the compiler vectorise the loop (one chain over all n was ~8x
-// slower).
-double SumOfSquares(const float* x, int64_t n) {
-  constexpr int kPartials = 16;
-  double partial[kPartials] = {};
-  int64_t i = 0;
-  for (; i + kPartials <= n; i += kPartials) {
-    for (int j = 0; j < kPartials; ++j) partial[j] += double(x[i + j]) * double(x[i + j]);
-  }
-  for (int j = 0; i + j < n; ++j) partial[j] += double(x[i + j]) * double(x[i + j]);
-  for (int width = kPartials / 2; width > 0; width /= 2) {
-    for (int j = 0; j < width; ++j) partial[j] += partial[j + width];
-  }
-  return partial[0];
-}
-
-// out = x / sqrt(mean(x^2) + eps) * w.
-void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(SumOfSquares(x, n) / double(n)) + eps);
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
-}
-
 // A permutation of [0, n): 0, n-1, 1, n-2, ... Attention tasks visit rows in this order so that the pool's
 // contiguous shares mix early and late positions of a causal prefill (a row's cost grows with its position).
 inline int64_t ZigZag(int64_t i, int64_t n) { return i % 2 == 0 ? i / 2 : n - 1 - i / 2; }
@@ -73,10 +48,12 @@ void GrowTo(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights)
+Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights,
+                         const Kernels& kernels)
     : Model(std::move(file)),
       config_(std::move(config)),
       weights_(std::move(weights)),
+      kernels_(kernels),
       rope_(config_),
       local_rope_(config_, Rope::Kind::kLocal) {
   for (const LayerAttention& layer : config_.layers) any_local_rope_ = any_local_rope_ || layer.local_rope;
@@ -232,18 +209,18 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   };
 
   ForEachRow(pool, rows, [&](int64_t r, int) {
-    RmsNorm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+    kernels_.elementwise.rms_norm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
   if (!only_logit_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
     float* const outs[] = {q_.data(), k_.data(), v_.data()};
-    MatMulShared(qkv, xn_.data(), rows, outs, pool);
+    MatMulShared(kernels_.matmul, qkv, xn_.data(), rows, outs, pool);
   } else {
     const WeightMatrix kv_weights[] = {w.wk, w.wv};
     float* const outs[] = {k_.data(), v_.data()};
-    MatMulShared(kv_weights, xn_.data(), rows, outs, pool);
+    MatMulShared(kernels_.matmul, kv_weights, xn_.data(), rows, outs, pool);
     gather(xn_, d);
-    MatMul(w.wq, xn_.data(), out_rows, q_.data(), pool);
+    MatMul(kernels_.matmul, w.wq, xn_.data(), out_rows, q_.data(), pool);
   }
 
   // Bias, Q/K head norms, RoPE, then K/V into the row's own sequence blocks. Query row j belongs to batch
@@ -252,7 +229,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   auto norm_heads = [&](float* x, int64_t heads,
                         const std::vector<float>& norm) {  // qk_norm (Qwen3, Gemma 3)
     for (int64_t h = 0; h < heads; ++h) {
-      RmsNorm(x + h * c.head_dim, norm.data(), c.head_dim, c.rms_eps, x + h * c.head_dim);
+      kernels_.elementwise.rms_norm(x + h * c.head_dim, norm.data(), c.head_dim, c.rms_eps,
+                                    x + h * c.head_dim);
     }
   };
   auto finish_query = [&](int64_t j, int64_t r) {
@@ -261,7 +239,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
     }
     if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
-    rope.Apply(RowAngles(layer, r), q, c.n_head);
+    rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
   };
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* k = k_.data() + r * kv_dim;
@@ -271,7 +249,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
     }
     if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
-    rope.Apply(RowAngles(layer, r), k, c.n_head_kv);
+    rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
     const BatchRow& row = batch.rows[r];
     WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
     if (!only_logit_rows) finish_query(r, r);
@@ -295,8 +273,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // row past one attention part is split into its parts, one task per (KV head, part), merged afterwards
   // (flash-decoding; the same bits as unsplit, model/attention.h): the threads share a long context's
   // attention instead of one waiting for another's heads.
-  const bool split_long_rows =
-      pool.size() > 1 && tile_count * c.n_head_kv < 2 * int64_t(pool.size()) && CanSplitRow(kv, group, rule);
+  const bool split_long_rows = pool.size() > 1 && tile_count * c.n_head_kv < 2 * int64_t(pool.size()) &&
+                               CanSplitRow(kernels_.attention, kv, group, rule);
   attention_tasks_.clear();
   split_rows_.clear();
   size_t outputs = 0, stats = 0;
@@ -319,22 +297,27 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   }
   GrowTo(part_outputs_, outputs);
   GrowTo(part_stats_, stats);
-  auto attend = [&](int64_t index, int) {
+  const AttentionKernels& ak = kernels_.attention;
+  auto attend = [&](int64_t index, int worker) {  // scratch: the worker's arena (worker 0's when inline)
     const AttentionTask& task = attention_tasks_[index];
     const RowTile& tile = tiles[task.tile];
     const std::vector<std::byte*>& blocks = *batch.sequences[tile.sequence].blocks;
     const int64_t r = tile.first_row;
     const float* q = q_.data() + r * q_dim + task.head * c.head_dim;
     if (task.part < 0) {
-      AttendRows(kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim), task.heads,
-                 scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim), rule);
+      std::byte* scratch = pool.WorkerScratch(
+          worker, AttendRowsScratchBytes(ak, kv, tile.position, tile.rows, task.heads, rule));
+      AttendRows(ak, kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim),
+                 task.heads, scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim), scratch,
+                 rule);
       return;
     }
     const SplitRow& split = split_rows_[task.split];
     const size_t parts = size_t(AttentionParts(tile.position));
-    AttendRowPart(kv, blocks, layer, task.head / group, tile.position, task.part, q, task.heads, scale,
+    AttendRowPart(ak, kv, blocks, layer, task.head / group, tile.position, task.part, q, task.heads, scale,
                   part_outputs_.data() + split.outputs + task.head * parts * c.head_dim,
-                  part_stats_.data() + split.stats + task.head * parts);
+                  part_stats_.data() + split.stats + task.head * parts,
+                  pool.WorkerScratch(worker, AttendRowPartScratchBytes(task.heads)));
   };
   // Short contexts: a pool round trip costs more than the work itself (same results either way).
   int64_t work = 0;
@@ -352,18 +335,21 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const RowTile& tile = tiles[split.tile];
     const size_t parts = size_t(AttentionParts(tile.position));
     for (int32_t h = 0; h < c.n_head; h += group) {
-      MergeRowParts(kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * c.head_dim,
-                    part_stats_.data() + split.stats + h * parts,
-                    att_.data() + tile.first_row * q_dim + h * c.head_dim);
+      MergeRowParts(
+          ak, kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * c.head_dim,
+          part_stats_.data() + split.stats + h * parts, att_.data() + tile.first_row * q_dim + h * c.head_dim,
+          pool.WorkerScratch(0, MergeRowPartsScratchBytes(tile.position, group)));
     }
   }
 
   if (only_logit_rows) gather(x_, d);
-  MatMul(w.wo, att_.data(), out_rows, proj_.data(), pool);
+  MatMul(kernels_.matmul, w.wo, att_.data(), out_rows, proj_.data(), pool);
   ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
     float* p = proj_.data() + r * d;
-    if (c.post_norms) RmsNorm(p, w.post_attn_norm.data(), d, c.rms_eps, p);  // Gemma's post_attention_norm
+    if (c.post_norms)
+      kernels_.elementwise.rms_norm(p, w.post_attn_norm.data(), d, c.rms_eps,
+                                    p);  // Gemma's post_attention_norm
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }
@@ -374,27 +360,28 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   const int64_t d = c.n_embd;
   const int64_t ff = c.n_ff;
   ForEachRow(pool, rows, [&](int64_t r, int) {
-    RmsNorm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+    kernels_.elementwise.rms_norm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
   {
     const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
     float* const outs[] = {gate_.data(), up_.data()};
-    MatMulShared(gate_up, xn_.data(), rows, outs, pool);
+    MatMulShared(kernels_.matmul, gate_up, xn_.data(), rows, outs, pool);
   }
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* g = gate_.data() + r * ff;
     const float* u = up_.data() + r * ff;
     if (c.ffn_activation == FfnActivation::kGeluTanh) {
-      GeluTanhGlu(g, u, ff);  // Gemma's GeGLU
+      kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
     } else {
-      SwiGlu(g, u, ff);
+      kernels_.elementwise.swiglu(g, u, ff);
     }
   });
-  MatMul(w.w_down, gate_.data(), rows, proj_.data(), pool);
+  MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, proj_.data(), pool);
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
     float* p = proj_.data() + r * d;
-    if (c.post_norms) RmsNorm(p, w.post_ffn_norm.data(), d, c.rms_eps, p);  // Gemma's post_ffw_norm
+    if (c.post_norms)
+      kernels_.elementwise.rms_norm(p, w.post_ffn_norm.data(), d, c.rms_eps, p);  // Gemma's post_ffw_norm
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }
@@ -406,10 +393,11 @@ void Transformer::Logits(const Batch& batch, bool compacted, std::span<float> lo
   for (size_t r = 0; r < batch.rows.size(); ++r) {
     if (!batch.rows[r].wants_logits) continue;
     const int64_t from = compacted ? n : int64_t(r);
-    RmsNorm(x_.data() + from * d, weights_.output_norm.data(), d, config_.rms_eps, xn_.data() + n * d);
+    kernels_.elementwise.rms_norm(x_.data() + from * d, weights_.output_norm.data(), d, config_.rms_eps,
+                                  xn_.data() + n * d);
     ++n;
   }
-  if (n > 0) MatMul(weights_.output, xn_.data(), n, logits.data(), pool);
+  if (n > 0) MatMul(kernels_.matmul, weights_.output, xn_.data(), n, logits.data(), pool);
   if (config_.final_softcap > 0) {  // Gemma 2's final logit soft-capping
     ForEachRow(pool, n, [&](int64_t r, int) {
       SoftCap(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, config_.final_softcap);

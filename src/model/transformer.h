@@ -14,24 +14,27 @@
 // the last layer, rows that want no logits stop after writing their K/V (nothing reads the rest of their
 // pass). Every per-row computation depends only on the row's own data and its sequence's KV, so a row's
 // logits are bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and
-// are reused. Engine thread only.
+// are reused. The kernels are those of the table given at construction (tensor/kernels.h); scratch beyond the
+// buffers above comes from the thread pool's arenas. Engine thread only.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "model/attention_kernels.h"
 #include "model/model.h"
 #include "model/model_weights.h"
 #include "model/rope.h"
+#include "tensor/kernels.h"
 
 namespace lockstep {
 
 class Transformer final : public Model {
  public:
-  Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights);
+  Transformer(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights,
+              const Kernels& kernels);
 
   const ModelConfig& config() const override { return config_; }
+  const Kernels& kernels() const override { return kernels_; }
   const ModelWeights& weights() const { return weights_; }
   Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits, ThreadPool& pool) override;
 
@@ -59,6 +62,7 @@ class Transformer final : public Model {
 
   ModelConfig config_;
   ModelWeights weights_;
+  Kernels kernels_;
   Rope rope_;
   Rope local_rope_;  // Gemma 3's local layers (LayerAttention::local_rope)
   bool any_local_rope_ = false;

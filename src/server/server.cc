@@ -96,7 +96,7 @@ class Server::Impl {
     auto file = GgufFile::Open(options_.model_path);
     if (!file.ok()) return file.status();
     std::shared_ptr<const GgufFile> shared_file = std::move(file).value();
-    auto model = Model::Load(shared_file);
+    auto model = Model::Load(shared_file, {.kernels = options_.kernels});
     if (!model.ok()) return model.status().WithContext(options_.model_path);
     std::shared_ptr<Model> shared_model = std::move(model).value();
     auto tokenizer = Tokenizer::FromGguf(*shared_file);

@@ -19,6 +19,10 @@
 #include "base/status.h"
 #include "server/dashboard_routes.h"
 
+namespace lockstep {
+struct Kernels;
+}
+
 namespace lockstep::server {
 
 struct ServerOptions {
@@ -53,6 +57,7 @@ struct ServerOptions {
   // Splits combined prompts for the playground's POST /split (the program passes the client's splitter);
   // empty: /split is unavailable.
   SplitQuestionsFn split_questions;
+  const Kernels* kernels = nullptr;  // borrowed; null: Model::Load's choice (tensor/kernels.h)
 };
 
 class Server {

@@ -4,8 +4,8 @@
 #include <array>
 
 #include "base/status.h"
-#include "tensor/matmul_amx.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/matmul_kernels.h"
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
 #include "tensor/thread_pool.h"
@@ -13,15 +13,6 @@
 namespace lockstep {
 namespace {
 
-// Outputs per pool task: a multiple of the kernel's output tile. Three 16-output groups for the AVX-512 Q8_0
-// and AMX tiles (and a multiple of the float tiles' 6 outputs); two for packed Q4_0 and K-quants, whose
-// AVX-512 tiles take two groups (with three per task, every third group ran alone, at half the dots per
-// activation broadcast: a third of a Q4_K_M model's decode time). The result of an output never depends on
-// which task or worker computes it.
-int64_t TaskOutputs(const TileArgs& a, bool on_tiles) {
-  const bool pairs = a.packed != nullptr && !on_tiles && a.type != TensorType::kQ8_0;
-  return pairs ? 2 * kPackedGroup : 3 * kPackedGroup;
-}
 // Activation rows per quantization task.
 constexpr int64_t kQuantizeRowsPerTask = 16;
 
@@ -40,19 +31,22 @@ bool MatMulSupports(TensorType type) {
   }
 }
 
-void MatMul(const WeightMatrix& w, const float* x, int64_t rows, float* y, ThreadPool& pool) {
-  MatMulShared(std::span<const WeightMatrix>(&w, 1), x, rows, std::span<float* const>(&y, 1), pool);
+void MatMul(const MatMulKernels& kernels, const WeightMatrix& w, const float* x, int64_t rows, float* y,
+            ThreadPool& pool) {
+  MatMulShared(kernels, std::span<const WeightMatrix>(&w, 1), x, rows, std::span<float* const>(&y, 1), pool);
 }
 
-void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows, std::span<float* const> ys,
-                  ThreadPool& pool) {
+void MatMulShared(const MatMulKernels& kernels, std::span<const WeightMatrix> ws, const float* x,
+                  int64_t rows, std::span<float* const> ys, ThreadPool& pool) {
   LOCKSTEP_CHECK(ws.size() == ys.size() && ws.size() <= kMaxSharedMatrices);
   if (rows <= 0 || ws.empty()) return;
   const int64_t in = ws[0].in;
   std::array<TileArgs, kMaxSharedMatrices> args;
   std::array<int64_t, kMaxSharedMatrices + 1> first_task{};  // task index where matrix i starts
   std::array<int64_t, kMaxSharedMatrices> task_outputs{};
-  std::array<bool, kMaxSharedMatrices> on_tiles{};  // AMX (bit-identical to RunPackedTile)
+  // The kernel of matrix i: a tile function, or (AMX, bit-identical to the packed tile) one with scratch.
+  std::array<TileFn, kMaxSharedMatrices> tile{};
+  std::array<ScratchTileFn, kMaxSharedMatrices> scratch_tile{};
   bool any_quantized = false;
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightMatrix& w = ws[i];
@@ -66,13 +60,23 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
     a.rows = rows;
     a.x = x;
     a.y = ys[i];
+    // Outputs per pool task: a multiple of the kernel's output tile (the result of an output never depends
+    // on which task or worker computes it).
+    task_outputs[i] = 3 * kPackedGroup;
+    const int q = QuantWeightIndex(w.type);
     if (w.packed != nullptr) {
-      LOCKSTEP_CHECK(w.packed->type == w.type && w.packed->in == w.in && w.packed->out == w.out);
+      LOCKSTEP_CHECK(w.packed->type == w.type && w.packed->in == w.in && w.packed->out == w.out && q >= 0);
       a.packed = w.packed;
-      on_tiles[i] = rows >= kAmxMinRows && AmxPackedSupports(w.type) && AmxMatMulEnabled();
+      if (rows >= kernels.many_rows && kernels.many_rows_tile[q] != nullptr) {
+        scratch_tile[i] = kernels.many_rows_tile[q];
+      } else {
+        tile[i] = kernels.packed_tile[q];
+        task_outputs[i] = kernels.packed_task_outputs[q];
+      }
+    } else {
+      tile[i] = q >= 0 ? kernels.quant_tile[q] : kernels.float_tile[FloatWeightIndex(w.type)];
     }
-    any_quantized = any_quantized || IsQuantizedMatMulType(w.type);
-    task_outputs[i] = TaskOutputs(a, on_tiles[i]);
+    any_quantized = any_quantized || q >= 0;
     first_task[i + 1] = first_task[i] + (std::max<int64_t>(w.out, 0) + task_outputs[i] - 1) / task_outputs[i];
   }
   if (any_quantized) {
@@ -94,7 +98,7 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
     const int64_t quantize_tasks = (rows + kQuantizeRowsPerTask - 1) / kQuantizeRowsPerTask;
     auto quantize = [&](int64_t task, int) {
       const int64_t begin = task * kQuantizeRowsPerTask, end = std::min(rows, begin + kQuantizeRowsPerTask);
-      RunQuantizeActivations(x, in, begin, end, quants);
+      kernels.quantize(x, in, begin, end, quants);
     };
     if (quantize_tasks == 1) {
       quantize(0, 0);
@@ -102,20 +106,16 @@ void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows
       pool.Run(quantize_tasks, quantize);
     }
   }
-  pool.Run(first_task[ws.size()], [&](int64_t task, int) {
+  pool.Run(first_task[ws.size()], [&](int64_t task, int worker) {
     size_t i = 0;
     while (task >= first_task[i + 1]) ++i;
     const TileArgs& a = args[i];
     const int64_t begin = (task - first_task[i]) * task_outputs[i];
     const int64_t end = std::min(a.out, begin + task_outputs[i]);
-    if (on_tiles[i]) {
-      RunAmxPackedTile(a, begin, end);
-    } else if (a.packed != nullptr) {
-      RunPackedTile(a, begin, end);
-    } else if (IsQuantizedMatMulType(a.type)) {
-      RunQuantTile(a, begin, end);
+    if (scratch_tile[i] != nullptr) {
+      scratch_tile[i](a, begin, end, pool.WorkerScratch(worker, kernels.many_rows_scratch));
     } else {
-      RunFloatTile(a, begin, end);
+      tile[i](a, begin, end);
     }
   });
 }

@@ -3,8 +3,8 @@
 // in) bytes). MatMul applies it to `rows` activation rows at once, so each weight tile is read once per call
 // and serves every row. Quantized weights meet activations quantized once per call to 8-bit blocks; float
 // weights meet float activations. Batch invariance: the value computed for one row never depends on how many
-// other rows share the call (the reduction order is fixed by `in` alone). SIMD paths are chosen once at
-// start-up.
+// other rows share the call (the reduction order is fixed by `in` alone). The kernels come from the caller's
+// kernel table (tensor/kernels.h, one CPU level's; every level gives the same bits).
 //
 // Load-time repacking (optional, recommended for every quantized type: 2-5x faster for many rows, also faster
 // for one): PackWeights() returns the matrix rearranged for the int8 GEMM kernels (16 output rows interleaved
@@ -25,6 +25,7 @@
 namespace lockstep {
 
 class ThreadPool;
+struct MatMulKernels;
 struct PackedWeights;
 
 struct WeightMatrix {
@@ -51,14 +52,15 @@ PackedWeightsPtr PackWeights(const WeightMatrix& w);
 bool MatMulSupports(TensorType type);
 
 // y[r * out + o] = sum_i w[o][i] * x[r * in + i] for r in [0, rows), o in [0, out).
-// x: [rows][in] f32, y: [rows][out] f32.
-void MatMul(const WeightMatrix& w, const float* x, int64_t rows, float* y, ThreadPool& pool);
+// x: [rows][in] f32, y: [rows][out] f32. `kernels`: one level's (tensor/matmul_kernels.h).
+void MatMul(const MatMulKernels& kernels, const WeightMatrix& w, const float* x, int64_t rows, float* y,
+            ThreadPool& pool);
 
 // Several matrices with the same `in` applied to the same x (Q/K/V, gate/up): the activations are quantized
 // once and one parallel loop covers all outputs. ys[i]: [rows][ws[i].out]. Bit-identical to separate MatMul
 // calls. At most kMaxSharedMatrices matrices.
 inline constexpr size_t kMaxSharedMatrices = 8;
-void MatMulShared(std::span<const WeightMatrix> ws, const float* x, int64_t rows, std::span<float* const> ys,
-                  ThreadPool& pool);
+void MatMulShared(const MatMulKernels& kernels, std::span<const WeightMatrix> ws, const float* x,
+                  int64_t rows, std::span<float* const> ys, ThreadPool& pool);
 
 }  // namespace lockstep

@@ -3,15 +3,10 @@
 
 #include "tensor/matmul_amx.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "base/status.h"
-#include "hwy/targets.h"
-#include "tensor/amx_support.h"
 #include "tensor/dequantize.h"
 #include "tensor/matmul.h"
 #include "tensor/packed_weights.h"
@@ -22,7 +17,7 @@
 
 namespace lockstep {
 
-bool PackedKernelMatches(TensorType type, PackedTileFn run) {
+bool PackedKernelMatches(const MatMulKernels& reference, TensorType type, TileFn run) {
   const int64_t in = 512, out = 40, rows = 21;
   const size_t row_bytes = RowBytes(type, in);
   std::vector<std::byte> weights(row_bytes * out);
@@ -45,7 +40,7 @@ bool PackedKernelMatches(TensorType type, PackedTileFn run) {
   std::vector<float> d(rows * blocks);
   std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks);
   const ActivationQuants quants{q.data(), q_stride, d.data(), sums.data(), sums16.data(), starts.data()};
-  RunQuantizeActivations(x.data(), in, 0, rows, quants);
+  reference.quantize(x.data(), in, 0, rows, quants);
   TileArgs a;
   a.type = type;
   a.in = in;
@@ -57,7 +52,7 @@ bool PackedKernelMatches(TensorType type, PackedTileFn run) {
   a.UseQuants(quants);
   std::vector<float> expected(rows * out, 1.0f), actual(rows * out, 2.0f);
   a.y = expected.data();
-  RunPackedTile(a, 0, out);
+  reference.packed_tile[QuantWeightIndex(type)](a, 0, out);
   a.y = actual.data();
   run(a, 0, 32);
   run(a, 32, out);
@@ -93,57 +88,34 @@ struct HardwareTiles {
   static void Release() { asm volatile("tilerelease" : : : "memory"); }
 };
 
-void RunHardwareTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
-  static thread_local amx::AmxScratch scratch;
+void RunHardwareTile(const TileArgs& args, int64_t o_begin, int64_t o_end, std::byte* scratch) {
   HardwareTiles tiles;
-  amx::PackedTile(tiles, args, o_begin, o_end, scratch);
-}
-
-bool DecideAmx() {
-  const char* env = std::getenv("LOCKSTEP_AMX");
-  if (env != nullptr && std::string(env) == "0") return false;
-  if (!CpuHasAmxInt8() || !RequestAmxTilePermission()) return false;
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
-    if (!PackedKernelMatches(type, RunHardwareTile)) {
-      std::fprintf(
-          stderr,
-          "lockstep: warning: the AMX-INT8 %.*s kernel's self-check differs from the AVX-512 kernel; "
-          "using AVX-512 only\n",
-          static_cast<int>(TensorTypeName(type).size()), TensorTypeName(type).data());
-      return false;
-    }
-  }
-  return true;
+  amx::PackedTile(tiles, args, o_begin, o_end, *reinterpret_cast<amx::AmxScratch*>(scratch));
 }
 #endif  // __x86_64__
 
 }  // namespace
 
-bool AmxMatMulEnabled() {
+void FillAmxMatMulKernels(MatMulKernels* k) {
 #if defined(__x86_64__)
-  static const bool enabled = DecideAmx();
-  return enabled;
+  // Q8_0 and Q4_0 only so far: the K-quant tiles pass the self-check but are not measured yet.
+  k->many_rows_tile[QuantWeightIndex(TensorType::kQ8_0)] = &RunHardwareTile;
+  k->many_rows_tile[QuantWeightIndex(TensorType::kQ4_0)] = &RunHardwareTile;
+  k->many_rows = kAmxMinRows;
+  k->many_rows_scratch = sizeof(amx::AmxScratch);
 #else
-  return false;
+  (void)k;
 #endif
 }
 
-void RunAmxPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
+void AmxPackedTileOnStack(const TileArgs& args, int64_t o_begin, int64_t o_end) {
 #if defined(__x86_64__)
-  RunHardwareTile(args, o_begin, o_end);
+  alignas(64) amx::AmxScratch scratch;
+  RunHardwareTile(args, o_begin, o_end, reinterpret_cast<std::byte*>(&scratch));
 #else
+  (void)args, (void)o_begin, (void)o_end;
   LOCKSTEP_CHECK_MSG(false, "AMX on a non-x86 build");
 #endif
-}
-
-const char* MatMulPathName() {
-  static const std::string name = [] {
-    const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-    std::string s = hwy::TargetName(targets & -targets);  // the best target: the lowest bit
-    if (AmxMatMulEnabled()) s += " + AMX-INT8";
-    return s;
-  }();
-  return name.c_str();
 }
 
 }  // namespace lockstep

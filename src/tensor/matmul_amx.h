@@ -1,16 +1,17 @@
-// MatMul's AMX-INT8 path (tensor/matmul_amx_kernel.h): packed weights (Q8_0, Q4_0, Q4_K, Q6_K) against many
-// activation rows on Intel CPUs with AMX tiles. Results are bit-identical to RunPackedTile's, so choosing
-// this path for some calls and not others never changes a row's result (batch invariance holds).
+// MatMul's AMX-INT8 path (tensor/matmul_amx_kernel.h): packed weights against many activation rows on Intel
+// CPUs with AMX tiles, the amx level's many_rows_tile (tensor/matmul_kernels.h). Results are bit-identical to
+// the avx512-vnni level's packed kernels, so choosing tiles for some calls and not others never changes a
+// row's result (batch invariance holds).
 //
-// AmxMatMulEnabled() decides once per process: the CPU and kernel allow tiles (tensor/amx_support.h), the
-// environment does not say LOCKSTEP_AMX=0, and a self-check passes: the tile kernel on a small product must
-// equal the AVX-512 kernel bit for bit, else the process warns on stderr and stays on AVX-512. Thread-safe.
+// The amx level is used only when the CPU and Linux allow tiles (tensor/cpu_features.h) and the self-check
+// passes (tensor/kernels.h runs it when it builds the amx table): the tile kernel on a small product must
+// equal the avx512-vnni kernel bit for bit. Thread-safe.
 #pragma once
 
 #include <cstdint>
 
 #include "gguf/tensor_type.h"
-#include "tensor/matmul_simd.h"
+#include "tensor/matmul_kernels.h"
 
 namespace lockstep {
 
@@ -18,19 +19,15 @@ namespace lockstep {
 // kernel serves decode). Not tuned on hardware yet.
 inline constexpr int64_t kAmxMinRows = 8;
 
-bool AmxMatMulEnabled();
-inline bool AmxPackedSupports(TensorType type) {
-  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0;
-}
-// Like RunPackedTile (args.packed set, a type AmxPackedSupports, o_begin a multiple of 16). Only after
-// AmxMatMulEnabled() returned true.
-void RunAmxPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-// The self-check behind AmxMatMulEnabled, exposed for tests: `run`, a kernel with RunPackedTile's contract,
-// on a small product of `type` weights (a partial output group, a full and a partial 16-row chunk) in two
-// calls, compared with RunPackedTile bit for bit.
-using PackedTileFn = void (*)(const TileArgs& args, int64_t o_begin, int64_t o_end);
-bool PackedKernelMatches(TensorType type, PackedTileFn run);
-// Which matmul paths this process uses, for logs: e.g. "AVX3_DL" or "AVX3_DL + AMX-INT8".
-const char* MatMulPathName();
+// Sets k's many-rows entries to the tile kernel (x86-64 builds; elsewhere nothing). The kernel configures
+// and releases the tiles itself on every call, so it needs the tile permission (tensor/cpu_features.h).
+void FillAmxMatMulKernels(MatMulKernels* k);
+// The self-check: `run` (a kernel with TileFn's contract for packed weights) on a small product of `type`
+// weights (a partial output group, a full and a partial 16-row chunk) in two calls, compared bit for bit
+// with `reference`'s packed kernel for that type.
+bool PackedKernelMatches(const MatMulKernels& reference, TensorType type, TileFn run);
+// The tile kernel on the CPU's tiles with its scratch on the stack, as a TileFn (for the self-check and
+// tests).
+void AmxPackedTileOnStack(const TileArgs& args, int64_t o_begin, int64_t o_end);
 
 }  // namespace lockstep

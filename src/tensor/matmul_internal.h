@@ -88,6 +88,16 @@ float QuantDotReference(TensorType type, const std::byte* row, const int8_t* q, 
 float PackedDotReference(TensorType type, const std::byte* row, const int8_t* q, const float* d,
                          int64_t blocks);
 
+// The scalar level's kernels (tensor/matmul_kernels.h): the reference above, one output at a time. The
+// packed tile reads the original rows (TileArgs::weights), not the packed copy.
+struct TileArgs;
+struct ActivationQuants;
+void ScalarQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
+                               const ActivationQuants& out);
+void ScalarFloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end);
+void ScalarQuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end);
+void ScalarPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end);
+
 // The scalar reference of the canonical computation (single-threaded, allocates; for tests and fallback);
 // follows the packed order when w.packed is set.
 void MatMulReference(const WeightMatrix& w, const float* x, int64_t rows, float* y);

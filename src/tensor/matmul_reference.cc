@@ -1,4 +1,5 @@
 // Scalar reference of MatMul's canonical computation (see tensor/matmul_internal.h).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -6,6 +7,7 @@
 #include "base/status.h"
 #include "tensor/float16.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/matmul_simd.h"
 #include "tensor/quant_blocks.h"
 
 namespace lockstep {
@@ -155,6 +157,47 @@ float PackedDotReference(TensorType type, const std::byte* row, const int8_t* q,
     if (type == TensorType::kQ4_K) acc = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc);
   }
   return acc;
+}
+
+void ScalarQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
+                               const ActivationQuants& out) {
+  const int64_t blocks = in / kActBlock;
+  for (int64_t r = r_begin; r < r_end; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t i = r * blocks + b;
+      int32_t* s16 = out.sums16 + 2 * i;
+      QuantizeActivationBlock(x + r * in + kActBlock * b, out.q + r * out.q_stride + kActBlock * b, out.d + i,
+                              s16);
+      out.sums[i] = s16[0] + s16[1];
+      out.q8_starts[i] = -128 * out.sums[i];
+    }
+  }
+}
+
+void ScalarFloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    for (int64_t r = 0; r < a.rows; ++r) {
+      a.y[r * a.out + o] = FloatDotReference(a.type, a.weights + o * a.row_bytes, a.x + r * a.in, a.in);
+    }
+  }
+}
+
+void ScalarQuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    for (int64_t r = 0; r < a.rows; ++r) {
+      a.y[r * a.out + o] = QuantDotReference(a.type, a.weights + o * a.row_bytes, a.q + r * a.q_stride,
+                                             a.d + r * (a.in / kActBlock), a.in / kActBlock);
+    }
+  }
+}
+
+void ScalarPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < std::min(o_end, a.out); ++o) {
+    for (int64_t r = 0; r < a.rows; ++r) {
+      a.y[r * a.out + o] = PackedDotReference(a.type, a.weights + o * a.row_bytes, a.q + r * a.q_stride,
+                                              a.d + r * (a.in / kActBlock), a.in / kActBlock);
+    }
+  }
 }
 
 void MatMulReference(const WeightMatrix& w, const float* x, int64_t rows, float* y) {

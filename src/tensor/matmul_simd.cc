@@ -19,7 +19,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tensor/matmul_amx.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/matmul_kernels.h"
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
 #include "tensor/quant_blocks.h"
@@ -37,6 +39,53 @@ namespace HWY_NAMESPACE {
 #define LOCKSTEP_X86_KERNELS 0
 #include "tensor/matmul_portable-inl.h"
 #endif
+
+#if LOCKSTEP_X86_KERNELS
+// The typed kernels as plain functions, one per weight type (the table holds their addresses).
+template <TensorType kType>
+void FloatTileFor(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  FloatTileTyped<kType>(a, o_begin, o_end);
+}
+template <TensorType kType>
+void QuantTileFor(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  QuantTileTyped<kType>(a, o_begin, o_end);
+}
+template <TensorType kType>
+void PackedTileFor(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
+    PackedTileTyped<kType>(a, o_begin, o_end);
+  } else {
+    KQuantPackedTile<kType>(a, o_begin, o_end);
+  }
+}
+#endif
+
+// This target's kernels into the table (tensor/matmul_kernels.h).
+void FillMatMulKernels(MatMulKernels* k) {
+  k->quantize = &QuantizeActivations;
+#if LOCKSTEP_X86_KERNELS
+  k->float_tile[0] = &FloatTileFor<TensorType::kF32>;
+  k->float_tile[1] = &FloatTileFor<TensorType::kF16>;
+  k->float_tile[2] = &FloatTileFor<TensorType::kBF16>;
+  k->quant_tile[0] = &QuantTileFor<TensorType::kQ8_0>;
+  k->quant_tile[1] = &QuantTileFor<TensorType::kQ4_0>;
+  k->quant_tile[2] = &QuantTileFor<TensorType::kQ4_K>;
+  k->quant_tile[3] = &QuantTileFor<TensorType::kQ6_K>;
+  k->packed_tile[0] = &PackedTileFor<TensorType::kQ8_0>;
+  k->packed_tile[1] = &PackedTileFor<TensorType::kQ4_0>;
+  k->packed_tile[2] = &PackedTileFor<TensorType::kQ4_K>;
+  k->packed_tile[3] = &PackedTileFor<TensorType::kQ6_K>;
+#else
+  for (TileFn& f : k->float_tile) f = &FloatTile;
+  for (TileFn& f : k->quant_tile) f = &QuantTile;
+  for (TileFn& f : k->packed_tile) f = &PortablePackedTile;
+#endif
+  // Three 16-output groups per task for Q8_0 (the AVX-512 tile), two for the others (their AVX-512 tiles
+  // take two groups: with three per task, every third group ran alone, at half the dots per activation
+  // broadcast — a third of a Q4_K_M model's decode time).
+  k->packed_task_outputs[0] = 3 * kPackedGroup;
+  for (int i = 1; i < kQuantWeightTypes; ++i) k->packed_task_outputs[i] = 2 * kPackedGroup;
+}
 #undef LOCKSTEP_X86_KERNELS
 
 }  // namespace HWY_NAMESPACE
@@ -46,31 +95,88 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace lockstep {
 
-HWY_EXPORT(QuantTile);
-HWY_EXPORT(FloatTile);
-HWY_EXPORT(QuantizeActivations);
-HWY_EXPORT(PackedTile);
 HWY_EXPORT(PortablePackedTile);
-
-void RunQuantTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
-  HWY_DYNAMIC_DISPATCH(QuantTile)(args, o_begin, o_end);
-}
-
-void RunFloatTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
-  HWY_DYNAMIC_DISPATCH(FloatTile)(args, o_begin, o_end);
-}
-
-void RunPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
-  HWY_DYNAMIC_DISPATCH(PackedTile)(args, o_begin, o_end);
-}
 
 void RunPortablePackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(PortablePackedTile)(args, o_begin, o_end);
 }
 
-void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
-                            const ActivationQuants& out) {
-  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(x, in, r_begin, r_end, out);
+namespace {
+
+void FillScalarMatMulKernels(MatMulKernels* k) {
+  k->quantize = &ScalarQuantizeActivations;
+  for (TileFn& f : k->float_tile) f = &ScalarFloatTile;
+  for (TileFn& f : k->quant_tile) f = &ScalarQuantTile;
+  for (TileFn& f : k->packed_tile) f = &ScalarPackedTile;
+  for (int64_t& n : k->packed_task_outputs) n = 3 * kPackedGroup;
+}
+
+}  // namespace
+
+int FloatWeightIndex(TensorType type) {
+  switch (type) {
+    case TensorType::kF32:
+      return 0;
+    case TensorType::kF16:
+      return 1;
+    case TensorType::kBF16:
+      return 2;
+    default:
+      return -1;
+  }
+}
+
+int QuantWeightIndex(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0:
+      return 0;
+    case TensorType::kQ4_0:
+      return 1;
+    case TensorType::kQ4_K:
+      return 2;
+    case TensorType::kQ6_K:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
+bool GetMatMulKernels(CpuLevel level, MatMulKernels* k) {
+  *k = MatMulKernels{};
+  switch (level) {
+    case CpuLevel::kScalar:
+      FillScalarMatMulKernels(k);
+      return true;
+#if HWY_TARGETS & HWY_AVX2
+    case CpuLevel::kAvx2:
+    case CpuLevel::kAvx2Vnni:  // the avx2 kernels until VEX VPDPBUSD ones exist
+      N_AVX2::FillMatMulKernels(k);
+      return true;
+#endif
+#if HWY_TARGETS & HWY_AVX3
+    case CpuLevel::kAvx512:
+      N_AVX3::FillMatMulKernels(k);
+      return true;
+#endif
+#if HWY_TARGETS & HWY_AVX3_DL
+    case CpuLevel::kAvx512Vnni:
+      N_AVX3_DL::FillMatMulKernels(k);
+      return true;
+    case CpuLevel::kAmx:
+      N_AVX3_DL::FillMatMulKernels(k);
+      FillAmxMatMulKernels(k);
+      return true;
+#endif
+#if HWY_TARGETS & HWY_NEON
+    case CpuLevel::kNeon:
+    case CpuLevel::kNeonDotprod:  // the neon kernels until SDOT/SMMLA ones exist
+    case CpuLevel::kNeonI8mm:
+      N_NEON::FillMatMulKernels(k);
+      return true;
+#endif
+    default:
+      return false;
+  }
 }
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
-// Per-target MatMul kernels (Highway dynamic dispatch; see tensor/matmul_simd.cc). Each call computes a
-// contiguous range of outputs for all rows, in the canonical order of tensor/matmul_internal.h, so every
-// target gives bit-identical results. Used by tensor/matmul.cc only (and tests).
+// The arguments of MatMul's kernels (tensor/matmul_kernels.h holds one level's kernels; tensor/matmul_simd.cc
+// compiles them once per Highway target). Each kernel call computes a contiguous range of outputs for all
+// rows, in the canonical order of tensor/matmul_internal.h, so every level gives bit-identical results. Used
+// by tensor/ only (and tests).
 #pragma once
 
 #include <cstddef>
@@ -50,15 +51,8 @@ struct TileArgs {
   }
 };
 
-// y[r][o] for o in [o_begin, o_end), every row.
-void RunQuantTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-void RunFloatTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-// Packed weights (args.packed); o_begin a multiple of 16 (kPackedGroup).
-void RunPackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-// The portable packed kernel (what non-x86 CPUs run), on the current target; for tests.
+// The portable packed kernel (what ARM CPUs without dot products run), on the best Highway target this
+// CPU has (Highway's own dispatch; a test hook, hwy::SetSupportedTargetsForTest picks other targets).
 void RunPortablePackedTile(const TileArgs& args, int64_t o_begin, int64_t o_end);
-// Quantizes activation rows [r_begin, r_end) of x ([rows][in]).
-void RunQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
-                            const ActivationQuants& out);
 
 }  // namespace lockstep

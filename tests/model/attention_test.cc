@@ -6,28 +6,46 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "model/attention_decode.h"
-#include "model/attention_kernels.h"
+#include "tensor/attention_decode.h"
+#include "tensor/attention_kernels.h"
+#include "tensor/cpu_features.h"
+#include "tensor/cpu_level.h"
 #include "tensor/float16.h"
+#include "tensor/kernels.h"
+#include "testing/levels.h"
 
 namespace lockstep {
 namespace {
 
 using attention::KernelLevel;
 
+// The attention levels of the CPU levels this machine runs (scalar first).
 std::vector<KernelLevel> Levels() {
-  std::vector<KernelLevel> levels = {KernelLevel::kScalar};
-  const KernelLevel best = attention::BestKernelLevel();
-  if (best == KernelLevel::kAvx2 || best == KernelLevel::kAvx512) levels.push_back(KernelLevel::kAvx2);
-  if (best == KernelLevel::kAvx512) levels.push_back(KernelLevel::kAvx512);
-  if (best == KernelLevel::kNeon) levels.push_back(KernelLevel::kNeon);
+  std::vector<KernelLevel> levels;
+  for (CpuLevel level : RunnableCpuLevels(ProbeCpuFeatures())) {
+    const KernelLevel a = attention::AttentionLevelFor(level);
+    if (std::find(levels.begin(), levels.end(), a) == levels.end()) levels.push_back(a);
+  }
   return levels;
+}
+
+// The kernels AttendRows and its kin run with here: the best level's, with scratch of the size they ask for.
+const AttentionKernels& Best() { return testing::BestKernels().attention; }
+void Attend(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
+            int32_t first, int32_t rows, const float* q, size_t q_stride, int32_t heads, float scale,
+            float* out, size_t out_stride) {
+  std::vector<std::byte> scratch(AttendRowsScratchBytes(Best(), kv, first, rows, heads) + 64);
+  std::byte* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  AttendRows(Best(), kv, blocks, layer, kv_head, first, rows, q, q_stride, heads, scale, out, out_stride,
+             aligned);
 }
 
 std::vector<float> Random(size_t n, std::mt19937& rng) {
@@ -246,8 +264,7 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
       const int32_t rows = std::min(tile, positions - first);
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
         const size_t at = size_t(first) * q_dim + g * group * kv.head_dim;
-        AttendRows(kv, blocks, layer, g, first, rows, q.data() + at, q_dim, group, scale, out.data() + at,
-                   q_dim);
+        Attend(kv, blocks, layer, g, first, rows, q.data() + at, q_dim, group, scale, out.data() + at, q_dim);
       }
     }
     return out;
@@ -260,8 +277,8 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   std::vector<float> single(size_t(positions) * q_dim);
   for (int32_t p = positions - 1; p >= 0; --p) {
     for (int32_t h = 0; h < n_head; ++h) {
-      AttendRows(kv, blocks, layer, h / group, p, 1, q.data() + size_t(p) * q_dim + h * kv.head_dim, q_dim, 1,
-                 scale, single.data() + size_t(p) * q_dim + h * kv.head_dim, q_dim);
+      Attend(kv, blocks, layer, h / group, p, 1, q.data() + size_t(p) * q_dim + h * kv.head_dim, q_dim, 1,
+             scale, single.data() + size_t(p) * q_dim + h * kv.head_dim, q_dim);
     }
   }
   EXPECT_TRUE(SameBits(tiled.data(), single.data(), tiled.size()));
@@ -269,13 +286,13 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   std::vector<float> grouped(size_t(positions) * q_dim);
   for (int32_t p = 0; p < positions; ++p) {
     for (int32_t g = 0; g < kv.n_kv_head; ++g) {
-      AttendRows(kv, blocks, layer, g, p, 1, q.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim,
-                 group, scale, grouped.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim);
+      Attend(kv, blocks, layer, g, p, 1, q.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim, group,
+             scale, grouped.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim);
     }
   }
   EXPECT_TRUE(SameBits(tiled.data(), grouped.data(), tiled.size()));
   // One row's parts run separately (as threads do for a long decode row), last part first, then merged.
-  if (CanSplitRow(kv, group)) {
+  if (CanSplitRow(Best(), kv, group)) {
     std::vector<float> split(size_t(positions) * q_dim);
     for (int32_t p = 0; p < positions; ++p) {
       const int32_t parts = AttentionParts(p);
@@ -284,10 +301,13 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
         const size_t at = size_t(p) * q_dim + g * group * kv.head_dim;
         for (int32_t part = parts - 1; part >= 0; --part) {
-          AttendRowPart(kv, blocks, layer, g, p, part, q.data() + at, group, scale, partials.data(),
-                        stats.data());
+          std::vector<float> scratch(AttendRowPartScratchBytes(group) / sizeof(float));
+          AttendRowPart(Best(), kv, blocks, layer, g, p, part, q.data() + at, group, scale, partials.data(),
+                        stats.data(), reinterpret_cast<std::byte*>(scratch.data()));
         }
-        MergeRowParts(kv, p, group, partials.data(), stats.data(), split.data() + at);
+        std::vector<float> scratch(MergeRowPartsScratchBytes(p, group) / sizeof(float));
+        MergeRowParts(Best(), kv, p, group, partials.data(), stats.data(), split.data() + at,
+                      reinterpret_cast<std::byte*>(scratch.data()));
       }
     }
     EXPECT_TRUE(SameBits(tiled.data(), split.data(), tiled.size()));
@@ -370,7 +390,7 @@ TEST_P(AttendRowsTest, DecodeRowsFromStoredBlocksMatchTheTiles) {
 
 TEST(AttendDecodeRow, RunsForItsShapesOnly) {
   using attention::CanAttendDecodeRow;
-  const KernelLevel best = attention::BestKernelLevel();
+  const KernelLevel best = Levels().back();
   EXPECT_EQ(CanAttendDecodeRow(best, 64, 16, 3), best != KernelLevel::kScalar);
   EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kScalar, 64, 16, 3));
   EXPECT_FALSE(CanAttendDecodeRow(best, 20, 16, 3));

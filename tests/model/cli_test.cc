@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/test_models.h"
+#include "testing/levels.h"
 #include "testing/testdata.h"
 
 namespace lockstep::testing {
@@ -104,6 +105,40 @@ TEST(Cli, BadInputExitsWithOne) {
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids 1 --top-p 0"), 1);
   EXPECT_EQ(RunLockstep("make-model --shape nope -o " + dir + "/x.gguf"), 1);
   EXPECT_EQ(RunLockstep("make-model --shape tiny --type q5_K -o " + dir + "/x.gguf"), 1);
+}
+
+// LOCKSTEP_CPU forces a kernel level: every level this CPU runs gives the same tokens (and says which level
+// ran); an unknown or unavailable level stops the command with a message naming the levels there are.
+TEST(GenerateCli, ForcedCpuLevelsGiveTheSameTokensAndBadOnesFail) {
+  const std::string args =
+      "generate -m " + TinyModel() + " --prompt-ids \"1 2 3\" -n 8 --ids --ignore-eos --temp 0";
+  std::string best;
+  ASSERT_EQ(RunLockstep(args, &best), 0);
+  for (const Kernels& k : RunnableKernels()) {
+    std::string out, log;
+    EXPECT_EQ(
+        RunCommand("LOCKSTEP_CPU=" + LevelName(k) + " " + LockstepBinary() + " " + args + " 2>&1 >/dev/null",
+                   &log),
+        0);
+    EXPECT_NE(log.find("kernels " + LevelName(k)), std::string::npos) << log;
+    ASSERT_EQ(
+        RunCommand("LOCKSTEP_CPU=" + LevelName(k) + " " + LockstepBinary() + " " + args + " 2>/dev/null",
+                   &out),
+        0);
+    EXPECT_EQ(out, best) << LevelName(k);
+  }
+  std::string log;
+  EXPECT_EQ(RunCommand("LOCKSTEP_CPU=avx1024 " + LockstepBinary() + " " + args + " 2>&1", &log), 1);
+  EXPECT_NE(log.find("LOCKSTEP_CPU='avx1024' names no CPU level"), std::string::npos) << log;
+#if defined(__x86_64__)
+  const char* foreign = "neon";
+#else
+  const char* foreign = "avx2";
+#endif
+  EXPECT_EQ(RunCommand(std::string("LOCKSTEP_CPU=") + foreign + " " + LockstepBinary() + " " + args + " 2>&1",
+                       &log),
+            1);
+  EXPECT_NE(log.find("is not available"), std::string::npos) << log;
 }
 
 }  // namespace

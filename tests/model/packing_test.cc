@@ -4,6 +4,7 @@
 
 #include "model/test_models.h"
 #include "model/transformer.h"
+#include "testing/levels.h"
 
 namespace lockstep::testing {
 namespace {
@@ -63,8 +64,8 @@ TEST_P(PackingTest, PackThreadCountDoesNotChangeLogits) {
   auto one = ModelWeights::Bind(*m.file, *config, /*pack_threads=*/1);
   auto three = ModelWeights::Bind(*m.file, *config, /*pack_threads=*/3);
   ASSERT_TRUE(one.ok() && three.ok());
-  Transformer a(m.file, *config, std::move(one).value());
-  Transformer b(m.file, *config, std::move(three).value());
+  Transformer a(m.file, *config, std::move(one).value(), BestKernels());
+  Transformer b(m.file, *config, std::move(three).value(), BestKernels());
   ThreadPool pool(2);
   const std::vector<int32_t> tokens = {1, 5, 9, 2, 7, 3};
   EXPECT_EQ(RunSequence(a, tokens, 3, KvDtype::kF16, pool), RunSequence(b, tokens, 3, KvDtype::kF16, pool));

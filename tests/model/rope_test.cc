@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "testing/levels.h"
+
 namespace lockstep {
 namespace {
 
@@ -20,7 +22,7 @@ ModelConfig Config(RopeMode mode) {
 std::vector<float> Rotate(const Rope& rope, std::vector<float> x, int32_t position) {
   std::vector<float> cs(2 * rope.pairs());
   rope.Angles(position, cs.data());
-  rope.Apply(cs.data(), x.data(), 1);
+  rope.Apply(testing::BestKernels().elementwise, cs.data(), x.data(), 1);
   return x;
 }
 

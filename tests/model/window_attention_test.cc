@@ -10,6 +10,7 @@
 #include "model/attention.h"
 #include "model/local_kv.h"
 #include "tensor/float16.h"
+#include "testing/levels.h"
 
 namespace lockstep::testing {
 namespace {
@@ -19,6 +20,17 @@ struct Shape {
   KvDtype dtype;
   AttentionRule rule;
 };
+
+// AttendRows with the best level's kernels and scratch of the size it asks for.
+void Attend(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
+            int32_t first, int32_t rows, const float* q, size_t q_stride, int32_t heads, float scale,
+            float* out, size_t out_stride, const AttentionRule& rule) {
+  const AttentionKernels& k = BestKernels().attention;
+  std::vector<std::byte> scratch(AttendRowsScratchBytes(k, kv, first, rows, heads, rule) + 64);
+  std::byte* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  AttendRows(k, kv, blocks, layer, kv_head, first, rows, q, q_stride, heads, scale, out, out_stride, aligned,
+             rule);
+}
 
 class WindowAttentionTest : public ::testing::TestWithParam<Shape> {};
 
@@ -62,8 +74,8 @@ TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
   double max_err = 0;
   std::vector<float> solo(q.size());
   for (int32_t t = 0; t < kPositions; ++t) {
-    AttendRows(kv, storage.blocks(), 1, 1, t, 1, q.data() + t * q_stride, q_stride, kHeads, scale,
-               solo.data() + t * q_stride, q_stride, p.rule);
+    Attend(kv, storage.blocks(), 1, 1, t, 1, q.data() + t * q_stride, q_stride, kHeads, scale,
+           solo.data() + t * q_stride, q_stride, p.rule);
     const int32_t lo = p.rule.window > 0 ? std::max(0, t - p.rule.window + 1) : 0;
     for (int32_t h = 0; h < kHeads; ++h) {
       const float* qh = q.data() + t * q_stride + h * n;
@@ -98,12 +110,12 @@ TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
       for (int32_t b = 0; b < start / kv.block_tokens; ++b) blocks[b] = nullptr;
       if (tile == 13) {  // one head per call
         for (int32_t h = 0; h < kHeads; ++h) {
-          AttendRows(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride + h * n, q_stride, 1, scale,
-                     tiled.data() + first * q_stride + h * n, q_stride, p.rule);
+          Attend(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride + h * n, q_stride, 1, scale,
+                 tiled.data() + first * q_stride + h * n, q_stride, p.rule);
         }
       } else {
-        AttendRows(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride, q_stride, kHeads, scale,
-                   tiled.data() + first * q_stride, q_stride, p.rule);
+        Attend(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride, q_stride, kHeads, scale,
+               tiled.data() + first * q_stride, q_stride, p.rule);
       }
     }
     EXPECT_EQ(std::memcmp(tiled.data(), solo.data(), q.size() * sizeof(float)), 0) << "tiles of " << tile;

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "hwy/targets.h"
+#include "tensor/kernels.h"
 #include "tensor/matmul_internal.h"
+#include "testing/levels.h"
 #include "testing/quantized_activations.h"
 
 namespace lockstep {
@@ -103,9 +104,9 @@ TEST(ActivationQuantization, TinyZeroAndNonFiniteBlocksBecomeZero) {
   EXPECT_GT(MaxAbsQuant(Quantize(x)), 0);
 }
 
-// RunQuantizeActivations on every target the machine runs: the reference's quants and scales, the sums, and
-// the Q8_0 dot starts (-128 * sum).
-TEST(ActivationQuantization, EveryTargetMatchesTheReference) {
+// Activation quantization at every CPU level the machine runs: the reference's quants and scales, the sums,
+// and the Q8_0 dot starts (-128 * sum).
+TEST(ActivationQuantization, EveryLevelMatchesTheReference) {
   constexpr int64_t kRows = 5, kIn = 160, kBlocks = kIn / kActBlock, kStride = 192;
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -113,13 +114,12 @@ TEST(ActivationQuantization, EveryTargetMatchesTheReference) {
   for (int64_t i = 0; i < kRows * kIn; ++i)
     x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i / 32) - 3);
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    const testing::QuantizedActivations quants(x.data(), kRows, kIn, kStride);
+  for (const Kernels& k : testing::RunnableKernels()) {
+    const testing::QuantizedActivations quants(x.data(), kRows, kIn, kStride, k.matmul);
     const std::vector<int8_t>& q = quants.q;
     const std::vector<float>& d = quants.d;
     const std::vector<int32_t>&sums = quants.sums, &sums16 = quants.sums16, &starts = quants.q8_starts;
-    const std::string name = hwy::TargetName(target);
+    const std::string name = testing::LevelName(k);
     for (int64_t r = 0; r < kRows; ++r) {
       for (int64_t b = 0; b < kBlocks; ++b) {
         const int64_t i = r * kBlocks + b;
@@ -134,7 +134,6 @@ TEST(ActivationQuantization, EveryTargetMatchesTheReference) {
       }
     }
   }
-  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace

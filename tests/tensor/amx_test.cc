@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "tensor/cpu_features.h"
 #include "tensor/dequantize.h"
+#include "tensor/kernels.h"
 #include "tensor/matmul.h"
 #include "tensor/matmul_amx.h"
 #include "tensor/matmul_amx_kernel.h"
@@ -34,10 +36,16 @@
 namespace lockstep {
 namespace {
 
-bool HasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+// The avx512 level's kernels (the AMX kernel's reference; its epilogue needs the same AVX-512 subsets), if
+// this CPU runs them. Every x86 level's packed kernels give the same bits.
+const MatMulKernels* Avx512Kernels() {
+  static const Result<Kernels> k = KernelsForLevel(CpuLevel::kAvx512, ProbeCpuFeatures());
+  return k.ok() ? &k->matmul : nullptr;
+}
+bool HasAvx512() { return Avx512Kernels() != nullptr; }
+// The reference: the avx512 packed kernel for the args' type.
+void RunPackedTile(const TileArgs& a, int64_t begin, int64_t end) {
+  Avx512Kernels()->packed_tile[QuantWeightIndex(a.type)](a, begin, end);
 }
 
 struct Case {
@@ -123,12 +131,12 @@ TEST(AmxKernel, OnTheTileModelEqualsThePackedKernelBitForBit) {
 }
 
 TEST(AmxKernel, OnTheCpuTilesEqualsThePackedKernelBitForBit) {
-  if (!AmxMatMulEnabled()) GTEST_SKIP() << "no AMX-INT8 on this machine (or LOCKSTEP_AMX=0)";
+  if (!CpuRunsLevel(ProbeCpuFeatures(), CpuLevel::kAmx)) GTEST_SKIP() << "no AMX-INT8 on this machine";
   std::mt19937 rng(12);
   for (const Case& c : kCases) {
     Product p(c, rng);
     const std::vector<float> expected = p.Compute(48, RunPackedTile);
-    const std::vector<float> y = p.Compute(48, RunAmxPackedTile);
+    const std::vector<float> y = p.Compute(48, AmxPackedTileOnStack);
     ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0) << p.Name();
   }
 }
@@ -148,8 +156,9 @@ void RunOnTileModelOneOutputOff(const TileArgs& a, int64_t begin, int64_t end) {
 TEST(AmxKernel, SelfCheckPassesForTheKernelAndCatchesAnError) {
   if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
   for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
-    EXPECT_TRUE(PackedKernelMatches(type, RunOnTileModel)) << TensorTypeName(type);
-    EXPECT_FALSE(PackedKernelMatches(type, RunOnTileModelOneOutputOff)) << TensorTypeName(type);
+    EXPECT_TRUE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModel)) << TensorTypeName(type);
+    EXPECT_FALSE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModelOneOutputOff))
+        << TensorTypeName(type);
   }
 }
 

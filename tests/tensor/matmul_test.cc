@@ -1,5 +1,5 @@
-// MatMul against (1) the scalar reference of the canonical order, bit for bit, on every SIMD target the
-// machine supports; (2) a double-precision product with dequantized weights, within derived bounds; (3)
+// MatMul against (1) the scalar reference of the canonical order, bit for bit, at every CPU level the
+// machine runs; (2) a double-precision product with dequantized weights, within derived bounds; (3)
 // itself with fewer rows and other thread counts (batch invariance).
 #include "tensor/matmul.h"
 
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "hwy/targets.h"
 #include "tensor/dequantize.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/thread_pool.h"
+#include "testing/levels.h"
 
 namespace lockstep {
 namespace {
@@ -72,10 +72,11 @@ std::vector<float> TestActivations(int64_t rows, int64_t in, uint32_t seed) {
   return x;
 }
 
-std::vector<float> RunMatMul(WeightMatrix w, const float* x, int64_t rows, int threads) {
+std::vector<float> RunMatMul(WeightMatrix w, const float* x, int64_t rows, int threads,
+                             const MatMulKernels& kernels = testing::BestKernels().matmul) {
   ThreadPool pool(threads);
   std::vector<float> y(1 + rows * w.out, -1.0f);
-  MatMul(w, x, rows, y.data() + 1, pool);
+  MatMul(kernels, w, x, rows, y.data() + 1, pool);
   return std::vector<float>(y.begin() + 1, y.end());
 }
 
@@ -124,21 +125,19 @@ std::string Name(const Case& c) {
          " out=" + std::to_string(c.out) + " rows=" + std::to_string(c.rows) + (c.packed ? " packed" : "");
 }
 
-TEST(MatMul, EveryTargetMatchesScalarReferenceBitForBit) {
+TEST(MatMul, EveryLevelMatchesScalarReferenceBitForBit) {
+  const std::vector<Kernels> levels = testing::RunnableKernels();
   for (const Case& c : Cases()) {
     TestWeights weights(c, 11);
     const std::vector<float> x = TestActivations(c.rows, c.in, 12);
     std::vector<float> expected(c.rows * c.out);
     MatMulReference(weights.matrix(), x.data() + 1, c.rows, expected.data());
-    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-      hwy::SetSupportedTargetsForTest(target);
+    for (const Kernels& k : levels) {
       for (int threads : {1, 2, 3}) {
-        ExpectBitEqual(
-            RunMatMul(weights.matrix(), x.data() + 1, c.rows, threads), expected,
-            Name(c) + " target=" + hwy::TargetName(target) + " threads=" + std::to_string(threads));
+        ExpectBitEqual(RunMatMul(weights.matrix(), x.data() + 1, c.rows, threads, k.matmul), expected,
+                       Name(c) + " level=" + testing::LevelName(k) + " threads=" + std::to_string(threads));
       }
     }
-    hwy::SetSupportedTargetsForTest(0);
   }
 }
 
@@ -209,12 +208,9 @@ TEST(MatMul, Q8_0MinusOneTwentyEightIsExactEverywhere) {
     const std::vector<float> x = TestActivations(5, 64, 42);
     std::vector<float> expected(5 * 9);
     MatMulReference(m, x.data() + 1, 5, expected.data());
-    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-      hwy::SetSupportedTargetsForTest(target);
-      ExpectBitEqual(RunMatMul(m, x.data() + 1, 5, 2), expected,
-                     std::string("target=") + hwy::TargetName(target));
+    for (const Kernels& k : testing::RunnableKernels()) {
+      ExpectBitEqual(RunMatMul(m, x.data() + 1, 5, 2, k.matmul), expected, "level=" + testing::LevelName(k));
     }
-    hwy::SetSupportedTargetsForTest(0);
   }
 }
 
@@ -232,7 +228,7 @@ TEST(MatMul, SharedInputMatchesSeparateCalls) {
     ys[i].assign(rows * ws[i].out, 0.0f);
     y_ptrs.push_back(ys[i].data());
   }
-  MatMulShared(ws, x.data() + 1, rows, y_ptrs, pool);
+  MatMulShared(testing::BestKernels().matmul, ws, x.data() + 1, rows, y_ptrs, pool);
   for (size_t i = 0; i < ws.size(); ++i) {
     ExpectBitEqual(ys[i], RunMatMul(ws[i], x.data() + 1, rows, 3), "matrix " + std::to_string(i));
   }
@@ -242,7 +238,7 @@ TEST(MatMul, ZeroRowsIsANoOp) {
   TestWeights weights(TensorType::kQ8_0, 64, 3, 1);
   ThreadPool pool(2);
   float y = 7.0f;
-  MatMul(weights.matrix(), nullptr, 0, &y, pool);
+  MatMul(testing::BestKernels().matmul, weights.matrix(), nullptr, 0, &y, pool);
   EXPECT_EQ(y, 7.0f);
 }
 

@@ -1,18 +1,22 @@
-// Test helper: owns the buffers RunQuantizeActivations writes (tensor/matmul_simd.h), quantizes rows of
-// activations into them, and points a TileArgs at them.
+// Test helper: owns the buffers activation quantization writes (tensor/matmul_simd.h), quantizes rows of
+// activations into them (with `kernels`' quantizer: the best level's by default; every level's agree), and
+// points a TileArgs at them.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "tensor/matmul_internal.h"
+#include "tensor/matmul_kernels.h"
 #include "tensor/matmul_simd.h"
+#include "testing/levels.h"
 
 namespace lockstep::testing {
 
 struct QuantizedActivations {
   // x: [rows][in] floats; quants rows are q_stride bytes apart.
-  QuantizedActivations(const float* x, int64_t rows, int64_t in, int64_t q_stride)
+  QuantizedActivations(const float* x, int64_t rows, int64_t in, int64_t q_stride,
+                       const MatMulKernels& kernels = BestKernels().matmul)
       : q(size_t(rows * q_stride)),
         d(size_t(rows * (in / kActBlock))),
         sums(d.size()),
@@ -24,7 +28,7 @@ struct QuantizedActivations {
     view.sums = sums.data();
     view.sums16 = sums16.data();
     view.q8_starts = q8_starts.data();
-    RunQuantizeActivations(x, in, 0, rows, view);
+    kernels.quantize(x, in, 0, rows, view);
   }
   QuantizedActivations(const QuantizedActivations&) = delete;  // view points into this object's vectors
   QuantizedActivations& operator=(const QuantizedActivations&) = delete;

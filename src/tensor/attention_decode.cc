@@ -1,12 +1,12 @@
-#include "model/attention_decode.h"
+#include "tensor/attention_decode.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include "model/with_count.h"
 #include "tensor/prefetch.h"
+#include "tensor/with_count.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
@@ -15,7 +15,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-#include "model/neon_lanes.h"
+#include "tensor/neon_lanes.h"
 #define LOCKSTEP_DECODE_NEON 1
 #endif
 #if defined(LOCKSTEP_DECODE_X86) || defined(LOCKSTEP_DECODE_NEON)
@@ -56,7 +56,7 @@ struct V : NeonLanes16 {
   static constexpr KernelLevel kLevel = KernelLevel::kNeon;
   static constexpr int kScoreChains = 1, kValueQueries = 2, kValueChunks = 1;
 };
-#include "model/attention_decode-inl.h"
+#include "tensor/attention_decode-inl.h"
 }  // namespace neon
 #else
 namespace avx2 {
@@ -92,7 +92,7 @@ struct V {
     std::memcpy(p, lanes, sizeof(float) * size_t(n));
   }
 };
-#include "model/attention_decode-inl.h"
+#include "tensor/attention_decode-inl.h"
 }  // namespace avx2
 
 #pragma GCC push_options
@@ -119,7 +119,7 @@ struct V {
     _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
   }
 };
-#include "model/attention_decode-inl.h"
+#include "tensor/attention_decode-inl.h"
 }  // namespace avx512
 #pragma GCC pop_options
 #endif

@@ -1,6 +1,6 @@
 // Vector math: Exp8 is accurate over its range, Exp16 gives Exp8's bits lane by lane, and SwiGlu (16 lanes
 // where the CPU has AVX-512) gives the 8-lane body's bits.
-#include "model/vec_math.h"
+#include "tensor/vec_math.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,8 @@
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include "tensor/activations.h"
 
 namespace lockstep {
 namespace {
@@ -60,7 +62,7 @@ TEST(VecMath, Exp16AndSwiGluOn16LanesGiveThe8LaneBits) {
   }
   for (int64_t n : {int64_t(3), int64_t(8), int64_t(29), int64_t(gate.size())}) {
     std::vector<float> g16 = gate, g8 = gate;
-    SwiGlu(g16.data(), up.data(), n);  // dispatches to the 16-lane body here
+    SwiGluAvx512(g16.data(), up.data(), n);  // the 16-lane body
     // The 8-lane body alone, then the scalar tail.
     int64_t i = SwiGlu8(g8.data(), up.data(), 0, n);
     for (; i < n; ++i) g8[i] = g8[i] / (1.0f + std::exp(-g8[i])) * up[i];

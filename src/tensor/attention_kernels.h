@@ -1,5 +1,6 @@
-// Kernels of attention over widened (f32) KV blocks, used by model/attention.cc. Each has a scalar reference
-// and AVX2, AVX-512 (x86) and NEON (aarch64) versions chosen once at run time; all levels give bit-identical
+// Kernels of attention over widened (f32) KV blocks, used by model/attention.cc through the kernel table
+// (tensor/kernels.h). Each has a scalar reference and AVX2, AVX-512 (x86) and NEON (aarch64) versions, one
+// per attention level (KernelLevel; AttentionLevelFor maps a CPU level to it); all levels give bit-identical
 // results (Softmax: the x86 levels share a polynomial exp, the scalar and NEON levels use std::exp): the same
 // fused multiply-adds per lane in the same order (and, in Softmax, the same final reduction), so a row's
 // attention never depends on the CPU's vector width, on the batch around it, or on how rows and heads are
@@ -14,11 +15,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tensor/cpu_level.h"
+
 namespace lockstep::attention {
 
 enum class KernelLevel { kScalar, kAvx2, kAvx512, kNeon };
-// The fastest level this CPU runs (AVX-512 needs F, DQ and VL; NEON on every aarch64).
-KernelLevel BestKernelLevel();
+// The attention kernels a CPU level runs (avx2 and avx2-vnni: kAvx2; avx512, avx512-vnni and amx: kAvx512;
+// every NEON level: kNeon).
+KernelLevel AttentionLevelFor(CpuLevel level);
 const char* KernelLevelName(KernelLevel level);
 
 inline constexpr int kKeyLanes = 16;

@@ -1,7 +1,7 @@
-// Small vectorised math shared by the forward pass: e^x on 8 floats (AVX2, Cephes-style polynomial, relative
-// error ~1e-7, inputs clamped to [-87, 88]; Exp16 is the same on 16 lanes, for callers compiled for AVX-512)
-// and the SwiGLU activation. Deterministic: the same input always
-// gives the same bits, whatever the surrounding batch. Pure functions, thread-safe.
+// Small vectorised math of the kernels: e^x on 8 floats (AVX2, Cephes-style polynomial, relative error ~1e-7,
+// inputs clamped to [-87, 88]; Exp16 is the same on 16 lanes, for callers compiled for AVX-512) and the
+// SwiGLU activation's vector bodies (tensor/activations.h). Deterministic: the same input always gives the
+// same bits, whatever the surrounding batch. Pure functions, thread-safe.
 #pragma once
 
 #include <cmath>
@@ -85,16 +85,5 @@ inline int64_t SwiGlu8(float* gate, const float* up, int64_t i, int64_t n) {
   return i;
 }
 #endif
-
-// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i].
-inline void SwiGlu(float* gate, const float* up, int64_t n) {
-  int64_t i = 0;
-#ifdef LOCKSTEP_VEC_MATH_AVX2
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) i = SwiGlu16(gate, up, n);
-  i = SwiGlu8(gate, up, i, n);
-#endif
-  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-}
 
 }  // namespace lockstep

@@ -1,12 +1,12 @@
-#include "model/attention_kernels.h"
+#include "tensor/attention_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "model/vec_math.h"
-#include "model/with_count.h"
 #include "tensor/float16.h"
+#include "tensor/vec_math.h"
+#include "tensor/with_count.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
@@ -16,7 +16,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-#include "model/neon_lanes.h"
+#include "tensor/neon_lanes.h"
 #define LOCKSTEP_ATTENTION_NEON 1
 #endif
 
@@ -421,19 +421,26 @@ void WidenRun(const void* src, bool f16, size_t offset, int n, float* dst) {
 
 }  // namespace
 
-KernelLevel BestKernelLevel() {
+KernelLevel AttentionLevelFor(CpuLevel level) {
+  switch (level) {
 #ifdef LOCKSTEP_ATTENTION_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl")) {
-    return KernelLevel::kAvx512;
-  }
-  return KernelLevel::kAvx2;
-#elif defined(LOCKSTEP_ATTENTION_NEON)
-  return KernelLevel::kNeon;
-#else
-  return KernelLevel::kScalar;
+    case CpuLevel::kAvx2:
+    case CpuLevel::kAvx2Vnni:
+      return KernelLevel::kAvx2;
+    case CpuLevel::kAvx512:
+    case CpuLevel::kAvx512Vnni:
+    case CpuLevel::kAmx:
+      return KernelLevel::kAvx512;
 #endif
+#ifdef LOCKSTEP_ATTENTION_NEON
+    case CpuLevel::kNeon:
+    case CpuLevel::kNeonDotprod:
+    case CpuLevel::kNeonI8mm:
+      return KernelLevel::kNeon;
+#endif
+    default:
+      return KernelLevel::kScalar;
+  }
 }
 
 const char* KernelLevelName(KernelLevel level) {

@@ -1,4 +1,4 @@
-// The decode-row kernels of model/attention_decode.cc, written once over a 16-lane vector type V (its own
+// The decode-row kernels of tensor/attention_decode.cc, written once over a 16-lane vector type V (its own
 // namespace per instruction set; see there). No include guard: included once per instruction set.
 
 // Scores of kQueries queries against the kGroups 16-position key groups from group `first` (positions at or

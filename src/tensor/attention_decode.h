@@ -1,17 +1,18 @@
 // One decode row's attention read straight from its sequence's stored KV blocks (f16 or f32), without the
-// widened copy the general path (model/attention_kernels.h) makes: for a single row, widening each block cost
-// more than the few dot products it fed, so long-context decode ran well below the memory bandwidth. Keys are
-// stored dim-major (model/batch.h), so 16 positions of one dim are 16 consecutive elements: exactly a widened
-// key group's row, converted in registers. Per lane the arithmetic is the general path's (scores: a chain of
-// fused multiply-adds over the dims from 0, times scale; Softmax; values: fused multiply-adds over positions
-// in order from 0), so results are bit-identical to it and to every tiling (tests/model/attention_test.cc).
-// AVX-512, AVX2 and ARM NEON: the same kernels over a 16-lane vector of one, two or four registers.
+// widened copy the general path (tensor/attention_kernels.h) makes: for a single row, widening each block
+// cost more than the few dot products it fed, so long-context decode ran well below the memory bandwidth.
+// Keys are stored dim-major (model/batch.h), so 16 positions of one dim are 16 consecutive elements: exactly
+// a widened key group's row, converted in registers. Per lane the arithmetic is the general path's (scores: a
+// chain of fused multiply-adds over the dims from 0, times scale; Softmax; values: fused multiply-adds over
+// positions in order from 0), so results are bit-identical to it and to every tiling
+// (tests/model/attention_test.cc). AVX-512, AVX2 and ARM NEON: the same kernels over a 16-lane vector of one,
+// two or four registers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "model/attention_kernels.h"
+#include "tensor/attention_kernels.h"
 
 namespace lockstep::attention {
 

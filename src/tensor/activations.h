@@ -1,0 +1,28 @@
+// The gated activations of a feed-forward block, one version per kernel level (the table in
+// tensor/kernels.h picks one): gate[i] <- act(gate[i]) * up[i] for i < n.
+//   SwiGLU: silu(g) = g / (1 + e^-g)                                  (Llama, Qwen2, Mistral, ...)
+//   GeGLU:  gelu(g) = g / (1 + e^z), z = -2 sqrt(2/pi) (g + 0.044715 g^3), i.e. GELU's tanh form
+//           0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))         (Gemma, ...)
+// GeGLU's versions all use the same exp (tensor/vec_math.h's polynomial) and the same operations per element
+// (g2 = g * g; b = fma(g2 * 0.044715, g, g); z = b * -1.5957691; e = exp(z); g / (1 + e) * up), so they are
+// bit-identical everywhere. SwiGLU's x86 versions share that polynomial; its scalar version and tails use
+// std::exp. Pure functions, thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace lockstep {
+
+// The polynomial exp of tensor/vec_math.h (Exp8) on one float, operation for operation: the same bits.
+float ExpPolynomial(float x);
+
+void SwiGluScalar(float* gate, const float* up, int64_t n);
+void GeGluScalar(float* gate, const float* up, int64_t n);
+#if defined(__x86_64__)
+void SwiGluAvx2(float* gate, const float* up, int64_t n);
+void SwiGluAvx512(float* gate, const float* up, int64_t n);
+void GeGluAvx2(float* gate, const float* up, int64_t n);
+void GeGluAvx512(float* gate, const float* up, int64_t n);
+#endif
+
+}  // namespace lockstep

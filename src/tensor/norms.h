@@ -1,0 +1,15 @@
+// Normalisation kernels of the forward pass (the table in tensor/kernels.h points at them). One version for
+// every level: the sum of squares runs in double in a fixed order, so a row always gives the same bits.
+// Pure functions, thread-safe.
+#pragma once
+
+#include <cstdint>
+
+namespace lockstep {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i], i < n. The sum of squares is taken in double: element i goes
+// to partial sum i % 16 in index order, the 16 partial sums are then added pairwise (j + 8 into j, then
+// j + 4, ...).
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
+
+}  // namespace lockstep

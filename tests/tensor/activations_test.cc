@@ -1,0 +1,99 @@
+// Gated activations and the polynomial exp: ExpPolynomial reproduces Exp8 bit for bit and is accurate; GeGLU
+// gives the same bits at every level this machine runs (odd lengths, so every vector body and tail is
+// used) and matches GELU's tanh form in double; SwiGLU's SIMD levels agree with each other.
+#include "tensor/activations.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tensor/vec_math.h"
+#include "testing/levels.h"
+
+namespace lockstep {
+namespace {
+
+std::vector<float> Inputs(float range) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-range, range);
+  std::vector<float> x(4099);
+  for (float& v : x) v = dist(rng);
+  for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 88.0f, -87.0f, 88.5f, -90.0f, 1e-8f, 1e30f, -1e30f})
+    x.push_back(v);
+  return x;
+}
+
+TEST(ExpPolynomial, IsAccurateOverItsRange) {
+  for (float x : Inputs(100.0f)) {
+    const double want = std::exp(std::fmin(std::fmax(double(x), -87.0), 88.0));
+    EXPECT_NEAR(ExpPolynomial(x), want, 2e-7 * want) << x;
+  }
+}
+
+#ifdef LOCKSTEP_VEC_MATH_AVX2
+TEST(ExpPolynomial, GivesExp8sBitsLaneByLane) {
+  std::vector<float> x = Inputs(100.0f);
+  x.resize(x.size() / 8 * 8);
+  for (size_t i = 0; i < x.size(); i += 8) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, Exp8(_mm256_loadu_ps(x.data() + i)));
+    for (int l = 0; l < 8; ++l) {
+      const float one = ExpPolynomial(x[i + l]);
+      EXPECT_EQ(std::memcmp(&one, &lanes[l], sizeof(float)), 0) << x[i + l];
+    }
+  }
+}
+#endif
+
+TEST(GeGlu, EveryLevelGivesTheSameBitsAndMatchesGeluInDouble) {
+  const std::vector<float> gate = Inputs(8.0f);
+  std::vector<float> up(gate.size());
+  for (size_t i = 0; i < up.size(); ++i) up[i] = 1.0f - float(i % 7) / 4;
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(8), int64_t(23), int64_t(gate.size())}) {
+    std::vector<float> first;
+    for (const Kernels& k : testing::RunnableKernels()) {
+      std::vector<float> g(gate.begin(), gate.begin() + n);
+      k.elementwise.geglu(g.data(), up.data(), n);
+      if (first.empty()) {
+        first = g;
+        for (int64_t i = 0; i < n; ++i) {
+          const double x = gate[i];
+          const double gelu = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+          EXPECT_NEAR(g[i], gelu * up[i], 1e-6 * (1 + std::abs(gelu))) << gate[i];
+        }
+      } else {
+        EXPECT_EQ(std::memcmp(g.data(), first.data(), sizeof(float) * size_t(n)), 0)
+            << testing::LevelName(k) << " n " << n;
+      }
+    }
+  }
+}
+
+TEST(SwiGlu, EveryLevelMatchesSiluAndTheX86LevelsAgreeBitForBit) {
+  const std::vector<float> gate = Inputs(20.0f);
+  std::vector<float> up(gate.size(), 0.75f);
+  const int64_t n = int64_t(gate.size());
+  std::vector<float> x86;
+  for (const Kernels& k : testing::RunnableKernels()) {
+    std::vector<float> g = gate;
+    k.elementwise.swiglu(g.data(), up.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = gate[i], want = x / (1 + std::exp(-x)) * 0.75;
+      EXPECT_NEAR(g[i], want, 1e-6 * (1 + std::abs(want))) << gate[i];
+    }
+    if (k.attention.level != attention::KernelLevel::kAvx2 &&
+        k.attention.level != attention::KernelLevel::kAvx512)
+      continue;
+    if (x86.empty()) {
+      x86 = g;
+    } else {
+      EXPECT_EQ(std::memcmp(g.data(), x86.data(), sizeof(float) * g.size()), 0) << testing::LevelName(k);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
