@@ -5,6 +5,59 @@
 
 namespace lockstep::chat {
 
+namespace {
+
+// Whether the template shows a system message at all: a system turn holding a marker, then a user turn,
+// rendered; false when the marker is missing or the template raises (Gemma 2: "System role not supported").
+bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, const std::string& eos) {
+  static constexpr const char* kMarker = "<lockstep system marker>";
+  const nlohmann::json messages = {{{"role", "system"}, {"content", kMarker}},
+                                   {{"role", "user"}, {"content", "Hi"}}};
+  jinja::Object context;
+  context.emplace_back("messages", jinja::Value::FromJson(messages));
+  context.emplace_back("tools", jinja::Value::FromJson(nlohmann::json()));
+  context.emplace_back("add_generation_prompt", jinja::Value(true));
+  context.emplace_back("bos_token", jinja::Value(bos));
+  context.emplace_back("eos_token", jinja::Value(eos));
+  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)));
+  return out.ok() && out->find(kMarker) != std::string::npos;
+}
+
+}  // namespace
+
+nlohmann::ordered_json MergeSystemMessages(const nlohmann::ordered_json& messages) {
+  if (!messages.is_array()) return messages;
+  nlohmann::ordered_json merged = nlohmann::ordered_json::array();
+  std::string pending;
+  auto flush = [&] {
+    if (pending.empty()) return;
+    merged.push_back({{"role", "user"}, {"content", pending}});
+    pending.clear();
+  };
+  for (const auto& message : messages) {
+    const bool is_object = message.is_object();
+    const std::string role = is_object && message.contains("role") && message["role"].is_string()
+                                 ? message["role"].get<std::string>()
+                                 : "";
+    const bool text = is_object && message.contains("content") && message["content"].is_string();
+    if (role == "system" && text) {
+      if (!pending.empty()) pending += "\n";
+      pending += message["content"].get<std::string>();
+    } else if (role == "user" && text && !pending.empty()) {
+      nlohmann::ordered_json user = message;
+      const std::string content = message["content"].get<std::string>();
+      user["content"] = pending + (content.empty() ? "" : "\n" + content);
+      pending.clear();
+      merged.push_back(std::move(user));
+    } else {
+      flush();
+      merged.push_back(message);
+    }
+  }
+  flush();
+  return merged;
+}
+
 std::string DetectChatTemplateFamily(const std::string& source) {
   const auto has = [&](const char* s) { return source.find(s) != std::string::npos; };
   if (source.empty()) return "default";
@@ -31,6 +84,8 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
   result.eos_token_ = std::move(eos_token);
   result.family_ = DetectChatTemplateFamily(source);
   result.note_ = "chat template: " + origin + " (" + result.family_ + " family)";
+  result.shows_system_ = RendersSystemMessage(*result.template_, result.bos_token_, result.eos_token_);
+  if (!result.shows_system_) result.note_ += "; system messages merged into the next user message";
   return result;
 }
 
@@ -51,7 +106,8 @@ ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_tok
 
 Result<std::string> ChatTemplate::Apply(const ChatTemplateInput& input) const {
   jinja::Object context;
-  context.emplace_back("messages", jinja::Value::FromJson(input.messages));
+  context.emplace_back("messages", jinja::Value::FromJson(
+                                       shows_system_ ? input.messages : MergeSystemMessages(input.messages)));
   context.emplace_back("tools", jinja::Value::FromJson(input.tools));
   context.emplace_back("add_generation_prompt", jinja::Value(input.add_generation_prompt));
   context.emplace_back("bos_token", jinja::Value(bos_token_));

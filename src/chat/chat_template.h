@@ -41,6 +41,12 @@ struct ChatTemplateInput {
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
 
+// For templates that cannot show a system message (Gemma 2's raises "System role not supported"; Mistral
+// v0.1's allows only alternating user/assistant turns): each run of system messages with text content is
+// joined by "\n" and put before the next user message's content, with a "\n" between (llama.cpp's server
+// does the same); a run with no user message next becomes a user message of its own. Other messages stay.
+nlohmann::ordered_json MergeSystemMessages(const nlohmann::ordered_json& messages);
+
 class ChatTemplate {
  public:
   // Parses `source`; origin says where it came from ("the model's own", "built-in llama3", "file x.jinja")
@@ -52,7 +58,8 @@ class ChatTemplate {
   static ChatTemplate Create(const std::string& source, std::string bos_token, std::string eos_token);
 
   // Returns the rendered prompt, or an error (for example the template's own raise_exception: "roles must
-  // alternate") suitable for a 400 response.
+  // alternate") suitable for a 400 response. A template that cannot show a system message (found once, by
+  // Parse, rendering one) gets the messages through MergeSystemMessages.
   Result<std::string> Apply(const ChatTemplateInput& input) const;
   // Shorthand: messages only, no tools.
   Result<std::string> Apply(const nlohmann::json& messages, bool add_generation_prompt) const;
@@ -64,6 +71,8 @@ class ChatTemplate {
   // phi3, zephyr, custom; "default" when the fallback is in use.
   const std::string& family() const { return family_; }
   bool is_default() const { return is_default_; }
+  // False for a template that cannot show a system message: Apply merges them (MergeSystemMessages).
+  bool shows_system() const { return shows_system_; }
   // One line for the log: which template is in use and, for the fallback, why.
   const std::string& note() const { return note_; }
   // The Jinja source in use (the default's when is_default()).
@@ -78,6 +87,7 @@ class ChatTemplate {
   std::string eos_token_;
   std::string family_;
   bool is_default_ = false;
+  bool shows_system_ = true;  // else Apply merges system messages (MergeSystemMessages)
   std::string note_;
 };
 

@@ -69,6 +69,47 @@ TEST(ChatTemplateTest, FamiliesAreDetected) {
   }
 }
 
+TEST(ChatTemplateTest, TemplatesThatCannotShowASystemMessageGetItMergedIntoTheNextUserTurn) {
+  // Gemma 2 raises "System role not supported" and Mistral v0.1 wants alternating turns: the system text goes
+  // before the first user message's, with "\n" (what llama.cpp's server renders, scripts/
+  // compare_chat_templates.py). Gemma 3 merges it itself ("\n\n"), so its rendering is the reference's.
+  const nlohmann::json goldens = LoadGoldens();
+  const nlohmann::json conversation = goldens["conversations"][1];
+  auto gemma2 = ChatTemplate::Parse(goldens["templates"]["gemma2"], "test", "<s>", "</s>");
+  ASSERT_TRUE(gemma2.ok());
+  auto out = gemma2->Apply(conversation, true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out,
+            "<s><start_of_turn>user\nYou are terse.\nWhat is "
+            "2+2?<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n"
+            "<start_of_turn>user\nAnd 3+3?\nThink \"carefully\".<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_NE(gemma2->note().find("merged"), std::string::npos);
+  auto mistral = ChatTemplate::Parse(goldens["templates"]["mistral-v0.1"], "test", "<s>", "</s>");
+  ASSERT_TRUE(mistral.ok());
+  out = mistral->Apply(conversation, true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(
+      *out,
+      "<s>[INST] You are terse.\nWhat is 2+2? [/INST]  4  </s>[INST] And 3+3?\nThink \"carefully\". [/INST]");
+  for (const char* name : {"gemma3", "qwen3", "phi3.5", "mistral-nemo", "llama3"}) {
+    auto t = ChatTemplate::Parse(goldens["templates"][name], "test", "<s>", "</s>");
+    ASSERT_TRUE(t.ok()) << name;
+    for (const auto& c : goldens["cases"]) {
+      if (c["family"] != name || c["conversation"] != 1 || !c["add_generation_prompt"].get<bool>()) continue;
+      auto rendered = t->Apply(conversation, true);
+      ASSERT_TRUE(rendered.ok()) << name;
+      EXPECT_EQ(*rendered, c["expected"].get<std::string>()) << name;
+    }
+  }
+  // Runs of system messages join with "\n"; one with no user message next becomes a user message.
+  const nlohmann::ordered_json merged = MergeSystemMessages(nlohmann::ordered_json::parse(
+      R"([{"role":"system","content":"a"},{"role":"system","content":"b"},{"role":"user","content":""},)"
+      R"({"role":"assistant","content":"x"},{"role":"system","content":"c"}])"));
+  EXPECT_EQ(
+      merged.dump(),
+      R"([{"role":"user","content":"a\nb"},{"role":"assistant","content":"x"},{"role":"user","content":"c"}])");
+}
+
 TEST(ChatTemplateTest, MissingTemplateFallsBackToChatMl) {
   const ChatTemplate tmpl = ChatTemplate::Create("", "<s>", "</s>");
   EXPECT_TRUE(tmpl.is_default());
