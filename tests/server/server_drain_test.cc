@@ -41,11 +41,11 @@ std::string Exchange(int fd, const std::string& request) {
 }
 
 TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
-  constexpr double kGrace = 1.5;
+  constexpr double kGrace = 3.0;  // long enough for the checks inside it even on a loaded machine
   // One sequence at a time, so that the queued requests keep the server busy well past the grace. How long a
   // 240-token completion takes differs tenfold between an idle Zen 5 and a loaded CI core, so the test times
   // one first and queues enough of them for at least the grace plus 3 s of work.
-  ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--drain-grace", "1.5"});
+  ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--drain-grace", "3"});
   ASSERT_TRUE(server.ok()) << server.log();
   const int port = server.port();
   auto ready = Request(port, "GET", "/ready");

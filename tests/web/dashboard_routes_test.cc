@@ -123,48 +123,52 @@ TEST_F(DashboardRoutesTest, TgiPostRootStillGeneratesAndNonBrowsersGetNoPage) {
 }
 
 TEST_F(DashboardRoutesTest, FeedShowsTwoStreamsInOneStepWithTheirProgressAndFinish) {
-  // Two streamed chats of 48 tokens each run while the feed is read.
+  // Two streamed chats run while the feed is read, long enough (~0.2 s on an idle fast core, seconds under
+  // load) that the second is admitted while the first still runs even when its thread starts late.
+  constexpr int kStreamTokens = 200;
   std::atomic<int> done{0};
   std::vector<std::thread> streams;
   auto start_streams = [&] {
     for (int i = 0; i < 2; ++i) {
       streams.emplace_back([&, i] {
-        Stream(port(), "/v1/chat/completions", Chat("Tell story " + std::to_string(i), 48, true));
+        Stream(port(), "/v1/chat/completions", Chat("Tell story " + std::to_string(i), kStreamTokens, true));
         ++done;
       });
     }
   };
   bool snapshot = false, two_in_one_step = false, progress = false, finished = false;
   std::set<uint64_t> ids;
-  const int status = ReadEvents(
-      port(), "/dashboard/events?interval_ms=100", {}, [&](const std::string& event, const json& u) {
-        if (event == "snapshot") {
-          snapshot = true;
-          EXPECT_EQ(u["server"]["max_seqs"], 64);
-          EXPECT_TRUE(u["engine"]["kv_blocks_total"].get<int64_t>() > 0);
-          start_streams();
-          return true;
-        }
-        EXPECT_EQ(event, "update");
-        for (const json& s : u["steps"]) {
-          if (s["chunks"].size() >= 2) two_in_one_step = true;
-          EXPECT_EQ(s["decode"].get<int>() + s["prefill"].get<int>() > 0, true);
-          EXPECT_GT(s["ms"].get<double>(), 0);
-          for (const json& c : s["chunks"]) ids.insert(c[0].get<uint64_t>());
-        }
-        for (const json& r : u["requests"]) {
-          if (r["generated"].get<int>() >= 2 && r["max_tokens"] == 48 && r["tokens_per_s"].is_number() &&
-              r["ttft_s"].is_number() && r["label"].get<std::string>().rfind("chatcmpl-", 0) == 0) {
-            progress = true;
-          }
-        }
-        for (const json& f : u["finished"]) {
-          if (ids.count(f["id"].get<uint64_t>()) && f["finish_reason"] == "length" && f["generated"] == 48) {
-            finished = true;
-          }
-        }
-        return !(two_in_one_step && progress && finished && done == 2);
-      });
+  const int status = ReadEvents(port(), "/dashboard/events?interval_ms=100", {},
+                                [&](const std::string& event, const json& u) {
+                                  if (event == "snapshot") {
+                                    snapshot = true;
+                                    EXPECT_EQ(u["server"]["max_seqs"], 64);
+                                    EXPECT_TRUE(u["engine"]["kv_blocks_total"].get<int64_t>() > 0);
+                                    start_streams();
+                                    return true;
+                                  }
+                                  EXPECT_EQ(event, "update");
+                                  for (const json& s : u["steps"]) {
+                                    if (s["chunks"].size() >= 2) two_in_one_step = true;
+                                    EXPECT_EQ(s["decode"].get<int>() + s["prefill"].get<int>() > 0, true);
+                                    EXPECT_GT(s["ms"].get<double>(), 0);
+                                    for (const json& c : s["chunks"]) ids.insert(c[0].get<uint64_t>());
+                                  }
+                                  for (const json& r : u["requests"]) {
+                                    if (r["generated"].get<int>() >= 2 && r["max_tokens"] == kStreamTokens &&
+                                        r["tokens_per_s"].is_number() && r["ttft_s"].is_number() &&
+                                        r["label"].get<std::string>().rfind("chatcmpl-", 0) == 0) {
+                                      progress = true;
+                                    }
+                                  }
+                                  for (const json& f : u["finished"]) {
+                                    if (ids.count(f["id"].get<uint64_t>()) &&
+                                        f["finish_reason"] == "length" && f["generated"] == kStreamTokens) {
+                                      finished = true;
+                                    }
+                                  }
+                                  return !(two_in_one_step && progress && finished && done == 2);
+                                });
   for (std::thread& t : streams) t.join();
   EXPECT_EQ(status, 200);
   EXPECT_TRUE(snapshot);
