@@ -3,12 +3,20 @@
 // the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element sub-block at a time, written once over a
 // small vector-traits struct: 512-bit on AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<=
 // 63), so VPMADDUBSW cannot saturate. Bit-identical to PackedDotReference.
+// Without VNNI (avx2), products are summed in 16 bits before they are widened (V::kSum16): Q4_K's nibbles
+// (<= 15) make pair sums of at most 3810, so a sub-block's 8 VPMADDUBSW results add up exactly (<= 30480)
+// before one VPMADDWD; Q6_K's quants (<= 63) allow two (<= 32004), and the VPMADDWD that widens them
+// multiplies by the 16-element half's scale at the same time (no VPMULLD), the -32 offset cancelled once
+// per sub-block as -32 * (sc_lo * sum_lo + sc_hi * sum_hi) (one more VPMADDWD). The same exact integers.
 
 #if HWY_TARGET == HWY_AVX2
-struct KVec {
+// kVnni: the avx2-vnni level (VEX VPDPBUSD, tensor/matmul_packed_avx2-inl.h's DpbusdVex).
+template <bool kVnni>
+struct KVecAvx2 {
   using I = __m256i;
   using F = __m256;
   static constexpr int kLanes = 8, kParts = 2;  // a 16-output group is 2 parts
+  static constexpr bool kSum16 = !kVnni;
   static I Load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I And(I a, I b) { return _mm256_and_si256(a, b); }
   static I Or(I a, I b) { return _mm256_or_si256(a, b); }
@@ -19,8 +27,16 @@ struct KVec {
   static I Add(I a, I b) { return _mm256_add_epi32(a, b); }
   static I MulLo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   static I Dot(I acc, I w, I x) {
+    if constexpr (kVnni) return DpbusdVex(acc, w, x);
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
   }
+  // kSum16: 16-bit pair sums, their exact sum (the caller keeps it in range), widening with 16-bit factors.
+  static I PairSums(I w, I x) { return _mm256_maddubs_epi16(w, x); }
+  static I Add16(I a, I b) { return _mm256_add_epi16(a, b); }
+  static I Widen(I pairs, I factors) { return _mm256_madd_epi16(pairs, factors); }
+  static I Sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I Sll32(I a, int n) { return _mm256_slli_epi32(a, n); }
+  static I LowHalves(I a) { return _mm256_and_si256(a, _mm256_set1_epi32(0xffff)); }
   static F ToFloat(I a) { return _mm256_cvtepi32_ps(a); }
   static F Floats(float v) { return _mm256_set1_ps(v); }
   static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
@@ -47,6 +63,7 @@ struct KVec {
   using I = __m512i;
   using F = __m512;
   static constexpr int kLanes = 16, kParts = 1;
+  static constexpr bool kSum16 = false;
   static I Load(const std::byte* p) { return _mm512_loadu_si512(p); }
   static I And(I a, I b) { return _mm512_and_si512(a, b); }
   static I Or(I a, I b) { return _mm512_or_si512(a, b); }
@@ -87,12 +104,98 @@ struct KVec {
 };
 #endif
 
+#if HWY_TARGET == HWY_AVX2
+// V::kSum16's sub-block dots (16-bit sums, then one widening), into dot[g][r]: Q4_K the exact dot of the
+// sub-block, Q6_K sc_lo * dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32 cancelled.
+// q[r] + x_off: the sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element sums.
+template <class V, TensorType kType, int kGroups, int kRows>
+HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, int eo, const int8_t* const* q,
+                                  int64_t x_off, const int32_t* sums16, int64_t sums16_stride,
+                                  typename V::I (&dot)[kGroups][kRows]) {
+  using I = typename V::I;
+  const I low4 = V::Bytes(0x0f), ones16 = V::Ints(0x00010001);
+  if constexpr (kType == TensorType::kQ4_K) {
+    I sum16[kGroups][kRows];  // at most 8 * 3810 in magnitude
+    for (int g = 0; g < kGroups; ++g) {
+      for (int r = 0; r < kRows; ++r) sum16[g][r] = V::Ints(0);
+    }
+    for (int k = 0; k < 4; ++k) {
+      I w_lo[kGroups], w_hi[kGroups];
+      for (int g = 0; g < kGroups; ++g) {
+        const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
+        w_lo[g] = V::And(v, low4);
+        w_hi[g] = V::And(V::Srl16(v, 4), low4);
+      }
+      for (int r = 0; r < kRows; ++r) {
+        int32_t x_lo, x_hi;
+        __builtin_memcpy(&x_lo, q[r] + x_off + 4 * k, 4);
+        __builtin_memcpy(&x_hi, q[r] + x_off + 16 + 4 * k, 4);
+        const I xl = V::Ints(x_lo), xh = V::Ints(x_hi);
+        for (int g = 0; g < kGroups; ++g) {
+          sum16[g][r] = V::Add16(V::Add16(sum16[g][r], V::PairSums(w_lo[g], xl)), V::PairSums(w_hi[g], xh));
+        }
+      }
+    }
+    for (int g = 0; g < kGroups; ++g) {
+      for (int r = 0; r < kRows; ++r) dot[g][r] = V::Widen(sum16[g][r], ones16);
+    }
+  } else {
+    static_assert(kType == TensorType::kQ6_K);
+    const I three = V::Bytes(3);
+    I pair_scales[kGroups];  // per lane (sc_lo, sc_hi) as 16-bit values, for the offset term
+    for (int g = 0; g < kGroups; ++g) {
+      const I sc_lo = V::I8s(unit[g] + kQ6KScales + 32 * j + eo);
+      const I sc_hi = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup + eo);
+      pair_scales[g] = V::Or(V::LowHalves(sc_lo), V::Sll32(sc_hi, 16));
+      for (int r = 0; r < kRows; ++r) dot[g][r] = V::Ints(0);
+    }
+    for (int half = 0; half < 2; ++half) {  // elements 0-15 (low nibbles), then 16-31 (high nibbles)
+      I scale16[kGroups];                   // the half's scale in both 16-bit halves of each lane
+      for (int g = 0; g < kGroups; ++g) {
+        const I sc = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup * half + eo);
+        scale16[g] = V::Or(V::LowHalves(sc), V::Sll32(sc, 16));
+      }
+      for (int k0 = 0; k0 < 4; k0 += 2) {  // two vectors' pair sums (<= 2 * 16002) per widening
+        I sum16[kGroups][kRows];
+        for (int k = k0; k < k0 + 2; ++k) {
+          I w[kGroups];
+          for (int g = 0; g < kGroups; ++g) {
+            const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
+            const I high = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 * half + bo);
+            const I nibble = half == 0 ? V::And(v, low4) : V::And(V::Srl16(v, 4), low4);
+            w[g] = V::Or(nibble, V::Sll16(V::And(V::Srl16(high, 2 * k), three), 4));
+          }
+          for (int r = 0; r < kRows; ++r) {
+            int32_t xk;
+            __builtin_memcpy(&xk, q[r] + x_off + 16 * half + 4 * k, 4);
+            const I x = V::Ints(xk);
+            for (int g = 0; g < kGroups; ++g) {
+              const I p = V::PairSums(w[g], x);
+              sum16[g][r] = k == k0 ? p : V::Add16(sum16[g][r], p);
+            }
+          }
+        }
+        for (int g = 0; g < kGroups; ++g) {
+          for (int r = 0; r < kRows; ++r) dot[g][r] = V::Add(dot[g][r], V::Widen(sum16[g][r], scale16[g]));
+        }
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {  // - 32 * (sc_lo * sum_lo + sc_hi * sum_hi); sums fit 16 bits (<= 2032)
+      const int32_t* s16 = sums16 + r * sums16_stride;
+      const I sums = V::Ints(int32_t((uint32_t(s16[0]) & 0xffffu) | (uint32_t(s16[1]) << 16)));
+      for (int g = 0; g < kGroups; ++g) {
+        dot[g][r] = V::Sub(dot[g][r], V::Sll32(V::Widen(pair_scales[g], sums), 5));
+      }
+    }
+  }
+}
+#endif
+
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
 // kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
-template <TensorType kType, int kGroups, int kRows, bool kStream>
+template <class V, TensorType kType, int kGroups, int kRows, bool kStream>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
-  using V = KVec;
   using I = typename V::I;
   using F = typename V::F;
   const PackedWeights& p = *a.packed;
@@ -129,41 +232,46 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
         }
       }
       I dot_lo[kGroups][kRows], dot_hi[kGroups][kRows];  // elements 0-15 and 16-31 of the sub-block
-      for (int r = 0; r < kRows; ++r) {
-        for (int g = 0; g < kGroups; ++g) {
-          if constexpr (kType == TensorType::kQ4_K) {
-            dot_lo[g][r] = V::Ints(0);
-          } else {  // quants are value + 32: start at -32 * (sum of x over each half)
-            dot_lo[g][r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b]);
-            dot_hi[g][r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b + 1]);
-          }
-        }
-      }
-      for (int k = 0; k < 4; ++k) {
-        I w_lo[kGroups], w_hi[kGroups];
-        for (int g = 0; g < kGroups; ++g) {
-          const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
-          w_lo[g] = V::And(v, low4);
-          w_hi[g] = V::And(V::Srl16(v, 4), low4);
-          if constexpr (kType == TensorType::kQ6_K) {
-            const I three = V::Bytes(3);
-            const I high0 = V::Load(unit[g] + kQ6KHigh + 128 * j + bo);
-            const I high1 = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 + bo);
-            w_lo[g] = V::Or(w_lo[g], V::Sll16(V::And(V::Srl16(high0, 2 * k), three), 4));
-            w_hi[g] = V::Or(w_hi[g], V::Sll16(V::And(V::Srl16(high1, 2 * k), three), 4));
-          }
-        }
+      if constexpr (V::kSum16) {
+        SubBlockDotsSum16<V, kType, kGroups, kRows>(unit, j, bo, eo, q, 32 * b,
+                                                    a.sums16 + r0 * 2 * blocks + 2 * b, 2 * blocks, dot_lo);
+      } else {
         for (int r = 0; r < kRows; ++r) {
-          int32_t x_lo, x_hi;
-          __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
-          __builtin_memcpy(&x_hi, q[r] + 32 * b + 16 + 4 * k, 4);
-          const I xl = V::Ints(x_lo), xh = V::Ints(x_hi);
           for (int g = 0; g < kGroups; ++g) {
-            if constexpr (kType == TensorType::kQ4_K) {  // one scale for the sub-block: one accumulator
-              dot_lo[g][r] = V::Dot(V::Dot(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
-            } else {
-              dot_lo[g][r] = V::Dot(dot_lo[g][r], w_lo[g], xl);
-              dot_hi[g][r] = V::Dot(dot_hi[g][r], w_hi[g], xh);
+            if constexpr (kType == TensorType::kQ4_K) {
+              dot_lo[g][r] = V::Ints(0);
+            } else {  // quants are value + 32: start at -32 * (sum of x over each half)
+              dot_lo[g][r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b]);
+              dot_hi[g][r] = V::Ints(-32 * a.sums16[(r0 + r) * 2 * blocks + 2 * b + 1]);
+            }
+          }
+        }
+        for (int k = 0; k < 4; ++k) {
+          I w_lo[kGroups], w_hi[kGroups];
+          for (int g = 0; g < kGroups; ++g) {
+            const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
+            w_lo[g] = V::And(v, low4);
+            w_hi[g] = V::And(V::Srl16(v, 4), low4);
+            if constexpr (kType == TensorType::kQ6_K) {
+              const I three = V::Bytes(3);
+              const I high0 = V::Load(unit[g] + kQ6KHigh + 128 * j + bo);
+              const I high1 = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 + bo);
+              w_lo[g] = V::Or(w_lo[g], V::Sll16(V::And(V::Srl16(high0, 2 * k), three), 4));
+              w_hi[g] = V::Or(w_hi[g], V::Sll16(V::And(V::Srl16(high1, 2 * k), three), 4));
+            }
+          }
+          for (int r = 0; r < kRows; ++r) {
+            int32_t x_lo, x_hi;
+            __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
+            __builtin_memcpy(&x_hi, q[r] + 32 * b + 16 + 4 * k, 4);
+            const I xl = V::Ints(x_lo), xh = V::Ints(x_hi);
+            for (int g = 0; g < kGroups; ++g) {
+              if constexpr (kType == TensorType::kQ4_K) {  // one scale for the sub-block: one accumulator
+                dot_lo[g][r] = V::Dot(V::Dot(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
+              } else {
+                dot_lo[g][r] = V::Dot(dot_lo[g][r], w_lo[g], xl);
+                dot_hi[g][r] = V::Dot(dot_hi[g][r], w_hi[g], xh);
+              }
             }
           }
         }
@@ -182,7 +290,12 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
           const I sc_lo = V::I8s(unit[g] + kQ6KScales + 32 * j + eo);
           const I sc_hi = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup + eo);
           for (int r = 0; r < kRows; ++r) {
-            const I total = V::Add(V::MulLo(dot_lo[g][r], sc_lo), V::MulLo(dot_hi[g][r], sc_hi));
+            I total;
+            if constexpr (V::kSum16) {
+              total = dot_lo[g][r];  // sc_lo * dot_lo + sc_hi * dot_hi already
+            } else {
+              total = V::Add(V::MulLo(dot_lo[g][r], sc_lo), V::MulLo(dot_hi[g][r], sc_hi));
+            }
             acc[g][r] =
                 V::Fma(V::ToFloat(total), V::Mul(d[g], V::Floats(a.d[(r0 + r) * blocks + b])), acc[g][r]);
           }
@@ -198,46 +311,62 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
   }
 }
 
+#if HWY_TARGET == HWY_AVX2
+using KVec = KVecAvx2<false>;
+#endif
+
 // Groups per tile: two on AVX-512 (each broadcast activation group then feeds two dots), one on AVX2 (whose
 // 16-output group is already two 8-output parts).
 inline constexpr int kKQuantGroups = KVec::kParts == 1 ? 2 : 1;
 
 // Rows [r0, a.rows), fewer than a full row tile.
-template <TensorType kType, int kGroups, bool kStream>
+template <class V, TensorType kType, int kGroups, bool kStream>
 HWY_INLINE void KQuantLastRows(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   switch (a.rows - r0) {
     case 3:
-      return KQuantMicroTile<kType, kGroups, 3, kStream>(a, group0, part, r0);
+      return KQuantMicroTile<V, kType, kGroups, 3, kStream>(a, group0, part, r0);
     case 2:
-      return KQuantMicroTile<kType, kGroups, 2, kStream>(a, group0, part, r0);
+      return KQuantMicroTile<V, kType, kGroups, 2, kStream>(a, group0, part, r0);
     case 1:
-      return KQuantMicroTile<kType, kGroups, 1, kStream>(a, group0, part, r0);
+      return KQuantMicroTile<V, kType, kGroups, 1, kStream>(a, group0, part, r0);
     default:
       return;
   }
 }
 
-// The first row tile streams the weights from memory (kStream), the others find them in cache.
-template <TensorType kType, int kGroups>
+// The first row tile of part 0 streams the weights from memory (kStream), the others find them in cache
+// (an AVX2 group's two parts share every 64-byte line).
+template <class V, TensorType kType, int kGroups>
 HWY_INLINE void KQuantRowsLoop(const TileArgs& a, int64_t group0, int part) {
   constexpr int kRows = 4;
-  if (a.rows < kRows) return KQuantLastRows<kType, kGroups, true>(a, group0, part, 0);
-  KQuantMicroTile<kType, kGroups, kRows, true>(a, group0, part, 0);
+  if (a.rows < kRows) {
+    if (part == 0) return KQuantLastRows<V, kType, kGroups, true>(a, group0, part, 0);
+    return KQuantLastRows<V, kType, kGroups, false>(a, group0, part, 0);
+  }
+  if (part == 0) {
+    KQuantMicroTile<V, kType, kGroups, kRows, true>(a, group0, part, 0);
+  } else {
+    KQuantMicroTile<V, kType, kGroups, kRows, false>(a, group0, part, 0);
+  }
   int64_t r0 = kRows;
   for (; r0 + kRows <= a.rows; r0 += kRows)
-    KQuantMicroTile<kType, kGroups, kRows, false>(a, group0, part, r0);
-  KQuantLastRows<kType, kGroups, false>(a, group0, part, r0);
+    KQuantMicroTile<V, kType, kGroups, kRows, false>(a, group0, part, r0);
+  KQuantLastRows<V, kType, kGroups, false>(a, group0, part, r0);
 }
 
-template <TensorType kType>
+template <TensorType kType, class V = KVec>
 HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
   constexpr int kGroups = kKQuantGroups;
   const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
   int64_t g = o_begin / kPackedGroup;
-  for (; g + kGroups <= group_end; g += kGroups) {
-    for (int part = 0; part < KVec::kParts; ++part) KQuantRowsLoop<kType, kGroups>(a, g, part);
+  for (; g + kGroups <= group_end; g += kGroups) {  // (a part past the matrix's outputs is skipped)
+    for (int part = 0; part < V::kParts; ++part) {
+      if (g * kPackedGroup + part * V::kLanes < a.out) KQuantRowsLoop<V, kType, kGroups>(a, g, part);
+    }
   }
   for (; g < group_end; ++g) {
-    for (int part = 0; part < KVec::kParts; ++part) KQuantRowsLoop<kType, 1>(a, g, part);
+    for (int part = 0; part < V::kParts; ++part) {
+      if (g * kPackedGroup + part * V::kLanes < a.out) KQuantRowsLoop<V, kType, 1>(a, g, part);
+    }
   }
 }

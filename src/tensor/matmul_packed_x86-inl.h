@@ -2,100 +2,11 @@
 // lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_x86-inl.h. Lanes are output rows: each 4-byte
 // activation group is broadcast and multiplied into 16 outputs at once (one 512-bit vector on AVX-512
 // targets, two 256-bit halves on AVX2), so a weight tile loaded once serves a tile of activation rows
-// (kPackedRowsFor). Integer block dots are exact; the float order is the packed order of
-// tensor/matmul_internal.h, bit-identical to PackedDotReference on every target.
+// (kPackedRowsFor; AVX2: tensor/matmul_packed_avx2-inl.h). Integer block dots are exact; the float order is
+// the packed order of tensor/matmul_internal.h, bit-identical to PackedDotReference on every target.
 
 #if HWY_TARGET == HWY_AVX2
-// ---- AVX2: a 16-output group is two 8-output halves (bytes [32h, 32h + 32) of each 64-byte vector). ----
-inline constexpr int kPackedHalves = 2;
-template <TensorType kType>
-inline constexpr int kPackedRowsFor = 2;
-
-// Weight vectors k and k + 4 (k < 4) of half h as unsigned bytes.
-template <TensorType kType>
-HWY_INLINE void LoadPackedPair(const std::byte* block, int h, int k, __m256i* lo, __m256i* hi) {
-  if constexpr (kType == TensorType::kQ8_0) {
-    *lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32 * h));
-    *hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * (k + 4) + 32 * h));
-  } else {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32 * h));
-    const __m256i mask = _mm256_set1_epi8(0x0f);
-    *lo = _mm256_and_si256(v, mask);
-    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-  }
-}
-
-// acc + exact dot lanes of unsigned weights (value + offset) and signed activations (|x| <= 127), plus
-// offset * (lane sum of x), which the caller's starting value cancels.
-template <TensorType kType>
-HWY_INLINE __m256i DotAccumulate(__m256i acc, __m256i w_u8, __m256i x_s8) {
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  if constexpr (kType == TensorType::kQ4_0) {  // nibbles <= 15: VPMADDUBSW cannot saturate
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w_u8, x_s8), ones16));
-  } else {  // w + 128 up to 255 could saturate: use |w| and sign-adjusted x, then add 128 * x back
-    const __m256i w = _mm256_xor_si256(w_u8, _mm256_set1_epi8(static_cast<char>(0x80)));
-    const __m256i dot =
-        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x_s8, w)), ones16);
-    const __m256i x128 =
-        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x_s8), _mm256_set1_epi16(128));
-    return _mm256_add_epi32(acc, _mm256_add_epi32(dot, x128));
-  }
-}
-
-template <TensorType kType, int kRows, bool kStream>
-HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group, int64_t r0) {
-  const PackedWeights& p = *a.packed;
-  const int64_t blocks = p.units;
-  __m256 acc[kPackedHalves][kRows];
-  for (int h = 0; h < kPackedHalves; ++h) {
-    for (int r = 0; r < kRows; ++r) acc[h][r] = _mm256_setzero_ps();
-  }
-  const int8_t* q[kRows];
-  for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
-  const int64_t ahead = (kPrefetchBytes + p.unit_bytes - 1) / p.unit_bytes;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const std::byte* wb = p.Unit(group, b);
-    if (kStream && b + ahead < blocks) PrefetchBytes(p.Unit(group, b + ahead), 0, p.unit_bytes);
-    __m256i dot[kPackedHalves][kRows];
-    for (int r = 0; r < kRows; ++r) {  // start at -offset * sum(x): cancels the weights' offset exactly
-      const __m256i start = _mm256_set1_epi32(-PackedValueOffset(kType) * a.sums[(r0 + r) * blocks + b]);
-      for (int h = 0; h < kPackedHalves; ++h) dot[h][r] = start;
-    }
-    for (int k = 0; k < 4; ++k) {
-      __m256i w_lo[kPackedHalves], w_hi[kPackedHalves];
-      for (int h = 0; h < kPackedHalves; ++h) LoadPackedPair<kType>(wb, h, k, &w_lo[h], &w_hi[h]);
-      for (int r = 0; r < kRows; ++r) {
-        int32_t x_lo, x_hi;
-        __builtin_memcpy(&x_lo, q[r] + 32 * b + 4 * k, 4);
-        __builtin_memcpy(&x_hi, q[r] + 32 * b + 4 * (k + 4), 4);
-        const __m256i xl = _mm256_set1_epi32(x_lo), xh = _mm256_set1_epi32(x_hi);
-        for (int h = 0; h < kPackedHalves; ++h) {
-          dot[h][r] = DotAccumulate<kType>(dot[h][r], w_lo[h], xl);
-          dot[h][r] = DotAccumulate<kType>(dot[h][r], w_hi[h], xh);
-        }
-      }
-    }
-    for (int h = 0; h < kPackedHalves; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset(kType) + 16 * h)));
-      for (int r = 0; r < kRows; ++r) {
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a.d[(r0 + r) * blocks + b]));
-        acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[h][r]), scale, acc[h][r]);
-      }
-    }
-  }
-  for (int h = 0; h < kPackedHalves; ++h) {
-    const int64_t o0 = group * kPackedGroup + 8 * h;
-    const int n = static_cast<int>(std::min<int64_t>(8, a.out - o0));
-    if (n <= 0) break;
-    for (int r = 0; r < kRows; ++r) {
-      alignas(32) float tmp[8];
-      _mm256_store_ps(tmp, acc[h][r]);
-      __builtin_memcpy(a.y + (r0 + r) * a.out + o0, tmp, sizeof(float) * n);
-    }
-  }
-}
-
+#include "tensor/matmul_packed_avx2-inl.h"
 #else
 // ---- AVX-512 (AVX3, AVX3_DL): one 512-bit vector per 16-output group. ----
 // A tile is 3 groups x 4 rows (Q8_0) or 2 x 4 (Q4_0, which needs two registers per weight load): 12 (8)
@@ -231,14 +142,10 @@ HWY_NOINLINE void PackedMicroTile(const TileArgs& a, int64_t group0, int64_t r0)
 }
 #endif
 
+#if HWY_TARGET != HWY_AVX2
 template <TensorType kType, int kGroups, int kRows, bool kStream>
 HWY_INLINE void PackedTile(const TileArgs& a, int64_t group0, int64_t r0) {
-#if HWY_TARGET == HWY_AVX2
-  static_assert(kGroups == 1);
-  PackedMicroTile<kType, kRows, kStream>(a, group0, r0);
-#else
   PackedMicroTile<kType, kGroups, kRows, kStream>(a, group0, r0);
-#endif
 }
 
 // Rows [r0, a.rows), fewer than a full row tile.
@@ -273,7 +180,6 @@ template <TensorType kType>
 HWY_INLINE void PackedTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
   const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
   int64_t g = o_begin / kPackedGroup;
-#if HWY_TARGET != HWY_AVX2
   constexpr int kGroups = kPackedGroupsPerTile<kType>;
   for (; g + kGroups <= group_end; g += kGroups) PackedRowsLoop<kType, kGroups>(a, g);
   if constexpr (kGroups > 2) {
@@ -282,9 +188,15 @@ HWY_INLINE void PackedTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_en
       g += 2;
     }
   }
-#endif
   for (; g < group_end; ++g) PackedRowsLoop<kType, 1>(a, g);
 }
+
+#else
+template <TensorType kType>
+HWY_INLINE void PackedTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  Avx2PackedTileTyped<kType, false>(a, o_begin, o_end);
+}
+#endif
 
 #include "tensor/matmul_packed_kquant_x86-inl.h"
 

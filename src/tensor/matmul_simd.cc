@@ -5,6 +5,7 @@
 // tensor/matmul_internal.h for the canonical order every path follows. GCC 12 warns about the deliberately
 // undefined pass-through operand inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "tensor/matmul_simd.cc"
@@ -86,6 +87,26 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->packed_task_outputs[0] = 3 * kPackedGroup;
   for (int i = 1; i < kQuantWeightTypes; ++i) k->packed_task_outputs[i] = 2 * kPackedGroup;
 }
+
+#if HWY_TARGET == HWY_AVX2
+// The avx2-vnni level: the AVX2 kernels with VEX VPDPBUSD for the packed quantized products.
+template <TensorType kType>
+void VnniPackedTileFor(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
+    Avx2PackedTileTyped<kType, true>(a, o_begin, o_end);
+  } else {
+    KQuantPackedTile<kType, KVecAvx2<true>>(a, o_begin, o_end);
+  }
+}
+
+void FillVnniMatMulKernels(MatMulKernels* k) {
+  FillMatMulKernels(k);
+  k->packed_tile[0] = &VnniPackedTileFor<TensorType::kQ8_0>;
+  k->packed_tile[1] = &VnniPackedTileFor<TensorType::kQ4_0>;
+  k->packed_tile[2] = &VnniPackedTileFor<TensorType::kQ4_K>;
+  k->packed_tile[3] = &VnniPackedTileFor<TensorType::kQ6_K>;
+}
+#endif
 #undef LOCKSTEP_X86_KERNELS
 
 }  // namespace HWY_NAMESPACE
@@ -149,8 +170,10 @@ bool GetMatMulKernels(CpuLevel level, MatMulKernels* k) {
       return true;
 #if HWY_TARGETS & HWY_AVX2
     case CpuLevel::kAvx2:
-    case CpuLevel::kAvx2Vnni:  // the avx2 kernels until VEX VPDPBUSD ones exist
       N_AVX2::FillMatMulKernels(k);
+      return true;
+    case CpuLevel::kAvx2Vnni:
+      N_AVX2::FillVnniMatMulKernels(k);
       return true;
 #endif
 #if HWY_TARGETS & HWY_AVX3

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,20 @@ inline std::vector<Kernels> RunnableKernels() {
     if (k.ok()) all.push_back(*k);
   }
   return all;
+}
+
+// RunnableKernels without levels whose matmul table repeats an earlier one's (same kernels: a level that
+// runs another's until its own exist), so the expensive matmul tests run each kernel once.
+inline std::vector<Kernels> DistinctMatMulKernels() {
+  std::vector<Kernels> distinct;
+  for (const Kernels& k : RunnableKernels()) {
+    bool seen = false;
+    for (const Kernels& d : distinct) {
+      seen = seen || std::memcmp(&d.matmul, &k.matmul, sizeof(MatMulKernels)) == 0;
+    }
+    if (!seen) distinct.push_back(k);
+  }
+  return distinct;
 }
 
 inline const Kernels& BestKernels() {

@@ -1,0 +1,207 @@
+// AVX2 int8 GEMM kernels for packed Q8_0 / Q4_0 weights (tensor/packed_weights.h), included inside namespace
+// lockstep::HWY_NAMESPACE by tensor/matmul_packed_x86-inl.h for the AVX2 target. Lanes are output rows: a
+// 16-output group is two 8-output halves (bytes [32h, 32h + 32) of each 64-byte vector); each 4-byte
+// activation group is broadcast and meets one half's 8 outputs. A tile is one half x kRows rows, so that a
+// weight vector loaded (and unpacked) once serves kRows rows within 16 ymm registers.
+//
+// Two instruction sets, one kernel (kVnni):
+// - avx2: VPMADDUBSW + VPMADDWD. Q4_0's nibbles (<= 15) times activations (|x| <= 127) make 16-bit pair
+//   sums of at most 3810, so a block's 8 VPMADDUBSW results add up in 16 bits (<= 30480) before one
+//   VPMADDWD widens them: 8 + 1 multiplies per 256 multiply-adds instead of 16. Q8_0 weights are made signed
+//   (the stored byte is w + 128) and their sign moved onto the activations (VPSIGNB), so |w| * x pairs stay
+//   within 2 * 128 * 127 < 2^15: each product group is VPSIGNB + VPMADDUBSW + VPMADDWD + VPADDD with no
+//   offset term (the old kernel also multiplied the activations by 128 per group).
+// - avx2-vnni: VEX-encoded VPDPBUSD on ymm (Alder Lake and later): one instruction per 32 multiply-adds on
+//   the stored unsigned bytes, the dot starting from -offset * (sum of x) as the AVX-512 VNNI kernels do.
+// The integer block dots are exact either way; the float order is the packed order of
+// tensor/matmul_internal.h (acc = fma(float(dot), weight scale * activation scale, acc)), so every level's
+// results are bit-identical.
+
+// acc + VPDPBUSD(w_u8, x_s8), VEX-encoded (AVX-VNNI). Inline assembly: GCC's intrinsic needs the avxvnni
+// target, which this AVX2 code is not compiled for; only the avx2-vnni level (CPUs with AVX-VNNI) runs it.
+HWY_INLINE __m256i DpbusdVex(__m256i acc, __m256i w_u8, __m256i x_s8) {
+  asm("%{vex%} vpdpbusd %[x], %[w], %[acc]" : [acc] "+x"(acc) : [w] "x"(w_u8), [x] "x"(x_s8));
+  return acc;
+}
+
+inline constexpr int kAvx2PackedRows = 4;
+
+// One block's exact integer dots of halves [h0, h0 + kHalves) of the 16-output group at `wb` against kRows
+// activation rows (the block's quants at q[r]): dot[i][r] = sum over the block of w * x for half h0 + i.
+template <TensorType kType, bool kVnni, int kHalves, int kRows>
+HWY_INLINE void Avx2BlockDots(const std::byte* wb, int h0, const int8_t* const* q, const int32_t* const* sums,
+                              int64_t b, __m256i (&dot)[kHalves][kRows]) {
+  const __m256i* w = reinterpret_cast<const __m256i*>(wb + 32 * h0);  // vector k, half h0 + i at w[2k + i]
+  for (int r = 0; r < kRows; ++r) {
+    // VNNI dots start at -offset * sum(x) (cancelling the stored offset); Q8_0 without VNNI uses signed
+    // weights (no offset); Q4_0 without VNNI subtracts the offset after widening.
+    const __m256i start =
+        kVnni ? _mm256_set1_epi32(-PackedValueOffset(kType) * sums[r][b]) : _mm256_setzero_si256();
+    for (int i = 0; i < kHalves; ++i) dot[i][r] = start;
+  }
+  if constexpr (kType == TensorType::kQ8_0) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones16 = _mm256_set1_epi16(1);
+    for (int k = 0; k < 8; ++k) {
+      __m256i w_u8[kHalves], w_s8[kHalves], w_abs[kHalves];
+      for (int i = 0; i < kHalves; ++i) {
+        w_u8[i] = _mm256_loadu_si256(w + 2 * k + i);
+        if constexpr (!kVnni) {
+          w_s8[i] = _mm256_xor_si256(w_u8[i], flip);  // the value itself
+          w_abs[i] = _mm256_abs_epi8(w_s8[i]);        // up to 128: fine as an unsigned operand
+        }
+      }
+      for (int r = 0; r < kRows; ++r) {
+        int32_t xk;
+        __builtin_memcpy(&xk, q[r] + 4 * k, 4);
+        const __m256i x = _mm256_set1_epi32(xk);
+        for (int i = 0; i < kHalves; ++i) {
+          if constexpr (kVnni) {
+            dot[i][r] = DpbusdVex(dot[i][r], w_u8[i], x);
+          } else {
+            const __m256i pairs = _mm256_maddubs_epi16(w_abs[i], _mm256_sign_epi8(x, w_s8[i]));
+            dot[i][r] = _mm256_add_epi32(dot[i][r], _mm256_madd_epi16(pairs, ones16));
+          }
+        }
+      }
+    }
+  } else {
+    static_assert(kType == TensorType::kQ4_0);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256i sum16[kHalves][kRows];  // !kVnni: the block's pair sums, at most 8 * 3810 in magnitude
+    if constexpr (!kVnni) {
+      for (int i = 0; i < kHalves; ++i) {
+        for (int r = 0; r < kRows; ++r) sum16[i][r] = _mm256_setzero_si256();
+      }
+    }
+    for (int k = 0; k < 4; ++k) {
+      __m256i lo[kHalves], hi[kHalves];
+      for (int i = 0; i < kHalves; ++i) {
+        const __m256i v = _mm256_loadu_si256(w + 2 * k + i);
+        lo[i] = _mm256_and_si256(v, low4);
+        hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      }
+      for (int r = 0; r < kRows; ++r) {
+        int32_t x_lo, x_hi;
+        __builtin_memcpy(&x_lo, q[r] + 4 * k, 4);
+        __builtin_memcpy(&x_hi, q[r] + 16 + 4 * k, 4);
+        const __m256i xl = _mm256_set1_epi32(x_lo), xh = _mm256_set1_epi32(x_hi);
+        for (int i = 0; i < kHalves; ++i) {
+          if constexpr (kVnni) {
+            dot[i][r] = DpbusdVex(DpbusdVex(dot[i][r], lo[i], xl), hi[i], xh);
+          } else {
+            sum16[i][r] = _mm256_add_epi16(sum16[i][r], _mm256_maddubs_epi16(lo[i], xl));
+            sum16[i][r] = _mm256_add_epi16(sum16[i][r], _mm256_maddubs_epi16(hi[i], xh));
+          }
+        }
+      }
+    }
+    if constexpr (!kVnni) {  // widen once, then cancel the nibbles' offset of 8
+      const __m256i ones16 = _mm256_set1_epi16(1);
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i start = _mm256_set1_epi32(-PackedValueOffset(kType) * sums[r][b]);
+        for (int i = 0; i < kHalves; ++i) {
+          dot[i][r] = _mm256_add_epi32(_mm256_madd_epi16(sum16[i][r], ones16), start);
+        }
+      }
+    }
+  }
+}
+
+// y for the outputs of halves [h0, h0 + kHalves) of `group` and rows [r0, r0 + kRows). kStream: the tile
+// streams the group's weights from memory (the group's first tile) and prefetches about kPrefetchBytes ahead.
+template <TensorType kType, bool kVnni, int kHalves, int kRows, bool kStream>
+HWY_NOINLINE void Avx2PackedTile(const TileArgs& a, int64_t group, int h0, int64_t r0) {
+  const PackedWeights& p = *a.packed;
+  const int64_t blocks = p.units;
+  __m256 acc[kHalves][kRows];
+  for (int i = 0; i < kHalves; ++i) {
+    for (int r = 0; r < kRows; ++r) acc[i][r] = _mm256_setzero_ps();
+  }
+  const int8_t* q[kRows];
+  const float* d[kRows];
+  const int32_t* sums[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    q[r] = a.q + (r0 + r) * a.q_stride;
+    d[r] = a.d + (r0 + r) * blocks;
+    sums[r] = a.sums + (r0 + r) * blocks;
+  }
+  const int64_t ahead = (kPrefetchBytes + p.unit_bytes - 1) / p.unit_bytes;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* wb = p.Unit(group, b);
+    if (kStream && b + ahead < blocks) PrefetchBytes(p.Unit(group, b + ahead), 0, p.unit_bytes);
+    const int8_t* qb[kRows];
+    for (int r = 0; r < kRows; ++r) qb[r] = q[r] + 32 * b;
+    __m256i dot[kHalves][kRows];
+    Avx2BlockDots<kType, kVnni, kHalves, kRows>(wb, h0, qb, sums, b, dot);
+    for (int i = 0; i < kHalves; ++i) {
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset(kType) + 16 * (h0 + i))));
+      for (int r = 0; r < kRows; ++r) {
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(d[r] + b));
+        acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][r]), scale, acc[i][r]);
+      }
+    }
+  }
+  for (int i = 0; i < kHalves; ++i) {
+    const int64_t o0 = group * kPackedGroup + 8 * (h0 + i);
+    const int n = static_cast<int>(std::min<int64_t>(8, a.out - o0));
+    if (n <= 0) break;
+    for (int r = 0; r < kRows; ++r) {
+      if (n == 8) {
+        _mm256_storeu_ps(a.y + (r0 + r) * a.out + o0, acc[i][r]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, acc[i][r]);
+        __builtin_memcpy(a.y + (r0 + r) * a.out + o0, tmp, sizeof(float) * n);
+      }
+    }
+  }
+}
+
+// Every row of `group`. Up to two rows: both halves per tile (each broadcast activation group feeds both,
+// 10-14 registers); more: one half x kAvx2PackedRows rows per tile (each weight vector unpacked once for 4
+// rows), the last 1-3 rows as 3 x one half or 1-2 x both. The group's first tile streams the weights (the
+// others find them in cache: both halves share every 64-byte line).
+template <TensorType kType, bool kVnni>
+HWY_INLINE void Avx2PackedGroup(const TileArgs& a, int64_t group) {
+  constexpr int kRows = kAvx2PackedRows;
+  const int64_t full = a.rows < kRows ? 0 : a.rows - a.rows % kRows;
+  const int rest = static_cast<int>(a.rows - full);
+  if (full > 0) {
+    for (int h = 0; h < 2; ++h) {
+      if (h == 1 && group * kPackedGroup + 8 >= a.out) break;  // a last group of 8 or fewer outputs
+      for (int64_t r0 = 0; r0 < full; r0 += kRows) {
+        if (h == 0 && r0 == 0) {
+          Avx2PackedTile<kType, kVnni, 1, kRows, true>(a, group, h, r0);
+        } else {
+          Avx2PackedTile<kType, kVnni, 1, kRows, false>(a, group, h, r0);
+        }
+      }
+      if (rest == 3) Avx2PackedTile<kType, kVnni, 1, 3, false>(a, group, h, full);
+    }
+  }
+  const bool stream = full == 0;
+  switch (rest) {
+    case 3:
+      if (stream) {
+        Avx2PackedTile<kType, kVnni, 1, 3, true>(a, group, 0, 0);
+        if (group * kPackedGroup + 8 < a.out) Avx2PackedTile<kType, kVnni, 1, 3, false>(a, group, 1, 0);
+      }
+      return;
+    case 2:
+      return stream ? Avx2PackedTile<kType, kVnni, 2, 2, true>(a, group, 0, full)
+                    : Avx2PackedTile<kType, kVnni, 2, 2, false>(a, group, 0, full);
+    case 1:
+      return stream ? Avx2PackedTile<kType, kVnni, 2, 1, true>(a, group, 0, full)
+                    : Avx2PackedTile<kType, kVnni, 2, 1, false>(a, group, 0, full);
+    default:
+      return;
+  }
+}
+
+// Outputs [o_begin, o_end) (o_begin a multiple of 16), every row.
+template <TensorType kType, bool kVnni>
+HWY_INLINE void Avx2PackedTileTyped(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+  const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
+  for (int64_t g = o_begin / kPackedGroup; g < group_end; ++g) Avx2PackedGroup<kType, kVnni>(a, g);
+}
