@@ -42,6 +42,10 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
 std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const ChoiceState& choice,
                                           const TokenEvent& event, bool first_for_choice,
                                           const ApiContext& ctx, const std::string& id, int64_t created);
+// A tool-enabled chat chunk in the shape OpenAI streams (and its client's ChatCompletionStream expects): each
+// tool call in a chunk of its own, after any role / content / logprobs, and the finish reason alone in a
+// last chunk with an empty delta. Any other chunk is returned as it is.
+std::vector<nlohmann::json> SplitToolChunk(const OpenAiRequest& req, nlohmann::json chunk);
 // The usage-only last chunk (stream_options.include_usage).
 nlohmann::json OpenAiUsageChunk(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
                                 const std::string& id, int64_t created);

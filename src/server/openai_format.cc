@@ -199,6 +199,33 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
   return out;
 }
 
+std::vector<nlohmann::json> SplitToolChunk(const OpenAiRequest& req, nlohmann::json chunk) {
+  if (!req.chat || !req.tools.calls_possible()) return {std::move(chunk)};
+  nlohmann::json choice = chunk["choices"][0];
+  nlohmann::json delta = choice["delta"];
+  nlohmann::json calls = delta.contains("tool_calls") ? delta["tool_calls"] : nlohmann::json::array();
+  delta.erase("tool_calls");
+  const nlohmann::json finish = choice["finish_reason"];
+  const bool lead = !delta.empty() || (choice.contains("logprobs") && !choice["logprobs"].is_null());
+  if (calls.empty() && (finish.is_null() || !lead)) return {std::move(chunk)};
+  std::vector<nlohmann::json> out;
+  const auto piece = [&](nlohmann::json d, const nlohmann::json& finish_reason, bool logprobs) {
+    nlohmann::json c = chunk;
+    nlohmann::json ch = choice;
+    ch["delta"] = std::move(d);
+    ch["finish_reason"] = finish_reason;
+    if (!logprobs && ch.contains("logprobs")) ch["logprobs"] = nullptr;
+    c["choices"] = nlohmann::json::array({std::move(ch)});
+    out.push_back(std::move(c));
+  };
+  if (lead) piece(delta, nullptr, true);
+  for (const nlohmann::json& call : calls) {
+    piece({{"tool_calls", nlohmann::json::array({call})}}, nullptr, false);
+  }
+  if (!finish.is_null()) piece(nlohmann::json::object(), finish, false);
+  return out;
+}
+
 nlohmann::json OpenAiUsageChunk(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
                                 const std::string& id, int64_t created) {
   nlohmann::json out = Envelope(req, ctx, id, created, true);

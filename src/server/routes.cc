@@ -102,7 +102,9 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
           OpenAiChunk(*req, choice, event, (*first)[static_cast<size_t>(choice.index)], st->ctx, id, created);
       if (!chunk) return;
       (*first)[static_cast<size_t>(choice.index)] = false;
-      writer->Write(SseEvent(DumpJson(*chunk)));
+      for (const nlohmann::json& piece : SplitToolChunk(*req, std::move(*chunk))) {
+        writer->Write(SseEvent(DumpJson(piece)));
+      }
     };
   }
   GenerationJob::DoneFn on_done = [st, req, id, created, writer](GenerationJob& job) {

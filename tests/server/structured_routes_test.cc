@@ -153,6 +153,41 @@ TEST_F(StructuredRoutesTest, RequiredAndNamedToolCalls) {
   EXPECT_EQ(finish, "tool_calls");
 }
 
+// Streamed tool calls come as OpenAI sends them: one call per chunk, the finish reason alone in a last chunk
+// with an empty delta (the openai client's ChatCompletionStream relies on it; see structured_test.mjs).
+TEST_F(StructuredRoutesTest, StreamedCallsComeOnePerChunkThenTheFinishReasonAlone) {
+  nlohmann::json body = Chat(21);
+  body["tools"] = kTools;
+  body["tool_choice"] = "required";
+  body["stream"] = true;
+  const HttpResponse whole = Post(port(), "/v1/chat/completions", [&] {
+    nlohmann::json b = body;
+    b.erase("stream");
+    return b;
+  }());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const size_t want_calls = whole.Json()["choices"][0]["message"]["tool_calls"].size();
+  std::vector<nlohmann::json> chunks;
+  for (const std::string& e : Stream(port(), "/v1/chat/completions", body)) {
+    if (e != "[DONE]") chunks.push_back(nlohmann::json::parse(e)["choices"][0]);
+  }
+  ASSERT_GE(chunks.size(), 2u);
+  std::vector<int> indices;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const nlohmann::json& c = chunks[i];
+    if (c["delta"].contains("tool_calls")) {
+      ASSERT_EQ(c["delta"]["tool_calls"].size(), 1u) << c.dump();
+      EXPECT_TRUE(c["finish_reason"].is_null()) << c.dump();
+      indices.push_back(c["delta"]["tool_calls"][0]["index"].get<int>());
+    }
+    EXPECT_EQ(c["finish_reason"].is_null(), i + 1 < chunks.size()) << c.dump();
+  }
+  EXPECT_EQ(chunks.back()["finish_reason"], "tool_calls");
+  EXPECT_TRUE(chunks.back()["delta"].empty()) << chunks.back().dump();
+  ASSERT_EQ(indices.size(), want_calls);
+  for (size_t k = 0; k < indices.size(); ++k) EXPECT_EQ(indices[k], int(k));
+}
+
 TEST_F(StructuredRoutesTest, UnsupportedIsA400NamingTheField) {
   struct Case {
     nlohmann::json extra;

@@ -228,6 +228,31 @@ try {
     for (const c of list) assert.equal(violation(JSON.parse(c.arguments), toolSchema(c.name)), null);
   });
 
+  await check("the client's own stream helper assembles the same calls as the whole response", async () => {
+    // ChatCompletionStream (openai.chat.completions.stream) rebuilds the message from the deltas and throws
+    // on any it cannot use (a call without id, type or name, a missing finish_reason or role).
+    for (const parallel of [true, false]) {
+      const body = { model: "m", messages: [{ role: "user", content: "Add 2 and 3, then the weather." }],
+                     temperature: 1, seed: 21, tools: TOOLS, tool_choice: "required",
+                     parallel_tool_calls: parallel };
+      const whole = await openai.chat.completions.create(body);
+      const runner = openai.chat.completions.stream(body);
+      const done = [];
+      runner.on("tool_calls.function.arguments.done", (e) => done.push(e.name));
+      const final = await runner.finalChatCompletion();
+      const got = final.choices[0];
+      assert.equal(got.finish_reason, "tool_calls");
+      // Same seed, same calls (ids are per response: only their form and uniqueness are compared).
+      assert.deepEqual(got.message.tool_calls.map((c) => [c.type, c.function.name, c.function.arguments]),
+                       whole.choices[0].message.tool_calls.map((c) => [c.type, c.function.name,
+                                                                        c.function.arguments]));
+      for (const c of got.message.tool_calls) assert.match(c.id, /^call_[A-Za-z0-9]{24}$/);
+      assert.equal(new Set(got.message.tool_calls.map((c) => c.id)).size, got.message.tool_calls.length);
+      assert.deepEqual(done, got.message.tool_calls.map((c) => c.function.name));
+      if (!parallel) assert.equal(got.message.tool_calls.length, 1);
+    }
+  });
+
   await check("named tool_choice, whole and streamed", async () => {
     const body = { model: "m", messages: [{ role: "user", content: "Add." }], temperature: 1, seed: 11,
                    max_tokens: 200, tools: TOOLS, tool_choice: { type: "function", function: { name: "add" } } };
