@@ -33,6 +33,33 @@ std::optional<uint64_t> ParseU64(const std::string& s) {
   return v;
 }
 
+struct ContentRange {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::optional<uint64_t> total;  // absent for "/*"
+};
+
+// "bytes START-END/TOTAL" or "bytes START-END/*" (RFC 9110 §14.4); nullopt for anything else.
+std::optional<ContentRange> ParseContentRange(const std::string& value) {
+  const std::string prefix = "bytes ";
+  if (value.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  const size_t dash = value.find('-', prefix.size());
+  const size_t slash = value.find('/', prefix.size());
+  if (dash == std::string::npos || slash == std::string::npos || dash > slash) return std::nullopt;
+  ContentRange range;
+  const auto start = ParseU64(value.substr(prefix.size(), dash - prefix.size()));
+  const auto end = ParseU64(value.substr(dash + 1, slash - dash - 1));
+  if (!start || !end || *end < *start) return std::nullopt;
+  range.start = *start;
+  range.end = *end;
+  const std::string total = value.substr(slash + 1);
+  if (total != "*") {
+    range.total = ParseU64(total);
+    if (!range.total || *range.total <= range.end) return std::nullopt;
+  }
+  return range;
+}
+
 // An ETag value that is a SHA-256 ("W/" prefix and quotes removed), else "".
 std::string Sha256FromEtag(std::string etag) {
   if (etag.rfind("W/", 0) == 0) etag = etag.substr(2);
@@ -112,16 +139,16 @@ asio::awaitable<AttemptResult> Attempt(const PullOptions& o, const Url& start_ur
     }
     if (status == 200) offset = 0;  // the server ignored the Range: rewrite from the start
     if (status == 206) {
-      const std::string range = head->Header("Content-Range");  // "bytes START-END/TOTAL"
-      const size_t dash = range.find('-'), slash = range.find('/');
-      const auto start = ParseU64(range.substr(6, dash == std::string::npos ? 0 : dash - 6));
-      if (range.rfind("bytes ", 0) != 0 || !start || *start != offset) {
+      const std::string value = head->Header("Content-Range");
+      const auto range = ParseContentRange(value);
+      if (!range || range->start != offset) {
         co_return AttemptResult{
-            InvalidArgument("bad Content-Range '" + range + "' for a resume at " + std::to_string(offset))};
+            InvalidArgument("HTTP 206 for " + url.ToString() + " with " +
+                            (value.empty() ? std::string("no Content-Range")
+                                           : "a bad Content-Range '" + value.substr(0, 80) + "'") +
+                            " for a resume at byte " + std::to_string(offset))};
       }
-      if (slash != std::string::npos && expected->size == 0) {
-        if (auto total = ParseU64(range.substr(slash + 1))) expected->size = *total;
-      }
+      if (range->total && expected->size == 0) expected->size = *range->total;
     }
     if (expected->size == 0) {
       if (auto len = ParseU64(head->Header("Content-Length"))) expected->size = offset + *len;

@@ -35,6 +35,8 @@ std::string Slurp(const std::string& path) {
 struct FakeHub {
   std::string data = MakeData(300000);
   std::string sha256;  // advertised in X-Linked-Etag
+  // The Content-Range of a 206 reply: "" = the right one; "-" = none at all; anything else is sent as is.
+  std::string content_range;
   testing::TestCert cert = testing::MakeSelfSignedCert("localhost", "127.0.0.1");
   std::string dir = lockstep::testing::MakeTempDir("pull");
   std::string ca_file = dir + "/ca.pem";
@@ -66,8 +68,10 @@ struct FakeHub {
     if (auto it = req.headers.find("range"); it != req.headers.end()) {
       from = std::stoul(it->second.substr(6));
       r.status = 206;
-      r.headers = {{"Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(data.size() - 1) +
-                                         "/" + std::to_string(data.size())}};
+      const std::string right = "bytes " + std::to_string(from) + "-" + std::to_string(data.size() - 1) +
+                                "/" + std::to_string(data.size());
+      if (content_range != "-")
+        r.headers = {{"Content-Range", content_range.empty() ? right : content_range}};
     }
     for (size_t i = from; i < data.size(); i += 65536) r.pieces.push_back(data.substr(i, 65536));
     return r;
@@ -110,6 +114,21 @@ TEST(HubDownloadTest, ResumesFromAPartFile) {
       ranged = req.headers.count("range") && req.headers.at("range") == "bytes=100000-";
   }
   EXPECT_TRUE(ranged) << "the download did not resume with a Range request";
+}
+
+TEST(HubDownloadTest, A206WithoutAValidContentRangeIsAnError) {
+  for (const std::string range : {"-", "", "bytes", "bytes 100000", "bytes x-y/z", "bytes 100000-5/300000",
+                                  "bytes 99999-299999/300000", "bytes 100000-299999/2"}) {
+    if (range.empty()) continue;  // the right header: covered by ResumesFromAPartFile
+    FakeHub hub;
+    hub.content_range = range;
+    std::filesystem::create_directories(hub.dir + "/out");
+    std::ofstream(hub.dir + "/out/model.gguf.part", std::ios::binary) << hub.data.substr(0, 100000);
+    auto path = PullFile(hub.Options(), nullptr);
+    ASSERT_FALSE(path.ok()) << range;
+    EXPECT_EQ(path.status().code(), StatusCode::kInvalidArgument) << path.status().ToString();
+    EXPECT_NE(path.status().message().find("Content-Range"), std::string::npos) << path.status().message();
+  }
 }
 
 TEST(HubDownloadTest, DetectsASha256MismatchAndRemovesThePart) {
