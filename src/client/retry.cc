@@ -31,7 +31,11 @@ std::optional<double> ParseRetryAfter(const std::string& value, std::chrono::sys
 
 double RetryDelaySeconds(const RetryPolicy& policy, int retry, std::optional<double> retry_after,
                          std::mt19937_64& rng) {
-  if (retry_after.has_value()) return std::clamp(*retry_after, 0.0, policy.max_retry_after_s);
+  if (retry_after.has_value()) {
+    const double wait = std::clamp(*retry_after, 0.0, policy.max_retry_after_s);
+    std::uniform_real_distribution<double> spread(0.0, std::max(wait / 2, 0.5));
+    return wait + spread(rng);
+  }
   const double exp_delay =
       std::min(policy.max_delay_s, policy.base_delay_s * std::ldexp(1.0, std::min(retry, 30)));
   std::uniform_real_distribution<double> jitter(0.0, exp_delay / 2);

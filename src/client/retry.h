@@ -1,6 +1,6 @@
 // Retry policy for HTTP requests: which failures are retried (connection errors, 429, 502, 503, 504), how
-// long to wait (exponential backoff with jitter, or the server's Retry-After when it gives one), and parsing
-// of Retry-After (delta-seconds or an HTTP date). Pure functions; thread-safe.
+// long to wait (exponential backoff with jitter, or the server's Retry-After plus jitter when it gives one),
+// and parsing of Retry-After (delta-seconds or an HTTP date). Pure functions; thread-safe.
 #pragma once
 
 #include <chrono>
@@ -25,9 +25,10 @@ bool IsRetryableStatus(int status);
 std::optional<double> ParseRetryAfter(
     const std::string& value, std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
-// Seconds to wait before retry number `retry` (0 = the first retry). With a Retry-After, waits that long
-// (clamped to policy.max_retry_after_s); otherwise "equal jitter" backoff: half the exponential delay plus a
-// random part up to the other half.
+// Seconds to wait before retry number `retry` (0 = the first retry). With a Retry-After r (clamped to
+// policy.max_retry_after_s), at least r plus a random part up to max(r/2, 0.5 s), so that clients refused
+// together do not all come back at the same instant; otherwise "equal jitter" backoff: half the exponential
+// delay plus a random part up to the other half.
 double RetryDelaySeconds(const RetryPolicy& policy, int retry, std::optional<double> retry_after,
                          std::mt19937_64& rng);
 

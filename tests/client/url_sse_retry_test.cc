@@ -1,6 +1,8 @@
 // URL parsing, the SSE parser (every split of a stream gives the same events) and the retry policy.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "client/chat_client.h"
 #include "client/retry.h"
 #include "client/sse_parser.h"
@@ -120,8 +122,21 @@ TEST(RetryTest, BackoffGrowsWithJitterAndHonoursRetryAfter) {
       EXPECT_LE(d, cap);
     }
   }
-  EXPECT_EQ(RetryDelaySeconds(policy, 0, 4.0, rng), 4.0);
-  EXPECT_EQ(RetryDelaySeconds(policy, 0, 100.0, rng), 10.0);
+  // A Retry-After is a lower bound; clients told the same one spread out over the next half of it.
+  std::set<double> seen;
+  for (int i = 0; i < 100; ++i) {
+    const double d = RetryDelaySeconds(policy, 0, 4.0, rng);
+    EXPECT_GE(d, 4.0);
+    EXPECT_LE(d, 6.0);
+    seen.insert(d);
+  }
+  EXPECT_GT(seen.size(), 90u) << "no jitter";
+  const double clamped = RetryDelaySeconds(policy, 0, 100.0, rng);
+  EXPECT_GE(clamped, 10.0);
+  EXPECT_LE(clamped, 15.0);
+  const double immediate = RetryDelaySeconds(policy, 0, 0.0, rng);
+  EXPECT_GE(immediate, 0.0);
+  EXPECT_LE(immediate, 0.5);
 }
 
 }  // namespace
