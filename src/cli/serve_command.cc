@@ -71,14 +71,24 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--host", o.host, "Address to bind (loopback by default)")->capture_default_str();
   cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd->add_option("--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health)");
-  cmd->add_option("--model-name,--model-alias", o.model_alias,
-                  "Model id reported by the API (default: the file name without .gguf)");
+  cmd->add_option(
+         "--model-name,--model-alias", o.model_alias,
+         "Model ids requests may name, comma-separated; the first is reported (default: the file name "
+         "without .gguf)")
+      ->delimiter(',');
+  cmd->add_option("--allowed-origins", o.allowed_origins,
+                  "Browser origins (scheme://host[:port], comma-separated, or *) allowed CORS access; other "
+                  "origins are refused")
+      ->delimiter(',');
   cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")
       ->capture_default_str();
   cmd->add_option("--timeout", flags->timeout_s, "Per-request time limit in seconds (0 = none)")
       ->capture_default_str();
   cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--max-body", o.max_body_bytes, "Largest request body in bytes (then 413)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", o.max_connections,
+                  "Open connections at most (0 = ulimit -n less 64); past it idle ones are closed, else 503")
       ->capture_default_str();
   cmd->add_option("--drain-timeout", o.drain_timeout_s,
                   "Grace period for in-flight requests on SIGINT/SIGTERM (s)")

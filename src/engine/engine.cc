@@ -28,7 +28,7 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.block_tokens < 1 || o.block_tokens > 1024) {
     return bad("block_tokens must be in 1..1024, got " + std::to_string(o.block_tokens));
   }
-  if (o.max_queue < 1) return bad("max_queue must be >= 1, got " + std::to_string(o.max_queue));
+  if (o.max_queue < 0) return bad("max_queue must be >= 0, got " + std::to_string(o.max_queue));
   if (o.kv_tokens < 0) return bad("kv_tokens must be >= 0, got " + std::to_string(o.kv_tokens));
   if (o.kv_memory_bytes < 0) return bad("kv_memory must be >= 0, got " + std::to_string(o.kv_memory_bytes));
   if (o.max_context < 0) return bad("max_context must be >= 0, got " + std::to_string(o.max_context));
@@ -117,7 +117,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<Model> model,
   resolved.kv_tokens = blocks->num_blocks() * options.block_tokens;
   resolved.kv_memory_bytes = int64_t(blocks->bytes());
 
-  auto inbox = std::make_shared<Inbox>(options.max_queue);
+  auto inbox = std::make_shared<Inbox>(options.max_queue, options.max_seqs);
   auto loop = std::make_unique<Loop>(std::move(model), std::move(tokenizer), resolved, std::move(blocks),
                                      inbox, observer);
   loop->Start();

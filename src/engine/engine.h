@@ -41,8 +41,10 @@ struct EngineOptions {
   int64_t kv_memory_bytes = 0;
   int block_tokens = 16;
   KvDtype kv_dtype = KvDtype::kF16;
-  int max_queue = 1024;  // requests waiting (submitted, not yet started) at most; beyond: ResourceExhausted
-  int max_context = 0;   // context limit in tokens; 0 = the model's n_ctx_train
+  // Requests waiting (submitted, not started, beyond the free sequence slots) at most; beyond:
+  // ResourceExhausted. 0 = no waiting: requests beyond what can run at once are refused.
+  int max_queue = 1024;
+  int max_context = 0;  // context limit in tokens; 0 = the model's n_ctx_train
   // Automatic prefix caching (kv/kv_cache_manager.h): full KV blocks are kept, named by a hash of their
   // prefix, and reused by later prompts; idle cached blocks are evicted least recently used when a block is
   // needed, so the cache costs no capacity. Outputs are the same either way.

@@ -67,7 +67,7 @@ void Engine::Loop::Run() {
     Step();
     // Requests admitted and finished within this step leave the waiting count; refresh it now, since an idle
     // engine next blocks in Take() and would otherwise keep counting them against --max-queue.
-    inbox_->SetEngineWaiting(scheduler_.num_waiting_new());
+    PublishLoad();
   }
   FinishAll(FinishReason::kCancelled, "");
   // Every request is gone: every block must be free or cached idle (a leak check on every engine's exit).
@@ -99,8 +99,14 @@ bool Engine::Loop::TakeInbox(bool wait) {
     Finish(*it->second, std::move(event));
   }
   if (closed_ && !drain_) FinishAll(FinishReason::kCancelled, "");
-  inbox_->SetEngineWaiting(scheduler_.num_waiting_new());
+  PublishLoad();
   return !(closed_ && scheduler_.idle());
+}
+
+void Engine::Loop::PublishLoad() {
+  const int64_t not_started = scheduler_.num_waiting_new();
+  const int64_t preempted = scheduler_.num_waiting() - not_started;
+  inbox_->SetEngineLoad(not_started, scheduler_.num_running() + preempted);
 }
 
 void Engine::Loop::Step() {
@@ -195,7 +201,8 @@ TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& samp
     return event;
   }
   if (active.detokenizer) {
-    StopMatcher::Output out = active.stop_matcher.Push(active.detokenizer->Push(sample.token));
+    event.token_text = active.detokenizer->Push(sample.token);
+    StopMatcher::Output out = active.stop_matcher.Push(event.token_text);
     event.text_delta = std::move(out.text);
     if (out.stopped) {
       event.finish_reason = FinishReason::kStop;
@@ -271,6 +278,7 @@ void Engine::Loop::Finish(Active& active, TokenEvent event) {
   if (observer_ != nullptr) observer_->OnRequestFinished(id, event.finish_reason, t);
   std::shared_ptr<EventChannel> channel = active.pending.channel;
   active_.erase(id);  // `active` is gone from here on
+  PublishLoad();      // before the last event: whoever it reaches may submit again at once
   channel->Push(std::move(event));
 }
 

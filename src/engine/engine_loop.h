@@ -61,6 +61,8 @@ class Engine::Loop {
   void FinishAll(FinishReason reason, const std::string& error);
   void PublishStats(const StepPlan* plan);
   StepRecord MakeStepRecord(const StepPlan& plan) const;
+  // Tells the inbox how many accepted requests have not started and how many hold a sequence slot.
+  void PublishLoad();
   std::string FlushText(Active& active);
   // Ends a constrained request whose grammar allows no token (complete, or unspellable here).
   void FinishConstrained(Active& active);

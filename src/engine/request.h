@@ -90,6 +90,8 @@ struct TokenEvent {
   RequestId request_id = 0;
   int32_t token = kNoToken;  // the sampled token, or kNoToken (only on a last event without a token)
   std::string text_delta;    // new text released by this event (may be empty; UTF-8 complete)
+  std::string token_text;    // this token's own decoded text, before stop strings hold text back or cut it
+                             // ("" for EOS / end-of-generation and special tokens)
   float logprob = 0;         // log-probability of `token` (log-softmax of the raw logits); 0 unless
                              // sampling.logprobs
   std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs most likely tokens, most likely first

@@ -1,5 +1,6 @@
 #include "engine/request_queue.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -56,10 +57,12 @@ Status Inbox::Push(PendingRequest pending) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return Unavailable("the engine is shutting down and accepts no new requests");
-    const int64_t waiting = int64_t(requests_.size()) + engine_waiting_;
-    if (waiting >= max_queue_) {
+    const int64_t not_started = int64_t(requests_.size()) + engine_waiting_;
+    const int64_t free_slots = std::max<int64_t>(0, max_seqs_ - engine_slots_);
+    if (not_started >= max_queue_ + free_slots) {
+      const int64_t waiting = std::max<int64_t>(0, not_started - free_slots);
       return ResourceExhausted("the waiting queue is full (" + std::to_string(waiting) +
-                               " requests waiting, " + "max_queue " + std::to_string(max_queue_) + ")");
+                               " requests waiting, max_queue " + std::to_string(max_queue_) + ")");
     }
     requests_.push_back(std::move(pending));
   }
@@ -118,9 +121,10 @@ Inbox::Taken Inbox::Take(bool wait) {
   return taken;
 }
 
-void Inbox::SetEngineWaiting(int64_t waiting) {
+void Inbox::SetEngineLoad(int64_t not_started, int64_t holding_slots) {
   std::lock_guard<std::mutex> lock(mutex_);
-  engine_waiting_ = waiting;
+  engine_waiting_ = not_started;
+  engine_slots_ = holding_slots;
 }
 
 }  // namespace lockstep

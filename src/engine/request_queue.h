@@ -1,7 +1,10 @@
 // The engine's only cross-thread queues, each guarded by its own mutex:
-// - Inbox: submitters → engine thread. New requests (bounded by max_queue together with the engine's own
-//   not-yet-started count), cancellations, and the shutdown flag. The engine thread takes everything between
-//   steps, and sleeps on it when it has no work.
+// - Inbox: submitters → engine thread. New requests, cancellations, and the shutdown flag. The engine thread
+//   takes everything between steps, and sleeps on it when it has no work. Admission: a request is accepted
+//   while the requests not yet started (in the inbox or the engine's waiting list) are fewer than max_queue
+//   plus the sequence slots still free (max_seqs less the sequences running or preempted). So a request that
+//   will start at once never counts as waiting, whether or not the engine thread has taken it yet, and
+//   max_queue 0 means "no waiting: only as many requests as can run".
 // - EventChannel: engine thread → one request's reader. Either a queue that RequestHandle reads (blocking
 // with a
 //   timeout, or non-blocking), or a callback that receives each event on the engine thread.
@@ -51,9 +54,10 @@ struct PendingRequest {
 
 class Inbox {
  public:
-  explicit Inbox(int max_queue) : max_queue_(max_queue) {}
+  Inbox(int max_queue, int max_seqs) : max_queue_(max_queue), max_seqs_(max_seqs) {}
 
-  // Submitter side. ResourceExhausted when max_queue requests are already waiting; Unavailable after Close().
+  // Submitter side. ResourceExhausted when max_queue requests would wait (see above); Unavailable after
+  // Close().
   Status Push(PendingRequest pending);
   // Pushes a group at once (the engine takes it in one Take): all, or none when the queue has no room for
   // all of them.
@@ -71,16 +75,19 @@ class Inbox {
   // Engine side: takes everything queued. When `wait` is set, first sleeps until something arrives or the
   // inbox is closed.
   Taken Take(bool wait);
-  // Engine side: how many accepted requests have not started yet (counted against max_queue with the queue).
-  void SetEngineWaiting(int64_t waiting);
+  // Engine side, after taking requests and after each step: how many accepted requests have not started yet,
+  // and how many sequences hold a slot (running, or preempted and due to resume).
+  void SetEngineLoad(int64_t not_started, int64_t holding_slots);
 
  private:
   const int max_queue_;
+  const int max_seqs_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<PendingRequest> requests_;
   std::vector<RequestId> cancels_;
-  int64_t engine_waiting_ = 0;
+  int64_t engine_waiting_ = 0;  // accepted, taken by the engine, not started
+  int64_t engine_slots_ = 0;    // sequences running or preempted
   bool closed_ = false;
   bool drain_ = false;
 };

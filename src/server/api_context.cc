@@ -12,6 +12,24 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
   return out;
 }
 
+ApiError ModelNotFound(const ApiContext& ctx, const std::string& model) {
+  std::string served;
+  for (const std::string& id : ctx.model_ids) served += (served.empty() ? "'" : ", '") + id + "'";
+  ApiError error{
+      NotFound("the model '" + model.substr(0, 200) + "' does not exist (this server serves " + served + ")"),
+      "model"};
+  error.code = "model_not_found";
+  return error;
+}
+
+std::optional<ApiError> CheckModel(const ApiContext& ctx, const std::optional<std::string>& model) {
+  if (!model || model->empty()) return std::nullopt;
+  for (const std::string& id : ctx.model_ids) {
+    if (*model == id) return std::nullopt;
+  }
+  return ModelNotFound(ctx, *model);
+}
+
 Parsed<int32_t> FitToContext(const ApiContext& ctx, size_t prompt_len, int64_t max_tokens,
                              int64_t default_max, const std::string& param, const std::string& max_param) {
   if (prompt_len == 0) return ApiError::Field(param, param + " is empty (no tokens)");

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace lockstep::server {
 struct ApiContext {
   std::shared_ptr<const Tokenizer> tokenizer;
   std::shared_ptr<const chat::ChatTemplate> chat_template;
-  std::string model_id;
+  std::string model_id;                // the id responses report (the first of model_ids)
+  std::vector<std::string> model_ids;  // every id a request's "model" may name (--model-alias)
   std::string model_path;
   std::string architecture;
   std::string dtype;
@@ -35,6 +37,11 @@ struct ApiContext {
 // text already starts with it). Errors name `param`.
 Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text,
                                           const std::string& param);
+
+// The 404 model_not_found for a request naming a model this server does not serve.
+ApiError ModelNotFound(const ApiContext& ctx, const std::string& model);
+// nullopt when `model` is absent/empty or one of ctx.model_ids, else ModelNotFound.
+std::optional<ApiError> CheckModel(const ApiContext& ctx, const std::optional<std::string>& model);
 
 // Checks a prompt against the context: empty → 400; prompt_len >= context → OutOfRange naming `param`.
 // max_tokens: when explicit (> 0) it must fit with the prompt (OutOfRange otherwise); when 0 it becomes

@@ -1,11 +1,14 @@
 #include "server/api_error.h"
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace lockstep::server {
 
 int HttpStatusFor(const ApiError& error, ApiFlavor flavor) {
   const bool tgi = flavor == ApiFlavor::kTgi;
+  if (error.http_status != 0) return error.http_status;
   if (error.malformed_json) return 400;
   switch (error.status.code()) {
     case StatusCode::kInvalidArgument:
@@ -67,6 +70,7 @@ void OpenAiTypeAndCode(const ApiError& error, std::string* type, std::string* co
 }
 
 std::string TgiType(const ApiError& error) {
+  if (error.http_status == 403) return "forbidden";
   switch (error.status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kOutOfRange:
@@ -96,6 +100,7 @@ std::string ErrorBody(const ApiError& error, ApiFlavor flavor) {
   } else {
     std::string type, code;
     OpenAiTypeAndCode(error, &type, &code);
+    if (!error.code.empty()) code = error.code;
     body["error"] = {{"message", error.status.message()},
                      {"type", type},
                      {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)},
@@ -106,9 +111,17 @@ std::string ErrorBody(const ApiError& error, ApiFlavor flavor) {
 
 HeaderList ErrorHeaders(const ApiError& error, ApiFlavor flavor) {
   const int status = HttpStatusFor(error, flavor);
-  if (status == 503 || status == 429) return {{"Retry-After", "1"}};
+  if (status == 503 || status == 429)
+    return {{"Retry-After", std::to_string(std::max(1, error.retry_after_s))}};
   if (status == 401) return {{"WWW-Authenticate", "Bearer"}};
   return {};
+}
+
+int RetryAfterSeconds(int64_t waiting, int64_t running, double mean_run_s) {
+  if (!(mean_run_s > 0)) return 1;
+  const double drain_s = static_cast<double>(std::max<int64_t>(0, waiting) + 1) * mean_run_s /
+                         static_cast<double>(std::max<int64_t>(1, running));
+  return static_cast<int>(std::clamp(std::ceil(drain_s), 1.0, 60.0));
 }
 
 void SendApiError(ResponseWriter& writer, const ApiError& error, ApiFlavor flavor) {

@@ -4,10 +4,11 @@
 //   kInvalidArgument      400 invalid_request_error (param = the field)   422 validation
 //   (malformed JSON)      400 invalid_request_error                       400 validation
 //   kOutOfRange           400 invalid_request_error, context_length_exceeded  422 validation
-//   kResourceExhausted    503 + Retry-After, server_overloaded            429 overloaded
+//   kResourceExhausted    503 + Retry-After, server_overloaded            429 overloaded (+ Retry-After)
 //   kUnavailable          503 + Retry-After (loading / shutting down)     503 unavailable
 //   kUnauthenticated      401 invalid_api_key                             401 authentication
-//   kNotFound             404 not_found_error                             404 not_found
+//   (http_status 403)     403 permission_denied (Origin / Host refused)   403 forbidden
+//   kNotFound             404 not_found_error (model_not_found: unknown model)  404 not_found
 //   kDeadlineExceeded     504 timeout                                     504 timeout
 //   kUnimplemented        400 invalid_request_error (unsupported field)   422 validation
 //   anything else         500 server_error                                424 generation
@@ -17,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "base/status.h"
 #include "server/http_server.h"
@@ -26,9 +28,26 @@ namespace lockstep::server {
 enum class ApiFlavor { kOpenAI, kTgi };
 
 struct ApiError {
+  ApiError() = default;
+  ApiError(Status status, std::string param, bool malformed_json = false, std::string code = "")  // NOLINT
+      : status(std::move(status)),
+        param(std::move(param)),
+        malformed_json(malformed_json),
+        code(std::move(code)) {}
+
   Status status;
   std::string param;  // the offending request field ("" = none)
   bool malformed_json = false;
+  std::string code;       // OpenAI "code" in place of the status code's default ("" = the default)
+  int retry_after_s = 1;  // the Retry-After of a 503 / 429
+  int http_status = 0;    // overrides the mapping above (403: a refused Origin or Host)
+
+  static ApiError Forbidden(const std::string& message) {
+    ApiError e{Status(StatusCode::kInvalidArgument, message), ""};
+    e.http_status = 403;
+    e.code = "permission_denied";
+    return e;
+  }
 
   static ApiError Field(const std::string& param, const std::string& message) {
     return {InvalidArgument(message), param, false};
@@ -38,6 +57,11 @@ struct ApiError {
 int HttpStatusFor(const ApiError& error, ApiFlavor flavor);
 std::string ErrorBody(const ApiError& error, ApiFlavor flavor);
 HeaderList ErrorHeaders(const ApiError& error, ApiFlavor flavor);  // Retry-After where it applies
+
+// Seconds a client refused for a full queue should wait (Retry-After): the time the queue ahead of it takes
+// to drain at the current pace — (waiting + 1) requests, `running` at a time, each taking mean_run_s — at
+// least 1, at most 60. 1 while no request has finished yet (mean_run_s <= 0).
+int RetryAfterSeconds(int64_t waiting, int64_t running, double mean_run_s);
 // Sends the error as a whole response (ignored if the response has started).
 void SendApiError(ResponseWriter& writer, const ApiError& error, ApiFlavor flavor);
 

@@ -95,7 +95,7 @@ class Subscription : public std::enable_shared_from_this<Subscription> {
                        {"max_seqs", state_.engine->options().max_seqs},
                        {"max_batch_tokens", state_.engine->options().max_batch_tokens},
                        {"interval_ms", int(interval_s_ * 1000)},
-                       {"auth", !state_.api_key.empty()}};
+                       {"auth", state_.guard->needs_key()}};
     writer_->Write(SseEvent(DumpJson(first), "snapshot"));
     Arm();
   }

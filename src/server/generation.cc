@@ -96,6 +96,20 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
   if (event.last()) {
     choice.done = true;
     choice.last = event;
+    switch (event.finish_reason) {
+      case FinishReason::kStop:
+        choice.end = ChoiceEnd::kStop;
+        break;
+      case FinishReason::kLength:
+        choice.end = ChoiceEnd::kLength;
+        break;
+      case FinishReason::kCancelled:
+        choice.end = timed_out_ ? ChoiceEnd::kTimeout : ChoiceEnd::kAbort;
+        break;
+      default:
+        choice.end = ChoiceEnd::kError;
+        break;
+    }
     if (metrics_) metrics_->ObserveRequest(event.timing);
   }
   if (on_token_ && !client_gone_) on_token_(*this, choice, event);

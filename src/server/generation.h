@@ -29,6 +29,11 @@ struct GenerationSpec {
   std::string label;
 };
 
+// How a choice ended, as the APIs report it: the engine's finish reason, with a cancellation told apart by
+// what cut the request short — its deadline (--timeout: kTimeout) or the server shutting down (the drain
+// grace period ran out: kAbort).
+enum class ChoiceEnd { kNone, kStop, kLength, kTimeout, kAbort, kError };
+
 struct ChoiceState {
   int index = 0;  // prompt_index * n + i
   int prompt_index = 0;
@@ -37,7 +42,8 @@ struct ChoiceState {
   std::vector<TokenEvent> events;  // every event when GenerationSpec::keep_events
   int32_t generated = 0;           // tokens generated (events with a token)
   bool done = false;
-  TokenEvent last;  // the final event (finish reason, timing)
+  TokenEvent last;                   // the final event (finish reason, timing)
+  ChoiceEnd end = ChoiceEnd::kNone;  // set with `last`
   std::shared_ptr<RequestHandle> handle;
 };
 

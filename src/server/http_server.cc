@@ -1,8 +1,11 @@
 #include "server/http_server.h"
 
+#include <sys/resource.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <deque>
 #include <future>
@@ -17,13 +20,7 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-
-std::string HttpRequest::Header(const std::string& name) const {
-  for (const auto& [k, v] : headers) {
-    if (k == name) return v;
-  }
-  return "";
-}
+using Clock = std::chrono::steady_clock;
 
 const char* HttpReason(int status) {
   const auto reason = http::obsolete_reason(static_cast<http::status>(status));
@@ -32,15 +29,27 @@ const char* HttpReason(int status) {
   return text.empty() ? "Unknown" : text.c_str();
 }
 
-namespace {
-
-std::chrono::steady_clock::duration Seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+int DefaultMaxConnections() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1 << 16;
+  const int64_t soft = static_cast<int64_t>(std::min<rlim_t>(limit.rlim_cur, 1 << 20));
+  return static_cast<int>(std::max<int64_t>(16, soft - 64));
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+namespace {
+
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+std::string DefaultErrorBody(const ProtocolError& error, const std::string&) {
+  std::string message;
+  for (char c : error.message) {
+    if (c == '"' || c == '\\') message += '\\';
+    message += c;
+  }
+  return R"({"error":{"message":")" + message + R"(","type":"invalid_request_error","param":null,"code":")" +
+         error.code + "\"}}";
 }
 
 }  // namespace
@@ -53,9 +62,20 @@ class HttpServer::Impl {
       : options_(std::move(options)),
         handler_(std::move(handler)),
         ioc_(std::max(1, options_.io_threads)),
-        acceptor_(ioc_) {}
+        accept_strand_(net::make_strand(ioc_)),
+        acceptor_(accept_strand_),
+        accept_retry_(accept_strand_) {
+    if (options_.max_connections <= 0) options_.max_connections = DefaultMaxConnections();
+    if (!options_.protocol_error_body) options_.protocol_error_body = DefaultErrorBody;
+    limits_.max_body_bytes = options_.max_body_bytes;
+    limits_.max_header_bytes = options_.max_header_bytes;
+  }
 
   void Accept();
+  void OnAccepted(tcp::socket socket, net::strand<net::io_context::executor_type> strand);
+  void OnAcceptError(const beast::error_code& ec);
+  // Asks the connection idle longest to close; false when none is idle.
+  bool CloseLongestIdle();
   void Register(const std::shared_ptr<Session>& s) {
     std::lock_guard lock(mu_);
     sessions_.insert(s);
@@ -64,11 +84,19 @@ class HttpServer::Impl {
     std::lock_guard lock(mu_);
     sessions_.erase(s);
   }
+  int64_t connections() {
+    std::lock_guard lock(mu_);
+    return static_cast<int64_t>(sessions_.size());
+  }
   void CloseAll();
+  void RunIo();
 
   HttpServerOptions options_;
+  HttpLimits limits_;
   HttpHandler handler_;
   net::io_context ioc_;
+  // The acceptor, its callbacks and the accept back-off timer run on this strand.
+  net::strand<net::io_context::executor_type> accept_strand_;
   tcp::acceptor acceptor_;
   // Keeps the I/O threads running while no socket is open (after StopAccepting, between connections).
   net::executor_work_guard<net::io_context::executor_type> work_{ioc_.get_executor()};
@@ -76,8 +104,13 @@ class HttpServer::Impl {
   std::atomic<int64_t> active_{0};
   std::mutex mu_;
   std::set<std::shared_ptr<Session>> sessions_;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};
   bool started_ = false;
+  // Accept back-off and its rate-limited log (on accept_strand_).
+  net::steady_timer accept_retry_;
+  Clock::duration accept_backoff_{};
+  Clock::time_point last_accept_log_{};
+  int64_t unlogged_accept_errors_ = 0;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -86,13 +119,27 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, Strand strand, HttpServer::Impl* server)
       : stream_(std::move(socket)), strand_(std::move(strand)), server_(server) {}
 
-  void Start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(true); });
+  // Serves requests; with reject_status (503 at the connection limit) answers that at once and closes.
+  void Start(int reject_status = 0) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), reject_status] {
+      if (reject_status == 0) return self->ReadHeader(true);
+      self->SendProtocolError(
+          ProtocolError{reject_status, "too many open connections; retry shortly", "too_many_connections"},
+          {{"Retry-After", "1"}});
+    });
   }
 
   void Close() {
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->DoClose(); });
   }
+  // Closes the connection if it is still waiting for the first byte of a request when this runs.
+  void CloseIfIdle() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->idle_) self->DoClose();
+    });
+  }
+  bool idle() const { return idle_.load(); }
+  Clock::time_point idle_since() const { return Clock::time_point(Clock::duration(idle_since_.load())); }
 
   // --- ResponseWriter operations, always on the strand ---
   void SendOnStrand(int status, const std::string& content_type, std::string body, HeaderList headers) {
@@ -100,7 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_started_ = true;
     std::string out = StatusLine(status, content_type, headers);
     out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-    out += body;
+    if (!head_) out += body;  // HEAD: the same headers, no body
     Queue(std::move(out));
     FinishResponse();
   }
@@ -108,7 +155,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_ || response_started_) return;
     response_started_ = true;
     streaming_ = true;
-    chunked_ = version_ >= 11;
+    chunked_ = version_ >= 11 && !head_;
     if (!chunked_) keep_alive_ = false;
     std::string out = StatusLine(status, content_type, headers);
     if (chunked_) out += "Transfer-Encoding: chunked\r\n";
@@ -116,7 +163,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Queue(std::move(out));
   }
   void WriteOnStrand(std::string data) {
-    if (closed_ || !streaming_ || response_done_ || data.empty()) return;
+    if (closed_ || !streaming_ || response_done_ || data.empty() || head_) return;
     if (chunked_) {
       char size[32];
       snprintf(size, sizeof(size), "%zx\r\n", data.size());
@@ -151,26 +198,46 @@ class Session : public std::enable_shared_from_this<Session> {
     return out;
   }
 
+  // Waits for the next request. With no byte of it buffered yet the connection is idle (and may be closed to
+  // make room for a new one) until its first byte arrives.
   void ReadHeader(bool first) {
     if (closed_) return;
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
-    parser_->body_limit(server_->options_.max_body_bytes);
+    ConfigureParser(*parser_, server_->limits_);
+    head_ = false;
+    if (buffer_.size() > 0) {  // a pipelined request is already here
+      stream_.expires_after(Seconds(server_->options_.header_timeout_s));
+      return ReadRestOfHeader();
+    }
     stream_.expires_after(
         Seconds(first ? server_->options_.header_timeout_s : server_->options_.idle_timeout_s));
+    idle_since_.store(Clock::now().time_since_epoch().count());
+    idle_ = true;
+    stream_.async_read_some(
+        buffer_.prepare(4096), [self = shared_from_this(), first](beast::error_code ec, size_t n) {
+          self->idle_ = false;
+          if (ec) return self->DoClose();
+          self->buffer_.commit(n);
+          // A fresh connection keeps its one header deadline; a kept-alive one
+          // gets the header timeout from its first byte on.
+          if (!first) self->stream_.expires_after(Seconds(self->server_->options_.header_timeout_s));
+          self->ReadRestOfHeader();
+        });
+  }
+
+  void ReadRestOfHeader() {
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
-    if (ec == http::error::body_limit) return RejectTooLarge();
-    if (ec) return DoClose();
+    if (ec) return OnReadError(ec);
     auto& req = parser_->get();
     version_ = req.version() == 10 ? 10 : 11;
     keep_alive_ = req.keep_alive();
-    const auto length = parser_->content_length();
-    if (length && *length > server_->options_.max_body_bytes) return RejectTooLarge();
+    head_ = req.method() == http::verb::head;
+    if (auto error = CheckRequestHeader(*parser_, server_->limits_)) return SendProtocolError(*error);
     if (beast::iequals(req[http::field::expect], "100-continue")) {
       Queue("HTTP/1.1 100 Continue\r\n\r\n");
     }
@@ -179,32 +246,31 @@ class Session : public std::enable_shared_from_this<Session> {
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
-  void RejectTooLarge() {
+  // A failed header or body read: answered when it is the client's mistake, else the connection closes.
+  void OnReadError(const beast::error_code& ec) {
+    if (auto error = ProtocolErrorFor(ec, server_->limits_)) return SendProtocolError(*error);
+    DoClose();
+  }
+
+  void SendProtocolError(const ProtocolError& error, HeaderList headers = {}) {
     keep_alive_ = false;
     response_started_ = false;
-    const std::string body =
-        std::string(R"({"error":{"message":"request body larger than )") +
-        std::to_string(server_->options_.max_body_bytes) +
-        R"( bytes","type":"invalid_request_error","param":null,"code":"body_too_large"}})";
+    std::string path;  // known once the request line is parsed, even if a header field then failed
+    if (parser_) {
+      const auto target = parser_->get().target();
+      path = std::string(target.substr(0, target.find('?')));
+    }
     server_->active_++;
     active_counted_ = true;
     timing_writes_ = true;
-    SendOnStrand(413, "application/json", body, {});
+    SendOnStrand(error.status, "application/json", server_->options_.protocol_error_body(error, path),
+                 std::move(headers));
   }
 
   void OnBody(beast::error_code ec) {
-    if (ec == http::error::body_limit) return RejectTooLarge();
-    if (ec) return DoClose();
-    auto msg = parser_->release();
-    HttpRequest request;
-    request.method = std::string(msg.method_string());
-    request.target = std::string(msg.target());
-    request.path = request.target.substr(0, request.target.find('?'));
+    if (ec) return OnReadError(ec);
+    HttpRequest request = ToHttpRequest(*parser_);
     request.version = version_;
-    for (const auto& field : msg) {
-      request.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));
-    }
-    request.body = std::move(msg.body());
     response_started_ = false;
     response_done_ = false;
     streaming_ = false;
@@ -213,7 +279,16 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     timing_writes_ = true;
     Watch();
-    server_->handler_(std::move(request), MakeWriter());
+    const std::string what = request.method + " " + request.path;
+    try {
+      server_->handler_(std::move(request), MakeWriter());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lockstep: internal error handling %s: %s\n", what.c_str(), e.what());
+      SendOnStrand(500, "application/json",
+                   R"({"error":{"message":"internal server error","type":"server_error","param":null,)"
+                   R"("code":"internal_error"}})",
+                   {});
+    }
   }
 
   std::shared_ptr<ResponseWriter> MakeWriter();
@@ -312,6 +387,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoClose() {
     if (closed_) return;
     closed_ = true;
+    idle_ = false;
     if (active_counted_) {
       active_counted_ = false;
       server_->active_--;
@@ -330,11 +406,13 @@ class Session : public std::enable_shared_from_this<Session> {
   Strand strand_;
   HttpServer::Impl* server_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::array<char, 4096> watch_buf_{};
   std::deque<std::string> writes_;
   std::function<void()> on_close_;
   std::atomic<bool> closed_{false};
+  std::atomic<bool> idle_{false};          // waiting for the first byte of a request
+  std::atomic<Clock::rep> idle_since_{0};  // since when (steady clock ticks)
   bool writing_ = false;
   bool timing_writes_ = false;  // a response is being written: each write runs under write_timeout_s
   bool watching_ = false;
@@ -343,6 +421,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool streaming_ = false;
   bool chunked_ = false;
   bool keep_alive_ = true;
+  bool head_ = false;  // the request is a HEAD: responses carry no body
   bool active_counted_ = false;
   int version_ = 11;
 };
@@ -409,14 +488,58 @@ void HttpServer::Impl::Accept() {
   acceptor_.async_accept(strand, [this, strand](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
-      std::fprintf(stderr, "lockstep: accept failed: %s\n", ec.message().c_str());
-    } else {
-      auto session = std::make_shared<Session>(std::move(socket), strand, this);
-      Register(session);
-      session->Start();
+      return OnAcceptError(ec);
     }
+    accept_backoff_ = {};
+    OnAccepted(std::move(socket), strand);
     if (acceptor_.is_open()) Accept();
   });
+}
+
+void HttpServer::Impl::OnAccepted(tcp::socket socket, net::strand<net::io_context::executor_type> strand) {
+  const int64_t open = connections();
+  int reject_status = 0;
+  if (open >= options_.max_connections && !CloseLongestIdle()) {
+    // Every connection is busy. Answer 503 while a few descriptors are left for it; past that, just close.
+    if (open >= options_.max_connections + 16) return;
+    reject_status = 503;
+  }
+  auto session = std::make_shared<Session>(std::move(socket), strand, this);
+  Register(session);
+  session->Start(reject_status);
+}
+
+void HttpServer::Impl::OnAcceptError(const beast::error_code& ec) {
+  // Out of descriptors (or kernel memory): the pending connection stays in the backlog. Free a descriptor and
+  // wait before trying again rather than failing in a loop.
+  if (ec.value() == EMFILE || ec.value() == ENFILE) CloseLongestIdle();
+  ++unlogged_accept_errors_;
+  const Clock::time_point now = Clock::now();
+  if (now - last_accept_log_ >= std::chrono::seconds(1)) {
+    std::fprintf(stderr, "lockstep: accept failed: %s (%lld time(s) since the last report; backing off)\n",
+                 ec.message().c_str(), static_cast<long long>(unlogged_accept_errors_));
+    unlogged_accept_errors_ = 0;
+    last_accept_log_ = now;
+  }
+  accept_backoff_ = std::clamp<Clock::duration>(accept_backoff_ * 2, std::chrono::milliseconds(10),
+                                                std::chrono::seconds(1));
+  accept_retry_.expires_after(accept_backoff_);
+  accept_retry_.async_wait([this](beast::error_code wait_ec) {
+    if (!wait_ec && acceptor_.is_open()) Accept();
+  });
+}
+
+bool HttpServer::Impl::CloseLongestIdle() {
+  std::shared_ptr<Session> oldest;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& s : sessions_) {
+      if (s->idle() && (!oldest || s->idle_since() < oldest->idle_since())) oldest = s;
+    }
+  }
+  if (!oldest) return false;
+  oldest->CloseIfIdle();
+  return true;
 }
 
 void HttpServer::Impl::CloseAll() {
@@ -426,6 +549,17 @@ void HttpServer::Impl::CloseAll() {
     sessions.assign(sessions_.begin(), sessions_.end());
   }
   for (auto& s : sessions) s->Close();
+}
+
+void HttpServer::Impl::RunIo() {
+  for (;;) {
+    try {
+      ioc_.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lockstep: internal error in an I/O callback (continuing): %s\n", e.what());
+    }
+  }
 }
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
@@ -448,7 +582,7 @@ Result<int> HttpServer::Start() {
   impl_->Accept();
   impl_->started_ = true;
   for (int i = 0; i < std::max(1, impl_->options_.io_threads); ++i) {
-    impl_->threads_.emplace_back([this] { impl_->ioc_.run(); });
+    impl_->threads_.emplace_back([this] { impl_->RunIo(); });
   }
   return port_;
 }
@@ -457,6 +591,7 @@ void HttpServer::StopAccepting() {
   net::post(impl_->acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     impl_->acceptor_.close(ignored);
+    impl_->accept_retry_.cancel();
   });
 }
 
@@ -468,16 +603,14 @@ void HttpServer::Stop() {
     net::post(impl_->acceptor_.get_executor(), [this, &closed] {
       beast::error_code ignored;
       impl_->acceptor_.close(ignored);
+      impl_->accept_retry_.cancel();
       closed.set_value();
     });
     closed.get_future().wait();
     impl_->CloseAll();
     // Let the posted closes run, then stop.
     for (int i = 0; i < 200; ++i) {
-      {
-        std::lock_guard lock(impl_->mu_);
-        if (impl_->sessions_.empty()) break;
-      }
+      if (impl_->connections() == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
@@ -488,5 +621,6 @@ void HttpServer::Stop() {
 }
 
 int64_t HttpServer::active_requests() const { return impl_->active_.load(); }
+int64_t HttpServer::connections() const { return impl_->connections(); }
 
 }  // namespace lockstep::server

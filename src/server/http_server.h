@@ -12,6 +12,18 @@
 // Every write of a response must complete within write_timeout_s, or the connection is closed (and OnClose
 // runs): a client that stops reading cannot pin a request and grow its output queue.
 //
+// Requests the HTTP layer refuses itself (http_request.h: malformed or ambiguous framing 400, headers too
+// large 431, body too large 413, unknown transfer coding 501) are answered with a body from
+// HttpServerOptions::protocol_error_body and the connection is closed. HEAD responses carry the headers of
+// the response (Content-Length included) and no body. An exception escaping the handler is logged and
+// answered 500; one escaping any other I/O callback is logged and the I/O thread runs on.
+//
+// Connections: at most max_connections are open. When one more arrives, the connection that has been idle
+// longest (waiting for the first byte of a request) is closed to make room; when none is idle, the newcomer
+// gets 503 + Retry-After and is closed. Accept failures (out of file descriptors: EMFILE/ENFILE) close the
+// longest-idle connection, back off (10 ms doubling to 1 s) instead of retrying at once, and are logged at
+// most once a second with the number of failures since the last line.
+//
 // ResponseWriter methods are thread-safe: they post to the connection's strand. Stop() closes the listener
 // (StopAccepting) and then every connection.
 #pragma once
@@ -25,19 +37,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "server/http_request.h"
 
 namespace lockstep::server {
-
-struct HttpRequest {
-  std::string method;                                        // "GET", "POST", ...
-  std::string target;                                        // as sent, e.g. "/v1/models?x=1"
-  std::string path;                                          // target without the query
-  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
-  std::string body;
-  int version = 11;  // 10 or 11
-  // The header's value ("" when absent); name lower-case.
-  std::string Header(const std::string& name) const;
-};
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
@@ -63,6 +65,9 @@ class ResponseWriter {
 
 using HttpHandler = std::function<void(HttpRequest request, std::shared_ptr<ResponseWriter> writer)>;
 
+// A writer passing everything to `writer` and adding `headers` to its response (Send / StartStream).
+std::shared_ptr<ResponseWriter> WithHeaders(std::shared_ptr<ResponseWriter> writer, HeaderList headers);
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 = any free port
@@ -73,7 +78,15 @@ struct HttpServerOptions {
   double write_timeout_s = 30;  // per write of a response, counted from when it starts
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
+  int max_connections = 0;  // open connections at most; 0 = DefaultMaxConnections()
+  // The JSON body of a protocol error; `path` is the request's path when it was parsed that far ("" if not).
+  // Unset: an OpenAI-style error body.
+  std::function<std::string(const ProtocolError& error, const std::string& path)> protocol_error_body;
 };
+
+// The default connection limit: the soft RLIMIT_NOFILE (`ulimit -n`) less 64 descriptors kept for the
+// process's own files (model, logs, engine), at least 16.
+int DefaultMaxConnections();
 
 class HttpServer {
  public:
@@ -90,6 +103,8 @@ class HttpServer {
   void Stop();
   // Requests whose response has not ended yet.
   int64_t active_requests() const;
+  // Open connections (closing ones included).
+  int64_t connections() const;
   int port() const { return port_; }
 
   class Impl;

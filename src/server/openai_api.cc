@@ -1,8 +1,6 @@
 // Request parsing for the OpenAI routes (responses are in openai_format.cc).
 #include "server/openai_api.h"
 
-#include <set>
-
 #include "server/fan_out.h"
 #include "server/request_fields.h"
 #include "server/structured_fields.h"
@@ -39,17 +37,12 @@ void ReadSampling(FieldReader& f, OpenAiRequest& req) {
   }
   req.stream = f.Bool("stream").value_or(false);
   ReadFanOut(f, &req.fan_out);  // server/fan_out.h
-  if (const nlohmann::json* so = f.Raw("stream_options")) {
-    if (!so->is_object()) {
-      f.Fail("stream_options", "stream_options must be an object");
-    } else {
-      FieldReader sf(*so, "stream_options");
-      req.include_usage = sf.Bool("include_usage").value_or(false);
-      if (sf.failed()) f.Fail("stream_options", sf.error().status.message());
-    }
+  if (const nlohmann::json* so = f.Object("stream_options")) {
+    FieldReader sf(*so, "stream_options");
+    req.include_usage = sf.Bool("include_usage").value_or(false);
+    f.Absorb(sf);
   }
   f.String("user");
-  f.String("model");
   f.Unsupported("logit_bias", "");
   f.Unsupported("suffix", "");
 }
@@ -98,7 +91,7 @@ void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& c
     for (const auto& t : arr) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.vocab_size) {
         f.Fail("prompt", param + " must hold token ids between 0 and " + std::to_string(ctx.vocab_size - 1) +
-                             ", got " + t.dump());
+                             ", got " + DescribeJson(t));
         return;
       }
       ids.push_back(t.get<int32_t>());
@@ -138,8 +131,8 @@ void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& c
 Parsed<OpenAiRequest> Finish(FieldReader& f, const ApiError& error, OpenAiRequest req, const ApiContext& ctx,
                              int64_t max_tokens, int64_t default_max, const char* prompt_param,
                              const char* max_param) {
-  if (!error.status.ok()) return error;
   if (f.failed()) return f.error();
+  if (!error.status.ok()) return error;
   int32_t resolved = INT32_MAX;
   for (const auto& prompt : req.spec.prompts) {
     auto fit = FitToContext(ctx, prompt.size(), max_tokens, default_max, prompt_param, max_param);
@@ -160,6 +153,7 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   if (!json.ok()) return json.error;
   OpenAiRequest req;
   FieldReader f(*json.value);
+  if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
   ApiError error;
   ReadSampling(f, req);
   const int64_t max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
@@ -188,6 +182,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   OpenAiRequest req;
   req.chat = true;
   FieldReader f(*json.value);
+  if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
   ApiError error;
   ReadSampling(f, req);
   int64_t max_tokens = f.Int("max_completion_tokens", 1, INT32_MAX).value_or(0);
@@ -209,22 +204,20 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   nlohmann::ordered_json normalized = nlohmann::ordered_json::array();
   if (!f.failed()) {
     if (messages == nullptr || !messages->is_array() || messages->empty()) {
-      f.Fail("messages", "messages must be a non-empty array of {role, content} objects");
+      f.Fail("messages", "messages must be a non-empty array of {role, content} objects, got " +
+                             (messages == nullptr ? std::string("nothing") : DescribeJson(*messages)));
     } else {
       for (size_t i = 0; i < messages->size() && !f.failed(); ++i) {
         const auto& m = (*messages)[i];
         const std::string where = "messages[" + std::to_string(i) + "]";
         if (!m.is_object()) {
-          f.Fail(where, where + " must be an object");
+          f.Fail(where, where + " must be a {role, content} object, got " + DescribeJson(m));
           break;
         }
         FieldReader mf(m, where);
-        std::string role = mf.String("role").value_or("");
-        static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
-        if (!mf.failed() && !kRoles.count(role)) {
-          mf.Fail("role", where + ".role must be one of system, developer, user, assistant, tool; got \"" +
-                              role + "\"");
-        }
+        const auto role_read = mf.Enum("role", {"system", "developer", "user", "assistant", "tool"});
+        if (!mf.failed() && !role_read) mf.Fail("role", where + ".role is required");
+        const std::string role = role_read.value_or("");
         std::string content;
         const nlohmann::json* c = mf.Raw("content");
         if (c == nullptr) {
@@ -232,18 +225,29 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
         } else if (c->is_string()) {
           content = c->get<std::string>();
         } else if (c->is_array()) {
-          for (const auto& part : *c) {
-            if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-                !part["text"].is_string()) {
-              mf.Fail("content", where +
-                                     ".content parts must be {\"type\": \"text\", \"text\": string} "
-                                     "(other content types are not supported)");
+          for (size_t k = 0; k < c->size() && !mf.failed(); ++k) {
+            const nlohmann::json& part = (*c)[k];
+            const std::string part_name = "content[" + std::to_string(k) + "]";
+            if (!part.is_object()) {
+              mf.Fail(part_name, mf.Param(part_name) + " must be a {\"type\": \"text\", \"text\": string} " +
+                                     "object, got " + DescribeJson(part));
               break;
             }
-            content += part["text"].get<std::string>();
+            FieldReader pf(part, mf.Param(part_name));
+            const auto type = pf.String("type");
+            if (!pf.failed() && type != "text") {
+              pf.Fail("type", pf.Param("type") +
+                                  " must be \"text\" (other content types are not supported), got " +
+                                  (type ? DescribeJson(nlohmann::json(*type)) : std::string("nothing")));
+            }
+            const auto text = pf.String("text");
+            if (!pf.failed() && !text) pf.Fail("text", pf.Param("text") + " is required (a string)");
+            mf.Absorb(pf);
+            if (text) content += *text;
           }
         } else if (!mf.failed()) {
-          mf.Fail("content", where + ".content must be a string or an array of text parts");
+          mf.Fail("content",
+                  where + ".content must be a string or an array of text parts, got " + DescribeJson(*c));
         }
         const auto name = mf.String("name");
         const auto tool_call_id = role == "tool" ? mf.String("tool_call_id") : std::nullopt;
@@ -252,7 +256,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
           mf.Fail("tool_calls", where + ".tool_calls must be an array of tool calls");
         }
         if (mf.failed()) {
-          f.Fail(mf.error().param, mf.error().status.message());
+          f.Absorb(mf);
           break;
         }
         nlohmann::ordered_json out = {{"role", role == "developer" ? "system" : role}, {"content", content}};

@@ -32,8 +32,8 @@ struct OpenAiRequest {
 Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);
 Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx);
 
-// "stop" | "length" | null, from a choice's last event (cancelled/error → null handled by the caller).
-nlohmann::json OpenAiFinishReason(const TokenEvent& last);
+// "stop" | "length" | "timeout" (cut at --timeout) | "abort" (cut by a server shutdown) | null (error).
+nlohmann::json OpenAiFinishReason(ChoiceEnd end);
 
 // The whole (non-streamed) response.
 nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,

@@ -74,13 +74,16 @@ std::string ToolIdSeed(const std::string& id, const ChoiceState& c) {
 
 }  // namespace
 
-nlohmann::json OpenAiFinishReason(const TokenEvent& last) {
-  switch (last.finish_reason) {
-    case FinishReason::kStop:
+nlohmann::json OpenAiFinishReason(ChoiceEnd end) {
+  switch (end) {
+    case ChoiceEnd::kStop:
       return "stop";
-    case FinishReason::kLength:
-    case FinishReason::kCancelled:
-      return "length";  // cancelled = cut short by the server (deadline)
+    case ChoiceEnd::kLength:
+      return "length";
+    case ChoiceEnd::kTimeout:
+      return "timeout";
+    case ChoiceEnd::kAbort:
+      return "abort";
     default:
       return nullptr;
   }
@@ -91,7 +94,7 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
   nlohmann::json out = Envelope(req, ctx, id, created, false);
   nlohmann::json choices = nlohmann::json::array();
   for (const ChoiceState& c : job.choices()) {
-    nlohmann::json choice = {{"index", c.index}, {"finish_reason", OpenAiFinishReason(c.last)}};
+    nlohmann::json choice = {{"index", c.index}, {"finish_reason", OpenAiFinishReason(c.end)}};
     if (req.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
       if (req.tools.calls_possible()) {
@@ -158,8 +161,9 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
     return std::nullopt;
   }
   nlohmann::json out = Envelope(req, ctx, id, created, true);
-  nlohmann::json c = {{"index", choice.index},
-                      {"finish_reason", event.last() ? OpenAiFinishReason(event) : nlohmann::json(nullptr)}};
+  nlohmann::json c = {
+      {"index", choice.index},
+      {"finish_reason", event.last() ? OpenAiFinishReason(choice.end) : nlohmann::json(nullptr)}};
   if (req.chat) {
     nlohmann::json delta = nlohmann::json::object();
     if (first_for_choice) delta["role"] = "assistant";
@@ -235,12 +239,15 @@ nlohmann::json OpenAiUsageChunk(const OpenAiRequest& req, GenerationJob& job, co
 }
 
 nlohmann::json OpenAiModels(const ApiContext& ctx) {
-  return {{"object", "list"},
-          {"data", nlohmann::json::array({{{"id", ctx.model_id},
-                                           {"object", "model"},
-                                           {"created", ctx.created},
-                                           {"owned_by", "lockstep"},
-                                           {"max_model_len", ctx.max_context}}})}};
+  nlohmann::json data = nlohmann::json::array();
+  for (const std::string& id : ctx.model_ids) {
+    data.push_back({{"id", id},
+                    {"object", "model"},
+                    {"created", ctx.created},
+                    {"owned_by", "lockstep"},
+                    {"max_model_len", ctx.max_context}});
+  }
+  return {{"object", "list"}, {"data", std::move(data)}};
 }
 
 }  // namespace lockstep::server

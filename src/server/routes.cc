@@ -6,6 +6,7 @@
 
 #include "server/openai_api.h"
 #include "server/request_fields.h"
+#include "server/request_guard.h"
 #include "server/sse.h"
 #include "server/tgi_api.h"
 #include "server/tokenize_api.h"
@@ -52,13 +53,13 @@ int64_t UnixNow() {
       .count();
 }
 
-bool Authorized(const RouteState& state, const HttpRequest& request) {
-  if (state.api_key.empty()) return true;
-  const std::string auth = request.Header("authorization");
-  if (auth.size() > 7 && (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0)) {
-    return auth.substr(7) == state.api_key;
+// A refused submission; a full queue's Retry-After says how long the queue ahead takes to drain.
+ApiError SubmitError(RouteState& state, ApiError error) {
+  if (error.status.code() == StatusCode::kResourceExhausted) {
+    const EngineStats stats = state.engine->Stats();
+    error.retry_after_s = RetryAfterSeconds(stats.waiting, stats.running, state.metrics->mean_run_s());
   }
-  return request.Header("x-api-key") == state.api_key;
+  return error;
 }
 
 // The first error among a job's choices (engine generation failure), if any.
@@ -128,7 +129,7 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
   req->spec.label = id;
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
                                   std::move(on_token), std::move(on_done));
-  if (!job.ok()) return ReplyError(state, *writer, job.error, ApiFlavor::kOpenAI);
+  if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kOpenAI);
   if (req->stream) {
     state.metrics->CountResponse(200);
     writer->StartStream(200, kEventStream);
@@ -184,7 +185,7 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   req->spec.label = NewId(state, "tgi");
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
                                   std::move(on_token), std::move(on_done));
-  if (!job.ok()) return ReplyError(state, *writer, job.error, ApiFlavor::kTgi);
+  if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kTgi);
   if (req->stream) {
     state.metrics->CountResponse(200);
     writer->StartStream(200, kEventStream);
@@ -195,91 +196,127 @@ bool IsTgiPath(const std::string& path) {
   return path == "/generate" || path == "/generate_stream" || path == "/" || path == "/info";
 }
 
+// Liveness: alive once loaded, draining included.
+void Health(RouteState& state, ResponseWriter& writer) {
+  const bool ok = state.ready.load();
+  const char* status = !ok ? "loading" : state.drain_started.load() ? "draining" : "ok";
+  nlohmann::json body = {{"status", status}};
+  if (ok) body["prefix_caching"] = state.ctx.prefix_caching;  // ctx is complete once ready
+  writer.Send(ok ? 200 : 503, kJson, DumpJson(body), ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
+}
+
+// Readiness: send me traffic.
+void Ready(RouteState& state, ResponseWriter& writer) {
+  const bool loaded = state.ready.load();
+  const bool draining = state.drain_started.load();
+  const char* status = draining ? "draining" : loaded ? "ready" : "loading";
+  const bool ok = loaded && !draining;
+  writer.Send(ok ? 200 : 503, kJson, DumpJson({{"status", status}}),
+              ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
+}
+
 }  // namespace
+
+std::string ProtocolErrorBody(const ProtocolError& error, const std::string& path) {
+  const Status status = error.status == 503 ? Unavailable(error.message) : InvalidArgument(error.message);
+  return ErrorBody(ApiError{status, "", false, error.code},
+                   IsTgiPath(path) ? ApiFlavor::kTgi : ApiFlavor::kOpenAI);
+}
 
 void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
   const std::string& path = request.path;
   const std::string& method = request.method;
   const ApiFlavor flavor = IsTgiPath(path) ? ApiFlavor::kTgi : ApiFlavor::kOpenAI;
-  if (path == "/health" || path == "/v1/health") {  // liveness: alive once loaded, draining included
-    const bool ok = state.ready.load();
-    const char* status = !ok ? "loading" : state.drain_started.load() ? "draining" : "ok";
-    nlohmann::json body = {{"status", status}};
-    if (ok) body["prefix_caching"] = state.ctx.prefix_caching;  // ctx is complete once ready
-    return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson(body),
-                 ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
+  const bool probe = path == "/health" || path == "/v1/health" || path == "/ready" || path == "/v1/ready";
+  // Host and Origin first (the dashboard's pages need no key), then the key.
+  RequestGuard::Verdict verdict = state.guard->Check(request, /*needs_key=*/false);
+  if (!verdict.cors_headers.empty()) writer = WithHeaders(std::move(writer), verdict.cors_headers);
+  if (!verdict.error && !verdict.preflight) {
+    if (ServeWebPage(state, request, *writer)) return;
+    if (!probe) verdict.error = state.guard->Check(request, /*needs_key=*/true).error;
   }
-  if (path == "/ready" || path == "/v1/ready") {  // readiness: send me traffic
-    const bool loaded = state.ready.load();
-    const bool draining = state.drain_started.load();
-    const char* status = draining ? "draining" : loaded ? "ready" : "loading";
-    const bool ok = loaded && !draining;
-    return Reply(state, *writer, ok ? 200 : 503, kJson, DumpJson({{"status", status}}),
-                 ok ? HeaderList{} : HeaderList{{"Retry-After", "1"}});
-  }
-  if (ServeWebPage(state, request, *writer)) return;
-  if (!Authorized(state, request)) {
-    return ReplyError(state, *writer,
-                      ApiError{Status(StatusCode::kUnauthenticated,
-                                      "missing or wrong API key (send Authorization: Bearer KEY)"),
-                               "", false},
-                      flavor);
-  }
-  if (path == "/metrics") {
-    if (state.ready.load()) state.metrics->UpdateFromStats(state.engine->Stats());
-    return Reply(state, *writer, 200, MetricsRegistry::kContentType, state.registry->Render());
-  }
-  if (!state.ready.load()) {
-    return ReplyError(state, *writer, ApiError{Unavailable("the model is still loading"), "", false}, flavor);
-  }
-  if (state.draining.load()) {
-    return ReplyError(state, *writer, ApiError{Unavailable("the server is shutting down"), "", false},
-                      flavor);
-  }
+  // Only the API routes count in lockstep_requests_total (not probes, scrapes or unknown paths).
   struct Route {
-    const char* method;
-    const char* path;
+    const char* method;  // GET routes answer HEAD too (without a body)
+    const char* path;    // a trailing '*' matches any rest
+    bool api;
     std::function<void()> run;
   };
+  const auto models = [&] {
+    const std::string id = path.size() > 11 ? path.substr(11) : "";
+    const nlohmann::json listed = OpenAiModels(state.ctx);
+    for (const nlohmann::json& model : listed["data"]) {
+      if (model["id"] == id) return Reply(state, *writer, 200, kJson, DumpJson(model));
+    }
+    ReplyError(state, *writer, ModelNotFound(state.ctx, id), flavor);
+  };
   const Route routes[] = {
-      {"POST", "/v1/completions", [&] { HandleOpenAi(state, false, request, writer); }},
-      {"POST", "/v1/chat/completions", [&] { HandleOpenAi(state, true, request, writer); }},
-      {"GET", "/v1/models", [&] { Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx))); }},
-      {"POST", "/generate", [&] { HandleTgi(state, request, writer, 0, false); }},
-      {"POST", "/generate_stream", [&] { HandleTgi(state, request, writer, 1, false); }},
-      {"POST", "/", [&] { HandleTgi(state, request, writer, -1, true); }},
-      {"GET", "/info", [&] { Reply(state, *writer, 200, kJson, DumpJson(TgiInfo(state.ctx))); }},
-      {"GET", "/dashboard/events", [&] { StreamDashboardEvents(state, request, writer); }},
-      {"GET", "/advisor", [&] { HandleAdvisor(state, request, *writer); }},
-      {"POST", "/split", [&] { HandleSplit(state, request, *writer); }},
-      {"POST", "/tokenize", [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
-      {"POST", "/detokenize",
+      {"GET", "/health", false, [&] { Health(state, *writer); }},
+      {"GET", "/v1/health", false, [&] { Health(state, *writer); }},
+      {"GET", "/ready", false, [&] { Ready(state, *writer); }},
+      {"GET", "/v1/ready", false, [&] { Ready(state, *writer); }},
+      {"GET", "/metrics", false,
+       [&] {
+         if (state.ready.load()) state.metrics->UpdateFromStats(state.engine->Stats());
+         writer->Send(200, MetricsRegistry::kContentType, state.registry->Render());
+       }},
+      {"POST", "/v1/completions", true, [&] { HandleOpenAi(state, false, request, writer); }},
+      {"POST", "/v1/chat/completions", true, [&] { HandleOpenAi(state, true, request, writer); }},
+      {"GET", "/v1/models", true,
+       [&] { Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx))); }},
+      {"GET", "/v1/models/*", true, models},
+      {"POST", "/generate", true, [&] { HandleTgi(state, request, writer, 0, false); }},
+      {"POST", "/generate_stream", true, [&] { HandleTgi(state, request, writer, 1, false); }},
+      {"POST", "/", true, [&] { HandleTgi(state, request, writer, -1, true); }},
+      {"GET", "/info", true, [&] { Reply(state, *writer, 200, kJson, DumpJson(TgiInfo(state.ctx))); }},
+      {"GET", "/dashboard/events", true, [&] { StreamDashboardEvents(state, request, writer); }},
+      {"GET", "/advisor", true, [&] { HandleAdvisor(state, request, *writer); }},
+      {"POST", "/split", true, [&] { HandleSplit(state, request, *writer); }},
+      {"POST", "/tokenize", true,
+       [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
+      {"POST", "/detokenize", true,
        [&] { ReplyJson(state, *writer, DetokenizeResponse(request.body, state.ctx)); }},
-      {"POST", "/apply-template",
+      {"POST", "/apply-template", true,
        [&] { ReplyJson(state, *writer, ApplyTemplateResponse(request.body, state.ctx)); }},
   };
-  bool path_known = false;
+  const Route* route = nullptr;
   for (const Route& r : routes) {
-    if (path != r.path) continue;
-    path_known = true;
-    if (method == r.method) return r.run();
-  }
-  if (method == "GET" && path.rfind("/v1/models/", 0) == 0) {
-    const std::string id = path.substr(11);
-    if (id == state.ctx.model_id) {
-      return Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx)["data"][0]));
+    const std::string_view pattern = r.path;
+    const bool match = pattern.back() == '*'
+                           ? path.compare(0, pattern.size() - 1, pattern.substr(0, pattern.size() - 1)) == 0
+                           : path == pattern;
+    if (match) {
+      route = &r;
+      break;
     }
-    return ReplyError(state, *writer, ApiError{NotFound("model '" + id + "' does not exist"), "model", false},
-                      flavor);
   }
-  if (path_known) {
-    state.metrics->CountResponse(405);
-    return writer->Send(
-        405, kJson,
-        ErrorBody(ApiError{InvalidArgument("method " + method + " not allowed on " + path), "", false},
-                  flavor));
+  if (route == nullptr) {
+    if (verdict.error) return SendApiError(*writer, *verdict.error, flavor);
+    return SendApiError(*writer, ApiError{NotFound("no route " + method + " " + path), ""}, flavor);
   }
-  ReplyError(state, *writer, ApiError{NotFound("no route " + method + " " + path), "", false}, flavor);
+  const bool counted = route->api;
+  if (verdict.error) {
+    if (counted) state.metrics->CountResponse(HttpStatusFor(*verdict.error, flavor));
+    return SendApiError(*writer, *verdict.error, flavor);
+  }
+  const std::string allow = std::string(route->method) == "GET" ? "GET, HEAD, OPTIONS" : "POST, OPTIONS";
+  if (method == "OPTIONS") {  // a CORS preflight (headers from the guard) or a plain OPTIONS
+    return writer->Send(204, "", "", {{"Allow", allow}});
+  }
+  const bool method_ok = method == route->method || (method == "HEAD" && std::string(route->method) == "GET");
+  if (!method_ok) {
+    if (counted) state.metrics->CountResponse(405);
+    const ApiError error{
+        InvalidArgument("method " + method + " not allowed on " + path + " (allowed: " + allow + ")"), ""};
+    return writer->Send(405, kJson, ErrorBody(error, flavor), {{"Allow", allow}});
+  }
+  if (!route->api) return route->run();
+  if (!state.ready.load())
+    return ReplyError(state, *writer, ApiError{Unavailable("the model is still loading"), ""}, flavor);
+  if (state.draining.load()) {
+    return ReplyError(state, *writer, ApiError{Unavailable("the server is shutting down"), ""}, flavor);
+  }
+  route->run();
 }
 
 }  // namespace lockstep::server

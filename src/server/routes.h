@@ -1,7 +1,9 @@
-// Routes: the HTTP request router of the server — authentication, readiness/draining checks, and the handlers
-// of every route (OpenAI, TGI, /health, /ready, /metrics, /info, /v1/models). GET /health is liveness (200
-// once loaded, also while draining); GET /ready is readiness for balancers (200 only while loaded and no
-// drain has started). Handlers run on the connection's
+// Routes: the HTTP request router of the server — access checks (RequestGuard: API key, Origin/CORS, Host),
+// methods (405 with Allow; GET routes answer HEAD; OPTIONS answers 204), readiness/draining checks, and the
+// handlers of every route (OpenAI, TGI, /health, /ready, /metrics, /info, /v1/models, the dashboard's). GET /health is liveness
+// (200 once loaded, also while draining); GET /ready is readiness for balancers (200 only while loaded and no
+// drain has started). lockstep_requests_total counts the API routes' responses only (not /health, /ready,
+// /metrics or unknown paths). Handlers run on the connection's
 // strand; generation runs in the engine and its events come back through GenerationJob. Thread-safe: the
 // state it reads is immutable once `ready` is set, and the counters are atomic.
 #pragma once
@@ -15,6 +17,7 @@
 #include "server/dashboard_routes.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/request_guard.h"
 #include "server/server_metrics.h"
 
 namespace lockstep::server {
@@ -27,7 +30,7 @@ struct RouteState {
   Engine* engine = nullptr;  // valid once ready
   MetricsRegistry* registry = nullptr;
   ServerMetrics* metrics = nullptr;
-  std::string api_key;
+  std::shared_ptr<const RequestGuard> guard;  // API key, Origin and Host checks
   double request_timeout_s = 0;
   std::atomic<bool> ready{false};
   // A drain has begun: GET /ready answers 503 while new requests are still served (the drain grace).
@@ -43,5 +46,9 @@ struct RouteState {
 
 // Handles one request (the HttpHandler of the server).
 void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<ResponseWriter> writer);
+
+// The body of an error the HTTP layer answers itself (HttpServerOptions::protocol_error_body), in the error
+// shape of the route `path` names (TGI or OpenAI).
+std::string ProtocolErrorBody(const ProtocolError& error, const std::string& path);
 
 }  // namespace lockstep::server

@@ -56,7 +56,11 @@ class Server::Impl {
     log_->set_level(options_.quiet ? spdlog::level::warn : spdlog::level::info);
     state_.registry = &registry_;
     state_.metrics = &metrics_;
-    state_.api_key = options_.api_key;
+    GuardOptions guard;
+    guard.api_key = options_.api_key;
+    guard.allowed_origins = options_.allowed_origins;
+    guard.loopback_only = IsLoopbackHost(options_.host);
+    state_.guard = std::make_shared<RequestGuard>(std::move(guard));
     state_.request_timeout_s = options_.request_timeout_s;
     state_.id_salt = std::random_device{}();
     state_.feed = &feed_;
@@ -74,12 +78,16 @@ class Server::Impl {
     http.idle_timeout_s = options_.idle_timeout_s;
     http.write_timeout_s = options_.write_timeout_s;
     http.max_body_bytes = options_.max_body_bytes;
+    http.max_connections = options_.max_connections;
+    http.protocol_error_body = ProtocolErrorBody;
     http_ = std::make_unique<HttpServer>(http,
                                          [this](HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
                                            HandleRequest(state_, std::move(request), std::move(writer));
                                          });
     LOCKSTEP_ASSIGN_OR_RETURN(port_, http_->Start());
-    log_->info("listening on http://{}:{} (loading {})", options_.host, port_, options_.model_path);
+    log_->info("listening on http://{}:{} (loading {}; at most {} connections)", options_.host, port_,
+               options_.model_path,
+               options_.max_connections > 0 ? options_.max_connections : DefaultMaxConnections());
     if (options_.on_listening) options_.on_listening(port_);
     Status loaded = Load();
     if (!loaded.ok()) {
@@ -126,8 +134,10 @@ class Server::Impl {
     ApiContext& ctx = state_.ctx;
     ctx.tokenizer = shared_tokenizer;
     ctx.chat_template = chat_template;
-    ctx.model_id = !options_.model_alias.empty() ? options_.model_alias
-                                                 : std::filesystem::path(options_.model_path).stem().string();
+    ctx.model_ids = options_.model_alias;
+    if (ctx.model_ids.empty())
+      ctx.model_ids.push_back(std::filesystem::path(options_.model_path).stem().string());
+    ctx.model_id = ctx.model_ids.front();
     ctx.model_path = options_.model_path;
     ctx.architecture = engine_->model_config().architecture;
     ctx.dtype = "gguf";
@@ -219,9 +229,20 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     return InvalidArgument("--port must be between 0 and 65535, got " + std::to_string(options.port));
   }
   if (options.max_queue < 0) return InvalidArgument("--max-queue must be >= 0");
+  for (const std::string& id : options.model_alias) {
+    if (id.empty()) return InvalidArgument("--model-alias holds an empty model id");
+  }
+  for (const std::string& origin : options.allowed_origins) {
+    if (origin != "*" && origin.find("://") == std::string::npos) {
+      return InvalidArgument("--allowed-origins takes scheme://host[:port] entries or *, got '" + origin +
+                             "'");
+    }
+  }
   if (options.max_seqs < 1) return InvalidArgument("--max-seqs must be >= 1");
   if (options.max_batch_tokens < 1) return InvalidArgument("--max-batch-tokens must be >= 1");
   if (options.io_threads < 1) return InvalidArgument("I/O threads must be >= 1");
+  if (options.max_connections < 0)
+    return InvalidArgument("--max-connections must be >= 1 (or 0: from ulimit -n)");
   const std::pair<const char*, double> timeouts[] = {{"--header-timeout", options.header_timeout_s},
                                                      {"--body-timeout", options.body_timeout_s},
                                                      {"idle timeout", options.idle_timeout_s},

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "server/dashboard_routes.h"
@@ -30,7 +31,13 @@ struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback by default
   int port = 8080;                 // 0 = pick a free port
   std::string api_key;             // empty = no authentication
-  std::string model_alias;         // model id reported by the API; default: the file's stem
+  // Model ids requests may name (others get 404 model_not_found); the first is the one reported. Default:
+  // the file's stem.
+  std::vector<std::string> model_alias;
+  // Browser origins ("scheme://host[:port]", or "*") allowed besides the server's own: they get CORS
+  // headers; requests from other origins are refused (request_guard.h). On a loopback bind, their hosts are
+  // accepted in the Host header too.
+  std::vector<std::string> allowed_origins;
   std::string chat_template;    // --chat-template FILE|NAME; "" = the model's own (chat/template_selection.h)
   int io_threads = 2;           // Asio I/O threads (separate from the engine thread)
   int compute_threads = 0;      // engine forward-pass threads; 0 = hardware concurrency
@@ -50,6 +57,7 @@ struct ServerOptions {
   double drain_timeout_s = 30;       // Stop(): grace period for in-flight requests
   double drain_grace_s = 0;          // Stop(): /ready is 503 but requests are still served this long first
   size_t max_body_bytes = 8u << 20;  // larger bodies get 413
+  int max_connections = 0;           // open connections at most; 0 = from `ulimit -n` (http_server.h)
   // Called once on Start()'s thread when the socket is bound, before the model loads (GET /health answers 503
   // "loading" until Start() returns).
   std::function<void(int port)> on_listening;

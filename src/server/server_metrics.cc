@@ -1,5 +1,7 @@
 #include "server/server_metrics.h"
 
+#include <algorithm>
+
 namespace lockstep::server {
 
 namespace {
@@ -64,6 +66,12 @@ void ServerMetrics::ObserveRequest(const RequestTiming& t) {
   if (t.generated_tokens > 0) ttft->Observe(t.ttft_s);
   e2e->Observe(t.e2e_s);
   queue_time->Observe(t.queue_s);
+  // Exponential moving average (weight 1/8 for the newest request), updated lock-free.
+  const double run = std::max(0.0, t.e2e_s - t.queue_s);
+  double old_mean = mean_run_s_.load();
+  while (
+      !mean_run_s_.compare_exchange_weak(old_mean, old_mean == 0 ? run : old_mean + (run - old_mean) / 8)) {
+  }
 }
 
 }  // namespace lockstep::server

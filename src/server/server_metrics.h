@@ -3,6 +3,8 @@
 // latencies are observed when a request finishes. Thread-safe (see metrics.h).
 #pragma once
 
+#include <atomic>
+
 #include "engine/engine.h"
 #include "server/metrics.h"
 
@@ -15,6 +17,9 @@ struct ServerMetrics {
   void UpdateFromStats(const EngineStats& stats);
   // Observes one finished engine request's latencies.
   void ObserveRequest(const RequestTiming& timing);
+  // Mean time a request ran (end to end less its queue time), a moving average over recent requests; 0
+  // before the first one finished. Feeds Retry-After.
+  double mean_run_s() const { return mean_run_s_.load(); }
   // Counts one API response by HTTP status.
   void CountResponse(int http_status) { requests_total->Inc({{"status", std::to_string(http_status)}}); }
 
@@ -37,6 +42,9 @@ struct ServerMetrics {
   MetricFamily* prefix_hit_ratio;
   MetricFamily* cached_blocks;
   MetricFamily* prefix_cache_enabled;
+
+ private:
+  std::atomic<double> mean_run_s_{0};
 };
 
 }  // namespace lockstep::server

@@ -5,7 +5,51 @@
 
 namespace lockstep::server {
 namespace {
+
 constexpr int kMaxBestOf = 8;
+
+// The `parameters` object of a TGI request.
+void ReadParameters(FieldReader& p, TgiRequest& req, int64_t* max_new_tokens, int64_t* truncate) {
+  SamplingParams& s = req.spec.base.sampling;
+  const auto temperature = p.Number("temperature", 0, 100, /*lo_exclusive=*/true);
+  const auto top_k = p.Int("top_k", 1, 1 << 30);
+  const auto top_p = p.Number("top_p", 0, 1, true);
+  const bool do_sample = p.Bool("do_sample").value_or(false);
+  const bool sampling = do_sample || temperature || top_k || top_p;
+  s.temperature = sampling ? static_cast<float>(temperature.value_or(1.0)) : 0.0f;
+  s.top_k = static_cast<int32_t>(top_k.value_or(0));
+  s.top_p = static_cast<float>(top_p.value_or(1.0));
+  s.repetition_penalty = static_cast<float>(p.Number("repetition_penalty", 0, 10, true).value_or(1.0));
+  s.frequency_penalty = static_cast<float>(p.Number("frequency_penalty", -2, 2).value_or(0.0));
+  if (auto seed = p.Int("seed", 0, INT64_MAX)) {
+    s.seed = static_cast<uint64_t>(*seed);
+    req.spec.seed_given = true;
+  }
+  *max_new_tokens = p.Int("max_new_tokens", 1, INT32_MAX).value_or(100);
+  auto stop = p.StringOrList("stop", 4);
+  if (!stop) stop = p.StringOrList("stop_sequences", 4);
+  if (stop) {
+    for (auto& st : *stop) {
+      if (!st.empty()) req.spec.base.stop.push_back(std::move(st));
+    }
+  }
+  req.details = p.Bool("details").value_or(false);
+  p.Unsupported("decoder_input_details", "prompt logprobs are not computed");
+  req.return_full_text = p.Bool("return_full_text").value_or(false);
+  *truncate = p.Int("truncate", 1, INT32_MAX).value_or(0);
+  req.top_n_tokens = static_cast<int>(p.Int("top_n_tokens", 0, 5).value_or(0));
+  // best_of: that many sampled sequences, forked from one prefill; the most likely one is returned.
+  req.spec.n = static_cast<int>(p.Int("best_of", 1, kMaxBestOf).value_or(1));
+  if (req.spec.n > 1 && !sampling && !p.failed()) {
+    p.Fail("best_of", "parameters.best_of > 1 needs sampling (do_sample, temperature, top_k or top_p)");
+  }
+  p.Unsupported("watermark", "");
+  p.Unsupported("adapter_id", "");
+  if (auto typical = p.Number("typical_p", 0, 1, true); typical && *typical < 1.0) {
+    p.Fail("typical_p", "parameters.typical_p (typical sampling) is not supported");
+  }
+}
+
 }  // namespace
 
 Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ctx) {
@@ -18,55 +62,10 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
   req.stream = f.Bool("stream").value_or(false);
   int64_t max_new_tokens = 100;
   int64_t truncate = 0;
-  if (const nlohmann::json* params = f.Raw("parameters"); params != nullptr && !f.failed()) {
-    if (!params->is_object()) {
-      f.Fail("parameters", "parameters must be an object");
-    } else {
-      FieldReader p(*params, "parameters");
-      SamplingParams& s = req.spec.base.sampling;
-      const auto temperature = p.Number("temperature", 0, 100, /*lo_exclusive=*/true);
-      const auto top_k = p.Int("top_k", 1, 1 << 30);
-      const auto top_p = p.Number("top_p", 0, 1, true);
-      const bool do_sample = p.Bool("do_sample").value_or(false);
-      const bool sampling = do_sample || temperature || top_k || top_p;
-      s.temperature = sampling ? static_cast<float>(temperature.value_or(1.0)) : 0.0f;
-      s.top_k = static_cast<int32_t>(top_k.value_or(0));
-      s.top_p = static_cast<float>(top_p.value_or(1.0));
-      s.repetition_penalty = static_cast<float>(p.Number("repetition_penalty", 0, 10, true).value_or(1.0));
-      s.frequency_penalty = static_cast<float>(p.Number("frequency_penalty", -2, 2).value_or(0.0));
-      if (auto seed = p.Int("seed", 0, INT64_MAX)) {
-        s.seed = static_cast<uint64_t>(*seed);
-        req.spec.seed_given = true;
-      }
-      max_new_tokens = p.Int("max_new_tokens", 1, INT32_MAX).value_or(100);
-      auto stop = p.StringOrList("stop", 4);
-      if (!stop) stop = p.StringOrList("stop_sequences", 4);
-      if (stop) {
-        for (auto& st : *stop) {
-          if (!st.empty()) req.spec.base.stop.push_back(std::move(st));
-        }
-      }
-      req.details = p.Bool("details").value_or(false);
-      req.decoder_input_details = p.Bool("decoder_input_details").value_or(false);
-      req.return_full_text = p.Bool("return_full_text").value_or(false);
-      truncate = p.Int("truncate", 1, INT32_MAX).value_or(0);
-      req.top_n_tokens = static_cast<int>(p.Int("top_n_tokens", 0, 5).value_or(0));
-      // best_of: that many sampled sequences, forked from one prefill; the most likely one is returned.
-      req.spec.n = static_cast<int>(p.Int("best_of", 1, kMaxBestOf).value_or(1));
-      if (req.spec.n > 1 && !sampling && !p.failed()) {
-        p.Fail("best_of", "parameters.best_of > 1 needs sampling (do_sample, temperature, top_k or top_p)");
-      }
-      p.Unsupported("watermark", "");
-      p.Unsupported("adapter_id", "");
-      if (p.Has("typical_p")) p.Number("typical_p", 0, 1, true);
-      if (auto typical = p.Raw("typical_p"); typical && !p.failed() && typical->get<double>() < 1.0) {
-        p.Fail("typical_p", "parameters.typical_p (typical sampling) is not supported");
-      }
-      if (p.failed()) {
-        const ApiError e = p.error();
-        return e;
-      }
-    }
+  if (const nlohmann::json* params = f.Object("parameters")) {
+    FieldReader p(*params, "parameters");
+    ReadParameters(p, req, &max_new_tokens, &truncate);
+    f.Absorb(p);
   }
   if (f.failed()) return f.error();
   // parameters.grammar: JSON schema or regex (server/structured_fields.h).
@@ -98,20 +97,27 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
   return req;
 }
 
-std::string TgiFinishReason(const TokenEvent& last) {
-  if (last.finish_reason == FinishReason::kStop) {
-    // A complete grammar ends the text as EOS would.
-    return last.stop_kind == StopKind::kEos || last.stop_kind == StopKind::kGrammar ? "eos_token"
-                                                                                    : "stop_sequence";
+std::string TgiFinishReason(const ChoiceState& choice) {
+  switch (choice.end) {
+    case ChoiceEnd::kStop:
+      // A complete grammar ends the text as EOS would.
+      return choice.last.stop_kind == StopKind::kEos || choice.last.stop_kind == StopKind::kGrammar
+                 ? "eos_token"
+                 : "stop_sequence";
+    case ChoiceEnd::kTimeout:
+      return "timeout";
+    case ChoiceEnd::kAbort:
+      return "abort";
+    default:
+      return "length";
   }
-  return "length";
 }
 
 namespace {
 
 nlohmann::json TokenJson(const ApiContext& ctx, const TokenEvent& e) {
   return {{"id", e.token},
-          {"text", ctx.tokenizer->IsSpecial(e.token) ? ctx.tokenizer->TokenPiece(e.token) : e.text_delta},
+          {"text", ctx.tokenizer->IsSpecial(e.token) ? ctx.tokenizer->TokenPiece(e.token) : e.token_text},
           {"logprob", e.logprob},
           {"special", e.special || ctx.tokenizer->IsSpecial(e.token)}};
 }
@@ -158,7 +164,7 @@ nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiC
     for (const ChoiceState& o : job.choices()) {
       if (&o == &c) continue;
       others.push_back({{"generated_text", FullText(req, o)},
-                        {"finish_reason", TgiFinishReason(o.last)},
+                        {"finish_reason", TgiFinishReason(o)},
                         {"generated_tokens", o.generated},
                         {"seed", job.spec().seed_given ? nlohmann::json(o.seed) : nlohmann::json(nullptr)}});
     }
@@ -172,17 +178,12 @@ nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiC
       tokens.push_back(TokenJson(ctx, e));
       top_tokens.push_back(TopTokens(ctx, e));
     }
-    nlohmann::json prefill = nlohmann::json::array();
-    if (req.decoder_input_details) {
-      for (int32_t id : job.spec().prompts[0]) {
-        prefill.push_back({{"id", id}, {"text", ctx.tokenizer->TokenBytes(id)}, {"logprob", nullptr}});
-      }
-    }
-    out["details"]["finish_reason"] = TgiFinishReason(c.last);
-    out["details"]["generated_tokens"] = c.generated;
-    out["details"]["seed"] = job.spec().seed_given ? nlohmann::json(c.seed) : nlohmann::json(nullptr);
-    out["details"]["prefill"] = prefill;
-    out["details"]["tokens"] = tokens;
+    const nlohmann::json prefill = nlohmann::json::array();  // decoder_input_details is refused
+    out["details"].update({{"finish_reason", TgiFinishReason(c)},
+                           {"generated_tokens", c.generated},
+                           {"seed", job.spec().seed_given ? nlohmann::json(c.seed) : nlohmann::json(nullptr)},
+                           {"prefill", prefill},
+                           {"tokens", tokens}});
     if (req.top_n_tokens > 0) out["details"]["top_tokens"] = top_tokens;
   }
   return out;
@@ -201,7 +202,7 @@ std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const Choice
   if (req.top_n_tokens > 0) out["top_tokens"] = TopTokens(ctx, event);
   out["generated_text"] = event.last() ? nlohmann::json(FullText(req, choice)) : nlohmann::json(nullptr);
   if (event.last() && req.details) {
-    out["details"] = {{"finish_reason", TgiFinishReason(event)},
+    out["details"] = {{"finish_reason", TgiFinishReason(choice)},
                       {"generated_tokens", choice.generated},
                       {"seed", req.spec.seed_given ? nlohmann::json(choice.seed) : nlohmann::json(nullptr)},
                       {"input_length", req.spec.prompts[0].size()}};

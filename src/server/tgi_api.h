@@ -16,15 +16,15 @@ struct TgiRequest {
   std::string inputs;
   bool stream = false;  // `/` with "stream": true, or /generate_stream
   bool details = false;
-  bool decoder_input_details = false;
   bool return_full_text = false;
   int top_n_tokens = 0;
 };
 
 Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ctx);
 
-// "length" | "eos_token" | "stop_sequence".
-std::string TgiFinishReason(const TokenEvent& last);
+// "length" | "eos_token" | "stop_sequence", and (lockstep's, beyond TGI's three) "timeout" | "abort" for a
+// request cut short by --timeout or by a server shutdown.
+std::string TgiFinishReason(const ChoiceState& choice);
 // Of best_of sampled sequences, the one with the highest total log-probability (the only one when best_of 1).
 const ChoiceState& TgiBestChoice(GenerationJob& job);
 // The GenerateResponse of POST /generate (POST / wraps it in a one-element array); with best_of > 1 the most

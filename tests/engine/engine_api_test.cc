@@ -164,6 +164,57 @@ TEST_F(EngineApiTest, WaitingQueueLimitGivesResourceExhausted) {
   testing::ExpectAllBlocksFree(*engine);
 }
 
+TEST_F(EngineApiTest, ARequestThatCanStartAtOnceNeverCountsAsWaiting) {
+  // max_seqs 1, max_queue 1: two requests submitted back to back to an idle engine are both accepted (one
+  // runs, one waits) whether or not the engine thread has taken the first one yet; a third is refused.
+  for (int round = 0; round < 20; ++round) {
+    EngineOptions options;
+    options.max_seqs = 1;
+    options.max_queue = 1;
+    auto engine = MakeEngine(options);
+    auto first = engine->Submit(LongRequest());
+    auto second = engine->Submit(LongRequest());
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE(second.ok()) << "round " << round << ": " << second.status().ToString();
+    auto third = engine->Submit(LongRequest());
+    EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted) << round;
+    (*first)->Cancel();
+    (*second)->Cancel();
+    testing::Collect(**first);
+    testing::Collect(**second);
+  }
+}
+
+TEST_F(EngineApiTest, MaxQueueZeroAdmitsOnlyWhatCanRun) {
+  EngineOptions options;
+  options.max_seqs = 2;
+  options.max_queue = 0;
+  auto engine = MakeEngine(options);
+  ASSERT_NE(engine, nullptr);
+  auto a = engine->Submit(LongRequest());
+  auto b = engine->Submit(LongRequest());
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = engine->Submit(LongRequest());
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  (*a)->Cancel();
+  testing::Collect(**a);
+  // The slot is free again once the engine has finished the cancelled request.
+  Status d = InvalidArgument("not tried");
+  for (int i = 0; i < 200 && !d.ok(); ++i) {
+    auto handle = engine->Submit(LongRequest(5));
+    d = handle.status();
+    if (handle.ok())
+      testing::Collect(**handle);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(d.ok()) << d.ToString();
+  (*b)->Cancel();
+  testing::Collect(**b);
+  EXPECT_EQ(Engine::Create(model_.model, model_.tokenizer, EngineOptions{.max_queue = -1}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(EngineApiTest, ShutdownDrainsOrCancels) {
   auto engine = MakeEngine();
   std::vector<std::shared_ptr<RequestHandle>> handles;

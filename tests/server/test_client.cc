@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,13 +14,15 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "server/sse.h"
 #include "testing/testdata.h"
 
 namespace lockstep::server::testing {
 
-ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& extra_args) {
+ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& extra_args,
+                             int max_open_files) {
   log_path_ = ::lockstep::testing::MakeTempDir("lockstep-serve") + "/serve.log";
   std::vector<std::string> args = {
       ::lockstep::testing::LockstepBinary(), "serve", "-m", model, "--port", "0"};
@@ -29,6 +32,10 @@ ServerProcess::ServerProcess(const std::string& model, const std::vector<std::st
     const int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
+    if (max_open_files > 0) {
+      const rlimit limit{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -198,6 +205,14 @@ class ResponseReader {
     return true;
   }
 
+  // What is buffered after the response read so far, plus everything until the connection ends (or a
+  // receive times out).
+  std::string Rest() {
+    while (Fill()) {
+    }
+    return std::exchange(buf_, "");
+  }
+
  private:
   bool Fill() {
     char tmp[8192];
@@ -229,6 +244,25 @@ HttpResponse Request(int port, const std::string& method, const std::string& pat
       std::string piece;
       while (reader.ReadBody(piece)) r.body += piece;
     }
+  }
+  close(fd);
+  return r;
+}
+
+HttpResponse RawRequest(int port, const std::string& bytes, bool head_only, std::string* rest) {
+  HttpResponse r;
+  const int fd = Connect(port);
+  if (fd < 0) return r;
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  SendAll(fd, bytes);
+  {
+    ResponseReader reader(fd);
+    if (reader.ReadHead(r) && !head_only) {
+      std::string piece;
+      while (reader.ReadBody(piece)) r.body += piece;
+    }
+    if (rest != nullptr) *rest = reader.Rest();
   }
   close(fd);
   return r;

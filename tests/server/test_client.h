@@ -14,7 +14,8 @@ namespace lockstep::server::testing {
 class ServerProcess {
  public:
   // Starts `lockstep serve -m model --port 0 <extra args>` and waits until it is ready (its "serving" line).
-  ServerProcess(const std::string& model, const std::vector<std::string>& extra_args);
+  // max_open_files > 0 lowers the child's RLIMIT_NOFILE (`ulimit -n`) first.
+  ServerProcess(const std::string& model, const std::vector<std::string>& extra_args, int max_open_files = 0);
   ~ServerProcess();  // SIGKILL if still running
   bool ok() const { return port_ > 0; }
   int port() const { return port_; }
@@ -48,6 +49,12 @@ inline HttpResponse Post(int port, const std::string& path, const nlohmann::json
 std::vector<std::string> Stream(int port, const std::string& path, const nlohmann::json& body,
                                 const std::function<bool(size_t, const std::string&)>& on_event = nullptr,
                                 int* status = nullptr);
+
+// Sends `bytes` unchanged on a fresh connection and reads one response; with head_only the body is not read
+// (a HEAD response announces a Content-Length it does not send). `rest` (if given) receives whatever the
+// server sent after that response until it closed the connection or 2 s passed.
+HttpResponse RawRequest(int port, const std::string& bytes, bool head_only = false,
+                        std::string* rest = nullptr);
 
 // A raw connected socket (for slow-client and keep-alive tests); -1 on failure. receive_buffer_bytes > 0 sets
 // SO_RCVBUF before connecting (a small TCP window).

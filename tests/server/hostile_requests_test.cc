@@ -1,0 +1,203 @@
+// Requests a hostile client sends, as real HTTP against a running `lockstep serve`: JSON values of the wrong
+// type in nested fields, deep nesting in every field that gets an error message, more connections than
+// allowed, and running out of file descriptors. Each must be answered (400/422/503) or shed while the server
+// stays up and keeps serving normal requests.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "e2e_util.h"
+
+namespace lockstep::server::testing {
+namespace {
+
+class HostileRequestsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServerProcess(TinyModel(), {"-t", "1"}); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
+  int port() const { return server_->port(); }
+
+  // The server still answers a health check and a short completion.
+  void ExpectAlive(const std::string& after) {
+    const HttpResponse health = Request(port(), "GET", "/health");
+    ASSERT_EQ(health.status, 200) << "the server died after " << after << "\n" << server_->log();
+    const HttpResponse ok = Post(port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+    ASSERT_EQ(ok.status, 200) << after << ": " << ok.body;
+  }
+
+  static ServerProcess* server_;
+};
+ServerProcess* HostileRequestsTest::server_ = nullptr;
+
+struct Case {
+  const char* path;
+  std::string body;
+  int status;
+  std::string param;  // OpenAI error param expected ("" = not checked)
+};
+
+TEST_F(HostileRequestsTest, WrongTypedNestedFieldsAreAnsweredNotFatal) {
+  const std::string chat = "/v1/chat/completions";
+  const std::string user = R"("messages":[{"role":"user","content":"hi"}])";
+  const std::vector<Case> cases = {
+      {"/v1/completions", R"({"prompt":"hi","response_format":{"type":5}})", 400, "response_format.type"},
+      {"/v1/completions", R"({"prompt":"hi","response_format":5})", 400, "response_format"},
+      {"/v1/completions", R"({"prompt":"hi","response_format":{"type":"grammar"}})", 400, "response_format"},
+      {"/v1/completions", R"({"prompt":"hi","max_tokens":2,"response_format":{"type":null}})", 200, ""},
+      {"/v1/completions", R"({"prompt":"hi","max_tokens":2,"response_format":null})", 200, ""},
+      {"/v1/completions", R"({"prompt":"hi","stream_options":5})", 400, "stream_options"},
+      {"/v1/completions", R"({"prompt":"hi","stream_options":{"include_usage":"yes"}})", 400,
+       "stream_options.include_usage"},
+      {"/v1/completions", R"({"prompt":[[1,"a"]]})", 400, "prompt"},
+      {"/v1/completions", R"({"prompt":[1,{"a":1}]})", 400, "prompt"},
+      {"/v1/completions", R"({"prompt":"hi","stop":[1]})", 400, "stop"},
+      {"/v1/completions", R"({"prompt":"hi","seed":18446744073709551615})", 400, "seed"},
+      {chat.c_str(), R"({"messages":[{"role":"user","content":[{"type":5,"text":"x"}]}]})", 400,
+       "messages[0].content[0].type"},
+      {chat.c_str(), R"({"messages":[{"role":"user","content":[{"type":"text","text":5}]}]})", 400,
+       "messages[0].content[0].text"},
+      {chat.c_str(), R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", 400,
+       "messages[0].content[0].type"},
+      {chat.c_str(), R"({"messages":[{"role":"user","content":[5]}]})", 400, "messages[0].content[0]"},
+      {chat.c_str(), R"({"messages":[{"role":"user","content":[{"text":"x"}]}]})", 400,
+       "messages[0].content[0].type"},
+      {chat.c_str(), R"({"messages":[{"role":5,"content":"x"}]})", 400, "messages[0].role"},
+      {chat.c_str(), R"({"messages":[{"role":"user","content":"x","name":5}]})", 400, "messages[0].name"},
+      {chat.c_str(), R"({"messages":[5]})", 400, "messages[0]"},
+      {chat.c_str(), R"({"messages":{"role":"user"}})", 400, "messages"},
+      {chat.c_str(), "{" + user + R"(,"response_format":{"type":[]}})", 400, "response_format.type"},
+      {"/generate", R"({"inputs":"hi","parameters":5})", 422, ""},
+      {"/generate", R"({"inputs":"hi","parameters":{"stop":[1]}})", 422, ""},
+      {"/generate", R"({"inputs":"hi","parameters":{"typical_p":"x"}})", 422, ""},
+      {"/generate", R"({"inputs":["hi"]})", 422, ""},
+  };
+  for (const Case& c : cases) {
+    const HttpResponse r = Request(port(), "POST", c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << c.body << " -> " << r.body;
+    if (!c.param.empty()) {
+      const auto j = r.Json();
+      ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+      EXPECT_EQ(j["error"]["param"], c.param) << c.body << " -> " << r.body;
+    }
+    if (c.status >= 400) EXPECT_NE(r.body.find("got"), std::string::npos) << "no type named: " << r.body;
+    ASSERT_NO_FATAL_FAILURE(ExpectAlive(c.body));
+  }
+}
+
+// `[[[...]]]` nested `depth` levels.
+std::string Nested(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
+
+TEST_F(HostileRequestsTest, DeepNestingInAnyFieldIsRefusedWithoutRecursion) {
+  // Every field whose error message used to print the value (19 of them), on the three API routes.
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"/v1/completions", R"({"prompt":"hi","temperature":@})"},
+      {"/v1/completions", R"({"prompt":"hi","top_p":@})"},
+      {"/v1/completions", R"({"prompt":"hi","top_k":@})"},
+      {"/v1/completions", R"({"prompt":"hi","min_p":@})"},
+      {"/v1/completions", R"({"prompt":"hi","presence_penalty":@})"},
+      {"/v1/completions", R"({"prompt":"hi","frequency_penalty":@})"},
+      {"/v1/completions", R"({"prompt":"hi","seed":@})"},
+      {"/v1/completions", R"({"prompt":"hi","n":@})"},
+      {"/v1/completions", R"({"prompt":"hi","max_tokens":@})"},
+      {"/v1/completions", R"({"prompt":"hi","stop":@})"},
+      {"/v1/completions", R"({"prompt":"hi","logprobs":@})"},
+      {"/v1/completions", R"({"prompt":"hi","echo":@})"},
+      {"/v1/completions", R"({"prompt":[1,@]})"},
+      {"/v1/completions", R"({"prompt":[[1,@]]})"},
+      {"/v1/chat/completions", R"({"messages":[{"role":@,"content":"x"}]})"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":@})"},
+      {"/generate", R"({"inputs":"hi","parameters":{"temperature":@}})"},
+      {"/generate", R"({"inputs":"hi","parameters":{"max_new_tokens":@}})"},
+      {"/generate", R"({"inputs":@})"},
+  };
+  for (const auto& [path, shape] : fields) {
+    const size_t at = shape.find('@');
+    for (int depth : {54000, 100}) {
+      const std::string body = shape.substr(0, at) + Nested(depth) + shape.substr(at + 1);
+      const HttpResponse r = Request(port(), "POST", path, body);
+      const int expected = depth > 128 ? 400 : path == "/generate" ? 422 : 400;
+      EXPECT_EQ(r.status, expected) << path << " " << shape << " depth " << depth << ": " << r.body;
+      if (depth > 128) {
+        EXPECT_NE(r.body.find("deeper than 128"), std::string::npos) << r.body;
+      } else {
+        EXPECT_NE(r.body.find("got an array of 1 item"), std::string::npos) << shape << ": " << r.body;
+        EXPECT_LT(r.body.size(), 1000u) << "the error repeats the value: " << r.body.substr(0, 200);
+      }
+      ASSERT_NO_FATAL_FAILURE(ExpectAlive(shape));
+    }
+  }
+}
+
+TEST(ConnectionLimitTest, IdleConnectionsMakeRoomAndBusyOnesGet503) {
+  ServerProcess server(TinyModel(), {"-t", "1", "--max-connections", "8", "--header-timeout", "30"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  // Twenty idle connections (connected, nothing sent): the oldest are closed to make room, and a normal
+  // request still gets its answer.
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(Connect(server.port()));
+  const HttpResponse ok = Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(ok.status, 200) << ok.body << server.log();
+  int closed_by_server = 0;
+  for (int fd : idle) {
+    timeval tv{0, 200000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char c;
+    if (recv(fd, &c, 1, 0) == 0) ++closed_by_server;
+    close(fd);
+  }
+  EXPECT_GE(closed_by_server, 12) << "the idle connections beyond the limit were not closed";
+  // Eight connections in the middle of their headers are not idle: a ninth is answered 503 at once.
+  std::vector<int> busy;
+  for (int i = 0; i < 8; ++i) {
+    busy.push_back(Connect(server.port()));
+    ASSERT_GT(send(busy.back(), "POST /v1/completions HTTP/1.1\r\n", 31, MSG_NOSIGNAL), 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const HttpResponse refused = Request(server.port(), "GET", "/health");
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.headers.count("retry-after"), 1u);
+  for (int fd : busy) close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(Request(server.port(), "GET", "/health").status, 200) << server.log();
+}
+
+// Sum of the failure counts in the server's "accept failed" lines, and how many lines there were.
+std::pair<long, int> AcceptFailures(const std::string& log) {
+  const std::regex line(R"(accept failed: [^\n]*\((\d+) time\(s\) since)");
+  long total = 0;
+  int lines = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    total += std::stol((*it)[1]);
+    ++lines;
+  }
+  return {total, lines};
+}
+
+TEST(ConnectionLimitTest, RunningOutOfDescriptorsBacksOffAndRecovers) {
+  // 48 descriptors, a connection limit far above that: accept() itself fails with EMFILE.
+  ServerProcess server(TinyModel(), {"-t", "1", "--max-connections", "1000"}, /*max_open_files=*/48);
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::vector<int> flood;
+  for (int i = 0; i < 80; ++i) flood.push_back(Connect(server.port()));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const HttpResponse ok = Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  for (int fd : flood) close(fd);
+  const auto [failures, lines] = AcceptFailures(server.log());
+  EXPECT_GE(lines, 1) << "accept never failed; the descriptor limit did not bite\n" << server.log();
+  EXPECT_LE(lines, 5) << server.log().substr(0, 2000);  // at most one line a second
+  EXPECT_LT(failures, 400) << "accept was retried in a loop";
+}
+
+}  // namespace
+}  // namespace lockstep::server::testing

@@ -1,0 +1,99 @@
+// The request-parsing steps of a connection, driven from a buffer (http_request.h): pipelined requests,
+// ambiguous framing (request smuggling) answered 400, limits 413/431, unknown transfer codings 501.
+#include "server/http_request.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep::server {
+namespace {
+
+HttpLimits Limits() {
+  HttpLimits limits;
+  limits.max_body_bytes = 1000;
+  limits.max_header_bytes = 2000;
+  return limits;
+}
+
+TEST(HttpRequestTest, ParsesPipelinedRequests) {
+  const auto out = ParseRequests(
+      "GET /health?x=1 HTTP/1.1\r\nHost: a\r\n\r\n"
+      "POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
+      "POST /generate HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+      Limits());
+  ASSERT_EQ(out.requests.size(), 3u);
+  EXPECT_FALSE(out.error);
+  EXPECT_FALSE(out.incomplete);
+  EXPECT_EQ(out.requests[0].method, "GET");
+  EXPECT_EQ(out.requests[0].path, "/health");
+  EXPECT_EQ(out.requests[0].target, "/health?x=1");
+  EXPECT_EQ(out.requests[0].Header("host"), "a");
+  EXPECT_EQ(out.requests[1].body, "{}");
+  EXPECT_EQ(out.requests[2].body, "abc");
+}
+
+TEST(HttpRequestTest, AnIncompleteRequestIsNotAnError) {
+  const auto out = ParseRequests("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", Limits());
+  EXPECT_TRUE(out.requests.empty());
+  EXPECT_FALSE(out.error);
+  EXPECT_TRUE(out.incomplete);
+}
+
+TEST(HttpRequestTest, AmbiguousFramingIs400) {
+  const std::vector<std::string> smuggling = {
+      // Content-Length and Transfer-Encoding both (in either order).
+      "POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+      // Two Content-Lengths, different or equal, and a list.
+      "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde",
+      "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd",
+      "POST / HTTP/1.1\r\nContent-Length: 4, 4\r\n\r\nabcd",
+      // Negative, signed, hexadecimal or empty lengths.
+      "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+      "POST / HTTP/1.1\r\nContent-Length: +4\r\n\r\nabcd",
+      "POST / HTTP/1.1\r\nContent-Length: 0x4\r\n\r\nabcd",
+      "POST / HTTP/1.1\r\nContent-Length:\r\n\r\n",
+      // Transfer-Encoding twice, or in HTTP/1.0.
+      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      // Malformed chunk sizes and header lines.
+      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nContent-Length : 4\r\n\r\nabcd",
+      "GET / HTTP/1.1\r\n folded: line\r\n\r\n",
+      "GET /\x01 HTTP/1.1\r\n\r\n",
+  };
+  for (const std::string& bytes : smuggling) {
+    const auto out = ParseRequests(bytes, Limits());
+    ASSERT_TRUE(out.error.has_value()) << bytes;
+    EXPECT_EQ(out.error->status, 400) << bytes << ": " << out.error->message;
+    EXPECT_TRUE(out.requests.empty()) << bytes;
+  }
+}
+
+TEST(HttpRequestTest, LimitsAndUnknownCodings) {
+  const auto big = ParseRequests("POST / HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", Limits());
+  ASSERT_TRUE(big.error);
+  EXPECT_EQ(big.error->status, 413);
+  EXPECT_EQ(big.error->code, "body_too_large");
+  const std::string chunk(600, 'x');
+  const auto big_chunked = ParseRequests("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" +
+                                             chunk + "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n",
+                                         Limits());
+  ASSERT_TRUE(big_chunked.error);
+  EXPECT_EQ(big_chunked.error->status, 413);
+  const auto headers = ParseRequests("GET / HTTP/1.1\r\nX: " + std::string(3000, 'a') + "\r\n\r\n", Limits());
+  ASSERT_TRUE(headers.error);
+  EXPECT_EQ(headers.error->status, 431);
+  const auto gzip = ParseRequests("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", Limits());
+  ASSERT_TRUE(gzip.error);
+  EXPECT_EQ(gzip.error->status, 501);
+  const auto chunked_gzip =
+      ParseRequests("POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", Limits());
+  ASSERT_TRUE(chunked_gzip.error);
+  EXPECT_EQ(chunked_gzip.error->status, 501);
+  const auto version = ParseRequests("GET / HTTP/9.9\r\n\r\n", Limits());
+  ASSERT_TRUE(version.error);
+  EXPECT_EQ(version.error->status, 505);
+}
+
+}  // namespace
+}  // namespace lockstep::server

@@ -1,0 +1,256 @@
+// End-to-end fixes of issue 15's numbered defects against a real `lockstep serve`: a request cut short says
+// so ("timeout" / "abort"), admission without a race, --max-queue 0, unknown models, TGI details, which
+// requests the metrics count, Retry-After, HEAD and methods.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "e2e_util.h"
+
+namespace lockstep::server::testing {
+namespace {
+
+nlohmann::json Long(bool stream) {
+  return {{"prompt", "Once upon a time"},
+          {"max_tokens", 240},
+          {"ignore_eos", true},
+          {"temperature", 0},
+          {"stream", stream}};
+}
+
+// The finish_reason of the last choice chunk of an OpenAI stream ("" if none).
+std::string StreamFinishReason(const std::vector<std::string>& events) {
+  std::string reason;
+  for (const std::string& e : events) {
+    const auto j = nlohmann::json::parse(e, nullptr, false);
+    if (!j.is_object() || !j.contains("choices") || j["choices"].empty()) continue;
+    const auto& r = j["choices"][0]["finish_reason"];
+    if (r.is_string()) reason = r.get<std::string>();
+  }
+  return reason;
+}
+
+TEST(FinishReasonTest, ARequestCutByTheTimeoutSaysTimeout) {
+  ServerProcess server(SlowModel(), {"-t", "1", "--timeout", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  // 32 more sequences in every step (sent just before each request; cut by the same timeout) make each
+  // request below take far longer than the timeout.
+  nlohmann::json busy = Long(true);
+  busy["n"] = 32;
+  std::vector<int> held;
+  const auto keep_busy = [&] { held.push_back(SendAndLeaveOpen(server.port(), "/v1/completions", busy)); };
+  keep_busy();
+  const HttpResponse whole = Post(server.port(), "/v1/completions", Long(false));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.Json()["choices"][0]["finish_reason"], "timeout") << whole.body;
+  EXPECT_LT(whole.Json()["usage"]["completion_tokens"].get<int>(), 240);
+
+  keep_busy();
+  const auto events = Stream(server.port(), "/v1/completions", Long(true));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(StreamFinishReason(events), "timeout");
+
+  keep_busy();
+  const HttpResponse tgi =
+      Post(server.port(), "/generate",
+           {{"inputs", "Once upon a time"}, {"parameters", {{"max_new_tokens", 240}, {"details", true}}}});
+  ASSERT_EQ(tgi.status, 200) << tgi.body;
+  EXPECT_EQ(tgi.Json()["details"]["finish_reason"], "timeout") << tgi.body;
+
+  // A request that ends by itself still says "length".
+  const HttpResponse short_one =
+      Post(server.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}});
+  EXPECT_EQ(short_one.Json()["choices"][0]["finish_reason"], "length") << short_one.body;
+  for (int fd : held) close(fd);
+  EXPECT_TRUE(WaitForIdleEngine(server.port()));
+}
+
+TEST(FinishReasonTest, AStreamCutAtTheEndOfTheDrainSaysAbort) {
+  ServerProcess server(SlowModel(), {"-t", "1", "--drain-timeout", "0.3"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::atomic<bool> started{false};
+  std::vector<std::string> events;
+  std::thread client([&] {
+    events = Stream(server.port(), "/v1/completions", Long(true), [&](size_t, const std::string&) {
+      started = true;
+      return true;
+    });
+  });
+  for (int i = 0; i < 5000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  server.Signal(SIGTERM);
+  client.join();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(StreamFinishReason(events), "abort");
+  EXPECT_EQ(server.Wait(), 0) << server.log();
+}
+
+TEST(AdmissionTest, TwoRequestsToAnIdleServerWithOneSlotAndOneQueuePlaceBothRun) {
+  ServerProcess server(TinyModel(), {"-t", "1", "--max-seqs", "1", "--max-queue", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  for (int round = 0; round < 20; ++round) {
+    int status[2] = {0, 0};
+    std::thread a([&] {
+      status[0] = Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 4}}).status;
+    });
+    std::thread b([&] {
+      status[1] = Post(server.port(), "/v1/completions", {{"prompt", "ho"}, {"max_tokens", 4}}).status;
+    });
+    a.join();
+    b.join();
+    ASSERT_EQ(status[0], 200) << "round " << round;
+    ASSERT_EQ(status[1], 200) << "round " << round;
+  }
+}
+
+TEST(AdmissionTest, MaxQueueZeroServesWhatCanRunAndRefusesTheRest) {
+  ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--max-queue", "0"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const int held = SendAndLeaveOpen(server.port(), "/v1/completions", Long(true));
+  ASSERT_TRUE(WaitForMetric(server.port(), "lockstep_num_requests_running", 1));
+  const HttpResponse refused = Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  ASSERT_EQ(refused.headers.count("retry-after"), 1u);
+  const int retry_after = std::stoi(refused.headers.at("retry-after"));
+  EXPECT_GE(retry_after, 1);
+  EXPECT_LE(retry_after, 60);
+  EXPECT_EQ(Post(server.port(), "/generate", {{"inputs", "hi"}}).status, 429);
+  close(held);
+  ASSERT_TRUE(WaitForIdleEngine(server.port()));
+  EXPECT_EQ(Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}}).status, 200);
+}
+
+TEST(ModelNameTest, UnknownModelsAre404AndAliasesAreServed) {
+  ServerProcess server(TinyModel(), {"-t", "1", "--model-alias", "first,second"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    nlohmann::json body = {{"max_tokens", 2}, {"model", "gpt-4o"}};
+    if (std::string(path) == "/v1/completions") {
+      body["prompt"] = "hi";
+    } else {
+      body["messages"] = {{{"role", "user"}, {"content", "hi"}}};
+    }
+    const HttpResponse unknown = Post(server.port(), path, body);
+    EXPECT_EQ(unknown.status, 404) << unknown.body;
+    EXPECT_EQ(unknown.Json()["error"]["code"], "model_not_found") << unknown.body;
+    EXPECT_EQ(unknown.Json()["error"]["param"], "model");
+    for (const char* alias : {"first", "second"}) {
+      body["model"] = alias;
+      const HttpResponse ok = Post(server.port(), path, body);
+      EXPECT_EQ(ok.status, 200) << ok.body;
+      EXPECT_EQ(ok.Json()["model"], "first");  // the first alias is the one reported
+    }
+    body.erase("model");
+    EXPECT_EQ(Post(server.port(), path, body).status, 200);
+  }
+  const auto models = Request(server.port(), "GET", "/v1/models").Json();
+  ASSERT_EQ(models["data"].size(), 2u);
+  EXPECT_EQ(models["data"][1]["id"], "second");
+  EXPECT_EQ(Request(server.port(), "GET", "/v1/models/second").status, 200);
+  const HttpResponse missing = Request(server.port(), "GET", "/v1/models/gpt-4o");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.Json()["error"]["code"], "model_not_found");
+}
+
+TEST(TgiDetailsTest, TokenTextsSpellTheGeneratedTextAStopSequenceIncluded) {
+  ServerProcess server(TinyModel(), {"-t", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const nlohmann::json free_run = {{"inputs", "Hello"},
+                                   {"parameters", {{"max_new_tokens", 12}, {"details", true}}}};
+  const auto plain = Post(server.port(), "/generate", free_run).Json();
+  ASSERT_TRUE(plain.contains("details")) << plain;
+  const auto& tokens = plain["details"]["tokens"];
+  // A stop sequence spanning the 3rd and 4th tokens' texts, not found earlier in the text.
+  std::string before, stop;
+  for (size_t i = 0; i + 1 < tokens.size() && stop.empty(); ++i) {
+    const std::string two = tokens[i]["text"].get<std::string>() + tokens[i + 1]["text"].get<std::string>();
+    if (i >= 2 && two.size() >= 2 && (before + two).find(two) == before.size()) stop = two;
+    before += tokens[i]["text"].get<std::string>();
+  }
+  ASSERT_FALSE(stop.empty()) << plain;
+  nlohmann::json with_stop = free_run;
+  with_stop["parameters"]["stop"] = {stop};
+  const auto cut = Post(server.port(), "/generate", with_stop).Json();
+  EXPECT_EQ(cut["details"]["finish_reason"], "stop_sequence") << cut;
+  std::string spelled;
+  for (const auto& t : cut["details"]["tokens"]) {
+    if (!t["special"].get<bool>()) spelled += t["text"].get<std::string>();
+  }
+  EXPECT_EQ(spelled, cut["generated_text"].get<std::string>()) << cut;
+  EXPECT_NE(cut["details"]["tokens"].back()["text"], "") << cut;
+  EXPECT_EQ(cut["generated_text"].get<std::string>().substr(cut["generated_text"].get<std::string>().size() -
+                                                            stop.size()),
+            stop);
+
+  const HttpResponse prompt_logprobs = Post(
+      server.port(), "/generate", {{"inputs", "Hello"}, {"parameters", {{"decoder_input_details", true}}}});
+  EXPECT_EQ(prompt_logprobs.status, 422) << prompt_logprobs.body;
+  EXPECT_NE(prompt_logprobs.body.find("decoder_input_details"), std::string::npos);
+}
+
+TEST(ErrorShapeTest, BodyTooLargeIsAnsweredInTheRoutesOwnShape) {
+  ServerProcess server(TinyModel(), {"-t", "1", "--max-body", "1000"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string big = R"({"inputs":")" + std::string(2000, 'a') + R"("})";
+  const HttpResponse tgi = Request(server.port(), "POST", "/generate", big);
+  EXPECT_EQ(tgi.status, 413);
+  EXPECT_TRUE(tgi.Json()["error"].is_string()) << tgi.body;
+  EXPECT_EQ(tgi.Json()["error_type"], "validation") << tgi.body;
+  const HttpResponse openai = Request(server.port(), "POST", "/v1/completions", big);
+  EXPECT_EQ(openai.status, 413);
+  EXPECT_EQ(openai.Json()["error"]["code"], "body_too_large") << openai.body;
+}
+
+TEST(MetricsCountTest, OnlyApiRequestsAreCounted) {
+  ServerProcess server(TinyModel(), {"-t", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  for (int i = 0; i < 5; ++i) {
+    Request(server.port(), "GET", "/health");
+    Request(server.port(), "GET", "/metrics");
+    Request(server.port(), "GET", "/no/such/route");
+  }
+  Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+  Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
+  Request(server.port(), "GET", "/v1/models");
+  Post(server.port(), "/v1/completions", {{"prompt", "hi"}, {"temperature", "x"}});
+  const std::string metrics = Request(server.port(), "GET", "/metrics").body;
+  EXPECT_EQ(MetricValue(metrics, "lockstep_requests_total{status=\"200\"}"), 3) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "lockstep_requests_total{status=\"400\"}"), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "lockstep_requests_total{status=\"404\"}"), -1) << metrics;
+}
+
+TEST(MethodTest, HeadHasNoBodyAndRoutesCheckTheirMethod) {
+  ServerProcess server(TinyModel(), {"-t", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  // HEAD then GET on one keep-alive connection: the second response must follow the first's headers at once.
+  std::string rest;
+  const HttpResponse head = RawRequest(server.port(),
+                                       "HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                                       "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                                       /*head_only=*/true, &rest);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.headers.count("content-length"), 1u);
+  EXPECT_EQ(rest.rfind("HTTP/1.1 200", 0), 0u) << "HEAD sent a body: " << rest.substr(0, 80);
+  EXPECT_NE(rest.find("\"status\":\"ok\""), std::string::npos) << rest;
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", "/health"},
+                                                        {"DELETE", "/health"},
+                                                        {"PUT", "/metrics"},
+                                                        {"GET", "/v1/completions"},
+                                                        {"DELETE", "/v1/models"},
+                                                        {"GET", "/generate"}}) {
+    const HttpResponse r = Request(server.port(), method, path);
+    EXPECT_EQ(r.status, 405) << method << " " << path << ": " << r.body;
+    EXPECT_EQ(r.headers.count("allow"), 1u) << method << " " << path;
+  }
+  EXPECT_EQ(Request(server.port(), "OPTIONS", "/v1/completions").status, 204);
+  EXPECT_EQ(Request(server.port(), "GET", "/v1/health").status, 200);
+}
+
+}  // namespace
+}  // namespace lockstep::server::testing
