@@ -66,7 +66,10 @@ void EndpointSet::MarkDown(size_t i, std::optional<double> retry_after, Clock::t
   Endpoint& e = endpoints_[i];
   const bool already_down = e.down_until > now;
   if (!already_down) ++e.failures;
-  const double delay = RetryDelaySeconds(backoff_, std::max(0, e.failures - 1), retry_after, rng_);
+  // A Retry-After is kept as given: Pick() adds the jitter when it sends a request there.
+  const double delay = retry_after
+                           ? std::clamp(*retry_after, 0.0, backoff_.max_retry_after_s)
+                           : RetryDelaySeconds(backoff_, std::max(0, e.failures - 1), std::nullopt, rng_);
   e.down_until = std::max(e.down_until, now + ToDuration(delay));
 }
 

@@ -109,7 +109,7 @@ std::optional<nlohmann::json> StitchedStream::Chunk(const OpenAiRequest& req, co
   held_[index] += event.text_delta;
   if (event.last()) {
     finished_[index] = true;
-    any_length_ = any_length_ || OpenAiFinishReason(event) == "length";
+    any_length_ = any_length_ || choice.end == ChoiceEnd::kLength;
   }
   std::string text;
   while (current_ < questions_.size()) {
@@ -128,8 +128,10 @@ std::optional<nlohmann::json> StitchedStream::Chunk(const OpenAiRequest& req, co
   stitched.index = 0;
   TokenEvent out;
   out.text_delta = std::move(text);
-  if (current_ == questions_.size())
+  if (current_ == questions_.size()) {
     out.finish_reason = any_length_ ? FinishReason::kLength : FinishReason::kStop;
+    stitched.end = any_length_ ? ChoiceEnd::kLength : ChoiceEnd::kStop;
+  }
   auto chunk = OpenAiChunk(req, stitched, out, first_chunk_, ctx, id, created);
   if (chunk) first_chunk_ = false;
   return chunk;

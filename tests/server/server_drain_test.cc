@@ -56,7 +56,7 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   // A keep-alive connection opened before the drain (as a balancer keeps them).
   const int keep = Connect(port);
   ASSERT_GE(keep, 0);
-  EXPECT_EQ(Exchange(keep, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(Exchange(keep, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
 
   // A stream in flight when the drain starts, and long requests queued behind it.
   const nlohmann::json long_body = {
@@ -108,7 +108,7 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   EXPECT_LT(Connect(port), 0);
   const std::string body = R"({"prompt":"Once","max_tokens":2})";
   const std::string on_old = Exchange(keep,
-                                      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                       "application/json\r\nContent-Length: " +
                                           std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(on_old.rfind("HTTP/1.1 503", 0), 0u) << "no 503 on an open connection after the grace (was the "
