@@ -228,18 +228,25 @@ TEST(MethodTest, HeadHasNoBodyAndRoutesCheckTheirMethod) {
   ServerProcess server(TinyModel(), {"-t", "1"});
   ASSERT_TRUE(server.ok()) << server.log();
   // HEAD then GET on one keep-alive connection: the second response must follow the first's headers at once.
-  std::string rest;
-  const HttpResponse head = RawRequest(server.port(),
-                                       "HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                                       "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                                       /*head_only=*/true, &rest);
-  EXPECT_EQ(head.status, 200);
-  EXPECT_EQ(head.headers.count("content-length"), 1u);
-  EXPECT_EQ(rest.rfind("HTTP/1.1 200", 0), 0u) << "HEAD sent a body: " << rest.substr(0, 80);
-  EXPECT_NE(rest.find("\"status\":\"ok\""), std::string::npos) << rest;
+  // /ready (the balancers' probe) is handled as /health is.
+  for (const std::string probe : {"/health", "/ready", "/v1/ready"}) {
+    std::string rest;
+    const HttpResponse head =
+        RawRequest(server.port(),
+                   "HEAD " + probe + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+                       "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                   /*head_only=*/true, &rest);
+    EXPECT_EQ(head.status, 200) << probe;
+    EXPECT_EQ(head.headers.count("content-length"), 1u) << probe;
+    EXPECT_EQ(rest.rfind("HTTP/1.1 200", 0), 0u)
+        << "HEAD " << probe << " sent a body: " << rest.substr(0, 80);
+    EXPECT_NE(rest.find("\"status\":\"ok\""), std::string::npos) << rest;
+  }
   for (const auto& [method, path] :
        std::vector<std::pair<std::string, std::string>>{{"POST", "/health"},
                                                         {"DELETE", "/health"},
+                                                        {"POST", "/ready"},
+                                                        {"PUT", "/v1/ready"},
                                                         {"PUT", "/metrics"},
                                                         {"GET", "/v1/completions"},
                                                         {"DELETE", "/v1/models"},
