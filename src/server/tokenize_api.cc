@@ -14,7 +14,7 @@ bool ReadTokenId(const nlohmann::json& value, const ApiContext& ctx, const std::
                  ApiError* error) {
   if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() >= ctx.vocab_size) {
     *error = ApiError::Field(where, where + " must be a token id between 0 and " +
-                                        std::to_string(ctx.vocab_size - 1) + ", got " + DumpJson(value));
+                                        std::to_string(ctx.vocab_size - 1) + ", got " + DescribeJson(value));
     return false;
   }
   *id = value.get<int32_t>();

@@ -138,6 +138,23 @@ TEST_F(HostileRequestsTest, DeepNestingInAnyFieldIsRefusedWithoutRecursion) {
   }
 }
 
+TEST_F(HostileRequestsTest, TokenIdErrorsNameTheTypeWithoutRepeatingTheValue) {
+  // A token id that is an array used to be dumped whole into the error message.
+  std::string ids = "[";
+  for (int i = 0; i < 5000; ++i) ids += (i ? ",1" : "1");
+  ids += "]";
+  for (const char* shape : {R"({"tokens":[@]})", R"({"content":[@]})"}) {
+    const std::string s = shape;
+    const size_t at = s.find('@');
+    const std::string path = s.find("tokens") != std::string::npos ? "/detokenize" : "/tokenize";
+    const HttpResponse r = Request(port(), "POST", path, s.substr(0, at) + ids + s.substr(at + 1));
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body.substr(0, 200);
+    EXPECT_NE(r.body.find("got an array of 5000 items"), std::string::npos) << r.body.substr(0, 200);
+    EXPECT_LT(r.body.size(), 1000u) << "the error repeats the value: " << r.body.substr(0, 200);
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAlive("token id arrays"));
+}
+
 TEST(ConnectionLimitTest, IdleConnectionsMakeRoomAndBusyOnesGet503) {
   ServerProcess server(TinyModel(), {"-t", "1", "--max-connections", "8", "--header-timeout", "30"});
   ASSERT_TRUE(server.ok()) << server.log();
@@ -162,7 +179,7 @@ TEST(ConnectionLimitTest, IdleConnectionsMakeRoomAndBusyOnesGet503) {
     busy.push_back(Connect(server.port()));
     ASSERT_GT(send(busy.back(), "POST /v1/completions HTTP/1.1\r\n", 31, MSG_NOSIGNAL), 0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // generous: the server reads the partial headers
   const HttpResponse refused = Request(server.port(), "GET", "/health");
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(refused.headers.count("retry-after"), 1u);
