@@ -5,6 +5,7 @@
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_to_gbnf.h"
+#include "server/request_fields.h"
 
 namespace lockstep::server {
 namespace {
@@ -108,14 +109,19 @@ class Collector {
 };
 
 void ReadResponseFormat(const nlohmann::json& rf, OrderedBody& ordered, Collector& out) {
-  if (!rf.is_object())
-    return out.Fail(ApiError::Field("response_format", "response_format must be an object"));
-  if (!rf.contains("type") || !rf["type"].is_string()) {
+  if (!rf.is_object()) {
     return out.Fail(
-        ApiError::Field("response_format.type",
-                        "response_format.type must be one of \"text\", \"json_object\", \"json_schema\""));
+        ApiError::Field("response_format", "response_format must be an object, got " + DescribeJson(rf)));
   }
-  const std::string type = rf["type"].get<std::string>();
+  // A null type counts as absent (FieldReader's rule): {"type": "text"}.
+  if (rf.contains("type") && !rf["type"].is_null() && !rf["type"].is_string()) {
+    return out.Fail(ApiError::Field("response_format.type",
+                                    "response_format.type must be one of \"text\", \"json_object\", "
+                                    "\"json_schema\", got " +
+                                        DescribeJson(rf["type"])));
+  }
+  const std::string type =
+      rf.contains("type") && rf["type"].is_string() ? rf["type"].get<std::string>() : "text";
   if (type == "text") return;
   if (type == "json_object") {
     if (Present(rf, "schema")) {  // llama.cpp's form

@@ -50,7 +50,8 @@ TEST_F(HostileRequestsTest, WrongTypedNestedFieldsAreAnsweredNotFatal) {
   const std::vector<Case> cases = {
       {"/v1/completions", R"({"prompt":"hi","response_format":{"type":5}})", 400, "response_format.type"},
       {"/v1/completions", R"({"prompt":"hi","response_format":5})", 400, "response_format"},
-      {"/v1/completions", R"({"prompt":"hi","response_format":{"type":"grammar"}})", 400, "response_format"},
+      {"/v1/completions", R"({"prompt":"hi","response_format":{"type":"grammar"}})", 400,
+       "response_format.type"},
       {"/v1/completions", R"({"prompt":"hi","max_tokens":2,"response_format":{"type":null}})", 200, ""},
       {"/v1/completions", R"({"prompt":"hi","max_tokens":2,"response_format":null})", 200, ""},
       {"/v1/completions", R"({"prompt":"hi","stream_options":5})", 400, "stream_options"},
