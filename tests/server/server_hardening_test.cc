@@ -71,7 +71,7 @@ TEST(FinishReasonTest, ARequestCutByTheTimeoutSaysTimeout) {
 }
 
 TEST(FinishReasonTest, AStreamCutAtTheEndOfTheDrainSaysAbort) {
-  ServerProcess server(SlowModel(), {"-t", "1", "--drain-timeout", "0.3"});
+  ServerProcess server(SlowModel(), {"-t", "1", "--drain-timeout", "0.05"});
   ASSERT_TRUE(server.ok()) << server.log();
   std::atomic<bool> started{false};
   std::vector<std::string> events;
