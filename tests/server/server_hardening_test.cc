@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -71,7 +72,18 @@ TEST(FinishReasonTest, ARequestCutByTheTimeoutSaysTimeout) {
 }
 
 TEST(FinishReasonTest, AStreamCutAtTheEndOfTheDrainSaysAbort) {
-  ServerProcess server(SlowModel(), {"-t", "1", "--drain-timeout", "0.05"});
+  // The drain timeout must end well before the stream would: a tenth of a measured whole completion, as
+  // machines differ tenfold in speed.
+  double one_s = 0;
+  {
+    ServerProcess timing(SlowModel(), {"-t", "1"});
+    ASSERT_TRUE(timing.ok()) << timing.log();
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(Post(timing.port(), "/v1/completions", Long(false)).status, 200);
+    one_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::string drain_timeout = std::to_string(std::clamp(one_s / 10, 0.002, 0.3));
+  ServerProcess server(SlowModel(), {"-t", "1", "--drain-timeout", drain_timeout});
   ASSERT_TRUE(server.ok()) << server.log();
   std::atomic<bool> started{false};
   std::vector<std::string> events;
