@@ -24,6 +24,9 @@ ApiError ModelNotFound(const ApiContext& ctx, const std::string& model) {
 
 std::optional<ApiError> CheckModel(const ApiContext& ctx, const std::optional<std::string>& model) {
   if (!model || model->empty()) return std::nullopt;
+  // Hugging Face's JavaScript client, given an endpoint, sends that endpoint's URL as the model: a URL names
+  // the server, not a model, and is served by the loaded one (as TGI, which ignores `model`, does).
+  if (model->rfind("http://", 0) == 0 || model->rfind("https://", 0) == 0) return std::nullopt;
   for (const std::string& id : ctx.model_ids) {
     if (*model == id) return std::nullopt;
   }

@@ -40,7 +40,8 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
 
 // The 404 model_not_found for a request naming a model this server does not serve.
 ApiError ModelNotFound(const ApiContext& ctx, const std::string& model);
-// nullopt when `model` is absent/empty or one of ctx.model_ids, else ModelNotFound.
+// nullopt when `model` is absent/empty, an http(s) URL (Hugging Face clients send their endpoint) or one of
+// ctx.model_ids, else ModelNotFound.
 std::optional<ApiError> CheckModel(const ApiContext& ctx, const std::optional<std::string>& model);
 
 // Checks a prompt against the context: empty → 400; prompt_len >= context → OutOfRange naming `param`.

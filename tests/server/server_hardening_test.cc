@@ -65,7 +65,8 @@ TEST(FinishReasonTest, ARequestCutByTheTimeoutSaysTimeout) {
 
   // A request that ends by itself still says "length".
   const HttpResponse short_one =
-      Post(server.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}});
+      Post(server.port(), "/v1/completions",
+           {{"prompt", "Once"}, {"max_tokens", 2}, {"ignore_eos", true}, {"temperature", 0}});
   EXPECT_EQ(short_one.Json()["choices"][0]["finish_reason"], "length") << short_one.body;
   for (int fd : held) close(fd);
   EXPECT_TRUE(WaitForIdleEngine(server.port()));
@@ -157,6 +158,8 @@ TEST(ModelNameTest, UnknownModelsAre404AndAliasesAreServed) {
       EXPECT_EQ(ok.status, 200) << ok.body;
       EXPECT_EQ(ok.Json()["model"], "first");  // the first alias is the one reported
     }
+    body["model"] = "http://127.0.0.1:8080";  // what Hugging Face's JS client sends given an endpoint
+    EXPECT_EQ(Post(server.port(), path, body).status, 200);
     body.erase("model");
     EXPECT_EQ(Post(server.port(), path, body).status, 200);
   }
