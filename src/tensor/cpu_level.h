@@ -36,7 +36,8 @@ std::optional<CpuLevel> ParseCpuLevel(std::string_view name);
 bool CpuRunsLevel(const CpuFeatures& cpu, CpuLevel level);
 // The levels CpuRunsLevel accepts, in the order above (always includes scalar).
 std::vector<CpuLevel> RunnableCpuLevels(const CpuFeatures& cpu);
-// The fastest runnable level: the last of RunnableCpuLevels.
+// The level used unless LOCKSTEP_CPU forces one: the last of RunnableCpuLevels except `amx`, which is not
+// faster than avx512-vnni where measured (see BestCpuLevel) and so runs only when forced.
 CpuLevel BestCpuLevel(const CpuFeatures& cpu);
 // "avx2, avx2-vnni, ..." for messages.
 std::string CpuLevelList(const std::vector<CpuLevel>& levels);

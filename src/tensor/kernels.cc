@@ -1,6 +1,5 @@
 #include "tensor/kernels.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -140,13 +139,7 @@ Result<Kernels> ChooseKernels(const CpuFeatures& cpu, std::string_view forced) {
     if (!k.ok()) return InvalidArgument("LOCKSTEP_CPU=" + std::string(forced) + ": " + k.status().message());
     return k;
   }
-  const CpuLevel best = BestCpuLevel(cpu);
-  Result<Kernels> k = KernelsForLevel(best, cpu);
-  if (!k.ok() && best == CpuLevel::kAmx) {
-    std::fprintf(stderr, "lockstep: warning: %s; using avx512-vnni\n", k.status().message().c_str());
-    return KernelsForLevel(CpuLevel::kAvx512Vnni, cpu);
-  }
-  return k;
+  return KernelsForLevel(BestCpuLevel(cpu), cpu);
 }
 
 Result<Kernels> ChooseKernelsForThisCpu() {
