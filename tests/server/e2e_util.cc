@@ -71,6 +71,14 @@ bool WaitForIdleEngine(int port) {
 }
 
 // Polls /metrics until `sample` reaches `value` (false after ~10 s).
+double SecondsForOneRequest(int port, const std::string& path, const nlohmann::json& body) {
+  const auto start = std::chrono::steady_clock::now();
+  const HttpResponse r = Post(port, path, body);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+  return seconds;
+}
+
 bool WaitForMetric(int port, const std::string& sample, double value) {
   for (int i = 0; i < 500; ++i) {
     if (Metric(port, sample) >= value) return true;

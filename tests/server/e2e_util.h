@@ -2,8 +2,11 @@
 // `lockstep make-model`, and a per-suite server.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "test_client.h"
 
@@ -26,5 +29,29 @@ double Metric(int port, const std::string& sample);
 bool WaitForIdleEngine(int port);
 // Polls /metrics until `sample` reaches `value` (false after ~10 s).
 bool WaitForMetric(int port, const std::string& sample, double value);
+// Seconds one POST of `body` to `path` takes on a running server, for tests that size their work or their
+// timeouts to the machine (CI machines differ tenfold in speed). Adds a failure if the answer is not 200.
+double SecondsForOneRequest(int port, const std::string& path, const nlohmann::json& body);
+
+// A fixture for suites whose tests share one `lockstep serve`, started before the suite's first test and
+// killed after its last: `class MyTest : public SharedServerTest<MyTest> {};`. A suite may hide `Model()`
+// (default: TinyModel()) or `Args()` (default: one thread) with its own static functions. Each test fails at
+// once, with the server's log, if the server did not start.
+template <typename Suite>
+class SharedServerTest : public ::testing::Test {
+ public:
+  static std::string Model() { return TinyModel(); }
+  static std::vector<std::string> Args() { return {"-t", "1"}; }
+
+ protected:
+  static void SetUpTestSuite() { server_ = std::make_unique<ServerProcess>(Suite::Model(), Suite::Args()); }
+  static void TearDownTestSuite() { server_.reset(); }
+  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
+  static int port() { return server_->port(); }
+  static ServerProcess& server() { return *server_; }
+
+ private:
+  static inline std::unique_ptr<ServerProcess> server_;
+};
 
 }  // namespace lockstep::server::testing

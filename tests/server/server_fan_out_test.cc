@@ -9,18 +9,7 @@
 namespace lockstep::server::testing {
 namespace {
 
-class ServerFanOutTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(TinyModel(), {"-t", "1"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
-};
-ServerProcess* ServerFanOutTest::server_ = nullptr;
+class ServerFanOutTest : public SharedServerTest<ServerFanOutTest> {};
 
 const char* kPreamble =
     "Some shared notes about the harbour light and its keepers, long enough to fill a block.";

@@ -17,20 +17,12 @@
 namespace lockstep::server::testing {
 namespace {
 
-class ServerErrorsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess(TinyModel(), {"-t", "1", "--max-body", "4096", "--header-timeout", "1"});
+class ServerErrorsTest : public SharedServerTest<ServerErrorsTest> {
+ public:
+  static std::vector<std::string> Args() {
+    return {"-t", "1", "--max-body", "4096", "--header-timeout", "1"};
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
 };
-ServerProcess* ServerErrorsTest::server_ = nullptr;
 
 void ExpectOpenAiError(const HttpResponse& r, int status, const std::string& param) {
   EXPECT_EQ(r.status, status) << r.body;

@@ -11,18 +11,7 @@
 namespace lockstep::server::testing {
 namespace {
 
-class ServerRoutesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(TinyModel(), {"-t", "1"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
-};
-ServerProcess* ServerRoutesTest::server_ = nullptr;
+class ServerRoutesTest : public SharedServerTest<ServerRoutesTest> {};
 
 TEST_F(ServerRoutesTest, HealthModelsInfo) {
   auto health = Request(port(), "GET", "/health");

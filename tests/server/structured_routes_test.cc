@@ -12,17 +12,7 @@
 namespace lockstep::server::testing {
 namespace {
 
-class StructuredRoutesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(TinyModel(), {"-t", "1"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
-};
-ServerProcess* StructuredRoutesTest::server_ = nullptr;
+class StructuredRoutesTest : public SharedServerTest<StructuredRoutesTest> {};
 
 const nlohmann::json kSchema = nlohmann::json::parse(R"({
   "type": "object",
@@ -49,7 +39,7 @@ void ExpectValid(const std::string& text) {
 }
 
 TEST_F(StructuredRoutesTest, JsonSchemaAlwaysValidStreamedAndWhole) {
-  ASSERT_TRUE(server_->ok()) << server_->log();
+  ASSERT_TRUE(server().ok()) << server().log();
   for (uint64_t seed = 0; seed < 12; ++seed) {
     nlohmann::json body = Chat(seed);
     body["response_format"] = {{"type", "json_schema"},

@@ -10,18 +10,7 @@
 namespace lockstep::server::testing {
 namespace {
 
-class TokenizeRoutesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(TinyModel(), {"-t", "1"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
-  int port() const { return server_->port(); }
-  static ServerProcess* server_;
-};
-ServerProcess* TokenizeRoutesTest::server_ = nullptr;
+class TokenizeRoutesTest : public SharedServerTest<TokenizeRoutesTest> {};
 
 TEST_F(TokenizeRoutesTest, LlamaCppShapesRoundTrip) {
   auto tokens = Post(port(), "/tokenize", {{"content", "Hello world"}});

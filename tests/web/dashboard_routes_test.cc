@@ -71,18 +71,10 @@ json Chat(const std::string& content, int max_tokens, bool stream) {
           {"stream", stream}};
 }
 
-class DashboardRoutesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new ServerProcess(SlowModel(), {"-t", "1"}); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(server_->ok()) << server_->log(); }
-  static int port() { return server_->port(); }
-  static ServerProcess* server_;
+class DashboardRoutesTest : public SharedServerTest<DashboardRoutesTest> {
+ public:
+  static std::string Model() { return SlowModel(); }
 };
-ServerProcess* DashboardRoutesTest::server_ = nullptr;
 
 TEST_F(DashboardRoutesTest, PageAndEveryModuleItImportsAreServedFromTheBinary) {
   const HttpResponse page = Request(port(), "GET", "/", "", {{"Accept", "text/html,application/xhtml+xml"}});
