@@ -5,53 +5,20 @@
 // Usage: node compat_test.mjs --binary PATH/lockstep --model MODEL.gguf
 // Starts the server on a free port (with an API key), runs every check, stops it with SIGTERM and expects
 // exit code 0. Prints one line per check; exits 1 on the first failure.
-import { spawn } from "node:child_process";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { InferenceClient } from "@huggingface/inference";
+import { check, parseArgs, startServer } from "./server_process.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
-if (!args.binary || !args.model) {
-  console.error("usage: node compat_test.mjs --binary PATH/lockstep --model MODEL.gguf");
-  process.exit(2);
-}
+const args = parseArgs("node compat_test.mjs --binary PATH/lockstep --model MODEL.gguf");
 const KEY = "sk-compat-test";
-
-function startServer() {
-  return new Promise((resolve, reject) => {
-    const child = spawn(args.binary, ["serve", "-m", args.model, "--port", "0", "-t", "1", "--api-key", KEY,
-                                      "--model-alias", "compat-model"], { stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    const onData = (d) => {
-      log += d.toString();
-      const m = log.match(/lockstep: serving .* on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) resolve({ child, url: m[1], log: () => log });
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`server exited early (${code}):\n${log}`)));
-    setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
-  });
-}
-
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    console.log(`FAIL ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
 
 async function readSse(response) {
   const text = await response.text();
   return text.split("\n\n").filter((b) => b.startsWith("data:")).map((b) => b.slice(5).trim());
 }
 
-const server = await startServer();
+const server = await startServer(args.binary, args.model, ["-t", "1", "--api-key", KEY, "--model-alias", "compat-model"]);
 const url = server.url;
 let failed = false;
 try {

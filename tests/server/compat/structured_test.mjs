@@ -5,35 +5,12 @@
 //
 // Usage: node structured_test.mjs --binary PATH/lockstep --model MODEL.gguf [--count 100]
 // Prints one line per check and the tallies; exits 1 on the first failure.
-import { spawn } from "node:child_process";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
+import { check, parseArgs, startServer } from "./server_process.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
-if (!args.binary || !args.model) {
-  console.error("usage: node structured_test.mjs --binary PATH/lockstep --model MODEL.gguf [--count N]");
-  process.exit(2);
-}
+const args = parseArgs("node structured_test.mjs --binary PATH/lockstep --model MODEL.gguf [--count N]");
 const COUNT = Number(args.count || 100);
-
-function startServer() {
-  return new Promise((resolve, reject) => {
-    const child = spawn(args.binary, ["serve", "-m", args.model, "--port", "0", "-t", "2", "--model-alias", "m"],
-                        { stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    const onData = (d) => {
-      log += d.toString();
-      const m = log.match(/lockstep: serving .* on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) resolve({ child, url: m[1], log: () => log });
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`server exited early (${code}):\n${log}`)));
-    setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 60000);
-  });
-}
 
 // A validator for the schema subset used here, written independently of the server's grammar compiler.
 function violation(value, schema, path = "$") {
@@ -108,16 +85,6 @@ const TOOLS = [
 ];
 const toolSchema = (name) => TOOLS.find((t) => t.function.name === name)?.function.parameters;
 
-async function check(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    console.log(`FAIL ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
-
 // Runs `n` jobs, `width` at a time.
 async function pool(n, width, job) {
   const results = new Array(n);
@@ -131,7 +98,7 @@ async function pool(n, width, job) {
   return results;
 }
 
-const server = await startServer();
+const server = await startServer(args.binary, args.model, ["-t", "2", "--model-alias", "m"]);
 const url = server.url;
 let failed = false;
 try {
