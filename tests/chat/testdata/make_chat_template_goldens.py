@@ -10,9 +10,7 @@ Usage: python3 make_chat_template_goldens.py > chat_template_goldens.json
 import json
 import sys
 
-import jinja2
-from jinja2.ext import loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from hf_reference import render_cases
 
 TEMPLATES = {
     # ChatML as many fine-tunes ship it (e.g. OpenHermes-2.5).
@@ -70,26 +68,8 @@ CONVERSATIONS = [
 ]
 
 
-def raise_exception(message):
-    raise jinja2.exceptions.TemplateError(message)
-
-
 def main():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
-    env.globals["raise_exception"] = raise_exception
-    cases = []
-    for name, source in TEMPLATES.items():
-        template = env.from_string(source)
-        for ci, messages in enumerate(CONVERSATIONS):
-            for gen in (True, False):
-                case = {"family": name, "conversation": ci, "add_generation_prompt": gen}
-                try:
-                    case["expected"] = template.render(messages=messages, add_generation_prompt=gen, **TOKENS,
-                                                       **CONTEXT)
-                except jinja2.exceptions.TemplateError as e:
-                    case["error"] = str(e)
-                cases.append(case)
+    cases = render_cases(TEMPLATES, CONVERSATIONS, **TOKENS, **CONTEXT)
     json.dump({"tokens": TOKENS, "context": CONTEXT, "templates": TEMPLATES, "conversations": CONVERSATIONS,
                "cases": cases}, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")

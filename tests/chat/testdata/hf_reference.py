@@ -1,0 +1,38 @@
+"""The reference renderer both golden makers use: Jinja2 configured the way Hugging Face transformers configures
+it for apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
+raise_exception, tojson with ensure_ascii=False), and the loop that renders every template over every
+conversation, with and without the generation prompt. Developer tool only: tests never run it.
+"""
+import json
+
+import jinja2
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+def raise_exception(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def environment():
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+    env.globals["raise_exception"] = raise_exception
+    return env
+
+
+def render_cases(templates, conversations, **variables):
+    """One case per (template, conversation, add_generation_prompt): the rendering, or the error it raised."""
+    env = environment()
+    cases = []
+    for name, source in templates.items():
+        template = env.from_string(source)
+        for ci, messages in enumerate(conversations):
+            for gen in (True, False):
+                case = {"family": name, "conversation": ci, "add_generation_prompt": gen}
+                try:
+                    case["expected"] = template.render(messages=messages, add_generation_prompt=gen, **variables)
+                except jinja2.exceptions.TemplateError as e:
+                    case["error"] = str(e)
+                cases.append(case)
+    return cases
