@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "reference_case.h"
 
 namespace lockstep::chat {
 namespace {
@@ -24,16 +25,7 @@ TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
     ASSERT_FALSE(tmpl.is_default()) << family << ": " << tmpl.note();
     const auto& messages = goldens["conversations"][c["conversation"].get<size_t>()];
     auto out = tmpl.Apply(messages, c["add_generation_prompt"].get<bool>(), goldens["tools"]);
-    const std::string where =
-        family + " conversation " + c["conversation"].dump() + " gen=" + c["add_generation_prompt"].dump();
-    if (c.contains("error")) {
-      ASSERT_FALSE(out.ok()) << where << " should raise; rendered:\n" << *out;
-      EXPECT_NE(out.status().message().find(c["error"].get<std::string>()), std::string::npos)
-          << where << ": " << out.status().message();
-    } else {
-      ASSERT_TRUE(out.ok()) << where << ": " << out.status().message();
-      EXPECT_EQ(*out, c["expected"].get<std::string>()) << where;
-    }
+    testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
   EXPECT_EQ(checked, 24);
