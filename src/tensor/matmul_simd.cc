@@ -23,6 +23,7 @@
 #include "tensor/matmul_amx.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/matmul_kernels.h"
+#include "tensor/matmul_packed_neon.h"
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
 #include "tensor/quant_blocks.h"
@@ -192,10 +193,18 @@ bool GetMatMulKernels(CpuLevel level, MatMulKernels* k) {
 #endif
 #if HWY_TARGETS & HWY_NEON
     case CpuLevel::kNeon:
-    case CpuLevel::kNeonDotprod:  // the neon kernels until SDOT/SMMLA ones exist
-    case CpuLevel::kNeonI8mm:
       N_NEON::FillMatMulKernels(k);
       return true;
+#if defined(__aarch64__)
+    case CpuLevel::kNeonDotprod:  // the neon kernels, packed products with SDOT (tensor/matmul_packed_neon.h)
+      N_NEON::FillMatMulKernels(k);
+      for (TileFn& f : k->packed_tile) f = &NeonDotprodPackedTile;
+      return true;
+    case CpuLevel::kNeonI8mm:  // and with SMMLA for row pairs
+      N_NEON::FillMatMulKernels(k);
+      for (TileFn& f : k->packed_tile) f = &NeonI8mmPackedTile;
+      return true;
+#endif
 #endif
     default:
       return false;

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "hwy/targets.h"
 #include "tensor/cpu_features.h"
 #include "tensor/cpu_level.h"
+#include "tensor/matmul_kernels.h"
 #include "testing/levels.h"
 
 namespace lockstep {
@@ -83,6 +85,51 @@ TEST(Kernels, ForcingAnUnavailableLevelIsAnErrorNamingTheRunnableOnes) {
   ASSERT_TRUE(avx2.ok()) << avx2.status().ToString();
   EXPECT_EQ(avx2->level, CpuLevel::kAvx2);
   EXPECT_EQ(ChooseKernels(Avx2Only(), "")->level, CpuLevel::kAvx2);
+}
+#endif
+
+#if defined(__aarch64__)
+TEST(CpuLevel, ArmLevelsNeedTheirFeaturesAndHaveTheirOwnProducts) {
+  CpuFeatures f;
+  f.neon = true;  // Cortex-A53/A72
+  EXPECT_EQ(CpuLevelList(RunnableCpuLevels(f)), "scalar, neon");
+  f.i8mm = true;  // never without dotprod in practice; the i8mm level uses both
+  EXPECT_EQ(BestCpuLevel(f), CpuLevel::kNeon);
+  f.i8mm = false;
+  f.dotprod = true;  // Cortex-A76, Neoverse N1
+  EXPECT_EQ(CpuLevelList(RunnableCpuLevels(f)), "scalar, neon, neon-dotprod");
+  f.i8mm = true;  // Neoverse V1/N2
+  EXPECT_EQ(CpuLevelList(RunnableCpuLevels(f)), "scalar, neon, neon-dotprod, neon-i8mm");
+  for (CpuLevel x86 : {CpuLevel::kAvx2, CpuLevel::kAvx512Vnni, CpuLevel::kAmx})
+    EXPECT_FALSE(CpuRunsLevel(f, x86));
+  // Each ARM level runs its own packed products (so the matmul tests compare each with the reference).
+  MatMulKernels neon, dotprod, i8mm;
+  ASSERT_TRUE(GetMatMulKernels(CpuLevel::kNeon, &neon));
+  ASSERT_TRUE(GetMatMulKernels(CpuLevel::kNeonDotprod, &dotprod));
+  ASSERT_TRUE(GetMatMulKernels(CpuLevel::kNeonI8mm, &i8mm));
+  for (int i = 0; i < kQuantWeightTypes; ++i) {
+    EXPECT_NE(neon.packed_tile[i], dotprod.packed_tile[i]);
+    EXPECT_NE(dotprod.packed_tile[i], i8mm.packed_tile[i]);
+  }
+}
+
+// Under qemu-aarch64 (scripts/check_arm64.sh sets QEMU_CPU, which the emulated process sees too) the probe
+// finds the emulated CPU's extensions, so the levels the tests run are the ones the script means to cover.
+TEST(CpuFeatures, TheProbeSeesTheEmulatedCpu) {
+  const char* qemu_cpu = std::getenv("QEMU_CPU");
+  if (qemu_cpu == nullptr) GTEST_SKIP() << "not under qemu-aarch64 with QEMU_CPU set";
+  const std::string cpu = qemu_cpu;
+  const CpuFeatures f = ProbeCpuFeatures();
+  if (cpu == "max") {
+    EXPECT_TRUE(f.dotprod && f.i8mm);
+    EXPECT_EQ(BestCpuLevel(f), CpuLevel::kNeonI8mm);
+  } else if (cpu == "cortex-a76" || cpu == "neoverse-n1") {
+    EXPECT_TRUE(f.dotprod && !f.i8mm);
+    EXPECT_EQ(BestCpuLevel(f), CpuLevel::kNeonDotprod);
+  } else if (cpu == "cortex-a53" || cpu == "cortex-a57" || cpu == "cortex-a72") {
+    EXPECT_TRUE(!f.dotprod && !f.i8mm);
+    EXPECT_EQ(BestCpuLevel(f), CpuLevel::kNeon);
+  }
 }
 #endif
 
