@@ -7,12 +7,15 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git clang-format
   libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libboost-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev llvm-14
   openssl ca-certificates
   python3
   nginx
   chromium
 )
 # chromium: the dashboard's browser test (tests/web) drives Debian's headless Chromium; no browser is downloaded.
+# clang-14 with its runtime libraries (ASan, UBSan, TSan, libFuzzer) builds the sanitizer builds
+# and the libFuzzer targets (scripts/fuzz.sh); llvm-14 symbolizes their reports.
 # Node.js runs the client-compatibility test (official OpenAI and Hugging Face JS clients); any version >= 18.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 

@@ -16,6 +16,13 @@ fi
 (cd tests/web && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
   echo "lockstep: playwright-core unavailable; the browser test will be skipped (failed under CI)" >&2
 ctest --test-dir build --output-on-failure -j2 --timeout 900
+# Every libFuzzer target (fuzz/: HTTP parser and router, API requests, GGUF, tokenizers, Jinja, SSE, grammars)
+# built with clang ASan + UBSan in build-fuzz/ and run LOCKSTEP_FUZZ_SECONDS (default 20) s on its seed
+# corpus, two at a time (the runs ~100 s; the build's cold cost in docs/testing.md). LOCKSTEP_FUZZ_SECONDS=0
+# skips it.
+if [[ "${LOCKSTEP_FUZZ_SECONDS:-20}" != 0 ]]; then
+  SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-20}" bash scripts/fuzz.sh
+fi
 # The lower layers' tests again, cross-built for 64-bit ARM (NEON) and run under qemu (about 7 minutes on 2
 # cores); LOCKSTEP_ARM64_CHECK=0 skips it.
 if [[ "${LOCKSTEP_ARM64_CHECK:-1}" != 0 ]]; then

@@ -95,8 +95,13 @@ struct V {
 #include "tensor/attention_decode-inl.h"
 }  // namespace avx2
 
+// Clang has no `#pragma GCC target`; its attribute pragma gives every function here the same target.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512dq,avx512vl"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512vl")
+#endif
 namespace avx512 {
 struct V {
   using F = __m512;
@@ -121,7 +126,11 @@ struct V {
 };
 #include "tensor/attention_decode-inl.h"
 }  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif
 
 }  // namespace

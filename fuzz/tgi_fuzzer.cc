@@ -1,0 +1,23 @@
+// Fuzzes the TGI body parsing of POST /generate, /generate_stream and / (ParseTgiRequest): any bytes give a
+// valid request or a 4xx error, never a crash.
+#include "fuzz/api_request_checks.h"
+#include "fuzz/tiny_model.h"
+#include "server/tgi_api.h"
+
+// The fixtures are made before the first input, so their cost is not counted against -timeout.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)lockstep::fuzz::TinyApiContext();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace lockstep;
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  const auto parsed = server::ParseTgiRequest(body, fuzz::TinyApiContext());
+  if (parsed.ok()) {
+    fuzz::CheckSpec(parsed.value->spec, fuzz::TinyApiContext());
+  } else {
+    fuzz::CheckError(parsed.error, server::ApiFlavor::kTgi);
+  }
+  return 0;
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang-14, ASan and UBSan in build-fuzz/ (only the targets and the
+# layers they link; Highway's baseline target only, -O1, assertions on), then runs each target on its seed
+# corpus (fuzz/corpus/<target>/, read only; new inputs go to a scratch corpus in the run directory), two at a
+# time. Per target it prints executions and crashes; the exit status is nonzero if any target found a crash,
+# a leak, a timeout (an input running over 10 s), an allocation over 2 GiB or a broken property, and its
+# reproducer is left in the run directory (printed). docs/testing.md has the long runs and how to replay.
+#   scripts/fuzz.sh                                   # the test command's short run: 20 s per target
+#   SECONDS_PER_TARGET=600 scripts/fuzz.sh jinja_fuzzer gguf_fuzzer      # longer, two targets
+#   RUNS=1000000 SECONDS_PER_TARGET=3600 scripts/fuzz.sh                 # 10^6 executions each (or an hour)
+# Env: BUILD_DIR (build-fuzz), FUZZ_BUILD=0 (use the build as it is), JOBS (targets at once and build jobs;
+# 2), RUN_DIR (default a new temp dir), SECONDS_PER_TARGET (20), RUNS (executions per target; default no
+# limit), FUZZ_ARGS (more libFuzzer flags).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build-fuzz}
+seconds=${SECONDS_PER_TARGET:-20}
+runs=${RUNS:--1}
+jobs=${JOBS:-2}
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  targets=(http_request_fuzzer openai_completion_fuzzer openai_chat_fuzzer tgi_fuzzer gguf_fuzzer
+    tokenizer_fuzzer jinja_fuzzer sse_fuzzer grammar_fuzzer)
+fi
+
+if [[ "${FUZZ_BUILD:-1}" != 0 ]]; then
+  bash "$root/scripts/install_deps.sh"
+  start=$SECONDS
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+    -DCMAKE_CXX_FLAGS="-DHWY_COMPILE_ONLY_STATIC=1" -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF \
+    -DLOCKSTEP_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}"
+  echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s" >&2
+fi
+
+run_dir=${RUN_DIR:-$(mktemp -d /tmp/lockstep-fuzz.XXXXXX)}
+symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
+export ASAN_OPTIONS="detect_leaks=1${symbolizer:+:external_symbolizer_path=$symbolizer}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${symbolizer:+:external_symbolizer_path=$symbolizer}"
+# Only Highway's static target was compiled (SSE4 here: its AVX2 needs AES too), which the kernel table does
+# not use: the targets that load a model run the scalar kernels (the kernels are the Release tests' job).
+export LOCKSTEP_CPU=scalar
+# The fuzz targets find the shared test data (real vocabularies) beside the checkout.
+[[ -d "$root/../shared/testdata" ]] && export LOCKSTEP_TESTDATA=${LOCKSTEP_TESTDATA:-$root/../shared/testdata}
+
+run_one() {
+  local target=$1 dir=$run_dir/$1 status=0
+  mkdir -p "$dir/corpus"
+  # shellcheck disable=SC2086  # FUZZ_ARGS is a list
+  "$build_dir/fuzz/$target" -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$dir/" ${FUZZ_ARGS:-} "$dir/corpus" "$root/fuzz/corpus/$target" \
+    >"$dir/log" 2>&1 || status=$?
+  local execs rate found
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log" | tail -1)
+  found=$(find "$dir" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+    -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l)
+  if ((status != 0)); then
+    echo "fuzz: $target: FAILED (exit $status) after ${execs:-?} executions; $found reproducer(s) in $dir," \
+      "log $dir/log:" >&2
+    grep -m1 -A12 -E '^==[0-9]+==ERROR|runtime error|fuzz property broken|ERROR: libFuzzer' "$dir/log" >&2 || tail -20 "$dir/log" >&2
+    return "$status"
+  fi
+  echo "fuzz: $target: ${execs:-0} executions (${rate:-?}/s), 0 crashes, corpus $(find "$dir/corpus" -type f | wc -l) new inputs"
+}
+
+failed=0
+running=0
+start=$SECONDS
+for target in "${targets[@]}"; do
+  if [[ ! -x "$build_dir/fuzz/$target" ]]; then
+    echo "fuzz: $build_dir/fuzz/$target is not built" >&2
+    exit 2
+  fi
+  run_one "$target" &
+  running=$((running + 1))
+  if ((running >= jobs)); then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+done
+while ((running > 0)); do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+echo "fuzz: ${#targets[@]} targets run in $((SECONDS - start)) s; runs in $run_dir" >&2
+exit "$failed"
