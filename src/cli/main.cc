@@ -10,8 +10,11 @@ int main(int argc, char** argv) {
   // One line per subcommand (declared in cli/commands.h), added as each lands.
   lockstep::cli::RegisterInfoCommand(app);
   lockstep::cli::RegisterGenerateCommand(app);
+#ifndef LOCKSTEP_ENGINE_CLI_ONLY  // the ARM check's build (CMake option LOCKSTEP_ENGINE_CLI_ONLY)
   lockstep::cli::RegisterChatCommand(app);
+#endif
   lockstep::cli::RegisterMakeModelCommand(app);
+#ifndef LOCKSTEP_ENGINE_CLI_ONLY
   lockstep::cli::RegisterTokenizeCommands(app);
   lockstep::cli::RegisterBatchCommand(app);
   lockstep::cli::RegisterBenchCommands(app);
@@ -19,6 +22,7 @@ int main(int argc, char** argv) {
   lockstep::cli::RegisterPullCommand(app);
   lockstep::cli::RegisterServeCommand(app);
   lockstep::cli::RegisterAdviseCommand(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
