@@ -44,8 +44,10 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   constexpr double kGrace = 3.0;  // long enough for the checks inside it even on a loaded machine
   // One sequence at a time, so that the queued requests keep the server busy well past the grace. How long a
   // 240-token completion takes differs tenfold between an idle Zen 5 and a loaded CI core, so the test times
-  // one first and queues enough of them for at least the grace plus 3 s of work.
-  ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--drain-grace", "3"});
+  // one first and queues enough of them for the grace plus 3 s of work even if the load around the test
+  // eases and they run three times faster than the timed one.
+  ServerProcess server(SlowModel(),
+                       {"-t", "1", "--max-seqs", "1", "--drain-grace", "3", "--drain-timeout", "600"});
   ASSERT_TRUE(server.ok()) << server.log();
   const int port = server.port();
   auto ready = Request(port, "GET", "/ready");
@@ -65,7 +67,7 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   whole["stream"] = false;  // answered (200) only when done
   const double one_s = SecondsForOneRequest(port, "/v1/completions", whole);
   ASSERT_FALSE(HasFailure());
-  const int kQueued = std::clamp(static_cast<int>((kGrace + 3.0) / std::max(one_s, 0.01)) + 1, 2, 64);
+  const int kQueued = std::clamp(static_cast<int>(3 * (kGrace + 3.0) / std::max(one_s, 0.01)) + 1, 2, 200);
   std::atomic<bool> started{false};
   std::vector<std::string> events;
   std::thread client([&] {
