@@ -34,7 +34,7 @@ float ExpPolynomial(float x) {
 }
 
 void SwiGluScalar(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + ExpPolynomial(-gate[i])) * up[i];
 }
 
 void GeGluScalar(float* gate, const float* up, int64_t n) {

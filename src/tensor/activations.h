@@ -5,8 +5,9 @@
 //           0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))         (Gemma, ...)
 // GeGLU's versions all use the same exp (tensor/vec_math.h's polynomial) and the same operations per element
 // (g2 = g * g; b = fma(g2 * 0.044715, g, g); z = b * -1.5957691; e = exp(z); g / (1 + e) * up), so they are
-// bit-identical everywhere. SwiGLU's x86 versions share that polynomial; its scalar version and tails use
-// std::exp. Pure functions, thread-safe.
+// bit-identical everywhere. SwiGLU's versions (silu(g) = g / (1 + exp(-g)), then * up) share that
+// polynomial too, so every level on every CPU (x86 and ARM) gives the same bits: std::exp is not used, its
+// last bits differ between libm builds and architectures. Pure functions, thread-safe.
 #pragma once
 
 #include <cstdint>

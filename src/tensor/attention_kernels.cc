@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tensor/activations.h"
 #include "tensor/float16.h"
 #include "tensor/vec_math.h"
 #include "tensor/with_count.h"
@@ -393,11 +394,16 @@ void ExpInPlaceAvx2(float* x, int n) {
 }
 #endif
 
+// SoftmaxAvx2's operations one element at a time (the polynomial exp, 8 lane sums over the chunks of 8 in
+// order, the same final reduction), so the scalar and NEON levels give the x86 levels' bits: a request's
+// attention, and so its tokens, are the same on every CPU (std::exp's last bits differ between libm builds).
 SoftmaxStats SoftmaxScalar(float* x, int32_t len) {
   float max_v = -INFINITY;
   for (int32_t t = 0; t < len; ++t) max_v = std::max(max_v, x[t]);
-  float sum = 0;
-  for (int32_t t = 0; t < len; ++t) sum += (x[t] = std::exp(x[t] - max_v));
+  float lanes[8] = {};
+  for (int32_t t = 0; t < len; ++t) lanes[t % 8] += (x[t] = ExpPolynomial(x[t] - max_v));
+  const float sum =
+      ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
   const float inv = 1.0f / sum;
   for (int32_t t = 0; t < len; ++t) x[t] *= inv;
   return {max_v, sum};
@@ -564,7 +570,7 @@ void PartitionWeights(KernelLevel level, const SoftmaxStats* stats, int parts, f
 #endif
   {
     (void)level;
-    for (int p = 0; p < n; ++p) weights[p] = std::exp(weights[p]);
+    for (int p = 0; p < n; ++p) weights[p] = ExpPolynomial(weights[p]);
   }
   for (int i = 0; i < rows; ++i) {
     const SoftmaxStats* s = stats + i * stride;

@@ -1,8 +1,8 @@
 // Kernels of attention over widened (f32) KV blocks, used by model/attention.cc through the kernel table
 // (tensor/kernels.h). Each has a scalar reference and AVX2, AVX-512 (x86) and NEON (aarch64) versions, one
 // per attention level (KernelLevel; AttentionLevelFor maps a CPU level to it); all levels give bit-identical
-// results (Softmax: the x86 levels share a polynomial exp, the scalar and NEON levels use std::exp): the same
-// fused multiply-adds per lane in the same order (and, in Softmax, the same final reduction), so a row's
+// results on every CPU, x86 and ARM (Softmax: every level uses the polynomial exp of tensor/vec_math.h): the
+// same fused multiply-adds per lane in the same order (and, in Softmax, the same final reduction), so a row's
 // attention never depends on the CPU's vector width, on the batch around it, or on how rows and heads are
 // grouped into calls.
 //
@@ -61,8 +61,8 @@ struct SoftmaxStats {
 
 // x[0..len) <- softmax(x[0..len)); x has room for len rounded up to 8 (the padding is overwritten). The max,
 // then e^(x - max) with Exp8's polynomial, summed in 8 lanes over the chunks of 8 in order and reduced as in
-// DotKeys, then each scaled by 1 / sum. (The scalar and NEON levels use std::exp instead.) Returns
-// the max and the sum.
+// DotKeys, then each scaled by 1 / sum; the scalar and NEON levels do the same one element at a time
+// (ExpPolynomial). Returns the max and the sum.
 SoftmaxStats Softmax(KernelLevel level, float* x, int32_t len);
 
 // Softmaxes over consecutive parts of one row of scores, each part's outputs normalised by its own sum, are

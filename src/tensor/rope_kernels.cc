@@ -1,5 +1,7 @@
 #include "tensor/rope_kernels.h"
 
+#include <cmath>
+
 namespace lockstep {
 
 void ApplyRope(const float* cos_sin, int64_t pairs, bool halves, int64_t head_dim, float* x, int64_t heads) {
@@ -12,8 +14,10 @@ void ApplyRope(const float* cos_sin, int64_t pairs, bool halves, int64_t head_di
       const int64_t b = halves ? i + pairs : 2 * i + 1;
       const float x0 = v[a];
       const float x1 = v[b];
-      v[a] = x0 * c - x1 * s;
-      v[b] = x0 * s + x1 * c;
+      // Explicit fused multiply-adds: written as x0 * c - x1 * s, the compiler contracted it differently on
+      // x86 (unfused, VADDSUBPS) and aarch64 (FNMSUB), so the same request gave different bits.
+      v[a] = std::fma(x0, c, -(x1 * s));
+      v[b] = std::fma(x0, s, x1 * c);
     }
   }
 }
