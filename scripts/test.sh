@@ -50,11 +50,13 @@ step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
 if [[ "${LOCKSTEP_FUZZ_SECONDS:-20}" != 0 ]]; then
   step "fuzz" env SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-20}" bash scripts/fuzz.sh
 fi
-# The lower layers' tests again, cross-built for 64-bit ARM (NEON) and run under qemu (on 2 cores about 3
-# minutes of build, 6 of tests); LOCKSTEP_ARM64_CHECK=0 skips it. A failed package install shows here and is
-# tried again there.
+# The lower layers' tests again, cross-built for 64-bit ARM and run under qemu (on 2 cores about 3 minutes of
+# build, 6 of tests): all of them on a Cortex-A76 (NEON dot products, no i8mm: levels scalar, neon,
+# neon-dotprod, and the cross-CPU golden), and the tensor tests again on qemu's "max" CPU, which adds i8mm
+# (level neon-i8mm). LOCKSTEP_ARM64_CHECK=0 skips it. A failed package install shows here and is tried again
+# there.
 if [[ $arm64_check != 0 ]]; then
   wait "$arm64_deps_pid" || true
   cat "$logs/arm64-deps.log" >&2
-  step "ARM check" env CPUS=cortex-a76 bash scripts/check_arm64.sh
+  step "ARM check" env CPUS="cortex-a76 max:tensor" bash scripts/check_arm64.sh
 fi
