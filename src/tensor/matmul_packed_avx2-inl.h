@@ -7,7 +7,8 @@
 // Two instruction sets, one kernel (kVnni):
 // - avx2: VPMADDUBSW + VPMADDWD. Q4_0's nibbles (<= 15) times activations (|x| <= 127) make 16-bit pair
 //   sums of at most 3810, so a block's 8 VPMADDUBSW results add up in 16 bits (<= 30480) before one
-//   VPMADDWD widens them: 8 + 1 multiplies per 256 multiply-adds instead of 16. Q8_0 weights are made signed
+//   VPMADDWD widens them: 8 + 1 multiplies per 256 multiply-adds instead of 16; the nibbles' offset of 8 is
+//   cancelled inside those 16-bit sums (their start, see Avx2BlockDots). Q8_0 weights are made signed
 //   (the stored byte is w + 128) and their sign moved onto the activations (VPSIGNB), so |w| * x pairs stay
 //   within 2 * 128 * 127 < 2^15: each product group is VPSIGNB + VPMADDUBSW + VPMADDWD + VPADDD with no
 //   offset term (the old kernel also multiplied the activations by 128 per group).
@@ -24,20 +25,36 @@ HWY_INLINE __m256i DpbusdVex(__m256i acc, __m256i w_u8, __m256i x_s8) {
   return acc;
 }
 
+// v, opaque to the optimiser. Without it GCC reassociates a block's chain of integer adds into a tree and
+// computes every product of the block before adding any: the 4-row tiles then kept 30-40 products live and
+// spilled them (50-70 stack moves per block, float accumulators in memory, batch-1 decode slower than the
+// previous kernel). Pinned, the adds stay one chain per (half, row) in program order, each product consumed
+// as it is made; the rows' chains are independent, so the core still overlaps them.
+HWY_INLINE __m256i Pin(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
 inline constexpr int kAvx2PackedRows = 4;
 
-// One block's exact integer dots of halves [h0, h0 + kHalves) of the 16-output group at `wb` against kRows
-// activation rows (the block's quants at q[r]): dot[i][r] = sum over the block of w * x for half h0 + i.
-template <TensorType kType, bool kVnni, int kHalves, int kRows>
-HWY_INLINE void Avx2BlockDots(const std::byte* wb, int h0, const int8_t* const* q, const int32_t* const* sums,
+// One block's exact integer dots of halves [kH0, kH0 + kHalves) of the 16-output group at `wb` against kRows
+// activation rows (the block's quants at q[r]): dot[i][r] = sum over the block of w * x for half kH0 + i.
+// starts[r] + b: the row's q8_starts entry for the block, -128 * (sum of its activation quants).
+template <TensorType kType, bool kVnni, int kHalves, int kRows, int kH0>
+HWY_INLINE void Avx2BlockDots(const std::byte* wb, const int8_t* const* q, const int32_t* const* starts,
                               int64_t b, __m256i (&dot)[kHalves][kRows]) {
-  const __m256i* w = reinterpret_cast<const __m256i*>(wb + 32 * h0);  // vector k, half h0 + i at w[2k + i]
-  for (int r = 0; r < kRows; ++r) {
-    // VNNI dots start at -offset * sum(x) (cancelling the stored offset); Q8_0 without VNNI uses signed
-    // weights (no offset); Q4_0 without VNNI subtracts the offset after widening.
-    const __m256i start =
-        kVnni ? _mm256_set1_epi32(-PackedValueOffset(kType) * sums[r][b]) : _mm256_setzero_si256();
-    for (int i = 0; i < kHalves; ++i) dot[i][r] = start;
+  const __m256i* w = reinterpret_cast<const __m256i*>(wb + 32 * kH0);  // vector k, half kH0 + i at w[2k + i]
+  // A broadcast load of -128 * sum(x) (one load, no vector op).
+  [[maybe_unused]] const auto start128 = [&](int r) { return _mm256_set1_epi32(starts[r][b]); };
+  if constexpr (kVnni || kType == TensorType::kQ8_0) {
+    for (int r = 0; r < kRows; ++r) {
+      // VNNI dots start at -offset * sum(x), cancelling the stored offset (Q4_0: -128 * sum / 16, exact);
+      // Q8_0 without VNNI uses signed weights (no offset).
+      __m256i start = _mm256_setzero_si256();
+      if constexpr (kVnni)
+        start = kType == TensorType::kQ8_0 ? start128(r) : _mm256_srai_epi32(start128(r), 4);
+      for (int i = 0; i < kHalves; ++i) dot[i][r] = start;
+    }
   }
   if constexpr (kType == TensorType::kQ8_0) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones16 = _mm256_set1_epi16(1);
@@ -59,7 +76,7 @@ HWY_INLINE void Avx2BlockDots(const std::byte* wb, int h0, const int8_t* const* 
             dot[i][r] = DpbusdVex(dot[i][r], w_u8[i], x);
           } else {
             const __m256i pairs = _mm256_maddubs_epi16(w_abs[i], _mm256_sign_epi8(x, w_s8[i]));
-            dot[i][r] = _mm256_add_epi32(dot[i][r], _mm256_madd_epi16(pairs, ones16));
+            dot[i][r] = Pin(_mm256_add_epi32(dot[i][r], _mm256_madd_epi16(pairs, ones16)));
           }
         }
       }
@@ -67,10 +84,18 @@ HWY_INLINE void Avx2BlockDots(const std::byte* wb, int h0, const int8_t* const* 
   } else {
     static_assert(kType == TensorType::kQ4_0);
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    __m256i sum16[kHalves][kRows];  // !kVnni: the block's pair sums, at most 8 * 3810 in magnitude
+    // !kVnni: per 32-bit lane, two 16-bit sums (lanes "even" and "odd", the pairs of elements 4k, 4k + 1 and
+    // 4k + 2, 4k + 3 of both nibble halves: 16 elements each) that start at (0, -8 * sum(x)), so that after
+    // the block's 8 VPMADDUBSW results are added (VPADDW wraps) they hold even = sum_E w * x and
+    // odd = sum_O w * x - 8 * sum(x) = sum_O (w - 8) * x - 8 * sum_E x, both within 16 * 15 * 127 and
+    // 16 * 8 * 127 + 16 * 8 * 127 = 32512 < 2^15: exact, and one VPMADDWD gives the block's dot with the
+    // nibbles' offset of 8 already cancelled. The start is q8_starts << 12 = (-8 * sum) << 16: one load and
+    // one shift per row.
+    __m256i sum16[kHalves][kRows];
     if constexpr (!kVnni) {
-      for (int i = 0; i < kHalves; ++i) {
-        for (int r = 0; r < kRows; ++r) sum16[i][r] = _mm256_setzero_si256();
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i start = _mm256_slli_epi32(start128(r), 12);
+        for (int i = 0; i < kHalves; ++i) sum16[i][r] = start;
       }
     }
     for (int k = 0; k < 4; ++k) {
@@ -89,53 +114,53 @@ HWY_INLINE void Avx2BlockDots(const std::byte* wb, int h0, const int8_t* const* 
           if constexpr (kVnni) {
             dot[i][r] = DpbusdVex(DpbusdVex(dot[i][r], lo[i], xl), hi[i], xh);
           } else {
-            sum16[i][r] = _mm256_add_epi16(sum16[i][r], _mm256_maddubs_epi16(lo[i], xl));
-            sum16[i][r] = _mm256_add_epi16(sum16[i][r], _mm256_maddubs_epi16(hi[i], xh));
+            sum16[i][r] = Pin(_mm256_add_epi16(sum16[i][r], _mm256_maddubs_epi16(lo[i], xl)));
+            sum16[i][r] = Pin(_mm256_add_epi16(sum16[i][r], _mm256_maddubs_epi16(hi[i], xh)));
           }
         }
       }
     }
-    if constexpr (!kVnni) {  // widen once, then cancel the nibbles' offset of 8
+    if constexpr (!kVnni) {  // widen once (the offset is cancelled already)
       const __m256i ones16 = _mm256_set1_epi16(1);
       for (int r = 0; r < kRows; ++r) {
-        const __m256i start = _mm256_set1_epi32(-PackedValueOffset(kType) * sums[r][b]);
-        for (int i = 0; i < kHalves; ++i) {
-          dot[i][r] = _mm256_add_epi32(_mm256_madd_epi16(sum16[i][r], ones16), start);
-        }
+        for (int i = 0; i < kHalves; ++i) dot[i][r] = _mm256_madd_epi16(sum16[i][r], ones16);
       }
     }
   }
 }
 
-// y for the outputs of halves [h0, h0 + kHalves) of `group` and rows [r0, r0 + kRows). kStream: the tile
+// y for the outputs of halves [kH0, kH0 + kHalves) of `group` and rows [r0, r0 + kRows). kStream: the tile
 // streams the group's weights from memory (the group's first tile) and prefetches about kPrefetchBytes ahead.
-template <TensorType kType, bool kVnni, int kHalves, int kRows, bool kStream>
-HWY_NOINLINE void Avx2PackedTile(const TileArgs& a, int64_t group, int h0, int64_t r0) {
+// (kH0 is a template argument: as a run-time value GCC kept every weight vector's address in its own register
+// and spilled them.)
+template <TensorType kType, bool kVnni, int kHalves, int kRows, bool kStream, int kH0>
+HWY_NOINLINE void Avx2PackedTile(const TileArgs& a, int64_t group, int64_t r0) {
   const PackedWeights& p = *a.packed;
-  const int64_t blocks = p.units;
+  const int64_t blocks = p.units, unit_bytes = p.unit_bytes;
+  const std::byte* const w0 = p.Unit(group, 0);  // unit b at w0 + b * unit_bytes
   __m256 acc[kHalves][kRows];
   for (int i = 0; i < kHalves; ++i) {
     for (int r = 0; r < kRows; ++r) acc[i][r] = _mm256_setzero_ps();
   }
   const int8_t* q[kRows];
   const float* d[kRows];
-  const int32_t* sums[kRows];
+  const int32_t* starts[kRows];  // q8_starts: -128 * the block sums of the activation quants
   for (int r = 0; r < kRows; ++r) {
     q[r] = a.q + (r0 + r) * a.q_stride;
     d[r] = a.d + (r0 + r) * blocks;
-    sums[r] = a.sums + (r0 + r) * blocks;
+    starts[r] = a.q8_starts + (r0 + r) * blocks;
   }
-  const int64_t ahead = (kPrefetchBytes + p.unit_bytes - 1) / p.unit_bytes;
+  const int64_t ahead = (kPrefetchBytes + unit_bytes - 1) / unit_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
-    const std::byte* wb = p.Unit(group, b);
-    if (kStream && b + ahead < blocks) PrefetchBytes(p.Unit(group, b + ahead), 0, p.unit_bytes);
+    const std::byte* wb = w0 + b * unit_bytes;
+    if (kStream && b + ahead < blocks) PrefetchBytes(wb + ahead * unit_bytes, 0, unit_bytes);
     const int8_t* qb[kRows];
     for (int r = 0; r < kRows; ++r) qb[r] = q[r] + 32 * b;
     __m256i dot[kHalves][kRows];
-    Avx2BlockDots<kType, kVnni, kHalves, kRows>(wb, h0, qb, sums, b, dot);
+    Avx2BlockDots<kType, kVnni, kHalves, kRows, kH0>(wb, qb, starts, b, dot);
     for (int i = 0; i < kHalves; ++i) {
       const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset(kType) + 16 * (h0 + i))));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + PackedScaleOffset(kType) + 16 * (kH0 + i))));
       for (int r = 0; r < kRows; ++r) {
         const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(d[r] + b));
         acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][r]), scale, acc[i][r]);
@@ -143,7 +168,7 @@ HWY_NOINLINE void Avx2PackedTile(const TileArgs& a, int64_t group, int h0, int64
     }
   }
   for (int i = 0; i < kHalves; ++i) {
-    const int64_t o0 = group * kPackedGroup + 8 * (h0 + i);
+    const int64_t o0 = group * kPackedGroup + 8 * (kH0 + i);
     const int n = static_cast<int>(std::min<int64_t>(8, a.out - o0));
     if (n <= 0) break;
     for (int r = 0; r < kRows; ++r) {
@@ -158,6 +183,21 @@ HWY_NOINLINE void Avx2PackedTile(const TileArgs& a, int64_t group, int h0, int64
   }
 }
 
+// Rows [0, full) of half kH0 of `group` in tiles of kAvx2PackedRows (the group's first tile streams the
+// weights), then `rest` == 3 leftover rows as one tile.
+template <TensorType kType, bool kVnni, int kH0>
+HWY_INLINE void Avx2PackedHalf(const TileArgs& a, int64_t group, int64_t full, int rest) {
+  constexpr int kRows = kAvx2PackedRows;
+  for (int64_t r0 = 0; r0 < full; r0 += kRows) {
+    if (kH0 == 0 && r0 == 0) {
+      Avx2PackedTile<kType, kVnni, 1, kRows, true, kH0>(a, group, r0);
+    } else {
+      Avx2PackedTile<kType, kVnni, 1, kRows, false, kH0>(a, group, r0);
+    }
+  }
+  if (rest == 3) Avx2PackedTile<kType, kVnni, 1, 3, false, kH0>(a, group, full);
+}
+
 // Every row of `group`. Up to two rows: both halves per tile (each broadcast activation group feeds both,
 // 10-14 registers); more: one half x kAvx2PackedRows rows per tile (each weight vector unpacked once for 4
 // rows), the last 1-3 rows as 3 x one half or 1-2 x both. The group's first tile streams the weights (the
@@ -167,33 +207,25 @@ HWY_INLINE void Avx2PackedGroup(const TileArgs& a, int64_t group) {
   constexpr int kRows = kAvx2PackedRows;
   const int64_t full = a.rows < kRows ? 0 : a.rows - a.rows % kRows;
   const int rest = static_cast<int>(a.rows - full);
+  const bool second_half = group * kPackedGroup + 8 < a.out;  // false: a last group of 8 or fewer outputs
   if (full > 0) {
-    for (int h = 0; h < 2; ++h) {
-      if (h == 1 && group * kPackedGroup + 8 >= a.out) break;  // a last group of 8 or fewer outputs
-      for (int64_t r0 = 0; r0 < full; r0 += kRows) {
-        if (h == 0 && r0 == 0) {
-          Avx2PackedTile<kType, kVnni, 1, kRows, true>(a, group, h, r0);
-        } else {
-          Avx2PackedTile<kType, kVnni, 1, kRows, false>(a, group, h, r0);
-        }
-      }
-      if (rest == 3) Avx2PackedTile<kType, kVnni, 1, 3, false>(a, group, h, full);
-    }
+    Avx2PackedHalf<kType, kVnni, 0>(a, group, full, rest);
+    if (second_half) Avx2PackedHalf<kType, kVnni, 1>(a, group, full, rest);
   }
   const bool stream = full == 0;
   switch (rest) {
     case 3:
       if (stream) {
-        Avx2PackedTile<kType, kVnni, 1, 3, true>(a, group, 0, 0);
-        if (group * kPackedGroup + 8 < a.out) Avx2PackedTile<kType, kVnni, 1, 3, false>(a, group, 1, 0);
+        Avx2PackedTile<kType, kVnni, 1, 3, true, 0>(a, group, 0);
+        if (second_half) Avx2PackedTile<kType, kVnni, 1, 3, false, 1>(a, group, 0);
       }
       return;
     case 2:
-      return stream ? Avx2PackedTile<kType, kVnni, 2, 2, true>(a, group, 0, full)
-                    : Avx2PackedTile<kType, kVnni, 2, 2, false>(a, group, 0, full);
+      return stream ? Avx2PackedTile<kType, kVnni, 2, 2, true, 0>(a, group, full)
+                    : Avx2PackedTile<kType, kVnni, 2, 2, false, 0>(a, group, full);
     case 1:
-      return stream ? Avx2PackedTile<kType, kVnni, 2, 1, true>(a, group, 0, full)
-                    : Avx2PackedTile<kType, kVnni, 2, 1, false>(a, group, 0, full);
+      return stream ? Avx2PackedTile<kType, kVnni, 2, 1, true, 0>(a, group, full)
+                    : Avx2PackedTile<kType, kVnni, 2, 1, false, 0>(a, group, full);
     default:
       return;
   }

@@ -32,13 +32,16 @@ struct KVecAvx2 {
   }
   // kSum16: 16-bit pair sums, their exact sum (the caller keeps it in range), widening with 16-bit factors.
   static I PairSums(I w, I x) { return _mm256_maddubs_epi16(w, x); }
-  static I Add16(I a, I b) { return _mm256_add_epi16(a, b); }
+  static I Add16(I a, I b) { return Pin(_mm256_add_epi16(a, b)); }  // Pin: see matmul_packed_avx2-inl.h
   static I Widen(I pairs, I factors) { return _mm256_madd_epi16(pairs, factors); }
   static I Sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I Sll32(I a, int n) { return _mm256_slli_epi32(a, n); }
   static I LowHalves(I a) { return _mm256_and_si256(a, _mm256_set1_epi32(0xffff)); }
   static F ToFloat(I a) { return _mm256_cvtepi32_ps(a); }
   static F Floats(float v) { return _mm256_set1_ps(v); }
+  // float(*p) in every lane: a broadcast load and one VCVTDQ2PS (a scalar conversion and a broadcast from a
+  // register would take three vector instructions).
+  static F IntToFloats(const int32_t* p) { return _mm256_cvtepi32_ps(_mm256_set1_epi32(*p)); }
   static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F Neg(F a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
   static F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
@@ -83,6 +86,7 @@ struct KVec {
   }
   static F ToFloat(I a) { return _mm512_cvtepi32_ps(a); }
   static F Floats(float v) { return _mm512_set1_ps(v); }
+  static F IntToFloats(const int32_t* p) { return Floats(static_cast<float>(*p)); }
   static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F Neg(F a) {
     return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN)));
@@ -284,7 +288,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
             const int64_t i = (r0 + r) * blocks + b;
             const F dx = V::Floats(a.d[i]);
             acc[g][r] = V::Fma(V::ToFloat(dot_lo[g][r]), V::Mul(scale, dx), acc[g][r]);
-            acc[g][r] = V::Fma(V::Floats(static_cast<float>(a.sums[i])), V::Mul(min_scale, dx), acc[g][r]);
+            acc[g][r] = V::Fma(V::IntToFloats(a.sums + i), V::Mul(min_scale, dx), acc[g][r]);
           }
         } else {
           const I sc_lo = V::I8s(unit[g] + kQ6KScales + 32 * j + eo);

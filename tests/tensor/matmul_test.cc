@@ -220,6 +220,46 @@ TEST(MatMul, Q8_0MinusOneTwentyEightIsExactEverywhere) {
   }
 }
 
+// The AVX2 Q4_0 kernel adds a block's 8 VPMADDUBSW results in 16 bits and cancels the nibbles' offset of 8
+// inside those sums (their start is -8 * sum(x) in the high half of each 32-bit lane): exact only while
+// both 16-bit sums stay within +-32767. Nibbles 15 on the low pair of every 4 elements and 0 on the high
+// pair with all activation quants at -127 (or +127) reach the bounds, 30480 and 32512, in the same lane.
+TEST(MatMul, Q4_0ExtremeNibbleSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 96, kOut = 40, kBlockBytes = 18;
+  std::vector<std::byte> bytes(kOut * (kIn / 32) * kBlockBytes);
+  for (int64_t o = 0; o < kOut; ++o) {
+    for (int64_t b = 0; b < kIn / 32; ++b) {
+      std::byte* block = bytes.data() + (o * (kIn / 32) + b) * kBlockBytes;
+      block[0] = std::byte{0x00};  // d = 1.0 (f16 0x3c00)
+      block[1] = std::byte{0x3c};
+      for (int j = 0; j < 16; ++j) {  // byte j: element j (low nibble) and element j + 16 (high nibble)
+        const bool low_pair = j % 4 < 2;
+        block[2 + j] = (o + b) % 3 == 2 ? std::byte(0x5a + j) : std::byte{low_pair ? 0xff : 0x00};
+      }
+    }
+  }
+  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
+    std::vector<float> x(rows * kIn);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < kIn; ++i) {  // +-127 / 64: quants of exactly +-127
+        const float sign = r % 3 == 0 ? -1.0f : r % 3 == 1 ? 1.0f : (i % 4 < 2 ? 1.0f : -1.0f);
+        x[r * kIn + i] = sign * 127.0f / 64.0f;
+      }
+    }
+    for (bool pack : {false, true}) {
+      WeightMatrix m{TensorType::kQ4_0, kIn, kOut, bytes.data()};
+      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
+      m.packed = packed.get();
+      std::vector<float> expected(rows * kOut);
+      MatMulReference(m, x.data(), rows, expected.data());
+      for (const Kernels& k : testing::DistinctMatMulKernels()) {
+        ExpectBitEqual(RunMatMul(m, x.data(), rows, 2, k.matmul), expected,
+                       "level=" + testing::LevelName(k) + " rows=" + std::to_string(rows));
+      }
+    }
+  }
+}
+
 TEST(MatMul, SharedInputMatchesSeparateCalls) {
   const int64_t in = 96, rows = 7;
   TestWeights a(Case{TensorType::kQ8_0, in, 17, rows, true}, 51);
