@@ -74,7 +74,9 @@ struct ThreadPool::Impl {
   // Pack(generation, tasks) of the current loop. A thread runs tasks only after claiming them for the loop it
   // read, so a late worker never touches a finished loop.
   alignas(64) std::atomic<uint64_t> limit{0};
-  int64_t chunk = 1;
+  // Tasks per claim in the current loop. Atomic (relaxed) because a late worker of the previous loop may read
+  // it in Claim() while Run() writes the next loop's: it then fails its claim and discards the value.
+  std::atomic<int64_t> chunk{1};
   const std::function<void(int64_t, int)>* fn = nullptr;  // valid while the loop has unfinished tasks
   std::mutex mu;
   std::condition_variable cv;
@@ -95,7 +97,8 @@ struct ThreadPool::Impl {
       // Chunks shrink to single tasks as the share runs out, so the loop's last claims are small and no
       // thread waits long at the end for another's chunk (heavy tasks, e.g. GEMM tiles, make that visible).
       const uint64_t left = share_end - *begin;
-      *end = *begin + std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(chunk), left / 4));
+      *end = *begin + std::max<uint64_t>(
+                          1, std::min<uint64_t>(uint64_t(chunk.load(std::memory_order_relaxed)), left / 4));
       if (lanes[lane].claim.compare_exchange_weak(word, Pack(current, *end), std::memory_order_acq_rel,
                                                   std::memory_order_acquire)) {
         return true;
@@ -179,7 +182,7 @@ void ThreadPool::Run(int64_t tasks, const std::function<void(int64_t task, int w
   LOCKSTEP_CHECK(tasks < (int64_t(1) << 32));
   const uint64_t current = p.generation.load(std::memory_order_relaxed) + 1;
   p.fn = &fn;
-  p.chunk = std::max<int64_t>(1, tasks / (kChunksPerThread * p.size));
+  p.chunk.store(std::max<int64_t>(1, tasks / (kChunksPerThread * p.size)), std::memory_order_relaxed);
   for (int w = 0; w < p.size; ++w) {
     p.lanes[w].done.store(0, std::memory_order_relaxed);
     p.lanes[w].claim.store(Pack(current, p.ShareBegin(w, uint64_t(tasks))), std::memory_order_release);
