@@ -268,6 +268,10 @@ Status GgufFile::Parse() {
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t dim = 0;
       LOCKSTEP_RETURN_IF_ERROR(reader.Read(&dim, "dimension " + std::to_string(d) + " of " + what));
+      if (dim == 0) {  // an empty tensor holds nothing a model reads, and rows of 0 elements divide by 0
+        return InvalidArgument(what + ": dimension " + std::to_string(d) +
+                               " is 0 (dimensions must be positive)");
+      }
       if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
           __builtin_mul_overflow(elements, static_cast<int64_t>(dim), &elements)) {
         return InvalidArgument(what + ": dimensions overflow a 64-bit element count (dimension " +

@@ -250,6 +250,12 @@ TEST(GgufFileTest, RejectsBadTensorInfos) {
   Poke<uint64_t>(bad, info + 4, ~0ull);
   ExpectError(bad, "overflow");
   bad = bytes;
+  Poke<uint64_t>(bad, info + 12, 0);  // found by fuzz/gguf_fuzzer
+  ExpectError(bad, "dimension 1 is 0");
+  bad = bytes;
+  Poke<uint64_t>(bad, info + 4, 0);
+  ExpectError(bad, "dimension 0 is 0");
+  bad = bytes;
   Poke<uint32_t>(bad, info + 20, 1234);
   ExpectError(bad, "unknown tensor type 1234");
   bad = bytes;
