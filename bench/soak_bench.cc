@@ -145,17 +145,22 @@ struct ServerChild {
   }
 };
 
-// GET path → body ("" on failure). Blocking, one connection.
-std::string HttpGet(int port, const std::string& path) {
+// A blocking TCP connection to 127.0.0.1:port, or -1.
+int ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    if (fd >= 0) close(fd);
-    return "";
-  }
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+// GET path → body ("" on failure). Blocking, one connection.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
   const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   (void)!send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string out;
@@ -168,15 +173,8 @@ std::string HttpGet(int port, const std::string& path) {
 
 // The first event of GET /dashboard/events (the "snapshot": engine counters, KV blocks), then hangs up.
 json DashboardSnapshot(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    if (fd >= 0) close(fd);
-    return json();
-  }
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return json();
   const std::string req = "GET /dashboard/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   (void)!send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string out;
