@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -71,6 +72,22 @@ bool WaitForIdleEngine(int port) {
 }
 
 // Polls /metrics until `sample` reaches `value` (false after ~10 s).
+std::vector<std::string> StreamAndSignalOnceStarted(ServerProcess& server, const std::string& path,
+                                                    const nlohmann::json& body, int signal) {
+  std::atomic<bool> started{false};
+  std::vector<std::string> events;
+  std::thread client([&] {
+    events = Stream(server.port(), path, body, [&](size_t, const std::string&) {
+      started = true;
+      return true;
+    });
+  });
+  for (int i = 0; i < 5000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  server.Signal(signal);
+  client.join();
+  return events;
+}
+
 double SecondsForOneRequest(int port, const std::string& path, const nlohmann::json& body) {
   const auto start = std::chrono::steady_clock::now();
   const HttpResponse r = Post(port, path, body);

@@ -29,6 +29,10 @@ double Metric(int port, const std::string& sample);
 bool WaitForIdleEngine(int port);
 // Polls /metrics until `sample` reaches `value` (false after ~10 s).
 bool WaitForMetric(int port, const std::string& sample, double value);
+// Streams `body` to `path` on a running server, sends `signal` to the server as soon as the first event
+// arrives (after ~10 s without one, anyway), and returns every event the stream got.
+std::vector<std::string> StreamAndSignalOnceStarted(ServerProcess& server, const std::string& path,
+                                                    const nlohmann::json& body, int signal);
 // Seconds one POST of `body` to `path` takes on a running server, for tests that size their work or their
 // timeouts to the machine (CI machines differ tenfold in speed). Adds a failure if the answer is not 200.
 double SecondsForOneRequest(int port, const std::string& path, const nlohmann::json& body);

@@ -248,17 +248,8 @@ TEST(ServerLifecycleTest, SigtermDrainsInFlightStreamsThenExitsZero) {
   ServerProcess server(SlowModel(), {"-t", "1"});
   ASSERT_TRUE(server.ok()) << server.log();
   const int port = server.port();
-  std::atomic<bool> started{false};
-  std::vector<std::string> events;
-  std::thread client([&] {
-    events = Stream(port, "/v1/completions", LongCompletion(true, 1), [&](size_t, const std::string&) {
-      started = true;
-      return true;
-    });
-  });
-  for (int i = 0; i < 5000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  server.Signal(SIGTERM);
-  client.join();
+  const std::vector<std::string> events =
+      StreamAndSignalOnceStarted(server, "/v1/completions", LongCompletion(true, 1), SIGTERM);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), "[DONE]");
   bool done = false;

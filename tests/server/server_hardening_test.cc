@@ -85,17 +85,8 @@ TEST(FinishReasonTest, AStreamCutAtTheEndOfTheDrainSaysAbort) {
   const std::string drain_timeout = std::to_string(std::clamp(one_s / 10, 0.002, 0.3));
   ServerProcess server(SlowModel(), {"-t", "1", "--drain-timeout", drain_timeout});
   ASSERT_TRUE(server.ok()) << server.log();
-  std::atomic<bool> started{false};
-  std::vector<std::string> events;
-  std::thread client([&] {
-    events = Stream(server.port(), "/v1/completions", Long(true), [&](size_t, const std::string&) {
-      started = true;
-      return true;
-    });
-  });
-  for (int i = 0; i < 5000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  server.Signal(SIGTERM);
-  client.join();
+  const std::vector<std::string> events =
+      StreamAndSignalOnceStarted(server, "/v1/completions", Long(true), SIGTERM);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), "[DONE]");
   EXPECT_EQ(StreamFinishReason(events), "abort");
