@@ -1,5 +1,7 @@
 // Recursive-descent parser for the Jinja subset (see jinja/ast.h). Operator precedence follows Jinja2:
 // ternary < or < and < not < comparisons/in < + - < ~ < * / // % < ** < unary < filters/tests < postfix.
+#include <charconv>
+#include <cstdlib>
 #include <set>
 
 #include "jinja/ast.h"
@@ -24,6 +26,17 @@ class Parser {
   const Token& Next() { return tokens_[std::min(pos_++, tokens_.size() - 1)]; }
   [[noreturn]] void Fail(const std::string& what) const {
     throw Error("chat template line " + std::to_string(Peek().line) + ": " + what);
+  }
+
+  // An integer literal's value; one past int64 fails with a clear error (Python's would be a big integer).
+  int64_t IntLiteral(const std::string& text) const {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      Fail("integer literal " + text.substr(0, 40) + (text.size() > 40 ? "..." : "") +
+           " does not fit in 64 bits");
+    }
+    return v;
   }
   bool IsOp(const char* op, size_t ahead = 0) const {
     return Peek(ahead).kind == Token::Kind::kOp && Peek(ahead).text == op;
@@ -365,7 +378,7 @@ class Parser {
         if (Peek().kind == Token::Kind::kInt) {
           e->kind = Expr::Kind::kItem;
           auto index = Make(Expr::Kind::kLiteral, value->line);
-          index->literal = Value(static_cast<int64_t>(std::stoll(Next().text)));
+          index->literal = Value(IntLiteral(Next().text));
           e->args.push_back(std::move(value));
           e->args.push_back(std::move(index));
         } else {
@@ -423,10 +436,10 @@ class Parser {
         return e;
       }
       case Token::Kind::kInt:
-        e->literal = Value(static_cast<int64_t>(std::stoll(t.text)));
+        e->literal = Value(IntLiteral(t.text));
         return e;
       case Token::Kind::kFloat:
-        e->literal = Value(std::stod(t.text));
+        e->literal = Value(std::strtod(t.text.c_str(), nullptr));  // past double: inf, as in Python
         return e;
       case Token::Kind::kName:
         if (t.text == "true" || t.text == "True") {

@@ -102,6 +102,18 @@ TEST(ChatTemplateTest, TemplatesThatCannotShowASystemMessageGetItMergedIntoTheNe
       R"([{"role":"user","content":"a\nb"},{"role":"assistant","content":"x"},{"role":"user","content":"c"}])");
 }
 
+TEST(ChatTemplateTest, OutOfRangeNumberLiteralsAreAnErrorOrInfinityNotACrash) {
+  // Found by fuzz/jinja_fuzzer: std::stoll threw out_of_range, which aborted the process.
+  const auto big = jinja::Parse("{{ 55555555555555555555555 }}");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("does not fit in 64 bits"), std::string::npos)
+      << big.status().message();
+  EXPECT_FALSE(jinja::Parse("{{ x.99999999999999999999 }}").ok());
+  // A float literal past double's range reads as infinity (std::stod threw there too).
+  const std::string huge = "1" + std::string(400, '0') + ".0";
+  EXPECT_EQ(RenderJinja("{{ " + huge + " > 99999.0 }}", nlohmann::json::object()), "True");
+}
+
 TEST(ChatTemplateTest, MissingTemplateFallsBackToChatMl) {
   const ChatTemplate tmpl = ChatTemplate::Create("", "<s>", "</s>");
   EXPECT_TRUE(tmpl.is_default());
