@@ -5,8 +5,16 @@
 #include <cmath>
 #include <limits>
 
+#include "tensor/activations.h"
+
 namespace lockstep {
 namespace {
+
+// e^x for the softmax weights: tensor/activations.h's polynomial, which gives the same bits on every CPU and
+// with every libm (std::exp's last bits differ between libm builds and architectures, and a seeded draw
+// compares a cumulative sum with a random number, so one bit can change the token). The polynomial clamps
+// below -87; such weights are under 2^-125 of the best candidate's and count as 0.
+float SoftmaxWeight(float x) { return x < -87.0f ? 0.0f : ExpPolynomial(x); }
 
 // When top_p alone trims the vocabulary, sort this many best candidates first and fall back to a full sort
 // only if they do not reach the mass.
@@ -118,7 +126,7 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
     probs_.resize(candidates_.size());
     double sum = 0;
     for (size_t i = 0; i < candidates_.size(); ++i) {
-      probs_[i] = std::exp(candidates_[i].logit - max_logit);
+      probs_[i] = SoftmaxWeight(candidates_[i].logit - max_logit);
       sum += probs_[i];
     }
     size_t n = candidates_.size();
@@ -131,7 +139,7 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
       }
       if (cut == sorted && sorted < n) {  // the prefix was not enough: sort everything and redo
         std::sort(candidates_.begin(), candidates_.end(), better);
-        for (size_t i = 0; i < n; ++i) probs_[i] = std::exp(candidates_[i].logit - max_logit);
+        for (size_t i = 0; i < n; ++i) probs_[i] = SoftmaxWeight(candidates_[i].logit - max_logit);
         sorted = n;
         cum = 0;
         for (cut = 0; cut < n; ++cut) {
@@ -148,7 +156,7 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
       if (m == sorted && sorted < n) {  // the sorted prefix all passed: sort the rest too
         std::sort(candidates_.begin(), candidates_.end(), better);
         for (size_t i = 0; i < candidates_.size(); ++i)
-          probs_[i] = std::exp(candidates_[i].logit - max_logit);
+          probs_[i] = SoftmaxWeight(candidates_[i].logit - max_logit);
         sorted = candidates_.size();
         while (m < n && probs_[m] >= params_.min_p) ++m;
       }
