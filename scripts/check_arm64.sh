@@ -7,6 +7,8 @@
 #   scripts/check_arm64.sh                  # build in build-arm64/, test on CPUs "max cortex-a76"
 #   BUILD_DIR=... JOBS=2 CPUS="max" TARGETS="tensor_tests" scripts/check_arm64.sh
 #   CPUS="cortex-a76 max:tensor" scripts/check_arm64.sh   # CPU:LABEL runs only that layer's tests there
+#   BUILD_ONLY=1 scripts/check_arm64.sh     # packages and build, no tests (scripts/test.sh builds beside its
+#                                           # other steps, then runs this again for the tests)
 # model_tests runs the `lockstep` binary (under the emulator, via a wrapper script) for its info, generate and
 # make-model tests; the cross build makes it with those subcommands only (LOCKSTEP_ENGINE_CLI_ONLY), so no
 # server, client or their commands are compiled for ARM.
@@ -22,8 +24,11 @@ bash "$root/scripts/install_arm64_deps.sh"
 
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
   -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_ENGINE_CLI_ONLY=ON >/dev/null
+start=$SECONDS
 # shellcheck disable=SC2086  # targets is a list
 nice -n 10 cmake --build "$build_dir" -j "$jobs" --target $targets
+echo "check_arm64: built $targets in $((SECONDS - start)) s" >&2
+if [[ ${BUILD_ONLY:-0} != 0 ]]; then exit 0; fi
 
 # Tests of executables not built here appear as <name>_NOT_BUILT; the style check is the host build's job.
 status=0

@@ -1,41 +1,50 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages lockstep needs to build and test. Safe to run again: does nothing when every
-# package is already there. Needs root (or sudo) only when something is missing.
+# Installs the Debian 12 packages lockstep needs. Safe to run again: does nothing when every package is already
+# there. Needs root (or sudo) only when something is missing.
+#   scripts/install_deps.sh         # everything: building, the tests, the fuzz and sanitizer builds
+#   scripts/install_deps.sh build   # only what building needs (scripts/build.sh); scripts/test.sh installs the
+#                                   # rest beside the build
 set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/debian_packages.sh
+source "$root/scripts/debian_packages.sh"
 
-packages=(
-  build-essential cmake ninja-build ccache pkg-config git clang-format
+# The build configures with python3 (the docs tests) and clang-format (the style test) present.
+build_packages=(
+  build-essential cmake ninja-build ccache pkg-config git clang-format python3
   libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libboost-dev libssl-dev libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+)
+# clang-14 with its runtime libraries (ASan, UBSan, TSan, libFuzzer) builds the sanitizer builds and the
+# libFuzzer targets (scripts/fuzz.sh); llvm-14 symbolizes their reports. openssl and ca-certificates: TLS at
+# run time (the client's https, npm). nginx: the scale-out tests (deploy/run_replicas.sh). chromium: the
+# dashboard's browser test (tests/web) drives Debian's headless Chromium; no browser is downloaded. Node.js
+# runs the client-compatibility test (official OpenAI and Hugging Face JS clients) and the other node-based
+# tests; any version >= 18.
+test_packages=(
   clang-14 libclang-rt-14-dev llvm-14
   openssl ca-certificates
-  python3
   nginx
   chromium
 )
-# chromium: the dashboard's browser test (tests/web) drives Debian's headless Chromium; no browser is downloaded.
-# clang-14 with its runtime libraries (ASan, UBSan, TSan, libFuzzer) builds the sanitizer builds
-# and the libFuzzer targets (scripts/fuzz.sh); llvm-14 symbolizes their reports.
-# Node.js runs the client-compatibility test (official OpenAI and Hugging Face JS clients); any version >= 18.
-command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+command -v npm >/dev/null 2>&1 || test_packages+=(nodejs npm)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]} == 0)); then
-  exit 0
-fi
+case "${1:-all}" in
+  build) packages=("${build_packages[@]}") ;;
+  all) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *)
+    echo "install_deps: unknown set '$1' (build, or nothing for all)" >&2
+    exit 2
+    ;;
+esac
 
-echo "lockstep: installing ${missing[*]}" >&2
-sudo=""
-if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+nginx_missing=$(missing_packages nginx)
+install_missing_packages lockstep "${packages[@]}"
 # nginx is run by deploy/run_replicas.sh as the current user with its own config; the system service the
 # package may have started (on port 80) is not needed: stop and disable it when this script installed it.
-if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1 &&
+if [[ -n $nginx_missing && " ${packages[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1 &&
   systemctl is-active --quiet nginx 2>/dev/null; then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
   $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
 fi

@@ -12,9 +12,12 @@ step() {
 }
 arm64_check=${LOCKSTEP_ARM64_CHECK:-1}  # LOCKSTEP_ARM64_CHECK=0 skips the ARM check
 
-step "debian packages" bash scripts/install_deps.sh
-# The steps that mostly wait on the network run beside the host build, which keeps the cores busy: the npm
-# packages of the node-based tests and the ARM check's packages. Their output is shown after the build.
+step "debian packages (build)" bash scripts/install_deps.sh build
+# Beside the host build, which keeps the cores busy: the other Debian packages (tests, fuzz and sanitizer
+# builds) and then the npm packages of the node-based tests, which mostly wait on the network and the disk;
+# and the ARM check's packages, then its cross build at nice 19: it gets the CPU time the other steps leave
+# idle (link tails, tests waiting on sockets and child processes) and is done, or nearly, when its tests run
+# at the end. Their output is shown when they are waited for.
 logs=build/step-logs
 mkdir -p "$logs"
 npm_packages() {  # npm_packages DIR MESSAGE-IF-UNAVAILABLE
@@ -32,16 +35,32 @@ node_steps() {
   # itself (BrowserTest.*, ~40 s on 2 busy cores) runs in ctest; under CI a missing driver or browser fails it.
   npm_packages tests/web "playwright-core unavailable; the browser test will be skipped (failed under CI)"
 }
-step "npm packages (beside the build)" node_steps >"$logs/npm.log" 2>&1 &
-npm_pid=$!
+test_setup() {
+  step "debian packages (tests, beside the build)" bash scripts/install_deps.sh
+  step "npm packages (beside the build)" node_steps
+}
+test_setup >"$logs/test-setup.log" 2>&1 &
+setup_pid=$!
+arm64_build() {
+  step "ARM check packages (beside the build)" bash scripts/install_arm64_deps.sh
+  step "ARM cross build (beside the other steps, nice 19)" env BUILD_ONLY=1 nice -n 19 bash scripts/check_arm64.sh
+}
+arm64_build_pid=""
+stop_arm64_build() {  # on an early exit: the build runs in its own process group (setsid)
+  if [[ -n $arm64_build_pid ]]; then kill -- -"$arm64_build_pid" 2>/dev/null || true; fi
+}
 if [[ $arm64_check != 0 ]]; then
-  step "ARM check packages (beside the build)" bash scripts/install_arm64_deps.sh >"$logs/arm64-deps.log" 2>&1 &
-  arm64_deps_pid=$!
+  trap stop_arm64_build EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  setsid bash -c "$(declare -f step arm64_build); arm64_build" >"$logs/arm64-build.log" 2>&1 &
+  arm64_build_pid=$!
 fi
 
 step "host build" bash scripts/build.sh
-wait "$npm_pid" || true
-cat "$logs/npm.log" >&2
+wait "$setup_pid" || true
+cat "$logs/test-setup.log" >&2
+bash scripts/install_deps.sh  # nothing to do, unless the install beside the build failed: then again, here
 step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
 # Every libFuzzer target (fuzz/: HTTP parser and router, API requests, GGUF, tokenizers, Jinja, SSE, grammars)
 # built with clang ASan + UBSan in build-fuzz/ and run LOCKSTEP_FUZZ_SECONDS (default 20) s on its seed
@@ -50,13 +69,14 @@ step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
 if [[ "${LOCKSTEP_FUZZ_SECONDS:-20}" != 0 ]]; then
   step "fuzz" env SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-20}" bash scripts/fuzz.sh
 fi
-# The lower layers' tests again, cross-built for 64-bit ARM and run under qemu (on 2 cores about 3 minutes of
-# build, 6 of tests): all of them on a Cortex-A76 (NEON dot products, no i8mm: levels scalar, neon,
-# neon-dotprod, and the cross-CPU golden), and the tensor tests again on qemu's "max" CPU, which adds i8mm
-# (level neon-i8mm). LOCKSTEP_ARM64_CHECK=0 skips it. A failed package install shows here and is tried again
-# there.
+# The lower layers' tests again, cross-built for 64-bit ARM (beside the other steps, above) and run under qemu
+# (on 2 cores about 3 minutes of build, 6 of tests): all of them on a Cortex-A76 (NEON dot products, no i8mm:
+# levels scalar, neon, neon-dotprod, and the cross-CPU golden), and the tensor tests again on qemu's "max"
+# CPU, which adds i8mm (level neon-i8mm). LOCKSTEP_ARM64_CHECK=0 skips it. A failed package install or build
+# shows here and is tried again there.
 if [[ $arm64_check != 0 ]]; then
-  wait "$arm64_deps_pid" || true
-  cat "$logs/arm64-deps.log" >&2
+  wait "$arm64_build_pid" || true
+  arm64_build_pid=""
+  cat "$logs/arm64-build.log" >&2
   step "ARM check" env CPUS="cortex-a76 max:tensor" bash scripts/check_arm64.sh
 fi
