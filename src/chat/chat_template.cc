@@ -105,6 +105,14 @@ ChatTemplate ChatTemplate::Create(const std::string& source, std::string bos_tok
 }
 
 Result<std::string> ChatTemplate::Apply(const ChatTemplateInput& input) const {
+  try {
+    return ApplyOrThrow(input);
+  } catch (const jinja::Error& e) {  // JSON nested past jinja::Value::kMaxDepth (requests stop at 128)
+    return InvalidArgument(std::string("chat template input: ") + e.what());
+  }
+}
+
+Result<std::string> ChatTemplate::ApplyOrThrow(const ChatTemplateInput& input) const {
   jinja::Object context;
   context.emplace_back("messages", jinja::Value::FromJson(
                                        shows_system_ ? input.messages : MergeSystemMessages(input.messages)));

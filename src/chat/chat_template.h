@@ -81,6 +81,8 @@ class ChatTemplate {
   const std::string& eos_token() const { return eos_token_; }
 
  private:
+  Result<std::string> ApplyOrThrow(const ChatTemplateInput& input) const;  // throws jinja::Error
+
   std::shared_ptr<const jinja::Template> template_;
   std::string source_;
   std::string bos_token_;

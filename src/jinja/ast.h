@@ -43,6 +43,7 @@ struct Expr {
   std::vector<std::string> kwarg_names;  // kCall/kFilter/kTest: names of the last kwarg_names.size() args
   bool negated = false;                  // kTest: `is not`
   int line = 0;
+  int height = 1;  // 1 + the tallest operand's; the parser refuses trees taller than its nesting limit
 };
 
 struct Node;
@@ -68,7 +69,9 @@ struct Template {
   NodeList body;
 };
 
-// Parses template source. Errors carry the line number and what was expected.
+// Parses template source. Errors carry the line number and what was expected. Sources nested deeper than
+// 256 levels (expressions, operator chains, blocks) are refused: parsing, rendering and freeing a tree all
+// recurse once per level.
 Result<std::shared_ptr<const Template>> Parse(const std::string& source);
 
 }  // namespace lockstep::jinja

@@ -48,6 +48,7 @@ std::string Replace(const std::string& s, const std::string& from, const std::st
     if (at == std::string::npos) break;
     out.append(s, pos, at - pos);
     out += to;
+    CheckStringSize(out);
     pos = at + from.size();
   }
   out.append(s, pos, std::string::npos);
@@ -122,6 +123,7 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
     for (const Value& item : value.Iterate()) {
       if (!first && sep) out += sep->ToString();
       out += (attr ? Attribute(item, attr->AsString()) : item).ToString();
+      CheckStringSize(out);
       first = false;
     }
     return Value(out);
@@ -223,11 +225,16 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
   if (name == "indent") {
     const Value* width = args.Get(0, "width");
     const Value* first = args.Get(1, "first");
-    const std::string pad(width ? static_cast<size_t>(width->AsInt()) : 4, ' ');
+    const int64_t pad_width = width ? width->AsInt() : 4;
+    if (pad_width < 0 || pad_width > 1024) throw Error("indent width must be in 0..1024");
+    const std::string pad(static_cast<size_t>(pad_width), ' ');
     std::string s = value.ToString(), out;
     for (size_t i = 0; i < s.size(); ++i) {
       out += s[i];
-      if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n') out += pad;
+      if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n') {
+        out += pad;
+        CheckStringSize(out);
+      }
     }
     return Value((first && first->Truthy() ? pad : std::string()) + out);
   }
@@ -383,7 +390,7 @@ Value MakeGlobals() {
   globals.emplace_back("namespace", Value::MakeCallable([](const CallArgs& args) {
                          Object attrs;
                          for (const auto& [k, v] : args.keyword) attrs.emplace_back(k, v);
-                         return Value::MakeObject(std::move(attrs));
+                         return Value::MakeNamespace(std::move(attrs));
                        }));
   globals.emplace_back("range", Value::MakeCallable([](const CallArgs& args) {
                          int64_t start = 0, stop = 0, step = 1;

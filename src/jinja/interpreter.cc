@@ -1,6 +1,9 @@
 #include "jinja/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
+#include <new>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "jinja/builtins.h"
@@ -43,8 +46,11 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "*" && ((a.IsString() && b.kind() == K::kInt) || (a.kind() == K::kInt && b.IsString()))) {
     const std::string& s = a.IsString() ? a.AsString() : b.AsString();
+    const int64_t n = a.IsString() ? b.AsInt() : a.AsInt();
+    if (n > 0 && !s.empty())
+      CheckStringSize(s.size() > Value::kMaxStringBytes / size_t(n) ? SIZE_MAX : s.size() * size_t(n));
     std::string out;
-    for (int64_t i = 0, n = a.IsString() ? b.AsInt() : a.AsInt(); i < n; ++i) out += s;
+    for (int64_t i = 0; i < n; ++i) out += s;
     return Value(out);
   }
   if (!numeric(a) || !numeric(b)) {
@@ -118,6 +124,14 @@ namespace {
 
 enum class Flow { kNormal, kBreak, kContinue };
 
+// Rendering recurses once per block, expression level and macro call. The parser bounds a tree's depth
+// (jinja/ast.h); this bounds the calls, so a macro calling itself without end is an error, not a stack
+// overflow. Real chat templates stay under ~50.
+constexpr int kMaxRenderDepth = 1024;
+// And every expression, block and loop iteration counts against a budget, so loops inside loops end with an
+// error rather than running for hours. A message takes ~50 steps in common templates.
+constexpr int64_t kMaxRenderSteps = 1'000'000;
+
 class Interpreter {
  public:
   explicit Interpreter(const Value& context) {
@@ -146,7 +160,33 @@ class Interpreter {
     return Value();
   }
 
+  // Counts one level of rendering recursion while alive.
+  class DepthGuard {
+   public:
+    explicit DepthGuard(Interpreter& interpreter) : interpreter_(interpreter) {
+      interpreter_.Step();
+      if (++interpreter_.depth_ > kMaxRenderDepth) {
+        throw Error("rendering nested deeper than " + std::to_string(kMaxRenderDepth) +
+                    " levels (a macro calling itself without end?)");
+      }
+    }
+    ~DepthGuard() { --interpreter_.depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+
+   private:
+    Interpreter& interpreter_;
+  };
+
+  // A loop iteration counts as kIterationSteps (it allocates a scope and a `loop` object).
+  static constexpr int64_t kIterationSteps = 16;
+  void Step(int64_t steps = 1) {
+    if ((steps_ += steps) > kMaxRenderSteps)
+      throw Error("rendering took over 10^6 steps (loops inside loops?)");
+  }
+
   Flow RenderNode(const Node& node, std::string& out) {
+    const DepthGuard guard(*this);
     line_ = node.line;
     switch (node.kind) {
       case Node::Kind::kText:
@@ -154,6 +194,7 @@ class Interpreter {
         return Flow::kNormal;
       case Node::Kind::kOutput:
         out += Eval(*node.expr).ToString();
+        CheckStringSize(out);
         return Flow::kNormal;
       case Node::Kind::kIf:
         for (size_t i = 0; i < node.conditions.size(); ++i) {
@@ -201,6 +242,7 @@ class Interpreter {
     const Value iterable = Eval(*node.expr);
     Array items;
     for (Value& item : iterable.Iterate()) {
+      Step();
       if (node.filter) {
         scopes_.emplace_back();
         BindTargets(node.targets, item);
@@ -216,6 +258,7 @@ class Interpreter {
     }
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      Step(kIterationSteps);
       scopes_.emplace_back();
       BindTargets(node.targets, items[static_cast<size_t>(i)]);
       Object loop = {{"index", Value(i + 1)},
@@ -279,6 +322,7 @@ class Interpreter {
   }
 
   Value Eval(const Expr& e) {
+    const DepthGuard guard(*this);
     switch (e.kind) {
       case Expr::Kind::kLiteral:
         return e.literal;
@@ -290,10 +334,19 @@ class Interpreter {
         return Value::MakeArray(std::move(items));
       }
       case Expr::Kind::kDict: {
-        const Value dict = Value::MakeObject();
-        for (size_t i = 0; i + 1 < e.args.size(); i += 2)
-          dict.SetKey(Eval(*e.args[i]).ToString(), Eval(*e.args[i + 1]));
-        return dict;
+        Object items;  // a repeated key keeps its first place and its last value, as in Python
+        for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+          std::string key = Eval(*e.args[i]).ToString();
+          Value value = Eval(*e.args[i + 1]);
+          auto same =
+              std::find_if(items.begin(), items.end(), [&](const auto& kv) { return kv.first == key; });
+          if (same != items.end()) {
+            same->second = std::move(value);
+          } else {
+            items.emplace_back(std::move(key), std::move(value));
+          }
+        }
+        return Value::MakeObject(std::move(items));
       }
       case Expr::Kind::kUnary: {
         const Value v = Eval(*e.args[0]);
@@ -353,6 +406,8 @@ class Interpreter {
   }
 
   std::vector<std::unordered_map<std::string, Value>> scopes_;
+  int depth_ = 0;  // live DepthGuards
+  int64_t steps_ = 0;
 
  public:
   int line_ = 0;
@@ -367,6 +422,10 @@ Result<std::string> Render(const Template& tmpl, const Value& context) {
     interpreter.RenderList(tmpl.body, out);
   } catch (const Error& e) {
     return InvalidArgument("chat template line " + std::to_string(interpreter.line_) + ": " + e.what());
+  } catch (const std::length_error&) {  // a value too large to build (checked sizes catch most first)
+    return InvalidArgument("chat template line " + std::to_string(interpreter.line_) + ": a value too large");
+  } catch (const std::bad_alloc&) {
+    return InvalidArgument("chat template line " + std::to_string(interpreter.line_) + ": out of memory");
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // Recursive-descent parser for the Jinja subset (see jinja/ast.h). Operator precedence follows Jinja2:
 // ternary < or < and < not < comparisons/in < + - < ~ < * / // % < ** < unary < filters/tests < postfix.
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <set>
@@ -9,6 +10,13 @@
 
 namespace lockstep::jinja {
 namespace {
+
+// The deepest nesting a source may have: parentheses, lists and call arguments inside each other, `not` and
+// unary signs in a row, operator, filter and attribute chains (each link is a level of the tree), blocks
+// inside blocks. Every pass over the tree (this parser, rendering, freeing it) recurses once per level, so a
+// deeper source (from a model file or a flag) is refused with an error instead of exhausting the stack.
+// Real chat templates stay under ~20.
+constexpr int kMaxNesting = 256;
 
 class Parser {
  public:
@@ -26,6 +34,30 @@ class Parser {
   const Token& Next() { return tokens_[std::min(pos_++, tokens_.size() - 1)]; }
   [[noreturn]] void Fail(const std::string& what) const {
     throw Error("chat template line " + std::to_string(Peek().line) + ": " + what);
+  }
+  [[noreturn]] void FailTooDeep() const {
+    Fail("nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
+
+  // Counts one level of the parser's own recursion while alive.
+  class NestingGuard {
+   public:
+    explicit NestingGuard(Parser& parser) : parser_(parser) {
+      if (++parser_.nesting_ > kMaxNesting) parser_.FailTooDeep();
+    }
+    ~NestingGuard() { --parser_.nesting_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+
+  // Appends `child` to `parent`'s operands, keeping the tree within kMaxNesting levels.
+  void Adopt(Expr& parent, ExprPtr child) {
+    parent.height = std::max(parent.height, child->height + 1);
+    if (parent.height > kMaxNesting) FailTooDeep();
+    parent.args.push_back(std::move(child));
   }
 
   // An integer literal's value; one past int64 fails with a clear error (Python's would be a big integer).
@@ -97,6 +129,7 @@ class Parser {
   }
 
   std::unique_ptr<Node> ParseStatement() {
+    const NestingGuard guard(*this);
     auto node = std::make_unique<Node>();
     node->line = Peek().line;
     const std::string keyword = ExpectName();
@@ -200,12 +233,13 @@ class Parser {
   ExprPtr MakeBinary(Expr::Kind kind, std::string op, ExprPtr a, ExprPtr b) {
     auto e = Make(kind, a->line);
     e->name = std::move(op);
-    e->args.push_back(std::move(a));
-    e->args.push_back(std::move(b));
+    Adopt(*e, std::move(a));
+    Adopt(*e, std::move(b));
     return e;
   }
 
   ExprPtr ParseExpr() {
+    const NestingGuard guard(*this);
     ExprPtr value = ParseOr();
     if (IsName("if")) {
       ++pos_;
@@ -218,9 +252,9 @@ class Parser {
       } else {
         other = Make(Expr::Kind::kLiteral, value->line);  // undefined
       }
-      e->args.push_back(std::move(cond));
-      e->args.push_back(std::move(value));
-      e->args.push_back(std::move(other));
+      Adopt(*e, std::move(cond));
+      Adopt(*e, std::move(value));
+      Adopt(*e, std::move(other));
       return e;
     }
     return value;
@@ -246,9 +280,10 @@ class Parser {
   }
   ExprPtr ParseNot() {
     if (IsName("not")) {
+      const NestingGuard guard(*this);
       const int line = Next().line;
       auto e = Make(Expr::Kind::kNot, line);
-      e->args.push_back(ParseNot());
+      Adopt(*e, ParseNot());
       return e;
     }
     return ParseCompare();
@@ -306,10 +341,11 @@ class Parser {
   }
   ExprPtr ParseUnary() {
     if (IsOp("-") || IsOp("+")) {
+      const NestingGuard guard(*this);
       const Token& t = Next();
       auto e = Make(Expr::Kind::kUnary, t.line);
       e->name = t.text;
-      e->args.push_back(ParseUnary());
+      Adopt(*e, ParseUnary());
       return e;
     }
     return ParseFilters(ParsePostfix(ParsePrimary()));
@@ -325,12 +361,12 @@ class Parser {
         keyword_values.push_back(ParseExpr());
       } else {
         if (!keyword_values.empty()) Fail("positional argument after a keyword argument");
-        e->args.push_back(ParseExpr());
+        Adopt(*e, ParseExpr());
       }
       if (!IsOp(")")) ExpectOp(",");
     }
     ++pos_;
-    for (auto& v : keyword_values) e->args.push_back(std::move(v));
+    for (auto& v : keyword_values) Adopt(*e, std::move(v));
   }
 
   ExprPtr ParseFilters(ExprPtr value) {
@@ -339,7 +375,7 @@ class Parser {
         ++pos_;
         auto e = Make(Expr::Kind::kFilter, Peek().line);
         e->name = ExpectName();
-        e->args.push_back(std::move(value));
+        Adopt(*e, std::move(value));
         if (IsOp("(")) {
           ++pos_;
           ParseCallArgs(e.get());
@@ -353,7 +389,7 @@ class Parser {
           e->negated = true;
         }
         e->name = ExpectName();
-        e->args.push_back(std::move(value));
+        Adopt(*e, std::move(value));
         if (IsOp("(")) {
           ++pos_;
           ParseCallArgs(e.get());
@@ -361,7 +397,7 @@ class Parser {
                    Peek().kind == Token::Kind::kFloat ||
                    (Peek().kind == Token::Kind::kName && !IsName("and") && !IsName("or") && !IsName("else") &&
                     !IsName("if") && !IsName("in") && !IsName("not") && !IsName("is"))) {
-          e->args.push_back(ParsePostfix(ParsePrimary()));  // `x is divisibleby 3`, `x is sameas none`
+          Adopt(*e, ParsePostfix(ParsePrimary()));  // `x is divisibleby 3`, `x is sameas none`
         }
         value = std::move(e);
       } else {
@@ -379,11 +415,11 @@ class Parser {
           e->kind = Expr::Kind::kItem;
           auto index = Make(Expr::Kind::kLiteral, value->line);
           index->literal = Value(IntLiteral(Next().text));
-          e->args.push_back(std::move(value));
-          e->args.push_back(std::move(index));
+          Adopt(*e, std::move(value));
+          Adopt(*e, std::move(index));
         } else {
           e->name = ExpectName();
-          e->args.push_back(std::move(value));
+          Adopt(*e, std::move(value));
         }
         value = std::move(e);
       } else if (IsOp("[")) {
@@ -392,7 +428,7 @@ class Parser {
       } else if (IsOp("(")) {
         ++pos_;
         auto e = Make(Expr::Kind::kCall, value->line);
-        e->args.push_back(std::move(value));
+        Adopt(*e, std::move(value));
         ParseCallArgs(e.get());
         value = std::move(e);
       } else {
@@ -415,12 +451,12 @@ class Parser {
     }
     ++pos_;
     auto e = Make(colons == 0 ? Expr::Kind::kItem : Expr::Kind::kSlice, value->line);
-    e->args.push_back(std::move(value));
+    Adopt(*e, std::move(value));
     if (colons == 0) {
       if (!parts[0]) Fail("empty subscript");
-      e->args.push_back(std::move(parts[0]));
+      Adopt(*e, std::move(parts[0]));
     } else {
-      for (auto& p : parts) e->args.push_back(p ? std::move(p) : Make(Expr::Kind::kLiteral, e->line));
+      for (auto& p : parts) Adopt(*e, p ? std::move(p) : Make(Expr::Kind::kLiteral, e->line));
     }
     return e;
   }
@@ -458,11 +494,11 @@ class Parser {
           ExprPtr inner = ParseExpr();
           if (IsOp(",")) {  // tuple → list
             e->kind = Expr::Kind::kList;
-            e->args.push_back(std::move(inner));
+            Adopt(*e, std::move(inner));
             while (IsOp(",")) {
               ++pos_;
               if (IsOp(")")) break;
-              e->args.push_back(ParseExpr());
+              Adopt(*e, ParseExpr());
             }
             ExpectOp(")");
             return e;
@@ -473,7 +509,7 @@ class Parser {
         if (t.text == "[") {
           e->kind = Expr::Kind::kList;
           while (!IsOp("]")) {
-            e->args.push_back(ParseExpr());
+            Adopt(*e, ParseExpr());
             if (!IsOp("]")) ExpectOp(",");
           }
           ++pos_;
@@ -482,9 +518,9 @@ class Parser {
         if (t.text == "{") {
           e->kind = Expr::Kind::kDict;
           while (!IsOp("}")) {
-            e->args.push_back(ParseExpr());
+            Adopt(*e, ParseExpr());
             ExpectOp(":");
-            e->args.push_back(ParseExpr());
+            Adopt(*e, ParseExpr());
             if (!IsOp("}")) ExpectOp(",");
           }
           ++pos_;
@@ -500,6 +536,7 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int nesting_ = 0;  // live NestingGuards
 };
 
 }  // namespace

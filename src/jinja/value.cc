@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace lockstep::jinja {
@@ -22,18 +23,45 @@ Value Value::None() {
 Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t i) : kind_(Kind::kInt), i_(i) {}
 Value::Value(double d) : kind_(Kind::kFloat), d_(d) {}
-Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
+void CheckStringSize(const std::string& s) { CheckStringSize(s.size()); }
+void CheckStringSize(size_t bytes) {
+  if (bytes > Value::kMaxStringBytes) {
+    throw Error("a string longer than " + std::to_string(Value::kMaxStringBytes >> 20) + " MiB");
+  }
+}
+
+Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) { CheckStringSize(s_); }
+
+void Value::AddNestingOf(const Value& element) {
+  depth_ = std::max(depth_, element.depth_ + 1);
+  holds_namespace_ = holds_namespace_ || element.namespace_ || element.holds_namespace_;
+  if (depth_ > kMaxDepth)
+    throw Error("lists and dicts nested deeper than " + std::to_string(kMaxDepth) + " levels");
+}
 
 Value Value::MakeArray(Array items) {
   Value v;
   v.kind_ = Kind::kArray;
+  v.depth_ = 1;
+  for (const Value& item : items) v.AddNestingOf(item);
   v.array_ = std::make_shared<Array>(std::move(items));
   return v;
 }
 Value Value::MakeObject(Object items) {
   Value v;
   v.kind_ = Kind::kObject;
+  v.depth_ = 1;
+  for (const auto& item : items) v.AddNestingOf(item.second);
   v.object_ = std::make_shared<Object>(std::move(items));
+  return v;
+}
+Value Value::MakeNamespace(Object items) {
+  for (const auto& [key, value] : items) {
+    if (value.namespace_ || value.holds_namespace_)
+      throw Error("namespace attribute '" + key + "' holds a namespace");
+  }
+  Value v = MakeObject(std::move(items));
+  v.namespace_ = true;
   return v;
 }
 Value Value::MakeCallable(Function fn) {
@@ -203,13 +231,17 @@ std::string Value::ToString() const {
       return s_;
     case Kind::kArray: {
       std::string out = "[";
-      for (size_t i = 0; i < array_->size(); ++i) out += (i ? ", " : "") + (*array_)[i].Repr();
+      for (size_t i = 0; i < array_->size(); ++i) {
+        out += (i ? ", " : "") + (*array_)[i].Repr();
+        CheckStringSize(out);
+      }
       return out + "]";
     }
     case Kind::kObject: {
       std::string out = "{";
       for (size_t i = 0; i < object_->size(); ++i) {
         out += (i ? ", " : "") + PyQuote((*object_)[i].first) + ": " + (*object_)[i].second.Repr();
+        CheckStringSize(out);
       }
       return out + "}";
     }
@@ -255,6 +287,7 @@ void Value::DumpJson(std::string& out, int indent, int depth) const {
         if (i) out += item_sep;
         newline(depth + 1);
         (*array_)[i].DumpJson(out, indent, depth + 1);
+        CheckStringSize(out);
       }
       newline(depth);
       out += ']';
@@ -271,6 +304,7 @@ void Value::DumpJson(std::string& out, int indent, int depth) const {
         JsonString(out, (*object_)[i].first);
         out += ": ";
         (*object_)[i].second.DumpJson(out, indent, depth + 1);
+        CheckStringSize(out);
       }
       newline(depth);
       out += '}';
@@ -295,7 +329,14 @@ Value Value::GetKey(const std::string& key) const {
 }
 
 void Value::SetKey(const std::string& key, Value value) const {
-  if (kind_ != Kind::kObject) throw Error("cannot assign attribute '" + key + "' of a " + TypeName());
+  if (!namespace_)
+    throw Error("cannot assign attribute '" + key + "' of a " + TypeName() + " (only of a namespace)");
+  if (value.namespace_ || value.holds_namespace_) {
+    throw Error("cannot assign a namespace (or a value holding one) to namespace attribute '" + key + "'");
+  }
+  if (value.depth_ >= kMaxDepth) {
+    throw Error("lists and dicts nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
   for (auto& [k, v] : *object_) {
     if (k == key) {
       v = std::move(value);

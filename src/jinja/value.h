@@ -1,6 +1,11 @@
 // jinja::Value: the dynamically typed value of the Jinja-subset interpreter used for chat templates
 // (Python-like semantics: undefined, none, bool, int, float, str, list, dict with insertion order, callable).
 // Lists and dicts are shared by reference like Python objects (so `namespace()` attributes can be assigned).
+// Limits that keep a hostile template (from a model file) from exhausting the stack or memory, each an Error:
+// lists and dicts nest at most kMaxDepth levels; only namespaces are mutable (attribute assignment, as in
+// Jinja2) and a namespace never holds a namespace, so no value contains itself (no reference cycles) and a
+// namespace changed after being put in a list still leaves the nesting under 2 * kMaxDepth; a string is at
+// most kMaxStringBytes (printing a value that would be longer stops there).
 // Not thread-safe; each render owns its values. Errors inside the interpreter are thrown as jinja::Error and
 // turned into a Status at the public boundary (chat_template.h); nothing else sees the exception.
 #pragma once
@@ -37,6 +42,8 @@ using Function = std::function<Value(const CallArgs&)>;
 class Value {
  public:
   enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kCallable };
+  static constexpr int kMaxDepth = 256;
+  static constexpr size_t kMaxStringBytes = size_t{16} << 20;
 
   Value() = default;  // undefined
   static Value None();
@@ -44,10 +51,13 @@ class Value {
   Value(int64_t i);                                 // NOLINT
   Value(int i) : Value(static_cast<int64_t>(i)) {}  // NOLINT
   Value(double d);                                  // NOLINT
-  Value(std::string s);                             // NOLINT
+  Value(std::string s);                             // NOLINT  (Error past kMaxStringBytes)
   Value(const char* s) : Value(std::string(s)) {}   // NOLINT
+  // Error when the result would nest deeper than kMaxDepth.
   static Value MakeArray(Array items = {});
   static Value MakeObject(Object items = {});
+  // namespace(): the one mutable kind of dict (SetKey); its attributes may not hold a namespace.
+  static Value MakeNamespace(Object items);
   static Value MakeCallable(Function fn);
   static Value FromJson(const nlohmann::json& j);
   static Value FromJson(const nlohmann::ordered_json& j);  // keeps the keys' order
@@ -79,7 +89,8 @@ class Value {
   std::string ToJson(int indent = -1) const;
   // Dict lookup; undefined when absent or not a dict.
   Value GetKey(const std::string& key) const;
-  // Sets (or appends) a dict entry.
+  // Sets (or appends) a namespace attribute; Error for any other value, or a value that holds a namespace
+  // or nests kMaxDepth deep.
   void SetKey(const std::string& key, Value value) const;
   // Python ==.
   bool Equals(const Value& other) const;
@@ -93,8 +104,13 @@ class Value {
 
  private:
   void DumpJson(std::string& out, int indent, int depth) const;
+  // Counts `element` in this new list's or dict's nesting; Error past kMaxDepth.
+  void AddNestingOf(const Value& element);
 
   Kind kind_ = Kind::kUndefined;
+  bool namespace_ = false;        // made by MakeNamespace
+  bool holds_namespace_ = false;  // a list or dict with a namespace somewhere inside (when made)
+  int depth_ = 0;                 // lists and dicts: 1 + the deepest element's (when made)
   bool b_ = false;
   int64_t i_ = 0;
   double d_ = 0;
@@ -103,5 +119,9 @@ class Value {
   std::shared_ptr<Object> object_;
   std::shared_ptr<Function> fn_;
 };
+
+// Error when a string being built has grown past Value::kMaxStringBytes (call as it grows).
+void CheckStringSize(size_t bytes);
+void CheckStringSize(const std::string& s);
 
 }  // namespace lockstep::jinja

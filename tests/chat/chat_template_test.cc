@@ -114,6 +114,61 @@ TEST(ChatTemplateTest, OutOfRangeNumberLiteralsAreAnErrorOrInfinityNotACrash) {
   EXPECT_EQ(RenderJinja("{{ " + huge + " > 99999.0 }}", nlohmann::json::object()), "True");
 }
 
+// Found by fuzz/jinja_fuzzer (10^6-run, a macro calling itself) and then by reading for the same kind: a
+// chat template comes from a model file, so each of these once overflowed the stack, leaked, ran for hours
+// or exhausted memory. Each is now an error naming the limit, and the process keeps running.
+TEST(ChatTemplateTest, HostileTemplatesAreErrorsNotCrashes) {
+  const auto error = [](const std::string& source) {
+    const std::string out = RenderJinja(source, nlohmann::json::object());
+    return out.rfind("PARSE ERROR", 0) == 0 || out.rfind("RENDER ERROR", 0) == 0 ? out : "rendered: " + out;
+  };
+  const auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const auto expect_error = [&](const std::string& source, const std::string& what) {
+    const std::string out = error(source);
+    EXPECT_NE(out.find(what), std::string::npos) << source.substr(0, 80) << " -> " << out.substr(0, 200);
+  };
+  // The parser's recursion: nested parentheses, `not`s and signs, blocks; and tall trees built by loops
+  // (operator, filter and attribute chains).
+  expect_error("{{ " + repeat("(", 50000) + "1" + repeat(")", 50000) + " }}", "nested deeper than 256");
+  expect_error("{{ " + repeat("not ", 50000) + "1 }}", "nested deeper than 256");
+  expect_error("{{ " + repeat("-", 50000) + "1 }}", "nested deeper than 256");
+  expect_error(repeat("{% if true %}", 20000) + "x" + repeat("{% endif %}", 20000), "nested deeper than 256");
+  expect_error("{{ 1" + repeat(" ~ 1", 50000) + " }}", "nested deeper than 256");
+  expect_error("{{ 'a'" + repeat("|trim", 50000) + " }}", "nested deeper than 256");
+  expect_error("{{ x" + repeat(".a", 50000) + " }}", "nested deeper than 256");
+  EXPECT_EQ(error("{{ " + repeat("(", 200) + "7" + repeat(")", 200) + " }}"), "rendered: 7");
+  // Rendering's recursion: a macro calling itself.
+  expect_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "deeper than 1024 levels");
+  // Values nested by a loop: printing, comparing and freeing them all recurse.
+  expect_error("{% set ns = namespace(v=0) %}{% for i in range(99999) %}{% set ns.v = [ns.v] %}{% endfor %}x",
+               "nested deeper than 256 levels");
+  expect_error(
+      "{% set ns = namespace(v=0) %}{% for i in range(9999) %}{% set ns.v = {'a': ns.v} %}{% endfor %}",
+      "nested deeper than 256 levels");
+  // A namespace holding itself (a reference cycle: leaked, and printed without end), or another namespace
+  // (which could chain without limit); attributes of anything but a namespace, as in Jinja2.
+  expect_error("{% set ns = namespace(v=0) %}{% set ns.v = ns %}", "cannot assign a namespace");
+  expect_error("{% set ns = namespace(v=0) %}{% set ns.v = [namespace()] %}", "cannot assign a namespace");
+  expect_error("{% set d = {'a': 1} %}{% set d.a = 2 %}", "only of a namespace");
+  // Loops inside loops: a step budget.
+  expect_error("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+               "10^6 steps");
+  // Strings doubled in a loop, repeated or indented past 16 MiB.
+  expect_error(
+      "{% set ns = namespace(v='ab') %}{% for i in range(64) %}{% set ns.v = ns.v ~ ns.v %}{% endfor %}",
+      "longer than 16 MiB");
+  expect_error(
+      "{% set ns = namespace(v=[1]) %}{% for i in range(64) %}{% set ns.v = [ns.v, ns.v] %}"
+      "{% endfor %}{{ ns.v }}",
+      "longer than 16 MiB");
+  expect_error("{{ 'ab' * 999999999999 }}", "longer than 16 MiB");
+  expect_error("{{ 'a\nb' | indent(99999999999) }}", "indent width");
+}
+
 TEST(ChatTemplateTest, MissingTemplateFallsBackToChatMl) {
   const ChatTemplate tmpl = ChatTemplate::Create("", "<s>", "</s>");
   EXPECT_TRUE(tmpl.is_default());
