@@ -121,6 +121,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Serves requests; with reject_status (503 at the connection limit) answers that at once and closes.
   void Start(int reject_status = 0) {
+    if (reject_status == 0) {  // idle from its accept on: a burst of newcomers can make room with it
+      idle_since_.store(Clock::now().time_since_epoch().count());
+      idle_ = true;
+    }
     net::dispatch(stream_.get_executor(), [self = shared_from_this(), reject_status] {
       if (reject_status == 0) return self->ReadHeader(true);
       self->SendProtocolError(
@@ -132,13 +136,17 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close() {
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->DoClose(); });
   }
-  // Closes the connection if it is still waiting for the first byte of a request when this runs.
+  // Closes the connection if it is still waiting for the first byte of a request when this runs. Until then
+  // it is no candidate for closing (evictable() is false): each newcomer of a burst, accepted before the
+  // closes run, makes room with a different connection (CloseLongestIdle, under the server's mutex).
   void CloseIfIdle() {
+    evicting_ = true;
     net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->idle_) self->DoClose();
+      if (self->idle_) return self->DoClose();
+      self->evicting_ = false;  // its first byte came meanwhile: it stays
     });
   }
-  bool idle() const { return idle_.load(); }
+  bool evictable() const { return idle_.load() && !evicting_.load(); }
   Clock::time_point idle_since() const { return Clock::time_point(Clock::duration(idle_since_.load())); }
 
   // --- ResponseWriter operations, always on the strand ---
@@ -413,6 +421,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> closed_{false};
   std::atomic<bool> idle_{false};          // waiting for the first byte of a request
   std::atomic<Clock::rep> idle_since_{0};  // since when (steady clock ticks)
+  std::atomic<bool> evicting_{false};      // CloseIfIdle was asked and has not run yet
   bool writing_ = false;
   bool timing_writes_ = false;  // a response is being written: each write runs under write_timeout_s
   bool watching_ = false;
@@ -534,12 +543,11 @@ bool HttpServer::Impl::CloseLongestIdle() {
   {
     std::lock_guard lock(mu_);
     for (const auto& s : sessions_) {
-      if (s->idle() && (!oldest || s->idle_since() < oldest->idle_since())) oldest = s;
+      if (s->evictable() && (!oldest || s->idle_since() < oldest->idle_since())) oldest = s;
     }
+    if (oldest) oldest->CloseIfIdle();
   }
-  if (!oldest) return false;
-  oldest->CloseIfIdle();
-  return true;
+  return oldest != nullptr;
 }
 
 void HttpServer::Impl::CloseAll() {
