@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Sanitizer builds (clang) of the layers where threads and untrusted input meet, and their tests; part of the
-# README's test command (scripts/test.sh). Exit status nonzero on any failing test or any sanitizer report,
-# the `lockstep` child processes the server tests start included.
-#   scripts/check_sanitizers.sh asan   # ASan+UBSan in build-asan/: the engine, server and client tests
+# Sanitizer builds (clang-14) of the layers where threads and untrusted input meet, and their tests; part of
+# the README's test command (scripts/test.sh). Exit status nonzero on any failing test or any sanitizer
+# report, the `lockstep` child processes the server tests start included.
+#   scripts/check_sanitizers.sh asan   # ASan+UBSan: the engine, server and client tests, in build-fuzz/ (the
+#                                      # fuzz targets' build, scripts/fuzz.sh: the layers compile once)
 #   scripts/check_sanitizers.sh tsan   # TSan in build-tsan/: the engine and server tests (the engine thread,
-#                                      # HTTP threads, cancellation, drain), the slow suites left to asan
+#                                      # HTTP threads, cancellation, drain)
 #   scripts/check_sanitizers.sh        # both, asan first
-# Only the needed targets are built (the test programs and the `lockstep` binary they start), at -O1 with
-# line tables, asserts on, no benchmarks. docs/testing.md says what each build covers and what it costs.
-# Env: JOBS (default: nproc), CTEST_ARGS (extra ctest arguments, e.g. "-R Engine").
+# Only the needed targets are built (the test programs and the `lockstep` binary they start); how the builds
+# are configured: scripts/sanitizer_build.sh. The slow suites (the 64-stream load test, the
+# every-architecture sweeps) are left to the Release build's ctest. docs/testing.md says what each build
+# covers and what it costs.
+# Env: JOBS (build jobs and tests at once; default nproc), ASAN_BUILD_DIR (build-fuzz), TSAN_BUILD_DIR
+# (build-tsan), CTEST_ARGS (extra ctest arguments, e.g. "-R Engine").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/sanitizer_build.sh
+source "$root/scripts/sanitizer_build.sh"
 jobs=${JOBS:-$(nproc)}
 kinds=("$@")
 if ((${#kinds[@]} == 0)); then kinds=(asan tsan); fi
@@ -18,31 +24,31 @@ bash "$root/scripts/install_deps.sh"
 
 symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
 common_options="halt_on_error=1${symbolizer:+:external_symbolizer_path=$symbolizer}"
+# Highway's static target only was compiled (scripts/sanitizer_build.sh): the scalar kernels.
+export LOCKSTEP_CPU=scalar
+# Covered by the Release build's ctest, and slow sanitized (and with the scalar kernels): the 64-stream load
+# test and the every-architecture sweeps. Neither is about threads or parsing beyond what the other server
+# and engine tests exercise.
+slow_tests="SixtyFourConcurrentStreams|EveryArchitecture"
 
 run_kind() {
-  local kind=$1 sanitize layers exclude="" build_dir
+  local kind=$1 layers build_dir
   case "$kind" in
     asan)
-      sanitize=address,undefined
       layers=(engine server client)
+      build_dir=${ASAN_BUILD_DIR:-$root/build-fuzz}
       ;;
     tsan)
-      sanitize=thread
       layers=(engine server)
-      # Covered by the Release and asan builds, and slow under TSan (5-15x): the 64-stream load test and
-      # the every-architecture sweeps. None is about threads beyond what the other server tests exercise.
-      exclude="SixtyFourConcurrentStreams|EveryArchitecture"
+      build_dir=${TSAN_BUILD_DIR:-$root/build-tsan}
       ;;
     *)
       echo "check_sanitizers: unknown kind '$kind' (asan or tsan)" >&2
       return 2
       ;;
   esac
-  build_dir=$root/build-$kind
   local start=$SECONDS
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-    -DLOCKSTEP_SANITIZE=$sanitize -DLOCKSTEP_BUILD_BENCH=OFF >/dev/null
+  configure_sanitizer_build "$kind" "$build_dir"
   local targets=(lockstep)
   for layer in "${layers[@]}"; do targets+=("${layer}_tests"); done
   nice cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}"
@@ -61,8 +67,7 @@ run_kind() {
   fi
   local label
   label="^($(IFS='|'; echo "${layers[*]}"))\$"
-  local args=(--test-dir "$build_dir" --output-on-failure -j"$jobs" --timeout 900 -L "$label")
-  if [[ -n "$exclude" ]]; then args+=(-E "$exclude"); fi
+  local args=(--test-dir "$build_dir" --output-on-failure -j"$jobs" --timeout 900 -L "$label" -E "$slow_tests")
   local status=0
   # shellcheck disable=SC2086  # CTEST_ARGS is a list
   nice ctest "${args[@]}" ${CTEST_ARGS:-} || status=$?

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) with clang-14, ASan and UBSan in build-fuzz/ (only the targets and the
-# layers they link; Highway's baseline target only, -O1, assertions on), then runs each target on its seed
-# corpus (fuzz/corpus/<target>/, read only; new inputs go to a scratch corpus in the run directory), two at a
-# time. Per target it prints executions and crashes; the exit status is nonzero if any target found a crash,
-# a leak, a timeout (an input running over 10 s), an allocation over 2 GiB or a broken property, and its
+# layers they link; Highway's baseline target only, -O1, assertions on; scripts/sanitizer_build.sh configures
+# it, and the ASan tests of scripts/check_sanitizers.sh share it), then runs each target on its seed corpus
+# (fuzz/corpus/<target>/, read only; new inputs go to a scratch corpus in the run directory), two at a time.
+# Per target it prints executions and crashes; the exit status is nonzero if any target found a crash, a
+# leak, a timeout (an input running over 10 s), an allocation over 2 GiB or a broken property, and its
 # reproducer is left in the run directory (printed). docs/testing.md has the long runs and how to replay.
 #   scripts/fuzz.sh                                   # the test command's short run: 20 s per target
 #   SECONDS_PER_TARGET=600 scripts/fuzz.sh jinja_fuzzer gguf_fuzzer      # longer, two targets
@@ -26,10 +27,9 @@ fi
 if [[ "${FUZZ_BUILD:-1}" != 0 ]]; then
   bash "$root/scripts/install_deps.sh"
   start=$SECONDS
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-    -DCMAKE_CXX_FLAGS="-DHWY_COMPILE_ONLY_STATIC=1" -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF \
-    -DLOCKSTEP_BUILD_BENCH=OFF >/dev/null
+  # shellcheck source=scripts/sanitizer_build.sh
+  source "$root/scripts/sanitizer_build.sh"
+  configure_sanitizer_build asan "$build_dir"  # shared with the ASan tests (scripts/check_sanitizers.sh)
   cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}"
   echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s" >&2
 fi
