@@ -9,7 +9,10 @@ namespace {
 
 // Whether the template shows a system message at all: a system turn holding a marker, then a user turn,
 // rendered; false when the marker is missing or the template raises (Gemma 2: "System role not supported").
-bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, const std::string& eos) {
+static_assert(kMaxRenderSteps == jinja::kMaxRenderSteps, "one default budget");
+
+bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
+                          int64_t max_render_steps) {
   static constexpr const char* kMarker = "<lockstep system marker>";
   const nlohmann::json messages = {{{"role", "system"}, {"content", kMarker}},
                                    {{"role", "user"}, {"content", "Hi"}}};
@@ -19,7 +22,7 @@ bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, c
   context.emplace_back("add_generation_prompt", jinja::Value(true));
   context.emplace_back("bos_token", jinja::Value(bos));
   context.emplace_back("eos_token", jinja::Value(eos));
-  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)));
+  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)), max_render_steps);
   return out.ok() && out->find(kMarker) != std::string::npos;
 }
 
@@ -72,7 +75,8 @@ std::string DetectChatTemplateFamily(const std::string& source) {
 }
 
 Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::string& origin,
-                                         std::string bos_token, std::string eos_token) {
+                                         std::string bos_token, std::string eos_token,
+                                         int64_t max_render_steps) {
   auto parsed = jinja::Parse(source);
   if (!parsed.ok()) {
     return InvalidArgument("chat template (" + origin + ") cannot be parsed: " + parsed.status().message());
@@ -83,8 +87,10 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
   result.bos_token_ = std::move(bos_token);
   result.eos_token_ = std::move(eos_token);
   result.family_ = DetectChatTemplateFamily(source);
+  result.max_render_steps_ = max_render_steps;
   result.note_ = "chat template: " + origin + " (" + result.family_ + " family)";
-  result.shows_system_ = RendersSystemMessage(*result.template_, result.bos_token_, result.eos_token_);
+  result.shows_system_ =
+      RendersSystemMessage(*result.template_, result.bos_token_, result.eos_token_, max_render_steps);
   if (!result.shows_system_) result.note_ += "; system messages merged into the next user message";
   return result;
 }
@@ -127,7 +133,7 @@ Result<std::string> ChatTemplate::ApplyOrThrow(const ChatTemplateInput& input) c
       if (!taken) context.emplace_back(it.key(), jinja::Value::FromJson(it.value()));
     }
   }
-  return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)));
+  return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)), max_render_steps_);
 }
 
 Result<std::string> ChatTemplate::Apply(const nlohmann::json& messages, bool add_generation_prompt) const {

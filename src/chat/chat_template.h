@@ -9,6 +9,7 @@
 // SelectChatTemplate's job (chat/template_selection.h). Immutable after creation; Apply() is thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,9 @@ struct Template;
 }
 
 namespace lockstep::chat {
+
+// jinja::kMaxRenderSteps (jinja/interpreter.h), the default budget of one rendering.
+inline constexpr int64_t kMaxRenderSteps = 1'000'000;
 
 inline constexpr const char* kDefaultChatTemplate =
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -51,8 +55,10 @@ class ChatTemplate {
  public:
   // Parses `source`; origin says where it came from ("the model's own", "built-in llama3", "file x.jinja")
   // for note() and errors. InvalidArgument naming the origin when the interpreter cannot parse it.
+  // max_render_steps bounds each rendering, Parse's own (below) included: jinja::Render's budget.
   static Result<ChatTemplate> Parse(const std::string& source, const std::string& origin,
-                                    std::string bos_token, std::string eos_token);
+                                    std::string bos_token, std::string eos_token,
+                                    int64_t max_render_steps = kMaxRenderSteps);
   // The model's template (`source`, may be empty), or the ChatML fallback when it is empty or cannot be
   // parsed (is_default(), note() says why).
   static ChatTemplate Create(const std::string& source, std::string bos_token, std::string eos_token);
@@ -90,6 +96,7 @@ class ChatTemplate {
   std::string family_;
   bool is_default_ = false;
   bool shows_system_ = true;  // else Apply merges system messages (MergeSystemMessages)
+  int64_t max_render_steps_ = kMaxRenderSteps;
   std::string note_;
 };
 

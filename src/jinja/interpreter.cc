@@ -128,13 +128,10 @@ enum class Flow { kNormal, kBreak, kContinue };
 // (jinja/ast.h); this bounds the calls, so a macro calling itself without end is an error, not a stack
 // overflow. Real chat templates stay under ~50.
 constexpr int kMaxRenderDepth = 1024;
-// And every expression, block and loop iteration counts against a budget, so loops inside loops end with an
-// error rather than running for hours. A message takes ~50 steps in common templates.
-constexpr int64_t kMaxRenderSteps = 1'000'000;
 
 class Interpreter {
  public:
-  explicit Interpreter(const Value& context) {
+  Interpreter(const Value& context, int64_t max_steps) : max_steps_(max_steps) {
     scopes_.emplace_back();
     const Value globals = MakeGlobals();
     for (const auto& [k, v] : globals.AsObject()) scopes_.back()[k] = v;
@@ -181,8 +178,8 @@ class Interpreter {
   // A loop iteration counts as kIterationSteps (it allocates a scope and a `loop` object).
   static constexpr int64_t kIterationSteps = 16;
   void Step(int64_t steps = 1) {
-    if ((steps_ += steps) > kMaxRenderSteps)
-      throw Error("rendering took over 10^6 steps (loops inside loops?)");
+    if ((steps_ += steps) > max_steps_)
+      throw Error("rendering took over " + std::to_string(max_steps_) + " steps (loops inside loops?)");
   }
 
   Flow RenderNode(const Node& node, std::string& out) {
@@ -407,6 +404,7 @@ class Interpreter {
 
   std::vector<std::unordered_map<std::string, Value>> scopes_;
   int depth_ = 0;  // live DepthGuards
+  const int64_t max_steps_;
   int64_t steps_ = 0;
 
  public:
@@ -415,8 +413,8 @@ class Interpreter {
 
 }  // namespace
 
-Result<std::string> Render(const Template& tmpl, const Value& context) {
-  Interpreter interpreter(context);
+Result<std::string> Render(const Template& tmpl, const Value& context, int64_t max_steps) {
+  Interpreter interpreter(context, max_steps);
   std::string out;
   try {
     interpreter.RenderList(tmpl.body, out);

@@ -3,6 +3,7 @@
 // unknown filters) come back as a Status naming the template line.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/status.h"
@@ -11,6 +12,11 @@
 
 namespace lockstep::jinja {
 
-Result<std::string> Render(const Template& tmpl, const Value& context);
+// Every expression, block and loop iteration counts against a budget of `max_steps`, so loops inside loops
+// end with an error rather than running for hours. A message takes ~50 steps in common templates; the default
+// renders any real conversation (the fuzz target passes a smaller one to keep each input fast).
+inline constexpr int64_t kMaxRenderSteps = 1'000'000;
+
+Result<std::string> Render(const Template& tmpl, const Value& context, int64_t max_steps = kMaxRenderSteps);
 
 }  // namespace lockstep::jinja

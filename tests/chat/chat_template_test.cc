@@ -156,7 +156,7 @@ TEST(ChatTemplateTest, HostileTemplatesAreErrorsNotCrashes) {
   expect_error("{% set d = {'a': 1} %}{% set d.a = 2 %}", "only of a namespace");
   // Loops inside loops: a step budget.
   expect_error("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
-               "10^6 steps");
+               "over 1000000 steps");
   // Strings doubled in a loop, repeated or indented past 16 MiB.
   expect_error(
       "{% set ns = namespace(v='ab') %}{% for i in range(64) %}{% set ns.v = ns.v ~ ns.v %}{% endfor %}",
@@ -167,6 +167,26 @@ TEST(ChatTemplateTest, HostileTemplatesAreErrorsNotCrashes) {
       "longer than 16 MiB");
   expect_error("{{ 'ab' * 999999999999 }}", "longer than 16 MiB");
   expect_error("{{ 'a\nb' | indent(99999999999) }}", "indent width");
+}
+
+TEST(ChatTemplateTest, TheRenderStepBudgetIsTheCallersAndBoundsParseToo) {
+  // 100 iterations of 16 steps and more: within the default budget, over a budget of 1000.
+  const std::string loop = "{% for i in range(100) %}{{ i }}{% endfor %}{{ messages[0]['content'] }}";
+  const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  auto whole = ChatTemplate::Parse(loop, "test", "<s>", "</s>");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_TRUE(whole->shows_system());
+  auto rendered = whole->Apply(messages, true);
+  ASSERT_TRUE(rendered.ok()) << rendered.status().message();
+  EXPECT_EQ(rendered->substr(rendered->size() - 4), "99Hi");
+
+  auto small = ChatTemplate::Parse(loop, "test", "<s>", "</s>", 1000);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  // Parse's own rendering (does the template show a system message?) ran out of steps too: it says no.
+  EXPECT_FALSE(small->shows_system());
+  auto cut = small->Apply(messages, true);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("over 1000 steps"), std::string::npos) << cut.status().message();
 }
 
 TEST(ChatTemplateTest, MissingTemplateFallsBackToChatMl) {
