@@ -71,13 +71,15 @@ class Sampler {
     float logit;
     int32_t token;
   };
-  void ApplyPenalties(std::span<const int32_t> history);
+  // Whether any penalty changes a logit given this history.
+  bool Penalised(std::span<const int32_t> history) const;
+  void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
   void FillLogprobs(std::span<const float> logits, SampleResult& result) const;
 
   SamplingParams params_;
   std::mt19937_64 rng_;
-  std::vector<float> work_;            // penalised logits
+  std::vector<float> work_;            // penalised logits (only when Penalised)
   std::vector<Candidate> candidates_;  // scratch
   std::vector<float> probs_;           // scratch
   std::vector<int32_t> counts_;        // per-token counts for penalties (sparse reset)

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 #include <set>
 
 namespace lockstep {
@@ -31,6 +34,43 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
   Sampler s(p);
   EXPECT_EQ(s.Sample(std::vector<float>{0.1f, 3.0f, -1.0f, 2.0f}, {}).token, 1);
   EXPECT_EQ(s.Sample(std::vector<float>{1.0f, 5.0f, 5.0f}, {}).token, 1);
+}
+
+// The greedy pick is the plain loop's "take i when logit i > the best so far", whatever the vocabulary size
+// (block and lane remainders), ties (lowest id), where the maximum sits, NaNs and infinities.
+TEST(Sampler, GreedyMatchesThePlainLoopOverLargeRows) {
+  const auto plain = [](const std::vector<float>& v) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < int32_t(v.size()); ++i) {
+      if (v[i] > v[best]) best = i;
+    }
+    return best;
+  };
+  SamplingParams p;
+  p.temperature = 0;
+  Sampler s(p);
+  std::mt19937 rng(5);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (size_t n : {1, 2, 15, 16, 17, 255, 256, 257, 1000, 49152, 49157}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<float> v(n);
+      // Few distinct values, so that ties (also across blocks) are common.
+      std::uniform_int_distribution<int> value(-3, trial % 3 == 0 ? 3 : 40);
+      for (float& x : v) x = float(value(rng)) * 0.25f;
+      std::uniform_int_distribution<size_t> at(0, n - 1);
+      if (trial == 1) v[at(rng)] = inf;
+      if (trial == 2) v[at(rng)] = nan;
+      if (trial == 3) v[0] = nan;
+      if (trial == 4) std::fill(v.begin(), v.end(), -inf);
+      if (trial == 5) {
+        std::fill(v.begin(), v.end(), nan);
+        v[at(rng)] = -1.0f;
+      }
+      if (trial == 6) v[0] = -0.0f, v[n - 1] = 0.0f;
+      if (trial == 7) v[n - 1] = 1e30f;
+      ASSERT_EQ(s.Sample(v, {}).token, plain(v)) << "n " << n << " trial " << trial;
+    }
+  }
 }
 
 TEST(Sampler, SameSeedSameSequenceDifferentSeedDiffers) {
