@@ -109,6 +109,7 @@ void RegisterAll() {
         benchmark::RegisterBenchmark(("MatMul/" + name).c_str(), BM_MatMul, type, in, out, pack)
             ->ArgName("rows")
             ->Arg(1)
+            ->Arg(5)
             ->Arg(8)
             ->Arg(32)
             ->Arg(512)
