@@ -60,11 +60,15 @@ TEST(ServerDrainTest, ReadyTurns503AtOnceWhileTheGraceStillServes) {
   ASSERT_GE(keep, 0);
   EXPECT_EQ(Exchange(keep, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
 
-  // A stream in flight when the drain starts, and long requests queued behind it.
-  const nlohmann::json long_body = {
-      {"prompt", "Once upon a time"}, {"max_tokens", 240}, {"ignore_eos", true}, {"stream", true}};
-  nlohmann::json whole = long_body;
-  whole["stream"] = false;  // answered (200) only when done
+  // A stream in flight when the drain starts, and long requests queued behind it: 240 tokens each, or as many
+  // as take about a second where that is fewer (at least 16; in a sanitized build 240 take minutes).
+  nlohmann::json long_body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 16}, {"ignore_eos", true}, {"stream", false}};
+  const double sixteen_s = SecondsForOneRequest(port, "/v1/completions", long_body);
+  ASSERT_FALSE(HasFailure());
+  long_body["max_tokens"] = std::clamp(static_cast<int>(16 / std::max(sixteen_s, 0.001)), 16, 240);
+  nlohmann::json whole = long_body;  // answered (200) only when done
+  long_body["stream"] = true;
   const double one_s = SecondsForOneRequest(port, "/v1/completions", whole);
   ASSERT_FALSE(HasFailure());
   const int kQueued = std::clamp(static_cast<int>(3 * (kGrace + 3.0) / std::max(one_s, 0.01)) + 1, 2, 200);
