@@ -8,8 +8,10 @@ void RegisterBenchCommands(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   RegisterBenchBatchedCommand(*bench);
+#ifndef LOCKSTEP_SERVER_CLI_ONLY  // the client's benchmarks (CMake option LOCKSTEP_SERVER_CLI_ONLY)
   RegisterBenchCompareCommand(*bench);
   RegisterBenchServeCommand(*bench);
+#endif
 }
 
 }  // namespace lockstep::cli

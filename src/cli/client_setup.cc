@@ -4,10 +4,10 @@
 #include <cstdlib>
 
 #include "cli/cli_util.h"
+#include "cli/server_setup.h"
 #include "client/endpoints.h"
 #include "client/fan_out.h"
 #include "server/server.h"
-#include "text/question_splitter.h"
 
 namespace lockstep::cli {
 
@@ -52,16 +52,6 @@ std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) 
   options.timeout_s = flags.timeout_s;
   options.retry.max_retries = flags.retries;
   return ValueOrDie(client::OpenAiClient::Create(options));
-}
-
-server::SplitQuestionsFn QuestionSplitterForServer() {
-  return [](const std::string& text) {
-    text::SplitResult split = text::SplitQuestions(text);
-    server::SplitQuestionsResult out{split.preamble, split.questions, split.kind, {}};
-    for (const std::string& q : split.questions)
-      out.prompts.push_back(text::ComposeQuestion(split.preamble, q));
-    return out;
-  };
 }
 
 std::unique_ptr<LocalServer> LocalServer::StartOrDie(const std::string& model_path, int threads) {

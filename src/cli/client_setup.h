@@ -34,9 +34,6 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags);
 // Builds the client; the API key falls back to $LOCKSTEP_API_KEY. Fail()s on a bad URL or CA file.
 std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags);
 
-// The client's question splitter (`ask --split`) for the server's POST /split (the playground).
-server::SplitQuestionsFn QuestionSplitterForServer();
-
 // A lockstep server running in this process (for -m MODEL).
 class LocalServer {
  public:

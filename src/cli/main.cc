@@ -3,6 +3,21 @@
 
 #include "cli/commands.h"
 
+namespace {
+
+// The subcommands this build has. The ARM check's: the engine's only (info, generate, make-model); the TSan
+// check's: those, batch, bench batched and serve, without the client (CMake options LOCKSTEP_ENGINE_CLI_ONLY,
+// LOCKSTEP_SERVER_CLI_ONLY). What a discarded `if constexpr` branch calls need not be linked.
+#if defined(LOCKSTEP_ENGINE_CLI_ONLY)
+constexpr bool kServerCommands = false, kClientCommands = false;
+#elif defined(LOCKSTEP_SERVER_CLI_ONLY)
+constexpr bool kServerCommands = true, kClientCommands = false;
+#else
+constexpr bool kServerCommands = true, kClientCommands = true;
+#endif
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"lockstep: an LLM inference server and client toolkit"};
   app.require_subcommand(1);
@@ -10,19 +25,19 @@ int main(int argc, char** argv) {
   // One line per subcommand (declared in cli/commands.h), added as each lands.
   lockstep::cli::RegisterInfoCommand(app);
   lockstep::cli::RegisterGenerateCommand(app);
-#ifndef LOCKSTEP_ENGINE_CLI_ONLY  // the ARM check's build (CMake option LOCKSTEP_ENGINE_CLI_ONLY)
-  lockstep::cli::RegisterChatCommand(app);
-#endif
+  if constexpr (kClientCommands) lockstep::cli::RegisterChatCommand(app);
   lockstep::cli::RegisterMakeModelCommand(app);
-#ifndef LOCKSTEP_ENGINE_CLI_ONLY
-  lockstep::cli::RegisterTokenizeCommands(app);
-  lockstep::cli::RegisterBatchCommand(app);
-  lockstep::cli::RegisterBenchCommands(app);
-  lockstep::cli::RegisterAskCommand(app);
-  lockstep::cli::RegisterPullCommand(app);
-  lockstep::cli::RegisterServeCommand(app);
-  lockstep::cli::RegisterAdviseCommand(app);
-#endif
+  if constexpr (kClientCommands) lockstep::cli::RegisterTokenizeCommands(app);
+  if constexpr (kServerCommands) {
+    lockstep::cli::RegisterBatchCommand(app);
+    lockstep::cli::RegisterBenchCommands(app);  // without the client: bench batched only
+  }
+  if constexpr (kClientCommands) {
+    lockstep::cli::RegisterAskCommand(app);
+    lockstep::cli::RegisterPullCommand(app);
+  }
+  if constexpr (kServerCommands) lockstep::cli::RegisterServeCommand(app);
+  if constexpr (kClientCommands) lockstep::cli::RegisterAdviseCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

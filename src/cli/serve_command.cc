@@ -8,10 +8,10 @@
 #include <string>
 
 #include "cli/cli_util.h"
-#include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
+#include "cli/server_setup.h"
 #include "server/server.h"
 #include "tensor/kernels.h"
 

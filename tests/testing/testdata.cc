@@ -21,7 +21,10 @@ std::string TestDataDir() {
 
 std::string TestDataPath(const std::string& relative) { return TestDataDir() + "/" + relative; }
 
-std::string LockstepBinary() { return LOCKSTEP_BINARY; }
+std::string LockstepBinary() {
+  const char* env = std::getenv("LOCKSTEP_BINARY");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string(LOCKSTEP_BINARY);
+}
 
 std::string MakeTempDir(const std::string& prefix) {
   static std::atomic<int> counter{0};

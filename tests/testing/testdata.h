@@ -13,7 +13,7 @@ namespace lockstep::testing {
 std::string TestDataDir();
 // TestDataDir() + "/" + relative.
 std::string TestDataPath(const std::string& relative);
-// The `lockstep` binary built alongside the tests.
+// The `lockstep` binary built alongside the tests, or $LOCKSTEP_BINARY (scripts/check_sanitizers.sh tsan).
 std::string LockstepBinary();
 // A fresh, empty directory under the system temp folder, unique to this test process.
 std::string MakeTempDir(const std::string& prefix = "lockstep-test");
