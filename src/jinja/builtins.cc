@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 
 namespace lockstep::jinja {
 namespace {
@@ -161,8 +162,9 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
     return value.IsNumber() ? Value(value.AsDouble()) : Value(0.0);
   }
   if (name == "abs") {
-    return value.kind() == Value::Kind::kInt ? Value(static_cast<int64_t>(std::llabs(value.AsInt())))
-                                             : Value(std::fabs(value.AsDouble()));
+    if (value.kind() != Value::Kind::kInt) return Value(std::fabs(value.AsDouble()));
+    if (value.AsInt() == std::numeric_limits<int64_t>::min()) throw Error("integer overflow in 'abs'");
+    return Value(static_cast<int64_t>(std::llabs(value.AsInt())));
   }
   if (name == "items") return CallMethod(value, "items", {});
   if (name == "replace") {
@@ -268,7 +270,11 @@ bool ApplyTest(const std::string& name, const Value& value, const CallArgs& args
   if (name == "callable") return value.IsCallable();
   if (name == "odd") return value.AsInt() % 2 != 0;
   if (name == "even") return value.AsInt() % 2 == 0;
-  if (name == "divisibleby") return value.AsInt() % Arg(args, 0, "num", "divisibleby").AsInt() == 0;
+  if (name == "divisibleby") {
+    const int64_t divisor = Arg(args, 0, "num", "divisibleby").AsInt();
+    if (divisor == 0) throw Error("division by zero in 'divisibleby'");
+    return divisor == -1 || value.AsInt() % divisor == 0;  // INT64_MIN % -1 is undefined in C++
+  }
   if (name == "eq" || name == "equalto" || name == "==" || name == "sameas")
     return value.Equals(Arg(args, 0, "other", "eq"));
   if (name == "ne" || name == "!=") return !value.Equals(Arg(args, 0, "other", "ne"));
@@ -403,9 +409,10 @@ Value MakeGlobals() {
                          }
                          if (step == 0) throw Error("range() step must not be zero");
                          Array items;
-                         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+                         for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
                            items.emplace_back(i);
                            if (items.size() > 100000) throw Error("range() too long");
+                           if (__builtin_add_overflow(i, step, &i)) break;  // past int64: past stop
                          }
                          return Value::MakeArray(std::move(items));
                        }));

@@ -10,6 +10,24 @@
 
 namespace lockstep::jinja {
 
+namespace {
+
+// Python's ints do not overflow; int64 arithmetic does, and in C++ that is undefined behaviour: here it is an
+// error naming the operator.
+[[noreturn]] void ThrowOverflow(const std::string& op) { throw Error("integer overflow in '" + op + "'"); }
+
+int64_t IntArithmetic(const std::string& op, int64_t a, int64_t b) {
+  int64_t out = 0;
+  bool overflow = false;
+  if (op == "+") overflow = __builtin_add_overflow(a, b, &out);
+  if (op == "-") overflow = __builtin_sub_overflow(a, b, &out);
+  if (op == "*") overflow = __builtin_mul_overflow(a, b, &out);
+  if (overflow) ThrowOverflow(op);
+  return out;
+}
+
+}  // namespace
+
 Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   using K = Value::Kind;
   const auto numeric = [](const Value& v) { return v.IsNumber() || v.kind() == K::kBool; };
@@ -56,18 +74,25 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   if (!numeric(a) || !numeric(b)) {
     throw Error("unsupported operand types for " + op + ": " + a.TypeName() + " and " + b.TypeName());
   }
-  if (op == "+") return ints ? Value(a.AsInt() + b.AsInt()) : Value(a.AsDouble() + b.AsDouble());
-  if (op == "-") return ints ? Value(a.AsInt() - b.AsInt()) : Value(a.AsDouble() - b.AsDouble());
-  if (op == "*") return ints ? Value(a.AsInt() * b.AsInt()) : Value(a.AsDouble() * b.AsDouble());
+  if (op == "+")
+    return ints ? Value(IntArithmetic(op, a.AsInt(), b.AsInt())) : Value(a.AsDouble() + b.AsDouble());
+  if (op == "-")
+    return ints ? Value(IntArithmetic(op, a.AsInt(), b.AsInt())) : Value(a.AsDouble() - b.AsDouble());
+  if (op == "*")
+    return ints ? Value(IntArithmetic(op, a.AsInt(), b.AsInt())) : Value(a.AsDouble() * b.AsDouble());
   if (op == "**") {
-    if (ints && b.AsInt() >= 0)
-      return Value(static_cast<int64_t>(std::llround(std::pow(a.AsDouble(), b.AsDouble()))));
+    if (ints && b.AsInt() >= 0) {
+      const double power = std::pow(a.AsDouble(), b.AsDouble());
+      if (!(std::fabs(power) < 0x1p63)) ThrowOverflow(op);  // NaN included
+      return Value(static_cast<int64_t>(std::llround(power)));
+    }
     return Value(std::pow(a.AsDouble(), b.AsDouble()));
   }
   if (b.AsDouble() == 0) throw Error("division by zero");
   if (op == "/") return Value(a.AsDouble() / b.AsDouble());
   if (op == "//") {
     if (ints) {
+      if (b.AsInt() == -1) return Value(IntArithmetic("-", 0, a.AsInt()));  // INT64_MIN / -1 overflows
       const int64_t q = a.AsInt() / b.AsInt();
       return Value((a.AsInt() % b.AsInt() != 0 && ((a.AsInt() < 0) != (b.AsInt() < 0))) ? q - 1 : q);
     }
@@ -75,6 +100,7 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "%") {
     if (ints) {
+      if (b.AsInt() == -1) return Value(int64_t{0});  // INT64_MIN % -1 is undefined in C++
       const int64_t r = a.AsInt() % b.AsInt();
       return Value((r != 0 && ((r < 0) != (b.AsInt() < 0))) ? r + b.AsInt() : r);
     }
@@ -111,7 +137,10 @@ Value Slice(const Value& value, const Value& start, const Value& stop, const Val
   const int64_t b = clamp(start, st > 0 ? 0 : n - 1);
   const int64_t e = clamp(stop, st > 0 ? n : -1);
   Array out;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(items[static_cast<size_t>(i)]);
+  for (int64_t i = b; st > 0 ? i < e : i > e;) {
+    out.push_back(items[static_cast<size_t>(i)]);
+    if (__builtin_add_overflow(i, st, &i)) break;  // a step past the end of int64 is past the end
+  }
   if (value.IsString()) {
     std::string s;
     for (const Value& c : out) s += c.AsString();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace lockstep::jinja {
 
@@ -111,7 +112,10 @@ int64_t Value::AsInt() const {
   switch (kind_) {
     case Kind::kInt:
       return i_;
-    case Kind::kFloat:
+    case Kind::kFloat:  // saturating: a cast of NaN or of a float out of int64's range is undefined
+      if (std::isnan(d_)) return 0;
+      if (d_ >= 0x1p63) return std::numeric_limits<int64_t>::max();
+      if (d_ < -0x1p63) return std::numeric_limits<int64_t>::min();
       return static_cast<int64_t>(d_);
     case Kind::kBool:
       return b_ ? 1 : 0;

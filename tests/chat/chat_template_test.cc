@@ -114,6 +114,32 @@ TEST(ChatTemplateTest, OutOfRangeNumberLiteralsAreAnErrorOrInfinityNotACrash) {
   EXPECT_EQ(RenderJinja("{{ " + huge + " > 99999.0 }}", nlohmann::json::object()), "True");
 }
 
+TEST(ChatTemplateTest, IntegerOverflowIsAnErrorNotUndefinedBehaviour) {
+  // Found by fuzz/jinja_fuzzer (UBSan: "signed integer overflow: 1101106893 * 797712071520"); the rest by
+  // reading for the same kind. Python's ints do not overflow; ours are int64 and say so.
+  const auto render = [](const std::string& source) { return RenderJinja(source, nlohmann::json::object()); };
+  const std::string min = "(-9223372036854775807 - 1)";
+  EXPECT_EQ(render("{{ 1101106893 * 797712071520 }}"),
+            "RENDER ERROR: chat template line 1: integer overflow in '*'");
+  EXPECT_NE(render("{{ 9223372036854775807 + 1 }}").find("integer overflow in '+'"), std::string::npos);
+  EXPECT_NE(render("{{ -" + min + " }}").find("integer overflow in '-'"), std::string::npos);
+  EXPECT_NE(render("{{ " + min + " // -1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(render("{{ 2 ** 64 }}").find("integer overflow in '**'"), std::string::npos);
+  EXPECT_NE(render("{{ " + min + " | abs }}").find("integer overflow in 'abs'"), std::string::npos);
+  EXPECT_NE(render("{{ 10 is divisibleby(0) }}").find("division by zero"), std::string::npos);
+  // What does fit still computes, as Python does.
+  EXPECT_EQ(render("{{ " + min + " }}"), "-9223372036854775808");
+  EXPECT_EQ(render("{{ " + min + " % -1 }}"), "0");
+  EXPECT_EQ(render("{{ " + min + " is divisibleby(-1) }}"), "True");
+  EXPECT_EQ(render("{{ 7 // -2 }} {{ 7 % -2 }} {{ 3 ** 3 }}"), "-4 -1 27");
+  EXPECT_EQ(render("{{ range(9223372036854775800, 9223372036854775807, 5) | list }}"),
+            "[9223372036854775800, 9223372036854775805]");
+  EXPECT_EQ(render("{{ [1, 2, 3][1::9223372036854775807] }}"), "[2]");
+  // Floats past int64 convert saturating (a cast would be undefined), NaN to 0.
+  EXPECT_EQ(render("{{ (10.0 ** 300) | int }}"), "9223372036854775807");
+  EXPECT_EQ(render("{{ (-10.0 ** 301) | int }}"), "-9223372036854775808");
+}
+
 // Found by fuzz/jinja_fuzzer (10^6-run, a macro calling itself) and then by reading for the same kind: a
 // chat template comes from a model file, so each of these once overflowed the stack, leaked, ran for hours
 // or exhausted memory. Each is now an error naming the limit, and the process keeps running.
