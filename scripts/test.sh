@@ -69,6 +69,17 @@ step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
 if [[ "${LOCKSTEP_FUZZ_SECONDS:-20}" != 0 ]]; then
   step "fuzz" env SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-20}" bash scripts/fuzz.sh
 fi
+# Sanitizers (scripts/check_sanitizers.sh; docs/testing.md says what each covers, leaves out and costs): ASan
+# + UBSan on the engine, server and client tests in build-fuzz/ (the fuzz step's build, so the layers are
+# compiled already), then TSan on the engine tests and on the Release build's server tests run against a
+# TSan-built `lockstep serve`. The slow suites (64-stream load, every-architecture sweeps, nginx, browser,
+# peers) are the host ctest's. LOCKSTEP_SANITIZERS=0 skips both; =asan or =tsan runs one.
+sanitizers=${LOCKSTEP_SANITIZERS:-asan tsan}
+if [[ $sanitizers != 0 ]]; then
+  for kind in $sanitizers; do
+    step "sanitizers ($kind)" env JOBS=2 bash scripts/check_sanitizers.sh "$kind"
+  done
+fi
 # The lower layers' tests again, cross-built for 64-bit ARM (beside the other steps, above) and run under qemu
 # (on 2 cores about 3 minutes of build, 6 of tests): all of them on a Cortex-A76 (NEON dot products, no i8mm:
 # levels scalar, neon, neon-dotprod, and the cross-CPU golden), and the tensor tests again on qemu's "max"
