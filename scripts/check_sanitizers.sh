@@ -44,6 +44,14 @@ asan_only_excluded="RunningOutOfDescriptors"
 tsan_in_process_server_tests="HttpRequestTest|MetricsTest|SseTest|RequestFieldsTest|StructuredFields\.|ToolCalls\.|ToolCallGoldens|ApiErrorTest|RequestGuardTest|ServerOptionsTest"
 release_dir=${RELEASE_BUILD_DIR:-$root/build}
 
+# ctest over DIR's tests labelled LABEL, less those matching EXCLUDE, with $CTEST_ARGS.
+run_ctest() {
+  local dir=$1 label=$2 exclude=$3
+  # shellcheck disable=SC2086  # CTEST_ARGS is a list
+  nice ctest --test-dir "$dir" --output-on-failure -j"$jobs" --timeout 900 -L "$label" -E "$exclude" \
+    ${CTEST_ARGS:-}
+}
+
 run_kind() {
   local kind=$1 layers build_dir
   case "$kind" in
@@ -89,22 +97,14 @@ run_kind() {
   if [[ -s "$root/scripts/tsan_suppressions.txt" ]]; then
     TSAN_OPTIONS+=":suppressions=$root/scripts/tsan_suppressions.txt"
   fi
-  local label
-  label="^($(IFS='|'; echo "${layers[*]}"))\$"
-  local args=(--test-dir "$build_dir" --output-on-failure -j"$jobs" --timeout 900 -L "$label"
-    -E "$slow_tests|$asan_only_excluded")
   local status=0
   if [[ $kind == tsan ]]; then
-    args=(--test-dir "$build_dir" --output-on-failure -j"$jobs" --timeout 900 -L '^engine$' -E "$slow_tests")
-    # shellcheck disable=SC2086  # CTEST_ARGS is a list
-    nice ctest "${args[@]}" ${CTEST_ARGS:-} || status=$?
-    args=(--test-dir "$release_dir" --output-on-failure -j"$jobs" --timeout 900 -L '^server$'
-      -E "$slow_tests|$tsan_in_process_server_tests")
-    # shellcheck disable=SC2086  # CTEST_ARGS is a list
-    LOCKSTEP_BINARY=$build_dir/lockstep nice ctest "${args[@]}" ${CTEST_ARGS:-} || status=$?
+    run_ctest "$build_dir" '^engine$' "$slow_tests" || status=$?
+    LOCKSTEP_BINARY=$build_dir/lockstep run_ctest "$release_dir" '^server$' \
+      "$slow_tests|$tsan_in_process_server_tests" || status=$?
   else
-    # shellcheck disable=SC2086  # CTEST_ARGS is a list
-    nice ctest "${args[@]}" ${CTEST_ARGS:-} || status=$?
+    run_ctest "$build_dir" "^($(IFS='|'; echo "${layers[*]}"))\$" "$slow_tests|$asan_only_excluded" ||
+      status=$?
   fi
   unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
   if compgen -G "$logs/*" >/dev/null; then
