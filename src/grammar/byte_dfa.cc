@@ -8,7 +8,7 @@ namespace lockstep::grammar {
 LazyByteDfa::LazyByteDfa(const CompiledGrammar& grammar, bool approximate,
                          const std::vector<StackNode>& nodes, const std::vector<int32_t>& tops,
                          size_t max_states)
-    : walker_(grammar, approximate), max_states_(std::max<size_t>(1, max_states)) {
+    : walker_(grammar, approximate, /*hash_cons=*/false), max_states_(std::max<size_t>(1, max_states)) {
   Intern(nodes, tops, StepFlags{});
 }
 

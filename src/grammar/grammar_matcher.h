@@ -33,6 +33,8 @@ class GrammarMatcher {
   // The live stacks (tops index into nodes; unique, in a fixed order), for TokenMasker.
   const std::vector<StackNode>& nodes() const { return walker_.nodes(); }
   const std::vector<int32_t>& tops() const { return tops_; }
+  // Stack-walk work done so far (StackWalker::work): deterministic, for bounds and tests.
+  uint64_t work() const { return walker_.work(); }
 
  private:
   void Compact();

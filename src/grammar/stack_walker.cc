@@ -1,9 +1,15 @@
 #include "grammar/stack_walker.h"
 
+#include <algorithm>
+
 namespace lockstep::grammar {
 namespace {
 
 size_t Slot(uint64_t key, size_t mask) { return size_t((key * 0x9E3779B97F4A7C15ull) >> 40) & mask; }
+uint64_t Key(uint32_t pos, int32_t parent) { return (uint64_t(pos) << 32) | uint32_t(parent); }
+
+// Tags a FirstVisit key as "this top was output this round" (positions stay far below 2^31).
+constexpr uint32_t kTopTag = 0x80000000u;
 
 }  // namespace
 
@@ -34,7 +40,7 @@ bool StackWalker::FirstVisit(uint32_t pos, int32_t parent) {
     seen_keys_ = std::move(keys);
     seen_round_ = std::move(rounds);
   }
-  const uint64_t key = (uint64_t(pos) << 32) | uint32_t(parent);
+  const uint64_t key = Key(pos, parent);
   const size_t mask = seen_keys_.size() - 1;
   for (size_t s = Slot(key, mask);; s = (s + 1) & mask) {
     if (seen_round_[s] != round_) {
@@ -47,6 +53,53 @@ bool StackWalker::FirstVisit(uint32_t pos, int32_t parent) {
   }
 }
 
+// Out of line: the rare path, kept from Node's hot one.
+[[gnu::noinline]] void StackWalker::RebuildCons() {
+  // Rebuild from the entries still valid (the arena may have been truncated), doubling while they fill
+  // more than a quarter; the table never shrinks, so a rebuild costs O(1) per insert since the last one.
+  size_t live = 0;
+  for (const ConsSlot& slot : cons_) live += ConsValid(slot) ? 1 : 0;
+  size_t size = std::max<size_t>(64, cons_.size());
+  while (size < live * 4) size *= 2;
+  cons_spare_.assign(size, ConsSlot{});
+  cons_used_ = 0;
+  for (const ConsSlot& slot : cons_) {
+    if (!ConsValid(slot)) continue;
+    size_t s = Slot(slot.key, size - 1);
+    while (cons_spare_[s].index >= 0 && cons_spare_[s].key != slot.key) s = (s + 1) & (size - 1);
+    if (cons_spare_[s].index < 0) ++cons_used_;
+    cons_spare_[s] = slot;
+  }
+  cons_.swap(cons_spare_);
+}
+
+int32_t StackWalker::Node(uint32_t pos, int32_t parent, bool approx) {
+  ++work_;
+  if (!hash_cons_) {
+    nodes_.push_back({pos, parent, approx});
+    return int32_t(nodes_.size() - 1);
+  }
+  const uint64_t key = Key(pos, parent);  // before the call below: kept in a register across it
+  if ((cons_used_ + 1) * 2 > cons_.size()) [[unlikely]]
+    RebuildCons();
+  const size_t mask = cons_.size() - 1;
+  size_t s = Slot(key, mask);
+  bool reuse = false;  // s holds a stale entry of this key (the arena was truncated below it): overwrite it
+  for (; cons_[s].index >= 0; s = (s + 1) & mask) {
+    if (cons_[s].key != key) continue;
+    if (!ConsValid(cons_[s])) {
+      reuse = true;
+      break;
+    }
+    if (nodes_[size_t(cons_[s].index)].approx == approx) return cons_[s].index;
+  }
+  const size_t free_slot = s;
+  if (!reuse) ++cons_used_;
+  nodes_.push_back({pos, parent, approx});
+  cons_[free_slot] = ConsSlot{key, int32_t(nodes_.size() - 1)};
+  return int32_t(nodes_.size() - 1);
+}
+
 void StackWalker::FollowFrom(uint32_t rule, std::vector<int32_t>* out, StepFlags* flags) {
   if (g_.CanEndAfter(rule)) flags->approx_end = true;
   for (uint32_t f : g_.Follow(rule)) Expand(f, kApproxBottom, out, flags);
@@ -54,6 +107,7 @@ void StackWalker::FollowFrom(uint32_t rule, std::vector<int32_t>* out, StepFlags
 
 void StackWalker::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, StepFlags* flags) {
   if (!FirstVisit(pos, parent)) return;
+  ++work_;
   for (const ClosureItem& item : g_.Closure(pos)) {
     if (item.terminal == kPop) {
       if (parent >= 0) {
@@ -69,12 +123,9 @@ void StackWalker::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out
     }
     const bool approx = parent == kApproxBottom || (parent >= 0 && nodes_[parent].approx);
     int32_t below = parent;
-    for (uint32_t c : g_.Chain(item)) {
-      nodes_.push_back({c, below, approx});
-      below = int32_t(nodes_.size() - 1);
-    }
-    nodes_.push_back({item.terminal, below, approx});
-    out->push_back(int32_t(nodes_.size() - 1));
+    for (uint32_t c : g_.Chain(item)) below = Node(c, below, approx);
+    const int32_t top = Node(item.terminal, below, approx);
+    if (FirstVisit(kTopTag, top)) out->push_back(top);  // equal stacks reached twice are one top
   }
 }
 

@@ -144,6 +144,29 @@ TEST(GrammarMatcher, LongTextsKeepStateSmall) {
   EXPECT_TRUE(m.accepting());
 }
 
+// Regression (issue 15, a TGI regex `.***...` pinning a core): nested nullable repetition reaches equal
+// stacks by many paths; before nodes were hash-consed (grammar/stack_walker.h) each was a distinct stack and
+// one multi-byte piece cost exponential work in its length (16 bytes under 10 levels: over a second). With
+// hash-consing the work per byte is bounded by the grammar, whatever the piece length or nesting.
+TEST(GrammarMatcher, NestedNullableRepetitionIsLinearInThePiece) {
+  std::string gbnf = "\"a\"";
+  for (int level = 0; level < 12; ++level) gbnf = "( " + gbnf + " )*";
+  auto g = MustCompile("root ::= " + gbnf);
+  ASSERT_NE(g, nullptr);
+  uint64_t work_16 = 0;
+  for (size_t length : {16, 64}) {
+    GrammarMatcher m(g);
+    ASSERT_TRUE(m.AcceptBytes(std::string(length, 'a')));
+    EXPECT_TRUE(m.accepting());
+    EXPECT_EQ(m.tops().size(), 1u);
+    if (length == 16) work_16 = m.work();
+    EXPECT_LT(m.work(), 400 * length) << length << " bytes";  // ~100 per byte at 12 levels
+  }
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.AcceptBytes(std::string(64, 'a')));
+  EXPECT_LT(m.work(), 5 * work_16);  // linear: 4x the bytes, about 4x the work
+}
+
 struct BadGrammar {
   const char* text;
   const char* message;  // expected substring
