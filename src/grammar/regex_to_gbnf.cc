@@ -79,7 +79,7 @@ class RegexParser {
     if (pos_ < end && cps_[pos_] == '^') ++pos_;
     if (end > pos_ && cps_[end - 1] == '$' && !(end >= 2 && cps_[end - 2] == '\\')) --end;
     end_ = end;
-    std::string expr = ParseAlternation();
+    std::string expr = Render(ParseAlternation());
     if (error_.ok() && pos_ < end_) Fail(pos_, "unbalanced ')'");
     if (!error_.ok()) return error_;
     return expr;
@@ -126,27 +126,98 @@ class RegexParser {
     return out + " )";
   }
 
-  std::string ParseAlternation() {
-    std::vector<std::string> alts = {ParseSequence()};
+  // An atom under its (collapsed) quantifier: `base` repeated min..max times (max kUnbounded: no limit).
+  struct Item {
+    std::string base;
+    int64_t min = 1;
+    int64_t max = 1;
+  };
+  static constexpr int64_t kUnbounded = -1;
+
+  static std::string Render(const Item& item) {
+    if (item.min == 1 && item.max == 1) return item.base;
+    std::string op;
+    if (item.min == 0 && item.max == kUnbounded) {
+      op = "*";
+    } else if (item.min == 1 && item.max == kUnbounded) {
+      op = "+";
+    } else if (item.min == 0 && item.max == 1) {
+      op = "?";
+    } else {
+      op = '{';
+      op += std::to_string(item.min);
+      if (item.max != item.min) {
+        op += ',';
+        if (item.max != kUnbounded) op += std::to_string(item.max);
+      }
+      op += '}';
+    }
+    return "( " + item.base + " )" + op;
+  }
+
+  // (X{a,b}){c,d} as X{min,max} when that is the very same language, within kMaxRepetition. The counts
+  // are the union over k in [c,d] of [k*a, k*b]: gap-free unless a - 1 > k * (b - a) for k = c (the
+  // widest gap). So X** = X*, (X+)* = X*, (X?){3} = X{0,3}, but (X{2})* (even counts) stays nested.
+  static bool Compose(const Item& inner, int64_t c, int64_t d, Item* out) {
+    const int64_t a = inner.min, b = inner.max;
+    if (b == 0 || d == 0) {
+      *out = Item{inner.base, 0, 0};
+      return true;
+    }
+    if (c != d && (b == kUnbounded ? (c == 0 && a > 1) : (a - 1 > c * (b - a)))) return false;
+    const int64_t max = b == kUnbounded || d == kUnbounded ? kUnbounded : b * d;
+    if (a * c > kMaxRepetition || max > kMaxRepetition) return false;
+    *out = Item{inner.base, a * c, max};
+    return true;
+  }
+
+  // X{a,b} X{c,d} as X{a+c, b+d} (always the same language), within kMaxRepetition; only for two
+  // quantified atoms (so `.*.*` collapses and plain literals stay as written).
+  static bool Merge(const Item& x, const Item& y, Item* out) {
+    if (x.base != y.base || (x.min == 1 && x.max == 1) || (y.min == 1 && y.max == 1)) return false;
+    const int64_t max = x.max == kUnbounded || y.max == kUnbounded ? kUnbounded : x.max + y.max;
+    if (x.min + y.min > kMaxRepetition || max > kMaxRepetition) return false;
+    *out = Item{x.base, x.min + y.min, max};
+    return true;
+  }
+
+  // A group's content: the one item it holds (so `(X*)*` composes), else its text as one item.
+  Item ParseAlternation() {
+    std::vector<std::vector<Item>> alts = {ParseSequence()};
     while (error_.ok() && !AtEnd() && Peek() == '|') {
       ++pos_;
       alts.push_back(ParseSequence());
     }
-    if (alts.size() == 1) return alts[0];
+    if (alts.size() == 1 && alts[0].size() == 1) return alts[0][0];
+    std::vector<std::string> texts;
+    for (const std::vector<Item>& seq : alts) {
+      std::string text;
+      for (const Item& item : seq) {
+        if (!text.empty()) text += ' ';
+        text += Render(item);
+      }
+      texts.push_back(text.empty() ? "\"\"" : text);
+    }
+    if (texts.size() == 1) return Item{"( " + texts[0] + " )"};
     std::string out = "(";
-    for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
-    return out + " )";
+    for (size_t i = 0; i < texts.size(); ++i) out += (i ? " | " : " ") + texts[i];
+    return Item{out + " )"};
   }
 
-  std::string ParseSequence() {
-    std::string out;
+  std::vector<Item> ParseSequence() {
+    std::vector<Item> out;
     while (error_.ok() && !AtEnd() && Peek() != '|' && Peek() != ')') {
-      std::string atom = ParseAtom();
+      Item atom = ParseAtom();
       if (!error_.ok()) break;
-      atom = ParseQuantifiers(atom);
-      out += (out.empty() ? "" : " ") + atom;
+      atom = ParseQuantifiers(std::move(atom));
+      Item merged;
+      if (!out.empty() && Merge(out.back(), atom, &merged)) {
+        out.back() = std::move(merged);
+      } else {
+        out.push_back(std::move(atom));
+      }
     }
-    return out.empty() ? "\"\"" : out;
+    return out;
   }
 
   // Reads {n}, {n,}, {n,m} at pos_ (just after '{'); false (pos_ unchanged) when it is not one, in which
@@ -172,17 +243,17 @@ class RegexParser {
     return true;
   }
 
-  std::string ParseQuantifiers(std::string atom) {
+  Item ParseQuantifiers(Item atom) {
     while (error_.ok() && !AtEnd()) {
       const size_t at = pos_;
       const uint32_t c = Peek();
-      std::string op;
+      int64_t min = 0, max = kUnbounded;
       if (c == '*' || c == '+' || c == '?') {
         ++pos_;
-        op = std::string(1, char(c));
+        if (c == '+') min = 1;
+        if (c == '?') max = 1;
       } else if (c == '{') {
         ++pos_;
-        int64_t min, max;
         if (!ReadCount(&min, &max)) {
           --pos_;
           break;
@@ -191,19 +262,17 @@ class RegexParser {
         if (min > kMaxRepetition || max > kMaxRepetition) {
           return Fail(at, "repetition bound above " + std::to_string(kMaxRepetition)), atom;
         }
-        op = "{";
-        op += std::to_string(min);
-        if (max != min) {
-          op += ',';
-          if (max >= 0) op += std::to_string(max);
-        }
-        op += '}';
       } else {
         break;
       }
       if (!AtEnd() && Peek() == '?') ++pos_;  // lazy: the same language
       if (!AtEnd() && Peek() == '+') return Fail(pos_, "possessive quantifiers are not supported"), atom;
-      atom = "( " + atom + " )" + op;
+      Item composed;
+      if (Compose(atom, min, max, &composed)) {
+        atom = std::move(composed);
+      } else {
+        atom = Item{"( " + Render(atom) + " )", min, max};
+      }
     }
     return atom;
   }
@@ -337,30 +406,41 @@ class RegexParser {
     return SetExpr(ranges, negated);
   }
 
-  std::string ParseAtom() {
+  // A parenthesised group, pos_ just after '('.
+  Item ParseGroup() {
+    const size_t at = pos_ - 1;
+    if (Peek() == '?') {
+      if (Peek(1) == ':') {
+        pos_ += 2;
+      } else if (Peek(1) == '<' && Peek(2) != '=' && Peek(2) != '!') {
+        while (!AtEnd() && Peek() != '>') ++pos_;
+        ++pos_;
+      } else if (Peek(1) == 'P' && Peek(2) == '<') {
+        while (!AtEnd() && Peek() != '>') ++pos_;
+        ++pos_;
+      } else {
+        return Fail(at, "lookaround and other (?...) groups are not supported"), Item{};
+      }
+    }
+    Item inner = ParseAlternation();
+    if (!error_.ok()) return Item{};
+    if (AtEnd() || Peek() != ')') return Fail(at, "unbalanced '('"), Item{};
+    ++pos_;
+    return inner;
+  }
+
+  Item ParseAtom() {
+    if (cps_[pos_] == '(') {
+      ++pos_;
+      return ParseGroup();
+    }
+    return Item{ParseSimpleAtom()};
+  }
+
+  std::string ParseSimpleAtom() {
     const size_t at = pos_;
     const uint32_t c = cps_[pos_++];
     switch (c) {
-      case '(': {
-        if (Peek() == '?') {
-          if (Peek(1) == ':') {
-            pos_ += 2;
-          } else if (Peek(1) == '<' && Peek(2) != '=' && Peek(2) != '!') {
-            while (!AtEnd() && Peek() != '>') ++pos_;
-            ++pos_;
-          } else if (Peek(1) == 'P' && Peek(2) == '<') {
-            while (!AtEnd() && Peek() != '>') ++pos_;
-            ++pos_;
-          } else {
-            return Fail(at, "lookaround and other (?...) groups are not supported"), "";
-          }
-        }
-        std::string inner = ParseAlternation();
-        if (!error_.ok()) return "";
-        if (AtEnd() || Peek() != ')') return Fail(at, "unbalanced '('"), "";
-        ++pos_;
-        return "( " + inner + " )";
-      }
       case '[':
         return ParseClass();
       case '.':

@@ -156,6 +156,102 @@ TEST(RegexToGbnf, JsonStringModeEscapes) {
   EXPECT_FALSE(Accepts(any, "ab\""));
 }
 
+// Stacked and nested quantifiers collapse where the language allows (issue 15: `.****...` and `.*` x 200
+// made grammars whose masks cost seconds). Oracle: the set of counts of 'a' each pattern matches, computed
+// here by sumsets from the quantifiers alone; the converted grammar must accept exactly those counts.
+using Counts = std::vector<bool>;  // counts[n]: n copies of 'a' match (n <= kMaxCount)
+constexpr int kMaxCount = 14;
+
+Counts Repeat(const Counts& inner, int min, int max) {  // max -1: unbounded
+  Counts out(kMaxCount + 1, false), power(kMaxCount + 1, false);
+  power[0] = true;  // the 0-fold sumset
+  for (int k = 0; k <= kMaxCount + 1 && (max < 0 || k <= max); ++k) {
+    if (k >= min) {
+      for (int n = 0; n <= kMaxCount; ++n) out[n] = out[n] || power[n];
+    }
+    Counts next(kMaxCount + 1, false);
+    for (int i = 0; i <= kMaxCount; ++i) {
+      for (int j = 0; power[i] && i + j <= kMaxCount; ++j) next[i + j] = next[i + j] || inner[j];
+    }
+    power = next;
+  }
+  return out;
+}
+
+TEST(RegexToGbnf, StackedQuantifiersKeepTheirLanguage) {
+  struct Quantifier {
+    const char* text;
+    int min, max;
+  };
+  const Quantifier qs[] = {{"*", 0, -1},    {"+", 1, -1},    {"?", 0, 1},      {"{2}", 2, 2},
+                           {"{0,2}", 0, 2}, {"{2,3}", 2, 3}, {"{3}", 3, 3},    {"{1,2}", 1, 2},
+                           {"{0}", 0, 0},   {"{2,}", 2, -1}, {"{3,5}?", 3, 5}, {"*?", 0, -1}};
+  Counts one(kMaxCount + 1, false);
+  one[1] = true;
+  int checked = 0;
+  for (const Quantifier& q1 : qs) {
+    for (const Quantifier& q2 : qs) {
+      for (const Quantifier& q3 : qs) {
+        const Counts want = Repeat(Repeat(Repeat(one, q1.min, q1.max), q2.min, q2.max), q3.min, q3.max);
+        std::vector<std::string> patterns = {std::string("(?:(a") + q1.text + ")" + q2.text + ")" + q3.text};
+        // Stacked without groups where that is not a lazy or possessive suffix: a** a{2}* a*{2,3}.
+        if (q2.text[0] != '+' && q2.text[0] != '?' && q3.text[0] != '+' && q3.text[0] != '?' &&
+            std::string(q1.text).back() != '?' && std::string(q2.text).back() != '?') {
+          patterns.push_back(std::string("a") + q1.text + q2.text + q3.text);
+        }
+        for (const std::string& pattern : patterns) {
+          auto g = FromRegex(pattern);
+          ASSERT_NE(g, nullptr) << pattern;
+          for (int n = 0; n <= kMaxCount; ++n) {
+            ASSERT_EQ(Accepts(g, std::string(size_t(n), 'a')), want[n]) << pattern << " on " << n << " a's";
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 2000);
+  // Adjacent equal quantified atoms: X{a,b} X{c,d} = X{a+c,b+d}.
+  for (const char* pattern : {"a*a*", "a?a{2}", "a{2,3}a+", "(?:a*)a?(?:a{2})"}) {
+    auto g = FromRegex(pattern);
+    ASSERT_NE(g, nullptr) << pattern;
+    const std::string p = pattern;
+    for (int n = 0; n <= kMaxCount; ++n) {
+      bool want = p == "a*a*" ? true : p == "a?a{2}" ? (n == 2 || n == 3) : p == "a{2,3}a+" ? n >= 3 : n >= 2;
+      EXPECT_EQ(Accepts(g, std::string(size_t(n), 'a')), want) << pattern << " on " << n;
+    }
+  }
+}
+
+// The redundant forms become the grammar of the simple one (a deterministic size check, not a timing).
+TEST(RegexToGbnf, RedundantQuantifiersCollapse) {
+  auto expr = [](const std::string& pattern) {
+    auto r = RegexToGbnf(pattern, false);
+    EXPECT_TRUE(r.ok()) << pattern << ": " << r.status().ToString();
+    return r.ok() ? *r : std::string();
+  };
+  const std::string star = expr(".*");
+  std::string dots, stars(1000, '*'), nested = ".*";
+  for (int i = 0; i < 200; ++i) dots += ".*";
+  for (int i = 0; i < 100; ++i) nested = "(" + nested + ")*";
+  EXPECT_EQ(expr("." + stars), star);
+  EXPECT_EQ(expr(dots), star);
+  EXPECT_EQ(expr(nested), star);
+  EXPECT_EQ(expr("(?:.+)*"), star);
+  EXPECT_EQ(expr("(.*.*)+"), star);
+  EXPECT_EQ(expr("a{2}{3}"), expr("a{6}"));
+  EXPECT_EQ(expr("(?:a?){3}"), expr("a{0,3}"));
+  EXPECT_NE(expr("(?:a{2})*"), expr("a*"));  // even counts only: stays nested
+  // Past kMaxRepetition a product is left nested (the parser's own limit applies to each bound).
+  auto big = RegexToGbnf("(?:a{10000}){10000}", false);
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_NE(big->find("{10000}"), std::string::npos);
+  // The reproducer's grammar (a TGI body that took 35 s of CPU): small once collapsed.
+  std::string repro = "[a-z]{6,{{{{{{s{{{{{hhhhhhhrepetition_penhhhhhhhhhhh" + std::string(14, '*') + "." +
+                      std::string(135, '*') + std::string(90, 'h') + "{{{{.{{{5}";
+  EXPECT_LT(expr(repro).size(), 1200u);
+}
+
 TEST(RegexToGbnf, UnsupportedConstructsAreErrors) {
   const std::pair<const char*, const char*> cases[] = {
       {"(a)\\1", "character 4: backreferences are not supported"},
