@@ -229,7 +229,10 @@ TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& samp
 void Engine::Loop::FinishConstrained(Active& active) {
   TokenEvent event;
   event.text_delta = FlushText(active);
-  if (active.constraint->accepting()) {
+  if (std::string why = active.constraint->error(); !why.empty()) {
+    event.finish_reason = FinishReason::kError;
+    event.error = std::move(why);
+  } else if (active.constraint->accepting()) {
     event.finish_reason = FinishReason::kStop;
     event.stop_kind = StopKind::kGrammar;
   } else {

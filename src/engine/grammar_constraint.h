@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "grammar/grammar_matcher.h"
@@ -28,6 +29,9 @@ class GrammarConstraint {
   bool accepting() const { return matcher_.accepting(); }
   // The text is a complete match and nothing may follow.
   bool complete() const { return matcher_.accepting() && !matcher_.CanContinue(); }
+  // Why the grammar cannot be enforced ("" normally): its masker went over its work bound, so FillMask
+  // returned 0 (grammar/token_masker.h).
+  std::string error() const { return masker_->over_budget_message(); }
 
  private:
   std::shared_ptr<grammar::TokenMasker> masker_;

@@ -31,6 +31,7 @@ int32_t LazyByteDfa::Intern(const std::vector<StackNode>& nodes, const std::vect
     int32_t n = top;
     for (; n >= 0; n = nodes[size_t(n)].parent) chain.push_back(nodes[size_t(n)].pos);
     chain.push_back(n == kApproxBottom ? UINT32_MAX : UINT32_MAX - 1);
+    intern_work_ += chain.size();
     chains.push_back(std::move(chain));
   }
   std::sort(chains.begin(), chains.end());

@@ -50,6 +50,9 @@ class LazyByteDfa {
   }
   const StateInfo& info(int32_t state) const { return states_[size_t(state)].info; }
   size_t num_states() const { return states_.size(); }
+  // Work spent computing transitions so far: stack-walk steps (StackWalker::work) plus the stack entries
+  // put into canonical form.
+  uint64_t work() const { return walker_.work() + intern_work_; }
 
  private:
   static constexpr int32_t kUnknown = -2;
@@ -70,6 +73,7 @@ class LazyByteDfa {
   std::vector<std::array<int32_t, 256>> table_;
   std::unordered_map<std::string, int32_t> ids_;
   std::vector<int32_t> scratch_tops_;
+  uint64_t intern_work_ = 0;
 };
 
 }  // namespace lockstep::grammar

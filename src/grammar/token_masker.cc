@@ -35,11 +35,13 @@ void ContextStack(const uint32_t* pos, uint32_t size, std::vector<StackNode>* no
 }  // namespace
 
 TokenMasker::TokenMasker(std::shared_ptr<const CompiledGrammar> grammar,
-                         std::shared_ptr<const TokenVocab> vocab, int context_depth, size_t dfa_max_states)
+                         std::shared_ptr<const TokenVocab> vocab, int context_depth, size_t dfa_max_states,
+                         uint64_t max_mask_work)
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       depth_(std::clamp(context_depth, 1, kMaxContextDepth)),
       dfa_max_states_(dfa_max_states),
+      max_work_(max_mask_work),
       exact_(*grammar_, /*approximate=*/false) {}
 
 size_t TokenMasker::ContextHash::operator()(const Context& c) const {
@@ -64,15 +66,33 @@ TokenMasker::Context TokenMasker::ContextOf(const std::vector<StackNode>& nodes,
   return c;
 }
 
-const TokenMasker::ContextMask& TokenMasker::Get(const Context& context) {
-  std::unique_ptr<ContextMask>& slot = masks_[context];
-  if (!slot) {
-    slot = Build(context);
-    ++stats_.contexts_built;
-    stats_.accepted_total += slot->accepted_count;
-    stats_.uncertain_total += slot->uncertain.size();
-  }
-  return *slot;
+bool TokenMasker::over_budget() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return over_budget_;
+}
+
+std::string TokenMasker::over_budget_message() const {
+  if (!over_budget()) return "";
+  return "the grammar is too costly to enforce: masking one decoding step over the " +
+         std::to_string(vocab_->size()) + "-token vocabulary needs more than " + std::to_string(max_work_) +
+         " parse-stack steps (many alternatives or repetitions that can match the same text, such as "
+         "`(.*|x)(.*|x)...`; simplify the grammar)";
+}
+
+bool TokenMasker::Spend(uint64_t work) {
+  fill_work_ += work;
+  if (fill_work_ > max_work_) over_budget_ = true;
+  return !over_budget_;
+}
+
+const TokenMasker::ContextMask* TokenMasker::Get(const Context& context) {
+  if (auto it = masks_.find(context); it != masks_.end()) return it->second.get();
+  std::unique_ptr<ContextMask> built = Build(context);
+  if (!built) return nullptr;  // over the work bound: nothing cached
+  ++stats_.contexts_built;
+  stats_.accepted_total += built->accepted_count;
+  stats_.uncertain_total += built->uncertain.size();
+  return (masks_[context] = std::move(built)).get();
 }
 
 std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& context) {
@@ -87,11 +107,20 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& cont
   std::vector<int32_t> state_at(64, dfa.start());
   const std::vector<TokenVocab::TrieNode>& trie = vocab_->trie();
   const std::span<const int32_t> sorted = vocab_->sorted();
+  uint64_t steps = 0, charged = 0;  // trie nodes visited; work already added to fill_work_
+  const auto charge = [&] {
+    const uint64_t total = steps + dfa.work();
+    const bool ok = Spend(total - charged);
+    charged = total;
+    return ok;
+  };
   for (uint32_t i = 0; i < trie.size();) {
+    if (fill_work_ + ++steps + dfa.work() - charged > max_work_ && !charge()) return nullptr;
     const TokenVocab::TrieNode& node = trie[i];
     const int32_t state = dfa.Next(state_at[node.depth - 1], node.byte);
     if (state == LazyByteDfa::kTooMany) {
       ++stats_.dfa_fallbacks;
+      if (!charge()) return nullptr;
       return BuildDirect(context);
     }
     if (state == LazyByteDfa::kDead) {
@@ -112,6 +141,7 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& cont
     }
     ++i;
   }
+  if (!charge()) return nullptr;
   stats_.dfa_states += dfa.num_states();
   Store(std::move(accepted), *vocab_, mask.get());
   return mask;
@@ -128,7 +158,15 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::BuildDirect(const Context
   std::vector<int32_t> accepted;
   const std::vector<TokenVocab::TrieNode>& trie = vocab_->trie();
   const std::span<const int32_t> sorted = vocab_->sorted();
+  uint64_t steps = 0, charged = 0;
+  const auto charge = [&] {
+    const uint64_t total = steps + walker.work();
+    const bool ok = Spend(total - charged);
+    charged = total;
+    return ok;
+  };
   for (uint32_t i = 0; i < trie.size();) {
+    if (fill_work_ + ++steps + walker.work() - charged > max_work_ && !charge()) return nullptr;
     const TokenVocab::TrieNode& node = trie[i];
     const Frame parent = frames[node.depth - 1];
     nodes.resize(parent.nodes);
@@ -155,6 +193,7 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::BuildDirect(const Context
     }
     ++i;
   }
+  if (!charge()) return nullptr;
   Store(std::move(accepted), *vocab_, mask.get());
   return mask;
 }
@@ -194,13 +233,22 @@ void TokenMasker::Warm(int walks, int steps, double budget_s) {
   }
 }
 
-void TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_tops,
+bool TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_tops,
                                std::span<uint64_t> mask) {
+  const uint64_t work_before = exact_.work();
+  uint64_t steps = 0, charged = 0;
+  const auto charge = [&] {
+    const uint64_t total = steps + (exact_.work() - work_before);
+    const bool ok = Spend(total - charged);
+    charged = total;
+    return ok;
+  };
   std::vector<StackNode>& nodes = exact_.nodes();
   std::vector<Frame> frames = {{uint32_t(nodes.size()), 0, uint32_t(n_tops), false}};
   std::string_view previous;
   size_t dead = 0;  // previous[0, dead) cannot match (0: no dead prefix)
   for (uint32_t index : candidates) {
+    if (fill_work_ + ++steps + (exact_.work() - work_before) - charged > max_work_ && !charge()) return false;
     const int32_t id = vocab_->sorted()[index];
     if (TestBit(mask, id)) continue;
     const std::string_view bytes = vocab_->sorted_bytes(index);
@@ -228,12 +276,17 @@ void TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_to
     const Frame& last = frames[bytes.size()];
     if (last.end || last.tops_end > last.tops_begin) SetBit(mask, id);
   }
+  return charge();
 }
 
 size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask) {
   LOCKSTEP_CHECK(&matcher.grammar() == grammar_.get());
   LOCKSTEP_CHECK(mask.size() == vocab_->mask_words());  // callers with wider rows pass a prefix
   std::lock_guard<std::mutex> lock(mutex_);
+  if (over_budget_) {
+    std::fill(mask.begin(), mask.end(), 0);
+    return 0;
+  }
   // The whole state, as positions from each top down, for the state cache.
   state_key_.clear();
   state_key_.push_back(matcher.accepting() ? 1 : 0);
@@ -252,7 +305,13 @@ size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> 
     return it->second.count;
   }
   ++stats_.state_misses;
+  fill_work_ = 0;
   const size_t count = FillMaskLocked(matcher, mask);
+  stats_.max_fill_work = std::max(stats_.max_fill_work, fill_work_);
+  if (over_budget_) {
+    std::fill(mask.begin(), mask.end(), 0);
+    return 0;
+  }
   if (states_.size() >= kStateCacheSize) {
     auto oldest = states_.begin();
     for (auto it = states_.begin(); it != states_.end(); ++it) {
@@ -282,21 +341,22 @@ size_t TokenMasker::FillMaskLocked(const GrammarMatcher& matcher, std::span<uint
   context_masks_.clear();
   bool any_uncertain = false;
   for (const Context& c : contexts_) {
-    const ContextMask& cm = Get(c);
-    context_masks_.push_back(&cm);
-    if (!cm.accepted_bits.empty()) {
-      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= cm.accepted_bits[w];
+    const ContextMask* cm = Get(c);
+    if (cm == nullptr) return 0;  // over the work bound
+    context_masks_.push_back(cm);
+    if (!cm->accepted_bits.empty()) {
+      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= cm->accepted_bits[w];
     } else {
-      for (int32_t id : cm.accepted_ids) SetBit(mask, id);
+      for (int32_t id : cm->accepted_ids) SetBit(mask, id);
     }
-    any_uncertain = any_uncertain || !cm.uncertain.empty();
+    any_uncertain = any_uncertain || !cm->uncertain.empty();
   }
   if (any_uncertain) {
     exact_.nodes() = nodes;
     tops_ = matcher.tops();
     const size_t n_tops = tops_.size();
     for (const ContextMask* cm : context_masks_) {
-      if (!cm->uncertain.empty()) CheckExactly(cm->uncertain, n_tops, mask);
+      if (!cm->uncertain.empty() && !CheckExactly(cm->uncertain, n_tops, mask)) return 0;
     }
   }
   size_t count = 0;

@@ -23,6 +23,12 @@
 // nodes cost one table lookup. Masks are built on first use (Warm() builds those a few seeded walks through
 // the grammar reach, which the server does before a request reaches the engine thread). Thread-safe: a mutex
 // guards the caches, so one masker may serve many requests on any threads.
+//
+// Work bound: what one FillMask may spend building masks is counted deterministically (parse-stack steps,
+// StackWalker::work, plus one per trie node visited) and capped at max_mask_work. A grammar whose masks cost
+// more (many alternatives that match the same text, e.g. `(.*|x)` repeated) is too costly for this
+// vocabulary: that FillMask and every later one return 0 and over_budget() tells why, so neither the HTTP
+// thread (Warm) nor the engine thread (decoding) ever runs an unbounded build.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -48,12 +55,18 @@ class TokenMasker {
   static constexpr size_t kStateCacheSize = 256;
 
   static constexpr size_t kDfaMaxStates = 4096;
+  // 0.2-0.4 s of a Sapphire Rapids core at the limit (35-80 ns a unit on the costly grammars tried); JSON
+  // schema masks over a 49k vocabulary peak at 0.15-0.3 M on the DFA walk and 2.2 M on the direct walk
+  // (docs/structured.md).
+  static constexpr uint64_t kDefaultMaxMaskWork = 5'000'000;
 
   // dfa_max_states: the most states a context's LazyByteDfa (grammar/byte_dfa.h) may grow to before that
   // context is walked directly instead; 0 walks every context directly (one expansion per trie node: the
   // reference the DFA walk must equal bit for bit, and the "before" of grammar_bench).
+  // max_mask_work: the work bound of one FillMask (above).
   TokenMasker(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
-              int context_depth = kDefaultContextDepth, size_t dfa_max_states = kDfaMaxStates);
+              int context_depth = kDefaultContextDepth, size_t dfa_max_states = kDfaMaxStates,
+              uint64_t max_mask_work = kDefaultMaxMaskWork);
 
   const std::shared_ptr<const CompiledGrammar>& grammar() const { return grammar_; }
   const TokenVocab& vocab() const { return *vocab_; }
@@ -62,8 +75,12 @@ class TokenMasker {
   // (uniform over the allowed tokens), stopping early after `budget_s` seconds.
   void Warm(int walks, int steps, double budget_s);
   // Writes vocab().mask_words() words into `mask` (bit t of word t / 64: token t is allowed). `matcher` must
-  // use this masker's grammar. Returns the number of allowed tokens.
+  // use this masker's grammar. Returns the number of allowed tokens; 0 (an empty mask) once over_budget().
   size_t FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask);
+  // A FillMask needed more than max_mask_work: the grammar is too costly to mask (sticky).
+  bool over_budget() const;
+  // Why, for the client: names the limit and the vocabulary ("" while within budget).
+  std::string over_budget_message() const;
   // True when `token` may follow the matcher's text (the exact check FillMask's answer must agree with).
   bool Allows(const GrammarMatcher& matcher, int32_t token) const;
 
@@ -73,8 +90,9 @@ class TokenMasker {
     size_t uncertain_total = 0;  // over built contexts
     size_t state_hits = 0;
     size_t state_misses = 0;
-    size_t dfa_states = 0;     // over contexts built with the DFA
-    size_t dfa_fallbacks = 0;  // contexts whose DFA outgrew dfa_max_states (then walked directly)
+    size_t dfa_states = 0;       // over contexts built with the DFA
+    size_t dfa_fallbacks = 0;    // contexts whose DFA outgrew dfa_max_states (then walked directly)
+    uint64_t max_fill_work = 0;  // the most work one FillMask spent (see the work bound)
   };
   Stats stats() const;
 
@@ -106,20 +124,26 @@ class TokenMasker {
 
   size_t FillMaskLocked(const GrammarMatcher& matcher, std::span<uint64_t> mask);
   Context ContextOf(const std::vector<StackNode>& nodes, int32_t top) const;
-  const ContextMask& Get(const Context& context);                    // mutex held
+  // The builds return nullptr (and set over_budget_) when they would pass the work bound.
+  const ContextMask* Get(const Context& context);                    // mutex held
   std::unique_ptr<ContextMask> Build(const Context& context);        // walks the trie over a LazyByteDfa
   std::unique_ptr<ContextMask> BuildDirect(const Context& context);  // the same, expanding at every node
+  // Adds `work` to this FillMask's; false (over_budget_ set) past the bound.
+  bool Spend(uint64_t work);
   // Accepted ids into the mask's representation (a bit set when many, else a sorted list).
   static void Store(std::vector<int32_t> accepted, const TokenVocab& vocab, ContextMask* mask);
   // Exact check of `candidates` (sorted-order indices, ascending) against the walker's tops [0, n_tops):
   // sets the bits of those that match.
-  void CheckExactly(std::span<const uint32_t> candidates, size_t n_tops, std::span<uint64_t> mask);
+  bool CheckExactly(std::span<const uint32_t> candidates, size_t n_tops, std::span<uint64_t> mask);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const TokenVocab> vocab_;
   int depth_;
   size_t dfa_max_states_;
+  uint64_t max_work_;
   mutable std::mutex mutex_;
+  uint64_t fill_work_ = 0;  // spent by the FillMask in progress
+  bool over_budget_ = false;
   std::unordered_map<Context, std::unique_ptr<ContextMask>, ContextHash> masks_;
   std::unordered_map<uint64_t, StateEntry> states_;  // by hash of the state
   uint64_t clock_ = 0;

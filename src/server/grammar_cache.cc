@@ -13,26 +13,32 @@ std::shared_ptr<const grammar::TokenVocab> GrammarCache::Vocab() {
   return vocab_;
 }
 
+Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Usable(
+    const std::shared_ptr<grammar::TokenMasker>& masker) {
+  if (masker->over_budget()) return InvalidArgument(masker->over_budget_message());
+  return masker;
+}
+
 Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::string& gbnf) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = entries_.find(gbnf); it != entries_.end()) {
       order_.splice(order_.begin(), order_, it->second.position);
-      return it->second.masker;
+      return Usable(it->second.masker);
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(auto compiled, grammar::CompiledGrammar::FromGbnf(gbnf));
   auto masker = std::make_shared<grammar::TokenMasker>(compiled, Vocab());
   masker->Warm(/*walks=*/8, /*steps=*/64, kWarmBudgetS);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = entries_.find(gbnf); it != entries_.end()) return it->second.masker;  // raced: keep one
+  if (auto it = entries_.find(gbnf); it != entries_.end()) return Usable(it->second.masker);  // raced
   order_.push_front(gbnf);
   entries_[gbnf] = Entry{masker, order_.begin()};
   while (entries_.size() > capacity_) {
     entries_.erase(order_.back());
     order_.pop_back();
   }
-  return masker;
+  return Usable(masker);  // a costly grammar stays cached: its next request is refused without work
 }
 
 }  // namespace lockstep::server

@@ -2,7 +2,8 @@
 // used first out), so requests with the same schema share one masker and its warm caches. A miss compiles,
 // then warms the masker (a few seeded walks, bounded in time) on the calling I/O thread, so the engine
 // thread rarely meets a mask it has to build. The vocabulary view is built once, on first use.
-// Thread-safe.
+// A grammar whose masks pass the masker's work bound while warming (TokenMasker::over_budget) is refused
+// with InvalidArgument saying so, at once on later requests with the same grammar. Thread-safe.
 #pragma once
 
 #include <list>
@@ -25,11 +26,14 @@ class GrammarCache {
   explicit GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, size_t capacity = kDefaultCapacity);
 
   // The masker for `gbnf`, compiled on a miss; InvalidArgument with the parser's message (line, column)
-  // for a bad grammar.
+  // for a bad grammar, or the masker's for one too costly to mask.
   Result<std::shared_ptr<grammar::TokenMasker>> Get(const std::string& gbnf);
 
  private:
   std::shared_ptr<const grammar::TokenVocab> Vocab();
+  // The masker, or its over-budget refusal.
+  static Result<std::shared_ptr<grammar::TokenMasker>> Usable(
+      const std::shared_ptr<grammar::TokenMasker>& masker);
 
   std::shared_ptr<const Tokenizer> tokenizer_;
   size_t capacity_;

@@ -149,5 +149,39 @@ TEST(GrammarEngineTest, UnspellableGrammarEndsWithAnError) {
   testing::ExpectAllBlocksFree(*engine);
 }
 
+// A grammar whose masks pass the masker's work bound during decoding (not when warming) ends the request
+// with an error naming the cost, instead of an unbounded build on the engine thread (issue 15). The bound
+// is set between the work of the first mask (after nothing) and of the second (after "x").
+TEST(GrammarEngineTest, GrammarOverTheWorkBoundEndsWithAnError) {
+  TestModel m = testing::MakeRandomTestModel("tiny", "f32");
+  ASSERT_NE(m.model, nullptr);
+  auto engine = MakeEngine(m);
+  const char* gbnf = R"(root ::= "x" ( [a-z]* [a-y]* ){8} "!")";
+  auto g = grammar::CompiledGrammar::FromGbnf(gbnf);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto vocab = grammar::TokenVocab::FromTokenizer(*m.tokenizer);
+  uint64_t first = 0, second = 0;
+  {
+    grammar::TokenMasker probe(*g, vocab);
+    grammar::GrammarMatcher matcher(*g);
+    std::vector<uint64_t> mask(vocab->mask_words());
+    probe.FillMask(matcher, mask);
+    first = probe.stats().max_fill_work;
+    ASSERT_TRUE(matcher.AcceptBytes("x"));
+    probe.FillMask(matcher, mask);
+    second = probe.stats().max_fill_work;
+  }
+  ASSERT_LT(first, second);
+  auto masker =
+      std::make_shared<grammar::TokenMasker>(*g, vocab, grammar::TokenMasker::kDefaultContextDepth,
+                                             grammar::TokenMasker::kDfaMaxStates, (first + second) / 2);
+  std::vector<Collected> results = testing::RunConcurrently(*engine, {{Constrained(masker, 1), 0}});
+  EXPECT_EQ(results[0].text, "x");
+  EXPECT_EQ(results[0].last.finish_reason, FinishReason::kError);
+  EXPECT_NE(results[0].last.error.find("too costly"), std::string::npos) << results[0].last.error;
+  EXPECT_TRUE(masker->over_budget());
+  testing::ExpectAllBlocksFree(*engine);
+}
+
 }  // namespace
 }  // namespace lockstep
