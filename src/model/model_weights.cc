@@ -1,12 +1,10 @@
 #include "model/model_weights.h"
 
 #include <algorithm>
-#include <atomic>
 #include <string>
 #include <thread>
 
 #include "tensor/dequantize.h"
-#include "tensor/thread_pool.h"
 
 namespace lockstep {
 namespace {
@@ -91,35 +89,18 @@ class Binder {
 }  // namespace
 
 void ModelWeights::PackMatrices(int threads) {
+  // In the order a forward pass reads them (one buffer, tensor/matmul.h PackWeightsTogether).
   std::vector<WeightMatrix*> matrices;
   auto add = [&](WeightMatrix& m) {
     if (CanPackWeights(m.type) && m.data != nullptr) matrices.push_back(&m);
   };
-  add(output);
   for (LayerWeights& lw : layers) {
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
   }
+  add(output);
   if (matrices.empty()) return;
-  // Largest first, so that the output matrix (often the biggest) does not finish last on one thread.
-  std::stable_sort(matrices.begin(), matrices.end(), [](const WeightMatrix* a, const WeightMatrix* b) {
-    return a->in * a->out > b->in * b->out;
-  });
-  packed.resize(matrices.size());
   if (threads <= 0) threads = std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
-  threads = std::min<int>(threads, int(matrices.size()));
-  // One task per thread, each taking the next unpacked matrix (largest first), so sizes balance out.
-  std::atomic<size_t> next{0};
-  auto pack = [&](int64_t, int) {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < matrices.size();) {
-      packed[i] = PackWeights(*matrices[i]);
-    }
-  };
-  if (threads == 1) {
-    pack(0, 0);
-  } else {
-    ThreadPool pool(threads);
-    pool.Run(threads, pack);
-  }
+  packed = PackWeightsTogether(std::vector<const WeightMatrix*>(matrices.begin(), matrices.end()), threads);
   for (size_t i = 0; i < matrices.size(); ++i) matrices[i]->packed = packed[i].get();
 }
 

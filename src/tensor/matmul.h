@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "gguf/tensor_type.h"
 
@@ -47,6 +48,11 @@ bool CanPackWeights(TensorType type);
 // The matrix repacked for the int8 GEMM kernels; null if !CanPackWeights(w.type). Single-threaded; call
 // once at load time.
 PackedWeightsPtr PackWeights(const WeightMatrix& w);
+// Every matrix of `ws` repacked as by PackWeights (result i null where !CanPackWeights), all into one
+// buffer on huge pages, side by side in the order given (put them in the order they are read: streamed
+// every step, matrices on 4 KiB pages of their own ran at about half the memory bandwidth). `threads`
+// (>= 1) threads pack, largest matrices first. Call once at load time.
+std::vector<PackedWeightsPtr> PackWeightsTogether(std::span<const WeightMatrix* const> ws, int threads);
 
 // True if MatMul supports weights of this type.
 bool MatMulSupports(TensorType type);

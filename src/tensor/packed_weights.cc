@@ -1,12 +1,14 @@
 #include "tensor/packed_weights.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
 
 #include "base/status.h"
 #include "tensor/matmul.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/thread_pool.h"
 
 namespace lockstep {
 namespace {
@@ -69,13 +71,6 @@ void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
 
 }  // namespace
 
-template <>
-std::byte* HugePageAllocator<std::byte>::allocate(size_t n) {
-  void* p = AllocateLarge(n);
-  if (p == nullptr) throw std::bad_alloc();
-  return static_cast<std::byte*>(p);
-}
-
 void PackedWeightsDeleter::operator()(PackedWeights* p) const { delete p; }
 
 bool CanPackWeights(TensorType type) {
@@ -83,8 +78,12 @@ bool CanPackWeights(TensorType type) {
          type == TensorType::kQ6_K;
 }
 
-PackedWeightsPtr PackWeights(const WeightMatrix& w) {
-  if (!CanPackWeights(w.type)) return nullptr;
+namespace {
+
+size_t PackedBytes(const PackedWeights& p) { return static_cast<size_t>(p.groups * p.units * p.unit_bytes); }
+
+// The layout fields of w's packed form (no bytes yet).
+PackedWeightsPtr DescribePacked(const WeightMatrix& w) {
   PackedWeightsPtr packed(new PackedWeights);
   packed->type = w.type;
   packed->in = w.in;
@@ -96,11 +95,17 @@ PackedWeightsPtr PackWeights(const WeightMatrix& w) {
   packed->units = w.in / traits.block_elements;
   // Same bytes as the original, except Q4_K whose 6-bit scales and mins are unpacked to bytes (+2.8%).
   packed->unit_bytes = w.type == TensorType::kQ4_K ? kQ4KUnit : kPackedGroup * traits.block_bytes;
-  packed->data.assign(static_cast<size_t>(packed->groups * packed->units * packed->unit_bytes), std::byte{0});
+  return packed;
+}
+
+// Fills dst_base (PackedBytes(*packed) bytes) with w in the layout `packed` describes.
+void FillPacked(const WeightMatrix& w, const PackedWeights* packed, std::byte* dst_base) {
+  std::memset(dst_base, 0, PackedBytes(*packed));
+  const TensorTypeTraits traits = GetTensorTypeTraits(w.type);
   const size_t row_bytes = RowBytes(w.type, w.in);
   for (int64_t g = 0; g < packed->groups; ++g) {
     for (int64_t u = 0; u < packed->units; ++u) {
-      std::byte* dst = packed->data.data() + (g * packed->units + u) * packed->unit_bytes;
+      std::byte* dst = dst_base + (g * packed->units + u) * packed->unit_bytes;
       for (int o = 0; o < kPackedGroup; ++o) {
         const int64_t row = g * kPackedGroup + o;
         if (row >= w.out) break;  // padding stays zero (zero scales)
@@ -118,6 +123,55 @@ PackedWeightsPtr PackWeights(const WeightMatrix& w) {
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+PackedWeightsPtr PackWeights(const WeightMatrix& w) {
+  if (!CanPackWeights(w.type)) return nullptr;
+  const WeightMatrix* one[] = {&w};
+  return std::move(PackWeightsTogether(one, 1)[0]);
+}
+
+std::vector<PackedWeightsPtr> PackWeightsTogether(std::span<const WeightMatrix* const> ws, int threads) {
+  LOCKSTEP_CHECK(threads >= 1);
+  std::vector<PackedWeightsPtr> packed(ws.size());
+  std::vector<size_t> offsets(ws.size(), 0), order;
+  size_t total = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    if (!CanPackWeights(ws[i]->type)) continue;
+    packed[i] = DescribePacked(*ws[i]);
+    offsets[i] = total;
+    total += (PackedBytes(*packed[i]) + 63) / 64 * 64;
+    order.push_back(i);
+  }
+  if (order.empty()) return packed;
+  std::byte* base = static_cast<std::byte*>(AllocateLarge(total));
+  if (base == nullptr) throw std::bad_alloc();
+  const std::shared_ptr<const std::byte> storage(
+      base, [](const std::byte* p) { FreeLarge(const_cast<std::byte*>(p)); });
+  for (size_t i : order) {
+    packed[i]->storage = storage;
+    packed[i]->bytes = base + offsets[i];
+  }
+  // Largest first, so that the biggest matrix (often the output) does not finish last on one thread; each
+  // thread takes the next unpacked one.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return PackedBytes(*packed[a]) > PackedBytes(*packed[b]); });
+  threads = std::min<int>(threads, int(order.size()));
+  std::atomic<size_t> next{0};
+  auto pack = [&](int64_t, int) {
+    for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < order.size();) {
+      const size_t i = order[k];
+      FillPacked(*ws[i], packed[i].get(), base + offsets[i]);
+    }
+  };
+  if (threads == 1) {
+    pack(0, 0);
+  } else {
+    ThreadPool pool(threads);
+    pool.Run(threads, pack);
   }
   return packed;
 }

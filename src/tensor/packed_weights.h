@@ -17,7 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "base/large_allocation.h"
 #include "gguf/tensor_type.h"
@@ -27,25 +27,6 @@ namespace lockstep {
 
 inline constexpr int kPackedGroup = 16;
 
-// Allocator for the packed bytes (base/large_allocation.h: huge pages for large buffers, so that filling
-// hundreds of MiB at load time costs few page faults and streaming them every step few TLB misses).
-template <typename T>
-struct HugePageAllocator {
-  using value_type = T;
-  HugePageAllocator() = default;
-  template <typename U>
-  HugePageAllocator(const HugePageAllocator<U>&) {}
-  T* allocate(size_t n);
-  void deallocate(T* p, size_t) { FreeLarge(p); }
-  template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const {
-    return true;
-  }
-};
-// Defined for std::byte in packed_weights.cc.
-template <>
-std::byte* HugePageAllocator<std::byte>::allocate(size_t n);
-
 struct PackedWeights {
   TensorType type = TensorType::kQ8_0;
   int64_t in = 0;
@@ -54,10 +35,15 @@ struct PackedWeights {
   int64_t units = 0;          // in / unit_elements
   int64_t unit_elements = 0;  // 32 or 256
   int64_t unit_bytes = 0;     // per (group, unit)
-  std::vector<std::byte, HugePageAllocator<std::byte>> data;
+  // The bytes live in one buffer shared by every matrix packed together (PackWeightsTogether), on huge
+  // pages: a model's matrices side by side in the order the forward pass reads them. SmolLM2's matrices
+  // (117-940 KB each) were allocated one by one on 4 KiB pages; streamed every step, they ran at about half
+  // the bandwidth of the 28 MB output matrix, which had huge pages of its own.
+  std::shared_ptr<const std::byte> storage;
+  const std::byte* bytes = nullptr;  // this matrix's groups x units x unit_bytes bytes, 64-byte aligned
 
   const std::byte* Unit(int64_t group, int64_t unit) const {
-    return data.data() + (group * units + unit) * unit_bytes;
+    return bytes + (group * units + unit) * unit_bytes;
   }
 };
 

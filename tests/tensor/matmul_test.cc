@@ -280,6 +280,41 @@ TEST(MatMul, SharedInputMatchesSeparateCalls) {
   }
 }
 
+// Matrices packed side by side into one buffer give the same products as each packed alone; a type with no
+// packed form gets null and takes no room.
+TEST(MatMul, PackedTogetherMatchesPackedAlone) {
+  const int64_t rows = 5;
+  TestWeights a(TensorType::kQ8_0, 64, 17, 61), b(TensorType::kF16, 64, 9, 62),
+      c(TensorType::kQ4_0, 96, 33, 63), d(TensorType::kQ4_K, 256, 20, 64), e(TensorType::kQ6_K, 256, 3, 65);
+  std::vector<WeightMatrix> ws = {a.matrix(), b.matrix(), c.matrix(), d.matrix(), e.matrix()};
+  const std::vector<const WeightMatrix*> list = {&ws[0], &ws[1], &ws[2], &ws[3], &ws[4]};
+  for (int threads : {1, 3}) {
+    std::vector<PackedWeightsPtr> together = PackWeightsTogether(list, threads);
+    ASSERT_EQ(together.size(), ws.size());
+    EXPECT_EQ(together[1], nullptr);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (i == 1) continue;
+      ASSERT_NE(together[i], nullptr);
+      WeightMatrix alone = ws[i], shared = ws[i];
+      const PackedWeightsPtr own = PackWeights(ws[i]);
+      alone.packed = own.get();
+      shared.packed = together[i].get();
+      const std::vector<float> x = TestActivations(rows, ws[i].in, 70 + uint32_t(i));
+      ExpectBitEqual(RunMatMul(shared, x.data() + 1, rows, 2), RunMatMul(alone, x.data() + 1, rows, 2),
+                     "matrix " + std::to_string(i) + ", " + std::to_string(threads) + " threads");
+    }
+    together.erase(together.begin());  // the rest keep the shared buffer alive
+    WeightMatrix last = ws[4];
+    last.packed = together.back().get();
+    const std::vector<float> x = TestActivations(rows, 256, 80);
+    const PackedWeightsPtr own = PackWeights(ws[4]);
+    WeightMatrix alone = ws[4];
+    alone.packed = own.get();
+    ExpectBitEqual(RunMatMul(last, x.data() + 1, rows, 2), RunMatMul(alone, x.data() + 1, rows, 2),
+                   "after erase");
+  }
+}
+
 TEST(MatMul, ZeroRowsIsANoOp) {
   TestWeights weights(TensorType::kQ8_0, 64, 3, 1);
   ThreadPool pool(2);
