@@ -34,7 +34,7 @@ if [[ "${FUZZ_BUILD:-1}" != 0 ]]; then
   echo "fuzz: built ${#targets[@]} targets in $((SECONDS - start)) s" >&2
 fi
 
-run_dir=${RUN_DIR:-$(mktemp -d /tmp/lockstep-fuzz.XXXXXX)}
+run_dir=${RUN_DIR:-$(mktemp -d -t lockstep-fuzz.XXXXXX)}  # under $TMPDIR (test.sh: build/test-tmp)
 symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
 export ASAN_OPTIONS="detect_leaks=1${symbolizer:+:external_symbolizer_path=$symbolizer}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${symbolizer:+:external_symbolizer_path=$symbolizer}"

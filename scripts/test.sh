@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up (Debian packages, build) and runs every test. This is the command CI runs.
-# Each step prints how long it took ("test.sh: <step>: N s") so CI logs show where the time goes.
+# Each step prints how long it took and the disk space left ("test.sh: <step>: N s, M free") so CI logs show
+# where the time and the disk go.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -8,7 +9,7 @@ step() {
   local name=$1 start=$SECONDS
   shift
   "$@"
-  echo "test.sh: $name: $((SECONDS - start)) s" >&2
+  echo "test.sh: $name: $((SECONDS - start)) s, $(df -h --output=avail "$root" | tail -1 | tr -d ' ') free" >&2
 }
 arm64_check=${LOCKSTEP_ARM64_CHECK:-1}  # LOCKSTEP_ARM64_CHECK=0 skips the ARM check
 
@@ -61,23 +62,38 @@ step "host build" bash scripts/build.sh
 wait "$setup_pid" || true
 cat "$logs/test-setup.log" >&2
 bash scripts/install_deps.sh  # nothing to do, unless the install beside the build failed: then again, here
+# The tests' scratch files (models of several MB per test process; tests/testing/testdata.h) go to a folder
+# of the build's, emptied after each step, so that a test killed on a timeout leaves nothing in /tmp.
+export TMPDIR=$root/build/test-tmp
+clean_tmp() { rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"; }
+clean_tmp
 step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
 # Every libFuzzer target (fuzz/: HTTP parser and router, API requests, GGUF, tokenizers, Jinja, SSE, grammars)
 # built with clang ASan + UBSan in build-fuzz/ and run LOCKSTEP_FUZZ_SECONDS (default 20) s on its seed
 # corpus, two at a time (the runs ~100 s; the build's cold cost in docs/testing.md). LOCKSTEP_FUZZ_SECONDS=0
 # skips it.
 if [[ "${LOCKSTEP_FUZZ_SECONDS:-20}" != 0 ]]; then
+  clean_tmp
   step "fuzz" env SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-20}" bash scripts/fuzz.sh
 fi
 # Sanitizers (scripts/check_sanitizers.sh; docs/testing.md says what each covers, leaves out and costs): ASan
 # + UBSan on the engine, server and client tests in build-fuzz/ (the fuzz step's build, so the layers are
 # compiled already), then TSan on the engine tests and on the Release build's server tests run against a
 # TSan-built `lockstep serve`. The slow suites (64-stream load, every-architecture sweeps, nginx, browser,
-# peers) are the host ctest's. LOCKSTEP_SANITIZERS=0 skips both; =asan or =tsan runs one.
+# peers) are the host ctest's. LOCKSTEP_SANITIZERS=0 skips both; =asan or =tsan runs one. Each sanitizer
+# build is removed once its tests pass (build-fuzz/ ~1.4 GB, build-tsan/ ~0.2 GB), so that the disk holds one
+# at a time; LOCKSTEP_KEEP_BUILDS=1 keeps them (scripts/check_sanitizers.sh alone keeps them too).
 sanitizers=${LOCKSTEP_SANITIZERS:-asan tsan}
 if [[ $sanitizers != 0 ]]; then
   for kind in $sanitizers; do
+    clean_tmp
     step "sanitizers ($kind)" env JOBS=2 bash scripts/check_sanitizers.sh "$kind"
+    if [[ ${LOCKSTEP_KEEP_BUILDS:-0} == 0 ]]; then
+      case $kind in
+        asan) rm -rf build-fuzz ;;
+        tsan) rm -rf build-tsan ;;
+      esac
+    fi
   done
 fi
 # The lower layers' tests again, cross-built for 64-bit ARM (beside the other steps, above) and run under qemu
@@ -89,5 +105,7 @@ if [[ $arm64_check != 0 ]]; then
   wait "$arm64_build_pid" || true
   arm64_build_pid=""
   cat "$logs/arm64-build.log" >&2
+  clean_tmp
   step "ARM check" env CPUS="cortex-a76 max:tensor" bash scripts/check_arm64.sh
 fi
+clean_tmp

@@ -1,5 +1,6 @@
 #include "testing/testdata.h"
 
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <array>
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 
 namespace lockstep::testing {
 
@@ -26,11 +28,48 @@ std::string LockstepBinary() {
   return env != nullptr && *env != '\0' ? std::string(env) : std::string(LOCKSTEP_BINARY);
 }
 
+namespace {
+
+// Every scratch directory of this test process lies under one root, <temp>/lockstep-tests-<pid>, removed when
+// the process exits (unless LOCKSTEP_KEEP_TEMP is set): the tests write models of several MB each, and
+// leaving them behind filled a CI machine's disk. Only the process that made the root removes it (a forked
+// child that exits must not delete its parent's files).
+struct TempRoot {
+  std::filesystem::path path;
+  pid_t owner = 0;
+};
+
+TempRoot& Root() {
+  static TempRoot root;
+  return root;
+}
+
+void RemoveTempRoot() {
+  const TempRoot& root = Root();
+  if (root.owner != getpid() || root.path.empty()) return;
+  if (const char* keep = std::getenv("LOCKSTEP_KEEP_TEMP"); keep != nullptr && *keep != '\0') return;
+  std::error_code ignored;
+  std::filesystem::remove_all(root.path, ignored);
+}
+
+const std::filesystem::path& TempRootPath() {
+  static const std::filesystem::path& path = []() -> const std::filesystem::path& {
+    TempRoot& root = Root();
+    root.owner = getpid();
+    root.path = std::filesystem::temp_directory_path() / ("lockstep-tests-" + std::to_string(getpid()));
+    std::filesystem::remove_all(root.path);
+    std::filesystem::create_directories(root.path);
+    std::atexit(RemoveTempRoot);
+    return root.path;
+  }();
+  return path;
+}
+
+}  // namespace
+
 std::string MakeTempDir(const std::string& prefix) {
   static std::atomic<int> counter{0};
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      (prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  const std::filesystem::path dir = TempRootPath() / (prefix + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -15,7 +15,9 @@ std::string TestDataDir();
 std::string TestDataPath(const std::string& relative);
 // The `lockstep` binary built alongside the tests, or $LOCKSTEP_BINARY (scripts/check_sanitizers.sh tsan).
 std::string LockstepBinary();
-// A fresh, empty directory under the system temp folder, unique to this test process.
+// A fresh, empty directory under the system temp folder ($TMPDIR), unique to this test process. All of them
+// lie under <temp>/lockstep-tests-<pid>, which is removed when the process exits (kept if LOCKSTEP_KEEP_TEMP
+// is set).
 std::string MakeTempDir(const std::string& prefix = "lockstep-test");
 // Runs a shell command; returns its exit status, and its stdout in *out when given.
 int RunCommand(const std::string& command, std::string* out = nullptr);
