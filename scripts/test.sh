@@ -9,7 +9,7 @@ step() {
   local name=$1 start=$SECONDS
   shift
   "$@"
-  echo "test.sh: $name: $((SECONDS - start)) s, $(df -h --output=avail "$root" | tail -1 | tr -d ' ') free" >&2
+  echo "test.sh: $name: $((SECONDS - start)) s, $(df -h --output=avail . | tail -1 | tr -d ' ') free" >&2
 }
 arm64_check=${LOCKSTEP_ARM64_CHECK:-1}  # LOCKSTEP_ARM64_CHECK=0 skips the ARM check
 
