@@ -13,11 +13,15 @@ LazyByteDfa::LazyByteDfa(const CompiledGrammar& grammar, bool approximate,
 }
 
 int32_t LazyByteDfa::Compute(int32_t state, uint8_t byte) {
+  // The walk's share of the limit: what interning has not used.
+  if (work_limit_ != UINT64_MAX)
+    walker_.set_work_limit(work_limit_ > intern_work_ ? work_limit_ - intern_work_ : 0);
   walker_.nodes() = states_[size_t(state)].nodes;
   const std::vector<int32_t> tops = states_[size_t(state)].tops;
   scratch_tops_.clear();
   StepFlags flags;
   if (!walker_.Advance(&tops, 0, tops.size(), byte, &scratch_tops_, &flags)) return kDead;
+  if (walker_.exhausted()) return kDead;  // incomplete: not a state (the caller drops the DFA)
   return Intern(walker_.nodes(), scratch_tops_, flags);
 }
 
@@ -32,6 +36,10 @@ int32_t LazyByteDfa::Intern(const std::vector<StackNode>& nodes, const std::vect
     for (; n >= 0; n = nodes[size_t(n)].parent) chain.push_back(nodes[size_t(n)].pos);
     chain.push_back(n == kApproxBottom ? UINT32_MAX : UINT32_MAX - 1);
     intern_work_ += chain.size();
+    if (work() > work_limit_) {
+      intern_exhausted_ = true;
+      return kDead;  // incomplete: the caller drops the DFA
+    }
     chains.push_back(std::move(chain));
   }
   std::sort(chains.begin(), chains.end());

@@ -53,6 +53,14 @@ class LazyByteDfa {
   // Work spent computing transitions so far: stack-walk steps (StackWalker::work) plus the stack entries
   // put into canonical form.
   uint64_t work() const { return walker_.work() + intern_work_; }
+  // StackWalker::set_work_limit / exhausted of the walker computing transitions: once exhausted, states
+  // computed since are incomplete and the DFA must be dropped.
+  // The limit covers the interning too (a state's stacks, unshared, can be far more than the walk's nodes).
+  void set_work_limit(uint64_t limit) {
+    walker_.set_work_limit(limit);
+    work_limit_ = limit;
+  }
+  bool exhausted() const { return walker_.exhausted() || intern_exhausted_; }
 
  private:
   static constexpr int32_t kUnknown = -2;
@@ -74,6 +82,8 @@ class LazyByteDfa {
   std::unordered_map<std::string, int32_t> ids_;
   std::vector<int32_t> scratch_tops_;
   uint64_t intern_work_ = 0;
+  uint64_t work_limit_ = UINT64_MAX;
+  bool intern_exhausted_ = false;
 };
 
 }  // namespace lockstep::grammar

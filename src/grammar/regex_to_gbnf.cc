@@ -155,7 +155,7 @@ class RegexParser {
     return "( " + item.base + " )" + op;
   }
 
-  // (X{a,b}){c,d} as X{min,max} when that is the very same language, within kMaxRepetition. The counts
+  // (X{a,b}){c,d} as X{min,max} when that is the very same language and no larger a grammar. The counts
   // are the union over k in [c,d] of [k*a, k*b]: gap-free unless a - 1 > k * (b - a) for k = c (the
   // widest gap). So X** = X*, (X+)* = X*, (X?){3} = X{0,3}, but (X{2})* (even counts) stays nested.
   static bool Compose(const Item& inner, int64_t c, int64_t d, Item* out) {
@@ -166,7 +166,11 @@ class RegexParser {
     }
     if (c != d && (b == kUnbounded ? (c == 0 && a > 1) : (a - 1 > c * (b - a)))) return false;
     const int64_t max = b == kUnbounded || d == kUnbounded ? kUnbounded : b * d;
-    if (a * c > kMaxRepetition || max > kMaxRepetition) return false;
+    // Only where it does not grow the grammar: X{m,n} expands to about max(m, n) copies, the nested form to
+    // those of each level (so (X{50}){50} stays nested rather than 2500 copies).
+    const auto copies = [](int64_t lo, int64_t hi) { return hi == kUnbounded ? lo + 1 : hi; };
+    if (copies(a * c, max) > copies(a, b) + copies(c, d)) return false;
+    if (a * c > kMaxRepetition || max > kMaxRepetition) return false;  // the GBNF parser's limit
     *out = Item{inner.base, a * c, max};
     return true;
   }

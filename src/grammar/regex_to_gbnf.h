@@ -7,7 +7,7 @@
 // language here). `.` excludes line terminators; \s produces ASCII whitespace only (\S excludes every
 // ECMAScript whitespace), so what the grammar produces always matches the pattern.
 // Stacked quantifiers (`a**`, which ECMAScript rejects) are accepted, as before, and collapsed where the
-// language stays the same: `X**` `(X*)*` `(X+)*` `(X?){3}` `X{2}{3}` become one repetition, adjacent `X*X*`
+// language stays the same: `X**` `(X*)*` `(X+)*` `(X?){3}` `X{1,3}*` become one repetition, adjacent `X*X*`
 // `X?X{2}` merge into one; `(X{2})*` (even counts) stays nested. So a pattern of a thousand `*` costs what
 // `X*` costs. Rejected with InvalidArgument naming the construct and its offset: backreferences, lookaround,
 // \b \B, \p{...}, anchors inside the pattern, possessive quantifiers, unbalanced parentheses or brackets.

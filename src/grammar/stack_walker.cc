@@ -106,9 +106,17 @@ void StackWalker::FollowFrom(uint32_t rule, std::vector<int32_t>* out, StepFlags
 }
 
 void StackWalker::Expand(uint32_t pos, int32_t parent, std::vector<int32_t>* out, StepFlags* flags) {
+  if (work_ >= work_limit_) {
+    exhausted_ = true;
+    return;
+  }
   if (!FirstVisit(pos, parent)) return;
   ++work_;
   for (const ClosureItem& item : g_.Closure(pos)) {
+    if (work_ >= work_limit_) {  // a closure can hold millions of items
+      exhausted_ = true;
+      return;
+    }
     if (item.terminal == kPop) {
       if (parent >= 0) {
         const StackNode up = nodes_[parent];

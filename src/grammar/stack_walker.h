@@ -71,6 +71,11 @@ class StackWalker {
   // Work done since construction: first visits of a (position, parent) pair plus nodes looked up or pushed.
   // Deterministic for a given grammar and input; callers bound their work with it.
   uint64_t work() const { return work_; }
+  // Past `limit` (compared with work()), Expand expands nothing more and exhausted() turns true: the round's
+  // result is then incomplete, for the caller to give up (one round of an ambiguous grammar, such as nested
+  // counted repetition, can reach millions of stacks).
+  void set_work_limit(uint64_t limit) { work_limit_ = limit; }
+  bool exhausted() const { return exhausted_; }
 
  private:
   void FollowFrom(uint32_t rule, std::vector<int32_t>* out, StepFlags* flags);
@@ -103,6 +108,8 @@ class StackWalker {
   std::vector<ConsSlot> cons_spare_;  // the rebuild's target, kept for its allocation
   size_t cons_used_ = 0;              // slots ever filled since the last rebuild
   uint64_t work_ = 0;
+  uint64_t work_limit_ = UINT64_MAX;
+  bool exhausted_ = false;
 };
 
 }  // namespace lockstep::grammar

@@ -101,6 +101,7 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& cont
   std::vector<int32_t> start_tops;
   ContextStack(context.pos.data(), context.size, &start_nodes, &start_tops);
   LazyByteDfa dfa(*grammar_, /*approximate=*/!context.complete, start_nodes, start_tops, dfa_max_states_);
+  dfa.set_work_limit(max_work_ - std::min(fill_work_, max_work_));  // no round may run past the bound
   auto mask = std::make_unique<ContextMask>();
   std::vector<int32_t> accepted;
   // The DFA state after each depth of the current path (depth 0: the start).
@@ -118,6 +119,11 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& cont
     if (fill_work_ + ++steps + dfa.work() - charged > max_work_ && !charge()) return nullptr;
     const TokenVocab::TrieNode& node = trie[i];
     const int32_t state = dfa.Next(state_at[node.depth - 1], node.byte);
+    if (dfa.exhausted()) {
+      charge();
+      over_budget_ = true;
+      return nullptr;
+    }
     if (state == LazyByteDfa::kTooMany) {
       ++stats_.dfa_fallbacks;
       if (!charge()) return nullptr;
@@ -150,6 +156,7 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::Build(const Context& cont
 // The same walk without the DFA: one expansion per trie node (for grammars whose state sets are too many).
 std::unique_ptr<TokenMasker::ContextMask> TokenMasker::BuildDirect(const Context& context) {
   StackWalker walker(*grammar_, /*approximate=*/!context.complete);
+  walker.set_work_limit(max_work_ - std::min(fill_work_, max_work_));
   std::vector<StackNode>& nodes = walker.nodes();
   std::vector<int32_t> tops;
   ContextStack(context.pos.data(), context.size, &nodes, &tops);
@@ -172,7 +179,13 @@ std::unique_ptr<TokenMasker::ContextMask> TokenMasker::BuildDirect(const Context
     nodes.resize(parent.nodes);
     tops.resize(parent.tops_end);
     StepFlags flags;
-    if (!walker.Advance(&tops, parent.tops_begin, parent.tops_end, node.byte, &tops, &flags)) {
+    const bool alive = walker.Advance(&tops, parent.tops_begin, parent.tops_end, node.byte, &tops, &flags);
+    if (walker.exhausted()) {
+      charge();
+      over_budget_ = true;
+      return nullptr;
+    }
+    if (!alive) {
       i = node.subtree_end;  // nothing under this prefix can match
       continue;
     }
@@ -236,6 +249,7 @@ void TokenMasker::Warm(int walks, int steps, double budget_s) {
 bool TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_tops,
                                std::span<uint64_t> mask) {
   const uint64_t work_before = exact_.work();
+  exact_.set_work_limit(work_before + max_work_ - std::min(fill_work_, max_work_));
   uint64_t steps = 0, charged = 0;
   const auto charge = [&] {
     const uint64_t total = steps + (exact_.work() - work_before);
@@ -265,7 +279,14 @@ bool TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_to
     for (size_t k = depth; k < bytes.size(); ++k) {
       const Frame f = frames[k];
       StepFlags flags;
-      if (!exact_.Advance(&tops_, f.tops_begin, f.tops_end, uint8_t(bytes[k]), &tops_, &flags)) {
+      const bool advanced =
+          exact_.Advance(&tops_, f.tops_begin, f.tops_end, uint8_t(bytes[k]), &tops_, &flags);
+      if (exact_.exhausted()) {
+        charge();
+        over_budget_ = true;
+        return false;
+      }
+      if (!advanced) {
         dead = k + 1;
         alive = false;
         break;

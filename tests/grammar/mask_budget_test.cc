@@ -65,8 +65,10 @@ TEST(MaskBudget, CostlyGrammarsAreRefusedWithinTheBound) {
   ASSERT_NE(vocab, nullptr);
   // Alternatives and repetitions that match the same text: nothing collapses them, every position stays
   // alive, and each mask costs the vocabulary times the grammar (seconds to minutes unbounded).
+  // Nested counted repetition: one byte can reach millions of stacks, so the bound holds inside a round too.
+  const std::string nested = Repeated("(", 15) + "a" + Repeated("){1,50}", 15);
   for (const std::string& pattern :
-       {Repeated("(.*|x)", 100), Repeated("[a-z]*[a-y]*", 80), Repeated("\\w*\\d*", 50)}) {
+       {Repeated("(.*|x)", 100), Repeated("[a-z]*[a-y]*", 80), Repeated("\\w*\\d*", 50), nested}) {
     auto g = FromRegex(pattern);
     ASSERT_NE(g, nullptr);
     TokenMasker masker(g, vocab);
