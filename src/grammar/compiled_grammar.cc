@@ -25,6 +25,55 @@ std::string DisplayName(const std::string& name) {
 
 constexpr int kMaxClosureDepth = 4000;
 
+// Strongly connected components of the graph whose node v has the successors successors[v] (iterative
+// Tarjan): the component of each node, numbered in the order they complete, so sinks come first and a
+// component only points to components with lower numbers. *count gets the number of components.
+std::vector<int> StronglyConnectedComponents(const std::vector<std::vector<uint32_t>>& successors,
+                                             int* count) {
+  const size_t n = successors.size();
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<uint32_t> stack;
+  std::vector<bool> on_stack(n, false);
+  int counter = 0, comps = 0;
+  for (uint32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<uint32_t, size_t>> work = {{root, 0}};
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    on_stack[root] = true;
+    while (!work.empty()) {
+      auto& [v, next] = work.back();
+      if (next < successors[v].size()) {
+        const uint32_t w = successors[v][next++];
+        if (index[w] < 0) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on_stack[w] = true;
+          work.push_back({w, 0});
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        uint32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          comp[w] = comps;
+        } while (w != v);
+        ++comps;
+      }
+      const uint32_t done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+    }
+  }
+  *count = comps;
+  return comp;
+}
+
 }  // namespace
 
 class CompiledGrammar::Builder {
@@ -162,46 +211,12 @@ class CompiledGrammar::Builder {
         }
       }
     }
-    // Strongly connected components (iterative Tarjan).
-    std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
-    std::vector<uint32_t> stack;
-    std::vector<bool> on_stack(n, false);
-    int counter = 0, comps = 0;
-    for (uint32_t root = 0; root < n; ++root) {
-      if (index[root] >= 0) continue;
-      std::vector<std::pair<uint32_t, size_t>> work = {{root, 0}};
-      index[root] = low[root] = counter++;
-      stack.push_back(root);
-      on_stack[root] = true;
-      while (!work.empty()) {
-        auto& [v, next] = work.back();
-        if (next < edges[v].size()) {
-          const uint32_t w = edges[v][next++].to;
-          if (index[w] < 0) {
-            index[w] = low[w] = counter++;
-            stack.push_back(w);
-            on_stack[w] = true;
-            work.push_back({w, 0});
-          } else if (on_stack[w]) {
-            low[v] = std::min(low[v], index[w]);
-          }
-          continue;
-        }
-        if (low[v] == index[v]) {
-          uint32_t w;
-          do {
-            w = stack.back();
-            stack.pop_back();
-            on_stack[w] = false;
-            comp[w] = comps;
-          } while (w != v);
-          ++comps;
-        }
-        const uint32_t done = v;
-        work.pop_back();
-        if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
-      }
+    std::vector<std::vector<uint32_t>> successors(n);
+    for (uint32_t r = 0; r < n; ++r) {
+      for (const Edge& e : edges[r]) successors[r].push_back(e.to);
     }
+    int comps = 0;
+    const std::vector<int> comp = StronglyConnectedComponents(successors, &comps);
     for (uint32_t r = 0; r < n; ++r) {
       for (const Edge& e : edges[r]) {
         if (!e.tail && comp[e.to] == comp[r]) {
@@ -286,48 +301,11 @@ class CompiledGrammar::Builder {
         direct[e.value].insert(pos + 1);
       }
     }
-    // Tarjan (iterative): components come out sinks first, so reversed they are in topological order.
-    std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
-    std::vector<uint32_t> stack;
-    std::vector<bool> on_stack(n, false);
-    std::vector<std::vector<uint32_t>> members;
-    int counter = 0;
-    for (uint32_t root = 0; root < n; ++root) {
-      if (index[root] >= 0) continue;
-      std::vector<std::pair<uint32_t, size_t>> work = {{root, 0}};
-      index[root] = low[root] = counter++;
-      stack.push_back(root);
-      on_stack[root] = true;
-      while (!work.empty()) {
-        auto& [v, next] = work.back();
-        if (next < tail_of[v].size()) {
-          const uint32_t w = tail_of[v][next++];
-          if (index[w] < 0) {
-            index[w] = low[w] = counter++;
-            stack.push_back(w);
-            on_stack[w] = true;
-            work.push_back({w, 0});
-          } else if (on_stack[w]) {
-            low[v] = std::min(low[v], index[w]);
-          }
-          continue;
-        }
-        if (low[v] == index[v]) {
-          members.emplace_back();
-          uint32_t w;
-          do {
-            w = stack.back();
-            stack.pop_back();
-            on_stack[w] = false;
-            comp[w] = int(members.size() - 1);
-            members.back().push_back(w);
-          } while (w != v);
-        }
-        const uint32_t done = v;
-        work.pop_back();
-        if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
-      }
-    }
+    // Components come out sinks first, so reversed they are in topological order.
+    int comps = 0;
+    const std::vector<int> comp = StronglyConnectedComponents(tail_of, &comps);
+    std::vector<std::vector<uint32_t>> members(static_cast<size_t>(comps));
+    for (uint32_t r = 0; r < n; ++r) members[size_t(comp[r])].push_back(r);
     std::vector<std::set<uint32_t>> follow(members.size());
     std::vector<bool> can_end(members.size(), false);
     can_end[size_t(comp[start_rule_])] = true;
