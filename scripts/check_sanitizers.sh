@@ -13,7 +13,8 @@
 # covers and what it costs.
 # Env: JOBS (build jobs and tests at once; default nproc), ASAN_BUILD_DIR (build-fuzz), TSAN_BUILD_DIR
 # (build-tsan), RELEASE_BUILD_DIR (build: the TSan run's server test programs), CTEST_ARGS (extra ctest
-# arguments, e.g. "-R Engine").
+# arguments, e.g. "-R Engine"), REMOVE_BUILD=1 (remove a kind's build folder once its tests pass: the test
+# command's disk, scripts/test.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=scripts/sanitizer_build.sh
@@ -116,6 +117,7 @@ run_kind() {
     status=1
   fi
   echo "check_sanitizers: $kind: build ${built} s, tests $((SECONDS - start - built)) s, status $status" >&2
+  if ((status == 0)) && [[ ${REMOVE_BUILD:-0} == 1 ]]; then rm -rf "$build_dir"; fi
   return $status
 }
 

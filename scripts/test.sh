@@ -85,15 +85,11 @@ fi
 # at a time; LOCKSTEP_KEEP_BUILDS=1 keeps them (scripts/check_sanitizers.sh alone keeps them too).
 sanitizers=${LOCKSTEP_SANITIZERS:-asan tsan}
 if [[ $sanitizers != 0 ]]; then
+  remove_build=1
+  [[ ${LOCKSTEP_KEEP_BUILDS:-0} == 0 ]] || remove_build=0
   for kind in $sanitizers; do
     clean_tmp
-    step "sanitizers ($kind)" env JOBS=2 bash scripts/check_sanitizers.sh "$kind"
-    if [[ ${LOCKSTEP_KEEP_BUILDS:-0} == 0 ]]; then
-      case $kind in
-        asan) rm -rf build-fuzz ;;
-        tsan) rm -rf build-tsan ;;
-      esac
-    fi
+    step "sanitizers ($kind)" env JOBS=2 REMOVE_BUILD=$remove_build bash scripts/check_sanitizers.sh "$kind"
   done
 fi
 # The lower layers' tests again, cross-built for 64-bit ARM (beside the other steps, above) and run under qemu
