@@ -86,10 +86,13 @@ struct V {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
   }
+  // Masked stores, no call: a memcpy of n floats here made GCC keep every score accumulator in memory,
+  // stored to the stack on each head dimension (as many stores as FMAs).
   static void StoreFirst(float* p, F v, int n) {
-    alignas(32) float lanes[16];
-    Store(lanes, v);
-    std::memcpy(p, lanes, sizeof(float) * size_t(n));
+    if (n == 16) return Store(p, v);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), nv = _mm256_set1_epi32(n);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(nv, iota), v.lo);
+    _mm256_maskstore_ps(p + 8, _mm256_cmpgt_epi32(nv, _mm256_add_epi32(iota, _mm256_set1_epi32(8))), v.hi);
   }
 };
 #include "tensor/attention_decode-inl.h"

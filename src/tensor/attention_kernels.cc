@@ -137,12 +137,22 @@ inline void DotGroupAvx2(const float* q, size_t q_stride, const float* group, in
       acc[j][1] = _mm256_fmadd_ps(qd, k1, acc[j][1]);
     }
   }
+  // Stores without a call (an memcpy of n floats here made GCC keep the accumulators in memory and store
+  // all 8 to the stack on every d: 8 stores per 8 FMAs, about half the FMA rate on one store port).
   const __m256 sv = _mm256_set1_ps(scale);
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), nv = _mm256_set1_epi32(n);
+  const __m256i mask0 = _mm256_cmpgt_epi32(nv, iota);
+  const __m256i mask1 = _mm256_cmpgt_epi32(nv, _mm256_add_epi32(iota, _mm256_set1_epi32(8)));
   for (int j = 0; j < kQueries; ++j) {
-    alignas(32) float out[kKeyLanes];
-    _mm256_store_ps(out, _mm256_mul_ps(acc[j][0], sv));
-    _mm256_store_ps(out + 8, _mm256_mul_ps(acc[j][1], sv));
-    std::memcpy(scores + j * scores_stride, out, size_t(n) * sizeof(float));
+    float* s = scores + j * scores_stride;
+    const __m256 a0 = _mm256_mul_ps(acc[j][0], sv), a1 = _mm256_mul_ps(acc[j][1], sv);
+    if (n == kKeyLanes) {
+      _mm256_storeu_ps(s, a0);
+      _mm256_storeu_ps(s + 8, a1);
+    } else {  // the first n scores only (the row's buffer may end there)
+      _mm256_maskstore_ps(s, mask0, a0);
+      _mm256_maskstore_ps(s + 8, mask1, a1);
+    }
   }
 }
 

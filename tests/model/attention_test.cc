@@ -272,6 +272,12 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   // Tiles of 13 rows: some span the end of a part (rows with one part and with two in one call).
   const std::vector<float> tiled13 = run_tiles(13);
   EXPECT_TRUE(SameBits(tiled.data(), tiled13.data(), tiled.size()));
+  // Every row in one call (a whole prompt in one chunk), and two large tiles (the second one's rows reach
+  // every position before its first): rows drop out of the key slices they do not reach.
+  const std::vector<float> whole = run_tiles(positions);
+  EXPECT_TRUE(SameBits(tiled.data(), whole.data(), tiled.size()));
+  const std::vector<float> halves = run_tiles(positions / 2 + 5);
+  EXPECT_TRUE(SameBits(tiled.data(), halves.data(), tiled.size()));
   // One row and one head per call, rows in reverse order.
   std::vector<float> single(size_t(positions) * q_dim);
   for (int32_t p = positions - 1; p >= 0; --p) {

@@ -234,7 +234,7 @@ TEST(MatMul, Q4_0ExtremeNibbleSumsAreExactEverywhere) {
       block[1] = std::byte{0x3c};
       for (int j = 0; j < 16; ++j) {  // byte j: element j (low nibble) and element j + 16 (high nibble)
         const bool low_pair = j % 4 < 2;
-        block[2 + j] = (o + b) % 3 == 2 ? std::byte(0x5a + j) : std::byte{low_pair ? 0xff : 0x00};
+        block[2 + j] = (o + b) % 3 == 2 ? std::byte(0x5a + j) : std::byte(low_pair ? 0xff : 0x00);
       }
     }
   }
