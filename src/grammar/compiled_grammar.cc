@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <set>
 #include <unordered_set>
 
 #include "grammar/utf8_ranges.h"
@@ -78,7 +77,8 @@ std::vector<int> StronglyConnectedComponents(const std::vector<std::vector<uint3
 
 class CompiledGrammar::Builder {
  public:
-  explicit Builder(const Grammar& grammar) : grammar_(grammar), g_(new CompiledGrammar()) {}
+  Builder(const Grammar& grammar, uint64_t max_size)
+      : grammar_(grammar), g_(new CompiledGrammar()), max_size_(max_size) {}
 
   Result<std::shared_ptr<const CompiledGrammar>> Build() {
     const uint32_t n = uint32_t(grammar_.rules.size());
@@ -96,6 +96,7 @@ class CompiledGrammar::Builder {
         for (const Symbol& s : alt) EmitSymbol(s, r);
         Emit({ElementType::kEnd, 0}, r);
       }
+      if (!Grow(0)) return TooLarge(r);
     }
     // Character-class rules, created while emitting (and possibly while emitting one another: never).
     for (size_t i = 0; i < class_rules_.size(); ++i) {
@@ -111,7 +112,8 @@ class CompiledGrammar::Builder {
     }
     LOCKSTEP_RETURN_IF_ERROR(CheckLeftRecursion());
     LOCKSTEP_RETURN_IF_ERROR(BuildClosures());
-    BuildFollows();
+    LOCKSTEP_RETURN_IF_ERROR(BuildFollows());
+    g_->compiled_size_ = size_;
     return std::shared_ptr<const CompiledGrammar>(g_.release());
   }
 
@@ -119,6 +121,20 @@ class CompiledGrammar::Builder {
   void Emit(Element e, uint32_t rule) {
     g_->elements_.push_back(e);
     g_->rule_of_.push_back(rule);
+    ++size_;
+  }
+
+  // Counts `units` more of the compiled size (compiled_grammar.h); false once past the bound.
+  bool Grow(uint64_t units) {
+    size_ += units;
+    return size_ <= max_size_;
+  }
+  Status TooLarge(uint32_t rule) const {
+    return InvalidArgument(
+        "grammar too large to compile: it expands to more than " + std::to_string(max_size_) +
+        " parse-table entries (positions, parse-stack closures, follow sets), reached at "
+        "rule '" +
+        DisplayName(g_->rule_names_[rule]) + "'; nested or counted repetition multiplies them");
   }
 
   uint32_t InternSet(const ByteSet& set) {
@@ -245,16 +261,17 @@ class CompiledGrammar::Builder {
       }
       key.assign(reinterpret_cast<const char*>(&pos), sizeof(pos));
       key.append(reinterpret_cast<const char*>(chain.data()), chain.size() * sizeof(uint32_t));
+      // Counted before the state is kept: it and its key (an item and its chain, for a terminal) are the
+      // memory and time this search spends.
+      if (!Grow(1 + chain.size())) {
+        status = TooLarge(g_->rule_of_[pos]);
+        return;
+      }
       if (!seen.insert(key).second) return;
       const Element& e = g_->elements_[pos];
       if (e.type == ElementType::kBytes) {
         g_->closure_items_.push_back({pos, uint32_t(g_->chains_.size()), uint32_t(chain.size())});
         g_->chains_.insert(g_->chains_.end(), chain.begin(), chain.end());
-        if (g_->closure_items_.size() > kMaxClosureItems) {
-          status = InvalidArgument("grammar is too ambiguous: expanding rule '" +
-                                   DisplayName(g_->rule_names_[g_->rule_of_[pos]]) + "' gives more than " +
-                                   std::to_string(kMaxClosureItems) + " parse stacks");
-        }
         return;
       }
       if (e.type == ElementType::kEnd) {
@@ -287,10 +304,12 @@ class CompiledGrammar::Builder {
   // follow(r): the positions right after every non-tail reference to r, plus follow(u) for each rule u that
   // references r as its last element (r ending ends u); can_end likewise. Solved over the strongly
   // connected components of that "ends with" graph in topological order, each edge merged once: a naive
-  // fixed point took a pass per link of a chain (`(ab|cd?){0,10000}`: 10^4 passes, 48 s).
-  void BuildFollows() {
+  // fixed point took a pass per link of a chain (`(ab|cd?){0,10000}`: 10^4 passes, 48 s). A component's
+  // set is appended to, then sorted and deduplicated once, when every component pointing to it is done;
+  // each entry appended counts toward the size bound (nested repetition makes the sets quadratic).
+  Status BuildFollows() {
     const size_t n = alt_starts_.size();
-    std::vector<std::set<uint32_t>> direct(n);
+    std::vector<std::vector<uint32_t>> direct(n);
     std::vector<std::vector<uint32_t>> tail_of(n);  // tail_of[u]: rules u ends with (u -> r)
     for (uint32_t pos = 0; pos + 1 < g_->elements_.size(); ++pos) {
       const Element& e = g_->elements_[pos];
@@ -298,7 +317,7 @@ class CompiledGrammar::Builder {
       if (g_->elements_[pos + 1].type == ElementType::kEnd) {
         tail_of[g_->rule_of_[pos]].push_back(e.value);
       } else {
-        direct[e.value].insert(pos + 1);
+        direct[e.value].push_back(pos + 1);
       }
     }
     // Components come out sinks first, so reversed they are in topological order.
@@ -306,33 +325,46 @@ class CompiledGrammar::Builder {
     const std::vector<int> comp = StronglyConnectedComponents(tail_of, &comps);
     std::vector<std::vector<uint32_t>> members(static_cast<size_t>(comps));
     for (uint32_t r = 0; r < n; ++r) members[size_t(comp[r])].push_back(r);
-    std::vector<std::set<uint32_t>> follow(members.size());
+    std::vector<std::vector<uint32_t>> follow(members.size());
     std::vector<bool> can_end(members.size(), false);
     can_end[size_t(comp[start_rule_])] = true;
-    for (size_t c = members.size(); c-- > 0;) {  // every component before the ones it points to
-      for (uint32_t r : members[c]) follow[c].insert(direct[r].begin(), direct[r].end());
+    g_->follow_range_.assign(members.size(), {0, 0});
+    // Every component before the ones it points to; the flat table is filled in the same order.
+    for (size_t c = members.size(); c-- > 0;) {
+      std::vector<uint32_t>& f = follow[c];
+      for (uint32_t r : members[c]) {
+        if (!Grow(direct[r].size())) return TooLarge(r);
+        f.insert(f.end(), direct[r].begin(), direct[r].end());
+      }
+      std::sort(f.begin(), f.end());
+      f.erase(std::unique(f.begin(), f.end()), f.end());
       for (uint32_t r : members[c]) {
         for (uint32_t to : tail_of[r]) {
           const size_t d = size_t(comp[to]);
           if (d == c) continue;
-          follow[d].insert(follow[c].begin(), follow[c].end());
+          if (!Grow(f.size())) return TooLarge(to);
+          follow[d].insert(follow[d].end(), f.begin(), f.end());
           if (can_end[c]) can_end[d] = true;
         }
       }
+      g_->follow_range_[c].first = uint32_t(g_->follow_.size());
+      g_->follow_.insert(g_->follow_.end(), f.begin(), f.end());
+      g_->follow_range_[c].second = uint32_t(g_->follow_.size());
+      std::vector<uint32_t>().swap(f);
     }
     g_->can_end_.assign(n, false);
-    g_->follow_begin_.assign(n + 1, 0);
+    g_->follow_set_.assign(n, 0);
     for (uint32_t r = 0; r < n; ++r) {
       g_->can_end_[r] = can_end[size_t(comp[r])];
-      g_->follow_begin_[r] = uint32_t(g_->follow_.size());
-      const std::set<uint32_t>& f = follow[size_t(comp[r])];
-      g_->follow_.insert(g_->follow_.end(), f.begin(), f.end());
+      g_->follow_set_[r] = uint32_t(comp[r]);
     }
-    g_->follow_begin_[n] = uint32_t(g_->follow_.size());
+    return Status::Ok();
   }
 
   const Grammar& grammar_;
   std::unique_ptr<CompiledGrammar> g_;
+  uint64_t max_size_;
+  uint64_t size_ = 0;
   uint32_t start_rule_ = 0;
   std::vector<std::vector<uint32_t>> alt_starts_;
   std::map<ByteSet, uint32_t> set_ids_;
@@ -340,14 +372,16 @@ class CompiledGrammar::Builder {
   std::vector<std::pair<uint32_t, std::vector<std::vector<uint32_t>>>> class_rules_;
 };
 
-Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Compile(const Grammar& grammar) {
-  return Builder(grammar).Build();
+Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::Compile(const Grammar& grammar,
+                                                                        uint64_t max_size) {
+  return Builder(grammar, max_size).Build();
 }
 
 Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::FromGbnf(std::string_view text,
-                                                                         std::string_view root) {
+                                                                         std::string_view root,
+                                                                         uint64_t max_size) {
   LOCKSTEP_ASSIGN_OR_RETURN(Grammar g, ParseGbnf(text, root));
-  return Compile(g);
+  return Compile(g, max_size);
 }
 
 }  // namespace lockstep::grammar

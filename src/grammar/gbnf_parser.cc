@@ -308,10 +308,15 @@ class Parser {
         seq.push_back(Symbol::Ref(RuleId(name, here)));
         if (!CountSymbols(1)) return seq;
       } else if (c == '(') {
+        if (nesting_ == kMaxGrammarNesting) {
+          return Fail(here, "groups nested more than " + std::to_string(kMaxGrammarNesting) + " deep"), seq;
+        }
         ++pos_;
         SkipSpace(true);
         const uint32_t group = NewRule(rule);
+        ++nesting_;
         std::vector<Sequence> alternatives = ParseAlternatives(group, /*nested=*/true);
+        --nesting_;
         if (!ok()) return seq;
         rules_[group].alternatives = std::move(alternatives);
         if (Peek() != ')')
@@ -367,6 +372,7 @@ class Parser {
   std::vector<size_t> first_use_;
   std::unordered_map<std::string, uint32_t> ids_;
   size_t symbols_ = 0;
+  int nesting_ = 0;  // groups open at pos_
 };
 
 }  // namespace

@@ -50,9 +50,12 @@ struct Grammar {
   uint32_t root = 0;
 };
 
-// Limits that keep a client-supplied grammar from exhausting memory: repetition bounds and total symbols.
+// Limits that keep a client-supplied grammar from exhausting memory: repetition bounds and total symbols;
+// and the stack: parenthesised groups nest at most kMaxGrammarNesting deep (the parser recurses per level;
+// ~30000 levels overflowed an 8 MiB stack).
 inline constexpr int64_t kMaxRepetition = 10000;
 inline constexpr size_t kMaxGrammarSymbols = 1u << 20;
+inline constexpr int kMaxGrammarNesting = 500;
 
 // Parses GBNF text. `root` names the start rule. InvalidArgument "grammar line L, column C: ..." for syntax
 // errors, undefined rules (at their first use), rules defined twice, a missing start rule and bounds past

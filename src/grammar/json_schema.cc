@@ -154,6 +154,18 @@ class SchemaConverter {
 
   std::string Visit(const Json& s, const std::string& name, const std::string& pointer) {
     if (!error_.ok()) return "";
+    if (depth_ == kMaxSchemaDepth) {
+      return Fail(pointer, "schemas nested more than " + std::to_string(kMaxSchemaDepth) +
+                               " deep (subschemas and $ref chains) are not supported"),
+             "";
+    }
+    ++depth_;
+    std::string expr = VisitSchema(s, name, pointer);
+    --depth_;
+    return expr;
+  }
+
+  std::string VisitSchema(const Json& s, const std::string& name, const std::string& pointer) {
     if (s.is_boolean()) {
       if (s.get<bool>()) return Prim("value");
       return Fail(pointer, "the schema false matches nothing"), "";
@@ -359,7 +371,9 @@ class SchemaConverter {
     // Additional properties: absent means none when properties are listed (as llama.cpp), any otherwise.
     std::string extra;
     const bool has_additional = s.contains("additionalProperties");
-    const Json additional = has_additional ? s["additionalProperties"] : Json(!s.contains("properties"));
+    static const Json kAny = true, kNone = false;  // referenced, not copied: a subschema can be large
+    const Json& additional =
+        has_additional ? s["additionalProperties"] : (s.contains("properties") ? kNone : kAny);
     if (!(additional.is_boolean() && !additional.get<bool>())) {
       const std::string value = Visit(additional, name + "-additional", pointer + "/additionalProperties");
       extra = b_.Add(name + "-additional-kv",
@@ -469,7 +483,8 @@ class SchemaConverter {
     }
     std::string item;  // further items ("" = none)
     if (tuple == nullptr || (s.contains("prefixItems") && s.contains("items"))) {
-      const Json& items = s.contains("items") ? s["items"] : Json(true);
+      static const Json kAny = true;  // referenced, not copied
+      const Json& items = s.contains("items") ? s["items"] : kAny;
       if (!(items.is_boolean() && !items.get<bool>()))
         item = Visit(items, name + "-item", pointer + "/items");
     }
@@ -564,11 +579,30 @@ class SchemaConverter {
   Status error_;
   std::map<std::string, std::string> prims_;
   std::map<std::string, std::string> refs_;
+  int depth_ = 0;  // Visit calls open
 };
+
+// The deepest nesting of arrays and objects in `value`, counted without recursion (stopping past `limit`).
+int JsonDepth(const nlohmann::ordered_json& value, int limit) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack = {{&value, 1}};
+  int deepest = 0;
+  while (!stack.empty() && deepest <= limit) {
+    const auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (!v->is_structured()) continue;
+    deepest = std::max(deepest, depth);
+    for (const auto& child : *v) stack.push_back({&child, depth + 1});
+  }
+  return deepest;
+}
 
 }  // namespace
 
 Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+  if (JsonDepth(schema, kMaxSchemaJsonDepth) > kMaxSchemaJsonDepth) {
+    return InvalidArgument("JSON schema nests arrays and objects more than " +
+                           std::to_string(kMaxSchemaJsonDepth) + " levels deep");
+  }
   return SchemaConverter(schema).Convert();
 }
 

@@ -12,7 +12,9 @@
 // $comment, deprecated, readOnly, writeOnly, discriminator, x-*) are ignored.
 // Anything else is InvalidArgument naming the keyword and where it is ("JSON schema keyword 'uniqueItems'
 // at /properties/tags is not supported"), so no request silently gets output its schema does not describe.
-// Pure functions.
+// Subschemas (and $ref chains) nest at most kMaxSchemaDepth deep and the schema's JSON at most
+// kMaxSchemaJsonDepth levels: the converter recurses per level (and copies values, which recurses too), and
+// a schema sent as a JSON string escapes the server's limit on body nesting. Pure functions.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,9 @@
 #include "base/status.h"
 
 namespace lockstep::grammar {
+
+inline constexpr int kMaxSchemaDepth = 100;
+inline constexpr int kMaxSchemaJsonDepth = 256;
 
 // GBNF text whose `root` produces JSON valid against `schema`.
 Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);

@@ -426,7 +426,12 @@ class RegexParser {
         return Fail(at, "lookaround and other (?...) groups are not supported"), Item{};
       }
     }
+    if (nesting_ == kMaxRegexNesting) {
+      return Fail(at, "groups nested more than " + std::to_string(kMaxRegexNesting) + " deep"), Item{};
+    }
+    ++nesting_;
     Item inner = ParseAlternation();
+    --nesting_;
     if (!error_.ok()) return Item{};
     if (AtEnd() || Peek() != ')') return Fail(at, "unbalanced '('"), Item{};
     ++pos_;
@@ -472,6 +477,7 @@ class RegexParser {
   bool json_;
   size_t pos_ = 0;
   size_t end_ = 0;
+  int nesting_ = 0;  // groups open at pos_
   Status error_;
 };
 

@@ -10,7 +10,9 @@
 // language stays the same: `X**` `(X*)*` `(X+)*` `(X?){3}` `X{1,3}*` become one repetition, adjacent `X*X*`
 // `X?X{2}` merge into one; `(X{2})*` (even counts) stays nested. So a pattern of a thousand `*` costs what
 // `X*` costs. Rejected with InvalidArgument naming the construct and its offset: backreferences, lookaround,
-// \b \B, \p{...}, anchors inside the pattern, possessive quantifiers, unbalanced parentheses or brackets.
+// \b \B, \p{...}, anchors inside the pattern, possessive quantifiers, unbalanced parentheses or brackets,
+// groups nested more than kMaxRegexNesting deep (the parser recurses per level; 10^5 levels overflowed an
+// 8 MiB stack; real patterns nest a few levels).
 //
 // json_string: produce the text as it appears inside a JSON string (", \ and control characters escaped),
 // for patterns on JSON schema strings. Pure function.
@@ -22,6 +24,8 @@
 #include "base/status.h"
 
 namespace lockstep::grammar {
+
+inline constexpr int kMaxRegexNesting = 100;
 
 Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string);
 

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
+#include "grammar/json_schema.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar_corpus.h"
 
@@ -63,6 +65,124 @@ TEST(CompiledGrammar, FollowSetsEqualTheNaiveFixedPoint) {
     ASSERT_TRUE(g.ok()) << g.status().ToString() << "\n" << gbnf;
     ExpectFollowsOfTheNaiveFixedPoint(**g);
   }
+}
+
+std::string Repeated(const std::string& piece, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+// `levels` nested groups of `(...){1,50}` around "a", in GBNF.
+std::string NestedCountedGbnf(int levels) {
+  return "root ::= " + Repeated("(", levels) + "\"a\"" + Repeated("){1,50}", levels) + "\n";
+}
+
+// Issue 15: 200 nested levels of `(...){1,50}` took 7-14 s and 2.6 GB to compile (follow sets quadratic in
+// the nesting). The compiled size is counted as it is produced and refused past the bound; the count is
+// deterministic and the bound exact.
+TEST(CompiledGrammar, SizeBoundRefusesNestedCountedRepetition) {
+  auto small = CompiledGrammar::FromGbnf(NestedCountedGbnf(30));
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  const uint64_t size = (*small)->compiled_size();
+  EXPECT_GT(size, 1'000'000u);  // 30 levels: ~1.6 M
+  EXPECT_LT(size, kDefaultMaxCompiledSize);
+  auto again = CompiledGrammar::FromGbnf(NestedCountedGbnf(30));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->compiled_size(), size);
+  EXPECT_TRUE(CompiledGrammar::FromGbnf(NestedCountedGbnf(30), "root", size).ok());
+  auto below = CompiledGrammar::FromGbnf(NestedCountedGbnf(30), "root", size - 1);
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.status().message().find("grammar too large to compile"), std::string::npos)
+      << below.status().ToString();
+  EXPECT_NE(below.status().message().find(std::to_string(size - 1)), std::string::npos);
+  // The reproducers, through GBNF and regex (at the regex nesting limit), stop at the default bound.
+  std::string regex = "a";
+  for (int i = 0; i < kMaxRegexNesting; ++i) regex = "(" + regex + "){1,50}";
+  auto regex_gbnf = RegexToGbnf(regex, false);
+  ASSERT_TRUE(regex_gbnf.ok()) << regex_gbnf.status().ToString();
+  for (const std::string& gbnf : {NestedCountedGbnf(200), "root ::= " + *regex_gbnf}) {
+    auto g = CompiledGrammar::FromGbnf(gbnf);
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(
+        g.status().message(),
+        "grammar too large to compile: it expands to more than 16000000 parse-table entries (positions, "
+        "parse-stack closures, follow sets), reached at rule 'root'; nested or counted repetition "
+        "multiplies them");
+  }
+}
+
+// What the bound leaves real grammars (the figures in compiled_grammar.h): JSON schemas compile to a few
+// percent of it at most.
+TEST(CompiledGrammar, RealGrammarsStayFarBelowTheSizeBound) {
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
+  for (int i = 0; i < 50; ++i)
+    fields["field" + std::to_string(i)] = {{"type", "string"}, {"maxLength", 1000}};
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  for (int t = 0; t < 30; ++t) {
+    nlohmann::ordered_json args = nlohmann::ordered_json::object();
+    for (int i = 0; i < 10; ++i) {
+      args["arg" + std::to_string(i)] = i % 3 == 0   ? nlohmann::ordered_json{{"type", "string"}}
+                                        : i % 3 == 1 ? nlohmann::ordered_json{{"type", "integer"}}
+                                                     : nlohmann::ordered_json{{"enum", {"a", "b", "c"}}};
+    }
+    tools.push_back({{"type", "object"},
+                     {"properties",
+                      {{"name", {{"const", "tool" + std::to_string(t)}}},
+                       {"arguments", {{"type", "object"}, {"properties", args}}}}}});
+  }
+  const struct {
+    nlohmann::ordered_json schema;
+    uint64_t at_most;
+  } cases[] = {
+      {{{"type", "object"}}, 3'000},
+      {nlohmann::ordered_json::parse(R"({"type": "array", "minItems": 1000, "items": {"type": "object",
+         "properties": {"name": {"type": "string", "maxLength": 20},
+                        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                        "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 3},
+                        "when": {"type": "string", "format": "date-time"}, "score": {"type": "number"}}}})"),
+       40'000},
+      {{{"anyOf", tools}}, 100'000},
+      {{{"type", "string"}, {"maxLength", 10000}}, 600'000},
+      {{{"type", "object"}, {"properties", fields}}, 3'000'000},
+  };
+  for (const auto& c : cases) {
+    auto gbnf = JsonSchemaToGbnf(c.schema);
+    ASSERT_TRUE(gbnf.ok()) << gbnf.status().ToString();
+    auto g = CompiledGrammar::FromGbnf(*gbnf);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_LE((*g)->compiled_size(), c.at_most) << c.schema.dump().substr(0, 80);
+    EXPECT_LE(c.at_most * 5, kDefaultMaxCompiledSize);
+  }
+  auto json = CompiledGrammar::FromGbnf(testing::kJsonGbnf);
+  ASSERT_TRUE(json.ok());
+  EXPECT_LT((*json)->compiled_size(), 2'000u);
+}
+
+// The parsers recurse per nesting level: a client's nesting is bounded before it can overflow the stack
+// (GBNF groups: 30000 levels crashed; a schema sent as a string escapes the server's body-depth limit).
+TEST(CompiledGrammar, NestingIsBoundedBeforeTheStack) {
+  const int n = kMaxGrammarNesting;
+  EXPECT_TRUE(CompiledGrammar::FromGbnf("root ::= " + Repeated("(", n) + "\"a\"" + Repeated(")", n)).ok());
+  for (int levels : {n + 1, 100'000}) {
+    auto g = CompiledGrammar::FromGbnf("root ::= " + Repeated("(", levels) + "\"a\"" + Repeated(")", levels));
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().message(), "grammar line 1, column 510: groups nested more than 500 deep");
+  }
+  auto nested_schema = [](int levels) {
+    std::string text;
+    for (int i = 0; i < levels; ++i) text += R"({"type": "array", "items": )";
+    text += R"({"type": "string"})" + Repeated("}", levels);
+    return JsonSchemaToGbnf(nlohmann::ordered_json::parse(text));
+  };
+  EXPECT_TRUE(nested_schema(kMaxSchemaDepth - 1).ok());
+  auto deep = nested_schema(kMaxSchemaDepth);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("schemas nested more than 100 deep"), std::string::npos)
+      << deep.status().ToString();
+  auto deeper = nested_schema(100'000);
+  ASSERT_FALSE(deeper.ok());
+  EXPECT_EQ(deeper.status().message(), "JSON schema nests arrays and objects more than 256 levels deep");
 }
 
 }  // namespace

@@ -245,8 +245,8 @@ TEST(RegexToGbnf, RedundantQuantifiersCollapse) {
   // A product is left nested where it would grow the grammar: (a{50}){50} is 100 copies nested, 2500 flat.
   EXPECT_NE(expr("(?:a{50}){50}"), expr("a{2500}"));
   std::string deep = "a";
-  for (int i = 0; i < 200; ++i) deep = "(" + deep + "){1,50}";
-  EXPECT_LT(expr(deep).size(), 8000u);
+  for (int i = 0; i < kMaxRegexNesting; ++i) deep = "(" + deep + "){1,50}";
+  EXPECT_LT(expr(deep).size(), 4000u);
   auto big = RegexToGbnf("(?:a{10000}){10000}", false);
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_NE(big->find("{10000}"), std::string::npos);
@@ -276,7 +276,12 @@ TEST(RegexToGbnf, UnsupportedConstructsAreErrors) {
     ASSERT_FALSE(r.ok()) << pattern;
     EXPECT_NE(r.status().message().find(want), std::string::npos)
         << pattern << ": " << r.status().message() << " (wanted " << want << ")";
-  }
+  }  // Groups one level past kMaxRegexNesting (the parser recurses per group: 10^5 overflowed the stack).
+  const int n = kMaxRegexNesting + 1;
+  auto deep = RegexToGbnf(std::string(n, '(') + "a" + std::string(n, ')'), false);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().message(), "regex at character 101: groups nested more than 100 deep");
+  EXPECT_TRUE(RegexToGbnf(std::string(n - 1, '(') + "a" + std::string(n - 1, ')'), false).ok());
 }
 
 }  // namespace
