@@ -38,8 +38,10 @@ bool PackedKernelMatches(const MatMulKernels& reference, TensorType type, TileFn
   const int64_t blocks = in / 32, q_stride = 576;
   std::vector<int8_t> q(rows * q_stride);
   std::vector<float> d(rows * blocks);
-  std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks);
-  const ActivationQuants quants{q.data(), q_stride, d.data(), sums.data(), sums16.data(), starts.data()};
+  std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks),
+      q4_starts(rows * blocks);
+  const ActivationQuants quants{q.data(),      q_stride,      d.data(),        sums.data(),
+                                sums16.data(), starts.data(), q4_starts.data()};
   reference.quantize(x.data(), in, 0, rows, quants);
   TileArgs a;
   a.type = type;

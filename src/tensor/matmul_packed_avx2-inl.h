@@ -41,20 +41,21 @@ inline constexpr int64_t kAvx2LookaheadRows = 64;
 
 // One block's exact integer dots of halves [kH0, kH0 + kHalves) of the 16-output group at `wb` against kRows
 // activation rows (the block's quants at q[r]): dot[i][r] = sum over the block of w * x for half kH0 + i.
-// starts[r] + b: the row's q8_starts entry for the block, -128 * (sum of its activation quants).
+// starts[r] + b: the row's start for the block: q8_starts (-128 * the sum of its activation quants), or for
+// Q4_0 without VNNI q4_starts (that value << 12).
 template <TensorType kType, bool kVnni, int kHalves, int kRows, int kH0>
 HWY_INLINE void Avx2BlockDots(const std::byte* wb, const int8_t* const* q, const int32_t* const* starts,
                               int64_t b, __m256i (&dot)[kHalves][kRows]) {
   const __m256i* w = reinterpret_cast<const __m256i*>(wb + 32 * kH0);  // vector k, half kH0 + i at w[2k + i]
-  // A broadcast load of -128 * sum(x) (one load, no vector op).
-  [[maybe_unused]] const auto start128 = [&](int r) { return _mm256_set1_epi32(starts[r][b]); };
+  // A broadcast load of the row's start (one load, no vector op).
+  [[maybe_unused]] const auto start_of = [&](int r) { return _mm256_set1_epi32(starts[r][b]); };
   if constexpr (kVnni || kType == TensorType::kQ8_0) {
     for (int r = 0; r < kRows; ++r) {
       // VNNI dots start at -offset * sum(x), cancelling the stored offset (Q4_0: -128 * sum / 16, exact);
       // Q8_0 without VNNI uses signed weights (no offset).
       __m256i start = _mm256_setzero_si256();
       if constexpr (kVnni)
-        start = kType == TensorType::kQ8_0 ? start128(r) : _mm256_srai_epi32(start128(r), 4);
+        start = kType == TensorType::kQ8_0 ? start_of(r) : _mm256_srai_epi32(start_of(r), 4);
       for (int i = 0; i < kHalves; ++i) dot[i][r] = start;
     }
   }
@@ -91,12 +92,13 @@ HWY_INLINE void Avx2BlockDots(const std::byte* wb, const int8_t* const* q, const
     // the block's 8 VPMADDUBSW results are added (VPADDW wraps) they hold even = sum_E w * x and
     // odd = sum_O w * x - 8 * sum(x) = sum_O (w - 8) * x - 8 * sum_E x, both within 16 * 15 * 127 and
     // 16 * 8 * 127 + 16 * 8 * 127 = 32512 < 2^15: exact, and one VPMADDWD gives the block's dot with the
-    // nibbles' offset of 8 already cancelled. The start is q8_starts << 12 = (-8 * sum) << 16: one load and
-    // one shift per row.
+    // nibbles' offset of 8 already cancelled. The start is q4_starts = (-8 * sum) << 16, written by the
+    // quantizer once per matmul: one broadcast load per row and block (it was a shift of q8_starts per
+    // row, block and tile: 4 of the 4-row tile's 97 vector ALU ops per block).
     __m256i sum16[kHalves][kRows];
     if constexpr (!kVnni) {
       for (int r = 0; r < kRows; ++r) {
-        const __m256i start = _mm256_slli_epi32(start128(r), 12);
+        const __m256i start = start_of(r);
         for (int i = 0; i < kHalves; ++i) sum16[i][r] = start;
       }
     }
@@ -149,11 +151,11 @@ HWY_NOINLINE void Avx2PackedTile(const TileArgs& a, int64_t group, int64_t r0, P
   }
   const int8_t* q[kRows];
   const float* d[kRows];
-  const int32_t* starts[kRows];  // q8_starts: -128 * the block sums of the activation quants
+  const int32_t* starts[kRows];  // q8_starts, or q4_starts for Q4_0 without VNNI (Avx2BlockDots)
   for (int r = 0; r < kRows; ++r) {
     q[r] = a.q + (r0 + r) * a.q_stride;
     d[r] = a.d + (r0 + r) * blocks;
-    starts[r] = a.q8_starts + (r0 + r) * blocks;
+    starts[r] = (kType == TensorType::kQ4_0 && !kVnni ? a.q4_starts : a.q8_starts) + (r0 + r) * blocks;
   }
   const int64_t ahead = (kPrefetchBytes + unit_bytes - 1) / unit_bytes;
   for (int64_t b = 0; b < blocks; ++b) {

@@ -13,6 +13,10 @@ namespace lockstep {
 
 struct PackedWeights;
 
+// The AVX2 packed Q4_0 tile's start for a block whose activation quants sum to `sum`: -8 * sum in the high
+// 16 bits of a 32-bit lane (tensor/matmul_packed_avx2-inl.h). |sum| <= 32 * 127, so |value| < 2^31.
+constexpr int32_t Q4StartOf(int32_t sum) { return -8 * 65536 * sum; }
+
 // Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names.
 struct ActivationQuants {
   int8_t* q = nullptr;
@@ -21,6 +25,7 @@ struct ActivationQuants {
   int32_t* sums = nullptr;
   int32_t* sums16 = nullptr;
   int32_t* q8_starts = nullptr;
+  int32_t* q4_starts = nullptr;
 };
 
 struct TileArgs {
@@ -36,11 +41,13 @@ struct TileArgs {
   const int32_t* sums = nullptr;       // sums of the activation quants per block, like d
   const int32_t* sums16 = nullptr;     // sums per 16 quants: row r at sums16 + r * (in / 16)
   const int32_t* q8_starts = nullptr;  // -128 * sums: where a packed Q8_0 block dot starts, like d
+  // (-8 * sums) << 16 (= q8_starts << 12): where the AVX2 packed Q4_0 tile's 16-bit block sums start, like d
+  const int32_t* q4_starts = nullptr;
   const PackedWeights* packed = nullptr;
   int64_t q_stride = 0;
   float* y = nullptr;  // [rows][out]
 
-  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts) at `quants`.
+  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts, q4_starts) at `quants`.
   void UseQuants(const ActivationQuants& quants) {
     q = quants.q;
     q_stride = quants.q_stride;
@@ -48,6 +55,7 @@ struct TileArgs {
     sums = quants.sums;
     sums16 = quants.sums16;
     q8_starts = quants.q8_starts;
+    q4_starts = quants.q4_starts;
   }
 };
 

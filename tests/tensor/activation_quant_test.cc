@@ -131,6 +131,8 @@ TEST(ActivationQuantization, EveryLevelMatchesTheReference) {
         ASSERT_EQ(sums16[2 * i + 1], z.sum16[1]) << name;
         ASSERT_EQ(sums[i], z.sum16[0] + z.sum16[1]) << name;
         ASSERT_EQ(starts[i], -128 * sums[i]) << name;
+        // The AVX2 Q4_0 tile's start: -8 * sum in the high half, i.e. q8_starts << 12.
+        ASSERT_EQ(quants.q4_starts[i], static_cast<int32_t>(static_cast<uint32_t>(starts[i]) << 12)) << name;
       }
     }
   }

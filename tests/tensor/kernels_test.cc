@@ -154,7 +154,9 @@ TEST(Kernels, EveryRunnableLevelHasACompleteTable) {
     bool any_many_rows = false;
     for (ScratchTileFn f : m.many_rows_tile) any_many_rows = any_many_rows || f != nullptr;
     EXPECT_EQ(any_many_rows, k.level == CpuLevel::kAmx);
-    if (any_many_rows) EXPECT_TRUE(m.many_rows > 0 && m.many_rows_scratch > 0);
+    if (any_many_rows) {
+      EXPECT_TRUE(m.many_rows > 0 && m.many_rows_scratch > 0);
+    }
     const AttentionKernels& a = k.attention;
     EXPECT_EQ(a.level, attention::AttentionLevelFor(k.level));
     EXPECT_TRUE(a.dot_keys && a.accumulate_values && a.softmax && a.partition_weights);

@@ -21,13 +21,15 @@ struct QuantizedActivations {
         d(size_t(rows * (in / kActBlock))),
         sums(d.size()),
         sums16(2 * d.size()),
-        q8_starts(d.size()) {
+        q8_starts(d.size()),
+        q4_starts(d.size()) {
     view.q = q.data();
     view.q_stride = q_stride;
     view.d = d.data();
     view.sums = sums.data();
     view.sums16 = sums16.data();
     view.q8_starts = q8_starts.data();
+    view.q4_starts = q4_starts.data();
     kernels.quantize(x, in, 0, rows, view);
   }
   QuantizedActivations(const QuantizedActivations&) = delete;  // view points into this object's vectors
@@ -36,7 +38,7 @@ struct QuantizedActivations {
 
   std::vector<int8_t> q;
   std::vector<float> d;
-  std::vector<int32_t> sums, sums16, q8_starts;
+  std::vector<int32_t> sums, sums16, q8_starts, q4_starts;
   ActivationQuants view;  // points into the vectors above
 };
 
