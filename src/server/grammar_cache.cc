@@ -4,8 +4,10 @@
 
 namespace lockstep::server {
 
-GrammarCache::GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, size_t capacity)
-    : tokenizer_(std::move(tokenizer)), capacity_(std::max<size_t>(1, capacity)) {}
+GrammarCache::GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, GrammarCacheOptions options)
+    : tokenizer_(std::move(tokenizer)), options_(options) {
+  options_.capacity = std::max<size_t>(1, options_.capacity);
+}
 
 std::shared_ptr<const grammar::TokenVocab> GrammarCache::Vocab() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -28,13 +30,15 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::strin
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(auto compiled, grammar::CompiledGrammar::FromGbnf(gbnf));
-  auto masker = std::make_shared<grammar::TokenMasker>(compiled, Vocab());
-  masker->Warm(/*walks=*/8, /*steps=*/64, kWarmBudgetS);
+  auto masker =
+      std::make_shared<grammar::TokenMasker>(compiled, Vocab(), grammar::TokenMasker::kDefaultContextDepth,
+                                             grammar::TokenMasker::kDfaMaxStates, options_.max_mask_work);
+  masker->Warm(options_.warm_walks, options_.warm_steps, options_.warm_budget_s);
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(gbnf); it != entries_.end()) return Usable(it->second.masker);  // raced
   order_.push_front(gbnf);
   entries_[gbnf] = Entry{masker, order_.begin()};
-  while (entries_.size() > capacity_) {
+  while (entries_.size() > options_.capacity) {
     entries_.erase(order_.back());
     order_.pop_back();
   }

@@ -18,12 +18,21 @@
 
 namespace lockstep::server {
 
+struct GrammarCacheOptions {
+  size_t capacity = 64;                                                // grammars kept
+  uint64_t max_mask_work = grammar::TokenMasker::kDefaultMaxMaskWork;  // each masker's work bound
+  // A miss warms its masker with warm_walks seeded walks of up to warm_steps tokens, for at most
+  // warm_budget_s seconds (TokenMasker::Warm).
+  int warm_walks = 8;
+  int warm_steps = 64;
+  double warm_budget_s = 0.5;
+};
+
 class GrammarCache {
  public:
-  static constexpr size_t kDefaultCapacity = 64;
-  static constexpr double kWarmBudgetS = 0.5;
-
-  explicit GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, size_t capacity = kDefaultCapacity);
+  // The server uses the defaults; the fuzz targets pass smaller bounds, so that the same code paths and
+  // refusals cost a fuzzer milliseconds under ASan instead of seconds.
+  explicit GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, GrammarCacheOptions options = {});
 
   // The masker for `gbnf`, compiled on a miss; InvalidArgument with the parser's message (line, column)
   // for a bad grammar, or the masker's for one too costly to mask.
@@ -36,7 +45,7 @@ class GrammarCache {
       const std::shared_ptr<grammar::TokenMasker>& masker);
 
   std::shared_ptr<const Tokenizer> tokenizer_;
-  size_t capacity_;
+  GrammarCacheOptions options_;
   std::mutex mutex_;
   std::shared_ptr<const grammar::TokenVocab> vocab_;
   std::list<std::string> order_;  // most recently used first
