@@ -2,7 +2,8 @@
 // a regex; the rest up to a NUL byte is the source and what follows it is text fed to a matcher of the
 // compiled grammar. Properties: any source compiles or is refused with a message (no crash, hang or
 // unbounded memory); the matcher takes text byte by byte, a rejected byte leaves its state unchanged
-// (grammar_matcher.h), and accepted bytes never lead to a state that is neither complete nor extensible.
+// (grammar_matcher.h; past its work bound it refuses for good), and accepted bytes never lead to a state
+// that is neither complete nor extensible.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<int32_t> tops = matcher.tops();
     const bool took = matcher.AcceptBytes(text.substr(i, 1));
     fuzz::Require(could || !took, "no byte is taken once nothing may follow");
+    if (!took && matcher.over_budget()) {  // the work bound (grammar_matcher.h): refused for good
+      fuzz::Require(matcher.tops() == tops && !matcher.CanContinue(), "over the bound, the state is kept");
+      break;
+    }
     took_any = took_any || took;
     if (!took) {
       fuzz::Require(
@@ -62,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "a rejected byte leaves the state unchanged");
     }
   }
-  fuzz::Require(!took_any || matcher.CanContinue() || matcher.accepting(),
+  fuzz::Require(!took_any || matcher.CanContinue() || matcher.accepting() || matcher.over_budget(),
                 "a dead end is never reached by accepted bytes");
   return 0;
 }

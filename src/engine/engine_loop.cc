@@ -212,6 +212,12 @@ TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& samp
       return event;
     }
   }
+  if (active.constraint && active.constraint->over_budget()) {  // the token cost too much to follow
+    event.finish_reason = FinishReason::kError;
+    event.error = active.constraint->error();
+    event.text_delta += FlushText(active);
+    return event;
+  }
   if (active.constraint && active.constraint->complete()) {
     event.finish_reason = FinishReason::kStop;
     event.stop_kind = StopKind::kGrammar;

@@ -13,6 +13,7 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<grammar::TokenMasker> maske
 
 size_t GrammarConstraint::FillMask(size_t words, std::vector<uint64_t>* mask) {
   mask->assign(words, 0);
+  if (matcher_.over_budget()) return 0;
   const size_t own = masker_->vocab().mask_words();
   LOCKSTEP_CHECK(own <= words);
   size_t count = masker_->FillMask(matcher_, std::span<uint64_t>(mask->data(), own));
@@ -39,7 +40,7 @@ void GrammarConstraint::Accept(int32_t token) {
   const std::string_view bytes = masker_->vocab().bytes(token);
   if (bytes.empty()) return;  // an end token
   const bool accepted = matcher_.AcceptBytes(bytes);
-  LOCKSTEP_CHECK_MSG(accepted, "a sampled token the grammar mask did not allow");
+  LOCKSTEP_CHECK_MSG(accepted || matcher_.over_budget(), "a sampled token the grammar mask did not allow");
 }
 
 }  // namespace lockstep

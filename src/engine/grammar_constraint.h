@@ -23,15 +23,21 @@ class GrammarConstraint {
   // Writes the mask of allowed tokens (`words` = (n_vocab + 63) / 64 of the model's logits row) into
   // *mask; returns the number allowed (0: nothing may follow, or the vocabulary cannot spell what must).
   size_t FillMask(size_t words, std::vector<uint64_t>* mask);
-  // Advances past a sampled token that FillMask allowed; end and stop tokens change nothing.
+  // Advances past a sampled token that FillMask allowed; end and stop tokens change nothing. Following the
+  // token may pass the matcher's work bound (grammar/grammar_matcher.h): then error() says why and the
+  // request must end.
   void Accept(int32_t token);
   // The text so far is a complete match.
   bool accepting() const { return matcher_.accepting(); }
+  // Following the last token passed the matcher's work bound (error() says so): end the request.
+  bool over_budget() const { return matcher_.over_budget(); }
   // The text is a complete match and nothing may follow.
   bool complete() const { return matcher_.accepting() && !matcher_.CanContinue(); }
   // Why the grammar cannot be enforced ("" normally): its masker went over its work bound, so FillMask
-  // returned 0 (grammar/token_masker.h).
-  std::string error() const { return masker_->over_budget_message(); }
+  // returned 0 (grammar/token_masker.h), or following a token went over the matcher's.
+  std::string error() const {
+    return matcher_.over_budget() ? matcher_.over_budget_message() : masker_->over_budget_message();
+  }
 
  private:
   std::shared_ptr<grammar::TokenMasker> masker_;

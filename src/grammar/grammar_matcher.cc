@@ -4,29 +4,59 @@
 
 namespace lockstep::grammar {
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : grammar_(std::move(grammar)), walker_(*grammar_, /*approximate=*/false) {
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, uint64_t max_accept_work)
+    : grammar_(std::move(grammar)), walker_(*grammar_, /*approximate=*/false), max_work_(max_accept_work) {
   StepFlags flags;
+  walker_.set_work_limit(max_work_);
   walker_.BeginRound();
   walker_.Expand(CompiledGrammar::kStart, kExactBottom, &tops_, &flags);
+  if (walker_.exhausted()) {
+    over_budget_ = true;
+    tops_.clear();
+    walker_.nodes().clear();
+    return;
+  }
   accepting_ = flags.exact_end;
   Compact();
 }
 
+std::string GrammarMatcher::over_budget_message() const {
+  if (!over_budget_) return "";
+  return "the grammar is too costly to follow: advancing its parse over one token needs more than " +
+         std::to_string(max_work_) +
+         " parse-stack steps (many alternatives or nested repetitions that can match the same text; simplify "
+         "the grammar)";
+}
+
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
+  if (over_budget_) return false;
   if (bytes.empty()) return true;
   const size_t nodes_before = walker_.nodes().size();
+  const uint64_t work_before = walker_.work();
+  walker_.set_work_limit(max_work_ > UINT64_MAX - work_before ? UINT64_MAX : work_before + max_work_);
+  uint64_t scanned = 0;  // live stacks looked at, one per stack per byte
   std::vector<int32_t> current = tops_;
   bool accepting = accepting_;
   for (unsigned char byte : bytes) {
-    scratch_.clear();
-    StepFlags flags;
-    if (!walker_.Advance(&current, 0, current.size(), byte, &scratch_, &flags)) {
+    scanned += current.size();
+    if (walker_.work() - work_before + scanned > max_work_) {
+      over_budget_ = true;
+    } else {
+      scratch_.clear();
+      StepFlags flags;
+      const bool advanced = walker_.Advance(&current, 0, current.size(), byte, &scratch_, &flags);
+      over_budget_ = walker_.exhausted() || walker_.work() - work_before + scanned > max_work_;
+      if (!advanced && !over_budget_) {
+        walker_.nodes().resize(nodes_before);
+        return false;
+      }
+      current.swap(scratch_);
+      accepting = flags.exact_end;
+    }
+    if (over_budget_) {
       walker_.nodes().resize(nodes_before);
       return false;
     }
-    current.swap(scratch_);
-    accepting = flags.exact_end;
   }
   tops_ = std::move(current);
   accepting_ = accepting;

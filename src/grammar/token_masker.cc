@@ -304,7 +304,7 @@ size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> 
   LOCKSTEP_CHECK(&matcher.grammar() == grammar_.get());
   LOCKSTEP_CHECK(mask.size() == vocab_->mask_words());  // callers with wider rows pass a prefix
   std::lock_guard<std::mutex> lock(mutex_);
-  if (over_budget_) {
+  if (over_budget_ || matcher.over_budget()) {
     std::fill(mask.begin(), mask.end(), 0);
     return 0;
   }
@@ -312,14 +312,22 @@ size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> 
   state_key_.clear();
   state_key_.push_back(matcher.accepting() ? 1 : 0);
   const std::vector<StackNode>& nodes = matcher.nodes();
+  bool cacheable = true;
   for (int32_t top : matcher.tops()) {
-    for (int32_t n = top; n >= 0; n = nodes[n].parent) state_key_.push_back(nodes[n].pos);
+    for (int32_t n = top; n >= 0 && cacheable; n = nodes[n].parent) {
+      state_key_.push_back(nodes[n].pos);
+      cacheable = state_key_.size() <= kMaxStateKey;
+    }
+    if (!cacheable) break;
     state_key_.push_back(UINT32_MAX);
   }
   uint64_t hash = 0xCBF29CE484222325ull;
-  for (uint32_t v : state_key_) hash = (hash ^ v) * 0x100000001B3ull;
+  if (cacheable) {
+    for (uint32_t v : state_key_) hash = (hash ^ v) * 0x100000001B3ull;
+  }
   ++clock_;
-  if (auto it = states_.find(hash); it != states_.end() && it->second.state == state_key_) {
+  if (auto it = cacheable ? states_.find(hash) : states_.end();
+      it != states_.end() && it->second.state == state_key_) {
     std::copy(it->second.mask.begin(), it->second.mask.end(), mask.begin());
     it->second.last_use = clock_;
     ++stats_.state_hits;
@@ -333,6 +341,7 @@ size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> 
     std::fill(mask.begin(), mask.end(), 0);
     return 0;
   }
+  if (!cacheable) return count;
   if (states_.size() >= kStateCacheSize) {
     auto oldest = states_.begin();
     for (auto it = states_.begin(); it != states_.end(); ++it) {
@@ -355,9 +364,10 @@ size_t TokenMasker::FillMaskLocked(const GrammarMatcher& matcher, std::span<uint
   }
   const std::vector<StackNode>& nodes = matcher.nodes();
   contexts_.clear();
-  for (int32_t top : matcher.tops()) {
+  context_seen_.clear();
+  for (int32_t top : matcher.tops()) {  // distinct contexts, in the order of the tops
     Context c = ContextOf(nodes, top);
-    if (std::find(contexts_.begin(), contexts_.end(), c) == contexts_.end()) contexts_.push_back(c);
+    if (context_seen_.emplace(c, true).second) contexts_.push_back(c);
   }
   context_masks_.clear();
   bool any_uncertain = false;

@@ -53,6 +53,9 @@ class TokenMasker {
   static constexpr int kDefaultContextDepth = 4;
   static constexpr int kMaxContextDepth = 8;
   static constexpr size_t kStateCacheSize = 256;
+  // States whose stacks hold more positions than this (summed over tops) skip the state cache: its key
+  // would cost more than the mask.
+  static constexpr size_t kMaxStateKey = 1u << 16;
 
   static constexpr size_t kDfaMaxStates = 4096;
   // 0.2-0.4 s of a Sapphire Rapids core at the limit (35-80 ns a unit on the costly grammars tried); JSON
@@ -75,7 +78,8 @@ class TokenMasker {
   // (uniform over the allowed tokens), stopping early after `budget_s` seconds.
   void Warm(int walks, int steps, double budget_s);
   // Writes vocab().mask_words() words into `mask` (bit t of word t / 64: token t is allowed). `matcher` must
-  // use this masker's grammar. Returns the number of allowed tokens; 0 (an empty mask) once over_budget().
+  // use this masker's grammar. Returns the number of allowed tokens; 0 (an empty mask) once over_budget()
+  // or the matcher's over_budget().
   size_t FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask);
   // A FillMask needed more than max_mask_work: the grammar is too costly to mask (sticky).
   bool over_budget() const;
@@ -152,6 +156,7 @@ class TokenMasker {
   StackWalker exact_;
   std::vector<int32_t> tops_;
   std::vector<Context> contexts_;
+  std::unordered_map<Context, bool, ContextHash> context_seen_;
   std::vector<const ContextMask*> context_masks_;
   std::vector<uint32_t> state_key_;
 };

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/regex_to_gbnf.h"
 #include "grammar_corpus.h"
 
 namespace lockstep::grammar {
@@ -165,6 +166,64 @@ TEST(GrammarMatcher, NestedNullableRepetitionIsLinearInThePiece) {
   GrammarMatcher m(g);
   ASSERT_TRUE(m.AcceptBytes(std::string(64, 'a')));
   EXPECT_LT(m.work(), 5 * work_16);  // linear: 4x the bytes, about 4x the work
+}
+
+// Issue 15: following a token had no work bound of its own. Nested counted repetition keeps every way of
+// counting the text alive, so the live stacks (and the work of the next token) grow with every `a`; past
+// max_accept_work the call fails, leaves the state as it was, and the matcher stays over budget.
+TEST(GrammarMatcher, AcceptWorkIsBounded) {
+  auto expr = RegexToGbnf("(((((a){1,50}){1,50}){1,50}){1,50}){1,50}", false);
+  ASSERT_TRUE(expr.ok());
+  auto g = MustCompile("root ::= " + *expr);
+  ASSERT_NE(g, nullptr);
+  // Unbounded, the work of each 4-byte piece grows: 0.9 K, 14 K, 74 K, 253 K, ...
+  std::vector<uint64_t> work;
+  GrammarMatcher free_matcher(g, UINT64_MAX);
+  for (int i = 0; i < 5; ++i) {
+    const uint64_t before = free_matcher.work();
+    ASSERT_TRUE(free_matcher.AcceptBytes("aaaa"));
+    work.push_back(free_matcher.work() - before);
+  }
+  EXPECT_GT(work[4], 100 * work[0]);
+  EXPECT_FALSE(free_matcher.over_budget());
+  // A bound between the third and fourth pieces' work stops the fourth, deterministically.
+  const uint64_t bound = (work[2] + work[3]) / 2;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    GrammarMatcher m(g, bound);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.AcceptBytes("aaaa")) << i;
+    const std::vector<int32_t> tops = m.tops();
+    const size_t nodes = m.nodes().size();
+    EXPECT_FALSE(m.AcceptBytes("aaaa"));
+    EXPECT_TRUE(m.over_budget());
+    EXPECT_EQ(m.tops(), tops);
+    EXPECT_EQ(m.nodes().size(), nodes);
+    EXPECT_FALSE(m.CanContinue());
+    EXPECT_FALSE(m.AcceptBytes("a"));  // sticky
+    EXPECT_NE(m.over_budget_message().find("too costly to follow"), std::string::npos);
+    EXPECT_NE(m.over_budget_message().find(std::to_string(bound)), std::string::npos);
+  }
+  // The default bound stops the same grammar within a few long tokens, each after a bounded amount of work.
+  GrammarMatcher m(g);
+  int accepted = 0;
+  while (accepted < 20 && m.AcceptBytes(std::string(16, 'a'))) ++accepted;
+  EXPECT_LT(accepted, 20);
+  EXPECT_TRUE(m.over_budget());
+  EXPECT_LE(m.work(), uint64_t(accepted + 1) * GrammarMatcher::kDefaultMaxAcceptWork);
+  // A real grammar stays far below it: a long JSON text, 4 bytes at a time.
+  auto json = MustCompile(testing::kJsonGbnf);
+  GrammarMatcher j(json);
+  std::string text = "{\"items\": [";
+  for (int i = 0; i < 500; ++i)
+    text += "{\"id\": " + std::to_string(i) + ", \"name\": \"n\\u00e9\", \"ok\": true}, ";
+  text += "null]}";
+  uint64_t largest = 0;
+  for (size_t i = 0; i < text.size(); i += 4) {
+    const uint64_t before = j.work();
+    ASSERT_TRUE(j.AcceptBytes(text.substr(i, 4)));
+    largest = std::max(largest, j.work() - before);
+  }
+  EXPECT_TRUE(j.accepting());
+  EXPECT_LT(largest, GrammarMatcher::kDefaultMaxAcceptWork / 1000);
 }
 
 struct BadGrammar {
