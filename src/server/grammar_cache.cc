@@ -29,7 +29,8 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::strin
       return Usable(it->second.masker);
     }
   }
-  LOCKSTEP_ASSIGN_OR_RETURN(auto compiled, grammar::CompiledGrammar::FromGbnf(gbnf));
+  LOCKSTEP_ASSIGN_OR_RETURN(auto compiled,
+                            grammar::CompiledGrammar::FromGbnf(gbnf, "root", options_.max_compiled_size));
   auto masker =
       std::make_shared<grammar::TokenMasker>(compiled, Vocab(), grammar::TokenMasker::kDefaultContextDepth,
                                              grammar::TokenMasker::kDfaMaxStates, options_.max_mask_work);

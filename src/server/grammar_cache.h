@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "base/status.h"
+#include "grammar/compiled_grammar.h"
 #include "grammar/token_masker.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,6 +22,7 @@ namespace lockstep::server {
 struct GrammarCacheOptions {
   size_t capacity = 64;                                                // grammars kept
   uint64_t max_mask_work = grammar::TokenMasker::kDefaultMaxMaskWork;  // each masker's work bound
+  uint64_t max_compiled_size = grammar::kDefaultMaxCompiledSize;       // CompiledGrammar::Compile's bound
   // A miss warms its masker with warm_walks seeded walks of up to warm_steps tokens, for at most
   // warm_budget_s seconds (TokenMasker::Warm).
   int warm_walks = 8;
