@@ -128,7 +128,9 @@ void ExpectCachedEqualsScratch(KvDtype dtype, const std::string& shape = "tiny",
       std::unique_ptr<Engine> together = MakeEngine(m, dtype, true);
       ASSERT_NE(together, nullptr);
       ExpectSameTokens(RunTogether(*together, requests, fork), want, fork ? "forked" : "together");
-      if (prefix >= 17) EXPECT_GT(together->Stats().prefix_cache_hits_total, 0);
+      if (prefix >= 17) {
+        EXPECT_GT(together->Stats().prefix_cache_hits_total, 0);
+      }
       testing::ExpectAllBlocksFree(*together);
     }
     std::unique_ptr<Engine> forks_uncached = MakeEngine(m, dtype, false);
