@@ -162,7 +162,7 @@ TEST_F(GrammarCostTest, GrammarsTooLargeToCompileAreRefusedNamingTheField) {
                            {"json_schema", {{"name", "s"}, {"schema", pattern_schema}}}};
   cases.push_back({"/v1/chat/completions", rf, "response_format.json_schema.schema"});
   nlohmann::json tools = chat;
-  tools["tools"] = {tool};
+  tools["tools"] = nlohmann::json::array({tool});  // not {tool}: clang takes that for a copy of tool
   tools["tool_choice"] = "required";
   cases.push_back({"/v1/chat/completions", tools, "tool_choice"});
   for (const Case& c : cases) {
