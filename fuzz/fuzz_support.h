@@ -1,6 +1,7 @@
 // What every fuzz target shares, header-only: Require (a broken property aborts, which libFuzzer reports as
 // a crash with the input that caused it), FuzzInput (a few typed values read off the front of the input),
-// and IsValidUtf8. The fixtures that need a model are in fuzz/tiny_model.h.
+// IsValidUtf8, and the grammar bounds the targets run at. The fixtures that need a model are in
+// fuzz/tiny_model.h.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,14 @@
 #include <string_view>
 
 namespace lockstep::fuzz {
+
+// The grammar bounds of every target that compiles or follows a grammar (grammar_fuzzer, and the API targets
+// through the fixtures' GrammarCache): the server's code paths and refusals at a fraction of their cost
+// under ASan. At the server's bounds (compiled size 16 M, mask and accept work 5 M each) an input compiling
+// to just under 16 M took 7 s in grammar_fuzzer, one ran past the 10 s timeout of a long run, and masks near
+// the bound held tgi_fuzzer to ~65 executions/s.
+inline constexpr uint64_t kMaxCompiledSize = 1'000'000;  // 1/16 of the server's
+inline constexpr uint64_t kMaxGrammarWork = 50'000;      // mask and accept work, 1/100 of the server's
 
 // Aborts with `what` when `ok` is false: a broken property of the code under test, not a bad input.
 inline void Require(bool ok, const char* what) {

@@ -43,16 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     gbnf = "root ::= " + *converted;
   }
-  // Bounds 1/16 and 1/100 of the server's (compiled size 1 M, accept work 50 000): the same refusals, cheap
-  // under ASan. At the server's, an input compiling to just under 16 M took 7 s here, and one ran past the
-  // fuzzer's timeout after 926 593 executions of a long run (load 5).
-  constexpr uint64_t kMaxCompiledSize = 1'000'000, kMaxAcceptWork = 50'000;
-  auto compiled = grammar::CompiledGrammar::FromGbnf(gbnf, "root", kMaxCompiledSize);
+  auto compiled = grammar::CompiledGrammar::FromGbnf(gbnf, "root", fuzz::kMaxCompiledSize);
   if (!compiled.ok()) {
     fuzz::Require(!compiled.status().message().empty(), "a refused grammar says why");
     return 0;
   }
-  grammar::GrammarMatcher matcher(*compiled, kMaxAcceptWork);
+  grammar::GrammarMatcher matcher(*compiled, fuzz::kMaxGrammarWork);
   bool took_any = false;
   for (size_t i = 0; i < text.size() && i < 256; ++i) {
     const bool could = matcher.CanContinue();

@@ -78,14 +78,11 @@ const server::ApiContext& TinyApiContext() {
     c.vocab_size = c.tokenizer->vocab_size();
     c.max_queue = 4;
     c.max_seqs = 4;
-    // Smaller bounds than the server's (a mask work bound of 50 000 instead of 5 M, a compiled size of 1 M
-    // instead of 16 M, one warming walk of 16 tokens instead of 8 of 64): the same code and refusals at a
-    // fraction of the cost under ASan. At the server's, grammar inputs held tgi_fuzzer to ~65 executions/s
-    // (masks near the bound, warming).
+    // The fuzz grammar bounds (fuzz/fuzz_support.h) and one warming walk of 16 tokens instead of 8 of 64.
     c.grammars = std::make_shared<server::GrammarCache>(
         c.tokenizer, server::GrammarCacheOptions{.capacity = 4,
-                                                 .max_mask_work = 50'000,
-                                                 .max_compiled_size = 1'000'000,
+                                                 .max_mask_work = kMaxGrammarWork,
+                                                 .max_compiled_size = kMaxCompiledSize,
                                                  .warm_walks = 1,
                                                  .warm_steps = 16});
     return c;
