@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "base/excerpt.h"
 #include "grammar/grammar.h"
 #include "tokenizer/utf8.h"
 
@@ -28,7 +29,7 @@ class Parser {
     if (!ok()) return error_;
     for (uint32_t r = 0; r < rules_.size(); ++r) {
       if (!defined_[r]) {
-        Fail(first_use_[r], "undefined rule '" + rules_[r].name + "'");
+        Fail(first_use_[r], "undefined rule '" + Excerpt(rules_[r].name) + "'");
         return error_;
       }
     }
@@ -118,18 +119,18 @@ class Parser {
     if (name.empty()) return Fail(pos_, "expected a rule name, found " + Found());
     SkipSpace(false);
     if (src_.substr(pos_, 3) != "::=") {
-      return Fail(pos_, "expected '::=' after rule name '" + name + "', found " + Found());
+      return Fail(pos_, "expected '::=' after rule name '" + Excerpt(name) + "', found " + Found());
     }
     pos_ += 3;
     const uint32_t id = RuleId(name, start);
-    if (defined_[id]) return Fail(start, "rule '" + name + "' is defined twice");
+    if (defined_[id]) return Fail(start, "rule '" + Excerpt(name) + "' is defined twice");
     defined_[id] = true;
     SkipSpace(true);
     std::vector<Sequence> alternatives = ParseAlternatives(id, /*nested=*/false);
     if (!ok()) return;
     rules_[id].alternatives = std::move(alternatives);
     if (!AtEnd() && Peek() != '\n' && Peek() != '\r') {
-      return Fail(pos_, "expected the end of rule '" + name + "', found " + Found());
+      return Fail(pos_, "expected the end of rule '" + Excerpt(name) + "', found " + Found());
     }
     SkipSpace(true);
   }

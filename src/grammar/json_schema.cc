@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "base/excerpt.h"
 #include "grammar/gbnf_builder.h"
 #include "grammar/grammar.h"
 #include "grammar/number_range.h"
@@ -147,7 +148,7 @@ class SchemaConverter {
     for (const auto& [key, value] : s.items()) {
       if (kKeywords.count(key) || kAnnotations.count(key) || key.rfind("x-", 0) == 0) continue;
       if (key == "uniqueItems" && value == false) continue;
-      return Fail(pointer, "keyword '" + key + "' is not supported");
+      return Fail(pointer, "keyword '" + Excerpt(key) + "' is not supported");
     }
     return true;
   }
@@ -175,7 +176,7 @@ class SchemaConverter {
     auto only_with = [&](const char* keyword) {
       for (const auto& [key, value] : s.items()) {
         if (key != keyword && kKeywords.count(key) && key != "nullable") {
-          return Fail(pointer, "keyword '" + key + "' beside '" + keyword + "' is not supported");
+          return Fail(pointer, "keyword '" + Excerpt(key) + "' beside '" + keyword + "' is not supported");
         }
       }
       return true;
@@ -254,7 +255,7 @@ class SchemaConverter {
     if (type == "integer" || type == "number") return Number(s, name, pointer, type == "integer");
     if (type == "boolean") return Prim("boolean");
     if (type == "null") return Prim("null");
-    return Fail(pointer + "/type", "unknown type '" + type + "'"), "";
+    return Fail(pointer + "/type", "unknown type '" + Excerpt(type) + "'"), "";
   }
 
   std::string Ref(const Json& ref, const std::string& pointer) {
@@ -262,13 +263,15 @@ class SchemaConverter {
     const std::string target = ref.get<std::string>();
     if (auto it = refs_.find(target); it != refs_.end()) return it->second;
     if (target.empty() || target[0] != '#') {
-      return Fail(pointer + "/$ref", "only local references ('#/...') are supported, got '" + target + "'"),
+      return Fail(pointer + "/$ref",
+                  "only local references ('#/...') are supported, got '" + Excerpt(target) + "'"),
              "";
     }
     const Json* node = &root_;
     std::string last = "ref";
     for (size_t p = 1; p < target.size();) {
-      if (target[p] != '/') return Fail(pointer + "/$ref", "malformed JSON pointer '" + target + "'"), "";
+      if (target[p] != '/')
+        return Fail(pointer + "/$ref", "malformed JSON pointer '" + Excerpt(target) + "'"), "";
       const size_t next = std::min(target.find('/', p + 1), target.size());
       std::string token;  // JSON pointer unescaping: ~1 is '/', ~0 is '~'
       for (size_t i = p + 1; i < next; ++i) {
@@ -285,7 +288,7 @@ class SchemaConverter {
                  std::stoul(token) < node->size()) {
         node = &(*node)[std::stoul(token)];
       } else {
-        return Fail(pointer + "/$ref", "'" + target + "' does not resolve in this schema"), "";
+        return Fail(pointer + "/$ref", "'" + Excerpt(target) + "' does not resolve in this schema"), "";
       }
       last = token;
       p = next;
@@ -529,7 +532,7 @@ class SchemaConverter {
       if (format == "date-time") return Quoted(kFormats.at("date") + " \"T\" " + kFormats.at("time"));
       if (auto it = kFormats.find(format); it != kFormats.end()) return Quoted(it->second);
       return Fail(pointer + "/format",
-                  "format '" + format + "' is not supported (date, time, date-time, uuid are)"),
+                  "format '" + Excerpt(format) + "' is not supported (date, time, date-time, uuid are)"),
              "";
     }
     auto length = [&](const char* key, int64_t fallback) -> int64_t {

@@ -5,6 +5,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/excerpt.h"
+
 namespace lockstep::grammar {
 namespace {
 
@@ -132,7 +134,7 @@ Decimal Negate(Decimal d) {
 }  // namespace
 
 Result<Decimal> ParseDecimal(std::string_view text) {
-  auto bad = [&] { return InvalidArgument("'" + std::string(text) + "' is not a JSON number"); };
+  auto bad = [&] { return InvalidArgument("'" + Excerpt(text) + "' is not a JSON number"); };
   size_t p = 0;
   Decimal d;
   if (p < text.size() && text[p] == '-') {
@@ -159,7 +161,7 @@ Result<Decimal> ParseDecimal(std::string_view text) {
     if (p >= text.size()) return bad();
     for (; p < text.size() && text[p] >= '0' && text[p] <= '9'; ++p) {
       exp = exp * 10 + (text[p] - '0');
-      if (exp > 1000) return InvalidArgument("'" + std::string(text) + "' has too large an exponent");
+      if (exp > 1000) return InvalidArgument("'" + Excerpt(text) + "' has too large an exponent");
     }
     point += sign * exp;
   }

@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 
+#include "base/excerpt.h"
 #include "base/status.h"
 #include "server/http_server.h"
 
@@ -28,10 +29,17 @@ namespace lockstep::server {
 enum class ApiFlavor { kOpenAI, kTgi };
 
 struct ApiError {
+  static constexpr size_t kMaxMessageBytes = 1024;
+  static constexpr size_t kMaxParamBytes = 256;
+
   ApiError() = default;
+  // The message and param are cut to kMaxMessageBytes and kMaxParamBytes (Excerpt): both may hold pieces of
+  // the request (a bad value, a schema's property names), and an error never repeats a request back.
   ApiError(Status status, std::string param, bool malformed_json = false, std::string code = "")  // NOLINT
-      : status(std::move(status)),
-        param(std::move(param)),
+      : status(status.message().size() <= kMaxMessageBytes
+                   ? std::move(status)
+                   : Status(status.code(), Excerpt(status.message(), kMaxMessageBytes))),
+        param(param.size() <= kMaxParamBytes ? std::move(param) : Excerpt(param, kMaxParamBytes)),
         malformed_json(malformed_json),
         code(std::move(code)) {}
 

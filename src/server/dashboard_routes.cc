@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "base/excerpt.h"
 #include "server/api_context.h"
 #include "server/dashboard_feed.h"
 #include "server/latency_advisor.h"
@@ -157,7 +158,7 @@ bool ServeWebPage(RouteState& state, const HttpRequest& request, ResponseWriter&
   }
   const WebAsset* asset = FindWebAsset(file);
   if (asset == nullptr) {
-    SendError(state, writer, ApiError{NotFound("no dashboard file '" + file + "'"), "", false});
+    SendError(state, writer, ApiError{NotFound("no dashboard file '" + Excerpt(file) + "'"), "", false});
     return true;
   }
   state.metrics->CountResponse(200);

@@ -1,5 +1,6 @@
 #include "server/fan_out.h"
 
+#include "base/excerpt.h"
 #include "server/openai_api.h"
 #include "text/question_splitter.h"
 
@@ -25,7 +26,7 @@ void ReadFanOut(FieldReader& f, FanOut* out) {
   } else if (*mode == "message") {
     out->mode = FanOutMode::kMessage;
   } else {
-    f.Fail("fan_out", "fan_out must be \"off\", \"choices\" or \"message\", got \"" + *mode + "\"");
+    f.Fail("fan_out", "fan_out must be \"off\", \"choices\" or \"message\", got \"" + Excerpt(*mode) + "\"");
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "base/excerpt.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_to_gbnf.h"
@@ -161,7 +162,7 @@ void ReadResponseFormat(const nlohmann::json& rf, OrderedBody& ordered, Collecto
   out.Fail(ApiError::Field("response_format.type",
                            "response_format.type must be one of \"text\", "
                            "\"json_object\", \"json_schema\"; got \"" +
-                               type + "\""));
+                               Excerpt(type) + "\""));
 }
 
 void ReadStructuredOutputs(const nlohmann::json& so, OrderedBody& ordered, Collector& out) {
@@ -253,7 +254,7 @@ Parsed<std::optional<OutputConstraint>> ReadTgiConstraint(const nlohmann::json* 
   } else {
     return ApiError::Field(
         param + ".type",
-        param + ".type must be \"json\", \"json_schema\" or \"regex\"; got \"" + type + "\"");
+        param + ".type must be \"json\", \"json_schema\" or \"regex\"; got \"" + Excerpt(type) + "\"");
   }
   return out.Done();
 }

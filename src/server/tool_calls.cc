@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "base/excerpt.h"
 #include "server/structured_fields.h"
 
 namespace lockstep::server {
@@ -147,7 +148,7 @@ Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& r
       }
       const std::string name = f["name"].get<std::string>();
       if (std::find(spec.names.begin(), spec.names.end(), name) != spec.names.end()) {
-        return ApiError::Field(where + ".function.name", "two tools are named \"" + name + "\"");
+        return ApiError::Field(where + ".function.name", "two tools are named \"" + Excerpt(name) + "\"");
       }
       if (f.contains("description") && !f["description"].is_null() && !f["description"].is_string()) {
         return ApiError::Field(where + ".function.description",
@@ -180,15 +181,15 @@ Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& r
         return ApiError::Field("tool_choice",
                                "tool_choice must be \"none\", \"auto\", \"required\" or "
                                "{\"type\": \"function\", \"function\": {\"name\"}}; got \"" +
-                                   s + "\"");
+                                   Excerpt(s) + "\"");
       }
     } else if (c.is_object() && c.value("type", nlohmann::json()) == "function" && c.contains("function") &&
                c["function"].is_object() && c["function"].contains("name") &&
                c["function"]["name"].is_string()) {
       spec.named = c["function"]["name"].get<std::string>();
       if (std::find(spec.names.begin(), spec.names.end(), spec.named) == spec.names.end()) {
-        return ApiError::Field("tool_choice",
-                               "tool_choice names \"" + spec.named + "\", which is not among the tools");
+        return ApiError::Field(
+            "tool_choice", "tool_choice names \"" + Excerpt(spec.named) + "\", which is not among the tools");
       }
       spec.choice = ToolChoice::kNamed;
     } else {

@@ -8,8 +8,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "e2e_util.h"
 
@@ -155,6 +158,41 @@ TEST_F(HostileRequestsTest, TokenIdErrorsNameTheTypeWithoutRepeatingTheValue) {
     EXPECT_LT(r.body.size(), 1000u) << "the error repeats the value: " << r.body.substr(0, 200);
   }
   ASSERT_NO_FATAL_FAILURE(ExpectAlive("token id arrays"));
+}
+
+TEST_F(HostileRequestsTest, LongStringsInErrorsAreCutNotRepeated) {
+  // A 5000-byte value that an error quotes (a grammar type, a schema keyword or property name, a rule name)
+  // was repeated whole into the message; tgi_fuzzer found the TGI grammar type. Now quoted as an excerpt.
+  const std::string x(5000, 'x');
+  const nlohmann::json bad_type = {{"type", x}};
+  const std::vector<Case> cases = {
+      {"/generate",
+       nlohmann::json{{"inputs", "hi"}, {"parameters", {{"grammar", {{"type", x}, {"value", "a"}}}}}}.dump(),
+       422, ""},
+      {"/v1/completions", nlohmann::json{{"prompt", "hi"}, {"response_format", {{"type", x}}}}.dump(), 400,
+       "response_format.type"},
+      {"/v1/completions", nlohmann::json{{"prompt", "hi"}, {"fan_out", x}}.dump(), 400, "fan_out"},
+      {"/v1/completions", nlohmann::json{{"prompt", "hi"}, {"json_schema", bad_type}}.dump(), 400, ""},
+      {"/v1/completions",
+       nlohmann::json{{"prompt", "hi"},
+                      {"json_schema", {{"type", "object"}, {"properties", {{x, bad_type}}}}}}
+           .dump(),
+       400, ""},
+      {"/v1/completions", nlohmann::json{{"prompt", "hi"}, {"grammar", "root ::= " + x}}.dump(), 400,
+       "grammar"},
+  };
+  for (const Case& c : cases) {
+    const HttpResponse r = Request(port(), "POST", c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << ": " << r.body.substr(0, 300);
+    EXPECT_LT(r.body.size(), 1500u) << "the error repeats the value: " << r.body.substr(0, 300);
+    EXPECT_NE(r.body.find("xxx..."), std::string::npos)
+        << "no excerpt of the value: " << r.body.substr(0, 300);
+    if (!c.param.empty()) {
+      const auto j = nlohmann::json::parse(r.body, nullptr, false);
+      EXPECT_EQ(j["error"]["param"], c.param) << r.body.substr(0, 300);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAlive("long strings in errors"));
 }
 
 // Whether the server has closed `fd` (a read sees the end of the stream, perhaps after a response); does not

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/excerpt.h"
+#include "server/api_error.h"
+
 namespace lockstep::server {
 namespace {
 
@@ -107,6 +110,30 @@ TEST(RequestFieldsTest, BodiesNestedTooDeeplyAreRefusedBeforeParsing) {
   EXPECT_TRUE(parsed.error.malformed_json);
   EXPECT_NE(parsed.error.status.message().find("deeper than 128"), std::string::npos);
   EXPECT_FALSE(ParseJsonObject(std::string(1000000, '[')).ok());  // unclosed: refused, no recursion
+}
+
+TEST(ExcerptTest, CutsLongTextAtACharacterBoundary) {
+  EXPECT_EQ(Excerpt("short"), "short");
+  EXPECT_EQ(Excerpt(std::string(60, 'a')), std::string(60, 'a'));
+  EXPECT_EQ(Excerpt(std::string(61, 'a')), std::string(60, 'a') + "...");
+  // "é" is two bytes: a cut after 5 bytes of "aaaaé..." would split it, so the excerpt stops before it.
+  EXPECT_EQ(Excerpt("aaaa\xc3\xa9"
+                    "bbbb",
+                    5),
+            "aaaa...");
+  EXPECT_EQ(Excerpt("aaaa\xc3\xa9"
+                    "bbbb",
+                    6),
+            "aaaa\xc3\xa9...");
+}
+
+TEST(ApiErrorTest, MessagesAndParamsAreCutToTheirBounds) {
+  const ApiError e = ApiError::Field(std::string(5000, 'p'), "bad: " + std::string(5000, 'm'));
+  EXPECT_EQ(e.status.message().size(), ApiError::kMaxMessageBytes + 3);
+  EXPECT_EQ(e.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.param.size(), ApiError::kMaxParamBytes + 3);
+  EXPECT_EQ(ApiError::Field("temperature", "temperature must be a number").status.message(),
+            "temperature must be a number");
 }
 
 }  // namespace
