@@ -54,7 +54,12 @@ if [[ $arm64_check != 0 ]]; then
   trap stop_arm64_build EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  setsid bash -c "$(declare -f step arm64_build); arm64_build" >"$logs/arm64-build.log" 2>&1 &
+  # setsid gives the build its own session, and so its own scheduler autogroup where the kernel has them
+  # (kernel.sched_autogroup_enabled=1, Debian's default): nice then only ranks processes inside a group, and
+  # the group itself competes with the host build's as an equal. Its group's nice 19 makes it the
+  # background job it is meant to be; where autogroups are off, the write fails and nice -n 19 does it.
+  setsid bash -c "echo 19 2>/dev/null >/proc/self/autogroup || true; $(declare -f step arm64_build); arm64_build" \
+    >"$logs/arm64-build.log" 2>&1 &
   arm64_build_pid=$!
 fi
 

@@ -38,25 +38,19 @@ bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
   std::vector<int32_t> current = tops_;
   bool accepting = accepting_;
   for (unsigned char byte : bytes) {
+    // One bound, checked after each byte: Advance itself stops at the walker's work limit set above, so a
+    // byte cannot overrun it by more than one bounded Advance.
     scanned += current.size();
-    if (walker_.work() - work_before + scanned > max_work_) {
-      over_budget_ = true;
-    } else {
-      scratch_.clear();
-      StepFlags flags;
-      const bool advanced = walker_.Advance(&current, 0, current.size(), byte, &scratch_, &flags);
-      over_budget_ = walker_.exhausted() || walker_.work() - work_before + scanned > max_work_;
-      if (!advanced && !over_budget_) {
-        walker_.nodes().resize(nodes_before);
-        return false;
-      }
-      current.swap(scratch_);
-      accepting = flags.exact_end;
-    }
-    if (over_budget_) {
+    scratch_.clear();
+    StepFlags flags;
+    const bool advanced = walker_.Advance(&current, 0, current.size(), byte, &scratch_, &flags);
+    over_budget_ = walker_.exhausted() || walker_.work() - work_before + scanned > max_work_;
+    if (!advanced || over_budget_) {
       walker_.nodes().resize(nodes_before);
       return false;
     }
+    current.swap(scratch_);
+    accepting = flags.exact_end;
   }
   tops_ = std::move(current);
   accepting_ = accepting;

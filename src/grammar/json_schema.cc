@@ -213,7 +213,12 @@ class SchemaConverter {
       expr = Typed(s, name, pointer);
     }
     if (!error_.ok()) return "";
-    if (s.value("nullable", false)) expr = "( " + expr + " | " + Prim("null") + " )";
+    if (const auto nullable = s.find("nullable"); nullable != s.end()) {
+      if (!nullable->is_boolean()) return Fail(pointer + "/nullable",
+                    std::string("nullable must be a boolean, got ") + nullable->type_name()),
+               "";
+      if (nullable->get<bool>()) expr = "( " + expr + " | " + Prim("null") + " )";
+    }
     return b_.Add(name, expr);
   }
 

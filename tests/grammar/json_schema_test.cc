@@ -176,6 +176,9 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPlace) {
       {R"(false)", "the schema false matches nothing"},
       {R"({"type": "object", "properties": {"a": 3}})",
        "at /properties/a: a schema must be an object or a boolean"},
+      {R"({"type": "string", "nullable": 1})", "at /nullable: nullable must be a boolean, got number"},
+      {R"({"type": "object", "properties": {"a": {"type": "null", "nullable": "yes"}}})",
+       "at /properties/a/nullable: nullable must be a boolean, got string"},
   };
   for (const auto& [text, want] : cases) {
     auto gbnf = JsonSchemaToGbnf(Json::parse(text));

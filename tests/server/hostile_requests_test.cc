@@ -79,6 +79,16 @@ TEST_F(HostileRequestsTest, WrongTypedNestedFieldsAreAnsweredNotFatal) {
       {chat.c_str(), R"({"messages":[5]})", 400, "messages[0]"},
       {chat.c_str(), R"({"messages":{"role":"user"}})", 400, "messages"},
       {chat.c_str(), "{" + user + R"(,"response_format":{"type":[]}})", 400, "response_format.type"},
+      // Found by openai_chat_fuzzer in CI: a non-boolean `nullable` in a schema aborted the process.
+      {chat.c_str(),
+       "{" + user +
+           R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"string","nullable":5}}}})",
+       400, ""},
+      {"/v1/completions",
+       R"({"prompt":"hi","response_format":{"type":"json_object","schema":{"type":"object","nullable":"x"}}})",
+       400, ""},
+      {"/generate", R"({"inputs":"hi","parameters":{"grammar":{"type":"json","value":{"nullable":[]}}}})", 422,
+       ""},
       {"/generate", R"({"inputs":"hi","parameters":5})", 422, ""},
       {"/generate", R"({"inputs":"hi","parameters":{"stop":[1]}})", 422, ""},
       {"/generate", R"({"inputs":"hi","parameters":{"typical_p":"x"}})", 422, ""},
