@@ -44,13 +44,24 @@ export LOCKSTEP_CPU=scalar
 # The fuzz targets find the shared test data (real vocabularies) beside the checkout.
 [[ -d "$root/../shared/testdata" ]] && export LOCKSTEP_TESTDATA=${LOCKSTEP_TESTDATA:-$root/../shared/testdata}
 
+# The libFuzzer dictionaries (fuzz/dict/) a target's mutations draw words from: the field names and
+# keywords its parser branches on, which random bytes rarely spell.
+dictionaries() {
+  case $1 in
+    openai_completion_fuzzer | openai_chat_fuzzer | tgi_fuzzer) echo api json_schema ;;
+    grammar_fuzzer) echo grammar json_schema ;;
+  esac
+}
+
 run_one() {
-  local target=$1 dir=$run_dir/$1 status=0
+  local target=$1 dir=$run_dir/$1 status=0 dict_args=() part
   mkdir -p "$dir/corpus"
+  for part in $(dictionaries "$target"); do cat "$root/fuzz/dict/$part.dict" >>"$dir/dict"; done
+  [[ -f $dir/dict ]] && dict_args=(-dict="$dir/dict")
   # shellcheck disable=SC2086  # FUZZ_ARGS is a list
   "$build_dir/fuzz/$target" -max_total_time="$seconds" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$dir/" ${FUZZ_ARGS:-} "$dir/corpus" "$root/fuzz/corpus/$target" \
-    >"$dir/log" 2>&1 || status=$?
+    -print_final_stats=1 -artifact_prefix="$dir/" "${dict_args[@]}" ${FUZZ_ARGS:-} "$dir/corpus" \
+    "$root/fuzz/corpus/$target" >"$dir/log" 2>&1 || status=$?
   local execs rate found
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log" | tail -1)
@@ -60,6 +71,8 @@ run_one() {
     echo "fuzz: $target: FAILED (exit $status) after ${execs:-?} executions; $found reproducer(s) in $dir," \
       "log $dir/log:" >&2
     grep -m1 -A12 -E '^==[0-9]+==ERROR|runtime error|fuzz property broken|ERROR: libFuzzer' "$dir/log" >&2 || tail -20 "$dir/log" >&2
+    # The frames in the project's own code, which a deep library stack (nlohmann's) pushes past those lines.
+    grep -E '^ +#[0-9]+ .* in .*(lockstep|LLVMFuzzerTestOneInput)' "$dir/log" | head -8 >&2 || true
     return "$status"
   fi
   echo "fuzz: $target: ${execs:-0} executions (${rate:-?}/s), 0 crashes, corpus $(find "$dir/corpus" -type f | wc -l) new inputs"

@@ -214,7 +214,8 @@ class SchemaConverter {
     }
     if (!error_.ok()) return "";
     if (const auto nullable = s.find("nullable"); nullable != s.end()) {
-      if (!nullable->is_boolean()) return Fail(pointer + "/nullable",
+      if (!nullable->is_boolean())
+        return Fail(pointer + "/nullable",
                     std::string("nullable must be a boolean, got ") + nullable->type_name()),
                "";
       if (nullable->get<bool>()) expr = "( " + expr + " | " + Prim("null") + " )";
@@ -313,7 +314,7 @@ class SchemaConverter {
     Json merged = {{"type", "object"}, {"properties", Json::object()}, {"required", Json::array()}};
     for (size_t i = 0; i < branches.size(); ++i) {
       const Json* b = &branches[i];
-      for (int hops = 0; b->is_object() && b->contains("$ref") && hops < 32; ++hops)
+      for (int hops = 0; b != nullptr && b->is_object() && b->contains("$ref") && hops < 32; ++hops)
         b = Resolve((*b)["$ref"]);
       if (b == nullptr || !b->is_object() || !b->contains("properties")) {
         return Fail(pointer + "/" + std::to_string(i),

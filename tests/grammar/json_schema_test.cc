@@ -176,6 +176,9 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPlace) {
       {R"(false)", "the schema false matches nothing"},
       {R"({"type": "object", "properties": {"a": 3}})",
        "at /properties/a: a schema must be an object or a boolean"},
+      // An allOf branch whose $ref does not resolve: the hop loop dereferenced the null it got back.
+      {R"({"allOf": [{"$ref": 5}, {"$ref": "#/nowhere"}]})",
+       "allOf is supported only over object schemas with properties"},
       {R"({"type": "string", "nullable": 1})", "at /nullable: nullable must be a boolean, got number"},
       {R"({"type": "object", "properties": {"a": {"type": "null", "nullable": "yes"}}})",
        "at /properties/a/nullable: nullable must be a boolean, got string"},

@@ -87,8 +87,8 @@ TEST_F(HostileRequestsTest, WrongTypedNestedFieldsAreAnsweredNotFatal) {
       {"/v1/completions",
        R"({"prompt":"hi","response_format":{"type":"json_object","schema":{"type":"object","nullable":"x"}}})",
        400, ""},
-      {"/generate", R"({"inputs":"hi","parameters":{"grammar":{"type":"json","value":{"nullable":[]}}}})", 422,
-       ""},
+      {"/generate", R"({"inputs":"hi","parameters":{"grammar":{"type":"json","value":{"nullable":[]}}}})",
+       422, ""},
       {"/generate", R"({"inputs":"hi","parameters":5})", 422, ""},
       {"/generate", R"({"inputs":"hi","parameters":{"stop":[1]}})", 422, ""},
       {"/generate", R"({"inputs":"hi","parameters":{"typical_p":"x"}})", 422, ""},
@@ -103,6 +103,35 @@ TEST_F(HostileRequestsTest, WrongTypedNestedFieldsAreAnsweredNotFatal) {
       EXPECT_EQ(j["error"]["param"], c.param) << c.body << " -> " << r.body;
     }
     if (c.status >= 400) EXPECT_NE(r.body.find("got"), std::string::npos) << "no type named: " << r.body;
+    ASSERT_NO_FATAL_FAILURE(ExpectAlive(c.body));
+  }
+}
+
+// An allOf branch whose $ref does not resolve made the schema converter dereference a null pointer
+// (SIGSEGV in a Release build); found by reading json_schema.cc after the fuzzer's `nullable` crash.
+TEST_F(HostileRequestsTest, UnresolvedReferencesInAllOfAreAnswered) {
+  const std::string schema = R"({"allOf":[{"$ref":5},{"$ref":"#/nowhere"}]})";
+  const std::vector<Case> cases = {
+      {"/v1/completions",
+       R"({"prompt":"hi","response_format":{"type":"json_object","schema":)" + schema + "}}", 400,
+       "response_format.schema"},
+      {"/v1/chat/completions",
+       R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":)"
+       R"({"name":"x","schema":)" +
+           schema + "}}}",
+       400, "response_format.json_schema.schema"},
+      {"/generate", R"({"inputs":"hi","parameters":{"grammar":{"type":"json","value":)" + schema + "}}}", 422,
+       ""},
+  };
+  for (const Case& c : cases) {
+    const HttpResponse r = Request(port(), "POST", c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << c.body << " -> " << r.body;
+    EXPECT_NE(r.body.find("allOf is supported only over object schemas"), std::string::npos) << r.body;
+    if (!c.param.empty()) {
+      const auto j = r.Json();
+      ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+      EXPECT_EQ(j["error"]["param"], c.param) << c.body << " -> " << r.body;
+    }
     ASSERT_NO_FATAL_FAILURE(ExpectAlive(c.body));
   }
 }
