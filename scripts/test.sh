@@ -73,9 +73,10 @@ export TMPDIR=$root/build/test-tmp
 clean_tmp() { rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"; }
 clean_tmp
 step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
-# Every libFuzzer target (fuzz/: HTTP parser and router, API requests, GGUF, tokenizers, Jinja, SSE, grammars)
+# Every libFuzzer target (fuzz/: HTTP parser and router, API requests, GGUF, tokenizers, Jinja, SSE, grammars,
+# tool calls in model output)
 # built with clang ASan + UBSan in build-fuzz/ and run LOCKSTEP_FUZZ_SECONDS (default 60) s on its seed
-# corpus, two at a time (the runs ~270 s; the build's cold cost in docs/testing.md). LOCKSTEP_FUZZ_SECONDS=0
+# corpus, two at a time (the runs ~300 s; the build's cold cost in docs/testing.md). LOCKSTEP_FUZZ_SECONDS=0
 # skips it.
 if [[ "${LOCKSTEP_FUZZ_SECONDS:-60}" != 0 ]]; then
   clean_tmp

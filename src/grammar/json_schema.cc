@@ -2,6 +2,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 #include <map>
 #include <set>
@@ -287,12 +288,14 @@ class SchemaConverter {
           token += target[i];
         }
       }
+      size_t index = 0;  // an array index: digits only, no overflow (std::stoul would throw past 2^64)
+      const bool is_index =
+          !token.empty() && token.find_first_not_of("0123456789") == std::string::npos &&
+          std::from_chars(token.data(), token.data() + token.size(), index).ec == std::errc();
       if (node->is_object() && node->contains(token)) {
         node = &(*node)[token];
-      } else if (node->is_array() && !token.empty() &&
-                 token.find_first_not_of("0123456789") == std::string::npos &&
-                 std::stoul(token) < node->size()) {
-        node = &(*node)[std::stoul(token)];
+      } else if (node->is_array() && is_index && index < node->size()) {
+        node = &(*node)[index];
       } else {
         return Fail(pointer + "/$ref", "'" + Excerpt(target) + "' does not resolve in this schema"), "";
       }

@@ -109,7 +109,8 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
                              {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
           }
           choice["message"]["tool_calls"] = std::move(calls);
-          choice["finish_reason"] = "tool_calls";
+          // A choice cut short keeps its reason ("length", ...): its last call may be incomplete.
+          if (c.end == ChoiceEnd::kStop) choice["finish_reason"] = "tool_calls";
         }
       }
       if (req.chat_logprobs) {
@@ -174,7 +175,8 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
         delta["content"] = req.tools.forced() ? nlohmann::json(nullptr) : nlohmann::json("");
       }
       if (tool_delta->tool_calls.is_array()) delta["tool_calls"] = std::move(tool_delta->tool_calls);
-      if (event.last() && tool_delta->called) c["finish_reason"] = "tool_calls";
+      if (event.last() && tool_delta->called && choice.end == ChoiceEnd::kStop)
+        c["finish_reason"] = "tool_calls";
     } else if (!event.text_delta.empty() || first_for_choice) {
       delta["content"] = event.text_delta;
     }

@@ -30,6 +30,14 @@ size_t SkipSpace(std::string_view s, size_t p) {
   return p;
 }
 
+// A named choice's arguments in its text: from its first to past its last non-space character; {size, size}
+// when it is only space.
+std::pair<size_t, size_t> ArgumentsSpan(std::string_view text) {
+  const size_t last = text.find_last_not_of(" \n\t\r");
+  if (last == std::string_view::npos) return {text.size(), text.size()};
+  return {SkipSpace(text, 0), last + 1};
+}
+
 // End of the JSON value starting at s[p] ('{' or '['), by bracket depth outside strings; npos if unclosed.
 size_t ValueEnd(std::string_view s, size_t p) {
   int depth = 0;
@@ -293,14 +301,11 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
                            bool mistral_ids) {
   ToolOutput out;
   if (spec.choice == ToolChoice::kNamed) {
-    const size_t a = SkipSpace(text, 0);
-    const Ordered args = Ordered::parse(text.substr(a), nullptr, /*allow_exceptions=*/false);
-    if (args.is_object()) {  // the text as generated (what a stream sent), without surrounding space
-      const size_t b = text.find_last_not_of(" \n\t\r");
-      out.calls.push_back({"", spec.named, text.substr(a, b + 1 - a)});
-    } else {
-      out.content = text;  // cut short (length): not a complete call
-    }
+    // The grammar forces the arguments, so the output is the call whatever it holds: even when cut short
+    // (max_tokens), as a stream has announced the call in its first delta by then; finish_reason "length"
+    // says the arguments are incomplete (as OpenAI and vLLM answer).
+    const auto [a, b] = ArgumentsSpan(text);
+    out.calls.push_back({"", spec.named, text.substr(a, b - a)});
   } else if (spec.calls_possible()) {
     const size_t region = ToolRegionStart(text, /*final=*/true);
     std::vector<ToolCall> calls;
@@ -371,21 +376,18 @@ size_t StreamedContent(std::string_view text, bool final) {
   return text.substr(0, s).find_first_not_of(" \n\t\r") == std::string_view::npos ? 0 : s;
 }
 
-// Named-choice arguments streamed so far: up to the last non-space character.
-size_t StreamedArguments(std::string_view text) {
-  const size_t b = text.find_last_not_of(" \n\t\r");
-  return b == std::string_view::npos ? 0 : b + 1;
-}
-
 }  // namespace
 
 ToolStreamDelta ToolStreamStep(const ToolSpec& spec, std::string_view before, std::string_view after,
                                bool first, bool last, const std::string& id_seed, bool mistral_ids) {
   ToolStreamDelta d;
   if (spec.choice == ToolChoice::kNamed) {
-    const size_t from = first ? 0 : StreamedArguments(before);
-    const std::string piece(
-        after.substr(from, StreamedArguments(after) - std::min(from, StreamedArguments(after))));
+    // Sent so far: the arguments span of `before` (nothing while it was only space); now up to the span's
+    // end.
+    const auto [sent_begin, sent_end] = ArgumentsSpan(first ? std::string_view() : before);
+    const auto [begin, end] = ArgumentsSpan(after);
+    const size_t from = sent_end > sent_begin ? sent_end : begin;
+    const std::string piece(end > from ? after.substr(from, end - from) : std::string_view());
     nlohmann::json fn = {{"arguments", piece}};
     nlohmann::json call = {{"index", 0}};
     if (first) {
@@ -395,7 +397,7 @@ ToolStreamDelta ToolStreamStep(const ToolSpec& spec, std::string_view before, st
     }
     call["function"] = std::move(fn);
     if (first || !piece.empty()) d.tool_calls = nlohmann::json::array({std::move(call)});
-    if (last) d.called = !ParseToolOutput(spec, std::string(after), id_seed, mistral_ids).calls.empty();
+    d.called = last;  // a named choice's output is always its call (ParseToolOutput)
     return d;
   }
   if (!spec.calls_possible()) {

@@ -179,6 +179,9 @@ TEST(JsonSchema, UnsupportedKeywordsNameKeywordAndPlace) {
       // An allOf branch whose $ref does not resolve: the hop loop dereferenced the null it got back.
       {R"({"allOf": [{"$ref": 5}, {"$ref": "#/nowhere"}]})",
        "allOf is supported only over object schemas with properties"},
+      // An array index past 2^64 in a $ref: std::stoul threw.
+      {R"({"$defs": {"a": [{"type": "string"}]}, "$ref": "#/$defs/a/99999999999999999999999"})",
+       "does not resolve in this schema"},
       {R"({"type": "string", "nullable": 1})", "at /nullable: nullable must be a boolean, got number"},
       {R"({"type": "object", "properties": {"a": {"type": "null", "nullable": "yes"}}})",
        "at /properties/a/nullable: nullable must be a boolean, got string"},

@@ -251,6 +251,11 @@ TEST(ToolCalls, StreamDeltasAddUpToTheWholeResponse) {
       {R"(, "tool_choice": "required")", "[{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]"},
       {R"(, "tool_choice": "required")", "[{\"name\": \"add\", \"argu"},
       {R"(, "tool_choice": {"type": "function", "function": {"name": "add"}})", "{\"a\": 1, \"b\":  2} \n "},
+      // Found by tool_call_fuzzer: a named choice cut short (max_tokens) was content whole but a call
+      // streamed, and leading space was in the streamed arguments but not the whole ones.
+      {R"(, "tool_choice": {"type": "function", "function": {"name": "add"}})", "{\"a\": 1, \"b"},
+      {R"(, "tool_choice": {"type": "function", "function": {"name": "add"}})", " \n {\"a\": 1}"},
+      {R"(, "tool_choice": {"type": "function", "function": {"name": "add"}})", "  "},
   };
   for (const Case& c : cases) {
     const ToolSpec spec = Tools(c.extra);

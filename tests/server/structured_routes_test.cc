@@ -143,6 +143,43 @@ TEST_F(StructuredRoutesTest, RequiredAndNamedToolCalls) {
   EXPECT_EQ(finish, "tool_calls");
 }
 
+// A named choice cut short by max_tokens: whole and streamed answers agree (the call, its arguments as far as
+// they were generated) and finish_reason "length" says they are incomplete. Before, the whole answer made the
+// text content while the stream had sent it as the call (found by tool_call_fuzzer), and both said nothing
+// of the cut ("tool_calls" would have been the auto-mode answer's).
+TEST_F(StructuredRoutesTest, NamedCallCutShortIsTheCallWithFinishReasonLength) {
+  nlohmann::json named = Chat(5);
+  named["tools"] = kTools;
+  named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "echo"}}}};
+  named["max_tokens"] = 2;
+  const HttpResponse whole = Post(port(), "/v1/chat/completions", named);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const nlohmann::json choice = whole.Json()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "length") << whole.body;
+  EXPECT_TRUE(choice["message"]["content"].is_null()) << whole.body;
+  ASSERT_TRUE(choice["message"]["tool_calls"].is_array()) << whole.body;
+  const nlohmann::json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "echo") << whole.body;
+  EXPECT_TRUE(
+      nlohmann::json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false).is_discarded())
+      << "two tokens should not complete the arguments: " << whole.body;
+  named["stream"] = true;
+  std::string args, name, finish;
+  for (const std::string& e : Stream(port(), "/v1/chat/completions", named)) {
+    if (e == "[DONE]") continue;
+    const nlohmann::json c = nlohmann::json::parse(e)["choices"][0];
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+    if (!c["delta"].contains("tool_calls")) continue;
+    for (const auto& d : c["delta"]["tool_calls"]) {
+      if (d["function"].contains("name")) name = d["function"]["name"];
+      args += d["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(name, "echo");
+  EXPECT_EQ(args, call["function"]["arguments"]);
+  EXPECT_EQ(finish, "length");
+}
+
 // Streamed tool calls come as OpenAI sends them: one call per chunk, the finish reason alone in a last chunk
 // with an empty delta (the openai client's ChatCompletionStream relies on it; see structured_test.mjs).
 TEST_F(StructuredRoutesTest, StreamedCallsComeOnePerChunkThenTheFinishReasonAlone) {

@@ -1,0 +1,108 @@
+// Fuzzes the parsing of a model's output into OpenAI tool calls (server/tool_calls.h): the text a model
+// writes is anything its weights make, so ParseToolOutput and ToolStreamStep must take any well-formed UTF-8
+// (the detokenizer never emits less) without crashing. Properties: the stream's deltas, cut where the input's
+// first bytes say (at character boundaries, as tokens are), add up to the whole answer (content, and each
+// call's id, name and arguments); the stream says "called" exactly when the whole answer has calls; every
+// call names a declared tool; and what the server writes out of either (JSON dumps) never throws.
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fuzz/fuzz_support.h"
+#include "server/tool_calls.h"
+
+namespace {
+
+using lockstep::server::ToolSpec;
+
+// Two declared tools, as a request would declare them; choice and parallel_tool_calls from the input.
+ToolSpec MakeSpec(int choice, bool parallel) {
+  nlohmann::json body = nlohmann::json::parse(R"({"tools": [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "f"}}]})");
+  static const char* const kChoices[] = {"auto", "required", "none"};
+  if (choice < 3) {
+    body["tool_choice"] = kChoices[choice];
+  } else {
+    body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  }
+  body["parallel_tool_calls"] = parallel;
+  auto spec = lockstep::server::ReadToolFields(body, body.dump());
+  lockstep::fuzz::Require(spec.ok(), "the fixed tool declarations are accepted");
+  return *spec.value;
+}
+
+// The next cut after `at`, `step` bytes on, moved forward to a character boundary.
+size_t NextCut(std::string_view text, size_t at, size_t step) {
+  size_t next = std::min(text.size(), at + step);
+  while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
+  return next;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace lockstep;
+  fuzz::FuzzInput in(data, size);
+  const uint8_t flags = in.Byte();
+  const size_t step_a = 1 + in.Byte() % 13, step_b = 1 + in.Byte() % 4;
+  const std::string text(in.Rest());
+  if (!fuzz::IsValidUtf8(text)) return 0;  // the detokenizer's output is always well-formed
+  const ToolSpec spec = MakeSpec(flags % 4, (flags & 4) != 0);
+  const bool mistral_ids = (flags & 8) != 0;
+  if (!spec.calls_possible()) return 0;  // tool_choice "none": the server does not parse the output
+
+  const server::ToolOutput whole = server::ParseToolOutput(spec, text, "seed", mistral_ids);
+  for (const server::ToolCall& call : whole.calls) {
+    fuzz::Require(std::find(spec.names.begin(), spec.names.end(), call.name) != spec.names.end(),
+                  "every call names a declared tool");
+    fuzz::Require(fuzz::IsValidUtf8(call.arguments) && fuzz::IsValidUtf8(call.id), "calls are UTF-8");
+    (void)nlohmann::json({{"id", call.id}, {"name", call.name}, {"arguments", call.arguments}}).dump();
+  }
+  if (whole.content) {
+    fuzz::Require(fuzz::IsValidUtf8(*whole.content), "content is UTF-8");
+    (void)nlohmann::json(*whole.content).dump();
+  }
+
+  std::string content;
+  std::map<int, nlohmann::json> calls;  // index -> {id, name, arguments}
+  bool called = false;
+  bool a = true;
+  for (size_t at = 0;; a = !a) {
+    const size_t next = NextCut(text, at, a ? step_a : step_b);
+    const bool last = next == text.size();
+    const server::ToolStreamDelta d =
+        server::ToolStreamStep(spec, std::string_view(text).substr(0, at),
+                               std::string_view(text).substr(0, next), at == 0, last, "seed", mistral_ids);
+    fuzz::Require(fuzz::IsValidUtf8(d.content), "a content delta is UTF-8");
+    content += d.content;
+    if (d.tool_calls.is_array()) {
+      (void)d.tool_calls.dump();
+      for (const auto& tc : d.tool_calls) {
+        nlohmann::json& acc = calls[tc["index"].get<int>()];
+        if (tc.contains("id")) acc["id"] = tc["id"];
+        if (tc["function"].contains("name")) acc["name"] = tc["function"]["name"];
+        acc["arguments"] = acc.value("arguments", "") + tc["function"]["arguments"].get<std::string>();
+      }
+    }
+    fuzz::Require(last || !d.called, "only the last delta says called");
+    called = d.called;
+    at = next;
+    if (last) break;
+  }
+  fuzz::Require(called == !whole.calls.empty(), "the stream is called exactly when the answer has calls");
+  fuzz::Require(content == whole.content.value_or(""), "the content deltas add up to the content");
+  fuzz::Require(calls.size() == whole.calls.size(), "as many streamed calls as calls");
+  for (size_t i = 0; i < whole.calls.size(); ++i) {
+    const auto it = calls.find(static_cast<int>(i));
+    fuzz::Require(it != calls.end(), "streamed calls are numbered 0..n-1");
+    fuzz::Require(it->second.value("id", "") == whole.calls[i].id, "a streamed call's id is the call's");
+    fuzz::Require(it->second.value("name", "") == whole.calls[i].name,
+                  "a streamed call's name is the call's");
+    fuzz::Require(it->second.value("arguments", "") == whole.calls[i].arguments,
+                  "a streamed call's arguments add up to the call's");
+  }
+  return 0;
+}
