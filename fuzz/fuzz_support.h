@@ -17,8 +17,9 @@ namespace lockstep::fuzz {
 // under ASan. At the server's bounds (compiled size 16 M, mask and accept work 5 M each) an input compiling
 // to just under 16 M took 7 s in grammar_fuzzer, one ran past the 10 s timeout of a long run, and masks near
 // the bound held tgi_fuzzer to ~65 executions/s.
-inline constexpr uint64_t kMaxCompiledSize = 1'000'000;  // 1/16 of the server's
-inline constexpr uint64_t kMaxGrammarWork = 50'000;      // mask and accept work, 1/100 of the server's
+inline constexpr uint64_t kMaxCompiledSize = 1'000'000;      // 1/16 of the server's
+inline constexpr uint64_t kMaxGrammarWork = 50'000;          // mask and accept work, 1/100 of the server's
+inline constexpr uint64_t kMaxRequestGrammarWork = 500'000;  // a request's total, 1/100 of the server's
 
 // Aborts with `what` when `ok` is false: a broken property of the code under test, not a bad input.
 inline void Require(bool ok, const char* what) {

@@ -82,6 +82,7 @@ const server::ApiContext& TinyApiContext() {
     c.grammars = std::make_shared<server::GrammarCache>(
         c.tokenizer, server::GrammarCacheOptions{.capacity = 4,
                                                  .max_mask_work = kMaxGrammarWork,
+                                                 .max_request_work = kMaxRequestGrammarWork,
                                                  .max_compiled_size = kMaxCompiledSize,
                                                  .warm_walks = 1,
                                                  .warm_steps = 16});

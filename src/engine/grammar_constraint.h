@@ -2,6 +2,13 @@
 // GrammarMatcher over the shared TokenMasker. Before each sample it yields the allowed-token mask; after,
 // it advances by the sampled token. End-of-generation tokens and the request's stop token ids are allowed
 // only where the text is a complete match (end-of-generation never with ignore_eos). Engine thread only.
+//
+// Total work bound: each mask and each token advance has its own bound (the masker's, the matcher's), but a
+// request could spend them at every step of its whole length. What the masks and advances of this request
+// spend is summed (the same deterministic units, grammar/token_masker.h) and capped at the masker's
+// max_request_work(): once the sum passes it, the next FillMask returns 0 and error() names the limit, so
+// the engine ends the request with FinishReason::kError. Masks answered from the masker's caches cost
+// nothing, so the sum (like the per-mask work) depends on what earlier requests already built.
 #pragma once
 
 #include <cstdint>
@@ -34,16 +41,21 @@ class GrammarConstraint {
   // The text is a complete match and nothing may follow.
   bool complete() const { return matcher_.accepting() && !matcher_.CanContinue(); }
   // Why the grammar cannot be enforced ("" normally): its masker went over its work bound, so FillMask
-  // returned 0 (grammar/token_masker.h), or following a token went over the matcher's.
-  std::string error() const {
-    return matcher_.over_budget() ? matcher_.over_budget_message() : masker_->over_budget_message();
-  }
+  // returned 0 (grammar/token_masker.h), following a token went over the matcher's, or the request went
+  // over its total.
+  std::string error() const;
+  // Mask and advance work this request has spent so far (the sum the total bound caps).
+  uint64_t work() const { return work_; }
+  // The sum passed the masker's max_request_work() (sticky; error() says so).
+  bool over_total() const { return over_total_; }
 
  private:
   std::shared_ptr<grammar::TokenMasker> masker_;
   grammar::GrammarMatcher matcher_;
   bool allow_end_;
   std::vector<int32_t> stop_token_ids_;
+  uint64_t work_ = 0;
+  bool over_total_ = false;
 };
 
 }  // namespace lockstep

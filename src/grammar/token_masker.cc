@@ -36,12 +36,13 @@ void ContextStack(const uint32_t* pos, uint32_t size, std::vector<StackNode>* no
 
 TokenMasker::TokenMasker(std::shared_ptr<const CompiledGrammar> grammar,
                          std::shared_ptr<const TokenVocab> vocab, int context_depth, size_t dfa_max_states,
-                         uint64_t max_mask_work)
+                         uint64_t max_mask_work, uint64_t max_request_work)
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       depth_(std::clamp(context_depth, 1, kMaxContextDepth)),
       dfa_max_states_(dfa_max_states),
       max_work_(max_mask_work),
+      max_request_work_(max_request_work),
       exact_(*grammar_, /*approximate=*/false) {}
 
 size_t TokenMasker::ContextHash::operator()(const Context& c) const {
@@ -300,9 +301,10 @@ bool TokenMasker::CheckExactly(std::span<const uint32_t> candidates, size_t n_to
   return charge();
 }
 
-size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask) {
+size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask, uint64_t* work) {
   LOCKSTEP_CHECK(&matcher.grammar() == grammar_.get());
   LOCKSTEP_CHECK(mask.size() == vocab_->mask_words());  // callers with wider rows pass a prefix
+  if (work != nullptr) *work = 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (over_budget_ || matcher.over_budget()) {
     std::fill(mask.begin(), mask.end(), 0);
@@ -337,6 +339,8 @@ size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> 
   fill_work_ = 0;
   const size_t count = FillMaskLocked(matcher, mask);
   stats_.max_fill_work = std::max(stats_.max_fill_work, fill_work_);
+  stats_.fill_work_total += fill_work_;
+  if (work != nullptr) *work = fill_work_;
   if (over_budget_) {
     std::fill(mask.begin(), mask.end(), 0);
     return 0;

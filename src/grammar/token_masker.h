@@ -28,7 +28,9 @@
 // StackWalker::work, plus one per trie node visited) and capped at max_mask_work. A grammar whose masks cost
 // more (many alternatives that match the same text, e.g. `(.*|x)` repeated) is too costly for this
 // vocabulary: that FillMask and every later one return 0 and over_budget() tells why, so neither the HTTP
-// thread (Warm) nor the engine thread (decoding) ever runs an unbounded build.
+// thread (Warm) nor the engine thread (decoding) ever runs an unbounded build. FillMask reports the work it
+// spent, so that a request's constraint (engine/grammar_constraint.h) can also bound its total over all its
+// steps: max_request_work, which the masker only carries (the bounds of one grammar travel together).
 #pragma once
 
 #include <algorithm>
@@ -62,25 +64,35 @@ class TokenMasker {
   // schema masks over a 49k vocabulary peak at 0.15-0.3 M on the DFA walk and 2.2 M on the direct walk
   // (docs/structured.md).
   static constexpr uint64_t kDefaultMaxMaskWork = 5'000'000;
+  // What one request may spend on masks and token advances in all: 10 masks at the per-mask bound, 2-4 s
+  // of a core. JSON schema requests spend far less: most masks come from the caches (no work); 300-token
+  // walks of an array-of-records schema over a 49k vocabulary spend 2.4-3.5 M in all, masks and advances
+  // (docs/structured.md; MaskBudget.RealRequestsStayFarBelowTheTotal keeps a 10x margin under test).
+  static constexpr uint64_t kDefaultMaxRequestWork = 50'000'000;
 
   // dfa_max_states: the most states a context's LazyByteDfa (grammar/byte_dfa.h) may grow to before that
   // context is walked directly instead; 0 walks every context directly (one expansion per trie node: the
   // reference the DFA walk must equal bit for bit, and the "before" of grammar_bench).
-  // max_mask_work: the work bound of one FillMask (above).
+  // max_mask_work: the work bound of one FillMask (above). max_request_work: the total bound of a request
+  // that uses this masker (max_request_work(); enforced by the request's constraint, not here).
   TokenMasker(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
               int context_depth = kDefaultContextDepth, size_t dfa_max_states = kDfaMaxStates,
-              uint64_t max_mask_work = kDefaultMaxMaskWork);
+              uint64_t max_mask_work = kDefaultMaxMaskWork,
+              uint64_t max_request_work = kDefaultMaxRequestWork);
 
   const std::shared_ptr<const CompiledGrammar>& grammar() const { return grammar_; }
   const TokenVocab& vocab() const { return *vocab_; }
+  uint64_t max_mask_work() const { return max_work_; }
+  uint64_t max_request_work() const { return max_request_work_; }
 
   // Builds the masks that `walks` seeded random walks of up to `steps` tokens through the grammar meet
   // (uniform over the allowed tokens), stopping early after `budget_s` seconds.
   void Warm(int walks, int steps, double budget_s);
   // Writes vocab().mask_words() words into `mask` (bit t of word t / 64: token t is allowed). `matcher` must
   // use this masker's grammar. Returns the number of allowed tokens; 0 (an empty mask) once over_budget()
-  // or the matcher's over_budget().
-  size_t FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask);
+  // or the matcher's over_budget(). When `work` is set, *work is what this call spent building masks (the
+  // unit of the work bound; 0 when the caches answered), however it ended.
+  size_t FillMask(const GrammarMatcher& matcher, std::span<uint64_t> mask, uint64_t* work = nullptr);
   // A FillMask needed more than max_mask_work: the grammar is too costly to mask (sticky).
   bool over_budget() const;
   // Why, for the client: names the limit and the vocabulary ("" while within budget).
@@ -94,9 +106,10 @@ class TokenMasker {
     size_t uncertain_total = 0;  // over built contexts
     size_t state_hits = 0;
     size_t state_misses = 0;
-    size_t dfa_states = 0;       // over contexts built with the DFA
-    size_t dfa_fallbacks = 0;    // contexts whose DFA outgrew dfa_max_states (then walked directly)
-    uint64_t max_fill_work = 0;  // the most work one FillMask spent (see the work bound)
+    size_t dfa_states = 0;         // over contexts built with the DFA
+    size_t dfa_fallbacks = 0;      // contexts whose DFA outgrew dfa_max_states (then walked directly)
+    uint64_t max_fill_work = 0;    // the most work one FillMask spent (see the work bound)
+    uint64_t fill_work_total = 0;  // over every FillMask
   };
   Stats stats() const;
 
@@ -145,6 +158,7 @@ class TokenMasker {
   int depth_;
   size_t dfa_max_states_;
   uint64_t max_work_;
+  uint64_t max_request_work_;
   mutable std::mutex mutex_;
   uint64_t fill_work_ = 0;  // spent by the FillMask in progress
   bool over_budget_ = false;

@@ -31,9 +31,9 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::strin
   }
   LOCKSTEP_ASSIGN_OR_RETURN(auto compiled,
                             grammar::CompiledGrammar::FromGbnf(gbnf, "root", options_.max_compiled_size));
-  auto masker =
-      std::make_shared<grammar::TokenMasker>(compiled, Vocab(), grammar::TokenMasker::kDefaultContextDepth,
-                                             grammar::TokenMasker::kDfaMaxStates, options_.max_mask_work);
+  auto masker = std::make_shared<grammar::TokenMasker>(
+      compiled, Vocab(), grammar::TokenMasker::kDefaultContextDepth, grammar::TokenMasker::kDfaMaxStates,
+      options_.max_mask_work, options_.max_request_work);
   masker->Warm(options_.warm_walks, options_.warm_steps, options_.warm_budget_s);
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(gbnf); it != entries_.end()) return Usable(it->second.masker);  // raced

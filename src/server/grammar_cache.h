@@ -22,7 +22,9 @@ namespace lockstep::server {
 struct GrammarCacheOptions {
   size_t capacity = 64;                                                // grammars kept
   uint64_t max_mask_work = grammar::TokenMasker::kDefaultMaxMaskWork;  // each masker's work bound
-  uint64_t max_compiled_size = grammar::kDefaultMaxCompiledSize;       // CompiledGrammar::Compile's bound
+  // What one request may spend on grammar work in all (TokenMasker::max_request_work).
+  uint64_t max_request_work = grammar::TokenMasker::kDefaultMaxRequestWork;
+  uint64_t max_compiled_size = grammar::kDefaultMaxCompiledSize;  // CompiledGrammar::Compile's bound
   // A miss warms its masker with warm_walks seeded walks of up to warm_steps tokens, for at most
   // warm_budget_s seconds (TokenMasker::Warm).
   int warm_walks = 8;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/engine.h"
+#include "engine/grammar_constraint.h"
 #include "engine_testing.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_matcher.h"
@@ -180,6 +181,58 @@ TEST(GrammarEngineTest, GrammarOverTheWorkBoundEndsWithAnError) {
   EXPECT_EQ(results[0].last.finish_reason, FinishReason::kError);
   EXPECT_NE(results[0].last.error.find("too costly"), std::string::npos) << results[0].last.error;
   EXPECT_TRUE(masker->over_budget());
+  testing::ExpectAllBlocksFree(*engine);
+}
+
+// The per-request total (issue 15): masks each far under the per-mask bound, but together over the request's
+// max_request_work, end the request with an error naming the total; the same grammar under the default
+// total (and the record grammar) finishes normally. The total is set between the first mask's work and
+// what the first two masks plus the advance over "x" spend, so the second mask is the one too many.
+TEST(GrammarEngineTest, RequestOverItsTotalGrammarWorkEndsWithAnError) {
+  TestModel m = testing::MakeRandomTestModel("tiny", "f32");
+  ASSERT_NE(m.model, nullptr);
+  auto engine = MakeEngine(m);
+  const char* gbnf = R"(root ::= "x" ( [a-z]* [a-y]* ){8} "!")";
+  auto g = grammar::CompiledGrammar::FromGbnf(gbnf);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto vocab = grammar::TokenVocab::FromTokenizer(*m.tokenizer);
+  uint64_t first = 0, two = 0;
+  {
+    GrammarConstraint probe(std::make_shared<grammar::TokenMasker>(*g, vocab), true, {});
+    std::vector<uint64_t> mask;
+    ASSERT_GT(probe.FillMask(vocab->mask_words(), &mask), 0u);
+    first = probe.work();
+    const int32_t x = [&] {
+      for (int32_t t = 0; t < vocab->size(); ++t) {
+        if (vocab->bytes(t) == "x") return t;
+      }
+      return int32_t(-1);
+    }();
+    ASSERT_GE(x, 0);
+    probe.Accept(x);
+    probe.FillMask(vocab->mask_words(), &mask);
+    two = probe.work();
+    EXPECT_FALSE(probe.over_total());
+  }
+  ASSERT_LT(first, two);
+  ASSERT_LT(two, grammar::TokenMasker::kDefaultMaxMaskWork);  // each mask is far under the per-mask bound
+  const uint64_t total = (first + two) / 2;
+  auto masker = std::make_shared<grammar::TokenMasker>(*g, vocab, grammar::TokenMasker::kDefaultContextDepth,
+                                                       grammar::TokenMasker::kDfaMaxStates,
+                                                       grammar::TokenMasker::kDefaultMaxMaskWork, total);
+  std::vector<Collected> results = testing::RunConcurrently(*engine, {{Constrained(masker, 1), 0}});
+  EXPECT_EQ(results[0].text, "x");
+  EXPECT_EQ(results[0].last.finish_reason, FinishReason::kError);
+  const std::string& why = results[0].last.error;
+  EXPECT_NE(why.find("too costly for one request"), std::string::npos) << why;
+  EXPECT_NE(why.find(std::to_string(total)), std::string::npos) << why;
+  EXPECT_FALSE(masker->over_budget());  // the masker itself is fine: other requests may use it
+  // Under the default total the same grammar, and the record grammar, end normally.
+  auto fresh = std::make_shared<grammar::TokenMasker>(*g, vocab);
+  results = testing::RunConcurrently(
+      *engine, {{Constrained(fresh, 1, 24), 0}, {Constrained(Masker(m, kRecordGbnf), 2), 0}});
+  EXPECT_NE(results[0].last.finish_reason, FinishReason::kError) << results[0].last.error;
+  EXPECT_EQ(results[1].last.finish_reason, FinishReason::kStop) << results[1].last.error;
   testing::ExpectAllBlocksFree(*engine);
 }
 

@@ -4,6 +4,7 @@
 // a 49k vocabulary. All assertions are on work counts, never on time.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -43,8 +44,10 @@ std::string Repeated(const std::string& piece, int n) {
 }
 
 // Walks `steps` tokens (seeded, uniform over the allowed ones); returns the masker's largest FillMask work.
-uint64_t WalkWork(TokenMasker& masker, uint64_t seed, int steps) {
+// *total (when set): what the walk spent in all, masks and advances (what a request's total bound caps).
+uint64_t WalkWork(TokenMasker& masker, uint64_t seed, int steps, uint64_t* total = nullptr) {
   GrammarMatcher m(masker.grammar());
+  const uint64_t fills_before = masker.stats().fill_work_total;
   std::vector<uint64_t> mask(masker.vocab().mask_words());
   std::mt19937_64 rng(seed);
   for (int step = 0; step < steps; ++step) {
@@ -56,6 +59,7 @@ uint64_t WalkWork(TokenMasker& masker, uint64_t seed, int steps) {
     if (allowed.empty()) break;
     EXPECT_TRUE(m.AcceptBytes(masker.vocab().bytes(allowed[rng() % allowed.size()])));
   }
+  if (total != nullptr) *total = masker.stats().fill_work_total - fills_before + m.work();
   return masker.stats().max_fill_work;
 }
 
@@ -139,6 +143,35 @@ TEST(MaskBudget, RealGrammarsStayFarBelowTheBound) {
     TokenMasker direct(*g, vocab, TokenMasker::kDefaultContextDepth, /*dfa_max_states=*/0);
     EXPECT_LT(WalkWork(direct, 1, 20), TokenMasker::kDefaultMaxMaskWork / 2);
     EXPECT_FALSE(dfa.over_budget() || direct.over_budget());
+  }
+}
+
+// The margin the default per-request total leaves them: a 300-token request on a cold masker (every mask
+// it meets built anew, no other request having warmed it) and a second one, on another path, after it.
+TEST(MaskBudget, RealRequestsStayFarBelowTheTotal) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  auto vocab = StarCoderVocab();
+  ASSERT_NE(vocab, nullptr);
+  const auto schema = JsonSchemaToGbnf(nlohmann::ordered_json::parse(R"({
+    "type": "array", "minItems": 1000,
+    "items": {"type": "object",
+              "properties": {"name": {"type": "string", "maxLength": 20},
+                             "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                             "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 3},
+                             "score": {"type": "number"}},
+              "required": ["name", "age", "tags", "score"], "additionalProperties": false}})"));
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  for (const std::string& gbnf : {*schema, std::string(testing::kJsonGbnf)}) {
+    auto g = CompiledGrammar::FromGbnf(gbnf);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    TokenMasker masker(*g, vocab);
+    uint64_t cold = 0, warm = 0;
+    WalkWork(masker, 1, 300, &cold);
+    WalkWork(masker, 2, 300, &warm);
+    std::printf("total work of 300 tokens: cold %llu, warm %llu\n", (unsigned long long)cold,
+                (unsigned long long)warm);
+    EXPECT_LT(cold, TokenMasker::kDefaultMaxRequestWork / 10);
+    EXPECT_LT(warm, TokenMasker::kDefaultMaxRequestWork / 10);
   }
 }
 
