@@ -384,4 +384,14 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::FromGbnf(std::st
   return Compile(g, max_size);
 }
 
+size_t CompiledGrammar::MemoryBytes() const {
+  const auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  size_t total = sizeof(CompiledGrammar) + bytes(elements_) + bytes(byte_sets_) + bytes(rule_of_) +
+                 bytes(rule_names_) + bytes(closure_begin_) + bytes(closure_items_) + bytes(chains_) +
+                 bytes(follow_set_) + bytes(follow_range_) + bytes(follow_) + can_end_.capacity() / 8 +
+                 bytes(terminals_);
+  for (const std::string& name : rule_names_) total += name.capacity() > 15 ? name.capacity() + 1 : 0;
+  return total;
+}
+
 }  // namespace lockstep::grammar

@@ -95,6 +95,8 @@ class CompiledGrammar {
   const std::vector<uint32_t>& terminals() const { return terminals_; }
   // The size compiling counted (the bound above).
   uint64_t compiled_size() const { return compiled_size_; }
+  // An estimate of the heap memory this grammar holds (its tables' capacities), for caches' size budgets.
+  size_t MemoryBytes() const;
 
  private:
   CompiledGrammar() = default;

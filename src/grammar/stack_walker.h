@@ -76,6 +76,12 @@ class StackWalker {
   // counted repetition, can reach millions of stacks).
   void set_work_limit(uint64_t limit) { work_limit_ = limit; }
   bool exhausted() const { return exhausted_; }
+  // An estimate of the heap memory held: the arena and the lookup tables (their capacities).
+  size_t MemoryBytes() const {
+    return nodes_.capacity() * sizeof(StackNode) + seen_keys_.capacity() * sizeof(uint64_t) +
+           seen_round_.capacity() * sizeof(uint32_t) +
+           (cons_.capacity() + cons_spare_.capacity()) * sizeof(ConsSlot);
+  }
 
  private:
   void FollowFrom(uint32_t rule, std::vector<int32_t>* out, StepFlags* flags);

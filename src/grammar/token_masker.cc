@@ -32,6 +32,18 @@ void ContextStack(const uint32_t* pos, uint32_t size, std::vector<StackNode>* no
   tops->assign(1, below);
 }
 
+// What a node of an unordered_map costs beyond its value: the next pointer, the cached hash and the
+// allocator's header.
+constexpr size_t kMapNodeOverhead = 3 * sizeof(void*);
+template <typename Map>
+size_t TableBytes(const Map& map) {
+  return map.bucket_count() * sizeof(void*);
+}
+template <typename V>
+size_t CapacityBytes(const std::vector<V>& v) {
+  return v.capacity() * sizeof(V);
+}
+
 }  // namespace
 
 TokenMasker::TokenMasker(std::shared_ptr<const CompiledGrammar> grammar,
@@ -43,7 +55,28 @@ TokenMasker::TokenMasker(std::shared_ptr<const CompiledGrammar> grammar,
       dfa_max_states_(dfa_max_states),
       max_work_(max_mask_work),
       max_request_work_(max_request_work),
-      exact_(*grammar_, /*approximate=*/false) {}
+      exact_(*grammar_, /*approximate=*/false) {
+  UpdateMemoryBytes();
+}
+
+size_t TokenMasker::EntryBytes(const ContextMask& mask) {
+  return kMapNodeOverhead + sizeof(Context) + sizeof(std::unique_ptr<ContextMask>) + sizeof(ContextMask) +
+         CapacityBytes(mask.accepted_ids) + CapacityBytes(mask.accepted_bits) + CapacityBytes(mask.uncertain);
+}
+
+size_t TokenMasker::EntryBytes(const StateEntry& entry) {
+  return kMapNodeOverhead + sizeof(uint64_t) + sizeof(StateEntry) + CapacityBytes(entry.state) +
+         CapacityBytes(entry.mask);
+}
+
+void TokenMasker::UpdateMemoryBytes() {
+  const size_t scratch = exact_.MemoryBytes() + CapacityBytes(tops_) + CapacityBytes(contexts_) +
+                         TableBytes(context_seen_) +
+                         context_seen_.size() * (kMapNodeOverhead + sizeof(Context)) +
+                         CapacityBytes(context_masks_) + CapacityBytes(state_key_);
+  memory_bytes_.store(sizeof(TokenMasker) + cache_bytes_ + TableBytes(masks_) + TableBytes(states_) + scratch,
+                      std::memory_order_relaxed);
+}
 
 size_t TokenMasker::ContextHash::operator()(const Context& c) const {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t(c.size) << 1 | uint64_t(c.complete));
@@ -93,6 +126,7 @@ const TokenMasker::ContextMask* TokenMasker::Get(const Context& context) {
   ++stats_.contexts_built;
   stats_.accepted_total += built->accepted_count;
   stats_.uncertain_total += built->uncertain.size();
+  cache_bytes_ += EntryBytes(*built);
   return (masks_[context] = std::move(built)).get();
 }
 
@@ -343,21 +377,27 @@ size_t TokenMasker::FillMask(const GrammarMatcher& matcher, std::span<uint64_t> 
   if (work != nullptr) *work = fill_work_;
   if (over_budget_) {
     std::fill(mask.begin(), mask.end(), 0);
+    UpdateMemoryBytes();
     return 0;
   }
-  if (!cacheable) return count;
-  if (states_.size() >= kStateCacheSize) {
-    auto oldest = states_.begin();
-    for (auto it = states_.begin(); it != states_.end(); ++it) {
-      if (it->second.last_use < oldest->second.last_use) oldest = it;
+  if (cacheable) {
+    if (states_.size() >= kStateCacheSize) {
+      auto oldest = states_.begin();
+      for (auto it = states_.begin(); it != states_.end(); ++it) {
+        if (it->second.last_use < oldest->second.last_use) oldest = it;
+      }
+      cache_bytes_ -= EntryBytes(oldest->second);
+      states_.erase(oldest);
     }
-    states_.erase(oldest);
+    StateEntry& entry = states_[hash];
+    if (!entry.state.empty()) cache_bytes_ -= EntryBytes(entry);  // a hash collision: replaced
+    entry.state = state_key_;
+    entry.mask.assign(mask.begin(), mask.end());
+    entry.count = count;
+    entry.last_use = clock_;
+    cache_bytes_ += EntryBytes(entry);
   }
-  StateEntry& entry = states_[hash];
-  entry.state = state_key_;
-  entry.mask.assign(mask.begin(), mask.end());
-  entry.count = count;
-  entry.last_use = clock_;
+  UpdateMemoryBytes();
   return count;
 }
 

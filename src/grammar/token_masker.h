@@ -22,7 +22,8 @@
 // A context's walk runs over a lazily built DFA of canonical stack sets (grammar/byte_dfa.h), so most trie
 // nodes cost one table lookup. Masks are built on first use (Warm() builds those a few seeded walks through
 // the grammar reach, which the server does before a request reaches the engine thread). Thread-safe: a mutex
-// guards the caches, so one masker may serve many requests on any threads.
+// guards the caches, so one masker may serve many requests on any threads. MemoryBytes() estimates what the
+// caches hold (they grow with use: up to one mask per context met, kStateCacheSize whole-state masks).
 //
 // Work bound: what one FillMask may spend building masks is counted deterministically (parse-stack steps,
 // StackWalker::work, plus one per trie node visited) and capped at max_mask_work. A grammar whose masks cost
@@ -35,6 +36,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -97,6 +99,10 @@ class TokenMasker {
   bool over_budget() const;
   // Why, for the client: names the limit and the vocabulary ("" while within budget).
   std::string over_budget_message() const;
+  // An estimate of the heap memory the masker holds (its mask caches and scratch; not the grammar or the
+  // vocabulary, which are shared), from the containers' sizes. Kept current by each FillMask; safe to read
+  // from any thread without waiting for a FillMask in progress.
+  size_t MemoryBytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
   // True when `token` may follow the matcher's text (the exact check FillMask's answer must agree with).
   bool Allows(const GrammarMatcher& matcher, int32_t token) const;
 
@@ -149,6 +155,11 @@ class TokenMasker {
   bool Spend(uint64_t work);
   // Accepted ids into the mask's representation (a bit set when many, else a sorted list).
   static void Store(std::vector<int32_t> accepted, const TokenVocab& vocab, ContextMask* mask);
+  // Heap bytes of one cached entry (its map node included).
+  static size_t EntryBytes(const ContextMask& mask);
+  static size_t EntryBytes(const StateEntry& entry);
+  // Publishes cache_bytes_ plus the scratch and map tables into memory_bytes_ (mutex held).
+  void UpdateMemoryBytes();
   // Exact check of `candidates` (sorted-order indices, ascending) against the walker's tops [0, n_tops):
   // sets the bits of those that match.
   bool CheckExactly(std::span<const uint32_t> candidates, size_t n_tops, std::span<uint64_t> mask);
@@ -166,6 +177,8 @@ class TokenMasker {
   std::unordered_map<uint64_t, StateEntry> states_;  // by hash of the state
   uint64_t clock_ = 0;
   Stats stats_;
+  size_t cache_bytes_ = 0;  // EntryBytes over masks_ and states_
+  std::atomic<size_t> memory_bytes_{0};
   // Scratch for FillMask (under mutex_).
   StackWalker exact_;
   std::vector<int32_t> tops_;

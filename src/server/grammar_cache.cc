@@ -1,5 +1,7 @@
 #include "server/grammar_cache.h"
 
+#include <algorithm>
+
 #include "grammar/compiled_grammar.h"
 
 namespace lockstep::server {
@@ -26,7 +28,9 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::strin
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = entries_.find(gbnf); it != entries_.end()) {
       order_.splice(order_.begin(), order_, it->second.position);
-      return Usable(it->second.masker);
+      std::shared_ptr<grammar::TokenMasker> masker = it->second.masker;
+      EvictLocked();  // its masker and others may have grown since
+      return Usable(masker);
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(auto compiled,
@@ -38,12 +42,42 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::strin
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(gbnf); it != entries_.end()) return Usable(it->second.masker);  // raced
   order_.push_front(gbnf);
-  entries_[gbnf] = Entry{masker, order_.begin()};
-  while (entries_.size() > options_.capacity) {
-    entries_.erase(order_.back());
+  // The key is held twice (the map and the order list).
+  entries_[gbnf] = Entry{masker, order_.begin(), compiled->MemoryBytes() + 2 * gbnf.size()};
+  EvictLocked();
+  return Usable(masker);  // a costly grammar stays cached: its next request is refused without work
+}
+
+size_t GrammarCache::MemoryBytesLocked() const {
+  size_t total = 0;
+  for (const auto& [gbnf, entry] : entries_) total += entry.fixed_bytes + entry.masker->MemoryBytes();
+  return total;
+}
+
+void GrammarCache::EvictLocked() {
+  size_t bytes = MemoryBytesLocked();
+  while (entries_.size() > 1 && (entries_.size() > options_.capacity || bytes > options_.max_bytes)) {
+    auto it = entries_.find(order_.back());
+    LOCKSTEP_CHECK(it != entries_.end());
+    bytes -= std::min(bytes, it->second.fixed_bytes + it->second.masker->MemoryBytes());
+    entries_.erase(it);
     order_.pop_back();
   }
-  return Usable(masker);  // a costly grammar stays cached: its next request is refused without work
+}
+
+size_t GrammarCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+size_t GrammarCache::MemoryBytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return MemoryBytesLocked();
+}
+
+bool GrammarCache::Contains(const std::string& gbnf) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.contains(gbnf);
 }
 
 }  // namespace lockstep::server

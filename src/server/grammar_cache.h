@@ -4,6 +4,13 @@
 // thread rarely meets a mask it has to build. The vocabulary view is built once, on first use.
 // A grammar whose masks pass the masker's work bound while warming (TokenMasker::over_budget) is refused
 // with InvalidArgument saying so, at once on later requests with the same grammar. Thread-safe.
+//
+// Two bounds on what is kept: capacity grammars, and max_bytes of estimated memory in all (each entry's
+// CompiledGrammar::MemoryBytes plus its masker's TokenMasker::MemoryBytes, which grows as requests build
+// masks). Past either, least recently used entries are evicted, never the one just returned (a single
+// entry larger than max_bytes stays until another is used). As maskers grow after insertion, the total is
+// re-checked on every Get. An evicted masker still held by a running request lives on through its
+// shared_ptr until the request ends.
 #pragma once
 
 #include <list>
@@ -20,7 +27,13 @@
 namespace lockstep::server {
 
 struct GrammarCacheOptions {
-  size_t capacity = 64;                                                // grammars kept
+  size_t capacity = 64;  // grammars kept
+  // Estimated bytes kept in all (see above). An array-of-records schema's masker over a 49k vocabulary
+  // estimates 2.4 MB after two 300-token walks, its grammar 0.23 MB
+  // (MaskBudget.RealRequestsStayFarBelowTheTotal prints them); a context mask is at most 6 KB, the
+  // whole-state masks at most 1.5 MB (256 of 6 KB). So 64 such maskers fit with room, as do a few grammars
+  // near max_compiled_size (~60 MB each).
+  size_t max_bytes = size_t(512) << 20;
   uint64_t max_mask_work = grammar::TokenMasker::kDefaultMaxMaskWork;  // each masker's work bound
   // What one request may spend on grammar work in all (TokenMasker::max_request_work).
   uint64_t max_request_work = grammar::TokenMasker::kDefaultMaxRequestWork;
@@ -42,20 +55,30 @@ class GrammarCache {
   // for a bad grammar, or the masker's for one too costly to mask.
   Result<std::shared_ptr<grammar::TokenMasker>> Get(const std::string& gbnf);
 
+  // What the cache holds now (for tests and metrics): entries, and their estimated bytes in all.
+  size_t size() const;
+  size_t MemoryBytes() const;
+  // Whether `gbnf` is cached, without touching the order.
+  bool Contains(const std::string& gbnf) const;
+
  private:
   std::shared_ptr<const grammar::TokenVocab> Vocab();
   // The masker, or its over-budget refusal.
   static Result<std::shared_ptr<grammar::TokenMasker>> Usable(
       const std::shared_ptr<grammar::TokenMasker>& masker);
+  // Evicts least recently used entries past capacity or max_bytes, keeping the most recent (mutex held).
+  void EvictLocked();
+  size_t MemoryBytesLocked() const;
 
   std::shared_ptr<const Tokenizer> tokenizer_;
   GrammarCacheOptions options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::shared_ptr<const grammar::TokenVocab> vocab_;
   std::list<std::string> order_;  // most recently used first
   struct Entry {
     std::shared_ptr<grammar::TokenMasker> masker;
     std::list<std::string>::iterator position;
+    size_t fixed_bytes = 0;  // the grammar and the key (immutable once cached)
   };
   std::unordered_map<std::string, Entry> entries_;
 };

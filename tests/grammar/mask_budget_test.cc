@@ -168,8 +168,9 @@ TEST(MaskBudget, RealRequestsStayFarBelowTheTotal) {
     uint64_t cold = 0, warm = 0;
     WalkWork(masker, 1, 300, &cold);
     WalkWork(masker, 2, 300, &warm);
-    std::printf("total work of 300 tokens: cold %llu, warm %llu\n", (unsigned long long)cold,
-                (unsigned long long)warm);
+    std::printf("total work of 300 tokens: cold %llu, warm %llu; masker %zu bytes, grammar %zu bytes\n",
+                (unsigned long long)cold, (unsigned long long)warm, masker.MemoryBytes(),
+                (*g)->MemoryBytes());
     EXPECT_LT(cold, TokenMasker::kDefaultMaxRequestWork / 10);
     EXPECT_LT(warm, TokenMasker::kDefaultMaxRequestWork / 10);
   }

@@ -202,5 +202,39 @@ TEST(TokenMasker, DfaWalkEqualsDirectWalkBitForBit) {
   EXPECT_GT(fallbacks, 0u);  // the small limit was reached: the fallback path was compared too
 }
 
+// MemoryBytes (GrammarCache's size budget): grows as masks are built, covers at least the whole-state
+// masks cached, and is deterministic for a given walk.
+TEST(TokenMasker, MemoryBytesGrowsWithItsCaches) {
+  auto g = CompiledGrammar::FromGbnf(testing::kJsonGbnf);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto v = ToyVocab();
+  const auto walk = [&](TokenMasker& masker) {
+    GrammarMatcher m(*g);
+    std::mt19937_64 rng(3);
+    std::vector<uint64_t> mask(v->mask_words());
+    for (int step = 0; step < 40; ++step) {
+      masker.FillMask(m, mask);
+      std::vector<int32_t> allowed;
+      for (int32_t t = 0; t < v->size(); ++t) {
+        if (Bit(mask, t) && !v->bytes(t).empty()) allowed.push_back(t);
+      }
+      if (allowed.empty()) break;
+      ASSERT_TRUE(m.AcceptBytes(v->bytes(allowed[rng() % allowed.size()])));
+    }
+  };
+  TokenMasker a(*g, v), b(*g, v);
+  const size_t empty = a.MemoryBytes();
+  EXPECT_GT(empty, sizeof(TokenMasker) - 1);
+  walk(a);
+  walk(b);
+  const TokenMasker::Stats stats = a.stats();
+  ASSERT_GT(stats.contexts_built, 0u);
+  const size_t states = std::min<size_t>(stats.state_misses, TokenMasker::kStateCacheSize);
+  EXPECT_GE(a.MemoryBytes(), empty + states * v->mask_words() * sizeof(uint64_t) +
+                                 stats.contexts_built * sizeof(std::vector<int32_t>));
+  EXPECT_LT(a.MemoryBytes(), size_t(64) << 20);
+  EXPECT_EQ(a.MemoryBytes(), b.MemoryBytes());
+}
+
 }  // namespace
 }  // namespace lockstep::grammar
