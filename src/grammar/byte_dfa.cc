@@ -1,6 +1,7 @@
 #include "grammar/byte_dfa.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 
 namespace lockstep::grammar {
@@ -12,7 +13,20 @@ LazyByteDfa::LazyByteDfa(const CompiledGrammar& grammar, bool approximate,
   Intern(nodes, tops, StepFlags{});
 }
 
+bool LazyByteDfa::Charge(uint64_t cost) {
+  if (work() + cost <= work_limit_) {
+    intern_work_ += cost;
+    return true;
+  }
+  // Just past the limit, not by the whole cost: the bound's overshoot stays one step.
+  intern_work_ = std::max(intern_work_, work_limit_ - std::min(work_limit_, walker_.work()) + 1);
+  intern_exhausted_ = true;
+  return false;
+}
+
 int32_t LazyByteDfa::Compute(int32_t state, uint8_t byte) {
+  // The copies below and Advance's scan of the tops.
+  if (!Charge(states_[size_t(state)].nodes.size() + states_[size_t(state)].tops.size())) return kDead;
   // The walk's share of the limit: what interning has not used.
   if (work_limit_ != UINT64_MAX)
     walker_.set_work_limit(work_limit_ > intern_work_ ? work_limit_ - intern_work_ : 0);
@@ -41,6 +55,16 @@ int32_t LazyByteDfa::Intern(const std::vector<StackNode>& nodes, const std::vect
       return kDead;  // incomplete: the caller drops the DFA
     }
     chains.push_back(std::move(chain));
+  }
+  // The sort's comparisons and the node map's inserts below (see work() in the header).
+  size_t entries = 0;
+  for (const std::vector<uint32_t>& chain : chains) entries += chain.size();
+  // Only the log factor beyond small states: for those the per-entry count above covers it.
+  const auto log_beyond = [](size_t n, int small) {
+    return uint64_t(std::max(0, int(std::bit_width(n)) - small));
+  };
+  if (!Charge(chains.size() * log_beyond(chains.size(), 4) + entries * log_beyond(entries, 6) / 4)) {
+    return kDead;  // incomplete: the caller drops the DFA
   }
   std::sort(chains.begin(), chains.end());
   chains.erase(std::unique(chains.begin(), chains.end()), chains.end());

@@ -51,7 +51,11 @@ class LazyByteDfa {
   const StateInfo& info(int32_t state) const { return states_[size_t(state)].info; }
   size_t num_states() const { return states_.size(); }
   // Work spent computing transitions so far: stack-walk steps (StackWalker::work) plus the stack entries
-  // put into canonical form.
+  // copied, scanned and put into canonical form, and for large states the canonical sort's comparisons
+  // (n (log2 n - 4) over its stacks) and its node map's inserts (a quarter of log2 - 6 per entry, its
+  // depth beyond a small map): weighted so that a unit costs about
+  // what a walk step does (nested counted repetition, whose states hold hundreds of thousands of stacks,
+  // took 0.4-1.1 s at the 5 M mask bound when only the entries were counted, 0.09-0.25 s now).
   uint64_t work() const { return walker_.work() + intern_work_; }
   // StackWalker::set_work_limit / exhausted of the walker computing transitions: once exhausted, states
   // computed since are incomplete and the DFA must be dropped.
@@ -71,6 +75,9 @@ class LazyByteDfa {
   };
 
   int32_t Compute(int32_t state, uint8_t byte);
+  // Adds `cost` to the interning work; false (exhausted, the work just past the limit) when it would pass
+  // the limit.
+  bool Charge(uint64_t cost);
   // Canonical form of (nodes, tops, flags): interns it and returns its id (kTooMany past the limit).
   int32_t Intern(const std::vector<StackNode>& nodes, const std::vector<int32_t>& tops,
                  const StepFlags& flags);

@@ -62,14 +62,16 @@ class TokenMasker {
   static constexpr size_t kMaxStateKey = 1u << 16;
 
   static constexpr size_t kDfaMaxStates = 4096;
-  // 0.2-0.4 s of a Sapphire Rapids core at the limit (35-80 ns a unit on the costly grammars tried); JSON
-  // schema masks over a 49k vocabulary peak at 0.15-0.3 M on the DFA walk and 2.2 M on the direct walk
-  // (docs/structured.md).
+  // At most 0.25 s of a Sapphire Rapids core at the limit on the DFA walk (8-50 ns a unit on the costly
+  // grammars tried, nested counted repetition the slowest), 0.8-1.4 s on the direct walk for nested counted
+  // repetition (its hash-consing table's cache misses); JSON schema masks over a 49k vocabulary peak at
+  // 0.15-0.3 M on the DFA walk and 2.2 M on the direct walk (docs/structured.md).
   static constexpr uint64_t kDefaultMaxMaskWork = 5'000'000;
-  // What one request may spend on masks and token advances in all: 10 masks at the per-mask bound, 2-4 s
-  // of a core. JSON schema requests spend far less: most masks come from the caches (no work); 300-token
-  // walks of an array-of-records schema over a 49k vocabulary spend 2.4-3.5 M in all, masks and advances
-  // (docs/structured.md; MaskBudget.RealRequestsStayFarBelowTheTotal keeps a 10x margin under test).
+  // What one request may spend on masks and token advances in all: 10 masks at the per-mask bound, at
+  // most 2.5 s of a core on the DFA walk. JSON schema requests spend far less: most masks come from the
+  // caches (no work); 300-token walks of an array-of-records schema over a 49k vocabulary spend 3.5-4.5 M in
+  // all, masks and advances (docs/structured.md; MaskBudget.RealRequestsStayFarBelowTheTotal keeps a 10x
+  // margin under test).
   static constexpr uint64_t kDefaultMaxRequestWork = 50'000'000;
 
   // dfa_max_states: the most states a context's LazyByteDfa (grammar/byte_dfa.h) may grow to before that

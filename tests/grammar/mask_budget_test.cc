@@ -4,11 +4,13 @@
 // a 49k vocabulary. All assertions are on work counts, never on time.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "gguf/gguf_file.h"
+#include "grammar/byte_dfa.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar/token_masker.h"
@@ -96,6 +98,40 @@ TEST(MaskBudget, CostlyGrammarsAreRefusedWithinTheBound) {
     EXPECT_EQ(masker.stats().max_fill_work, spent);
     EXPECT_EQ(masker.stats().contexts_built, built);
   }
+}
+
+// What the DFA walk once left uncounted (issue 15: 15 levels of `(a){1,50}` took 0.4-1.1 s at the 5 M bound,
+// 0.1-0.25 s now): a transition copies and scans its state's stacks even when no stack survives the byte,
+// and interning a state sorts its stacks. Both are counted now, by the sizes, deterministically.
+TEST(MaskBudget, DfaCountsCopyingScanningAndSortingLargeStates) {
+  auto g = FromRegex(Repeated("(", 6) + "a" + Repeated("){1,50}", 6));
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g);
+  LazyByteDfa dfa(*g, /*approximate=*/false, m.nodes(), m.tops());
+  dfa.set_work_limit(TokenMasker::kDefaultMaxMaskWork);
+  int32_t state = dfa.start();
+  uint64_t before = 0;
+  for (int k = 0; k < 8; ++k) {  // "aaaaaaaa": thousands of stacks, each a chain of 7 positions
+    before = dfa.work();
+    state = dfa.Next(state, 'a');
+    ASSERT_GE(state, 0);
+    ASSERT_TRUE(m.AcceptBytes("a"));
+  }
+  ASSERT_FALSE(dfa.exhausted());
+  const uint64_t stacks = m.tops().size();  // the same stacks as the DFA state's
+  ASSERT_GT(stacks, 1000u);
+  // Interning the last state: at least the sort's n log2 n beyond small states.
+  EXPECT_GE(dfa.work() - before, stacks * (std::bit_width(stacks) - 4));
+  const uint64_t interned = dfa.work();
+  EXPECT_EQ(dfa.Next(state, 'b'), LazyByteDfa::kDead);  // no stack survives, and none is expanded
+  EXPECT_GE(dfa.work() - interned, stacks);
+  // The same walk under a limit it would pass stops just past the limit.
+  GrammarMatcher fresh(g);
+  LazyByteDfa tight(*g, /*approximate=*/false, fresh.nodes(), fresh.tops());
+  tight.set_work_limit(interned / 2);
+  for (int32_t s = tight.start(); s >= 0 && !tight.exhausted();) s = tight.Next(s, 'a');
+  EXPECT_TRUE(tight.exhausted());
+  EXPECT_LE(tight.work(), interned / 2 + 1);
 }
 
 TEST(MaskBudget, WorkIsDeterministicAndTheBoundIsExact) {
