@@ -53,9 +53,9 @@ class LazyByteDfa {
   // Work spent computing transitions so far: stack-walk steps (StackWalker::work) plus the stack entries
   // copied, scanned and put into canonical form, and for large states the canonical sort's comparisons
   // (n (log2 n - 4) over its stacks) and its node map's inserts (a quarter of log2 - 6 per entry, its
-  // depth beyond a small map): weighted so that a unit costs about
-  // what a walk step does (nested counted repetition, whose states hold hundreds of thousands of stacks,
-  // took 0.4-1.1 s at the 5 M mask bound when only the entries were counted, 0.09-0.25 s now).
+  // depth beyond a small map): weighted so that a unit costs about what a walk step does (nested counted
+  // repetition, whose states hold hundreds of thousands of stacks, took 0.4-1.1 s at the 5 M mask bound
+  // when only the entries were counted, 0.09-0.25 s now).
   uint64_t work() const { return walker_.work() + intern_work_; }
   // StackWalker::set_work_limit / exhausted of the walker computing transitions: once exhausted, states
   // computed since are incomplete and the DFA must be dropped.

@@ -94,7 +94,10 @@ int32_t StackWalker::Node(uint32_t pos, int32_t parent, bool approx) {
     if (nodes_[size_t(cons_[s].index)].approx == approx) return cons_[s].index;
   }
   const size_t free_slot = s;
-  if (!reuse) ++cons_used_;
+  if (!reuse) {
+    ++cons_used_;
+    work_ += 2;  // RebuildCons scans the table after size / 2 fills (size / 4 at worst): its share, amortized
+  }
   nodes_.push_back({pos, parent, approx});
   cons_[free_slot] = ConsSlot{key, int32_t(nodes_.size() - 1)};
   return int32_t(nodes_.size() - 1);

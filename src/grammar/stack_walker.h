@@ -68,7 +68,8 @@ class StackWalker {
   bool Advance(const std::vector<int32_t>* tops, size_t begin, size_t end, uint8_t byte,
                std::vector<int32_t>* out, StepFlags* flags);
 
-  // Work done since construction: first visits of a (position, parent) pair plus nodes looked up or pushed.
+  // Work done since construction: first visits of a (position, parent) pair plus nodes looked up or pushed,
+  // plus two per hash-consing slot filled (the table's rebuild scans, amortized).
   // Deterministic for a given grammar and input; callers bound their work with it.
   uint64_t work() const { return work_; }
   // Past `limit` (compared with work()), Expand expands nothing more and exhausted() turns true: the round's

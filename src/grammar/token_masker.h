@@ -63,7 +63,7 @@ class TokenMasker {
 
   static constexpr size_t kDfaMaxStates = 4096;
   // At most 0.25 s of a Sapphire Rapids core at the limit on the DFA walk (8-50 ns a unit on the costly
-  // grammars tried, nested counted repetition the slowest), 0.8-1.4 s on the direct walk for nested counted
+  // grammars tried, nested counted repetition the slowest), 0.6 s on the direct walk for nested counted
   // repetition (its hash-consing table's cache misses); JSON schema masks over a 49k vocabulary peak at
   // 0.15-0.3 M on the DFA walk and 2.2 M on the direct walk (docs/structured.md).
   static constexpr uint64_t kDefaultMaxMaskWork = 5'000'000;
