@@ -92,6 +92,26 @@ const nlohmann::json kTools = nlohmann::json::parse(R"([
   {"type": "function", "function": {"name": "echo", "parameters": {"type": "object",
     "properties": {"s": {"type": "string", "maxLength": 5}}, "required": ["s"], "additionalProperties": false}}}])");
 
+// A streamed choice with one call: the call's name and arguments as the deltas add them up, and the finish
+// reason.
+struct StreamedCall {
+  std::string name, arguments, finish_reason;
+};
+StreamedCall StreamOneCall(int port, const nlohmann::json& body) {
+  StreamedCall out;
+  for (const std::string& e : Stream(port, "/v1/chat/completions", body)) {
+    if (e == "[DONE]") continue;
+    const nlohmann::json c = nlohmann::json::parse(e)["choices"][0];
+    if (!c["finish_reason"].is_null()) out.finish_reason = c["finish_reason"];
+    if (!c["delta"].contains("tool_calls")) continue;
+    for (const auto& d : c["delta"]["tool_calls"]) {
+      if (d["function"].contains("name")) out.name = d["function"]["name"];
+      out.arguments += d["function"]["arguments"].get<std::string>();
+    }
+  }
+  return out;
+}
+
 TEST_F(StructuredRoutesTest, RequiredAndNamedToolCalls) {
   for (uint64_t seed = 0; seed < 8; ++seed) {
     nlohmann::json body = Chat(seed);
@@ -126,21 +146,10 @@ TEST_F(StructuredRoutesTest, RequiredAndNamedToolCalls) {
   const nlohmann::json call = whole.Json()["choices"][0]["message"]["tool_calls"][0];
   EXPECT_EQ(call["function"]["name"], "echo");
   named["stream"] = true;
-  std::string args, name, finish;
-  for (const std::string& e : Stream(port(), "/v1/chat/completions", named)) {
-    if (e == "[DONE]") continue;
-    const nlohmann::json chunk = nlohmann::json::parse(e);
-    const nlohmann::json& c = chunk["choices"][0];
-    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
-    if (!c["delta"].contains("tool_calls")) continue;
-    for (const auto& d : c["delta"]["tool_calls"]) {
-      if (d["function"].contains("name")) name = d["function"]["name"];
-      args += d["function"]["arguments"].get<std::string>();
-    }
-  }
-  EXPECT_EQ(name, "echo");
-  EXPECT_EQ(args, call["function"]["arguments"]);
-  EXPECT_EQ(finish, "tool_calls");
+  const StreamedCall streamed = StreamOneCall(port(), named);
+  EXPECT_EQ(streamed.name, "echo");
+  EXPECT_EQ(streamed.arguments, call["function"]["arguments"]);
+  EXPECT_EQ(streamed.finish_reason, "tool_calls");
 }
 
 // A named choice cut short by max_tokens: whole and streamed answers agree (the call, its arguments as far as
@@ -164,20 +173,10 @@ TEST_F(StructuredRoutesTest, NamedCallCutShortIsTheCallWithFinishReasonLength) {
       nlohmann::json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false).is_discarded())
       << "two tokens should not complete the arguments: " << whole.body;
   named["stream"] = true;
-  std::string args, name, finish;
-  for (const std::string& e : Stream(port(), "/v1/chat/completions", named)) {
-    if (e == "[DONE]") continue;
-    const nlohmann::json c = nlohmann::json::parse(e)["choices"][0];
-    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
-    if (!c["delta"].contains("tool_calls")) continue;
-    for (const auto& d : c["delta"]["tool_calls"]) {
-      if (d["function"].contains("name")) name = d["function"]["name"];
-      args += d["function"]["arguments"].get<std::string>();
-    }
-  }
-  EXPECT_EQ(name, "echo");
-  EXPECT_EQ(args, call["function"]["arguments"]);
-  EXPECT_EQ(finish, "length");
+  const StreamedCall streamed = StreamOneCall(port(), named);
+  EXPECT_EQ(streamed.name, "echo");
+  EXPECT_EQ(streamed.arguments, call["function"]["arguments"]);
+  EXPECT_EQ(streamed.finish_reason, "length");
 }
 
 // Streamed tool calls come as OpenAI sends them: one call per chunk, the finish reason alone in a last chunk
