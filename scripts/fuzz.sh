@@ -57,6 +57,7 @@ dictionaries() {
 run_one() {
   local target=$1 dir=$run_dir/$1 status=0 dict_args=() part
   mkdir -p "$dir/corpus"
+  rm -f "$dir/dict"  # a reused RUN_DIR: made anew, not appended to
   for part in $(dictionaries "$target"); do cat "$root/fuzz/dict/$part.dict" >>"$dir/dict"; done
   [[ -f $dir/dict ]] && dict_args=(-dict="$dir/dict")
   # shellcheck disable=SC2086  # FUZZ_ARGS is a list
