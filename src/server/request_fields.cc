@@ -48,6 +48,17 @@ Parsed<nlohmann::json> ParseJsonObject(const std::string& body) {
   return j;
 }
 
+Parsed<nlohmann::ordered_json> ParseJsonText(const std::string& text, const std::string& param,
+                                             const std::string& not_json) {
+  if (NestsDeeperThan(text, kMaxJsonDepth)) {
+    return ApiError::Field(
+        param, param + " nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return ApiError::Field(param, not_json);
+  return j;
+}
+
 std::string DescribeJson(const nlohmann::json& v) {
   switch (v.type()) {
     case nlohmann::json::value_t::null:

@@ -6,8 +6,9 @@
 // over client values (DescribeJson names the type; it never dumps arrays or objects), so a wrong type is a
 // clean 400/422 and a deep value cannot overflow the stack. Single-threaded value type.
 //
-// Bodies are parsed by ParseJsonObject, which also refuses nesting deeper than kMaxJsonDepth, so code that
-// walks a request value (templates, schemas) never recurses deeper than that.
+// Bodies are parsed by ParseJsonObject, and JSON text inside a client string by ParseJsonText; both refuse
+// nesting deeper than kMaxJsonDepth, so code that walks a request value (templates, schemas) never recurses
+// much deeper than that.
 #pragma once
 
 #include <initializer_list>
@@ -27,6 +28,13 @@ inline constexpr int kMaxJsonDepth = 128;
 // Parses a request body that must be a JSON object (malformed JSON, or nesting deeper than kMaxJsonDepth →
 // ApiError with malformed_json).
 Parsed<nlohmann::json> ParseJsonObject(const std::string& body);
+
+// JSON text that a client sent inside a string field (a tool call's `arguments`, a schema given as a
+// string), parsed under the body's rule: nesting deeper than kMaxJsonDepth is refused before parsing (the
+// value is later dumped, copied and rendered recursively). Errors name `param`: "<param> nests arrays or
+// objects deeper than 128 levels", or `not_json` when the text does not parse.
+Parsed<nlohmann::ordered_json> ParseJsonText(const std::string& text, const std::string& param,
+                                             const std::string& not_json);
 
 // True when `text` nests arrays/objects deeper than `limit` (outside strings). Linear, no recursion; does not
 // validate the JSON otherwise.

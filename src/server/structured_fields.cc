@@ -45,9 +45,9 @@ bool Present(const nlohmann::json& object, const char* key) {
 Parsed<std::string> SchemaFrom(const Ordered* value, const std::string& param) {
   if (value == nullptr) return ApiError::Field(param, param + " is missing");
   if (value->is_string()) {
-    Ordered parsed = Ordered::parse(value->get<std::string>(), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return ApiError::Field(param, param + " is a string but not valid JSON");
-    return SchemaGbnf(parsed, param);
+    auto parsed = ParseJsonText(value->get<std::string>(), param, param + " is a string but not valid JSON");
+    if (!parsed.ok()) return parsed.error;
+    return SchemaGbnf(*parsed.value, param);
   }
   if (!value->is_object() && !value->is_boolean()) {
     return ApiError::Field(param, param + " must be a JSON schema (an object)");

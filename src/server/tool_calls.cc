@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "base/excerpt.h"
+#include "server/request_fields.h"
 #include "server/structured_fields.h"
 
 namespace lockstep::server {
@@ -260,11 +261,10 @@ Parsed<Ordered> TemplateToolCalls(const Ordered& tool_calls, const std::string& 
       return ApiError::Field(at + ".id", at + ".id must be a string");
     Ordered fn = {{"name", f["name"]}};
     if (f.contains("arguments") && f["arguments"].is_string()) {
-      Ordered args = Ordered::parse(f["arguments"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
-      if (args.is_discarded()) {
-        return ApiError::Field(at + ".function.arguments", at + ".function.arguments must be JSON text");
-      }
-      fn["arguments"] = std::move(args);
+      auto args = ParseJsonText(f["arguments"].get<std::string>(), at + ".function.arguments",
+                                at + ".function.arguments must be JSON text");
+      if (!args.ok()) return args.error;
+      fn["arguments"] = std::move(*args.value);
     } else if (f.contains("arguments") && f["arguments"].is_object()) {
       fn["arguments"] = f["arguments"];
     } else {

@@ -187,7 +187,8 @@ TEST_F(GrammarCostTest, GrammarsTooLargeToCompileAreRefusedNamingTheField) {
 }
 
 // Nesting deep enough to overflow a parser's stack (GBNF groups: ~30000 levels; a regex: ~10^5; a schema
-// sent as a JSON string escapes the body's nesting limit) is a 400 naming the limit, not a crash.
+// sent as a JSON string, which the body's nesting limit does not see, has the same limit of its own) is a 400
+// naming the limit, not a crash.
 TEST_F(GrammarCostTest, DeepNestingIsRefusedNotACrash) {
   std::string schema_text;
   for (int i = 0; i < 100'000; ++i) schema_text += R"({"type":"array","items":)";
@@ -206,7 +207,7 @@ TEST_F(GrammarCostTest, DeepNestingIsRefusedNotACrash) {
        "guided_regex: regex at character 101: groups nested more than 100 deep"},
       {{{"prompt", "x"}, {"json_schema", schema_text}},
        "json_schema",
-       "json_schema: JSON schema nests arrays and objects more than 256 levels deep"},
+       "json_schema nests arrays or objects deeper than 128 levels"},
   };
   for (const auto& c : cases) {
     const HttpResponse r = Post(port(), "/v1/completions", c.body);

@@ -241,6 +241,61 @@ TEST_F(HostileRequestsTest, LongStringsInErrorsAreCutNotRepeated) {
   ASSERT_NO_FATAL_FAILURE(ExpectAlive("long strings in errors"));
 }
 
+// JSON text inside a client string is parsed as well: an assistant message's tool call `arguments`
+// ("[[[…]]]" 100 000 levels deep, a 200 KB body) was parsed with no depth bound, then dumped, copied and made
+// into template values recursively — a stack overflow (SIGSEGV) on every route that renders chat messages.
+// Such a string is refused like a deep body, naming the field; so is a JSON schema given as a string.
+TEST_F(HostileRequestsTest, DeepJsonInsideAClientStringIsRefusedNamingTheField) {
+  const auto chat_body = [](int depth) {
+    const nlohmann::json call = {
+        {"id", "call_1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", Nested(depth)}}}};
+    return nlohmann::json{{"messages",
+                           {{{"role", "user"}, {"content", "hi"}},
+                            {{"role", "assistant"}, {"content", ""}, {"tool_calls", {call}}},
+                            {{"role", "user"}, {"content", "and?"}}}},
+                          {"max_tokens", 2}};
+  };
+  for (const char* path : {"/v1/chat/completions", "/tokenize", "/apply-template"}) {
+    for (int depth : {100000, 100}) {
+      const HttpResponse r = Post(port(), path, chat_body(depth));
+      if (r.status == 0) {
+        FAIL() << path << " depth " << depth << ": no answer; the server died?\n" << server_->log();
+      }
+      if (depth > 128) {
+        EXPECT_EQ(r.status, 400) << path << ": " << r.body.substr(0, 300);
+        EXPECT_EQ(r.Json()["error"]["param"], "messages[1].tool_calls[0].function.arguments") << r.body;
+        EXPECT_NE(r.body.find("deeper than 128"), std::string::npos) << r.body;
+        EXPECT_LT(r.body.size(), 1000u) << "the error repeats the value: " << r.body.substr(0, 300);
+      } else {
+        EXPECT_EQ(r.status, 200) << path << " depth " << depth << ": " << r.body.substr(0, 300);
+      }
+      ASSERT_NO_FATAL_FAILURE(ExpectAlive(std::string(path) + " with deep tool call arguments"));
+    }
+  }
+  // A schema as JSON text (vLLM's and TGI's string form) gets the same bound.
+  const std::string deep = Nested(100000);
+  const std::vector<Case> cases = {
+      {"/v1/completions", nlohmann::json{{"prompt", "hi"}, {"json_schema", deep}}.dump(), 400, "json_schema"},
+      {"/v1/completions", nlohmann::json{{"prompt", "hi"}, {"guided_json", deep}}.dump(), 400, "guided_json"},
+      {"/v1/chat/completions",
+       nlohmann::json{{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                      {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", deep}}}}}}
+           .dump(),
+       400, "response_format.json_schema.schema"},
+      {"/generate",
+       nlohmann::json{{"inputs", "hi"}, {"parameters", {{"grammar", {{"type", "json"}, {"value", deep}}}}}}
+           .dump(),
+       422, ""},
+  };
+  for (const Case& c : cases) {
+    const HttpResponse r = Request(port(), "POST", c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << ": " << r.body.substr(0, 300);
+    EXPECT_NE(r.body.find("deeper than 128"), std::string::npos) << r.body.substr(0, 300);
+    if (!c.param.empty()) EXPECT_EQ(r.Json()["error"]["param"], c.param) << r.body.substr(0, 300);
+    ASSERT_NO_FATAL_FAILURE(ExpectAlive(c.path + std::string(" with a deep schema string")));
+  }
+}
+
 // Whether the server has closed `fd` (a read sees the end of the stream, perhaps after a response); does not
 // wait.
 bool ClosedByServer(int fd) {
