@@ -54,31 +54,25 @@ bool EventChannel::finished() const {
 }
 
 Status Inbox::Push(PendingRequest pending) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) return Unavailable("the engine is shutting down and accepts no new requests");
-    const int64_t not_started = int64_t(requests_.size()) + engine_waiting_;
-    const int64_t free_slots = std::max<int64_t>(0, max_seqs_ - engine_slots_);
-    if (not_started >= max_queue_ + free_slots) {
-      const int64_t waiting = std::max<int64_t>(0, not_started - free_slots);
-      return ResourceExhausted("the waiting queue is full (" + std::to_string(waiting) +
-                               " requests waiting, max_queue " + std::to_string(max_queue_) + ")");
-    }
-    requests_.push_back(std::move(pending));
-  }
-  cv_.notify_all();
-  return Status::Ok();
+  std::vector<PendingRequest> one;
+  one.push_back(std::move(pending));
+  return PushGroup(std::move(one));
 }
 
 Status Inbox::PushGroup(std::vector<PendingRequest> group) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return Unavailable("the engine is shutting down and accepts no new requests");
-    const int64_t waiting = int64_t(requests_.size()) + engine_waiting_;
-    if (waiting + int64_t(group.size()) > max_queue_) {
-      return ResourceExhausted("the waiting queue is full (" + std::to_string(waiting) +
-                               " requests waiting, " + std::to_string(group.size()) +
-                               " in this group, max_queue " + std::to_string(max_queue_) + ")");
+    // The rule of the header: the requests that would start at once (as many as there are free slots, first
+    // come first) never count as waiting; the rest, this group's included, may be at most max_queue.
+    const int64_t not_started = int64_t(requests_.size()) + engine_waiting_;
+    const int64_t free_slots = std::max<int64_t>(0, max_seqs_ - engine_slots_);
+    const int64_t size = int64_t(group.size());
+    if (not_started + size > max_queue_ + free_slots) {
+      const int64_t waiting = std::max<int64_t>(0, not_started - free_slots);
+      return ResourceExhausted("the waiting queue is full (" + std::to_string(waiting) + " requests waiting" +
+                               (size > 1 ? ", " + std::to_string(size) + " in this group" : std::string()) +
+                               ", max_queue " + std::to_string(max_queue_) + ")");
     }
     for (PendingRequest& pending : group) requests_.push_back(std::move(pending));
   }

@@ -4,7 +4,9 @@
 //   while the requests not yet started (in the inbox or the engine's waiting list) are fewer than max_queue
 //   plus the sequence slots still free (max_seqs less the sequences running or preempted). So a request that
 //   will start at once never counts as waiting, whether or not the engine thread has taken it yet, and
-//   max_queue 0 means "no waiting: only as many requests as can run".
+//   max_queue 0 means "no waiting: only as many requests as can run". A group (n > 1, best_of, fan-out)
+//   follows the same rule with all its members counted: accepted whole when, with it, at most max_queue
+//   requests would wait (those that fit in the free slots start at once), refused whole otherwise.
 // - EventChannel: engine thread → one request's reader. Either a queue that RequestHandle reads (blocking
 // with a
 //   timeout, or non-blocking), or a callback that receives each event on the engine thread.
@@ -59,8 +61,8 @@ class Inbox {
   // Submitter side. ResourceExhausted when max_queue requests would wait (see above); Unavailable after
   // Close().
   Status Push(PendingRequest pending);
-  // Pushes a group at once (the engine takes it in one Take): all, or none when the queue has no room for
-  // all of them.
+  // Pushes a group at once (the engine takes it in one Take): all, or none when more than max_queue requests
+  // would then wait (see above).
   Status PushGroup(std::vector<PendingRequest> group);
   void Cancel(RequestId id);
   // Stops accepting; `drain` says whether queued/running requests should finish (true) or be cancelled.

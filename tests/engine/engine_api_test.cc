@@ -185,6 +185,50 @@ TEST_F(EngineApiTest, ARequestThatCanStartAtOnceNeverCountsAsWaiting) {
   }
 }
 
+TEST_F(EngineApiTest, AGroupThatCanStartAtOnceNeverCountsAsWaiting) {
+  // A group (n > 1, best_of, fan-out) is admitted by Submit's rule: the members that fit in the free sequence
+  // slots start at once and never count as waiting; the group is refused whole when more than max_queue
+  // requests would wait with it. Groups to an idle engine used to count whole as waiting: max_queue 0
+  // refused every group, max_queue 1 a pair. Each round submits before and after the engine thread took the
+  // earlier requests (it races), which must not matter.
+  const auto group = [](int size) { return std::vector<Request>(static_cast<size_t>(size), LongRequest()); };
+  const auto cancel_all = [](std::vector<std::shared_ptr<RequestHandle>>& handles) {
+    for (auto& h : handles) h->Cancel();
+    for (auto& h : handles) testing::Collect(*h);
+  };
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    EngineOptions options;
+    options.max_seqs = 3;
+    options.max_queue = 0;
+    auto engine = MakeEngine(options);
+    ASSERT_NE(engine, nullptr);
+    auto pair = engine->SubmitGroup(group(2));
+    ASSERT_TRUE(pair.ok()) << "round " << round << ": " << pair.status().ToString();
+    handles.insert(handles.end(), pair->begin(), pair->end());
+    auto another_pair = engine->SubmitGroup(group(2));  // one slot left: one of them would wait
+    EXPECT_EQ(another_pair.status().code(), StatusCode::kResourceExhausted) << round;
+    auto one = engine->Submit(LongRequest());  // the last slot
+    ASSERT_TRUE(one.ok()) << "round " << round << ": " << one.status().ToString();
+    handles.push_back(*one);
+    EXPECT_EQ(engine->Submit(LongRequest()).status().code(), StatusCode::kResourceExhausted) << round;
+    cancel_all(handles);
+
+    options.max_seqs = 2;
+    options.max_queue = 1;
+    engine = MakeEngine(options);
+    ASSERT_NE(engine, nullptr);
+    auto four = engine->SubmitGroup(group(4));  // two would wait
+    EXPECT_EQ(four.status().code(), StatusCode::kResourceExhausted) << round;
+    auto three = engine->SubmitGroup(group(3));  // two start, one waits
+    ASSERT_TRUE(three.ok()) << "round " << round << ": " << three.status().ToString();
+    handles.assign(three->begin(), three->end());
+    EXPECT_EQ(engine->Submit(LongRequest()).status().code(), StatusCode::kResourceExhausted) << round;
+    cancel_all(handles);
+    testing::ExpectAllBlocksFree(*engine);
+  }
+}
+
 TEST_F(EngineApiTest, MaxQueueZeroAdmitsOnlyWhatCanRun) {
   EngineOptions options;
   options.max_seqs = 2;

@@ -116,6 +116,38 @@ TEST(AdmissionTest, TwoRequestsToAnIdleServerWithOneSlotAndOneQueuePlaceBothRun)
   }
 }
 
+TEST(AdmissionTest, AGroupToAnIdleServerThatFitsItsFreeSlotsRuns) {
+  // n > 1, best_of and fan_out submit a group of sequences; one that fits in the free --max-seqs slots starts
+  // at once and must not count against --max-queue (it used to: a 503 for any group with --max-queue 0, and
+  // for n = 2 with --max-queue 1). One that does not fit is refused whole.
+  for (const char* max_queue : {"0", "1"}) {
+    ServerProcess server(TinyModel(), {"-t", "1", "--max-seqs", "4", "--max-queue", max_queue});
+    ASSERT_TRUE(server.ok()) << server.log();
+    const int port = server.port();
+    const HttpResponse n2 = Post(port, "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}, {"n", 2}});
+    ASSERT_EQ(n2.status, 200) << "--max-queue " << max_queue << ": " << n2.body;
+    EXPECT_EQ(n2.Json()["choices"].size(), 2u);
+    const HttpResponse chat =
+        Post(port, "/v1/chat/completions",
+             {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}, {"n", 4}});
+    EXPECT_EQ(chat.status, 200) << "--max-queue " << max_queue << ": " << chat.body;
+    const HttpResponse best_of = Post(
+        port, "/generate",
+        {{"inputs", "hi"}, {"parameters", {{"max_new_tokens", 2}, {"best_of", 2}, {"do_sample", true}}}});
+    EXPECT_EQ(best_of.status, 200) << "--max-queue " << max_queue << ": " << best_of.body;
+    const HttpResponse fan_out = Post(
+        port, "/v1/completions",
+        {{"prompt", "1. Why is the sky blue?\n2. What is DNA?"}, {"max_tokens", 2}, {"fan_out", "choices"}});
+    EXPECT_EQ(fan_out.status, 200) << "--max-queue " << max_queue << ": " << fan_out.body;
+    EXPECT_EQ(fan_out.Json()["choices"].size(), 2u) << fan_out.body;
+    // 6 sequences: at least one more than the 4 slots and the queue's place hold.
+    const HttpResponse too_many =
+        Post(port, "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}, {"n", 6}});
+    EXPECT_EQ(too_many.status, 503) << "--max-queue " << max_queue << ": " << too_many.body;
+    ASSERT_TRUE(WaitForIdleEngine(port));
+  }
+}
+
 TEST(AdmissionTest, MaxQueueZeroServesWhatCanRunAndRefusesTheRest) {
   ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--max-queue", "0"});
   ASSERT_TRUE(server.ok()) << server.log();
