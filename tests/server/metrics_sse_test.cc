@@ -132,5 +132,19 @@ TEST(ApiErrorTest, OneMappingForBothFlavours) {
   EXPECT_EQ(tgi["error"], "queue full");
 }
 
+TEST(ApiErrorTest, RetryAfterIsTheTimeTheQueueAheadTakesToDrain) {
+  // (waiting + 1) requests, `running` at a time, each taking mean_run_s; ceil, clamped to 1..60.
+  EXPECT_EQ(RetryAfterSeconds(2, 1, 3.0), 9);
+  EXPECT_EQ(RetryAfterSeconds(9, 2, 0.5), 3);
+  EXPECT_EQ(RetryAfterSeconds(0, 0, 1.5), 2);  // nothing running counts as one
+  EXPECT_EQ(RetryAfterSeconds(3, 4, 0.1), 1);  // at least 1
+  EXPECT_EQ(RetryAfterSeconds(1000, 1, 2.0), 60);
+  EXPECT_EQ(RetryAfterSeconds(5, 1, 0.0), 1);  // no request has finished yet
+  ApiError full{ResourceExhausted("queue full"), "", false};
+  full.retry_after_s = RetryAfterSeconds(4, 1, 2.0);
+  EXPECT_EQ(ErrorHeaders(full, ApiFlavor::kOpenAI)[0].second, "10");
+  EXPECT_EQ(ErrorHeaders(full, ApiFlavor::kTgi)[0].second, "10");
+}
+
 }  // namespace
 }  // namespace lockstep::server

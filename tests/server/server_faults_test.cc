@@ -167,6 +167,32 @@ TEST(ServerLoadTest, FullQueueGives503OnOpenAiAnd429OnTgi) {
   EXPECT_TRUE(WaitForIdleEngine(port));
 }
 
+TEST(ServerLoadTest, RetryAfterOfAFullQueueIsTheTimeTheQueueAheadTakes) {
+  // Retry-After = ceil((waiting + 1) × mean run time / running): after one long request has run (the mean),
+  // with 1 running and 20 waiting it is about 21 runs of that request, well over 1 s on any machine (a
+  // constant "1" fails this; the test above sees "1" only because nothing has finished there yet).
+  constexpr int kWaiting = 20;
+  ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1", "--max-queue", std::to_string(kWaiting)});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const int port = server.port();
+  const double run_s = SecondsForOneRequest(port, "/v1/completions", LongCompletion(false));
+  ASSERT_FALSE(HasFailure());
+  std::vector<int> held;
+  for (int i = 0; i <= kWaiting; ++i)
+    held.push_back(SendAndLeaveOpen(port, "/v1/completions", LongCompletion(true)));
+  ASSERT_TRUE(WaitForMetric(port, "lockstep_num_requests_waiting", kWaiting));
+  auto openai = Post(port, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
+  ExpectOpenAiError(openai, 503, "");
+  ASSERT_EQ(openai.headers.count("retry-after"), 1u) << openai.body;
+  const int retry_after = std::stoi(openai.headers["retry-after"]);
+  EXPECT_GE(retry_after, 2) << "one run took " << run_s << " s";
+  // The client measured the run's time plus its own overhead; half of 21 runs is a safe floor.
+  EXPECT_GE(retry_after, std::min(60, static_cast<int>(0.5 * (kWaiting + 1) * run_s))) << run_s;
+  EXPECT_LE(retry_after, 60);
+  for (int fd : held) close(fd);
+  EXPECT_TRUE(WaitForIdleEngine(port));
+}
+
 TEST(ServerLoadTest, DisconnectMidStreamOrWhileQueuedCancelsAndFreesKv) {
   ServerProcess server(SlowModel(), {"-t", "1", "--max-seqs", "1"});
   ASSERT_TRUE(server.ok()) << server.log();
