@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/excerpt.h"
 #include "server/api_context.h"
@@ -230,14 +231,15 @@ void HandleSplit(RouteState& state, const HttpRequest& request, ResponseWriter& 
         state, writer,
         ApiError{Unimplemented("this server was started without a question splitter"), "", false});
   }
-  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) {
-    return SendError(state, writer, ApiError{InvalidArgument("the body is not a JSON object"), "", true});
-  }
-  if (!body.contains("text") || !body["text"].is_string()) {
+  auto body = ParseJsonObject(request.body);
+  if (!body.ok()) return SendError(state, writer, body.error);
+  FieldReader f(*body.value);
+  const std::optional<std::string> read = f.String("text");
+  if (f.failed()) return SendError(state, writer, f.error());
+  if (!read) {
     return SendError(state, writer, ApiError::Field("text", "text must be a string (the combined prompt)"));
   }
-  const std::string text = body["text"].get<std::string>();
+  const std::string& text = *read;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     return SendError(state, writer, ApiError::Field("text", "text is empty"));
   }

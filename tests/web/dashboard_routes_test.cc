@@ -203,6 +203,21 @@ TEST_F(DashboardRoutesTest, SplitReturnsQuestionsAndTheirPromptTokens) {
   EXPECT_EQ(Post(port(), "/split", {{"text", "  "}}).status, 400);
 }
 
+TEST_F(DashboardRoutesTest, SplitReadsItsBodyByTheRequestFieldRule) {
+  // /split read its body with nlohmann directly; now as every API route does (ParseJsonObject, FieldReader):
+  // nesting deeper than 128 refused before parsing, a wrong type named in the error.
+  const std::string deep = std::string(1000, '[') + std::string(1000, ']');
+  const HttpResponse nested =
+      Request(port(), "POST", "/split", R"({"text":"1. a?\n2. b?","x":)" + deep + "}");
+  EXPECT_EQ(nested.status, 400) << nested.body.substr(0, 300);
+  EXPECT_NE(nested.body.find("deeper than 128"), std::string::npos) << nested.body.substr(0, 300);
+  const HttpResponse number = Post(port(), "/split", {{"text", 5}});
+  EXPECT_EQ(number.status, 400) << number.body;
+  EXPECT_EQ(number.Json()["error"]["param"], "text") << number.body;
+  EXPECT_NE(number.body.find("got a number 5"), std::string::npos) << number.body;
+  EXPECT_EQ(Request(port(), "POST", "/split", "[1]").status, 400);
+}
+
 TEST(DashboardAuthTest, DataRoutesNeedTheKeyThePageDoesNot) {
   ServerProcess server(TinyModel(), {"-t", "1", "--api-key", "sesame"});
   ASSERT_TRUE(server.ok()) << server.log();
