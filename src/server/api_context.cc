@@ -1,5 +1,7 @@
 #include "server/api_context.h"
 
+#include "base/excerpt.h"
+
 namespace lockstep::server {
 
 Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text,
@@ -16,7 +18,7 @@ ApiError ModelNotFound(const ApiContext& ctx, const std::string& model) {
   std::string served;
   for (const std::string& id : ctx.model_ids) served += (served.empty() ? "'" : ", '") + id + "'";
   ApiError error{
-      NotFound("the model '" + model.substr(0, 200) + "' does not exist (this server serves " + served + ")"),
+      NotFound("the model '" + Excerpt(model) + "' does not exist (this server serves " + served + ")"),
       "model"};
   error.code = "model_not_found";
   return error;

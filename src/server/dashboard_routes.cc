@@ -66,7 +66,7 @@ Parsed<int> IntParam(const HttpRequest& request, const std::string& name, int fa
   const long v = std::strtol(text.c_str(), &end, 10);
   if (end == text.c_str() || *end != '\0' || v < lo || v > hi) {
     return ApiError::Field(name, name + " must be an integer in [" + std::to_string(lo) + ", " +
-                                     std::to_string(hi) + "], got '" + text + "'");
+                                     std::to_string(hi) + "], got '" + Excerpt(text) + "'");
   }
   return int(v);
 }

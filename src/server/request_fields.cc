@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "base/excerpt.h"
+
 namespace lockstep::server {
 
 std::string DumpJson(const nlohmann::json& j) {
@@ -66,9 +68,7 @@ std::string DescribeJson(const nlohmann::json& v) {
     case nlohmann::json::value_t::boolean:
       return v.get<bool>() ? "true" : "false";
     case nlohmann::json::value_t::string: {
-      const std::string& s = v.get_ref<const std::string&>();
-      const bool cut = s.size() > 40;
-      return "a string " + DumpJson(nlohmann::json(cut ? s.substr(0, 40) : s)) + (cut ? "..." : "");
+      return "a string " + DumpJson(nlohmann::json(Excerpt(v.get_ref<const std::string&>(), 40)));
     }
     case nlohmann::json::value_t::number_integer:
     case nlohmann::json::value_t::number_unsigned:

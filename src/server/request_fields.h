@@ -41,8 +41,8 @@ Parsed<nlohmann::ordered_json> ParseJsonText(const std::string& text, const std:
 bool NestsDeeperThan(std::string_view text, int limit);
 
 // A short, non-recursive description of a client value for error messages: its JSON type, plus the value
-// itself for scalars (strings cut to 40 bytes): `a string "hot"`, `a number 3`, `true`, `null`, `an array of
-// 2 items`, `an object`.
+// itself for scalars (a string as an Excerpt of 40 bytes): `a string "hot"`, `a number 3`, `true`, `null`,
+// `an array of 2 items`, `an object`.
 std::string DescribeJson(const nlohmann::json& v);
 
 class FieldReader {

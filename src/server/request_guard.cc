@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/excerpt.h"
+
 namespace lockstep::server {
 
 namespace {
@@ -94,7 +96,7 @@ RequestGuard::Verdict RequestGuard::Check(const HttpRequest& request, bool needs
   Verdict verdict;
   const std::string host = request.Header("host");
   if (!HostAllowed(host)) {
-    verdict.error = Forbidden("Host '" + host.substr(0, 100) +
+    verdict.error = Forbidden("Host '" + Excerpt(host) +
                               "' is not this server: a server on a loopback address answers requests for "
                               "localhost only (DNS rebinding protection; --allowed-origins adds hosts)");
     return verdict;
@@ -102,7 +104,7 @@ RequestGuard::Verdict RequestGuard::Check(const HttpRequest& request, bool needs
   const std::string origin = request.Header("origin");
   if (!origin.empty()) {
     if (!OriginAllowed(origin, host)) {
-      verdict.error = Forbidden("Origin '" + origin.substr(0, 100) +
+      verdict.error = Forbidden("Origin '" + Excerpt(origin) +
                                 "' is not allowed (start the server with --allowed-origins to allow it)");
       return verdict;
     }

@@ -296,6 +296,30 @@ TEST_F(HostileRequestsTest, DeepJsonInsideAClientStringIsRefusedNamingTheField) 
   }
 }
 
+// A client string quoted in an error is an Excerpt, cut at a character boundary: a cut after a fixed number
+// of bytes could end inside "é" (two bytes), and the JSON of the error then carried U+FFFD in its place.
+TEST_F(HostileRequestsTest, QuotedClientStringsAreCutAtCharacterBoundaries) {
+  const std::string replacement = "\xef\xbf\xbd";  // U+FFFD
+  std::string accents = "a";
+  for (int i = 0; i < 150; ++i) accents += "\xc3\xa9";
+  const HttpResponse model = Post(port(), "/v1/completions", {{"prompt", "hi"}, {"model", accents}});
+  EXPECT_EQ(model.status, 404) << model.body;
+  const HttpResponse temperature =
+      Post(port(), "/v1/completions", {{"prompt", "hi"}, {"temperature", accents}});
+  EXPECT_EQ(temperature.status, 400) << temperature.body;
+  const HttpResponse host =
+      RawRequest(port(), "GET /v1/models HTTP/1.1\r\nHost: " + accents + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(host.status, 403) << host.body;
+  const HttpResponse origin = Request(port(), "GET", "/v1/models", "", {{"Origin", "https://" + accents}});
+  EXPECT_EQ(origin.status, 403) << origin.body;
+  for (const HttpResponse* r : {&model, &temperature, &host, &origin}) {
+    EXPECT_EQ(r->body.find(replacement), std::string::npos) << "a character cut in two: " << r->body;
+    EXPECT_NE(r->body.find("\xc3\xa9..."), std::string::npos) << "no excerpt: " << r->body;
+    EXPECT_LT(r->body.size(), 600u) << r->body;
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAlive("strings of two-byte characters in errors"));
+}
+
 // Whether the server has closed `fd` (a read sees the end of the stream, perhaps after a response); does not
 // wait.
 bool ClosedByServer(int fd) {

@@ -3,6 +3,7 @@
 // unit tests and as raw HTTP against a running `lockstep serve`.
 #include <gtest/gtest.h>
 
+#include "base/excerpt.h"
 #include "e2e_util.h"
 #include "server/request_guard.h"
 
@@ -76,6 +77,25 @@ TEST(RequestGuardTest, OriginsAndHosts) {
       Req("OPTIONS", {{"origin", "https://x.example"}, {"access-control-request-method", "POST"}}), true);
   EXPECT_FALSE(v.error);
   EXPECT_TRUE(v.preflight);
+}
+
+TEST(RequestGuardTest, RefusedHostsAndOriginsAreQuotedAsExcerpts) {
+  // A refused Host or Origin is quoted in the 403's message as an Excerpt: a few bytes, cut at a character
+  // boundary (a byte cut could end inside "é", and the message's JSON would then carry U+FFFD).
+  std::string accents;
+  for (int i = 0; i < 100; ++i) accents += "\xc3\xa9";
+  RequestGuard guard({.api_key = "", .allowed_origins = {}, .loopback_only = true});
+  const std::string host = "x" + accents;
+  auto v = guard.Check(Req("GET", {{"host", host}}), true);
+  ASSERT_TRUE(v.error);
+  EXPECT_EQ(v.error->http_status, 403);
+  EXPECT_NE(v.error->status.message().find("Host '" + Excerpt(host) + "'"), std::string::npos)
+      << v.error->status.message();
+  const std::string origin = "https://x" + accents;
+  v = guard.Check(Req("GET", {{"host", "localhost"}, {"origin", origin}}), true);
+  ASSERT_TRUE(v.error);
+  EXPECT_NE(v.error->status.message().find("Origin '" + Excerpt(origin) + "'"), std::string::npos)
+      << v.error->status.message();
 }
 
 }  // namespace

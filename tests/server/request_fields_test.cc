@@ -20,7 +20,12 @@ TEST(RequestFieldsTest, DescribeNamesTheTypeAndShowsOnlyScalars) {
   EXPECT_EQ(DescribeJson(json(3)), "a number 3");
   EXPECT_EQ(DescribeJson(json(2.5)), "a number 2.5");
   EXPECT_EQ(DescribeJson(json("hot")), "a string \"hot\"");
-  EXPECT_EQ(DescribeJson(json(std::string(100, 'x'))), "a string \"" + std::string(40, 'x') + "\"...");
+  EXPECT_EQ(DescribeJson(json(std::string(100, 'x'))), "a string \"" + std::string(40, 'x') + "...\"");
+  // A long string is an Excerpt: cut at a character boundary ("é" is two bytes; 40 bytes of "aéé…" would end
+  // inside one, and the JSON of the message would carry U+FFFD for it).
+  std::string accents = "a";
+  for (int i = 0; i < 30; ++i) accents += "\xc3\xa9";
+  EXPECT_EQ(DescribeJson(json(accents)), "a string \"" + accents.substr(0, 39) + "...\"");
   EXPECT_EQ(DescribeJson(json::array()), "an empty array");
   EXPECT_EQ(DescribeJson(json::array({1})), "an array of 1 item");
   EXPECT_EQ(DescribeJson(json::array({1, 2})), "an array of 2 items");

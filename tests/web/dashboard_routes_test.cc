@@ -174,6 +174,11 @@ TEST_F(DashboardRoutesTest, AdvisorValidatesAndPredictsFromMeasuredSteps) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.Json()["error"]["param"], "questions");
   EXPECT_EQ(Request(port(), "GET", "/advisor?tokens=abc").Json()["error"]["param"], "tokens");
+  // A bad value is quoted as an Excerpt (60 bytes), not whole.
+  const HttpResponse long_value = Request(port(), "GET", "/advisor?tokens=" + std::string(500, 'x'));
+  EXPECT_EQ(long_value.status, 400);
+  EXPECT_NE(long_value.body.find(std::string(60, 'x') + "...'"), std::string::npos) << long_value.body;
+  EXPECT_EQ(long_value.body.find(std::string(61, 'x')), std::string::npos) << long_value.body;
   ASSERT_EQ(Post(port(), "/v1/chat/completions", Chat("Hello", 8, false)).status, 200);
   const HttpResponse ok = Request(port(), "GET", "/advisor?questions=4&tokens=20&prompt_tokens=12");
   ASSERT_EQ(ok.status, 200) << ok.body;
