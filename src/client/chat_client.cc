@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
 
+#include "base/excerpt.h"
 #include "client/affinity_key.h"
 #include "client/sse_parser.h"
 
@@ -25,18 +26,21 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The message of an OpenAI-style {"error": {"message": ...}} or TGI-style {"error": "..."} body, else the
-// body.
-std::string ErrorMessage(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (!j.is_discarded() && j.is_object() && j.contains("error")) {
+// The message of an OpenAI-style {"error": {"message": ...}} or TGI-style {"error": "..."} value `j`, else an
+// Excerpt of `raw`, the text it was parsed from. Looks two levels down and never dumps `j`: a server's JSON
+// may nest deep enough to overflow a recursive walk.
+std::string ErrorMessageOf(const json& j, std::string_view raw) {
+  if (j.is_object() && j.contains("error")) {
     const json& e = j["error"];
-    if (e.is_string()) return e.get<std::string>();
+    if (e.is_string()) return Excerpt(e.get_ref<const std::string&>(), 1024);
     if (e.is_object() && e.contains("message") && e["message"].is_string())
-      return e["message"].get<std::string>();
+      return Excerpt(e["message"].get_ref<const std::string&>(), 1024);
   }
-  std::string s = body.substr(0, 300);
-  return s.empty() ? "(empty body)" : s;
+  return raw.empty() ? "(empty body)" : Excerpt(raw, 300);
+}
+
+std::string ErrorMessage(const std::string& body) {
+  return ErrorMessageOf(json::parse(body, nullptr, false), body);
 }
 
 StatusCode CodeForHttpStatus(int status) {
@@ -59,11 +63,11 @@ StatusCode CodeForHttpStatus(int status) {
   }
 }
 
-// Applies one parsed chunk (streamed) or whole response (non-streamed) to the result.
-Status ApplyChunk(const json& j, bool streamed, Clock::time_point start, const DeltaCallback& on_delta,
-                  ChatResult* result) {
+// Applies one parsed chunk (streamed) or whole response (non-streamed) to the result; `raw` is its text.
+Status ApplyChunk(const json& j, std::string_view raw, bool streamed, Clock::time_point start,
+                  const DeltaCallback& on_delta, ChatResult* result) {
   if (!j.is_object()) return InvalidArgument("server sent a non-object JSON event");
-  if (j.contains("error")) return Unavailable("server error mid-stream: " + ErrorMessage(j.dump()));
+  if (j.contains("error")) return Unavailable("server error mid-stream: " + ErrorMessageOf(j, raw));
   if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
     for (const json& c : j["choices"]) {
       if (c.is_object() && c.contains("index") && c["index"].is_number_integer()) {
@@ -230,10 +234,10 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
       json j = json::parse(event.data, nullptr, false);
       if (j.is_discarded()) {
         result->status =
-            InvalidArgument("server sent an SSE event that is not JSON: " + event.data.substr(0, 200));
+            InvalidArgument("server sent an SSE event that is not JSON: " + Excerpt(event.data, 200));
         co_return;
       }
-      if (Status s = ApplyChunk(j, true, result->start, on_delta, result); !s.ok()) {
+      if (Status s = ApplyChunk(j, event.data, true, result->start, on_delta, result); !s.ok()) {
         result->status = s;
         co_return;
       }
@@ -244,13 +248,14 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
     }
   }
   if (!streamed) {
-    json j = json::parse(result->content, nullptr, false);
+    const std::string body = std::move(result->content);
     result->content.clear();
+    json j = json::parse(body, nullptr, false);
     if (j.is_discarded()) {
       result->status = InvalidArgument("server sent a response that is neither SSE nor JSON");
       co_return;
     }
-    if (Status s = ApplyChunk(j, false, result->start, on_delta, result); !s.ok()) {
+    if (Status s = ApplyChunk(j, body, false, result->start, on_delta, result); !s.ok()) {
       result->status = s;
       co_return;
     }

@@ -156,6 +156,38 @@ TEST(ChatClientTest, DoesNotRetryClientErrors) {
   EXPECT_NE(result.status.message().find("max_tokens"), std::string::npos);
 }
 
+TEST(ChatClientTest, AnErrorEventIsQuotedNotDumped) {
+  // A hostile (or broken) server's error event nested 200 000 levels deep: the client dumped the whole event
+  // recursively to find its message, overflowing its own stack. Now it reads the message two levels down,
+  // or quotes an Excerpt of the event's text.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  for (const std::string& event : {R"({"error":)" + deep + "}", R"({"error":{"message":)" + deep + "}}"}) {
+    TestHttpServer server([&](const TestRequest&) {
+      TestResponse r;
+      r.headers = {{"Content-Type", "text/event-stream"}};
+      r.pieces = {"data: " + event + "\n\n"};
+      r.chunked = true;
+      return r;
+    });
+    auto result = ChatOnce(*MakeClient(server.url(), 10, 0), Question("x"));
+    EXPECT_EQ(result.status.code(), StatusCode::kUnavailable);
+    const std::string message = result.status.message();
+    EXPECT_NE(message.find("server error mid-stream: {\"error\":"), std::string::npos)
+        << message.substr(0, 300);
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 300);
+  }
+  // The usual shapes still give their message.
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r;
+    r.headers = {{"Content-Type", "text/event-stream"}};
+    r.pieces = {"data: {\"error\":{\"message\":\"the engine failed\"}}\n\n"};
+    r.chunked = true;
+    return r;
+  });
+  auto result = ChatOnce(*MakeClient(server.url(), 10, 0), Question("x"));
+  EXPECT_EQ(result.status.message(), "server error mid-stream: the engine failed");
+}
+
 TEST(ChatClientTest, RetriesConnectionErrors) {
   int port;
   {
