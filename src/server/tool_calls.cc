@@ -105,6 +105,9 @@ bool CallsFrom(const ToolSpec& spec, std::string_view s, std::vector<ToolCall>* 
     if (s[p] != '{' && s[p] != '[') return false;
     const size_t end = ValueEnd(s, p);
     if (end == std::string_view::npos) return false;
+    // The model's output, which no body check has seen: bounded as client JSON is, since the value is then
+    // copied and dumped recursively. Deeper output is not a call (it stays content).
+    if (NestsDeeperThan(s.substr(p, end - p), kMaxJsonDepth)) return false;
     const Ordered v = Ordered::parse(s.substr(p, end - p), nullptr, /*allow_exceptions=*/false);
     if (v.is_discarded()) return false;
     for (const Ordered& item : v.is_array() ? v : Ordered::array({v})) {

@@ -218,6 +218,29 @@ TEST(ToolCalls, ParsesEachFamilysFormat) {
   EXPECT_EQ(ToolCallId("x", 0, false), ToolCallId("x", 0, false));
 }
 
+TEST(ToolCalls, OutputNestedTooDeeplyIsContentNotACrash) {
+  // A model's output is JSON text no body check has seen: 200 000 levels of brackets (a prompt may ask for
+  // them, and vocabularies have tokens of several brackets) were parsed, then copied and dumped recursively
+  // — a stack overflow. Output nested deeper than kMaxJsonDepth is not a call; it stays content.
+  const ToolSpec spec = Tools("");
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  for (const std::string& text : {deep, R"({"name": "add", "arguments": {"a": )" + deep + "}}",
+                                  "<tool_call>\n" + deep + "\n</tool_call>"}) {
+    const ToolOutput out = ParseToolOutput(spec, text, "id", false);
+    EXPECT_TRUE(out.calls.empty());
+    EXPECT_EQ(out.content, text);
+    const ToolStreamDelta last = ToolStreamStep(spec, "", text, true, true, "id", false);
+    EXPECT_FALSE(last.called);
+    EXPECT_EQ(last.content, text);
+  }
+  // Within the bound, a call as usual.
+  const std::string nested = std::string(100, '[') + std::string(100, ']');
+  const ToolOutput out =
+      ParseToolOutput(spec, R"({"name": "add", "arguments": {"a": )" + nested + "}}", "id", false);
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].arguments, R"({"a":)" + nested + "}");
+}
+
 TEST(ToolCalls, StreamedContentNeverIncludesACallStart) {
   // Whatever the split, the streamable prefix of a partial text is a prefix of the final content.
   const ToolSpec spec = Tools("");
