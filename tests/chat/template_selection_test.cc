@@ -14,7 +14,7 @@
 namespace lockstep::chat {
 namespace {
 
-nlohmann::json LoadGoldens() {
+nlohmann::json LoadSelectionGoldens() {
   std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/chat_template_goldens.json");
   EXPECT_TRUE(in.good());
   return nlohmann::json::parse(in);
@@ -24,7 +24,7 @@ nlohmann::json LoadGoldens() {
 std::string GoldenName(const std::string& builtin) { return builtin == "qwen2" ? "qwen2.5" : builtin; }
 
 TEST(BuiltinTemplatesTest, EachRendersLikeTheRealTemplate) {
-  const nlohmann::json goldens = LoadGoldens();
+  const nlohmann::json goldens = LoadSelectionGoldens();
   int checked = 0;
   for (const BuiltinTemplate& builtin : BuiltinTemplates()) {
     const std::string golden = GoldenName(builtin.name);

@@ -181,7 +181,7 @@ std::unique_ptr<OpenAiClient> MakeMultiClient(const std::vector<std::string>& ur
   return std::move(*client);
 }
 
-ChatRequest Question(const std::string& text) {
+ChatRequest EndpointQuestion(const std::string& text) {
   ChatRequest r;
   r.messages = {{"user", text}};
   r.max_tokens = 8;
@@ -209,7 +209,7 @@ TEST(MultiEndpointClientTest, SkipsARefusingAndADrainingEndpointAtOnce) {
   const std::string refused = ClosedPortUrl();
   auto client = MakeMultiClient({refused, draining.url(), healthy.url()}, /*retries=*/0);
   const auto start = Clock::now();
-  std::vector<ChatRequest> requests(6, Question("x"));
+  std::vector<ChatRequest> requests(6, EndpointQuestion("x"));
   CancellationToken token;
   auto results = RunFanOut(*client, requests, 1, &token);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -230,7 +230,7 @@ TEST(MultiEndpointClientTest, SpreadsConcurrentRequestsOverEqualEndpoints) {
   auto slow = [](const TestRequest&) { return ChatSseResponse({"a", "b"}, 2, /*delay_ms=*/150); };
   TestHttpServer a(slow), b(slow), c(slow);
   auto client = MakeMultiClient({a.url(), b.url(), c.url()});
-  std::vector<ChatRequest> requests(9, Question("x"));
+  std::vector<ChatRequest> requests(9, EndpointQuestion("x"));
   CancellationToken token;
   auto results = RunFanOut(*client, requests, 9, &token);
   for (const ChatResult& r : results) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -254,7 +254,7 @@ TEST(MultiEndpointClientTest, AStreamThatBreaksOffIsNotResent) {
   auto client = MakeMultiClient({breaking.url(), healthy.url()});
   // Make the breaking endpoint the first pick: the healthy one is busier.
   client->endpoints().Begin(1);
-  auto result = RunBlocking(client->Chat(Question("x"), nullptr));
+  auto result = RunBlocking(client->Chat(EndpointQuestion("x"), nullptr));
   client->endpoints().End(1);
   EXPECT_FALSE(result.status.ok());
   EXPECT_EQ(result.content, "partial");  // what had streamed is kept and reported

@@ -28,7 +28,7 @@ SchedulerOptions Options(int max_seqs, int max_batch_tokens, bool caching, int32
   return o;
 }
 
-std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+std::vector<int32_t> ConcatTokens(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -56,7 +56,7 @@ TEST(SchedulerWindowTest, ReleasedBlocksServeLaterPromptsOnlyWhileStillCached) {
   const std::vector<int32_t> prompt = FakePrompt(7, 70);
   std::vector<Job> jobs = {{1, prompt, 20}, {2, prompt, 20, 30}};
   for (int i = 0; i < 4; ++i) jobs.push_back({RequestId(3 + i), FakePrompt(20 + i, 60), 30, 60});
-  jobs.push_back({7, Concat(prompt, FakePrompt(40, 3)), 20, 120});
+  jobs.push_back({7, ConcatTokens(prompt, FakePrompt(40, 3)), 20, 120});
   const RunOutcome run = RunJobs(jobs, 12, kBlock, Options(8, 24, true, kWindow));
   EXPECT_EQ(run.cached_tokens.at(2), 64);  // 4 full blocks, the last token's block recomputed
   EXPECT_LT(run.cached_tokens.at(7), 64);  // some were evicted meanwhile

@@ -39,7 +39,7 @@ std::shared_ptr<const CompiledGrammar> FromRegex(const std::string& pattern) {
   return g.ok() ? *g : nullptr;
 }
 
-std::string Repeated(const std::string& piece, int n) {
+std::string RepeatedText(const std::string& piece, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += piece;
   return out;
@@ -72,9 +72,9 @@ TEST(MaskBudget, CostlyGrammarsAreRefusedWithinTheBound) {
   // Alternatives and repetitions that match the same text: nothing collapses them, every position stays
   // alive, and each mask costs the vocabulary times the grammar (seconds to minutes unbounded).
   // Nested counted repetition: one byte can reach millions of stacks, so the bound holds inside a round too.
-  const std::string nested = Repeated("(", 15) + "a" + Repeated("){1,50}", 15);
-  for (const std::string& pattern :
-       {Repeated("(.*|x)", 100), Repeated("[a-z]*[a-y]*", 80), Repeated("\\w*\\d*", 50), nested}) {
+  const std::string nested = RepeatedText("(", 15) + "a" + RepeatedText("){1,50}", 15);
+  for (const std::string& pattern : {RepeatedText("(.*|x)", 100), RepeatedText("[a-z]*[a-y]*", 80),
+                                     RepeatedText("\\w*\\d*", 50), nested}) {
     auto g = FromRegex(pattern);
     ASSERT_NE(g, nullptr);
     TokenMasker masker(g, vocab);
@@ -104,7 +104,7 @@ TEST(MaskBudget, CostlyGrammarsAreRefusedWithinTheBound) {
 // 0.1-0.25 s now): a transition copies and scans its state's stacks even when no stack survives the byte,
 // and interning a state sorts its stacks. Both are counted now, by the sizes, deterministically.
 TEST(MaskBudget, DfaCountsCopyingScanningAndSortingLargeStates) {
-  auto g = FromRegex(Repeated("(", 6) + "a" + Repeated("){1,50}", 6));
+  auto g = FromRegex(RepeatedText("(", 6) + "a" + RepeatedText("){1,50}", 6));
   ASSERT_NE(g, nullptr);
   GrammarMatcher m(g);
   LazyByteDfa dfa(*g, /*approximate=*/false, m.nodes(), m.tops());
@@ -138,7 +138,7 @@ TEST(MaskBudget, WorkIsDeterministicAndTheBoundIsExact) {
   LOCKSTEP_REQUIRE_TESTDATA();
   auto vocab = StarCoderVocab();
   ASSERT_NE(vocab, nullptr);
-  auto g = FromRegex(Repeated("[a-z]*[a-y]*", 4));
+  auto g = FromRegex(RepeatedText("[a-z]*[a-y]*", 4));
   ASSERT_NE(g, nullptr);
   TokenMasker a(g, vocab), b(g, vocab);
   const uint64_t work = WalkWork(a, 5, 12);

@@ -11,7 +11,7 @@
 namespace lockstep::grammar {
 namespace {
 
-bool Accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+bool RegexAccepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
   GrammarMatcher m(g);
   return m.AcceptBytes(text) && m.accepting();
 }
@@ -68,7 +68,7 @@ void ExpectExact(const std::optional<NumberBound>& lo, const std::optional<Numbe
       want = want && (lo->inclusive ? CompareDecimals(x, lo->value) >= 0 : CompareDecimals(x, lo->value) > 0);
     if (hi)
       want = want && (hi->inclusive ? CompareDecimals(x, hi->value) <= 0 : CompareDecimals(x, hi->value) < 0);
-    ASSERT_EQ(g != nullptr && Accepts(g, t), want)
+    ASSERT_EQ(g != nullptr && RegexAccepts(g, t), want)
         << t << " lo "
         << (lo ? (lo->value.negative ? "-" : "") + lo->value.int_digits + "." + lo->value.frac_digits
                : "none")
@@ -104,7 +104,7 @@ TEST(NumberRange, EmptyRangesAreErrors) {
   EXPECT_TRUE(AddNumberRange(&b, "r", NumberBound{D("2"), true}, NumberBound{D("2"), true}, true).ok());
 }
 
-std::shared_ptr<const CompiledGrammar> FromRegex(const std::string& pattern, bool json = false) {
+std::shared_ptr<const CompiledGrammar> CompileRegex(const std::string& pattern, bool json = false) {
   auto expr = RegexToGbnf(pattern, json);
   EXPECT_TRUE(expr.ok()) << expr.status().ToString();
   if (!expr.ok()) return nullptr;
@@ -136,24 +136,24 @@ TEST(RegexToGbnf, MatchesWholeText) {
       {"(?<year>\\d{4})|(?P<word>[a-z]+)|", {"2024", "abc", ""}, {"12"}},
   };
   for (const Case& c : cases) {
-    auto g = FromRegex(c.pattern);
+    auto g = CompileRegex(c.pattern);
     ASSERT_NE(g, nullptr) << c.pattern;
-    for (const char* t : c.yes) EXPECT_TRUE(Accepts(g, t)) << c.pattern << " should match " << t;
-    for (const char* t : c.no) EXPECT_FALSE(Accepts(g, t)) << c.pattern << " should not match " << t;
+    for (const char* t : c.yes) EXPECT_TRUE(RegexAccepts(g, t)) << c.pattern << " should match " << t;
+    for (const char* t : c.no) EXPECT_FALSE(RegexAccepts(g, t)) << c.pattern << " should not match " << t;
   }
 }
 
 TEST(RegexToGbnf, JsonStringModeEscapes) {
-  auto g = FromRegex("a\"b\\\\c[\\n\"]", /*json=*/true);
+  auto g = CompileRegex("a\"b\\\\c[\\n\"]", /*json=*/true);
   ASSERT_NE(g, nullptr);
-  EXPECT_TRUE(Accepts(g, "a\\\"b\\\\c\\n"));
-  EXPECT_TRUE(Accepts(g, "a\\\"b\\\\c\\\""));
-  EXPECT_FALSE(Accepts(g, "a\"b\\c\n"));
-  auto any = FromRegex("[^x]{3}", true);
+  EXPECT_TRUE(RegexAccepts(g, "a\\\"b\\\\c\\n"));
+  EXPECT_TRUE(RegexAccepts(g, "a\\\"b\\\\c\\\""));
+  EXPECT_FALSE(RegexAccepts(g, "a\"b\\c\n"));
+  auto any = CompileRegex("[^x]{3}", true);
   ASSERT_NE(any, nullptr);
-  EXPECT_TRUE(Accepts(any, "a\\u0001\\t"));
-  EXPECT_FALSE(Accepts(any, "a\x01\t"));
-  EXPECT_FALSE(Accepts(any, "ab\""));
+  EXPECT_TRUE(RegexAccepts(any, "a\\u0001\\t"));
+  EXPECT_FALSE(RegexAccepts(any, "a\x01\t"));
+  EXPECT_FALSE(RegexAccepts(any, "ab\""));
 }
 
 // Stacked and nested quantifiers collapse where the language allows (issue 15: `.****...` and `.*` x 200
@@ -200,10 +200,11 @@ TEST(RegexToGbnf, StackedQuantifiersKeepTheirLanguage) {
           patterns.push_back(std::string("a") + q1.text + q2.text + q3.text);
         }
         for (const std::string& pattern : patterns) {
-          auto g = FromRegex(pattern);
+          auto g = CompileRegex(pattern);
           ASSERT_NE(g, nullptr) << pattern;
           for (int n = 0; n <= kMaxCount; ++n) {
-            ASSERT_EQ(Accepts(g, std::string(size_t(n), 'a')), want[n]) << pattern << " on " << n << " a's";
+            ASSERT_EQ(RegexAccepts(g, std::string(size_t(n), 'a')), want[n])
+                << pattern << " on " << n << " a's";
           }
           ++checked;
         }
@@ -213,12 +214,12 @@ TEST(RegexToGbnf, StackedQuantifiersKeepTheirLanguage) {
   EXPECT_GT(checked, 2000);
   // Adjacent equal quantified atoms: X{a,b} X{c,d} = X{a+c,b+d}.
   for (const char* pattern : {"a*a*", "a?a{2}", "a{2,3}a+", "(?:a*)a?(?:a{2})"}) {
-    auto g = FromRegex(pattern);
+    auto g = CompileRegex(pattern);
     ASSERT_NE(g, nullptr) << pattern;
     const std::string p = pattern;
     for (int n = 0; n <= kMaxCount; ++n) {
       bool want = p == "a*a*" ? true : p == "a?a{2}" ? (n == 2 || n == 3) : p == "a{2,3}a+" ? n >= 3 : n >= 2;
-      EXPECT_EQ(Accepts(g, std::string(size_t(n), 'a')), want) << pattern << " on " << n;
+      EXPECT_EQ(RegexAccepts(g, std::string(size_t(n), 'a')), want) << pattern << " on " << n;
     }
   }
 }

@@ -10,14 +10,14 @@
 namespace lockstep {
 namespace {
 
-constexpr int32_t kBlock = 4;
+constexpr int32_t kWindowBlock = 4;
 
 std::unique_ptr<BlockPool> Pool(int64_t blocks) {
   KvLayout layout;
   layout.n_layer = 1;
   layout.n_kv_head = 1;
   layout.head_dim = 2;
-  layout.block_tokens = kBlock;
+  layout.block_tokens = kWindowBlock;
   layout.dtype = KvDtype::kF32;
   return std::move(*BlockPool::Create(layout, blocks));
 }

@@ -12,14 +12,14 @@ namespace lockstep::testing {
 namespace {
 
 // Rebuilds the tiny model with edits: metadata overrides / removals and tensor removals / replacements.
-struct Edit {
+struct ByteEdit {
   std::set<std::string> drop_keys;
   std::vector<std::pair<std::string, GgufValue>> set_keys;
   std::set<std::string> drop_tensors;
   std::string reshape_tensor;  // given wrong dims (transposed)
 };
 
-Result<std::unique_ptr<Model>> LoadEdited(const Edit& edit) {
+Result<std::unique_ptr<Model>> LoadEdited(const ByteEdit& edit) {
   auto file = GgufFile::Open(TinyModelPath("tiny", TensorType::kF32));
   if (!file.ok()) return file.status();
   GgufWriter w;
@@ -42,7 +42,7 @@ Result<std::unique_ptr<Model>> LoadEdited(const Edit& edit) {
 TEST(ModelErrors, UneditedLoads) { EXPECT_TRUE(LoadEdited({}).ok()); }
 
 TEST(ModelErrors, MissingTensorsAreAllListed) {
-  Edit e;
+  ByteEdit e;
   e.drop_tensors = {"blk.0.attn_q.weight", "blk.1.ffn_down.weight", "output_norm.weight",
                     "blk.1.attn_norm.weight"};
   auto r = LoadEdited(e);
@@ -53,7 +53,7 @@ TEST(ModelErrors, MissingTensorsAreAllListed) {
 }
 
 TEST(ModelErrors, UnsupportedArchitectureListsSupported) {
-  Edit e;
+  ByteEdit e;
   e.set_keys = {{"general.architecture", GgufValue::String("mamba")}};
   auto r = LoadEdited(e);
   ASSERT_FALSE(r.ok());
@@ -63,7 +63,7 @@ TEST(ModelErrors, UnsupportedArchitectureListsSupported) {
 }
 
 TEST(ModelErrors, WrongShapeNamesTensorAndShapes) {
-  Edit e;
+  ByteEdit e;
   e.reshape_tensor = "blk.1.ffn_up.weight";
   auto r = LoadEdited(e);
   ASSERT_FALSE(r.ok());
@@ -73,7 +73,7 @@ TEST(ModelErrors, WrongShapeNamesTensorAndShapes) {
 }
 
 TEST(ModelErrors, MissingKeyIsNamed) {
-  Edit e;
+  ByteEdit e;
   e.drop_keys = {"llama.embedding_length"};
   auto r = LoadEdited(e);
   ASSERT_FALSE(r.ok());
@@ -81,12 +81,12 @@ TEST(ModelErrors, MissingKeyIsNamed) {
 }
 
 TEST(ModelErrors, BadHeadCountsAndRopeScaling) {
-  Edit heads;
+  ByteEdit heads;
   heads.set_keys = {{"llama.attention.head_count_kv", GgufValue::Uint32(3)}};
   auto r = LoadEdited(heads);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("head_count_kv"), std::string::npos) << r.status().message();
-  Edit yarn;
+  ByteEdit yarn;
   yarn.set_keys = {{"llama.rope.scaling.type", GgufValue::String("yarn")}};
   r = LoadEdited(yarn);
   ASSERT_FALSE(r.ok());
@@ -95,7 +95,7 @@ TEST(ModelErrors, BadHeadCountsAndRopeScaling) {
 }
 
 TEST(ModelConfig, RopeScalingKeys) {
-  Edit linear;
+  ByteEdit linear;
   linear.set_keys = {{"llama.rope.scaling.type", GgufValue::String("linear")},
                      {"llama.rope.scaling.factor", GgufValue::Float32(4)}};
   auto r = LoadEdited(linear);
@@ -103,7 +103,7 @@ TEST(ModelConfig, RopeScalingKeys) {
   EXPECT_EQ((*r)->config().rope_scaling, RopeScaling::kLinear);
   EXPECT_FLOAT_EQ((*r)->config().rope_scale_factor, 4.0f);
 
-  Edit llama3;
+  ByteEdit llama3;
   llama3.set_keys = {{"llama.rope.scaling.type", GgufValue::String("llama3")},
                      {"llama.rope.scaling.factor", GgufValue::Float32(32)},
                      {"llama.rope.scaling.low_freq_factor", GgufValue::Float32(1)},

@@ -11,7 +11,7 @@
 namespace lockstep::testing {
 namespace {
 
-struct Case {
+struct ReferenceCase {
   std::string shape;
   std::string types;  // make-model's --type
   // max |fast - reference| relative to max |reference logit|. Float weights meet f32 activations (~1e-7
@@ -22,16 +22,16 @@ struct Case {
   double f16_kv = 5e-4;
 };
 
-std::string Name(const ::testing::TestParamInfo<Case>& info) {
+std::string Name(const ::testing::TestParamInfo<ReferenceCase>& info) {
   std::string s = info.param.shape + "_" + info.param.types;
   for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   return s;
 }
 
-class ReferenceTest : public ::testing::TestWithParam<Case> {};
+class ReferenceTest : public ::testing::TestWithParam<ReferenceCase> {};
 
 TEST_P(ReferenceTest, FastPathMatchesReference) {
-  const Case& c = GetParam();
+  const ReferenceCase& c = GetParam();
   LoadedModel m = LoadModelOrDie(TinyModelPath(c.shape, c.types));
   ASSERT_NE(m.model, nullptr);
   const int64_t vocab = m.model->config().n_vocab;
@@ -62,24 +62,32 @@ TEST_P(ReferenceTest, FastPathMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, ReferenceTest,
-    ::testing::Values(
-        Case{"tiny", "f32", 1e-5}, Case{"tiny", "f16", 1e-5}, Case{"tiny", "bf16", 1e-5},
-        Case{"tiny", "q8_0", 1.5e-2}, Case{"tiny", "q4_0", 1.5e-2}, Case{"tiny-qwen2", "f32", 1e-5},
-        Case{"tiny-qwen2", "f16", 1e-5}, Case{"tiny-qwen2", "bf16", 1e-5}, Case{"tiny-qwen2", "q8_0", 1.5e-2},
-        Case{"tiny-qwen2", "q4_0", 1.5e-2},
-        // K-quants need rows of 256: tiny-256 (q4_k_m mixes q4_K and q6_K matrices). Its
-        // logits carry more activation-quantization error (q8_0 there: 2.2-2.8% seen).
-        Case{"tiny-256", "q4_k", 4e-2}, Case{"tiny-256", "q6_k", 4e-2}, Case{"tiny-256", "q4_k_m", 4e-2},
-        // One shape per architecture difference (model/architectures.h), 26 layers for
-        // Gemma 2: their errors grow more through the layers (f16 KV up to 1.1e-3, q8_0 /
-        // q4_0 activations 2.7-6.7% seen).
-        Case{"tiny-qwen3", "f32", 1e-5}, Case{"tiny-qwen3", "q8_0", 5e-2},
-        Case{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3}, Case{"tiny-gemma2", "q8_0", 8e-2, 90, 1.5e-3},
-        Case{"tiny-gemma3", "f32", 1e-5, 90, 2e-3}, Case{"tiny-gemma3", "q4_0", 1e-1, 90, 2e-3},
-        Case{"tiny-phi3", "f32", 1e-5, 90, 8e-4}, Case{"tiny-phi3", "q8_0", 5e-2, 90, 8e-4},
-        Case{"tiny-phi3.5", "f32", 1e-5, 21, 8e-4}, Case{"tiny-phi4-mini", "f32", 1e-5, 21, 8e-4},
-        Case{"tiny-phi4-mini", "bf16", 1e-5, 21, 8e-4}, Case{"tiny-nemo", "f32", 1e-5, 21, 8e-4},
-        Case{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4}, Case{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
+    ::testing::Values(ReferenceCase{"tiny", "f32", 1e-5}, ReferenceCase{"tiny", "f16", 1e-5},
+                      ReferenceCase{"tiny", "bf16", 1e-5}, ReferenceCase{"tiny", "q8_0", 1.5e-2},
+                      ReferenceCase{"tiny", "q4_0", 1.5e-2}, ReferenceCase{"tiny-qwen2", "f32", 1e-5},
+                      ReferenceCase{"tiny-qwen2", "f16", 1e-5}, ReferenceCase{"tiny-qwen2", "bf16", 1e-5},
+                      ReferenceCase{"tiny-qwen2", "q8_0", 1.5e-2},
+                      ReferenceCase{"tiny-qwen2", "q4_0", 1.5e-2},
+                      // K-quants need rows of 256: tiny-256 (q4_k_m mixes q4_K and q6_K matrices). Its
+                      // logits carry more activation-quantization error (q8_0 there: 2.2-2.8% seen).
+                      ReferenceCase{"tiny-256", "q4_k", 4e-2}, ReferenceCase{"tiny-256", "q6_k", 4e-2},
+                      ReferenceCase{"tiny-256", "q4_k_m", 4e-2},
+                      // One shape per architecture difference (model/architectures.h), 26 layers for
+                      // Gemma 2: their errors grow more through the layers (f16 KV up to 1.1e-3, q8_0 /
+                      // q4_0 activations 2.7-6.7% seen).
+                      ReferenceCase{"tiny-qwen3", "f32", 1e-5}, ReferenceCase{"tiny-qwen3", "q8_0", 5e-2},
+                      ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
+                      ReferenceCase{"tiny-gemma2", "q8_0", 8e-2, 90, 1.5e-3},
+                      ReferenceCase{"tiny-gemma3", "f32", 1e-5, 90, 2e-3},
+                      ReferenceCase{"tiny-gemma3", "q4_0", 1e-1, 90, 2e-3},
+                      ReferenceCase{"tiny-phi3", "f32", 1e-5, 90, 8e-4},
+                      ReferenceCase{"tiny-phi3", "q8_0", 5e-2, 90, 8e-4},
+                      ReferenceCase{"tiny-phi3.5", "f32", 1e-5, 21, 8e-4},
+                      ReferenceCase{"tiny-phi4-mini", "f32", 1e-5, 21, 8e-4},
+                      ReferenceCase{"tiny-phi4-mini", "bf16", 1e-5, 21, 8e-4},
+                      ReferenceCase{"tiny-nemo", "f32", 1e-5, 21, 8e-4},
+                      ReferenceCase{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4},
+                      ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
     Name);
 
 }  // namespace

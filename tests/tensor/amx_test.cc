@@ -48,12 +48,12 @@ void RunPackedTile(const TileArgs& a, int64_t begin, int64_t end) {
   Avx512Kernels()->packed_tile[QuantWeightIndex(a.type)](a, begin, end);
 }
 
-struct Case {
+struct AmxCase {
   TensorType type;
   int64_t in, out, rows;
 };
 
-const Case kCases[] = {
+const AmxCase kCases[] = {
     {TensorType::kQ8_0, 32, 16, 1},   {TensorType::kQ8_0, 96, 17, 8},   {TensorType::kQ8_0, 160, 70, 16},
     {TensorType::kQ8_0, 544, 50, 21}, {TensorType::kQ8_0, 64, 130, 33}, {TensorType::kQ4_0, 32, 5, 3},
     {TensorType::kQ4_0, 96, 48, 16},  {TensorType::kQ4_0, 160, 70, 17}, {TensorType::kQ4_0, 544, 33, 40},
@@ -64,7 +64,7 @@ const Case kCases[] = {
 // A packed weight matrix, activations quantized for it, and TileArgs over both.
 class Product {
  public:
-  explicit Product(const Case& c, std::mt19937& rng)
+  explicit Product(const AmxCase& c, std::mt19937& rng)
       : c_(c),
         weights_(testing::RandomQuantizedWeights(c.type, c.in, c.out, rng)),
         x_(size_t(c.rows * c.in)) {
@@ -101,7 +101,7 @@ class Product {
   }
 
  private:
-  Case c_;
+  AmxCase c_;
   std::vector<std::byte> weights_;
   std::vector<float> x_;
   PackedWeightsPtr packed_;
@@ -112,7 +112,7 @@ class Product {
 TEST(AmxKernel, OnTheTileModelEqualsThePackedKernelBitForBit) {
   if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
   std::mt19937 rng(11);
-  for (const Case& c : kCases) {
+  for (const AmxCase& c : kCases) {
     Product p(c, rng);
     const std::vector<float> expected = p.Compute(48, RunPackedTile);
     for (int64_t step : {int64_t{48}, int64_t{16}, int64_t{1024}}) {  // MatMul's tasks, single groups, all
@@ -133,7 +133,7 @@ TEST(AmxKernel, OnTheTileModelEqualsThePackedKernelBitForBit) {
 TEST(AmxKernel, OnTheCpuTilesEqualsThePackedKernelBitForBit) {
   if (!CpuRunsLevel(ProbeCpuFeatures(), CpuLevel::kAmx)) GTEST_SKIP() << "no AMX-INT8 on this machine";
   std::mt19937 rng(12);
-  for (const Case& c : kCases) {
+  for (const AmxCase& c : kCases) {
     Product p(c, rng);
     const std::vector<float> expected = p.Compute(48, RunPackedTile);
     const std::vector<float> y = p.Compute(48, AmxPackedTileOnStack);

@@ -19,7 +19,7 @@
 namespace lockstep {
 namespace {
 
-struct Case {
+struct MatMulCase {
   TensorType type;
   int64_t in, out, rows;
   bool packed = false;  // weights repacked with PackWeights
@@ -28,7 +28,7 @@ struct Case {
 // Weights (quantized from normal values, with a few outliers), stored one byte past an aligned address.
 class TestWeights {
  public:
-  TestWeights(const Case& c, uint32_t seed) : TestWeights(c.type, c.in, c.out, seed) {
+  TestWeights(const MatMulCase& c, uint32_t seed) : TestWeights(c.type, c.in, c.out, seed) {
     if (c.packed) {
       packed_ = PackWeights({type_, in_, out_, data()});
       EXPECT_NE(packed_, nullptr);
@@ -88,8 +88,8 @@ void ExpectBitEqual(const std::vector<float>& a, const std::vector<float>& b, co
   }
 }
 
-std::vector<Case> Cases() {
-  std::vector<Case> cases;
+std::vector<MatMulCase> Cases() {
+  std::vector<MatMulCase> cases;
   const int64_t outs[] = {1, 3, 17, 33};
   const int64_t rows[] = {1, 2, 5, 40};
   for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
@@ -123,14 +123,14 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-std::string Name(const Case& c) {
+std::string Name(const MatMulCase& c) {
   return std::string(TensorTypeName(c.type)) + " in=" + std::to_string(c.in) +
          " out=" + std::to_string(c.out) + " rows=" + std::to_string(c.rows) + (c.packed ? " packed" : "");
 }
 
 TEST(MatMul, EveryLevelMatchesScalarReferenceBitForBit) {
   const std::vector<Kernels> levels = testing::DistinctMatMulKernels();
-  for (const Case& c : Cases()) {
+  for (const MatMulCase& c : Cases()) {
     TestWeights weights(c, 11);
     const std::vector<float> x = TestActivations(c.rows, c.in, 12);
     std::vector<float> expected(c.rows * c.out);
@@ -148,7 +148,7 @@ TEST(MatMul, EveryLevelMatchesScalarReferenceBitForBit) {
 }
 
 TEST(MatMul, RowResultsDoNotDependOnTheOtherRows) {
-  for (const Case& c : Cases()) {
+  for (const MatMulCase& c : Cases()) {
     TestWeights weights(c, 21);
     const std::vector<float> x = TestActivations(c.rows, c.in, 22);
     const std::vector<float> all = RunMatMul(weights.matrix(), x.data() + 1, c.rows, 2);
@@ -164,7 +164,7 @@ TEST(MatMul, RowResultsDoNotDependOnTheOtherRows) {
 // activation quantization (half a step per element: sum |w| * d_block / 2, d_block the block's power-of-two
 // scale) plus f32 rounding of the accumulation (a generous n * 2^-23 relative to sum |w x|).
 TEST(MatMul, CloseToDoublePrecisionProduct) {
-  for (const Case& c : Cases()) {
+  for (const MatMulCase& c : Cases()) {
     TestWeights weights(c, 31);
     const std::vector<float> w = weights.Dequantized();
     const std::vector<float> x = TestActivations(c.rows, c.in, 32);
@@ -202,7 +202,7 @@ TEST(MatMul, CloseToDoublePrecisionProduct) {
 // (the sign trick of the AVX2 kernels is only exact because activations stay within +-127).
 TEST(MatMul, Q8_0MinusOneTwentyEightIsExactEverywhere) {
   for (bool pack : {false, true}) {
-    TestWeights weights(Case{TensorType::kQ8_0, 64, 9, 5, pack}, 41);
+    TestWeights weights(MatMulCase{TensorType::kQ8_0, 64, 9, 5, pack}, 41);
     WeightMatrix m = weights.matrix();
     std::vector<std::byte> bytes(weights.data(), weights.data() + RowBytes(TensorType::kQ8_0, 64) * 9);
     for (size_t i = 2; i < bytes.size(); i += 5) {
@@ -262,9 +262,9 @@ TEST(MatMul, Q4_0ExtremeNibbleSumsAreExactEverywhere) {
 
 TEST(MatMul, SharedInputMatchesSeparateCalls) {
   const int64_t in = 96, rows = 7;
-  TestWeights a(Case{TensorType::kQ8_0, in, 17, rows, true}, 51);
-  TestWeights b(Case{TensorType::kQ4_0, in, 5, rows, false}, 52);
-  TestWeights c(Case{TensorType::kF16, in, 40, rows, false}, 53);
+  TestWeights a(MatMulCase{TensorType::kQ8_0, in, 17, rows, true}, 51);
+  TestWeights b(MatMulCase{TensorType::kQ4_0, in, 5, rows, false}, 52);
+  TestWeights c(MatMulCase{TensorType::kF16, in, 40, rows, false}, 53);
   const std::vector<float> x = TestActivations(rows, in, 54);
   ThreadPool pool(2);
   const std::vector<WeightMatrix> ws = {a.matrix(), b.matrix(), c.matrix()};
