@@ -13,12 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -171,8 +165,8 @@ Result<CompareReport> RunCompare(const OpenAiClient& client, const CompareOption
         std::string cached =
             run.cached_tokens >= 0 ? ", " + std::to_string(run.cached_tokens) + " cached" : "";
         progress(mode.name + " run " + std::to_string(rep + 1) + "/" + std::to_string(o.repeat) + ": " +
-                 Fmt("%.3f s", run.wall_s) + ", " + std::to_string(run.output_tokens) + " tokens, prompt " +
-                 std::to_string(run.prompt_tokens) + cached);
+                 FormatNumber("%.3f s", run.wall_s) + ", " + std::to_string(run.output_tokens) +
+                 " tokens, prompt " + std::to_string(run.prompt_tokens) + cached);
       }
       mode.runs.push_back(std::move(run));
     }
@@ -244,18 +238,19 @@ std::string CompareMarkdown(const CompareReport& report) {
       "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& m : report.modes) {
     const bool known = m.cached_tokens >= 0;
-    md += "| " + m.name + " | " + Fmt("%.3f", m.median_wall_s) + " | " + Fmt("%.3f", m.median_ttft_s) +
-          " | " + std::to_string(m.output_tokens) + " | " + Fmt("%.1f", m.tokens_per_s) + " | " +
-          std::to_string(m.prompt_tokens) + " | " + (known ? std::to_string(m.cached_tokens) : "?") + " | " +
+    md += "| " + m.name + " | " + FormatNumber("%.3f", m.median_wall_s) + " | " +
+          FormatNumber("%.3f", m.median_ttft_s) + " | " + std::to_string(m.output_tokens) + " | " +
+          FormatNumber("%.1f", m.tokens_per_s) + " | " + std::to_string(m.prompt_tokens) + " | " +
+          (known ? std::to_string(m.cached_tokens) : "?") + " | " +
           (known ? std::to_string(m.prompt_tokens - m.cached_tokens) : "?") + " |\n";
   }
-  md += "\nSpeedup of parallel over combined: **" + Fmt("%.2f", report.speedup_parallel_over_combined) +
-        "x**\n\n";
+  md += "\nSpeedup of parallel over combined: **" +
+        FormatNumber("%.2f", report.speedup_parallel_over_combined) + "x**\n\n";
   if (!report.ratios_to_combined.empty()) {
     md += "Wall time / combined's, per round:\n\n";
     for (const auto& [name, values] : report.ratios_to_combined) {
       md += "- " + name + ":";
-      for (double v : values) md += " " + Fmt("%.3f", v);
+      for (double v : values) md += " " + FormatNumber("%.3f", v);
       md += "\n";
     }
     md += "\n";
@@ -294,8 +289,8 @@ std::string CompareSvg(const CompareReport& report) {
     const auto& m = report.modes[i];
     const double cx = bars.X(i + 0.5), bw = 100;
     svg.Rect(cx - bw / 2, bars.Y(m.median_wall_s), bw, bars.Y(0) - bars.Y(m.median_wall_s), SeriesColor(i),
-             m.name + ": " + Fmt("%.3f s", m.median_wall_s));
-    svg.Text(cx, bars.Y(m.median_wall_s) - 6, Fmt("%.2f s", m.median_wall_s), 12, "middle", true);
+             m.name + ": " + FormatNumber("%.3f s", m.median_wall_s));
+    svg.Text(cx, bars.Y(m.median_wall_s) - 6, FormatNumber("%.2f s", m.median_wall_s), 12, "middle", true);
     svg.Text(cx, bars.y + bars.h + 17, m.name, 12, "middle");
     if (m.cached_tokens >= 0) {  // prompt tokens the server computed / found cached
       svg.Text(cx, bars.y + bars.h + 32,
@@ -320,8 +315,9 @@ std::string CompareSvg(const CompareReport& report) {
     svg.Text(x0 - 8, y + 14, m.name, 12, "end", true);
     for (size_t k = 0; k < m.runs[m.median_run].spans.size(); ++k) {
       const RequestSpan& s = m.runs[m.median_run].spans[k];
-      const std::string tip = m.name + " request " + std::to_string(k + 1) + ": " + Fmt("%.3f", s.start_s) +
-                              "-" + Fmt("%.3f s", s.end_s) + ", " + std::to_string(s.tokens) + " tokens";
+      const std::string tip = m.name + " request " + std::to_string(k + 1) + ": " +
+                              FormatNumber("%.3f", s.start_s) + "-" + FormatNumber("%.3f s", s.end_s) + ", " +
+                              std::to_string(s.tokens) + " tokens";
       svg.Rect(x0 + s.start_s * scale, y + 2, (s.first_token_s - s.start_s) * scale, row_h - 4, "#cfd8e3",
                tip);
       svg.Rect(x0 + s.first_token_s * scale, y + 2, (s.end_s - s.first_token_s) * scale, row_h - 4,

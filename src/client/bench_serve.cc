@@ -22,12 +22,6 @@ namespace {
 namespace asio = boost::asio;
 using nlohmann::json;
 
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
 ChatRequest ToRequest(const WorkItem& w, const ServeOptions& o) {
   ChatRequest r;
   r.model = o.model;
@@ -288,30 +282,31 @@ std::string ServeMarkdown(const ServeReport& r) {
   std::string md =
       "# lockstep bench serve\n\nServer `" + o.server + "`, model `" + o.model + "`, " +
       std::to_string(r.records.size()) + " requests, " +
-      (o.concurrency > 0
-           ? "concurrency " + std::to_string(o.concurrency)
-           : (o.rate > 0 ? "rate " + Fmt("%g", o.rate) + " req/s, burstiness " + Fmt("%g", o.burstiness)
-                         : std::string("all at once"))) +
+      (o.concurrency > 0 ? "concurrency " + std::to_string(o.concurrency)
+                         : (o.rate > 0 ? "rate " + FormatNumber("%g", o.rate) + " req/s, burstiness " +
+                                             FormatNumber("%g", o.burstiness)
+                                       : std::string("all at once"))) +
       ".\n\n";
   md += "| metric | value |\n|---|---:|\n";
-  md += "| duration (s) | " + Fmt("%.3f", r.duration_s) + " |\n";
+  md += "| duration (s) | " + FormatNumber("%.3f", r.duration_s) + " |\n";
   md += "| completed / failed | " + std::to_string(r.completed) + " / " + std::to_string(r.failed) + " |\n";
   md += "| input / output tokens | " + std::to_string(r.total_input_tokens) + " / " +
         std::to_string(r.total_output_tokens) + " |\n";
-  md += "| request throughput (req/s) | " + Fmt("%.3f", r.request_throughput) + " |\n";
-  md += "| output throughput (tok/s) | " + Fmt("%.2f", r.output_throughput) + " |\n";
-  if (r.goodput >= 0) md += "| goodput (req/s) | " + Fmt("%.3f", r.goodput) + " |\n";
+  md += "| request throughput (req/s) | " + FormatNumber("%.3f", r.request_throughput) + " |\n";
+  md += "| output throughput (tok/s) | " + FormatNumber("%.2f", r.output_throughput) + " |\n";
+  if (r.goodput >= 0) md += "| goodput (req/s) | " + FormatNumber("%.3f", r.goodput) + " |\n";
   md += "| prefix-cache hit ratio | " +
         (r.prefix_hit_ratio >= 0
-             ? Fmt("%.3f", r.prefix_hit_ratio) + " (" + std::to_string(r.total_cached_tokens) + " of " +
-                   std::to_string(r.total_input_tokens) + " prompt tokens cached)"
+             ? FormatNumber("%.3f", r.prefix_hit_ratio) + " (" + std::to_string(r.total_cached_tokens) +
+                   " of " + std::to_string(r.total_input_tokens) + " prompt tokens cached)"
              : std::string("not reported by the server")) +
         " |\n";
   md += "\n| latency (ms) | mean | median | p90 | p99 |\n|---|---:|---:|---:|---:|\n";
   for (const char* name : {"ttft", "tpot", "itl", "e2e"}) {
     const LatencySummary& s = r.latency_ms.at(name);
-    md += std::string("| ") + name + " | " + Fmt("%.2f", s.mean) + " | " + Fmt("%.2f", s.median) + " | " +
-          Fmt("%.2f", s.p90) + " | " + Fmt("%.2f", s.p99) + " |\n";
+    md += std::string("| ") + name + " | " + FormatNumber("%.2f", s.mean) + " | " +
+          FormatNumber("%.2f", s.median) + " | " + FormatNumber("%.2f", s.p90) + " | " +
+          FormatNumber("%.2f", s.p99) + " |\n";
   }
   if (r.turns > 0) {
     md +=
@@ -319,8 +314,8 @@ std::string ServeMarkdown(const ServeReport& r) {
         "prefix-cache hit ratio |\n"
         "|---:|---:|---:|\n";
     for (int t = 0; t < r.turns; ++t) {
-      md += "| " + std::to_string(t + 1) + " | " + Fmt("%.1f", r.ttft_by_turn_ms[size_t(t)]) + " | " +
-            Fmt("%.3f", r.hit_ratio_by_turn[size_t(t)]) + " |\n";
+      md += "| " + std::to_string(t + 1) + " | " + FormatNumber("%.1f", r.ttft_by_turn_ms[size_t(t)]) +
+            " | " + FormatNumber("%.3f", r.hit_ratio_by_turn[size_t(t)]) + " |\n";
     }
   }
   if (r.short_outputs > 0) {
@@ -369,8 +364,8 @@ std::string ServeThroughputSvg(const ServeReport& r) {
     tok.points.emplace_back(i * bucket, tokens[i] / bucket);
     req.points.emplace_back(i * bucket, finished[i] / bucket * 10);
   }
-  return LineChart("Throughput over time (" + Fmt("%.2f", bucket) + " s buckets)", "seconds since start",
-                   "per second", {tok, req});
+  return LineChart("Throughput over time (" + FormatNumber("%.2f", bucket) + " s buckets)",
+                   "seconds since start", "per second", {tok, req});
 }
 
 Status WriteServeOutputs(const ServeReport& report, const std::string& dir) {

@@ -1,6 +1,7 @@
 #include "client/stats.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 namespace lockstep::client {
@@ -19,6 +20,12 @@ double Percentile(std::vector<double> values, double p) {
   const size_t lo = static_cast<size_t>(rank);
   const size_t hi = std::min(lo + 1, values.size() - 1);
   return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
+}
+
+std::string FormatNumber(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
 }
 
 }  // namespace lockstep::client
