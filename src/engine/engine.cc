@@ -222,7 +222,7 @@ Result<std::vector<std::shared_ptr<RequestHandle>>> Engine::SubmitGroup(std::vec
     handles.push_back(std::make_shared<RequestHandle>(pending.id, pending.channel, inbox_));
     group.push_back(std::move(pending));
   }
-  Status pushed = group.size() == 1 ? inbox_->Push(std::move(group[0])) : inbox_->PushGroup(std::move(group));
+  Status pushed = inbox_->PushGroup(std::move(group));
   for (size_t i = 0; i < handles.size(); ++i) loop_->CountSubmit(pushed.ok());
   if (!pushed.ok()) return pushed;
   return handles;

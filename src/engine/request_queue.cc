@@ -53,12 +53,6 @@ bool EventChannel::finished() const {
   return finished_;
 }
 
-Status Inbox::Push(PendingRequest pending) {
-  std::vector<PendingRequest> one;
-  one.push_back(std::move(pending));
-  return PushGroup(std::move(one));
-}
-
 Status Inbox::PushGroup(std::vector<PendingRequest> group) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

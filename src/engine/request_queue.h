@@ -58,11 +58,9 @@ class Inbox {
  public:
   Inbox(int max_queue, int max_seqs) : max_queue_(max_queue), max_seqs_(max_seqs) {}
 
-  // Submitter side. ResourceExhausted when max_queue requests would wait (see above); Unavailable after
-  // Close().
-  Status Push(PendingRequest pending);
-  // Pushes a group at once (the engine takes it in one Take): all, or none when more than max_queue requests
-  // would then wait (see above).
+  // Submitter side: pushes a group of one or more requests at once (the engine takes it in one Take): all,
+  // or none (ResourceExhausted) when more than max_queue requests would then wait (see above); Unavailable
+  // after Close().
   Status PushGroup(std::vector<PendingRequest> group);
   void Cancel(RequestId id);
   // Stops accepting; `drain` says whether queued/running requests should finish (true) or be cancelled.
