@@ -4,14 +4,16 @@
 // parts, one task per (KV head, part), merged after (AttendRowPart, MergeRowParts; the split the forward pass
 // uses when KV heads are few for the threads). Both give the same bits; with 3 KV heads on 2 threads the
 // first leaves one thread idle a third of the time. Reports KV bytes read per second.
-// PromptAttention: a prompt's attention (tiles of 16 rows), every layer, for comparing builds.
-// JSON: attention_bench --benchmark_format=json.
+// PromptAttention: a prompt's attention (tiles of 16 rows), every layer, for comparing builds. Names ending
+// in /q8_0 run the same over a q8_0 KV cache (tensor/kv_storage.h) instead of f16. JSON: attention_bench
+// --benchmark_format=json.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model/attention.h"
@@ -43,12 +45,12 @@ const AttentionKernels& BenchAttention() {
 // SmolLM2-135M's attention shape (30 layers, 3 KV heads of 3 query heads, head_dim 64), f16 KV in blocks of
 // 16, every layer's K/V at positions [0, positions) random, and random queries for `rows` rows.
 struct BenchKv {
-  explicit BenchKv(int32_t positions, int32_t rows) {
+  BenchKv(int32_t positions, int32_t rows, KvDtype dtype) {
     kv.n_layer = 30;
     kv.n_kv_head = 3;
     kv.head_dim = 64;
     kv.block_tokens = 16;
-    kv.dtype = KvDtype::kF16;
+    kv.dtype = dtype;
     storage.assign(size_t(positions + kv.block_tokens - 1) / kv.block_tokens,
                    std::vector<std::byte>(kv.BlockBytes()));
     for (auto& b : storage) blocks.push_back(b.data());
@@ -75,9 +77,9 @@ struct BenchKv {
   std::vector<float> q, out;
 };
 
-void BM_DecodeRowAttention(benchmark::State& state, bool split) {
+void BM_DecodeRowAttention(benchmark::State& state, bool split, KvDtype dtype) {
   const int32_t context = int32_t(state.range(0));
-  BenchKv b(context, 1);
+  BenchKv b(context, 1, dtype);
   const KvLayout& kv = b.kv;
   const int32_t group = BenchKv::kGroup, n_head = kv.n_kv_head * group;
   const int32_t position = context - 1, parts = AttentionParts(position);
@@ -113,15 +115,16 @@ void BM_DecodeRowAttention(benchmark::State& state, bool split) {
     benchmark::DoNotOptimize(b.out.data());
     benchmark::ClobberMemory();
   }
-  const double kv_bytes = 2.0 * kv.n_layer * kv.n_kv_head * double(context) * kv.head_dim * kv.ElementBytes();
+  const double kv_bytes =
+      2.0 * kv.n_layer * kv.n_kv_head * double(context) / kv.block_tokens * kv.HeadBytes();
   state.counters["GB/s"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = Pool().size();
 }
 
 // A prompt's attention, every layer: tiles of 16 rows, one task per (tile, KV head) as in Forward.
-void BM_PromptAttention(benchmark::State& state) {
+void BM_PromptAttention(benchmark::State& state, KvDtype dtype) {
   const int32_t prompt = int32_t(state.range(0));
-  BenchKv b(prompt, prompt);
+  BenchKv b(prompt, prompt, dtype);
   const KvLayout& kv = b.kv;
   const int32_t group = BenchKv::kGroup;
   const int32_t tiles = (prompt + 15) / 16;
@@ -144,22 +147,25 @@ void BM_PromptAttention(benchmark::State& state) {
 }
 
 void RegisterAll() {
-  benchmark::RegisterBenchmark("PromptAttention", BM_PromptAttention)
-      ->ArgName("prompt")
-      ->Arg(256)
-      ->Arg(512)
-      ->Arg(2048)
-      ->Unit(benchmark::kMicrosecond)
-      ->UseRealTime();
-  for (bool split : {false, true}) {
-    benchmark::RegisterBenchmark(split ? "DecodeRowAttention/split" : "DecodeRowAttention/whole",
-                                 BM_DecodeRowAttention, split)
-        ->ArgName("context")
+  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kQ8_0}) {
+    const std::string suffix = dtype == KvDtype::kF16 ? "" : std::string("/") + KvDtypeName(dtype);
+    benchmark::RegisterBenchmark(("PromptAttention" + suffix).c_str(), BM_PromptAttention, dtype)
+        ->ArgName("prompt")
+        ->Arg(256)
         ->Arg(512)
         ->Arg(2048)
-        ->Arg(8192)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
+    for (bool split : {false, true}) {
+      const std::string name = std::string(split ? "DecodeRowAttention/split" : "DecodeRowAttention/whole");
+      benchmark::RegisterBenchmark((name + suffix).c_str(), BM_DecodeRowAttention, split, dtype)
+          ->ArgName("context")
+          ->Arg(512)
+          ->Arg(2048)
+          ->Arg(8192)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   }
 }
 

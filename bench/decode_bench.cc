@@ -1,6 +1,6 @@
 // decode_bench: batch-1 decode and 512-token prefill throughput of Model::Forward on one model file.
 //
-//   decode_bench MODEL.gguf [--threads N] [--decode N] [--prefill N] [--reps N] [--kv f16|f32]
+//   decode_bench MODEL.gguf [--threads N] [--decode N] [--prefill N] [--reps N] [--kv f16|f32|q8_0]
 //   (or LOCKSTEP_BENCH_MODEL=MODEL.gguf decode_bench)
 //
 // Decode: N tokens one row per step from an empty context (like llama-bench tg). Prefill: N tokens as one
@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,9 +89,12 @@ int Main(int argc, char** argv) {
       prefill_tokens = std::atoi(next().c_str());
     else if (a == "--reps")
       reps = std::atoi(next().c_str());
-    else if (a == "--kv")
-      kv_dtype = next() == "f32" ? KvDtype::kF32 : KvDtype::kF16;
-    else if (!a.empty() && a[0] != '-')
+    else if (a == "--kv") {
+      const std::string name = next();
+      const std::optional<KvDtype> dtype = ParseKvDtype(name);
+      if (!dtype) Die("--kv must be f16, f32 or q8_0, got '" + name + "'");
+      kv_dtype = *dtype;
+    } else if (!a.empty() && a[0] != '-')
       path = a;
     else
       Die("unknown flag " + a);

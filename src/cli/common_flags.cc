@@ -52,9 +52,18 @@ CLI::Option* AddThreadsFlag(CLI::App& cmd, int& threads) {
 }
 
 CLI::Option* AddKvTypeFlag(CLI::App& cmd, std::string& kv_type) {
-  return cmd.add_option("--kv-type", kv_type, "KV cache element type: f16|f32")
-      ->check(CLI::IsMember({"f16", "f32"}))
+  return cmd
+      .add_option("--kv-type", kv_type,
+                  "KV cache element type: f16|f32|q8_0 (q8_0: int8 with an f16 scale per 32 values, "
+                  "about half of f16's bytes)")
+      ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
       ->capture_default_str();
+}
+
+KvDtype ParseKvTypeOrDie(const std::string& kv_type) {
+  const std::optional<KvDtype> dtype = ParseKvDtype(kv_type);
+  if (!dtype) Fail("--kv-type must be f16, f32 or q8_0, got '" + kv_type + "'");
+  return *dtype;
 }
 
 CLI::Option* AddChatTemplateFlag(CLI::App& cmd, std::string& spec) {

@@ -2,7 +2,7 @@
 //   -m,--model FILE       the GGUF model file (in bench compare/serve: start a lockstep server in-process)
 //   --model-name NAME     the model id sent to a server (ask, bench compare, bench serve)
 //   -t,--threads N        compute threads for the forward pass (default: all cores)
-//   --kv-type f16|f32     the KV cache's element type (default f16)
+//   --kv-type f16|f32|q8_0   the KV cache's element type (default f16)
 //   --temperature T       sampling temperature (alias --temp); local commands default to 0 (greedy),
 //                         client commands send none unless given, so the server's default applies;
 //                         bench compare sends 0 unless given (greedy, so runs compare)
@@ -17,6 +17,7 @@
 #include <string>
 
 #include "engine/sampler.h"
+#include "tensor/kv_storage.h"
 
 namespace lockstep::cli {
 
@@ -37,8 +38,10 @@ void AddDeprecatedModelPathFlag(CLI::App& cmd, std::string& path);
 void ClientModelFlags(const std::string& url, std::string* model_path, std::string* model_name);
 // -t,--threads N, worded the same everywhere; 0 (the default) = all cores.
 CLI::Option* AddThreadsFlag(CLI::App& cmd, int& threads);
-// --kv-type f16|f32, checked by CLI11.
+// --kv-type f16|f32|q8_0, checked by CLI11; ParseKvTypeOrDie turns the name into the type (Fail naming the
+// flag otherwise).
 CLI::Option* AddKvTypeFlag(CLI::App& cmd, std::string& kv_type);
+KvDtype ParseKvTypeOrDie(const std::string& kv_type);
 
 // --chat-template FILE|NAME: a built-in template's name or a Jinja / tokenizer_config.json file (default: the
 // model's own; chat/template_selection.h).

@@ -76,13 +76,7 @@ EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
   options.prefix_caching = !flags.no_prefix_cache;
   if (!flags.kv_memory.empty())
     options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.kv_memory, "--kv-memory"));
-  if (flags.kv_type == "f16") {
-    options.kv_dtype = KvDtype::kF16;
-  } else if (flags.kv_type == "f32") {
-    options.kv_dtype = KvDtype::kF32;
-  } else {
-    Fail("--kv-type must be f16 or f32, got '" + flags.kv_type + "'");
-  }
+  options.kv_dtype = ParseKvTypeOrDie(flags.kv_type);
   return options;
 }
 

@@ -33,7 +33,7 @@ void RunServe(ServeFlags& flags) {
   if (!flags.engine.kv_memory.empty()) {
     options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.engine.kv_memory, "--kv-memory"));
   }
-  options.kv_f32 = flags.engine.kv_type == "f32";
+  options.kv_dtype = ParseKvTypeOrDie(flags.engine.kv_type);
   options.prefix_caching = !flags.engine.no_prefix_cache;
   if (flags.timeout_s < 0) Fail("--timeout must be >= 0 seconds");
   options.request_timeout_s = flags.timeout_s;

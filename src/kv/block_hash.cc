@@ -18,8 +18,8 @@ BlockHash HashWords(std::span<const uint64_t> head, std::span<const int32_t> tok
 }  // namespace
 
 BlockHash RootBlockHash(const KvLayout& layout, uint64_t salt) {
-  const uint64_t words[] = {0x6c6f636b73746570ull,  // "lockstep": a version tag for the scheme
-                            uint64_t(layout.dtype == KvDtype::kF16 ? 16 : 32),
+  const uint64_t words[] = {0x6c6f636b73746570ull,       // "lockstep": a version tag for the scheme
+                            uint64_t(layout.dtype) + 1,  // what the blocks store (tensor/kv_storage.h)
                             uint64_t(layout.block_tokens),
                             uint64_t(layout.n_layer),
                             uint64_t(layout.n_kv_head),

@@ -6,44 +6,10 @@
 #include <limits>
 #include <numeric>
 
-#include "tensor/float16.h"
 #include "tensor/prefetch.h"
-
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
-#include <immintrin.h>
-#define LOCKSTEP_ATTN_AVX2 1
-#endif
 
 namespace lockstep {
 namespace {
-
-// src[0..n) stored as dtype at element 0, stride, 2 * stride, ... of dst.
-void StoreVector(KvDtype dtype, const float* src, std::byte* dst, int n, size_t stride) {
-  if (dtype == KvDtype::kF32) {
-    float* f = reinterpret_cast<float*>(dst);
-    if (stride == 1) {
-      std::memcpy(f, src, size_t(n) * sizeof(float));
-    } else {
-      for (int i = 0; i < n; ++i) f[i * stride] = src[i];
-    }
-    return;
-  }
-  uint16_t* h = reinterpret_cast<uint16_t*>(dst);
-  int i = 0;
-#ifdef LOCKSTEP_ATTN_AVX2
-  for (; i + 8 <= n; i += 8) {
-    alignas(16) uint16_t eight[8];
-    _mm_store_si128(reinterpret_cast<__m128i*>(eight),
-                    _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-    if (stride == 1) {
-      std::memcpy(h + i, eight, sizeof(eight));
-    } else {
-      for (int j = 0; j < 8; ++j) h[(i + j) * stride] = eight[j];
-    }
-  }
-#endif
-  for (; i < n; ++i) h[i * stride] = F32ToF16(src[i]);
-}
 
 // Carves typed buffers, each 64-byte aligned, out of caller scratch; with a null base it only counts bytes
 // (so the *ScratchBytes functions and the attention code carve the same buffers in the same order).
@@ -116,13 +82,11 @@ void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t 
              const float* k, const float* v) {
   std::byte* block = blocks[position / kv.block_tokens];
   const size_t slot = size_t(position % kv.block_tokens);
-  for (int32_t h = 0; h < kv.n_kv_head; ++h) {  // keys dim-major, values slot-major (model/batch.h)
-    StoreVector(kv.dtype, k + size_t(h) * kv.head_dim,
-                block + kv.KeyOffset(layer, h) + slot * kv.ElementBytes(), kv.head_dim,
-                size_t(kv.block_tokens));
-    StoreVector(kv.dtype, v + size_t(h) * kv.head_dim,
-                block + kv.ValueOffset(layer, h) + slot * size_t(kv.head_dim) * kv.ElementBytes(),
-                kv.head_dim, 1);
+  for (int32_t h = 0; h < kv.n_kv_head; ++h) {  // layouts: tensor/kv_storage.h
+    StoreKey(kv.dtype, k + size_t(h) * kv.head_dim, kv.head_dim, kv.block_tokens, int32_t(slot),
+             block + kv.KeyOffset(layer, h));
+    StoreValue(kv.dtype, v + size_t(h) * kv.head_dim, kv.head_dim, kv.block_tokens, int32_t(slot),
+               block + kv.ValueOffset(layer, h));
   }
 }
 
@@ -141,9 +105,9 @@ void AttendStoredPart(const AttentionKernels& k, const KvLayout& kv, const std::
                       int32_t heads, float scale, float* out, size_t out_stride,
                       attention::SoftmaxStats* stats, size_t stats_stride, float* scores) {
   const size_t stride = (size_t(end - begin) + 7) / 8 * 8;
-  k.decode_row(blocks.data(), kv.KeyOffset(layer, kv_head), kv.ValueOffset(layer, kv_head),
-               kv.dtype == KvDtype::kF16, kv.block_tokens, begin, end, q, size_t(kv.head_dim), heads,
-               kv.head_dim, scale, scores, stride, out, out_stride, stats, stats_stride);
+  k.decode_row(blocks.data(), kv.KeyOffset(layer, kv_head), kv.ValueOffset(layer, kv_head), kv.dtype,
+               kv.block_tokens, begin, end, q, size_t(kv.head_dim), heads, kv.head_dim, scale, scores, stride,
+               out, out_stride, stats, stats_stride);
 }
 
 // MergeRowParts with its weights buffer (heads x parts floats) given.
@@ -215,7 +179,6 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
                 std::byte* scratch, const AttentionRule& rule) {
   const int n = kv.head_dim;
   const int32_t bt = kv.block_tokens;
-  const bool f16 = kv.dtype == KvDtype::kF16;
   const int32_t max_len = first_position + rows;
   const int32_t max_parts = AttentionParts(max_len - 1);
   ScratchCarver c(scratch);
@@ -278,7 +241,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
   auto widen_keys = [&](const std::byte* src, int32_t t0, int32_t count) {
     const int32_t end = t0 + count;
     float* keys = buffers.keys;
-    attention::WidenKeysTransposed(src, f16, bt, count, n, keys, t0 - chunk_start);
+    attention::WidenKeysTransposed(src, kv.dtype, bt, count, n, keys, t0 - chunk_start);
     if (end == max_len || (end - chunk_start >= kKeyChunk && end % attention::kKeyLanes == 0)) {
       k.dot_keys(queries, size_t(n), rows * heads, keys, end - chunk_start, n, scale,
                  scores + (chunk_start - base), stride);
@@ -357,7 +320,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
   // Value blocks widened side by side from chunk_start until about kValueChunk positions, then accumulated.
   chunk_start = base;
   auto widen_values = [&](const std::byte* src, int32_t t0, int32_t count) {
-    attention::WidenValues(src, f16, count, n, values + size_t(t0 - chunk_start) * n);
+    attention::WidenValues(src, kv.dtype, bt, count, n, values + size_t(t0 - chunk_start) * n);
   };
   for_each_block(v_off, widen_values, [&](int32_t t0, int32_t count) {
     const int32_t end = t0 + count;

@@ -4,7 +4,7 @@
 // cost grows with its own context alone. The kv/ layer allocates blocks of KvLayout::BlockBytes(); tests and
 // the single-sequence CLI may allocate them directly.
 //
-// One block, for all layers (KvDtype elements):
+// One block, for all layers (each head's region stored as tensor/kv_storage.h says for the KvDtype):
 //   [layer 0: K [kv_head 0][head_dim][block_tokens] .. [kv_head H-1]..., V [kv_head
 //   0..H-1][block_tokens][head_dim]] [layer 1: ...] ... [layer L-1]
 // Keys are stored dim-major (a head's dim d of all slots together), so attention widens them straight into
@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace lockstep {
+#include "tensor/kv_storage.h"
 
-enum class KvDtype { kF16, kF32 };
+namespace lockstep {
 
 struct KvLayout {
   int32_t n_layer = 0;
@@ -27,9 +27,8 @@ struct KvLayout {
   int32_t block_tokens = 16;
   KvDtype dtype = KvDtype::kF16;
 
-  size_t ElementBytes() const { return dtype == KvDtype::kF16 ? 2 : 4; }
   // Bytes of one head's K (or V) for all slots of a block.
-  size_t HeadBytes() const { return size_t(block_tokens) * size_t(head_dim) * ElementBytes(); }
+  size_t HeadBytes() const { return KvHeadBytes(dtype, block_tokens, head_dim); }
   size_t LayerBytes() const { return 2 * size_t(n_kv_head) * HeadBytes(); }
   size_t BlockBytes() const { return size_t(n_layer) * LayerBytes(); }
   // Byte offset, within a block, of K (or V) of `kv_head` in `layer`, slot 0.

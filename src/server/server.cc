@@ -119,7 +119,7 @@ class Server::Impl {
     eo.max_batch_tokens = options_.max_batch_tokens;
     eo.kv_memory_bytes = options_.kv_memory_bytes;
     eo.kv_tokens = options_.kv_tokens;
-    eo.kv_dtype = options_.kv_f32 ? KvDtype::kF32 : KvDtype::kF16;
+    eo.kv_dtype = options_.kv_dtype;
     eo.max_queue = options_.max_queue;
     eo.prefix_caching = options_.prefix_caching;
     auto engine = Engine::Create(shared_model, shared_tokenizer, eo, &observer_);

@@ -19,6 +19,7 @@
 
 #include "base/status.h"
 #include "server/dashboard_routes.h"
+#include "tensor/kv_storage.h"
 
 namespace lockstep {
 struct Kernels;
@@ -45,9 +46,9 @@ struct ServerOptions {
   int max_batch_tokens = 512;   // engine: rows per forward pass at most
   int64_t kv_memory_bytes = 0;  // engine: KV pool size; 0 = the engine's default
   int64_t kv_tokens = 0;        // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
-  bool kv_f32 = false;          // engine: KV stored as f32 instead of f16
-  bool prefix_caching = true;   // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
-  int max_queue = 256;          // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
+  KvDtype kv_dtype = KvDtype::kF16;  // engine: the KV cache's element type (--kv-type)
+  bool prefix_caching = true;        // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
+  int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
   double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
   double header_timeout_s = 10;    // time to receive a request's headers
   double body_timeout_s = 30;      // time to receive a request's body

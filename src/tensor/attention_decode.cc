@@ -5,6 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tensor/float16.h"
+#include "tensor/kv_storage.h"
 #include "tensor/prefetch.h"
 #include "tensor/with_count.h"
 
@@ -39,6 +41,15 @@ bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, i
 #ifdef LOCKSTEP_DECODE_KERNELS
 namespace {
 
+// One f16 to f32, exactly (F16C's instruction where the build has it).
+inline float HalfToFloat(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return F16ToF32(h);
+#endif
+}
+
 // Where the stored KV of one head is: block pointers, the head's offset in each, the block size.
 struct StoredHead {
   const std::byte* const* blocks;
@@ -72,11 +83,15 @@ struct V {
     return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
   }
   static F Mul(F a, F b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
-  template <bool kF16>
-  static F Load16(const std::byte* p) {  // 16 stored elements, widened exactly
-    if constexpr (kF16) {
+  template <KvDtype kType>
+  static F Load16(const std::byte* p) {  // 16 stored elements (q8_0: quants), widened exactly
+    if constexpr (kType == KvDtype::kF16) {
       return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
               _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
+    } else if constexpr (kType == KvDtype::kQ8_0) {
+      return {
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))),
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8))))};
     } else {
       return {_mm256_loadu_ps(reinterpret_cast<const float*>(p)),
               _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8)};
@@ -114,10 +129,12 @@ struct V {
   static F Set1(float x) { return _mm512_set1_ps(x); }
   static F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  template <bool kF16>
-  static F Load16(const std::byte* p) {  // 16 stored elements, widened exactly
-    if constexpr (kF16) {
+  template <KvDtype kType>
+  static F Load16(const std::byte* p) {  // 16 stored elements (q8_0: quants), widened exactly
+    if constexpr (kType == KvDtype::kF16) {
       return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    } else if constexpr (kType == KvDtype::kQ8_0) {
+      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     } else {
       return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
     }
@@ -140,7 +157,7 @@ struct V {
 #endif
 
 void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t key_offset,
-                     size_t value_offset, bool f16, int32_t block_tokens, int32_t begin, int32_t end,
+                     size_t value_offset, KvDtype dtype, int32_t block_tokens, int32_t begin, int32_t end,
                      const float* q, size_t q_stride, int queries, int head_dim, float scale, float* scores,
                      size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
                      size_t stats_stride) {
@@ -148,19 +165,20 @@ void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t k
   const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
 #if defined(LOCKSTEP_DECODE_NEON)
   (void)level;
-  neon::AttendStored(f16, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
+  neon::AttendStored(dtype, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
                      scores_stride, out, out_stride, stats, stats_stride);
 #else
   if (level == KernelLevel::kAvx512) {
-    avx512::AttendStored(f16, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
+    avx512::AttendStored(dtype, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
                          scores_stride, out, out_stride, stats, stats_stride);
   } else {
-    avx2::AttendStored(f16, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
+    avx2::AttendStored(dtype, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
                        scores_stride, out, out_stride, stats, stats_stride);
   }
 #endif
 #else
-  (void)level, (void)blocks, (void)key_offset, (void)value_offset, (void)f16, (void)block_tokens, (void)begin;
+  (void)level, (void)blocks, (void)key_offset, (void)value_offset, (void)dtype, (void)block_tokens,
+      (void)begin;
   (void)end, (void)q, (void)q_stride, (void)queries, (void)head_dim, (void)scale, (void)scores;
   (void)scores_stride, (void)out, (void)out_stride, (void)stats, (void)stats_stride;
 #endif

@@ -435,6 +435,20 @@ void WidenRun(const void* src, bool f16, size_t offset, int n, float* dst) {
   for (; i < n; ++i) dst[i] = F16ToF32(h[i]);
 }
 
+// q8_0: dst[i] = q[i] * scales[i] (one scale per element here), exact in f32.
+void WidenQ8Run(const int8_t* q, const uint16_t* scales, int n, float* dst) {
+  int i = 0;
+#ifdef LOCKSTEP_ATTENTION_X86
+  for (; i + 8 <= n; i += 8) {
+    const __m256 quants =
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i))));
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + i)));
+    _mm256_storeu_ps(dst + i, _mm256_mul_ps(quants, d));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = float(q[i]) * F16ToF32(scales[i]);
+}
+
 }  // namespace
 
 KernelLevel AttentionLevelFor(CpuLevel level) {
@@ -472,19 +486,24 @@ const char* KernelLevelName(KernelLevel level) {
   }
 }
 
-void WidenKeysTransposed(const void* src, bool f16, int32_t block_tokens, int32_t count, int head_dim,
+void WidenKeysTransposed(const void* src, KvDtype dtype, int32_t block_tokens, int32_t count, int head_dim,
                          float* dst, int32_t first) {
+  const bool f16 = dtype == KvDtype::kF16, q8 = dtype == KvDtype::kQ8_0;
+  const int8_t* quants = static_cast<const int8_t*>(src);
+  const uint16_t* scales = reinterpret_cast<const uint16_t*>(static_cast<const std::byte*>(src) +
+                                                             KvScaleOffset(block_tokens, head_dim));
+  const int group = KvScaleGroup(head_dim);
   for (int32_t s = 0; s < count;) {  // runs of positions within one group
     const int32_t p = first + s;
     const int lane = p % kKeyLanes;
     const int n = std::min<int32_t>(kKeyLanes - lane, count - s);
-    float* group = dst + size_t(p / kKeyLanes) * kKeyLanes * head_dim;
+    float* group_out = dst + size_t(p / kKeyLanes) * kKeyLanes * head_dim;
 #ifdef LOCKSTEP_ATTENTION_X86
     if (n == kKeyLanes && f16) {  // a whole group (the common case): inline, 16 halves per dim
       const uint16_t* h = static_cast<const uint16_t*>(src) + s;
       for (int d = 0; d < head_dim; ++d) {
         const uint16_t* in = h + size_t(d) * block_tokens;
-        float* out = group + size_t(d) * kKeyLanes;
+        float* out = group_out + size_t(d) * kKeyLanes;
         _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in))));
         _mm256_storeu_ps(out + 8, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 8))));
       }
@@ -493,21 +512,50 @@ void WidenKeysTransposed(const void* src, bool f16, int32_t block_tokens, int32_
     }
 #endif
     for (int d = 0; d < head_dim; ++d) {
-      WidenRun(src, f16, size_t(d) * block_tokens + s, n, group + size_t(d) * kKeyLanes + lane);
+      float* out = group_out + size_t(d) * kKeyLanes + lane;
+      if (q8) {  // dim d of positions s.. and their scales (scale group d / group)
+        WidenQ8Run(quants + size_t(d) * block_tokens + s, scales + size_t(d / group) * block_tokens + s, n,
+                   out);
+      } else {
+        WidenRun(src, f16, size_t(d) * block_tokens + s, n, out);
+      }
     }
     s += n;
   }
   const int32_t end = first + count;
   if (end % kKeyLanes != 0) {
-    float* group = dst + size_t(end / kKeyLanes) * kKeyLanes * head_dim;
+    float* group_out = dst + size_t(end / kKeyLanes) * kKeyLanes * head_dim;
     for (int d = 0; d < head_dim; ++d) {
-      std::fill(group + size_t(d) * kKeyLanes + end % kKeyLanes, group + size_t(d + 1) * kKeyLanes, 0.0f);
+      std::fill(group_out + size_t(d) * kKeyLanes + end % kKeyLanes, group_out + size_t(d + 1) * kKeyLanes,
+                0.0f);
     }
   }
 }
 
-void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* dst) {
-  WidenRun(src, f16, 0, count * head_dim, dst);
+void WidenValues(const void* src, KvDtype dtype, int32_t block_tokens, int32_t count, int head_dim,
+                 float* dst) {
+  if (dtype != KvDtype::kQ8_0) return WidenRun(src, dtype == KvDtype::kF16, 0, count * head_dim, dst);
+  const int group = KvScaleGroup(head_dim), groups = head_dim / group;
+  const int8_t* quants = static_cast<const int8_t*>(src);
+  const uint16_t* scales = reinterpret_cast<const uint16_t*>(static_cast<const std::byte*>(src) +
+                                                             KvScaleOffset(block_tokens, head_dim));
+  for (int32_t s = 0; s < count; ++s) {
+    for (int g = 0; g < groups; ++g) {
+      const int8_t* q = quants + size_t(s) * head_dim + size_t(g) * group;
+      float* out = dst + size_t(s) * head_dim + size_t(g) * group;
+      const float d = F16ToF32(scales[size_t(s) * groups + g]);
+      int i = 0;
+#ifdef LOCKSTEP_ATTENTION_X86
+      const __m256 dv = _mm256_set1_ps(d);
+      for (; i + 8 <= group; i += 8) {
+        const __m256 qv = _mm256_cvtepi32_ps(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i))));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(qv, dv));
+      }
+#endif
+      for (; i < group; ++i) out[i] = float(q[i]) * d;
+    }
+  }
 }
 
 void DotKeys(KernelLevel level, const float* q, size_t q_stride, int queries, const float* keys,

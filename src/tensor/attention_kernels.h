@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "tensor/cpu_level.h"
+#include "tensor/kv_storage.h"
 
 namespace lockstep::attention {
 
@@ -31,14 +32,18 @@ inline size_t TransposedKeyFloats(int32_t count, int head_dim) {
   return size_t((count + kKeyLanes - 1) / kKeyLanes) * kKeyLanes * size_t(head_dim);
 }
 
-// Keys as stored in a KV block (model/batch.h): head_dim rows of `block_tokens` elements (f16 bits when
-// `f16`, else f32), of which the first `count` are positions; widened exactly into the layout above as
-// positions first .. first + count - 1 of dst (so consecutive blocks fill one buffer). Lanes of the last
-// group past first + count are zeroed.
-void WidenKeysTransposed(const void* src, bool f16, int32_t block_tokens, int32_t count, int head_dim,
+// Keys as stored in a KV block's head region (tensor/kv_storage.h: head_dim rows of `block_tokens` elements,
+// dim-major, as f32, f16, or q8_0 quants with their scales after them), of which the first `count` are
+// positions; widened exactly (q8_0: quant * scale, exact in f32) into the layout above as positions first ..
+// first + count - 1 of dst (so consecutive blocks fill one buffer). Lanes of the last group past first +
+// count are zeroed. For f32 and f16, src may point at a later slot s of a region (its positions s, s + 1,
+// ...); for q8_0 it is the region's start.
+void WidenKeysTransposed(const void* src, KvDtype dtype, int32_t block_tokens, int32_t count, int head_dim,
                          float* dst, int32_t first = 0);
-// src: `count` vectors of head_dim elements (f16 bits when `f16`, else f32), consecutive. Exact conversions.
-void WidenValues(const void* src, bool f16, int32_t count, int head_dim, float* dst);
+// src: a value head region (tensor/kv_storage.h); its first `count` slots' vectors of head_dim elements are
+// widened exactly to dst, [count][head_dim] f32.
+void WidenValues(const void* src, KvDtype dtype, int32_t block_tokens, int32_t count, int head_dim,
+                 float* dst);
 
 // scores[s] = scale * (q · k_s) for s in [0, count), keys transposed as above; q holds head_dim floats. Per
 // position: one chain of fused multiply-adds over d = 0, 1, ..., head_dim - 1 from 0, then times scale. For

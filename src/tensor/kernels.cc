@@ -34,11 +34,11 @@ void PartitionWeightsAt(const attention::SoftmaxStats* stats, int parts, float* 
   attention::PartitionWeights(kLevel, stats, parts, weights, rows, stride);
 }
 template <KernelLevel kLevel>
-void DecodeRowAt(const std::byte* const* blocks, size_t key_offset, size_t value_offset, bool f16,
+void DecodeRowAt(const std::byte* const* blocks, size_t key_offset, size_t value_offset, KvDtype dtype,
                  int32_t block_tokens, int32_t begin, int32_t end, const float* q, size_t q_stride,
                  int queries, int head_dim, float scale, float* scores, size_t scores_stride, float* out,
                  size_t out_stride, attention::SoftmaxStats* stats, size_t stats_stride) {
-  attention::AttendDecodeRow(kLevel, blocks, key_offset, value_offset, f16, block_tokens, begin, end, q,
+  attention::AttendDecodeRow(kLevel, blocks, key_offset, value_offset, dtype, block_tokens, begin, end, q,
                              q_stride, queries, head_dim, scale, scores, scores_stride, out, out_stride,
                              stats, stats_stride);
 }

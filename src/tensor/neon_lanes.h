@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "tensor/kv_storage.h"
+
 namespace lockstep::attention {
 
 struct NeonLanes16 {
@@ -33,12 +35,17 @@ struct NeonLanes16 {
     for (int i = 0; i < 4; ++i) r.q[i] = vld1q_f32(p + 4 * i);
     return r;
   }
-  template <bool kF16>
-  static F Load16(const std::byte* p) {  // 16 stored elements (f16 or f32), widened exactly
-    if constexpr (kF16) {
+  template <KvDtype kType>
+  static F Load16(const std::byte* p) {  // 16 stored elements (f16, f32 or q8_0 quants), widened exactly
+    if constexpr (kType == KvDtype::kF16) {
       F r;
       for (int i = 0; i < 4; ++i) r.q[i] = vcvt_f32_f16(vld1_f16(reinterpret_cast<const __fp16*>(p) + 4 * i));
       return r;
+    } else if constexpr (kType == KvDtype::kQ8_0) {
+      const int8x16_t q = vld1q_s8(reinterpret_cast<const int8_t*>(p));
+      const int16x8_t lo = vmovl_s8(vget_low_s8(q)), hi = vmovl_s8(vget_high_s8(q));
+      return {{vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo))),
+               vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)))}};
     } else {
       return Load(reinterpret_cast<const float*>(p));
     }

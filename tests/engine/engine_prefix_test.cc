@@ -149,6 +149,11 @@ TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchF16Kv) {
   ExpectCachedEqualsScratch(KvDtype::kF16);
 }
 
+// q8_0 blocks hold each position's quants and scales, computed from that position alone: shared as they are.
+TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchQ8Kv) {
+  ExpectCachedEqualsScratch(KvDtype::kQ8_0);
+}
+
 // Every architecture (model/architectures.h); prompts of up to 65 tokens run past the 40-position windows,
 // whose blocks the windowed shapes release as they go (tests/engine/engine_window_test.cc).
 TEST(EnginePrefixTest, EveryArchitectureCachedNeighbourAndForkedEqualScratch) {

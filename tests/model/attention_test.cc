@@ -1,7 +1,7 @@
 // Attention kernels: every SIMD level this CPU runs is bit-identical to the scalar reference (odd head dims
 // and counts, unaligned buffers), the reference agrees with double-precision arithmetic, and AttendRows gives
 // every (row, head) the same bits whether rows are tiled together or run one by one and heads grouped or not
-// — for f16 and f32 KV — and agrees with a naive double-precision attention.
+// — for f16, f32 and q8_0 KV — and agrees with a naive double-precision attention over what the KV stores.
 #include "model/attention.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +57,22 @@ std::vector<float> Random(size_t n, std::mt19937& rng) {
 
 bool SameBits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
+// One head's vector x[0..n) as a KV cache of `dtype` stores it (tensor/kv_storage.h), from the rule itself:
+// f16 rounding, or for q8_0 each KvScaleGroup(n) values to the nearest multiple of d = f16(max|x| / 127).
+void RoundAsStored(KvDtype dtype, float* x, int n) {
+  if (dtype == KvDtype::kF16) {
+    for (int i = 0; i < n; ++i) x[i] = F16ToF32(F32ToF16(x[i]));
+  } else if (dtype == KvDtype::kQ8_0) {
+    const int group = KvScaleGroup(n);
+    for (int g = 0; g < n; g += group) {
+      float amax = 0;
+      for (int i = g; i < g + group; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float d = F16ToF32(F32ToF16(amax / 127.0f));
+      for (int i = g; i < g + group; ++i) x[i] = d > 0 ? std::nearbyint(x[i] / d) * d : 0.0f;
+    }
+  }
+}
+
 // Keys k ([count][head_dim]) as a KV block stores them (dim-major, block_tokens = count), widened.
 std::vector<float> WidenedKeys(const std::vector<float>& k, int32_t count, int head_dim, size_t offset = 0) {
   std::vector<float> stored(k.size());
@@ -64,7 +80,7 @@ std::vector<float> WidenedKeys(const std::vector<float>& k, int32_t count, int h
     for (int d = 0; d < head_dim; ++d) stored[size_t(d) * count + s] = k[size_t(s) * head_dim + d];
   }
   std::vector<float> keys(attention::TransposedKeyFloats(count, head_dim) + offset, -7.0f);
-  attention::WidenKeysTransposed(stored.data(), false, count, count, head_dim, keys.data() + offset);
+  attention::WidenKeysTransposed(stored.data(), KvDtype::kF32, count, count, head_dim, keys.data() + offset);
   return keys;
 }
 
@@ -190,7 +206,7 @@ TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
   std::vector<uint16_t> h(size_t(block_tokens) * head_dim);  // stored dim-major: h[d * block_tokens + s]
   for (size_t i = 0; i < h.size(); ++i) h[i] = F32ToF16(0.25f * float(i) - 3.0f);
   std::vector<float> keys(attention::TransposedKeyFloats(count, head_dim), -1.0f);
-  attention::WidenKeysTransposed(h.data(), true, block_tokens, count, head_dim, keys.data());
+  attention::WidenKeysTransposed(h.data(), KvDtype::kF16, block_tokens, count, head_dim, keys.data());
   ASSERT_EQ(keys.size(), 2u * 16 * head_dim);
   for (int s = 0; s < 32; ++s) {
     for (int d = 0; d < head_dim; ++d) {
@@ -202,7 +218,8 @@ TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
   // Blocks of 7 positions placed one after another (positions 7b + s) fill the groups without gaps.
   std::vector<float> joined(attention::TransposedKeyFloats(3 * 7, head_dim), -1.0f);
   for (int32_t b = 0; b < 3; ++b) {
-    attention::WidenKeysTransposed(h.data() + b, true, block_tokens, 7, head_dim, joined.data(), 7 * b);
+    attention::WidenKeysTransposed(h.data() + b, KvDtype::kF16, block_tokens, 7, head_dim, joined.data(),
+                                   7 * b);
   }
   for (int s = 0; s < 32; ++s) {
     for (int d = 0; d < head_dim; ++d) {
@@ -212,7 +229,7 @@ TEST(AttentionKernels, WideningIsExactAndPadsWithZeros) {
     }
   }
   std::vector<float> values(3 * head_dim);
-  attention::WidenValues(h.data(), true, 3, head_dim, values.data());
+  attention::WidenValues(h.data(), KvDtype::kF16, block_tokens, 3, head_dim, values.data());
   for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(values[i], F16ToF32(h[i]));
 }
 
@@ -241,14 +258,14 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   for (auto& b : storage) blocks.push_back(b.data());
   std::mt19937 rng(3);
   const int32_t layer = 1;
-  std::vector<std::vector<float>> keys, values;  // as stored (f16-rounded when f16), [position][kv_dim]
+  std::vector<std::vector<float>> keys, values;  // as stored (RoundAsStored), [position][kv_dim]
   for (int32_t p = 0; p < positions; ++p) {
     std::vector<float> k = Random(size_t(kv.n_kv_head) * kv.head_dim, rng);
     std::vector<float> v = Random(size_t(kv.n_kv_head) * kv.head_dim, rng);
     WriteKv(kv, blocks, layer, p, k.data(), v.data());
-    if (kv.dtype == KvDtype::kF16) {
-      for (float& x : k) x = F16ToF32(F32ToF16(x));
-      for (float& x : v) x = F16ToF32(F32ToF16(x));
+    for (int32_t h = 0; h < kv.n_kv_head; ++h) {
+      RoundAsStored(kv.dtype, k.data() + size_t(h) * kv.head_dim, kv.head_dim);
+      RoundAsStored(kv.dtype, v.data() + size_t(h) * kv.head_dim, kv.head_dim);
     }
     keys.push_back(k);
     values.push_back(v);
@@ -333,8 +350,8 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
         for (int32_t part = 0; part < parts; ++part) {
           const int32_t begin = part * kAttentionPart, end = std::min(p + 1, begin + kAttentionPart);
           attention::AttendDecodeRow(level, blocks.data(), kv.KeyOffset(layer, g), kv.ValueOffset(layer, g),
-                                     kv.dtype == KvDtype::kF16, kv.block_tokens, begin, end, q.data() + at,
-                                     size_t(n), group, n, scale, scores.data(), size_t(kAttentionPart + 8),
+                                     kv.dtype, kv.block_tokens, begin, end, q.data() + at, size_t(n), group,
+                                     n, scale, scores.data(), size_t(kAttentionPart + 8),
                                      partials.data() + size_t(part) * n, size_t(parts) * n,
                                      stats.data() + part, size_t(parts));
         }
@@ -403,9 +420,10 @@ TEST(AttendDecodeRow, RunsForItsShapesOnly) {
   EXPECT_FALSE(CanAttendDecodeRow(best, 64, 16, 9));
 }
 
-INSTANTIATE_TEST_SUITE_P(KvTypes, AttendRowsTest, ::testing::Values(KvDtype::kF16, KvDtype::kF32),
+INSTANTIATE_TEST_SUITE_P(KvTypes, AttendRowsTest,
+                         ::testing::Values(KvDtype::kF16, KvDtype::kF32, KvDtype::kQ8_0),
                          [](const ::testing::TestParamInfo<KvDtype>& info) {
-                           return info.param == KvDtype::kF16 ? std::string("f16") : std::string("f32");
+                           return std::string(KvDtypeName(info.param));
                          });
 
 }  // namespace

@@ -104,12 +104,15 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-qwen3", "q8_0", KvDtype::kF16, 2}, Param{"tiny-gemma2", "f32", KvDtype::kF32, 2, 40},
         Param{"tiny-gemma3", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-phi3", "f16", KvDtype::kF16, 2, 40},
         Param{"tiny-phi3.5", "q4_0", KvDtype::kF32, 1}, Param{"tiny-phi4-mini", "q8_0", KvDtype::kF16, 2},
-        Param{"tiny-nemo", "f32", KvDtype::kF16, 2}, Param{"tiny-mistral-swa", "q4_0", KvDtype::kF16, 2, 40}),
+        Param{"tiny-nemo", "f32", KvDtype::kF16, 2}, Param{"tiny-mistral-swa", "q4_0", KvDtype::kF16, 2, 40},
+        // q8_0 KV: one scale per head (head_dim 16) and two per head (tiny-256's 64), under a window.
+        Param{"tiny", "q4_0", KvDtype::kQ8_0, 1}, Param{"tiny-256", "q8_0", KvDtype::kQ8_0, 2},
+        Param{"tiny-gemma2", "q8_0", KvDtype::kQ8_0, 2, 40}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
     [](const ::testing::TestParamInfo<Param>& info) {
       const Param& p = info.param;
-      std::string name = p.shape + "_" + p.types + "_kv_" + (p.kv == KvDtype::kF16 ? "f16" : "f32") + "_" +
-                         std::to_string(p.threads) + "_threads";
+      std::string name =
+          p.shape + "_" + p.types + "_kv_" + KvDtypeName(p.kv) + "_" + std::to_string(p.threads) + "_threads";
       if (p.extra_length > 0) name += "_long";
       for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
       return name;
