@@ -34,9 +34,9 @@ struct KVecAvx2 {
   static I PairSums(I w, I x) { return _mm256_maddubs_epi16(w, x); }
   static I Add16(I a, I b) { return Pin(_mm256_add_epi16(a, b)); }  // Pin: see matmul_packed_avx2-inl.h
   static I Widen(I pairs, I factors) { return _mm256_madd_epi16(pairs, factors); }
-  static I Sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I Sll32(I a, int n) { return _mm256_slli_epi32(a, n); }
-  static I LowHalves(I a) { return _mm256_and_si256(a, _mm256_set1_epi32(0xffff)); }
+  // Per 32-bit lane, the low 16 bits of lo and the high 16 bits of hi (VPBLENDW: no mask register).
+  static I Pair16(I lo, I hi) { return _mm256_blend_epi16(lo, hi, 0xaa); }
   static F ToFloat(I a) { return _mm256_cvtepi32_ps(a); }
   static F Floats(float v) { return _mm256_set1_ps(v); }
   // float(*p) in every lane: a broadcast load and one VCVTDQ2PS (a scalar conversion and a broadcast from a
@@ -109,6 +109,45 @@ struct KVec {
 #endif
 
 #if HWY_TARGET == HWY_AVX2
+// Q6_K's kSum16 dots of one 16-element half (kHalf 0: elements 0-15, the low nibbles; 1: 16-31, the high
+// nibbles) of sub-block j, added into dot[g][r]: two vectors' pair sums (<= 2 * 16002) per widening, which
+// multiplies by the half's scale. Row by row, so that the live vectors are the dots, the float accumulators,
+// two weight vectors and one row's temporaries (the 4-row tile fits 16 ymm registers); Pin keeps each dot's
+// chain in that order (GCC otherwise computes a half's products first and spills them). kHalf is a template
+// argument for the same reason as in matmul_packed_avx2-inl.h.
+template <class V, int kGroups, int kRows, int kHalf>
+HWY_INLINE void Q6KHalfDotsSum16(const std::byte* const* unit, int j, int bo, int eo, const int8_t* const* q,
+                                 int64_t x_off, typename V::I (&dot)[kGroups][kRows]) {
+  using I = typename V::I;
+  const I low4 = V::Bytes(0x0f), three = V::Bytes(3);
+  I scale16[kGroups];  // the half's scale in both 16-bit halves of each lane
+  for (int g = 0; g < kGroups; ++g) {
+    const I sc = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup * kHalf + eo);
+    scale16[g] = V::Pair16(sc, V::Sll32(sc, 16));
+  }
+  for (int k0 = 0; k0 < 4; k0 += 2) {
+    I w[2][kGroups];
+    for (int i = 0; i < 2; ++i) {
+      for (int g = 0; g < kGroups; ++g) {
+        const I v = V::Load(unit[g] + 256 * j + bo + 64 * (k0 + i));
+        const I high = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 * kHalf + bo);
+        const I nibble = kHalf == 0 ? V::And(v, low4) : V::And(V::Srl16(v, 4), low4);
+        w[i][g] = V::Or(nibble, V::Sll16(V::And(V::Srl16(high, 2 * (k0 + i)), three), 4));
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {
+      int32_t x0, x1;
+      __builtin_memcpy(&x0, q[r] + x_off + 16 * kHalf + 4 * k0, 4);
+      __builtin_memcpy(&x1, q[r] + x_off + 16 * kHalf + 4 * k0 + 4, 4);
+      const I xa = V::Ints(x0), xb = V::Ints(x1);
+      for (int g = 0; g < kGroups; ++g) {
+        const I sum16 = V::Add16(V::PairSums(w[0][g], xa), V::PairSums(w[1][g], xb));
+        dot[g][r] = Pin(V::Add(dot[g][r], V::Widen(sum16, scale16[g])));
+      }
+    }
+  }
+}
+
 // V::kSum16's sub-block dots (16-bit sums, then one widening), into dot[g][r]: Q4_K the exact dot of the
 // sub-block, Q6_K sc_lo * dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32 cancelled.
 // q[r] + x_off: the sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element sums.
@@ -117,8 +156,8 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
                                   int64_t x_off, const int32_t* sums16, int64_t sums16_stride,
                                   typename V::I (&dot)[kGroups][kRows]) {
   using I = typename V::I;
-  const I low4 = V::Bytes(0x0f), ones16 = V::Ints(0x00010001);
   if constexpr (kType == TensorType::kQ4_K) {
+    const I low4 = V::Bytes(0x0f), ones16 = V::Ints(0x00010001);
     I sum16[kGroups][kRows];  // at most 8 * 3810 in magnitude
     for (int g = 0; g < kGroups; ++g) {
       for (int r = 0; r < kRows; ++r) sum16[g][r] = V::Ints(0);
@@ -145,52 +184,23 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
     }
   } else {
     static_assert(kType == TensorType::kQ6_K);
-    const I three = V::Bytes(3);
-    I pair_scales[kGroups];  // per lane (sc_lo, sc_hi) as 16-bit values, for the offset term
+    // The dots start at the offset term, -32 * (sc_lo * sum_lo + sc_hi * sum_hi): one VPMADDWD of the 16-bit
+    // pairs (32 * sc_lo, 32 * sc_hi) (|.| <= 4096) and (-sum_lo, -sum_hi) (|.| <= 2032). Every term is an
+    // exact integer, so the order of the adds does not change the dot.
     for (int g = 0; g < kGroups; ++g) {
-      const I sc_lo = V::I8s(unit[g] + kQ6KScales + 32 * j + eo);
-      const I sc_hi = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup + eo);
-      pair_scales[g] = V::Or(V::LowHalves(sc_lo), V::Sll32(sc_hi, 16));
-      for (int r = 0; r < kRows; ++r) dot[g][r] = V::Ints(0);
-    }
-    for (int half = 0; half < 2; ++half) {  // elements 0-15 (low nibbles), then 16-31 (high nibbles)
-      I scale16[kGroups];                   // the half's scale in both 16-bit halves of each lane
-      for (int g = 0; g < kGroups; ++g) {
-        const I sc = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup * half + eo);
-        scale16[g] = V::Or(V::LowHalves(sc), V::Sll32(sc, 16));
-      }
-      for (int k0 = 0; k0 < 4; k0 += 2) {  // two vectors' pair sums (<= 2 * 16002) per widening
-        I sum16[kGroups][kRows];
-        for (int k = k0; k < k0 + 2; ++k) {
-          I w[kGroups];
-          for (int g = 0; g < kGroups; ++g) {
-            const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
-            const I high = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 * half + bo);
-            const I nibble = half == 0 ? V::And(v, low4) : V::And(V::Srl16(v, 4), low4);
-            w[g] = V::Or(nibble, V::Sll16(V::And(V::Srl16(high, 2 * k), three), 4));
-          }
-          for (int r = 0; r < kRows; ++r) {
-            int32_t xk;
-            __builtin_memcpy(&xk, q[r] + x_off + 16 * half + 4 * k, 4);
-            const I x = V::Ints(xk);
-            for (int g = 0; g < kGroups; ++g) {
-              const I p = V::PairSums(w[g], x);
-              sum16[g][r] = k == k0 ? p : V::Add16(sum16[g][r], p);
-            }
-          }
-        }
-        for (int g = 0; g < kGroups; ++g) {
-          for (int r = 0; r < kRows; ++r) dot[g][r] = V::Add(dot[g][r], V::Widen(sum16[g][r], scale16[g]));
-        }
+      const std::byte* scales = unit[g] + kQ6KScales + 32 * j + eo;
+      asm("" : "+r"(scales));  // opaque: otherwise GCC keeps sc_hi live through half 0 for half 1 (a spill)
+      const I sc_lo = V::I8s(scales);
+      const I sc_hi = V::I8s(scales + kPackedGroup);
+      const I pair_scales = V::Pair16(V::Sll32(sc_lo, 5), V::Sll32(sc_hi, 21));
+      for (int r = 0; r < kRows; ++r) {
+        const int32_t* s16 = sums16 + r * sums16_stride;
+        const uint32_t neg_sums = (-uint32_t(s16[0]) & 0xffffu) | (-uint32_t(s16[1]) << 16);
+        dot[g][r] = V::Widen(pair_scales, V::Ints(int32_t(neg_sums)));
       }
     }
-    for (int r = 0; r < kRows; ++r) {  // - 32 * (sc_lo * sum_lo + sc_hi * sum_hi); sums fit 16 bits (<= 2032)
-      const int32_t* s16 = sums16 + r * sums16_stride;
-      const I sums = V::Ints(int32_t((uint32_t(s16[0]) & 0xffffu) | (uint32_t(s16[1]) << 16)));
-      for (int g = 0; g < kGroups; ++g) {
-        dot[g][r] = V::Sub(dot[g][r], V::Sll32(V::Widen(pair_scales[g], sums), 5));
-      }
-    }
+    Q6KHalfDotsSum16<V, kGroups, kRows, 0>(unit, j, bo, eo, q, x_off, dot);
+    Q6KHalfDotsSum16<V, kGroups, kRows, 1>(unit, j, bo, eo, q, x_off, dot);
   }
 }
 #endif

@@ -13,6 +13,7 @@
 
 #include "tensor/dequantize.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/quant_blocks.h"
 #include "tensor/thread_pool.h"
 #include "testing/levels.h"
 
@@ -248,6 +249,42 @@ TEST(MatMul, Q4_0ExtremeNibbleSumsAreExactEverywhere) {
     }
     for (bool pack : {false, true}) {
       WeightMatrix m{TensorType::kQ4_0, kIn, kOut, bytes.data()};
+      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
+      m.packed = packed.get();
+      std::vector<float> expected(rows * kOut);
+      MatMulReference(m, x.data(), rows, expected.data());
+      for (const Kernels& k : testing::DistinctMatMulKernels()) {
+        ExpectBitEqual(RunMatMul(m, x.data(), rows, 2, k.matmul), expected,
+                       "level=" + testing::LevelName(k) + " rows=" + std::to_string(rows));
+      }
+    }
+  }
+}
+
+// Q6_K at the bounds of the avx2 tile's 16-bit arithmetic: quants of 63 against activation quants of +-127
+// make two pair sums of +-32004, the half sums reach +-2032 and the scales -128 and 127 (the offset term's
+// 16-bit factors 32 * scale reach -4096); quants of 0 give the other end of the offset.
+TEST(MatMul, Q6_KExtremeSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  std::vector<BlockQ6_K> blocks(kOut * (kIn / 256));
+  for (int64_t i = 0; i < static_cast<int64_t>(blocks.size()); ++i) {
+    BlockQ6_K& b = blocks[i];
+    const uint8_t fill = i % 3 == 2 ? 0x00 : 0xff;
+    std::memset(b.ql, fill, sizeof(b.ql));
+    std::memset(b.qh, fill, sizeof(b.qh));
+    for (int s = 0; s < 16; ++s) b.scales[s] = static_cast<int8_t>((s + i) % 2 == 0 ? -128 : 127);
+    b.d = 0x3c00;  // 1.0
+  }
+  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
+    std::vector<float> x(rows * kIn);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < kIn; ++i) {  // +-127 / 64: quants of exactly +-127
+        const float sign = r % 3 == 0 ? -1.0f : r % 3 == 1 ? 1.0f : (i / 16 % 2 == 0 ? 1.0f : -1.0f);
+        x[r * kIn + i] = sign * 127.0f / 64.0f;
+      }
+    }
+    for (bool pack : {false, true}) {
+      WeightMatrix m{TensorType::kQ6_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
       PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
       m.packed = packed.get();
       std::vector<float> expected(rows * kOut);
