@@ -8,7 +8,7 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
                                                             std::shared_ptr<ResponseWriter> writer,
                                                             ServerMetrics* metrics, double timeout_s,
                                                             TokenFn on_token, DoneFn on_done) {
-  std::shared_ptr<GenerationJob> job(new GenerationJob(engine, std::move(spec), writer, metrics));
+  std::shared_ptr<GenerationJob> job(new GenerationJob(std::move(spec), writer, metrics));
   job->on_token_ = std::move(on_token);
   job->on_done_ = std::move(on_done);
   const GenerationSpec& s = job->spec_;

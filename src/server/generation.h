@@ -73,12 +73,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   double elapsed_s() const;
 
  private:
-  GenerationJob(Engine& engine, GenerationSpec spec, std::shared_ptr<ResponseWriter> writer,
-                ServerMetrics* metrics)
-      : engine_(engine), spec_(std::move(spec)), writer_(std::move(writer)), metrics_(metrics) {}
+  GenerationJob(GenerationSpec spec, std::shared_ptr<ResponseWriter> writer, ServerMetrics* metrics)
+      : spec_(std::move(spec)), writer_(std::move(writer)), metrics_(metrics) {}
   void OnEvent(int choice, TokenEvent event, std::chrono::steady_clock::time_point at);
 
-  Engine& engine_;
   GenerationSpec spec_;
   std::shared_ptr<ResponseWriter> writer_;
   ServerMetrics* metrics_;
