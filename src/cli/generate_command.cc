@@ -146,11 +146,11 @@ void RunGenerate(GenerateFlags f) {
   const double gen_ms = f.n_predict > 0 ? (t.e2e_s - t.ttft_s) * 1e3 : 0.0;
   std::fprintf(stderr,
                "prompt: %zu tokens in %.1f ms (%.1f tok/s); generation: %d tokens in %.1f ms (%.1f tok/s); "
-               "seed %llu, %d threads, kernels %s\n",
+               "seed %llu, %d threads, kernels %s, KV %s\n",
                prompt.size(), prompt_ms, prompt.size() * 1000.0 / std::max(prompt_ms, 1e-3), generated,
                gen_ms, std::max(generated - 1, 0) * 1000.0 / std::max(gen_ms, 1e-3),
                (unsigned long long)sampling.seed, options.threads,
-               std::string(loaded.model->kernels().name()).c_str());
+               std::string(loaded.model->kernels().name()).c_str(), KvDtypeName(options.kv_dtype));
   if (!f.timings_json.empty()) {
     std::ofstream out(f.timings_json);
     out << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms

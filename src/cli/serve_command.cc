@@ -50,8 +50,9 @@ void RunServe(ServeFlags& flags) {
   options.kernels = &kernels;
   auto server = ValueOrDie(server::Server::Create(options));
   const int port = ValueOrDie(server->Start());
-  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (kernels %s; Ctrl-C to stop)\n",
-               server->model_id().c_str(), options.host.c_str(), port, std::string(kernels.name()).c_str());
+  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (kernels %s, KV %s; Ctrl-C to stop)\n",
+               server->model_id().c_str(), options.host.c_str(), port, std::string(kernels.name()).c_str(),
+               KvDtypeName(options.kv_dtype));
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs)\n",
