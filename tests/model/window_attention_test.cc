@@ -32,6 +32,17 @@ void Attend(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t l
              rule);
 }
 
+// x[0..n) as q8_0 KV holds it: each scale group's quants times its scale (tensor/kv_storage.h, whose rule
+// KvStorage.* tests on its own).
+void RoundAsQ8(float* x, int n) {
+  const int group = KvScaleGroup(n);
+  std::vector<int8_t> q(static_cast<size_t>(group));
+  for (int g = 0; g < n; g += group) {
+    const float d = F16ToF32(QuantizeKvGroup(x + g, group, q.data(), 1));
+    for (int i = 0; i < group; ++i) x[g + i] = float(q[size_t(i)]) * d;
+  }
+}
+
 class WindowAttentionTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
@@ -63,6 +74,8 @@ TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
       for (float* vec : {keys[t].data(), values[t].data()}) {
         for (int32_t d = 0; d < n; ++d) vec[d] = F16ToF32(F32ToF16(vec[d]));
       }
+    } else if (p.dtype == KvDtype::kQ8_0) {
+      for (float* vec : {keys[t].data(), values[t].data()}) RoundAsQ8(vec, n);
     }
   }
   std::vector<float> q(size_t(kPositions) * kHeads * n);
@@ -128,7 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{32, 32, KvDtype::kF32, {40, 0}}, Shape{16, 16, KvDtype::kF32, {300, 0}},
                       Shape{64, 16, KvDtype::kF16, {300, 0}}, Shape{16, 16, KvDtype::kF32, {0, 0.5f}},
                       Shape{16, 32, KvDtype::kF16, {40, 2.0f}}, Shape{16, 8, KvDtype::kF32, {37, 0}},
-                      Shape{24, 16, KvDtype::kF32, {256, 1.0f}}));
+                      Shape{24, 16, KvDtype::kF32, {256, 1.0f}}, Shape{16, 16, KvDtype::kQ8_0, {40, 0}},
+                      Shape{64, 16, KvDtype::kQ8_0, {300, 1.0f}}));
 
 TEST(AttentionStart, RoundsTheWindowStartDownToBlocksAndKeyGroups) {
   KvLayout kv;
