@@ -65,6 +65,7 @@ struct EngineStats {
   int32_t block_tokens = 0;
   int64_t kv_blocks_cached = 0;  // blocks findable by their hash (in use or idle; idle ones count as free)
   bool prefix_caching = false;   // EngineOptions::prefix_caching
+  KvDtype kv_dtype = KvDtype::kF16;  // EngineOptions::kv_dtype
   double kv_usage() const { return kv_blocks_total ? double(kv_blocks_used) / double(kv_blocks_total) : 0.0; }
   // Totals since start.
   int64_t steps = 0;

@@ -37,6 +37,7 @@ Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer
   stats_.kv_blocks_free = blocks_->num_free();
   stats_.block_tokens = blocks_->block_tokens();
   stats_.prefix_caching = options.prefix_caching;
+  stats_.kv_dtype = options.kv_dtype;
 }
 
 Engine::Loop::~Loop() { Join(); }

@@ -1,6 +1,7 @@
 #include "server/server_metrics.h"
 
 #include <algorithm>
+#include <string>
 
 namespace lockstep::server {
 
@@ -44,7 +45,10 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r)
           r.Gauge("lockstep_kv_cache_cached_blocks",
                   "KV blocks findable by their prefix hash (in use or idle; idle ones count as free).")),
       prefix_cache_enabled(
-          r.Gauge("lockstep_prefix_cache_enabled", "1 when automatic prefix caching is on.")) {}
+          r.Gauge("lockstep_prefix_cache_enabled", "1 when automatic prefix caching is on.")),
+      cache_config(r.Gauge("lockstep_cache_config_info",
+                           "The KV cache's configuration in its labels (as vLLM's cache_config_info); "
+                           "value 1.")) {}
 
 void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   running->Set(s.running);
@@ -60,6 +64,9 @@ void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   prefix_hit_ratio->Set(s.prefix_cache_hit_ratio());
   cached_blocks->Set(static_cast<double>(s.kv_blocks_cached));
   prefix_cache_enabled->Set(s.prefix_caching ? 1 : 0);
+  cache_config->Set(1, {{"block_size", std::to_string(s.block_tokens)},
+                        {"cache_dtype", KvDtypeName(s.kv_dtype)},
+                        {"num_blocks", std::to_string(s.kv_blocks_total)}});
 }
 
 void ServerMetrics::ObserveRequest(const RequestTiming& t) {

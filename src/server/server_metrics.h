@@ -42,6 +42,7 @@ struct ServerMetrics {
   MetricFamily* prefix_hit_ratio;
   MetricFamily* cached_blocks;
   MetricFamily* prefix_cache_enabled;
+  MetricFamily* cache_config;
 
  private:
   std::atomic<double> mean_run_s_{0};

@@ -160,6 +160,11 @@ TEST_F(ServerPrefixTest, MetricsHealthAndInfoShowTheCache) {
   EXPECT_EQ(Metric(cached_->port(), "lockstep_prefix_cache_enabled"), 1);
   EXPECT_EQ(Metric(uncached_->port(), "lockstep_prefix_cache_enabled"), 0);
   EXPECT_EQ(Metric(uncached_->port(), "lockstep_kv_cache_cached_blocks"), 0);
+  // The KV cache's configuration, as vLLM's cache_config_info: f16 blocks of 16 positions here.
+  EXPECT_NE(m.body.find("# TYPE lockstep_cache_config_info gauge"), std::string::npos);
+  EXPECT_NE(m.body.find("lockstep_cache_config_info{block_size=\"16\",cache_dtype=\"f16\",num_blocks=\""),
+            std::string::npos)
+      << m.body;
   EXPECT_EQ(Request(cached_->port(), "GET", "/health").Json()["prefix_caching"], true);
   EXPECT_EQ(Request(uncached_->port(), "GET", "/health").Json()["prefix_caching"], false);
   EXPECT_EQ(Request(cached_->port(), "GET", "/info").Json()["prefix_caching"], true);
