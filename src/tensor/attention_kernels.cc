@@ -510,6 +510,24 @@ void WidenKeysTransposed(const void* src, KvDtype dtype, int32_t block_tokens, i
       s += n;
       continue;
     }
+    if (n == kKeyLanes && q8) {  // the same for q8_0: 16 quants per dim times their positions' scales
+      __m256 d_lo = _mm256_setzero_ps(), d_hi = _mm256_setzero_ps();
+      for (int d = 0; d < head_dim; ++d) {
+        if (d % group == 0) {
+          const uint16_t* sc = scales + size_t(d / group) * block_tokens + s;
+          d_lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+          d_hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 8)));
+        }
+        const __m128i in =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants + size_t(d) * block_tokens + s));
+        float* out = group_out + size_t(d) * kKeyLanes;
+        _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(in)), d_lo));
+        _mm256_storeu_ps(
+            out + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(in, 8))), d_hi));
+      }
+      s += n;
+      continue;
+    }
 #endif
     for (int d = 0; d < head_dim; ++d) {
       float* out = group_out + size_t(d) * kKeyLanes + lane;
