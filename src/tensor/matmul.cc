@@ -81,20 +81,22 @@ void MatMulShared(const MatMulKernels& kernels, std::span<const WeightMatrix> ws
   }
   if (any_quantized) {
     // Activations are quantized once per call into the pool's caller scratch: quants (rows padded to 64
-    // bytes), block scales, block sums, sums per half block (2 per block), Q8_0 and Q4_0 dot starts.
+    // bytes), block scales, block sums, sums per half block (2 per block), Q8_0 and Q4_0 dot starts,
+    // float(sum) * scale.
     LOCKSTEP_CHECK(in % kActBlock == 0);
     const int64_t blocks = in / kActBlock;
     ActivationQuants quants;
     quants.q_stride = static_cast<int64_t>(AlignUp(static_cast<size_t>(in), 64));
     const size_t q_bytes = AlignUp(static_cast<size_t>(rows * quants.q_stride), 64);
     const size_t d_bytes = AlignUp(sizeof(float) * static_cast<size_t>(rows * blocks), 64);
-    std::byte* scratch = pool.CallerScratch(q_bytes + 6 * d_bytes);
+    std::byte* scratch = pool.CallerScratch(q_bytes + 7 * d_bytes);
     quants.q = reinterpret_cast<int8_t*>(scratch);
     quants.d = reinterpret_cast<float*>(scratch + q_bytes);
     quants.sums = reinterpret_cast<int32_t*>(scratch + q_bytes + d_bytes);
     quants.sums16 = reinterpret_cast<int32_t*>(scratch + q_bytes + 2 * d_bytes);
     quants.q8_starts = reinterpret_cast<int32_t*>(scratch + q_bytes + 4 * d_bytes);
     quants.q4_starts = reinterpret_cast<int32_t*>(scratch + q_bytes + 5 * d_bytes);
+    quants.sum_d = reinterpret_cast<float*>(scratch + q_bytes + 6 * d_bytes);
     for (size_t i = 0; i < ws.size(); ++i) args[i].UseQuants(quants);
     const int64_t quantize_tasks = (rows + kQuantizeRowsPerTask - 1) / kQuantizeRowsPerTask;
     auto quantize = [&](int64_t task, int) {

@@ -203,12 +203,33 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
     Q6KHalfDotsSum16<V, kGroups, kRows, 1>(unit, j, bo, eo, q, x_off, dot);
   }
 }
+
+// Whether every activation scale of the call is at most 2^105, so that the min term may be taken as
+// fma(sum_d, min scale, acc) with sum_d = float(sum) * d (TileArgs::sum_d) instead of the canonical
+// fma(float(sum), min scale * d, acc): then both products are exact (|sum| <= 4064 < 2^12, |min scale| =
+// dmin * m < 2^22, d = 2^e with e >= -107 or d = 0: no overflow, and multiples of 2^-131 need no subnormal
+// rounding), so both FMAs add the same exact product to acc and round once: the same bits, saving a
+// VCVTDQ2PS and a VMULPS per (row, sub-block). Larger scales (|x| > ~2^112) take the canonical epilogue.
+inline bool SumDIsExact(const TileArgs& a) {
+  const int64_t n = a.rows * (a.in / kActBlock);
+  const __m256i limit = _mm256_set1_epi32(std::bit_cast<int32_t>(0x1p105f));  // d >= 0: compare the bits
+  __m256i over = _mm256_setzero_si256();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.d + i));
+    over = _mm256_or_si256(over, _mm256_cmpgt_epi32(d, limit));
+  }
+  bool exact = _mm256_testz_si256(over, over);
+  for (; i < n; ++i) exact = exact && a.d[i] <= 0x1p105f;
+  return exact;
+}
 #endif
 
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
 // kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
-template <class V, TensorType kType, int kGroups, int kRows, bool kStream>
+// kSumD (Q4_K, only where SumDIsExact): the min term from TileArgs::sum_d.
+template <class V, TensorType kType, int kGroups, int kRows, bool kStream, bool kSumD>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   using I = typename V::I;
   using F = typename V::F;
@@ -298,7 +319,11 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
             const int64_t i = (r0 + r) * blocks + b;
             const F dx = V::Floats(a.d[i]);
             acc[g][r] = V::Fma(V::ToFloat(dot_lo[g][r]), V::Mul(scale, dx), acc[g][r]);
-            acc[g][r] = V::Fma(V::IntToFloats(a.sums + i), V::Mul(min_scale, dx), acc[g][r]);
+            if constexpr (kSumD) {
+              acc[g][r] = V::Fma(V::Floats(a.sum_d[i]), min_scale, acc[g][r]);
+            } else {
+              acc[g][r] = V::Fma(V::IntToFloats(a.sums + i), V::Mul(min_scale, dx), acc[g][r]);
+            }
           }
         } else {
           const I sc_lo = V::I8s(unit[g] + kQ6KScales + 32 * j + eo);
@@ -334,15 +359,15 @@ using KVec = KVecAvx2<false>;
 inline constexpr int kKQuantGroups = KVec::kParts == 1 ? 2 : 1;
 
 // Rows [r0, a.rows), fewer than a full row tile.
-template <class V, TensorType kType, int kGroups, bool kStream>
+template <class V, TensorType kType, int kGroups, bool kStream, bool kSumD>
 HWY_INLINE void KQuantLastRows(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   switch (a.rows - r0) {
     case 3:
-      return KQuantMicroTile<V, kType, kGroups, 3, kStream>(a, group0, part, r0);
+      return KQuantMicroTile<V, kType, kGroups, 3, kStream, kSumD>(a, group0, part, r0);
     case 2:
-      return KQuantMicroTile<V, kType, kGroups, 2, kStream>(a, group0, part, r0);
+      return KQuantMicroTile<V, kType, kGroups, 2, kStream, kSumD>(a, group0, part, r0);
     case 1:
-      return KQuantMicroTile<V, kType, kGroups, 1, kStream>(a, group0, part, r0);
+      return KQuantMicroTile<V, kType, kGroups, 1, kStream, kSumD>(a, group0, part, r0);
     default:
       return;
   }
@@ -350,37 +375,47 @@ HWY_INLINE void KQuantLastRows(const TileArgs& a, int64_t group0, int part, int6
 
 // The first row tile of part 0 streams the weights from memory (kStream), the others find them in cache
 // (an AVX2 group's two parts share every 64-byte line).
-template <class V, TensorType kType, int kGroups>
+template <class V, TensorType kType, int kGroups, bool kSumD>
 HWY_INLINE void KQuantRowsLoop(const TileArgs& a, int64_t group0, int part) {
   constexpr int kRows = 4;
   if (a.rows < kRows) {
-    if (part == 0) return KQuantLastRows<V, kType, kGroups, true>(a, group0, part, 0);
-    return KQuantLastRows<V, kType, kGroups, false>(a, group0, part, 0);
+    if (part == 0) return KQuantLastRows<V, kType, kGroups, true, kSumD>(a, group0, part, 0);
+    return KQuantLastRows<V, kType, kGroups, false, kSumD>(a, group0, part, 0);
   }
   if (part == 0) {
-    KQuantMicroTile<V, kType, kGroups, kRows, true>(a, group0, part, 0);
+    KQuantMicroTile<V, kType, kGroups, kRows, true, kSumD>(a, group0, part, 0);
   } else {
-    KQuantMicroTile<V, kType, kGroups, kRows, false>(a, group0, part, 0);
+    KQuantMicroTile<V, kType, kGroups, kRows, false, kSumD>(a, group0, part, 0);
   }
   int64_t r0 = kRows;
   for (; r0 + kRows <= a.rows; r0 += kRows)
-    KQuantMicroTile<V, kType, kGroups, kRows, false>(a, group0, part, r0);
-  KQuantLastRows<V, kType, kGroups, false>(a, group0, part, r0);
+    KQuantMicroTile<V, kType, kGroups, kRows, false, kSumD>(a, group0, part, r0);
+  KQuantLastRows<V, kType, kGroups, false, kSumD>(a, group0, part, r0);
 }
 
-template <TensorType kType, class V = KVec>
-HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+template <TensorType kType, class V, bool kSumD>
+HWY_INLINE void KQuantPackedTileWith(const TileArgs& a, int64_t o_begin, int64_t o_end) {
   constexpr int kGroups = kKQuantGroups;
   const int64_t group_end = (o_end + kPackedGroup - 1) / kPackedGroup;
   int64_t g = o_begin / kPackedGroup;
   for (; g + kGroups <= group_end; g += kGroups) {  // (a part past the matrix's outputs is skipped)
     for (int part = 0; part < V::kParts; ++part) {
-      if (g * kPackedGroup + part * V::kLanes < a.out) KQuantRowsLoop<V, kType, kGroups>(a, g, part);
+      if (g * kPackedGroup + part * V::kLanes < a.out) KQuantRowsLoop<V, kType, kGroups, kSumD>(a, g, part);
     }
   }
   for (; g < group_end; ++g) {
     for (int part = 0; part < V::kParts; ++part) {
-      if (g * kPackedGroup + part * V::kLanes < a.out) KQuantRowsLoop<V, kType, 1>(a, g, part);
+      if (g * kPackedGroup + part * V::kLanes < a.out) KQuantRowsLoop<V, kType, 1, kSumD>(a, g, part);
     }
   }
+}
+
+template <TensorType kType, class V = KVec>
+HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (V::kSum16 && kType == TensorType::kQ4_K) {
+    if (SumDIsExact(a)) return KQuantPackedTileWith<kType, V, true>(a, o_begin, o_end);
+  }
+#endif
+  KQuantPackedTileWith<kType, V, false>(a, o_begin, o_end);
 }

@@ -36,6 +36,7 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
       out.sums[i] = s16[0] + s16[1];
       out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
       out.q4_starts[i] = Q4StartOf(out.sums[i]);
+      out.sum_d[i] = static_cast<float>(out.sums[i]) * out.d[i];
     }
   }
 }

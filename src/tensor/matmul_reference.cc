@@ -171,6 +171,7 @@ void ScalarQuantizeActivations(const float* x, int64_t in, int64_t r_begin, int6
       out.sums[i] = s16[0] + s16[1];
       out.q8_starts[i] = -128 * out.sums[i];
       out.q4_starts[i] = Q4StartOf(out.sums[i]);
+      out.sum_d[i] = static_cast<float>(out.sums[i]) * out.d[i];
     }
   }
 }

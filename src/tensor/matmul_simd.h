@@ -26,6 +26,7 @@ struct ActivationQuants {
   int32_t* sums16 = nullptr;
   int32_t* q8_starts = nullptr;
   int32_t* q4_starts = nullptr;
+  float* sum_d = nullptr;
 };
 
 struct TileArgs {
@@ -43,11 +44,13 @@ struct TileArgs {
   const int32_t* q8_starts = nullptr;  // -128 * sums: where a packed Q8_0 block dot starts, like d
   // (-8 * sums) << 16 (= q8_starts << 12): where the AVX2 packed Q4_0 tile's 16-bit block sums start, like d
   const int32_t* q4_starts = nullptr;
+  // float(sums) * d (exact for d <= 2^105): the AVX2 Q4_K tile's min-term factor, like d
+  const float* sum_d = nullptr;
   const PackedWeights* packed = nullptr;
   int64_t q_stride = 0;
   float* y = nullptr;  // [rows][out]
 
-  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts, q4_starts) at `quants`.
+  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts, q4_starts, sum_d) at `quants`.
   void UseQuants(const ActivationQuants& quants) {
     q = quants.q;
     q_stride = quants.q_stride;
@@ -56,6 +59,7 @@ struct TileArgs {
     sums16 = quants.sums16;
     q8_starts = quants.q8_starts;
     q4_starts = quants.q4_starts;
+    sum_d = quants.sum_d;
   }
 };
 

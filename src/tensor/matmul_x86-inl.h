@@ -391,6 +391,7 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
       out.sums[i] = out.sums16[2 * i] + out.sums16[2 * i + 1];
       out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
       out.q4_starts[i] = Q4StartOf(out.sums[i]);
+      out.sum_d[i] = static_cast<float>(out.sums[i]) * out.d[i];
       // packs work within 128-bit lanes: bytes come out in dword order 0,2,4,6,1,3,5,7 -> permute back.
       const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
       const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);

@@ -133,6 +133,8 @@ TEST(ActivationQuantization, EveryLevelMatchesTheReference) {
         ASSERT_EQ(starts[i], -128 * sums[i]) << name;
         // The AVX2 Q4_0 tile's start: -8 * sum in the high half, i.e. q8_starts << 12.
         ASSERT_EQ(quants.q4_starts[i], static_cast<int32_t>(static_cast<uint32_t>(starts[i]) << 12)) << name;
+        // The AVX2 Q4_K tile's min-term factor.
+        ASSERT_EQ(quants.sum_d[i], static_cast<float>(sums[i]) * d[i]) << name;
       }
     }
   }

@@ -297,6 +297,44 @@ TEST(MatMul, Q6_KExtremeSumsAreExactEverywhere) {
   }
 }
 
+// Q4_K against activations so large that (min scale) * (activation scale) or float(sum) * (activation scale)
+// overflows (blocks of +-2^118 and 2^126, d = 2^112 and 2^120), with mins of up to 65504 * 63 and of 0, and
+// block sums of 0: the products are inf and NaN where the canonical order makes them so. The avx2 tile takes
+// its min term as float(sum) * d times the min scale only where no such overflow can happen (SumDIsExact).
+TEST(MatMul, Q4_KHugeActivationsMatchEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  std::vector<BlockQ4_K> blocks(kOut * (kIn / 256));
+  for (int64_t i = 0; i < static_cast<int64_t>(blocks.size()); ++i) {
+    BlockQ4_K& b = blocks[i];
+    b.d = 0x3c00;                           // 1.0
+    b.dmin = i % 2 == 0 ? 0x7bff : 0x3c00;  // 65504 or 1.0
+    for (int j = 0; j < 12; ++j) b.scales[j] = static_cast<uint8_t>((i + j) % 3 == 0 ? 0x00 : 0xff);
+    for (int j = 0; j < 128; ++j) b.qs[j] = static_cast<uint8_t>(37 * (i + j) + 11);
+  }
+  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
+    std::vector<float> x(rows * kIn);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < kIn; ++i) {
+        const int64_t kind = (i / 32 + r) % 4;
+        const float sign = i % 2 == 0 ? 1.0f : -1.0f;
+        x[r * kIn + i] = kind == 0   ? sign * 0x1p118f  // block sum 0
+                         : kind == 1 ? 0x1p118f
+                         : kind == 2 ? 0x1p126f
+                                     : sign * static_cast<float>(1 + i % 7);
+      }
+    }
+    WeightMatrix m{TensorType::kQ4_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
+    PackedWeightsPtr packed = PackWeights(m);
+    m.packed = packed.get();
+    std::vector<float> expected(rows * kOut);
+    MatMulReference(m, x.data(), rows, expected.data());
+    for (const Kernels& k : testing::DistinctMatMulKernels()) {
+      ExpectBitEqual(RunMatMul(m, x.data(), rows, 2, k.matmul), expected,
+                     "level=" + testing::LevelName(k) + " rows=" + std::to_string(rows));
+    }
+  }
+}
+
 TEST(MatMul, SharedInputMatchesSeparateCalls) {
   const int64_t in = 96, rows = 7;
   TestWeights a(MatMulCase{TensorType::kQ8_0, in, 17, rows, true}, 51);

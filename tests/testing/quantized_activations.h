@@ -22,7 +22,8 @@ struct QuantizedActivations {
         sums(d.size()),
         sums16(2 * d.size()),
         q8_starts(d.size()),
-        q4_starts(d.size()) {
+        q4_starts(d.size()),
+        sum_d(d.size()) {
     view.q = q.data();
     view.q_stride = q_stride;
     view.d = d.data();
@@ -30,6 +31,7 @@ struct QuantizedActivations {
     view.sums16 = sums16.data();
     view.q8_starts = q8_starts.data();
     view.q4_starts = q4_starts.data();
+    view.sum_d = sum_d.data();
     kernels.quantize(x, in, 0, rows, view);
   }
   QuantizedActivations(const QuantizedActivations&) = delete;  // view points into this object's vectors
@@ -39,6 +41,7 @@ struct QuantizedActivations {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> sums, sums16, q8_starts, q4_starts;
+  std::vector<float> sum_d;
   ActivationQuants view;  // points into the vectors above
 };
 
