@@ -89,6 +89,17 @@ void ExpectBitEqual(const std::vector<float>& a, const std::vector<float>& b, co
   }
 }
 
+// Every distinct matmul level's result for `m` (packed or not, as it is) against MatMulReference, bit for
+// bit, with 2 threads; `what` names the case in failures.
+void ExpectEveryLevelMatchesReference(const WeightMatrix& m, const float* x, int64_t rows,
+                                      const std::string& what) {
+  std::vector<float> expected(rows * m.out);
+  MatMulReference(m, x, rows, expected.data());
+  for (const Kernels& k : testing::DistinctMatMulKernels()) {
+    ExpectBitEqual(RunMatMul(m, x, rows, 2, k.matmul), expected, "level=" + testing::LevelName(k) + what);
+  }
+}
+
 std::vector<MatMulCase> Cases() {
   std::vector<MatMulCase> cases;
   const int64_t outs[] = {1, 3, 17, 33};
@@ -213,11 +224,7 @@ TEST(MatMul, Q8_0MinusOneTwentyEightIsExactEverywhere) {
     PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
     m.packed = packed.get();
     const std::vector<float> x = TestActivations(5, 64, 42);
-    std::vector<float> expected(5 * 9);
-    MatMulReference(m, x.data() + 1, 5, expected.data());
-    for (const Kernels& k : testing::DistinctMatMulKernels()) {
-      ExpectBitEqual(RunMatMul(m, x.data() + 1, 5, 2, k.matmul), expected, "level=" + testing::LevelName(k));
-    }
+    ExpectEveryLevelMatchesReference(m, x.data() + 1, 5, "");
   }
 }
 
@@ -251,12 +258,7 @@ TEST(MatMul, Q4_0ExtremeNibbleSumsAreExactEverywhere) {
       WeightMatrix m{TensorType::kQ4_0, kIn, kOut, bytes.data()};
       PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
       m.packed = packed.get();
-      std::vector<float> expected(rows * kOut);
-      MatMulReference(m, x.data(), rows, expected.data());
-      for (const Kernels& k : testing::DistinctMatMulKernels()) {
-        ExpectBitEqual(RunMatMul(m, x.data(), rows, 2, k.matmul), expected,
-                       "level=" + testing::LevelName(k) + " rows=" + std::to_string(rows));
-      }
+      ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
     }
   }
 }
@@ -287,12 +289,7 @@ TEST(MatMul, Q6_KExtremeSumsAreExactEverywhere) {
       WeightMatrix m{TensorType::kQ6_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
       PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
       m.packed = packed.get();
-      std::vector<float> expected(rows * kOut);
-      MatMulReference(m, x.data(), rows, expected.data());
-      for (const Kernels& k : testing::DistinctMatMulKernels()) {
-        ExpectBitEqual(RunMatMul(m, x.data(), rows, 2, k.matmul), expected,
-                       "level=" + testing::LevelName(k) + " rows=" + std::to_string(rows));
-      }
+      ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
     }
   }
 }
@@ -326,12 +323,7 @@ TEST(MatMul, Q4_KHugeActivationsMatchEverywhere) {
     WeightMatrix m{TensorType::kQ4_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
     PackedWeightsPtr packed = PackWeights(m);
     m.packed = packed.get();
-    std::vector<float> expected(rows * kOut);
-    MatMulReference(m, x.data(), rows, expected.data());
-    for (const Kernels& k : testing::DistinctMatMulKernels()) {
-      ExpectBitEqual(RunMatMul(m, x.data(), rows, 2, k.matmul), expected,
-                     "level=" + testing::LevelName(k) + " rows=" + std::to_string(rows));
-    }
+    ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
   }
 }
 
