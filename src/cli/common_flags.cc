@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "chat/builtin_templates.h"
 #include "cli/cli_util.h"
@@ -52,11 +54,13 @@ CLI::Option* AddThreadsFlag(CLI::App& cmd, int& threads) {
 }
 
 CLI::Option* AddKvTypeFlag(CLI::App& cmd, std::string& kv_type) {
+  std::vector<std::string> names;
+  for (KvDtype dtype : kKvDtypes) names.emplace_back(KvDtypeName(dtype));
   return cmd
       .add_option("--kv-type", kv_type,
                   "KV cache element type: f16|f32|q8_0 (q8_0: int8 with an f16 scale per 32 values, "
                   "about half of f16's bytes)")
-      ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
+      ->check(CLI::IsMember(names))
       ->capture_default_str();
 }
 

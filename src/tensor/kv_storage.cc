@@ -57,7 +57,7 @@ const char* KvDtypeName(KvDtype dtype) {
 }
 
 std::optional<KvDtype> ParseKvDtype(std::string_view name) {
-  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kF32, KvDtype::kQ8_0}) {
+  for (KvDtype dtype : kKvDtypes) {
     if (name == KvDtypeName(dtype)) return dtype;
   }
   return std::nullopt;

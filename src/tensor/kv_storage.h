@@ -22,6 +22,7 @@
 namespace lockstep {
 
 enum class KvDtype { kF16, kF32, kQ8_0 };
+inline constexpr KvDtype kKvDtypes[] = {KvDtype::kF16, KvDtype::kF32, KvDtype::kQ8_0};
 
 // "f16", "f32", "q8_0"; ParseKvDtype takes those names (nullopt for anything else).
 const char* KvDtypeName(KvDtype dtype);

@@ -26,7 +26,7 @@ std::vector<float> Random(size_t n, uint32_t seed, float range) {
 }
 
 TEST(KvStorage, NamesRoundTrip) {
-  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kF32, KvDtype::kQ8_0}) {
+  for (KvDtype dtype : kKvDtypes) {
     EXPECT_EQ(ParseKvDtype(KvDtypeName(dtype)), dtype);
   }
   EXPECT_FALSE(ParseKvDtype("q4_0").has_value());
