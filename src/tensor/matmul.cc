@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 
 #include "base/status.h"
 #include "tensor/matmul_internal.h"
@@ -97,17 +98,24 @@ void MatMulShared(const MatMulKernels& kernels, std::span<const WeightMatrix> ws
     quants.q8_starts = reinterpret_cast<int32_t*>(scratch + q_bytes + 4 * d_bytes);
     quants.q4_starts = reinterpret_cast<int32_t*>(scratch + q_bytes + 5 * d_bytes);
     quants.sum_d = reinterpret_cast<float*>(scratch + q_bytes + 6 * d_bytes);
-    for (size_t i = 0; i < ws.size(); ++i) args[i].UseQuants(quants);
     const int64_t quantize_tasks = (rows + kQuantizeRowsPerTask - 1) / kQuantizeRowsPerTask;
+    // Each task also checks its rows' scales (while they are in cache) for quants.sum_d_exact; pool.Run's
+    // return orders the tasks' stores before the load.
+    std::atomic<bool> inexact{false};
     auto quantize = [&](int64_t task, int) {
       const int64_t begin = task * kQuantizeRowsPerTask, end = std::min(rows, begin + kQuantizeRowsPerTask);
       kernels.quantize(x, in, begin, end, quants);
+      if (!SumDIsExact(quants.d + begin * blocks, (end - begin) * blocks)) {
+        inexact.store(true, std::memory_order_relaxed);
+      }
     };
     if (quantize_tasks == 1) {
       quantize(0, 0);
     } else {
       pool.Run(quantize_tasks, quantize);
     }
+    quants.sum_d_exact = !inexact.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < ws.size(); ++i) args[i].UseQuants(quants);
   }
   pool.Run(first_task[ws.size()], [&](int64_t task, int worker) {
     size_t i = 0;

@@ -41,9 +41,10 @@ bool PackedKernelMatches(const MatMulKernels& reference, TensorType type, TileFn
   std::vector<int32_t> sums(rows * blocks), sums16(2 * rows * blocks), starts(rows * blocks),
       q4_starts(rows * blocks);
   std::vector<float> sum_d(rows * blocks);
-  const ActivationQuants quants{q.data(),      q_stride,      d.data(),         sums.data(),
-                                sums16.data(), starts.data(), q4_starts.data(), sum_d.data()};
+  ActivationQuants quants{q.data(),      q_stride,      d.data(),         sums.data(),
+                          sums16.data(), starts.data(), q4_starts.data(), sum_d.data()};
   reference.quantize(x.data(), in, 0, rows, quants);
+  quants.sum_d_exact = SumDIsExact(d.data(), rows * blocks);
   TileArgs a;
   a.type = type;
   a.in = in;

@@ -203,32 +203,13 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
     Q6KHalfDotsSum16<V, kGroups, kRows, 1>(unit, j, bo, eo, q, x_off, dot);
   }
 }
-
-// Whether every activation scale of the call is at most 2^105, so that the min term may be taken as
-// fma(sum_d, min scale, acc) with sum_d = float(sum) * d (TileArgs::sum_d) instead of the canonical
-// fma(float(sum), min scale * d, acc): then both products are exact (|sum| <= 4064 < 2^12, |min scale| =
-// dmin * m < 2^22, d = 2^e with e >= -107 or d = 0: no overflow, and multiples of 2^-131 need no subnormal
-// rounding), so both FMAs add the same exact product to acc and round once: the same bits, saving a
-// VCVTDQ2PS and a VMULPS per (row, sub-block). Larger scales (|x| > ~2^112) take the canonical epilogue.
-inline bool SumDIsExact(const TileArgs& a) {
-  const int64_t n = a.rows * (a.in / kActBlock);
-  const __m256i limit = _mm256_set1_epi32(std::bit_cast<int32_t>(0x1p105f));  // d >= 0: compare the bits
-  __m256i over = _mm256_setzero_si256();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.d + i));
-    over = _mm256_or_si256(over, _mm256_cmpgt_epi32(d, limit));
-  }
-  bool exact = _mm256_testz_si256(over, over);
-  for (; i < n; ++i) exact = exact && a.d[i] <= 0x1p105f;
-  return exact;
-}
 #endif
 
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
 // kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
-// kSumD (Q4_K, only where SumDIsExact): the min term from TileArgs::sum_d.
+// kSumD (Q4_K, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits, one
+// conversion and one multiply fewer per row and sub-block; SumDIsExact in tensor/matmul_simd.h).
 template <class V, TensorType kType, int kGroups, int kRows, bool kStream, bool kSumD>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   using I = typename V::I;
@@ -412,10 +393,8 @@ HWY_INLINE void KQuantPackedTileWith(const TileArgs& a, int64_t o_begin, int64_t
 
 template <TensorType kType, class V = KVec>
 HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-#if HWY_TARGET == HWY_AVX2
   if constexpr (V::kSum16 && kType == TensorType::kQ4_K) {
-    if (SumDIsExact(a)) return KQuantPackedTileWith<kType, V, true>(a, o_begin, o_end);
+    if (a.sum_d_exact) return KQuantPackedTileWith<kType, V, true>(a, o_begin, o_end);
   }
-#endif
   KQuantPackedTileWith<kType, V, false>(a, o_begin, o_end);
 }

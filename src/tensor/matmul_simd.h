@@ -4,6 +4,7 @@
 // by tensor/ only (and tests).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -17,7 +18,20 @@ struct PackedWeights;
 // 16 bits of a 32-bit lane (tensor/matmul_packed_avx2-inl.h). |sum| <= 32 * 127, so |value| < 2^31.
 constexpr int32_t Q4StartOf(int32_t sum) { return -8 * 65536 * sum; }
 
-// Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names.
+// Whether every activation scale in d[0, n) is at most 2^105, so that the packed Q4_K tiles may take the min
+// term as fma(sum_d, min scale, acc) with sum_d = float(sum) * d instead of the canonical fma(float(sum),
+// min scale * d, acc): then both products are exact (|sum| <= 4064 < 2^12, |min scale| = dmin * m < 2^22, d =
+// 2^e with e >= -107 or d = 0: no overflow, and multiples of 2^-131 need no subnormal rounding; the sign of a
+// zero product is the same xor of signs), so both FMAs add the same exact product to acc and round once: the
+// same bits, at every vector width. Larger scales (|x| > ~2^112) take the canonical epilogue.
+inline bool SumDIsExact(const float* d, int64_t n) {
+  int32_t over = 0;  // d >= 0, never NaN: compare the bits as integers (vectorizes)
+  for (int64_t i = 0; i < n; ++i) over |= std::bit_cast<int32_t>(d[i]) > std::bit_cast<int32_t>(0x1p105f);
+  return over == 0;
+}
+
+// Where RunQuantizeActivations writes; the layout of the TileArgs fields of the same names. sum_d_exact is
+// not written by the quantizer: whoever quantizes sets it afterwards (SumDIsExact over all rows' scales).
 struct ActivationQuants {
   int8_t* q = nullptr;
   int64_t q_stride = 0;
@@ -27,6 +41,7 @@ struct ActivationQuants {
   int32_t* q8_starts = nullptr;
   int32_t* q4_starts = nullptr;
   float* sum_d = nullptr;
+  bool sum_d_exact = false;
 };
 
 struct TileArgs {
@@ -46,11 +61,13 @@ struct TileArgs {
   const int32_t* q4_starts = nullptr;
   // float(sums) * d (exact for d <= 2^105): the AVX2 Q4_K tile's min-term factor, like d
   const float* sum_d = nullptr;
+  bool sum_d_exact = false;  // SumDIsExact(d) over all rows: the Q4_K tiles may use sum_d
   const PackedWeights* packed = nullptr;
   int64_t q_stride = 0;
   float* y = nullptr;  // [rows][out]
 
-  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts, q4_starts, sum_d) at `quants`.
+  // Points the activation fields (q, q_stride, d, sums, sums16, q8_starts, q4_starts, sum_d) at `quants`
+  // and copies sum_d_exact.
   void UseQuants(const ActivationQuants& quants) {
     q = quants.q;
     q_stride = quants.q_stride;
@@ -60,6 +77,7 @@ struct TileArgs {
     q8_starts = quants.q8_starts;
     q4_starts = quants.q4_starts;
     sum_d = quants.sum_d;
+    sum_d_exact = quants.sum_d_exact;
   }
 };
 

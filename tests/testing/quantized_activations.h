@@ -33,6 +33,7 @@ struct QuantizedActivations {
     view.q4_starts = q4_starts.data();
     view.sum_d = sum_d.data();
     kernels.quantize(x, in, 0, rows, view);
+    view.sum_d_exact = SumDIsExact(d.data(), static_cast<int64_t>(d.size()));
   }
   QuantizedActivations(const QuantizedActivations&) = delete;  // view points into this object's vectors
   QuantizedActivations& operator=(const QuantizedActivations&) = delete;
