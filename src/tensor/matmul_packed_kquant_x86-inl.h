@@ -208,8 +208,8 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
 // kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
-// kSumD (Q4_K, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits, one
-// conversion and one multiply fewer per row and sub-block; SumDIsExact in tensor/matmul_simd.h).
+// kSumD (Q4_K, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits; per sub-block
+// one conversion per row and one multiply per (group, row) fewer; SumDIsExact in tensor/matmul_simd.h).
 template <class V, TensorType kType, int kGroups, int kRows, bool kStream, bool kSumD>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   using I = typename V::I;
@@ -393,7 +393,7 @@ HWY_INLINE void KQuantPackedTileWith(const TileArgs& a, int64_t o_begin, int64_t
 
 template <TensorType kType, class V = KVec>
 HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  if constexpr (V::kSum16 && kType == TensorType::kQ4_K) {
+  if constexpr (kType == TensorType::kQ4_K) {
     if (a.sum_d_exact) return KQuantPackedTileWith<kType, V, true>(a, o_begin, o_end);
   }
   KQuantPackedTileWith<kType, V, false>(a, o_begin, o_end);

@@ -59,7 +59,7 @@ struct TileArgs {
   const int32_t* q8_starts = nullptr;  // -128 * sums: where a packed Q8_0 block dot starts, like d
   // (-8 * sums) << 16 (= q8_starts << 12): where the AVX2 packed Q4_0 tile's 16-bit block sums start, like d
   const int32_t* q4_starts = nullptr;
-  // float(sums) * d (exact for d <= 2^105): the AVX2 Q4_K tile's min-term factor, like d
+  // float(sums) * d (exact for d <= 2^105): the x86 packed Q4_K tiles' min-term factor, like d
   const float* sum_d = nullptr;
   bool sum_d_exact = false;  // SumDIsExact(d) over all rows: the Q4_K tiles may use sum_d
   const PackedWeights* packed = nullptr;
