@@ -81,7 +81,11 @@ struct KVec {
     asm("vpdpbusd %[x], %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "v"(x));  // see DotAccumulate
     return acc;
 #else
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), _mm512_set1_epi16(1)));
+    // Pinned as the AVX2 chains are (Pin in matmul_packed_avx2-inl.h): otherwise GCC adds a chain's products
+    // as a tree and computes them all first (the 4-row Q6_K tile kept 85 vectors per sub-block on the stack).
+    I sum = _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), _mm512_set1_epi16(1)));
+    asm("" : "+v"(sum));
+    return sum;
 #endif
   }
   static F ToFloat(I a) { return _mm512_cvtepi32_ps(a); }
