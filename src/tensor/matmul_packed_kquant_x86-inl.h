@@ -112,6 +112,19 @@ struct KVec {
 };
 #endif
 
+// Q6_K's 6-bit quants (0-63) of one 16-element half (half 0: the low nibbles of v, 1: the high ones) for
+// activation group k (0-3): v is the k-th 64-byte quant vector of the sub-block, high the half's high-bit
+// vector, whose k-th 2-bit field goes to bits 4-5: ((high >> 2k) & 3) << 4 as one 16-bit shift by 4 - 2k
+// (bits 4-5 then come from bits 2k and 2k + 1 of the same byte) and one mask.
+template <class V>
+HWY_INLINE typename V::I Q6KQuants(typename V::I v, typename V::I high, int k, int half) {
+  using I = typename V::I;
+  const I low4 = V::Bytes(0x0f);
+  const I shifted = k < 2 ? V::Sll16(high, 4 - 2 * k) : k == 2 ? high : V::Srl16(high, 2);
+  const I nibble = half == 0 ? V::And(v, low4) : V::And(V::Srl16(v, 4), low4);
+  return V::Or(nibble, V::And(shifted, V::Bytes(0x30)));
+}
+
 #if HWY_TARGET == HWY_AVX2
 // Q6_K's kSum16 dots of one 16-element half (kHalf 0: elements 0-15, the low nibbles; 1: 16-31, the high
 // nibbles) of sub-block j, added into dot[g][r]: two vectors' pair sums (<= 2 * 16002) per widening, which
@@ -123,7 +136,6 @@ template <class V, int kGroups, int kRows, int kHalf>
 HWY_INLINE void Q6KHalfDotsSum16(const std::byte* const* unit, int j, int bo, int eo, const int8_t* const* q,
                                  int64_t x_off, typename V::I (&dot)[kGroups][kRows]) {
   using I = typename V::I;
-  const I low4 = V::Bytes(0x0f), three = V::Bytes(3);
   I scale16[kGroups];  // the half's scale in both 16-bit halves of each lane
   for (int g = 0; g < kGroups; ++g) {
     const I sc = V::I8s(unit[g] + kQ6KScales + 32 * j + kPackedGroup * kHalf + eo);
@@ -135,8 +147,7 @@ HWY_INLINE void Q6KHalfDotsSum16(const std::byte* const* unit, int j, int bo, in
       for (int g = 0; g < kGroups; ++g) {
         const I v = V::Load(unit[g] + 256 * j + bo + 64 * (k0 + i));
         const I high = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 * kHalf + bo);
-        const I nibble = kHalf == 0 ? V::And(v, low4) : V::And(V::Srl16(v, 4), low4);
-        w[i][g] = V::Or(nibble, V::Sll16(V::And(V::Srl16(high, 2 * (k0 + i)), three), 4));
+        w[i][g] = Q6KQuants<V>(v, high, k0 + i, kHalf);
       }
     }
     for (int r = 0; r < kRows; ++r) {
@@ -220,7 +231,6 @@ HWY_INLINE void Q6KHalfDots(const std::byte* const* unit, int j, int bo, int eo,
                             int64_t x_off, const int32_t* sums16, int64_t sums16_stride,
                             typename V::I (&total)[kGroups][kRows]) {
   using I = typename V::I;
-  const I low4 = V::Bytes(0x0f), bits45 = V::Bytes(0x30);
   I dot[kHalves][kGroups][kRows];
   for (int h = 0; h < kHalves; ++h) {
     for (int r = 0; r < kRows; ++r) {
@@ -233,12 +243,8 @@ HWY_INLINE void Q6KHalfDots(const std::byte* const* unit, int j, int bo, int eo,
     for (int g = 0; g < kGroups; ++g) {
       const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
       for (int h = 0; h < kHalves; ++h) {
-        // The k-th 2-bit field of every high byte at bits 4-5: ((high >> 2k) & 3) << 4 as one 16-bit shift by
-        // 4 - 2k (bits 4-5 then come from bits 2k and 2k + 1 of the same byte) and one mask.
         const I high = V::Load(unit[g] + kQ6KHigh + 128 * j + 64 * (kH0 + h) + bo);
-        const I shifted = k < 2 ? V::Sll16(high, 4 - 2 * k) : k == 2 ? high : V::Srl16(high, 2);
-        const I nibble = kH0 + h == 0 ? V::And(v, low4) : V::And(V::Srl16(v, 4), low4);
-        w[h][g] = V::Or(nibble, V::And(shifted, bits45));
+        w[h][g] = Q6KQuants<V>(v, high, k, kH0 + h);
       }
     }
     for (int r = 0; r < kRows; ++r) {
