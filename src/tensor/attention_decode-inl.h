@@ -9,27 +9,43 @@ constexpr size_t kElementBytes = kType == KvDtype::kF32   ? 4
                                  : kType == KvDtype::kF16 ? 2
                                                           : 1;
 
+// Keys are asked for this many positions ahead of the scores being computed (4 blocks of 16).
+inline constexpr int32_t kKeyPrefetchPositions = 64;
+
 // Scores of kQueries queries against the kGroups 16-position key groups from group `first` (positions at or
-// past end not stored; position p's score at scores[p - begin]); the next kGroups groups' blocks are
-// prefetched meanwhile.
+// past end not stored; position p's score at scores[p - begin]). Spread over the dims, it asks for the keys
+// kKeyPrefetchPositions ahead (into L1) and for the same groups' values (towards L2, for Values after the
+// Softmax): blocks lie apart in memory, and a burst of one block's lines at a time filled the miss queue
+// while the values, asked for only one block ahead, arrived late (long contexts read KV at ~20 GB/s).
 template <KvDtype kType, int kQueries, int kGroups>
-void ScoreGroups(const StoredHead& keys, int32_t first, int32_t begin, int32_t end, const float* q,
-                 size_t q_stride, int head_dim, float scale, float* scores, size_t scores_stride) {
+void ScoreGroups(const StoredHead& keys, const StoredHead& values, int32_t first, int32_t begin, int32_t end,
+                 const float* q, size_t q_stride, int head_dim, float scale, float* scores,
+                 size_t scores_stride) {
   constexpr size_t kBytes = kElementBytes<kType>;
   constexpr bool kQ8 = kType == KvDtype::kQ8_0;
   const int32_t bt = keys.block_tokens;
   const size_t dim_bytes = size_t(bt) * kBytes;  // a block's key rows: dim d's bt positions, then d + 1's
-  const size_t region_bytes = KvHeadBytes(kType, bt, head_dim);
   const std::byte* row[kGroups];
   const std::byte* scale_row[kGroups];  // q8_0: the group's positions' scales of dims [0, group)
+  const std::byte* key_ahead[kGroups];  // the group's place kKeyPrefetchPositions on (or its own, past end)
+  const std::byte* value_row[kGroups];  // the group's 16 value rows (quants), consecutive
   for (int g = 0; g < kGroups; ++g) {
-    const int32_t p = (first + g) * kKeyLanes;
+    const int32_t p = (first + g) * kKeyLanes, ahead = p + kKeyPrefetchPositions;
     row[g] = keys.blocks[p / bt] + keys.offset + size_t(p % bt) * kBytes;
     scale_row[g] = keys.blocks[p / bt] + keys.offset + KvScaleOffset(bt, head_dim) + size_t(p % bt) * 2;
-    const int32_t next = p + kGroups * kKeyLanes;
-    if (next < end && next % bt == 0)
-      PrefetchBytes(keys.blocks[next / bt] + keys.offset, 0, int64_t(region_bytes));
+    key_ahead[g] = ahead < end ? keys.blocks[ahead / bt] + keys.offset + size_t(ahead % bt) * kBytes : row[g];
+    value_row[g] = values.blocks[p / bt] + values.offset + size_t(p % bt) * size_t(head_dim) * kBytes;
+    if constexpr (kQ8) {  // and the group's value scales (one line for 64 dims)
+      const size_t slot_scales = size_t(head_dim / KvScaleGroup(head_dim)) * 2;
+      const std::byte* scales =
+          values.blocks[p / bt] + values.offset + KvScaleOffset(bt, head_dim) + size_t(p % bt) * slot_scales;
+      for (size_t o = 0; o < kKeyLanes * slot_scales; o += 64) PrefetchToL2(scales + o);
+    }
   }
+  // A key line holds 64 / dim_bytes dims of a group; a group's values take 16 * head_dim * kBytes / 64 lines,
+  // at most head_dim.
+  const int key_line_mask = dim_bytes >= 64 ? 0 : int(64 / dim_bytes) - 1;
+  const int value_lines = int(kKeyLanes * size_t(head_dim) * kBytes / 64);
   typename V::F acc[kQueries][kGroups];
   for (int j = 0; j < kQueries; ++j) {
     for (int g = 0; g < kGroups; ++g) acc[j][g] = V::Zero();
@@ -37,6 +53,12 @@ void ScoreGroups(const StoredHead& keys, int32_t first, int32_t begin, int32_t e
   const int scale_group = KvScaleGroup(head_dim);
   typename V::F key_scale[kGroups];
   for (int d = 0; d < head_dim; ++d) {
+    if ((d & key_line_mask) == 0) {
+      for (int g = 0; g < kGroups; ++g) __builtin_prefetch(key_ahead[g] + size_t(d) * dim_bytes);
+    }
+    if (d < value_lines) {
+      for (int g = 0; g < kGroups; ++g) PrefetchToL2(value_row[g] + 64 * size_t(d));
+    }
     typename V::F k[kGroups];
     if constexpr (kQ8) {
       if (d % scale_group == 0) {
@@ -65,19 +87,25 @@ void ScoreGroups(const StoredHead& keys, int32_t first, int32_t begin, int32_t e
 }
 
 // Scores of positions [begin, end) (begin a multiple of 16): ceil(V::kScoreChains / kQueries) groups at a
-// time, so that enough FMA chains are in flight.
+// time, so that enough FMA chains are in flight. First asks for the keys of the blocks after the first,
+// up to kKeyPrefetchPositions on (ScoreGroups asks for the rest as it goes).
 template <KvDtype kType, int kQueries>
-void Scores(const StoredHead& keys, int32_t begin, int32_t end, const float* q, size_t q_stride, int head_dim,
-            float scale, float* scores, size_t scores_stride) {
+void Scores(const StoredHead& keys, const StoredHead& values, int32_t begin, int32_t end, const float* q,
+            size_t q_stride, int head_dim, float scale, float* scores, size_t scores_stride) {
   constexpr int kGroups = (V::kScoreChains + kQueries - 1) / kQueries;
+  const int32_t bt = keys.block_tokens;
+  const int64_t region_bytes = int64_t(KvHeadBytes(kType, bt, head_dim));
+  for (int32_t p = begin / bt * bt + bt; p < std::min(end, begin + kKeyPrefetchPositions); p += bt)
+    PrefetchBytes(keys.blocks[p / bt] + keys.offset, 0, region_bytes);
   const int32_t groups = (end + kKeyLanes - 1) / kKeyLanes;
   int32_t g = begin / kKeyLanes;
   for (; g + kGroups <= groups; g += kGroups) {
-    ScoreGroups<kType, kQueries, kGroups>(keys, g, begin, end, q, q_stride, head_dim, scale, scores,
+    ScoreGroups<kType, kQueries, kGroups>(keys, values, g, begin, end, q, q_stride, head_dim, scale, scores,
                                           scores_stride);
   }
   for (; g < groups; ++g) {
-    ScoreGroups<kType, kQueries, 1>(keys, g, begin, end, q, q_stride, head_dim, scale, scores, scores_stride);
+    ScoreGroups<kType, kQueries, 1>(keys, values, g, begin, end, q, q_stride, head_dim, scale, scores,
+                                    scores_stride);
   }
 }
 
@@ -162,7 +190,7 @@ void AttendStored(KvDtype dtype, const StoredHead& keys, const StoredHead& value
   auto run = [&](auto type_constant) {
     constexpr KvDtype kType = decltype(type_constant)::value;
     WithCount<8>(queries, [&](auto k) {
-      Scores<kType, k>(keys, begin, end, q, q_stride, head_dim, scale, scores, scores_stride);
+      Scores<kType, k>(keys, values, begin, end, q, q_stride, head_dim, scale, scores, scores_stride);
     });
     for (int j = 0; j < queries; ++j) {
       stats[j * stats_stride] = Softmax(V::kLevel, scores + j * scores_stride, end - begin);

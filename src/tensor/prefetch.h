@@ -16,16 +16,19 @@ inline __attribute__((always_inline)) void PrefetchBytes(const std::byte* p, int
   for (int64_t o = begin; o < end; o += 64) __builtin_prefetch(p + o);
 }
 
-// A range of cache lines to bring towards the L2 cache while computing (prefetcht1: the data being worked
-// on keeps the L1). Spread(i, steps) asks for the i-th of `steps` equal parts of it, so a loop of `steps`
-// iterations issues one or two prefetches per iteration instead of a burst that would fill the miss queue.
+// One cache line towards the L2 cache (prefetcht1): for data needed later than the data being worked on,
+// which keeps the L1.
+inline __attribute__((always_inline)) void PrefetchToL2(const std::byte* p) { __builtin_prefetch(p, 0, 2); }
+
+// A range of cache lines to bring towards the L2 cache while computing (PrefetchToL2). Spread(i, steps) asks
+// for the i-th of `steps` equal parts of it, so a loop of `steps` iterations issues one or two prefetches per
+// iteration instead of a burst that would fill the miss queue.
 struct PrefetchLines {
   const std::byte* p = nullptr;
   int64_t lines = 0;
   inline __attribute__((always_inline)) void Spread(int64_t i, int64_t steps) const {
     const int64_t per_step = (lines + steps - 1) / steps;
-    for (int64_t l = i * per_step; l < std::min(lines, (i + 1) * per_step); ++l)
-      __builtin_prefetch(p + 64 * l, 0, 2);
+    for (int64_t l = i * per_step; l < std::min(lines, (i + 1) * per_step); ++l) PrefetchToL2(p + 64 * l);
   }
 };
 
