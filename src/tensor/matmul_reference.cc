@@ -19,7 +19,8 @@ void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[
   *d = ActivationScale(amax, &id);
   sum16[0] = sum16[1] = 0;
   for (int i = 0; i < kActBlock; ++i) {
-    q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+    // A tiny or non-finite block (id = 0) is all zeros: not inf * 0 = NaN, whose conversion is undefined.
+    q[i] = id == 0.0f ? int8_t{0} : static_cast<int8_t>(std::nearbyint(x[i] * id));
     sum16[i / 16] += q[i];
   }
 }

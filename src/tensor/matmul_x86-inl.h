@@ -361,6 +361,7 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
                                 const ActivationQuants& out) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const int64_t blocks = in / kActBlock;
   for (int64_t r = r_begin; r < r_end; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -378,26 +379,29 @@ inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int
       float inverse;
       const int64_t i = r * blocks + b;
       out.d[i] = ActivationScale(max_abs, &inverse);
+      if (inverse == 0.0f) {  // a tiny or non-finite block: q = 0 as in the reference (inf * 0 would be NaN)
+        for (__m256& vk : v) vk = _mm256_setzero_ps();
+      }
       const __m256 id = _mm256_set1_ps(inverse);
       __m256i i32[4];
       for (int k = 0; k < 4; ++k) i32[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));  // nearest even
-      for (int h = 0; h < 2; ++h) {
-        const __m256i s8 = _mm256_add_epi32(i32[2 * h], i32[2 * h + 1]);
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-        out.sums16[2 * i + h] = _mm_cvtsi128_si32(s4);
-      }
+      // |q| <= 127: the packs never saturate. They work within 128-bit lanes: bytes come out in dword order
+      // 0,2,4,6,1,3,5,7 -> permute back.
+      const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
+      const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
+      const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16a, i16b), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + r * out.q_stride + kActBlock * b), q8);
+      // Sums per 16 quants: VPSADBW of (q + 128) against zero sums each 8 bytes (+ 8 * 128) into a 64-bit
+      // lane; lanes 0 + 1 are elements 0-15, lanes 2 + 3 elements 16-31.
+      const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(q8, flip), _mm256_setzero_si256());
+      const __m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
+      const __m128i halves = _mm_add_epi64(_mm_unpacklo_epi64(lo, hi), _mm_unpackhi_epi64(lo, hi));
+      out.sums16[2 * i] = _mm_cvtsi128_si32(halves) - 16 * 128;
+      out.sums16[2 * i + 1] = _mm_extract_epi32(halves, 2) - 16 * 128;
       out.sums[i] = out.sums16[2 * i] + out.sums16[2 * i + 1];
       out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
       out.q4_starts[i] = Q4StartOf(out.sums[i]);
       out.sum_d[i] = static_cast<float>(out.sums[i]) * out.d[i];
-      // packs work within 128-bit lanes: bytes come out in dword order 0,2,4,6,1,3,5,7 -> permute back.
-      const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
-      const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
-      const __m256i i8 = _mm256_packs_epi16(i16a, i16b);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + r * out.q_stride + kActBlock * b),
-                          _mm256_permutevar8x32_epi32(i8, order));
     }
   }
 }

@@ -114,6 +114,10 @@ TEST(ActivationQuantization, EveryLevelMatchesTheReference) {
   for (int64_t i = 0; i < kRows * kIn; ++i)
     x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i / 32) - 3);
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
+  // A non-finite block (row 1, block 2): d = 0 and every quant and sum 0, as in the reference (the AVX2
+  // quantizer stored -128 for the infinities and wrapped its sums).
+  x[kIn + 64] = std::numeric_limits<float>::infinity();
+  x[kIn + 90] = -std::numeric_limits<float>::infinity();
   for (const Kernels& k : testing::RunnableKernels()) {
     const testing::QuantizedActivations quants(x.data(), kRows, kIn, kStride, k.matmul);
     const std::vector<int8_t>& q = quants.q;
