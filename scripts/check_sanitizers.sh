@@ -42,7 +42,7 @@ slow_tests+="|ServerSlowClientTest|ServerStructuredCompatTest"
 asan_only_excluded="RunningOutOfDescriptors"
 # The TSan run's server tests come from the Release build (below): those that test the server's code in
 # their own process, not in a `lockstep serve` child, would test nothing sanitized there. The ASan run has them.
-tsan_in_process_server_tests="HttpRequestTest|MetricsTest|SseTest|RequestFieldsTest|StructuredFields\.|ToolCalls\.|ToolCallGoldens|ApiErrorTest|RequestGuardTest|ServerOptionsTest"
+tsan_in_process_server_tests="HttpRequestTest|HttpServerDrainTest|MetricsTest|SseTest|RequestFieldsTest|StructuredFields\.|ToolCalls\.|ToolCallGoldens|ApiErrorTest|RequestGuardTest|ServerOptionsTest"
 release_dir=${RELEASE_BUILD_DIR:-$root/build}
 
 # ctest over DIR's tests labelled LABEL, less those matching EXCLUDE, with $CTEST_ARGS.

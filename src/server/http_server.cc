@@ -347,15 +347,18 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void FinishResponse() {
     response_done_ = true;
-    if (active_counted_) {
-      active_counted_ = false;
-      server_->active_--;
-    }
     on_close_ = nullptr;
     if (!writing_ && writes_.empty()) AfterResponse();
   }
 
+  // The response's last byte is on the socket. Only now does the request stop counting as active: a drain
+  // waits for active_requests() to reach 0 and then closes every connection, which would cut a stream's
+  // last events ("[DONE]") still queued behind the handler's End().
   void AfterResponse() {
+    if (active_counted_) {
+      active_counted_ = false;
+      server_->active_--;
+    }
     if (!keep_alive_ || server_->stopped_) return GracefulClose();
     if (watching_) {
       beast::error_code ignored;

@@ -101,7 +101,8 @@ class HttpServer {
   void StopAccepting();
   // Closes every connection and joins the I/O threads. Idempotent.
   void Stop();
-  // Requests whose response has not ended yet.
+  // Requests whose response is not yet written out: ended by the handler (End(), Send()) and its last byte
+  // handed to the socket, or the connection closed.
   int64_t active_requests() const;
   // Open connections (closing ones included).
   int64_t connections() const;
