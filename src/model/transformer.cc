@@ -15,6 +15,9 @@ namespace {
 
 // Below this many rows, per-row element-wise work runs on the calling thread (a pool round trip costs more).
 constexpr int64_t kParallelRows = 8;
+// RoPE and KV writes run on the pool from this many rows: a key is stored dim-major (tensor/kv_storage.h),
+// so writing one touches a line per dim, mostly missing the caches (~1 us a decode row).
+constexpr int64_t kParallelKvRows = 2;
 // Below this many (position x query dim) products, attention runs on the calling thread.
 constexpr int64_t kInlineAttentionWork = 1 << 15;
 // Rows of one prefill chunk that share each widened KV block in attention (bounded so that a long chunk still
@@ -29,8 +32,8 @@ void RunTasks(ThreadPool& pool, int64_t tasks, const Fn& fn) {
 }
 
 template <typename Fn>
-void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn) {
-  if (rows < kParallelRows || pool.size() == 1) {
+void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn, int64_t parallel_rows = kParallelRows) {
+  if (rows < parallel_rows || pool.size() == 1) {
     for (int64_t r = 0; r < rows; ++r) fn(r, 0);
     return;
   }
@@ -241,19 +244,22 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
     rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
   };
-  ForEachRow(pool, rows, [&](int64_t r, int) {
-    float* k = k_.data() + r * kv_dim;
-    float* v = v_.data() + r * kv_dim;
-    if (c.qkv_bias) {
-      for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
-      for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
-    }
-    if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
-    rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
-    const BatchRow& row = batch.rows[r];
-    WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
-    if (!only_logit_rows) finish_query(r, r);
-  });
+  ForEachRow(
+      pool, rows,
+      [&](int64_t r, int) {
+        float* k = k_.data() + r * kv_dim;
+        float* v = v_.data() + r * kv_dim;
+        if (c.qkv_bias) {
+          for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
+          for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
+        }
+        if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
+        rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
+        const BatchRow& row = batch.rows[r];
+        WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
+        if (!only_logit_rows) finish_query(r, r);
+      },
+      kParallelKvRows);
   if (only_logit_rows) {
     ForEachRow(pool, out_rows, [&](int64_t j, int) { finish_query(j, logit_rows_[j]); });
   }
