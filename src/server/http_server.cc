@@ -268,8 +268,7 @@ class Session : public std::enable_shared_from_this<Session> {
       const auto target = parser_->get().target();
       path = std::string(target.substr(0, target.find('?')));
     }
-    server_->active_++;
-    active_counted_ = true;
+    CountAsActive();
     timing_writes_ = true;
     SendOnStrand(error.status, "application/json", server_->options_.protocol_error_body(error, path),
                  std::move(headers));
@@ -282,8 +281,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_started_ = false;
     response_done_ = false;
     streaming_ = false;
-    server_->active_++;
-    active_counted_ = true;
+    CountAsActive();
     stream_.expires_never();
     timing_writes_ = true;
     Watch();
@@ -345,6 +343,18 @@ class Session : public std::enable_shared_from_this<Session> {
                      });
   }
 
+  // A request counts in active_requests() from its parse (or protocol error) until its response's last byte
+  // is written or its connection closes, whichever comes first; each request is counted once.
+  void CountAsActive() {
+    server_->active_++;
+    active_counted_ = true;
+  }
+  void StopCountingAsActive() {
+    if (!active_counted_) return;
+    active_counted_ = false;
+    server_->active_--;
+  }
+
   void FinishResponse() {
     response_done_ = true;
     on_close_ = nullptr;
@@ -355,10 +365,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // waits for active_requests() to reach 0 and then closes every connection, which would cut a stream's
   // last events ("[DONE]") still queued behind the handler's End().
   void AfterResponse() {
-    if (active_counted_) {
-      active_counted_ = false;
-      server_->active_--;
-    }
+    StopCountingAsActive();
     if (!keep_alive_ || server_->stopped_) return GracefulClose();
     if (watching_) {
       beast::error_code ignored;
@@ -399,10 +406,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     idle_ = false;
-    if (active_counted_) {
-      active_counted_ = false;
-      server_->active_--;
-    }
+    StopCountingAsActive();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
