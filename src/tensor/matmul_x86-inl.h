@@ -356,52 +356,134 @@ inline void FloatTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
   }
 }
 
-// Canonical activation quantization (QuantizeActivationBlock), 32 floats at a time.
+// Canonical activation quantization (QuantizeActivationBlock).
+
+// Quants of the 32 floats at src scaled by `inverse` (0: a tiny or non-finite block, all quants 0) to q;
+// returns VPSADBW's sums of (q + 128) per 8 quants, one per 64-bit lane, in element order.
+HWY_INLINE __m256i QuantizeBlock32(const float* src, float inverse, int8_t* q) {
+  __m256 v[4];
+  for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(src + 8 * k);
+  if (inverse == 0.0f) {  // q = 0 as in the reference (inf * 0 would be NaN)
+    for (__m256& vk : v) vk = _mm256_setzero_ps();
+  }
+  const __m256 id = _mm256_set1_ps(inverse);
+  __m256i i32[4];
+  for (int k = 0; k < 4; ++k) i32[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));  // nearest even
+  // |q| <= 127: the packs never saturate. They work within 128-bit lanes: bytes come out in dword order
+  // 0,2,4,6,1,3,5,7 -> permute back.
+  const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
+  const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16a, i16b), order);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), q8);
+  return _mm256_sad_epu8(_mm256_xor_si256(q8, _mm256_set1_epi8(static_cast<char>(0x80))),
+                         _mm256_setzero_si256());
+}
+
+HWY_INLINE __m256 AbsMax32(const float* src) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 amax = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k)
+    amax = _mm256_max_ps(amax, _mm256_and_ps(_mm256_loadu_ps(src + 8 * k), abs_mask));
+  return amax;
+}
+
+// Lane-wise max of the pairs (a0, a1), (a2, a3) of a and of b, in SHUFPS's order: [a01 a23 b01 b23] per
+// 128-bit half (HADDPS's pattern).
+HWY_INLINE __m256 PairMax(__m256 a, __m256 b) {
+  return _mm256_max_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Eight consecutive blocks of a row, block b's values at src + 32 * b, from block index i (into d, sums,
+// ...): the maxima reduced side by side into one vector, the scales (ActivationScale) computed in its lanes,
+// and every per-block number but the quants stored 8 at a time.
+HWY_INLINE void QuantizeEightBlocks(const float* src, int8_t* q, int64_t i, const ActivationQuants& out) {
+  __m256 m[8];
+  for (int b = 0; b < 8; ++b) m[b] = AbsMax32(src + 32 * b);
+  const __m256 m0123 = PairMax(PairMax(m[0], m[1]), PairMax(m[2], m[3]));  // [b0 b1 b2 b3] per half
+  const __m256 m4567 = PairMax(PairMax(m[4], m[5]), PairMax(m[6], m[7]));
+  const __m256 max_abs = _mm256_max_ps(_mm256_permute2f128_ps(m0123, m4567, 0x20),
+                                       _mm256_permute2f128_ps(m0123, m4567, 0x31));  // lane b: block b
+  // ActivationScale per lane: e = floor(log2 max) - 6, + 1 if max > 127 * 2^e; d = 2^e, inverse = 2^-e, both
+  // 0 unless max is in [kTinyActivation, FLT_MAX] (false for NaN).
+  const __m256 valid =
+      _mm256_and_ps(_mm256_cmp_ps(max_abs, _mm256_set1_ps(kTinyActivation), _CMP_GE_OQ),
+                    _mm256_cmp_ps(max_abs, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
+  const __m256i biased = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(max_abs), 23),
+                                          _mm256_set1_epi32(6));  // e + 127 (in [21, 248] for valid lanes)
+  const __m256 low = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+  const __m256i up = _mm256_castps_si256(  // -1 where max > 127 * 2^e
+      _mm256_cmp_ps(max_abs, _mm256_mul_ps(_mm256_set1_ps(127.0f), low), _CMP_GT_OQ));
+  const __m256i exponent = _mm256_sub_epi32(biased, up);
+  const __m256 d = _mm256_and_ps(valid, _mm256_castsi256_ps(_mm256_slli_epi32(exponent, 23)));
+  alignas(32) float inverse[8];
+  _mm256_store_ps(inverse,
+                  _mm256_and_ps(valid, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                           _mm256_sub_epi32(_mm256_set1_epi32(254), exponent), 23))));
+  _mm256_storeu_ps(out.d + i, d);
+  // Each block's four 8-quant sums, then per 16 quants: HADD of blocks' (sum, 0) pairs gives [lo hi] per
+  // block and half; two more HADDs, [lo of 4 blocks | hi of 4 blocks].
+  __m256i sad[8];
+  for (int b = 0; b < 8; ++b) sad[b] = QuantizeBlock32(src + 32 * b, inverse[b], q + 32 * b);
+  const __m256i bias = _mm256_set1_epi32(16 * 128);
+  const __m256i interleave = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i sums4[2];
+  for (int g = 0; g < 2; ++g) {
+    const __m256i* s = sad + 4 * g;
+    const __m256i halves = _mm256_sub_epi32(
+        _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3])), bias);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.sums16 + 2 * i + 8 * g),
+                        _mm256_permutevar8x32_epi32(halves, interleave));
+    sums4[g] = halves;
+  }
+  const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(sums4[0], sums4[1], 0x20),
+                                        _mm256_permute2x128_si256(sums4[0], sums4[1], 0x31));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.sums + i), sums);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q8_starts + i),
+                      _mm256_mullo_epi32(sums, _mm256_set1_epi32(-PackedValueOffset(TensorType::kQ8_0))));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q4_starts + i),
+                      _mm256_mullo_epi32(sums, _mm256_set1_epi32(Q4StartOf(1))));
+  _mm256_storeu_ps(out.sum_d + i, _mm256_mul_ps(_mm256_cvtepi32_ps(sums), d));
+}
+
+// One block, scalar scale and sums.
+HWY_INLINE void QuantizeOneBlock(const float* src, int8_t* q, int64_t i, const ActivationQuants& out) {
+  const __m256 amax = AbsMax32(src);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  float inverse;
+  out.d[i] = ActivationScale(_mm_cvtss_f32(m), &inverse);
+  // Sums per 16 quants: lanes 0 + 1 are elements 0-15, lanes 2 + 3 elements 16-31 (+ 16 * 128 each).
+  const __m256i sad = QuantizeBlock32(src, inverse, q);
+  const __m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
+  const __m128i halves = _mm_add_epi64(_mm_unpacklo_epi64(lo, hi), _mm_unpackhi_epi64(lo, hi));
+  out.sums16[2 * i] = _mm_cvtsi128_si32(halves) - 16 * 128;
+  out.sums16[2 * i + 1] = _mm_extract_epi32(halves, 2) - 16 * 128;
+  out.sums[i] = out.sums16[2 * i] + out.sums16[2 * i + 1];
+  out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
+  out.q4_starts[i] = Q4StartOf(out.sums[i]);
+  out.sum_d[i] = static_cast<float>(out.sums[i]) * out.d[i];
+}
+
+// Rows of 8 blocks or more go 8 blocks at a time, the last 8 ending at the row's end (overlapping the
+// previous 8 when the count is not a multiple of 8: the same numbers written again).
 inline void QuantizeActivations(const float* x, int64_t in, int64_t r_begin, int64_t r_end,
                                 const ActivationQuants& out) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const int64_t blocks = in / kActBlock;
   for (int64_t r = r_begin; r < r_end; ++r) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* src = x + r * in + kActBlock * b;
-      __m256 v[4];
-      __m256 amax = _mm256_setzero_ps();
-      for (int k = 0; k < 4; ++k) {
-        v[k] = _mm256_loadu_ps(src + 8 * k);
-        amax = _mm256_max_ps(amax, _mm256_and_ps(v[k], abs_mask));
-      }
-      __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-      m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-      m = _mm_max_ss(m, _mm_movehdup_ps(m));
-      const float max_abs = _mm_cvtss_f32(m);
-      float inverse;
-      const int64_t i = r * blocks + b;
-      out.d[i] = ActivationScale(max_abs, &inverse);
-      if (inverse == 0.0f) {  // a tiny or non-finite block: q = 0 as in the reference (inf * 0 would be NaN)
-        for (__m256& vk : v) vk = _mm256_setzero_ps();
-      }
-      const __m256 id = _mm256_set1_ps(inverse);
-      __m256i i32[4];
-      for (int k = 0; k < 4; ++k) i32[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));  // nearest even
-      // |q| <= 127: the packs never saturate. They work within 128-bit lanes: bytes come out in dword order
-      // 0,2,4,6,1,3,5,7 -> permute back.
-      const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
-      const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
-      const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16a, i16b), order);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + r * out.q_stride + kActBlock * b), q8);
-      // Sums per 16 quants: VPSADBW of (q + 128) against zero sums each 8 bytes (+ 8 * 128) into a 64-bit
-      // lane; lanes 0 + 1 are elements 0-15, lanes 2 + 3 elements 16-31.
-      const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(q8, flip), _mm256_setzero_si256());
-      const __m128i lo = _mm256_castsi256_si128(sad), hi = _mm256_extracti128_si256(sad, 1);
-      const __m128i halves = _mm_add_epi64(_mm_unpacklo_epi64(lo, hi), _mm_unpackhi_epi64(lo, hi));
-      out.sums16[2 * i] = _mm_cvtsi128_si32(halves) - 16 * 128;
-      out.sums16[2 * i + 1] = _mm_extract_epi32(halves, 2) - 16 * 128;
-      out.sums[i] = out.sums16[2 * i] + out.sums16[2 * i + 1];
-      out.q8_starts[i] = -PackedValueOffset(TensorType::kQ8_0) * out.sums[i];
-      out.q4_starts[i] = Q4StartOf(out.sums[i]);
-      out.sum_d[i] = static_cast<float>(out.sums[i]) * out.d[i];
+    const float* row = x + r * in;
+    int8_t* q = out.q + r * out.q_stride;
+    if (blocks < 8) {
+      for (int64_t b = 0; b < blocks; ++b)
+        QuantizeOneBlock(row + kActBlock * b, q + kActBlock * b, r * blocks + b, out);
+      continue;
+    }
+    for (int64_t b = 0;; b += 8) {
+      const int64_t at = std::min(b, blocks - 8);
+      QuantizeEightBlocks(row + kActBlock * at, q + kActBlock * at, r * blocks + at, out);
+      if (at == blocks - 8) break;
     }
   }
 }

@@ -105,40 +105,55 @@ TEST(ActivationQuantization, TinyZeroAndNonFiniteBlocksBecomeZero) {
 }
 
 // Activation quantization at every CPU level the machine runs: the reference's quants and scales, the sums,
-// and the Q8_0 dot starts (-128 * sum).
+// and the Q8_0 dot starts (-128 * sum). Rows of 5 blocks (one at a time on x86), 8 and 16 (eight at a time)
+// and 13 (eight at a time, the last eight overlapping the first).
 TEST(ActivationQuantization, EveryLevelMatchesTheReference) {
-  constexpr int64_t kRows = 5, kIn = 160, kBlocks = kIn / kActBlock, kStride = 192;
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(kRows * kIn);
-  for (int64_t i = 0; i < kRows * kIn; ++i)
-    x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i / 32) - 3);
-  std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
-  // A non-finite block (row 1, block 2): d = 0 and every quant and sum 0, as in the reference (the AVX2
-  // quantizer stored -128 for the infinities and wrapped its sums).
-  x[kIn + 64] = std::numeric_limits<float>::infinity();
-  x[kIn + 90] = -std::numeric_limits<float>::infinity();
-  for (const Kernels& k : testing::RunnableKernels()) {
-    const testing::QuantizedActivations quants(x.data(), kRows, kIn, kStride, k.matmul);
-    const std::vector<int8_t>& q = quants.q;
-    const std::vector<float>& d = quants.d;
-    const std::vector<int32_t>&sums = quants.sums, &sums16 = quants.sums16, &starts = quants.q8_starts;
-    const std::string name = testing::LevelName(k);
-    for (int64_t r = 0; r < kRows; ++r) {
-      for (int64_t b = 0; b < kBlocks; ++b) {
-        const int64_t i = r * kBlocks + b;
-        const Quantized z =
-            Quantize(std::vector<float>(x.begin() + r * kIn + 32 * b, x.begin() + r * kIn + 32 * b + 32));
-        ASSERT_EQ(std::memcmp(z.q.data(), &q[r * kStride + 32 * b], 32), 0) << name << " block " << i;
-        ASSERT_EQ(d[i], z.d) << name << " block " << i;
-        ASSERT_EQ(sums16[2 * i], z.sum16[0]) << name;
-        ASSERT_EQ(sums16[2 * i + 1], z.sum16[1]) << name;
-        ASSERT_EQ(sums[i], z.sum16[0] + z.sum16[1]) << name;
-        ASSERT_EQ(starts[i], -128 * sums[i]) << name;
-        // The AVX2 Q4_0 tile's start: -8 * sum in the high half, i.e. q8_starts << 12.
-        ASSERT_EQ(quants.q4_starts[i], static_cast<int32_t>(static_cast<uint32_t>(starts[i]) << 12)) << name;
-        // The AVX2 Q4_K tile's min-term factor.
-        ASSERT_EQ(quants.sum_d[i], static_cast<float>(sums[i]) * d[i]) << name;
+  for (const int64_t in : {160, 256, 416, 512}) {
+    constexpr int64_t kRows = 5;
+    const int64_t blocks = in / kActBlock, stride = in + 32;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(kRows * in);
+    for (int64_t i = 0; i < kRows * in; ++i) {  // scales from 2^-3 up, a block's from the row's block index
+      x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i % in / 32 + 4 * (i / in)) - 3);
+    }
+    std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
+    // A non-finite block (row 1, block 2): d = 0 and every quant and sum 0, as in the reference (the AVX2
+    // quantizer stored -128 for the infinities and wrapped its sums).
+    x[in + 64] = std::numeric_limits<float>::infinity();
+    x[in + 90] = -std::numeric_limits<float>::infinity();
+    // Row 2: a tiny block (d = 0), the smallest kept one, one whose largest value is exactly 127 * 2^-4 (the
+    // smaller of the two candidate scales) and one just over it, and huge ones.
+    std::fill(x.begin() + 2 * in, x.begin() + 2 * in + 32, 1e-35f);
+    std::fill(x.begin() + 2 * in + 32, x.begin() + 2 * in + 64, 0.0f);
+    x[2 * in + 35] = kTinyActivation;
+    x[2 * in + 64 + 7] = -127.0f / 16;
+    x[2 * in + 96 + 31] = std::nextafter(127.0f / 16, 200.0f);
+    x[2 * in + 128 + 1] = std::numeric_limits<float>::max();
+    x[2 * in + (blocks - 1) * 32 + 3] = -0x1p120f;
+    for (const Kernels& k : testing::RunnableKernels()) {
+      const testing::QuantizedActivations quants(x.data(), kRows, in, stride, k.matmul);
+      const std::vector<int8_t>& q = quants.q;
+      const std::vector<float>& d = quants.d;
+      const std::vector<int32_t>&sums = quants.sums, &sums16 = quants.sums16, &starts = quants.q8_starts;
+      const std::string name = testing::LevelName(k) + " in " + std::to_string(in);
+      for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t i = r * blocks + b;
+          const Quantized z =
+              Quantize(std::vector<float>(x.begin() + r * in + 32 * b, x.begin() + r * in + 32 * b + 32));
+          ASSERT_EQ(std::memcmp(z.q.data(), &q[r * stride + 32 * b], 32), 0) << name << " block " << i;
+          ASSERT_EQ(d[i], z.d) << name << " block " << i;
+          ASSERT_EQ(sums16[2 * i], z.sum16[0]) << name << " block " << i;
+          ASSERT_EQ(sums16[2 * i + 1], z.sum16[1]) << name << " block " << i;
+          ASSERT_EQ(sums[i], z.sum16[0] + z.sum16[1]) << name << " block " << i;
+          ASSERT_EQ(starts[i], -128 * sums[i]) << name << " block " << i;
+          // The AVX2 Q4_0 tile's start: -8 * sum in the high half, i.e. q8_starts << 12.
+          ASSERT_EQ(quants.q4_starts[i], static_cast<int32_t>(static_cast<uint32_t>(starts[i]) << 12))
+              << name;
+          // The AVX2 Q4_K tile's min-term factor.
+          ASSERT_EQ(quants.sum_d[i], static_cast<float>(sums[i]) * d[i]) << name;
+        }
       }
     }
   }
