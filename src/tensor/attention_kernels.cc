@@ -129,8 +129,9 @@ inline float HorizontalSum(__m256 v) {  // ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))
 
 // Scores of kQueries queries against the (up to) 16 positions of one transposed key group, n of them stored.
 template <int kQueries>
-inline void DotGroupAvx2(const float* q, size_t q_stride, const float* group, int head_dim, int n,
-                         float scale, float* scores, size_t scores_stride) {
+inline __attribute__((always_inline)) void DotGroupAvx2(const float* q, size_t q_stride, const float* group,
+                                                        int head_dim, int n, float scale, float* scores,
+                                                        size_t scores_stride) {
   __m256 acc[kQueries][2];
   for (int j = 0; j < kQueries; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
   for (int d = 0; d < head_dim; ++d) {
@@ -176,10 +177,14 @@ void DotKeysAvx2(const float* q, size_t q_stride, int queries, const float* keys
   }
 }
 
-// Dims [d0, d0 + 8 * kChunks) of kQueries outputs; each value vector is loaded once for all of them.
+// Dims [d0, d0 + 8 * kChunks) of kQueries outputs; each value vector is loaded once for all of them. Always
+// inlined: an out-of-line copy (GCC 12 made one once a second caller appeared) kept the accumulators in
+// memory, a store per FMA, at half the speed (48 queries: 28 against 57 G FMAs/s).
 template <int kQueries, int kChunks>
-inline void AccumulateChunksAvx2(const float* w, size_t w_stride, const float* values, int32_t count,
-                                 int head_dim, int d0, float* out, size_t out_stride) {
+inline __attribute__((always_inline)) void AccumulateChunksAvx2(const float* w, size_t w_stride,
+                                                                const float* values, int32_t count,
+                                                                int head_dim, int d0, float* out,
+                                                                size_t out_stride) {
   __m256 acc[kQueries][kChunks];
   for (int j = 0; j < kQueries; ++j) {
     for (int c = 0; c < kChunks; ++c) acc[j][c] = _mm256_loadu_ps(out + j * out_stride + d0 + 8 * c);
@@ -198,31 +203,19 @@ inline void AccumulateChunksAvx2(const float* w, size_t w_stride, const float* v
   }
 }
 
-// Dims [d, head_dim) of one output: chunks of 8, then a lane-wise fma tail (as every level).
-void AccumulateFromAvx2(const float* w, const float* values, int32_t count, int head_dim, int d, float* out) {
-  for (; d + 64 <= head_dim; d += 64) AccumulateChunksAvx2<1, 8>(w, 0, values, count, head_dim, d, out, 0);
-  for (; d + 8 <= head_dim; d += 8) AccumulateChunksAvx2<1, 1>(w, 0, values, count, head_dim, d, out, 0);
-  if (d < head_dim) {
-    for (int32_t s = 0; s < count; ++s) {
-      const float* v = values + size_t(s) * head_dim;
-      for (int i = d; i < head_dim; ++i) out[i] = std::fma(w[s], v[i], out[i]);
-    }
-  }
-}
-
-// kQueries outputs, kChunks chunks of 8 dims at a time: kQueries x kChunks accumulators, kChunks value
-// vectors and a broadcast weight in 16 registers, each value vector loaded once for kQueries FMAs, and at
-// least 8 accumulators (FMA chains) where 16 registers allow. One thread, 64 positions, Zen 5 forced avx2, G
-// FMAs/s: 48 queries 53 with 6 x 2, 49 with 4 x 2 or 5 x 2, 46 with 4 x 3, 45 one query at a time x 8 chunks,
-// 41 with 2 x 4 or 3 x 3; alone, 1 query 45 with 8 chunks (22 with 2), 2 queries 42 with 4 (34 with 2), 3
-// queries 57 with 4 (41 with 2 or 3).
+// Dims [d, head_dim) of kQueries outputs: kChunks chunks of 8 dims at a time, then chunks of 8, then the
+// scalar reference's lane-wise tail. kQueries x kChunks accumulators, kChunks value vectors and a broadcast
+// weight in 16 registers: each value vector loaded once for kQueries FMAs, and at least 8 accumulators (FMA
+// chains) where 16 registers allow. One thread, 64 positions, Zen 5 forced avx2, G FMAs/s: 48 queries 53
+// with 6 x 2, 49 with 4 x 2 or 5 x 2, 46 with 4 x 3, 45 one query at a time x 8 chunks, 41 with 2 x 4 or
+// 3 x 3; alone, 1 query 45 with 8 chunks (22 with 2), 2 queries 42 with 4 (34 with 2), 3 queries 57 with 4
+// (41 with 2 or 3).
 constexpr int kAvx2ValueQueries = 6;
 constexpr int Avx2ValueChunks(int queries) { return queries == 1 ? 8 : queries <= 3 ? 4 : 2; }
 template <int kQueries>
 void AccumulateQueriesAvx2(const float* w, size_t w_stride, const float* values, int32_t count, int head_dim,
-                           float* out, size_t out_stride) {
+                           float* out, size_t out_stride, int d = 0) {
   constexpr int kChunks = Avx2ValueChunks(kQueries);
-  int d = 0;
   for (; d + 8 * kChunks <= head_dim; d += 8 * kChunks) {
     AccumulateChunksAvx2<kQueries, kChunks>(w, w_stride, values, count, head_dim, d, out, out_stride);
   }
@@ -231,7 +224,7 @@ void AccumulateQueriesAvx2(const float* w, size_t w_stride, const float* values,
   }
   if (d < head_dim) {
     for (int j = 0; j < kQueries; ++j) {
-      AccumulateFromAvx2(w + j * w_stride, values, count, head_dim, d, out + j * out_stride);
+      AccumulateValuesScalar(w + j * w_stride, values, count, head_dim, out + j * out_stride, d);
     }
   }
 }
@@ -356,9 +349,7 @@ LOCKSTEP_AVX512 void AccumulateQueriesAvx512(const float* w, size_t w_stride, co
     AccumulateChunksAvx512<kQueries, 1>(w, w_stride, values, count, head_dim, d, out, out_stride);
   }
   if (d < head_dim) {  // up to 15 dims: the AVX2 path (lane-wise identical)
-    for (int j = 0; j < kQueries; ++j) {
-      AccumulateFromAvx2(w + j * w_stride, values, count, head_dim, d, out + j * out_stride);
-    }
+    AccumulateQueriesAvx2<kQueries>(w, w_stride, values, count, head_dim, out, out_stride, d);
   }
 }
 
