@@ -1,7 +1,7 @@
 // NeonLanes16: a 16-lane float vector as four 128-bit NEON registers (aarch64 only), the vector type the
-// attention kernels are written over on ARM (tensor/attention_kernels.cc, tensor/attention_decode.cc). Per
-// lane its Fma is one fused multiply-add (vfmaq_f32), exactly std::fma, so kernels over it reproduce the
-// scalar reference bit for bit.
+// attention kernels are written over on ARM (tensor/attention_kernels_neon-inl.h,
+// tensor/attention_decode.cc). Per lane its Fma is one fused multiply-add (vfmaq_f32), exactly std::fma, so
+// kernels over it reproduce the scalar reference bit for bit.
 #pragma once
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
