@@ -22,11 +22,9 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-const char* HttpReason(int status) {
-  const auto reason = http::obsolete_reason(static_cast<http::status>(status));
-  static thread_local std::string text;
-  text.assign(reason.data(), reason.size());
-  return text.empty() ? "Unknown" : text.c_str();
+std::string_view HttpReason(int status) {
+  const auto reason = http::obsolete_reason(static_cast<http::status>(status));  // static strings
+  return {reason.data(), reason.size()};
 }
 
 int DefaultMaxConnections() {
@@ -198,7 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   std::string StatusLine(int status, const std::string& content_type, const HeaderList& headers) {
     std::string out = "HTTP/1." + std::to_string(version_ % 10) + " " + std::to_string(status) + " " +
-                      HttpReason(status) + "\r\n";
+                      std::string(HttpReason(status)) + "\r\n";
     out += "Server: lockstep\r\n";
     if (!content_type.empty()) out += "Content-Type: " + content_type + "\r\n";
     for (const auto& [k, v] : headers) out += k + ": " + v + "\r\n";

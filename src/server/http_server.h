@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -115,7 +116,8 @@ class HttpServer {
   int port_ = 0;
 };
 
-// "HTTP/1.1 200 OK"-style reason phrase.
-const char* HttpReason(int status);
+// "HTTP/1.1 200 OK"-style reason phrase (Beast's, in static storage; "<unknown-status>" for a code it does
+// not know).
+std::string_view HttpReason(int status);
 
 }  // namespace lockstep::server

@@ -24,8 +24,7 @@
 
 namespace lockstep::server {
 
-namespace {
-
+// Not in an anonymous namespace: Server::Impl (external linkage) holds one.
 class MetricsObserver : public EngineObserver {
  public:
   MetricsObserver(ServerMetrics* metrics, DashboardFeed* feed) : metrics_(metrics), feed_(feed) {}
@@ -41,8 +40,6 @@ class MetricsObserver : public EngineObserver {
   ServerMetrics* metrics_;
   DashboardFeed* feed_;
 };
-
-}  // namespace
 
 class Server::Impl {
  public:
