@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <span>
+#include <string_view>
 
 #include "base/excerpt.h"
 #include "grammar/gbnf_builder.h"
@@ -19,36 +21,41 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const std::set<std::string> kAnnotations = {
+// Constant tables (trivially destructible, no static initialisation order), looked up linearly: they are
+// short and read once per schema keyword.
+constexpr std::string_view kAnnotations[] = {
     "title", "description", "default",    "examples",         "example",         "$schema",
     "$id",   "$comment",    "deprecated", "readOnly",         "writeOnly",       "discriminator",
     "$defs", "definitions", "$anchor",    "contentMediaType", "contentEncoding", "strict"};
-const std::set<std::string> kKeywords = {"type",
-                                         "properties",
-                                         "required",
-                                         "additionalProperties",
-                                         "items",
-                                         "prefixItems",
-                                         "minItems",
-                                         "maxItems",
-                                         "enum",
-                                         "const",
-                                         "pattern",
-                                         "format",
-                                         "minLength",
-                                         "maxLength",
-                                         "minimum",
-                                         "maximum",
-                                         "exclusiveMinimum",
-                                         "exclusiveMaximum",
-                                         "anyOf",
-                                         "oneOf",
-                                         "allOf",
-                                         "$ref",
-                                         "nullable"};
+constexpr std::string_view kKeywords[] = {"type",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "items",
+                                          "prefixItems",
+                                          "minItems",
+                                          "maxItems",
+                                          "enum",
+                                          "const",
+                                          "pattern",
+                                          "format",
+                                          "minLength",
+                                          "maxLength",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "$ref",
+                                          "nullable"};
 
 // Primitive rules, added on first use (names as GbnfBuilder gave them).
-const std::map<std::string, std::string> kPrimitives = {
+struct NamedRule {
+  std::string_view name, body;
+};
+constexpr NamedRule kPrimitives[] = {
     {"space", R"(| " " | "\n" [ \t]{0,20})"},
     {"boolean", R"(("true" | "false") space)"},
     {"null", R"("null" space)"},
@@ -67,7 +74,7 @@ const std::map<std::string, std::string> kPrimitives = {
     {"array", R"("[" space ( value ( "," space value )* )? "]" space)"},
 };
 
-const std::map<std::string, std::string> kFormats = {
+constexpr NamedRule kFormats[] = {
     {"date",
      R"([0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ))"},
     {"time",
@@ -75,6 +82,18 @@ const std::map<std::string, std::string> kFormats = {
     {"uuid",
      R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})"},
 };
+
+bool Contains(std::span<const std::string_view> words, std::string_view word) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+// The body of rule `name` in `rules`; null if there is none.
+const std::string_view* Find(std::span<const NamedRule> rules, std::string_view name) {
+  for (const NamedRule& rule : rules) {
+    if (rule.name == name) return &rule.body;
+  }
+  return nullptr;
+}
 
 std::string Quantifier(int64_t min, int64_t max) {  // max < 0: unbounded
   if (min == 0 && max < 0) return "*";
@@ -112,11 +131,13 @@ class SchemaConverter {
     if (auto it = prims_.find(name); it != prims_.end()) return it->second;
     const std::string reserved = b_.Reserve(name);
     prims_[name] = reserved;
-    std::string body = kPrimitives.at(name);
+    const std::string_view* found = Find(kPrimitives, name);
+    LOCKSTEP_CHECK(found != nullptr);
+    const std::string_view body = *found;
     // Rewrite references to other primitives to their actual names (adding them).
     std::string out, word;
     auto flush = [&] {
-      if (!word.empty()) out += kPrimitives.count(word) ? Prim(word) : word;
+      if (!word.empty()) out += Find(kPrimitives, word) != nullptr ? Prim(word) : word;
       word.clear();
     };
     bool in_literal = false, in_class = false;
@@ -147,7 +168,7 @@ class SchemaConverter {
 
   bool CheckKeywords(const Json& s, const std::string& pointer) {
     for (const auto& [key, value] : s.items()) {
-      if (kKeywords.count(key) || kAnnotations.count(key) || key.rfind("x-", 0) == 0) continue;
+      if (Contains(kKeywords, key) || Contains(kAnnotations, key) || key.rfind("x-", 0) == 0) continue;
       if (key == "uniqueItems" && value == false) continue;
       return Fail(pointer, "keyword '" + Excerpt(key) + "' is not supported");
     }
@@ -176,7 +197,7 @@ class SchemaConverter {
     if (!CheckKeywords(s, pointer)) return "";
     auto only_with = [&](const char* keyword) {
       for (const auto& [key, value] : s.items()) {
-        if (key != keyword && kKeywords.count(key) && key != "nullable") {
+        if (key != keyword && Contains(kKeywords, key) && key != "nullable") {
           return Fail(pointer, "keyword '" + Excerpt(key) + "' beside '" + keyword + "' is not supported");
         }
       }
@@ -538,8 +559,11 @@ class SchemaConverter {
         return Fail(pointer, "format together with minLength or maxLength is not supported"), "";
       }
       const std::string format = s["format"].is_string() ? s["format"].get<std::string>() : "";
-      if (format == "date-time") return Quoted(kFormats.at("date") + " \"T\" " + kFormats.at("time"));
-      if (auto it = kFormats.find(format); it != kFormats.end()) return Quoted(it->second);
+      if (format == "date-time") {
+        return Quoted(std::string(*Find(kFormats, "date")) + " \"T\" " +
+                      std::string(*Find(kFormats, "time")));
+      }
+      if (const std::string_view* body = Find(kFormats, format)) return Quoted(std::string(*body));
       return Fail(pointer + "/format",
                   "format '" + Excerpt(format) + "' is not supported (date, time, date-time, uuid are)"),
              "";
