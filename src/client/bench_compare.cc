@@ -150,7 +150,11 @@ Result<CompareReport> RunCompare(const OpenAiClient& client, const CompareOption
   std::vector<ChatRequest> warm = {MakeRequest(o, o.questions[0], 4)};
   auto warm_result = RunBlocking(FanOut(client, warm, 1, token));
   if (!warm_result[0].status.ok()) return warm_result[0].status.WithContext("warm-up request");
-  for (const std::string& name : o.modes) report.modes.push_back(CompareMode{name});
+  for (const std::string& name : o.modes) {
+    CompareMode mode;
+    mode.name = name;
+    report.modes.push_back(std::move(mode));
+  }
   for (int rep = 0; rep < o.repeat; ++rep) {
     for (auto& mode : report.modes) {
       std::vector<std::string> warnings;

@@ -48,7 +48,9 @@ TEST(SchedulerPrefixTest, SharedPrefixesGiveTheUncachedOutputsOverBlockBoundarie
       EXPECT_EQ(cached.generated.at(job.id), uncached.generated.at(job.id)) << job.id;
     EXPECT_EQ(uncached.hits, 0);
     EXPECT_LE(cached.prefill_rows, uncached.prefill_rows);
-    if (prefix > 16) EXPECT_GT(cached.hits, 0);
+    if (prefix > 16) {
+      EXPECT_GT(cached.hits, 0);
+    }
     // The repeat hits every full block before its last token.
     EXPECT_EQ(cached.cached_tokens.at(5), int32_t((jobs[4].prompt.size() - 1) / 16 * 16));
   }

@@ -102,7 +102,9 @@ TEST_F(HostileRequestsTest, WrongTypedNestedFieldsAreAnsweredNotFatal) {
       ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
       EXPECT_EQ(j["error"]["param"], c.param) << c.body << " -> " << r.body;
     }
-    if (c.status >= 400) EXPECT_NE(r.body.find("got"), std::string::npos) << "no type named: " << r.body;
+    if (c.status >= 400) {
+      EXPECT_NE(r.body.find("got"), std::string::npos) << "no type named: " << r.body;
+    }
     ASSERT_NO_FATAL_FAILURE(ExpectAlive(c.body));
   }
 }
@@ -291,7 +293,9 @@ TEST_F(HostileRequestsTest, DeepJsonInsideAClientStringIsRefusedNamingTheField) 
     const HttpResponse r = Request(port(), "POST", c.path, c.body);
     EXPECT_EQ(r.status, c.status) << c.path << ": " << r.body.substr(0, 300);
     EXPECT_NE(r.body.find("deeper than 128"), std::string::npos) << r.body.substr(0, 300);
-    if (!c.param.empty()) EXPECT_EQ(r.Json()["error"]["param"], c.param) << r.body.substr(0, 300);
+    if (!c.param.empty()) {
+      EXPECT_EQ(r.Json()["error"]["param"], c.param) << r.body.substr(0, 300);
+    }
     ASSERT_NO_FATAL_FAILURE(ExpectAlive(c.path + std::string(" with a deep schema string")));
   }
 }

@@ -32,7 +32,7 @@ TEST(RequestGuardTest, ApiKey) {
   RequestGuard guard({.api_key = "k3y", .allowed_origins = {}, .loopback_only = true});
   EXPECT_FALSE(guard.Check(Req("POST", {{"authorization", "Bearer k3y"}}), true).error);
   EXPECT_FALSE(guard.Check(Req("POST", {{"x-api-key", "k3y"}}), true).error);
-  for (const std::string& wrong : {"Bearer k3", "Bearer k3y ", "Bearer K3Y", "Basic k3y", "k3y"}) {
+  for (const char* wrong : {"Bearer k3", "Bearer k3y ", "Bearer K3Y", "Basic k3y", "k3y"}) {
     const auto v = guard.Check(Req("POST", {{"authorization", wrong}}), true);
     ASSERT_TRUE(v.error) << wrong;
     EXPECT_EQ(v.error->status.code(), StatusCode::kUnauthenticated);
@@ -61,12 +61,11 @@ TEST(RequestGuardTest, OriginsAndHosts) {
   v = guard.Check(Req("POST", {{"host", "127.0.0.1:8080"}, {"origin", "null"}}), true);
   EXPECT_TRUE(v.error);
   // DNS rebinding: a loopback server answers only for loopback names (and the allowed origins' hosts).
-  for (const std::string& host : {"localhost", "localhost:1", "127.0.0.1:8080", "127.1.2.3", "[::1]:8080",
-                                  "a.localhost", "app.example.com"}) {
+  for (const char* host : {"localhost", "localhost:1", "127.0.0.1:8080", "127.1.2.3", "[::1]:8080",
+                           "a.localhost", "app.example.com"}) {
     EXPECT_FALSE(guard.Check(Req("GET", {{"host", host}}), true).error) << host;
   }
-  for (const std::string& host :
-       {"evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.evil"}) {
+  for (const char* host : {"evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.evil"}) {
     EXPECT_TRUE(guard.Check(Req("GET", {{"host", host}}), true).error) << host;
   }
   RequestGuard open({.api_key = "", .allowed_origins = {}, .loopback_only = false});

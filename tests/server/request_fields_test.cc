@@ -78,7 +78,9 @@ TEST(RequestFieldsTest, EveryReadChecksTheType) {
     r.read(f);
     ASSERT_TRUE(f.failed()) << r.field;
     EXPECT_EQ(f.error().param, std::string("parameters.") + r.field);
-    if (r.message != nullptr) EXPECT_EQ(Message(f), std::string("parameters.") + r.message);
+    if (r.message != nullptr) {
+      EXPECT_EQ(Message(f), std::string("parameters.") + r.message);
+    }
   }
   FieldReader f(body);
   EXPECT_EQ(f.Int("ok", 0, 10), 4);
