@@ -6,12 +6,11 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <span>
-#include <string_view>
 
 #include "base/excerpt.h"
 #include "grammar/gbnf_builder.h"
 #include "grammar/grammar.h"
+#include "grammar/json_schema_rules.h"
 #include "grammar/number_range.h"
 #include "grammar/regex_to_gbnf.h"
 #include "tokenizer/utf8.h"
@@ -20,80 +19,6 @@ namespace lockstep::grammar {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// Constant tables (trivially destructible, no static initialisation order), looked up linearly: they are
-// short and read once per schema keyword.
-constexpr std::string_view kAnnotations[] = {
-    "title", "description", "default",    "examples",         "example",         "$schema",
-    "$id",   "$comment",    "deprecated", "readOnly",         "writeOnly",       "discriminator",
-    "$defs", "definitions", "$anchor",    "contentMediaType", "contentEncoding", "strict"};
-constexpr std::string_view kKeywords[] = {"type",
-                                          "properties",
-                                          "required",
-                                          "additionalProperties",
-                                          "items",
-                                          "prefixItems",
-                                          "minItems",
-                                          "maxItems",
-                                          "enum",
-                                          "const",
-                                          "pattern",
-                                          "format",
-                                          "minLength",
-                                          "maxLength",
-                                          "minimum",
-                                          "maximum",
-                                          "exclusiveMinimum",
-                                          "exclusiveMaximum",
-                                          "anyOf",
-                                          "oneOf",
-                                          "allOf",
-                                          "$ref",
-                                          "nullable"};
-
-// Primitive rules, added on first use (names as GbnfBuilder gave them).
-struct NamedRule {
-  std::string_view name, body;
-};
-constexpr NamedRule kPrimitives[] = {
-    {"space", R"(| " " | "\n" [ \t]{0,20})"},
-    {"boolean", R"(("true" | "false") space)"},
-    {"null", R"("null" space)"},
-    // Escapes: \uXXXX outside the surrogates, or a high and a low surrogate as a pair (strict parsers
-    // reject lone surrogates).
-    {"char", R"([^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" unicode-escape))"},
-    {"unicode-escape",
-     R"([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2})"},
-    {"string", R"("\"" char* "\"" space)"},
-    {"integral-part", R"([0] | [1-9] [0-9]{0,15})"},
-    {"integer", R"("-"? integral-part space)"},
-    // Exponents up to 99: every such number fits a double.
-    {"number", R"("-"? integral-part ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})? space)"},
-    {"value", R"(object | array | string | number | boolean | null)"},
-    {"object", R"("{" space ( string ":" space value ( "," space string ":" space value )* )? "}" space)"},
-    {"array", R"("[" space ( value ( "," space value )* )? "]" space)"},
-};
-
-constexpr NamedRule kFormats[] = {
-    {"date",
-     R"([0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ))"},
-    {"time",
-     R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
-    {"uuid",
-     R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})"},
-};
-
-bool Contains(std::span<const std::string_view> words, std::string_view word) {
-  return std::find(words.begin(), words.end(), word) != words.end();
-}
-
-// The body of rule `name` in `rules`; null if there is none.
-const std::string_view* Find(std::span<const NamedRule> rules, std::string_view name) {
-  for (const NamedRule& rule : rules) {
-    if (rule.name == name) return &rule.body;
-  }
-  return nullptr;
-}
 
 std::string Quantifier(int64_t min, int64_t max) {  // max < 0: unbounded
   if (min == 0 && max < 0) return "*";
@@ -131,13 +56,13 @@ class SchemaConverter {
     if (auto it = prims_.find(name); it != prims_.end()) return it->second;
     const std::string reserved = b_.Reserve(name);
     prims_[name] = reserved;
-    const std::string_view* found = Find(kPrimitives, name);
+    const std::string_view* found = FindRule(kPrimitiveRules, name);
     LOCKSTEP_CHECK(found != nullptr);
     const std::string_view body = *found;
     // Rewrite references to other primitives to their actual names (adding them).
     std::string out, word;
     auto flush = [&] {
-      if (!word.empty()) out += Find(kPrimitives, word) != nullptr ? Prim(word) : word;
+      if (!word.empty()) out += FindRule(kPrimitiveRules, word) != nullptr ? Prim(word) : word;
       word.clear();
     };
     bool in_literal = false, in_class = false;
@@ -168,7 +93,8 @@ class SchemaConverter {
 
   bool CheckKeywords(const Json& s, const std::string& pointer) {
     for (const auto& [key, value] : s.items()) {
-      if (Contains(kKeywords, key) || Contains(kAnnotations, key) || key.rfind("x-", 0) == 0) continue;
+      if (IsOneOf(kSchemaKeywords, key) || IsOneOf(kSchemaAnnotations, key) || key.rfind("x-", 0) == 0)
+        continue;
       if (key == "uniqueItems" && value == false) continue;
       return Fail(pointer, "keyword '" + Excerpt(key) + "' is not supported");
     }
@@ -197,7 +123,7 @@ class SchemaConverter {
     if (!CheckKeywords(s, pointer)) return "";
     auto only_with = [&](const char* keyword) {
       for (const auto& [key, value] : s.items()) {
-        if (key != keyword && Contains(kKeywords, key) && key != "nullable") {
+        if (key != keyword && IsOneOf(kSchemaKeywords, key) && key != "nullable") {
           return Fail(pointer, "keyword '" + Excerpt(key) + "' beside '" + keyword + "' is not supported");
         }
       }
@@ -560,10 +486,10 @@ class SchemaConverter {
       }
       const std::string format = s["format"].is_string() ? s["format"].get<std::string>() : "";
       if (format == "date-time") {
-        return Quoted(std::string(*Find(kFormats, "date")) + " \"T\" " +
-                      std::string(*Find(kFormats, "time")));
+        return Quoted(std::string(*FindRule(kFormatRules, "date")) + " \"T\" " +
+                      std::string(*FindRule(kFormatRules, "time")));
       }
-      if (const std::string_view* body = Find(kFormats, format)) return Quoted(std::string(*body));
+      if (const std::string_view* body = FindRule(kFormatRules, format)) return Quoted(std::string(*body));
       return Fail(pointer + "/format",
                   "format '" + Excerpt(format) + "' is not supported (date, time, date-time, uuid are)"),
              "";
