@@ -38,10 +38,12 @@ inline constexpr std::string_view kSchemaKeywords[] = {"type",
                                                        "$ref",
                                                        "nullable"};
 
-// Primitive rules, added on first use (names as GbnfBuilder gave them).
+// A GBNF rule: its name and the text of its body.
 struct NamedRule {
   std::string_view name, body;
 };
+
+// Primitive rules, added on first use (names as GbnfBuilder gave them).
 inline constexpr NamedRule kPrimitiveRules[] = {
     {"space", R"(| " " | "\n" [ \t]{0,20})"},
     {"boolean", R"(("true" | "false") space)"},
@@ -61,6 +63,7 @@ inline constexpr NamedRule kPrimitiveRules[] = {
     {"array", R"("[" space ( value ( "," space value )* )? "]" space)"},
 };
 
+// The string formats (`format`) the converter supports: the body between a string's quotes.
 inline constexpr NamedRule kFormatRules[] = {
     {"date",
      R"([0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ))"},
