@@ -9,6 +9,7 @@
 #include "base/excerpt.h"
 #include "server/api_context.h"
 #include "server/dashboard_feed.h"
+#include "server/http_request.h"
 #include "server/latency_advisor.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
@@ -34,28 +35,6 @@ void SendJson(RouteState& state, ResponseWriter& writer, int status, const json&
 void SendError(RouteState& state, ResponseWriter& writer, const ApiError& error) {
   state.metrics->CountResponse(HttpStatusFor(error, ApiFlavor::kOpenAI));
   SendApiError(writer, error, ApiFlavor::kOpenAI);
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-std::string Decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
-      out += char(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
 }
 
 // An integer query parameter in [lo, hi] (`fallback` when absent); an ApiError naming it otherwise.
@@ -136,7 +115,8 @@ std::string QueryParam(const std::string& target, const std::string& name) {
     if (end == std::string::npos) end = target.size();
     const std::string pair = target.substr(pos, end - pos);
     const size_t eq = pair.find('=');
-    if (Decode(pair.substr(0, eq)) == name) return eq == std::string::npos ? "" : Decode(pair.substr(eq + 1));
+    if (PercentDecode(pair.substr(0, eq), /*plus_is_space=*/true) == name)
+      return eq == std::string::npos ? "" : PercentDecode(pair.substr(eq + 1), /*plus_is_space=*/true);
     pos = end + 1;
   }
   return "";

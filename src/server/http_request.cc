@@ -21,12 +21,55 @@ std::string Lower(std::string s) {
   return s;
 }
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// The path of a request target: origin form ("/v1/models?x") or absolute form ("http://host:port/v1/models",
+// which RFC 9112 §3.2.2 says a server must accept), without the query, percent-decoded (an OpenAI client
+// encodes a model id's "/" as %2F). A "%" not followed by two hex digits stays as it is.
+std::string TargetPath(std::string_view target) {
+  if (const size_t scheme = target.find("://");
+      scheme != std::string_view::npos && !target.empty() && target.front() != '/') {
+    const size_t path = target.find('/', scheme + 3);
+    target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+  }
+  target = target.substr(0, target.find('?'));
+  return PercentDecode(target, /*plus_is_space=*/false);
+}
+
 ProtocolError BodyTooLarge(const HttpLimits& limits) {
   return {413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
           "body_too_large"};
 }
 
 }  // namespace
+
+std::string PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (plus_is_space && text[i] == '+') {
+      out += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size() && HexDigit(text[i + 1]) >= 0 &&
+               HexDigit(text[i + 2]) >= 0) {
+      out += static_cast<char>(HexDigit(text[i + 1]) * 16 + HexDigit(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
 
 void ConfigureParser(RequestParser& parser, const HttpLimits& limits) {
   parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
@@ -49,7 +92,15 @@ std::optional<ProtocolError> CheckRequestHeader(const RequestParser& parser, con
         }
       }
     }
-    if (field.name() == http::field::transfer_encoding) ++codings;
+    if (field.name() == http::field::transfer_encoding) {
+      ++codings;
+      // Only "chunked" alone: Beast frames "gzip, chunked" by its last coding and would hand on the
+      // compressed bytes as the body (RFC 9112 §6.1: a coding the server does not know gets 501).
+      if (Lower(Trim(std::string_view(field.value().data(), field.value().size()))) != "chunked") {
+        return ProtocolError{501, "Transfer-Encoding other than \"chunked\" is not supported",
+                             "not_implemented"};
+      }
+    }
   }
   // Beast accepts repeated equal Content-Lengths; a proxy in front may not agree on which one counts.
   if (lengths > 1) return ProtocolError{400, "more than one Content-Length header", "bad_request"};
@@ -76,8 +127,10 @@ std::optional<ProtocolError> ProtocolErrorFor(const boost::system::error_code& e
       ec == http::error::need_more || ec == http::error::need_buffer) {
     return std::nullopt;  // the client went away (mid-request, or between requests)
   }
-  if (ec == http::error::bad_version) {
-    return ProtocolError{505, "only HTTP/1.0 and HTTP/1.1 are supported", "http_version_not_supported"};
+  if (ec == http::error::bad_version) {  // also a request line ending in a bare LF, which Beast refuses
+    return ProtocolError{
+        505, "only HTTP/1.0 and HTTP/1.1 are supported (request line: METHOD TARGET HTTP/1.x CRLF)",
+        "http_version_not_supported"};
   }
   if (ec == http::error::bad_content_length) {
     return ProtocolError{400, "invalid or conflicting Content-Length", "bad_request"};
@@ -94,7 +147,7 @@ HttpRequest ToHttpRequest(RequestParser& parser) {
   HttpRequest request;
   request.method = std::string(msg.method_string());
   request.target = std::string(msg.target());
-  request.path = request.target.substr(0, request.target.find('?'));
+  request.path = TargetPath(request.target);
   request.version = msg.version() == 10 ? 10 : 11;
   for (const auto& field : msg) {
     request.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));

@@ -22,9 +22,9 @@
 namespace lockstep::server {
 
 struct HttpRequest {
-  std::string method;                                        // "GET", "POST", ...
-  std::string target;                                        // as sent, e.g. "/v1/models?x=1"
-  std::string path;                                          // target without the query
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as sent, e.g. "/v1/models?x=1"
+  std::string path;    // the target's path: no query, percent-decoded, from an absolute-form target too
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
   int version = 11;  // 10 or 11
@@ -45,6 +45,10 @@ struct ProtocolError {
 };
 
 using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+
+// `text` with each %XX (two hex digits) replaced by its byte, and '+' by a space where plus_is_space (a query
+// string's form encoding); a '%' without two hex digits after it stays as it is.
+std::string PercentDecode(std::string_view text, bool plus_is_space);
 
 void ConfigureParser(RequestParser& parser, const HttpLimits& limits);
 // Framing checks once the header is parsed; nullopt when the request may proceed to its body.

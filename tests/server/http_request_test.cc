@@ -93,6 +93,35 @@ TEST(HttpRequestTest, LimitsAndUnknownCodings) {
   const auto version = ParseRequests("GET / HTTP/9.9\r\n\r\n", Limits());
   ASSERT_TRUE(version.error);
   EXPECT_EQ(version.error->status, 505);
+  // Beast frames a list by its last coding; a coding before "chunked" would pass on compressed bytes.
+  for (const char* codings : {"gzip, chunked", "identity,chunked", "chunked;x=1"}) {
+    const auto listed = ParseRequests(
+        std::string("POST / HTTP/1.1\r\nTransfer-Encoding: ") + codings + "\r\n\r\n0\r\n\r\n", Limits());
+    ASSERT_TRUE(listed.error) << codings;
+    EXPECT_EQ(listed.error->status, 501) << codings;
+  }
+  const auto cased =
+      ParseRequests("POST / HTTP/1.1\r\nTransfer-Encoding:  Chunked \r\n\r\n0\r\n\r\n", Limits());
+  EXPECT_FALSE(cased.error);
+  EXPECT_EQ(cased.requests.size(), 1u);
+}
+
+TEST(HttpRequestTest, PathsArePercentDecodedAndTakenFromAbsoluteTargets) {
+  const auto out = ParseRequests(
+      "GET /v1/models/org%2Fmodel%20x?y=%2F HTTP/1.1\r\n\r\n"
+      "GET http://localhost:8080/health?x=1 HTTP/1.1\r\n\r\n"
+      "GET http://localhost:8080 HTTP/1.1\r\n\r\n"
+      "GET /a%zz%4 HTTP/1.1\r\n\r\n",
+      Limits());
+  ASSERT_FALSE(out.error);
+  ASSERT_EQ(out.requests.size(), 4u);
+  EXPECT_EQ(out.requests[0].path, "/v1/models/org/model x");
+  EXPECT_EQ(out.requests[0].target, "/v1/models/org%2Fmodel%20x?y=%2F");  // the query as sent
+  EXPECT_EQ(out.requests[1].path, "/health");
+  EXPECT_EQ(out.requests[2].path, "/");
+  EXPECT_EQ(out.requests[3].path, "/a%zz%4");  // not an escape: kept
+  EXPECT_EQ(PercentDecode("a+b%2b%41", /*plus_is_space=*/true), "a b+A");
+  EXPECT_EQ(PercentDecode("a+b", /*plus_is_space=*/false), "a+b");
 }
 
 }  // namespace
