@@ -39,17 +39,18 @@ Parsed<int32_t> FitToContext(const ApiContext& ctx, size_t prompt_len, int64_t m
                              int64_t default_max, const std::string& param, const std::string& max_param) {
   if (prompt_len == 0) return ApiError::Field(param, param + " is empty (no tokens)");
   const int64_t context = ctx.max_context;
+  // What bounds a request: the model's context, or the server's KV cache when that is smaller.
+  const std::string limit = ctx.kv_limited ? "this server's KV cache holds " : "this model's context is ";
   if (static_cast<int64_t>(prompt_len) >= context) {
-    return ApiError{
-        OutOfRange("the prompt is " + std::to_string(prompt_len) + " tokens long but the context is " +
-                   std::to_string(context) + " tokens (prompt + generated tokens must fit)"),
-        param, false};
+    return ApiError{OutOfRange("the prompt is " + std::to_string(prompt_len) + " tokens long and " + limit +
+                               std::to_string(context) + " tokens (prompt + generated tokens must fit)"),
+                    param, false};
   }
   const int64_t room = context - static_cast<int64_t>(prompt_len);
   if (max_tokens > 0) {
     if (max_tokens > room) {
       return ApiError{
-          OutOfRange("this model's context is " + std::to_string(context) + " tokens; the prompt has " +
+          OutOfRange(limit + std::to_string(context) + " tokens; the prompt has " +
                      std::to_string(prompt_len) + " and " + max_param + " asks for " +
                      std::to_string(max_tokens) + " more (at most " + std::to_string(room) + " fit)"),
           max_param, false};

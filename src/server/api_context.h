@@ -24,7 +24,10 @@ struct ApiContext {
   std::string model_path;
   std::string architecture;
   std::string dtype;
-  int32_t max_context = 0;  // tokens of context (prompt + generation)
+  // Tokens of context (prompt + generation) a request may use: the model's (or --max-context's), or the KV
+  // cache's size where that is smaller (kv_limited), as vLLM caps max_model_len to what its cache holds.
+  int32_t max_context = 0;
+  bool kv_limited = false;
   int32_t vocab_size = 0;
   int64_t created = 0;  // unix time the server started
   int max_queue = 0;

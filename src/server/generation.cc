@@ -23,8 +23,10 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
     ChoiceState& choice = job->choices_[static_cast<size_t>(c)];
     choice.index = c;
     choice.prompt_index = c / s.n;
+    // A drawn seed is below 2^53: responses report it (TGI's details.seed) and a client, JavaScript's too,
+    // can read it exactly and send it back as a request's seed.
     choice.seed = s.seed_given ? s.base.sampling.seed + static_cast<uint64_t>(c % s.n)
-                               : (static_cast<uint64_t>(rd()) << 32 | rd());
+                               : (static_cast<uint64_t>(rd()) << 32 | rd()) & ((uint64_t{1} << 53) - 1);
     Request request = s.base;
     request.prompt_ids = s.prompts[static_cast<size_t>(choice.prompt_index)];
     request.sampling.seed = choice.seed;

@@ -38,6 +38,11 @@ void ReadSampling(FieldReader& f, OpenAiRequest& req) {
   req.stream = f.Bool("stream").value_or(false);
   ReadFanOut(f, &req.fan_out);  // server/fan_out.h
   if (const nlohmann::json* so = f.Object("stream_options")) {
+    // As OpenAI and vLLM: options of a stream that is not asked for are a client's mistake.
+    if (!req.stream) {
+      f.Fail("stream_options", std::string("stream_options is only allowed when stream is true, got ") +
+                                   (f.Has("stream") ? "stream false" : "no stream"));
+    }
     FieldReader sf(*so, "stream_options");
     req.include_usage = sf.Bool("include_usage").value_or(false);
     f.Absorb(sf);

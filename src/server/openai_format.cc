@@ -1,10 +1,20 @@
 // Response shapes of the OpenAI routes: whole responses, stream chunks, usage, logprobs, models.
+#include <string_view>
+
 #include "server/openai_api.h"
 
 namespace lockstep::server {
 namespace {
 
 std::string TokenText(const ApiContext& ctx, int32_t token) { return ctx.tokenizer->TokenBytes(token); }
+
+// Characters (code points) in UTF-8 text: its bytes that do not continue a character. text_offset counts
+// these, as OpenAI and vLLM do (offsets into the returned string, not into its bytes).
+size_t CodePoints(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+  return n;
+}
 
 nlohmann::json Bytes(const std::string& s) {
   nlohmann::json out = nlohmann::json::array();
@@ -29,6 +39,7 @@ struct CompletionLogprobs {
   nlohmann::json token_logprobs = nlohmann::json::array();
   nlohmann::json top_logprobs = nlohmann::json::array();
   nlohmann::json text_offset = nlohmann::json::array();
+  // offset: the token's first character in the choice's text; advanced past the token.
   void Add(const ApiContext& ctx, const TokenEvent& e, int top_n, size_t* offset) {
     const std::string text = TokenText(ctx, e.token);
     tokens.push_back(text);
@@ -39,7 +50,7 @@ struct CompletionLogprobs {
     }
     top_logprobs.push_back(top);
     text_offset.push_back(*offset);
-    *offset += text.size();
+    *offset += CodePoints(text);
   }
   nlohmann::json Json() const {
     return {{"tokens", tokens},
@@ -127,7 +138,7 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
       choice["text"] = prefix + c.text;
       if (req.logprobs >= 0) {
         CompletionLogprobs lp;
-        size_t offset = prefix.size();
+        size_t offset = CodePoints(prefix);
         for (const TokenEvent& e : c.events) {
           if (e.token != kNoToken) lp.Add(ctx, e, req.logprobs, &offset);
         }
@@ -193,7 +204,7 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
     c["text"] = text;
     if (wants_logprobs && has_token) {
       CompletionLogprobs lp;
-      size_t offset = choice.text.size() - event.text_delta.size();
+      size_t offset = CodePoints(choice.text) - CodePoints(event.text_delta);
       lp.Add(ctx, event, req.logprobs, &offset);
       c["logprobs"] = lp.Json();
     } else {

@@ -34,6 +34,54 @@ bool NestsDeeperThan(std::string_view text, int limit) {
   return false;
 }
 
+namespace {
+
+// Reads JSON text without building it, only to learn where and why it fails to parse (nlohmann's parse()
+// without exceptions says only that it failed).
+class ParseErrorFinder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+    message_ = error.what();
+    return false;
+  }
+  // "parse error at line 1, column 31: syntax error while parsing object key - unexpected '}'; expected
+  // string literal": the library's text without its exception id and without the token it last read (which
+  // may be a whole long string).
+  std::string Reason() const {
+    std::string reason = message_;
+    if (const size_t id_end = reason.find("] ");
+        reason.rfind("[json.exception.", 0) == 0 && id_end != std::string::npos)
+      reason.erase(0, id_end + 2);
+    if (const size_t last_read = reason.find("; last read:"); last_read != std::string::npos)
+      reason.erase(last_read);
+    return Excerpt(reason, 200);
+  }
+
+ private:
+  std::string message_;
+};
+
+std::string JsonParseError(const std::string& text) {
+  ParseErrorFinder finder;
+  nlohmann::json::sax_parse(text, &finder);
+  const std::string reason = finder.Reason();
+  return reason.empty() ? "" : ": " + reason;
+}
+
+}  // namespace
+
 Parsed<nlohmann::json> ParseJsonObject(const std::string& body) {
   if (NestsDeeperThan(body, kMaxJsonDepth)) {
     return ApiError{InvalidArgument("request body nests arrays or objects deeper than " +
@@ -42,7 +90,7 @@ Parsed<nlohmann::json> ParseJsonObject(const std::string& body) {
   }
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return ApiError{InvalidArgument("request body is not valid JSON"), "", true};
+    return ApiError{InvalidArgument("request body is not valid JSON" + JsonParseError(body)), "", true};
   }
   if (!j.is_object()) {
     return ApiError{InvalidArgument("request body must be a JSON object"), "", true};
@@ -57,7 +105,7 @@ Parsed<nlohmann::ordered_json> ParseJsonText(const std::string& text, const std:
         param, param + " nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return ApiError::Field(param, not_json);
+  if (j.is_discarded()) return ApiError::Field(param, not_json + JsonParseError(text));
   return j;
 }
 

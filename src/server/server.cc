@@ -139,6 +139,14 @@ class Server::Impl {
     ctx.architecture = engine_->model_config().architecture;
     ctx.dtype = "gguf";
     ctx.max_context = engine_->max_context();
+    if (engine_->kv_capacity_tokens() < ctx.max_context) {
+      log_->warn(
+          "the KV cache holds {} tokens, fewer than the context of {}: a request's prompt and output are "
+          "limited to {} tokens (--kv-tokens / --kv-memory)",
+          engine_->kv_capacity_tokens(), ctx.max_context, engine_->kv_capacity_tokens());
+      ctx.max_context = static_cast<int32_t>(engine_->kv_capacity_tokens());
+      ctx.kv_limited = true;
+    }
     ctx.vocab_size = shared_tokenizer->vocab_size();
     ctx.created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

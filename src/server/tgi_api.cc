@@ -7,6 +7,7 @@ namespace lockstep::server {
 namespace {
 
 constexpr int kMaxBestOf = 8;
+constexpr int64_t kDefaultMaxNewTokens = 100;  // TGI's
 
 // The `parameters` object of a TGI request.
 void ReadParameters(FieldReader& p, TgiRequest& req, int64_t* max_new_tokens, int64_t* truncate) {
@@ -25,7 +26,7 @@ void ReadParameters(FieldReader& p, TgiRequest& req, int64_t* max_new_tokens, in
     s.seed = static_cast<uint64_t>(*seed);
     req.spec.seed_given = true;
   }
-  *max_new_tokens = p.Int("max_new_tokens", 1, INT32_MAX).value_or(100);
+  *max_new_tokens = p.Int("max_new_tokens", 1, INT32_MAX).value_or(0);
   auto stop = p.StringOrList("stop", 4);
   if (!stop) stop = p.StringOrList("stop_sequences", 4);
   if (stop) {
@@ -60,7 +61,7 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
   const auto inputs = f.String("inputs");
   if (!f.failed() && !inputs) f.Fail("inputs", "inputs is required (a string)");
   req.stream = f.Bool("stream").value_or(false);
-  int64_t max_new_tokens = 100;
+  int64_t max_new_tokens = 0;  // not given: TGI's default of 100, or the room left if less
   int64_t truncate = 0;
   if (const nlohmann::json* params = f.Object("parameters")) {
     FieldReader p(*params, "parameters");
@@ -86,8 +87,8 @@ Parsed<TgiRequest> ParseTgiRequest(const std::string& body, const ApiContext& ct
   if (truncate > 0 && static_cast<int64_t>(prompt.size()) > truncate) {
     prompt.erase(prompt.begin(), prompt.end() - truncate);
   }
-  auto fit =
-      FitToContext(ctx, prompt.size(), max_new_tokens, max_new_tokens, "inputs", "parameters.max_new_tokens");
+  auto fit = FitToContext(ctx, prompt.size(), max_new_tokens, kDefaultMaxNewTokens, "inputs",
+                          "parameters.max_new_tokens");
   if (!fit.ok()) return fit.error;
   req.spec.base.max_tokens = *fit.value;
   req.spec.base.sampling.logprobs = true;  // token logprobs are part of TGI's token objects
@@ -145,6 +146,32 @@ double SumLogprob(const ChoiceState& c) {
   return sum;
 }
 
+// The seed a sequence was sampled with, as TGI reports it: the request's (plus the sequence's offset) or the
+// random one drawn for it; null for greedy decoding, which uses none.
+nlohmann::json SeedJson(const GenerationSpec& spec, const ChoiceState& c) {
+  return spec.seed_given || spec.base.sampling.temperature > 0 ? nlohmann::json(c.seed)
+                                                               : nlohmann::json(nullptr);
+}
+
+// A sequence's details as TGI gives them for the answer and for each of best_of_sequences.
+nlohmann::json SequenceDetails(const TgiRequest& req, const GenerationSpec& spec, const ChoiceState& c,
+                               const ApiContext& ctx) {
+  nlohmann::json tokens = nlohmann::json::array();
+  nlohmann::json top_tokens = nlohmann::json::array();
+  for (const TokenEvent& e : c.events) {
+    if (e.token == kNoToken) continue;
+    tokens.push_back(TokenJson(ctx, e));
+    top_tokens.push_back(TopTokens(ctx, e));
+  }
+  nlohmann::json out = {{"finish_reason", TgiFinishReason(c)},
+                        {"generated_tokens", c.generated},
+                        {"seed", SeedJson(spec, c)},
+                        {"prefill", nlohmann::json::array()},  // decoder_input_details is refused
+                        {"tokens", std::move(tokens)}};
+  if (req.top_n_tokens > 0) out["top_tokens"] = std::move(top_tokens);
+  return out;
+}
+
 }  // namespace
 
 const ChoiceState& TgiBestChoice(GenerationJob& job) {
@@ -159,32 +186,17 @@ const ChoiceState& TgiBestChoice(GenerationJob& job) {
 nlohmann::json TgiResponse(const TgiRequest& req, GenerationJob& job, const ApiContext& ctx) {
   const ChoiceState& c = TgiBestChoice(job);
   nlohmann::json out = {{"generated_text", FullText(req, c)}};
-  if (req.details && job.choices().size() > 1) {
+  if (!req.details) return out;
+  out["details"] = SequenceDetails(req, job.spec(), c, ctx);
+  if (job.choices().size() > 1) {
     nlohmann::json others = nlohmann::json::array();
     for (const ChoiceState& o : job.choices()) {
       if (&o == &c) continue;
-      others.push_back({{"generated_text", FullText(req, o)},
-                        {"finish_reason", TgiFinishReason(o)},
-                        {"generated_tokens", o.generated},
-                        {"seed", job.spec().seed_given ? nlohmann::json(o.seed) : nlohmann::json(nullptr)}});
+      nlohmann::json other = SequenceDetails(req, job.spec(), o, ctx);
+      other["generated_text"] = FullText(req, o);
+      others.push_back(std::move(other));
     }
     out["details"]["best_of_sequences"] = std::move(others);
-  }
-  if (req.details) {
-    nlohmann::json tokens = nlohmann::json::array();
-    nlohmann::json top_tokens = nlohmann::json::array();
-    for (const TokenEvent& e : c.events) {
-      if (e.token == kNoToken) continue;
-      tokens.push_back(TokenJson(ctx, e));
-      top_tokens.push_back(TopTokens(ctx, e));
-    }
-    const nlohmann::json prefill = nlohmann::json::array();  // decoder_input_details is refused
-    out["details"].update({{"finish_reason", TgiFinishReason(c)},
-                           {"generated_tokens", c.generated},
-                           {"seed", job.spec().seed_given ? nlohmann::json(c.seed) : nlohmann::json(nullptr)},
-                           {"prefill", prefill},
-                           {"tokens", tokens}});
-    if (req.top_n_tokens > 0) out["details"]["top_tokens"] = top_tokens;
   }
   return out;
 }
@@ -193,10 +205,13 @@ std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const Choice
                                              const TokenEvent& event, const ApiContext& ctx) {
   if (event.token == kNoToken && !event.last()) return std::nullopt;
   nlohmann::json out;
-  out["index"] = event.index;
   if (event.token != kNoToken) {
+    out["index"] = event.index;
     out["token"] = TokenJson(ctx, event);
-  } else {  // a last event without a token (cancelled): an empty special token keeps the shape valid
+  } else {
+    // A last event without a token (a request cut short): the index the next token would have had, and an
+    // empty special token, which keeps the shape TGI's clients parse and adds no text.
+    out["index"] = choice.generated;
     out["token"] = {{"id", 0}, {"text", ""}, {"logprob", 0.0}, {"special", true}};
   }
   if (req.top_n_tokens > 0) out["top_tokens"] = TopTokens(ctx, event);
@@ -204,7 +219,7 @@ std::optional<nlohmann::json> TgiStreamEvent(const TgiRequest& req, const Choice
   if (event.last() && req.details) {
     out["details"] = {{"finish_reason", TgiFinishReason(choice)},
                       {"generated_tokens", choice.generated},
-                      {"seed", req.spec.seed_given ? nlohmann::json(choice.seed) : nlohmann::json(nullptr)},
+                      {"seed", SeedJson(req.spec, choice)},
                       {"input_length", req.spec.prompts[0].size()}};
   } else {
     out["details"] = nullptr;

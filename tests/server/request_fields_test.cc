@@ -119,6 +119,21 @@ TEST(RequestFieldsTest, BodiesNestedTooDeeplyAreRefusedBeforeParsing) {
   EXPECT_FALSE(ParseJsonObject(std::string(1000000, '[')).ok());  // unclosed: refused, no recursion
 }
 
+TEST(RequestFieldsTest, InvalidJsonSaysWhereAndWhy) {
+  const auto comma = ParseJsonObject(R"({"prompt":"hi","max_tokens":1,})");
+  ASSERT_FALSE(comma.ok());
+  EXPECT_TRUE(comma.error.malformed_json);
+  const std::string message(comma.error.status.message());
+  EXPECT_NE(message.find("not valid JSON: parse error at line 1, column 31"), std::string::npos) << message;
+  EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+  // Invalid UTF-8 says so; the token read so far (here a long string) is not repeated back.
+  const auto utf8 = ParseJsonObject("{\"prompt\":\"" + std::string(100000, 'a') + "\xff\"}");
+  ASSERT_FALSE(utf8.ok());
+  const std::string utf8_message(utf8.error.status.message());
+  EXPECT_NE(utf8_message.find("UTF-8"), std::string::npos) << utf8_message;
+  EXPECT_LT(utf8_message.size(), 300u);
+}
+
 TEST(ExcerptTest, CutsLongTextAtACharacterBoundary) {
   EXPECT_EQ(Excerpt("short"), "short");
   EXPECT_EQ(Excerpt(std::string(60, 'a')), std::string(60, 'a'));

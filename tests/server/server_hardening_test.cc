@@ -65,6 +65,16 @@ TEST(FinishReasonTest, ARequestCutByTheTimeoutSaysTimeout) {
            {{"inputs", "Once upon a time"}, {"parameters", {{"max_new_tokens", 240}, {"details", true}}}});
   ASSERT_EQ(tgi.status, 200) << tgi.body;
   EXPECT_EQ(tgi.Json()["details"]["finish_reason"], "timeout") << tgi.body;
+  // TGI's stream numbers its events 0, 1, 2, ... to the last, which may carry no token (it does not go back
+  // to 0).
+  const auto tgi_events =
+      Stream(server.port(), "/generate_stream",
+             {{"inputs", "Once upon a time"}, {"parameters", {{"max_new_tokens", 240}, {"details", true}}}});
+  ASSERT_FALSE(tgi_events.empty());
+  for (size_t i = 0; i < tgi_events.size(); ++i) {
+    EXPECT_EQ(nlohmann::json::parse(tgi_events[i], nullptr, false)["index"], i) << tgi_events[i];
+  }
+  EXPECT_EQ(nlohmann::json::parse(tgi_events.back(), nullptr, false)["details"]["finish_reason"], "timeout");
 
   // A request that ends by itself still says "length".
   const HttpResponse short_one =
@@ -299,6 +309,28 @@ TEST(MethodTest, HeadHasNoBodyAndRoutesCheckTheirMethod) {
   }
   EXPECT_EQ(Request(server.port(), "OPTIONS", "/v1/completions").status, 204);
   EXPECT_EQ(Request(server.port(), "GET", "/v1/health").status, 200);
+}
+
+TEST(ContextLimitTest, AKvCacheSmallerThanTheContextBoundsEveryRequest) {
+  // The tiny model's context is 256 tokens; its KV cache here holds 64. What the server advertises and the
+  // room a request's defaulted max_tokens gets are the cache's (as vLLM caps max_model_len), so a request
+  // that names no max_tokens runs instead of being refused for a number it never sent.
+  ServerProcess server(TinyModel(), {"-t", "1", "--kv-tokens", "64"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  EXPECT_NE(server.log().find("the KV cache holds 64 tokens"), std::string::npos) << server.log();
+  EXPECT_EQ(Request(server.port(), "GET", "/v1/models").Json()["data"][0]["max_model_len"], 64);
+  EXPECT_EQ(Request(server.port(), "GET", "/info").Json()["max_total_tokens"], 64);
+  const nlohmann::json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"ignore_eos", true}};
+  const HttpResponse defaulted = Post(server.port(), "/v1/chat/completions", chat);
+  ASSERT_EQ(defaulted.status, 200) << defaulted.body;
+  EXPECT_EQ(defaulted.Json()["usage"]["total_tokens"], 64) << defaulted.body;
+  EXPECT_EQ(Post(server.port(), "/generate", {{"inputs", "hi"}}).status, 200);  // TGI's default of 100
+  nlohmann::json too_many = chat;
+  too_many["max_tokens"] = 100;
+  const HttpResponse refused = Post(server.port(), "/v1/chat/completions", too_many);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.Json()["error"]["param"], "max_tokens") << refused.body;
+  EXPECT_NE(refused.body.find("KV cache holds 64 tokens"), std::string::npos) << refused.body;
 }
 
 }  // namespace

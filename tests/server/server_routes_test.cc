@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "e2e_util.h"
 #include "server/sse.h"
 
@@ -79,6 +81,36 @@ TEST_F(ServerRoutesTest, CompletionLogprobs) {
   ASSERT_EQ(lp["top_logprobs"].size(), 4u);
   for (const auto& v : lp["token_logprobs"]) EXPECT_LE(v.get<double>(), 0.0);
   EXPECT_GE(lp["top_logprobs"][0].size(), 1u);
+}
+
+TEST_F(ServerRoutesTest, CompletionTextOffsetsCountCharacters) {
+  // A schema that allows one string only: the text starts "Привет, мир, Привет" with its quotes (21
+  // characters, 37 bytes), then whitespace the random model picks. Offsets count characters of the text, as
+  // OpenAI and vLLM do, so the last token starts that token's length before the text's last character.
+  const auto characters = [](const std::string& s) {
+    return std::count_if(s.begin(), s.end(),
+                         [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; });
+  };
+  const nlohmann::json schema = {{"type", "string"}, {"enum", {"Привет, мир, Привет"}}};
+  const nlohmann::json body = {
+      {"prompt", "Say hello"},
+      {"max_tokens", 40},
+      {"logprobs", 0},
+      {"temperature", 0},
+      {"response_format",
+       {{"type", "json_schema"}, {"json_schema", {{"name", "hello"}, {"schema", schema}}}}}};
+  auto r = Post(port(), "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json j = r.Json();  // (a reference into a temporary would dangle)
+  const std::string text = j["choices"][0]["text"];
+  ASSERT_EQ(text.rfind("\"Привет, мир, Привет\"", 0), 0u) << r.body;
+  const auto& logprobs = j["choices"][0]["logprobs"];
+  const auto& offsets = logprobs["text_offset"];
+  ASSERT_GE(offsets.size(), 2u) << r.body;
+  EXPECT_EQ(offsets[0], 0);
+  for (size_t i = 1; i < offsets.size(); ++i) EXPECT_LE(offsets[i - 1], offsets[i]) << r.body;
+  const std::string last = logprobs["tokens"].back();
+  EXPECT_EQ(offsets.back().get<int64_t>(), characters(text) - characters(last)) << r.body;
 }
 
 TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
@@ -192,6 +224,35 @@ TEST_F(ServerRoutesTest, TgiGenerateAndStream) {
       Post(port(), "/generate",
            {{"inputs", "Hello"}, {"parameters", {{"max_new_tokens", 2}, {"return_full_text", true}}}});
   EXPECT_EQ(full.Json()["generated_text"].get<std::string>().rfind("Hello", 0), 0u);
+}
+
+TEST_F(ServerRoutesTest, TgiReportsTheSeedItSampledWithAndEachSequencesTokens) {
+  const nlohmann::json body = {
+      {"inputs", "Hello"},
+      {"parameters", {{"max_new_tokens", 4}, {"do_sample", true}, {"details", true}, {"best_of", 2}}}};
+  auto r = Post(port(), "/generate", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto j = r.Json();
+  // No seed given: the one drawn is reported (TGI does so when sampling), exactly readable as a double.
+  ASSERT_TRUE(j["details"]["seed"].is_number_unsigned()) << r.body;
+  const uint64_t seed = j["details"]["seed"];
+  EXPECT_LT(seed, uint64_t{1} << 53);
+  ASSERT_EQ(j["details"]["best_of_sequences"].size(), 1u);
+  const auto& other = j["details"]["best_of_sequences"][0];
+  EXPECT_TRUE(other["seed"].is_number_unsigned()) << r.body;
+  EXPECT_TRUE(other["prefill"].is_array());
+  ASSERT_TRUE(other["tokens"].is_array()) << r.body;
+  EXPECT_EQ(other["tokens"].size(), other["generated_tokens"].get<size_t>());
+  // The reported seed gives the same sequence again.
+  nlohmann::json again = body;
+  again["parameters"].erase("best_of");
+  again["parameters"]["seed"] = seed;
+  auto a = Post(port(), "/generate", again);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.Json()["generated_text"], j["generated_text"]);
+  // Greedy decoding uses no seed.
+  auto greedy = Post(port(), "/generate", {{"inputs", "Hello"}, {"parameters", {{"details", true}}}});
+  EXPECT_TRUE(greedy.Json()["details"]["seed"].is_null()) << greedy.body;
 }
 
 TEST_F(ServerRoutesTest, StopStringsEndGeneration) {
