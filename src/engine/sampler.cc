@@ -75,6 +75,10 @@ Status SamplingParams::Validate() const {
   if (!std::isfinite(frequency_penalty)) return bad("frequency_penalty", "must be finite");
   if (!std::isfinite(presence_penalty)) return bad("presence_penalty", "must be finite");
   if (penalty_last_n < -1) return bad("penalty_last_n", "must be >= -1");
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) return bad("logit_bias", "names a negative token id " + std::to_string(token));
+    if (!std::isfinite(bias)) return bad("logit_bias", "must be finite");
+  }
   if (top_logprobs < 0 || top_logprobs > 100) return bad("top_logprobs", "must be in 0..100");
   return Status::Ok();
 }
@@ -84,7 +88,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 bool Sampler::Penalised(std::span<const int32_t> history) const {
   const bool any = params_.repetition_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
                    params_.presence_penalty != 0.0f;
-  return any && params_.penalty_last_n != 0 && !history.empty();
+  return (any && params_.penalty_last_n != 0 && !history.empty()) || !params_.logit_bias.empty();
 }
 
 void Sampler::ApplyPenalties(std::span<const int32_t> history) {
@@ -104,6 +108,9 @@ void Sampler::ApplyPenalties(std::span<const int32_t> history) {
     }
     l -= float(counts_[t]) * params_.frequency_penalty + params_.presence_penalty;
     counts_[t] = 0;
+  }
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (token >= 0 && token < vocab) work_[token] += bias;
   }
 }
 

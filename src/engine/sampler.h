@@ -5,6 +5,7 @@
 // Pipeline (each stage skipped at its neutral value):
 //   penalties over the last penalty_last_n tokens of `history` (repetition: positive logits divided,
 //   negative multiplied; frequency: minus count * f; presence: minus p once) ->
+//   logit_bias (added to the named tokens' logits; OpenAI's, -100 in effect bans a token) ->
 //   the allowed-token mask, when given (a grammar's, grammar/token_masker.h): other tokens are never
 //   candidates, so every later stage sees only allowed tokens ->
 //   temperature <= 0: argmax (lowest id on ties) ->
@@ -20,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -35,6 +37,8 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   int32_t penalty_last_n = 64;  // tokens of history the penalties look at; -1 = all, 0 = none
+  // (token, bias) pairs added to those tokens' logits, each token once; ids past the vocabulary are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
   bool logprobs = false;     // compute the chosen token's logprob (log-softmax of the raw logits)
   int32_t top_logprobs = 0;  // also the N most likely tokens (requires logprobs)
@@ -71,7 +75,7 @@ class Sampler {
     float logit;
     int32_t token;
   };
-  // Whether any penalty changes a logit given this history.
+  // Whether any penalty or bias changes a logit given this history.
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();

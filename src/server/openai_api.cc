@@ -1,6 +1,9 @@
 // Request parsing for the OpenAI routes (responses are in openai_format.cc).
 #include "server/openai_api.h"
 
+#include <algorithm>
+
+#include "base/excerpt.h"
 #include "server/fan_out.h"
 #include "server/request_fields.h"
 #include "server/structured_fields.h"
@@ -10,8 +13,38 @@ namespace {
 
 constexpr int kMaxN = 64;
 
+constexpr size_t kMaxLogitBias = 1024;  // entries (OpenAI documents no bound; this one keeps a step cheap)
+
+// OpenAI's logit_bias: {"token id": bias from -100 to 100}, added to those logits before sampling.
+void ReadLogitBias(FieldReader& f, const ApiContext& ctx, SamplingParams& s) {
+  const nlohmann::json* bias = f.Object("logit_bias");
+  if (bias == nullptr || !bias->is_object()) return;  // (an array: f.Object has failed)
+  if (bias->size() > kMaxLogitBias) {
+    f.Fail("logit_bias", "logit_bias may name at most " + std::to_string(kMaxLogitBias) + " tokens, got " +
+                             std::to_string(bias->size()));
+    return;
+  }
+  FieldReader values(*bias, "logit_bias");
+  for (const auto& [key, value] : bias->items()) {
+    // A decimal token id, without sign or leading zeros ("01" and "1" would name one token twice).
+    const bool digits = !key.empty() && key.size() <= 9 && (key == "0" || key[0] != '0') &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id >= ctx.vocab_size) {
+      f.Fail("logit_bias", "logit_bias keys must be token ids from 0 to " +
+                               std::to_string(ctx.vocab_size - 1) + ", got \"" + Excerpt(key) + "\"");
+      return;
+    }
+    const auto b = values.Number(key.c_str(), -100, 100);
+    if (!b) break;
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(*b));
+  }
+  f.Absorb(values);
+  std::sort(s.logit_bias.begin(), s.logit_bias.end());
+}
+
 // Sampling fields shared by completions and chat.
-void ReadSampling(FieldReader& f, OpenAiRequest& req) {
+void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   SamplingParams& s = req.spec.base.sampling;
   s.temperature = static_cast<float>(f.Number("temperature", 0, 2).value_or(1.0));
   s.top_p = static_cast<float>(f.Number("top_p", 0, 1, /*lo_exclusive=*/true).value_or(1.0));
@@ -48,7 +81,7 @@ void ReadSampling(FieldReader& f, OpenAiRequest& req) {
     f.Absorb(sf);
   }
   f.String("user");
-  f.Unsupported("logit_bias", "");
+  ReadLogitBias(f, ctx, req.spec.base.sampling);
   f.Unsupported("suffix", "");
 }
 
@@ -160,7 +193,7 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   FieldReader f(*json.value);
   if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
   ApiError error;
-  ReadSampling(f, req);
+  ReadSampling(f, ctx, req);
   const int64_t max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
   if (auto lp = f.Int("logprobs", 0, 5)) req.logprobs = static_cast<int>(*lp);
   req.echo = f.Bool("echo").value_or(false);
@@ -189,7 +222,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   FieldReader f(*json.value);
   if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
   ApiError error;
-  ReadSampling(f, req);
+  ReadSampling(f, ctx, req);
   int64_t max_tokens = f.Int("max_completion_tokens", 1, INT32_MAX).value_or(0);
   if (max_tokens == 0) max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
   req.chat_logprobs = f.Bool("logprobs").value_or(false);

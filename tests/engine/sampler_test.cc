@@ -217,6 +217,28 @@ TEST(Sampler, FrequencyAndPresencePenalties) {
   EXPECT_EQ(pr.Sample(std::vector<float>{3.0f, 2.0f}, std::vector<int32_t>{1}).token, 0);
 }
 
+TEST(Sampler, LogitBiasIsAddedAfterThePenalties) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logprobs = true;
+  p.logit_bias = {{1, 1.5f}, {7, 100.0f}};  // 7: past this vocabulary, ignored
+  Sampler s(p);
+  const SampleResult r = s.Sample(std::vector<float>{3.0f, 2.0f, 1.0f}, {});
+  EXPECT_EQ(r.token, 1);  // 2 + 1.5 > 3
+  EXPECT_NEAR(r.logprob, 2.0f - std::log(std::exp(3.0f) + std::exp(2.0f) + std::exp(1.0f)), 1e-5);  // raw
+  // With the repetition penalty first: token 1 in history, 2 / 2 + 1.5 = 2.5 < 3.
+  p.repetition_penalty = 2.0f;
+  Sampler penalised(p);
+  EXPECT_EQ(penalised.Sample(std::vector<float>{3.0f, 2.0f, 1.0f}, std::vector<int32_t>{1}).token, 0);
+  // -100 bans a token in sampling too: token 0 never drawn.
+  SamplingParams sampled;
+  sampled.logit_bias = {{0, -100.0f}};
+  const auto counts = Histogram(sampled, LogitsFromProbs({0.9, 0.05, 0.05}), 2000);
+  EXPECT_EQ(counts.count(0), 0u);
+  sampled.logit_bias = {{-1, 1.0f}};
+  EXPECT_NE(sampled.Validate().message().find("logit_bias"), std::string::npos);
+}
+
 TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   SamplingParams p;
   p.temperature = 0;

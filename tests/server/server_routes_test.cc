@@ -113,6 +113,28 @@ TEST_F(ServerRoutesTest, CompletionTextOffsetsCountCharacters) {
   EXPECT_EQ(offsets.back().get<int64_t>(), characters(text) - characters(last)) << r.body;
 }
 
+TEST_F(ServerRoutesTest, LogitBiasSteersTheChoice) {
+  // The token of "a" with a bias of 100 wins every greedy step; with -100 it is never chosen.
+  auto tokenized = Post(port(), "/tokenize", {{"content", "a"}, {"add_special", false}});
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  const auto ids = tokenized.Json()["tokens"];
+  ASSERT_EQ(ids.size(), 1u) << tokenized.body;
+  const std::string a = std::to_string(ids[0].get<int>());
+  auto biased =
+      Post(port(), "/v1/completions",
+           {{"prompt", "Hello"}, {"max_tokens", 4}, {"temperature", 0}, {"logit_bias", {{a, 100}}}});
+  ASSERT_EQ(biased.status, 200) << biased.body;
+  EXPECT_EQ(biased.Json()["choices"][0]["text"], "aaaa") << biased.body;
+  auto chat = Post(port(), "/v1/chat/completions",
+                   {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                    {"max_tokens", 3},
+                    {"temperature", 0.8},
+                    {"seed", 3},
+                    {"logit_bias", {{a, 100}}}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(chat.Json()["choices"][0]["message"]["content"], "aaa") << chat.body;
+}
+
 TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
   const nlohmann::json messages = {{{"role", "system"}, {"content", "Be brief."}},
                                    {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello"}}}}}};
