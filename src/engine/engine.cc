@@ -172,6 +172,11 @@ Status Engine::Validate(Request& request) const {
   if (!request.stop.empty() && loop_->tokenizer() == nullptr) {
     return InvalidArgument("stop strings need a tokenizer, and this engine has none");
   }
+  if (request.min_tokens < 0 || request.min_tokens > request.max_tokens) {
+    return InvalidArgument("min_tokens must be between 0 and max_tokens (" +
+                           std::to_string(request.max_tokens) + "), got " +
+                           std::to_string(request.min_tokens));
+  }
   const int64_t total = prompt + request.max_tokens;
   if (total > options_.max_context) {
     return OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +

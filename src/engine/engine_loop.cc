@@ -38,6 +38,11 @@ Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer
   stats_.block_tokens = blocks_->block_tokens();
   stats_.prefix_caching = options.prefix_caching;
   stats_.kv_dtype = options.kv_dtype;
+  if (tokenizer_ != nullptr) {
+    for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
+      if (tokenizer_->IsEndOfGeneration(id)) end_ids_.push_back(id);
+    }
+  }
 }
 
 Engine::Loop::~Loop() { Join(); }
@@ -142,13 +147,11 @@ void Engine::Loop::Step() {
     if (!chunk.sample) continue;
     Active& active = *active_.at(chunk.id);
     std::span<const float> row(logits_.data() + size_t(chunk.logit_row) * size_t(n_vocab), size_t(n_vocab));
-    std::span<const uint64_t> allowed;
-    if (active.constraint) {
-      if (active.constraint->FillMask((size_t(n_vocab) + 63) / 64, &mask_) == 0) {
-        constrained_out.push_back(chunk.id);
-        continue;
-      }
-      allowed = mask_;
+    bool none = false;
+    const std::span<const uint64_t> allowed = AllowedTokens(active, int32_t(n_vocab), &none);
+    if (none) {
+      constrained_out.push_back(chunk.id);
+      continue;
     }
     const SampleResult sample = active.sampler.Sample(row, scheduler_.tokens(chunk.id), allowed);
     if (active.constraint) active.constraint->Accept(sample.token);
@@ -166,6 +169,39 @@ void Engine::Loop::Step() {
     }
   }
   PublishStats(&plan);
+}
+
+std::span<const uint64_t> Engine::Loop::AllowedTokens(Active& active, int32_t n_vocab, bool* none) {
+  *none = false;
+  const Request& request = active.pending.request;
+  const bool hold_end = active.generated < request.min_tokens;
+  if (!active.constraint && !hold_end) return {};
+  const size_t words = (size_t(n_vocab) + 63) / 64;
+  if (active.constraint) {
+    if (active.constraint->FillMask(words, &mask_) == 0) {
+      *none = true;
+      return {};
+    }
+  } else {
+    mask_.assign(words, ~uint64_t{0});
+    if (n_vocab % 64 != 0) mask_.back() = (uint64_t{1} << (n_vocab % 64)) - 1;  // no ids past the vocabulary
+  }
+  if (hold_end) {
+    std::vector<int32_t> cleared;  // set bits cleared: set again if nothing else is left
+    const auto clear = [&](int32_t id) {
+      if (id < 0 || id >= n_vocab) return;
+      const uint64_t bit = uint64_t{1} << (id % 64);
+      if ((mask_[size_t(id / 64)] & bit) == 0) return;
+      mask_[size_t(id / 64)] &= ~bit;
+      cleared.push_back(id);
+    };
+    for (int32_t id : end_ids_) clear(id);
+    for (int32_t id : request.stop_token_ids) clear(id);
+    if (std::all_of(mask_.begin(), mask_.end(), [](uint64_t w) { return w == 0; })) {
+      for (int32_t id : cleared) mask_[size_t(id / 64)] |= uint64_t{1} << (id % 64);
+    }
+  }
+  return mask_;
 }
 
 std::string Engine::Loop::FlushText(Active& active) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -66,6 +67,10 @@ class Engine::Loop {
   std::string FlushText(Active& active);
   // Ends a constrained request whose grammar allows no token (complete, or unspellable here).
   void FinishConstrained(Active& active);
+  // The tokens `active` may sample now, as a mask in mask_ (empty: every token): its grammar's, less the
+  // tokens that would end it while it has fewer than min_tokens (kept when nothing else would be left).
+  // *none: its grammar allows no token.
+  std::span<const uint64_t> AllowedTokens(Active& active, int32_t n_vocab, bool* none);
 
   std::shared_ptr<Model> model_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -78,7 +83,8 @@ class Engine::Loop {
   std::unique_ptr<ThreadPool> threads_;
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
   std::vector<float> logits_;
-  std::vector<uint64_t> mask_;  // allowed tokens of the constrained request being sampled
+  std::vector<uint64_t> mask_;    // allowed tokens of the constrained request being sampled
+  std::vector<int32_t> end_ids_;  // the vocabulary's end-of-generation tokens (Request::min_tokens)
   bool closed_ = false;
   bool drain_ = false;
   Clock::time_point step_start_;  // when the current step began (before scheduling)

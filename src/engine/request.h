@@ -38,7 +38,11 @@ struct Request {
   std::vector<int32_t>
       stop_token_ids;       // extra token ids that end generation like EOS (included as the final token)
   bool ignore_eos = false;  // keep going past EOS / end-of-generation tokens (until max_tokens or stop)
-  std::string label;        // free text for logs (e.g. the server's request id); not interpreted
+  // EOS / end-of-generation tokens and stop_token_ids are not sampled before this many tokens (vLLM's
+  // min_tokens; 0 <= min_tokens <= max_tokens). Stop strings and a grammar that allows nothing else still end
+  // a request earlier.
+  int32_t min_tokens = 0;
+  std::string label;  // free text for logs (e.g. the server's request id); not interpreted
   // A request submitted earlier to the same engine whose prompt shares a prefix with this one: the engine
   // computes that common prefix once and this request forks from its KV (full blocks shared, the partial
   // block copied) instead of computing it again — n > 1 choices, server-side fan-out. Output is the same as

@@ -43,6 +43,28 @@ void ReadLogitBias(FieldReader& f, const ApiContext& ctx, SamplingParams& s) {
   std::sort(s.logit_bias.begin(), s.logit_bias.end());
 }
 
+constexpr size_t kMaxStopTokenIds = 64;
+
+// vLLM's stop_token_ids: tokens that end generation as EOS does.
+void ReadStopTokenIds(FieldReader& f, const ApiContext& ctx, std::vector<int32_t>& out) {
+  const nlohmann::json* ids = f.Array("stop_token_ids");
+  if (ids == nullptr || !ids->is_array()) return;
+  if (ids->size() > kMaxStopTokenIds) {
+    f.Fail("stop_token_ids", "stop_token_ids may hold at most " + std::to_string(kMaxStopTokenIds) +
+                                 " token ids, got " + std::to_string(ids->size()));
+    return;
+  }
+  for (const nlohmann::json& id : *ids) {
+    if (!(id.is_number_integer() || id.is_number_unsigned()) || id.get<int64_t>() < 0 ||
+        id.get<int64_t>() >= ctx.vocab_size) {
+      f.Fail("stop_token_ids", "stop_token_ids must hold token ids from 0 to " +
+                                   std::to_string(ctx.vocab_size - 1) + ", got " + DescribeJson(id));
+      return;
+    }
+    out.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+}
+
 // Sampling fields shared by completions and chat.
 void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   SamplingParams& s = req.spec.base.sampling;
@@ -82,6 +104,9 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   }
   f.String("user");
   ReadLogitBias(f, ctx, req.spec.base.sampling);
+  ReadStopTokenIds(f, ctx, req.spec.base.stop_token_ids);
+  // vLLM's: end-of-generation and stop tokens are not sampled before this many tokens.
+  req.spec.base.min_tokens = static_cast<int32_t>(f.Int("min_tokens", 0, INT32_MAX).value_or(0));
   f.Unsupported("suffix", "");
 }
 

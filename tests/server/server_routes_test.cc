@@ -135,6 +135,37 @@ TEST_F(ServerRoutesTest, LogitBiasSteersTheChoice) {
   EXPECT_EQ(chat.Json()["choices"][0]["message"]["content"], "aaa") << chat.body;
 }
 
+TEST_F(ServerRoutesTest, StopTokenIdsAndMinTokens) {
+  // "a" is favoured by 100 (it wins every greedy step) and is a stop token: the request ends at its first
+  // token; with min_tokens 3 the stop token cannot be sampled before 3 tokens, so it ends at the fourth.
+  auto tokenized = Post(port(), "/tokenize", {{"content", "a"}, {"add_special", false}});
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  const int a = tokenized.Json()["tokens"][0];
+  nlohmann::json body = {{"prompt", "Hello"},
+                         {"max_tokens", 8},
+                         {"temperature", 0},
+                         {"logit_bias", {{std::to_string(a), 100}}},
+                         {"stop_token_ids", {a}}};
+  auto first = Post(port(), "/v1/completions", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.Json()["choices"][0]["finish_reason"], "stop") << first.body;
+  EXPECT_EQ(first.Json()["usage"]["completion_tokens"], 1) << first.body;
+  body["min_tokens"] = 3;
+  auto held = Post(port(), "/v1/completions", body);
+  ASSERT_EQ(held.status, 200) << held.body;
+  EXPECT_EQ(held.Json()["choices"][0]["finish_reason"], "stop") << held.body;
+  EXPECT_EQ(held.Json()["usage"]["completion_tokens"], 4) << held.body;
+  EXPECT_EQ(held.Json()["choices"][0]["text"].get<std::string>().find('a'), std::string::npos) << held.body;
+  body["min_tokens"] = 9;  // more than max_tokens
+  EXPECT_EQ(Post(port(), "/v1/completions", body).status, 400);
+  // A grammar that allows nothing but its end after "ab": the end stays allowed (else no token would be).
+  auto regex = Post(port(), "/v1/completions",
+                    {{"prompt", "Hello"}, {"max_tokens", 8}, {"min_tokens", 6}, {"guided_regex", "ab"}});
+  ASSERT_EQ(regex.status, 200) << regex.body;
+  EXPECT_EQ(regex.Json()["choices"][0]["text"], "ab") << regex.body;
+  EXPECT_EQ(regex.Json()["choices"][0]["finish_reason"], "stop") << regex.body;
+}
+
 TEST_F(ServerRoutesTest, ChatWholeAndStreamedAgree) {
   const nlohmann::json messages = {{{"role", "system"}, {"content", "Be brief."}},
                                    {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello"}}}}}};
