@@ -28,6 +28,11 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags) {
   app->add_option("--ca-file", flags->ca_file, "PEM CA bundle to trust for https (default: system store)");
   app->add_option("--timeout", flags->timeout_s, "Per-request timeout in seconds")
       ->check(CLI::PositiveNumber);
+  app->add_option("--connect-timeout", flags->connect_timeout_s,
+                  "Seconds to connect and finish the TLS handshake, within --timeout (a failed handshake is "
+                  "not retried)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app->add_option("--retries", flags->retries, "Retries on connection errors, 429 and 502-504")
       ->check(CLI::Range(0, 100));
 }
@@ -50,6 +55,7 @@ std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) 
   }
   options.tls.ca_file = flags.ca_file;
   options.timeout_s = flags.timeout_s;
+  options.connect_timeout_s = flags.connect_timeout_s;
   options.retry.max_retries = flags.retries;
   return ValueOrDie(client::OpenAiClient::Create(options));
 }
@@ -87,8 +93,19 @@ std::string EndpointList(const client::OpenAiClient& client) {
 
 std::string ModelOrFirstListed(client::OpenAiClient& client, const std::string& model) {
   if (!model.empty()) return model;
-  auto models = client::RunBlocking(client.ListModels(nullptr));
-  return models.ok() && !models->empty() ? models->front() : std::string();
+  int http_status = 0;
+  auto models = client::RunBlocking(client.ListModels(nullptr, &http_status));
+  if (models.ok()) return models->empty() ? std::string() : models->front();
+  // No answer, for a reason the requests do not retry either (a failed TLS handshake or certificate, a
+  // timeout; a refused connection is retried: the server may be starting): they would wait for the same
+  // error.
+  if (http_status == 0 && models.status().code() != StatusCode::kUnavailable) {
+    Fail("cannot list the server's models: " + models.status().message());
+  }
+  std::fprintf(stderr,
+               "lockstep: warning: cannot list the server's models (%s); the requests name no model\n",
+               models.status().message().c_str());
+  return std::string();
 }
 
 BenchTarget ConnectBenchTargetOrDie(ClientFlags flags, const std::string& model_path, int threads,

@@ -1,6 +1,6 @@
 // Shared set-up for the client subcommands (ask, bench compare, bench serve): the connection flags (--url,
 // repeatable, and --url-file: requests spread over several replicas; --api-key / LOCKSTEP_API_KEY, --ca-file,
-// --timeout, --retries), building an OpenAiClient from them, the
+// --timeout, --connect-timeout, --retries), building an OpenAiClient from them, the
 // model to ask for, and, for `-m MODEL`, a lockstep server started in-process on a free loopback port
 // (stopped when the LocalServer is destroyed). Used only by cli/ (the client library itself never depends on
 // the server).
@@ -25,10 +25,12 @@ struct ClientFlags {
   std::string api_key;
   std::string ca_file;
   double timeout_s = 600;
+  double connect_timeout_s = client::kDefaultConnectTimeoutS;
   int retries = 3;
 };
 
-// Adds --url and --url-file (optional here; commands decide), --api-key, --ca-file, --timeout, --retries.
+// Adds --url and --url-file (optional here; commands decide), --api-key, --ca-file, --timeout,
+// --connect-timeout, --retries.
 void AddClientFlags(CLI::App* app, ClientFlags* flags);
 
 // Builds the client; the API key falls back to $LOCKSTEP_API_KEY. Fail()s on a bad URL or CA file.
@@ -50,7 +52,9 @@ class LocalServer {
 // The client's endpoint URLs, comma-separated (for reports).
 std::string EndpointList(const client::OpenAiClient& client);
 
-// `model` if given, else the first model the server lists (empty when it lists none or cannot be asked).
+// `model` if given, else the first model the server lists: empty when it lists none or cannot be asked (with
+// a warning on stderr). Fail()s when the look-up could not get an answer and the requests could not either
+// (a failed TLS handshake, a certificate, a timeout): no second wait for the same error.
 std::string ModelOrFirstListed(client::OpenAiClient& client, const std::string& model);
 
 // What a benchmark talks to: with a model_path (-m MODEL) a lockstep server started in-process, otherwise

@@ -142,6 +142,7 @@ Result<std::unique_ptr<OpenAiClient>> OpenAiClient::Create(ClientOptions options
     }
   }
   if (options.timeout_s <= 0) return InvalidArgument("timeout must be positive");
+  if (options.connect_timeout_s <= 0) return InvalidArgument("connect timeout must be positive");
   std::vector<Url> urls = {options.base_url};
   urls.insert(urls.end(), options.more_urls.begin(), options.more_urls.end());
   LOCKSTEP_ASSIGN_OR_RETURN(auto endpoints,
@@ -182,7 +183,7 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
   req.headers.insert(req.headers.end(), extra_headers.begin(), extra_headers.end());
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("Accept", "text/event-stream");
-  auto conn_or = co_await HttpConnection::Connect(req.url, tls_, deadline, token);
+  auto conn_or = co_await HttpConnection::Connect(req.url, tls_, deadline, token, options_.connect_timeout_s);
   if (!conn_or.ok()) {
     result->status = conn_or.status();
     co_return;
@@ -316,7 +317,8 @@ asio::awaitable<ChatResult> OpenAiClient::Chat(const ChatRequest& request, Cance
   }
 }
 
-asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(CancellationToken* token) const {
+asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(CancellationToken* token,
+                                                                           int* http_status) const {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.timeout_s));
   // The first endpoint that answers (they serve one model); one that does not is tried no further here.
@@ -327,9 +329,10 @@ asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(Cance
     const size_t i = endpoints_->Pick(tried).index;
     tried.push_back(i);
     req = HttpRequest{"GET", endpoints_->url(i).WithPath("/models"), CommonHeaders(), ""};
-    resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8);
+    resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s);
     if (resp.ok() && !IsRetryableStatus(resp->head.status)) break;
   }
+  if (http_status != nullptr) *http_status = resp.ok() ? resp->head.status : 0;
   if (!resp.ok()) co_return resp.status();
   if (resp->head.status != 200) {
     co_return Status(CodeForHttpStatus(resp->head.status), "HTTP " + std::to_string(resp->head.status) +
@@ -360,7 +363,7 @@ asio::awaitable<Result<int>> OpenAiClient::CountTokens(const std::string& text,
       {"content", text}, {"add_special", false}, {"prompt", text}, {"add_special_tokens", false}};
   HttpRequest req{"POST", root.WithPath("/tokenize"), CommonHeaders(), body.dump()};
   req.headers.emplace_back("Content-Type", "application/json");
-  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8);
+  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s);
   if (!resp.ok()) co_return resp.status();
   if (resp->head.status != 200) {
     co_return Status(CodeForHttpStatus(resp->head.status), "HTTP " + std::to_string(resp->head.status) +

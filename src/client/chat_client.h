@@ -40,6 +40,9 @@ struct ClientOptions {
   std::string api_key;  // sent as "Authorization: Bearer KEY" when not empty
   TlsOptions tls;
   double timeout_s = 600;  // per attempt: connect + the whole streamed response
+  // Per attempt: connecting and the TLS handshake (within timeout_s too). A failed or timed-out handshake is
+  // not retried.
+  double connect_timeout_s = kDefaultConnectTimeoutS;
   RetryPolicy retry;
   std::vector<Url> more_urls;     // further API roots; requests spread over base_url and these
   bool send_affinity_key = true;  // X-Affinity-Key on chat requests (client/affinity_key.h)
@@ -92,8 +95,10 @@ class OpenAiClient {
 
   boost::asio::awaitable<ChatResult> Chat(const ChatRequest& request, CancellationToken* token,
                                           DeltaCallback on_delta = {}) const;
-  // GET {base}/models: the model ids the server lists.
-  boost::asio::awaitable<Result<std::vector<std::string>>> ListModels(CancellationToken* token) const;
+  // GET {base}/models: the model ids the server lists. *http_status (when given) is the status of the last
+  // answer, 0 when no endpoint answered.
+  boost::asio::awaitable<Result<std::vector<std::string>>> ListModels(CancellationToken* token,
+                                                                      int* http_status = nullptr) const;
 
   // POST {server root}/tokenize (the API root without its /v1), the route llama.cpp's server, vLLM and
   // lockstep share: how many tokens the server's tokenizer makes of `text`, no special tokens added. An

@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,6 +17,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <cstdio>
 #include <limits>
 
 namespace lockstep::client {
@@ -42,6 +44,23 @@ bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
       return false;
   }
   return true;
+}
+
+// A failed TLS handshake: not retryable (the same port gives the same answer), with the likeliest cause.
+// A plain-http server either waits for a request line until its own timeout (llama.cpp's server: `why` is
+// the timeout) or answers the ClientHello with an error page ("wrong version number").
+Status TlsHandshakeFailed(const Url& url, const std::string& why, StatusCode code) {
+  Url plain = url;
+  plain.scheme = "http";
+  plain.path = "/";
+  return Status(code, "TLS handshake with " + url.HostHeader() + " failed (" + why +
+                          "): does the server speak plain http? try " + plain.ToString());
+}
+
+std::string SecondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
 }
 
 }  // namespace
@@ -109,10 +128,18 @@ Status HttpConnection::ErrorStatus(const std::string& what, const boost::system:
 }
 
 asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect(
-    const Url& url, std::shared_ptr<ssl::context> tls, Clock::time_point deadline, CancellationToken* token) {
+    const Url& url, std::shared_ptr<ssl::context> tls, Clock::time_point deadline, CancellationToken* token,
+    double connect_timeout_s) {
   auto ex = co_await asio::this_coro::executor;
   auto conn = std::shared_ptr<HttpConnection>(new HttpConnection(std::make_unique<Impl>(ex)));
-  conn->deadline_ = deadline;
+  // Connecting and the handshake run under the sooner of the two deadlines; then the request's own.
+  const Clock::time_point connect_deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(std::clamp(connect_timeout_s, 0.0, 1e8)));
+  const std::string connect_timed_out =
+      "no answer within the connect timeout of " + SecondsText(connect_timeout_s) + " s";
+  const bool connect_deadline_first = connect_deadline < deadline;
+  conn->deadline_ = std::min(deadline, connect_deadline);
   std::weak_ptr<HttpConnection> weak = conn;
   conn->registration_ = std::make_unique<CancellationRegistration>(token, [weak, ex] {
     asio::post(ex, [weak] {
@@ -129,8 +156,17 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
   if (conn->cancelled_) co_return Cancelled("request cancelled");
   conn->ArmDeadline();
   co_await conn->impl_->tcp.async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return conn->ErrorStatus("cannot connect to " + where, ec);
-  if (!url.tls()) co_return conn;
+  if (ec) {
+    Status error = conn->ErrorStatus("cannot connect to " + where, ec);
+    if (error.code() == StatusCode::kDeadlineExceeded && connect_deadline_first) {
+      error = Status(StatusCode::kDeadlineExceeded, "cannot connect to " + where + ": " + connect_timed_out);
+    }
+    co_return error;
+  }
+  if (!url.tls()) {
+    conn->deadline_ = deadline;
+    co_return conn;
+  }
   if (tls == nullptr) co_return InvalidArgument("https URL " + url.ToString() + " needs a TLS context");
   Impl& impl = *conn->impl_;
   impl.tls_context = tls;
@@ -150,8 +186,15 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
       co_return Status(StatusCode::kUnauthenticated, "TLS certificate verification failed for " + where +
                                                          ": " + X509_verify_cert_error_string(verify));
     }
-    co_return conn->ErrorStatus("TLS handshake with " + where + " failed", ec);
+    Status error = conn->ErrorStatus("TLS handshake with " + where, ec);
+    if (error.code() == StatusCode::kCancelled) co_return error;
+    if (error.code() == StatusCode::kDeadlineExceeded) {
+      co_return TlsHandshakeFailed(url, connect_deadline_first ? connect_timed_out : "timed out",
+                                   StatusCode::kDeadlineExceeded);
+    }
+    co_return TlsHandshakeFailed(url, ec.message(), StatusCode::kInvalidArgument);
   }
+  conn->deadline_ = deadline;
   co_return conn;
 }
 
@@ -225,8 +268,8 @@ asio::awaitable<Result<bool>> HttpConnection::ReadBody(std::string* out) {
 
 asio::awaitable<Result<HttpResponse>> Fetch(const HttpRequest& request, std::shared_ptr<ssl::context> tls,
                                             Clock::time_point deadline, CancellationToken* token,
-                                            size_t max_body) {
-  auto conn = co_await HttpConnection::Connect(request.url, tls, deadline, token);
+                                            size_t max_body, double connect_timeout_s) {
+  auto conn = co_await HttpConnection::Connect(request.url, tls, deadline, token, connect_timeout_s);
   if (!conn.ok()) co_return conn.status();
   Status sent = co_await (*conn)->Send(request);
   if (!sent.ok()) co_return sent;

@@ -6,9 +6,13 @@
 // TLS: certificates are always verified — the system CA store (OpenSSL's default paths, which honour
 // SSL_CERT_FILE / SSL_CERT_DIR) or TlsOptions::ca_file — with SNI and host name (or IP) checking.
 // Deadline: every operation fails with kDeadlineExceeded past the deadline given at Connect (SetDeadline
-// moves it). Cancellation: the token aborts the connection from any thread (kCancelled); Cancel() on the
-// executor does too. Errors reaching the server (resolve, connect, reset) are kUnavailable (retryable by
-// callers). Thread-safety: use one connection from one coroutine; owned through shared_ptr (the token
+// moves it); connecting and the TLS handshake have a shorter one of their own (connect_timeout_s), so a
+// server that accepts the connection and never answers the handshake — a plain-http port given an https
+// URL — fails in seconds, not at the end of the request's deadline. Cancellation: the token aborts the
+// connection from any thread (kCancelled); Cancel() on the executor does too. Errors reaching the server
+// (resolve, connect, reset) are kUnavailable (retryable by callers); a failed TLS handshake is not
+// (kInvalidArgument, or kDeadlineExceeded when it timed out; the message asks whether the server speaks
+// plain http). Thread-safety: use one connection from one coroutine; owned through shared_ptr (the token
 // callback holds a weak_ptr).
 #pragma once
 
@@ -29,6 +33,10 @@ namespace lockstep::client {
 
 using Clock = std::chrono::steady_clock;
 using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The default bound on connecting plus the TLS handshake, in seconds (the request's deadline still applies
+// when it is sooner).
+inline constexpr double kDefaultConnectTimeoutS = 15;
 
 struct TlsOptions {
   std::string ca_file;  // PEM bundle to trust instead of the system store ("" = system store)
@@ -62,10 +70,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   ~HttpConnection();
 
-  // Resolves and connects to url.host:url.port; for https, handshakes with `tls` (required then).
+  // Resolves and connects to url.host:url.port; for https, handshakes with `tls` (required then). Connecting
+  // and the handshake must finish within connect_timeout_s and by `deadline`; later operations by `deadline`.
   static boost::asio::awaitable<Result<std::shared_ptr<HttpConnection>>> Connect(
       const Url& url, std::shared_ptr<boost::asio::ssl::context> tls, Clock::time_point deadline,
-      CancellationToken* token);
+      CancellationToken* token, double connect_timeout_s = kDefaultConnectTimeoutS);
 
   boost::asio::awaitable<Status> Send(const HttpRequest& request);
   boost::asio::awaitable<Result<HttpResponseHead>> ReadHead();
@@ -90,10 +99,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 };
 
 // Sends one request on a fresh connection and reads the whole response (body capped at max_body bytes).
-// Follows no redirects.
+// Follows no redirects. connect_timeout_s as for HttpConnection::Connect.
 boost::asio::awaitable<Result<HttpResponse>> Fetch(const HttpRequest& request,
                                                    std::shared_ptr<boost::asio::ssl::context> tls,
                                                    Clock::time_point deadline, CancellationToken* token,
-                                                   size_t max_body = 64 << 20);
+                                                   size_t max_body = 64 << 20,
+                                                   double connect_timeout_s = kDefaultConnectTimeoutS);
 
 }  // namespace lockstep::client

@@ -209,6 +209,51 @@ TEST(ChatClientTest, TimesOutAStalledServer) {
   EXPECT_EQ(result.status.code(), StatusCode::kDeadlineExceeded) << result.status.ToString();
 }
 
+// Regression (interop with llama.cpp's server): an https URL on a plain-http port that keeps the connection
+// open waited for the TLS handshake until the whole request deadline (600 s by default), then retried. Now
+// connecting and the handshake have their own short deadline, a failed handshake is not retried, and the
+// message says what is likely wrong.
+TEST(ChatClientTest, ATlsHandshakeNobodyAnswersFailsSoonWithAHintAndNoRetry) {
+  testing::SilentListener silent;
+  const std::string where = "127.0.0.1:" + std::to_string(silent.port());
+  ClientOptions options;
+  options.base_url = *ApiBaseUrl("https://" + where);
+  options.retry.max_retries = 3;
+  options.retry.base_delay_s = 0.01;
+  options.connect_timeout_s = 1;  // the request's timeout stays the 600 s default
+  auto client = OpenAiClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const auto start = Clock::now();
+  auto result = ChatOnce(**client, Question("x"));
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(elapsed, 60) << "waited for the request's deadline, not the connect timeout";
+  EXPECT_EQ(result.status.code(), StatusCode::kDeadlineExceeded) << result.status.ToString();
+  EXPECT_EQ(result.attempts, 1) << "a handshake timeout was retried";
+  const std::string message = result.status.message();
+  EXPECT_NE(message.find("TLS handshake with " + where + " failed"), std::string::npos) << message;
+  EXPECT_NE(message.find("connect timeout of 1 s"), std::string::npos) << message;
+  EXPECT_NE(message.find("does the server speak plain http? try http://" + where + "/"), std::string::npos)
+      << message;
+  // The model list and the token count are bounded the same way.
+  auto models = RunBlocking((*client)->ListModels(nullptr));
+  EXPECT_EQ(models.status().code(), StatusCode::kDeadlineExceeded) << models.status().ToString();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 120);
+}
+
+// The same mistake against a plain-http server that closes the connection on the ClientHello (lockstep's
+// server answers it with a 400): one attempt, the same hint.
+TEST(ChatClientTest, ATlsHandshakeWithAPlainHttpServerIsNotRetried) {
+  TestHttpServer plain([](const TestRequest&) { return ChatSseResponse({"never"}); });
+  const std::string where = "127.0.0.1:" + std::to_string(plain.port());
+  auto result = ChatOnce(*MakeClient("https://" + where, 600, 3), Question("x"));
+  EXPECT_EQ(result.status.code(), StatusCode::kInvalidArgument) << result.status.ToString();
+  EXPECT_EQ(result.attempts, 1) << result.status.ToString();
+  EXPECT_NE(result.status.message().find("does the server speak plain http? try http://" + where),
+            std::string::npos)
+      << result.status.message();
+  EXPECT_EQ(plain.requests(), 0);
+}
+
 TEST(ChatClientTest, CancellationAbortsEveryRequestInFlight) {
   std::atomic<int> started{0};
   TestHttpServer server([&](const TestRequest&) {

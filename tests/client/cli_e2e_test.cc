@@ -4,6 +4,7 @@
 // overlap.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -92,6 +93,25 @@ TEST(AskCommandTest, FailsCleanlyWithoutAServer) {
   EXPECT_NE(out.find("cannot connect"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(Bin() + " ask --url localhost:8080 -q hi 2>&1", &out), 1);
   EXPECT_NE(out.find("no scheme"), std::string::npos) << out;
+}
+
+// Regression (interop with llama.cpp's server): `ask --url https://...` on a plain-http port that never
+// answers the TLS handshake waited about 20 min with the default --timeout (600 s for the silent model
+// look-up, 600 s for the request). Now it fails after the default connect timeout (15 s), without retries
+// and without a second wait, saying the server may speak plain http.
+TEST(AskCommandTest, HttpsToAPlainHttpPortFailsSoonWithAHint) {
+  SilentListener silent;
+  const std::string where = "127.0.0.1:" + std::to_string(silent.port());
+  std::string out;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(
+      RunCommand("timeout 300 " + Bin() + " ask --url https://" + where + " -q 'Hi?' --max-tokens 8 2>&1",
+                 &out),
+      1)
+      << out;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60) << out;
+  EXPECT_NE(out.find("TLS handshake with " + where + " failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("does the server speak plain http? try http://" + where), std::string::npos) << out;
 }
 
 class BenchCommandTest : public ::testing::Test {

@@ -166,6 +166,21 @@ TestHttpServer::~TestHttpServer() {
   close(impl_->listen_fd);
 }
 
+SilentListener::SilentListener() {
+  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
+    throw std::runtime_error("silent listener: bind/listen failed");
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+}
+
+SilentListener::~SilentListener() { close(fd_); }
+
 std::string TestHttpServer::url() const {
   return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);
 }

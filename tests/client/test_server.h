@@ -75,6 +75,20 @@ class TestHttpServer {
   std::thread accept_thread_;
 };
 
+// A loopback port whose connections the kernel accepts (its backlog) and nobody ever reads, answers or
+// closes: a plain-http server waiting for a request line (llama.cpp's server) while an https client waits
+// for the TLS handshake. Closed by the destructor.
+class SilentListener {
+ public:
+  SilentListener();
+  ~SilentListener();
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // An OpenAI chat-completion SSE body: a role chunk, one chunk per piece, a finish chunk, a usage chunk (when
 // completion_tokens >= 0), then [DONE].
 std::vector<std::string> ChatSsePieces(const std::vector<std::string>& pieces, int completion_tokens = -1);
