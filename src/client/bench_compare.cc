@@ -157,13 +157,19 @@ Result<CompareReport> RunCompare(const OpenAiClient& client, const CompareOption
   }
   for (int rep = 0; rep < o.repeat; ++rep) {
     for (auto& mode : report.modes) {
+      if (!mode.not_comparable.empty()) continue;  // measured once; more rounds would not compare either
       std::vector<std::string> warnings;
       LOCKSTEP_ASSIGN_OR_RETURN(CompareRun run, RunMode(client, o, mode.name, rep, token, &warnings));
       if (rep == 0) report.eos_warnings.insert(report.eos_warnings.end(), warnings.begin(), warnings.end());
       if (mode.name == "fan-out" && rep == 0 && run.choices < report.questions) {
+        // One sequence of one question's max_tokens: a fraction of the other modes' text, so its wall time
+        // would look fast for the wrong reason (llama.cpp's server ignores "fan_out").
+        mode.not_comparable = "not fanned out by this server";
         report.notes.push_back("fan-out: the server returned " + std::to_string(run.choices) +
                                " answer(s) for " + std::to_string(report.questions) +
-                               " questions: it did not fan out (answered as one sequence)");
+                               " questions: it did not fan out (answered as one sequence of " +
+                               std::to_string(run.output_tokens) +
+                               " tokens), so fan-out is not comparable: run once, no ratio to combined");
       }
       if (progress) {
         std::string cached =
@@ -182,7 +188,7 @@ Result<CompareReport> RunCompare(const OpenAiClient& client, const CompareOption
     report.speedup_parallel_over_combined = combined->median_wall_s / parallel->median_wall_s;
   }
   for (const CompareMode& m : report.modes) {
-    if (combined == nullptr || &m == combined) continue;
+    if (combined == nullptr || &m == combined || !m.not_comparable.empty()) continue;
     std::vector<double> ratios;
     for (size_t r = 0; r < m.runs.size() && r < combined->runs.size(); ++r) {
       ratios.push_back(combined->runs[r].wall_s > 0 ? m.runs[r].wall_s / combined->runs[r].wall_s : 0);
@@ -212,10 +218,14 @@ json CompareJson(const CompareReport& report) {
         {"cached_tokens", m.cached_tokens >= 0 ? json(m.cached_tokens) : json(nullptr)},
         {"computed_tokens", m.cached_tokens >= 0 ? json(m.prompt_tokens - m.cached_tokens) : json(nullptr)},
         {"prompt_tokens_per_run", prompts},
-        {"cached_tokens_per_run", cached}};
+        {"cached_tokens_per_run", cached},
+        {"not_comparable", m.not_comparable.empty() ? json(nullptr) : json(m.not_comparable)}};
   }
   json ratios = json::object();
   for (const auto& [name, values] : report.ratios_to_combined) ratios[name] = values;
+  for (const auto& m : report.modes) {
+    if (!m.not_comparable.empty()) ratios[m.name] = nullptr;
+  }
   return {{"modes", modes},
           {"speedup_parallel_over_combined", report.speedup_parallel_over_combined},
           {"ratios_to_combined", ratios},
@@ -240,22 +250,29 @@ std::string CompareMarkdown(const CompareReport& report) {
   md +=
       "| mode | wall (s) | first token (s) | output tokens | tokens/s | prompt tokens | cached | computed |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string not_comparable;  // "fan-out (not fanned out by this server)", for the footer
   for (const auto& m : report.modes) {
     const bool known = m.cached_tokens >= 0;
-    md += "| " + m.name + " | " + FormatNumber("%.3f", m.median_wall_s) + " | " +
-          FormatNumber("%.3f", m.median_ttft_s) + " | " + std::to_string(m.output_tokens) + " | " +
-          FormatNumber("%.1f", m.tokens_per_s) + " | " + std::to_string(m.prompt_tokens) + " | " +
-          (known ? std::to_string(m.cached_tokens) : "?") + " | " +
+    const std::string& why = m.not_comparable;
+    if (!why.empty()) not_comparable += (not_comparable.empty() ? "" : ", ") + m.name + " (" + why + ")";
+    md += "| " + m.name + (why.empty() ? "" : " *(not comparable: " + why + ")*") + " | " +
+          FormatNumber("%.3f", m.median_wall_s) + " | " + FormatNumber("%.3f", m.median_ttft_s) + " | " +
+          std::to_string(m.output_tokens) + " | " + FormatNumber("%.1f", m.tokens_per_s) + " | " +
+          std::to_string(m.prompt_tokens) + " | " + (known ? std::to_string(m.cached_tokens) : "?") + " | " +
           (known ? std::to_string(m.prompt_tokens - m.cached_tokens) : "?") + " |\n";
   }
   md += "\nSpeedup of parallel over combined: **" +
         FormatNumber("%.2f", report.speedup_parallel_over_combined) + "x**\n\n";
-  if (!report.ratios_to_combined.empty()) {
+  if (!report.ratios_to_combined.empty() || !not_comparable.empty()) {
     md += "Wall time / combined's, per round:\n\n";
     for (const auto& [name, values] : report.ratios_to_combined) {
       md += "- " + name + ":";
       for (double v : values) md += " " + FormatNumber("%.3f", v);
       md += "\n";
+    }
+    for (const auto& m : report.modes) {
+      if (!m.not_comparable.empty())
+        md += "- " + m.name + ": none, not comparable (" + m.not_comparable + ")\n";
     }
     md += "\n";
   }
@@ -263,8 +280,13 @@ std::string CompareMarkdown(const CompareReport& report) {
   md += "First token: from the start of a run to the first token of any answer. Chart: `chart.svg`.\n";
   if (!report.ignore_eos_requested) {
     md += "\nignore_eos was not requested: output lengths vary with the model's answers.\n";
-  } else if (report.eos_warnings.empty()) {
+  } else if (report.eos_warnings.empty() && not_comparable.empty()) {
     md += "\nFixed output lengths: the server honoured ignore_eos (every answer reached max_tokens).\n";
+  } else if (report.eos_warnings.empty()) {
+    md +=
+        "\nThe server honoured ignore_eos (every answer reached max_tokens), but the modes marked not "
+        "comparable produced a different amount of text: " +
+        not_comparable + ".\n";
   } else {
     md +=
         "\n**The server did not honour ignore_eos**: some answers stopped early, so the modes produced "
@@ -283,8 +305,8 @@ std::string CompareSvg(const CompareReport& report) {
            true);
   // Bars: median wall time per mode.
   double max_wall = 0;
-  for (const auto& m : report.modes) max_wall = std::max(max_wall, m.median_wall_s);
   for (const auto& m : report.modes) {
+    if (!m.not_comparable.empty()) continue;  // no bar
     for (const auto& r : m.runs) max_wall = std::max(max_wall, r.wall_s);
   }
   const PlotArea bars = DrawAxes(&svg, 80, 60, 660, 200, 0, double(std::max<size_t>(1, report.modes.size())),
@@ -292,10 +314,15 @@ std::string CompareSvg(const CompareReport& report) {
   for (size_t i = 0; i < report.modes.size(); ++i) {
     const auto& m = report.modes[i];
     const double cx = bars.X(i + 0.5), bw = 100;
+    svg.Text(cx, bars.y + bars.h + 17, m.name, 12, "middle");
+    if (!m.not_comparable.empty()) {  // no bar: its wall time measured a different amount of text
+      svg.Text(cx, bars.Y(0) - 20, "not comparable:", 11, "middle");
+      svg.Text(cx, bars.Y(0) - 6, m.not_comparable, 10, "middle");
+      continue;
+    }
     svg.Rect(cx - bw / 2, bars.Y(m.median_wall_s), bw, bars.Y(0) - bars.Y(m.median_wall_s), SeriesColor(i),
              m.name + ": " + FormatNumber("%.3f s", m.median_wall_s));
     svg.Text(cx, bars.Y(m.median_wall_s) - 6, FormatNumber("%.2f s", m.median_wall_s), 12, "middle", true);
-    svg.Text(cx, bars.y + bars.h + 17, m.name, 12, "middle");
     if (m.cached_tokens >= 0) {  // prompt tokens the server computed / found cached
       svg.Text(cx, bars.y + bars.h + 32,
                std::to_string(m.prompt_tokens - m.cached_tokens) + " computed, " +

@@ -2,7 +2,8 @@
 // — all in one request with N x max_tokens, (b) parallel — one request per question, all at once, (c)
 // sequential — one after another, (d) fan-out — the combined request once more, with "fan_out": "choices"
 // asking the server to answer each question as its own sequence (lockstep's server-side fan-out; a server
-// without it answers as in (a), which the report flags). With a shared context (a document) every prompt
+// without it answers once with one question's max_tokens: the mode is then marked not comparable, runs no
+// more rounds and gets no ratio). With a shared context (a document) every prompt
 // starts with it, so the modes show what a prefix cache saves: each mode reports the prompt tokens the
 // server computed and the ones it reported cached. Each mode runs `repeat` rounds (modes interleaved per
 // round, after one warm-up request without the context); the report has per-mode medians, per-round
@@ -59,12 +60,16 @@ struct CompareMode {
   int output_tokens = 0;
   int prompt_tokens = 0, cached_tokens = -1;  // medians over runs
   size_t median_run = 0;                      // index into runs
+  // Why this mode's figures do not compare with the others ("" = they do): "not fanned out by this server"
+  // when fan-out came back as one answer. Such a mode runs once and gets no ratio and no chart bar.
+  std::string not_comparable;
 };
 
 struct CompareReport {
   std::vector<CompareMode> modes;
   double speedup_parallel_over_combined = 0;
-  // Per round: wall(mode) / wall(combined) of the same round, for every mode but combined.
+  // Per round: wall(mode) / wall(combined) of the same round, for every mode but combined and those not
+  // comparable.
   std::vector<std::pair<std::string, std::vector<double>>> ratios_to_combined;
   std::string server, model;
   int questions = 0, max_tokens = 0, repeat = 0;

@@ -89,12 +89,13 @@ TEST(BenchCompareTest, WritesTheResultShapeAndParallelRequestsOverlap) {
   EXPECT_EQ(j["modes"].size(), 4u);
   for (const char* mode : {"combined", "parallel", "sequential", "fan-out"}) {
     const auto& m = j["modes"][mode];
-    EXPECT_EQ(m.size(), 10u);
+    EXPECT_EQ(m.size(), 11u);
     for (const char* key : {"median_wall_s", "median_ttft_s", "output_tokens", "tokens_per_s", "walls_s",
-                            "prompt_tokens", "cached_tokens", "computed_tokens"}) {
+                            "prompt_tokens", "cached_tokens", "computed_tokens", "not_comparable"}) {
       EXPECT_TRUE(m.contains(key)) << mode << "." << key;
     }
-    EXPECT_EQ(m["walls_s"].size(), 2u);
+    // fan-out ran once: this server does not fan out (BenchCompareTest.AServerThatDoesNotFanOut...).
+    EXPECT_EQ(m["walls_s"].size(), std::string(mode) == "fan-out" ? 1u : 2u);
     EXPECT_TRUE(m["cached_tokens"].is_null()) << mode;  // this server reports no cache
   }
   EXPECT_EQ(j["ratios_to_combined"]["parallel"].size(), 2u);
@@ -104,6 +105,47 @@ TEST(BenchCompareTest, WritesTheResultShapeAndParallelRequestsOverlap) {
   EXPECT_EQ(j["model"], "fake-model");
   EXPECT_EQ(testing::CheckSvg(ReadFile(dir + "/chart.svg")), "");
   EXPECT_NE(ReadFile(dir + "/result.md").find("| parallel |"), std::string::npos);
+}
+
+// Regression (interop with llama.cpp's server, which ignores "fan_out"): the fan-out mode came back as one
+// answer of one question's max_tokens, yet got a ratio to combined, a chart bar and the footer's "every
+// answer reached max_tokens", so it looked several times faster than combined for a fifth of the text. Now
+// the mode is marked not comparable: run once, no ratio, no bar, no such claim.
+TEST(BenchCompareTest, AServerThatDoesNotFanOutGetsNoFanOutFigures) {
+  testing::TestHttpServer server(FakeOpenAi());  // ignores fan_out
+  CompareOptions o;
+  o.questions = {"a?", "b?", "c?", "d?", "e?"};
+  o.max_tokens = 4;
+  o.repeat = 2;
+  auto report = RunCompare(*Client(server.url()), o, nullptr);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const CompareMode* fan_out = report->Mode("fan-out");
+  ASSERT_NE(fan_out, nullptr);
+  EXPECT_EQ(fan_out->not_comparable, "not fanned out by this server");
+  EXPECT_EQ(fan_out->runs.size(), 1u);
+  EXPECT_EQ(fan_out->output_tokens, 4);  // one answer of one question's max_tokens
+  EXPECT_EQ(report->Mode("combined")->output_tokens, 20);
+  for (const char* mode : {"combined", "parallel", "sequential"}) {
+    EXPECT_EQ(report->Mode(mode)->not_comparable, "") << mode;
+    EXPECT_EQ(report->Mode(mode)->runs.size(), 2u) << mode;
+  }
+  for (const auto& [name, values] : report->ratios_to_combined) EXPECT_NE(name, "fan-out");
+  EXPECT_EQ(report->ratios_to_combined.size(), 2u);  // parallel and sequential
+  const nlohmann::json j = CompareJson(*report);
+  EXPECT_TRUE(j["ratios_to_combined"]["fan-out"].is_null());
+  EXPECT_EQ(j["ratios_to_combined"]["parallel"].size(), 2u);
+  EXPECT_EQ(j["modes"]["fan-out"]["not_comparable"], "not fanned out by this server");
+  EXPECT_TRUE(j["modes"]["parallel"]["not_comparable"].is_null());
+  const std::string md = CompareMarkdown(*report);
+  EXPECT_EQ(md.find("Fixed output lengths"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fan-out *(not comparable: not fanned out by this server)* |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- fan-out: none, not comparable"), std::string::npos) << md;
+  EXPECT_NE(md.find("produced a different amount of text: fan-out"), std::string::npos) << md;
+  const std::string svg = CompareSvg(*report);
+  EXPECT_EQ(testing::CheckSvg(svg), "");
+  EXPECT_EQ(svg.find("fan-out: "), std::string::npos) << "a wall-time bar for fan-out";
+  EXPECT_NE(svg.find("parallel: "), std::string::npos);
 }
 
 TEST(BenchCompareTest, ReportsAServerThatIgnoresIgnoreEos) {
