@@ -58,16 +58,6 @@ const ModeAdvice* LatencyAdvice::Mode(const std::string& name) const {
   return nullptr;
 }
 
-Url ServerRoot(const Url& api_base) {
-  Url root = api_base;
-  std::string& path = root.path;
-  if (const size_t q = path.find('?'); q != std::string::npos) path.resize(q);
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (path.size() >= 3 && path.compare(path.size() - 3, 3, "/v1") == 0) path.resize(path.size() - 3);
-  if (path.empty()) path = "/";
-  return root;
-}
-
 Result<LatencyAdvice> ParseAdvice(const json& body) {
   LatencyAdvice a;
   if (!body.is_object()) return InvalidArgument("advisor: the answer is not a JSON object");

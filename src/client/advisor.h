@@ -43,9 +43,6 @@ struct LatencyAdvice {
   const ModeAdvice* Mode(const std::string& name) const;  // null when absent
 };
 
-// The server root of an API URL ("http://h:8080/v1" → "http://h:8080/").
-Url ServerRoot(const Url& api_base);
-
 // GET /advisor on the client's server (its base URL's root), with its API key and timeout. Errors: what
 // the connection gave (kUnavailable...), NotFound (a server without the route, e.g. not lockstep), the
 // server's message for a 4xx, InvalidArgument for an answer of the wrong shape.

@@ -354,10 +354,7 @@ asio::awaitable<Result<int>> OpenAiClient::CountTokens(const std::string& text,
                                                        CancellationToken* token) const {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.timeout_s));
-  Url root = options_.base_url;
-  if (root.path.size() >= 3 && root.path.compare(root.path.size() - 3, 3, "/v1") == 0) {
-    root.path.resize(root.path.size() - 3);
-  }
+  const Url root = ServerRoot(options_.base_url);  // "/v1/" too: trailing slashes go first
   // llama.cpp reads content and add_special, vLLM prompt and add_special_tokens; lockstep either.
   const json body = {
       {"content", text}, {"add_special", false}, {"prompt", text}, {"add_special_tokens", false}};

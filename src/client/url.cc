@@ -96,6 +96,16 @@ Result<Url> ParseUrl(const std::string& text) {
   return url;
 }
 
+Url ServerRoot(const Url& api_base) {
+  Url root = api_base;
+  std::string& path = root.path;
+  if (const size_t q = path.find('?'); q != std::string::npos) path.resize(q);
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, "/v1") == 0) path.resize(path.size() - 3);
+  if (path.empty()) path = "/";
+  return root;
+}
+
 Result<Url> ResolveLocation(const Url& base, const std::string& location) {
   if (location.find("://") != std::string::npos) return ParseUrl(location);
   if (location.rfind("//", 0) == 0) return ParseUrl(base.scheme + ":" + location);

@@ -26,6 +26,11 @@ struct Url {
 // Parses "http://host[:port][/path]" or "https://...". A URL without a scheme is rejected with a message.
 Result<Url> ParseUrl(const std::string& text);
 
+// The server root of an API URL: its path without the query, trailing slashes and a final "/v1"
+// ("http://h:8080/v1" and "http://h:8080/v1/" → "http://h:8080/"), where routes such as /tokenize and
+// /advisor live.
+Url ServerRoot(const Url& api_base);
+
 // Resolves a Location header value (absolute, scheme-relative "//host/x", or absolute path "/x") against
 // `base`.
 Result<Url> ResolveLocation(const Url& base, const std::string& location);

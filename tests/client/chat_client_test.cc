@@ -83,6 +83,28 @@ TEST(ChatClientTest, CountsChunksWithoutUsage) {
   EXPECT_EQ(result.completion_tokens, 4);
 }
 
+// Regression (interop with llama.cpp's server): `--url http://host/v1/` — a trailing slash — made CountTokens
+// ask /v1/tokenize (a 404), so bench serve fell back to counting words. The server root is the same with
+// or without the slash.
+TEST(ChatClientTest, CountTokensAsksTheServerRootWithOrWithoutATrailingSlash) {
+  TestHttpServer server([](const TestRequest& req) {
+    TestResponse r;
+    if (req.target != "/tokenize") {
+      r.status = 404;
+      r.pieces = {R"({"error":{"message":"File Not Found"}})"};
+      return r;
+    }
+    r.pieces = {R"({"tokens":[1,2,3]})"};
+    return r;
+  });
+  for (const std::string path : {"", "/", "/v1", "/v1/", "/v1//"}) {
+    auto count = RunBlocking(MakeClient(server.url() + path)->CountTokens("a b c", nullptr));
+    ASSERT_TRUE(count.ok()) << path << ": " << count.status().ToString();
+    EXPECT_EQ(*count, 3) << path;
+  }
+  for (const auto& req : server.seen()) EXPECT_EQ(req.target, "/tokenize");
+}
+
 TEST(ChatClientTest, AcceptsANonStreamedJsonAnswer) {
   TestHttpServer server([](const TestRequest&) {
     TestResponse r;

@@ -47,6 +47,10 @@ TEST(UrlTest, WithPathAndApiBaseAndLocation) {
   EXPECT_EQ(u.WithPath("/chat/completions").path, "/v1/chat/completions");
   EXPECT_EQ(ApiBaseUrl("http://h:1")->path, "/v1");
   EXPECT_EQ(ApiBaseUrl("http://h:1/api/v1")->path, "/api/v1");
+  for (const char* api : {"http://h:1", "http://h:1/v1", "http://h:1/v1/", "http://h:1/v1?x=1"}) {
+    EXPECT_EQ(ServerRoot(*ParseUrl(api)).path, "/") << api;
+  }
+  EXPECT_EQ(ServerRoot(*ParseUrl("http://h:1/api/v1/")).path, "/api");
   auto base = *ParseUrl("https://huggingface.co/a/b/resolve/main/f.gguf");
   EXPECT_EQ(ResolveLocation(base, "/cdn/x")->ToString(), "https://huggingface.co/cdn/x");
   EXPECT_EQ(ResolveLocation(base, "https://cdn.example/y")->host, "cdn.example");
