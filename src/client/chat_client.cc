@@ -117,6 +117,15 @@ Status ApplyChunk(const json& j, std::string_view raw, bool streamed, Clock::tim
   return Status::Ok();
 }
 
+// The figures the server did not report, from what it sent: completion tokens as the content chunks received
+// (whether the response completed or broke off), cached tokens from llama.cpp's timings.
+void CountsFromWhatArrived(ChatResult* result) {
+  if (!result->usage_reported) result->completion_tokens = static_cast<int>(result->token_times_s.size());
+  if (result->cached_tokens < 0 && result->prompt_computed_tokens >= 0 && result->prompt_tokens >= 0) {
+    result->cached_tokens = std::max(0, result->prompt_tokens - result->prompt_computed_tokens);
+  }
+}
+
 uint64_t RandomSeed() {
   static std::atomic<uint64_t> counter{0};
   std::random_device rd;
@@ -263,10 +272,6 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
     done = true;
   }
   (void)done;  // servers differ on [DONE]; the end of the body ends the response either way
-  if (!result->usage_reported) result->completion_tokens = static_cast<int>(result->token_times_s.size());
-  if (result->cached_tokens < 0 && result->prompt_computed_tokens >= 0 && result->prompt_tokens >= 0) {
-    result->cached_tokens = std::max(0, result->prompt_tokens - result->prompt_computed_tokens);
-  }
   result->duration_s = SecondsSince(result->start);
   result->status = Status::Ok();
 }
@@ -294,6 +299,7 @@ asio::awaitable<ChatResult> OpenAiClient::Chat(const ChatRequest& request, Cance
     endpoints.Begin(choice.index);
     co_await RunAttempt(endpoints.url(choice.index), body, extra, token, on_delta, &result, &retry_after);
     endpoints.End(choice.index);
+    CountsFromWhatArrived(&result);  // a stream that broke off too: its chunks arrived
     if (result.status.ok()) {
       endpoints.MarkUp(choice.index);
       co_return result;

@@ -68,7 +68,9 @@ struct ChatResult {
   std::string content;
   std::string finish_reason;  // "stop", "length", ... ("" if the server sent none)
   int prompt_tokens = -1;     // from usage; -1 when the server did not report it
-  int completion_tokens = 0;  // from usage, else the number of content chunks
+  // From usage, else the number of content chunks received (also when the response broke off: then status
+  // is not OK and this counts the partial answer in `content`).
+  int completion_tokens = 0;
   // Prompt tokens the server did not compute (its prefix cache): usage.prompt_tokens_details.cached_tokens,
   // or prompt_tokens - timings.prompt_n (llama.cpp's server); -1 when the server reported neither.
   int cached_tokens = -1;

@@ -124,6 +124,9 @@ Status HttpConnection::ErrorStatus(const std::string& what, const boost::system:
   if (ec == beast::error::timeout || Clock::now() >= deadline_) {
     return Status(StatusCode::kDeadlineExceeded, what + ": timed out");
   }
+  if (ec == http::error::partial_message) {
+    return Unavailable(what + ": the server closed the connection mid-response (partial message)");
+  }
   return Unavailable(what + ": " + ec.message());
 }
 

@@ -105,6 +105,26 @@ TEST(ChatClientTest, CountTokensAsksTheServerRootWithOrWithoutATrailingSlash) {
   for (const auto& req : server.seen()) EXPECT_EQ(req.target, "/tokenize");
 }
 
+// Regression (interop: a server killed mid-stream): a broken stream reported completion_tokens 0 beside the
+// text it had streamed; the chunk count was taken only when the response completed.
+TEST(ChatClientTest, ABrokenStreamCountsTheChunksThatArrived) {
+  TestHttpServer server([](const TestRequest&) {
+    TestResponse r = ChatSseResponse({"a", "b", "c", "d"});
+    r.pieces.resize(3);  // the role chunk, "a" and "b"; then the connection closes without the last chunk
+    r.break_off = true;
+    return r;
+  });
+  auto result = ChatOnce(*MakeClient(server.url()), Question("x"));
+  EXPECT_EQ(result.status.code(), StatusCode::kUnavailable) << result.status.ToString();
+  EXPECT_NE(result.status.message().find("closed the connection"), std::string::npos)
+      << result.status.message();
+  EXPECT_NE(result.status.message().find("not re-sent"), std::string::npos) << result.status.message();
+  EXPECT_EQ(result.content, "ab");
+  EXPECT_FALSE(result.usage_reported);
+  EXPECT_EQ(result.completion_tokens, 2);
+  EXPECT_EQ(result.attempts, 1);
+}
+
 TEST(ChatClientTest, AcceptsANonStreamedJsonAnswer) {
   TestHttpServer server([](const TestRequest&) {
     TestResponse r;
