@@ -2,7 +2,7 @@
 // one combined request, parallel requests or sequential ones — and prints the predicted wall time of each
 // (GET /advisor: the server's engine fits its step time by batch rows and context from the steps it has
 // run). --calibrate first runs a few short requests, alone and in parallel, so a fresh server has measured
-// steps of several sizes.
+// steps of several sizes (after one look at /advisor, so a server without it costs no requests).
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -50,13 +50,19 @@ void Calibrate(client::OpenAiClient& client, const std::string& model, int quest
 void RunAdvise(const AdviseFlags& f) {
   if (f.client.urls.empty()) Fail("--url is required (a lockstep server; with several, the first is asked)");
   auto client = MakeClientOrDie(f.client);
-  if (f.calibrate) Calibrate(*client, ModelOrFirstListed(*client, f.model), f.questions);
   client::AdviceQuery query;
   query.questions = f.questions;
   query.tokens = f.tokens;
   query.prompt_tokens = f.prompt_tokens;
   client::CancellationToken token;
   auto advice = client::RunBlocking(client::FetchAdvice(*client, query, &token));
+  if (f.calibrate) {
+    // The advisor was asked first: a server without it (not lockstep) or a wrong key fails before the
+    // calibration requests are spent on it.
+    if (!advice.ok()) Fail(advice.status());
+    Calibrate(*client, ModelOrFirstListed(*client, f.model), f.questions);
+    advice = client::RunBlocking(client::FetchAdvice(*client, query, &token));
+  }
   if (!advice.ok()) Fail(advice.status());
   if (f.json) {
     nlohmann::json modes = nlohmann::json::object();

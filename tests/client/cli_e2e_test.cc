@@ -114,6 +114,32 @@ TEST(AskCommandTest, HttpsToAPlainHttpPortFailsSoonWithAHint) {
   EXPECT_NE(out.find("does the server speak plain http? try http://" + where), std::string::npos) << out;
 }
 
+// Regression (interop with llama.cpp's server): `advise --calibrate` ran its calibration requests and only
+// then learnt that the server has no /advisor. It asks the advisor first now.
+TEST(AdviseCommandTest, CalibrateAsksTheAdvisorBeforeSendingRequests) {
+  TestHttpServer server([](const TestRequest& req) {
+    if (req.target == "/v1/models") {
+      TestResponse r;
+      r.pieces = {R"({"data":[{"id":"other-server"}]})"};
+      return r;
+    }
+    if (req.target == "/v1/chat/completions") return ChatSseResponse({"one", " two"}, 2);
+    TestResponse r;
+    r.status = 404;
+    r.pieces = {"File Not Found"};
+    return r;
+  });
+  std::string out;
+  EXPECT_EQ(RunCommand("timeout 120 " + Bin() + " advise --url " + server.url() +
+                           " --questions 3 --tokens 16 --calibrate 2>&1",
+                       &out),
+            1);
+  EXPECT_NE(out.find("needs a lockstep server"), std::string::npos) << out;
+  for (const auto& req : server.seen()) {
+    EXPECT_NE(req.target, "/v1/chat/completions") << "a calibration request was sent\n" << out;
+  }
+}
+
 class BenchCommandTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
