@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -35,7 +36,9 @@ void RunServe(ServeFlags& flags) {
   }
   options.kv_dtype = ParseKvTypeOrDie(flags.engine.kv_type);
   options.prefix_caching = !flags.engine.no_prefix_cache;
-  if (flags.timeout_s < 0) Fail("--timeout must be >= 0 seconds");
+  if (!(flags.timeout_s >= 0) || !std::isfinite(flags.timeout_s)) {
+    Fail("--timeout must be a number of seconds >= 0 (0 = none), got " + std::to_string(flags.timeout_s));
+  }
   options.request_timeout_s = flags.timeout_s;
   options.split_questions = QuestionSplitterForServer();
 
@@ -50,9 +53,9 @@ void RunServe(ServeFlags& flags) {
   options.kernels = &kernels;
   auto server = ValueOrDie(server::Server::Create(options));
   const int port = ValueOrDie(server->Start());
-  std::fprintf(stderr, "lockstep: serving '%s' on http://%s:%d (kernels %s, KV %s; Ctrl-C to stop)\n",
-               server->model_id().c_str(), options.host.c_str(), port, std::string(kernels.name()).c_str(),
-               KvDtypeName(options.kv_dtype));
+  std::fprintf(stderr, "lockstep: serving '%s' on %s (kernels %s, KV %s; Ctrl-C to stop)\n",
+               server->model_id().c_str(), server::HttpUrl(options.host, port).c_str(),
+               std::string(kernels.name()).c_str(), KvDtypeName(options.kv_dtype));
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs)\n",
@@ -71,7 +74,8 @@ void RegisterServeCommand(CLI::App& app) {
   AddChatTemplateFlag(*cmd, o.chat_template);
   cmd->add_option("--host", o.host, "Address to bind (loopback by default)")->capture_default_str();
   cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str();
-  cmd->add_option("--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health)");
+  CLI::Option* api_key = cmd->add_option(
+      "--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health); printable ASCII");
   cmd->add_option(
          "--model-name,--model-alias", o.model_alias,
          "Model ids requests may name, comma-separated; the first is reported (default: the file name "
@@ -85,7 +89,7 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--timeout", flags->timeout_s, "Per-request time limit in seconds (0 = none)")
       ->capture_default_str();
-  cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads (1 to 256)")->capture_default_str();
   cmd->add_option("--max-body", o.max_body_bytes, "Largest request body in bytes (then 413)")
       ->capture_default_str();
   cmd->add_option("--max-connections", o.max_connections,
@@ -106,7 +110,13 @@ void RegisterServeCommand(CLI::App& app) {
                   "Seconds one response write may take before the client counts as gone")
       ->capture_default_str();
   AddEngineFlags(*cmd, flags->engine);
-  cmd->callback([flags] { RunServe(*flags); });
+  cmd->callback([flags, api_key] {
+    // `--api-key "$UNSET"` would otherwise serve every route without a key.
+    if (api_key->count() > 0 && flags->options.api_key.empty()) {
+      Fail("--api-key is empty (leave the flag out to serve without a key)");
+    }
+    RunServe(*flags);
+  });
 }
 
 }  // namespace lockstep::cli

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <system_error>
 #include <thread>
 
 namespace lockstep::server {
@@ -582,8 +583,17 @@ HttpServer::~HttpServer() { Stop(); }
 
 Result<int> HttpServer::Start() {
   beast::error_code ec;
-  const auto address = net::ip::make_address(impl_->options_.host, ec);
-  if (ec) return InvalidArgument("invalid --host '" + impl_->options_.host + "': " + ec.message());
+  net::ip::address address = net::ip::make_address(impl_->options_.host, ec);
+  if (ec) {  // a host name ("localhost"): its first address
+    tcp::resolver resolver(impl_->ioc_);
+    const auto found = resolver.resolve(impl_->options_.host, "", ec);
+    if (ec || found.empty()) {
+      return InvalidArgument("invalid --host '" + impl_->options_.host +
+                             "': neither an IP address nor a host name this machine resolves (" +
+                             ec.message() + ")");
+    }
+    address = found.begin()->endpoint().address();
+  }
   const tcp::endpoint endpoint(address, static_cast<uint16_t>(impl_->options_.port));
   const std::string where = impl_->options_.host + ":" + std::to_string(impl_->options_.port);
   impl_->acceptor_.open(endpoint.protocol(), ec);
@@ -594,8 +604,22 @@ Result<int> HttpServer::Start() {
   port_ = impl_->acceptor_.local_endpoint().port();
   impl_->Accept();
   impl_->started_ = true;
-  for (int i = 0; i < std::max(1, impl_->options_.io_threads); ++i) {
-    impl_->threads_.emplace_back([this] { impl_->RunIo(); });
+  try {  // std::thread reports a failure to start one (resource limits) only by throwing
+    for (int i = 0; i < std::max(1, impl_->options_.io_threads); ++i) {
+      impl_->threads_.emplace_back([this] { impl_->RunIo(); });
+    }
+  } catch (const std::system_error& error) {
+    const size_t started = impl_->threads_.size();
+    // Stop()'s orderly close needs a running I/O thread; none may have started. Stop them, then close.
+    impl_->stopped_ = true;
+    impl_->work_.reset();
+    impl_->ioc_.stop();
+    for (auto& t : impl_->threads_) t.join();
+    impl_->threads_.clear();
+    beast::error_code ignored;
+    impl_->acceptor_.close(ignored);
+    return ResourceExhausted("cannot start " + std::to_string(impl_->options_.io_threads) +
+                             " I/O threads (started " + std::to_string(started) + "): " + error.what());
   }
   return port_;
 }

@@ -82,7 +82,7 @@ class Server::Impl {
                                            HandleRequest(state_, std::move(request), std::move(writer));
                                          });
     LOCKSTEP_ASSIGN_OR_RETURN(port_, http_->Start());
-    log_->info("listening on http://{}:{} (loading {}; at most {} connections)", options_.host, port_,
+    log_->info("listening on {} (loading {}; at most {} connections)", HttpUrl(options_.host, port_),
                options_.model_path,
                options_.max_connections > 0 ? options_.max_connections : DefaultMaxConnections());
     if (options_.on_listening) options_.on_listening(port_);
@@ -224,6 +224,11 @@ class Server::Impl {
   bool stopped_ = false;
 };
 
+std::string HttpUrl(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return "http://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (options.model_path.empty()) return InvalidArgument("no model file given (-m MODEL)");
   std::error_code ec;
@@ -245,7 +250,15 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   }
   if (options.max_seqs < 1) return InvalidArgument("--max-seqs must be >= 1");
   if (options.max_batch_tokens < 1) return InvalidArgument("--max-batch-tokens must be >= 1");
-  if (options.io_threads < 1) return InvalidArgument("I/O threads must be >= 1");
+  if (options.io_threads < 1 || options.io_threads > kMaxIoThreads) {
+    return InvalidArgument("--io-threads must be between 1 and " + std::to_string(kMaxIoThreads) + ", got " +
+                           std::to_string(options.io_threads));
+  }
+  for (const char c : options.api_key) {  // a header value's token: a CR or LF could never be sent
+    if (c < 0x21 || c > 0x7e) {
+      return InvalidArgument("--api-key must be printable ASCII without spaces or control characters");
+    }
+  }
   if (options.max_connections < 0)
     return InvalidArgument("--max-connections must be >= 1 (or 0: from ulimit -n)");
   const std::pair<const char*, double> timeouts[] = {{"--header-timeout", options.header_timeout_s},

@@ -40,7 +40,7 @@ struct ServerOptions {
   // accepted in the Host header too.
   std::vector<std::string> allowed_origins;
   std::string chat_template;    // --chat-template FILE|NAME; "" = the model's own (chat/template_selection.h)
-  int io_threads = 2;           // Asio I/O threads (separate from the engine thread)
+  int io_threads = 2;           // Asio I/O threads (separate from the engine thread), 1..kMaxIoThreads
   int compute_threads = 0;      // engine forward-pass threads; 0 = hardware concurrency
   int max_seqs = 64;            // engine: running sequences at most
   int max_batch_tokens = 512;   // engine: rows per forward pass at most
@@ -68,6 +68,11 @@ struct ServerOptions {
   SplitQuestionsFn split_questions;
   const Kernels* kernels = nullptr;  // borrowed; null: Model::Load's choice (tensor/kernels.h)
 };
+
+inline constexpr int kMaxIoThreads = 256;
+
+// "http://HOST:PORT", an IPv6 address in brackets ("http://[::1]:8080").
+std::string HttpUrl(const std::string& host, int port);
 
 class Server {
  public:

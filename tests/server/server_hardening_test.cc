@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "e2e_util.h"
+#include "server/server.h"
+#include "testing/testdata.h"
 
 namespace lockstep::server::testing {
 namespace {
@@ -309,6 +311,25 @@ TEST(MethodTest, HeadHasNoBodyAndRoutesCheckTheirMethod) {
   }
   EXPECT_EQ(Request(server.port(), "OPTIONS", "/v1/completions").status, 204);
   EXPECT_EQ(Request(server.port(), "GET", "/v1/health").status, 200);
+}
+
+TEST(ServeFlagsTest, ImpossibleValuesAreRefusedBeforeServing) {
+  const std::string serve =
+      ::lockstep::testing::LockstepBinary() + " serve -m " + TinyModel() + " --port 0 -t 1 ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--io-threads 100000", "--io-threads must be between 1 and 256"},  // (threads were started unchecked)
+      {"--api-key ''", "--api-key is empty"},
+      {"--api-key 'two words'", "--api-key must be printable ASCII"},
+      {"--timeout nan", "--timeout must be a number of seconds"},
+      {"--host nosuch.invalid", "invalid --host 'nosuch.invalid'"}};
+  for (const auto& [flags, message] : cases) {
+    std::string out;
+    EXPECT_NE(::lockstep::testing::RunCommand(serve + flags + " 2>&1", &out), 0) << flags;
+    EXPECT_NE(out.find(message), std::string::npos) << flags << ": " << out;
+    EXPECT_EQ(out.find("lockstep: serving"), std::string::npos) << flags << ": " << out;
+  }
+  EXPECT_EQ(HttpUrl("::1", 8080), "http://[::1]:8080");
+  EXPECT_EQ(HttpUrl("127.0.0.1", 80), "http://127.0.0.1:80");
 }
 
 TEST(ContextLimitTest, AKvCacheSmallerThanTheContextBoundsEveryRequest) {
