@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -58,8 +60,17 @@ void RunServe(ServeFlags& flags) {
                std::string(kernels.name()).c_str(), KvDtypeName(options.kv_dtype));
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs)\n",
+  std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs; again to exit now)\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM", options.drain_grace_s, options.drain_timeout_s);
+  // A second signal during the drain exits at once (128 + the signal, as a shell reports a killed process),
+  // as uvicorn and other servers do: the drain may take --drain-timeout.
+  std::thread([signals] {
+    int again = 0;
+    sigwait(&signals, &again);
+    std::fprintf(stderr, "lockstep: received %s again; exiting without waiting for the drain\n",
+                 again == SIGINT ? "SIGINT" : "SIGTERM");
+    std::_Exit(128 + again);
+  }).detach();
   server->Stop();
   std::fprintf(stderr, "lockstep: stopped\n");
 }

@@ -110,6 +110,22 @@ TEST(FinishReasonTest, AStreamCutAtTheEndOfTheDrainSaysAbort) {
   EXPECT_EQ(server.Wait(), 0) << server.log();
 }
 
+TEST(FinishReasonTest, ASecondSignalDuringTheDrainExitsAtOnce) {
+  // --drain-grace keeps the drain going for 600 s whatever runs; the second SIGTERM ends it.
+  ServerProcess server(TinyModel(), {"-t", "1", "--drain-grace", "600"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const auto start = std::chrono::steady_clock::now();
+  server.Signal(SIGTERM);
+  for (int i = 0; i < 200 && server.log().find("draining") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Request(server.port(), "GET", "/ready").status, 503);  // draining, not gone
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.Wait(), 128 + SIGTERM) << server.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(300));
+  EXPECT_NE(server.log().find("exiting without waiting for the drain"), std::string::npos) << server.log();
+}
+
 TEST(AdmissionTest, TwoRequestsToAnIdleServerWithOneSlotAndOneQueuePlaceBothRun) {
   ServerProcess server(TinyModel(), {"-t", "1", "--max-seqs", "1", "--max-queue", "1"});
   ASSERT_TRUE(server.ok()) << server.log();
