@@ -1,5 +1,6 @@
 // lockstep: the command-line entry point. Wires the subcommands declared in cli/commands.h.
 #include <cstdio>
+#include <string>
 
 #include "cli/commands.h"
 
@@ -38,6 +39,20 @@ int main(int argc, char** argv) {
   }
   if constexpr (kServerCommands) lockstep::cli::RegisterServeCommand(app);
   if constexpr (kClientCommands) lockstep::cli::RegisterAdviseCommand(app);
+  // An unknown first word would otherwise be "A subcommand is required" (CLI11 takes it for an extra).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->check_name(argv[1]);
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "lockstep: error: unknown command '%s' (commands: %s; lockstep --help)\n", argv[1],
+                   names.c_str());
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

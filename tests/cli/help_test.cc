@@ -131,5 +131,13 @@ TEST(HelpTest, OldSpellingsStillWorkWithADeprecationNote) {
   EXPECT_NE(out.find("note: advise --model NAME is deprecated"), std::string::npos) << out;
 }
 
+TEST(HelpTest, AnUnknownCommandIsNamedWithTheKnownOnes) {
+  std::string out;
+  EXPECT_EQ(RunCommand(LockstepBinary() + " nosuch 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("unknown command 'nosuch'"), std::string::npos) << out;
+  EXPECT_NE(out.find("generate"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(LockstepBinary() + " --version 2>&1", &out), 0) << out;
+}
+
 }  // namespace
 }  // namespace lockstep::testing
