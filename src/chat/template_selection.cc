@@ -1,9 +1,8 @@
 #include "chat/template_selection.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "base/file_util.h"
 #include "chat/builtin_templates.h"
 
 namespace lockstep::chat {
@@ -13,11 +12,7 @@ std::string Piece(const Tokenizer& tokenizer, int32_t id) { return id >= 0 ? tok
 
 // A file's template: the text itself, or the "chat_template" string of a tokenizer_config.json.
 Result<std::string> ReadTemplateFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("--chat-template '" + path + "': cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string source = text.str();
+  LOCKSTEP_ASSIGN_OR_RETURN(std::string source, ReadFlagFile(path, "--chat-template"));
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
     const nlohmann::json config = nlohmann::json::parse(source, nullptr, /*allow_exceptions=*/false);
     if (!config.is_object() || !config.contains("chat_template") || !config["chat_template"].is_string()) {
@@ -63,10 +58,14 @@ Result<SelectedChatTemplate> SelectChatTemplate(const GgufFile& file, const Toke
   } else {
     std::string source;
     std::error_code error;
-    if (std::filesystem::is_regular_file(override_spec, error)) {
+    const BuiltinTemplate* builtin = FindBuiltinTemplate(override_spec);
+    // A file (a directory or an unreadable path too, unless it is a built-in's name: the read says what is
+    // wrong with it), else a built-in.
+    if (std::filesystem::is_regular_file(override_spec, error) ||
+        (builtin == nullptr && std::filesystem::exists(override_spec, error))) {
       LOCKSTEP_ASSIGN_OR_RETURN(source, ReadTemplateFile(override_spec));
       selected.origin = "file " + override_spec;
-    } else if (const BuiltinTemplate* builtin = FindBuiltinTemplate(override_spec)) {
+    } else if (builtin != nullptr) {
       source = builtin->source;
       selected.origin = "built-in " + override_spec;
     } else {

@@ -5,10 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
@@ -37,19 +34,6 @@ struct AskFlags {
   bool verbose = false;
 };
 
-std::string ReadAll(const std::string& path) {
-  if (path == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail("cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The questions and shared preamble from whichever input flag was given.
 text::SplitResult GatherQuestions(const AskFlags& f) {
   const int sources = !f.questions.empty() + !f.file.empty() + !f.split.empty();
@@ -60,13 +44,11 @@ text::SplitResult GatherQuestions(const AskFlags& f) {
     r.questions = f.questions;
   } else if (!f.file.empty()) {
     r.kind = "file";
-    std::istringstream lines(ReadAll(f.file));
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.find_first_not_of(" \t") != std::string::npos) r.questions.push_back(line);
+    for (std::string& line : SplitLines(ReadFlagFileOrDie(f.file, "--file"))) {
+      if (!IsBlank(line)) r.questions.push_back(std::move(line));
     }
   } else {
-    r = text::SplitQuestions(f.split == "-" ? ReadAll("-") : f.split);
+    r = text::SplitQuestions(f.split == "-" ? ReadFlagFileOrDie("-", "--split") : f.split);
   }
   if (r.questions.empty()) Fail("no questions given (the input is empty)");
   return r;

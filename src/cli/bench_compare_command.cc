@@ -3,8 +3,6 @@
 // chart.svg to --out.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
@@ -33,10 +31,8 @@ struct CompareFlags {
   bool cold = false;
 };
 
-std::string ReadFileOrDie(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail(flag + ": cannot read '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+std::string ReadContextOrDie(const std::string& path, const std::string& flag) {
+  std::string text = ReadFlagFileOrDie(path, flag);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (text.empty()) Fail(flag + ": '" + path + "' is empty");
   return text;
@@ -54,14 +50,11 @@ std::vector<std::string> SplitModes(const std::string& text) {
 }
 
 std::vector<std::string> ReadQuestions(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Fail("cannot read questions file '" + path + "'");
   std::vector<std::string> questions;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") != std::string::npos) questions.push_back(line);
+  for (std::string& line : SplitLines(ReadFlagFileOrDie(path, "--questions"))) {
+    if (!IsBlank(line)) questions.push_back(std::move(line));
   }
-  if (questions.empty()) Fail("questions file '" + path + "' has no questions (one per line)");
+  if (questions.empty()) Fail("--questions: '" + path + "' has no questions (one per line)");
   return questions;
 }
 
@@ -78,7 +71,7 @@ void RunCompareCommand(CompareFlags f) {
                       : !f.questions_file.empty() ? ReadQuestions(f.questions_file)
                                                   : client::BuiltinContextQuestions();
   if (!f.context.empty())
-    options.context = builtin_context ? client::BuiltinContext() : ReadFileOrDie(f.context, "--context");
+    options.context = builtin_context ? client::BuiltinContext() : ReadContextOrDie(f.context, "--context");
   options.modes = SplitModes(f.modes);
   options.cold = f.cold;
   options.max_tokens = f.max_tokens;

@@ -80,13 +80,16 @@ void RunServeCommand(ServeFlags f) {
   }
   const auto prompt = ValueOrDie(client::ParseLengthSpec(f.prompt_len, "--prompt-len"));
   const auto output = ValueOrDie(client::ParseLengthSpec(f.output_len, "--output-len"));
-  BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
   std::mt19937_64 rng(f.seed);
+  // The dataset is read before a server is reached or started, so a bad file costs nothing.
+  const std::vector<client::WorkItem> dataset = f.dataset.empty()
+                                                    ? std::vector<client::WorkItem>()
+                                                    : ValueOrDie(client::LoadDataset(f.dataset, output, rng));
+  BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
   std::vector<client::WorkItem> work;
   bool counted = true;
   if (!f.dataset.empty()) {
-    auto all = ValueOrDie(client::LoadDataset(f.dataset, output, rng));
-    for (int i = 0; i < f.requests; ++i) work.push_back(all[i % all.size()]);
+    for (int i = 0; i < f.requests; ++i) work.push_back(dataset[i % dataset.size()]);
   } else {
     for (int i = 0; i < f.requests; ++i) {
       client::WorkItem w;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/file_util.h"
+
 namespace lockstep::cli {
 
 void Fail(const std::string& message) {
@@ -12,5 +14,25 @@ void Fail(const std::string& message) {
 }
 
 void Fail(const Status& status) { Fail(status.message()); }
+
+std::string ReadFlagFileOrDie(const std::string& path, const std::string& flag) {
+  return ValueOrDie(ReadFlagFile(path, flag));
+}
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  return lines;
+}
+
+bool IsBlank(const std::string& line) { return line.find_first_not_of(" \t") == std::string::npos; }
 
 }  // namespace lockstep::cli

@@ -1,7 +1,9 @@
-// Small helpers shared by the subcommands: reporting a failed Status and exiting with code 1.
+// Small helpers shared by the subcommands: reporting a failed Status and exiting with code 1, and reading the
+// files that flags name.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -17,5 +19,15 @@ T ValueOrDie(Result<T> result) {
   if (!result.ok()) Fail(result.status());
   return std::move(result).value();
 }
+
+// The bytes of the file a flag names ("-": standard input), exactly; Fail()s naming the flag and the file
+// when it cannot be read or is a directory (base/file_util.h). Every CLI file flag reads through this.
+std::string ReadFlagFileOrDie(const std::string& path, const std::string& flag);
+
+// The lines of `text` ('\n' ends a line, a '\r' before it is dropped; a last line without '\n' counts).
+std::vector<std::string> SplitLines(const std::string& text);
+
+// True when `line` holds only spaces and tabs (or nothing).
+bool IsBlank(const std::string& line);
 
 }  // namespace lockstep::cli

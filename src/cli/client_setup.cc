@@ -19,9 +19,8 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags) {
   app->add_option_function<std::string>(
       "--url-file",
       [flags](const std::string& path) {
-        auto urls = client::ReadUrlFile(path);
-        if (!urls.ok()) throw CLI::ValidationError("--url-file", urls.status().message());
-        flags->urls.insert(flags->urls.end(), urls->begin(), urls->end());
+        const std::vector<std::string> urls = ValueOrDie(client::ReadUrlFile(path));
+        flags->urls.insert(flags->urls.end(), urls.begin(), urls.end());
       },
       "File of server URLs, one per line ('#' comments), added to --url");
   app->add_option("--api-key", flags->api_key, "Bearer token (default: $LOCKSTEP_API_KEY)");

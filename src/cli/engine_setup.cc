@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "cli/cli_util.h"
@@ -83,15 +82,7 @@ EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
 namespace {
 
 std::vector<std::string> ReadLinesOrDie(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail(flag + ": cannot open '" + path + "'");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-  }
-  if (in.bad()) Fail(flag + ": error reading '" + path + "'");
+  std::vector<std::string> lines = SplitLines(ReadFlagFileOrDie(path, flag));
   if (lines.empty()) Fail(flag + ": '" + path + "' has no prompts");
   return lines;
 }

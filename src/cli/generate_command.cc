@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -63,9 +62,7 @@ std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
 void RunGenerate(GenerateFlags f) {
   if (!f.prompt_file.empty()) {
     if (!f.prompt.empty()) Fail("give one of -p/--prompt and -f/--file, not both");
-    std::ifstream in(f.prompt_file, std::ios::binary);
-    if (!in) Fail("-f/--file: cannot read '" + f.prompt_file + "'");
-    f.prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    f.prompt = ReadFlagFileOrDie(f.prompt_file, "-f/--file");
     if (f.prompt.empty()) Fail("-f/--file: '" + f.prompt_file + "' is empty");
   }
   if (f.prompt.empty() == f.prompt_ids.empty()) {

@@ -3,8 +3,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -64,21 +62,11 @@ std::string Quote(const std::string& piece) {
   return out + "'";
 }
 
-// The bytes of `path`, exactly.
-std::string ReadFileOrFail(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail("cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) Fail("cannot read '" + path + "'");
-  return ss.str();
-}
-
 void RunTokenize(const TokenizeOptions& opt) {
   std::string text = opt.text;
   if (!opt.file.empty()) {
     if (opt.has_text) Fail("give either TEXT or -f FILE, not both");
-    text = ReadFileOrFail(opt.file);
+    text = ReadFlagFileOrDie(opt.file, "-f/--file");
   }
   const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(opt.model);
   auto ids = tokenizer->Encode(text, !opt.no_bos, !opt.no_special);
@@ -124,7 +112,7 @@ std::vector<int32_t> ParseIds(const std::vector<std::string>& args, int32_t voca
 void RunDetokenize(const TokenizeOptions& opt) {
   const std::unique_ptr<Tokenizer> tokenizer = LoadTokenizer(opt.model);
   std::vector<std::string> args = opt.ids;
-  if (!opt.file.empty()) args.push_back(ReadFileOrFail(opt.file));
+  if (!opt.file.empty()) args.push_back(ReadFlagFileOrDie(opt.file, "-f/--file"));
   const std::vector<int32_t> ids = ParseIds(args, tokenizer->vocab_size());
   const std::string text = tokenizer->Decode(ids, opt.skip_special);
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -1,8 +1,10 @@
 #include "client/bench_workload.h"
 
 #include <charconv>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/file_util.h"
 
 namespace lockstep::client {
 namespace {
@@ -80,8 +82,8 @@ std::string RandomPrompt(int tokens, std::mt19937_64& rng) {
 
 Result<std::vector<WorkItem>> LoadDataset(const std::string& path, const LengthSpec& default_output,
                                           std::mt19937_64& rng) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read dataset '" + path + "'");
+  LOCKSTEP_ASSIGN_OR_RETURN(const std::string text, ReadFlagFile(path, "--dataset"));
+  std::istringstream in(text);
   std::vector<WorkItem> items;
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {

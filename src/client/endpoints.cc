@@ -1,8 +1,10 @@
 #include "client/endpoints.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
+#include <sstream>
+
+#include "base/file_util.h"
 
 namespace lockstep::client {
 
@@ -90,8 +92,8 @@ bool EndpointSet::down(size_t i, Clock::time_point now) const {
 }
 
 Result<std::vector<std::string>> ReadUrlFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read the URL file '" + path + "'");
+  LOCKSTEP_ASSIGN_OR_RETURN(const std::string text, ReadFlagFile(path, "--url-file"));
+  std::istringstream in(text);
   std::vector<std::string> urls;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -104,7 +106,7 @@ Result<std::vector<std::string>> ReadUrlFile(const std::string& path) {
     }
     urls.push_back(std::move(url));
   }
-  if (urls.empty()) return InvalidArgument("the URL file '" + path + "' lists no URL");
+  if (urls.empty()) return InvalidArgument("--url-file: '" + path + "' lists no URL");
   return urls;
 }
 
