@@ -8,7 +8,15 @@
 namespace lockstep::cli {
 
 void Fail(const std::string& message) {
-  std::fprintf(stderr, "lockstep: error: %s\n", message.c_str());
+  std::string shown;
+  for (char c : message) {
+    if (c == '\0') {
+      shown += "\\0";
+    } else {
+      shown += c;
+    }
+  }
+  std::fprintf(stderr, "lockstep: error: %s\n", shown.c_str());
   std::fflush(stdout);
   std::exit(1);
 }

@@ -9,7 +9,8 @@
 
 namespace lockstep::cli {
 
-// Prints "lockstep: error: <message>" to stderr and exits with status 1.
+// Prints "lockstep: error: <message>" to stderr and exits with status 1. A NUL byte in the message is shown
+// as \0 (it does not end the message).
 [[noreturn]] void Fail(const std::string& message);
 [[noreturn]] void Fail(const Status& status);
 

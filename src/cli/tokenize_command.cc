@@ -1,6 +1,6 @@
 // `lockstep tokenize` and `lockstep detokenize`: text <-> token ids with a model's (or vocab-only GGUF's)
 // tokenizer. Errors (unreadable model, unsupported vocabulary, invalid UTF-8, bad ids) exit with code 1.
-#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -94,10 +94,10 @@ std::vector<int32_t> ParseIds(const std::vector<std::string>& args, int32_t voca
     std::istringstream words(normalized);
     std::string word;
     while (words >> word) {
-      errno = 0;
-      char* end = nullptr;
-      const long long value = std::strtoll(word.c_str(), &end, 10);
-      if (end == word.c_str() || *end != '\0' || errno == ERANGE) Fail("'" + word + "' is not a token id");
+      // The whole word, NUL bytes included, must be the number.
+      long long value = -1;
+      const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
+      if (error != std::errc() || end != word.data() + word.size()) Fail("'" + word + "' is not a token id");
       if (value < 0 || value >= vocab_size) {
         Fail("token id " + word + " is out of range (the vocabulary has " + std::to_string(vocab_size) +
              " tokens: 0.." + std::to_string(vocab_size - 1) + ")");

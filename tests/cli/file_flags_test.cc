@@ -79,5 +79,20 @@ TEST_F(FileFlagsTest, AMissingFileIsNamedWithItsFlag) {
       << err;
 }
 
+// A NUL byte inside a token id ended it (strtoll on c_str()): "100\0garbage" read as 100.
+TEST_F(FileFlagsTest, DetokenizeReadsPastANulByte) {
+  std::string out, err;
+  const std::string ids = Write("nul.txt", std::string("100\0garbage 101", 15));
+  EXPECT_EQ(Lockstep("detokenize -m " + *model_ + " -f " + ids, &out, &err), 1) << out;
+  // The whole word is shown, its NUL as \0 (the message used to stop at the NUL).
+  EXPECT_NE(err.find("'100\\0garbage' is not a token id"), std::string::npos) << err;
+
+  const std::string good = Write("ids.txt", "100 101\n");
+  std::string from_args;
+  ASSERT_EQ(Lockstep("detokenize -m " + *model_ + " 100 101", &from_args, &err), 0) << err;
+  EXPECT_EQ(Lockstep("detokenize -m " + *model_ + " -f " + good, &out, &err), 0) << err;
+  EXPECT_EQ(out, from_args);
+}
+
 }  // namespace
 }  // namespace lockstep::testing
