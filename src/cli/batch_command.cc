@@ -1,8 +1,8 @@
-// `lockstep batch`: offline batch mode. Every line of the prompts file is one request; all are submitted at
-// once to the continuous-batching engine. Prints one line per request in input order — its generated text
-// (newlines and backslashes escaped as \n and \\ so each request stays on one line), or with --ids its
-// generated token ids space separated (an ending EOS / stop token is not printed) — and per-request timings
-// on stderr.
+// `lockstep batch`: offline batch mode. Every line of the prompts file is one request (an empty line is
+// refused); all are submitted at once to the continuous-batching engine. Prints one line per request in input
+// order — its generated text (newlines and backslashes escaped as \n and \\ so each request stays on one
+// line), or with --ids its generated token ids space separated (an ending EOS / stop token is not printed) —
+// and per-request timings on stderr.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -129,8 +129,10 @@ void RegisterBatchCommand(CLI::App& app) {
   auto flags = std::make_shared<BatchFlags>();
   CLI::App* cmd = app.add_subcommand("batch", "Offline batch generation: one request per line, all at once");
   AddModelFileFlag(*cmd, flags->model);
-  cmd->add_option("--prompts", flags->prompts, "Text file: one prompt per line");
-  cmd->add_option("--prompt-ids-file", flags->prompt_ids_file, "File: one prompt per line as token ids");
+  cmd->add_option("--prompts", flags->prompts,
+                  "Text file: one prompt per line (an empty line is an error, named by its number)");
+  cmd->add_option("--prompt-ids-file", flags->prompt_ids_file,
+                  "File: one prompt per line as token ids (an empty line is an error)");
   cmd->add_option("-n,--n-predict", flags->n_predict, "New tokens per request at most")
       ->capture_default_str();
   AddSamplingFlags(*cmd, flags->sampling);

@@ -94,9 +94,12 @@ std::vector<std::vector<int32_t>> ReadTextPromptsOrDie(const std::string& path, 
   std::vector<std::vector<int32_t>> prompts;
   const std::vector<std::string> lines = ReadLinesOrDie(path, "--prompts");
   for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = "--prompts " + path + " line " + std::to_string(i + 1);
+    // Checked on the text: the BOS the tokenizer adds would make an empty line a BOS-only request.
+    if (lines[i].empty()) Fail(where + ": the prompt is empty");
     auto ids = tokenizer->Encode(lines[i], /*add_bos=*/true, /*parse_special=*/true);
-    if (!ids.ok()) Fail(ids.status().WithContext("--prompts " + path + " line " + std::to_string(i + 1)));
-    if (ids->empty()) Fail("--prompts " + path + " line " + std::to_string(i + 1) + ": the prompt is empty");
+    if (!ids.ok()) Fail(ids.status().WithContext(where));
+    if (ids->empty()) Fail(where + ": the prompt has no tokens");
     prompts.push_back(std::move(ids).value());
   }
   return prompts;

@@ -94,5 +94,23 @@ TEST_F(FileFlagsTest, DetokenizeReadsPastANulByte) {
   EXPECT_EQ(out, from_args);
 }
 
+// An empty line became a BOS-only request (the empty check came after BOS was added).
+TEST_F(FileFlagsTest, BatchRefusesAnEmptyPromptLineByNumber) {
+  LOCKSTEP_REQUIRE_TESTDATA();  // a vocabulary with a BOS (the tiny model's has none)
+  const std::string model = TestDataPath("models/stories260K.gguf");
+  std::string out, err;
+  const std::string prompts = Write("prompts.txt", "hello\n\nworld\n");
+  EXPECT_EQ(Lockstep("batch -m " + model + " -t 1 -n 2 --prompts " + prompts, &out, &err), 1) << out;
+  EXPECT_NE(err.find("--prompts " + prompts + " line 2: the prompt is empty"), std::string::npos) << err;
+  EXPECT_EQ(out, "");
+
+  const std::string crlf = Write("crlf_prompts.txt", "hello\r\n\r\n");
+  EXPECT_EQ(Lockstep("batch -m " + model + " -t 1 -n 2 --prompts " + crlf, &out, &err), 1) << out;
+  EXPECT_NE(err.find("line 2: the prompt is empty"), std::string::npos) << err;
+
+  const std::string ok = Write("ok_prompts.txt", "hello\nworld");
+  EXPECT_EQ(Lockstep("batch -m " + model + " -t 1 -n 2 --prompts " + ok, &out, &err), 0) << err;
+}
+
 }  // namespace
 }  // namespace lockstep::testing
