@@ -37,6 +37,7 @@ std::string TypeCounts(const std::string& path) {
 }
 
 void RunMakeModel(const MakeModelFlags& flags) {
+  if (flags.output.empty()) Fail("-o/--output: the path is empty");
   MakeModelOptions options;
   options.shape = ValueOrDie(FindModelShape(flags.shape));
   if (Status s = SetWeightTypes(flags.type, options); !s.ok()) Fail(s.WithContext("--type"));

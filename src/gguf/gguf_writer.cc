@@ -175,7 +175,21 @@ std::vector<std::byte> GgufWriter::ToBytes() const {
 }
 
 Status GgufWriter::WriteFile(const std::string& path, const TensorProducer& produce) const {
+  if (path.empty()) return InvalidArgument("the output path is empty");
   const std::string temporary = path + ".tmp";
+  Status status = WriteTemporary(temporary, produce);
+  std::error_code error;
+  if (status.ok()) {
+    std::filesystem::rename(temporary, path, error);
+    if (error) {
+      status = InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
+    }
+  }
+  if (!status.ok()) std::filesystem::remove(temporary, error);  // no half-written or orphaned .tmp is left
+  return status;
+}
+
+Status GgufWriter::WriteTemporary(const std::string& temporary, const TensorProducer& produce) const {
   std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
   if (!out) return InvalidArgument("cannot create '" + temporary + "'");
   auto write = [&out](std::span<const std::byte> bytes) {
@@ -203,10 +217,6 @@ Status GgufWriter::WriteFile(const std::string& path, const TensorProducer& prod
   }
   out.close();
   if (!out) return InvalidArgument("cannot write '" + temporary + "' (disk full?)");
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error)
-    return InvalidArgument("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
   return Status::Ok();
 }
 

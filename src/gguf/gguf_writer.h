@@ -33,8 +33,9 @@ class GgufWriter {
 
   // Fills `data` with the bytes of declared tensor `index` (in declaration order among all tensors).
   using TensorProducer = std::function<Status(size_t index, std::vector<std::byte>& data)>;
-  // Writes to `path` (through a temporary file renamed into place). Tensors declared without data are
-  // produced by `produce`, one at a time, so memory stays bounded by the largest tensor.
+  // Writes to `path` (through a temporary file `path`.tmp renamed into place, removed again on any error;
+  // an empty `path` is refused). Tensors declared without data are produced by `produce`, one at a time, so
+  // memory stays bounded by the largest tensor.
   Status WriteFile(const std::string& path, const TensorProducer& produce = nullptr) const;
 
  private:
@@ -51,6 +52,8 @@ class GgufWriter {
                              const std::vector<int64_t>& dims) const;
   // Magic, counts, metadata and tensor infos, padded to the alignment.
   std::vector<std::byte> HeaderBytes() const;
+  // WriteFile's writing part: the whole file to `temporary`.
+  Status WriteTemporary(const std::string& temporary, const TensorProducer& produce) const;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<PendingTensor> tensors_;
 };

@@ -112,5 +112,19 @@ TEST_F(FileFlagsTest, BatchRefusesAnEmptyPromptLineByNumber) {
   EXPECT_EQ(Lockstep("batch -m " + model + " -t 1 -n 2 --prompts " + ok, &out, &err), 0) << err;
 }
 
+// A failed rename left DIR.tmp behind; -o '' wrote ./.tmp.
+TEST_F(FileFlagsTest, MakeModelLeavesNoTemporaryFileBehind) {
+  std::string out, err;
+  EXPECT_EQ(Lockstep("make-model --shape tiny -o " + Dir(), &out, &err), 1);
+  EXPECT_NE(err.find("cannot rename"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(Dir() + ".tmp"));
+
+  const std::string work = MakeTempDir("lockstep-make-model-empty");
+  EXPECT_EQ(
+      RunCommand("cd " + work + " && " + LockstepBinary() + " make-model --shape tiny -o '' 2>&1", &err), 1);
+  EXPECT_NE(err.find("-o/--output: the path is empty"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(work + "/.tmp"));
+}
+
 }  // namespace
 }  // namespace lockstep::testing
