@@ -5,7 +5,8 @@
 // only the replies. Every turn renders the whole conversation again; the engine's prefix cache finds the
 // earlier turns' KV, so only the new message is computed. When the conversation outgrows the context, the
 // oldest turns are dropped (chat/conversation.h). Ctrl-C stops the reply being written; at the prompt it
-// quits.
+// quits. A turn that fails (a line that is not valid UTF-8 or cannot fit the context, a template error, a
+// failed reply) is reported with its input line and the chat goes on; the exit code is then 1.
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "base/file_util.h"
 #include "chat/conversation.h"
 #include "chat/template_selection.h"
 #include "cli/cli_util.h"
@@ -55,13 +57,14 @@ extern "C" void OnInterrupt(int signal_number) {
   std::raise(signal_number);
 }
 
-// One line of input, joining lines that end in '\'. False at end of input.
-bool ReadMessage(std::string* message) {
+// One line of input, joining lines that end in '\'. False at end of input. `line_number`: lines read so far.
+bool ReadMessage(std::string* message, int64_t* line_number) {
   message->clear();
   std::string line;
   bool any = false;
   while (std::getline(std::cin, line)) {
     any = true;
+    ++*line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty() && line.back() == '\\') {
       line.pop_back();
@@ -79,12 +82,13 @@ struct TurnTotals {
   double generation_s = 0;
 };
 
-// Streams one reply to stdout; returns its text (as far as it got).
+// Streams one reply to stdout; returns its text (as far as it got). Sets *failed when the reply failed.
 // `cut_by_limit`: max_tokens is -n, so reaching it is no news.
-std::string Reply(Engine& engine, Request request, bool cut_by_limit, TurnTotals* totals) {
+std::string Reply(Engine& engine, Request request, bool cut_by_limit, TurnTotals* totals, bool* failed) {
   auto handle = engine.Submit(std::move(request));
   if (!handle.ok()) {
     std::fprintf(stderr, "lockstep: error: %s\n", handle.status().ToString().c_str());
+    *failed = true;
     return "";
   }
   g_interrupted.store(false);
@@ -116,6 +120,7 @@ std::string Reply(Engine& engine, Request request, bool cut_by_limit, TurnTotals
   totals->generation_s += std::max(0.0, last.timing.e2e_s - last.timing.ttft_s);
   if (last.finish_reason == FinishReason::kError) {
     std::fprintf(stderr, "lockstep: error: the reply failed: %s\n", last.error.c_str());
+    *failed = true;
   } else if (last.finish_reason == FinishReason::kCancelled) {
     std::fprintf(stderr, "lockstep: reply stopped\n");
   } else if (last.finish_reason == FinishReason::kLength && !cut_by_limit) {
@@ -128,6 +133,7 @@ std::string Reply(Engine& engine, Request request, bool cut_by_limit, TurnTotals
 void RunChat(const ChatFlags& f) {
   if (f.n_predict == 0 || f.n_predict < -1) Fail("-n must be -1 (until the end of the turn) or >= 1");
   if (f.ctx_size < 0) Fail("-c/--ctx-size must be >= 0");
+  if (Status s = RefuseDirectory(STDIN_FILENO, "chat", "standard input"); !s.ok()) Fail(s);
   LoadedModel loaded = LoadModelOrDie(f.model);
   if (loaded.tokenizer == nullptr) Fail(f.model + ": chat needs a model with a usable tokenizer");
   const ModelConfig& config = loaded.model->config();
@@ -160,6 +166,13 @@ void RunChat(const ChatFlags& f) {
     return chat::EncodeChatPrompt(tokenizer, text);
   };
 
+  if (!f.system.empty()) {
+    // A system message the template or the tokenizer cannot take would fail every turn: refuse it now.
+    chat::Conversation probe(f.system);
+    if (auto p = probe.Ask("Hi", chat_template, encode, context); !p.ok())
+      Fail(p.status().WithContext("--system"));
+  }
+
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
     std::fprintf(stderr,
@@ -175,13 +188,16 @@ void RunChat(const ChatFlags& f) {
   chat::Conversation conversation(f.system);
   TurnTotals totals;
   int turns = 0;
+  int failed_turns = 0;
+  int64_t line_number = 0;
   std::string message;
   while (true) {
     if (interactive) {
       std::fputs("> ", stdout);
       std::fflush(stdout);
     }
-    if (!ReadMessage(&message)) break;
+    const int64_t first_line = line_number + 1;
+    if (!ReadMessage(&message, &line_number)) break;
     if (message == "/exit" || message == "/quit") break;
     if (message == "/reset") {
       conversation.Clear();
@@ -192,7 +208,9 @@ void RunChat(const ChatFlags& f) {
 
     auto prompt = conversation.Ask(message, chat_template, encode, context - reply_room);
     if (!prompt.ok()) {
-      std::fprintf(stderr, "lockstep: error: %s\n", prompt.status().ToString().c_str());
+      std::fprintf(stderr, "lockstep: error: input line %lld: %s\n", static_cast<long long>(first_line),
+                   prompt.status().message().c_str());
+      ++failed_turns;
       continue;
     }
     if (prompt->dropped_turns > 0) {
@@ -211,7 +229,9 @@ void RunChat(const ChatFlags& f) {
     if (!end_of_turn.empty()) request.stop.push_back(end_of_turn);
     request.label = "chat turn " + std::to_string(++turns);
     const bool cut_by_limit = f.n_predict > 0 && request.max_tokens == f.n_predict;
-    conversation.AddReply(Reply(*engine, std::move(request), cut_by_limit, &totals));
+    bool failed = false;
+    conversation.AddReply(Reply(*engine, std::move(request), cut_by_limit, &totals, &failed));
+    failed_turns += failed ? 1 : 0;
   }
   std::signal(SIGINT, SIG_DFL);
 
@@ -227,6 +247,9 @@ void RunChat(const ChatFlags& f) {
         totals.generation_s > 0 ? double(std::max<int64_t>(totals.generated - turns, 0)) / totals.generation_s
                                 : 0.0);
   }
+  if (failed_turns > 0) {
+    Fail(std::to_string(failed_turns) + (failed_turns == 1 ? " turn" : " turns") + " failed (see above)");
+  }
 }
 
 }  // namespace
@@ -234,7 +257,10 @@ void RunChat(const ChatFlags& f) {
 void RegisterChatCommand(CLI::App& app) {
   auto f = std::make_shared<ChatFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "chat", "Chat with a model in the terminal: one line of stdin per message, replies on stdout");
+      "chat",
+      "Chat with a model in the terminal: one line of stdin per message, replies on stdout. A turn that "
+      "fails (invalid UTF-8, too long for the context, a template error) is reported and the chat goes on; "
+      "the exit code is then 1. A --system message that cannot be used is refused at the start.");
   AddModelFileFlag(*cmd, f->model);
   AddChatTemplateFlag(*cmd, f->chat_template);
   cmd->add_option("--system,--system-prompt", f->system, "System message that starts the conversation")

@@ -2,7 +2,8 @@
 // built-in byte-level vocabulary and the default ChatML template: every turn's reply is exactly what
 // `generate` writes for the whole conversation rendered by hand (greedy), so the second turn really sees the
 // first turn and its reply; the prefix cache changes nothing; /reset starts over; a conversation longer than
-// the context drops its oldest turns; a message that cannot fit is refused without ending the chat.
+// the context drops its oldest turns; a message that cannot fit is refused without ending the chat (the exit
+// code is then 1).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -115,11 +116,14 @@ TEST_F(ChatCliTest, OldTurnsAreDroppedWhenTheConversationOutgrowsTheContext) {
   EXPECT_NE(err.find("3 turns"), std::string::npos) << err;
 }
 
-TEST_F(ChatCliTest, AMessageTooLongForTheContextIsRefusedAndTheChatGoesOn) {
+TEST_F(ChatCliTest, AMessageTooLongForTheContextIsRefusedAndTheChatGoesOnButFails) {
   const std::string first = Generate(User("Hi") + kGenerationPrompt, 8);
   std::string out, err;
-  ASSERT_EQ(Chat(std::string(200, 'x') + "\nHi\n", "-n 8 -c 96", &out, &err), 0) << err;
+  // The failed turn makes the exit code 1 once the chat ends.
+  ASSERT_EQ(Chat(std::string(200, 'x') + "\nHi\n", "-n 8 -c 96", &out, &err), 1) << err;
+  EXPECT_NE(err.find("input line 1: "), std::string::npos) << err;
   EXPECT_NE(err.find("more than the 88"), std::string::npos) << err;
+  EXPECT_NE(err.find("1 turn failed"), std::string::npos) << err;
   EXPECT_EQ(out, first);
 }
 

@@ -72,6 +72,12 @@ TEST_F(FileFlagsTest, EveryFileFlagRefusesADirectory) {
   ExpectDirectoryRefused("info" + m + " --chat-template " + Dir(), "--chat-template");
 }
 
+TEST_F(FileFlagsTest, ChatRefusesADirectoryOnStandardInput) {
+  std::string out, err;
+  EXPECT_EQ(Lockstep("chat -m " + *model_ + " -t 1 -n 4 < " + Dir(), &out, &err), 1) << err;
+  EXPECT_NE(err.find("standard input is a directory"), std::string::npos) << err;
+}
+
 TEST_F(FileFlagsTest, AMissingFileIsNamedWithItsFlag) {
   std::string out, err;
   EXPECT_EQ(Lockstep("tokenize -m " + *model_ + " -f " + *dir_ + "/missing.txt", &out, &err), 1);
@@ -124,6 +130,34 @@ TEST_F(FileFlagsTest, MakeModelLeavesNoTemporaryFileBehind) {
       RunCommand("cd " + work + " && " + LockstepBinary() + " make-model --shape tiny -o '' 2>&1", &err), 1);
   EXPECT_NE(err.find("-o/--output: the path is empty"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(work + "/.tmp"));
+}
+
+// chat exited 0 whatever its turns did.
+TEST_F(FileFlagsTest, ChatExitsOneAfterAFailedTurn) {
+  std::string out, err;
+  const std::string input = Write("chat_in.txt",
+                                  "a\xff"
+                                  "b\nHi\n");
+  EXPECT_EQ(Lockstep("chat -m " + *model_ + " -t 1 -n 4 < " + input, &out, &err), 1) << err;
+  EXPECT_NE(err.find("input line 1: "), std::string::npos) << err;  // the turn is named by its line
+  EXPECT_NE(err.find("1 turn failed"), std::string::npos) << err;
+  EXPECT_FALSE(out.empty());  // the second turn was still answered
+
+  const std::string raise = Write("raise.jinja", "{{ raise_exception('no chats today') }}");
+  EXPECT_EQ(
+      Lockstep("chat -m " + *model_ + " -t 1 -n 4 --chat-template " + raise + " < " + input, &out, &err), 1);
+  EXPECT_NE(err.find("no chats today"), std::string::npos) << err;
+  EXPECT_NE(err.find("2 turns failed"), std::string::npos) << err;
+}
+
+TEST_F(FileFlagsTest, ChatRefusesAnUnusableSystemMessageAtTheStart) {
+  std::string out, err;
+  const std::string input = Write("chat_hi.txt", "Hi\n");
+  EXPECT_EQ(
+      Lockstep("chat -m " + *model_ + " -t 1 -n 4 --system \"$(printf 'x\\377')\" < " + input, &out, &err),
+      1);
+  EXPECT_NE(err.find("--system: "), std::string::npos) << err;
+  EXPECT_EQ(out, "");  // refused before any turn
 }
 
 }  // namespace
