@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "client/chat_client.h"
 #include "client/fan_out.h"
@@ -177,6 +178,17 @@ asio::awaitable<AttemptResult> Attempt(const PullOptions& o, const Url& start_ur
   co_return AttemptResult{InvalidArgument("too many redirects from " + start_url.ToString())};
 }
 
+// A GGUF file starts with the 4 bytes "GGUF": anything else (an HTML error page, a text file, a model in
+// another format) is no download of a model `lockstep` can load.
+Status CheckGgufMagic(const std::string& path, const Url& url) {
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, sizeof magic);
+  if (in.gcount() == 4 && std::string_view(magic, 4) == "GGUF") return Status::Ok();
+  return InvalidArgument(
+      url.ToString() + " sent no GGUF file (it does not start with \"GGUF\"); the download " + "was removed");
+}
+
 }  // namespace
 
 Result<std::string> Sha256File(const std::string& path) {
@@ -246,6 +258,10 @@ Result<std::string> PullFile(const PullOptions& o, CancellationToken* token, con
       return InvalidArgument("sha256 mismatch for " + file + ": expected " + expected.sha256 + ", got " +
                              actual + " (the corrupt download was removed)");
     }
+  }
+  if (Status s = CheckGgufMagic(part, url); !s.ok()) {
+    fs::remove(part, ec);
+    return s;
   }
   fs::rename(part, dest, ec);
   if (ec) return InvalidArgument("cannot rename '" + part + "' to '" + dest + "': " + ec.message());

@@ -18,10 +18,12 @@ namespace {
 using testing::TestRequest;
 using testing::TestResponse;
 
+// A GGUF's magic, then pseudo-random bytes.
 std::string MakeData(size_t n) {
   std::string data(n, '\0');
   uint32_t x = 12345;
   for (auto& c : data) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  data.replace(0, 4, "GGUF");
   return data;
 }
 
@@ -33,7 +35,7 @@ std::string Slurp(const std::string& path) {
 }
 
 struct FakeHub {
-  std::string data = MakeData(300000);
+  std::string data;
   std::string sha256;  // advertised in X-Linked-Etag
   // The Content-Range of a 206 reply: "" = the right one; "-" = none at all; anything else is sent as is.
   std::string content_range;
@@ -42,7 +44,7 @@ struct FakeHub {
   std::string ca_file = dir + "/ca.pem";
   std::unique_ptr<testing::TestHttpServer> server;
 
-  FakeHub() {
+  explicit FakeHub(std::string body = MakeData(300000)) : data(std::move(body)) {
     std::ofstream(dir + "/blob", std::ios::binary) << data;
     sha256 = *Sha256File(dir + "/blob");
     std::ofstream(ca_file) << cert.cert_pem;
@@ -148,6 +150,22 @@ TEST(HubDownloadTest, DetectsACorruptResumedPrefix) {
   auto path = PullFile(hub.Options(), nullptr);
   ASSERT_FALSE(path.ok());
   EXPECT_NE(path.status().message().find("sha256 mismatch"), std::string::npos);
+}
+
+// Regression (CLI audit W9): a hub that sent a text file got it saved as model.gguf, exit code 0.
+TEST(HubDownloadTest, AFileThatIsNotGgufIsRemovedAndNamesTheUrl) {
+  for (const std::string body : {"not gguf\n", "GGU", ""}) {
+    FakeHub hub(body);
+    auto path = PullFile(hub.Options(), nullptr);
+    ASSERT_FALSE(path.ok()) << "body '" << body << "'";
+    EXPECT_EQ(path.status().code(), StatusCode::kInvalidArgument) << path.status().ToString();
+    EXPECT_NE(path.status().message().find(hub.server->url() + "/org/repo/resolve/main/model.gguf"),
+              std::string::npos)
+        << path.status().message();
+    EXPECT_NE(path.status().message().find("GGUF"), std::string::npos) << path.status().message();
+    EXPECT_FALSE(std::filesystem::exists(hub.dir + "/out/model.gguf"));
+    EXPECT_FALSE(std::filesystem::exists(hub.dir + "/out/model.gguf.part"));
+  }
 }
 
 TEST(HubDownloadTest, ErrorsNameTheProblem) {
