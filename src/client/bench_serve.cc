@@ -63,7 +63,7 @@ asio::awaitable<std::vector<ChatResult>> OpenLoop(const OpenAiClient& client,
                                                   CancellationToken* token,
                                                   const std::function<void()>& on_done) {
   auto ex = co_await asio::this_coro::executor;
-  auto results = std::make_shared<std::vector<ChatResult>>(requests.size());
+  auto results = std::make_shared<std::vector<ChatResult>>(requests.size(), NotRunResult());
   auto remaining = std::make_shared<size_t>(requests.size());
   auto all_done = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -184,6 +184,11 @@ Result<ServeReport> RunServe(const OpenAiClient& client, const std::vector<WorkI
                              const ServeOptions& o, CancellationToken* token,
                              const ServeProgressFn& progress) {
   if (work.empty()) return InvalidArgument("bench serve needs at least one request");
+  // NaN or infinite, they would make NaN arrival times: a wait that never ends.
+  if (!std::isfinite(o.rate) || o.rate < 0) return InvalidArgument("the rate must be a finite number >= 0");
+  if (!std::isfinite(o.burstiness) || !(o.burstiness > 0)) {
+    return InvalidArgument("the burstiness must be a finite number > 0");
+  }
   std::mt19937_64 rng(o.seed);
   if (o.warmup > 0) {
     std::vector<ChatRequest> warm;
@@ -369,7 +374,9 @@ std::string ServeThroughputSvg(const ServeReport& r) {
 }
 
 Status WriteServeOutputs(const ServeReport& report, const std::string& dir) {
-  std::vector<std::pair<std::string, std::string>> files = {{"result.json", ServeJson(report).dump(2) + "\n"},
+  // Error messages may quote a server's bytes, which need not be UTF-8.
+  const std::string result_json = ServeJson(report).dump(2, ' ', false, json::error_handler_t::replace);
+  std::vector<std::pair<std::string, std::string>> files = {{"result.json", result_json + "\n"},
                                                             {"result.md", ServeMarkdown(report)},
                                                             {"latency_cdf.svg", ServeLatencySvg(report)},
                                                             {"throughput.svg", ServeThroughputSvg(report)}};

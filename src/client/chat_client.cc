@@ -126,6 +126,31 @@ void CountsFromWhatArrived(ChatResult* result) {
   }
 }
 
+// `j` as JSON text, or an error naming `what` where it holds text that is not UTF-8 (nlohmann's dump() throws
+// type_error 316 there).
+Result<std::string> JsonText(const json& j, const std::string& what) {
+  try {
+    return j.dump();
+  } catch (const json::exception& e) {
+    return InvalidArgument(what + " cannot be sent as JSON: " + e.what());
+  }
+}
+
+// An attempt in flight on one endpoint, from construction to destruction.
+class InFlight {
+ public:
+  InFlight(EndpointSet* endpoints, size_t index) : endpoints_(endpoints), index_(index) {
+    endpoints_->Begin(index_);
+  }
+  ~InFlight() { endpoints_->End(index_); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  EndpointSet* endpoints_;
+  size_t index_;
+};
+
 uint64_t RandomSeed() {
   static std::atomic<uint64_t> counter{0};
   std::random_device rd;
@@ -133,6 +158,12 @@ uint64_t RandomSeed() {
 }
 
 }  // namespace
+
+ChatResult NotRunResult() {
+  ChatResult r;
+  r.status = Internal("the request was not run");
+  return r;
+}
 
 Result<Url> ApiBaseUrl(const std::string& text) {
   LOCKSTEP_ASSIGN_OR_RETURN(Url url, ParseUrl(text));
@@ -278,7 +309,26 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
 
 asio::awaitable<ChatResult> OpenAiClient::Chat(const ChatRequest& request, CancellationToken* token,
                                                DeltaCallback on_delta) const {
-  const std::string body = RequestBody(request).dump();
+  std::string error;
+  try {
+    co_return co_await SendChat(request, token, std::move(on_delta));
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  ChatResult failed;
+  failed.status = Internal("the request failed: " + error);
+  co_return failed;
+}
+
+asio::awaitable<ChatResult> OpenAiClient::SendChat(const ChatRequest& request, CancellationToken* token,
+                                                   DeltaCallback on_delta) const {
+  auto encoded = JsonText(RequestBody(request), "the request");
+  if (!encoded.ok()) {
+    ChatResult failed;
+    failed.status = encoded.status();
+    co_return failed;
+  }
+  const std::string body = std::move(*encoded);
   Headers extra;
   if (options_.send_affinity_key) extra.emplace_back(kAffinityKeyHeader, AffinityKey(request.messages));
   EndpointSet& endpoints = *endpoints_;
@@ -296,9 +346,10 @@ asio::awaitable<ChatResult> OpenAiClient::Chat(const ChatRequest& request, Cance
     result.attempts = attempt + 1;
     result.endpoint = endpoints.url(choice.index).ToString();
     std::optional<double> retry_after;
-    endpoints.Begin(choice.index);
-    co_await RunAttempt(endpoints.url(choice.index), body, extra, token, on_delta, &result, &retry_after);
-    endpoints.End(choice.index);
+    {
+      InFlight in_flight(&endpoints, choice.index);  // ended on an exception too (Chat() catches it)
+      co_await RunAttempt(endpoints.url(choice.index), body, extra, token, on_delta, &result, &retry_after);
+    }
     CountsFromWhatArrived(&result);  // a stream that broke off too: its chunks arrived
     if (result.status.ok()) {
       endpoints.MarkUp(choice.index);
@@ -364,7 +415,9 @@ asio::awaitable<Result<int>> OpenAiClient::CountTokens(const std::string& text,
   // llama.cpp reads content and add_special, vLLM prompt and add_special_tokens; lockstep either.
   const json body = {
       {"content", text}, {"add_special", false}, {"prompt", text}, {"add_special_tokens", false}};
-  HttpRequest req{"POST", root.WithPath("/tokenize"), CommonHeaders(), body.dump()};
+  auto encoded = JsonText(body, "the text to count");
+  if (!encoded.ok()) co_return encoded.status();
+  HttpRequest req{"POST", root.WithPath("/tokenize"), CommonHeaders(), std::move(*encoded)};
   req.headers.emplace_back("Content-Type", "application/json");
   auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s);
   if (!resp.ok()) co_return resp.status();

@@ -85,6 +85,9 @@ struct ChatResult {
   std::vector<double> token_times_s;  // arrival of each content chunk, seconds after start
 };
 
+// A failed result for a request that was never run (so that no result defaults to OK).
+ChatResult NotRunResult();
+
 // Called with each content delta as it arrives (on the I/O thread).
 using DeltaCallback = std::function<void(const std::string& delta)>;
 
@@ -95,6 +98,9 @@ class OpenAiClient {
  public:
   static Result<std::unique_ptr<OpenAiClient>> Create(ClientOptions options);
 
+  // Never throws: whatever goes wrong inside the request comes back as a failed result (a request that
+  // cannot be encoded, such as text that is not UTF-8, as kInvalidArgument; an exception, from on_delta too,
+  // as kInternal).
   boost::asio::awaitable<ChatResult> Chat(const ChatRequest& request, CancellationToken* token,
                                           DeltaCallback on_delta = {}) const;
   // GET {base}/models: the model ids the server lists. *http_status (when given) is the status of the last
@@ -121,6 +127,8 @@ class OpenAiClient {
                                           const Headers& extra_headers, CancellationToken* token,
                                           const DeltaCallback& on_delta, ChatResult* result,
                                           std::optional<double>* retry_after) const;
+  boost::asio::awaitable<ChatResult> SendChat(const ChatRequest& request, CancellationToken* token,
+                                              DeltaCallback on_delta) const;  // Chat() without the catch
   Headers CommonHeaders() const;
 
   ClientOptions options_;

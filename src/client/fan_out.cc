@@ -24,6 +24,7 @@ struct FanOutState {
   size_t next = 0;
   int running = 0;
   std::unique_ptr<asio::steady_timer> all_done;  // cancelled when the last worker ends
+  std::exception_ptr error;                      // the first a worker ended with (a callback's)
 };
 
 asio::awaitable<void> Worker(std::shared_ptr<FanOutState> state) {
@@ -50,14 +51,16 @@ asio::awaitable<std::vector<ChatResult>> FanOut(const OpenAiClient& client,
   state->requests = &requests;
   state->token = token;
   state->callbacks = std::move(callbacks);
-  state->results.resize(requests.size());
+  // A request no worker got to (a callback threw) stays failed, never a default "ok".
+  state->results.assign(requests.size(), NotRunResult());
   state->all_done = std::make_unique<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
   const size_t workers =
       concurrency <= 0 ? requests.size() : std::min(requests.size(), static_cast<size_t>(concurrency));
   if (workers == 0) co_return std::vector<ChatResult>{};
   state->running = static_cast<int>(workers);
   for (size_t i = 0; i < workers; ++i) {
-    asio::co_spawn(ex, Worker(state), [state](std::exception_ptr) {
+    asio::co_spawn(ex, Worker(state), [state](std::exception_ptr e) {
+      if (e && !state->error) state->error = e;
       if (--state->running == 0) state->all_done->cancel();
     });
   }
@@ -65,6 +68,7 @@ asio::awaitable<std::vector<ChatResult>> FanOut(const OpenAiClient& client,
     boost::system::error_code ec;
     co_await state->all_done->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+  if (state->error) std::rethrow_exception(state->error);
   co_return std::move(state->results);
 }
 
@@ -73,6 +77,7 @@ std::vector<ChatResult> RunFanOut(const OpenAiClient& client, const std::vector<
                                   bool cancel_on_sigint) {
   asio::io_context io;
   std::vector<ChatResult> results;
+  std::exception_ptr error;
   std::unique_ptr<asio::signal_set> signals;
   if (cancel_on_sigint && token != nullptr) {
     signals = std::make_unique<asio::signal_set>(io, SIGINT);
@@ -83,9 +88,11 @@ std::vector<ChatResult> RunFanOut(const OpenAiClient& client, const std::vector<
   asio::co_spawn(io, FanOut(client, requests, concurrency, token, std::move(callbacks)),
                  [&](std::exception_ptr e, std::vector<ChatResult> r) {
                    if (!e) results = std::move(r);
+                   error = e;
                    if (signals) signals->cancel();
                  });
   io.run();
+  if (error) std::rethrow_exception(error);
   return results;
 }
 

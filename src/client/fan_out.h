@@ -21,14 +21,15 @@ struct FanOutCallbacks {
   std::function<void(size_t index, const ChatResult& result)> on_done;   // a request finished
 };
 
-// concurrency <= 0 means all at once.
+// concurrency <= 0 means all at once. Every result is a request's own (Chat() turns any error inside a
+// request into a failed result); an exception thrown by a callback is rethrown once the workers have ended.
 boost::asio::awaitable<std::vector<ChatResult>> FanOut(const OpenAiClient& client,
                                                        const std::vector<ChatRequest>& requests,
                                                        int concurrency, CancellationToken* token,
                                                        FanOutCallbacks callbacks = {});
 
-// Blocking: runs FanOut on a private io_context on this thread. With cancel_on_sigint, Ctrl-C cancels
-// `token`.
+// Blocking: runs FanOut on a private io_context on this thread (rethrows what FanOut throws). With
+// cancel_on_sigint, Ctrl-C cancels `token`.
 std::vector<ChatResult> RunFanOut(const OpenAiClient& client, const std::vector<ChatRequest>& requests,
                                   int concurrency, CancellationToken* token, FanOutCallbacks callbacks = {},
                                   bool cancel_on_sigint = false);

@@ -361,6 +361,44 @@ TEST(ChatClientTest, FanOutBoundsConcurrencyAndKeepsOrder) {
   EXPECT_LE(peak.load(), 2);
 }
 
+// Regression (CLI audit W1): a question that is not UTF-8 made RequestBody().dump() throw inside the request;
+// the fan-out dropped the exception and kept the result's default OK status, so `ask` printed no answer and
+// "0 failed" with exit code 0. Now it is a failed request that names the problem, and is never sent.
+TEST(ChatClientTest, TextThatIsNotUtf8FailsItsRequestNotSilently) {
+  TestHttpServer server([](const TestRequest& req) {
+    return ChatSseResponse({nlohmann::json::parse(req.body)["messages"][0]["content"].get<std::string>()});
+  });
+  auto client = MakeClient(server.url());
+  const ChatResult one = ChatOnce(*client, Question("bad\xff"));
+  EXPECT_EQ(one.status.code(), StatusCode::kInvalidArgument) << one.status.ToString();
+  EXPECT_NE(one.status.message().find("UTF-8"), std::string::npos) << one.status.message();
+  ChatRequest bad_model = Question("fine");
+  bad_model.model = "m\xff";
+  EXPECT_FALSE(ChatOnce(*client, bad_model).status.ok());
+  size_t done_calls = 0;
+  FanOutCallbacks callbacks;
+  callbacks.on_done = [&](size_t, const ChatResult&) { ++done_calls; };
+  const auto results =
+      RunFanOut(*client, {Question("good"), Question("bad\xff"), bad_model}, 0, nullptr, callbacks);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].status.ok()) << results[0].status.ToString();
+  EXPECT_EQ(results[0].content, "good");
+  EXPECT_FALSE(results[1].status.ok());
+  EXPECT_FALSE(results[2].status.ok());
+  EXPECT_EQ(done_calls, 3u);  // a failed request is reported as done too
+  EXPECT_EQ(server.seen().size(), 1u);
+}
+
+// An exception from a caller's callback is not lost either: the fan-out rethrows it once its workers end.
+TEST(ChatClientTest, FanOutRethrowsACallbacksException) {
+  TestHttpServer server([](const TestRequest&) { return ChatSseResponse({"a"}); });
+  auto client = MakeClient(server.url());
+  FanOutCallbacks callbacks;
+  callbacks.on_done = [](size_t, const ChatResult&) { throw std::runtime_error("callback failed"); };
+  EXPECT_THROW(RunFanOut(*client, {Question("q1"), Question("q2")}, 1, nullptr, callbacks),
+               std::runtime_error);
+}
+
 TEST(ChatClientTest, HttpsVerifiesTheCertificate) {
   const auto cert = testing::MakeSelfSignedCert("localhost", "127.0.0.1");
   TestHttpServer server([](const TestRequest&) { return ChatSseResponse({"secure"}, 1); }, &cert);
