@@ -10,6 +10,7 @@
 #include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
+#include "cli/flag_checks.h"
 #include "client/advisor.h"
 #include "client/fan_out.h"
 
@@ -49,6 +50,7 @@ void Calibrate(client::OpenAiClient& client, const std::string& model, int quest
 
 void RunAdvise(const AdviseFlags& f) {
   if (f.client.urls.empty()) Fail("--url is required (a lockstep server; with several, the first is asked)");
+  CheckUtf8OrDie(f.model, "--model-name");
   auto client = MakeClientOrDie(f.client);
   client::AdviceQuery query;
   query.questions = f.questions;
@@ -105,11 +107,15 @@ void RegisterAdviseCommand(CLI::App& app) {
          },
          "Deprecated: --model-name")
       ->group("");
-  cmd->add_option("--questions", flags->questions, "Number of questions")->check(CLI::Range(1, 4096));
-  cmd->add_option("--tokens", flags->tokens, "Output tokens per answer")->check(CLI::PositiveNumber);
+  cmd->add_option("--questions", flags->questions, "Number of questions")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--tokens", flags->tokens, "Output tokens per answer")
+      ->check(NumberIn(1))
+      ->capture_default_str();
   cmd->add_option("--prompt-tokens", flags->prompt_tokens,
                   "Prompt tokens per question (default: the server's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0));
   cmd->add_flag("--calibrate", flags->calibrate, "Run a few short requests first (for a fresh server)");
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->callback([flags] { RunAdvise(*flags); });

@@ -11,6 +11,7 @@
 #include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
+#include "cli/flag_checks.h"
 #include "client/advisor.h"
 #include "client/fan_out.h"
 #include "text/question_splitter.h"
@@ -28,7 +29,8 @@ struct AskFlags {
   std::string split;
   int concurrency = 0;
   int max_tokens = 256;
-  double temperature = -1;
+  double temperature = 0;
+  bool temperature_given = false;
   bool json = false;
   bool dry_run = false;
   bool verbose = false;
@@ -51,6 +53,13 @@ text::SplitResult GatherQuestions(const AskFlags& f) {
     r = text::SplitQuestions(f.split == "-" ? ReadFlagFileOrDie("-", "--split") : f.split);
   }
   if (r.questions.empty()) Fail("no questions given (the input is empty)");
+  // Each goes into a JSON request, which holds UTF-8 only.
+  const std::string source = !f.questions.empty() ? "-q"
+                             : !f.file.empty()    ? "--file '" + f.file + "'"
+                                                  : "--split";
+  CheckUtf8OrDie(r.preamble, "the shared preamble of " + source);
+  CheckQuestionsUtf8OrDie(r.questions, source);
+  CheckUtf8OrDie(f.model, "--model-name");
   return r;
 }
 
@@ -116,7 +125,7 @@ void RunAsk(const AskFlags& f) {
     r.model = model;
     r.messages = {{"user", text::ComposeQuestion(split.preamble, q)}};
     r.max_tokens = f.max_tokens;
-    if (f.temperature >= 0) r.temperature = f.temperature;
+    if (f.temperature_given) r.temperature = f.temperature;
     requests.push_back(std::move(r));
   }
   if (f.verbose) PrintAdvice(*client, requests.size(), f.max_tokens);
@@ -149,7 +158,8 @@ void RunAsk(const AskFlags& f) {
     out["results"].push_back(ResultJson(i, split.questions[i], results[i]));
   }
   if (f.json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    // An error message may quote a server's bytes, which need not be UTF-8.
+    std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
   } else {
     std::printf("total wall time: %.3f s (%zu requests, %d failed%s)\n", wall, results.size(), failed,
                 token.cancelled() ? ", cancelled" : "");
@@ -181,9 +191,19 @@ void RegisterAskCommand(CLI::App& app) {
   cmd->add_option("--file", flags->file, "File with one question per line ('-' = stdin)");
   cmd->add_option("--split", flags->split, "A combined prompt to split into questions ('-' = stdin)");
   cmd->add_option("--concurrency", flags->concurrency, "Requests in flight at most (0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per answer")->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature,--temp", flags->temperature, "Sampling temperature (default: the server's)");
+      ->check(NumberIn(0))
+      ->capture_default_str();
+  cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per answer")
+      ->check(NumberIn(1))
+      ->capture_default_str();
+  cmd->add_option_function<double>(
+         "--temperature,--temp",
+         [flags](double t) {
+           flags->temperature = t;
+           flags->temperature_given = true;
+         },
+         "Sampling temperature (default: the server's)")
+      ->check(NumberIn(0, kMaxTemperature));
   cmd->add_flag("--json", flags->json, "Machine-readable output");
   cmd->add_flag("--dry-run", flags->dry_run, "Show the questions without sending");
   cmd->add_flag("-v,--verbose", flags->verbose,

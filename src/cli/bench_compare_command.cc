@@ -8,6 +8,7 @@
 #include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
+#include "cli/flag_checks.h"
 #include "client/bench_compare.h"
 #include "client/fan_out.h"
 
@@ -72,12 +73,17 @@ void RunCompareCommand(CompareFlags f) {
                                                   : client::BuiltinContextQuestions();
   if (!f.context.empty())
     options.context = builtin_context ? client::BuiltinContext() : ReadContextOrDie(f.context, "--context");
+  // They go into JSON requests, which hold UTF-8 only.
+  const std::string source = f.builtin || f.questions_file.empty() ? "the built-in questions"
+                                                                   : "--questions '" + f.questions_file + "'";
+  CheckQuestionsUtf8OrDie(options.questions, source);
+  CheckUtf8OrDie(options.context, "--context '" + f.context + "'");
+  CheckUtf8OrDie(f.model, "--model-name");
   options.modes = SplitModes(f.modes);
   options.cold = f.cold;
   options.max_tokens = f.max_tokens;
   options.repeat = f.repeat;
   options.ignore_eos = !f.no_ignore_eos;
-  if (f.temperature < 0) Fail("--temperature must be >= 0");
   options.temperature = f.temperature;
   BenchTarget target = ConnectBenchTargetOrDie(f.client, f.model_path, f.threads, f.model);
   options.server = target.server;
@@ -113,13 +119,16 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
   cmd->add_option("--questions", flags->questions_file, "File with one question per line");
   cmd->add_flag("--builtin", flags->builtin, "Use the 5 built-in short questions");
   cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per question (combined: N x this)")
-      ->check(CLI::PositiveNumber);
+      ->check(NumberIn(1))
+      ->capture_default_str();
   cmd->add_option("--repeat", flags->repeat, "Repetitions per mode (medians reported)")
-      ->check(CLI::PositiveNumber);
+      ->check(NumberIn(1))
+      ->capture_default_str();
   cmd->add_option("--out", flags->out, "Output directory for result.json, result.md, chart.svg");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
   cmd->add_option("--temperature,--temp", flags->temperature,
                   "Sampling temperature sent with every request (0 = greedy, so runs compare)")
+      ->check(NumberIn(0, kMaxTemperature))
       ->capture_default_str();
   AddThreadsFlag(*cmd, flags->threads);
   cmd->add_option("--context", flags->context,

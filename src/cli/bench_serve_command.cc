@@ -12,6 +12,7 @@
 #include "cli/client_setup.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
+#include "cli/flag_checks.h"
 #include "client/bench_conversation.h"
 #include "client/bench_serve.h"
 #include "client/fan_out.h"
@@ -68,6 +69,7 @@ void RunServeCommand(ServeFlags f) {
   if (f.client.urls.empty() == f.model_path.empty()) Fail("give exactly one of --url URL or -m MODEL");
   if (f.rate > 0 && f.concurrency > 0) Fail("give at most one of --rate and --concurrency");
   if (!(f.burstiness > 0)) Fail("--burstiness must be positive");
+  CheckUtf8OrDie(f.model, "--model-name");
   client::ServeOptions options;
   options.rate = f.rate;
   options.concurrency = f.concurrency;
@@ -141,17 +143,22 @@ void RegisterBenchServeCommand(CLI::App& bench) {
   AddDeprecatedModelPathFlag(*cmd, flags->model_path);
   cmd->add_option("--rate", flags->rate,
                   "Request rate (req/s) with Poisson/gamma arrivals (default: all at once)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0));
   cmd->add_option("--concurrency", flags->concurrency, "Fixed number of requests in flight (closed loop)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--requests", flags->requests, "Number of measured requests")->check(CLI::PositiveNumber);
+      ->check(NumberIn(0));
+  cmd->add_option("--requests", flags->requests, "Number of measured requests")
+      ->check(NumberIn(1))
+      ->capture_default_str();
   cmd->add_option("--prompt-len", flags->prompt_len,
                   "Random prompt length in tokens (counted by the server's POST /tokenize): L or L:SPREAD");
   cmd->add_option("--output-len", flags->output_len, "Output tokens per request: L or L:SPREAD");
   cmd->add_option("--dataset", flags->dataset, "JSONL requests: {\"prompt\"|\"messages\", \"output_len\"?}");
-  cmd->add_option("--burstiness", flags->burstiness, "Gamma shape of arrival gaps (1 = Poisson)");
+  cmd->add_option("--burstiness", flags->burstiness, "Gamma shape of arrival gaps (1 = Poisson)")
+      ->check(NumberAbove(0))
+      ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Warm-up requests (not measured)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0))
+      ->capture_default_str();
   cmd->add_option("--slo", flags->slo, "Goodput SLOs in ms, e.g. ttft=500,tpot=50");
   cmd->add_option("--out", flags->out, "Output directory");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
@@ -162,10 +169,10 @@ void RegisterBenchServeCommand(CLI::App& bench) {
          "--multi-turn", flags->chat.conversations,
          "Multi-turn chat: N conversations at once, each turn re-sending the history (then --requests, "
          "--rate and --prompt-len do not apply; --output-len is each reply's length)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0));
   cmd->add_option("--turns", flags->chat.turns, "Multi-turn: turns per conversation")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(NumberIn(1));
   cmd->add_option("--system-words", flags->chat.system_words, "Multi-turn: words of the shared system prompt")
       ->capture_default_str();
   cmd->add_option("--user-words", flags->chat.user_words, "Multi-turn: words of each user message")

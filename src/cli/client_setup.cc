@@ -4,12 +4,19 @@
 #include <cstdlib>
 
 #include "cli/cli_util.h"
+#include "cli/flag_checks.h"
 #include "cli/server_setup.h"
 #include "client/endpoints.h"
 #include "client/fan_out.h"
 #include "server/server.h"
 
 namespace lockstep::cli {
+namespace {
+
+// The longest --timeout and --connect-timeout: about 11.6 days (a deadline must not overflow the clock).
+constexpr double kMaxTimeoutS = 1e6;
+
+}  // namespace
 
 void AddClientFlags(CLI::App* app, ClientFlags* flags) {
   app->add_option("--url", flags->urls,
@@ -25,15 +32,17 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags) {
       "File of server URLs, one per line ('#' comments), added to --url");
   app->add_option("--api-key", flags->api_key, "Bearer token (default: $LOCKSTEP_API_KEY)");
   app->add_option("--ca-file", flags->ca_file, "PEM CA bundle to trust for https (default: system store)");
-  app->add_option("--timeout", flags->timeout_s, "Per-request timeout in seconds")
-      ->check(CLI::PositiveNumber);
+  app->add_option("--timeout", flags->timeout_s, "Per-request timeout in seconds (each attempt)")
+      ->check(NumberAbove(0, kMaxTimeoutS))
+      ->capture_default_str();
   app->add_option("--connect-timeout", flags->connect_timeout_s,
                   "Seconds to connect and finish the TLS handshake, within --timeout (a failed handshake is "
                   "not retried)")
-      ->check(CLI::PositiveNumber)
+      ->check(NumberAbove(0, kMaxTimeoutS))
       ->capture_default_str();
   app->add_option("--retries", flags->retries, "Retries on connection errors, 429 and 502-504")
-      ->check(CLI::Range(0, 100));
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
 }
 
 std::unique_ptr<client::OpenAiClient> MakeClientOrDie(const ClientFlags& flags) {

@@ -1,0 +1,32 @@
+// Checks of what the client commands (ask, advise, bench compare, bench serve) take from the command line and
+// from files, with messages that name the flag and what it allows:
+// - NumberIn / NumberAbove: CLI11 checks of numeric flags that refuse NaN and infinities and say the range
+//   in plain numbers (CLI11's PositiveNumber, NonNegativeNumber and Range let NaN through and print DBL_MAX
+//   in full, 309 digits);
+// - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) must be valid UTF-8.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lockstep::cli {
+
+inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+// --temperature of the client commands: the OpenAI API's range, 0 to 2 (lockstep's server keeps it too).
+inline constexpr double kMaxTemperature = 2;
+
+// The value is a finite number with min <= value <= max. Fails as "--temperature: must be a finite number
+// from 0 to 2, got 'nan'"; --help shows the range as "[0, 2]".
+CLI::Validator NumberIn(double min, double max = kNoLimit);
+// The value is a finite number with min < value <= max ("must be a finite number > 0, got '0'").
+CLI::Validator NumberAbove(double min, double max = kNoLimit);
+
+// Fail()s unless `text` is valid UTF-8: "<what> is not valid UTF-8 (byte 0xFF at offset 3)".
+void CheckUtf8OrDie(std::string_view text, const std::string& what);
+// The same for each question, named by its position: "question 2 (of <source>) is not valid UTF-8 ...".
+void CheckQuestionsUtf8OrDie(const std::vector<std::string>& questions, const std::string& source);
+
+}  // namespace lockstep::cli
