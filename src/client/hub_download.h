@@ -3,9 +3,9 @@
 // Resumes a .part left by an interrupted run with a Range request (and after connection drops, up to
 // `retries` times); checks the size (X-Linked-Size, Content-Range or Content-Length) and the SHA-256
 // (X-Linked-Etag, or an ETag that is a SHA-256, as the hub sends for LFS files) with OpenSSL, removing the
-// .part on a mismatch; a file that does not start with the GGUF magic is removed too. The endpoint is overridable (--endpoint / HF_ENDPOINT) and a token ($HF_TOKEN) is sent
-// as a Bearer header to the hub only (never to a redirect target on another host). Blocking; runs on the
-// calling thread.
+// .part on a mismatch; a file that does not start with the GGUF magic is removed too. The endpoint is
+// overridable (--endpoint / HF_ENDPOINT) and a token ($HF_TOKEN) is sent as a Bearer header to the hub only
+// (never to a redirect target on another host). Blocking; runs on the calling thread.
 #pragma once
 
 #include <cstdint>
