@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or --help / --version, exit 0) and would exit 104-114 by error kind; a bad
+    // command line is an error like the others: 1.
+    return app.exit(e) == 0 ? 0 : 1;
   }
   return 0;
 }

@@ -137,6 +137,10 @@ TEST(HelpTest, AnUnknownCommandIsNamedWithTheKnownOnes) {
   EXPECT_NE(out.find("unknown command 'nosuch'"), std::string::npos) << out;
   EXPECT_NE(out.find("generate"), std::string::npos) << out;
   EXPECT_EQ(RunCommand(LockstepBinary() + " --version 2>&1", &out), 0) << out;
+  // A bad flag is an error like the others: exit code 1 (CLI11's own codes are 104-114).
+  EXPECT_EQ(RunCommand(LockstepBinary() + " generate --no-such-flag 2>&1", &out), 1) << out;
+  EXPECT_EQ(RunCommand(LockstepBinary() + " ask -q hi --temperature nan 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("--temperature"), std::string::npos) << out;
 }
 
 }  // namespace
