@@ -27,11 +27,7 @@ std::string Bin() { return LockstepBinary(); }
 
 TEST(AskCommandTest, AnswersInOrderAsJsonWithTheEnvApiKey) {
   TestHttpServer server([](const TestRequest& req) {
-    if (req.target == "/v1/models") {
-      TestResponse r;
-      r.pieces = {R"({"data":[{"id":"served-model"}]})"};
-      return r;
-    }
+    if (req.target == "/v1/models") return ModelListResponse("served-model");
     const auto body = nlohmann::json::parse(req.body);
     const std::string q = body["messages"][0]["content"];
     // The first question answers slowest, so completion order differs from question order.
@@ -118,11 +114,7 @@ TEST(AskCommandTest, HttpsToAPlainHttpPortFailsSoonWithAHint) {
 // then learnt that the server has no /advisor. It asks the advisor first now.
 TEST(AdviseCommandTest, CalibrateAsksTheAdvisorBeforeSendingRequests) {
   TestHttpServer server([](const TestRequest& req) {
-    if (req.target == "/v1/models") {
-      TestResponse r;
-      r.pieces = {R"({"data":[{"id":"other-server"}]})"};
-      return r;
-    }
+    if (req.target == "/v1/models") return ModelListResponse("other-server");
     if (req.target == "/v1/chat/completions") return ChatSseResponse({"one", " two"}, 2);
     TestResponse r;
     r.status = 404;

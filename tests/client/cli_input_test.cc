@@ -22,9 +22,7 @@ int Lockstep(const std::string& args, std::string* out) {
 // The model list, and an answer to any chat request (which these tests count: the checks come first).
 TestResponse ModelsOrAnswer(const TestRequest& req) {
   if (req.target != "/v1/models") return ChatSseResponse({"answered"}, 1);
-  TestResponse r;
-  r.pieces = {R"({"data":[{"id":"m"}]})"};
-  return r;
+  return ModelListResponse("m");
 }
 
 size_t ChatRequestsSeen(const TestHttpServer& server) {

@@ -280,6 +280,12 @@ std::vector<std::string> ChatSsePieces(const std::vector<std::string>& pieces, i
   return out;
 }
 
+TestResponse ModelListResponse(const std::string& id) {
+  TestResponse r;
+  r.pieces = {R"({"data":[{"id":")" + id + R"("}]})"};
+  return r;
+}
+
 TestResponse ChatSseResponse(const std::vector<std::string>& pieces, int completion_tokens, int delay_ms) {
   TestResponse r;
   r.headers = {{"Content-Type", "text/event-stream"}};

@@ -92,6 +92,8 @@ class SilentListener {
 // An OpenAI chat-completion SSE body: a role chunk, one chunk per piece, a finish chunk, a usage chunk (when
 // completion_tokens >= 0), then [DONE].
 std::vector<std::string> ChatSsePieces(const std::vector<std::string>& pieces, int completion_tokens = -1);
+// GET /v1/models's answer listing one model id.
+TestResponse ModelListResponse(const std::string& id);
 // A complete streamed chat response (200, text/event-stream, chunked).
 TestResponse ChatSseResponse(const std::vector<std::string>& pieces, int completion_tokens = -1,
                              int delay_ms = 0);
