@@ -34,19 +34,6 @@ std::string Trim(std::string_view s) {
   return std::string(s);
 }
 
-// The path of a request target: origin form ("/v1/models?x") or absolute form ("http://host:port/v1/models",
-// which RFC 9112 §3.2.2 says a server must accept), without the query, percent-decoded (an OpenAI client
-// encodes a model id's "/" as %2F). A "%" not followed by two hex digits stays as it is.
-std::string TargetPath(std::string_view target) {
-  if (const size_t scheme = target.find("://");
-      scheme != std::string_view::npos && !target.empty() && target.front() != '/') {
-    const size_t path = target.find('/', scheme + 3);
-    target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
-  }
-  target = target.substr(0, target.find('?'));
-  return PercentDecode(target, /*plus_is_space=*/false);
-}
-
 ProtocolError BodyTooLarge(const HttpLimits& limits) {
   return {413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
           "body_too_large"};
@@ -69,6 +56,16 @@ std::string PercentDecode(std::string_view text, bool plus_is_space) {
     }
   }
   return out;
+}
+
+std::string TargetPath(std::string_view target) {
+  if (const size_t scheme = target.find("://");
+      scheme != std::string_view::npos && !target.empty() && target.front() != '/') {
+    const size_t path = target.find('/', scheme + 3);
+    target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+  }
+  target = target.substr(0, target.find('?'));
+  return PercentDecode(target, /*plus_is_space=*/false);
 }
 
 void ConfigureParser(RequestParser& parser, const HttpLimits& limits) {

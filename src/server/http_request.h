@@ -50,6 +50,12 @@ using RequestParser = boost::beast::http::request_parser<boost::beast::http::str
 // string's form encoding); a '%' without two hex digits after it stays as it is.
 std::string PercentDecode(std::string_view text, bool plus_is_space);
 
+// The path of a request target, what routes see as HttpRequest::path: origin form ("/v1/models?x") or
+// absolute form ("http://host:port/v1/models", which RFC 9112 §3.2.2 says a server must accept), without the
+// query, percent-decoded (an OpenAI client encodes a model id's "/" as %2F). A "%" not followed by two hex
+// digits stays as it is.
+std::string TargetPath(std::string_view target);
+
 void ConfigureParser(RequestParser& parser, const HttpLimits& limits);
 // Framing checks once the header is parsed; nullopt when the request may proceed to its body.
 std::optional<ProtocolError> CheckRequestHeader(const RequestParser& parser, const HttpLimits& limits);

@@ -265,7 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string path;  // known once the request line is parsed, even if a header field then failed
     if (parser_) {
       const auto target = parser_->get().target();
-      path = std::string(target.substr(0, target.find('?')));
+      path = TargetPath(std::string_view(target.data(), target.size()));  // as routes see it
     }
     CountAsActive();
     timing_writes_ = true;

@@ -274,6 +274,11 @@ TEST(ErrorShapeTest, BodyTooLargeIsAnsweredInTheRoutesOwnShape) {
   const HttpResponse openai = Request(server.port(), "POST", "/v1/completions", big);
   EXPECT_EQ(openai.status, 413);
   EXPECT_EQ(openai.Json()["error"]["code"], "body_too_large") << openai.body;
+  // The route is the one the request's path names, in whatever form the target came (as routing sees it).
+  const HttpResponse absolute =
+      Request(server.port(), "POST", "http://127.0.0.1:" + std::to_string(server.port()) + "/generate", big);
+  EXPECT_EQ(absolute.status, 413);
+  EXPECT_EQ(absolute.Json()["error_type"], "validation") << absolute.body;
 }
 
 TEST(MetricsCountTest, OnlyApiRequestsAreCounted) {
