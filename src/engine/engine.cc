@@ -157,8 +157,9 @@ Status Engine::Validate(Request& request) const {
                            std::to_string(request.grammar->vocab().size()) + " tokens; the model has " +
                            std::to_string(n_vocab));
   }
-  if (request.max_tokens < 1) {
-    return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(request.max_tokens));
+  if (request.max_tokens < 0 || (request.max_tokens == 0 && request.prompt_logprobs < 0)) {
+    return InvalidArgument("max_tokens must be >= 1 (or 0 with prompt_logprobs), got " +
+                           std::to_string(request.max_tokens));
   }
   LOCKSTEP_RETURN_IF_ERROR(request.sampling.Validate());
   if (request.sampling.top_logprobs > kMaxTopLogprobs) {
@@ -166,6 +167,10 @@ Status Engine::Validate(Request& request) const {
                            std::to_string(request.sampling.top_logprobs));
   }
   if (request.sampling.top_logprobs > 0) request.sampling.logprobs = true;
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > kMaxTopLogprobs) {
+    return InvalidArgument("prompt_logprobs must be in -1.." + std::to_string(kMaxTopLogprobs) + ", got " +
+                           std::to_string(request.prompt_logprobs));
+  }
   for (const std::string& stop : request.stop) {
     if (stop.empty()) return InvalidArgument("a stop string is empty");
   }

@@ -90,7 +90,8 @@ bool Engine::Loop::TakeInbox(bool wait) {
   for (PendingRequest& pending : taken.requests) {
     const RequestId id = pending.id;
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
-    scheduler_.Add(id, active->pending.request.prompt_ids, active->pending.request.fork_of);
+    const Request& request = active->pending.request;
+    scheduler_.Add(id, request.prompt_ids, request.fork_of, request.prompt_logprobs >= 0);
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       stats_.prompt_tokens_total += int64_t(active->pending.request.prompt_ids.size());
@@ -140,12 +141,19 @@ void Engine::Loop::Step() {
     PublishStats(&plan);
     return;
   }
+  ScorePromptRows(plan, n_vocab);
   StepResult result;
   std::vector<std::pair<RequestId, TokenEvent>> events;
   std::vector<RequestId> constrained_out;  // grammar allows no token: finished after Update
+  std::vector<RequestId> scored_out;       // max_tokens 0: done once the prompt is scored
   for (const ScheduledChunk& chunk : plan.chunks) {
-    if (!chunk.sample) continue;
     Active& active = *active_.at(chunk.id);
+    const Request& request = active.pending.request;
+    if (request.max_tokens == 0 && active.prompt_logprobs.size() + 1 >= request.prompt_ids.size()) {
+      scored_out.push_back(chunk.id);
+      continue;
+    }
+    if (!chunk.sample) continue;
     std::span<const float> row(logits_.data() + size_t(chunk.logit_row) * size_t(n_vocab), size_t(n_vocab));
     bool none = false;
     const std::span<const uint64_t> allowed = AllowedTokens(active, int32_t(n_vocab), &none);
@@ -159,6 +167,13 @@ void Engine::Loop::Step() {
     events.emplace_back(chunk.id, MakeTokenEvent(active, sample));
   }
   scheduler_.Update(result);
+  for (RequestId id : scored_out) {
+    Active& active = *active_.at(id);
+    TokenEvent event;
+    event.finish_reason = FinishReason::kLength;
+    event.prompt_logprobs = std::move(active.prompt_logprobs);
+    Finish(active, std::move(event));
+  }
   for (RequestId id : constrained_out) FinishConstrained(*active_.at(id));
   for (auto& [id, event] : events) {
     Active& active = *active_.at(id);
@@ -169,6 +184,36 @@ void Engine::Loop::Step() {
     }
   }
   PublishStats(&plan);
+}
+
+void Engine::Loop::ScorePromptRows(const StepPlan& plan, int64_t n_vocab) {
+  struct Row {
+    std::span<const float> logits;
+    int32_t top_n;
+    PromptLogprob* out;
+  };
+  std::vector<Row> rows;
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    if (chunk.prompt_logit_count == 0) continue;
+    Active& active = *active_.at(chunk.id);
+    const Request& request = active.pending.request;
+    std::vector<PromptLogprob>& scored = active.prompt_logprobs;
+    LOCKSTEP_CHECK(scored.size() == size_t(chunk.prompt_logit_position));  // each position once, in order
+    scored.resize(scored.size() + size_t(chunk.prompt_logit_count));
+    for (int32_t i = 0; i < chunk.prompt_logit_count; ++i) {
+      const int32_t position = chunk.prompt_logit_position + i;
+      PromptLogprob& entry = scored[size_t(position)];
+      entry.token = request.prompt_ids[size_t(position) + 1];
+      const size_t row = size_t(chunk.prompt_logit_row + i);
+      rows.push_back({std::span<const float>(logits_.data() + row * size_t(n_vocab), size_t(n_vocab)),
+                      request.prompt_logprobs, &entry});
+    }
+  }
+  if (rows.empty()) return;
+  threads_->Run(int64_t(rows.size()), [&](int64_t task, int /*worker*/) {
+    Row& row = rows[size_t(task)];
+    row.out->logprob = TokenLogprobOf(row.logits, row.out->token, row.top_n, &row.out->top);
+  });
 }
 
 std::span<const uint64_t> Engine::Loop::AllowedTokens(Active& active, int32_t n_vocab, bool* none) {
@@ -223,6 +268,7 @@ TokenEvent Engine::Loop::MakeTokenEvent(Active& active, const SampleResult& samp
   event.request_id = active.pending.id;
   event.token = sample.token;
   event.index = active.generated++;
+  if (event.index == 0) event.prompt_logprobs = std::move(active.prompt_logprobs);
   event.logprob = sample.logprob;
   event.top_logprobs = sample.top;
   const Tokenizer* tokenizer = tokenizer_.get();

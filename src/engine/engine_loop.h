@@ -45,6 +45,7 @@ class Engine::Loop {
     std::optional<IncrementalDetokenizer> detokenizer;
     StopMatcher stop_matcher;
     std::optional<GrammarConstraint> constraint;  // Request::grammar's parse state
+    std::vector<PromptLogprob> prompt_logprobs;   // Request::prompt_logprobs, until the first event
     int32_t generated = 0;
     std::optional<Clock::time_point> first_scheduled, first_token, last_token;
     Active(PendingRequest p, const Tokenizer* tokenizer);
@@ -54,6 +55,9 @@ class Engine::Loop {
   // Takes new requests and cancellations; returns false when the loop should end.
   bool TakeInbox(bool wait);
   void Step();
+  // Scores the prompt tokens of this step's prompt-logit rows (ScheduledChunk::prompt_logit_*), spread over
+  // the thread pool, into each request's Active::prompt_logprobs.
+  void ScorePromptRows(const StepPlan& plan, int64_t n_vocab);
   // Builds the event for a sampled token; sets its finish reason when the request ends here.
   TokenEvent MakeTokenEvent(Active& active, const SampleResult& sample);
   // Ends a request: emits its last event (a token event already carrying a finish reason, or a bare one) and

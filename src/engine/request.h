@@ -7,9 +7,9 @@
 //   ...
 //   TokenEvent{..., finish_reason = kStop|kLength|...}      the last event always carries a finish reason
 // The last event may carry a token too (the token that hit max_tokens, EOS, or completed a stop string), or
-// no token (token == kNoToken: cancelled, error). Text deltas concatenate to exactly the generated text: text
-// that could still be the start of a stop string is held back, and a matched stop string (and anything after
-// it) is never emitted; EOS / end-of-generation tokens contribute no text.
+// no token (token == kNoToken: cancelled, error, max_tokens 0). Text deltas concatenate to exactly the
+// generated text: text that could still be the start of a stop string is held back, and a matched stop string
+// (and anything after it) is never emitted; EOS / end-of-generation tokens contribute no text.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,8 @@ struct Request {
   std::vector<int32_t> prompt_ids;  // must be non-empty; every id < n_vocab
   SamplingParams sampling;          // engine/sampler.h: temperature, top-k/p, min-p, penalties, seed, and
                                     // logprobs / top_logprobs (at most kMaxTopLogprobs) reported per token
-  int32_t max_tokens = 16;          // new tokens to generate at most (>= 1)
+  int32_t max_tokens = 16;  // new tokens to generate at most (>= 1; 0: score the prompt only, which needs
+                            // prompt_logprobs: one bare kLength event carries them)
   std::vector<std::string>
       stop;  // stop strings (matched on the detokenized text; not included in the output)
   std::vector<int32_t>
@@ -54,9 +55,23 @@ struct Request {
   // masker must be built over this engine's vocabulary. Shared, thread-safe; each request keeps its own
   // parse state, so its tokens never depend on its neighbours.
   std::shared_ptr<grammar::TokenMasker> grammar;
+  // Prompt logprobs (what OpenAI's echo + logprobs, vLLM's prompt_logprobs and TGI's decoder_input_details
+  // report): -1 off; N >= 0: the log-probability of every prompt token after the first under the model given
+  // the tokens before it, with the N most likely alternatives (N <= kMaxTopLogprobs). The request then
+  // neither reads the prefix cache nor forks (every prompt row is computed for its logits; it still
+  // publishes its blocks for others), and the values are those of the raw logits, as for generated tokens.
+  int32_t prompt_logprobs = -1;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
+
+// One prompt token's logprob (Request::prompt_logprobs): the token at some position p >= 1 of the prompt,
+// scored by the logits of position p - 1.
+struct PromptLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;  // the N most likely tokens at that position, most likely first
+};
 
 enum class FinishReason {
   kNone = 0,   // not finished (every event but the last)
@@ -100,7 +115,10 @@ struct TokenEvent {
                              // sampling.logprobs
   std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs most likely tokens, most likely first
   int32_t index = 0;                       // 0-based index of this token among the generated tokens
-  bool special = false;                    // the token is a control / special token (EOS etc.)
+  // Request::prompt_logprobs >= 0: on the first event only, prompt_ids.size() - 1 entries, one for each
+  // prompt token after the first, in order.
+  std::vector<PromptLogprob> prompt_logprobs;
+  bool special = false;  // the token is a control / special token (EOS etc.)
 
   FinishReason finish_reason = FinishReason::kNone;  // set on the last event only
   StopKind stop_kind = StopKind::kNone;

@@ -224,7 +224,8 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
     probs_.resize(n);
     result.token = Draw();
   }
-  if (params_.logprobs) FillLogprobs(logits, result);
+  if (params_.logprobs)
+    result.logprob = TokenLogprobOf(logits, result.token, params_.top_logprobs, &result.top);
   return result;
 }
 
@@ -241,25 +242,30 @@ int32_t Sampler::Draw() {
   return candidates_.back().token;
 }
 
-void Sampler::FillLogprobs(std::span<const float> logits, SampleResult& result) const {
+float TokenLogprobOf(std::span<const float> logits, int32_t token, int32_t top_n,
+                     std::vector<TokenLogprob>* top) {
   float max_logit = -std::numeric_limits<float>::infinity();
   for (float l : logits) max_logit = std::max(max_logit, l);
   double sum = 0;
   for (float l : logits) sum += std::exp(double(l) - max_logit);
   const double log_z = max_logit + std::log(sum);
-  result.logprob = static_cast<float>(logits[result.token] - log_z);
-  const size_t n = std::min(logits.size(), size_t(params_.top_logprobs));
-  if (n == 0) return;
-  std::vector<TokenLogprob> all;
-  all.reserve(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) all.push_back({int32_t(i), logits[i]});
-  std::partial_sort(all.begin(), all.begin() + n, all.end(),
-                    [](const TokenLogprob& a, const TokenLogprob& b) {
-                      return a.logprob > b.logprob || (a.logprob == b.logprob && a.token < b.token);
-                    });
-  all.resize(n);
-  for (TokenLogprob& t : all) t.logprob = static_cast<float>(t.logprob - log_z);
-  result.top = std::move(all);
+  const size_t n = std::min(logits.size(), size_t(std::max(top_n, 0)));
+  if (top != nullptr) top->clear();
+  if (n > 0 && top != nullptr) {
+    // The n largest by (logit descending, id ascending): ids come in ascending order, so an equal logit
+    // never displaces one already kept.
+    const auto before = [](const TokenLogprob& a, const TokenLogprob& b) {
+      return a.logprob > b.logprob || (a.logprob == b.logprob && a.token < b.token);
+    };
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const TokenLogprob candidate{int32_t(i), logits[i]};
+      if (top->size() == n && !before(candidate, top->back())) continue;
+      if (top->size() == n) top->pop_back();
+      top->insert(std::upper_bound(top->begin(), top->end(), candidate, before), candidate);
+    }
+    for (TokenLogprob& t : *top) t.logprob = static_cast<float>(t.logprob - log_z);
+  }
+  return static_cast<float>(logits[size_t(token)] - log_z);
 }
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {

@@ -53,6 +53,11 @@ struct TokenLogprob {
   float logprob = 0;
 };
 
+// Log-softmax of one row of raw logits: `token`'s log-probability and, when top_n > 0, the top_n most likely
+// tokens (most likely first, lowest id on ties) into *top. The same arithmetic as Sampler's logprobs.
+float TokenLogprobOf(std::span<const float> logits, int32_t token, int32_t top_n,
+                     std::vector<TokenLogprob>* top);
+
 struct SampleResult {
   int32_t token = 0;
   float logprob = 0;              // only when params.logprobs (else 0)
@@ -79,7 +84,6 @@ class Sampler {
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
-  void FillLogprobs(std::span<const float> logits, SampleResult& result) const;
 
   SamplingParams params_;
   std::mt19937_64 rng_;

@@ -48,6 +48,9 @@ struct SchedulerOptions {
   // The model's ModelConfig::WidestWindow(): when > 0 (every layer windowed), a sequence's KV blocks wholly
   // below model/attention.h's AttentionStart of its next position are released after each step.
   int32_t kv_window = 0;
+  // Prompt-logit rows (Add's prompt_logits) one chunk may carry: bounds the step's logits buffer (rows ×
+  // n_vocab floats) however long the prompt.
+  int32_t max_prompt_logit_rows = 256;
 };
 
 // Rows [start, start + count) of one request in this step's batch.
@@ -58,6 +61,13 @@ struct ScheduledChunk {
   bool sample = false;     // the chunk reaches the last known token: its last row's logits are sampled
   int32_t logit_row = -1;  // index among the batch's logit rows when sample
   bool decode = false;     // a decode row (one new token of a request past its prompt) rather than prefill
+  // Add's prompt_logits: the chunk's rows at positions [prompt_logit_position, + prompt_logit_count) want
+  // logits for the prompt token after each; they are logit rows [prompt_logit_row, + prompt_logit_count),
+  // just before the sampled row (logit_row) when the chunk also samples. Each position once per request,
+  // even when recomputed after a preemption.
+  int32_t prompt_logit_row = -1;
+  int32_t prompt_logit_position = 0;
+  int32_t prompt_logit_count = 0;
 };
 
 struct StepPlan {
@@ -89,7 +99,10 @@ class Scheduler {
   // Queues a new request at the back of the waiting queue. `prompt` non-empty; id unique. `fork_of`: a
   // request added earlier whose KV this one takes for their common prompt prefix instead of computing it (n >
   // 1, server-side fan-out); ignored when that request is unknown (finished) or shares nothing.
-  void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0);
+  // `prompt_logits`: every prompt row but the last also wants logits (ScheduledChunk::prompt_logit_*), so
+  // the request computes its whole prompt itself: no fork, no prefix-cache hit, no waiting for a neighbour's
+  // block (it still publishes its blocks).
+  void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0, bool prompt_logits = false);
   // Drops a request (waiting or running) and its block references. False when unknown.
   bool Remove(RequestId id);
 
@@ -133,6 +146,8 @@ class Scheduler {
     RequestId fork_parent = 0;
     int32_t fork_tokens = 0;
     int32_t parent_preemptions = 0;  // the parent's count when linked: a preempted parent ends the link
+    bool prompt_logits = false;      // Add's prompt_logits
+    int32_t prompt_logits_from = 0;  // the first position whose prompt logits were not planned yet
   };
 
   Seq& Get(RequestId id) const;
@@ -155,6 +170,7 @@ class Scheduler {
   std::vector<Seq*> running_;  // admission order: oldest first
   std::deque<Seq*> waiting_;   // front is next
   std::vector<ScheduledChunk> last_chunks_;
+  int32_t logit_rows_ = 0;  // logit rows of the step being planned
   int64_t preemptions_total_ = 0;
   int64_t prefix_queries_total_ = 0;
   int64_t prefix_hits_total_ = 0;

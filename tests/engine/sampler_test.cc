@@ -254,6 +254,26 @@ TEST(Sampler, LogprobsAreLogSoftmaxOfRawLogits) {
   EXPECT_NEAR(r.top[1].logprob, std::log(0.2), 1e-5);
 }
 
+TEST(Sampler, TopLogprobsKeepTheLowestIdAmongEqualLogits) {
+  // Many ties and a vocabulary larger than the list: the same order as sorting (logit desc, id asc).
+  std::vector<float> logits;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 300; ++i) logits.push_back(float(int(rng() % 7)) * 0.5f);
+  std::vector<int32_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  for (int32_t n : {0, 1, 5, 20}) {
+    std::vector<TokenLogprob> top;
+    const float lp = TokenLogprobOf(logits, 42, n, &top);
+    ASSERT_EQ(top.size(), size_t(n));
+    for (int32_t k = 0; k < n; ++k) {
+      EXPECT_EQ(top[size_t(k)].token, order[size_t(k)]) << "rank " << k;
+      EXPECT_EQ(top[size_t(k)].logprob, TokenLogprobOf(logits, order[size_t(k)], 0, nullptr));
+    }
+    EXPECT_LE(lp, 0.0f);
+  }
+}
+
 TEST(Sampler, ValidateNamesTheField) {
   SamplingParams p;
   p.top_p = 0;
