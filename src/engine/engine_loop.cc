@@ -213,6 +213,12 @@ void Engine::Loop::ScorePromptRows(const StepPlan& plan, int64_t n_vocab) {
   threads_->Run(int64_t(rows.size()), [&](int64_t task, int /*worker*/) {
     Row& row = rows[size_t(task)];
     row.out->logprob = TokenLogprobOf(row.logits, row.out->token, row.top_n, &row.out->top);
+    const float own = row.logits[size_t(row.out->token)];
+    int32_t ahead = 0;
+    for (size_t t = 0; t < row.logits.size(); ++t) {
+      ahead += row.logits[t] > own || (row.logits[t] == own && int32_t(t) < row.out->token);
+    }
+    row.out->rank = ahead + 1;
   });
 }
 

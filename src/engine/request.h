@@ -70,6 +70,7 @@ inline constexpr int32_t kMaxTopLogprobs = 20;
 struct PromptLogprob {
   int32_t token = 0;
   float logprob = 0;
+  int32_t rank = 0;  // 1 + the tokens more likely there (equal logits: lower ids first), as vLLM reports
   std::vector<TokenLogprob> top;  // the N most likely tokens at that position, most likely first
 };
 

@@ -58,6 +58,7 @@ Parsed<bool> ExpandCompletionFanOut(const ApiContext& ctx, OpenAiRequest* req) {
   if (!split) return false;
   if (req->spec.n != 1) return FanOutError("fan_out answers each question once: n must be 1");
   if (req->echo) return FanOutError("fan_out cannot be combined with echo");
+  if (req->prompt_logprobs >= 0) return FanOutError("fan_out cannot be combined with prompt_logprobs");
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> prompts;
   for (const std::string& question : split->questions) {

@@ -108,6 +108,13 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   // vLLM's: end-of-generation and stop tokens are not sampled before this many tokens.
   req.spec.base.min_tokens = static_cast<int32_t>(f.Int("min_tokens", 0, INT32_MAX).value_or(0));
   f.Unsupported("suffix", "");
+  // vLLM's prompt_logprobs: every prompt token's logprob and its N most likely alternatives.
+  if (auto n = f.Int("prompt_logprobs", 0, kMaxTopLogprobs)) {
+    req.prompt_logprobs = static_cast<int>(*n);
+    if (req.stream) f.Fail("prompt_logprobs", "prompt_logprobs are not available when stream is true");
+  }
+  req.spec.base.prompt_logprobs = req.prompt_logprobs;
+  req.spec.keep_events = req.prompt_logprobs >= 0;  // the first event carries them
 }
 
 // Structured outputs (server/structured_fields.h) and, on chat, the grammar of a forced tool choice.
@@ -160,6 +167,7 @@ void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& c
       ids.push_back(t.get<int32_t>());
     }
     req.prompt_texts.push_back(ctx.tokenizer->Decode(ids));
+    req.prompt_is_ids.push_back(true);
     req.spec.prompts.push_back(std::move(ids));
   };
   const auto add_text = [&](const std::string& text) {
@@ -169,6 +177,7 @@ void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& c
       return;
     }
     req.prompt_texts.push_back(text);
+    req.prompt_is_ids.push_back(false);
     req.spec.prompts.push_back(std::move(*ids.value));
   };
   if (p->is_string()) return add_text(p->get<std::string>());
@@ -219,11 +228,19 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
   ApiError error;
   ReadSampling(f, ctx, req);
-  const int64_t max_tokens = f.Int("max_tokens", 1, INT32_MAX).value_or(0);
   if (auto lp = f.Int("logprobs", 0, 5)) req.logprobs = static_cast<int>(*lp);
   req.echo = f.Bool("echo").value_or(false);
+  // max_tokens 0 with echo (or prompt_logprobs): the prompt alone, scored, as vLLM and OpenAI's legacy
+  // completions allow (lm-evaluation-harness scores continuations this way).
+  const int64_t max_tokens = f.Int("max_tokens", 0, INT32_MAX).value_or(-1);
+  const bool prompt_only = max_tokens == 0;
+  if (prompt_only && !req.echo && req.prompt_logprobs < 0) {
+    f.Fail("max_tokens", "max_tokens 0 (no new token) needs echo or prompt_logprobs");
+  }
   if (req.echo && req.logprobs >= 0) {
-    f.Fail("echo", "echo together with logprobs is not supported (prompt logprobs are not computed)");
+    req.spec.base.prompt_logprobs = std::max(req.prompt_logprobs, req.logprobs);
+  } else if (prompt_only) {
+    req.spec.base.prompt_logprobs = std::max(req.prompt_logprobs, 0);
   }
   f.Unsupported("tools", "tool calling is on /v1/chat/completions");
   f.Unsupported("functions", "tool calling is on /v1/chat/completions");
@@ -235,8 +252,11 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
   req.spec.base.sampling.logprobs = req.logprobs >= 0;
   req.spec.base.sampling.top_logprobs = std::max(0, req.logprobs);
-  req.spec.keep_events = req.logprobs >= 0;
-  return Finish(f, error, std::move(req), ctx, max_tokens, 16, "prompt", "max_tokens");
+  req.spec.keep_events = req.logprobs >= 0 || req.spec.base.prompt_logprobs >= 0;
+  auto parsed =
+      Finish(f, error, std::move(req), ctx, std::max<int64_t>(max_tokens, 0), 16, "prompt", "max_tokens");
+  if (parsed.ok() && prompt_only) parsed.value->spec.base.max_tokens = 0;
+  return parsed;
 }
 
 Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx) {
@@ -368,7 +388,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   req.mistral_ids = ctx.chat_template->family() == "mistral";
   req.spec.base.sampling.logprobs = req.chat_logprobs;
   req.spec.base.sampling.top_logprobs = req.top_logprobs;
-  req.spec.keep_events = req.chat_logprobs;
+  req.spec.keep_events = req.chat_logprobs || req.prompt_logprobs >= 0;
   return Finish(f, error, std::move(req), ctx, max_tokens, ctx.max_context, "messages",
                 max_tokens > 0 && json.value->contains("max_completion_tokens") ? "max_completion_tokens"
                                                                                 : "max_tokens");

@@ -22,8 +22,11 @@ struct OpenAiRequest {
   int logprobs = -1;           // completions: top-N alternatives per token (0..5); -1 = no logprobs
   bool chat_logprobs = false;  // chat: logprobs requested
   int top_logprobs = 0;        // chat: 0..20
-  bool echo = false;           // completions: the prompt text is prepended to each choice
+  bool echo = false;           // completions: the prompt text is prepended to each choice (with logprobs:
+                               // the prompt's tokens lead each choice's logprobs, the first one null)
+  int prompt_logprobs = -1;    // vLLM's prompt_logprobs: 0..20 alternatives per prompt token; -1 = none
   std::vector<std::string> prompt_texts;
+  std::vector<bool> prompt_is_ids;  // completions: prompt i came as token ids (its text is their decoding)
   FanOut fan_out;  // "fan_out": the questions, one prompt each, when the prompt was split (server/fan_out.h)
   ToolSpec tools;  // chat: tools / tool_choice (server/tool_calls.h)
   bool mistral_ids = false;  // chat: tool call ids of 9 alphanumerics (Mistral-family templates)

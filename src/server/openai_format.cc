@@ -1,4 +1,5 @@
 // Response shapes of the OpenAI routes: whole responses, stream chunks, usage, logprobs, models.
+#include <algorithm>
 #include <string_view>
 
 #include "server/openai_api.h"
@@ -52,6 +53,37 @@ struct CompletionLogprobs {
     text_offset.push_back(*offset);
     *offset += CodePoints(text);
   }
+  // Echo: prompt `index`'s tokens, the first without a logprob (nothing precedes it). Offsets index the
+  // echoed text: each token's place in the prompt's decoding (control tokens take no room in a text prompt; a
+  // token-id prompt's text is its decoding with them). Nothing when the choice ended before its prompt was
+  // scored (cancelled, an error).
+  void AddPrompt(const ApiContext& ctx, const OpenAiRequest& req, int index,
+                 const std::vector<PromptLogprob>& scores, int top_n) {
+    const std::vector<int32_t>& prompt = req.spec.prompts[static_cast<size_t>(index)];
+    if (scores.size() + 1 != prompt.size()) return;
+    const bool from_ids = req.prompt_is_ids[static_cast<size_t>(index)];
+    const size_t end = CodePoints(req.prompt_texts[static_cast<size_t>(index)]);
+    IncrementalDetokenizer decoded(*ctx.tokenizer, /*skip_special=*/!from_ids);
+    size_t offset = 0;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      const std::string text = TokenText(ctx, prompt[i]);
+      tokens.push_back(text);
+      text_offset.push_back(std::min(offset, end));
+      offset += CodePoints(decoded.Push(prompt[i]));
+      if (i == 0) {
+        token_logprobs.push_back(nullptr);
+        top_logprobs.push_back(nullptr);
+        continue;
+      }
+      const PromptLogprob& score = scores[i - 1];
+      token_logprobs.push_back(score.logprob);
+      nlohmann::json top = nlohmann::json::object();
+      for (size_t k = 0; k < score.top.size() && static_cast<int>(k) < top_n; ++k) {
+        top[TokenText(ctx, score.top[k].token)] = score.top[k].logprob;
+      }
+      top_logprobs.push_back(top);
+    }
+  }
   nlohmann::json Json() const {
     return {{"tokens", tokens},
             {"token_logprobs", token_logprobs},
@@ -59,6 +91,34 @@ struct CompletionLogprobs {
             {"text_offset", text_offset}};
   }
 };
+
+// The prompt scores a choice's first event carries (Request::prompt_logprobs), or none.
+const std::vector<PromptLogprob>& PromptScores(const ChoiceState& c) {
+  static const std::vector<PromptLogprob> kNone;
+  return c.events.empty() ? kNone : c.events.front().prompt_logprobs;
+}
+
+// vLLM's prompt_logprobs: null for the first token, then for each token {"id": {logprob, rank,
+// decoded_token}} holding the token itself and its top alternatives. null when the prompt was not scored.
+nlohmann::json VllmPromptLogprobs(const ApiContext& ctx, const std::vector<int32_t>& prompt,
+                                  const std::vector<PromptLogprob>& scores) {
+  if (scores.size() + 1 != prompt.size()) return nullptr;
+  nlohmann::json out = nlohmann::json::array({nullptr});
+  for (const PromptLogprob& score : scores) {
+    const auto entry = [&](int32_t token, float logprob, int32_t rank) {
+      return nlohmann::json{{"logprob", logprob}, {"rank", rank}, {"decoded_token", TokenText(ctx, token)}};
+    };
+    nlohmann::json position = nlohmann::json::object();
+    position[std::to_string(score.token)] = entry(score.token, score.logprob, score.rank);
+    for (size_t k = 0; k < score.top.size(); ++k) {
+      const std::string key = std::to_string(score.top[k].token);
+      if (!position.contains(key))
+        position[key] = entry(score.top[k].token, score.top[k].logprob, static_cast<int32_t>(k) + 1);
+    }
+    out.push_back(std::move(position));
+  }
+  return out;
+}
 
 nlohmann::json Usage(GenerationJob& job) {
   const int prompt = job.prompt_tokens();
@@ -136,8 +196,12 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
     } else {
       const std::string& prefix = req.echo ? req.prompt_texts[static_cast<size_t>(c.prompt_index)] : "";
       choice["text"] = prefix + c.text;
+      const std::vector<int32_t>& prompt = job.spec().prompts[static_cast<size_t>(c.prompt_index)];
+      if (req.prompt_logprobs >= 0)
+        choice["prompt_logprobs"] = VllmPromptLogprobs(ctx, prompt, PromptScores(c));
       if (req.logprobs >= 0) {
         CompletionLogprobs lp;
+        if (req.echo) lp.AddPrompt(ctx, req, c.prompt_index, PromptScores(c), req.logprobs);
         size_t offset = CodePoints(prefix);
         for (const TokenEvent& e : c.events) {
           if (e.token != kNoToken) lp.Add(ctx, e, req.logprobs, &offset);
@@ -150,6 +214,9 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
     choices.push_back(std::move(choice));
   }
   out["choices"] = std::move(choices);
+  if (req.chat && req.prompt_logprobs >= 0 && !job.choices().empty()) {  // vLLM: one list, beside choices
+    out["prompt_logprobs"] = VllmPromptLogprobs(ctx, job.spec().prompts[0], PromptScores(job.choices()[0]));
+  }
   out["usage"] = Usage(job);
   return out;
 }
@@ -202,10 +269,19 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
     if (first_for_choice && req.echo)
       text = req.prompt_texts[static_cast<size_t>(choice.prompt_index)] + text;
     c["text"] = text;
-    if (wants_logprobs && has_token) {
+    const bool prompt_scores = first_for_choice && req.echo && wants_logprobs;
+    if (wants_logprobs && (has_token || prompt_scores)) {
       CompletionLogprobs lp;
-      size_t offset = CodePoints(choice.text) - CodePoints(event.text_delta);
-      lp.Add(ctx, event, req.logprobs, &offset);
+      // Offsets as in the whole response: the echoed prompt, then the texts of the tokens before this one
+      // (the choice keeps its events when logprobs are asked for; the last one is this event).
+      size_t offset = req.echo ? CodePoints(req.prompt_texts[static_cast<size_t>(choice.prompt_index)]) : 0;
+      for (size_t i = 0; i + 1 < choice.events.size(); ++i) {
+        if (choice.events[i].token != kNoToken) offset += CodePoints(TokenText(ctx, choice.events[i].token));
+      }
+      if (prompt_scores) {
+        lp.AddPrompt(ctx, req, choice.prompt_index, event.prompt_logprobs, req.logprobs);
+      }
+      if (has_token) lp.Add(ctx, event, req.logprobs, &offset);
       c["logprobs"] = lp.Json();
     } else {
       c["logprobs"] = nullptr;

@@ -142,6 +142,12 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, ApiFlavor::kTgi);
   auto req = std::make_shared<TgiRequest>(std::move(*parsed.value));
   if (force_stream >= 0) req->stream = force_stream == 1;
+  if (req->stream && req->decoder_input_details) {  // as TGI
+    return ReplyError(state, *writer,
+                      ApiError::Field("parameters.decoder_input_details",
+                                      "parameters.decoder_input_details is not supported when streaming"),
+                      ApiFlavor::kTgi);
+  }
   if (req->stream && req->spec.n > 1) {  // as TGI: the best sequence is only known at the end
     return ReplyError(
         state, *writer,

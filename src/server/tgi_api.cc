@@ -35,7 +35,8 @@ void ReadParameters(FieldReader& p, TgiRequest& req, int64_t* max_new_tokens, in
     }
   }
   req.details = p.Bool("details").value_or(false);
-  p.Unsupported("decoder_input_details", "prompt logprobs are not computed");
+  req.decoder_input_details = p.Bool("decoder_input_details").value_or(false);
+  if (req.decoder_input_details) req.spec.base.prompt_logprobs = 0;
   req.return_full_text = p.Bool("return_full_text").value_or(false);
   *truncate = p.Int("truncate", 1, INT32_MAX).value_or(0);
   req.top_n_tokens = static_cast<int>(p.Int("top_n_tokens", 0, 5).value_or(0));
@@ -153,6 +154,26 @@ nlohmann::json SeedJson(const GenerationSpec& spec, const ChoiceState& c) {
                                                                : nlohmann::json(nullptr);
 }
 
+// decoder_input_details: every prompt token, its logprob given the tokens before it (null for the first, as
+// TGI's NaN). Empty when not asked for or when the sequence ended before its prompt was scored.
+nlohmann::json Prefill(const TgiRequest& req, const GenerationSpec& spec, const ChoiceState& c,
+                       const ApiContext& ctx) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!req.decoder_input_details || c.events.empty()) return out;
+  const std::vector<int32_t>& prompt = spec.prompts[static_cast<size_t>(c.prompt_index)];
+  const std::vector<PromptLogprob>& scores = c.events.front().prompt_logprobs;
+  if (scores.size() + 1 != prompt.size()) return out;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const int32_t id = prompt[i];
+    const std::string text =
+        ctx.tokenizer->IsSpecial(id) ? ctx.tokenizer->TokenPiece(id) : ctx.tokenizer->TokenBytes(id);
+    out.push_back({{"id", id},
+                   {"text", text},
+                   {"logprob", i == 0 ? nlohmann::json(nullptr) : nlohmann::json(scores[i - 1].logprob)}});
+  }
+  return out;
+}
+
 // A sequence's details as TGI gives them for the answer and for each of best_of_sequences.
 nlohmann::json SequenceDetails(const TgiRequest& req, const GenerationSpec& spec, const ChoiceState& c,
                                const ApiContext& ctx) {
@@ -166,7 +187,7 @@ nlohmann::json SequenceDetails(const TgiRequest& req, const GenerationSpec& spec
   nlohmann::json out = {{"finish_reason", TgiFinishReason(c)},
                         {"generated_tokens", c.generated},
                         {"seed", SeedJson(spec, c)},
-                        {"prefill", nlohmann::json::array()},  // decoder_input_details is refused
+                        {"prefill", Prefill(req, spec, c, ctx)},
                         {"tokens", std::move(tokens)}};
   if (req.top_n_tokens > 0) out["top_tokens"] = std::move(top_tokens);
   return out;

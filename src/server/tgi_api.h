@@ -16,6 +16,7 @@ struct TgiRequest {
   std::string inputs;
   bool stream = false;  // `/` with "stream": true, or /generate_stream
   bool details = false;
+  bool decoder_input_details = false;  // details.prefill: the prompt's tokens with their logprobs
   bool return_full_text = false;
   int top_n_tokens = 0;
 };

@@ -4,6 +4,7 @@
 // own tokens are those it gets without prompt logprobs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "engine/engine.h"
@@ -113,6 +114,15 @@ TEST_F(PromptLogprobsTest, ScoresAreTheLogprobsOfTheTokensWhenGenerated) {
     EXPECT_EQ(scores[p - 1].token, whole[p]) << "position " << p;
     EXPECT_LE(scores[p - 1].logprob, 0.0f);
     ASSERT_EQ(scores[p - 1].top.size(), 4u);
+    // The rank agrees with the top list: inside it, the token's place; outside, behind it.
+    const auto& top = scores[p - 1].top;
+    const auto in_top =
+        std::find_if(top.begin(), top.end(), [&](const TokenLogprob& t) { return t.token == whole[p]; });
+    if (in_top != top.end()) {
+      EXPECT_EQ(scores[p - 1].rank, int32_t(in_top - top.begin()) + 1) << "position " << p;
+    } else {
+      EXPECT_GT(scores[p - 1].rank, 4) << "position " << p;
+    }
   }
   for (size_t i = 0; i + 1 < generated.events.size(); ++i) {
     const TokenEvent& event = generated.events[i];

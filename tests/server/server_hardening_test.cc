@@ -256,11 +256,6 @@ TEST(TgiDetailsTest, TokenTextsSpellTheGeneratedTextAStopSequenceIncluded) {
   EXPECT_EQ(cut["generated_text"].get<std::string>().substr(cut["generated_text"].get<std::string>().size() -
                                                             stop.size()),
             stop);
-
-  const HttpResponse prompt_logprobs = Post(
-      server.port(), "/generate", {{"inputs", "Hello"}, {"parameters", {{"decoder_input_details", true}}}});
-  EXPECT_EQ(prompt_logprobs.status, 422) << prompt_logprobs.body;
-  EXPECT_NE(prompt_logprobs.body.find("decoder_input_details"), std::string::npos);
 }
 
 TEST(ErrorShapeTest, BodyTooLargeIsAnsweredInTheRoutesOwnShape) {

@@ -244,7 +244,7 @@ TEST_F(ServerRoutesTest, TgiGenerateAndStream) {
   EXPECT_EQ(j["details"]["finish_reason"], "length");
   EXPECT_EQ(j["details"]["generated_tokens"], 5);
   EXPECT_EQ(j["details"]["tokens"].size(), 5u);
-  EXPECT_TRUE(j["details"]["prefill"].empty());  // decoder_input_details (prompt logprobs) is refused
+  EXPECT_TRUE(j["details"]["prefill"].empty());  // without decoder_input_details
   EXPECT_EQ(j["details"]["top_tokens"].size(), 5u);
   EXPECT_FALSE(r.headers["x-compute-time"].empty());
   int status = 0;
