@@ -20,5 +20,6 @@ void RegisterServeCommand(CLI::App& app);
 void RegisterAskCommand(CLI::App& app);
 void RegisterPullCommand(CLI::App& app);
 void RegisterAdviseCommand(CLI::App& app);
+void RegisterPerplexityCommand(CLI::App& app);  // cli/perplexity_command.cc
 
 }  // namespace lockstep::cli

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   if constexpr (kClientCommands) {
     lockstep::cli::RegisterAskCommand(app);
     lockstep::cli::RegisterPullCommand(app);
+    lockstep::cli::RegisterPerplexityCommand(app);
   }
   if constexpr (kServerCommands) lockstep::cli::RegisterServeCommand(app);
   if constexpr (kClientCommands) lockstep::cli::RegisterAdviseCommand(app);
