@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 
 #include "engine/engine.h"
 #include "engine_testing.h"
@@ -27,13 +26,6 @@ std::unique_ptr<Engine> MakeEngine(const TestModel& m, int max_batch_tokens, boo
   auto engine = Engine::Create(m.model, m.tokenizer, options);
   EXPECT_TRUE(engine.ok()) << engine.status().ToString();
   return engine.ok() ? std::move(engine).value() : nullptr;
-}
-
-std::vector<int32_t> RandomPrompt(int32_t n_vocab, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < count; ++i) tokens.push_back(int32_t(rng() % uint64_t(n_vocab)));
-  return tokens;
 }
 
 struct Events {
@@ -77,22 +69,13 @@ void ExpectSameScores(const std::vector<PromptLogprob>& got, const std::vector<P
   }
 }
 
-class PromptLogprobsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    model_ = testing::MakeRandomTestModel("tiny", "f32");
-    ASSERT_NE(model_.model, nullptr);
-    n_vocab_ = int32_t(model_.model->config().n_vocab);
-  }
-  TestModel model_;
-  int32_t n_vocab_ = 0;
-};
+class PromptLogprobsTest : public testing::RandomTinyModelTest {};
 
 TEST_F(PromptLogprobsTest, ScoresAreTheLogprobsOfTheTokensWhenGenerated) {
   auto engine = MakeEngine(model_, 64);
   ASSERT_NE(engine, nullptr);
   Request generate;
-  generate.prompt_ids = RandomPrompt(n_vocab_, 21, 1);
+  generate.prompt_ids = testing::RandomTokenIds(n_vocab_, 21, 1);
   generate.max_tokens = 30;
   generate.ignore_eos = true;
   generate.sampling.temperature = 0.9f;
@@ -140,7 +123,7 @@ TEST_F(PromptLogprobsTest, ScoresAreTheLogprobsOfTheTokensWhenGenerated) {
 }
 
 TEST_F(PromptLogprobsTest, ChunkingNeighboursAndAWarmCacheChangeNothing) {
-  const std::vector<int32_t> prompt = RandomPrompt(n_vocab_, 90, 2);
+  const std::vector<int32_t> prompt = testing::RandomTokenIds(n_vocab_, 90, 2);
   auto alone_engine = MakeEngine(model_, 512, /*caching=*/false);
   ASSERT_NE(alone_engine, nullptr);
   const Events alone = Submit(*alone_engine, ScoreRequest(prompt, 2));
@@ -153,7 +136,7 @@ TEST_F(PromptLogprobsTest, ChunkingNeighboursAndAWarmCacheChangeNothing) {
   const Events warm = Submit(*engine, plain);
   std::vector<std::shared_ptr<RequestHandle>> handles;
   for (int i = 0; i < 3; ++i) {
-    Request neighbour = ScoreRequest(RandomPrompt(n_vocab_, 30 + 7 * i, 10 + uint64_t(i)), -1);
+    Request neighbour = ScoreRequest(testing::RandomTokenIds(n_vocab_, 30 + 7 * i, 10 + uint64_t(i)), -1);
     neighbour.max_tokens = 20;
     handles.push_back(*engine->Submit(neighbour));
   }
@@ -175,7 +158,7 @@ TEST_F(PromptLogprobsTest, ChunkingNeighboursAndAWarmCacheChangeNothing) {
 TEST_F(PromptLogprobsTest, GroupsDoNotForkAndEachScoresItsOwnPrompt) {
   auto engine = MakeEngine(model_, 24);
   ASSERT_NE(engine, nullptr);
-  std::vector<int32_t> a = RandomPrompt(n_vocab_, 40, 3);
+  std::vector<int32_t> a = testing::RandomTokenIds(n_vocab_, 40, 3);
   std::vector<int32_t> b = a;
   b.back() = (b.back() + 1) % n_vocab_;
   const Events want_a = Submit(*engine, ScoreRequest(a, 1));
@@ -191,7 +174,7 @@ TEST_F(PromptLogprobsTest, GroupsDoNotForkAndEachScoresItsOwnPrompt) {
 }
 
 TEST_F(PromptLogprobsTest, PreemptedRequestsScoreEachPositionOnce) {
-  const std::vector<int32_t> prompt = RandomPrompt(n_vocab_, 40, 4);
+  const std::vector<int32_t> prompt = testing::RandomTokenIds(n_vocab_, 40, 4);
   auto roomy = MakeEngine(model_, 512, /*caching=*/false);
   ASSERT_NE(roomy, nullptr);
   Request request = ScoreRequest(prompt, 1);
@@ -230,7 +213,7 @@ TEST_F(PromptLogprobsTest, OneTokenPromptsAndBadCountsAreHandled) {
 }
 
 TEST_F(PromptLogprobsTest, MaxTokensZeroScoresThePromptAlone) {
-  const std::vector<int32_t> prompt = RandomPrompt(n_vocab_, 50, 6);
+  const std::vector<int32_t> prompt = testing::RandomTokenIds(n_vocab_, 50, 6);
   auto engine = MakeEngine(model_, 16);
   ASSERT_NE(engine, nullptr);
   const Events want = Submit(*engine, ScoreRequest(prompt, 3));

@@ -1,6 +1,7 @@
 #include "engine_testing.h"
 
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include "model/model_builder.h"
@@ -22,6 +23,13 @@ TestModel LoadTestModel(const std::string& path) {
   EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
   if (tokenizer.ok()) m.tokenizer = std::move(tokenizer).value();
   return m;
+}
+
+std::vector<int32_t> RandomTokenIds(int32_t n_vocab, int count, uint64_t seed, int32_t first) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < count; ++i) tokens.push_back(first + int32_t(rng() % uint64_t(n_vocab - first)));
+  return tokens;
 }
 
 TestModel MakeRandomTestModel(const std::string& shape, const std::string& type, uint64_t seed) {

@@ -27,6 +27,21 @@ TestModel LoadTestModel(const std::string& path);
 // "q8_0") into a temp dir and loads it.
 TestModel MakeRandomTestModel(const std::string& shape, const std::string& type, uint64_t seed = 7);
 
+// A fixture with a random "tiny" f32 model (MakeRandomTestModel) and its vocabulary size.
+class RandomTinyModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = MakeRandomTestModel("tiny", "f32");
+    ASSERT_NE(model_.model, nullptr);
+    n_vocab_ = int32_t(model_.model->config().n_vocab);
+  }
+  TestModel model_;
+  int32_t n_vocab_ = 0;
+};
+
+// `count` token ids drawn uniformly from [first, n_vocab) by a generator seeded with `seed`.
+std::vector<int32_t> RandomTokenIds(int32_t n_vocab, int count, uint64_t seed, int32_t first = 0);
+
 struct Collected {
   std::vector<int32_t> tokens;  // every token event's token (the final EOS / stop token included)
   std::string text;

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "engine_testing.h"
 
@@ -26,22 +25,10 @@ std::unique_ptr<Engine> MakePerplexityEngine(const TestModel& m, int max_batch_t
 }
 
 std::vector<int32_t> RandomText(int32_t n_vocab, int count) {
-  std::mt19937_64 rng(11);
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < count; ++i) tokens.push_back(int32_t(3 + rng() % uint64_t(n_vocab - 3)));
-  return tokens;
+  return testing::RandomTokenIds(n_vocab, count, /*seed=*/11, /*first=*/3);  // no control tokens
 }
 
-class PerplexityTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    model_ = testing::MakeRandomTestModel("tiny", "f32");
-    ASSERT_NE(model_.model, nullptr);
-    n_vocab_ = int32_t(model_.model->config().n_vocab);
-  }
-  TestModel model_;
-  int32_t n_vocab_ = 0;
-};
+class PerplexityTest : public testing::RandomTinyModelTest {};
 
 TEST_F(PerplexityTest, ScoresTheSecondHalfOfEachChunkAfterBos) {
   const std::vector<int32_t> tokens = RandomText(n_vocab_, 4 * 40 + 17);  // 4 chunks of 40 and a remainder
