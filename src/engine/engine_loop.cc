@@ -183,7 +183,7 @@ void Engine::Loop::Step() {
       active.pending.channel->Push(std::move(event));
     }
   }
-  PublishStats(&plan);
+  PublishStats(&plan, int64_t(result.tokens.size()));
 }
 
 void Engine::Loop::ScorePromptRows(const StepPlan& plan, int64_t n_vocab) {
@@ -392,7 +392,7 @@ void Engine::Loop::FinishAll(FinishReason reason, const std::string& error) {
   }
 }
 
-void Engine::Loop::PublishStats(const StepPlan* plan) {
+void Engine::Loop::PublishStats(const StepPlan* plan, int64_t sampled) {
   EngineStats snapshot;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -411,7 +411,7 @@ void Engine::Loop::PublishStats(const StepPlan* plan) {
       stats_.step_decode_tokens = plan->decode_tokens;
       stats_.prefill_tokens_total += plan->prefill_tokens;
       stats_.preemptions_total = scheduler_.preemptions_total();
-      for (const ScheduledChunk& chunk : plan->chunks) stats_.generation_tokens_total += chunk.sample ? 1 : 0;
+      stats_.generation_tokens_total += sampled;  // not chunks that sample: some end without a token
     } else {
       stats_.step_rows = stats_.step_prefill_tokens = stats_.step_decode_tokens = 0;
     }

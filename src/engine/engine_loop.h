@@ -64,7 +64,8 @@ class Engine::Loop {
   // frees its KV.
   void Finish(Active& active, TokenEvent event);
   void FinishAll(FinishReason reason, const std::string& error);
-  void PublishStats(const StepPlan* plan);
+  // plan: the step just run (null while idle); sampled: the tokens it sampled.
+  void PublishStats(const StepPlan* plan, int64_t sampled = 0);
   StepRecord MakeStepRecord(const StepPlan& plan) const;
   // Tells the inbox how many accepted requests have not started and how many hold a sequence slot.
   void PublishLoad();

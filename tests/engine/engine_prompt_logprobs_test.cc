@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "engine/engine.h"
 #include "engine_testing.h"
@@ -234,6 +236,21 @@ TEST_F(PromptLogprobsTest, MaxTokensZeroScoresThePromptAlone) {
   ASSERT_EQ(single.events.size(), 1u);
   EXPECT_TRUE(single.events[0].prompt_logprobs.empty());
   testing::ExpectAllBlocksFree(*engine);
+}
+
+TEST_F(PromptLogprobsTest, ScoringAloneCountsNoGeneratedToken) {
+  auto engine = MakeEngine(model_, 16);
+  ASSERT_NE(engine, nullptr);
+  Request score = ScoreRequest(testing::RandomTokenIds(n_vocab_, 40, 7), 0);
+  score.max_tokens = 0;
+  Submit(*engine, score);
+  Submit(*engine, ScoreRequest(testing::RandomTokenIds(n_vocab_, 5, 8), -1));  // 3 tokens
+  // Stats are published after each step's events: wait for the count (it never exceeds 3 when right).
+  for (int i = 0; i < 400 && engine->Stats().generation_tokens_total < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(engine->Stats().generation_tokens_total, 3);
 }
 
 }  // namespace
