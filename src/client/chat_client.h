@@ -7,11 +7,12 @@
 //
 // Several endpoints (base_url plus more_urls: replicas of one model): each attempt goes to the endpoint with
 // the fewest of this client's requests in flight that is not in backoff (client/endpoints.h). A connection
-// refused or a retryable status puts that endpoint in backoff and the request moves to another endpoint at
-// once (waiting only when every endpoint is in backoff); the retry budget grows by one per extra endpoint so
-// that each can be tried. A response that breaks off after content has streamed is never re-sent: the
-// request fails (kUnavailable, "... not re-sent"), keeping the content received so far.
-// With send_affinity_key, every chat request carries X-Affinity-Key (client/affinity_key.h) for balancers.
+// refused or not made within the connect timeout, or a retryable status, puts that endpoint in backoff and
+// the request moves to another endpoint at once (waiting only when every endpoint is in backoff); the retry
+// budget grows by one per extra endpoint so that each can be tried. A response that breaks off after content
+// has streamed is never re-sent: the request fails (kUnavailable, "... not re-sent"), keeping the content
+// received so far. With send_affinity_key, every chat request carries X-Affinity-Key (client/affinity_key.h)
+// for balancers.
 //
 // The base URL is the API root: "http://host:8080/v1"; a URL with no path gets "/v1" appended.
 // Thread-safety: the options are immutable after Create(); the endpoints' in-flight and backoff state is
@@ -40,8 +41,8 @@ struct ClientOptions {
   std::string api_key;  // sent as "Authorization: Bearer KEY" when not empty
   TlsOptions tls;
   double timeout_s = 600;  // per attempt: connect + the whole streamed response
-  // Per attempt: connecting and the TLS handshake (within timeout_s too). A failed or timed-out handshake is
-  // not retried.
+  // Per attempt: connecting and the TLS handshake (within timeout_s too). A connection not made in time is
+  // retried like a refused one; a failed or timed-out handshake is not retried.
   double connect_timeout_s = kDefaultConnectTimeoutS;
   RetryPolicy retry;
   std::vector<Url> more_urls;     // further API roots; requests spread over base_url and these

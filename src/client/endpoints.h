@@ -1,13 +1,14 @@
 // EndpointSet: the servers (replicas of one model) a client spreads its requests over — a repeated --url or a
 // file of URLs. Pick() chooses, among the endpoints not in backoff, the one with the fewest requests this
 // client has in flight there (ties broken by a rotating start, so equal endpoints take turns), preferring
-// endpoints the request has not tried yet. An endpoint that refused a connection, broke off a response or
-// answered a retryable status (503 draining or queue full, 429, 502, 504) is put in backoff by MarkDown() —
-// the server's Retry-After if it gave one, else exponential backoff with jitter over its consecutive failures
-// — and skipped until it ends; MarkUp() (a success) clears it. A failure reported while the endpoint is
-// already in backoff (many requests failing at once) extends the backoff but does not count as another
-// consecutive failure. When every endpoint is in backoff, Pick() names the one whose backoff ends first and
-// how long to wait, plus a per-call jitter so that waiting requests do not return all at once.
+// endpoints the request has not tried yet. An endpoint that refused a connection or did not accept it within
+// the connect timeout, broke off a response or answered a retryable status (503 draining or queue full, 429,
+// 502, 504) is put in backoff by MarkDown() — the server's Retry-After if it gave one, else exponential
+// backoff with jitter over its consecutive failures — and skipped until it ends; MarkUp() (a success) clears
+// it. A failure reported while the endpoint is already in backoff (many requests failing at once) extends the
+// backoff but does not count as another consecutive failure. When every endpoint is in backoff, Pick() names
+// the one whose backoff ends first and how long to wait, plus a per-call jitter so that waiting requests do
+// not return all at once.
 //
 // Thread-safe (one mutex); times are passed in so that tests control them. Errors: Create() rejects an empty
 // list.

@@ -161,8 +161,11 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
   co_await conn->impl_->tcp.async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
   if (ec) {
     Status error = conn->ErrorStatus("cannot connect to " + where, ec);
-    if (error.code() == StatusCode::kDeadlineExceeded && connect_deadline_first) {
-      error = Status(StatusCode::kDeadlineExceeded, "cannot connect to " + where + ": " + connect_timed_out);
+    // Not connected in time (an address that drops connection requests, a host whose accept queue is full):
+    // unavailable like a refused connection, so that callers retry, on another replica where there is one.
+    if (error.code() == StatusCode::kDeadlineExceeded) {
+      error = Unavailable("cannot connect to " + where + ": " +
+                          (connect_deadline_first ? connect_timed_out : std::string("timed out")));
     }
     co_return error;
   }

@@ -10,7 +10,8 @@
 // server that accepts the connection and never answers the handshake — a plain-http port given an https
 // URL — fails in seconds, not at the end of the request's deadline. Cancellation: the token aborts the
 // connection from any thread (kCancelled); Cancel() on the executor does too. Errors reaching the server
-// (resolve, connect, reset) are kUnavailable (retryable by callers); a failed TLS handshake is not
+// (resolve, connect, reset) are kUnavailable (retryable by callers: another replica may answer), a connection
+// not made in time too (an address that drops connection requests); a failed TLS handshake is not
 // (kInvalidArgument, or kDeadlineExceeded when it timed out; the message asks whether the server speaks
 // plain http). Thread-safety: use one connection from one coroutine; owned through shared_ptr (the token
 // callback holds a weak_ptr).

@@ -241,6 +241,24 @@ TEST(ChatClientTest, RetriesConnectionErrors) {
   EXPECT_EQ(result.attempts, 3);
 }
 
+// A connection not made within the connect timeout is retried like a refused one (it was not retried at
+// all), and the error names the timeout.
+TEST(ChatClientTest, RetriesAConnectionNotMadeInTime) {
+  testing::BlackHoleListener black_hole;
+  ClientOptions options;
+  options.base_url = *ApiBaseUrl(black_hole.url());
+  options.connect_timeout_s = 0.2;
+  options.retry.max_retries = 1;
+  options.retry.base_delay_s = 0.01;
+  auto client = OpenAiClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto result = ChatOnce(**client, Question("x"));
+  EXPECT_EQ(result.status.code(), StatusCode::kUnavailable) << result.status.ToString();
+  EXPECT_EQ(result.status.message(), "cannot connect to 127.0.0.1:" + std::to_string(black_hole.port()) +
+                                         ": no answer within the connect timeout of 0.2 s");
+  EXPECT_EQ(result.attempts, 2);
+}
+
 TEST(ChatClientTest, TimesOutAStalledServer) {
   TestHttpServer server([](const TestRequest&) {
     TestResponse r = ChatSseResponse({"late"});

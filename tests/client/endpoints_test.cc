@@ -1,7 +1,7 @@
 // The client over several endpoints: EndpointSet's choice (least in flight, turns, backoff, waiting when all
 // are down), the URL file, the affinity key, and OpenAiClient against scripted servers — a refused
-// connection and a 503 skipped for a healthy endpoint, requests spread over equal endpoints, and a stream
-// that breaks off after content not re-sent.
+// connection, a connection not made in time and a 503 skipped for a healthy endpoint, requests spread over
+// equal endpoints, and a stream that breaks off after content not re-sent.
 #include "client/endpoints.h"
 
 #include <gtest/gtest.h>
@@ -168,8 +168,10 @@ TEST(AffinityKeyTest, KeysAConversationByItsOpening) {
   EXPECT_NE(AffinityKey({{"system", "a"}}), AffinityKey({{"system", "a"}, {"assistant", "b"}}));
 }
 
-std::unique_ptr<OpenAiClient> MakeMultiClient(const std::vector<std::string>& urls, int retries = 3) {
+std::unique_ptr<OpenAiClient> MakeMultiClient(const std::vector<std::string>& urls, int retries = 3,
+                                              double connect_timeout_s = kDefaultConnectTimeoutS) {
   ClientOptions options;
+  options.connect_timeout_s = connect_timeout_s;
   options.base_url = *ApiBaseUrl(urls[0]);
   for (size_t i = 1; i < urls.size(); ++i) options.more_urls.push_back(*ApiBaseUrl(urls[i]));
   options.timeout_s = 10;
@@ -224,6 +226,27 @@ TEST(MultiEndpointClientTest, SkipsARefusingAndADrainingEndpointAtOnce) {
   EXPECT_EQ(healthy.requests(), 6);
   EXPECT_TRUE(client->endpoints().down(1));
   EXPECT_LT(elapsed, 1.5);  // moved on at once: no backoff wait (base 2 s) while a healthy endpoint was up
+}
+
+// Regression: an endpoint that never completed the TCP handshake (a black-holed address, a host whose accept
+// queue is full) failed the request after the connect timeout with kDeadlineExceeded, never retried: the
+// healthy endpoint was not tried and the next request waited on the same endpoint again. Now it is treated as
+// a refused connection: the request moves on to the healthy endpoint and the silent one is put in backoff.
+TEST(MultiEndpointClientTest, AConnectionNotMadeInTimeMovesOnAndBacksOff) {
+  testing::BlackHoleListener black_hole;
+  TestHttpServer healthy([](const TestRequest&) { return ChatSseResponse({"ok"}, 1); });
+  auto client = MakeMultiClient({black_hole.url(), healthy.url()}, /*retries=*/0, /*connect_timeout_s=*/0.3);
+  auto first = RunBlocking(client->Chat(EndpointQuestion("x"), nullptr));  // a tie: the first endpoint
+  ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+  EXPECT_EQ(first.attempts, 2);
+  EXPECT_EQ(first.endpoint, healthy.url() + "/v1");
+  EXPECT_TRUE(client->endpoints().down(0));
+  const auto start = Clock::now();
+  auto second = RunBlocking(client->Chat(EndpointQuestion("x"), nullptr));
+  ASSERT_TRUE(second.status.ok()) << second.status.ToString();
+  EXPECT_EQ(second.attempts, 1);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 0.25) << "waited on the silent one";
+  EXPECT_EQ(healthy.requests(), 2);
 }
 
 TEST(MultiEndpointClientTest, SpreadsConcurrentRequestsOverEqualEndpoints) {

@@ -16,7 +16,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -79,6 +81,29 @@ std::string StatusLine(int status) {
   return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\n";
 }
 
+// 127.0.0.1:port.
+sockaddr_in LoopbackAddress(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  return addr;
+}
+
+// A TCP socket listening on 127.0.0.1 on a free port (set in *port) with `backlog`; throws naming `who`.
+int ListenOnLoopback(int backlog, const std::string& who, int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = LoopbackAddress(0);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, backlog) != 0) {
+    close(fd);
+    throw std::runtime_error(who + ": bind/listen failed");
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 }  // namespace
 
 TestCert MakeSelfSignedCert(const std::string& dns_name, const std::string& ip) {
@@ -122,18 +147,7 @@ TestHttpServer::TestHttpServer(Handler handler, const TestCert* cert)
     impl_->tls->use_certificate_chain(asio::buffer(cert->cert_pem));
     impl_->tls->use_private_key(asio::buffer(cert->key_pem), asio::ssl::context::pem);
   }
-  impl_->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(impl_->listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(impl_->listen_fd, 128) != 0) {
-    throw std::runtime_error("test server: bind/listen failed");
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
+  impl_->listen_fd = ListenOnLoopback(128, "test server", &port_);
   accept_thread_ = std::thread([this] {
     for (;;) {
       {
@@ -166,20 +180,45 @@ TestHttpServer::~TestHttpServer() {
   close(impl_->listen_fd);
 }
 
-SilentListener::SilentListener() {
-  fd_ = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
-    throw std::runtime_error("silent listener: bind/listen failed");
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
-}
+SilentListener::SilentListener() { fd_ = ListenOnLoopback(16, "silent listener", &port_); }
 
 SilentListener::~SilentListener() { close(fd_); }
+
+BlackHoleListener::BlackHoleListener() {
+  fd_ = ListenOnLoopback(0, "black-hole listener", &port_);
+  const sockaddr_in addr = LoopbackAddress(port_);
+  // Connect until one connection is not made within 200 ms: the queue is full (Linux queues backlog + 1).
+  std::string error = "the kernel still completes connections beyond the backlog";
+  for (int i = 0; i < 8; ++i) {
+    const int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (connect(c, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+      pollfd p{c, POLLOUT, 0};
+      if (errno == EINPROGRESS && poll(&p, 1, 200) == 0) {
+        close(c);  // the connection request was dropped: the queue is full
+        return;
+      }
+      int so_error = errno == EINPROGRESS ? 0 : errno;
+      socklen_t size = sizeof(so_error);
+      if (so_error == 0) getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &size);
+      if (so_error != 0) {
+        close(c);
+        error = std::string("connect failed: ") + std::strerror(so_error);
+        break;
+      }
+    }
+    queued_.push_back(c);
+  }
+  for (int c : queued_) close(c);
+  close(fd_);
+  throw std::runtime_error("black-hole listener: " + error);
+}
+
+BlackHoleListener::~BlackHoleListener() {
+  for (int c : queued_) close(c);
+  close(fd_);
+}
+
+std::string BlackHoleListener::url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 std::string TestHttpServer::url() const {
   return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);

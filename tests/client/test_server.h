@@ -89,6 +89,23 @@ class SilentListener {
   int port_ = 0;
 };
 
+// A loopback port that never completes a connection, as a black-holed address or a host too busy to accept:
+// its accept queue (backlog 0) holds connections nobody accepts, so the kernel drops every further connection
+// request and a client's connect waits until its own timeout. Local, no network. Throws when a probe
+// connection still completes. Closed by the destructor.
+class BlackHoleListener {
+ public:
+  BlackHoleListener();
+  ~BlackHoleListener();
+  int port() const { return port_; }
+  std::string url() const;  // "http://127.0.0.1:PORT"
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::vector<int> queued_;  // the connections that fill the accept queue
+};
+
 // An OpenAI chat-completion SSE body: a role chunk, one chunk per piece, a finish chunk, a usage chunk (when
 // completion_tokens >= 0), then [DONE].
 std::vector<std::string> ChatSsePieces(const std::vector<std::string>& pieces, int completion_tokens = -1);
