@@ -36,8 +36,8 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags) {
       ->check(NumberAbove(0, kMaxTimeoutS))
       ->capture_default_str();
   app->add_option("--connect-timeout", flags->connect_timeout_s,
-                  "Seconds to connect and finish the TLS handshake, within --timeout (a failed handshake is "
-                  "not retried)")
+                  "Seconds to look up the host, connect and finish the TLS handshake, within --timeout (a "
+                  "failed handshake is not retried)")
       ->check(NumberAbove(0, kMaxTimeoutS))
       ->capture_default_str();
   app->add_option("--retries", flags->retries, "Retries on connection errors, 429 and 502-504")

@@ -115,7 +115,8 @@ boost::asio::awaitable<Result<LatencyAdvice>> FetchAdvice(const OpenAiClient& cl
   }
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options.timeout_s));
-  auto response = co_await Fetch(request, tls, deadline, token, 1 << 20, options.connect_timeout_s);
+  auto response =
+      co_await Fetch(request, tls, deadline, token, 1 << 20, options.connect_timeout_s, options.resolver);
   if (!response.ok()) co_return response.status();
   const int status = response->head.status;
   json body = json::parse(response->body, nullptr, false);

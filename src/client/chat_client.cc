@@ -223,7 +223,8 @@ asio::awaitable<void> OpenAiClient::RunAttempt(const Url& base_url, const std::s
   req.headers.insert(req.headers.end(), extra_headers.begin(), extra_headers.end());
   req.headers.emplace_back("Content-Type", "application/json");
   req.headers.emplace_back("Accept", "text/event-stream");
-  auto conn_or = co_await HttpConnection::Connect(req.url, tls_, deadline, token, options_.connect_timeout_s);
+  auto conn_or = co_await HttpConnection::Connect(req.url, tls_, deadline, token, options_.connect_timeout_s,
+                                                  options_.resolver);
   if (!conn_or.ok()) {
     result->status = conn_or.status();
     co_return;
@@ -386,7 +387,8 @@ asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(Cance
     const size_t i = endpoints_->Pick(tried).index;
     tried.push_back(i);
     req = HttpRequest{"GET", endpoints_->url(i).WithPath("/models"), CommonHeaders(), ""};
-    resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s);
+    resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s,
+                          options_.resolver);
     if (resp.ok() && !IsRetryableStatus(resp->head.status)) break;
   }
   if (http_status != nullptr) *http_status = resp.ok() ? resp->head.status : 0;
@@ -419,7 +421,8 @@ asio::awaitable<Result<int>> OpenAiClient::CountTokens(const std::string& text,
   if (!encoded.ok()) co_return encoded.status();
   HttpRequest req{"POST", root.WithPath("/tokenize"), CommonHeaders(), std::move(*encoded)};
   req.headers.emplace_back("Content-Type", "application/json");
-  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s);
+  auto resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s,
+                             options_.resolver);
   if (!resp.ok()) co_return resp.status();
   if (resp->head.status != 200) {
     co_return Status(CodeForHttpStatus(resp->head.status), "HTTP " + std::to_string(resp->head.status) +

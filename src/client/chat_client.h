@@ -41,9 +41,10 @@ struct ClientOptions {
   std::string api_key;  // sent as "Authorization: Bearer KEY" when not empty
   TlsOptions tls;
   double timeout_s = 600;  // per attempt: connect + the whole streamed response
-  // Per attempt: connecting and the TLS handshake (within timeout_s too). A connection not made in time is
-  // retried like a refused one; a failed or timed-out handshake is not retried.
+  // Per attempt: looking up the host, connecting and the TLS handshake (within timeout_s too). A connection
+  // not made in time is retried like a refused one; a failed or timed-out handshake is not retried.
   double connect_timeout_s = kDefaultConnectTimeoutS;
+  HostResolver resolver;  // looks up host names, within connect_timeout_s (empty = SystemResolve)
   RetryPolicy retry;
   std::vector<Url> more_urls;     // further API roots; requests spread over base_url and these
   bool send_affinity_key = true;  // X-Affinity-Key on chat requests (client/affinity_key.h)

@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -18,7 +19,12 @@
 #include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace lockstep::client {
 
@@ -63,11 +69,33 @@ std::string SecondsText(double s) {
   return buf;
 }
 
+// A host name look-up running on a thread of its own, shared by that thread and the coroutine waiting for it.
+struct PendingLookup {
+  std::mutex mu;
+  // Wakes the coroutine (a post to its executor); emptied, on the coroutine's side, once it stops waiting:
+  // the thread then drops the answer and never touches the executor, which may be gone. Guarded by mu.
+  std::function<void()> wake;
+  std::optional<Result<std::vector<tcp::endpoint>>> answer;  // guarded by mu
+};
+
 }  // namespace
 
+Result<std::vector<tcp::endpoint>> SystemResolve(const std::string& host, int port) {
+  asio::io_context context;  // a blocking resolve runs getaddrinfo on this thread; no thread of Asio's
+  tcp::resolver resolver(context);
+  boost::system::error_code ec;
+  const auto results = resolver.resolve(host, std::to_string(port), ec);
+  if (ec) return Unavailable("cannot resolve " + host + ": " + ec.message());
+  std::vector<tcp::endpoint> addresses;
+  for (const auto& entry : results) addresses.push_back(entry.endpoint());
+  if (addresses.empty()) return Unavailable("cannot resolve " + host + ": no address");
+  return addresses;
+}
+
 struct HttpConnection::Impl {
-  explicit Impl(asio::any_io_executor ex) : tcp(ex) {}
+  explicit Impl(asio::any_io_executor ex) : tcp(ex), lookup_wait(ex) {}
   beast::tcp_stream tcp;
+  asio::steady_timer lookup_wait;  // Resolve() waits on it: woken by the look-up's answer or Cancel()
   std::shared_ptr<ssl::context> tls_context;
   std::optional<beast::ssl_stream<beast::tcp_stream&>> tls;
   beast::flat_buffer buffer;
@@ -109,6 +137,7 @@ void HttpConnection::Cancel() {
   cancelled_ = true;
   boost::system::error_code ignored;
   impl_->tcp.socket().close(ignored);
+  impl_->lookup_wait.cancel();
 }
 
 void HttpConnection::ArmDeadline() {
@@ -130,12 +159,66 @@ Status HttpConnection::ErrorStatus(const std::string& what, const boost::system:
   return Unavailable(what + ": " + ec.message());
 }
 
+asio::awaitable<Result<std::vector<tcp::endpoint>>> HttpConnection::Resolve(const Url& url,
+                                                                            const HostResolver& resolver) {
+  boost::system::error_code ec;
+  const asio::ip::address ip = asio::ip::make_address(url.host, ec);
+  if (!ec) co_return std::vector<tcp::endpoint>{tcp::endpoint(ip, static_cast<unsigned short>(url.port))};
+  // getaddrinfo cannot be interrupted or given a timeout: it runs on a thread of its own, which the
+  // coroutine stops waiting for at the deadline or on cancellation (the thread then drops the answer). Not
+  // Asio's async_resolve: it runs look-ups one after another on one thread per io_context, so one that
+  // hangs would hold up those of every other endpoint.
+  auto lookup = std::make_shared<PendingLookup>();
+  std::weak_ptr<HttpConnection> weak = shared_from_this();
+  auto ex = co_await asio::this_coro::executor;
+  lookup->wake = [ex, weak] {
+    asio::post(ex, [weak] {
+      if (auto conn = weak.lock()) conn->impl_->lookup_wait.cancel();
+    });
+  };
+  struct StopWaiting {  // also when the coroutine is destroyed while it waits (its io_context goes)
+    PendingLookup* lookup;
+    ~StopWaiting() {
+      std::lock_guard lock(lookup->mu);
+      lookup->wake = nullptr;
+    }
+  } stop_waiting{lookup.get()};
+  try {
+    std::thread([lookup, resolver = resolver ? resolver : HostResolver(SystemResolve), host = url.host,
+                 port = url.port] {
+      Result<std::vector<tcp::endpoint>> answer = Internal("the look-up of " + host + " failed");
+      try {
+        answer = resolver(host, port);
+      } catch (const std::exception& e) {
+        answer = Internal("the look-up of " + host + " failed: " + e.what());
+      }
+      std::lock_guard lock(lookup->mu);
+      if (!lookup->wake) return;  // nobody waits any more
+      lookup->answer = std::move(answer);
+      lookup->wake();
+    }).detach();
+  } catch (const std::system_error& e) {
+    co_return Unavailable("cannot resolve " + url.host + ": no thread for the look-up: " + e.what());
+  }
+  impl_->lookup_wait.expires_at(deadline_);
+  for (;;) {
+    {
+      std::lock_guard lock(lookup->mu);
+      if (lookup->answer.has_value()) co_return std::move(*lookup->answer);
+    }
+    if (cancelled_) co_return Cancelled("request cancelled");
+    if (Clock::now() >= deadline_) co_return Status(StatusCode::kDeadlineExceeded, "timed out");
+    co_await impl_->lookup_wait.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+}
+
 asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect(
     const Url& url, std::shared_ptr<ssl::context> tls, Clock::time_point deadline, CancellationToken* token,
-    double connect_timeout_s) {
+    double connect_timeout_s, const HostResolver& resolver) {
   auto ex = co_await asio::this_coro::executor;
   auto conn = std::shared_ptr<HttpConnection>(new HttpConnection(std::make_unique<Impl>(ex)));
-  // Connecting and the handshake run under the sooner of the two deadlines; then the request's own.
+  // The look-up, connecting and the handshake run under the sooner of the two deadlines; then the request's
+  // own.
   const Clock::time_point connect_deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(std::clamp(connect_timeout_s, 0.0, 1e8)));
@@ -151,14 +234,17 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
   });
   if (token != nullptr && token->cancelled()) co_return Cancelled("request cancelled");
   const std::string where = url.HostHeader();
-  boost::system::error_code ec;
-  tcp::resolver resolver(ex);
-  auto endpoints = co_await resolver.async_resolve(url.host, std::to_string(url.port),
-                                                   asio::redirect_error(use_awaitable, ec));
-  if (ec) co_return conn->ErrorStatus("cannot resolve " + url.host, ec);
+  auto endpoints = co_await conn->Resolve(url, resolver);
+  if (!endpoints.ok()) {
+    // A look-up not done in time is unavailable too (another replica's name may resolve).
+    if (endpoints.status().code() != StatusCode::kDeadlineExceeded) co_return endpoints.status();
+    co_return Unavailable("cannot resolve " + url.host + ": " +
+                          (connect_deadline_first ? connect_timed_out : std::string("timed out")));
+  }
   if (conn->cancelled_) co_return Cancelled("request cancelled");
+  boost::system::error_code ec;
   conn->ArmDeadline();
-  co_await conn->impl_->tcp.async_connect(endpoints, asio::redirect_error(use_awaitable, ec));
+  co_await conn->impl_->tcp.async_connect(*endpoints, asio::redirect_error(use_awaitable, ec));
   if (ec) {
     Status error = conn->ErrorStatus("cannot connect to " + where, ec);
     // Not connected in time (an address that drops connection requests, a host whose accept queue is full):
@@ -274,8 +360,10 @@ asio::awaitable<Result<bool>> HttpConnection::ReadBody(std::string* out) {
 
 asio::awaitable<Result<HttpResponse>> Fetch(const HttpRequest& request, std::shared_ptr<ssl::context> tls,
                                             Clock::time_point deadline, CancellationToken* token,
-                                            size_t max_body, double connect_timeout_s) {
-  auto conn = co_await HttpConnection::Connect(request.url, tls, deadline, token, connect_timeout_s);
+                                            size_t max_body, double connect_timeout_s,
+                                            const HostResolver& resolver) {
+  auto conn =
+      co_await HttpConnection::Connect(request.url, tls, deadline, token, connect_timeout_s, resolver);
   if (!conn.ok()) co_return conn.status();
   Status sent = co_await (*conn)->Send(request);
   if (!sent.ok()) co_return sent;

@@ -259,6 +259,33 @@ TEST(ChatClientTest, RetriesAConnectionNotMadeInTime) {
   EXPECT_EQ(result.attempts, 2);
 }
 
+// Regression: the host name look-up was not under the connect timeout: a name whose resolver did not answer
+// held the request for the resolver's own timeout (here: until the test ends). Now the look-up shares the
+// connect deadline, kUnavailable like a refused connection, and a cancel ends the wait at once.
+TEST(ChatClientTest, AHostLookupThatHangsEndsAtTheConnectTimeout) {
+  testing::HangingResolver dns("hangs.test");
+  const Url url = *ParseUrl("http://hangs.test:8080/v1/models");
+  const auto deadline = Clock::now() + std::chrono::seconds(600);
+  auto start = Clock::now();
+  auto conn = RunBlocking(HttpConnection::Connect(url, nullptr, deadline, nullptr, 0.3, dns.resolver()));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5) << "waited for the resolver";
+  EXPECT_EQ(conn.status().code(), StatusCode::kUnavailable) << conn.status().ToString();
+  EXPECT_EQ(conn.status().message(),
+            "cannot resolve hangs.test: no answer within the connect timeout of 0.3 s");
+
+  CancellationToken token;
+  std::thread canceller([&token] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    token.Cancel();
+  });
+  start = Clock::now();
+  conn = RunBlocking(HttpConnection::Connect(url, nullptr, deadline, &token, 30, dns.resolver()));
+  canceller.join();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5) << "waited past the cancel";
+  EXPECT_EQ(conn.status().code(), StatusCode::kCancelled) << conn.status().ToString();
+  EXPECT_EQ(dns.lookups(), 2);
+}
+
 TEST(ChatClientTest, TimesOutAStalledServer) {
   TestHttpServer server([](const TestRequest&) {
     TestResponse r = ChatSseResponse({"late"});

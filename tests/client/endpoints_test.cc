@@ -1,7 +1,8 @@
 // The client over several endpoints: EndpointSet's choice (least in flight, turns, backoff, waiting when all
 // are down), the URL file, the affinity key, and OpenAiClient against scripted servers — a refused
-// connection, a connection not made in time and a 503 skipped for a healthy endpoint, requests spread over
-// equal endpoints, and a stream that breaks off after content not re-sent.
+// connection, a connection not made in time, a host name that does not resolve in time and a 503 skipped for
+// a healthy endpoint, requests spread over equal endpoints, and a stream that breaks off after content not
+// re-sent.
 #include "client/endpoints.h"
 
 #include <gtest/gtest.h>
@@ -169,9 +170,11 @@ TEST(AffinityKeyTest, KeysAConversationByItsOpening) {
 }
 
 std::unique_ptr<OpenAiClient> MakeMultiClient(const std::vector<std::string>& urls, int retries = 3,
-                                              double connect_timeout_s = kDefaultConnectTimeoutS) {
+                                              double connect_timeout_s = kDefaultConnectTimeoutS,
+                                              HostResolver resolver = {}) {
   ClientOptions options;
   options.connect_timeout_s = connect_timeout_s;
+  options.resolver = std::move(resolver);
   options.base_url = *ApiBaseUrl(urls[0]);
   for (size_t i = 1; i < urls.size(); ++i) options.more_urls.push_back(*ApiBaseUrl(urls[i]));
   options.timeout_s = 10;
@@ -247,6 +250,27 @@ TEST(MultiEndpointClientTest, AConnectionNotMadeInTimeMovesOnAndBacksOff) {
   EXPECT_EQ(second.attempts, 1);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 0.25) << "waited on the silent one";
   EXPECT_EQ(healthy.requests(), 2);
+}
+
+// Regression: a replica whose host name did not resolve (its resolver hangs) held the request for the
+// resolver's own timeout; and as Asio runs look-ups one after another, the healthy replica's look-up waited
+// behind it. Now the look-up is under the connect timeout, on a thread of its own: the request moves on to
+// the healthy replica and the other one is put in backoff.
+TEST(MultiEndpointClientTest, AHostLookupThatHangsMovesOnAndBacksOff) {
+  testing::HangingResolver dns("hangs.test");
+  TestHttpServer healthy([](const TestRequest&) { return ChatSseResponse({"ok"}, 1); });
+  const std::string port = std::to_string(healthy.port());
+  auto client = MakeMultiClient({"http://hangs.test:" + port, "http://healthy.test:" + port}, /*retries=*/0,
+                                /*connect_timeout_s=*/0.3, dns.resolver());
+  const auto start = Clock::now();
+  auto result = RunBlocking(client->Chat(EndpointQuestion("x"), nullptr));  // a tie: the first endpoint
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5) << "waited for the resolver";
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_EQ(result.attempts, 2);
+  EXPECT_EQ(result.endpoint, "http://healthy.test:" + port + "/v1");
+  EXPECT_TRUE(client->endpoints().down(0));
+  EXPECT_EQ(dns.lookups(), 2);
+  EXPECT_EQ(healthy.requests(), 1);
 }
 
 TEST(MultiEndpointClientTest, SpreadsConcurrentRequestsOverEqualEndpoints) {

@@ -218,6 +218,44 @@ BlackHoleListener::~BlackHoleListener() {
   close(fd_);
 }
 
+struct HangingResolver::State {
+  std::string hung;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool released = false;  // guarded by mutex
+  int lookups = 0;        // guarded by mutex
+};
+
+HangingResolver::HangingResolver(std::string hung) : state_(std::make_shared<State>()) {
+  state_->hung = std::move(hung);
+}
+
+HangingResolver::~HangingResolver() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->released = true;
+  }
+  state_->cv.notify_all();
+}
+
+client::HostResolver HangingResolver::resolver() const {
+  return [state = state_](const std::string& host, int port) -> Result<std::vector<asio::ip::tcp::endpoint>> {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    ++state->lookups;
+    if (host != state->hung) {
+      return std::vector<asio::ip::tcp::endpoint>{
+          {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}};
+    }
+    state->cv.wait_for(lock, std::chrono::seconds(60), [&] { return state->released; });
+    return Unavailable("cannot resolve " + host + ": the test's resolver gave no answer");
+  };
+}
+
+int HangingResolver::lookups() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->lookups;
+}
+
 std::string BlackHoleListener::url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 std::string TestHttpServer::url() const {

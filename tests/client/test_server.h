@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "client/http_connection.h"
+
 namespace lockstep::testing {
 
 struct TestRequest {
@@ -104,6 +106,21 @@ class BlackHoleListener {
   int fd_ = -1;
   int port_ = 0;
   std::vector<int> queued_;  // the connections that fill the accept queue
+};
+
+// Host name look-ups for the client (client::HostResolver) that hang: a look-up of `hung` answers nothing
+// until the destructor (or 60 s) and then fails; any other name is 127.0.0.1. Like a DNS server that does not
+// answer, without the network.
+class HangingResolver {
+ public:
+  explicit HangingResolver(std::string hung);
+  ~HangingResolver();  // ends the hung look-ups
+  client::HostResolver resolver() const;
+  int lookups() const;  // of any name, so far
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;  // shared with look-ups still running
 };
 
 // An OpenAI chat-completion SSE body: a role chunk, one chunk per piece, a finish chunk, a usage chunk (when
