@@ -390,6 +390,13 @@ asio::awaitable<Result<std::vector<std::string>>> OpenAiClient::ListModels(Cance
     resp = co_await Fetch(req, tls_, deadline, token, kMaxErrorBody * 8, options_.connect_timeout_s,
                           options_.resolver);
     if (resp.ok() && !IsRetryableStatus(resp->head.status)) break;
+    // Not reached (refused, not connected in time) or a retryable status: in backoff, as a chat request would
+    // put it, so that the requests that follow start on the endpoint that answered.
+    if (resp.ok()) {
+      endpoints_->MarkDown(i, ParseRetryAfter(resp->head.Header("Retry-After")));
+    } else if (resp.status().code() == StatusCode::kUnavailable) {
+      endpoints_->MarkDown(i, std::nullopt);
+    }
   }
   if (http_status != nullptr) *http_status = resp.ok() ? resp->head.status : 0;
   if (!resp.ok()) co_return resp.status();

@@ -105,8 +105,9 @@ class OpenAiClient {
   // as kInternal).
   boost::asio::awaitable<ChatResult> Chat(const ChatRequest& request, CancellationToken* token,
                                           DeltaCallback on_delta = {}) const;
-  // GET {base}/models: the model ids the server lists. *http_status (when given) is the status of the last
-  // answer, 0 when no endpoint answered.
+  // GET {base}/models: the model ids the server lists, from the first endpoint that answers; the ones that
+  // do not (or answer a retryable status) are put in backoff as Chat() does. *http_status (when given) is
+  // the status of the last answer, 0 when no endpoint answered.
   boost::asio::awaitable<Result<std::vector<std::string>>> ListModels(CancellationToken* token,
                                                                       int* http_status = nullptr) const;
 

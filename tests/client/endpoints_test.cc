@@ -273,6 +273,24 @@ TEST(MultiEndpointClientTest, AHostLookupThatHangsMovesOnAndBacksOff) {
   EXPECT_EQ(healthy.requests(), 1);
 }
 
+// The model list (asked before the requests by ask and bench) puts an endpoint it could not reach in
+// backoff, as a chat request does: the requests that follow do not wait on it once more.
+TEST(MultiEndpointClientTest, TheModelListPutsAnEndpointNotReachedInBackoff) {
+  testing::BlackHoleListener black_hole;
+  TestHttpServer healthy([](const TestRequest& request) {
+    return request.target == "/v1/models" ? testing::ModelListResponse("m") : ChatSseResponse({"ok"}, 1);
+  });
+  auto client = MakeMultiClient({black_hole.url(), healthy.url()}, /*retries=*/0, /*connect_timeout_s=*/0.3);
+  auto models = RunBlocking(client->ListModels(nullptr));
+  ASSERT_TRUE(models.ok()) << models.status().ToString();
+  EXPECT_EQ(*models, std::vector<std::string>{"m"});
+  EXPECT_TRUE(client->endpoints().down(0));
+  EXPECT_FALSE(client->endpoints().down(1));
+  auto result = RunBlocking(client->Chat(EndpointQuestion("x"), nullptr));
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  EXPECT_EQ(result.attempts, 1);
+}
+
 TEST(MultiEndpointClientTest, SpreadsConcurrentRequestsOverEqualEndpoints) {
   auto slow = [](const TestRequest&) { return ChatSseResponse({"a", "b"}, 2, /*delay_ms=*/150); };
   TestHttpServer a(slow), b(slow), c(slow);
