@@ -78,8 +78,9 @@ std::optional<ProtocolError> CheckRequestHeader(const RequestParser& parser, con
   if (req.version() != 10 && req.version() != 11) {
     return ProtocolError{505, "only HTTP/1.0 and HTTP/1.1 are supported", "http_version_not_supported"};
   }
-  int lengths = 0, codings = 0;
+  int lengths = 0, codings = 0, hosts = 0;
   for (const auto& field : req) {
+    if (field.name() == http::field::host) ++hosts;
     if (field.name() == http::field::content_length) {
       ++lengths;
       // Beast accepts a list of equal lengths ("4, 4"); a proxy in front may not read it the same way.
@@ -109,6 +110,12 @@ std::optional<ProtocolError> CheckRequestHeader(const RequestParser& parser, con
   }
   const auto length = parser.content_length();
   if (length && *length > limits.max_body_bytes) return BodyTooLarge(limits);
+  // RFC 9112 §3.2: 400 for an HTTP/1.1 request without Host, and for any request with more than one (which
+  // the Host check against DNS rebinding, request_guard.h, would otherwise read as its first).
+  if (hosts > 1) return ProtocolError{400, "more than one Host header", "bad_request"};
+  if (hosts == 0 && req.version() >= 11) {
+    return ProtocolError{400, "an HTTP/1.1 request needs a Host header", "bad_request"};
+  }
   return std::nullopt;
 }
 

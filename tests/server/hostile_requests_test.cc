@@ -338,6 +338,29 @@ TEST_F(HostileRequestsTest, QuotedClientStringsAreCutAtCharacterBoundaries) {
   ASSERT_NO_FATAL_FAILURE(ExpectAlive("strings of two-byte characters in errors"));
 }
 
+// RFC 9112 §3.2: an HTTP/1.1 request without Host, or one with two (the second could slip past the loopback
+// Host check), is answered 400 in its route's error shape; HTTP/1.0 needs none.
+TEST_F(HostileRequestsTest, AMissingOrRepeatedHostIs400InTheRoutesShape) {
+  const std::string body = R"({"inputs":"hi"})";
+  const HttpResponse tgi =
+      RawRequest(port(), "POST /generate HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\n\r\n" + body);
+  EXPECT_EQ(tgi.status, 400) << tgi.body;
+  EXPECT_EQ(tgi.Json()["error_type"], "validation") << tgi.body;
+  EXPECT_NE(tgi.body.find("Host header"), std::string::npos) << tgi.body;
+  const HttpResponse openai = RawRequest(port(), "GET /v1/models HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(openai.status, 400) << openai.body;
+  EXPECT_EQ(openai.Json()["error"]["code"], "bad_request") << openai.body;
+  EXPECT_EQ(openai.headers.count("connection") ? openai.headers.at("connection") : "", "close");
+  const HttpResponse twice =
+      RawRequest(port(), "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n");
+  EXPECT_EQ(twice.status, 400) << twice.body;
+  EXPECT_EQ(twice.Json()["error"]["code"], "bad_request") << twice.body;
+  const HttpResponse http10 = RawRequest(port(), "GET /health HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(http10.status, 200) << http10.body;
+  ASSERT_NO_FATAL_FAILURE(ExpectAlive("requests without a Host"));
+}
+
 // Whether the server has closed `fd` (a read sees the end of the stream, perhaps after a response); does not
 // wait.
 bool ClosedByServer(int fd) {

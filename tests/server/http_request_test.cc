@@ -1,5 +1,6 @@
 // The request-parsing steps of a connection, driven from a buffer (http_request.h): pipelined requests,
-// ambiguous framing (request smuggling) answered 400, limits 413/431, unknown transfer codings 501.
+// ambiguous framing (request smuggling) and a missing or repeated Host answered 400, limits 413/431, unknown
+// transfer codings 501.
 #include "server/http_request.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ TEST(HttpRequestTest, ParsesPipelinedRequests) {
   const auto out = ParseRequests(
       "GET /health?x=1 HTTP/1.1\r\nHost: a\r\n\r\n"
       "POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
-      "POST /generate HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+      "POST /generate HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
       Limits());
   ASSERT_EQ(out.requests.size(), 3u);
   EXPECT_FALSE(out.error);
@@ -32,7 +33,7 @@ TEST(HttpRequestTest, ParsesPipelinedRequests) {
 }
 
 TEST(HttpRequestTest, AnIncompleteRequestIsNotAnError) {
-  const auto out = ParseRequests("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", Limits());
+  const auto out = ParseRequests("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", Limits());
   EXPECT_TRUE(out.requests.empty());
   EXPECT_FALSE(out.error);
   EXPECT_TRUE(out.incomplete);
@@ -75,9 +76,10 @@ TEST(HttpRequestTest, LimitsAndUnknownCodings) {
   EXPECT_EQ(big.error->status, 413);
   EXPECT_EQ(big.error->code, "body_too_large");
   const std::string chunk(600, 'x');
-  const auto big_chunked = ParseRequests("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" +
-                                             chunk + "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n",
-                                         Limits());
+  const auto big_chunked =
+      ParseRequests("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk +
+                        "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n",
+                    Limits());
   ASSERT_TRUE(big_chunked.error);
   EXPECT_EQ(big_chunked.error->status, 413);
   const auto headers = ParseRequests("GET / HTTP/1.1\r\nX: " + std::string(3000, 'a') + "\r\n\r\n", Limits());
@@ -101,17 +103,39 @@ TEST(HttpRequestTest, LimitsAndUnknownCodings) {
     EXPECT_EQ(listed.error->status, 501) << codings;
   }
   const auto cased =
-      ParseRequests("POST / HTTP/1.1\r\nTransfer-Encoding:  Chunked \r\n\r\n0\r\n\r\n", Limits());
+      ParseRequests("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  Chunked \r\n\r\n0\r\n\r\n", Limits());
   EXPECT_FALSE(cased.error);
   EXPECT_EQ(cased.requests.size(), 1u);
 }
 
+// RFC 9112 §3.2: an HTTP/1.1 request without Host, or any request with two, is answered 400.
+TEST(HttpRequestTest, HostIsRequiredInHttp11AndNeverRepeated) {
+  for (const std::string& bytes : {
+           std::string("GET /health HTTP/1.1\r\n\r\n"),
+           std::string("POST /generate HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"),
+           std::string("GET /health HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n"),
+           std::string("GET /health HTTP/1.0\r\nHost: localhost\r\nHost: evil.example\r\n\r\n"),
+       }) {
+    const auto out = ParseRequests(bytes, Limits());
+    ASSERT_TRUE(out.error.has_value()) << bytes;
+    EXPECT_EQ(out.error->status, 400) << bytes;
+    EXPECT_EQ(out.error->code, "bad_request") << bytes;
+    EXPECT_NE(out.error->message.find("Host"), std::string::npos) << out.error->message;
+    EXPECT_TRUE(out.requests.empty()) << bytes;
+  }
+  // HTTP/1.0 had no Host requirement; an empty Host (a target without authority) is a Host.
+  const auto accepted =
+      ParseRequests("GET /health HTTP/1.0\r\n\r\nGET /health HTTP/1.1\r\nHost:\r\n\r\n", Limits());
+  EXPECT_FALSE(accepted.error) << accepted.error->message;
+  EXPECT_EQ(accepted.requests.size(), 2u);
+}
+
 TEST(HttpRequestTest, PathsArePercentDecodedAndTakenFromAbsoluteTargets) {
   const auto out = ParseRequests(
-      "GET /v1/models/org%2Fmodel%20x?y=%2F HTTP/1.1\r\n\r\n"
-      "GET http://localhost:8080/health?x=1 HTTP/1.1\r\n\r\n"
-      "GET http://localhost:8080 HTTP/1.1\r\n\r\n"
-      "GET /a%zz%4 HTTP/1.1\r\n\r\n",
+      "GET /v1/models/org%2Fmodel%20x?y=%2F HTTP/1.1\r\nHost: a\r\n\r\n"
+      "GET http://localhost:8080/health?x=1 HTTP/1.1\r\nHost: localhost:8080\r\n\r\n"
+      "GET http://localhost:8080 HTTP/1.1\r\nHost: localhost:8080\r\n\r\n"
+      "GET /a%zz%4 HTTP/1.1\r\nHost: a\r\n\r\n",
       Limits());
   ASSERT_FALSE(out.error);
   ASSERT_EQ(out.requests.size(), 4u);
