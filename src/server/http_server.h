@@ -1,6 +1,6 @@
 // HttpServer: asynchronous HTTP/1.1 on Boost.Beast/Asio. A small pool of I/O threads runs every connection;
 // an idle keep-alive connection costs a socket and a few buffers, never a thread. Each connection is a
-// strand: its reads, writes and callbacks never run concurrently.
+// strand (a Session, http_session.h): its reads, writes and callbacks never run concurrently.
 //
 // Per connection: read headers (header timeout; idle timeout between keep-alive requests) → read the body
 // (body timeout; Content-Length or chunked bodies above max_body_bytes get 413 and the connection is closed)
