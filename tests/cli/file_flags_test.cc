@@ -5,56 +5,34 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "testing/testdata.h"
+#include "cli/cli_fixture.h"
 
 namespace lockstep::testing {
 namespace {
 
-class FileFlagsTest : public ::testing::Test {
+class FileFlagsTest : public CliTest {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(MakeTempDir("lockstep-file-flags"));
+    CliTest::SetUpTestSuite();
     std::filesystem::create_directory(Dir());
-    model_ = new std::string(*dir_ + "/tiny.gguf");
-    std::string out, err;
-    ASSERT_EQ(Lockstep("make-model --shape tiny --type q8_0 --seed 3 -o " + *model_, &out, &err), 0) << err;
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete dir_;
   }
 
   static std::string Dir() { return *dir_ + "/adir"; }
-  static std::string Write(const std::string& name, const std::string& bytes) {
-    const std::string path = *dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
 
-  // `lockstep ARGS`; stdout in *out, stderr in *err; the exit code.
-  static int Lockstep(const std::string& args, std::string* out, std::string* err) {
-    const std::string err_path = *dir_ + "/stderr.txt";
-    const int rc = RunCommand(LockstepBinary() + " " + args + " 2>" + err_path, out);
-    std::ifstream in(err_path, std::ios::binary);
-    err->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    return rc;
+  // Runs ARGS: exit code 1 and `message` on stderr.
+  static void ExpectRefused(const std::string& args, const std::string& message) {
+    std::string out, err;
+    EXPECT_EQ(Lockstep(args, &out, &err), 1) << args << "\n" << err;
+    EXPECT_NE(err.find(message), std::string::npos) << args << "\n" << err;
   }
 
   // Runs ARGS, which name Dir() for `flag`: exit code 1 and "<flag>: '<dir>' is a directory".
   static void ExpectDirectoryRefused(const std::string& args, const std::string& flag) {
-    std::string out, err;
-    EXPECT_EQ(Lockstep(args, &out, &err), 1) << args << "\n" << err;
-    EXPECT_NE(err.find(flag + ": '" + Dir() + "' is a directory"), std::string::npos) << args << "\n" << err;
+    ExpectRefused(args, flag + ": '" + Dir() + "' is a directory");
   }
-
-  static std::string* dir_;
-  static std::string* model_;
 };
-std::string* FileFlagsTest::dir_ = nullptr;
-std::string* FileFlagsTest::model_ = nullptr;
 
 TEST_F(FileFlagsTest, EveryFileFlagRefusesADirectory) {
   const std::string m = " -m " + *model_;
