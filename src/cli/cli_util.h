@@ -20,6 +20,12 @@ T ValueOrDie(Result<T> result) {
   if (!result.ok()) Fail(result.status());
   return std::move(result).value();
 }
+// The same, its message prefixed with "<context>: ".
+template <typename T>
+T ValueOrDie(Result<T> result, const std::string& context) {
+  if (!result.ok()) Fail(result.status().WithContext(context));
+  return std::move(result).value();
+}
 
 // The bytes of the file a flag names ("-": standard input), exactly; Fail()s naming the flag and the file
 // when it cannot be read or is a directory (base/file_util.h). Every CLI file flag reads through this.

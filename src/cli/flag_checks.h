@@ -1,9 +1,10 @@
-// Checks of what the client commands (ask, advise, bench compare, bench serve) take from the command line and
-// from files, with messages that name the flag and what it allows:
+// Checks of what the subcommands take from the command line and from files, with messages that name the flag
+// and what it allows:
 // - NumberIn / NumberAbove: CLI11 checks of numeric flags that refuse NaN and infinities and say the range
 //   in plain numbers (CLI11's PositiveNumber, NonNegativeNumber and Range let NaN through and print DBL_MAX
 //   in full, 309 digits);
-// - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) must be valid UTF-8.
+// - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) or to a tokenizer (a
+//   prompt) must be valid UTF-8.
 #pragma once
 
 #include <CLI/CLI.hpp>

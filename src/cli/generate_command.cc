@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
+#include "cli/flag_checks.h"
 #include "engine/engine.h"
 
 namespace lockstep::cli {
@@ -60,14 +61,18 @@ std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
 }
 
 void RunGenerate(GenerateFlags f) {
+  std::string prompt_source = "-p/--prompt";  // for messages about the text
   if (!f.prompt_file.empty()) {
     if (!f.prompt.empty()) Fail("give one of -p/--prompt and -f/--file, not both");
     f.prompt = ReadFlagFileOrDie(f.prompt_file, "-f/--file");
     if (f.prompt.empty()) Fail("-f/--file: '" + f.prompt_file + "' is empty");
+    prompt_source = "-f/--file '" + f.prompt_file + "'";
   }
   if (f.prompt.empty() == f.prompt_ids.empty()) {
     Fail("give exactly one of -p/--prompt, -f/--file and --prompt-ids");
   }
+  // The tokenizer takes UTF-8 only: refused before the model loads, naming where the text came from.
+  CheckUtf8OrDie(f.prompt, prompt_source);
   if (f.n_predict < 0) Fail("-n must be >= 0");
   LoadedModel loaded = LoadModelOrDie(f.model);
   const ModelConfig& config = loaded.model->config();
@@ -78,7 +83,8 @@ void RunGenerate(GenerateFlags f) {
   }
   const std::vector<int32_t> prompt =
       f.prompt_ids.empty() ? ValueOrDie(loaded.tokenizer->Encode(f.prompt, loaded.tokenizer->add_bos(),
-                                                                 /*parse_special=*/true))
+                                                                 /*parse_special=*/true),
+                                        prompt_source)
                            : ParsePromptIds(f.prompt_ids, config.n_vocab);
   if (prompt.empty()) Fail("the prompt has no tokens");
   const int64_t total = int64_t(prompt.size()) + f.n_predict;

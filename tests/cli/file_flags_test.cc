@@ -63,6 +63,17 @@ TEST_F(FileFlagsTest, AMissingFileIsNamedWithItsFlag) {
       << err;
 }
 
+// The tokenizer's "text is not valid UTF-8" did not say which file held the text.
+TEST_F(FileFlagsTest, GenerateNamesTheFileThatIsNotUtf8) {
+  std::string out, err;
+  const std::string bad = Write("bad_prompt.txt", "bad\xff\n");
+  EXPECT_EQ(Lockstep("generate -m " + *model_ + " -t 1 -n 2 -f " + bad, &out, &err), 1) << out;
+  EXPECT_NE(err.find("-f/--file '" + bad + "' is not valid UTF-8 (byte 0xFF at offset 3)"), std::string::npos)
+      << err;
+  EXPECT_EQ(Lockstep("generate -m " + *model_ + " -t 1 -n 2 -p \"$(printf 'a\\377')\"", &out, &err), 1);
+  EXPECT_NE(err.find("-p/--prompt is not valid UTF-8 (byte 0xFF at offset 1)"), std::string::npos) << err;
+}
+
 // A NUL byte inside a token id ended it (strtoll on c_str()): "100\0garbage" read as 100.
 TEST_F(FileFlagsTest, DetokenizeReadsPastANulByte) {
   std::string out, err;
