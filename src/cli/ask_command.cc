@@ -79,7 +79,7 @@ json ResultJson(size_t i, const std::string& question, const client::ChatResult&
 }
 
 void PrintAnswer(size_t i, size_t n, const std::string& question, const client::ChatResult& r) {
-  std::printf("[%zu/%zu] %s\n", i + 1, n, question.c_str());
+  std::printf("[%zu/%zu] %s\n", i + 1, n, ShowNul(question).c_str());
   if (r.status.ok()) {
     std::printf("%s\n(ttft %.3f s, %d tokens, %.3f s)\n\n", r.content.c_str(), r.ttft_s, r.completion_tokens,
                 r.duration_s);
@@ -110,9 +110,10 @@ void RunAsk(const AskFlags& f) {
       std::printf("%s\n",
                   json({{"preamble", split.preamble}, {"questions", split.questions}}).dump(2).c_str());
     } else {
-      std::printf("preamble: %s\n", split.preamble.empty() ? "(none)" : split.preamble.c_str());
+      // Whole, as they would be sent: a NUL byte (valid UTF-8, sent as \u0000) is shown as \0.
+      std::printf("preamble: %s\n", split.preamble.empty() ? "(none)" : ShowNul(split.preamble).c_str());
       for (size_t i = 0; i < split.questions.size(); ++i)
-        std::printf("%zu. %s\n", i + 1, split.questions[i].c_str());
+        std::printf("%zu. %s\n", i + 1, ShowNul(split.questions[i]).c_str());
     }
     return;
   }

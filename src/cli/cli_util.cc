@@ -7,16 +7,20 @@
 
 namespace lockstep::cli {
 
-void Fail(const std::string& message) {
+std::string ShowNul(const std::string& text) {
   std::string shown;
-  for (char c : message) {
+  for (char c : text) {
     if (c == '\0') {
       shown += "\\0";
     } else {
       shown += c;
     }
   }
-  std::fprintf(stderr, "lockstep: error: %s\n", shown.c_str());
+  return shown;
+}
+
+void Fail(const std::string& message) {
+  std::fprintf(stderr, "lockstep: error: %s\n", ShowNul(message).c_str());
   std::fflush(stdout);
   std::exit(1);
 }

@@ -9,6 +9,9 @@
 
 namespace lockstep::cli {
 
+// `text` with each NUL byte shown as \0, for printing with %s (which would end the text there).
+std::string ShowNul(const std::string& text);
+
 // Prints "lockstep: error: <message>" to stderr and exits with status 1. A NUL byte in the message is shown
 // as \0 (it does not end the message).
 [[noreturn]] void Fail(const std::string& message);
