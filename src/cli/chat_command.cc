@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
+#include "cli/flag_checks.h"
 #include "engine/engine.h"
 
 namespace lockstep::cli {
@@ -132,7 +134,6 @@ std::string Reply(Engine& engine, Request request, bool cut_by_limit, TurnTotals
 
 void RunChat(const ChatFlags& f) {
   if (f.n_predict == 0 || f.n_predict < -1) Fail("-n must be -1 (until the end of the turn) or >= 1");
-  if (f.ctx_size < 0) Fail("-c/--ctx-size must be >= 0");
   if (Status s = RefuseDirectory(STDIN_FILENO, "chat", "standard input"); !s.ok()) Fail(s);
   LoadedModel loaded = LoadModelOrDie(f.model);
   if (loaded.tokenizer == nullptr) Fail(f.model + ": chat needs a model with a usable tokenizer");
@@ -144,8 +145,13 @@ void RunChat(const ChatFlags& f) {
     std::fprintf(stderr, "lockstep: warning: %s\n", warning.c_str());
   }
 
-  const int64_t context = f.ctx_size > 0 ? std::min<int64_t>(f.ctx_size, config.n_ctx_train)
-                                         : std::min<int64_t>(kDefaultContext, config.n_ctx_train);
+  // -c beyond the model's context is refused, as generate refuses a prompt and -n that do not fit it.
+  if (f.ctx_size != 0 && (f.ctx_size < 2 || f.ctx_size > config.n_ctx_train)) {
+    Fail("-c/--ctx-size must be from 2 to " + std::to_string(config.n_ctx_train) +
+         " (the model's context), or 0 for the default; got " + std::to_string(f.ctx_size));
+  }
+  const int64_t context =
+      f.ctx_size > 0 ? f.ctx_size : std::min<int64_t>(kDefaultContext, config.n_ctx_train);
   if (context < 2) Fail("the context (" + std::to_string(context) + " tokens) is too small for a chat");
   EngineFlags engine_flags;
   engine_flags.threads = f.threads;
@@ -269,8 +275,10 @@ void RegisterChatCommand(CLI::App& app) {
                   "Tokens per reply at most (-1: until the end of the turn or the context)")
       ->capture_default_str();
   cmd->add_option("-c,--ctx-size", f->ctx_size,
-                  "Context in tokens for the whole conversation (default: the model's, at most 4096)")
-      ->type_name("N");
+                  "Context in tokens for the whole conversation, at most the model's (default 0: the "
+                  "model's, at most 4096)")
+      ->type_name("N")
+      ->check(IntegerIn(0, std::numeric_limits<int64_t>::max()));
   AddSamplingFlags(*cmd, f->sampling);
   AddThreadsFlag(*cmd, f->threads);
   AddKvTypeFlag(*cmd, f->kv_type);

@@ -2,12 +2,14 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "chat/builtin_templates.h"
 #include "cli/cli_util.h"
+#include "cli/flag_checks.h"
 
 namespace lockstep::cli {
 
@@ -89,7 +91,8 @@ void AddSamplingFlags(CLI::App& cmd, SamplingFlags& f) {
       ->capture_default_str();
   cmd.add_option("--frequency-penalty", f.frequency_penalty, "Frequency penalty")->capture_default_str();
   cmd.add_option("--presence-penalty", f.presence_penalty, "Presence penalty")->capture_default_str();
-  cmd.add_option("--seed", f.seed, "Sampling seed (default: random, printed on stderr)");
+  cmd.add_option("--seed", f.seed, "Sampling seed (default: -1, random, printed on stderr)")
+      ->check(IntegerIn(-1, std::numeric_limits<int64_t>::max()));
 }
 
 SamplingParams SamplingParamsOrDie(const SamplingFlags& f) {

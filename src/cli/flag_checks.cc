@@ -1,5 +1,6 @@
 #include "cli/flag_checks.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +40,41 @@ CLI::Validator FiniteNumberCheck(double min, bool min_open, double max) {
   return CLI::Validator(check, interval, "FINITE_NUMBER");
 }
 
+// A signed or unsigned 64-bit integer read as CLI11 reads it (strtoll / strtoull, base 0), refusing what
+// CLI11 would clamp (ERANGE) or wrap (a '-' for strtoull).
+bool ParseInteger(const std::string& text, bool* negative, uint64_t* magnitude) {
+  const size_t first = text.find_first_not_of(" \t\n\v\f\r");
+  if (first == std::string::npos) return false;
+  *negative = text[first] == '-';
+  char* end = nullptr;
+  errno = 0;
+  if (*negative) {
+    const long long value = std::strtoll(text.c_str(), &end, 0);
+    *magnitude = uint64_t(0) - static_cast<uint64_t>(value);  // -INT64_MIN fits in uint64_t
+  } else {
+    *magnitude = std::strtoull(text.c_str(), &end, 0);
+  }
+  if (*magnitude == 0) *negative = false;  // "-0"
+  return errno == 0 && end == text.c_str() + text.size();
+}
+
 }  // namespace
+
+CLI::Validator IntegerIn(int64_t min, uint64_t max) {
+  const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
+  auto check = [min, max, range](std::string& text) -> std::string {
+    bool negative = false;
+    uint64_t magnitude = 0;
+    if (ParseInteger(text, &negative, &magnitude)) {
+      // value >= min: a negative value's magnitude is at most -min; a non-negative one is at least min.
+      const bool above_min = negative ? min < 0 && magnitude <= uint64_t(0) - static_cast<uint64_t>(min)
+                                      : min <= 0 || magnitude >= static_cast<uint64_t>(min);
+      if (above_min && (negative || magnitude <= max)) return {};
+    }
+    return "must be an integer " + range + ", got '" + text + "'";
+  };
+  return CLI::Validator(check, "[" + std::to_string(min) + ", " + std::to_string(max) + "]", "INTEGER");
+}
 
 CLI::Validator NumberIn(double min, double max) { return FiniteNumberCheck(min, false, max); }
 

@@ -3,11 +3,15 @@
 // - NumberIn / NumberAbove: CLI11 checks of numeric flags that refuse NaN and infinities and say the range
 //   in plain numbers (CLI11's PositiveNumber, NonNegativeNumber and Range let NaN through and print DBL_MAX
 //   in full, 309 digits);
+// - IntegerIn: the same for 64-bit integer flags (CLI11 clamps a value beyond int64 to its limit and wraps
+//   a negative one for an unsigned flag: --seed 99999999999999999999 became 9223372036854775807, -1 became
+//   18446744073709551615);
 // - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) or to a tokenizer (a
 //   prompt) must be valid UTF-8.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -24,6 +28,11 @@ inline constexpr double kMaxTemperature = 2;
 CLI::Validator NumberIn(double min, double max = kNoLimit);
 // The value is a finite number with min < value <= max ("must be a finite number > 0, got '0'").
 CLI::Validator NumberAbove(double min, double max = kNoLimit);
+
+// The value is an integer (as CLI11 reads it: decimal, 0x hex or 0 octal) with min <= value <= max. Fails
+// as "--seed: must be an integer from -1 to 9223372036854775807, got '99999999999999999999'"; --help shows
+// "[-1, 9223372036854775807]".
+CLI::Validator IntegerIn(int64_t min, uint64_t max);
 
 // Fail()s unless `text` is valid UTF-8: "<what> is not valid UTF-8 (byte 0xFF at offset 3)".
 void CheckUtf8OrDie(std::string_view text, const std::string& what);

@@ -20,6 +20,34 @@ class FlagValuesTest : public CliTest {
   }
 };
 
+// --seed 99999999999999999999 became 9223372036854775807 (CLI11 reads it with strtoll and ignores ERANGE).
+TEST_F(FlagValuesTest, SeedBeyondInt64IsRefused) {
+  const std::string m = " -m " + *model_ + " -t 1 -n 1";
+  const std::string range = "--seed: must be an integer from -1 to 9223372036854775807, got ";
+  ExpectRefused("generate" + m + " -p hi --seed 99999999999999999999", range + "'99999999999999999999'");
+  ExpectRefused("generate" + m + " -p hi --seed -2", range + "'-2'");
+  ExpectRefused("chat" + m + " --seed 9223372036854775808 < /dev/null", range + "'9223372036854775808'");
+
+  std::string out, err;
+  EXPECT_EQ(Lockstep("generate" + m + " -p hi --seed 9223372036854775807", &out, &err), 0) << err;
+  EXPECT_NE(err.find("seed 9223372036854775807,"), std::string::npos) << err;
+}
+
+// chat -c 100000 was cut to the model's 256 tokens without a word; -c 1 had a message naming no flag.
+TEST_F(FlagValuesTest, ChatRefusesAContextBeyondTheModels) {
+  const std::string chat = "chat -m " + *model_ + " -t 1 -n 2 < /dev/null -c ";
+  const std::string range = "-c/--ctx-size must be from 2 to 256 (the model's context), or 0 for the default";
+  ExpectRefused(chat + "100000", range + "; got 100000");
+  ExpectRefused(chat + "257", range + "; got 257");
+  ExpectRefused(chat + "1", range + "; got 1");
+  ExpectRefused(chat + "99999999999999999999",
+                "--ctx-size: must be an integer from 0 to 9223372036854775807, got '99999999999999999999'");
+
+  std::string out, err;
+  EXPECT_EQ(Lockstep(chat + "256", &out, &err), 0) << err;
+  EXPECT_EQ(Lockstep(chat + "0", &out, &err), 0) << err;
+}
+
 // ask --dry-run printed each question with %s, so a NUL byte (valid UTF-8, sent whole as \u0000) cut it
 // short.
 TEST_F(FlagValuesTest, AskDryRunShowsAQuestionPastANulByte) {
