@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <limits>
 
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
@@ -162,7 +163,8 @@ void RegisterBenchServeCommand(CLI::App& bench) {
   cmd->add_option("--slo", flags->slo, "Goodput SLOs in ms, e.g. ttft=500,tpot=50");
   cmd->add_option("--out", flags->out, "Output directory");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
-  cmd->add_option("--seed", flags->seed, "Seed for prompts and arrivals");
+  cmd->add_option("--seed", flags->seed, "Seed for prompts and arrivals")
+      ->check(IntegerIn(0, std::numeric_limits<uint64_t>::max()));
   AddThreadsFlag(*cmd, flags->threads);
   flags->chat.conversations = 0;
   cmd->add_option(

@@ -1,6 +1,7 @@
 // `lockstep make-model`: writes a random-weight model in a known model's real shape (model/model_builder.h).
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "gguf/gguf_file.h"
 #include "gguf/tensor_type.h"
 #include "model/model_builder.h"
@@ -64,7 +66,9 @@ void RegisterMakeModelCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--vocab-from", flags->vocab_from, "Copy the tokenizer from this GGUF file")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--seed", flags->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "Random seed")
+      ->check(IntegerIn(0, std::numeric_limits<uint64_t>::max()))
+      ->capture_default_str();
   cmd->add_option("-o,--output", flags->output, "Output .gguf path")->required();
   cmd->callback([flags] { RunMakeModel(*flags); });
 }

@@ -48,6 +48,20 @@ TEST_F(FlagValuesTest, ChatRefusesAContextBeyondTheModels) {
   EXPECT_EQ(Lockstep(chat + "0", &out, &err), 0) << err;
 }
 
+// make-model --seed -1 wrote the model of seed 18446744073709551615 (CLI11 reads unsigned flags with
+// strtoull, which wraps a negative number); bench serve's --seed the same.
+TEST_F(FlagValuesTest, NegativeUnsignedSeedIsRefused) {
+  const std::string output = *dir_ + "/seed.gguf";
+  const std::string range = "--seed: must be an integer from 0 to 18446744073709551615, got '-1'";
+  ExpectRefused("make-model --shape tiny --seed -1 -o " + output, range);
+  EXPECT_FALSE(std::filesystem::exists(output));
+  ExpectRefused("bench serve --url http://127.0.0.1:1 --model-name x --requests 1 --seed -1", range);
+
+  std::string out, err;
+  EXPECT_EQ(Lockstep("make-model --shape tiny --seed 18446744073709551615 -o " + output, &out, &err), 0)
+      << err;
+}
+
 // ask --dry-run printed each question with %s, so a NUL byte (valid UTF-8, sent whole as \u0000) cut it
 // short.
 TEST_F(FlagValuesTest, AskDryRunShowsAQuestionPastANulByte) {
