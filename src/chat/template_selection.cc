@@ -26,6 +26,26 @@ Result<std::string> ReadTemplateFile(const std::string& path) {
   return source;
 }
 
+struct TemplateSource {
+  std::string source;
+  std::string origin;  // "file t.jinja", "built-in llama3"
+};
+
+// The template a non-empty --chat-template names: a file (a directory or an unreadable path too, unless it is
+// a built-in's name: the read says what is wrong with it), else a built-in.
+Result<TemplateSource> ResolveOverride(const std::string& override_spec) {
+  std::error_code error;
+  const BuiltinTemplate* builtin = FindBuiltinTemplate(override_spec);
+  if (std::filesystem::is_regular_file(override_spec, error) ||
+      (builtin == nullptr && std::filesystem::exists(override_spec, error))) {
+    LOCKSTEP_ASSIGN_OR_RETURN(std::string source, ReadTemplateFile(override_spec));
+    return TemplateSource{std::move(source), "file " + override_spec};
+  }
+  if (builtin != nullptr) return TemplateSource{std::string(builtin->source), "built-in " + override_spec};
+  return NotFound("--chat-template '" + override_spec + "': no such file, and not a built-in template (" +
+                  BuiltinTemplateNames() + ")");
+}
+
 std::string Quoted(const std::vector<std::string>& tokens) {
   std::string out;
   for (const std::string& t : tokens) out += (out.empty() ? "" : ", ") + t;
@@ -33,6 +53,14 @@ std::string Quoted(const std::vector<std::string>& tokens) {
 }
 
 }  // namespace
+
+Status CheckChatTemplateSpec(const std::string& override_spec) {
+  if (override_spec.empty()) return Status::Ok();
+  LOCKSTEP_ASSIGN_OR_RETURN(TemplateSource named, ResolveOverride(override_spec));
+  // bos/eos only change what a rendering prints, not whether the template parses.
+  auto parsed = ChatTemplate::Parse(named.source, named.origin, "", "");
+  return parsed.ok() ? Status::Ok() : parsed.status();
+}
 
 std::vector<std::string> MissingSpecialTokens(const Tokenizer& tokenizer,
                                               const std::vector<std::string>& tokens) {
@@ -56,23 +84,9 @@ Result<SelectedChatTemplate> SelectChatTemplate(const GgufFile& file, const Toke
     if (tmpl->is_default()) selected.warnings.push_back(tmpl->note());
     selected.chat_template = std::move(tmpl);
   } else {
-    std::string source;
-    std::error_code error;
-    const BuiltinTemplate* builtin = FindBuiltinTemplate(override_spec);
-    // A file (a directory or an unreadable path too, unless it is a built-in's name: the read says what is
-    // wrong with it), else a built-in.
-    if (std::filesystem::is_regular_file(override_spec, error) ||
-        (builtin == nullptr && std::filesystem::exists(override_spec, error))) {
-      LOCKSTEP_ASSIGN_OR_RETURN(source, ReadTemplateFile(override_spec));
-      selected.origin = "file " + override_spec;
-    } else if (builtin != nullptr) {
-      source = builtin->source;
-      selected.origin = "built-in " + override_spec;
-    } else {
-      return NotFound("--chat-template '" + override_spec + "': no such file, and not a built-in template (" +
-                      BuiltinTemplateNames() + ")");
-    }
-    auto tmpl = ChatTemplate::Parse(source, selected.origin, bos, eos);
+    LOCKSTEP_ASSIGN_OR_RETURN(TemplateSource named, ResolveOverride(override_spec));
+    selected.origin = named.origin;
+    auto tmpl = ChatTemplate::Parse(named.source, selected.origin, bos, eos);
     if (!tmpl.ok()) return tmpl.status();
     selected.chat_template = std::make_shared<ChatTemplate>(*std::move(tmpl));
   }

@@ -31,6 +31,11 @@ struct SelectedChatTemplate {
 Result<SelectedChatTemplate> SelectChatTemplate(const GgufFile& file, const Tokenizer& tokenizer,
                                                 const std::string& override_spec);
 
+// SelectChatTemplate's errors for a non-empty `override_spec` (no such file or built-in, an unreadable file,
+// a template that does not parse), found without the model: `serve` refuses a bad --chat-template with it
+// before it listens (it loads the model after). Ok for "".
+Status CheckChatTemplateSpec(const std::string& override_spec);
+
 // The special tokens of `tokens` that the vocabulary does not encode as one token each.
 std::vector<std::string> MissingSpecialTokens(const Tokenizer& tokenizer,
                                               const std::vector<std::string>& tokens);

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "chat/template_selection.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
@@ -43,6 +44,9 @@ void RunServe(ServeFlags& flags) {
   }
   options.request_timeout_s = flags.timeout_s;
   options.split_questions = QuestionSplitterForServer();
+  // The server listens first and loads the model after (so /health answers meanwhile): a --chat-template that
+  // cannot be used is refused now, before "listening on ...".
+  if (Status s = chat::CheckChatTemplateSpec(options.chat_template); !s.ok()) Fail(s);
 
   // Block the stop signals in every thread; this thread waits for them with sigwait.
   sigset_t signals;

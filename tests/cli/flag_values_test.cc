@@ -73,5 +73,19 @@ TEST_F(FlagValuesTest, AskDryRunShowsAQuestionPastANulByte) {
   EXPECT_NE(out.find("\"q1\\u0000hidden\""), std::string::npos) << out;
 }
 
+// serve logged "listening on ..." and only then, loading the model, failed on its --chat-template.
+TEST_F(FlagValuesTest, ServeRefusesABadChatTemplateBeforeListening) {
+  const std::string serve = "serve -m " + *model_ + " -t 1 --port 0 --chat-template ";
+  const std::string broken = Write("broken.jinja", "{% for message in messages %}{{ message");
+  for (const auto& [spec, message] :
+       {std::pair<std::string, std::string>{"nosuch", "--chat-template 'nosuch': no such file"},
+        {broken, "chat template (file " + broken + ") cannot be parsed"}}) {
+    std::string out, err;
+    EXPECT_EQ(Lockstep(serve + spec, &out, &err), 1) << err;
+    EXPECT_NE(err.find(message), std::string::npos) << err;
+    EXPECT_EQ(err.find("listening"), std::string::npos) << err;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::testing
