@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 namespace lockstep {
 
@@ -37,6 +38,71 @@ Result<std::string> ReadFlagFile(const std::string& path, const std::string& fla
   if (!standard_input) ::close(fd);
   if (!status.ok()) return status;
   return bytes;
+}
+
+namespace {
+
+// The folder `path` lies in: "." for a bare name.
+std::string ParentOf(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// Whether this process may create entries in the directory `dir` (EROFS on a read-only file system too).
+Status CheckWritableDirectory(const std::string& dir, const std::string& flag, const std::string& verb,
+                              const std::string& path) {
+  if (::access(dir.c_str(), W_OK | X_OK) == 0) return Status::Ok();
+  const std::string where = dir == path ? "" : " (in '" + dir + "')";
+  return InvalidArgument(flag + ": cannot " + verb + " '" + path + "': " + std::strerror(errno) + where);
+}
+
+}  // namespace
+
+Status CheckOutputFile(const std::string& path, const std::string& flag) {
+  if (path.empty()) return InvalidArgument(flag + ": the path is empty");
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) return InvalidArgument(flag + ": '" + path + "' is a directory");
+    if (::access(path.c_str(), W_OK) != 0) {
+      return InvalidArgument(flag + ": cannot write '" + path + "': " + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+  if (errno != ENOENT) {
+    return InvalidArgument(flag + ": cannot write '" + path + "': " + std::strerror(errno));
+  }
+  const std::string parent = ParentOf(path);
+  if (::stat(parent.c_str(), &info) != 0) {
+    const std::string why = errno == ENOENT ? "no folder '" + parent + "'" : std::strerror(errno);
+    return InvalidArgument(flag + ": cannot write '" + path + "': " + why);
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    return InvalidArgument(flag + ": cannot write '" + path + "': '" + parent + "' is not a directory");
+  }
+  return CheckWritableDirectory(parent, flag, "write", path);
+}
+
+Status CheckOutputDirectory(const std::string& path, const std::string& flag) {
+  if (path.empty()) return InvalidArgument(flag + ": the path is empty");
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode)) return InvalidArgument(flag + ": '" + path + "' is not a directory");
+    return CheckWritableDirectory(path, flag, "write into", path);
+  }
+  // Missing: the nearest existing parent must take new folders (ENOTDIR: a file on the way).
+  std::string ancestor = path;
+  while (::stat(ancestor.c_str(), &info) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR) {
+      return InvalidArgument(flag + ": cannot create '" + path + "': " + std::strerror(errno));
+    }
+    const std::string parent = ParentOf(ancestor);
+    if (parent == ancestor) break;  // "/" or "." that cannot be stat()ed (a removed working directory)
+    ancestor = parent;
+  }
+  if (::stat(ancestor.c_str(), &info) == 0 && !S_ISDIR(info.st_mode)) {
+    return InvalidArgument(flag + ": cannot create '" + path + "': '" + ancestor + "' is not a directory");
+  }
+  return CheckWritableDirectory(ancestor, flag, "create", path);
 }
 
 }  // namespace lockstep

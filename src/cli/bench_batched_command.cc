@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
@@ -125,6 +126,10 @@ void RunBenchBatched(const BenchBatchedFlags& f) {
   if (f.prompt_len < 1) Fail("--prompt-len must be >= 1, got " + std::to_string(f.prompt_len));
   if (f.gen_len < 1) Fail("--gen-len must be >= 1, got " + std::to_string(f.gen_len));
   const std::vector<int> batches = ParseBatches(f.batches);
+  // Checked before the benchmark runs, whose results would otherwise be lost.
+  if (!f.json.empty()) {
+    if (Status s = CheckOutputFile(f.json, "--json"); !s.ok()) Fail(s);
+  }
   EngineFlags engine_flags;
   engine_flags.threads = f.threads;
   engine_flags.kv_type = f.kv_type;

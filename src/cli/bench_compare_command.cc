@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/file_util.h"
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
@@ -67,6 +68,8 @@ void RunCompareCommand(CompareFlags f) {
   if (!f.builtin && f.questions_file.empty() && !builtin_context) {
     Fail("give --questions FILE or --builtin (or --context builtin, which brings its own questions)");
   }
+  // Checked before a server is reached or started and the benchmark runs.
+  if (Status s = CheckOutputDirectory(f.out, "--out"); !s.ok()) Fail(s);
   client::CompareOptions options;
   options.questions = f.builtin                   ? client::BuiltinQuestions()
                       : !f.questions_file.empty() ? ReadQuestions(f.questions_file)

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/file_util.h"
 #include "cli/cli_util.h"
 #include "cli/client_setup.h"
 #include "cli/commands.h"
@@ -71,6 +72,8 @@ void RunServeCommand(ServeFlags f) {
   if (f.rate > 0 && f.concurrency > 0) Fail("give at most one of --rate and --concurrency");
   if (!(f.burstiness > 0)) Fail("--burstiness must be positive");
   CheckUtf8OrDie(f.model, "--model-name");
+  // Checked before a server is reached or started and the load test runs.
+  if (Status s = CheckOutputDirectory(f.out, "--out"); !s.ok()) Fail(s);
   client::ServeOptions options;
   options.rate = f.rate;
   options.concurrency = f.concurrency;

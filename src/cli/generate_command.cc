@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
@@ -61,6 +62,10 @@ std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
 }
 
 void RunGenerate(GenerateFlags f) {
+  // Checked before the model loads and the text is generated, which would otherwise be lost.
+  if (!f.timings_json.empty()) {
+    if (Status s = CheckOutputFile(f.timings_json, "--timings-json"); !s.ok()) Fail(s);
+  }
   std::string prompt_source = "-p/--prompt";  // for messages about the text
   if (!f.prompt_file.empty()) {
     if (!f.prompt.empty()) Fail("give one of -p/--prompt and -f/--file, not both");
@@ -158,7 +163,7 @@ void RunGenerate(GenerateFlags f) {
     std::ofstream out(f.timings_json);
     out << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms
         << ", \"generated_tokens\": " << generated << ", \"generation_ms\": " << gen_ms << "}\n";
-    if (!out) Fail("cannot write --timings-json file '" + f.timings_json + "'");
+    if (!out) Fail("--timings-json: cannot write '" + f.timings_json + "'");
   }
 }
 

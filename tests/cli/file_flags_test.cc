@@ -74,6 +74,29 @@ TEST_F(FileFlagsTest, GenerateNamesTheFileThatIsNotUtf8) {
   EXPECT_NE(err.find("-p/--prompt is not valid UTF-8 (byte 0xFF at offset 1)"), std::string::npos) << err;
 }
 
+// Output paths were checked only after the work (a model load, a benchmark run), whose results were lost.
+// A missing model or an unreachable server shows the order: the output path's error comes first.
+TEST_F(FileFlagsTest, OutputPathsAreCheckedBeforeTheWork) {
+  const std::string missing = " -m " + *dir_ + "/missing.gguf";
+  const std::string no_folder = *dir_ + "/no/r.json";
+  ExpectDirectoryRefused("generate" + missing + " -p hi --timings-json " + Dir(), "--timings-json");
+  ExpectRefused("generate" + missing + " -p hi --timings-json " + no_folder,
+                "--timings-json: cannot write '" + no_folder + "': no folder '" + *dir_ + "/no'");
+  ExpectDirectoryRefused("bench batched" + missing + " --json " + Dir(), "--json");
+
+  const std::string url = " --url http://127.0.0.1:1 --model-name x";
+  const std::string file = Write("a_file.txt", "x");
+  ExpectRefused("bench compare" + url + " --builtin --out " + file,
+                "--out: '" + file + "' is not a directory");
+  ExpectRefused("bench serve" + url + " --requests 1 --out " + file + "/sub",
+                "--out: cannot create '" + file + "/sub': '" + file + "' is not a directory");
+
+  // The check creates nothing: a new file's path is still free after a later failure.
+  const std::string fresh = *dir_ + "/timings.json";
+  ExpectRefused("generate" + missing + " -p hi --timings-json " + fresh, "missing.gguf");
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+}
+
 // A NUL byte inside a token id ended it (strtoll on c_str()): "100\0garbage" read as 100.
 TEST_F(FileFlagsTest, DetokenizeReadsPastANulByte) {
   std::string out, err;
