@@ -3,6 +3,8 @@
 // chart.svg to --out.
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "base/file_util.h"
 #include "cli/cli_util.h"
@@ -83,6 +85,16 @@ void RunCompareCommand(CompareFlags f) {
   CheckUtf8OrDie(options.context, "--context '" + f.context + "'");
   CheckUtf8OrDie(f.model, "--model-name");
   options.modes = SplitModes(f.modes);
+  // Checked before a server is reached or started (RunCompare checks them too, but only then).
+  const std::vector<std::string> known = client::CompareOptions().modes;
+  std::string known_list;
+  for (const std::string& mode : known) known_list += (known_list.empty() ? "" : ", ") + mode;
+  if (options.modes.empty()) Fail("--modes: no mode given (" + known_list + ")");
+  for (const std::string& mode : options.modes) {
+    if (std::find(known.begin(), known.end(), mode) == known.end()) {
+      Fail("--modes: unknown mode '" + mode + "' (modes: " + known_list + ")");
+    }
+  }
   options.cold = f.cold;
   options.max_tokens = f.max_tokens;
   options.repeat = f.repeat;

@@ -90,6 +90,8 @@ TEST_F(FileFlagsTest, OutputPathsAreCheckedBeforeTheWork) {
                 "--out: '" + file + "' is not a directory");
   ExpectRefused("bench serve" + url + " --requests 1 --out " + file + "/sub",
                 "--out: cannot create '" + file + "/sub': '" + file + "' is not a directory");
+  // Not an output path, but found as late: an unknown --modes.
+  ExpectRefused("bench compare" + url + " --builtin --modes combined,bogus", "--modes: unknown mode 'bogus'");
 
   // The check creates nothing: a new file's path is still free after a later failure.
   const std::string fresh = *dir_ + "/timings.json";
