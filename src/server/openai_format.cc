@@ -99,9 +99,10 @@ const std::vector<PromptLogprob>& PromptScores(const ChoiceState& c) {
 }
 
 // vLLM's prompt_logprobs: null for the first token, then for each token {"id": {logprob, rank,
-// decoded_token}} holding the token itself and its top alternatives. null when the prompt was not scored.
+// decoded_token}} holding the token itself and its top_n most likely alternatives (the engine may have
+// listed more, for echo's logprobs). null when the prompt was not scored.
 nlohmann::json VllmPromptLogprobs(const ApiContext& ctx, const std::vector<int32_t>& prompt,
-                                  const std::vector<PromptLogprob>& scores) {
+                                  const std::vector<PromptLogprob>& scores, int top_n) {
   if (scores.size() + 1 != prompt.size()) return nullptr;
   nlohmann::json out = nlohmann::json::array({nullptr});
   for (const PromptLogprob& score : scores) {
@@ -110,7 +111,7 @@ nlohmann::json VllmPromptLogprobs(const ApiContext& ctx, const std::vector<int32
     };
     nlohmann::json position = nlohmann::json::object();
     position[std::to_string(score.token)] = entry(score.token, score.logprob, score.rank);
-    for (size_t k = 0; k < score.top.size(); ++k) {
+    for (size_t k = 0; k < score.top.size() && static_cast<int>(k) < top_n; ++k) {
       const std::string key = std::to_string(score.top[k].token);
       if (!position.contains(key))
         position[key] = entry(score.top[k].token, score.top[k].logprob, static_cast<int32_t>(k) + 1);
@@ -198,7 +199,7 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
       choice["text"] = prefix + c.text;
       const std::vector<int32_t>& prompt = job.spec().prompts[static_cast<size_t>(c.prompt_index)];
       if (req.prompt_logprobs >= 0)
-        choice["prompt_logprobs"] = VllmPromptLogprobs(ctx, prompt, PromptScores(c));
+        choice["prompt_logprobs"] = VllmPromptLogprobs(ctx, prompt, PromptScores(c), req.prompt_logprobs);
       if (req.logprobs >= 0) {
         CompletionLogprobs lp;
         if (req.echo) lp.AddPrompt(ctx, req, c.prompt_index, PromptScores(c), req.logprobs);
@@ -215,7 +216,8 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
   }
   out["choices"] = std::move(choices);
   if (req.chat && req.prompt_logprobs >= 0 && !job.choices().empty()) {  // vLLM: one list, beside choices
-    out["prompt_logprobs"] = VllmPromptLogprobs(ctx, job.spec().prompts[0], PromptScores(job.choices()[0]));
+    out["prompt_logprobs"] =
+        VllmPromptLogprobs(ctx, job.spec().prompts[0], PromptScores(job.choices()[0]), req.prompt_logprobs);
   }
   out["usage"] = Usage(job);
   return out;

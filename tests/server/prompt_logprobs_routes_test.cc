@@ -131,6 +131,11 @@ TEST_F(PromptLogprobsRoutesTest, VllmPromptLogprobsOnCompletionsAndChat) {
     }
     EXPECT_EQ(ranked_first, 1) << r;
   }
+  // With echo's logprobs asking for more alternatives, prompt_logprobs still lists its own number.
+  const auto both = Ok(Post(
+      port(), "/v1/completions",
+      {{"prompt", {1, 40, 50}}, {"max_tokens", 1}, {"prompt_logprobs", 0}, {"echo", true}, {"logprobs", 3}}));
+  for (size_t i = 1; i < 3; ++i) EXPECT_EQ(both["choices"][0]["prompt_logprobs"][i].size(), 1u) << both;
   const auto chat = Ok(Post(
       port(), "/v1/chat/completions",
       {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}, {"prompt_logprobs", 0}}));
