@@ -222,9 +222,11 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
   const Clock::time_point connect_deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(std::clamp(connect_timeout_s, 0.0, 1e8)));
-  const std::string connect_timed_out =
-      "no answer within the connect timeout of " + SecondsText(connect_timeout_s) + " s";
-  const bool connect_deadline_first = connect_deadline < deadline;
+  // What a look-up, connect or handshake that ran out of time says: the connect timeout's, when it came
+  // first.
+  const std::string timed_out = connect_deadline < deadline ? "no answer within the connect timeout of " +
+                                                                  SecondsText(connect_timeout_s) + " s"
+                                                            : "timed out";
   conn->deadline_ = std::min(deadline, connect_deadline);
   std::weak_ptr<HttpConnection> weak = conn;
   conn->registration_ = std::make_unique<CancellationRegistration>(token, [weak, ex] {
@@ -238,8 +240,7 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
   if (!endpoints.ok()) {
     // A look-up not done in time is unavailable too (another replica's name may resolve).
     if (endpoints.status().code() != StatusCode::kDeadlineExceeded) co_return endpoints.status();
-    co_return Unavailable("cannot resolve " + url.host + ": " +
-                          (connect_deadline_first ? connect_timed_out : std::string("timed out")));
+    co_return Unavailable("cannot resolve " + url.host + ": " + timed_out);
   }
   if (conn->cancelled_) co_return Cancelled("request cancelled");
   boost::system::error_code ec;
@@ -250,8 +251,7 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
     // Not connected in time (an address that drops connection requests, a host whose accept queue is full):
     // unavailable like a refused connection, so that callers retry, on another replica where there is one.
     if (error.code() == StatusCode::kDeadlineExceeded) {
-      error = Unavailable("cannot connect to " + where + ": " +
-                          (connect_deadline_first ? connect_timed_out : std::string("timed out")));
+      error = Unavailable("cannot connect to " + where + ": " + timed_out);
     }
     co_return error;
   }
@@ -281,8 +281,7 @@ asio::awaitable<Result<std::shared_ptr<HttpConnection>>> HttpConnection::Connect
     Status error = conn->ErrorStatus("TLS handshake with " + where, ec);
     if (error.code() == StatusCode::kCancelled) co_return error;
     if (error.code() == StatusCode::kDeadlineExceeded) {
-      co_return TlsHandshakeFailed(url, connect_deadline_first ? connect_timed_out : "timed out",
-                                   StatusCode::kDeadlineExceeded);
+      co_return TlsHandshakeFailed(url, timed_out, StatusCode::kDeadlineExceeded);
     }
     co_return TlsHandshakeFailed(url, ec.message(), StatusCode::kInvalidArgument);
   }
