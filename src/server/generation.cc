@@ -123,6 +123,13 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
   }
 }
 
+const std::vector<PromptLogprob>* PromptScores(const GenerationSpec& spec, const ChoiceState& choice) {
+  if (choice.events.empty()) return nullptr;
+  const std::vector<PromptLogprob>& scores = choice.events.front().prompt_logprobs;
+  const size_t prompt = spec.prompts[static_cast<size_t>(choice.prompt_index)].size();
+  return scores.size() + 1 == prompt ? &scores : nullptr;
+}
+
 int GenerationJob::prompt_tokens() const {
   int n = 0;
   for (const auto& p : spec_.prompts) n += static_cast<int>(p.size());

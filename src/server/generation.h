@@ -47,6 +47,11 @@ struct ChoiceState {
   std::shared_ptr<RequestHandle> handle;
 };
 
+// The scores of every prompt token after the first (Request::prompt_logprobs) that the choice's first event
+// carried (its events must be kept: GenerationSpec::keep_events); null when the choice ended before its
+// prompt was scored (cancelled, an error) or none were asked for.
+const std::vector<PromptLogprob>* PromptScores(const GenerationSpec& spec, const ChoiceState& choice);
+
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
   using TokenFn = std::function<void(GenerationJob& job, ChoiceState& choice, const TokenEvent& event)>;

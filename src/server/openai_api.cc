@@ -114,7 +114,6 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
     if (req.stream) f.Fail("prompt_logprobs", "prompt_logprobs are not available when stream is true");
   }
   req.spec.base.prompt_logprobs = req.prompt_logprobs;
-  req.spec.keep_events = req.prompt_logprobs >= 0;  // the first event carries them
 }
 
 // Structured outputs (server/structured_fields.h) and, on chat, the grammar of a forced tool choice.

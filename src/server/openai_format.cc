@@ -56,11 +56,11 @@ struct CompletionLogprobs {
   // Echo: prompt `index`'s tokens, the first without a logprob (nothing precedes it). Offsets index the
   // echoed text: each token's place in the prompt's decoding (control tokens take no room in a text prompt; a
   // token-id prompt's text is its decoding with them). Nothing when the choice ended before its prompt was
-  // scored (cancelled, an error).
+  // scored (cancelled, an error: scores null).
   void AddPrompt(const ApiContext& ctx, const OpenAiRequest& req, int index,
-                 const std::vector<PromptLogprob>& scores, int top_n) {
+                 const std::vector<PromptLogprob>* scores, int top_n) {
+    if (scores == nullptr) return;
     const std::vector<int32_t>& prompt = req.spec.prompts[static_cast<size_t>(index)];
-    if (scores.size() + 1 != prompt.size()) return;
     const bool from_ids = req.prompt_is_ids[static_cast<size_t>(index)];
     const size_t end = CodePoints(req.prompt_texts[static_cast<size_t>(index)]);
     IncrementalDetokenizer decoded(*ctx.tokenizer, /*skip_special=*/!from_ids);
@@ -75,7 +75,7 @@ struct CompletionLogprobs {
         top_logprobs.push_back(nullptr);
         continue;
       }
-      const PromptLogprob& score = scores[i - 1];
+      const PromptLogprob& score = (*scores)[i - 1];
       token_logprobs.push_back(score.logprob);
       nlohmann::json top = nlohmann::json::object();
       for (size_t k = 0; k < score.top.size() && static_cast<int>(k) < top_n; ++k) {
@@ -92,20 +92,14 @@ struct CompletionLogprobs {
   }
 };
 
-// The prompt scores a choice's first event carries (Request::prompt_logprobs), or none.
-const std::vector<PromptLogprob>& PromptScores(const ChoiceState& c) {
-  static const std::vector<PromptLogprob> kNone;
-  return c.events.empty() ? kNone : c.events.front().prompt_logprobs;
-}
-
 // vLLM's prompt_logprobs: null for the first token, then for each token {"id": {logprob, rank,
 // decoded_token}} holding the token itself and its top_n most likely alternatives (the engine may have
-// listed more, for echo's logprobs). null when the prompt was not scored.
-nlohmann::json VllmPromptLogprobs(const ApiContext& ctx, const std::vector<int32_t>& prompt,
-                                  const std::vector<PromptLogprob>& scores, int top_n) {
-  if (scores.size() + 1 != prompt.size()) return nullptr;
+// listed more, for echo's logprobs). null when the prompt was not scored (scores null).
+nlohmann::json VllmPromptLogprobs(const ApiContext& ctx, const std::vector<PromptLogprob>* scores,
+                                  int top_n) {
+  if (scores == nullptr) return nullptr;
   nlohmann::json out = nlohmann::json::array({nullptr});
-  for (const PromptLogprob& score : scores) {
+  for (const PromptLogprob& score : *scores) {
     const auto entry = [&](int32_t token, float logprob, int32_t rank) {
       return nlohmann::json{{"logprob", logprob}, {"rank", rank}, {"decoded_token", TokenText(ctx, token)}};
     };
@@ -197,12 +191,11 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
     } else {
       const std::string& prefix = req.echo ? req.prompt_texts[static_cast<size_t>(c.prompt_index)] : "";
       choice["text"] = prefix + c.text;
-      const std::vector<int32_t>& prompt = job.spec().prompts[static_cast<size_t>(c.prompt_index)];
       if (req.prompt_logprobs >= 0)
-        choice["prompt_logprobs"] = VllmPromptLogprobs(ctx, prompt, PromptScores(c), req.prompt_logprobs);
+        choice["prompt_logprobs"] = VllmPromptLogprobs(ctx, PromptScores(job.spec(), c), req.prompt_logprobs);
       if (req.logprobs >= 0) {
         CompletionLogprobs lp;
-        if (req.echo) lp.AddPrompt(ctx, req, c.prompt_index, PromptScores(c), req.logprobs);
+        if (req.echo) lp.AddPrompt(ctx, req, c.prompt_index, PromptScores(job.spec(), c), req.logprobs);
         size_t offset = CodePoints(prefix);
         for (const TokenEvent& e : c.events) {
           if (e.token != kNoToken) lp.Add(ctx, e, req.logprobs, &offset);
@@ -217,7 +210,7 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
   out["choices"] = std::move(choices);
   if (req.chat && req.prompt_logprobs >= 0 && !job.choices().empty()) {  // vLLM: one list, beside choices
     out["prompt_logprobs"] =
-        VllmPromptLogprobs(ctx, job.spec().prompts[0], PromptScores(job.choices()[0]), req.prompt_logprobs);
+        VllmPromptLogprobs(ctx, PromptScores(job.spec(), job.choices()[0]), req.prompt_logprobs);
   }
   out["usage"] = Usage(job);
   return out;
@@ -281,7 +274,7 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
         if (choice.events[i].token != kNoToken) offset += CodePoints(TokenText(ctx, choice.events[i].token));
       }
       if (prompt_scores) {
-        lp.AddPrompt(ctx, req, choice.prompt_index, event.prompt_logprobs, req.logprobs);
+        lp.AddPrompt(ctx, req, choice.prompt_index, PromptScores(req.spec, choice), req.logprobs);
       }
       if (has_token) lp.Add(ctx, event, req.logprobs, &offset);
       c["logprobs"] = lp.Json();

@@ -159,17 +159,16 @@ nlohmann::json SeedJson(const GenerationSpec& spec, const ChoiceState& c) {
 nlohmann::json Prefill(const TgiRequest& req, const GenerationSpec& spec, const ChoiceState& c,
                        const ApiContext& ctx) {
   nlohmann::json out = nlohmann::json::array();
-  if (!req.decoder_input_details || c.events.empty()) return out;
+  const std::vector<PromptLogprob>* scores = req.decoder_input_details ? PromptScores(spec, c) : nullptr;
+  if (scores == nullptr) return out;
   const std::vector<int32_t>& prompt = spec.prompts[static_cast<size_t>(c.prompt_index)];
-  const std::vector<PromptLogprob>& scores = c.events.front().prompt_logprobs;
-  if (scores.size() + 1 != prompt.size()) return out;
   for (size_t i = 0; i < prompt.size(); ++i) {
     const int32_t id = prompt[i];
     const std::string text =
         ctx.tokenizer->IsSpecial(id) ? ctx.tokenizer->TokenPiece(id) : ctx.tokenizer->TokenBytes(id);
     out.push_back({{"id", id},
                    {"text", text},
-                   {"logprob", i == 0 ? nlohmann::json(nullptr) : nlohmann::json(scores[i - 1].logprob)}});
+                   {"logprob", i == 0 ? nlohmann::json(nullptr) : nlohmann::json((*scores)[i - 1].logprob)}});
   }
   return out;
 }
