@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -166,9 +165,7 @@ void RunBenchBatched(const BenchBatchedFlags& f) {
                                 {"decode_tokens_per_s", r.decode_tokens_per_s},
                                 {"total_s", r.total_s}});
     }
-    std::ofstream out(f.json);
-    out << doc.dump(2) << "\n";
-    if (!out) Fail("--json: cannot write '" + f.json + "'");
+    WriteFlagFileOrDie(f.json, "--json", doc.dump(2) + "\n");
   }
 }
 

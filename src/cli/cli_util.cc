@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "base/file_util.h"
 
@@ -29,6 +30,13 @@ void Fail(const Status& status) { Fail(status.message()); }
 
 std::string ReadFlagFileOrDie(const std::string& path, const std::string& flag) {
   return ValueOrDie(ReadFlagFile(path, flag));
+}
+
+void WriteFlagFileOrDie(const std::string& path, const std::string& flag, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  out.close();
+  if (!out) Fail(flag + ": cannot write '" + path + "'");
 }
 
 std::vector<std::string> SplitLines(const std::string& text) {

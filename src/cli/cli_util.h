@@ -33,6 +33,9 @@ T ValueOrDie(Result<T> result, const std::string& context) {
 // The bytes of the file a flag names ("-": standard input), exactly; Fail()s naming the flag and the file
 // when it cannot be read or is a directory (base/file_util.h). Every CLI file flag reads through this.
 std::string ReadFlagFileOrDie(const std::string& path, const std::string& flag);
+// Writes `bytes` to the file a flag names (created or replaced); Fail()s "<flag>: cannot write '<path>'".
+// Check the path first (base/file_util.h's CheckOutputFile) when it takes long work to get `bytes`.
+void WriteFlagFileOrDie(const std::string& path, const std::string& flag, const std::string& bytes);
 
 // The lines of `text` ('\n' ends a line, a '\r' before it is dropped; a last line without '\n' counts).
 std::vector<std::string> SplitLines(const std::string& text);

@@ -4,7 +4,6 @@
 // end-of-generation tokens unless --ignore-eos, at -n tokens, or at a --stop string (which is not printed).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -160,10 +159,10 @@ void RunGenerate(GenerateFlags f) {
                (unsigned long long)sampling.seed, options.threads,
                std::string(loaded.model->kernels().name()).c_str(), KvDtypeName(options.kv_dtype));
   if (!f.timings_json.empty()) {
-    std::ofstream out(f.timings_json);
-    out << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms
-        << ", \"generated_tokens\": " << generated << ", \"generation_ms\": " << gen_ms << "}\n";
-    if (!out) Fail("--timings-json: cannot write '" + f.timings_json + "'");
+    std::ostringstream timings;
+    timings << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms
+            << ", \"generated_tokens\": " << generated << ", \"generation_ms\": " << gen_ms << "}\n";
+    WriteFlagFileOrDie(f.timings_json, "--timings-json", timings.str());
   }
 }
 

@@ -4,11 +4,11 @@
 // chunks run as parallel sequences in the engine. Prints each chunk's running estimate like llama-perplexity,
 // then the final estimate; --json writes the figures as JSON.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/file_util.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/common_flags.h"
@@ -30,28 +30,31 @@ struct PerplexityFlags {
 
 void RunPerplexity(const PerplexityFlags& f) {
   EngineOptions options = EngineOptionsOrDie(f.engine);
-  const std::string text = ReadFlagFileOrDie(f.file, "-f");
+  // Checked before the model loads and the text is scored, which would otherwise be lost.
+  if (!f.json.empty()) {
+    if (Status s = CheckOutputFile(f.json, "--json"); !s.ok()) Fail(s);
+  }
+  const std::string text = ReadFlagFileOrDie(f.file, "-f/--file");
   LoadedModel loaded = LoadModelOrDie(f.model);
   if (loaded.tokenizer == nullptr)
     Fail("perplexity needs the model's vocabulary, and " + f.model + " has none");
   const Tokenizer& tokenizer = *loaded.tokenizer;
   auto encoded = tokenizer.Encode(text, tokenizer.add_bos(), /*parse_special=*/false);
-  if (!encoded.ok()) Fail(encoded.status().WithContext("-f " + f.file));
+  if (!encoded.ok()) Fail(encoded.status().WithContext("-f/--file '" + f.file + "'"));
   const std::vector<int32_t>& tokens = *encoded;
   PerplexityOptions measure;
   measure.context = f.context;
   measure.max_chunks = f.chunks;
   measure.bos = tokenizer.add_bos() ? tokenizer.bos_id() : -1;
-  const int64_t chunks = int64_t(tokens.size()) / std::max(f.context, 1);
+  const int64_t chunks = PerplexityChunks(tokens.size(), measure);
   options.max_queue = int(std::min<int64_t>(chunks, INT32_MAX - 1)) + 1;
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
-  std::fprintf(stderr,
-               "perplexity: %zu tokens, %lld chunks of %d (scoring the last %d of each), %d threads\n",
-               tokens.size(), (long long)(f.chunks > 0 ? std::min<int64_t>(chunks, f.chunks) : chunks),
-               f.context, f.context - 1 - f.context / 2, engine->options().threads);
+  std::fprintf(
+      stderr, "perplexity: %zu tokens, %lld chunks of %d (scoring the last %d of each), %d threads\n",
+      tokens.size(), (long long)chunks, f.context, f.context - 1 - f.context / 2, engine->options().threads);
   auto measured = MeasurePerplexity(*engine, tokens, measure);
   engine->Shutdown(/*drain=*/true);
-  if (!measured.ok()) Fail(measured.status().WithContext("-f " + f.file));
+  if (!measured.ok()) Fail(measured.status().WithContext("-f/--file '" + f.file + "'"));
   const PerplexityResult& r = *measured;
   for (size_t i = 0; i < r.running.size(); ++i) std::printf("[%zu]%.4f,", i + 1, r.running[i]);
   std::printf("\nFinal estimate: PPL over %d chunks for n_ctx=%d = %.4f +/- %.5f\n", r.chunks, f.context,
@@ -64,9 +67,7 @@ void RunPerplexity(const PerplexityFlags& f) {
         {"model", f.model},          {"file", f.file}, {"n_ctx", f.context},       {"chunks", r.chunks},
         {"tokens_scored", r.scored}, {"ppl", r.ppl},   {"ppl_error", r.ppl_error}, {"running", r.running},
         {"seconds", r.seconds}};
-    std::ofstream json(f.json);
-    json << out.dump(2) << "\n";
-    if (!json) Fail("--json: cannot write " + f.json);
+    WriteFlagFileOrDie(f.json, "--json", out.dump(2) + "\n");
   }
 }
 

@@ -1,5 +1,6 @@
 #include "eval/perplexity.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -7,13 +8,18 @@
 
 namespace lockstep {
 
+int64_t PerplexityChunks(size_t tokens, const PerplexityOptions& options) {
+  if (options.context < 1) return 0;
+  const int64_t chunks = int64_t(tokens) / options.context;
+  return options.max_chunks > 0 ? std::min<int64_t>(chunks, options.max_chunks) : chunks;
+}
+
 Result<PerplexityResult> MeasurePerplexity(Engine& engine, std::span<const int32_t> tokens,
                                            const PerplexityOptions& options) {
   const int32_t context = options.context;
   if (context < 4)
     return InvalidArgument("the chunk context must be at least 4 tokens, got " + std::to_string(context));
-  int64_t chunks = int64_t(tokens.size()) / context;
-  if (options.max_chunks > 0) chunks = std::min<int64_t>(chunks, options.max_chunks);
+  const int64_t chunks = PerplexityChunks(tokens.size(), options);
   if (chunks == 0) {
     return InvalidArgument("the text has " + std::to_string(tokens.size()) +
                            " tokens, fewer than one chunk of " + std::to_string(context));

@@ -36,6 +36,9 @@ struct PerplexityResult {
   double seconds = 0;  // wall time of the scoring (submit to last result)
 };
 
+// The chunks MeasurePerplexity scores in `tokens` tokens (0 when fewer than one chunk, or context < 1).
+int64_t PerplexityChunks(size_t tokens, const PerplexityOptions& options);
+
 Result<PerplexityResult> MeasurePerplexity(Engine& engine, std::span<const int32_t> tokens,
                                            const PerplexityOptions& options);
 

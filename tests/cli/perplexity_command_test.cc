@@ -7,35 +7,24 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "testing/testdata.h"
+#include "cli_fixture.h"
 
 namespace lockstep::testing {
 namespace {
 
-int RunLockstep(const std::string& dir, const std::string& args, std::string* out, std::string* err) {
-  const std::string err_path = dir + "/stderr.txt";
-  const int rc = RunCommand(LockstepBinary() + " " + args + " 2>" + err_path, out);
-  std::ifstream in(err_path, std::ios::binary);
-  err->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return rc;
-}
+class PerplexityCommandTest : public CliTest {};
 
-TEST(PerplexityCommandTest, PrintsRunningAndFinalEstimatesAndWritesJson) {
-  const std::string dir = MakeTempDir("lockstep-perplexity");
-  const std::string model = dir + "/tiny.gguf";
-  std::string out, err;
-  ASSERT_EQ(RunLockstep(dir, "make-model --shape tiny --type q8_0 --seed 3 -o " + model, &out, &err), 0)
-      << err;
+TEST_F(PerplexityCommandTest, PrintsRunningAndFinalEstimatesAndWritesJson) {
   std::string text;
-  for (int i = 0; i < 60; ++i)
+  for (int i = 0; i < 60; ++i) {
     text += "The quick brown fox jumps over the lazy dog number " + std::to_string(i) + ". ";
-  const std::string file = dir + "/text.txt";
-  std::ofstream(file) << text;
-  const std::string json = dir + "/ppl.json";
-  ASSERT_EQ(
-      RunLockstep(dir, "perplexity -m " + model + " -f " + file + " -c 64 --chunks 3 -t 1 --json " + json,
-                  &out, &err),
-      0)
+  }
+  const std::string file = Write("text.txt", text);
+  const std::string json = *dir_ + "/ppl.json";
+  std::string out, err;
+  ASSERT_EQ(Lockstep("perplexity -m " + *model_ + " -f " + file + " -c 64 --chunks 3 -t 1 --json " + json,
+                     &out, &err),
+            0)
       << err;
   EXPECT_EQ(out.rfind("[1]", 0), 0u) << out;
   EXPECT_NE(out.find(",[3]"), std::string::npos) << out;
@@ -49,16 +38,25 @@ TEST(PerplexityCommandTest, PrintsRunningAndFinalEstimatesAndWritesJson) {
   EXPECT_GT(figures["ppl"].get<double>(), 1.0);
   EXPECT_EQ(figures["running"].size(), 3u);
   EXPECT_EQ(figures["running"].back(), figures["ppl"]);
+}
 
-  // Too short a text, a directory, a missing file: exit 1, named.
-  std::ofstream(dir + "/short.txt") << "a few words";
-  EXPECT_EQ(RunLockstep(dir, "perplexity -m " + model + " -f " + dir + "/short.txt -c 64", &out, &err), 1);
+TEST_F(PerplexityCommandTest, BadInputExitsOneNamingIt) {
+  std::string out, err;
+  // Too short a text, a directory, a bad -c: exit 1, named.
+  const std::string short_text = Write("short.txt", "a few words");
+  EXPECT_EQ(Lockstep("perplexity -m " + *model_ + " -f " + short_text + " -c 64", &out, &err), 1);
   EXPECT_NE(err.find("fewer than one chunk of 64"), std::string::npos) << err;
-  EXPECT_NE(err.find(dir + "/short.txt"), std::string::npos) << err;
-  std::filesystem::create_directory(dir + "/adir");
-  EXPECT_EQ(RunLockstep(dir, "perplexity -m " + model + " -f " + dir + "/adir", &out, &err), 1);
+  EXPECT_NE(err.find(short_text), std::string::npos) << err;
+  std::filesystem::create_directory(*dir_ + "/adir");
+  EXPECT_EQ(Lockstep("perplexity -m " + *model_ + " -f " + *dir_ + "/adir", &out, &err), 1);
   EXPECT_NE(err.find("is a directory"), std::string::npos) << err;
-  EXPECT_EQ(RunLockstep(dir, "perplexity -m " + model + " -f " + file + " -c 2", &out, &err), 1);
+  EXPECT_EQ(Lockstep("perplexity -m " + *model_ + " -f " + short_text + " -c 2", &out, &err), 1);
+  // A --json that cannot be written is refused before the scoring (the short text is never read).
+  EXPECT_EQ(Lockstep("perplexity -m " + *model_ + " -f " + short_text + " --json " + *dir_ + "/no/ppl.json",
+                     &out, &err),
+            1);
+  EXPECT_NE(err.find("--json: cannot write"), std::string::npos) << err;
+  EXPECT_EQ(err.find("fewer than one chunk"), std::string::npos) << err;
 }
 
 }  // namespace
