@@ -157,7 +157,15 @@ Status Engine::Validate(Request& request) const {
                            std::to_string(request.grammar->vocab().size()) + " tokens; the model has " +
                            std::to_string(n_vocab));
   }
-  if (request.max_tokens < 0 || (request.max_tokens == 0 && request.prompt_logprobs < 0)) {
+  if (request.embedding != Pooling::kNone) {
+    if (request.max_tokens != 0) {
+      return InvalidArgument("an embedding request generates nothing: max_tokens must be 0, got " +
+                             std::to_string(request.max_tokens));
+    }
+    if (request.prompt_logprobs >= 0 || request.grammar) {
+      return InvalidArgument("an embedding request takes no prompt_logprobs and no grammar");
+    }
+  } else if (request.max_tokens < 0 || (request.max_tokens == 0 && request.prompt_logprobs < 0)) {
     return InvalidArgument("max_tokens must be >= 1 (or 0 with prompt_logprobs), got " +
                            std::to_string(request.max_tokens));
   }

@@ -91,7 +91,10 @@ bool Engine::Loop::TakeInbox(bool wait) {
     const RequestId id = pending.id;
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
     const Request& request = active->pending.request;
-    scheduler_.Add(id, request.prompt_ids, request.fork_of, request.prompt_logprobs >= 0);
+    const PromptRows rows = request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
+                            : request.prompt_logprobs >= 0      ? PromptRows::kLogits
+                                                                : PromptRows::kNone;
+    scheduler_.Add(id, request.prompt_ids, request.fork_of, rows);
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       stats_.prompt_tokens_total += int64_t(active->pending.request.prompt_ids.size());
@@ -127,7 +130,8 @@ void Engine::Loop::Step() {
   }
   const int64_t n_vocab = model_->config().n_vocab;
   logits_.resize(size_t(plan.batch.LogitRows() * n_vocab));
-  Status status = model_->Forward(plan.batch, layout_, std::span<float>(logits_), *threads_);
+  embeddings_.resize(size_t(plan.batch.EmbeddingRows() * model_->config().n_embd));
+  Status status = model_->Forward(plan.batch, layout_, ForwardOutputs{logits_, embeddings_}, *threads_);
   if (!status.ok()) {
     scheduler_.Update(StepResult{});
     for (const ScheduledChunk& chunk : plan.chunks) {
@@ -142,13 +146,19 @@ void Engine::Loop::Step() {
     return;
   }
   ScorePromptRows(plan, n_vocab);
+  PoolEmbeddingRows(plan);
   StepResult result;
   std::vector<std::pair<RequestId, TokenEvent>> events;
   std::vector<RequestId> constrained_out;  // grammar allows no token: finished after Update
   std::vector<RequestId> scored_out;       // max_tokens 0: done once the prompt is scored
+  std::vector<RequestId> embedded_out;     // embeddings: done once every prompt position is pooled
   for (const ScheduledChunk& chunk : plan.chunks) {
     Active& active = *active_.at(chunk.id);
     const Request& request = active.pending.request;
+    if (request.embedding != Pooling::kNone) {
+      if (active.embedded == int32_t(request.prompt_ids.size())) embedded_out.push_back(chunk.id);
+      continue;
+    }
     if (request.max_tokens == 0 && active.prompt_logprobs.size() + 1 >= request.prompt_ids.size()) {
       scored_out.push_back(chunk.id);
       continue;
@@ -173,6 +183,10 @@ void Engine::Loop::Step() {
     event.finish_reason = FinishReason::kLength;
     event.prompt_logprobs = std::move(active.prompt_logprobs);
     Finish(active, std::move(event));
+  }
+  for (RequestId id : embedded_out) {
+    Active& active = *active_.at(id);
+    Finish(active, EmbeddingEvent(active));
   }
   for (RequestId id : constrained_out) FinishConstrained(*active_.at(id));
   for (auto& [id, event] : events) {
@@ -220,6 +234,38 @@ void Engine::Loop::ScorePromptRows(const StepPlan& plan, int64_t n_vocab) {
     }
     row.out->rank = ahead + 1;
   });
+}
+
+void Engine::Loop::PoolEmbeddingRows(const StepPlan& plan) {
+  const int64_t d = model_->config().n_embd;
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    if (chunk.embedding_count == 0) continue;
+    Active& active = *active_.at(chunk.id);
+    const Pooling pooling = active.pending.request.embedding;
+    const int32_t last = int32_t(active.pending.request.prompt_ids.size()) - 1;
+    LOCKSTEP_CHECK(active.embedded == chunk.embedding_position);  // each position once, in order
+    active.embedding.resize(size_t(d));
+    for (int32_t i = 0; i < chunk.embedding_count; ++i) {
+      const int32_t position = chunk.embedding_position + i;
+      const float* row = embeddings_.data() + size_t(chunk.embedding_row + i) * size_t(d);
+      if (pooling == Pooling::kMean) {
+        for (int64_t k = 0; k < d; ++k) active.embedding[size_t(k)] += row[k];
+      } else if ((pooling == Pooling::kCls && position == 0) ||
+                 (pooling == Pooling::kLast && position == last)) {
+        std::copy(row, row + d, active.embedding.begin());
+      }
+    }
+    active.embedded += chunk.embedding_count;
+  }
+}
+
+TokenEvent Engine::Loop::EmbeddingEvent(Active& active) const {
+  TokenEvent event;
+  event.finish_reason = FinishReason::kLength;
+  const double scale = active.pending.request.embedding == Pooling::kMean ? 1.0 / active.embedded : 1.0;
+  event.embedding.reserve(active.embedding.size());
+  for (double v : active.embedding) event.embedding.push_back(float(v * scale));
+  return event;
 }
 
 std::span<const uint64_t> Engine::Loop::AllowedTokens(Active& active, int32_t n_vocab, bool* none) {

@@ -46,6 +46,10 @@ class Engine::Loop {
     StopMatcher stop_matcher;
     std::optional<GrammarConstraint> constraint;  // Request::grammar's parse state
     std::vector<PromptLogprob> prompt_logprobs;   // Request::prompt_logprobs, until the first event
+    // Request::embedding: the pooled vector so far (mean: the sum, in position order) and the positions in
+    // it.
+    std::vector<double> embedding;
+    int32_t embedded = 0;
     int32_t generated = 0;
     std::optional<Clock::time_point> first_scheduled, first_token, last_token;
     Active(PendingRequest p, const Tokenizer* tokenizer);
@@ -58,6 +62,10 @@ class Engine::Loop {
   // Scores the prompt tokens of this step's prompt-logit rows (ScheduledChunk::prompt_logit_*), spread over
   // the thread pool, into each request's Active::prompt_logprobs.
   void ScorePromptRows(const StepPlan& plan, int64_t n_vocab);
+  // Adds this step's embedding rows (ScheduledChunk::embedding_*) to each request's pooled vector.
+  void PoolEmbeddingRows(const StepPlan& plan);
+  // The event that ends an embedding request once every prompt position is pooled.
+  TokenEvent EmbeddingEvent(Active& active) const;
   // Builds the event for a sampled token; sets its finish reason when the request ends here.
   TokenEvent MakeTokenEvent(Active& active, const SampleResult& sample);
   // Ends a request: emits its last event (a token event already carrying a finish reason, or a bare one) and
@@ -88,8 +96,9 @@ class Engine::Loop {
   std::unique_ptr<ThreadPool> threads_;
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
   std::vector<float> logits_;
-  std::vector<uint64_t> mask_;    // allowed tokens of the constrained request being sampled
-  std::vector<int32_t> end_ids_;  // the vocabulary's end-of-generation tokens (Request::min_tokens)
+  std::vector<float> embeddings_;  // this step's embedding rows, n_embd floats each
+  std::vector<uint64_t> mask_;     // allowed tokens of the constrained request being sampled
+  std::vector<int32_t> end_ids_;   // the vocabulary's end-of-generation tokens (Request::min_tokens)
   bool closed_ = false;
   bool drain_ = false;
   Clock::time_point step_start_;  // when the current step began (before scheduling)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "model/model_config.h"
 
 namespace lockstep::grammar {
 class TokenMasker;
@@ -32,8 +33,8 @@ struct Request {
   std::vector<int32_t> prompt_ids;  // must be non-empty; every id < n_vocab
   SamplingParams sampling;          // engine/sampler.h: temperature, top-k/p, min-p, penalties, seed, and
                                     // logprobs / top_logprobs (at most kMaxTopLogprobs) reported per token
-  int32_t max_tokens = 16;  // new tokens to generate at most (>= 1; 0: score the prompt only, which needs
-                            // prompt_logprobs: one bare kLength event carries them)
+  int32_t max_tokens = 16;          // new tokens to generate at most (>= 1; 0: the prompt only, which needs
+                                    // prompt_logprobs or embedding: one bare kLength event carries them)
   std::vector<std::string>
       stop;  // stop strings (matched on the detokenized text; not included in the output)
   std::vector<int32_t>
@@ -61,6 +62,13 @@ struct Request {
   // neither reads the prefix cache nor forks (every prompt row is computed for its logits; it still
   // publishes its blocks for others), and the values are those of the raw logits, as for generated tokens.
   int32_t prompt_logprobs = -1;
+  // Embedding (what OpenAI's /v1/embeddings and TEI's /embed return): kNone off; else the model's final
+  // hidden states of the prompt (after the output norm, as llama.cpp's embeddings) pooled this way arrive on
+  // the request's one event (TokenEvent::embedding, n_embd floats, not length-normalized). Needs max_tokens
+  // 0 and no prompt_logprobs or grammar; like prompt_logprobs, the request computes its whole prompt (no
+  // prefix-cache read, no fork; it publishes its blocks). The vector depends only on the prompt: not on the
+  // neighbours, the chunking or a preemption.
+  Pooling embedding = Pooling::kNone;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
@@ -119,7 +127,8 @@ struct TokenEvent {
   // Request::prompt_logprobs >= 0: on the first event only, prompt_ids.size() - 1 entries, one for each
   // prompt token after the first, in order.
   std::vector<PromptLogprob> prompt_logprobs;
-  bool special = false;  // the token is a control / special token (EOS etc.)
+  std::vector<float> embedding;  // Request::embedding: the pooled vector, on the (only, last) event
+  bool special = false;          // the token is a control / special token (EOS etc.)
 
   FinishReason finish_reason = FinishReason::kNone;  // set on the last event only
   StopKind stop_kind = StopKind::kNone;

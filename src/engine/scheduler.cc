@@ -19,7 +19,7 @@ bool Scheduler::CanEverFit(int64_t total_tokens) const {
   return pool_.BlocksFor(total_tokens) <= pool_.num_blocks();
 }
 
-void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of, bool prompt_logits) {
+void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of, PromptRows prompt_rows) {
   LOCKSTEP_CHECK(!prompt.empty());
   LOCKSTEP_CHECK(seqs_.count(id) == 0);
   auto seq = std::make_unique<Seq>();
@@ -27,8 +27,8 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
   seq->prompt_len = int32_t(prompt.size());
   seq->prefill_until = seq->prompt_len;
   seq->tokens = std::move(prompt);
-  seq->prompt_logits = prompt_logits;
-  if (const Seq* parent = fork_of != 0 && !prompt_logits ? Find(fork_of) : nullptr) {
+  seq->prompt_rows = prompt_rows;
+  if (const Seq* parent = fork_of != 0 && prompt_rows == PromptRows::kNone ? Find(fork_of) : nullptr) {
     // The common prefix of the two prompts, short of this prompt's last token (computed for its logits).
     const size_t limit = std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1);
     size_t shared = 0;
@@ -106,18 +106,26 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
   chunk.id = seq.id;
   chunk.start = seq.num_computed;
   chunk.count = count;
-  chunk.sample = seq.num_computed + count == int32_t(seq.tokens.size());
+  chunk.sample =
+      seq.prompt_rows != PromptRows::kEmbeddings && seq.num_computed + count == int32_t(seq.tokens.size());
   chunk.decode = count == 1 && chunk.start >= seq.prefill_until;
-  if (seq.prompt_logits) {  // positions [from, prompt_len - 1) of this chunk, each once
-    const int32_t from = std::max(chunk.start, seq.prompt_logits_from);
-    const int32_t to = std::min(chunk.start + count, seq.prompt_len - 1);
+  {  // positions [from, prompt_rows_end()) of this chunk, each once
+    const int32_t from = std::max(chunk.start, seq.prompt_rows_from);
+    const int32_t to = std::min(chunk.start + count, seq.prompt_rows_end());
     if (from < to) {
-      LOCKSTEP_CHECK(from == chunk.start);  // rows with logits come first (PlanPrefill keeps them so)
-      chunk.prompt_logit_position = from;
-      chunk.prompt_logit_count = to - from;
-      chunk.prompt_logit_row = logit_rows_;
-      logit_rows_ += chunk.prompt_logit_count;
-      seq.prompt_logits_from = to;
+      LOCKSTEP_CHECK(from == chunk.start);  // rows with outputs come first (PlanPrefill keeps them so)
+      if (seq.prompt_rows == PromptRows::kLogits) {
+        chunk.prompt_logit_position = from;
+        chunk.prompt_logit_count = to - from;
+        chunk.prompt_logit_row = logit_rows_;
+        logit_rows_ += chunk.prompt_logit_count;
+      } else {
+        chunk.embedding_position = from;
+        chunk.embedding_count = to - from;
+        chunk.embedding_row = embedding_rows_;
+        embedding_rows_ += chunk.embedding_count;
+      }
+      seq.prompt_rows_from = to;
     }
   }
   const int32_t sequence = int32_t(plan.batch.sequences.size());
@@ -130,6 +138,8 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
     row.wants_logits = (chunk.sample && i == count - 1) ||
                        (row.position >= chunk.prompt_logit_position &&
                         row.position < chunk.prompt_logit_position + chunk.prompt_logit_count);
+    row.wants_embedding = row.position >= chunk.embedding_position &&
+                          row.position < chunk.embedding_position + chunk.embedding_count;
     plan.batch.rows.push_back(row);
   }
   if (chunk.sample) chunk.logit_row = logit_rows_++;
@@ -161,14 +171,14 @@ int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool fo
   }
   const std::span<const int32_t> tokens = seq.tokens;
   int32_t end = int32_t(tokens.size());
-  if (!seq.prompt_logits) {
+  if (seq.prompt_rows == PromptRows::kNone) {
     AdvanceComputed(seq, kv_.AttachCached(seq.id, tokens, seq.num_computed));
     if (!force) end = kv_.ClaimedElsewhereFrom(seq.id, tokens, seq.num_computed);
-  } else if (seq.num_computed < seq.prompt_logits_from) {
-    // A recompute after preemption: rows whose prompt logits were planned already come without logits, so
-    // a chunk that reaches logit rows starts with them (AddChunk's order).
-    end = seq.prompt_logits_from;
-  } else if (seq.num_computed < seq.prompt_len - 1) {
+  } else if (seq.num_computed < seq.prompt_rows_from) {
+    // A recompute after preemption: rows whose outputs were planned already come without them, so a chunk
+    // that reaches output rows starts with them (AddChunk's order).
+    end = seq.prompt_rows_from;
+  } else if (seq.num_computed < seq.prompt_rows_end()) {
     end = std::min(end, seq.num_computed + options_.max_prompt_logit_rows);
   }
   const int64_t room =
@@ -218,7 +228,8 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     Seq* seq = waiting_.front();
     const std::span<const int32_t> tokens = seq->tokens;
     const int64_t known = int64_t(tokens.size());
-    const PrefixMatch match = seq->prompt_logits ? PrefixMatch{} : kv_.Match(seq->id, tokens);
+    const PrefixMatch match =
+        seq->prompt_rows != PromptRows::kNone ? PrefixMatch{} : kv_.Match(seq->id, tokens);
     // Blocks for everything it knows plus its first new token, and one spare block per running request so
     // that their decodes do not immediately preempt it again (thrashing). Strictly FCFS: nobody overtakes it.
     if (kv_.BlocksToAdmit(match, known + 1) + int64_t(running_.size()) > pool_.num_free()) break;
@@ -228,7 +239,7 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     // Blocks for the whole prompt now, so that its later chunks never wait for blocks (two half-prefilled
     // requests could otherwise hold the pool with no decode row to trigger preemption).
     LOCKSTEP_CHECK(kv_.Admit(seq->id, tokens, match, known));
-    if (seq->preemptions == 0 && !seq->started && !seq->prompt_logits)
+    if (seq->preemptions == 0 && !seq->started && seq->prompt_rows == PromptRows::kNone)
       prefix_queries_total_ += seq->prompt_len;
     AdvanceComputed(*seq, match.tokens);
     budget -= PlanPrefill(*seq, budget, plan, /*force=*/false);
@@ -239,6 +250,7 @@ StepPlan Scheduler::Schedule() {
   LOCKSTEP_CHECK_MSG(last_chunks_.empty(), "Schedule() called twice without Update()");
   StepPlan plan;
   logit_rows_ = 0;
+  embedding_rows_ = 0;
   int32_t budget = options_.max_batch_tokens;
   ScheduleDecodes(plan, budget);
   SchedulePrefills(plan, budget);

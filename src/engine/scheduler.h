@@ -40,6 +40,16 @@ namespace lockstep {
 
 using RequestId = uint64_t;  // as in engine/request.h
 
+// What a request's prompt rows produce besides their KV (Scheduler::Add).
+enum class PromptRows {
+  kNone,    // only the last row's logits, sampled
+  kLogits,  // every prompt row but the last wants logits too (prompt logprobs;
+            // ScheduledChunk::prompt_logit_*)
+  // every prompt row wants its embedding (ScheduledChunk::embedding_*) and none wants logits: an embedding
+  // request, which samples nothing
+  kEmbeddings,
+};
+
 struct SchedulerOptions {
   int max_seqs = 64;
   int max_batch_tokens = 512;
@@ -48,8 +58,8 @@ struct SchedulerOptions {
   // The model's ModelConfig::WidestWindow(): when > 0 (every layer windowed), a sequence's KV blocks wholly
   // below model/attention.h's AttentionStart of its next position are released after each step.
   int32_t kv_window = 0;
-  // Prompt-logit rows (Add's prompt_logits) one chunk may carry: bounds the step's logits buffer (rows ×
-  // n_vocab floats) however long the prompt.
+  // Prompt-logit (or embedding) rows (Add's prompt_rows) one chunk may carry: bounds the step's logits
+  // buffer (rows × n_vocab floats) however long the prompt.
   int32_t max_prompt_logit_rows = 256;
 };
 
@@ -61,13 +71,19 @@ struct ScheduledChunk {
   bool sample = false;     // the chunk reaches the last known token: its last row's logits are sampled
   int32_t logit_row = -1;  // index among the batch's logit rows when sample
   bool decode = false;     // a decode row (one new token of a request past its prompt) rather than prefill
-  // Add's prompt_logits: the chunk's rows at positions [prompt_logit_position, + prompt_logit_count) want
+  // PromptRows::kLogits: the chunk's rows at positions [prompt_logit_position, + prompt_logit_count) want
   // logits for the prompt token after each; they are logit rows [prompt_logit_row, + prompt_logit_count),
   // just before the sampled row (logit_row) when the chunk also samples. Each position once per request,
   // even when recomputed after a preemption.
   int32_t prompt_logit_row = -1;
   int32_t prompt_logit_position = 0;
   int32_t prompt_logit_count = 0;
+  // PromptRows::kEmbeddings: the chunk's rows at positions [embedding_position, + embedding_count) want their
+  // embedding; they are the batch's embedding rows [embedding_row, + embedding_count). Each position once
+  // per request, as above.
+  int32_t embedding_row = -1;
+  int32_t embedding_position = 0;
+  int32_t embedding_count = 0;
 };
 
 struct StepPlan {
@@ -99,10 +115,11 @@ class Scheduler {
   // Queues a new request at the back of the waiting queue. `prompt` non-empty; id unique. `fork_of`: a
   // request added earlier whose KV this one takes for their common prompt prefix instead of computing it (n >
   // 1, server-side fan-out); ignored when that request is unknown (finished) or shares nothing.
-  // `prompt_logits`: every prompt row but the last also wants logits (ScheduledChunk::prompt_logit_*), so
+  // `prompt_rows` other than kNone: the request's prompt rows want logits or embeddings (PromptRows), so
   // the request computes its whole prompt itself: no fork, no prefix-cache hit, no waiting for a neighbour's
   // block (it still publishes its blocks).
-  void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0, bool prompt_logits = false);
+  void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0,
+           PromptRows prompt_rows = PromptRows::kNone);
   // Drops a request (waiting or running) and its block references. False when unknown.
   bool Remove(RequestId id);
 
@@ -146,8 +163,15 @@ class Scheduler {
     RequestId fork_parent = 0;
     int32_t fork_tokens = 0;
     int32_t parent_preemptions = 0;  // the parent's count when linked: a preempted parent ends the link
-    bool prompt_logits = false;      // Add's prompt_logits
-    int32_t prompt_logits_from = 0;  // the first position whose prompt logits were not planned yet
+    PromptRows prompt_rows = PromptRows::kNone;  // Add's
+    int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
+    // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
+    // prompt_len (embeddings), 0 (none).
+    int32_t prompt_rows_end() const {
+      return prompt_rows == PromptRows::kNone     ? 0
+             : prompt_rows == PromptRows::kLogits ? prompt_len - 1
+                                                  : prompt_len;
+    }
   };
 
   Seq& Get(RequestId id) const;
@@ -170,7 +194,8 @@ class Scheduler {
   std::vector<Seq*> running_;  // admission order: oldest first
   std::deque<Seq*> waiting_;   // front is next
   std::vector<ScheduledChunk> last_chunks_;
-  int32_t logit_rows_ = 0;  // logit rows of the step being planned
+  int32_t logit_rows_ = 0;      // logit rows of the step being planned
+  int32_t embedding_rows_ = 0;  // embedding rows of the step being planned
   int64_t preemptions_total_ = 0;
   int64_t prefix_queries_total_ = 0;
   int64_t prefix_hits_total_ = 0;

@@ -50,6 +50,9 @@ struct BatchRow {
   int32_t position = 0;  // position in its sequence (RoPE position and KV slot)
   int32_t sequence = 0;  // index into Batch::sequences
   bool wants_logits = false;
+  // The row's final hidden state (after the output norm, before the output matrix: what llama.cpp's
+  // embeddings pool) is copied out (ForwardOutputs::embeddings).
+  bool wants_embedding = false;
 };
 
 // Contract for Model::Forward:
@@ -64,6 +67,11 @@ struct Batch {
   int64_t LogitRows() const {
     int64_t n = 0;
     for (const BatchRow& row : rows) n += row.wants_logits ? 1 : 0;
+    return n;
+  }
+  int64_t EmbeddingRows() const {
+    int64_t n = 0;
+    for (const BatchRow& row : rows) n += row.wants_embedding ? 1 : 0;
     return n;
   }
 };

@@ -31,6 +31,12 @@ struct ModelLoadOptions {
   const Kernels* kernels = nullptr;
 };
 
+// Where Model::Forward writes its outputs, each in the order of the rows that want it.
+struct ForwardOutputs {
+  std::span<float> logits;      // Batch::LogitRows() x n_vocab floats
+  std::span<float> embeddings;  // Batch::EmbeddingRows() x n_embd floats (BatchRow::wants_embedding)
+};
+
 class Model {
  public:
   // Validates architecture, hyper-parameters and every tensor (name, shape, type); the error lists all that
@@ -45,11 +51,15 @@ class Model {
   const GgufFile& file() const { return *file_; }
   KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
 
-  // One forward pass over `batch` (see the contract in model/batch.h). logits: LogitRows() × n_vocab floats,
-  // in the order of the rows that want logits. Rows are independent: a row's logits are bit-identical
-  // whatever other rows share the batch.
-  virtual Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits,
+  // One forward pass over `batch` (see the contract in model/batch.h), writing the logits and embeddings
+  // its rows ask for. Rows are independent: a row's outputs are bit-identical whatever other rows share the
+  // batch.
+  virtual Status Forward(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs,
                          ThreadPool& pool) = 0;
+  // The same for a batch that wants logits only: LogitRows() x n_vocab floats.
+  Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits, ThreadPool& pool) {
+    return Forward(batch, kv, ForwardOutputs{logits, {}}, pool);
+  }
 
  protected:
   explicit Model(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}

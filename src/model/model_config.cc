@@ -102,6 +102,20 @@ Status ApplyRopeFreqs(const GgufFile& file, ModelConfig& config) {
 
 }  // namespace
 
+const char* PoolingName(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kMean:
+      return "mean";
+    case Pooling::kCls:
+      return "cls";
+    case Pooling::kLast:
+      return "last";
+    case Pooling::kNone:
+      break;
+  }
+  return "none";
+}
+
 const std::vector<std::string>& SupportedArchitectures() {
   static const std::vector<std::string> names = ArchitectureNames();
   return names;
@@ -146,6 +160,8 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.name, file.GetStringOr("general.name", ""));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ctx_train, file.GetInt(a + ".context_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t pooling, file.GetIntOr(a + ".pooling_type", 0));
+  if (pooling >= 1 && pooling <= 3) c.pooling = static_cast<Pooling>(pooling);
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, file.GetInt(a + ".feed_forward_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, file.GetInt(a + ".attention.head_count"));

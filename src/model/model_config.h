@@ -40,19 +40,28 @@ struct LayerAttention {
   bool local_rope = false;
 };
 
+// How an embedding pools the final hidden states of a prompt (llama.cpp's pooling types, the values of
+// `<arch>.pooling_type`): kMean averages every position's, kCls takes the first position's, kLast the last's.
+// kNone: no pooling named (the key absent, 0, or a kind this runtime does not pool, such as rank = 4).
+enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
+
+// "none" | "mean" | "cls" | "last".
+const char* PoolingName(Pooling pooling);
+
 struct ModelConfig {
-  std::string architecture;  // one of SupportedArchitectures()
-  std::string name;          // general.name, if any
-  int64_t n_vocab = 0;       // rows of token_embd
-  int64_t n_ctx_train = 0;   // <arch>.context_length
-  int64_t n_embd = 0;        // <arch>.embedding_length
-  int64_t n_layer = 0;       // <arch>.block_count
-  int64_t n_ff = 0;          // <arch>.feed_forward_length
-  int64_t n_head = 0;        // <arch>.attention.head_count
-  int64_t n_head_kv = 0;     // <arch>.attention.head_count_kv (default n_head)
-  int64_t head_dim = 0;      // <arch>.attention.key_length (default n_embd / n_head)
-  float rms_eps = 1e-5f;     // <arch>.attention.layer_norm_rms_epsilon
-  bool qkv_bias = false;     // attn_{q,k,v}.bias present (qwen2)
+  std::string architecture;          // one of SupportedArchitectures()
+  std::string name;                  // general.name, if any
+  int64_t n_vocab = 0;               // rows of token_embd
+  int64_t n_ctx_train = 0;           // <arch>.context_length
+  int64_t n_embd = 0;                // <arch>.embedding_length
+  int64_t n_layer = 0;               // <arch>.block_count
+  int64_t n_ff = 0;                  // <arch>.feed_forward_length
+  int64_t n_head = 0;                // <arch>.attention.head_count
+  int64_t n_head_kv = 0;             // <arch>.attention.head_count_kv (default n_head)
+  int64_t head_dim = 0;              // <arch>.attention.key_length (default n_embd / n_head)
+  float rms_eps = 1e-5f;             // <arch>.attention.layer_norm_rms_epsilon
+  bool qkv_bias = false;             // attn_{q,k,v}.bias present (qwen2)
+  Pooling pooling = Pooling::kNone;  // <arch>.pooling_type: what an embedding model's file says to use
 
   // RoPE.
   RopeMode rope_mode = RopeMode::kNormal;

@@ -67,7 +67,7 @@ const float* Transformer::RowAngles(int32_t layer, int64_t r) const {
   return (local ? row_cos_sin_local_ : row_cos_sin_).data() + size_t(r) * 2 * rope_.pairs();
 }
 
-Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const {
+Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs) const {
   if (kv.n_layer != config_.n_layer || kv.n_kv_head != config_.n_head_kv || kv.head_dim != config_.head_dim ||
       kv.block_tokens <= 0) {
     return InvalidArgument("KV layout (layers " + std::to_string(kv.n_layer) + ", kv heads " +
@@ -76,9 +76,14 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, std::span<f
                            ") does not match the model");
   }
   const size_t needed = size_t(batch.LogitRows()) * size_t(config_.n_vocab);
-  if (logits.size() < needed) {
-    return InvalidArgument("logits buffer holds " + std::to_string(logits.size()) +
+  if (outputs.logits.size() < needed) {
+    return InvalidArgument("logits buffer holds " + std::to_string(outputs.logits.size()) +
                            " floats, the batch needs " + std::to_string(needed));
+  }
+  const size_t embedding_floats = size_t(batch.EmbeddingRows()) * size_t(config_.n_embd);
+  if (outputs.embeddings.size() < embedding_floats) {
+    return InvalidArgument("embeddings buffer holds " + std::to_string(outputs.embeddings.size()) +
+                           " floats, the batch needs " + std::to_string(embedding_floats));
   }
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& row = batch.rows[i];
@@ -122,9 +127,9 @@ void Transformer::EnsureScratch(int64_t rows) {
   if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * rope_.pairs());
 }
 
-Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits,
+Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs,
                             ThreadPool& pool) {
-  LOCKSTEP_RETURN_IF_ERROR(Validate(batch, kv, logits));
+  LOCKSTEP_RETURN_IF_ERROR(Validate(batch, kv, outputs));
   const int64_t rows = static_cast<int64_t>(batch.rows.size());
   if (rows == 0) return Status::Ok();
   EnsureScratch(rows);
@@ -139,26 +144,26 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, std::span<fl
   });
   BuildTiles(
       batch, rows, [](int64_t r) { return r; }, tiles_);
-  // The last layer's output is needed only for the rows that want logits; the others need only their K/V
-  // there (later rows and steps read it). So when some rows want no logits (a prompt: all but its last row),
-  // the last layer writes every row's K/V and then continues with the logit rows alone, gathered to the
-  // front of the scratch buffers (skipping ~1/n_layer of a prompt's work). Each kept row's arithmetic is the
-  // same as without the skip, so its logits are bit-identical either way.
-  logit_rows_.clear();
+  // The last layer's output is needed only for the rows that want logits or an embedding (output rows); the
+  // others need only their K/V there (later rows and steps read it). So when some rows want no output (a
+  // prompt: all but its last row), the last layer writes every row's K/V and then continues with the output
+  // rows alone, gathered to the front of the scratch buffers (skipping ~1/n_layer of a prompt's work). Each
+  // kept row's arithmetic is the same as without the skip, so its outputs are bit-identical either way.
+  output_rows_.clear();
   for (int64_t r = 0; r < rows; ++r) {
-    if (batch.rows[r].wants_logits) logit_rows_.push_back(r);
+    if (batch.rows[r].wants_logits || batch.rows[r].wants_embedding) output_rows_.push_back(r);
   }
-  const bool skip_in_last_layer = int64_t(logit_rows_.size()) < rows;
+  const bool skip_in_last_layer = int64_t(output_rows_.size()) < rows;
   if (skip_in_last_layer) {
     BuildTiles(
-        batch, int64_t(logit_rows_.size()), [&](int64_t j) { return logit_rows_[j]; }, logit_tiles_);
+        batch, int64_t(output_rows_.size()), [&](int64_t j) { return output_rows_[j]; }, output_tiles_);
   }
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
-    const bool only_logit_rows = skip_in_last_layer && layer == config_.n_layer - 1;
-    AttentionBlock(batch, kv, layer, only_logit_rows, pool);
-    FeedForwardBlock(only_logit_rows ? int64_t(logit_rows_.size()) : rows, layer, pool);
+    const bool only_output_rows = skip_in_last_layer && layer == config_.n_layer - 1;
+    AttentionBlock(batch, kv, layer, only_output_rows, pool);
+    FeedForwardBlock(only_output_rows ? int64_t(output_rows_.size()) : rows, layer, pool);
   }
-  Logits(batch, skip_in_last_layer, logits, pool);
+  Outputs(batch, skip_in_last_layer, outputs, pool);
   return Status::Ok();
 }
 
@@ -193,7 +198,7 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   });
 }
 
-void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_logit_rows,
+void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_output_rows,
                                  ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
@@ -201,12 +206,14 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const int64_t d = c.n_embd;
   const int64_t q_dim = c.q_dim();
   const int64_t kv_dim = c.kv_dim();
-  // Rows from the queries on: all, or the logit rows gathered to the front (scratch row j = logit_rows_[j]).
-  const int64_t out_rows = only_logit_rows ? int64_t(logit_rows_.size()) : rows;
-  auto gather = [&](std::vector<float>& buffer, int64_t width) {  // ascending rows, j <= logit_rows_[j]
+  // Rows from the queries on: all, or the output rows gathered to the front (scratch row j =
+  // output_rows_[j]).
+  const int64_t out_rows = only_output_rows ? int64_t(output_rows_.size()) : rows;
+  auto gather = [&](std::vector<float>& buffer, int64_t width) {  // ascending rows, j <= output_rows_[j]
     for (int64_t j = 0; j < out_rows; ++j) {
-      if (logit_rows_[j] != j) {
-        std::memcpy(buffer.data() + j * width, buffer.data() + logit_rows_[j] * width, sizeof(float) * width);
+      if (output_rows_[j] != j) {
+        std::memcpy(buffer.data() + j * width, buffer.data() + output_rows_[j] * width,
+                    sizeof(float) * width);
       }
     }
   };
@@ -214,7 +221,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   ForEachRow(pool, rows, [&](int64_t r, int) {
     kernels_.elementwise.rms_norm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
-  if (!only_logit_rows) {
+  if (!only_output_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
     float* const outs[] = {q_.data(), k_.data(), v_.data()};
     MatMulShared(kernels_.matmul, qkv, xn_.data(), rows, outs, pool);
@@ -257,11 +264,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
         rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
         const BatchRow& row = batch.rows[r];
         WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
-        if (!only_logit_rows) finish_query(r, r);
+        if (!only_output_rows) finish_query(r, r);
       },
       kParallelKvRows);
-  if (only_logit_rows) {
-    ForEachRow(pool, out_rows, [&](int64_t j, int) { finish_query(j, logit_rows_[j]); });
+  if (only_output_rows) {
+    ForEachRow(pool, out_rows, [&](int64_t j, int) { finish_query(j, output_rows_[j]); });
   }
 
   // Attention over row tiles: runs of adjacent rows of one sequence at consecutive positions (prefill chunks)
@@ -269,7 +276,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // group of query heads (each KV block is widened once for the group), or per (tile, query head) only when
   // there are fewer (tile, KV head) pairs than workers. Tiles are visited in ZigZag order (pool shares mix
   // early and late positions). Every (row, head) is computed identically whatever the tiling and grouping.
-  const std::vector<RowTile>& tiles = only_logit_rows ? logit_tiles_ : tiles_;
+  const std::vector<RowTile>& tiles = only_output_rows ? output_tiles_ : tiles_;
   const int64_t tile_count = int64_t(tiles.size());
   const int32_t group = int32_t(c.n_head / c.n_head_kv);
   const float scale = c.attention_scale;
@@ -348,7 +355,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     }
   }
 
-  if (only_logit_rows) gather(x_, d);
+  if (only_output_rows) gather(x_, d);
   MatMul(kernels_.matmul, w.wo, att_.data(), out_rows, proj_.data(), pool);
   ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
@@ -392,17 +399,26 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   });
 }
 
-// compacted: the logit rows' hidden states are the first rows of x_ (the last layer ran on them alone).
-void Transformer::Logits(const Batch& batch, bool compacted, std::span<float> logits, ThreadPool& pool) {
+// compacted: the output rows' hidden states are the first rows of x_ (the last layer ran on them alone).
+void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs,
+                          ThreadPool& pool) {
   const int64_t d = config_.n_embd;
-  int64_t n = 0;
+  int64_t n = 0, embedded = 0, output = 0;
   for (size_t r = 0; r < batch.rows.size(); ++r) {
-    if (!batch.rows[r].wants_logits) continue;
-    const int64_t from = compacted ? n : int64_t(r);
-    kernels_.elementwise.rms_norm(x_.data() + from * d, weights_.output_norm.data(), d, config_.rms_eps,
-                                  xn_.data() + n * d);
+    const BatchRow& row = batch.rows[r];
+    if (!row.wants_logits && !row.wants_embedding) continue;
+    const float* x = x_.data() + (compacted ? output : int64_t(r)) * d;
+    ++output;
+    if (row.wants_embedding) {
+      kernels_.elementwise.rms_norm(x, weights_.output_norm.data(), d, config_.rms_eps,
+                                    outputs.embeddings.data() + embedded * d);
+      ++embedded;
+    }
+    if (!row.wants_logits) continue;
+    kernels_.elementwise.rms_norm(x, weights_.output_norm.data(), d, config_.rms_eps, xn_.data() + n * d);
     ++n;
   }
+  std::span<float> logits = outputs.logits;
   if (n > 0) MatMul(kernels_.matmul, weights_.output, xn_.data(), n, logits.data(), pool);
   if (config_.final_softcap > 0) {  // Gemma 2's final logit soft-capping
     ForEachRow(pool, n, [&](int64_t r, int) {

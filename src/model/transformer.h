@@ -10,8 +10,8 @@
 //   -> (post-norm) -> residual -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up or GELU(gate) * up
 //   -> down projection -> (post-norm) -> residual.
 // Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul
-// (soft-capped for Gemma 2). In
-// the last layer, rows that want no logits stop after writing their K/V (nothing reads the rest of their
+// (soft-capped for Gemma 2); the rows that want an embedding get their normed hidden state copied out. In
+// the last layer, rows that want neither stop after writing their K/V (nothing reads the rest of their
 // pass). Every per-row computation depends only on the row's own data and its sequence's KV, so a row's
 // logits are bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and
 // are reused. The kernels are those of the table given at construction (tensor/kernels.h); scratch beyond the
@@ -36,16 +36,18 @@ class Transformer final : public Model {
   const ModelConfig& config() const override { return config_; }
   const Kernels& kernels() const override { return kernels_; }
   const ModelWeights& weights() const { return weights_; }
-  Status Forward(const Batch& batch, const KvLayout& kv, std::span<float> logits, ThreadPool& pool) override;
+  using Model::Forward;
+  Status Forward(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs,
+                 ThreadPool& pool) override;
 
  private:
-  Status Validate(const Batch& batch, const KvLayout& kv, std::span<float> logits) const;
+  Status Validate(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs) const;
   void EnsureScratch(int64_t rows);
   void Embed(const Batch& batch, ThreadPool& pool);
-  void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_logit_rows,
+  void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_output_rows,
                       ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
-  void Logits(const Batch& batch, bool compacted, std::span<float> logits, ThreadPool& pool);
+  void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
 
   struct RowTile {
     int64_t first_row = 0;  // scratch row of the tile's first query
@@ -72,8 +74,9 @@ class Transformer final : public Model {
   std::vector<float> row_cos_sin_;        // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
   std::vector<float> row_cos_sin_local_;  // likewise for the local RoPE, when some layer uses it
   std::vector<RowTile> tiles_;            // attention tiles of the current Forward call, over all rows
-  std::vector<int64_t> logit_rows_;       // batch rows that want logits, in order
-  std::vector<RowTile> logit_tiles_;  // attention tiles over logit_rows_ (the last layer, when it skips rows)
+  std::vector<int64_t> output_rows_;      // batch rows that want logits or an embedding, in order
+  std::vector<RowTile>
+      output_tiles_;  // attention tiles over output_rows_ (the last layer, when it skips rows)
 
   // Attention tasks of one layer: a tile's rows for some query heads, or one part of a split decode row
   // (its outputs and softmax stats at the split's offsets into part_outputs_ / part_stats_ until merged).

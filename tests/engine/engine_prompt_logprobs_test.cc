@@ -17,29 +17,12 @@ namespace {
 using testing::Collected;
 using testing::TestModel;
 
-std::unique_ptr<Engine> MakeEngine(const TestModel& m, int max_batch_tokens, bool caching = true,
-                                   int64_t kv_tokens = 0) {
-  EngineOptions options;
-  options.threads = 2;
-  options.max_seqs = 8;
-  options.max_batch_tokens = max_batch_tokens;
-  options.prefix_caching = caching;
-  options.kv_tokens = kv_tokens;
-  auto engine = Engine::Create(m.model, m.tokenizer, options);
-  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
-  return engine.ok() ? std::move(engine).value() : nullptr;
-}
-
 struct Events {
   std::vector<TokenEvent> events;
   const TokenEvent& first() const { return events.front(); }
 };
 
-Events Drain(RequestHandle& handle) {
-  Events run;
-  while (auto event = handle.Next()) run.events.push_back(std::move(*event));
-  return run;
-}
+Events Drain(RequestHandle& handle) { return Events{testing::DrainEvents(handle)}; }
 
 Events Submit(Engine& engine, const Request& request) {
   auto handle = engine.Submit(request);
@@ -74,7 +57,7 @@ void ExpectSameScores(const std::vector<PromptLogprob>& got, const std::vector<P
 class PromptLogprobsTest : public testing::RandomTinyModelTest {};
 
 TEST_F(PromptLogprobsTest, ScoresAreTheLogprobsOfTheTokensWhenGenerated) {
-  auto engine = MakeEngine(model_, 64);
+  auto engine = testing::MakeTestEngine(model_, 64);
   ASSERT_NE(engine, nullptr);
   Request generate;
   generate.prompt_ids = testing::RandomTokenIds(n_vocab_, 21, 1);
@@ -126,13 +109,13 @@ TEST_F(PromptLogprobsTest, ScoresAreTheLogprobsOfTheTokensWhenGenerated) {
 
 TEST_F(PromptLogprobsTest, ChunkingNeighboursAndAWarmCacheChangeNothing) {
   const std::vector<int32_t> prompt = testing::RandomTokenIds(n_vocab_, 90, 2);
-  auto alone_engine = MakeEngine(model_, 512, /*caching=*/false);
+  auto alone_engine = testing::MakeTestEngine(model_, 512, /*caching=*/false);
   ASSERT_NE(alone_engine, nullptr);
   const Events alone = Submit(*alone_engine, ScoreRequest(prompt, 2));
   ASSERT_EQ(alone.first().prompt_logprobs.size(), prompt.size() - 1);
 
   // Chunks of 16 rows, beside other requests, after the same prompt left its blocks in the prefix cache.
-  auto engine = MakeEngine(model_, 16);
+  auto engine = testing::MakeTestEngine(model_, 16);
   ASSERT_NE(engine, nullptr);
   Request plain = ScoreRequest(prompt, -1);
   const Events warm = Submit(*engine, plain);
@@ -158,7 +141,7 @@ TEST_F(PromptLogprobsTest, ChunkingNeighboursAndAWarmCacheChangeNothing) {
 }
 
 TEST_F(PromptLogprobsTest, GroupsDoNotForkAndEachScoresItsOwnPrompt) {
-  auto engine = MakeEngine(model_, 24);
+  auto engine = testing::MakeTestEngine(model_, 24);
   ASSERT_NE(engine, nullptr);
   std::vector<int32_t> a = testing::RandomTokenIds(n_vocab_, 40, 3);
   std::vector<int32_t> b = a;
@@ -177,14 +160,14 @@ TEST_F(PromptLogprobsTest, GroupsDoNotForkAndEachScoresItsOwnPrompt) {
 
 TEST_F(PromptLogprobsTest, PreemptedRequestsScoreEachPositionOnce) {
   const std::vector<int32_t> prompt = testing::RandomTokenIds(n_vocab_, 40, 4);
-  auto roomy = MakeEngine(model_, 512, /*caching=*/false);
+  auto roomy = testing::MakeTestEngine(model_, 512, /*caching=*/false);
   ASSERT_NE(roomy, nullptr);
   Request request = ScoreRequest(prompt, 1);
   request.max_tokens = 40;
   const Events want = Submit(*roomy, request);
   // Four of them in a cache of 112 tokens (7 blocks; each needs 5): two are admitted, and their decodes run
   // out of blocks and preempt the newer one.
-  auto tight = MakeEngine(model_, 32, /*caching=*/true, /*kv_tokens=*/112);
+  auto tight = testing::MakeTestEngine(model_, 32, /*caching=*/true, /*kv_tokens=*/112);
   ASSERT_NE(tight, nullptr);
   std::vector<std::shared_ptr<RequestHandle>> handles;
   for (int i = 0; i < 4; ++i) handles.push_back(*tight->Submit(request));
@@ -199,7 +182,7 @@ TEST_F(PromptLogprobsTest, PreemptedRequestsScoreEachPositionOnce) {
 }
 
 TEST_F(PromptLogprobsTest, OneTokenPromptsAndBadCountsAreHandled) {
-  auto engine = MakeEngine(model_, 64);
+  auto engine = testing::MakeTestEngine(model_, 64);
   ASSERT_NE(engine, nullptr);
   const Events one = Submit(*engine, ScoreRequest({5}, 3));
   ASSERT_FALSE(one.events.empty());
@@ -216,7 +199,7 @@ TEST_F(PromptLogprobsTest, OneTokenPromptsAndBadCountsAreHandled) {
 
 TEST_F(PromptLogprobsTest, MaxTokensZeroScoresThePromptAlone) {
   const std::vector<int32_t> prompt = testing::RandomTokenIds(n_vocab_, 50, 6);
-  auto engine = MakeEngine(model_, 16);
+  auto engine = testing::MakeTestEngine(model_, 16);
   ASSERT_NE(engine, nullptr);
   const Events want = Submit(*engine, ScoreRequest(prompt, 3));
   Request score = ScoreRequest(prompt, 3);
@@ -239,7 +222,7 @@ TEST_F(PromptLogprobsTest, MaxTokensZeroScoresThePromptAlone) {
 }
 
 TEST_F(PromptLogprobsTest, ScoringAloneCountsNoGeneratedToken) {
-  auto engine = MakeEngine(model_, 16);
+  auto engine = testing::MakeTestEngine(model_, 16);
   ASSERT_NE(engine, nullptr);
   Request score = ScoreRequest(testing::RandomTokenIds(n_vocab_, 40, 7), 0);
   score.max_tokens = 0;

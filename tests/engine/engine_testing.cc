@@ -50,6 +50,26 @@ TestModel MakeRandomTestModel(const std::string& shape, const std::string& type,
   return LoadTestModel(path);
 }
 
+std::vector<TokenEvent> DrainEvents(RequestHandle& handle) {
+  std::vector<TokenEvent> events;
+  while (auto event = handle.Next()) events.push_back(std::move(*event));
+  return events;
+}
+
+std::unique_ptr<Engine> MakeTestEngine(const TestModel& m, int max_batch_tokens, bool prefix_caching,
+                                       int64_t kv_tokens, KvDtype kv_dtype) {
+  EngineOptions options;
+  options.threads = 2;
+  options.max_seqs = 8;
+  options.max_batch_tokens = max_batch_tokens;
+  options.prefix_caching = prefix_caching;
+  options.kv_tokens = kv_tokens;
+  options.kv_dtype = kv_dtype;
+  auto engine = Engine::Create(m.model, m.tokenizer, options);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
 Collected Collect(RequestHandle& handle) {
   Collected c;
   while (std::optional<TokenEvent> event = handle.Next(std::chrono::milliseconds(60000))) {

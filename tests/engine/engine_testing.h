@@ -51,6 +51,12 @@ struct Collected {
 
 // Reads a handle's events to the end.
 Collected Collect(RequestHandle& handle);
+// Every event of a handle, to the end.
+std::vector<TokenEvent> DrainEvents(RequestHandle& handle);
+
+// An engine over `m` with 2 threads and at most 8 sequences; fails the test (and returns null) on error.
+std::unique_ptr<Engine> MakeTestEngine(const TestModel& m, int max_batch_tokens, bool prefix_caching = true,
+                                       int64_t kv_tokens = 0, KvDtype kv_dtype = KvDtype::kF16);
 
 // A request and when it arrives: after `after_tokens` tokens of the previous request in the list were
 // produced (0 = at once).

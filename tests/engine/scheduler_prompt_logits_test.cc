@@ -1,7 +1,7 @@
-// Scheduler with prompt logits (Add's prompt_logits) over the fabricated model: every prompt position but the
-// last gets a logit row exactly once — across chunks, beside decodes, and through a preemption in the middle
-// of the prompt — the logit rows the chunks name are the batch's rows that want logits, and such a request
-// neither reads the prefix cache nor forks.
+// Scheduler with prompt logits (Add's PromptRows::kLogits) over the fabricated model: every prompt position
+// but the last gets a logit row exactly once — across chunks, beside decodes, and through a preemption in the
+// middle of the prompt — the logit rows the chunks name are the batch's rows that want logits, and such a
+// request neither reads the prefix cache nor forks.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -61,7 +61,7 @@ TEST(SchedulerPromptLogitsTest, EveryPromptPositionOnceThroughChunksAndPreemptio
   scheduler.Add(1, FakePrompt(1, 4));
   StepPlan plan = scheduler.Schedule();
   scheduler.Update(FakeForward(plan, 4));
-  scheduler.Add(2, FakePrompt(2, 30), /*fork_of=*/0, /*prompt_logits=*/true);
+  scheduler.Add(2, FakePrompt(2, 30), /*fork_of=*/0, PromptRows::kLogits);
   std::map<RequestId, std::vector<int32_t>> seen;
   int32_t prompt_logits_at_preemption = -1;
   for (int step = 0; step < 400 && !scheduler.idle(); ++step) {
@@ -92,7 +92,7 @@ TEST(SchedulerPromptLogitsTest, NeitherReadsTheCacheNorForksButPublishes) {
   StepPlan plan = scheduler.Schedule();
   scheduler.Update(FakeForward(plan, 4));
   // Cached (request 1's full blocks) and forkable (request 1 is still running): request 2 takes neither.
-  scheduler.Add(2, prompt, /*fork_of=*/1, /*prompt_logits=*/true);
+  scheduler.Add(2, prompt, /*fork_of=*/1, PromptRows::kLogits);
   std::map<RequestId, std::vector<int32_t>> seen;
   plan = scheduler.Schedule();
   CheckPlan(plan, &seen);
@@ -114,7 +114,7 @@ TEST(SchedulerPromptLogitsTest, ChunksCarryAtMostTheLogitRowLimit) {
   SchedulerOptions options{4, 100};
   options.max_prompt_logit_rows = 16;
   Scheduler scheduler(**pool, options);
-  scheduler.Add(1, FakePrompt(4, 40), 0, /*prompt_logits=*/true);
+  scheduler.Add(1, FakePrompt(4, 40), 0, PromptRows::kLogits);
   std::map<RequestId, std::vector<int32_t>> seen;
   std::vector<int32_t> counts;
   while (!scheduler.idle() && scheduler.tokens(1).size() == 40) {

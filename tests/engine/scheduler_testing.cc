@@ -40,7 +40,7 @@ StepResult FakeForward(const StepPlan& plan, int32_t block_tokens, int32_t windo
   for (const ScheduledChunk& chunk : plan.chunks) {
     const BatchRow& last = plan.batch.rows[row_index + size_t(chunk.count) - 1];
     row_index += size_t(chunk.count);
-    if (!chunk.sample) {  // logits only for the prompt-logit rows (Scheduler::Add's prompt_logits)
+    if (!chunk.sample) {  // logits only for the prompt-logit rows (Scheduler::Add's PromptRows::kLogits)
       EXPECT_EQ(last.wants_logits, last.position < chunk.prompt_logit_position + chunk.prompt_logit_count);
       continue;
     }

@@ -214,5 +214,16 @@ TEST(Architectures, VocabularyOnlyFileSaysSo) {
       << r.status().message();
 }
 
+TEST(Architectures, PoolingTypeFromTheFile) {
+  EXPECT_EQ(Config("tiny").pooling, Pooling::kNone);  // no key
+  const std::pair<uint32_t, Pooling> cases[] = {
+      {0, Pooling::kNone}, {1, Pooling::kMean}, {2, Pooling::kCls}, {3, Pooling::kLast}, {4, Pooling::kNone}};
+  for (const auto& [value, pooling] : cases) {
+    Edit edit;
+    edit.set_keys = {{"qwen3.pooling_type", GgufValue::Uint32(value)}};
+    EXPECT_EQ(Config("tiny-qwen3", edit).pooling, pooling) << value;  // 4 (rank): not pooled here
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::testing

@@ -91,7 +91,8 @@ struct Layer {
 }  // namespace
 
 Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
-                                                          const std::vector<int32_t>& tokens) {
+                                                          const std::vector<int32_t>& tokens,
+                                                          std::vector<std::vector<double>>* embeddings) {
   LOCKSTEP_ASSIGN_OR_RETURN(ModelConfig c, ModelConfig::FromGguf(file));
   LOCKSTEP_ASSIGN_OR_RETURN(Matrix embd, Load(file, "token_embd.weight"));
   Matrix output;
@@ -218,8 +219,11 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     }
   }
   std::vector<std::vector<double>> logits(n);
+  if (embeddings != nullptr) embeddings->assign(n, {});
   for (size_t t = 0; t < n; ++t) {
-    logits[t] = MatVec(output, RmsNorm(x[t], out_norm, c.rms_eps));
+    const std::vector<double> normed = RmsNorm(x[t], out_norm, c.rms_eps);
+    if (embeddings != nullptr) (*embeddings)[t] = normed;
+    logits[t] = MatVec(output, normed);
     if (c.final_softcap > 0) {
       for (double& v : logits[t]) v = c.final_softcap * std::tanh(v / c.final_softcap);
     }

@@ -13,7 +13,10 @@
 namespace lockstep::testing {
 
 // Logits for every position of `tokens` (one sequence starting at position 0): [tokens.size()][n_vocab].
-Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
-                                                          const std::vector<int32_t>& tokens);
+// `embeddings` (optional): every position's final hidden state after the output norm,
+// [tokens.size()][n_embd].
+Result<std::vector<std::vector<double>>> ReferenceForward(
+    const GgufFile& file, const std::vector<int32_t>& tokens,
+    std::vector<std::vector<double>>* embeddings = nullptr);
 
 }  // namespace lockstep::testing
