@@ -76,6 +76,7 @@ const server::ApiContext& TinyApiContext() {
     c.dtype = "f32";
     c.max_context = 256;
     c.vocab_size = c.tokenizer->vocab_size();
+    c.embedding_length = 64;  // bounds embeddings' `dimensions`
     c.max_queue = 4;
     c.max_seqs = 4;
     // The fuzz grammar bounds (fuzz/fuzz_support.h) and one warming walk of 16 tokens instead of 8 of 64.

@@ -20,8 +20,8 @@ runs=${RUNS:--1}
 jobs=${JOBS:-2}
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(http_request_fuzzer openai_completion_fuzzer openai_chat_fuzzer tgi_fuzzer gguf_fuzzer
-    tokenizer_fuzzer jinja_fuzzer sse_fuzzer grammar_fuzzer tool_call_fuzzer)
+  targets=(http_request_fuzzer openai_completion_fuzzer openai_chat_fuzzer tgi_fuzzer embeddings_fuzzer
+    gguf_fuzzer tokenizer_fuzzer jinja_fuzzer sse_fuzzer grammar_fuzzer tool_call_fuzzer)
 fi
 
 if [[ "${FUZZ_BUILD:-1}" != 0 ]]; then
@@ -49,6 +49,7 @@ export LOCKSTEP_CPU=scalar
 dictionaries() {
   case $1 in
     openai_completion_fuzzer | openai_chat_fuzzer | tgi_fuzzer) echo api json_schema ;;
+    embeddings_fuzzer) echo api ;;
     grammar_fuzzer) echo grammar json_schema ;;
     tool_call_fuzzer) echo tool_call ;;
   esac

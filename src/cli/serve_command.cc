@@ -26,6 +26,7 @@ struct ServeFlags {
   server::ServerOptions options;
   EngineFlags engine;
   double timeout_s = 600;
+  std::string pooling;  // --pooling: "" (the file's) | mean | cls | last
 };
 
 void RunServe(ServeFlags& flags) {
@@ -43,6 +44,10 @@ void RunServe(ServeFlags& flags) {
     Fail("--timeout must be a number of seconds >= 0 (0 = none), got " + std::to_string(flags.timeout_s));
   }
   options.request_timeout_s = flags.timeout_s;
+  options.pooling = flags.pooling == "mean"   ? Pooling::kMean
+                    : flags.pooling == "cls"  ? Pooling::kCls
+                    : flags.pooling == "last" ? Pooling::kLast
+                                              : Pooling::kNone;
   options.split_questions = QuestionSplitterForServer();
   // The server listens first and loads the model after (so /health answers meanwhile): a --chat-template that
   // cannot be used is refused now, before "listening on ...".
@@ -124,6 +129,10 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--write-timeout", o.write_timeout_s,
                   "Seconds one response write may take before the client counts as gone")
       ->capture_default_str();
+  cmd->add_option("--pooling", flags->pooling,
+                  "How /v1/embeddings and /embed pool a prompt's final hidden states: mean, cls (the first "
+                  "token's) or last (default: the model file's pooling_type, else last)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   AddEngineFlags(*cmd, flags->engine);
   cmd->callback([flags, api_key] {
     // `--api-key "$UNSET"` would otherwise serve every route without a key.

@@ -1,6 +1,9 @@
 #include "server/api_context.h"
 
+#include <optional>
+
 #include "base/excerpt.h"
+#include "server/request_fields.h"
 
 namespace lockstep::server {
 
@@ -12,6 +15,59 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
   const int32_t bos = ctx.tokenizer->bos_id();
   if (out.size() >= 2 && bos >= 0 && out[0] == bos && out[1] == bos) out.erase(out.begin());
   return out;
+}
+
+Parsed<std::vector<PromptInput>> ReadPromptInputs(const nlohmann::json& value, const ApiContext& ctx,
+                                                  const std::string& param, size_t max_prompts) {
+  std::vector<PromptInput> prompts;
+  const auto add_ids = [&](const nlohmann::json& arr, const std::string& where) -> std::optional<ApiError> {
+    PromptInput prompt;
+    for (const auto& t : arr) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.vocab_size) {
+        return ApiError::Field(param, where + " must hold token ids between 0 and " +
+                                          std::to_string(ctx.vocab_size - 1) + ", got " + DescribeJson(t));
+      }
+      prompt.ids.push_back(t.get<int32_t>());
+    }
+    prompt.text = ctx.tokenizer->Decode(prompt.ids);
+    prompt.is_ids = true;
+    prompts.push_back(std::move(prompt));
+    return std::nullopt;
+  };
+  const auto add_text = [&](const std::string& text) -> std::optional<ApiError> {
+    auto ids = EncodePrompt(ctx, text, param);
+    if (!ids.ok()) return ids.error;
+    prompts.push_back(PromptInput{std::move(*ids.value), text, false});
+    return std::nullopt;
+  };
+  std::optional<ApiError> error;
+  if (value.is_string()) {
+    error = add_text(value.get<std::string>());
+  } else if (!value.is_array() || value.empty()) {
+    return ApiError::Field(param, param +
+                                      " must be a string, an array of strings, an array of token ids or an "
+                                      "array of arrays of token ids (non-empty)");
+  } else if (value[0].is_number()) {
+    error = add_ids(value, param);
+  } else {
+    if (value.size() > max_prompts) {
+      return ApiError::Field(param, "at most " + std::to_string(max_prompts) + " prompts per request, got " +
+                                        std::to_string(value.size()));
+    }
+    for (size_t i = 0; i < value.size() && !error; ++i) {
+      const auto& item = value[i];
+      const std::string where = param + "[" + std::to_string(i) + "]";
+      if (item.is_string()) {
+        error = add_text(item.get<std::string>());
+      } else if (item.is_array()) {
+        error = add_ids(item, where);
+      } else {
+        error = ApiError::Field(param, where + " must be a string or an array of token ids");
+      }
+    }
+  }
+  if (error) return *error;
+  return prompts;
 }
 
 ApiError ModelNotFound(const ApiContext& ctx, const std::string& model) {

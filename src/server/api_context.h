@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "model/model_config.h"
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
 #include "tokenizer/tokenizer.h"
@@ -29,10 +31,12 @@ struct ApiContext {
   int32_t max_context = 0;
   bool kv_limited = false;
   int32_t vocab_size = 0;
-  int64_t created = 0;  // unix time the server started
+  int64_t embedding_length = 0;  // the model's n_embd: an embedding's values
+  int64_t created = 0;           // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
   bool prefix_caching = false;             // the engine reuses shared prompt prefixes (GET /info, /health)
+  Pooling pooling = Pooling::kLast;        // how the embeddings routes pool a prompt (--pooling)
   std::shared_ptr<GrammarCache> grammars;  // structured outputs and tool choices (thread-safe)
 };
 
@@ -40,6 +44,19 @@ struct ApiContext {
 // text already starts with it). Errors name `param`.
 Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text,
                                           const std::string& param);
+
+// One prompt of OpenAI's prompt forms: its tokens, and its text (the decoded ids when it came as ids).
+struct PromptInput {
+  std::vector<int32_t> ids;
+  std::string text;
+  bool is_ids = false;
+};
+
+// Reads OpenAI's prompt forms — "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]] — from `value`, the field
+// `param` (completions' prompt, embeddings' input): text through EncodePrompt, ids checked against the
+// vocabulary; at most `max_prompts`. Errors name the field and the item ("input[2] must hold token ids ...").
+Parsed<std::vector<PromptInput>> ReadPromptInputs(const nlohmann::json& value, const ApiContext& ctx,
+                                                  const std::string& param, size_t max_prompts);
 
 // The 404 model_not_found for a request naming a model this server does not serve.
 ApiError ModelNotFound(const ApiContext& ctx, const std::string& model);

@@ -151,52 +151,19 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
 }
 
 // Prompt forms: "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]].
-void ReadPrompts(FieldReader& f, const nlohmann::json& body, const ApiContext& ctx, OpenAiRequest& req,
-                 ApiError* error) {
+void ReadPrompts(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req, ApiError* error) {
   const nlohmann::json* p = f.Raw("prompt");
   if (p == nullptr) return f.Fail("prompt", "prompt is required");
-  const auto add_ids = [&](const nlohmann::json& arr, const std::string& param) {
-    std::vector<int32_t> ids;
-    for (const auto& t : arr) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.vocab_size) {
-        f.Fail("prompt", param + " must hold token ids between 0 and " + std::to_string(ctx.vocab_size - 1) +
-                             ", got " + DescribeJson(t));
-        return;
-      }
-      ids.push_back(t.get<int32_t>());
-    }
-    req.prompt_texts.push_back(ctx.tokenizer->Decode(ids));
-    req.prompt_is_ids.push_back(true);
-    req.spec.prompts.push_back(std::move(ids));
-  };
-  const auto add_text = [&](const std::string& text) {
-    auto ids = EncodePrompt(ctx, text, "prompt");
-    if (!ids.ok()) {
-      *error = ids.error;
-      return;
-    }
-    req.prompt_texts.push_back(text);
-    req.prompt_is_ids.push_back(false);
-    req.spec.prompts.push_back(std::move(*ids.value));
-  };
-  if (p->is_string()) return add_text(p->get<std::string>());
-  if (!p->is_array() || p->empty()) {
-    return f.Fail("prompt",
-                  "prompt must be a string, an array of strings, an array of token ids or an array of "
-                  "arrays of token ids (non-empty)");
+  auto prompts = ReadPromptInputs(*p, ctx, "prompt", 64);
+  if (!prompts.ok()) {
+    *error = prompts.error;
+    return;
   }
-  if ((*p)[0].is_number()) return add_ids(*p, "prompt");
-  for (size_t i = 0; i < p->size() && !f.failed() && error->status.ok(); ++i) {
-    const auto& item = (*p)[i];
-    if (item.is_string()) {
-      add_text(item.get<std::string>());
-    } else if (item.is_array()) {
-      add_ids(item, "prompt[" + std::to_string(i) + "]");
-    } else {
-      f.Fail("prompt", "prompt[" + std::to_string(i) + "] must be a string or an array of token ids");
-    }
+  for (PromptInput& prompt : *prompts.value) {
+    req.prompt_texts.push_back(std::move(prompt.text));
+    req.prompt_is_ids.push_back(prompt.is_ids);
+    req.spec.prompts.push_back(std::move(prompt.ids));
   }
-  if (req.spec.prompts.size() > 64) f.Fail("prompt", "at most 64 prompts per request");
 }
 
 Parsed<OpenAiRequest> Finish(FieldReader& f, const ApiError& error, OpenAiRequest req, const ApiContext& ctx,
@@ -243,7 +210,7 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   }
   f.Unsupported("tools", "tool calling is on /v1/chat/completions");
   f.Unsupported("functions", "tool calling is on /v1/chat/completions");
-  if (!f.failed()) ReadPrompts(f, *json.value, ctx, req, &error);
+  if (!f.failed()) ReadPrompts(f, ctx, req, &error);
   if (!f.failed() && error.status.ok() && (*json.value)["prompt"].is_string()) {
     auto fanned = ExpandCompletionFanOut(ctx, &req);
     if (!fanned.ok()) error = fanned.error;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "server/embeddings_api.h"
 #include "server/openai_api.h"
 #include "server/request_fields.h"
 #include "server/request_guard.h"
@@ -198,8 +199,37 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   }
 }
 
+// OpenAI's /v1/embeddings (tei false) or TEI's /embed: every input a parallel sequence in the engine.
+void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer,
+                      bool tei) {
+  const ApiFlavor flavor = tei ? ApiFlavor::kTgi : ApiFlavor::kOpenAI;
+  auto parsed = tei ? ParseTeiEmbedRequest(request.body, state.ctx)
+                    : ParseOpenAiEmbeddingRequest(request.body, state.ctx);
+  if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, flavor);
+  auto req = std::make_shared<EmbeddingRequest>(std::move(*parsed.value));
+  RouteState* st = &state;
+  GenerationJob::DoneFn on_done = [st, req, writer, tei, flavor](GenerationJob& job) {
+    if (const TokenEvent* failed = FailedChoice(job)) {
+      return ReplyError(*st, *writer, ApiError{Internal("embedding failed: " + failed->error), "", false},
+                        flavor);
+    }
+    const std::vector<std::vector<float>> embeddings = FinishedEmbeddings(*req, job);
+    for (const std::vector<float>& values : embeddings) {
+      if (values.empty()) return ReplyTimeout(*st, *writer, flavor);  // cut short (--timeout)
+    }
+    Reply(*st, *writer, 200, kJson,
+          DumpJson(tei ? TeiEmbedResponse(embeddings)
+                       : OpenAiEmbeddingResponse(*req, embeddings, job.prompt_tokens(), st->ctx)));
+  };
+  req->spec.label = NewId(state, "embd");
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
+                                  nullptr, std::move(on_done));
+  if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), flavor);
+}
+
 bool IsTgiPath(const std::string& path) {
-  return path == "/generate" || path == "/generate_stream" || path == "/" || path == "/info";
+  return path == "/generate" || path == "/generate_stream" || path == "/" || path == "/info" ||
+         path == "/embed";
 }
 
 // Liveness: alive once loaded, draining included.
@@ -275,6 +305,8 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"POST", "/generate_stream", true, [&] { HandleTgi(state, request, writer, 1, false); }},
       {"POST", "/", true, [&] { HandleTgi(state, request, writer, -1, true); }},
       {"GET", "/info", true, [&] { Reply(state, *writer, 200, kJson, DumpJson(TgiInfo(state.ctx))); }},
+      {"POST", "/v1/embeddings", true, [&] { HandleEmbeddings(state, request, writer, false); }},
+      {"POST", "/embed", true, [&] { HandleEmbeddings(state, request, writer, true); }},
       {"GET", "/dashboard/events", true, [&] { StreamDashboardEvents(state, request, writer); }},
       {"GET", "/advisor", true, [&] { HandleAdvisor(state, request, *writer); }},
       {"POST", "/split", true, [&] { HandleSplit(state, request, *writer); }},

@@ -148,6 +148,15 @@ class Server::Impl {
       ctx.kv_limited = true;
     }
     ctx.vocab_size = shared_tokenizer->vocab_size();
+    ctx.embedding_length = engine_->model_config().n_embd;
+    ctx.pooling = options_.pooling != Pooling::kNone                  ? options_.pooling
+                  : engine_->model_config().pooling != Pooling::kNone ? engine_->model_config().pooling
+                                                                      : Pooling::kLast;
+    log_->info("embeddings (/v1/embeddings, /embed): {} pooling{}", PoolingName(ctx.pooling),
+               options_.pooling != Pooling::kNone ? " (--pooling)"
+               : engine_->model_config().pooling != Pooling::kNone
+                   ? " (the file's pooling_type)"
+                   : " (the file names none; --pooling changes it)");
     ctx.created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();

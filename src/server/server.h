@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/model_config.h"
 #include "server/dashboard_routes.h"
 #include "tensor/kv_storage.h"
 
@@ -48,6 +49,8 @@ struct ServerOptions {
   int64_t kv_tokens = 0;        // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
   KvDtype kv_dtype = KvDtype::kF16;  // engine: the KV cache's element type (--kv-type)
   bool prefix_caching = true;        // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
+  // How /v1/embeddings and /embed pool a prompt (--pooling); kNone: the file's pooling_type, else last.
+  Pooling pooling = Pooling::kNone;
   int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
   double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
   double header_timeout_s = 10;    // time to receive a request's headers

@@ -104,6 +104,21 @@ try {
     await assert.rejects(anonymous.models.list(), (e) => e.status === 401);
   });
 
+  await check("openai embeddings.create (base64 by default, and float)", async () => {
+    // The library asks for base64 unless told otherwise and decodes it into numbers.
+    const input = ["Once upon a time", "Say hello."];
+    const r = await openai.embeddings.create({ model: "compat-model", input });
+    assert.equal(r.object, "list");
+    assert.equal(r.data.length, 2);
+    const norm = Math.hypot(...r.data[0].embedding);
+    assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+    const floats = await openai.embeddings.create({ model: "compat-model", input, encoding_format: "float" });
+    assert.deepEqual(floats.data[1].embedding, r.data[1].embedding);
+    assert.equal(floats.usage.prompt_tokens, r.usage.prompt_tokens);
+    const cut = await openai.embeddings.create({ model: "compat-model", input: "hi", dimensions: 8 });
+    assert.equal(cut.data[0].embedding.length, 8);
+  });
+
   const hf = new InferenceClient(KEY, { endpointUrl: url });
   await check("hf textGeneration", async () => {
     const r = await hf.textGeneration({ inputs: "Once upon a time", parameters: { max_new_tokens: 6, temperature: 0 } });
