@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
+#include "cli/flag_checks.h"
 #include "engine/engine.h"
 
 namespace lockstep::cli {
@@ -176,12 +177,18 @@ void RegisterBenchBatchedCommand(CLI::App& bench) {
   CLI::App* cmd =
       bench.add_subcommand("batched", "Engine throughput for batches of B sequences (P prompt + G new)");
   AddModelFileFlag(*cmd, flags->model);
-  cmd->add_option("--prompt-len", flags->prompt_len, "Prompt tokens per sequence (P)")->capture_default_str();
-  cmd->add_option("--gen-len", flags->gen_len, "New tokens per sequence (G)")->capture_default_str();
+  // At most 2^20 each, so that P + G cannot overflow (the model's context refuses most of these anyway).
+  cmd->add_option("--prompt-len", flags->prompt_len, "Prompt tokens per sequence (P)")
+      ->check(IntegerIn(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--gen-len", flags->gen_len, "New tokens per sequence (G)")
+      ->check(IntegerIn(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("--batches", flags->batches, "Batch sizes, comma separated")->capture_default_str();
   AddThreadsFlag(*cmd, flags->threads);
-  cmd->add_option("--max-batch-tokens", flags->max_batch_tokens,
-                  "Rows per step at most (default: B*P, <= 8192)");
+  cmd->add_option("--max-batch-tokens", flags->max_batch_tokens, "Rows per step at most (0: B*P, <= 8192)")
+      ->check(IntegerIn(0, kMaxInt))
+      ->capture_default_str();
   AddKvTypeFlag(*cmd, flags->kv_type);
   cmd->add_option("--json", flags->json, "Write the results as JSON to this file");
   cmd->callback([flags] { RunBenchBatched(*flags); });

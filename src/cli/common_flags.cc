@@ -52,7 +52,7 @@ void ClientModelFlags(const std::string& url, std::string* model_path, std::stri
 CLI::Option* AddThreadsFlag(CLI::App& cmd, int& threads) {
   return cmd.add_option("-t,--threads", threads, "Compute threads for the forward pass (default: all cores)")
       ->type_name("N")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntegerIn(0, 1024));  // the engine's limit (engine/engine.cc)
 }
 
 CLI::Option* AddKvTypeFlag(CLI::App& cmd, std::string& kv_type) {

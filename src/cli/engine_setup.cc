@@ -6,6 +6,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/common_flags.h"
+#include "cli/flag_checks.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep::cli {
@@ -27,12 +28,16 @@ LoadedModel LoadModelOrDie(const std::string& path) {
 
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
   AddThreadsFlag(cmd, flags.threads);
-  cmd.add_option("--max-seqs", flags.max_seqs, "Running sequences at most")->capture_default_str();
+  cmd.add_option("--max-seqs", flags.max_seqs, "Running sequences at most")
+      ->check(IntegerIn(1, kMaxInt))
+      ->capture_default_str();
   cmd.add_option("--max-batch-tokens", flags.max_batch_tokens, "Rows per forward pass at most")
+      ->check(IntegerIn(1, kMaxInt))
       ->capture_default_str();
   cmd.add_option("--kv-memory", flags.kv_memory,
                  "KV cache size in bytes (suffix K, M or G; default: automatic)");
-  cmd.add_option("--kv-tokens", flags.kv_tokens, "KV cache size in tokens (overrides --kv-memory)");
+  cmd.add_option("--kv-tokens", flags.kv_tokens, "KV cache size in tokens (overrides --kv-memory)")
+      ->check(IntegerIn(0, kMaxKvTokens));
   AddKvTypeFlag(cmd, flags.kv_type);
   cmd.add_flag("--no-prefix-cache", flags.no_prefix_cache,
                "Do not reuse the KV of shared prompt prefixes across requests (on by default)");

@@ -3,9 +3,9 @@
 // - NumberIn / NumberAbove: CLI11 checks of numeric flags that refuse NaN and infinities and say the range
 //   in plain numbers (CLI11's PositiveNumber, NonNegativeNumber and Range let NaN through and print DBL_MAX
 //   in full, 309 digits);
-// - IntegerIn: the same for 64-bit integer flags (CLI11 clamps a value beyond int64 to its limit and wraps
-//   a negative one for an unsigned flag: --seed 99999999999999999999 became 9223372036854775807, -1 became
-//   18446744073709551615);
+// - IntegerIn: the same for integer flags (CLI11 clamps a value beyond int64 to its limit and wraps a
+//   negative one for an unsigned flag: --seed 99999999999999999999 became 9223372036854775807, -1 became
+//   18446744073709551615, serve --max-body -1 no limit at all);
 // - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) or to a tokenizer (a
 //   prompt) must be valid UTF-8.
 #pragma once
@@ -20,6 +20,12 @@
 namespace lockstep::cli {
 
 inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+// The largest value of an `int` flag (CLI11 refuses a larger one only as "Could not convert").
+inline constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+// --kv-tokens at most: the most a KV pool can hold (2^30 blocks of at most 1024 tokens, kv/block_pool.h), so
+// that rounding it up to whole blocks cannot overflow (99999999999999999999 was clamped to INT64_MAX and the
+// engine then read a negative number of blocks).
+inline constexpr int64_t kMaxKvTokens = int64_t(1) << 40;
 // --temperature of the client commands: the OpenAI API's range, 0 to 2 (lockstep's server keeps it too).
 inline constexpr double kMaxTemperature = 2;
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
+#include "cli/flag_checks.h"
 #include "cli/server_setup.h"
 #include "server/server.h"
 #include "tensor/kernels.h"
@@ -93,7 +95,9 @@ void RegisterServeCommand(CLI::App& app) {
   AddModelFileFlag(*cmd, o.model_path);
   AddChatTemplateFlag(*cmd, o.chat_template);
   cmd->add_option("--host", o.host, "Address to bind (loopback by default)")->capture_default_str();
-  cmd->add_option("--port", o.port, "TCP port (0 = any free port)")->capture_default_str();
+  cmd->add_option("--port", o.port, "TCP port (0 = any free port)")
+      ->check(IntegerIn(0, 65535))
+      ->capture_default_str();
   CLI::Option* api_key = cmd->add_option(
       "--api-key", o.api_key, "Require Authorization: Bearer KEY (all routes but /health); printable ASCII");
   cmd->add_option(
@@ -106,14 +110,19 @@ void RegisterServeCommand(CLI::App& app) {
                   "origins are refused")
       ->delimiter(',');
   cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")
+      ->check(IntegerIn(0, kMaxInt))
       ->capture_default_str();
   cmd->add_option("--timeout", flags->timeout_s, "Per-request time limit in seconds (0 = none)")
       ->capture_default_str();
-  cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads (1 to 256)")->capture_default_str();
+  cmd->add_option("--io-threads", o.io_threads, "HTTP I/O threads")
+      ->check(IntegerIn(1, server::kMaxIoThreads))
+      ->capture_default_str();
   cmd->add_option("--max-body", o.max_body_bytes, "Largest request body in bytes (then 413)")
+      ->check(IntegerIn(0, std::numeric_limits<size_t>::max()))
       ->capture_default_str();
   cmd->add_option("--max-connections", o.max_connections,
                   "Open connections at most (0 = ulimit -n less 64); past it idle ones are closed, else 503")
+      ->check(IntegerIn(0, kMaxInt))
       ->capture_default_str();
   cmd->add_option("--drain-timeout", o.drain_timeout_s,
                   "Grace period for in-flight requests on SIGINT/SIGTERM (s)")

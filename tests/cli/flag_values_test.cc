@@ -62,6 +62,38 @@ TEST_F(FlagValuesTest, NegativeUnsignedSeedIsRefused) {
       << err;
 }
 
+// serve --max-body -1 served bodies of any size (CLI11 reads an unsigned flag with strtoull, which wraps -1
+// to 18446744073709551615); --kv-tokens 99999999999999999999 became INT64_MAX, which the engine rounded up to
+// a negative number of blocks; bench batched --max-batch-tokens -1 meant the default. Refused now, naming
+// the flag and its range, before anything is loaded or listened on. (--timeout -1, refused later, stops a
+// serve whose flags were all taken.)
+TEST_F(FlagValuesTest, IntegerFlagsOutOfRangeAreRefused) {
+  const std::string serve = "serve -m " + *model_ + " -t 1 --port 0 --timeout -1 ";
+  const std::string body = "--max-body: must be an integer from 0 to 18446744073709551615, got ";
+  ExpectRefused(serve + "--max-body -1", body + "'-1'");
+  ExpectRefused(serve + "--max-body 18446744073709551616", body + "'18446744073709551616'");
+  const std::string kv = "--kv-tokens: must be an integer from 0 to 1099511627776, got ";
+  ExpectRefused(serve + "--kv-tokens 99999999999999999999", kv + "'99999999999999999999'");
+  const std::string text = Write("ppl.txt", "The quick brown fox jumps over the lazy dog. ");
+  ExpectRefused("perplexity -m " + *model_ + " -f " + text + " -c 8 --kv-tokens -1", kv + "'-1'");
+  ExpectRefused(serve + "--port 70000", "--port: must be an integer from 0 to 65535, got '70000'");
+  ExpectRefused(serve + "--io-threads 99999999999",
+                "--io-threads: must be an integer from 1 to 256, got '99999999999'");
+  ExpectRefused(serve + "--max-connections -1",
+                "--max-connections: must be an integer from 0 to 2147483647, got '-1'");
+  ExpectRefused(serve + "--max-seqs 0", "--max-seqs: must be an integer from 1 to 2147483647, got '0'");
+  ExpectRefused("bench batched -m " + *model_ + " --batches 1 --max-batch-tokens -1",
+                "--max-batch-tokens: must be an integer from 0 to 2147483647, got '-1'");
+  ExpectRefused("generate -m " + *model_ + " -p hi -n 1 -t 5000",
+                "--threads: must be an integer from 0 to 1024, got '5000'");
+
+  // The largest values are still taken: --timeout -1 is then what stops serve.
+  ExpectRefused(
+      "serve -m " + *model_ +
+          " -t 1 --timeout -1 --max-body 18446744073709551615 --kv-tokens 1099511627776 --port 65535",
+      "--timeout must be a number of seconds >= 0");
+}
+
 // ask --dry-run printed each question with %s, so a NUL byte (valid UTF-8, sent whole as \u0000) cut it
 // short.
 TEST_F(FlagValuesTest, AskDryRunShowsAQuestionPastANulByte) {

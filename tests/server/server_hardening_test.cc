@@ -333,7 +333,8 @@ TEST(ServeFlagsTest, ImpossibleValuesAreRefusedBeforeServing) {
   const std::string serve =
       ::lockstep::testing::LockstepBinary() + " serve -m " + TinyModel() + " --port 0 -t 1 ";
   const std::pair<std::string, std::string> cases[] = {
-      {"--io-threads 100000", "--io-threads must be between 1 and 256"},  // (threads were started unchecked)
+      {"--io-threads 100000",
+       "--io-threads: must be an integer from 1 to 256, got '100000'"},  // (threads were started unchecked)
       {"--api-key ''", "--api-key is empty"},
       {"--api-key 'two words'", "--api-key must be printable ASCII"},
       {"--timeout nan", "--timeout must be a number of seconds"},
