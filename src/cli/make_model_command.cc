@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
@@ -39,7 +40,8 @@ std::string TypeCounts(const std::string& path) {
 }
 
 void RunMakeModel(const MakeModelFlags& flags) {
-  if (flags.output.empty()) Fail("-o/--output: the path is empty");
+  // Before the work: a directory, a missing folder or a read-only one used to fail only at the final rename.
+  if (Status s = CheckOutputFile(flags.output, "-o/--output"); !s.ok()) Fail(s);
   MakeModelOptions options;
   options.shape = ValueOrDie(FindModelShape(flags.shape));
   if (Status s = SetWeightTypes(flags.type, options); !s.ok()) Fail(s.WithContext("--type"));

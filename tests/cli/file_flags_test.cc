@@ -132,12 +132,16 @@ TEST_F(FileFlagsTest, BatchRefusesAnEmptyPromptLineByNumber) {
   EXPECT_EQ(Lockstep("batch -m " + model + " -t 1 -n 2 --prompts " + ok, &out, &err), 0) << err;
 }
 
-// A failed rename left DIR.tmp behind; -o '' wrote ./.tmp.
-TEST_F(FileFlagsTest, MakeModelLeavesNoTemporaryFileBehind) {
+// A failed rename left DIR.tmp behind; -o '' wrote ./.tmp. And -o was checked only at that rename, after the
+// whole model was written: an unknown --shape, refused before the writing, shows the order now.
+TEST_F(FileFlagsTest, MakeModelChecksTheOutputFirstAndLeavesNoTemporaryFile) {
   std::string out, err;
-  EXPECT_EQ(Lockstep("make-model --shape tiny -o " + Dir(), &out, &err), 1);
-  EXPECT_NE(err.find("cannot rename"), std::string::npos) << err;
+  ExpectDirectoryRefused("make-model --shape tiny -o " + Dir(), "-o/--output");
   EXPECT_FALSE(std::filesystem::exists(Dir() + ".tmp"));
+  ExpectDirectoryRefused("make-model --shape bogus -o " + Dir(), "-o/--output");
+  const std::string no_folder = *dir_ + "/no/m.gguf";
+  ExpectRefused("make-model --shape bogus -o " + no_folder,
+                "-o/--output: cannot write '" + no_folder + "': no folder '" + *dir_ + "/no'");
 
   const std::string work = MakeTempDir("lockstep-make-model-empty");
   EXPECT_EQ(
