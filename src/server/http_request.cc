@@ -1,7 +1,12 @@
 #include "server/http_request.h"
 
+#include <arpa/inet.h>
+
 #include <boost/asio/buffer.hpp>
 #include <cctype>
+#include <cstdio>
+
+#include "base/excerpt.h"
 
 namespace lockstep::server {
 
@@ -37,6 +42,65 @@ std::string Trim(std::string_view s) {
 ProtocolError BodyTooLarge(const HttpLimits& limits) {
   return {413, "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes",
           "body_too_large"};
+}
+
+bool IsUnreservedOrSubDelim(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("-._~!$&'()*+,;=").find(c) != std::string_view::npos;
+}
+
+// RFC 3986 §3.2.2 IP-literal: an IPv6 address, or IPvFuture ("v" 1*HEXDIG "." 1*(unreserved / sub-delims /
+// ":")).
+bool IsIpLiteral(std::string_view text) {
+  if (!text.empty() && (text.front() == 'v' || text.front() == 'V')) {
+    const size_t dot = text.find('.');
+    if (dot == std::string_view::npos || dot < 2 || dot + 1 == text.size()) return false;
+    for (size_t i = 1; i < dot; ++i) {
+      if (!std::isxdigit(static_cast<unsigned char>(text[i]))) return false;
+    }
+    for (const char c : text.substr(dot + 1)) {
+      if (c != ':' && !IsUnreservedOrSubDelim(c)) return false;
+    }
+    return true;
+  }
+  in6_addr address{};
+  return ::inet_pton(AF_INET6, std::string(text).c_str(), &address) == 1;
+}
+
+// What is wrong with a Host header value, "" when nothing: RFC 9112 §3.2 takes RFC 3986's uri-host [":"
+// port], a host being a reg-name (which covers IPv4 addresses), or an IPv6 address in brackets. An empty
+// value is valid (a target without an authority); an empty host before a port is not (RFC 9110 §4.2.1).
+std::string HostHeaderProblem(std::string_view value) {
+  if (value.empty()) return "";
+  std::string_view port;
+  if (value.front() == '[') {
+    const size_t close = value.find(']');
+    if (close == std::string_view::npos) return "the '[' of an IPv6 address has no ']'";
+    if (!IsIpLiteral(value.substr(1, close - 1))) return "the host in [ ] is not an IPv6 address";
+    const std::string_view rest = value.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return "only :PORT may follow the ']'";
+    if (!rest.empty()) port = rest.substr(1);
+  } else {
+    const size_t colon = value.find(':');
+    const std::string_view name = value.substr(0, colon);
+    if (name.empty()) return "the host name is empty";
+    for (size_t i = 0; i < name.size(); ++i) {
+      if (IsUnreservedOrSubDelim(name[i])) continue;
+      if (name[i] == '%' && i + 2 < name.size() && HexDigit(name[i + 1]) >= 0 && HexDigit(name[i + 2]) >= 0) {
+        i += 2;
+        continue;
+      }
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(name[i]));
+      return "byte " + std::string(byte) + " at offset " + std::to_string(i) +
+             " is not allowed in a host name (letters, digits, -._~!$&'()*+,;= and %XX)";
+    }
+    if (colon != std::string_view::npos) port = value.substr(colon + 1);
+  }
+  for (const char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return "the port after ':' must be digits";
+  }
+  return "";
 }
 
 }  // namespace
@@ -79,8 +143,14 @@ std::optional<ProtocolError> CheckRequestHeader(const RequestParser& parser, con
     return ProtocolError{505, "only HTTP/1.0 and HTTP/1.1 are supported", "http_version_not_supported"};
   }
   int lengths = 0, codings = 0, hosts = 0;
+  std::string host_problem;  // of the first Host
   for (const auto& field : req) {
-    if (field.name() == http::field::host) ++hosts;
+    if (field.name() == http::field::host && hosts++ == 0) {
+      const std::string_view host(field.value().data(), field.value().size());
+      if (std::string why = HostHeaderProblem(host); !why.empty()) {
+        host_problem = "invalid Host header '" + Excerpt(host) + "': " + why + "; expected host[:port]";
+      }
+    }
     if (field.name() == http::field::content_length) {
       ++lengths;
       // Beast accepts a list of equal lengths ("4, 4"); a proxy in front may not read it the same way.
@@ -116,6 +186,7 @@ std::optional<ProtocolError> CheckRequestHeader(const RequestParser& parser, con
   if (hosts == 0 && req.version() >= 11) {
     return ProtocolError{400, "an HTTP/1.1 request needs a Host header", "bad_request"};
   }
+  if (!host_problem.empty()) return ProtocolError{400, host_problem, "bad_request"};
   return std::nullopt;
 }
 

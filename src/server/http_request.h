@@ -3,9 +3,10 @@
 //
 // Parsing is Boost.Beast's request_parser with our limits (ConfigureParser), then the framing checks Beast
 // leaves to us (CheckRequestHeader: one Content-Length at most, no Transfer-Encoding but "chunked", a
-// declared length within the body limit, one Host header, required in HTTP/1.1), and the mapping of parse
-// failures to the HTTP status the client gets (ProtocolErrorFor): malformed or ambiguous framing (request
-// smuggling: CL+TE, two Content-Lengths, a negative length) or a missing or repeated Host → 400, headers too
+// declared length within the body limit, one Host header, required in HTTP/1.1, whose value is RFC 3986's
+// host[:port]), and the mapping of parse failures to the HTTP status the client gets (ProtocolErrorFor):
+// malformed or ambiguous framing (request smuggling: CL+TE, two Content-Lengths, a negative length) or a
+// missing, repeated or invalid Host → 400, headers too
 // large → 431, body too large → 413, an unknown transfer coding → 501, an HTTP version other than 1.0/1.1 →
 // 505.
 // After a protocol error the connection is answered and closed (its framing can no longer be trusted).

@@ -1,5 +1,6 @@
 // The request-parsing steps of a connection, driven from a buffer (http_request.h): pipelined requests,
-// ambiguous framing (request smuggling) and a missing or repeated Host answered 400, limits 413/431, unknown
+// ambiguous framing (request smuggling) and a missing, repeated or invalid Host answered 400, limits 413/431,
+// unknown
 // transfer codings 501.
 #include "server/http_request.h"
 
@@ -128,6 +129,55 @@ TEST(HttpRequestTest, HostIsRequiredInHttp11AndNeverRepeated) {
       ParseRequests("GET /health HTTP/1.0\r\n\r\nGET /health HTTP/1.1\r\nHost:\r\n\r\n", Limits());
   EXPECT_FALSE(accepted.error) << accepted.error->message;
   EXPECT_EQ(accepted.requests.size(), 2u);
+}
+
+// RFC 9112 §3.2: a Host that is not RFC 3986's host[:port] is answered 400 (it was let through, and the
+// loopback Host check then read "localhost:80/x" or "localhost@evil" by its first characters).
+TEST(HttpRequestTest, AnInvalidHostIs400NamingIt) {
+  const std::pair<std::string, std::string> invalid[] = {
+      {"a b", "byte 0x20 at offset 1 is not allowed in a host name"},
+      {"localhost@evil.example", "byte 0x40 at offset 9"},
+      {"localhost/x", "byte 0x2F at offset 9"},
+      {"caf\xc3\xa9", "byte 0xC3 at offset 3"},
+      {"a%zz", "byte 0x25 at offset 1"},
+      {":8080", "the host name is empty"},
+      {"localhost:80a", "the port after ':' must be digits"},
+      {"localhost:80:81", "the port after ':' must be digits"},
+      {"::1", "the host name is empty"},
+      {"[::1", "the '[' of an IPv6 address has no ']'"},
+      {"[::g]:80", "the host in [ ] is not an IPv6 address"},
+      {"[127.0.0.1]", "the host in [ ] is not an IPv6 address"},
+      {"[::1]x", "only :PORT may follow the ']'"},
+      {"[::1]:x", "the port after ':' must be digits"},
+  };
+  for (const auto& [host, why] : invalid) {
+    for (const char* version : {"1.1", "1.0"}) {
+      const std::string bytes = "GET /health HTTP/" + std::string(version) + "\r\nHost: " + host + "\r\n\r\n";
+      const auto out = ParseRequests(bytes, Limits());
+      ASSERT_TRUE(out.error.has_value()) << bytes;
+      EXPECT_EQ(out.error->status, 400) << bytes;
+      EXPECT_EQ(out.error->code, "bad_request") << bytes;
+      const std::string& message = out.error->message;
+      EXPECT_EQ(message.rfind("invalid Host header '" + host + "': " + why, 0), 0u) << message;
+      EXPECT_NE(message.find("; expected host[:port]"), std::string::npos) << message;
+    }
+  }
+  const std::string long_host(300, '/');
+  const auto cut = ParseRequests("GET / HTTP/1.1\r\nHost: " + long_host + "\r\n\r\n", Limits());
+  ASSERT_TRUE(cut.error.has_value());
+  EXPECT_LT(cut.error->message.size(), 250u) << "the value is not cut: " << cut.error->message;
+
+  // reg-names (IPv4 addresses among them), IP literals, an empty port (RFC 3986: port = *DIGIT), spaces
+  // around the value (not part of it).
+  std::string valid;
+  for (const char* host :
+       {"localhost", "LOCALHOST:8080", "127.0.0.1:1", "my-host.example_1~", "a%41b", "!$&'()*+,;=", "[::1]",
+        "[::1]:8080", "[::ffff:127.0.0.1]:1", "[v1.x:y]", "a:", "  localhost:80  "}) {
+    valid += "GET /health HTTP/1.1\r\nHost: " + std::string(host) + "\r\n\r\n";
+  }
+  const auto accepted = ParseRequests(valid, Limits());
+  EXPECT_FALSE(accepted.error) << accepted.error->message;
+  EXPECT_EQ(accepted.requests.size(), 12u);
 }
 
 TEST(HttpRequestTest, PathsArePercentDecodedAndTakenFromAbsoluteTargets) {
