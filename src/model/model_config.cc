@@ -162,6 +162,15 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t pooling, file.GetIntOr(a + ".pooling_type", 0));
   if (pooling >= 1 && pooling <= 3) c.pooling = static_cast<Pooling>(pooling);
+  // Encoder-style embedding models (gte-Qwen2, EmbeddingGemma) attend both ways; the forward pass here is
+  // causal, so their vectors would silently be wrong.
+  LOCKSTEP_ASSIGN_OR_RETURN(bool causal, file.GetBoolOr(a + ".attention.causal", true));
+  if (!causal) {
+    return Unimplemented(
+        file.path() + ": " + a +
+        ".attention.causal is false (a bidirectional embedding model); only causal attention "
+        "is supported");
+  }
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, file.GetInt(a + ".feed_forward_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, file.GetInt(a + ".attention.head_count"));

@@ -223,6 +223,13 @@ TEST(Architectures, PoolingTypeFromTheFile) {
     edit.set_keys = {{"qwen3.pooling_type", GgufValue::Uint32(value)}};
     EXPECT_EQ(Config("tiny-qwen3", edit).pooling, pooling) << value;  // 4 (rank): not pooled here
   }
+  // Bidirectional attention (encoder-style embedding models) is refused, not run causally.
+  Edit bidirectional;
+  bidirectional.set_keys = {{"qwen3.attention.causal", GgufValue::Bool(false)}};
+  EXPECT_NE(ConfigError("tiny-qwen3", bidirectional).find("attention.causal is false"), std::string::npos);
+  Edit causal;
+  causal.set_keys = {{"qwen3.attention.causal", GgufValue::Bool(true)}};
+  Config("tiny-qwen3", causal);
 }
 
 }  // namespace
