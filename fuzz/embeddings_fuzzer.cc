@@ -1,7 +1,7 @@
-// Fuzzes the body parsing of POST /v1/embeddings and /embed (ParseOpenAiEmbeddingRequest,
-// ParseTeiEmbedRequest; the first byte picks which) and the vectors' normalization and base64: any bytes give
-// embedding requests the engine accepts (inputs within the vocabulary and the context, nothing generated) or
-// a 4xx error, never a crash.
+// Fuzzes the body parsing of POST /v1/embeddings, /embed and /embedding (ParseOpenAiEmbeddingRequest,
+// ParseTeiEmbedRequest, ParseLlamaCppEmbeddingRequest; the first byte picks which) and the vectors'
+// normalization and base64: any bytes give embedding requests the engine accepts (inputs within the
+// vocabulary and the context, nothing generated) or a 4xx error, never a crash.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   if (size == 0) return 0;
-  const bool tei = data[0] % 2 == 1;
+  const int api = data[0] % 3;  // 0 OpenAI, 1 TEI, 2 llama.cpp
+  const bool tei = api == 1;
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   const server::ApiContext& ctx = fuzz::TinyApiContext();
   const auto parsed =

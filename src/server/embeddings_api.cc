@@ -86,6 +86,22 @@ Parsed<EmbeddingRequest> ParseTeiEmbedRequest(const std::string& body, const Api
   return req;
 }
 
+Parsed<EmbeddingRequest> ParseLlamaCppEmbeddingRequest(const std::string& body, const ApiContext& ctx) {
+  auto json = ParseJsonObject(body);
+  if (!json.ok()) return json.error;
+  FieldReader f(*json.value);
+  const int normalize = int(f.Int("embd_normalize", -1, 64).value_or(2));
+  const char* param = f.Raw("input") != nullptr ? "input" : "content";  // llama.cpp reads input first
+  const nlohmann::json* input = f.Raw(param);
+  if (input == nullptr && !f.failed()) f.Fail("content", "\"input\" or \"content\" must be provided");
+  if (f.failed()) return f.error();
+  auto inputs = ReadPromptInputs(*input, ctx, param, kMaxEmbeddingInputs);
+  if (!inputs.ok()) return inputs.error;
+  auto req = MakeRequest(std::move(*inputs.value), param, ctx, 0, 0);
+  if (req.ok()) req.value->normalize = normalize;
+  return req;
+}
+
 std::vector<std::vector<float>> FinishedEmbeddings(const EmbeddingRequest& req, GenerationJob& job) {
   std::vector<std::vector<float>> out;
   for (const ChoiceState& choice : job.choices()) {
@@ -115,6 +131,14 @@ nlohmann::json OpenAiEmbeddingResponse(const EmbeddingRequest& req,
 nlohmann::json TeiEmbedResponse(const std::vector<std::vector<float>>& embeddings) {
   nlohmann::json out = nlohmann::json::array();
   for (const std::vector<float>& values : embeddings) out.push_back(values);
+  return out;
+}
+
+nlohmann::json LlamaCppEmbeddingResponse(const std::vector<std::vector<float>>& embeddings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < embeddings.size(); ++i) {
+    out.push_back({{"index", i}, {"embedding", nlohmann::json::array({embeddings[i]})}});
+  }
   return out;
 }
 

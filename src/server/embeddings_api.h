@@ -1,4 +1,5 @@
-// Embeddings: parsing of OpenAI's POST /v1/embeddings and Hugging Face TEI's POST /embed into a
+// Embeddings: parsing of OpenAI's POST /v1/embeddings, Hugging Face TEI's POST /embed and llama.cpp's
+// POST /embedding into a
 // GenerationSpec of embedding requests (engine/request.h Request::embedding: one sequence per input, run in
 // parallel, pooled as the server's --pooling says), and their response shapes.
 //   /v1/embeddings  {input: string | [string] | [id] | [[id]], model?, encoding_format?: "float" | "base64",
@@ -8,6 +9,8 @@
 //                   embedding}], model, usage}
 //   /embed          {inputs: string | [string] | [id] | [[id]], normalize?: true, truncate?: false,
 //                   truncation_direction?: "right" | "left", dimensions?} → [[float], ...]
+//   /embedding, /embeddings   llama.cpp's own: {content (or input): as above, embd_normalize?}
+//                   → [{index, embedding: [[float]]}, ...] (one pooled vector per input)
 // `dimensions` keeps the first that many values (Matryoshka models) before normalizing. Every field is
 // type-checked; errors name the field. Pure functions over their arguments; safe from any thread.
 #pragma once
@@ -35,6 +38,7 @@ inline constexpr size_t kMaxEmbeddingInputs = 2048;
 
 Parsed<EmbeddingRequest> ParseOpenAiEmbeddingRequest(const std::string& body, const ApiContext& ctx);
 Parsed<EmbeddingRequest> ParseTeiEmbedRequest(const std::string& body, const ApiContext& ctx);
+Parsed<EmbeddingRequest> ParseLlamaCppEmbeddingRequest(const std::string& body, const ApiContext& ctx);
 
 // The vector of each input, cut to `dimensions` and normalized; empty when an input has none (its request
 // was cancelled or failed).
@@ -44,6 +48,7 @@ nlohmann::json OpenAiEmbeddingResponse(const EmbeddingRequest& req,
                                        const std::vector<std::vector<float>>& embeddings, int prompt_tokens,
                                        const ApiContext& ctx);
 nlohmann::json TeiEmbedResponse(const std::vector<std::vector<float>>& embeddings);
+nlohmann::json LlamaCppEmbeddingResponse(const std::vector<std::vector<float>>& embeddings);
 
 // llama.cpp's common_embd_normalize: see embd_normalize above.
 void NormalizeEmbedding(std::span<float> values, int norm);

@@ -199,16 +199,21 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   }
 }
 
-// OpenAI's /v1/embeddings (tei false) or TEI's /embed: every input a parallel sequence in the engine.
+enum class EmbeddingApi { kOpenAi, kTei, kLlamaCpp };
+
+// OpenAI's /v1/embeddings, TEI's /embed or llama.cpp's /embedding: every input a parallel sequence in the
+// engine.
 void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer,
-                      bool tei) {
+                      EmbeddingApi api) {
+  const bool tei = api == EmbeddingApi::kTei;
   const ApiFlavor flavor = tei ? ApiFlavor::kTgi : ApiFlavor::kOpenAI;
-  auto parsed = tei ? ParseTeiEmbedRequest(request.body, state.ctx)
-                    : ParseOpenAiEmbeddingRequest(request.body, state.ctx);
+  auto parsed = tei                            ? ParseTeiEmbedRequest(request.body, state.ctx)
+                : api == EmbeddingApi::kOpenAi ? ParseOpenAiEmbeddingRequest(request.body, state.ctx)
+                                               : ParseLlamaCppEmbeddingRequest(request.body, state.ctx);
   if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, flavor);
   auto req = std::make_shared<EmbeddingRequest>(std::move(*parsed.value));
   RouteState* st = &state;
-  GenerationJob::DoneFn on_done = [st, req, writer, tei, flavor](GenerationJob& job) {
+  GenerationJob::DoneFn on_done = [st, req, writer, api, flavor](GenerationJob& job) {
     if (const TokenEvent* failed = FailedChoice(job)) {
       return ReplyError(*st, *writer, ApiError{Internal("embedding failed: " + failed->error), "", false},
                         flavor);
@@ -218,7 +223,9 @@ void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared
       if (values.empty()) return ReplyTimeout(*st, *writer, flavor);  // cut short (--timeout)
     }
     Reply(*st, *writer, 200, kJson,
-          DumpJson(tei ? TeiEmbedResponse(embeddings)
+          DumpJson(api == EmbeddingApi::kTei ? TeiEmbedResponse(embeddings)
+                   : api == EmbeddingApi::kLlamaCpp
+                       ? LlamaCppEmbeddingResponse(embeddings)
                        : OpenAiEmbeddingResponse(*req, embeddings, job.prompt_tokens(), st->ctx)));
   };
   req->spec.label = NewId(state, "embd");
@@ -305,8 +312,13 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"POST", "/generate_stream", true, [&] { HandleTgi(state, request, writer, 1, false); }},
       {"POST", "/", true, [&] { HandleTgi(state, request, writer, -1, true); }},
       {"GET", "/info", true, [&] { Reply(state, *writer, 200, kJson, DumpJson(TgiInfo(state.ctx))); }},
-      {"POST", "/v1/embeddings", true, [&] { HandleEmbeddings(state, request, writer, false); }},
-      {"POST", "/embed", true, [&] { HandleEmbeddings(state, request, writer, true); }},
+      {"POST", "/v1/embeddings", true,
+       [&] { HandleEmbeddings(state, request, writer, EmbeddingApi::kOpenAi); }},
+      {"POST", "/embed", true, [&] { HandleEmbeddings(state, request, writer, EmbeddingApi::kTei); }},
+      {"POST", "/embedding", true,
+       [&] { HandleEmbeddings(state, request, writer, EmbeddingApi::kLlamaCpp); }},
+      {"POST", "/embeddings", true,
+       [&] { HandleEmbeddings(state, request, writer, EmbeddingApi::kLlamaCpp); }},
       {"GET", "/dashboard/events", true, [&] { StreamDashboardEvents(state, request, writer); }},
       {"GET", "/advisor", true, [&] { HandleAdvisor(state, request, *writer); }},
       {"POST", "/split", true, [&] { HandleSplit(state, request, *writer); }},

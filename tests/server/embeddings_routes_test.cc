@@ -133,6 +133,23 @@ TEST_F(EmbeddingsRoutesTest, TeiEmbed) {
   EXPECT_NE(missing.body.find("inputs is required"), std::string::npos) << missing.body;
 }
 
+TEST_F(EmbeddingsRoutesTest, LlamaCppEmbedding) {
+  const std::vector<float> openai = EmbedOne({{"input", "hello"}});
+  for (const char* path : {"/embedding", "/embeddings"}) {
+    const auto r = Ok(Post(port(), path, {{"content", {"hello", "world"}}}));
+    ASSERT_TRUE(r.is_array() && r.size() == 2) << path << " " << r;
+    EXPECT_EQ(r[1]["index"], 1);
+    ASSERT_EQ(r[0]["embedding"].size(), 1u) << r;  // one pooled vector per input, as llama.cpp nests it
+    EXPECT_EQ(Floats(r[0]["embedding"][0]), openai) << path;
+  }
+  const auto by_input = Ok(Post(port(), "/embedding", {{"input", "hello"}, {"embd_normalize", -1}}));
+  ASSERT_EQ(by_input.size(), 1u) << by_input;
+  EXPECT_EQ(Floats(by_input[0]["embedding"][0]), EmbedOne({{"input", "hello"}, {"embd_normalize", -1}}));
+  const HttpResponse missing = Post(port(), "/embedding", {{"embd_normalize", 2}});
+  EXPECT_EQ(missing.status, 400) << missing.body;
+  EXPECT_NE(missing.body.find("must be provided"), std::string::npos) << missing.body;
+}
+
 TEST_F(EmbeddingsRoutesTest, LongInputsAreRefusedOrTruncated) {
   nlohmann::json long_ids = nlohmann::json::array();
   for (int i = 0; i < 300; ++i) long_ids.push_back(1 + i % 50);  // the tiny model's context is 256
