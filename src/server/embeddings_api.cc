@@ -19,6 +19,9 @@ Parsed<EmbeddingRequest> MakeRequest(std::vector<PromptInput> inputs, const std:
   EmbeddingRequest req;
   req.spec.base.embedding = ctx.pooling;
   req.spec.base.max_tokens = 0;
+  // As many inputs in the engine at once as it runs; the rest follow as those finish (so a batch of 1000,
+  // what retrieval libraries send, neither fills the queue nor is refused for it).
+  req.spec.max_in_flight = std::max(1, ctx.max_seqs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::vector<int32_t>& ids = inputs[i].ids;
     const std::string name = inputs.size() > 1 ? param + "[" + std::to_string(i) + "]" : param;

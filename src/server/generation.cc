@@ -1,5 +1,6 @@
 #include "server/generation.h"
 
+#include <algorithm>
 #include <random>
 
 namespace lockstep::server {
@@ -11,14 +12,13 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
   std::shared_ptr<GenerationJob> job(new GenerationJob(std::move(spec), writer, metrics));
   job->on_token_ = std::move(on_token);
   job->on_done_ = std::move(on_done);
+  job->engine_ = &engine;
   const GenerationSpec& s = job->spec_;
   const int total = static_cast<int>(s.prompts.size()) * s.n;
   job->choices_.resize(static_cast<size_t>(total));
   job->last_token_at_.resize(static_cast<size_t>(total));
   job->remaining_ = total;
   std::random_device rd;
-  std::vector<Request> requests;
-  std::vector<EventCallback> callbacks;
   for (int c = 0; c < total; ++c) {
     ChoiceState& choice = job->choices_[static_cast<size_t>(c)];
     choice.index = c;
@@ -31,9 +31,9 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
     request.prompt_ids = s.prompts[static_cast<size_t>(choice.prompt_index)];
     request.sampling.seed = choice.seed;
     request.label = s.label + "#" + std::to_string(c);
-    requests.push_back(std::move(request));
+    job->requests_.push_back(std::move(request));
     std::weak_ptr<GenerationJob> weak = job;
-    callbacks.push_back([weak, writer, c](TokenEvent event) {
+    job->callbacks_.push_back([weak, writer, c](TokenEvent event) {
       const auto at = std::chrono::steady_clock::now();
       writer->Post([weak, c, at, event = std::move(event)]() mutable {
         if (auto j = weak.lock()) j->OnEvent(c, std::move(event), at);
@@ -42,22 +42,13 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
   }
   // One engine group per prompt (its n choices fork from the first, so the prompt is prefilled once), or
   // one group of every prompt with fork_prompts (server-side fan-out: the shared part is prefilled once).
-  const int group_size = s.fork_prompts ? total : s.n;
-  for (int first = 0; first < total; first += group_size) {
-    std::vector<Request> group(std::make_move_iterator(requests.begin() + first),
-                               std::make_move_iterator(requests.begin() + first + group_size));
-    std::vector<EventCallback> group_callbacks(callbacks.begin() + first,
-                                               callbacks.begin() + first + group_size);
-    auto handles = engine.SubmitGroup(std::move(group), std::move(group_callbacks));
-    if (!handles.ok()) {
-      job->CancelAll();
-      job->remaining_ = -1;  // no on_done
-      ApiError error{handles.status(), s.prompts.size() > 1 ? "prompt" : "", false};
-      return error;
+  job->group_size_ = s.fork_prompts ? total : s.n;
+  if (Status error; !job->SubmitMore(&error)) {
+    job->remaining_ = -1;  // no on_done
+    for (ChoiceState& c : job->choices_) {
+      if (c.handle) c.handle->Cancel();
     }
-    for (int i = 0; i < group_size; ++i) {
-      job->choices_[static_cast<size_t>(first + i)].handle = (*handles)[static_cast<size_t>(i)];
-    }
+    return ApiError{error, s.prompts.size() > 1 ? "prompt" : "", false};
   }
   if (timeout_s > 0) {
     std::weak_ptr<GenerationJob> weak = job;
@@ -76,10 +67,46 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
   return job;
 }
 
+bool GenerationJob::SubmitMore(Status* error) {
+  const int total = static_cast<int>(choices_.size());
+  const int limit = spec_.max_in_flight > 0 ? std::max(spec_.max_in_flight, group_size_) : total;
+  while (next_ < total && in_flight_ + group_size_ <= limit) {
+    const int first = next_;
+    std::vector<Request> group(std::make_move_iterator(requests_.begin() + first),
+                               std::make_move_iterator(requests_.begin() + first + group_size_));
+    std::vector<EventCallback> group_callbacks(callbacks_.begin() + first,
+                                               callbacks_.begin() + first + group_size_);
+    auto handles = engine_->SubmitGroup(std::move(group), std::move(group_callbacks));
+    if (!handles.ok()) {
+      *error = handles.status();
+      return false;
+    }
+    for (int i = 0; i < group_size_; ++i) {
+      choices_[static_cast<size_t>(first + i)].handle = (*handles)[static_cast<size_t>(i)];
+    }
+    next_ += group_size_;
+    in_flight_ += group_size_;
+  }
+  return true;
+}
+
+void GenerationJob::AbandonUnsubmitted() {
+  const int total = static_cast<int>(choices_.size());
+  for (; next_ < total; ++next_) {
+    ChoiceState& choice = choices_[static_cast<size_t>(next_)];
+    choice.done = true;
+    choice.end = ChoiceEnd::kError;
+    --remaining_;
+  }
+}
+
 void GenerationJob::CancelAll() {
+  const bool abandoning = next_ < static_cast<int>(choices_.size());
+  AbandonUnsubmitted();  // a submitted choice stays in flight until its cancelled event
   for (ChoiceState& c : choices_) {
     if (c.handle && !c.done) c.handle->Cancel();
   }
+  if (abandoning) ChoiceEnded();  // nothing in flight: no event would end the job
 }
 
 void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::time_point at) {
@@ -115,12 +142,25 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
     if (metrics_) metrics_->ObserveRequest(event.timing);
   }
   if (on_token_ && !client_gone_) on_token_(*this, choice, event);
-  if (event.last() && --remaining_ == 0) {
-    auto self = shared_from_this();  // on_done may drop the last other reference
-    if (cancel_timer_) cancel_timer_();
-    if (on_done_ && !client_gone_) on_done_(*this);
-    writer_->OnClose([] {});  // releases the job held by the close callback
+  if (!event.last()) return;
+  --in_flight_;
+  if (remaining_ > 0 && next_ < static_cast<int>(choices_.size()) && !timed_out_ && !client_gone_ &&
+      !submit_error_) {
+    if (Status error; !SubmitMore(&error)) {
+      submit_error_ = ApiError{error, "", false};
+      CancelAll();
+    }
   }
+  --remaining_;
+  ChoiceEnded();
+}
+
+void GenerationJob::ChoiceEnded() {
+  if (remaining_ != 0) return;
+  auto self = shared_from_this();  // on_done may drop the last other reference
+  if (cancel_timer_) cancel_timer_();
+  if (on_done_ && !client_gone_) on_done_(*this);
+  writer_->OnClose([] {});  // releases the job held by the close callback
 }
 
 const std::vector<PromptLogprob>* PromptScores(const GenerationSpec& spec, const ChoiceState& choice) {

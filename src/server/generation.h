@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct GenerationSpec {
   bool seed_given = false;    // choice i of a prompt then uses seed + i; else a random seed
   bool keep_events = false;   // keep every TokenEvent (logprobs / details)
   bool fork_prompts = false;  // prompts after the first fork from it (server-side fan-out, server/fan_out.h)
+  // Sequences in the engine at once at most (0: every one submitted at the start). The others are submitted
+  // one group at a time as earlier ones finish, so a request with more inputs than the queue holds (an
+  // embeddings batch of 1000) neither fills the queue nor is refused for it.
+  int max_in_flight = 0;
   std::string label;
 };
 
@@ -47,6 +52,9 @@ struct ChoiceState {
   std::shared_ptr<RequestHandle> handle;
 };
 
+// A job's sequences are submitted in groups: the n choices of one prompt (they fork from its first), or every
+// sequence when GenerationSpec::fork_prompts.
+
 // The scores of every prompt token after the first (Request::prompt_logprobs) that the choice's first event
 // carried (its events must be kept: GenerationSpec::keep_events); null when the choice ended before its
 // prompt was scored (cancelled, an error) or none were asked for.
@@ -57,9 +65,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   using TokenFn = std::function<void(GenerationJob& job, ChoiceState& choice, const TokenEvent& event)>;
   using DoneFn = std::function<void(GenerationJob& job)>;
 
-  // Submits every sequence. On a submit error the sequences already submitted are cancelled and the error is
-  // returned (ResourceExhausted = queue full, OutOfRange = too long, InvalidArgument, Unavailable).
-  // on_token runs for every event (the last included); on_done once, after every choice's last event.
+  // Submits every sequence (or the first max_in_flight). On a submit error the sequences already submitted
+  // are cancelled and the error is returned (ResourceExhausted = queue full, OutOfRange = too long,
+  // InvalidArgument, Unavailable). on_token runs for every event (the last included); on_done once, after
+  // every choice's last event. A later submission that fails (max_in_flight) cancels the job: submit_error()
+  // says why, and the choices never submitted end without an event (ChoiceEnd::kError).
   static Parsed<std::shared_ptr<GenerationJob>> Start(Engine& engine, GenerationSpec spec,
                                                       std::shared_ptr<ResponseWriter> writer,
                                                       ServerMetrics* metrics, double timeout_s,
@@ -74,6 +84,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   int cached_tokens() const;
   int completion_tokens() const;  // sum of generated tokens over choices
   bool timed_out() const { return timed_out_; }
+  // A later submission's error (max_in_flight), if one failed.
+  const std::optional<ApiError>& submit_error() const { return submit_error_; }
   bool client_gone() const { return client_gone_; }
   double elapsed_s() const;
 
@@ -81,6 +93,12 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   GenerationJob(GenerationSpec spec, std::shared_ptr<ResponseWriter> writer, ServerMetrics* metrics)
       : spec_(std::move(spec)), writer_(std::move(writer)), metrics_(metrics) {}
   void OnEvent(int choice, TokenEvent event, std::chrono::steady_clock::time_point at);
+  // Submits the next groups while max_in_flight allows; false (and the error) when the engine refused one.
+  bool SubmitMore(Status* error);
+  // Ends the choices never submitted (after a cancellation or a failed submission).
+  void AbandonUnsubmitted();
+  // After a choice ended: on_done once every choice has.
+  void ChoiceEnded();
 
   GenerationSpec spec_;
   std::shared_ptr<ResponseWriter> writer_;
@@ -91,6 +109,13 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::function<void()> cancel_timer_;
   TokenFn on_token_;
   DoneFn on_done_;
+  Engine* engine_ = nullptr;
+  std::vector<Request> requests_;  // per choice, moved out when submitted
+  std::vector<EventCallback> callbacks_;
+  int group_size_ = 1;
+  int next_ = 0;  // the first choice not submitted yet
+  int in_flight_ = 0;
+  std::optional<ApiError> submit_error_;
   int remaining_ = 0;
   bool timed_out_ = false;
   bool client_gone_ = false;

@@ -214,6 +214,7 @@ void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared
   auto req = std::make_shared<EmbeddingRequest>(std::move(*parsed.value));
   RouteState* st = &state;
   GenerationJob::DoneFn on_done = [st, req, writer, api, flavor](GenerationJob& job) {
+    if (job.submit_error()) return ReplyError(*st, *writer, SubmitError(*st, *job.submit_error()), flavor);
     if (const TokenEvent* failed = FailedChoice(job)) {
       return ReplyError(*st, *writer, ApiError{Internal("embedding failed: " + failed->error), "", false},
                         flavor);

@@ -2,9 +2,12 @@
 // base64, dimensions, llama.cpp's embd_normalize, vLLM's truncate_prompt_tokens) and TEI's /embed; an input's
 // vector does not depend on what else is in the batch; bad requests are refused naming the field.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "e2e_util.h"
 
@@ -229,6 +232,47 @@ TEST_F(MeanPoolingRoutesTest, PoolsEveryPosition) {
     EXPECT_NEAR(mean[i], (first[i] + second[i]) / 2, 1e-6 * (1 + std::abs(mean[i]))) << i;
   }
   EXPECT_NE(mean, second);
+}
+
+// A batch of more inputs than the queue holds, on a server that runs 2 sequences and queues 2: the inputs go
+// into the engine 2 at a time as earlier ones finish, so the batch is served whole (not refused as a full
+// queue), each input's vector the one it gets alone; a client that leaves mid-batch leaves nothing behind.
+class SmallQueueEmbeddingsTest : public SharedServerTest<SmallQueueEmbeddingsTest> {
+ public:
+  static std::vector<std::string> Args() { return {"-t", "1", "--max-seqs", "2", "--max-queue", "2"}; }
+};
+
+TEST_F(SmallQueueEmbeddingsTest, ABatchLargerThanTheQueueIsServedWhole) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (int i = 0; i < 300; ++i) inputs.push_back("input number " + std::to_string(i));
+  const HttpResponse r = Post(port(), "/v1/embeddings", {{"input", inputs}});
+  ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+  const nlohmann::json body = r.Json();
+  ASSERT_EQ(body["data"].size(), 300u);
+  for (int i : {0, 1, 150, 299}) {
+    EXPECT_EQ(body["data"][i]["index"], i);
+    const HttpResponse one = Post(port(), "/v1/embeddings", {{"input", inputs[size_t(i)]}});
+    ASSERT_EQ(one.status, 200) << one.body;
+    EXPECT_EQ(one.Json()["data"][0]["embedding"], body["data"][i]["embedding"]) << i;
+  }
+  // TEI's route the same way.
+  const HttpResponse tei = Post(port(), "/embed", {{"inputs", inputs}});
+  ASSERT_EQ(tei.status, 200) << tei.body.substr(0, 300);
+  EXPECT_EQ(tei.Json().size(), 300u);
+}
+
+TEST_F(SmallQueueEmbeddingsTest, AClientLeavingMidBatchLeavesNothingBehind) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (int i = 0; i < 2000; ++i)
+    inputs.push_back("a longer input to keep the engine busy for a while, " + std::to_string(i));
+  const int fd = SendAndLeaveOpen(port(), "/v1/embeddings", {{"input", inputs}});
+  ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::close(fd);
+  EXPECT_TRUE(WaitForIdleEngine(port()));
+  EXPECT_GT(Metric(port(), "lockstep_sequences_cancelled_total"), 0);  // it left before the batch was done
+  const HttpResponse after = Post(port(), "/v1/embeddings", {{"input", "still serving"}});
+  EXPECT_EQ(after.status, 200) << after.body;
 }
 
 }  // namespace
