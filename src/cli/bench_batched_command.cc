@@ -190,7 +190,7 @@ void RegisterBenchBatchedCommand(CLI::App& bench) {
       ->check(IntegerIn(0, kMaxInt))
       ->capture_default_str();
   AddKvTypeFlag(*cmd, flags->kv_type);
-  cmd->add_option("--json", flags->json, "Write the results as JSON to this file");
+  cmd->add_option("--json", flags->json, "Write the results as JSON to this file")->check(NotEmpty());
   cmd->callback([flags] { RunBenchBatched(*flags); });
 }
 

@@ -131,7 +131,7 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
                    /*required=*/false);
   AddModelNameFlag(*cmd, flags->model);
   AddDeprecatedModelPathFlag(*cmd, flags->model_path);
-  cmd->add_option("--questions", flags->questions_file, "File with one question per line");
+  cmd->add_option("--questions", flags->questions_file, "File with one question per line")->check(NotEmpty());
   cmd->add_flag("--builtin", flags->builtin, "Use the 5 built-in short questions");
   cmd->add_option("--max-tokens", flags->max_tokens, "Max tokens per question (combined: N x this)")
       ->check(NumberIn(1))
@@ -148,7 +148,8 @@ void RegisterBenchCompareCommand(CLI::App& bench) {
   AddThreadsFlag(*cmd, flags->threads);
   cmd->add_option("--context", flags->context,
                   "Shared text (a document) before the questions in every mode: FILE, or 'builtin' for a "
-                  "~620-token document with five questions of its own");
+                  "~620-token document with five questions of its own")
+      ->check(NotEmpty());
   cmd->add_option("--modes", flags->modes,
                   "Modes to run, comma separated: combined, parallel, sequential, fan-out (server-side)")
       ->capture_default_str();

@@ -156,14 +156,15 @@ void RegisterBenchServeCommand(CLI::App& bench) {
   cmd->add_option("--prompt-len", flags->prompt_len,
                   "Random prompt length in tokens (counted by the server's POST /tokenize): L or L:SPREAD");
   cmd->add_option("--output-len", flags->output_len, "Output tokens per request: L or L:SPREAD");
-  cmd->add_option("--dataset", flags->dataset, "JSONL requests: {\"prompt\"|\"messages\", \"output_len\"?}");
+  cmd->add_option("--dataset", flags->dataset, "JSONL requests: {\"prompt\"|\"messages\", \"output_len\"?}")
+      ->check(NotEmpty());
   cmd->add_option("--burstiness", flags->burstiness, "Gamma shape of arrival gaps (1 = Poisson)")
       ->check(NumberAbove(0))
       ->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "Warm-up requests (not measured)")
       ->check(NumberIn(0))
       ->capture_default_str();
-  cmd->add_option("--slo", flags->slo, "Goodput SLOs in ms, e.g. ttft=500,tpot=50");
+  cmd->add_option("--slo", flags->slo, "Goodput SLOs in ms, e.g. ttft=500,tpot=50")->check(NotEmpty());
   cmd->add_option("--out", flags->out, "Output directory");
   cmd->add_flag("--no-ignore-eos", flags->no_ignore_eos, "Do not ask for fixed output lengths (ignore_eos)");
   cmd->add_option("--seed", flags->seed, "Seed for prompts and arrivals")

@@ -30,8 +30,10 @@ void AddClientFlags(CLI::App* app, ClientFlags* flags) {
         flags->urls.insert(flags->urls.end(), urls.begin(), urls.end());
       },
       "File of server URLs, one per line ('#' comments), added to --url");
-  app->add_option("--api-key", flags->api_key, "Bearer token (default: $LOCKSTEP_API_KEY)");
-  app->add_option("--ca-file", flags->ca_file, "PEM CA bundle to trust for https (default: system store)");
+  app->add_option("--api-key", flags->api_key, "Bearer token (default: $LOCKSTEP_API_KEY)")
+      ->check(NotEmpty());
+  app->add_option("--ca-file", flags->ca_file, "PEM CA bundle to trust for https (default: system store)")
+      ->check(NotEmpty());
   app->add_option("--timeout", flags->timeout_s, "Per-request timeout in seconds (each attempt)")
       ->check(NumberAbove(0, kMaxTimeoutS))
       ->capture_default_str();

@@ -26,7 +26,8 @@ CLI::Option* AddModelFileFlag(CLI::App& cmd, std::string& path, const std::strin
 
 CLI::Option* AddModelNameFlag(CLI::App& cmd, std::string& name) {
   return cmd.add_option("--model-name", name, "Model id sent to the server (default: the first it lists)")
-      ->type_name("NAME");
+      ->type_name("NAME")
+      ->check(NotEmpty());
 }
 
 void AddDeprecatedModelPathFlag(CLI::App& cmd, std::string& path) {
@@ -77,7 +78,8 @@ CLI::Option* AddChatTemplateFlag(CLI::App& cmd, std::string& spec) {
       .add_option("--chat-template", spec,
                   "Chat template instead of the model's own: a built-in name (" +
                       chat::BuiltinTemplateNames() + ") or a Jinja or tokenizer_config.json file")
-      ->type_name("FILE|NAME");
+      ->type_name("FILE|NAME")
+      ->check(NotEmpty());
 }
 
 void AddSamplingFlags(CLI::App& cmd, SamplingFlags& f) {

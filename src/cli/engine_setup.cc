@@ -35,7 +35,8 @@ void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
       ->check(IntegerIn(1, kMaxInt))
       ->capture_default_str();
   cmd.add_option("--kv-memory", flags.kv_memory,
-                 "KV cache size in bytes (suffix K, M or G; default: automatic)");
+                 "KV cache size in bytes (suffix K, M or G; default: automatic)")
+      ->check(NotEmpty());
   cmd.add_option("--kv-tokens", flags.kv_tokens, "KV cache size in tokens (overrides --kv-memory)")
       ->check(IntegerIn(0, kMaxKvTokens));
   AddKvTypeFlag(cmd, flags.kv_type);

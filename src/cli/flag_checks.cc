@@ -76,6 +76,13 @@ CLI::Validator IntegerIn(int64_t min, uint64_t max) {
   return CLI::Validator(check, "[" + std::to_string(min) + ", " + std::to_string(max) + "]", "INTEGER");
 }
 
+CLI::Validator NotEmpty() {
+  auto check = [](std::string& text) -> std::string {
+    return text.empty() ? "must not be empty (leave the flag out for its default)" : "";
+  };
+  return CLI::Validator(check, "", "NOT_EMPTY");
+}
+
 CLI::Validator NumberIn(double min, double max) { return FiniteNumberCheck(min, false, max); }
 
 CLI::Validator NumberAbove(double min, double max) { return FiniteNumberCheck(min, true, max); }

@@ -6,6 +6,8 @@
 // - IntegerIn: the same for integer flags (CLI11 clamps a value beyond int64 to its limit and wraps a
 //   negative one for an unsigned flag: --seed 99999999999999999999 became 9223372036854775807, -1 became
 //   18446744073709551615, serve --max-body -1 no limit at all);
+// - NotEmpty: a CLI11 check of text flags for which an empty value means nothing (`--json "$UNSET"` wrote
+//   no file, `--api-key ""` fell back to $LOCKSTEP_API_KEY, `--kv-memory ""` meant the automatic size);
 // - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) or to a tokenizer (a
 //   prompt) must be valid UTF-8.
 #pragma once
@@ -39,6 +41,11 @@ CLI::Validator NumberAbove(double min, double max = kNoLimit);
 // as "--seed: must be an integer from -1 to 9223372036854775807, got '99999999999999999999'"; --help shows
 // "[-1, 9223372036854775807]".
 CLI::Validator IntegerIn(int64_t min, uint64_t max);
+
+// The value is not empty. Fails as "--json: must not be empty (leave the flag out for its default)"; --help
+// shows nothing more. For flags whose default is what they do when left out, so that an empty value (an unset
+// shell variable) is refused rather than taken as the default.
+CLI::Validator NotEmpty();
 
 // Fail()s unless `text` is valid UTF-8: "<what> is not valid UTF-8 (byte 0xFF at offset 3)".
 void CheckUtf8OrDie(std::string_view text, const std::string& what);

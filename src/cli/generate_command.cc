@@ -192,7 +192,7 @@ void RegisterGenerateCommand(CLI::App& app) {
          },
          "Deprecated: --kv-type f32")
       ->group("");
-  cmd->add_option("--timings-json", f->timings_json, "Write timings as JSON to this file");
+  cmd->add_option("--timings-json", f->timings_json, "Write timings as JSON to this file")->check(NotEmpty());
   cmd->add_option("--stop", f->stops, "Stop string (repeatable); not printed");
   cmd->callback([f] { RunGenerate(*f); });
 }

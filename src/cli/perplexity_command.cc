@@ -85,7 +85,7 @@ void RegisterPerplexityCommand(CLI::App& app) {
   cmd->add_option("--chunks", flags->chunks, "Score at most this many chunks (0: all)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--json", flags->json, "Also write the figures to this JSON file");
+  cmd->add_option("--json", flags->json, "Also write the figures to this JSON file")->check(NotEmpty());
   AddEngineFlags(*cmd, flags->engine);
   cmd->callback([flags] { RunPerplexity(*flags); });
 }

@@ -15,6 +15,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "client/hub_download.h"
 
 namespace lockstep::cli {
@@ -96,11 +97,13 @@ void RegisterPullCommand(CLI::App& app) {
   auto flags = std::make_shared<PullFlags>();
   CLI::App* cmd = app.add_subcommand("pull", "Download a GGUF file from the Hugging Face hub");
   cmd->add_option("repo_file", flags->repo_file, "OWNER/REPO/FILE.gguf")->required();
-  cmd->add_option("-o,--output-dir", flags->out_dir, "Directory to write to");
-  cmd->add_option("--endpoint", flags->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)");
-  cmd->add_option("--revision", flags->revision, "Branch, tag or commit");
+  cmd->add_option("-o,--output-dir", flags->out_dir, "Directory to write to")->check(NotEmpty());
+  cmd->add_option("--endpoint", flags->endpoint, "Hub URL (default: $HF_ENDPOINT or https://huggingface.co)")
+      ->check(NotEmpty());
+  cmd->add_option("--revision", flags->revision, "Branch, tag or commit")->check(NotEmpty());
   cmd->add_option("--ca-file", flags->ca_file,
-                  "PEM CA bundle to trust (default: system store / $SSL_CERT_FILE)");
+                  "PEM CA bundle to trust (default: system store / $SSL_CERT_FILE)")
+      ->check(NotEmpty());
   cmd->add_option("--retries", flags->retries, "Retries (with resume) after connection errors")
       ->check(CLI::Range(0, 100));
   cmd->callback([flags] { RunPull(*flags); });

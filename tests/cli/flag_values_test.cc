@@ -119,5 +119,49 @@ TEST_F(FlagValuesTest, ServeRefusesABadChatTemplateBeforeListening) {
   }
 }
 
+// A flag given an empty value (`--json "$UNSET"`) was taken as left out: --json and --timings-json wrote no
+// file, --kv-memory took the automatic size, --chat-template the model's own, the client's --api-key fell
+// back to $LOCKSTEP_API_KEY, pull's --endpoint to $HF_ENDPOINT, bench serve ran without its --dataset or
+// --slo. Refused now, naming the flag, before anything is loaded, reached or run. (Each command would
+// otherwise finish quickly: serve stops at --timeout -1, pull finds its file already there, the servers are
+// not there.)
+TEST_F(FlagValuesTest, EmptyValuesAreRefused) {
+  const std::string m = " -m " + *model_ + " -t 1";
+  const std::string text = Write("empty_ppl.txt", "The quick brown fox jumps over the lazy dog. ");
+  const std::string serve = "serve" + m + " --port 0 --timeout -1";
+  const std::string nowhere = " --url http://127.0.0.1:1 --retries 0 --timeout 1";
+  const std::string bench_serve =
+      "bench serve" + nowhere + " --model-name x --requests 1 --out " + *dir_ + "/bs";
+  const std::string compare = "bench compare" + nowhere + " --model-name x --out " + *dir_ + "/bc";
+  const std::string ask = "ask --dry-run -q hi";
+  // The file is already there, so pull stops before it reaches the hub.
+  const std::string pull = "pull owner/repo/tiny.gguf -o " + *dir_;
+  const std::pair<std::string, std::string> cases[] = {
+      {"generate" + m + " -n 1 -p hi --timings-json ''", "--timings-json"},
+      {"perplexity" + m + " -f " + text + " -c 8 --json ''", "--json"},
+      {"bench batched" + m + " --batches 1 --prompt-len 2 --gen-len 2 --json ''", "--json"},
+      {"perplexity" + m + " -f " + text + " -c 8 --kv-memory ''", "--kv-memory"},
+      {serve + " --kv-memory ''", "--kv-memory"},
+      {serve + " --chat-template ''", "--chat-template"},
+      {"chat" + m + " -n 1 --chat-template '' < /dev/null", "--chat-template"},
+      {"info -m " + *model_ + " --chat-template ''", "--chat-template"},
+      {bench_serve + " --dataset ''", "--dataset"},
+      {bench_serve + " --slo ''", "--slo"},
+      {compare + " --builtin --context ''", "--context"},
+      {compare + " --context builtin --questions ''", "--questions"},
+      {"bench serve" + nowhere + " --requests 1 --model-name ''", "--model-name"},
+      {ask + " --model-name ''", "--model-name"},
+      {ask + " --api-key ''", "--api-key"},
+      {ask + " --ca-file ''", "--ca-file"},
+      {pull + " --endpoint ''", "--endpoint"},
+      {pull + " --revision ''", "--revision"},
+      {pull + " --ca-file ''", "--ca-file"},
+      {"pull owner/repo/tiny.gguf --endpoint http://127.0.0.1:1 --retries 0 -o ''", "--output-dir"},
+  };
+  for (const auto& [args, flag] : cases) {
+    ExpectRefused(args, flag + ": must not be empty (leave the flag out for its default)");
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::testing
