@@ -263,8 +263,11 @@ TEST_F(SmallQueueEmbeddingsTest, ABatchLargerThanTheQueueIsServedWhole) {
 
 TEST_F(SmallQueueEmbeddingsTest, AClientLeavingMidBatchLeavesNothingBehind) {
   nlohmann::json inputs = nlohmann::json::array();
-  for (int i = 0; i < 2000; ++i)
-    inputs.push_back("a longer input to keep the engine busy for a while, " + std::to_string(i));
+  std::string words;  // ~190 tokens an input: 2000 of them keep the tiny model busy for seconds
+  for (int w = 0; w < 40; ++w) words += " word" + std::to_string(w);
+  for (int i = 0; i < 2000; ++i) inputs.push_back(std::to_string(i) + words);
+  const HttpResponse fits = Post(port(), "/tokenize", {{"prompt", inputs.back()}});
+  ASSERT_LE(fits.Json()["count"].get<int>(), 256) << fits.body;  // the tiny model's context
   const int fd = SendAndLeaveOpen(port(), "/v1/embeddings", {{"input", inputs}});
   ASSERT_GE(fd, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
