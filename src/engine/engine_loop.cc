@@ -91,9 +91,10 @@ bool Engine::Loop::TakeInbox(bool wait) {
     const RequestId id = pending.id;
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
     const Request& request = active->pending.request;
-    const PromptRows rows = request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
-                            : request.prompt_logprobs >= 0      ? PromptRows::kLogits
-                                                                : PromptRows::kNone;
+    const PromptRows rows = request.embedding == Pooling::kLast   ? PromptRows::kLastEmbedding
+                            : request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
+                            : request.prompt_logprobs >= 0        ? PromptRows::kLogits
+                                                                  : PromptRows::kNone;
     scheduler_.Add(id, request.prompt_ids, request.fork_of, rows);
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -156,7 +157,7 @@ void Engine::Loop::Step() {
     Active& active = *active_.at(chunk.id);
     const Request& request = active.pending.request;
     if (request.embedding != Pooling::kNone) {
-      if (active.embedded == int32_t(request.prompt_ids.size())) embedded_out.push_back(chunk.id);
+      if (active.embedded_end == int32_t(request.prompt_ids.size())) embedded_out.push_back(chunk.id);
       continue;
     }
     if (request.max_tokens == 0 && active.prompt_logprobs.size() + 1 >= request.prompt_ids.size()) {
@@ -243,7 +244,9 @@ void Engine::Loop::PoolEmbeddingRows(const StepPlan& plan) {
     Active& active = *active_.at(chunk.id);
     const Pooling pooling = active.pending.request.embedding;
     const int32_t last = int32_t(active.pending.request.prompt_ids.size()) - 1;
-    LOCKSTEP_CHECK(active.embedded == chunk.embedding_position);  // each position once, in order
+    // Each position once, in order (last-token pooling: the last position alone).
+    LOCKSTEP_CHECK(active.embedded_end == chunk.embedding_position ||
+                   (pooling == Pooling::kLast && chunk.embedding_position == last));
     active.embedding.resize(size_t(d));
     for (int32_t i = 0; i < chunk.embedding_count; ++i) {
       const int32_t position = chunk.embedding_position + i;
@@ -255,14 +258,15 @@ void Engine::Loop::PoolEmbeddingRows(const StepPlan& plan) {
         std::copy(row, row + d, active.embedding.begin());
       }
     }
-    active.embedded += chunk.embedding_count;
+    active.embedded_end = chunk.embedding_position + chunk.embedding_count;
   }
 }
 
 TokenEvent Engine::Loop::EmbeddingEvent(Active& active) const {
   TokenEvent event;
   event.finish_reason = FinishReason::kLength;
-  const double scale = active.pending.request.embedding == Pooling::kMean ? 1.0 / active.embedded : 1.0;
+  const Request& request = active.pending.request;
+  const double scale = request.embedding == Pooling::kMean ? 1.0 / double(request.prompt_ids.size()) : 1.0;
   event.embedding.reserve(active.embedding.size());
   for (double v : active.embedding) event.embedding.push_back(float(v * scale));
   return event;

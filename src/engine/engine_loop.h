@@ -46,10 +46,10 @@ class Engine::Loop {
     StopMatcher stop_matcher;
     std::optional<GrammarConstraint> constraint;  // Request::grammar's parse state
     std::vector<PromptLogprob> prompt_logprobs;   // Request::prompt_logprobs, until the first event
-    // Request::embedding: the pooled vector so far (mean: the sum, in position order) and the positions in
-    // it.
+    // Request::embedding: the pooled vector so far (mean: the sum, in position order) and the end of the
+    // positions pooled.
     std::vector<double> embedding;
-    int32_t embedded = 0;
+    int32_t embedded_end = 0;
     int32_t generated = 0;
     std::optional<Clock::time_point> first_scheduled, first_token, last_token;
     Active(PendingRequest p, const Tokenizer* tokenizer);

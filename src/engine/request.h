@@ -65,9 +65,10 @@ struct Request {
   // Embedding (what OpenAI's /v1/embeddings and TEI's /embed return): kNone off; else the model's final
   // hidden states of the prompt (after the output norm, as llama.cpp's embeddings) pooled this way arrive on
   // the request's one event (TokenEvent::embedding, n_embd floats, not length-normalized). Needs max_tokens
-  // 0 and no prompt_logprobs or grammar; like prompt_logprobs, the request computes its whole prompt (no
-  // prefix-cache read, no fork; it publishes its blocks). The vector depends only on the prompt: not on the
-  // neighbours, the chunking or a preemption.
+  // 0 and no prompt_logprobs or grammar. Mean and cls pooling, like prompt_logprobs, compute the whole prompt
+  // (no prefix-cache read; blocks published); last pooling needs only the last row's state and reads the
+  // prefix cache. No fork. The vector depends only on the prompt: not on the neighbours, the chunking, a
+  // preemption or the cache.
   Pooling embedding = Pooling::kNone;
 };
 

@@ -28,6 +28,7 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
   seq->prefill_until = seq->prompt_len;
   seq->tokens = std::move(prompt);
   seq->prompt_rows = prompt_rows;
+  if (prompt_rows == PromptRows::kLastEmbedding) seq->prompt_rows_from = seq->prompt_len - 1;
   if (const Seq* parent = fork_of != 0 && prompt_rows == PromptRows::kNone ? Find(fork_of) : nullptr) {
     // The common prefix of the two prompts, short of this prompt's last token (computed for its logits).
     const size_t limit = std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1);
@@ -106,14 +107,15 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
   chunk.id = seq.id;
   chunk.start = seq.num_computed;
   chunk.count = count;
-  chunk.sample =
-      seq.prompt_rows != PromptRows::kEmbeddings && seq.num_computed + count == int32_t(seq.tokens.size());
+  chunk.sample = (seq.prompt_rows == PromptRows::kNone || seq.prompt_rows == PromptRows::kLogits) &&
+                 seq.num_computed + count == int32_t(seq.tokens.size());
   chunk.decode = count == 1 && chunk.start >= seq.prefill_until;
   {  // positions [from, prompt_rows_end()) of this chunk, each once
     const int32_t from = std::max(chunk.start, seq.prompt_rows_from);
     const int32_t to = std::min(chunk.start + count, seq.prompt_rows_end());
     if (from < to) {
-      LOCKSTEP_CHECK(from == chunk.start);  // rows with outputs come first (PlanPrefill keeps them so)
+      // Rows with outputs come first (PlanPrefill keeps them so), but for the one last row of kLastEmbedding.
+      LOCKSTEP_CHECK(from == chunk.start || seq.prompt_rows == PromptRows::kLastEmbedding);
       if (seq.prompt_rows == PromptRows::kLogits) {
         chunk.prompt_logit_position = from;
         chunk.prompt_logit_count = to - from;
@@ -171,7 +173,7 @@ int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool fo
   }
   const std::span<const int32_t> tokens = seq.tokens;
   int32_t end = int32_t(tokens.size());
-  if (seq.prompt_rows == PromptRows::kNone) {
+  if (seq.reads_cache()) {
     AdvanceComputed(seq, kv_.AttachCached(seq.id, tokens, seq.num_computed));
     if (!force) end = kv_.ClaimedElsewhereFrom(seq.id, tokens, seq.num_computed);
   } else if (seq.num_computed < seq.prompt_rows_from) {
@@ -228,8 +230,7 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     Seq* seq = waiting_.front();
     const std::span<const int32_t> tokens = seq->tokens;
     const int64_t known = int64_t(tokens.size());
-    const PrefixMatch match =
-        seq->prompt_rows != PromptRows::kNone ? PrefixMatch{} : kv_.Match(seq->id, tokens);
+    const PrefixMatch match = seq->reads_cache() ? kv_.Match(seq->id, tokens) : PrefixMatch{};
     // Blocks for everything it knows plus its first new token, and one spare block per running request so
     // that their decodes do not immediately preempt it again (thrashing). Strictly FCFS: nobody overtakes it.
     if (kv_.BlocksToAdmit(match, known + 1) + int64_t(running_.size()) > pool_.num_free()) break;
@@ -239,7 +240,7 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     // Blocks for the whole prompt now, so that its later chunks never wait for blocks (two half-prefilled
     // requests could otherwise hold the pool with no decode row to trigger preemption).
     LOCKSTEP_CHECK(kv_.Admit(seq->id, tokens, match, known));
-    if (seq->preemptions == 0 && !seq->started && seq->prompt_rows == PromptRows::kNone)
+    if (seq->preemptions == 0 && !seq->started && seq->reads_cache())
       prefix_queries_total_ += seq->prompt_len;
     AdvanceComputed(*seq, match.tokens);
     budget -= PlanPrefill(*seq, budget, plan, /*force=*/false);

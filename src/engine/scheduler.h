@@ -48,6 +48,9 @@ enum class PromptRows {
   // every prompt row wants its embedding (ScheduledChunk::embedding_*) and none wants logits: an embedding
   // request, which samples nothing
   kEmbeddings,
+  // only the last prompt row wants its embedding, instead of logits (last-token pooling): like kNone, the
+  // request reads the prefix cache; it samples nothing
+  kLastEmbedding,
 };
 
 struct SchedulerOptions {
@@ -115,9 +118,9 @@ class Scheduler {
   // Queues a new request at the back of the waiting queue. `prompt` non-empty; id unique. `fork_of`: a
   // request added earlier whose KV this one takes for their common prompt prefix instead of computing it (n >
   // 1, server-side fan-out); ignored when that request is unknown (finished) or shares nothing.
-  // `prompt_rows` other than kNone: the request's prompt rows want logits or embeddings (PromptRows), so
-  // the request computes its whole prompt itself: no fork, no prefix-cache hit, no waiting for a neighbour's
-  // block (it still publishes its blocks).
+  // `prompt_rows` kLogits or kEmbeddings: the request's prompt rows want logits or embeddings (PromptRows),
+  // so the request computes its whole prompt itself: no prefix-cache hit, no waiting for a neighbour's block
+  // (it still publishes its blocks). Any but kNone: no fork.
   void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0,
            PromptRows prompt_rows = PromptRows::kNone);
   // Drops a request (waiting or running) and its block references. False when unknown.
@@ -166,11 +169,16 @@ class Scheduler {
     PromptRows prompt_rows = PromptRows::kNone;  // Add's
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
-    // prompt_len (embeddings), 0 (none).
+    // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).
     int32_t prompt_rows_end() const {
       return prompt_rows == PromptRows::kNone     ? 0
              : prompt_rows == PromptRows::kLogits ? prompt_len - 1
                                                   : prompt_len;
+    }
+    // Reads the prefix cache and may wait for a neighbour's block (its prompt rows want no output but the
+    // last one's).
+    bool reads_cache() const {
+      return prompt_rows == PromptRows::kNone || prompt_rows == PromptRows::kLastEmbedding;
     }
   };
 
