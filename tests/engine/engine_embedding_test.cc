@@ -1,7 +1,7 @@
 // Embedding requests (Request::embedding) on a real forward pass: the pooled vector is the naive reference's
 // final normed hidden states pooled the same way (mean, first, last); it is bit-identical whatever the
-// chunking, the neighbours, a warm prefix cache (which last-token pooling reads) or a tight cache; a request gets one event and generates
-// nothing; bad combinations are refused.
+// chunking, the neighbours, a warm prefix cache (which last-token pooling reads) or a tight cache; a request
+// gets one event and generates nothing; bad combinations are refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,7 +99,7 @@ TEST_F(EmbeddingTest, ChunkingNeighboursAndAWarmCacheChangeNothing) {
   ASSERT_EQ(got_last.size(), 1u);
   EXPECT_EQ(got_mean[0].embedding, mean);
   EXPECT_EQ(got_last[0].embedding, last);
-  EXPECT_EQ(got_mean[0].timing.cached_tokens, 0);  // computed, not read from the cache
+  EXPECT_EQ(got_mean[0].timing.cached_tokens, 0);   // computed, not read from the cache
   EXPECT_EQ(got_last[0].timing.cached_tokens, 64);  // the last row alone is needed: 4 cached blocks read
   testing::ExpectAllBlocksFree(*engine);
 }
