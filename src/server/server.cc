@@ -149,14 +149,17 @@ class Server::Impl {
     }
     ctx.vocab_size = shared_tokenizer->vocab_size();
     ctx.embedding_length = engine_->model_config().n_embd;
-    ctx.pooling = options_.pooling != Pooling::kNone                  ? options_.pooling
-                  : engine_->model_config().pooling != Pooling::kNone ? engine_->model_config().pooling
-                                                                      : Pooling::kLast;
-    log_->info("embeddings (/v1/embeddings, /embed): {} pooling{}", PoolingName(ctx.pooling),
-               options_.pooling != Pooling::kNone ? " (--pooling)"
-               : engine_->model_config().pooling != Pooling::kNone
-                   ? " (the file's pooling_type)"
-                   : " (the file names none; --pooling changes it)");
+    const Pooling file_pooling = engine_->model_config().pooling;
+    const char* pooling_source = " (--pooling)";
+    ctx.pooling = options_.pooling;
+    if (ctx.pooling == Pooling::kNone && file_pooling != Pooling::kNone) {
+      ctx.pooling = file_pooling;
+      pooling_source = " (the file's pooling_type)";
+    } else if (ctx.pooling == Pooling::kNone) {
+      ctx.pooling = Pooling::kLast;
+      pooling_source = " (the file names none; --pooling changes it)";
+    }
+    log_->info("embeddings (/v1/embeddings, /embed): {} pooling{}", PoolingName(ctx.pooling), pooling_source);
     ctx.created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
