@@ -39,6 +39,18 @@ Parsed<EmbeddingRequest> MakeRequest(std::vector<PromptInput> inputs, const std:
   return req;
 }
 
+// The required inputs field `param` of a body read by `f` (its first failure, or `missing` when the field is
+// absent) as embedding requests (MakeRequest).
+Parsed<EmbeddingRequest> ReadInputs(FieldReader& f, const char* param, const std::string& missing,
+                                    const ApiContext& ctx, int64_t keep_last, int64_t keep_first) {
+  const nlohmann::json* input = f.Raw(param);
+  if (input == nullptr && !f.failed()) f.Fail(param, missing);
+  if (f.failed()) return f.error();
+  auto inputs = ReadPromptInputs(*input, ctx, param, kMaxEmbeddingInputs);
+  if (!inputs.ok()) return inputs.error;
+  return MakeRequest(std::move(*inputs.value), param, ctx, keep_last, keep_first);
+}
+
 }  // namespace
 
 Parsed<EmbeddingRequest> ParseOpenAiEmbeddingRequest(const std::string& body, const ApiContext& ctx) {
@@ -51,12 +63,7 @@ Parsed<EmbeddingRequest> ParseOpenAiEmbeddingRequest(const std::string& body, co
   const int64_t keep_last = f.Int("truncate_prompt_tokens", 1, INT32_MAX).value_or(0);
   f.String("user");
   const int64_t dimensions = f.Int("dimensions", 1, ctx.embedding_length).value_or(0);
-  const nlohmann::json* input = f.Raw("input");
-  if (input == nullptr && !f.failed()) f.Fail("input", "input is required");
-  if (f.failed()) return f.error();
-  auto inputs = ReadPromptInputs(*input, ctx, "input", kMaxEmbeddingInputs);
-  if (!inputs.ok()) return inputs.error;
-  auto req = MakeRequest(std::move(*inputs.value), "input", ctx, keep_last, 0);
+  auto req = ReadInputs(f, "input", "input is required", ctx, keep_last, 0);
   if (!req.ok()) return req;
   req.value->normalize = normalize;
   req.value->dimensions = dimensions;
@@ -75,14 +82,9 @@ Parsed<EmbeddingRequest> ParseTeiEmbedRequest(const std::string& body, const Api
       f.Enum("truncation_direction", {"right", "left", "Right", "Left"}).value_or("right");
   f.Unsupported("prompt_name", "prompt names (sentence-transformers' configured prompts) are not supported");
   const int64_t dimensions = f.Int("dimensions", 1, ctx.embedding_length).value_or(0);
-  const nlohmann::json* input = f.Raw("inputs");
-  if (input == nullptr && !f.failed()) f.Fail("inputs", "inputs is required");
-  if (f.failed()) return f.error();
-  auto inputs = ReadPromptInputs(*input, ctx, "inputs", kMaxEmbeddingInputs);
-  if (!inputs.ok()) return inputs.error;
   const bool from_left = direction == "left" || direction == "Left";
   const int64_t keep = truncate ? ctx.max_context : 0;
-  auto req = MakeRequest(std::move(*inputs.value), "inputs", ctx, from_left ? keep : 0, from_left ? 0 : keep);
+  auto req = ReadInputs(f, "inputs", "inputs is required", ctx, from_left ? keep : 0, from_left ? 0 : keep);
   if (!req.ok()) return req;
   req.value->normalize = normalize ? 2 : -1;
   req.value->dimensions = dimensions;
@@ -95,12 +97,7 @@ Parsed<EmbeddingRequest> ParseLlamaCppEmbeddingRequest(const std::string& body, 
   FieldReader f(*json.value);
   const int normalize = int(f.Int("embd_normalize", -1, 64).value_or(2));
   const char* param = f.Raw("input") != nullptr ? "input" : "content";  // llama.cpp reads input first
-  const nlohmann::json* input = f.Raw(param);
-  if (input == nullptr && !f.failed()) f.Fail("content", "\"input\" or \"content\" must be provided");
-  if (f.failed()) return f.error();
-  auto inputs = ReadPromptInputs(*input, ctx, param, kMaxEmbeddingInputs);
-  if (!inputs.ok()) return inputs.error;
-  auto req = MakeRequest(std::move(*inputs.value), param, ctx, 0, 0);
+  auto req = ReadInputs(f, param, "\"input\" or \"content\" must be provided", ctx, 0, 0);
   if (req.ok()) req.value->normalize = normalize;
   return req;
 }
