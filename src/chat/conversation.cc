@@ -30,11 +30,8 @@ std::string_view EndOfTurnText(std::string_view family) {
   return "";
 }
 
-Conversation::Conversation(std::string system_message) {
-  if (!system_message.empty()) {
-    has_system_ = true;
-    messages_.push_back({{"role", "system"}, {"content", std::move(system_message)}});
-  }
+Conversation::Conversation(std::string system_message) : has_system_(true) {
+  messages_.push_back({{"role", "system"}, {"content", std::move(system_message)}});
 }
 
 Result<Conversation::Prompt> Conversation::Ask(const std::string& user_text,

@@ -35,7 +35,10 @@ std::string_view EndOfTurnText(std::string_view family);
 
 class Conversation {
  public:
-  explicit Conversation(std::string system_message = "");
+  Conversation() = default;
+  // A conversation that starts with this system message; an empty one is still sent (some templates write a
+  // default system message when there is none, and an empty one is how a user asks for none).
+  explicit Conversation(std::string system_message);
 
   struct Prompt {
     std::string text;           // the rendered conversation, ending with the generation prompt

@@ -189,8 +189,9 @@ void RegisterAskCommand(CLI::App& app) {
          "Deprecated: --model-name")
       ->group("");
   cmd->add_option("-q,--question", flags->questions, "A question (repeatable)");
-  cmd->add_option("--file", flags->file, "File with one question per line ('-' = stdin)");
-  cmd->add_option("--split", flags->split, "A combined prompt to split into questions ('-' = stdin)");
+  cmd->add_option("--file", flags->file, "File with one question per line ('-' = stdin)")->check(NotEmpty());
+  cmd->add_option("--split", flags->split, "A combined prompt to split into questions ('-' = stdin)")
+      ->check(NotEmpty());
   cmd->add_option("--concurrency", flags->concurrency, "Requests in flight at most (0 = all)")
       ->check(NumberIn(0))
       ->capture_default_str();

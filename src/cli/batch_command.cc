@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/common_flags.h"
 #include "cli/engine_setup.h"
+#include "cli/flag_checks.h"
 #include "engine/engine.h"
 
 namespace lockstep::cli {
@@ -130,9 +131,11 @@ void RegisterBatchCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("batch", "Offline batch generation: one request per line, all at once");
   AddModelFileFlag(*cmd, flags->model);
   cmd->add_option("--prompts", flags->prompts,
-                  "Text file: one prompt per line (an empty line is an error, named by its number)");
+                  "Text file: one prompt per line (an empty line is an error, named by its number)")
+      ->check(NotEmpty());
   cmd->add_option("--prompt-ids-file", flags->prompt_ids_file,
-                  "File: one prompt per line as token ids (an empty line is an error)");
+                  "File: one prompt per line as token ids (an empty line is an error)")
+      ->check(NotEmpty());
   cmd->add_option("-n,--n-predict", flags->n_predict, "New tokens per request at most")
       ->capture_default_str();
   AddSamplingFlags(*cmd, flags->sampling);

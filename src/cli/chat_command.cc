@@ -17,6 +17,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/file_util.h"
@@ -35,7 +36,7 @@ namespace {
 struct ChatFlags {
   std::string model;
   std::string chat_template;
-  std::string system;
+  std::optional<std::string> system;  // absent: none; "" is an empty system message
   int n_predict = -1;
   int64_t ctx_size = 0;
   SamplingFlags sampling;
@@ -172,9 +173,9 @@ void RunChat(const ChatFlags& f) {
     return chat::EncodeChatPrompt(tokenizer, text);
   };
 
-  if (!f.system.empty()) {
+  if (f.system) {
     // A system message the template or the tokenizer cannot take would fail every turn: refuse it now.
-    chat::Conversation probe(f.system);
+    chat::Conversation probe(*f.system);
     if (auto p = probe.Ask("Hi", chat_template, encode, context); !p.ok())
       Fail(p.status().WithContext("--system"));
   }
@@ -191,7 +192,7 @@ void RunChat(const ChatFlags& f) {
   }
   std::signal(SIGINT, OnInterrupt);
 
-  chat::Conversation conversation(f.system);
+  chat::Conversation conversation = f.system ? chat::Conversation(*f.system) : chat::Conversation();
   TurnTotals totals;
   int turns = 0;
   int failed_turns = 0;
@@ -269,7 +270,8 @@ void RegisterChatCommand(CLI::App& app) {
       "the exit code is then 1. A --system message that cannot be used is refused at the start.");
   AddModelFileFlag(*cmd, f->model);
   AddChatTemplateFlag(*cmd, f->chat_template);
-  cmd->add_option("--system,--system-prompt", f->system, "System message that starts the conversation")
+  cmd->add_option("--system,--system-prompt", f->system,
+                  "System message that starts the conversation (\"\" sends an empty one)")
       ->type_name("TEXT");
   cmd->add_option("-n,--n-predict", f->n_predict,
                   "Tokens per reply at most (-1: until the end of the turn or the context)")

@@ -175,7 +175,8 @@ void RegisterGenerateCommand(CLI::App& app) {
   AddModelFileFlag(*cmd, f->model);
   cmd->add_option("-p,--prompt", f->prompt, "Prompt text (tokenized with the model's vocabulary)");
   cmd->add_option("-f,--file", f->prompt_file, "Prompt text from this file, exactly as it is")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(NotEmpty());
   cmd->add_option("--prompt-ids", f->prompt_ids,
                   "Prompt token ids, space separated, used exactly (no BOS added)");
   cmd->add_option("-n,--n-predict", f->n_predict, "Tokens to generate")->capture_default_str();

@@ -98,6 +98,19 @@ TEST_F(ChatCliTest, SystemMessageAndResetStartOver) {
   EXPECT_NE(err.find("2 turns"), std::string::npos) << err;
 }
 
+// `--system ""` sends an empty system message (a template that writes a default system message when there is
+// none writes nothing then); it was taken as no --system at all.
+TEST_F(ChatCliTest, AnEmptySystemMessageIsSent) {
+  const std::string empty_system = "<|im_start|>system\n<|im_end|>\n";
+  const std::string expected = Generate(empty_system + User("Hi") + kGenerationPrompt, 8);
+  std::string out, err;
+  ASSERT_EQ(Chat("Hi\n", "-n 8 --system ''", &out, &err), 0) << err;
+  EXPECT_EQ(out, expected);
+  std::string without, err2;
+  ASSERT_EQ(Chat("Hi\n", "-n 8", &without, &err2), 0) << err2;
+  EXPECT_EQ(without, Generate(User("Hi") + kGenerationPrompt, 8));
+}
+
 TEST_F(ChatCliTest, OldTurnsAreDroppedWhenTheConversationOutgrowsTheContext) {
   // The tiny model's byte-level vocabulary: about a token per byte, and ChatML's markers spelled out (~50
   // tokens a turn). A 160-token context keeps 144 for the prompt when -n is 16: the second message's

@@ -122,9 +122,10 @@ TEST_F(FlagValuesTest, ServeRefusesABadChatTemplateBeforeListening) {
 // A flag given an empty value (`--json "$UNSET"`) was taken as left out: --json and --timings-json wrote no
 // file, --kv-memory took the automatic size, --chat-template the model's own, the client's --api-key fell
 // back to $LOCKSTEP_API_KEY, pull's --endpoint to $HF_ENDPOINT, bench serve ran without its --dataset or
-// --slo. Refused now, naming the flag, before anything is loaded, reached or run. (Each command would
-// otherwise finish quickly: serve stops at --timeout -1, pull finds its file already there, the servers are
-// not there.)
+// --slo; generate's -f, ask's --file and --split, batch's --prompts and --prompt-ids-file were ignored
+// beside another source of prompts. Refused now, naming the flag, before anything is loaded, reached or run.
+// (Each command would otherwise finish quickly: serve stops at --timeout -1, pull finds its file already
+// there, the servers are not there.)
 TEST_F(FlagValuesTest, EmptyValuesAreRefused) {
   const std::string m = " -m " + *model_ + " -t 1";
   const std::string text = Write("empty_ppl.txt", "The quick brown fox jumps over the lazy dog. ");
@@ -157,6 +158,12 @@ TEST_F(FlagValuesTest, EmptyValuesAreRefused) {
       {pull + " --revision ''", "--revision"},
       {pull + " --ca-file ''", "--ca-file"},
       {"pull owner/repo/tiny.gguf --endpoint http://127.0.0.1:1 --retries 0 -o ''", "--output-dir"},
+      // `-p hi -f ''` ran on `hi`; `ask -q hi --file ''` asked `hi`.
+      {"generate" + m + " -n 1 -p hi -f ''", "--file"},
+      {"ask --dry-run -q hi --file ''", "--file"},
+      {"ask --dry-run -q hi --split ''", "--split"},
+      {"batch" + m + " --prompt-ids-file ids.txt --prompts ''", "--prompts"},
+      {"batch" + m + " --prompts p.txt --prompt-ids-file ''", "--prompt-ids-file"},
   };
   for (const auto& [args, flag] : cases) {
     ExpectRefused(args, flag + ": must not be empty (leave the flag out for its default)");
