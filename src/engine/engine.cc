@@ -32,6 +32,10 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.kv_tokens < 0) return bad("kv_tokens must be >= 0, got " + std::to_string(o.kv_tokens));
   if (o.kv_memory_bytes < 0) return bad("kv_memory must be >= 0, got " + std::to_string(o.kv_memory_bytes));
   if (o.max_context < 0) return bad("max_context must be >= 0, got " + std::to_string(o.max_context));
+  if (o.draft_tokens < 0 || o.draft_tokens > 64)
+    return bad("draft_tokens must be in 0..64, got " + std::to_string(o.draft_tokens));
+  if (o.draft_max_seqs < 1)
+    return bad("draft_max_seqs must be >= 1, got " + std::to_string(o.draft_max_seqs));
   return Status::Ok();
 }
 

@@ -49,6 +49,14 @@ struct EngineOptions {
   // prefix, and reused by later prompts; idle cached blocks are evicted least recently used when a block is
   // needed, so the cache costs no capacity. Outputs are the same either way.
   bool prefix_caching = true;
+  // Speculative decoding by n-gram lookup (engine/ngram_draft.h): while at most draft_max_seqs requests
+  // run, each decode row may carry up to draft_tokens tokens copied from where the request's latest tokens
+  // occurred before; the model checks them all in the same forward pass and every token up to the first
+  // wrong one is kept. The tokens are exactly those without drafting (same logits: the pass is chunk
+  // invariant; same sampler calls in the same order), for every sampling setting, grammar and stop rule;
+  // only the number of steps changes. 0 = off.
+  int draft_tokens = 0;
+  int draft_max_seqs = 4;
 };
 
 // Engine-wide counters and the last step's shape (Engine::Stats()).
@@ -78,6 +86,10 @@ struct EngineStats {
   int64_t prefix_cache_queries_total = 0;
   int64_t prefix_cache_hits_total = 0;
   int64_t kv_block_evictions_total = 0;
+  // Speculative decoding (EngineOptions::draft_tokens): tokens drafted into decode rows, and those the model
+  // confirmed (each saved a step).
+  int64_t draft_tokens_total = 0;
+  int64_t draft_accepted_total = 0;
   double prefix_cache_hit_ratio() const {
     return prefix_cache_queries_total ? double(prefix_cache_hits_total) / double(prefix_cache_queries_total)
                                       : 0.0;

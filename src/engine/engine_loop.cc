@@ -4,6 +4,8 @@
 #include <span>
 #include <utility>
 
+#include "engine/ngram_draft.h"
+
 namespace lockstep {
 
 namespace {
@@ -122,6 +124,7 @@ void Engine::Loop::PublishLoad() {
 
 void Engine::Loop::Step() {
   step_start_ = Clock::now();
+  if (options_.draft_tokens > 0) ProposeDrafts();
   StepPlan plan = scheduler_.Schedule();
   LOCKSTEP_CHECK_MSG(!plan.empty(), "the scheduler planned nothing with requests pending");
   const Clock::time_point start = Clock::now();
@@ -165,17 +168,7 @@ void Engine::Loop::Step() {
       continue;
     }
     if (!chunk.sample) continue;
-    std::span<const float> row(logits_.data() + size_t(chunk.logit_row) * size_t(n_vocab), size_t(n_vocab));
-    bool none = false;
-    const std::span<const uint64_t> allowed = AllowedTokens(active, int32_t(n_vocab), &none);
-    if (none) {
-      constrained_out.push_back(chunk.id);
-      continue;
-    }
-    const SampleResult sample = active.sampler.Sample(row, scheduler_.tokens(chunk.id), allowed);
-    if (active.constraint) active.constraint->Accept(sample.token);
-    result.tokens.push_back({chunk.id, sample.token});
-    events.emplace_back(chunk.id, MakeTokenEvent(active, sample));
+    if (!SampleChunk(chunk, n_vocab, result, events)) constrained_out.push_back(chunk.id);
   }
   scheduler_.Update(result);
   for (RequestId id : scored_out) {
@@ -199,6 +192,57 @@ void Engine::Loop::Step() {
     }
   }
   PublishStats(&plan, int64_t(result.tokens.size()));
+}
+
+void Engine::Loop::ProposeDrafts() {
+  if (scheduler_.num_running() > options_.draft_max_seqs) return;
+  for (auto& [id, active] : active_) {
+    const Request& request = active->pending.request;
+    if (!scheduler_.running(id) || request.embedding != Pooling::kNone || active->generated == 0) continue;
+    const std::vector<int32_t>& tokens = scheduler_.tokens(id);
+    if (scheduler_.num_computed(id) + 1 != int32_t(tokens.size())) continue;  // not decoding
+    // Every drafted token, if right, is one more generated: stay within max_tokens and the context.
+    const int64_t left = std::min<int64_t>(request.max_tokens - active->generated,
+                                           options_.max_context - int64_t(tokens.size()));
+    if (active->draft_length == 0) active->draft_length = options_.draft_tokens;
+    const int32_t room = int32_t(std::min<int64_t>(active->draft_length, left - 1));
+    scheduler_.SetDraft(id, ProposeNgramDraft(tokens, room));
+  }
+}
+
+bool Engine::Loop::SampleChunk(const ScheduledChunk& chunk, int64_t n_vocab, StepResult& result,
+                               std::vector<std::pair<RequestId, TokenEvent>>& events) {
+  Active& active = *active_.at(chunk.id);
+  const std::vector<int32_t>& draft = scheduler_.draft(chunk.id);
+  // The history each row's sampler sees: the request's tokens, then the draft's tokens confirmed so far.
+  std::vector<int32_t> drafted_history;
+  if (chunk.draft_count > 0) drafted_history = scheduler_.tokens(chunk.id);
+  int32_t sampled = 0;
+  bool none = false;  // the grammar allows no token (after a confirmed one: the request ends next step)
+  for (int32_t i = 0; i <= chunk.draft_count && !none; ++i) {
+    const size_t logit_row = size_t(chunk.logit_row + i);
+    std::span<const float> row(logits_.data() + logit_row * size_t(n_vocab), size_t(n_vocab));
+    const std::span<const uint64_t> allowed = AllowedTokens(active, int32_t(n_vocab), &none);
+    if (none) break;
+    const SampleResult sample = active.sampler.Sample(
+        row, chunk.draft_count > 0 ? drafted_history : scheduler_.tokens(chunk.id), allowed);
+    if (active.constraint) active.constraint->Accept(sample.token);
+    result.tokens.push_back({chunk.id, sample.token});
+    events.emplace_back(chunk.id, MakeTokenEvent(active, sample));
+    ++sampled;
+    if (events.back().second.last() || i == chunk.draft_count || sample.token != draft[size_t(i)]) break;
+    drafted_history.push_back(sample.token);
+  }
+  if (chunk.draft_count > 0) {
+    const int32_t confirmed = std::max(sampled - 1, 0);
+    active.draft_length = confirmed == chunk.draft_count
+                              ? std::min(2 * chunk.draft_count, options_.draft_tokens)
+                              : confirmed + 1;
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.draft_tokens_total += chunk.draft_count;
+    stats_.draft_accepted_total += confirmed;
+  }
+  return sampled > 0 || !none;
 }
 
 void Engine::Loop::ScorePromptRows(const StepPlan& plan, int64_t n_vocab) {

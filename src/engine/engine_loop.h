@@ -51,6 +51,10 @@ class Engine::Loop {
     std::vector<double> embedding;
     int32_t embedded_end = 0;
     int32_t generated = 0;
+    // Speculative decoding: tokens the next draft may have at most (EngineOptions::draft_tokens to start):
+    // doubled after a draft the model confirmed whole, the confirmed count + 1 after one it did not, so text
+    // that does not repeat costs one draft row a step, not draft_tokens.
+    int32_t draft_length = 0;
     std::optional<Clock::time_point> first_scheduled, first_token, last_token;
     Active(PendingRequest p, const Tokenizer* tokenizer);
   };
@@ -59,6 +63,13 @@ class Engine::Loop {
   // Takes new requests and cancellations; returns false when the loop should end.
   bool TakeInbox(bool wait);
   void Step();
+  // Speculative decoding: gives each decoding request that may use one an n-gram draft for this step.
+  void ProposeDrafts();
+  // Samples a chunk's rows: one, or with draft rows each in turn while the sampled token equals the draft's
+  // (engine/scheduler.h ScheduledChunk::draft_count), appending to result and events. False: the request's
+  // grammar allows no token (nothing sampled).
+  bool SampleChunk(const ScheduledChunk& chunk, int64_t n_vocab, StepResult& result,
+                   std::vector<std::pair<RequestId, TokenEvent>>& events);
   // Scores the prompt tokens of this step's prompt-logit rows (ScheduledChunk::prompt_logit_*), spread over
   // the thread pool, into each request's Active::prompt_logprobs.
   void ScorePromptRows(const StepPlan& plan, int64_t n_vocab);

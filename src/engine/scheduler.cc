@@ -56,6 +56,8 @@ bool Scheduler::Remove(RequestId id) {
   return true;
 }
 
+void Scheduler::SetDraft(RequestId id, std::vector<int32_t> draft) { Get(id).draft = std::move(draft); }
+
 Scheduler::Seq* Scheduler::Find(RequestId id) const {
   auto it = seqs_.find(id);
   return it == seqs_.end() ? nullptr : it->second.get();
@@ -82,6 +84,7 @@ int32_t Scheduler::num_waiting_new() const {
 
 void Scheduler::Preempt(Seq& seq, StepPlan& plan) {
   kv_.Free(seq.id);
+  seq.draft.clear();
   seq.num_computed = 0;
   seq.prefill_until = int32_t(seq.tokens.size());
   seq.fork_parent = 0;
@@ -102,14 +105,16 @@ void Scheduler::AdvanceComputed(Seq& seq, int32_t to) {
   seq.num_computed = to;
 }
 
-void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
+void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft) {
   ScheduledChunk chunk;
   chunk.id = seq.id;
   chunk.start = seq.num_computed;
   chunk.count = count;
+  chunk.draft_count = draft;
   chunk.sample = (seq.prompt_rows == PromptRows::kNone || seq.prompt_rows == PromptRows::kLogits) &&
-                 seq.num_computed + count == int32_t(seq.tokens.size());
-  chunk.decode = count == 1 && chunk.start >= seq.prefill_until;
+                 seq.num_computed + count - draft == int32_t(seq.tokens.size());
+  chunk.decode = count - draft == 1 && chunk.start >= seq.prefill_until;
+  LOCKSTEP_CHECK(draft == 0 || (chunk.decode && chunk.sample && draft <= int32_t(seq.draft.size())));
   {  // positions [from, prompt_rows_end()) of this chunk, each once
     const int32_t from = std::max(chunk.start, seq.prompt_rows_from);
     const int32_t to = std::min(chunk.start + count, seq.prompt_rows_end());
@@ -132,19 +137,20 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan) {
   }
   const int32_t sequence = int32_t(plan.batch.sequences.size());
   plan.batch.sequences.push_back(SequenceKv{&kv_.addresses(seq.id)});
+  if (chunk.sample) chunk.logit_row = logit_rows_;  // the first of 1 + draft
   for (int32_t i = 0; i < count; ++i) {
     BatchRow row;
     row.position = chunk.start + i;
-    row.token = seq.tokens[size_t(row.position)];
+    row.token = i == 0 || draft == 0 ? seq.tokens[size_t(row.position)] : seq.draft[size_t(i - 1)];
     row.sequence = sequence;
-    row.wants_logits = (chunk.sample && i == count - 1) ||
+    row.wants_logits = (chunk.sample && i >= count - 1 - draft) ||
                        (row.position >= chunk.prompt_logit_position &&
                         row.position < chunk.prompt_logit_position + chunk.prompt_logit_count);
     row.wants_embedding = row.position >= chunk.embedding_position &&
                           row.position < chunk.embedding_position + chunk.embedding_count;
     plan.batch.rows.push_back(row);
   }
-  if (chunk.sample) chunk.logit_row = logit_rows_++;
+  if (chunk.sample) logit_rows_ += 1 + draft;
   (chunk.decode ? plan.decode_tokens : plan.prefill_tokens) += count;
   seq.started = true;
   plan.chunks.push_back(chunk);
@@ -210,9 +216,24 @@ void Scheduler::ScheduleDecodes(StepPlan& plan, int32_t& budget) {
       }
     }
     if (self_preempted) break;
-    AddChunk(*seq, 1, plan);
-    --budget;
+    const int32_t draft = PlanDraft(*seq, budget - 1);
+    AddChunk(*seq, 1 + draft, plan, draft);
+    budget -= 1 + draft;
   }
+}
+
+int32_t Scheduler::PlanDraft(Seq& seq, int32_t budget) {
+  const int32_t from = seq.num_computed + 1;  // the first draft row's position
+  int32_t to = from + std::min<int32_t>(int32_t(seq.draft.size()), std::max(budget, 0));
+  if (to == from) return 0;
+  // New blocks only while every other running request keeps one spare for its own next decode; else the
+  // draft stays within the blocks this sequence holds.
+  if (kv_.BlocksToWrite(seq.id, to) + int64_t(running_.size()) - 1 > pool_.num_free()) {
+    to = std::min<int32_t>(to, int32_t(kv_.capacity_tokens(seq.id)));
+  }
+  if (to <= from) return 0;
+  LOCKSTEP_CHECK(kv_.PrepareWrite(seq.id, from, to));
+  return to - from;
 }
 
 void Scheduler::SchedulePrefills(StepPlan& plan, int32_t& budget) {
@@ -267,19 +288,37 @@ StepPlan Scheduler::Schedule() {
 }
 
 void Scheduler::Update(const StepResult& result) {
+  std::vector<RequestId> drafted;  // their tokens are appended here, before their blocks are published
   for (const ScheduledChunk& chunk : last_chunks_) {
     Seq* seq = Find(chunk.id);
     if (seq == nullptr) continue;
     LOCKSTEP_CHECK(seq->num_computed == chunk.start);
-    seq->num_computed += chunk.count;
+    if (chunk.draft_count > 0) {
+      // Tokens sampled t_0..t_j: row i's input (the draft's i - 1) was right for i <= j, so positions
+      // [start, start + j + 1) hold the right KV; none sampled (the request ends): the first row's is right.
+      LOCKSTEP_CHECK(int32_t(seq->tokens.size()) == chunk.start + 1);
+      int32_t sampled = 0;
+      for (const SampledToken& token : result.tokens) {
+        if (token.id != chunk.id) continue;
+        LOCKSTEP_CHECK(sampled == 0 || seq->draft[size_t(sampled - 1)] == seq->tokens.back());
+        seq->tokens.push_back(token.token);
+        ++sampled;
+      }
+      LOCKSTEP_CHECK(sampled <= chunk.draft_count + 1);
+      seq->num_computed += std::max(sampled, 1);
+      drafted.push_back(chunk.id);
+    } else {
+      seq->num_computed += chunk.count;
+    }
     kv_.Publish(seq->id, seq->tokens, seq->num_computed);  // blocks completed by this step
     if (options_.kv_window > 0) {                          // blocks out of every layer's window from here on
       kv_.ReleaseBefore(seq->id, AttentionStart(pool_.layout(), seq->num_computed, options_.kv_window));
     }
   }
+  for (Seq* seq : running_) seq->draft.clear();
   for (const SampledToken& sampled : result.tokens) {
     Seq* seq = Find(sampled.id);
-    if (seq == nullptr) continue;
+    if (seq == nullptr || std::find(drafted.begin(), drafted.end(), sampled.id) != drafted.end()) continue;
     LOCKSTEP_CHECK_MSG(seq->num_computed == int32_t(seq->tokens.size()), "a token sampled before its prompt");
     seq->tokens.push_back(sampled.token);
   }

@@ -19,10 +19,16 @@
 //      all its known tokens + 1, plus one spare block per running request, must be free (cached idle blocks
 //      count as free: they are evicted on demand); none is admitted in a step that preempted. Then as in 2.
 // Update(result) records the rows as computed, publishes newly full blocks to the prefix cache (in the step
-// that completes them) and appends the sampled tokens. Remove(id) (finished, cancelled) drops the request's
-// block references at once. The oldest running request is never preempted, and a wait always ends (a claim
-// or a fork link ends when its owner computes the block, leaves or is preempted; if every running request
-// would wait, the oldest computes anyway), so every request finishes.
+// that completes them) and appends the sampled tokens.
+// Speculative decoding: SetDraft(id, tokens) before Schedule() gives a decoding request tokens to try after
+// its next one; its decode row then carries them as extra rows (ScheduledChunk::draft_count), each wanting
+// logits, within the budget and without taking a block another request's next decode would need. The
+// engine samples row by row and stops at the first sampled token that differs from the draft; Update takes
+// the tokens it sampled for the chunk (1 .. draft_count + 1) and counts as computed only the positions whose
+// input was right, so a rejected draft's KV is overwritten later and never published. Remove(id) (finished,
+// cancelled) drops the request's block references at once. The oldest running request is never preempted, and
+// a wait always ends (a claim or a fork link ends when its owner computes the block, leaves or is preempted;
+// if every running request would wait, the oldest computes anyway), so every request finishes.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +80,10 @@ struct ScheduledChunk {
   bool sample = false;     // the chunk reaches the last known token: its last row's logits are sampled
   int32_t logit_row = -1;  // index among the batch's logit rows when sample
   bool decode = false;     // a decode row (one new token of a request past its prompt) rather than prefill
+  // A decode row followed by this many draft rows (SetDraft): rows [start, start + count) with count =
+  // draft_count + 1 all want logits, logit rows [logit_row, logit_row + count); row i's input is the draft's
+  // token i - 1 (Scheduler::draft).
+  int32_t draft_count = 0;
   // PromptRows::kLogits: the chunk's rows at positions [prompt_logit_position, + prompt_logit_count) want
   // logits for the prompt token after each; they are logit rows [prompt_logit_row, + prompt_logit_count),
   // just before the sampled row (logit_row) when the chunk also samples. Each position once per request,
@@ -103,7 +113,8 @@ struct SampledToken {
   int32_t token = 0;
 };
 
-// The sampled token of every chunk with sample == true (any order).
+// The sampled token of every chunk with sample == true (any order); a chunk with draft rows: the tokens
+// sampled for it in order, 1 to draft_count + 1 (each but the last equal to the draft's token there).
 struct StepResult {
   std::vector<SampledToken> tokens;
 };
@@ -123,6 +134,11 @@ class Scheduler {
   // (it still publishes its blocks). Any but kNone: no fork.
   void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0,
            PromptRows prompt_rows = PromptRows::kNone);
+  // Tokens to try after the request's next token in the next Schedule() (speculative decoding); used only
+  // if that step decodes it, trimmed to the budget and the free blocks, and forgotten after the step.
+  void SetDraft(RequestId id, std::vector<int32_t> draft);
+  // This step's draft tokens of a request (empty when it has none).
+  const std::vector<int32_t>& draft(RequestId id) const { return Get(id).draft; }
   // Drops a request (waiting or running) and its block references. False when unknown.
   bool Remove(RequestId id);
 
@@ -167,6 +183,7 @@ class Scheduler {
     int32_t fork_tokens = 0;
     int32_t parent_preemptions = 0;  // the parent's count when linked: a preempted parent ends the link
     PromptRows prompt_rows = PromptRows::kNone;  // Add's
+    std::vector<int32_t> draft;                  // SetDraft's, for the next step only
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
     // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).
@@ -185,7 +202,11 @@ class Scheduler {
   Seq& Get(RequestId id) const;
   Seq* Find(RequestId id) const;
   void Preempt(Seq& seq, StepPlan& plan);
-  void AddChunk(Seq& seq, int32_t count, StepPlan& plan);
+  // `draft`: rows after the first come from seq.draft (a decode row with drafts).
+  void AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft = 0);
+  // The draft rows a decode row at seq.num_computed may carry: within the budget left after the decode row,
+  // and taking new blocks only while every other running request keeps a spare one. Prepares their writes.
+  int32_t PlanDraft(Seq& seq, int32_t budget);
   // Moves num_computed to `to` without computing (cache, neighbour, fork); counts the hit.
   void AdvanceComputed(Seq& seq, int32_t to);
   // Plans the next prefill chunk of a running request within `budget`; 0 when it waits. `force` ignores

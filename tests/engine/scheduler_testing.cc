@@ -38,8 +38,23 @@ StepResult FakeForward(const StepPlan& plan, int32_t block_tokens, int32_t windo
     *Slot(plan.batch, row, row.position, block_tokens) = float(row.token);
   size_t row_index = 0;
   for (const ScheduledChunk& chunk : plan.chunks) {
+    const size_t first_row = row_index;
     const BatchRow& last = plan.batch.rows[row_index + size_t(chunk.count) - 1];
     row_index += size_t(chunk.count);
+    if (chunk.draft_count > 0) {
+      for (int32_t i = 0; i <= chunk.draft_count; ++i) {
+        const BatchRow& row = plan.batch.rows[first_row + size_t(i)];
+        EXPECT_TRUE(row.wants_logits);
+        uint64_t h = 1469598103934665603ull;
+        for (int32_t p = window > 0 ? std::max(0, row.position - window + 1) : 0; p <= row.position; ++p) {
+          h = (h ^ uint64_t(*Slot(plan.batch, row, p, block_tokens))) * 1099511628211ull;
+        }
+        const int32_t token = int32_t(h % kFakeVocab);
+        result.tokens.push_back({chunk.id, token});
+        if (i == chunk.draft_count || token != plan.batch.rows[first_row + size_t(i) + 1].token) break;
+      }
+      continue;
+    }
     if (!chunk.sample) {  // logits only for the prompt-logit rows (Scheduler::Add's PromptRows::kLogits)
       EXPECT_EQ(last.wants_logits, last.position < chunk.prompt_logit_position + chunk.prompt_logit_count);
       continue;
@@ -56,7 +71,7 @@ StepResult FakeForward(const StepPlan& plan, int32_t block_tokens, int32_t windo
 }
 
 RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t block_tokens,
-                   SchedulerOptions options) {
+                   SchedulerOptions options, const Drafter& drafter) {
   auto pool = BlockPool::Create(FakeLayout(block_tokens), num_blocks);
   EXPECT_TRUE(pool.ok());
   RunOutcome outcome;
@@ -74,6 +89,13 @@ RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t blo
       }
       if (live.empty() && next_job == jobs.size()) break;
       if (scheduler.idle()) continue;  // nothing until the next arrival
+      for (RequestId id : live) {
+        if (!drafter || !scheduler.running(id)) continue;
+        const std::vector<int32_t>& tokens = scheduler.tokens(id);
+        if (scheduler.num_computed(id) + 1 != int32_t(tokens.size())) continue;
+        const Job& job = *std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.id == id; });
+        scheduler.SetDraft(id, drafter(job, tokens));
+      }
       StepPlan plan = scheduler.Schedule();
       ++outcome.steps;
       EXPECT_FALSE(plan.empty()) << "nothing planned at step " << step;
@@ -96,6 +118,7 @@ RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t blo
       StepResult result = FakeForward(plan, block_tokens, options.kv_window);
       scheduler.Update(result);
       for (const SampledToken& t : result.tokens) {
+        if (!live.count(t.id)) continue;  // a drafted chunk's tokens past the job's end
         auto& gen = outcome.generated[t.id];
         gen.push_back(t.token);
         const Job& job = *std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.id == t.id; });

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "engine/scheduler.h"
@@ -17,7 +19,8 @@ inline constexpr int32_t kFakeVocab = 1000;
 
 KvLayout FakeLayout(int32_t block_tokens);
 // Runs one fabricated forward pass + sampling over `plan`; returns the sampled tokens. With a window, a
-// row's "context" is its last `window` positions (model/attention.h's rule), read from its own blocks.
+// row's "context" is its last `window` positions (model/attention.h's rule), read from its own blocks. A
+// chunk with draft rows samples row by row while the sampled token equals the next row's input (the draft).
 StepResult FakeForward(const StepPlan& plan, int32_t block_tokens, int32_t window = 0);
 
 struct Job {
@@ -38,10 +41,14 @@ struct RunOutcome {
   int steps = 0;
 };
 
+// Draft tokens for a decoding job (Scheduler::SetDraft), given its tokens so far.
+using Drafter = std::function<std::vector<int32_t>(const Job& job, std::span<const int32_t> tokens)>;
+
 // Drives a scheduler over a fresh pool until every job finished; checks invariants on every step and that
-// every block is free or cached idle at the end. FakeForward windows each row by options.kv_window.
+// every block is free or cached idle at the end. FakeForward windows each row by options.kv_window. With a
+// drafter, every decoding job gets its draft before each step.
 RunOutcome RunJobs(const std::vector<Job>& jobs, int64_t num_blocks, int32_t block_tokens,
-                   SchedulerOptions options);
+                   SchedulerOptions options, const Drafter& drafter = {});
 
 // A deterministic prompt: `len` tokens from `seed`.
 std::vector<int32_t> FakePrompt(int seed, int len);
