@@ -143,6 +143,7 @@ void RegisterBatchCommand(CLI::App& app) {
   cmd->add_option("--stop", flags->stops, "Stop string (repeatable)");
   cmd->add_flag("--ids", flags->ids, "Print generated token ids instead of text");
   AddEngineFlags(*cmd, flags->engine);
+  AddDraftFlags(*cmd, flags->engine.draft_max, &flags->engine.draft_max_seqs);
   cmd->callback([flags] { RunBatch(*flags); });
 }
 

@@ -42,6 +42,7 @@ struct ChatFlags {
   SamplingFlags sampling;
   int threads = 0;
   std::string kv_type = "f16";
+  int draft_max = 0;
   bool no_prefix_cache = false;
   bool verbose_prompt = false;
 };
@@ -160,6 +161,7 @@ void RunChat(const ChatFlags& f) {
   engine_flags.kv_tokens = context + 2 * 16;  // two spare blocks: admission keeps one free per request
   engine_flags.kv_type = f.kv_type;
   engine_flags.no_prefix_cache = f.no_prefix_cache;
+  engine_flags.draft_max = f.draft_max;
   EngineOptions options = EngineOptionsOrDie(engine_flags);
   options.max_context = static_cast<int>(context);
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
@@ -284,6 +286,7 @@ void RegisterChatCommand(CLI::App& app) {
   AddSamplingFlags(*cmd, f->sampling);
   AddThreadsFlag(*cmd, f->threads);
   AddKvTypeFlag(*cmd, f->kv_type);
+  AddDraftFlags(*cmd, f->draft_max, nullptr);
   cmd->add_flag("--no-prefix-cache", f->no_prefix_cache,
                 "Compute the whole conversation again every turn (default: reuse the earlier turns' KV)");
   cmd->add_flag("--verbose-prompt", f->verbose_prompt, "Print each turn's rendered prompt on stderr");

@@ -44,6 +44,20 @@ void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
                "Do not reuse the KV of shared prompt prefixes across requests (on by default)");
 }
 
+void AddDraftFlags(CLI::App& cmd, int& draft_max, int* draft_max_seqs) {
+  cmd.add_option(
+         "--draft-max", draft_max,
+         "Speculative decoding: tokens drafted per step by n-gram lookup in the request's own text, "
+         "checked by the model in the same pass (same output, fewer steps on repetitive text; 0: off)")
+      ->check(IntegerIn(0, 64))
+      ->capture_default_str();
+  if (draft_max_seqs == nullptr) return;
+  cmd.add_option("--draft-max-seqs", *draft_max_seqs,
+                 "Draft only while at most this many requests run (bigger batches gain little from drafts)")
+      ->check(IntegerIn(1, kMaxInt))
+      ->capture_default_str();
+}
+
 Result<int64_t> ParseByteSize(const std::string& text, const std::string& flag) {
   auto bad = [&] {
     return InvalidArgument(flag + ": '" + text +
@@ -82,6 +96,8 @@ EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
   if (!flags.kv_memory.empty())
     options.kv_memory_bytes = ValueOrDie(ParseByteSize(flags.kv_memory, "--kv-memory"));
   options.kv_dtype = ParseKvTypeOrDie(flags.kv_type);
+  options.draft_tokens = flags.draft_max;
+  options.draft_max_seqs = flags.draft_max_seqs;
   return options;
 }
 

@@ -32,10 +32,15 @@ struct EngineFlags {
   int64_t kv_tokens = 0;
   std::string kv_type = "f16";
   bool no_prefix_cache = false;
+  int draft_max = 0;  // --draft-max (EngineOptions::draft_tokens)
+  int draft_max_seqs = 4;
 };
 // Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type,
 // --no-prefix-cache.
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags);
+// Adds --draft-max (speculative decoding by n-gram lookup), and --draft-max-seqs unless `draft_max_seqs` is
+// null (commands that run one request).
+void AddDraftFlags(CLI::App& cmd, int& draft_max, int* draft_max_seqs);
 EngineOptions EngineOptionsOrDie(const EngineFlags& flags);
 
 // "123", "64K", "512M", "2G" (powers of 1024) → bytes; InvalidArgument naming `flag` otherwise.

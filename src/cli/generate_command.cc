@@ -31,6 +31,7 @@ struct GenerateFlags {
   int threads = 0;
   bool ids = false;
   std::string kv_type = "f16";
+  int draft_max = 0;
   std::string timings_json;
   std::vector<std::string> stops;
 };
@@ -104,6 +105,7 @@ void RunGenerate(GenerateFlags f) {
   engine_flags.max_batch_tokens = int(std::max<size_t>(prompt.size(), 1));
   engine_flags.kv_tokens = total + 2 * 16;  // two spare blocks: admission keeps one free per request
   engine_flags.kv_type = f.kv_type;
+  engine_flags.draft_max = f.draft_max;
   const EngineOptions options = EngineOptionsOrDie(engine_flags);
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
 
@@ -143,6 +145,7 @@ void RunGenerate(GenerateFlags f) {
   }
   std::printf("\n");
   std::fflush(stdout);
+  const EngineStats stats = engine->Stats();
   engine->Shutdown(/*drain=*/true);
   if (last.finish_reason == FinishReason::kError) Fail("generation failed: " + last.error);
 
@@ -158,10 +161,17 @@ void RunGenerate(GenerateFlags f) {
                gen_ms, std::max(generated - 1, 0) * 1000.0 / std::max(gen_ms, 1e-3),
                (unsigned long long)sampling.seed, options.threads,
                std::string(loaded.model->kernels().name()).c_str(), KvDtypeName(options.kv_dtype));
+  if (f.draft_max > 0) {
+    std::fprintf(stderr, "drafts: %lld tokens drafted, %lld accepted; %lld steps\n",
+                 (long long)stats.draft_tokens_total, (long long)stats.draft_accepted_total,
+                 (long long)stats.steps);
+  }
   if (!f.timings_json.empty()) {
     std::ostringstream timings;
     timings << "{\"prompt_tokens\": " << prompt.size() << ", \"prompt_ms\": " << prompt_ms
-            << ", \"generated_tokens\": " << generated << ", \"generation_ms\": " << gen_ms << "}\n";
+            << ", \"generated_tokens\": " << generated << ", \"generation_ms\": " << gen_ms
+            << ", \"steps\": " << stats.steps << ", \"draft_tokens\": " << stats.draft_tokens_total
+            << ", \"draft_accepted\": " << stats.draft_accepted_total << "}\n";
     WriteFlagFileOrDie(f.timings_json, "--timings-json", timings.str());
   }
 }
@@ -185,6 +195,7 @@ void RegisterGenerateCommand(CLI::App& app) {
   AddThreadsFlag(*cmd, f->threads);
   cmd->add_flag("--ids", f->ids, "Print only the generated token ids, space separated");
   AddKvTypeFlag(*cmd, f->kv_type);
+  AddDraftFlags(*cmd, f->draft_max, nullptr);
   cmd->add_flag_callback(
          "--kv-f32",
          [f] {

@@ -42,6 +42,8 @@ void RunServe(ServeFlags& flags) {
   }
   options.kv_dtype = ParseKvTypeOrDie(flags.engine.kv_type);
   options.prefix_caching = !flags.engine.no_prefix_cache;
+  options.draft_tokens = flags.engine.draft_max;
+  options.draft_max_seqs = flags.engine.draft_max_seqs;
   if (!(flags.timeout_s >= 0) || !std::isfinite(flags.timeout_s)) {
     Fail("--timeout must be a number of seconds >= 0 (0 = none), got " + std::to_string(flags.timeout_s));
   }
@@ -66,9 +68,14 @@ void RunServe(ServeFlags& flags) {
   options.kernels = &kernels;
   auto server = ValueOrDie(server::Server::Create(options));
   const int port = ValueOrDie(server->Start());
-  std::fprintf(stderr, "lockstep: serving '%s' on %s (kernels %s, KV %s; Ctrl-C to stop)\n",
+  const std::string drafts = options.draft_tokens == 0
+                                 ? ""
+                                 : "; n-gram drafts of up to " + std::to_string(options.draft_tokens) +
+                                       " tokens while at most " + std::to_string(options.draft_max_seqs) +
+                                       " requests run";
+  std::fprintf(stderr, "lockstep: serving '%s' on %s (kernels %s, KV %s%s; Ctrl-C to stop)\n",
                server->model_id().c_str(), server::HttpUrl(options.host, port).c_str(),
-               std::string(kernels.name()).c_str(), KvDtypeName(options.kv_dtype));
+               std::string(kernels.name()).c_str(), KvDtypeName(options.kv_dtype), drafts.c_str());
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "lockstep: received %s; draining (grace %gs, then up to %gs; again to exit now)\n",
@@ -143,6 +150,7 @@ void RegisterServeCommand(CLI::App& app) {
                   "token's) or last (default: the model file's pooling_type, else last)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
   AddEngineFlags(*cmd, flags->engine);
+  AddDraftFlags(*cmd, flags->engine.draft_max, &flags->engine.draft_max_seqs);
   cmd->callback([flags, api_key] {
     // `--api-key "$UNSET"` would otherwise serve every route without a key.
     if (api_key->count() > 0 && flags->options.api_key.empty()) {

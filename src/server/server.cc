@@ -119,6 +119,8 @@ class Server::Impl {
     eo.kv_dtype = options_.kv_dtype;
     eo.max_queue = options_.max_queue;
     eo.prefix_caching = options_.prefix_caching;
+    eo.draft_tokens = options_.draft_tokens;
+    eo.draft_max_seqs = options_.draft_max_seqs;
     auto engine = Engine::Create(shared_model, shared_tokenizer, eo, &observer_);
     if (!engine.ok()) return engine.status();
     engine_ = std::move(engine).value();

@@ -49,6 +49,8 @@ struct ServerOptions {
   int64_t kv_tokens = 0;        // engine: KV pool size in tokens (overrides kv_memory_bytes when > 0)
   KvDtype kv_dtype = KvDtype::kF16;  // engine: the KV cache's element type (--kv-type)
   bool prefix_caching = true;        // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
+  int draft_tokens = 0;              // engine: speculative decoding by n-gram lookup (--draft-max)
+  int draft_max_seqs = 4;            // engine: ... while at most this many requests run (--draft-max-seqs)
   // How /v1/embeddings and /embed pool a prompt (--pooling); kNone: the file's pooling_type, else last.
   Pooling pooling = Pooling::kNone;
   int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)

@@ -48,7 +48,12 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r)
           r.Gauge("lockstep_prefix_cache_enabled", "1 when automatic prefix caching is on.")),
       cache_config(r.Gauge("lockstep_cache_config_info",
                            "The KV cache's configuration in its labels (as vLLM's cache_config_info); "
-                           "value 1.")) {}
+                           "value 1.")),
+      draft_tokens(r.Counter("lockstep_spec_decode_num_draft_tokens_total",
+                             "Speculative decoding (--draft-max): tokens drafted by n-gram lookup.")),
+      draft_accepted(
+          r.Counter("lockstep_spec_decode_num_accepted_tokens_total",
+                    "Drafted tokens the model confirmed (each saved a forward pass for its request).")) {}
 
 void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   running->Set(s.running);
@@ -62,6 +67,8 @@ void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   prefix_queries->Set(static_cast<double>(s.prefix_cache_queries_total));
   prefix_hits->Set(static_cast<double>(s.prefix_cache_hits_total));
   prefix_hit_ratio->Set(s.prefix_cache_hit_ratio());
+  draft_tokens->Set(static_cast<double>(s.draft_tokens_total));
+  draft_accepted->Set(static_cast<double>(s.draft_accepted_total));
   cached_blocks->Set(static_cast<double>(s.kv_blocks_cached));
   prefix_cache_enabled->Set(s.prefix_caching ? 1 : 0);
   cache_config->Set(1, {{"block_size", std::to_string(s.block_tokens)},

@@ -43,6 +43,9 @@ struct ServerMetrics {
   MetricFamily* cached_blocks;
   MetricFamily* prefix_cache_enabled;
   MetricFamily* cache_config;
+  // Speculative decoding (EngineOptions::draft_tokens): tokens drafted, and those confirmed.
+  MetricFamily* draft_tokens;
+  MetricFamily* draft_accepted;
 
  private:
   std::atomic<double> mean_run_s_{0};
