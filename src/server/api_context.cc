@@ -17,6 +17,33 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
   return out;
 }
 
+Parsed<std::vector<int32_t>> EncodeMixed(const ApiContext& ctx, const nlohmann::json& value, bool bos_first,
+                                         const std::string& param) {
+  if (!value.is_string() && !value.is_array()) {
+    return ApiError::Field(
+        param, param + " must be a string or an array of strings and token ids, got " + DescribeJson(value));
+  }
+  std::vector<int32_t> ids;
+  const size_t n = value.is_array() ? value.size() : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const nlohmann::json& part = value.is_array() ? value[i] : value;
+    const std::string where = value.is_array() ? param + "[" + std::to_string(i) + "]" : param;
+    if (part.is_string()) {
+      auto encoded =
+          ctx.tokenizer->Encode(part.get<std::string>(), bos_first && i == 0, /*parse_special=*/true);
+      if (!encoded.ok()) return ApiError{encoded.status(), where, false};
+      ids.insert(ids.end(), encoded->begin(), encoded->end());
+      continue;
+    }
+    if (!part.is_number_integer() || part.get<int64_t>() < 0 || part.get<int64_t>() >= ctx.vocab_size) {
+      return ApiError::Field(where, where + " must be a string or a token id between 0 and " +
+                                        std::to_string(ctx.vocab_size - 1) + ", got " + DescribeJson(part));
+    }
+    ids.push_back(part.get<int32_t>());
+  }
+  return ids;
+}
+
 Parsed<std::vector<PromptInput>> ReadPromptInputs(const nlohmann::json& value, const ApiContext& ctx,
                                                   const std::string& param, size_t max_prompts) {
   std::vector<PromptInput> prompts;

@@ -45,6 +45,13 @@ struct ApiContext {
 Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::string& text,
                                           const std::string& param);
 
+// llama.cpp's mixed prompt: a string, or an array of strings and token ids concatenated (what its /tokenize
+// and /completion read). Strings are tokenized with special-token text parsed; `bos_first` adds BOS (as the
+// vocabulary's add_bos says nothing here) to the first element when it is a string. Errors name
+// `param` or `param[i]`.
+Parsed<std::vector<int32_t>> EncodeMixed(const ApiContext& ctx, const nlohmann::json& value, bool bos_first,
+                                         const std::string& param);
+
 // One prompt of OpenAI's prompt forms: its tokens, and its text (the decoded ids when it came as ids).
 struct PromptInput {
   std::vector<int32_t> ids;

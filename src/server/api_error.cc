@@ -91,12 +91,38 @@ std::string TgiType(const ApiError& error) {
   }
 }
 
+// llama.cpp's error types, by HTTP status.
+const char* LlamaCppType(int status) {
+  switch (status) {
+    case 400:
+    case 405:
+    case 413:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 503:
+      return "unavailable_error";
+    default:
+      return "server_error";
+  }
+}
+
 }  // namespace
 
 std::string ErrorBody(const ApiError& error, ApiFlavor flavor) {
   nlohmann::json body;
   if (flavor == ApiFlavor::kTgi) {
     body = {{"error", error.status.message()}, {"error_type", TgiType(error)}};
+  } else if (flavor == ApiFlavor::kLlamaCpp) {
+    const int status = HttpStatusFor(error, flavor);
+    body["error"] = {{"code", status},
+                     {"message", error.status.message()},
+                     {"type", LlamaCppType(status)},
+                     {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)}};
   } else {
     std::string type, code;
     OpenAiTypeAndCode(error, &type, &code);

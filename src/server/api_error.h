@@ -12,7 +12,10 @@
 //   kDeadlineExceeded     504 timeout                                     504 timeout
 //   kUnimplemented        400 invalid_request_error (unsupported field)   422 validation
 //   anything else         500 server_error                                424 generation
-// Bodies: OpenAI {"error": {"message", "type", "param", "code"}}; TGI {"error", "error_type"}.
+// Bodies: OpenAI {"error": {"message", "type", "param", "code"}}; TGI {"error", "error_type"}. llama.cpp's
+// native routes (/completion, /props) take OpenAI's statuses with llama.cpp's body {"error": {"code": <the
+// HTTP status>, "message", "type", "param"}} (type by status: invalid_request_error, authentication_error,
+// permission_error, not_found_error, unavailable_error, server_error).
 // Requests past the body limit get 413 from the HTTP layer (http_server.cc) before any route is known.
 #pragma once
 
@@ -26,7 +29,7 @@
 
 namespace lockstep::server {
 
-enum class ApiFlavor { kOpenAI, kTgi };
+enum class ApiFlavor { kOpenAI, kTgi, kLlamaCpp };
 
 struct ApiError {
   static constexpr size_t kMaxMessageBytes = 1024;

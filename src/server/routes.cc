@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "server/embeddings_api.h"
+#include "server/llamacpp_api.h"
 #include "server/openai_api.h"
 #include "server/request_fields.h"
 #include "server/request_guard.h"
@@ -199,6 +200,49 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   }
 }
 
+// llama.cpp's POST /completion (and /completions): one result per prompt × n_cmpl (an array when more than
+// one); a stream of `data:` events per token and a summary per choice, without [DONE].
+void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+  constexpr ApiFlavor kFlavor = ApiFlavor::kLlamaCpp;
+  auto parsed = ParseLlamaCppCompletion(request.body, state.ctx);
+  if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, kFlavor);
+  auto req = std::make_shared<LlamaCppRequest>(std::move(*parsed.value));
+  RouteState* st = &state;
+  GenerationJob::TokenFn on_token;
+  if (req->stream) {
+    on_token = [st, req, writer](GenerationJob& job, ChoiceState& choice, const TokenEvent& event) {
+      if (event.finish_reason == FinishReason::kError) {
+        const ApiError error{Internal("generation failed: " + event.error), "", false};
+        writer->Write(SseEvent(ErrorBody(error, kFlavor)));
+        return;
+      }
+      for (const nlohmann::json& e : LlamaCppStreamEvents(*req, job, choice, event, st->ctx)) {
+        writer->Write(SseEvent(DumpJson(e)));
+      }
+    };
+  }
+  GenerationJob::DoneFn on_done = [st, req, writer](GenerationJob& job) {
+    if (req->stream) return writer->End();
+    if (const TokenEvent* failed = FailedChoice(job)) {
+      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
+                        kFlavor);
+    }
+    if (job.timed_out() && job.completion_tokens() == 0 && job.spec().base.max_tokens > 0)
+      return ReplyTimeout(*st, *writer, kFlavor);
+    nlohmann::json results = nlohmann::json::array();
+    for (const ChoiceState& c : job.choices()) results.push_back(LlamaCppResult(*req, job, c, st->ctx));
+    Reply(*st, *writer, 200, kJson, DumpJson(req->several ? results : results[0]));
+  };
+  req->spec.label = NewId(state, "llcmpl");
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
+                                  std::move(on_token), std::move(on_done));
+  if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), kFlavor);
+  if (req->stream) {
+    state.metrics->CountResponse(200);
+    writer->StartStream(200, kEventStream);
+  }
+}
+
 enum class EmbeddingApi { kOpenAi, kTei, kLlamaCpp };
 
 // OpenAI's /v1/embeddings, TEI's /embed or llama.cpp's /embedding: every input a parallel sequence in the
@@ -240,6 +284,12 @@ bool IsTgiPath(const std::string& path) {
          path == "/embed";
 }
 
+ApiFlavor FlavorFor(const std::string& path) {
+  if (IsTgiPath(path)) return ApiFlavor::kTgi;
+  const bool llama_cpp = path == "/completion" || path == "/completions" || path == "/props";
+  return llama_cpp ? ApiFlavor::kLlamaCpp : ApiFlavor::kOpenAI;
+}
+
 // Liveness: alive once loaded, draining included.
 void Health(RouteState& state, ResponseWriter& writer) {
   const bool ok = state.ready.load();
@@ -263,14 +313,13 @@ void Ready(RouteState& state, ResponseWriter& writer) {
 
 std::string ProtocolErrorBody(const ProtocolError& error, const std::string& path) {
   const Status status = error.status == 503 ? Unavailable(error.message) : InvalidArgument(error.message);
-  return ErrorBody(ApiError{status, "", false, error.code},
-                   IsTgiPath(path) ? ApiFlavor::kTgi : ApiFlavor::kOpenAI);
+  return ErrorBody(ApiError{status, "", false, error.code}, FlavorFor(path));
 }
 
 void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<ResponseWriter> writer) {
   const std::string& path = request.path;
   const std::string& method = request.method;
-  const ApiFlavor flavor = IsTgiPath(path) ? ApiFlavor::kTgi : ApiFlavor::kOpenAI;
+  const ApiFlavor flavor = FlavorFor(path);
   const bool probe = path == "/health" || path == "/v1/health" || path == "/ready" || path == "/v1/ready";
   // Host and Origin first (the dashboard's pages need no key), then the key.
   RequestGuard::Verdict verdict = state.guard->Check(request, /*needs_key=*/false);
@@ -323,6 +372,9 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"GET", "/dashboard/events", true, [&] { StreamDashboardEvents(state, request, writer); }},
       {"GET", "/advisor", true, [&] { HandleAdvisor(state, request, *writer); }},
       {"POST", "/split", true, [&] { HandleSplit(state, request, *writer); }},
+      {"POST", "/completion", true, [&] { HandleLlamaCpp(state, request, writer); }},
+      {"POST", "/completions", true, [&] { HandleLlamaCpp(state, request, writer); }},
+      {"GET", "/props", true, [&] { Reply(state, *writer, 200, kJson, DumpJson(LlamaCppProps(state.ctx))); }},
       {"POST", "/tokenize", true,
        [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
       {"POST", "/detokenize", true,

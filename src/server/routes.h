@@ -1,11 +1,11 @@
 // Routes: the HTTP request router of the server — access checks (RequestGuard: API key, Origin/CORS, Host),
 // methods (405 with Allow; GET routes answer HEAD; OPTIONS answers 204), readiness/draining checks, and the
-// handlers of every route (OpenAI, TGI, /health, /ready, /metrics, /info, /v1/models, the dashboard's).
-// GET /health is liveness (200 once loaded, also while draining); GET /ready is readiness for balancers (200
-// only while loaded and no drain has started). lockstep_requests_total counts the API routes' responses only
-// (not /health, /ready, /metrics or unknown paths). Handlers run on the connection's strand; generation runs
-// in the engine and its events come back through GenerationJob. Thread-safe: the state it reads is immutable
-// once `ready` is set, and the counters are atomic.
+// handlers of every route (OpenAI, TGI, llama.cpp's /completion and /props, /health, /ready, /metrics, /info,
+// /v1/models, the dashboard's). GET /health is liveness (200 once loaded, also while draining); GET /ready is
+// readiness for balancers (200 only while loaded and no drain has started). lockstep_requests_total counts
+// the API routes' responses only (not /health, /ready, /metrics or unknown paths). Handlers run on the
+// connection's strand; generation runs in the engine and its events come back through GenerationJob.
+// Thread-safe: the state it reads is immutable once `ready` is set, and the counters are atomic.
 #pragma once
 
 #include <atomic>

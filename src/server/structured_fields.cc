@@ -231,6 +231,18 @@ Parsed<std::optional<OutputConstraint>> ReadOpenAiConstraint(const nlohmann::jso
   return out.Done();
 }
 
+Parsed<std::optional<OutputConstraint>> ReadLlamaCppConstraint(const nlohmann::json& body,
+                                                               const std::string& raw_body) {
+  OrderedBody ordered(raw_body);
+  Collector out;
+  const bool no_grammar = Present(body, "grammar") && body["grammar"].is_string() &&
+                          body["grammar"].get_ref<const std::string&>().empty();
+  if (Present(body, "grammar") && !no_grammar) out.Add("grammar", GrammarText(body["grammar"], "grammar"));
+  if (Present(body, "json_schema"))
+    out.Add("json_schema", SchemaFrom(ordered.At({"json_schema"}), "json_schema"));
+  return out.Done();
+}
+
 Parsed<std::optional<OutputConstraint>> ReadTgiConstraint(const nlohmann::json* parameters,
                                                           const std::string& raw_body) {
   if (parameters == nullptr || !Present(*parameters, "grammar")) return std::optional<OutputConstraint>();

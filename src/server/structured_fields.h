@@ -30,6 +30,9 @@ struct OutputConstraint {
 // The OpenAI routes (chat and completions); `body` is the parsed request, `raw_body` its text.
 Parsed<std::optional<OutputConstraint>> ReadOpenAiConstraint(const nlohmann::json& body,
                                                              const std::string& raw_body);
+// llama.cpp's native /completion: grammar (GBNF; "" = none, its default) and json_schema.
+Parsed<std::optional<OutputConstraint>> ReadLlamaCppConstraint(const nlohmann::json& body,
+                                                               const std::string& raw_body);
 // TGI's parameters.grammar (`parameters` may be null when absent).
 Parsed<std::optional<OutputConstraint>> ReadTgiConstraint(const nlohmann::json* parameters,
                                                           const std::string& raw_body);

@@ -27,30 +27,9 @@ Parsed<nlohmann::json> LlamaCppTokenize(const nlohmann::json& body, FieldReader&
   const bool add_special = f.Bool("add_special").value_or(false);
   const bool with_pieces = f.Bool("with_pieces").value_or(false);
   if (f.failed()) return f.error();
-  const nlohmann::json& content = body["content"];
-  std::vector<nlohmann::json> parts;
-  if (content.is_string()) {
-    parts.push_back(content);
-  } else if (content.is_array()) {
-    parts.assign(content.begin(), content.end());
-  } else {
-    return ApiError::Field("content", "content must be a string or an array of strings and token ids");
-  }
-  std::vector<int32_t> ids;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const std::string where = content.is_array() ? "content[" + std::to_string(i) + "]" : "content";
-    if (parts[i].is_string()) {
-      auto encoded = ctx.tokenizer->Encode(parts[i].get<std::string>(), add_special && i == 0,
-                                           /*parse_special=*/true);
-      if (!encoded.ok()) return ApiError{encoded.status(), where, false};
-      ids.insert(ids.end(), encoded->begin(), encoded->end());
-    } else {
-      int32_t id = 0;
-      ApiError error;
-      if (!ReadTokenId(parts[i], ctx, where, &id, &error)) return error;
-      ids.push_back(id);
-    }
-  }
+  auto encoded = EncodeMixed(ctx, body["content"], add_special, "content");
+  if (!encoded.ok()) return encoded.error;
+  const std::vector<int32_t>& ids = *encoded.value;
   nlohmann::json tokens = nlohmann::json::array();
   for (int32_t id : ids) {
     if (!with_pieces) {

@@ -1,0 +1,56 @@
+// llama.cpp's native server API (what llama-server's own clients, scripts and editor plugins call):
+//   POST /completion, /completions  {prompt, n_predict, temperature, top_k, top_p, min_p, repeat_penalty,
+//                   repeat_last_n, presence_penalty, frequency_penalty, seed, stop, ignore_eos, logit_bias,
+//                   n_probs, grammar, json_schema, stream, return_tokens, n_cmpl, response_fields, ...} →
+//                   {content, tokens, stop: true, stop_type, stopping_word, tokens_predicted,
+//                   tokens_evaluated, tokens_cached, generation_settings, prompt, timings,
+//                   completion_probabilities?} (an array of them when the prompt held several prompts);
+//                   streamed as `data: {content, stop: false}` events and a last `stop: true` summary,
+//                   without `[DONE]` (as llama.cpp's native route).
+//   GET /props      {default_generation_settings: {n_ctx, params}, total_slots, model_path, chat_template,
+//                   modalities, build_info, ...}.
+// Defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, n_predict -1 = until EOS or
+// the context is full). Fields of samplers lockstep lacks (typical_p, mirostat, DRY, XTC, dynamic
+// temperature, top_n_sigma, ...) are accepted only at llama.cpp's default, where they do nothing; another
+// value is a 400 naming the field. `samplers` is type-checked and ignored (lockstep's chain is fixed:
+// generation_settings reports it). docs/server.md lists every accepted-but-ignored field. Errors:
+// ApiFlavor::kLlamaCpp, 400 naming the field. Pure functions over their arguments; safe from any thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_context.h"
+#include "server/generation.h"
+
+namespace lockstep::server {
+
+struct LlamaCppRequest {
+  GenerationSpec spec;
+  bool stream = false;
+  bool several = false;  // the prompt held several prompts (or n_cmpl > 1): the answer is an array
+  int n_probs = 0;       // top-N alternatives per generated token (completion_probabilities)
+  bool return_tokens = false;
+  int64_t n_predict = -1;                    // as asked (-1: until EOS or the context is full)
+  std::string grammar;                       // the GBNF in use ("" = none), reported in generation_settings
+  std::vector<std::string> response_fields;  // llama.cpp's response_fields ("a/b" unnests b); empty: all
+};
+
+// A request with llama.cpp's defaults and no prompt (what /props reports).
+LlamaCppRequest LlamaCppDefaults();
+Parsed<LlamaCppRequest> ParseLlamaCppCompletion(const std::string& body, const ApiContext& ctx);
+
+// The whole result of one choice (non-streamed), response_fields applied.
+nlohmann::json LlamaCppResult(const LlamaCppRequest& req, GenerationJob& job, const ChoiceState& choice,
+                              const ApiContext& ctx);
+// The stream events of one token event: a `stop: false` chunk for a token or text, then, on the last event,
+// the `stop: true` summary (content "", as llama.cpp's stream ends).
+std::vector<nlohmann::json> LlamaCppStreamEvents(const LlamaCppRequest& req, GenerationJob& job,
+                                                 const ChoiceState& choice, const TokenEvent& event,
+                                                 const ApiContext& ctx);
+// GET /props.
+nlohmann::json LlamaCppProps(const ApiContext& ctx);
+
+}  // namespace lockstep::server
