@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       server::ParseRequests(std::string_view(reinterpret_cast<const char*>(data), size), limits);
   if (parsed.error) {
     fuzz::Require(parsed.error->status >= 400 && parsed.error->status <= 505, "a protocol error is 4xx/5xx");
-    for (const char* path : {"/generate", "/v1/completions"}) {
+    for (const char* path : {"/generate", "/v1/completions", "/completion"}) {
       const auto body = nlohmann::json::parse(server::ProtocolErrorBody(*parsed.error, path), nullptr, false);
       fuzz::Require(body.is_object() && body.contains("error"), "a protocol error has a JSON error body");
     }
@@ -137,7 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (request.method == "POST" &&
          (request.path == "/v1/completions" || request.path == "/v1/chat/completions" ||
           request.path == "/generate" || request.path == "/generate_stream" || request.path == "/" ||
-          request.path == "/split")) ||
+          request.path == "/completion" || request.path == "/completions" || request.path == "/split")) ||
         request.path == "/dashboard/events";
     server::HandleRequest(router->state, request, writer);
     writer->Close();
