@@ -5,6 +5,7 @@
 // field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "e2e_util.h"
@@ -303,6 +304,41 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
                                  {"grammar", ""}};
   defaults.update(no_ops);
   Complete(defaults);
+}
+
+// A request the server cuts short (--timeout) has no llama.cpp stop type: stop_type "none" and lockstep's
+// cut_short say so, whole and streamed.
+TEST(LlamaCppCutShortTest, ATimeoutSaysNoneAndCutShort) {
+  // As FinishReasonTest: the timeout passes after the first token and long before the 240th (the time of a
+  // measured 24-token request, at least 50 ms).
+  const auto body = [](int n_predict, bool stream) {
+    return nlohmann::json{{"prompt", "Once upon a time"},
+                          {"n_predict", n_predict},
+                          {"ignore_eos", true},
+                          {"temperature", 0},
+                          {"stream", stream}};
+  };
+  double timeout_s = 0;
+  {
+    ServerProcess timing(SlowModel(), {"-t", "1"});
+    ASSERT_TRUE(timing.ok()) << timing.log();
+    timeout_s = std::max(SecondsForOneRequest(timing.port(), "/completion", body(24, false)), 0.05);
+    ASSERT_FALSE(HasFailure());
+  }
+  ServerProcess server(SlowModel(), {"-t", "1", "--timeout", std::to_string(timeout_s)});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const HttpResponse whole = Post(server.port(), "/completion", body(240, false));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.Json()["stop_type"], "none") << whole.body;
+  EXPECT_EQ(whole.Json()["cut_short"], "timeout") << whole.body;
+  EXPECT_LT(whole.Json()["tokens_predicted"].get<int>(), 240);
+  const std::vector<std::string> events = Stream(server.port(), "/completion", body(240, true));
+  ASSERT_FALSE(events.empty());
+  const nlohmann::json last = nlohmann::json::parse(events.back(), nullptr, false);
+  EXPECT_EQ(last["stop"], true) << events.back();
+  EXPECT_EQ(last["stop_type"], "none") << events.back();
+  EXPECT_EQ(last["cut_short"], "timeout") << events.back();
+  EXPECT_TRUE(WaitForIdleEngine(server.port()));
 }
 
 }  // namespace
