@@ -9,6 +9,7 @@
 #include "server/openai_api.h"
 #include "server/request_fields.h"
 #include "server/request_guard.h"
+#include "server/responses_api.h"
 #include "server/sse.h"
 #include "server/tgi_api.h"
 #include "server/tokenize_api.h"
@@ -45,8 +46,8 @@ void ReplyJson(RouteState& state, ResponseWriter& writer, const Parsed<nlohmann:
   Reply(state, writer, 200, kJson, DumpJson(*parsed.value));
 }
 
-std::string NewId(RouteState& state, const char* prefix) {
-  return fmt::format("{}-{:08x}{:08x}", prefix, static_cast<uint32_t>(state.id_salt),
+std::string NewId(RouteState& state, const char* prefix, char separator = '-') {
+  return fmt::format("{}{}{:08x}{:08x}", prefix, separator, static_cast<uint32_t>(state.id_salt),
                      static_cast<uint32_t>(state.next_id.fetch_add(1)));
 }
 
@@ -135,6 +136,49 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
   if (req->stream) {
     state.metrics->CountResponse(200);
     writer->StartStream(200, kEventStream);
+  }
+}
+
+// OpenAI's Responses API (server/responses_api.h): one chat choice, answered as a Response object or streamed
+// as typed events.
+void HandleResponses(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+  auto parsed = ParseResponsesRequest(request.body, state.ctx);
+  if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, ApiFlavor::kOpenAI);
+  auto req = std::make_shared<ResponsesRequest>(std::move(*parsed.value));
+  const std::string id = NewId(state, "resp", '_');
+  const int64_t created = UnixNow();
+  RouteState* st = &state;
+  // The stream keeps a reference to *req: every callback holding it holds req too.
+  auto stream = req->chat.stream ? std::make_shared<ResponsesStream>(*req, state.ctx, id, created) : nullptr;
+  GenerationJob::TokenFn on_token;
+  if (stream) {
+    on_token = [req, stream, writer](GenerationJob&, ChoiceState& choice, const TokenEvent& event) {
+      if (std::string events = stream->OnEvent(choice, event); !events.empty())
+        writer->Write(std::move(events));
+    };
+  }
+  GenerationJob::DoneFn on_done = [st, req, stream, id, created, writer](GenerationJob& job) {
+    if (stream) {
+      if (std::string events = stream->Finish(job); !events.empty()) writer->Write(std::move(events));
+      writer->End();
+      return;
+    }
+    if (const TokenEvent* failed = FailedChoice(job)) {
+      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
+                        ApiFlavor::kOpenAI);
+    }
+    if (job.timed_out() && job.completion_tokens() == 0)
+      return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
+    Reply(*st, *writer, 200, kJson, DumpJson(ResponsesResponse(*req, job, st->ctx, id, created)));
+  };
+  req->chat.spec.label = id;
+  auto job = GenerationJob::Start(*state.engine, req->chat.spec, writer, state.metrics,
+                                  state.request_timeout_s, std::move(on_token), std::move(on_done));
+  if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kOpenAI);
+  if (stream) {
+    state.metrics->CountResponse(200);
+    writer->StartStream(200, kEventStream);
+    writer->Write(stream->Begin());
   }
 }
 
@@ -355,6 +399,7 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
        }},
       {"POST", "/v1/completions", true, [&] { HandleOpenAi(state, false, request, writer); }},
       {"POST", "/v1/chat/completions", true, [&] { HandleOpenAi(state, true, request, writer); }},
+      {"POST", "/v1/responses", true, [&] { HandleResponses(state, request, writer); }},
       {"GET", "/v1/models", true,
        [&] { Reply(state, *writer, 200, kJson, DumpJson(OpenAiModels(state.ctx))); }},
       {"GET", "/v1/models/*", true, models},

@@ -1,0 +1,271 @@
+// Response shapes of POST /v1/responses: the Response object, its output items and usage, and the typed
+// events of a streamed response (server/responses_api.h).
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include "server/request_fields.h"
+#include "server/responses_api.h"
+#include "server/sse.h"
+#include "server/tool_calls.h"
+
+namespace lockstep::server {
+namespace {
+
+// The hex part of a response id ("resp_0123..." → "0123..."): item ids share it.
+std::string IdSuffix(const std::string& id) {
+  const size_t at = id.find('_');
+  return at == std::string::npos ? id : id.substr(at + 1);
+}
+
+std::string MessageId(const std::string& id) { return "msg_" + IdSuffix(id); }
+std::string CallItemId(const std::string& id, size_t k) {
+  return "fc_" + IdSuffix(id) + "_" + std::to_string(k);
+}
+// What seeds the call ids: the same for a stream and its whole response.
+std::string ToolIdSeed(const std::string& id) { return id + "#0"; }
+
+nlohmann::json TextPart(const std::string& text) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}};
+}
+
+nlohmann::json MessageItem(const std::string& id, const std::string* text, const char* status) {
+  return {{"type", "message"},
+          {"id", MessageId(id)},
+          {"status", status},
+          {"role", "assistant"},
+          {"content", text == nullptr ? nlohmann::json::array() : nlohmann::json::array({TextPart(*text)})}};
+}
+
+nlohmann::json CallItem(const std::string& id, size_t k, const std::string& call_id, const std::string& name,
+                        const std::string& arguments, const char* status) {
+  return {{"type", "function_call"}, {"id", CallItemId(id, k)}, {"call_id", call_id}, {"name", name},
+          {"arguments", arguments},  {"status", status}};
+}
+
+nlohmann::json Usage(GenerationJob& job) {
+  const int input = job.prompt_tokens();
+  const int output = job.completion_tokens();
+  return {{"input_tokens", input},
+          {"input_tokens_details", {{"cached_tokens", job.cached_tokens()}}},
+          {"output_tokens", output},
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", input + output}};
+}
+
+// "completed", "incomplete" (cut short: by max_output_tokens or the context, or by the server) or "failed".
+const char* ResponseStatus(ChoiceEnd end) {
+  switch (end) {
+    case ChoiceEnd::kStop:
+      return "completed";
+    case ChoiceEnd::kLength:
+    case ChoiceEnd::kTimeout:
+    case ChoiceEnd::kAbort:
+      return "incomplete";
+    default:
+      return "failed";
+  }
+}
+
+nlohmann::json IncompleteDetails(ChoiceEnd end) {
+  switch (end) {
+    case ChoiceEnd::kLength:
+      return {{"reason", "max_output_tokens"}};
+    case ChoiceEnd::kTimeout:
+      return {{"reason", "timeout"}};  // lockstep's, as its finish reasons (docs/server.md)
+    case ChoiceEnd::kAbort:
+      return {{"reason", "abort"}};
+    default:
+      return nullptr;
+  }
+}
+
+nlohmann::json ResponseObject(const ResponsesRequest& req, const ApiContext& ctx, const std::string& id,
+                              int64_t created_at, const char* status, nlohmann::json output) {
+  nlohmann::json out = req.echo;
+  out["id"] = id;
+  out["object"] = "response";
+  out["created_at"] = created_at;
+  out["status"] = status;
+  out["model"] = ctx.model_id;
+  out["output"] = std::move(output);
+  out["usage"] = nullptr;
+  return out;
+}
+
+nlohmann::json Finished(const ResponsesRequest& req, GenerationJob& job, const ApiContext& ctx,
+                        const std::string& id, int64_t created_at, nlohmann::json output) {
+  const ChoiceEnd end = job.choices()[0].end;
+  nlohmann::json out = ResponseObject(req, ctx, id, created_at, ResponseStatus(end), std::move(output));
+  out["incomplete_details"] = IncompleteDetails(end);
+  out["usage"] = Usage(job);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job, const ApiContext& ctx,
+                                 const std::string& id, int64_t created_at) {
+  const ChoiceState& c = job.choices()[0];
+  ToolOutput parsed;
+  if (req.chat.tools.calls_possible()) {
+    parsed = ParseToolOutput(req.chat.tools, c.text, ToolIdSeed(id), req.chat.mistral_ids);
+  } else {
+    parsed.content = c.text;
+  }
+  const char* status = c.end == ChoiceEnd::kStop ? "completed" : "incomplete";
+  nlohmann::json output = nlohmann::json::array();
+  if (parsed.content) output.push_back(MessageItem(id, &*parsed.content, status));
+  for (size_t k = 0; k < parsed.calls.size(); ++k) {
+    const ToolCall& call = parsed.calls[k];
+    output.push_back(CallItem(id, k, call.id, call.name, call.arguments, status));
+  }
+  return Finished(req, job, ctx, id, created_at, std::move(output));
+}
+
+ResponsesStream::ResponsesStream(const ResponsesRequest& req, const ApiContext& ctx, std::string id,
+                                 int64_t created_at)
+    : req_(req), ctx_(ctx), id_(std::move(id)), created_at_(created_at) {}
+
+std::string ResponsesStream::Emit(const std::string& type, nlohmann::json data) {
+  data["type"] = type;
+  data["sequence_number"] = sequence_++;
+  return SseEvent(DumpJson(data), type);
+}
+
+std::string ResponsesStream::Begin() {
+  const nlohmann::json r =
+      ResponseObject(req_, ctx_, id_, created_at_, "in_progress", nlohmann::json::array());
+  std::string out = Emit("response.created", {{"response", r}});
+  return out + Emit("response.in_progress", {{"response", r}});
+}
+
+std::string ResponsesStream::OpenMessage() {
+  if (message_index_ >= 0) return "";
+  message_index_ = static_cast<int>(calls_.size());
+  message_open_ = true;
+  std::string out = Emit("response.output_item.added", {{"output_index", message_index_},
+                                                        {"item", MessageItem(id_, nullptr, "in_progress")}});
+  return out + Emit("response.content_part.added", {{"item_id", MessageId(id_)},
+                                                    {"output_index", message_index_},
+                                                    {"content_index", 0},
+                                                    {"part", TextPart("")}});
+}
+
+std::string ResponsesStream::Text(const std::string& delta) {
+  if (delta.empty()) return "";
+  std::string out = OpenMessage();
+  text_ += delta;
+  return out + Emit("response.output_text.delta", {{"item_id", MessageId(id_)},
+                                                   {"output_index", message_index_},
+                                                   {"content_index", 0},
+                                                   {"delta", delta},
+                                                   {"logprobs", nlohmann::json::array()}});
+}
+
+std::string ResponsesStream::CloseMessage() {
+  if (!message_open_) return "";
+  message_open_ = false;
+  const nlohmann::json where = {
+      {"item_id", MessageId(id_)}, {"output_index", message_index_}, {"content_index", 0}};
+  nlohmann::json done = where;
+  done["text"] = text_;
+  done["logprobs"] = nlohmann::json::array();
+  std::string out = Emit("response.output_text.done", std::move(done));
+  nlohmann::json part = where;
+  part["part"] = TextPart(text_);
+  out += Emit("response.content_part.done", std::move(part));
+  return out + Emit("response.output_item.done",
+                    {{"output_index", message_index_}, {"item", MessageItem(id_, &text_, item_status_)}});
+}
+
+int ResponsesStream::CallIndex(size_t k) const {
+  return static_cast<int>(k) + (message_index_ >= 0 && message_index_ <= static_cast<int>(k) ? 1 : 0);
+}
+
+std::string ResponsesStream::AddCall(const nlohmann::json& delta) {
+  const nlohmann::json& fn = delta["function"];
+  calls_.push_back({delta["id"].get<std::string>(), fn["name"].get<std::string>(), ""});
+  const size_t k = calls_.size() - 1;
+  std::string out = Emit("response.output_item.added",
+                         {{"output_index", CallIndex(k)},
+                          {"item", CallItem(id_, k, calls_[k].call_id, calls_[k].name, "", "in_progress")}});
+  return out + Arguments(k, fn.value("arguments", ""));
+}
+
+std::string ResponsesStream::Arguments(size_t k, const std::string& delta) {
+  if (delta.empty() || k >= calls_.size()) return "";
+  calls_[k].arguments += delta;
+  return Emit("response.function_call_arguments.delta",
+              {{"item_id", CallItemId(id_, k)}, {"output_index", CallIndex(k)}, {"delta", delta}});
+}
+
+std::string ResponsesStream::OnEvent(const ChoiceState& choice, const TokenEvent& event) {
+  if (failed_) return "";
+  if (event.finish_reason == FinishReason::kError) return Fail("generation failed: " + event.error);
+  const bool first = first_;
+  first_ = false;
+  if (event.last()) item_status_ = choice.end == ChoiceEnd::kStop ? "completed" : "incomplete";
+  const ToolSpec& tools = req_.chat.tools;
+  if (!tools.calls_possible()) return Text(event.text_delta);
+  const std::string_view after = choice.text;
+  const std::string_view before = after.substr(0, after.size() - event.text_delta.size());
+  ToolStreamDelta d =
+      ToolStreamStep(tools, before, after, first, event.last(), ToolIdSeed(id_), req_.chat.mistral_ids);
+  std::string out = Text(d.content);
+  if (!d.tool_calls.is_array()) return out;
+  out += CloseMessage();  // content comes before the calls
+  for (const nlohmann::json& call : d.tool_calls) {
+    const size_t k = call["index"].get<size_t>();
+    if (call.contains("id")) {
+      out += AddCall(call);
+    } else {
+      out += Arguments(k, call["function"].value("arguments", ""));
+    }
+  }
+  return out;
+}
+
+std::string ResponsesStream::Fail(const std::string& message) {
+  failed_ = true;
+  nlohmann::json r = ResponseObject(req_, ctx_, id_, created_at_, "failed", Output());
+  r["error"] = {{"code", "server_error"}, {"message", message}};
+  return Emit("response.failed", {{"response", std::move(r)}});
+}
+
+nlohmann::json ResponsesStream::Output() const {
+  nlohmann::json output = nlohmann::json::array();
+  for (size_t k = 0; k < calls_.size(); ++k) {
+    if (message_index_ == static_cast<int>(k)) output.push_back(MessageItem(id_, &text_, item_status_));
+    output.push_back(CallItem(id_, k, calls_[k].call_id, calls_[k].name, calls_[k].arguments, item_status_));
+  }
+  if (message_index_ == static_cast<int>(calls_.size())) {
+    output.push_back(MessageItem(id_, &text_, item_status_));
+  }
+  return output;
+}
+
+std::string ResponsesStream::Finish(GenerationJob& job) {
+  if (failed_) return "";
+  const ChoiceEnd end = job.choices()[0].end;
+  if (end == ChoiceEnd::kError) return Fail("generation failed");
+  item_status_ = end == ChoiceEnd::kStop ? "completed" : "incomplete";
+  std::string out;
+  if (calls_.empty()) out += OpenMessage();  // an empty answer is an empty message, as in the whole response
+  out += CloseMessage();
+  for (size_t k = 0; k < calls_.size(); ++k) {
+    const Call& call = calls_[k];
+    out += Emit("response.function_call_arguments.done", {{"item_id", CallItemId(id_, k)},
+                                                          {"output_index", CallIndex(k)},
+                                                          {"name", call.name},
+                                                          {"arguments", call.arguments}});
+    out += Emit("response.output_item.done",
+                {{"output_index", CallIndex(k)},
+                 {"item", CallItem(id_, k, call.call_id, call.name, call.arguments, item_status_)}});
+  }
+  const nlohmann::json r = Finished(req_, job, ctx_, id_, created_at_, Output());
+  return out +
+         Emit(end == ChoiceEnd::kStop ? "response.completed" : "response.incomplete", {{"response", r}});
+}
+
+}  // namespace lockstep::server
