@@ -119,6 +119,76 @@ try {
     assert.equal(cut.data[0].embedding.length, 8);
   });
 
+  let wholeResponse;
+  await check("openai responses.create", async () => {
+    wholeResponse = await openai.responses.create({
+      model: "compat-model", instructions: "Be brief.", input: "Say hello.", max_output_tokens: 8, temperature: 0,
+    });
+    assert.equal(wholeResponse.object, "response");
+    assert.equal(wholeResponse.status, "incomplete");
+    assert.equal(wholeResponse.incomplete_details.reason, "max_output_tokens");
+    assert.equal(wholeResponse.output[0].type, "message");
+    // output_text is the library's own sum of the output_text parts; the same text as chat's for these messages.
+    assert.equal(wholeResponse.output_text, wholeChat.choices[0].message.content);
+    assert.equal(wholeResponse.usage.output_tokens, 8);
+    assert.equal(wholeResponse.usage.input_tokens, wholeChat.usage.prompt_tokens);
+  });
+
+  await check("openai responses.create stream", async () => {
+    const stream = await openai.responses.create({
+      model: "compat-model", instructions: "Be brief.", input: "Say hello.", max_output_tokens: 8, temperature: 0,
+      stream: true,
+    });
+    let text = "", last = null, sequence = 0;
+    for await (const event of stream) {
+      assert.equal(event.sequence_number, sequence++);
+      if (event.type === "response.output_text.delta") text += event.delta;
+      last = event;
+    }
+    assert.equal(text, wholeResponse.output_text);
+    assert.equal(last.type, "response.incomplete");
+    assert.equal(last.response.output_text ?? text, text);
+    assert.equal(last.response.usage.output_tokens, 8);
+    // The library's stream helper rebuilds the response from the events, checking that each one fits.
+    const helper = openai.responses.stream({
+      model: "compat-model", instructions: "Be brief.", input: "Say hello.", max_output_tokens: 8, temperature: 0,
+    });
+    const rebuilt = await helper.finalResponse();  // an incomplete one: the snapshot the events built
+    assert.equal(rebuilt.output[0].content[0].text, text);
+  });
+
+  await check("openai responses function call + function_call_output", async () => {
+    const tools = [{
+      type: "function", name: "add", description: "adds", strict: true,
+      parameters: {
+        type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } },
+        required: ["a", "b"], additionalProperties: false,
+      },
+    }];
+    const r = await openai.responses.create({
+      model: "compat-model", input: "Add 1 and 2.", tools, tool_choice: { type: "function", name: "add" }, seed: 1,
+    });
+    const call = r.output.find((item) => item.type === "function_call");
+    assert.equal(call.name, "add");
+    const args = JSON.parse(call.arguments);
+    assert.ok(Number.isInteger(args.a) && Number.isInteger(args.b), call.arguments);
+    const streamed = await openai.responses.stream({
+      model: "compat-model", input: "Add 1 and 2.", tools, tool_choice: { type: "function", name: "add" }, seed: 1,
+    }).finalResponse();
+    assert.equal(streamed.status, "completed");
+    assert.equal(streamed.output[0].arguments, call.arguments);  // same seed, same call
+    const next = await openai.responses.create({
+      model: "compat-model", tools, max_output_tokens: 2,
+      input: [{ role: "user", content: "Add 1 and 2." }, call, { type: "function_call_output", call_id: call.call_id, output: "3" }],
+    });
+    assert.equal(next.object, "response");
+    assert.ok(next.usage.input_tokens > r.usage.input_tokens);
+    await assert.rejects(
+      openai.responses.create({ model: "compat-model", input: "x", tools: [{ type: "web_search" }] }),
+      (e) => e.status === 400 && e.param === "tools[0].type",
+    );
+  });
+
   const hf = new InferenceClient(KEY, { endpointUrl: url });
   await check("hf textGeneration", async () => {
     const r = await hf.textGeneration({ inputs: "Once upon a time", parameters: { max_new_tokens: 6, temperature: 0 } });
