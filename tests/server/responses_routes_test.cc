@@ -61,6 +61,15 @@ class ResponsesRoutesTest : public SharedServerTest<ResponsesRoutesTest> {
     return events;
   }
 
+  // A 400 invalid_request_error naming `param`.
+  static void ExpectRefused(const std::string& body, const std::string& param) {
+    const HttpResponse r = Request(port(), "POST", "/v1/responses", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    const nlohmann::json j = r.Json();
+    EXPECT_EQ(j["error"]["param"], param) << body << " -> " << r.body;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error") << r.body;
+  }
+
   static std::vector<std::string> Types(const std::vector<nlohmann::json>& events) {
     std::vector<std::string> types;
     for (const auto& e : events) types.push_back(e["type"]);
@@ -318,74 +327,74 @@ TEST_F(ResponsesRoutesTest, StreamedFunctionCallArgumentsAddUp) {
   EXPECT_EQ(events[n - 2]["item"]["arguments"], arguments);
 }
 
+TEST_F(ResponsesRoutesTest, BadInputItemsAre400NamingTheItem) {
+  ExpectRefused(R"({})", "input");
+  ExpectRefused(R"({"input": 5})", "input");
+  ExpectRefused(R"({"input": []})", "input");
+  ExpectRefused(R"({"input": ["hi"]})", "input[0]");
+  ExpectRefused(R"({"input": [{"role": "bot", "content": "x"}]})", "input[0].role");
+  ExpectRefused(R"({"input": [{"content": "x"}]})", "input[0].role");
+  ExpectRefused(R"({"input": [{"role": "user"}]})", "input[0].content");
+  ExpectRefused(R"({"input": [{"role": "user", "content": 3}]})", "input[0].content");
+  ExpectRefused(R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]})",
+                "input[0].content[0].type");
+  ExpectRefused(R"({"input": [{"role": "user", "content": [{"type": "input_text"}]}]})",
+                "input[0].content[0].text");
+  ExpectRefused(R"({"input": [{"type": "reasoning", "summary": []}]})", "input[0].type");
+  ExpectRefused(R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})",
+                "input[0].call_id");
+  ExpectRefused(R"({"input": [{"type": "function_call", "call_id": "c", "arguments": "{}"}]})",
+                "input[0].name");
+  ExpectRefused(R"({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{x"}]})",
+                "input[0].arguments");
+  ExpectRefused(R"({"input": [{"type": "function_call_output", "call_id": "c"}]})", "input[0].output");
+  ExpectRefused(R"({"input": [{"type": "function_call_output", "output": "x"}]})", "input[0].call_id");
+}
+
 TEST_F(ResponsesRoutesTest, BadFieldsAre400NamingTheField) {
-  const auto check = [](const std::string& body, const std::string& param) {
-    const HttpResponse r = Request(port(), "POST", "/v1/responses", body);
-    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
-    const nlohmann::json j = r.Json();
-    EXPECT_EQ(j["error"]["param"], param) << body << " -> " << r.body;
-    EXPECT_EQ(j["error"]["type"], "invalid_request_error") << r.body;
-  };
-  check(R"({})", "input");
-  check(R"({"input": 5})", "input");
-  check(R"({"input": []})", "input");
-  check(R"({"input": ["hi"]})", "input[0]");
-  check(R"({"input": [{"role": "bot", "content": "x"}]})", "input[0].role");
-  check(R"({"input": [{"content": "x"}]})", "input[0].role");
-  check(R"({"input": [{"role": "user"}]})", "input[0].content");
-  check(R"({"input": [{"role": "user", "content": 3}]})", "input[0].content");
-  check(R"({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]})",
-        "input[0].content[0].type");
-  check(R"({"input": [{"role": "user", "content": [{"type": "input_text"}]}]})", "input[0].content[0].text");
-  check(R"({"input": [{"type": "reasoning", "summary": []}]})", "input[0].type");
-  check(R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})", "input[0].call_id");
-  check(R"({"input": [{"type": "function_call", "call_id": "c", "arguments": "{}"}]})", "input[0].name");
-  check(R"({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{x"}]})",
-        "input[0].arguments");
-  check(R"({"input": [{"type": "function_call_output", "call_id": "c"}]})", "input[0].output");
-  check(R"({"input": [{"type": "function_call_output", "output": "x"}]})", "input[0].call_id");
-  check(R"({"input": "x", "instructions": 5})", "instructions");
-  check(R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens");
-  check(R"({"input": "x", "max_output_tokens": 100000})", "max_output_tokens");
-  check(R"({"input": "x", "temperature": "hot"})", "temperature");
-  check(R"({"input": "x", "top_p": 0})", "top_p");
-  check(R"({"input": "x", "seed": "s"})", "seed");
-  check(R"({"input": "x", "stream": "yes"})", "stream");
-  check(R"({"input": "x", "tools": {}})", "tools");
-  check(R"({"input": "x", "tools": [{"type": "web_search"}]})", "tools[0].type");
-  check(R"({"input": "x", "tools": [{"type": "function"}]})", "tools[0].name");
-  check(R"({"input": "x", "tools": [{"type": "function", "name": "a b"}]})", "tools[0].name");
-  check(R"({"input": "x", "tools": [{"type": "function", "name": "f", "parameters": 1}]})",
-        "tools[0].parameters");
-  check(R"({"input": "x", "tools": [{"type": "function", "name": "f",
+  ExpectRefused(R"({"input": "x", "instructions": 5})", "instructions");
+  ExpectRefused(R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens");
+  ExpectRefused(R"({"input": "x", "max_output_tokens": 100000})", "max_output_tokens");
+  ExpectRefused(R"({"input": "x", "temperature": "hot"})", "temperature");
+  ExpectRefused(R"({"input": "x", "top_p": 0})", "top_p");
+  ExpectRefused(R"({"input": "x", "seed": "s"})", "seed");
+  ExpectRefused(R"({"input": "x", "stream": "yes"})", "stream");
+  ExpectRefused(R"({"input": "x", "tools": {}})", "tools");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "web_search"}]})", "tools[0].type");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "function"}]})", "tools[0].name");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "function", "name": "a b"}]})", "tools[0].name");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "function", "name": "f", "parameters": 1}]})",
+                "tools[0].parameters");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "function", "name": "f",
             "parameters": {"type": "object", "patternProperties": {}}}]})",
-        "tools[0].parameters");
-  check(R"({"input": "x", "tools": [{"type": "function", "name": "f", "strict": "yes"}]})",
-        "tools[0].strict");
-  check(R"({"input": "x", "tool_choice": "sometimes"})", "tool_choice");
-  check(R"({"input": "x", "tool_choice": 1})", "tool_choice");
-  check(R"({"input": "x", "tool_choice": {"type": "file_search"}})", "tool_choice.type");
-  check(R"({"input": "x", "tool_choice": {"type": "function"}})", "tool_choice.name");
-  check(R"({"input": "x", "tools": [{"type": "function", "name": "f"}],
+                "tools[0].parameters");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "function", "name": "f", "strict": "yes"}]})",
+                "tools[0].strict");
+  ExpectRefused(R"({"input": "x", "tool_choice": "sometimes"})", "tool_choice");
+  ExpectRefused(R"({"input": "x", "tool_choice": 1})", "tool_choice");
+  ExpectRefused(R"({"input": "x", "tool_choice": {"type": "file_search"}})", "tool_choice.type");
+  ExpectRefused(R"({"input": "x", "tool_choice": {"type": "function"}})", "tool_choice.name");
+  ExpectRefused(R"({"input": "x", "tools": [{"type": "function", "name": "f"}],
             "tool_choice": {"type": "function", "name": "g"}})",
-        "tool_choice");
-  check(R"({"input": "x", "tool_choice": "required"})", "tool_choice");
-  check(R"({"input": "x", "parallel_tool_calls": 1})", "parallel_tool_calls");
-  check(R"({"input": "x", "text": "json"})", "text");
-  check(R"({"input": "x", "text": {"format": {"type": "xml"}}})", "text.format.type");
-  check(R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "r"}}})", "text.format.schema");
-  check(R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {"type": "strin"}}}})",
-        "text.format.schema");
-  check(R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {}, "strict": 1}}})",
-        "text.format.strict");
-  check(R"({"input": "x", "text": {"verbosity": "loud"}})", "text.verbosity");
-  check(R"({"input": "x", "metadata": {"k": 1}})", "metadata");
-  check(R"({"input": "x", "store": "yes"})", "store");
-  check(R"({"input": "x", "reasoning": "high"})", "reasoning");
-  check(R"({"input": "x", "previous_response_id": "resp_1"})", "previous_response_id");
-  check(R"({"input": "x", "background": true})", "background");
-  check(R"({"input": "x", "conversation": "conv_1"})", "conversation");
-  check(R"({"input": "x", "user": 7})", "user");
+                "tool_choice");
+  ExpectRefused(R"({"input": "x", "tool_choice": "required"})", "tool_choice");
+  ExpectRefused(R"({"input": "x", "parallel_tool_calls": 1})", "parallel_tool_calls");
+  ExpectRefused(R"({"input": "x", "text": "json"})", "text");
+  ExpectRefused(R"({"input": "x", "text": {"format": {"type": "xml"}}})", "text.format.type");
+  ExpectRefused(R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "r"}}})",
+                "text.format.schema");
+  ExpectRefused(R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {"type": "strin"}}}})",
+                "text.format.schema");
+  ExpectRefused(R"({"input": "x", "text": {"format": {"type": "json_schema", "schema": {}, "strict": 1}}})",
+                "text.format.strict");
+  ExpectRefused(R"({"input": "x", "text": {"verbosity": "loud"}})", "text.verbosity");
+  ExpectRefused(R"({"input": "x", "metadata": {"k": 1}})", "metadata");
+  ExpectRefused(R"({"input": "x", "store": "yes"})", "store");
+  ExpectRefused(R"({"input": "x", "reasoning": "high"})", "reasoning");
+  ExpectRefused(R"({"input": "x", "previous_response_id": "resp_1"})", "previous_response_id");
+  ExpectRefused(R"({"input": "x", "background": true})", "background");
+  ExpectRefused(R"({"input": "x", "conversation": "conv_1"})", "conversation");
+  ExpectRefused(R"({"input": "x", "user": 7})", "user");
   // Accepted and ignored: store, reasoning.effort, include, truncation, unknown fields (as chat).
   EXPECT_EQ(Post(port(), "/v1/responses",
                  {{"input", "x"},
