@@ -2,8 +2,9 @@
 // routes, GenerationJob and engine on the tiny model, over real sockets. A request whose deadline passes
 // while it waits in the engine's queue (the engine thread held between two steps by a test observer) gets
 // 504 in its route's error shape, and a stream, already answered 200, ends with finish_reason "timeout" and
-// no token. A generation error in the middle of a stream (a per-request grammar work bound small enough to
-// trip after some tokens) is an error event in the route's shape, and the stream then ends as usual.
+// no token (a Responses stream with response.incomplete). A generation error in the middle of a stream (a
+// per-request grammar work bound small enough to trip after some tokens) is an error event in the route's
+// shape (response.failed on /v1/responses), and the stream then ends as usual.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -29,6 +30,7 @@
 #include "server/request_guard.h"
 #include "server/routes.h"
 #include "server/server_metrics.h"
+#include "server/sse.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server::testing {
@@ -238,6 +240,64 @@ TEST(StagedOutcomeTest, ARequestTimedOutBeforeItsFirstTokenGets504InItsRoutesSha
   const nlohmann::json tgi_last = nlohmann::json::parse(tgi_stream.back(), nullptr, false);
   EXPECT_EQ(tgi_last["details"]["finish_reason"], "timeout") << tgi_last;
   EXPECT_EQ(tgi_last["details"]["generated_tokens"], 0) << tgi_last;
+}
+
+// The Responses API's form of the same outcomes: 504 for a whole response, and a stream that ends with
+// response.incomplete, reason "timeout", no output token.
+TEST(StagedOutcomeTest, AResponseTimedOutBeforeItsFirstTokenIs504OrIncomplete) {
+  StagedServer server;
+  ASSERT_EQ(server.Start(/*request_timeout_s=*/0.001), "");
+  server.gate().Hold();
+  lockstep::Request busy;
+  busy.prompt_ids = {1, 2, 3};
+  busy.max_tokens = 4;
+  ASSERT_TRUE(server.engine().Submit(busy).ok());
+  ASSERT_TRUE(server.gate().WaitUntilHolding());
+  HttpResponse whole, streamed;
+  std::thread whole_client([&] { whole = Post(server.port(), "/v1/responses", {{"input", "hi"}}); });
+  std::thread stream_client([&] {
+    streamed = Request(server.port(), "POST", "/v1/responses", R"({"input": "hi", "stream": true})");
+  });
+  const bool queued = WaitFor([&] { return server.handled() == 2 && server.deadlines_fired() == 2; });
+  server.gate().Release();
+  whole_client.join();
+  stream_client.join();
+  ASSERT_TRUE(queued) << server.handled() << " handled, " << server.deadlines_fired() << " deadlines";
+  EXPECT_EQ(whole.status, 504) << whole.body;
+  EXPECT_EQ(whole.Json()["error"]["code"], "timeout") << whole.body;
+  EXPECT_EQ(streamed.status, 200);
+  SseParser parser;
+  const std::vector<SseParser::Event> events = parser.Feed(streamed.body);
+  ASSERT_FALSE(events.empty()) << streamed.body;
+  EXPECT_EQ(events.back().event, "response.incomplete") << streamed.body;
+  const nlohmann::json last = nlohmann::json::parse(events.back().data, nullptr, false);
+  EXPECT_EQ(last["response"]["status"], "incomplete") << last;
+  EXPECT_EQ(last["response"]["incomplete_details"]["reason"], "timeout") << last;
+  EXPECT_EQ(last["response"]["usage"]["output_tokens"], 0) << last;
+}
+
+// A generation error in a streamed response (a grammar work bound its first mask passes) ends the stream
+// with response.failed, its error saying why.
+TEST(StagedOutcomeTest, AGenerationErrorEndsAResponseStreamWithResponseFailed) {
+  StagedServer server;
+  ASSERT_EQ(
+      server.Start(/*request_timeout_s=*/60, GrammarCacheOptions{.max_request_work = 1, .warm_walks = 0}),
+      "");
+  const HttpResponse r =
+      Request(server.port(), "POST", "/v1/responses",
+              R"({"input": "hi", "stream": true, "text": {"format": {"type": "json_object"}}})");
+  EXPECT_EQ(r.status, 200);
+  SseParser parser;
+  const std::vector<SseParser::Event> events = parser.Feed(r.body);
+  ASSERT_GE(events.size(), 3u) << r.body;
+  EXPECT_EQ(events.front().event, "response.created");
+  EXPECT_EQ(events.back().event, "response.failed") << r.body;
+  const nlohmann::json last = nlohmann::json::parse(events.back().data, nullptr, false);
+  EXPECT_EQ(last["response"]["status"], "failed") << last;
+  EXPECT_NE(last["response"]["error"]["message"].get<std::string>().find("generation failed"),
+            std::string::npos)
+      << last;
+  for (size_t i = 0; i + 1 < events.size(); ++i) EXPECT_NE(events[i].event, "response.failed");
 }
 
 // A grammar of 24 lower-case letters, each step a distinct grammar state: every token's mask costs grammar
