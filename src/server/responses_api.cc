@@ -13,22 +13,12 @@ namespace {
 using Ordered = nlohmann::ordered_json;
 
 // Fields that mean the same on both routes, read by the chat parser under the same names.
-constexpr const char* kSharedFields[] = {"temperature",
-                                         "top_p",
-                                         "top_k",
-                                         "min_p",
-                                         "seed",
-                                         "stop",
-                                         "presence_penalty",
-                                         "frequency_penalty",
-                                         "repetition_penalty",
-                                         "logit_bias",
-                                         "stop_token_ids",
-                                         "min_tokens",
-                                         "ignore_eos",
-                                         "stream",
-                                         "user",
-                                         "parallel_tool_calls"};
+// clang-format off
+constexpr const char* kSharedFields[] = {
+    "temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty",
+    "repetition_penalty", "logit_bias", "stop_token_ids", "min_tokens", "ignore_eos", "stream", "user",
+    "parallel_tool_calls"};
+// clang-format on
 
 // A message's content: a string, or an array of input_text / output_text parts (their texts joined).
 std::optional<std::string> ReadContent(FieldReader& item, const char* field) {

@@ -17,6 +17,7 @@
 // Pure functions and a per-request stream state; ResponsesStream is used by one strand at a time.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -43,7 +44,9 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
 // stream with response.failed (then Finish() adds nothing).
 class ResponsesStream {
  public:
-  ResponsesStream(const ResponsesRequest& req, const ApiContext& ctx, std::string id, int64_t created_at);
+  // Shares the request; `ctx` must outlive the stream (the server's does).
+  ResponsesStream(std::shared_ptr<const ResponsesRequest> req, const ApiContext& ctx, std::string id,
+                  int64_t created_at);
   std::string Begin();
   std::string OnEvent(const ChoiceState& choice, const TokenEvent& event);
   std::string Finish(GenerationJob& job);
@@ -62,7 +65,8 @@ class ResponsesStream {
   int CallIndex(size_t k) const;  // call k's output_index
   nlohmann::json Output() const;
 
-  const ResponsesRequest& req_;
+  std::shared_ptr<const ResponsesRequest> request_;
+  const ResponsesRequest& req_;  // *request_
   const ApiContext& ctx_;
   std::string id_;
   int64_t created_at_;

@@ -123,9 +123,9 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
   return Finished(req, job, ctx, id, created_at, std::move(output));
 }
 
-ResponsesStream::ResponsesStream(const ResponsesRequest& req, const ApiContext& ctx, std::string id,
-                                 int64_t created_at)
-    : req_(req), ctx_(ctx), id_(std::move(id)), created_at_(created_at) {}
+ResponsesStream::ResponsesStream(std::shared_ptr<const ResponsesRequest> req, const ApiContext& ctx,
+                                 std::string id, int64_t created_at)
+    : request_(std::move(req)), req_(*request_), ctx_(ctx), id_(std::move(id)), created_at_(created_at) {}
 
 std::string ResponsesStream::Emit(const std::string& type, nlohmann::json data) {
   data["type"] = type;

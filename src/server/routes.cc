@@ -148,11 +148,10 @@ void HandleResponses(RouteState& state, const HttpRequest& request, std::shared_
   const std::string id = NewId(state, "resp", '_');
   const int64_t created = UnixNow();
   RouteState* st = &state;
-  // The stream keeps a reference to *req: every callback holding it holds req too.
-  auto stream = req->chat.stream ? std::make_shared<ResponsesStream>(*req, state.ctx, id, created) : nullptr;
+  auto stream = req->chat.stream ? std::make_shared<ResponsesStream>(req, state.ctx, id, created) : nullptr;
   GenerationJob::TokenFn on_token;
   if (stream) {
-    on_token = [req, stream, writer](GenerationJob&, ChoiceState& choice, const TokenEvent& event) {
+    on_token = [stream, writer](GenerationJob&, ChoiceState& choice, const TokenEvent& event) {
       if (std::string events = stream->OnEvent(choice, event); !events.empty())
         writer->Write(std::move(events));
     };
