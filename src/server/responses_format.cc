@@ -43,7 +43,7 @@ nlohmann::json CallItem(const std::string& id, size_t k, const std::string& call
           {"arguments", arguments},  {"status", status}};
 }
 
-nlohmann::json Usage(GenerationJob& job) {
+nlohmann::json ResponsesUsage(GenerationJob& job) {
   const int input = job.prompt_tokens();
   const int output = job.completion_tokens();
   return {{"input_tokens", input},
@@ -98,7 +98,7 @@ nlohmann::json Finished(const ResponsesRequest& req, GenerationJob& job, const A
   const ChoiceEnd end = job.choices()[0].end;
   nlohmann::json out = ResponseObject(req, ctx, id, created_at, ResponseStatus(end), std::move(output));
   out["incomplete_details"] = IncompleteDetails(end);
-  out["usage"] = Usage(job);
+  out["usage"] = ResponsesUsage(job);
   return out;
 }
 
