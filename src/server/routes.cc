@@ -73,6 +73,21 @@ const TokenEvent* FailedChoice(GenerationJob& job) {
   return nullptr;
 }
 
+// A whole (not streamed) answer that cannot be given: a 500 when a choice failed, a 504 when --timeout cut
+// the request before any token (`timeout_applies`: the route generates tokens at all). True when it replied.
+bool RepliedFailure(RouteState& st, ResponseWriter& writer, GenerationJob& job, ApiFlavor flavor,
+                    bool timeout_applies = true) {
+  if (const TokenEvent* failed = FailedChoice(job)) {
+    ReplyError(st, writer, ApiError{Internal("generation failed: " + failed->error), "", false}, flavor);
+    return true;
+  }
+  if (timeout_applies && job.timed_out() && job.completion_tokens() == 0) {
+    ReplyTimeout(st, writer, flavor);
+    return true;
+  }
+  return false;
+}
+
 void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
                   std::shared_ptr<ResponseWriter> writer) {
   auto parsed =
@@ -119,12 +134,7 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
       writer->End();
       return;
     }
-    if (const TokenEvent* failed = FailedChoice(job)) {
-      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
-                        ApiFlavor::kOpenAI);
-    }
-    if (job.timed_out() && job.completion_tokens() == 0)
-      return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
+    if (RepliedFailure(*st, *writer, job, ApiFlavor::kOpenAI)) return;
     nlohmann::json response = OpenAiResponse(*req, job, st->ctx, id, created);
     if (req->fan_out.stitched()) response = StitchResponse(std::move(response), *req);
     Reply(*st, *writer, 200, kJson, DumpJson(response));
@@ -162,12 +172,7 @@ void HandleResponses(RouteState& state, const HttpRequest& request, std::shared_
       writer->End();
       return;
     }
-    if (const TokenEvent* failed = FailedChoice(job)) {
-      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
-                        ApiFlavor::kOpenAI);
-    }
-    if (job.timed_out() && job.completion_tokens() == 0)
-      return ReplyTimeout(*st, *writer, ApiFlavor::kOpenAI);
+    if (RepliedFailure(*st, *writer, job, ApiFlavor::kOpenAI)) return;
     Reply(*st, *writer, 200, kJson, DumpJson(ResponsesResponse(*req, job, st->ctx, id, created)));
   };
   req->chat.spec.label = id;
@@ -216,11 +221,7 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
       writer->End();
       return;
     }
-    if (const TokenEvent* failed = FailedChoice(job)) {
-      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
-                        ApiFlavor::kTgi);
-    }
-    if (job.timed_out() && job.completion_tokens() == 0) return ReplyTimeout(*st, *writer, ApiFlavor::kTgi);
+    if (RepliedFailure(*st, *writer, job, ApiFlavor::kTgi)) return;
     nlohmann::json body = TgiResponse(*req, job, st->ctx);
     if (wrap_in_array) body = nlohmann::json::array({std::move(body)});
     const ChoiceState& c = TgiBestChoice(job);
@@ -266,12 +267,8 @@ void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_p
   }
   GenerationJob::DoneFn on_done = [st, req, writer](GenerationJob& job) {
     if (req->stream) return writer->End();
-    if (const TokenEvent* failed = FailedChoice(job)) {
-      return ReplyError(*st, *writer, ApiError{Internal("generation failed: " + failed->error), "", false},
-                        kFlavor);
-    }
-    if (job.timed_out() && job.completion_tokens() == 0 && job.spec().base.max_tokens > 0)
-      return ReplyTimeout(*st, *writer, kFlavor);
+    if (RepliedFailure(*st, *writer, job, kFlavor, /*timeout_applies=*/job.spec().base.max_tokens > 0))
+      return;
     nlohmann::json results = nlohmann::json::array();
     for (const ChoiceState& c : job.choices()) results.push_back(LlamaCppResult(*req, job, c, st->ctx));
     Reply(*st, *writer, 200, kJson, DumpJson(req->several ? results : results[0]));
