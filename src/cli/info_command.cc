@@ -87,6 +87,12 @@ void RunInfo(const std::string& path, const std::string& chat_template) {
     std::printf("tokenizer:        %s%s%s, vocab %d, bos %d, eos %d\n", t.model_name().c_str(),
                 t.pre_name().empty() ? "" : " pre=", t.pre_name().c_str(), t.vocab_size(), t.bos_id(),
                 t.eos_id());
+    const FimTokens& fim = t.fim();
+    if (fim.pre >= 0 || fim.suf >= 0 || fim.mid >= 0) {
+      std::printf("fim tokens:       pre %d, suf %d, mid %d, pad %d, rep %d, sep %d%s\n", fim.pre, fim.suf,
+                  fim.mid, fim.pad, fim.rep, fim.sep,
+                  fim.CanInfill() ? "" : " (no /infill: needs pre, suf and mid)");
+    }
     PrintChatTemplate(*file, t, chat_template);
   } else {
     std::printf("tokenizer:        unavailable (%s)\n", tokenizer.status().message().c_str());

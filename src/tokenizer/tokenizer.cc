@@ -101,6 +101,7 @@ int32_t Tokenizer::bos_id() const { return vocab_->bos_id(); }
 int32_t Tokenizer::eos_id() const { return vocab_->eos_id(); }
 int32_t Tokenizer::eot_id() const { return vocab_->eot_id(); }
 int32_t Tokenizer::unk_id() const { return vocab_->unk_id(); }
+const FimTokens& Tokenizer::fim() const { return vocab_->fim(); }
 bool Tokenizer::add_bos() const { return vocab_->add_bos(); }
 bool Tokenizer::add_eos() const { return vocab_->add_eos(); }
 bool Tokenizer::IsEndOfGeneration(int32_t id) const { return vocab_->IsEndOfGeneration(id); }

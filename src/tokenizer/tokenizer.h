@@ -35,6 +35,7 @@
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
+#include "tokenizer/fim_tokens.h"
 
 namespace lockstep {
 
@@ -79,9 +80,11 @@ class Tokenizer {
   int32_t eos_id() const;  // -1 when absent
   int32_t eot_id() const;  // -1 when absent
   int32_t unk_id() const;  // -1 when absent
+  // Fill-in-the-middle tokens (tokenizer/fim_tokens.h), found at load.
+  const FimTokens& fim() const;
   bool add_bos() const;
   bool add_eos() const;
-  // EOS, EOT, EOM and end-of-generation control tokens present in the vocabulary
+  // EOS, EOT, EOM, FIM_PAD / FIM_REP / FIM_SEP and end-of-generation control tokens present in the vocabulary
   // (<|im_end|>, <|eot_id|>, <|end|>, <|endoftext|>, <end_of_turn>, ...).
   bool IsEndOfGeneration(int32_t id) const;
   // Control or user-defined token.

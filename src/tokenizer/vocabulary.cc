@@ -26,6 +26,32 @@ constexpr std::string_view kEndOfGenerationPieces[] = {
 constexpr std::string_view kEotPieces[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",
                                            "<end_of_turn>", "<EOT>",      "_<EOT>"};
 
+constexpr std::string_view kFimPre[] = {"<|fim_prefix|>",  "<fim-prefix>", "<fim_prefix>",    "<PRE>",
+                                        "<|code_prefix|>", "<|prefix|>",   "<｜fim▁begin｜>", "▁<PRE>"};
+constexpr std::string_view kFimSuf[] = {"<|fim_suffix|>",  "<fim-suffix>", "<fim_suffix>",   "<SUF>",
+                                        "<|code_suffix|>", "<|suffix|>",   "<｜fim▁hole｜>", "▁<SUF>"};
+constexpr std::string_view kFimMid[] = {"<|fim_middle|>",  "<fim-middle>", "<fim_middle>",  "<MID>",
+                                        "<|code_middle|>", "<|middle|>",   "<｜fim▁end｜>", "▁<MID>"};
+constexpr std::string_view kFimPad[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
+constexpr std::string_view kFimRep[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
+                                        "<reponame>"};
+constexpr std::string_view kFimSep[] = {"<|file_sep|>"};
+
+// Reads one optional token id key: -1 when absent or "none" (-1 / 0xFFFFFFFF), InvalidArgument when out of
+// range.
+Status ReadTokenId(const GgufFile& file, std::string_view key, int32_t vocab_size, int32_t* id) {
+  *id = -1;
+  if (!file.Has(key)) return Status::Ok();
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t value, file.GetInt(key));
+  if (value == -1 || value == 0xFFFFFFFFll) return Status::Ok();
+  if (value < 0 || value >= vocab_size) {
+    return InvalidArgument(fmt::format("{}: {} = {} is out of range (the vocabulary has {} tokens)",
+                                       file.path(), key, value, vocab_size));
+  }
+  *id = static_cast<int32_t>(value);
+  return Status::Ok();
+}
+
 // "<0xNN>" (uppercase or lowercase hex) -> NN; -1 otherwise.
 int ParseBytePiece(std::string_view piece) {
   if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
@@ -58,6 +84,24 @@ std::string ReplaceAll(std::string_view text, std::string_view from, std::string
 
 }  // namespace
 
+std::span<const std::string_view> FimPieces(FimSlot slot) {
+  switch (slot) {
+    case FimSlot::kPre:
+      return kFimPre;
+    case FimSlot::kSuf:
+      return kFimSuf;
+    case FimSlot::kMid:
+      return kFimMid;
+    case FimSlot::kPad:
+      return kFimPad;
+    case FimSlot::kRep:
+      return kFimRep;
+    case FimSlot::kSep:
+      return kFimSep;
+  }
+  return {};
+}
+
 Result<std::unique_ptr<Vocabulary>> Vocabulary::Load(const GgufFile& file) {
   auto vocab = std::make_unique<Vocabulary>();
   LOCKSTEP_ASSIGN_OR_RETURN(vocab->model_name_, file.GetString("tokenizer.ggml.model"));
@@ -78,6 +122,7 @@ Result<std::unique_ptr<Vocabulary>> Vocabulary::Load(const GgufFile& file) {
   LOCKSTEP_RETURN_IF_ERROR(vocab->LoadTokens(file));
   if (vocab->kind_ == VocabKind::kByteLevelBpe) LOCKSTEP_RETURN_IF_ERROR(vocab->LoadMerges(file));
   LOCKSTEP_RETURN_IF_ERROR(vocab->LoadSpecialIds(file));
+  LOCKSTEP_RETURN_IF_ERROR(vocab->LoadFimIds(file));
   LOCKSTEP_RETURN_IF_ERROR(vocab->LoadFlags(file));
   vocab->SetStripAttributes(file);
   vocab->BuildDerivedTables();
@@ -216,6 +261,32 @@ Status Vocabulary::LoadSpecialIds(const GgufFile& file) {
   return Status::Ok();
 }
 
+Status Vocabulary::LoadFimIds(const GgufFile& file) {
+  struct Slot {
+    FimSlot slot;
+    std::string_view key;
+    std::string_view old_key;  // the key older converters wrote ("" = none)
+    int32_t* id;
+  };
+  const Slot slots[] = {
+      {FimSlot::kPre, "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id", &fim_.pre},
+      {FimSlot::kSuf, "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id", &fim_.suf},
+      {FimSlot::kMid, "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id", &fim_.mid},
+      {FimSlot::kPad, "tokenizer.ggml.fim_pad_token_id", "", &fim_.pad},
+      {FimSlot::kRep, "tokenizer.ggml.fim_rep_token_id", "", &fim_.rep},
+      {FimSlot::kSep, "tokenizer.ggml.fim_sep_token_id", "", &fim_.sep},
+  };
+  for (const Slot& s : slots) {
+    LOCKSTEP_RETURN_IF_ERROR(ReadTokenId(file, s.key, size(), s.id));
+    if (*s.id < 0 && !s.old_key.empty()) LOCKSTEP_RETURN_IF_ERROR(ReadTokenId(file, s.old_key, size(), s.id));
+    for (std::string_view piece : FimPieces(s.slot)) {
+      if (*s.id >= 0) break;
+      *s.id = Find(piece);
+    }
+  }
+  return Status::Ok();
+}
+
 Status Vocabulary::LoadFlags(const GgufFile& file) {
   const bool spm = kind_ == VocabKind::kSentencePiece;
   bool add_bos_default = spm;
@@ -299,7 +370,7 @@ void Vocabulary::BuildDerivedTables() {
   std::stable_sort(special_tokens_.begin(), special_tokens_.end(), [this](int32_t a, int32_t b) {
     return tokens_[a].piece.size() > tokens_[b].piece.size();
   });
-  for (int32_t id : {eos_id_, eot_id_, eom_id_}) {
+  for (int32_t id : {eos_id_, eot_id_, eom_id_, fim_.pad, fim_.rep, fim_.sep}) {
     if (id >= 0) eog_ids_.push_back(id);
   }
   for (std::string_view piece : kEndOfGenerationPieces) {

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
+#include "tokenizer/fim_tokens.h"
 
 namespace lockstep {
 
@@ -89,6 +90,7 @@ class Vocabulary {
   int32_t eot_id() const { return eot_id_; }
   int32_t eom_id() const { return eom_id_; }
   int32_t unk_id() const { return unk_id_; }
+  const FimTokens& fim() const { return fim_; }
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
@@ -119,6 +121,8 @@ class Vocabulary {
   Status LoadTokens(const GgufFile& file);
   Status LoadMerges(const GgufFile& file);
   Status LoadSpecialIds(const GgufFile& file);
+  // FIM tokens by key, then by piece (tokenizer/fim_tokens.h). A key out of range is InvalidArgument.
+  Status LoadFimIds(const GgufFile& file);
   Status LoadFlags(const GgufFile& file);
   void BuildDerivedTables();
   // llama.cpp's rules by general.name / tokenizer.ggml.pre (its llama-vocab.cpp): a name containing "phi-3"
@@ -142,6 +146,7 @@ class Vocabulary {
   int32_t eot_id_ = -1;
   int32_t eom_id_ = -1;
   int32_t unk_id_ = -1;
+  FimTokens fim_;
   bool add_bos_ = false;
   bool add_eos_ = false;
   bool add_space_prefix_ = false;
