@@ -18,7 +18,7 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
 }
 
 Parsed<std::vector<int32_t>> EncodeMixed(const ApiContext& ctx, const nlohmann::json& value, bool bos_first,
-                                         const std::string& param) {
+                                         const std::string& param, bool parse_special) {
   if (!value.is_string() && !value.is_array()) {
     return ApiError::Field(
         param, param + " must be a string or an array of strings and token ids, got " + DescribeJson(value));
@@ -29,8 +29,7 @@ Parsed<std::vector<int32_t>> EncodeMixed(const ApiContext& ctx, const nlohmann::
     const nlohmann::json& part = value.is_array() ? value[i] : value;
     const std::string where = value.is_array() ? param + "[" + std::to_string(i) + "]" : param;
     if (part.is_string()) {
-      auto encoded =
-          ctx.tokenizer->Encode(part.get<std::string>(), bos_first && i == 0, /*parse_special=*/true);
+      auto encoded = ctx.tokenizer->Encode(part.get<std::string>(), bos_first && i == 0, parse_special);
       if (!encoded.ok()) return ApiError{encoded.status(), where, false};
       ids.insert(ids.end(), encoded->begin(), encoded->end());
       continue;

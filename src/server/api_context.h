@@ -47,10 +47,11 @@ Parsed<std::vector<int32_t>> EncodePrompt(const ApiContext& ctx, const std::stri
 
 // llama.cpp's mixed prompt: a string, or an array of strings and token ids concatenated (what its /tokenize
 // and /completion read). Strings are tokenized with special-token text parsed; `bos_first` adds BOS (as the
-// vocabulary's add_bos says nothing here) to the first element when it is a string. Errors name
-// `param` or `param[i]`.
+// vocabulary's add_bos says nothing here) to the first element when it is a string. parse_special false:
+// special-token text in the strings stays text (llama.cpp's /infill prefix and suffix). Errors name `param`
+// or `param[i]`.
 Parsed<std::vector<int32_t>> EncodeMixed(const ApiContext& ctx, const nlohmann::json& value, bool bos_first,
-                                         const std::string& param);
+                                         const std::string& param, bool parse_special = true);
 
 // One prompt of OpenAI's prompt forms: its tokens, and its text (the decoded ids when it came as ids).
 struct PromptInput {

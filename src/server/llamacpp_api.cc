@@ -261,6 +261,13 @@ LlamaCppRequest LlamaCppDefaults() {
 }
 
 Parsed<LlamaCppRequest> ParseLlamaCppCompletion(const std::string& body, const ApiContext& ctx) {
+  return ParseLlamaCppRequest(body, ctx, [](FieldReader& f, const ApiContext& c, LlamaCppRequest& req) {
+    return llamacpp_parse::ReadPrompts(f, c, req);
+  });
+}
+
+Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiContext& ctx,
+                                             const LlamaCppPromptReader& read_prompt) {
   auto json = ParseJsonObject(body);
   if (!json.ok()) return json.error;
   LlamaCppRequest req = LlamaCppDefaults();
@@ -275,7 +282,7 @@ Parsed<LlamaCppRequest> ParseLlamaCppCompletion(const std::string& body, const A
   if (auto fields = f.StringOrList("response_fields", llamacpp_parse::kMaxResponseFields))
     req.response_fields = *fields;
   if (f.failed()) return f.error();
-  if (auto prompts = llamacpp_parse::ReadPrompts(f, ctx, req); !prompts.ok()) return prompts.error;
+  if (auto prompts = read_prompt(f, ctx, req); !prompts.ok()) return prompts.error;
   auto constraint = ReadLlamaCppConstraint(*json.value, body);
   if (!constraint.ok()) return constraint.error;
   if (*constraint.value) {

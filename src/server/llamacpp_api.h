@@ -17,6 +17,7 @@
 // ApiFlavor::kLlamaCpp, 400 naming the field. Pure functions over their arguments; safe from any thread.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include "server/api_context.h"
 #include "server/generation.h"
+#include "server/request_fields.h"
 
 namespace lockstep::server {
 
@@ -41,6 +43,16 @@ struct LlamaCppRequest {
 // A request with llama.cpp's defaults and no prompt (what /props reports).
 LlamaCppRequest LlamaCppDefaults();
 Parsed<LlamaCppRequest> ParseLlamaCppCompletion(const std::string& body, const ApiContext& ctx);
+
+// Reads a route's prompt field(s) into req.spec.prompts (/completion's `prompt`, /infill's input_* fields);
+// called after every other field was read (req.n_predict is set), before the prompts are fitted to the
+// context. Errors name the field.
+using LlamaCppPromptReader =
+    std::function<Parsed<bool>(FieldReader& f, const ApiContext& ctx, LlamaCppRequest& req)>;
+// The parser /completion and /infill share: llama.cpp's defaults, every sampling and output field, then
+// `read_prompt`, then the grammar and the fit to the context (n_predict).
+Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiContext& ctx,
+                                             const LlamaCppPromptReader& read_prompt);
 
 // The whole result of one choice (non-streamed), response_fields applied.
 nlohmann::json LlamaCppResult(const LlamaCppRequest& req, GenerationJob& job, const ChoiceState& choice,

@@ -6,6 +6,7 @@
 
 #include "server/embeddings_api.h"
 #include "server/llamacpp_api.h"
+#include "server/llamacpp_infill.h"
 #include "server/openai_api.h"
 #include "server/request_fields.h"
 #include "server/request_guard.h"
@@ -244,11 +245,14 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   }
 }
 
-// llama.cpp's POST /completion (and /completions): one result per prompt × n_cmpl (an array when more than
-// one); a stream of `data:` events per token and a summary per choice, without [DONE].
-void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+// llama.cpp's POST /completion (and /completions) and /infill (its prompt laid out around FIM tokens): one
+// result per prompt × n_cmpl (an array when more than one); a stream of `data:` events per token and a
+// summary per choice, without [DONE].
+void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer,
+                    bool infill = false) {
   constexpr ApiFlavor kFlavor = ApiFlavor::kLlamaCpp;
-  auto parsed = ParseLlamaCppCompletion(request.body, state.ctx);
+  auto parsed = infill ? ParseLlamaCppInfill(request.body, state.ctx)
+                       : ParseLlamaCppCompletion(request.body, state.ctx);
   if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, kFlavor);
   auto req = std::make_shared<LlamaCppRequest>(std::move(*parsed.value));
   RouteState* st = &state;
@@ -326,7 +330,8 @@ bool IsTgiPath(const std::string& path) {
 
 ApiFlavor FlavorFor(const std::string& path) {
   if (IsTgiPath(path)) return ApiFlavor::kTgi;
-  const bool llama_cpp = path == "/completion" || path == "/completions" || path == "/props";
+  const bool llama_cpp =
+      path == "/completion" || path == "/completions" || path == "/props" || path == "/infill";
   return llama_cpp ? ApiFlavor::kLlamaCpp : ApiFlavor::kOpenAI;
 }
 
@@ -415,6 +420,7 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"POST", "/split", true, [&] { HandleSplit(state, request, *writer); }},
       {"POST", "/completion", true, [&] { HandleLlamaCpp(state, request, writer); }},
       {"POST", "/completions", true, [&] { HandleLlamaCpp(state, request, writer); }},
+      {"POST", "/infill", true, [&] { HandleLlamaCpp(state, request, writer, /*infill=*/true); }},
       {"GET", "/props", true, [&] { Reply(state, *writer, 200, kJson, DumpJson(LlamaCppProps(state.ctx))); }},
       {"POST", "/tokenize", true,
        [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
