@@ -23,8 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool tei = api == 1;
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   const server::ApiContext& ctx = fuzz::TinyApiContext();
-  const auto parsed =
-      tei ? server::ParseTeiEmbedRequest(body, ctx) : server::ParseOpenAiEmbeddingRequest(body, ctx);
+  const auto parsed = tei        ? server::ParseTeiEmbedRequest(body, ctx)
+                      : api == 0 ? server::ParseOpenAiEmbeddingRequest(body, ctx)
+                                 : server::ParseLlamaCppEmbeddingRequest(body, ctx);
   if (!parsed.ok()) {
     fuzz::CheckError(parsed.error, tei ? server::ApiFlavor::kTgi : server::ApiFlavor::kOpenAI);
     return 0;

@@ -92,6 +92,20 @@ const server::ApiContext& TinyApiContext() {
   return ctx;
 }
 
+const server::ApiContext& FimApiContext() {
+  static const server::ApiContext ctx = [] {
+    server::ApiContext c = TinyApiContext();
+    for (const NamedTokenizer& t : FuzzTokenizers()) {
+      if (t.name != "starcoder") continue;
+      c.tokenizer = t.tokenizer;
+      c.vocab_size = t.tokenizer->vocab_size();
+      c.grammars = nullptr;
+    }
+    return c;
+  }();
+  return ctx;
+}
+
 const std::vector<NamedTokenizer>& FuzzTokenizers() {
   static const std::vector<NamedTokenizer> all = [] {
     std::vector<NamedTokenizer> out = {{"tiny", TinyTokenizer()}};

@@ -22,6 +22,10 @@ const std::shared_ptr<const Tokenizer>& TinyTokenizer();
 // An ApiContext like the server's for the tiny model: ChatML template, ids "tiny" and "alias", 256 tokens of
 // context.
 const server::ApiContext& TinyApiContext();
+// TinyApiContext() with StarCoder's vocabulary (FIM tokens, for /infill) when the test vocabularies are
+// found, and no grammar cache (grammar fields are refused; TinyApiContext() fuzzes them); else
+// TinyApiContext().
+const server::ApiContext& FimApiContext();
 
 struct NamedTokenizer {
   std::string name;  // "tiny", "llama-spm", "gpt-2", ...
