@@ -109,9 +109,21 @@ void GenerationJob::CancelAll() {
   if (abandoning) ChoiceEnded();  // nothing in flight: no event would end the job
 }
 
+void GenerationJob::Cut(ChoiceState& choice) {
+  if (choice.done || choice.cut) return;
+  choice.cut = true;
+  if (choice.handle) choice.handle->Cancel();
+}
+
 void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::time_point at) {
   ChoiceState& choice = choices_[static_cast<size_t>(c)];
   if (choice.done) return;
+  if (choice.cut) {  // only its last event still counts, without what was generated after the cut
+    if (!event.last()) return;
+    event.token = kNoToken;
+    event.text_delta.clear();
+    event.top_logprobs.clear();
+  }
   if (event.token != kNoToken) {
     if (choice.generated > 0 && metrics_) {
       metrics_->itl->Observe(
@@ -139,6 +151,7 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
         choice.end = ChoiceEnd::kError;
         break;
     }
+    if (choice.cut && event.finish_reason != FinishReason::kError) choice.end = ChoiceEnd::kLength;
     if (metrics_) metrics_->ObserveRequest(event.timing);
   }
   if (on_token_ && !client_gone_) on_token_(*this, choice, event);

@@ -49,6 +49,7 @@ struct ChoiceState {
   bool done = false;
   TokenEvent last;                   // the final event (finish reason, timing)
   ChoiceEnd end = ChoiceEnd::kNone;  // set with `last`
+  bool cut = false;                  // ended early by the route (GenerationJob::Cut): ends as kLength
   std::shared_ptr<RequestHandle> handle;
 };
 
@@ -75,6 +76,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
                                                       ServerMetrics* metrics, double timeout_s,
                                                       TokenFn on_token, DoneFn on_done);
   void CancelAll();
+  // Ends one choice now, as if it had reached its token limit (ChoiceEnd::kLength): llama.cpp's n_indent and
+  // t_max_predict_ms stops. Tokens the engine generates before its cancellation takes effect are dropped; the
+  // choice's last event follows (without a token). Call on the connection's strand (from a TokenFn).
+  void Cut(ChoiceState& choice);
 
   std::vector<ChoiceState>& choices() { return choices_; }
   const GenerationSpec& spec() const { return spec_; }

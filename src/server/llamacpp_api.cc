@@ -48,10 +48,6 @@ void ReadAbsentSamplers(FieldReader& f) {
       f, "top_n_sigma", [](double v) { return v <= 0; }, "top_n_sigma <= 0");
   NoOpOnly(
       f, "min_keep", [](double v) { return v <= 1; }, "min_keep 0 or 1");
-  NoOpOnly(
-      f, "n_indent", [](double v) { return v <= 0; }, "n_indent 0");
-  NoOpOnly(
-      f, "t_max_predict_ms", [](double v) { return v <= 0; }, "t_max_predict_ms 0");
   if (f.Bool("post_sampling_probs").value_or(false)) {
     f.Fail("post_sampling_probs",
            "post_sampling_probs is not supported by this server (n_probs reports the "
@@ -68,6 +64,7 @@ void ReadAbsentSamplers(FieldReader& f) {
   f.Int("n_keep", -1, INT32_MAX);
   f.Int("n_discard", 0, INT32_MAX);
   f.Int("n_cache_reuse", 0, INT32_MAX);
+  f.Int("t_max_prompt_ms", INT64_MIN, INT64_MAX);  // llama.cpp reads it and does nothing with it either
   f.String("model");
   // samplers: lockstep's chain is fixed (generation_settings.samplers says which); type-checked only.
   if (const nlohmann::json* s = f.Raw("samplers"); s != nullptr && !s->is_string())
@@ -277,6 +274,8 @@ Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiC
   llamacpp_parse::ReadAbsentSamplers(f);
   const auto n_predict = f.Int("n_predict", -1, INT32_MAX);
   req.n_predict = n_predict ? *n_predict : f.Int("max_tokens", -1, INT32_MAX).value_or(-1);
+  req.n_indent = static_cast<int>(std::max<int64_t>(0, f.Int("n_indent", INT32_MIN, INT32_MAX).value_or(0)));
+  req.t_max_predict_ms = std::max<int64_t>(0, f.Int("t_max_predict_ms", INT64_MIN, INT64_MAX).value_or(0));
   req.stream = f.Bool("stream").value_or(false);
   req.return_tokens = f.Bool("return_tokens").value_or(false);
   if (auto fields = f.StringOrList("response_fields", llamacpp_parse::kMaxResponseFields))

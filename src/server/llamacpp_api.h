@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/api_context.h"
@@ -38,6 +39,10 @@ struct LlamaCppRequest {
   int64_t n_predict = -1;                    // as asked (-1: until EOS or the context is full)
   std::string grammar;                       // the GBNF in use ("" = none), reported in generation_settings
   std::vector<std::string> response_fields;  // llama.cpp's response_fields ("a/b" unnests b); empty: all
+  // llama.cpp's code-completion stops (0: off), which end a choice as `limit` (LlamaCppIndentCut,
+  // LlamaCppPredictTimeUp).
+  int n_indent = 0;
+  int64_t t_max_predict_ms = 0;
 };
 
 // A request with llama.cpp's defaults and no prompt (what /props reports).
@@ -64,5 +69,14 @@ std::vector<nlohmann::json> LlamaCppStreamEvents(const LlamaCppRequest& req, Gen
                                                  const ApiContext& ctx);
 // GET /props.
 nlohmann::json LlamaCppProps(const ApiContext& ctx);
+
+// n_indent (llama.cpp's): once the text has a new line, a line whose first non-blank character comes after
+// fewer than n_indent spaces or tabs ends the choice there, the line's indentation kept (the code block the
+// editor asked for is over). Where to cut `text`, or npos to go on. The first line (the cursor's) is never
+// checked.
+size_t LlamaCppIndentCut(std::string_view text, int n_indent);
+// t_max_predict_ms (llama.cpp's): the choice ends once more than that has passed since its first token and
+// the text has a new line.
+bool LlamaCppPredictTimeUp(std::string_view text, double ms_since_first_token, int64_t t_max_predict_ms);
 
 }  // namespace lockstep::server

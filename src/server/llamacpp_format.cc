@@ -1,4 +1,5 @@
-// Response shapes of llama.cpp's native routes: /completion results and stream events, /props.
+// Response shapes of llama.cpp's native routes: /completion results and stream events, /props; the
+// code-completion stops (n_indent, t_max_predict_ms).
 #include <algorithm>
 
 #include "server/llamacpp_api.h"
@@ -203,6 +204,20 @@ nlohmann::json LlamaCppProps(const ApiContext& ctx) {
           {"bos_token", token_text(ctx.tokenizer->bos_id())},
           {"eos_token", token_text(ctx.tokenizer->eos_id())},
           {"build_info", "lockstep 0.1.0"}};
+}
+
+size_t LlamaCppIndentCut(std::string_view text, int n_indent) {
+  const size_t newline = text.rfind('\n');
+  if (n_indent <= 0 || newline == std::string_view::npos) return std::string_view::npos;
+  size_t pos = newline + 1;
+  while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
+  const bool shallow = pos < text.size() && static_cast<int64_t>(pos - newline - 1) < n_indent;
+  return shallow ? pos : std::string_view::npos;
+}
+
+bool LlamaCppPredictTimeUp(std::string_view text, double ms_since_first_token, int64_t t_max_predict_ms) {
+  return t_max_predict_ms > 0 && ms_since_first_token > static_cast<double>(t_max_predict_ms) &&
+         text.find('\n') != std::string_view::npos;
 }
 
 }  // namespace lockstep::server

@@ -245,6 +245,23 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   }
 }
 
+// llama.cpp's n_indent / t_max_predict_ms after an event of `choice` (sent already when streaming, as
+// llama.cpp sends a token's text before it checks them): the choice ends as `limit`, its text cut where
+// n_indent says. `first_at`: when each choice's first token came.
+void LlamaCppCodeStops(const LlamaCppRequest& req, GenerationJob& job, ChoiceState& choice,
+                       std::vector<std::chrono::steady_clock::time_point>& first_at) {
+  using Clock = std::chrono::steady_clock;
+  if (choice.done || choice.cut || choice.generated == 0) return;
+  Clock::time_point& first = first_at[static_cast<size_t>(choice.index)];
+  if (first == Clock::time_point{}) first = Clock::now();
+  if (const size_t cut = LlamaCppIndentCut(choice.text, req.n_indent); cut != std::string::npos) {
+    choice.text.resize(cut);
+    return job.Cut(choice);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - first).count();
+  if (LlamaCppPredictTimeUp(choice.text, ms, req.t_max_predict_ms)) job.Cut(choice);
+}
+
 // llama.cpp's POST /completion (and /completions) and /infill (its prompt laid out around FIM tokens): one
 // result per prompt × n_cmpl (an array when more than one); a stream of `data:` events per token and a
 // summary per choice, without [DONE].
@@ -257,16 +274,21 @@ void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_p
   auto req = std::make_shared<LlamaCppRequest>(std::move(*parsed.value));
   RouteState* st = &state;
   GenerationJob::TokenFn on_token;
-  if (req->stream) {
-    on_token = [st, req, writer](GenerationJob& job, ChoiceState& choice, const TokenEvent& event) {
+  if (req->stream || req->n_indent > 0 || req->t_max_predict_ms > 0) {
+    auto first_at = std::make_shared<std::vector<std::chrono::steady_clock::time_point>>(
+        req->spec.prompts.size() * static_cast<size_t>(req->spec.n));
+    on_token = [st, req, writer, first_at](GenerationJob& job, ChoiceState& choice, const TokenEvent& event) {
       if (event.finish_reason == FinishReason::kError) {
         const ApiError error{Internal("generation failed: " + event.error), "", false};
-        writer->Write(SseEvent(ErrorBody(error, kFlavor)));
+        if (req->stream) writer->Write(SseEvent(ErrorBody(error, kFlavor)));
         return;
       }
-      for (const nlohmann::json& e : LlamaCppStreamEvents(*req, job, choice, event, st->ctx)) {
-        writer->Write(SseEvent(DumpJson(e)));
+      if (req->stream) {
+        for (const nlohmann::json& e : LlamaCppStreamEvents(*req, job, choice, event, st->ctx)) {
+          writer->Write(SseEvent(DumpJson(e)));
+        }
       }
+      LlamaCppCodeStops(*req, job, choice, *first_at);
     };
   }
   GenerationJob::DoneFn on_done = [st, req, writer](GenerationJob& job) {

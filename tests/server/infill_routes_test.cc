@@ -2,7 +2,8 @@
 // the budget that keeps the text nearest the cursor and the repo-level layout of a Qwen-style vocabulary; and
 // end to end on a real `lockstep serve` with a tiny model on StarCoder's vocabulary (FIM tokens, no
 // FIM_SEP): greedy /infill equals /completion given the same token ids, input_extra's snippet layout,
-// truncation, streaming, a model without FIM tokens → 400, and a 400 naming every bad field.
+// truncation, streaming, n_indent (and its stop rules), a model without FIM tokens → 400, and a 400 naming
+// every bad field.
 #include <gtest/gtest.h>
 
 #include "e2e_util.h"
@@ -125,6 +126,25 @@ TEST(InfillLayoutTest, RepoLevelExtraContextWithFileSeparators) {
   auto refused = InfillExtraTokens(ctx, &bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error.param, "input_extra[0].text");
+}
+
+TEST(LlamaCppCodeStopsTest, IndentCutsAShallowLineAfterTheFirst) {
+  constexpr size_t kGoOn = std::string_view::npos;
+  EXPECT_EQ(LlamaCppIndentCut("x = 1", 4), kGoOn);  // the cursor's line is never checked
+  EXPECT_EQ(LlamaCppIndentCut("a\n    b", 4), kGoOn);
+  EXPECT_EQ(LlamaCppIndentCut("a\n  b", 4), 4u);    // cut before "b", the indentation kept
+  EXPECT_EQ(LlamaCppIndentCut("a\n  ", 4), kGoOn);  // no character on the line yet
+  EXPECT_EQ(LlamaCppIndentCut("a\n", 4), kGoOn);
+  EXPECT_EQ(LlamaCppIndentCut("a\n\tb", 2), 3u);  // a tab counts one, as llama.cpp
+  EXPECT_EQ(LlamaCppIndentCut("a\n    b\nc", 4), 8u);
+  EXPECT_EQ(LlamaCppIndentCut("a\nb", 0), kGoOn);
+}
+
+TEST(LlamaCppCodeStopsTest, PredictTimeNeedsANewLine) {
+  EXPECT_FALSE(LlamaCppPredictTimeUp("abc", 5000, 100));
+  EXPECT_FALSE(LlamaCppPredictTimeUp("a\nb", 50, 100));
+  EXPECT_TRUE(LlamaCppPredictTimeUp("a\nb", 150, 100));
+  EXPECT_FALSE(LlamaCppPredictTimeUp("a\nb", 150, 0));
 }
 
 // The end-to-end suite: tiny model, StarCoder's vocabulary (<fim_prefix> <fim_suffix> <fim_middle>
@@ -287,6 +307,38 @@ TEST_F(InfillRoutesTest, FimPadEndsGeneration) {
   EXPECT_EQ(j["tokens_predicted"], 1) << j.dump();
 }
 
+TEST_F(InfillRoutesTest, NIndentEndsAShallowLine) {
+  // A grammar makes the text a new line, then "x" at no indentation, then letters.
+  nlohmann::json body = {{"input_prefix", "def f():\n"},
+                         {"input_suffix", ""},
+                         {"prompt", "    "},
+                         {"n_predict", 8},
+                         {"temperature", 0},
+                         {"ignore_eos", true},
+                         {"grammar", "root ::= \"\\n\" \"x\" [a-z]*"}};
+  const nlohmann::json free = Infill(body);
+  ASSERT_EQ(free["content"].get<std::string>().substr(0, 2), "\nx") << free.dump();
+  EXPECT_EQ(free["tokens_predicted"], 8);
+  body["n_indent"] = 4;  // "x" at indentation 0 < 4: the choice ends before it
+  const nlohmann::json cut = Infill(body);
+  EXPECT_EQ(cut["content"], "\n") << cut.dump();
+  EXPECT_EQ(cut["stop_type"], "limit");
+  EXPECT_LE(cut["tokens_predicted"], 2);
+  body["stream"] = true;
+  const std::vector<std::string> events = Stream(port(), "/infill", body);
+  ASSERT_FALSE(events.empty());
+  const nlohmann::json last = nlohmann::json::parse(events.back());
+  EXPECT_EQ(last["stop_type"], "limit") << events.back();
+  EXPECT_EQ(last["tokens_predicted"], cut["tokens_predicted"]) << events.back();
+  // t_max_predict_ms far beyond the request changes nothing; t_max_prompt_ms is read and ignored (as
+  // llama.cpp).
+  body.erase("n_indent");
+  body["stream"] = false;
+  body["t_max_predict_ms"] = 3600000;
+  body["t_max_prompt_ms"] = 500;
+  EXPECT_EQ(Infill(body)["content"], free["content"]);
+}
+
 TEST_F(InfillRoutesTest, EveryBadFieldIsA400NamingIt) {
   const nlohmann::json ok = {{"input_prefix", "a"}, {"input_suffix", "b"}, {"n_predict", 2}};
   const auto with = [&](const char* key, const nlohmann::json& value) {
@@ -318,6 +370,9 @@ TEST_F(InfillRoutesTest, EveryBadFieldIsA400NamingIt) {
       {with("temperature", "hot"), "temperature"},
       {with("n_probs", -1), "n_probs"},
       {with("mirostat", 2), "mirostat"},
+      {with("n_indent", "4"), "n_indent"},
+      {with("t_max_predict_ms", 1.5), "t_max_predict_ms"},
+      {with("t_max_prompt_ms", "x"), "t_max_prompt_ms"},
   };
   for (const auto& [body, param] : cases) {
     const HttpResponse r = Post(port(), "/infill", body);
