@@ -138,7 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
          (request.path == "/v1/completions" || request.path == "/v1/chat/completions" ||
           request.path == "/generate" || request.path == "/generate_stream" || request.path == "/" ||
           request.path == "/completion" || request.path == "/completions" || request.path == "/split" ||
-          request.path == "/v1/responses")) ||
+          request.path == "/v1/responses" || request.path == "/infill")) ||
         request.path == "/dashboard/events";
     server::HandleRequest(router->state, request, writer);
     writer->Close();
