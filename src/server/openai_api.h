@@ -38,6 +38,10 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
 // "stop" | "length" | "timeout" (cut at --timeout) | "abort" (cut by a server shutdown) | null (error).
 nlohmann::json OpenAiFinishReason(ChoiceEnd end);
 
+// One token's entry of chat's logprobs.content (also the Responses API's output_text logprobs):
+// {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}, for an event with a token.
+nlohmann::json ChatLogprobEntry(const ApiContext& ctx, const TokenEvent& e);
+
 // The whole (non-streamed) response.
 nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, const ApiContext& ctx,
                               const std::string& id, int64_t created);

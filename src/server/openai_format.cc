@@ -23,17 +23,6 @@ nlohmann::json Bytes(const std::string& s) {
   return out;
 }
 
-// Chat format: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
-nlohmann::json ChatLogprobEntry(const ApiContext& ctx, const TokenEvent& e) {
-  const std::string text = TokenText(ctx, e.token);
-  nlohmann::json top = nlohmann::json::array();
-  for (const auto& t : e.top_logprobs) {
-    const std::string tt = TokenText(ctx, t.token);
-    top.push_back({{"token", tt}, {"logprob", t.logprob}, {"bytes", Bytes(tt)}});
-  }
-  return {{"token", text}, {"logprob", e.logprob}, {"bytes", Bytes(text)}, {"top_logprobs", top}};
-}
-
 // Completions format: parallel arrays tokens / token_logprobs / top_logprobs / text_offset.
 struct CompletionLogprobs {
   nlohmann::json tokens = nlohmann::json::array();
@@ -139,6 +128,16 @@ std::string ToolIdSeed(const std::string& id, const ChoiceState& c) {
 }
 
 }  // namespace
+
+nlohmann::json ChatLogprobEntry(const ApiContext& ctx, const TokenEvent& e) {
+  const std::string text = TokenText(ctx, e.token);
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& t : e.top_logprobs) {
+    const std::string tt = TokenText(ctx, t.token);
+    top.push_back({{"token", tt}, {"logprob", t.logprob}, {"bytes", Bytes(tt)}});
+  }
+  return {{"token", text}, {"logprob", e.logprob}, {"bytes", Bytes(text)}, {"top_logprobs", top}};
+}
 
 nlohmann::json OpenAiFinishReason(ChoiceEnd end) {
   switch (end) {

@@ -2,6 +2,8 @@
 // (the Response shapes and the stream are in responses_format.cc).
 #include "server/responses_api.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "base/excerpt.h"
@@ -231,7 +233,6 @@ void ReadAccepted(FieldReader& f) {
     f.Absorb(rf);
   }
   f.Enum("truncation", {"auto", "disabled"});
-  f.Array("include");
   f.Object("stream_options");
   for (const char* name : {"service_tier", "prompt_cache_key", "safety_identifier"}) f.String(name);
   const std::string stateless = "lockstep keeps no responses; send the whole conversation as input";
@@ -241,6 +242,39 @@ void ReadAccepted(FieldReader& f) {
   f.Bool("background");
   f.Unsupported("background", "lockstep keeps no responses to run or poll in the background");
   f.Unsupported("prompt", "prompt templates are stored by OpenAI; send instructions and input");
+}
+
+// include: OpenAI's names of extra output. "message.output_text.logprobs" asks for the text's logprobs
+// (returned as true); the others name output lockstep never produces (tool call results, images, reasoning
+// items), so there is nothing to add and they are accepted. Any other value is a 400 naming include[i].
+bool ReadResponsesInclude(FieldReader& f) {
+  static const char* const kIgnored[] = {"file_search_call.results",
+                                         "web_search_call.results",
+                                         "web_search_call.action.sources",
+                                         "message.input_image.image_url",
+                                         "computer_call_output.output.image_url",
+                                         "code_interpreter_call.outputs",
+                                         "reasoning.encrypted_content"};
+  const nlohmann::json* include = f.Array("include");
+  if (include == nullptr) return false;
+  bool logprobs = false;
+  for (size_t i = 0; i < include->size(); ++i) {
+    const std::string where = "include[" + std::to_string(i) + "]";
+    const nlohmann::json& v = (*include)[i];
+    if (!v.is_string()) {
+      f.Fail(where, where + " must be a string, got " + DescribeJson(v));
+      return false;
+    }
+    const std::string& name = v.get_ref<const std::string&>();
+    if (name == "message.output_text.logprobs") {
+      logprobs = true;
+    } else if (std::find(std::begin(kIgnored), std::end(kIgnored), name) == std::end(kIgnored)) {
+      f.Fail(where, where + ": unknown value \"" + Excerpt(name) +
+                        "\" (this server supports \"message.output_text.logprobs\")");
+      return false;
+    }
+  }
+  return logprobs;
 }
 
 // An error of the chat parser, named as the Responses field it came from.
@@ -307,9 +341,15 @@ Parsed<ResponsesRequest> ParseResponsesRequest(const std::string& body, const Ap
   FieldReader f(b);
   if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
   ReadAccepted(f);
+  const bool logprobs = ReadResponsesInclude(f);
+  const auto top_logprobs = f.Int("top_logprobs", 0, kMaxTopLogprobs);
   Ordered chat = Ordered::object();
   for (const char* key : kSharedFields) {
     if (ordered.contains(key)) chat[key] = ordered[key];
+  }
+  if (logprobs) {  // chat's own fields; top_logprobs without the include asks for nothing (as vLLM)
+    chat["logprobs"] = true;
+    chat["top_logprobs"] = top_logprobs.value_or(0);
   }
   if (auto max = f.Int("max_output_tokens", 1, INT32_MAX)) chat["max_completion_tokens"] = *max;
   Ordered messages = Ordered::array();

@@ -35,6 +35,10 @@ struct ResponsesRequest {
 
 Parsed<ResponsesRequest> ParseResponsesRequest(const std::string& body, const ApiContext& ctx);
 
+// Whether the output_text part carries logprobs: include has "message.output_text.logprobs" and no tool
+// call can be parsed out of the text (tools given and tool_choice not "none": then none, documented).
+bool ResponsesTextLogprobs(const ResponsesRequest& req);
+
 // The whole (non-streamed) Response object of a finished job.
 nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job, const ApiContext& ctx,
                                  const std::string& id, int64_t created_at);
@@ -58,7 +62,8 @@ class ResponsesStream {
   std::string Emit(const std::string& type, nlohmann::json data);
   std::string Fail(const std::string& message);  // response.failed
   std::string OpenMessage();
-  std::string Text(const std::string& delta);
+  std::string Text(const std::string& delta, bool flush = false);
+  const nlohmann::json* Logprobs() const;  // the text's logprobs so far; null when not asked for
   std::string CloseMessage();
   std::string AddCall(const nlohmann::json& delta);  // an OpenAI tool_calls delta with the call's id
   std::string Arguments(size_t k, const std::string& delta);
@@ -78,6 +83,9 @@ class ResponsesStream {
   bool message_open_ = false;
   std::string text_;
   std::vector<Call> calls_;
+  bool with_logprobs_;                                         // ResponsesTextLogprobs
+  nlohmann::json logprobs_ = nlohmann::json::array();          // the text's, as sent in deltas
+  nlohmann::json pending_logprobs_ = nlohmann::json::array();  // tokens whose delta is not sent yet
 };
 
 }  // namespace lockstep::server

@@ -25,16 +25,21 @@ std::string CallItemId(const std::string& id, size_t k) {
 // What seeds the call ids: the same for a stream and its whole response.
 std::string ToolIdSeed(const std::string& id) { return id + "#0"; }
 
-nlohmann::json TextPart(const std::string& text) {
-  return {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}};
+// An output_text part; with `logprobs` (one entry per token of the text) when they were asked for.
+nlohmann::json TextPart(const std::string& text, const nlohmann::json* logprobs = nullptr) {
+  nlohmann::json part = {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}};
+  if (logprobs != nullptr) part["logprobs"] = *logprobs;
+  return part;
 }
 
-nlohmann::json MessageItem(const std::string& id, const std::string* text, const char* status) {
+nlohmann::json MessageItem(const std::string& id, const std::string* text, const char* status,
+                           const nlohmann::json* logprobs = nullptr) {
   return {{"type", "message"},
           {"id", MessageId(id)},
           {"status", status},
           {"role", "assistant"},
-          {"content", text == nullptr ? nlohmann::json::array() : nlohmann::json::array({TextPart(*text)})}};
+          {"content",
+           text == nullptr ? nlohmann::json::array() : nlohmann::json::array({TextPart(*text, logprobs)})}};
 }
 
 nlohmann::json CallItem(const std::string& id, size_t k, const std::string& call_id, const std::string& name,
@@ -104,6 +109,12 @@ nlohmann::json Finished(const ResponsesRequest& req, GenerationJob& job, const A
 
 }  // namespace
 
+// The message text carries logprobs when include asked for them and no tool call can be parsed out of the
+// text (which tokens made which part of a text split into content and calls is not kept).
+bool ResponsesTextLogprobs(const ResponsesRequest& req) {
+  return req.chat.chat_logprobs && !req.chat.tools.calls_possible();
+}
+
 nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job, const ApiContext& ctx,
                                  const std::string& id, int64_t created_at) {
   const ChoiceState& c = job.choices()[0];
@@ -114,8 +125,16 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
     parsed.content = c.text;
   }
   const char* status = c.end == ChoiceEnd::kStop ? "completed" : "incomplete";
+  nlohmann::json logprobs = nlohmann::json::array();
+  const bool with_logprobs = ResponsesTextLogprobs(req);
+  if (with_logprobs) {
+    for (const TokenEvent& e : c.events) {
+      if (e.token != kNoToken) logprobs.push_back(ChatLogprobEntry(ctx, e));
+    }
+  }
   nlohmann::json output = nlohmann::json::array();
-  if (parsed.content) output.push_back(MessageItem(id, &*parsed.content, status));
+  if (parsed.content)
+    output.push_back(MessageItem(id, &*parsed.content, status, with_logprobs ? &logprobs : nullptr));
   for (size_t k = 0; k < parsed.calls.size(); ++k) {
     const ToolCall& call = parsed.calls[k];
     output.push_back(CallItem(id, k, call.id, call.name, call.arguments, status));
@@ -125,7 +144,14 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
 
 ResponsesStream::ResponsesStream(std::shared_ptr<const ResponsesRequest> req, const ApiContext& ctx,
                                  std::string id, int64_t created_at)
-    : request_(std::move(req)), req_(*request_), ctx_(ctx), id_(std::move(id)), created_at_(created_at) {}
+    : request_(std::move(req)),
+      req_(*request_),
+      ctx_(ctx),
+      id_(std::move(id)),
+      created_at_(created_at),
+      with_logprobs_(ResponsesTextLogprobs(req_)) {}
+
+const nlohmann::json* ResponsesStream::Logprobs() const { return with_logprobs_ ? &logprobs_ : nullptr; }
 
 std::string ResponsesStream::Emit(const std::string& type, nlohmann::json data) {
   data["type"] = type;
@@ -149,34 +175,40 @@ std::string ResponsesStream::OpenMessage() {
   return out + Emit("response.content_part.added", {{"item_id", MessageId(id_)},
                                                     {"output_index", message_index_},
                                                     {"content_index", 0},
-                                                    {"part", TextPart("")}});
+                                                    {"part", TextPart("", Logprobs())}});
 }
 
-std::string ResponsesStream::Text(const std::string& delta) {
-  if (delta.empty()) return "";
+// A delta with the logprobs of the tokens since the last one (a token's text may come later: held back for a
+// stop string or an unfinished character). `flush`: a last delta, sent even without text to carry them.
+std::string ResponsesStream::Text(const std::string& delta, bool flush) {
+  if (delta.empty() && !(flush && !pending_logprobs_.empty())) return "";
   std::string out = OpenMessage();
   text_ += delta;
+  for (const nlohmann::json& e : pending_logprobs_) logprobs_.push_back(e);
+  nlohmann::json lp = std::exchange(pending_logprobs_, nlohmann::json::array());
   return out + Emit("response.output_text.delta", {{"item_id", MessageId(id_)},
                                                    {"output_index", message_index_},
                                                    {"content_index", 0},
                                                    {"delta", delta},
-                                                   {"logprobs", nlohmann::json::array()}});
+                                                   {"logprobs", std::move(lp)}});
 }
 
 std::string ResponsesStream::CloseMessage() {
   if (!message_open_) return "";
+  std::string out = Text("", /*flush=*/true);
   message_open_ = false;
   const nlohmann::json where = {
       {"item_id", MessageId(id_)}, {"output_index", message_index_}, {"content_index", 0}};
   nlohmann::json done = where;
   done["text"] = text_;
-  done["logprobs"] = nlohmann::json::array();
-  std::string out = Emit("response.output_text.done", std::move(done));
+  done["logprobs"] = logprobs_;
+  out += Emit("response.output_text.done", std::move(done));
   nlohmann::json part = where;
-  part["part"] = TextPart(text_);
+  part["part"] = TextPart(text_, Logprobs());
   out += Emit("response.content_part.done", std::move(part));
-  return out + Emit("response.output_item.done",
-                    {{"output_index", message_index_}, {"item", MessageItem(id_, &text_, item_status_)}});
+  return out +
+         Emit("response.output_item.done", {{"output_index", message_index_},
+                                            {"item", MessageItem(id_, &text_, item_status_, Logprobs())}});
 }
 
 int ResponsesStream::CallIndex(size_t k) const {
@@ -206,6 +238,7 @@ std::string ResponsesStream::OnEvent(const ChoiceState& choice, const TokenEvent
   const bool first = first_;
   first_ = false;
   if (event.last()) item_status_ = choice.end == ChoiceEnd::kStop ? "completed" : "incomplete";
+  if (with_logprobs_ && event.token != kNoToken) pending_logprobs_.push_back(ChatLogprobEntry(ctx_, event));
   const ToolSpec& tools = req_.chat.tools;
   if (!tools.calls_possible()) return Text(event.text_delta);
   const std::string_view after = choice.text;
@@ -236,11 +269,12 @@ std::string ResponsesStream::Fail(const std::string& message) {
 nlohmann::json ResponsesStream::Output() const {
   nlohmann::json output = nlohmann::json::array();
   for (size_t k = 0; k < calls_.size(); ++k) {
-    if (message_index_ == static_cast<int>(k)) output.push_back(MessageItem(id_, &text_, item_status_));
+    if (message_index_ == static_cast<int>(k))
+      output.push_back(MessageItem(id_, &text_, item_status_, Logprobs()));
     output.push_back(CallItem(id_, k, calls_[k].call_id, calls_[k].name, calls_[k].arguments, item_status_));
   }
   if (message_index_ == static_cast<int>(calls_.size())) {
-    output.push_back(MessageItem(id_, &text_, item_status_));
+    output.push_back(MessageItem(id_, &text_, item_status_, Logprobs()));
   }
   return output;
 }

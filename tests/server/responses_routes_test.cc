@@ -1,8 +1,9 @@
 // OpenAI's Responses API (POST /v1/responses) end to end on a real `lockstep serve`: the Response object's
 // shape and echo, instructions and multi-turn input items rendered as the equivalent chat messages,
 // max_output_tokens → incomplete, text.format json_schema, forced function calls and a function_call_output
-// round trip, the typed event stream (order, sequence numbers, deltas adding up to the whole response), and
-// every bad field refused with a 400 naming it. The official client's check is in compat/compat_test.mjs.
+// round trip, the typed event stream (order, sequence numbers, deltas adding up to the whole response),
+// include's output_text logprobs (equal to chat's, and streamed in the deltas), and every bad field refused
+// with a 400 naming it. The official client's check is in compat/compat_test.mjs.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -351,6 +352,88 @@ TEST_F(ResponsesRoutesTest, BadInputItemsAre400NamingTheItem) {
   ExpectRefused(R"({"input": [{"type": "function_call_output", "output": "x"}]})", "input[0].call_id");
 }
 
+// The tokens and logprobs of logprob entries, checking each top list has `top` alternatives.
+std::vector<std::pair<std::string, double>> ResponsesLogprobValues(const nlohmann::json& entries,
+                                                                   size_t top) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& e : entries) {
+    EXPECT_TRUE(e["bytes"].is_array()) << e;
+    EXPECT_EQ(e["top_logprobs"].size(), top) << e;
+    for (const auto& t : e["top_logprobs"]) EXPECT_TRUE(t["logprob"].is_number()) << t;
+    out.emplace_back(e["token"].get<std::string>(), e["logprob"].get<double>());
+  }
+  return out;
+}
+
+void ExpectSameResponsesLogprobs(const std::vector<std::pair<std::string, double>>& a,
+                                 const std::vector<std::pair<std::string, double>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first) << i;
+    EXPECT_NEAR(a[i].second, b[i].second, 1e-4) << i;
+  }
+}
+
+TEST_F(ResponsesRoutesTest, IncludedLogprobsMatchChatAndTheStream) {
+  const nlohmann::json messages = {{{"role", "user"}, {"content", "Once upon a time"}}};
+  const nlohmann::json body = {{"input", "Once upon a time"},
+                               {"max_output_tokens", 7},
+                               {"temperature", 0},
+                               {"include", nlohmann::json::array({"message.output_text.logprobs"})},
+                               {"top_logprobs", 3}};
+  const nlohmann::json r = Ok(body);
+  ASSERT_EQ(r["output"].size(), 1u) << r;
+  const nlohmann::json& part = r["output"][0]["content"][0];
+  ASSERT_TRUE(part.contains("logprobs")) << r;
+  const auto values = ResponsesLogprobValues(part["logprobs"], 3);
+  EXPECT_EQ(values.size(), r["usage"]["output_tokens"].get<size_t>());  // one per generated token
+  // The chat route's logprobs for the same messages (greedy).
+  const HttpResponse chat = Post(port(), "/v1/chat/completions",
+                                 {{"messages", messages},
+                                  {"max_tokens", 7},
+                                  {"temperature", 0},
+                                  {"logprobs", true},
+                                  {"top_logprobs", 3}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  ExpectSameResponsesLogprobs(values,
+                              ResponsesLogprobValues(chat.Json()["choices"][0]["logprobs"]["content"], 3));
+  // Streamed: the deltas' logprobs add up to the whole response's; .done and the final part hold them all.
+  const std::vector<nlohmann::json> events = StreamEvents(body);
+  ASSERT_GE(events.size(), 4u);
+  nlohmann::json streamed = nlohmann::json::array();
+  const nlohmann::json* done = nullptr;
+  for (const auto& e : events) {
+    if (e["type"] == "response.output_text.delta") {
+      for (const auto& lp : e["logprobs"]) streamed.push_back(lp);
+    }
+    if (e["type"] == "response.output_text.done") done = &e;
+  }
+  ASSERT_NE(done, nullptr);
+  ExpectSameResponsesLogprobs(ResponsesLogprobValues(streamed, 3), values);
+  EXPECT_EQ((*done)["logprobs"], streamed);
+  EXPECT_EQ(events.back()["response"]["output"][0]["content"][0]["logprobs"], streamed);
+  // include without top_logprobs: token logprobs, empty top lists.
+  nlohmann::json plain = body;
+  plain.erase("top_logprobs");
+  const nlohmann::json p = Ok(plain);
+  const auto tokens = ResponsesLogprobValues(p["output"][0]["content"][0]["logprobs"], 0);
+  ExpectSameResponsesLogprobs(tokens, values);
+}
+
+TEST_F(ResponsesRoutesTest, NoLogprobsUnlessIncluded) {
+  nlohmann::json body = {{"input", "Once upon a time"}, {"max_output_tokens", 4}, {"top_logprobs", 2}};
+  const nlohmann::json r = Ok(body);
+  EXPECT_FALSE(r["output"][0]["content"][0].contains("logprobs")) << r;
+  body["include"] =
+      nlohmann::json::array({"reasoning.encrypted_content"});  // accepted: lockstep has no reasoning items
+  EXPECT_FALSE(Ok(body)["output"][0]["content"][0].contains("logprobs"));
+  for (const auto& e : StreamEvents(body)) {
+    if (e["type"] == "response.output_text.delta") {
+      EXPECT_EQ(e["logprobs"], nlohmann::json::array()) << e;
+    }
+  }
+}
+
 TEST_F(ResponsesRoutesTest, BadFieldsAre400NamingTheField) {
   ExpectRefused(R"({"input": "x", "instructions": 5})", "instructions");
   ExpectRefused(R"({"input": "x", "max_output_tokens": 0})", "max_output_tokens");
@@ -395,6 +478,12 @@ TEST_F(ResponsesRoutesTest, BadFieldsAre400NamingTheField) {
   ExpectRefused(R"({"input": "x", "background": true})", "background");
   ExpectRefused(R"({"input": "x", "conversation": "conv_1"})", "conversation");
   ExpectRefused(R"({"input": "x", "user": 7})", "user");
+  ExpectRefused(R"({"input": "x", "include": "message.output_text.logprobs"})", "include");
+  ExpectRefused(R"({"input": "x", "include": [3]})", "include[0]");
+  ExpectRefused(R"({"input": "x", "include": ["message.output_text.logprobs", "everything"]})", "include[1]");
+  ExpectRefused(R"({"input": "x", "top_logprobs": 21})", "top_logprobs");
+  ExpectRefused(R"({"input": "x", "top_logprobs": -1})", "top_logprobs");
+  ExpectRefused(R"({"input": "x", "top_logprobs": "3"})", "top_logprobs");
   // Accepted and ignored: store, reasoning.effort, include, truncation, unknown fields (as chat).
   EXPECT_EQ(Post(port(), "/v1/responses",
                  {{"input", "x"},
