@@ -157,6 +157,27 @@ try {
     assert.equal(rebuilt.output[0].content[0].text, text);
   });
 
+  await check("openai responses.create include logprobs + top_logprobs", async () => {
+    const params = {
+      model: "compat-model", instructions: "Be brief.", input: "Say hello.", max_output_tokens: 8, temperature: 0,
+      include: ["message.output_text.logprobs"], top_logprobs: 2,
+    };
+    const r = await openai.responses.create(params);
+    assert.equal(r.output_text, wholeResponse.output_text);
+    const logprobs = r.output[0].content[0].logprobs;
+    assert.equal(logprobs.length, 8);  // one per token
+    for (const lp of logprobs) {
+      assert.equal(typeof lp.token, "string");
+      assert.ok(lp.logprob <= 0, JSON.stringify(lp));
+      assert.equal(lp.top_logprobs.length, 2);
+    }
+    const streamed = [];
+    for await (const event of await openai.responses.create({ ...params, stream: true })) {
+      if (event.type === "response.output_text.delta") streamed.push(...event.logprobs);
+    }
+    assert.deepEqual(streamed.map((lp) => lp.token), logprobs.map((lp) => lp.token));
+  });
+
   await check("openai responses function call + function_call_output", async () => {
     const tools = [{
       type: "function", name: "add", description: "adds", strict: true,
