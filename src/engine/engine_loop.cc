@@ -92,6 +92,7 @@ bool Engine::Loop::TakeInbox(bool wait) {
   for (PendingRequest& pending : taken.requests) {
     const RequestId id = pending.id;
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
+    active->draft_length = options_.draft_tokens;
     const Request& request = active->pending.request;
     const PromptRows rows = request.embedding == Pooling::kLast   ? PromptRows::kLastEmbedding
                             : request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
@@ -204,7 +205,6 @@ void Engine::Loop::ProposeDrafts() {
     // Every drafted token, if right, is one more generated: stay within max_tokens and the context.
     const int64_t left = std::min<int64_t>(request.max_tokens - active->generated,
                                            options_.max_context - int64_t(tokens.size()));
-    if (active->draft_length == 0) active->draft_length = options_.draft_tokens;
     const int32_t room = int32_t(std::min<int64_t>(active->draft_length, left - 1));
     scheduler_.SetDraft(id, ProposeNgramDraft(tokens, room));
   }
@@ -219,7 +219,7 @@ bool Engine::Loop::SampleChunk(const ScheduledChunk& chunk, int64_t n_vocab, Ste
   if (chunk.draft_count > 0) drafted_history = scheduler_.tokens(chunk.id);
   int32_t sampled = 0;
   bool none = false;  // the grammar allows no token (after a confirmed one: the request ends next step)
-  for (int32_t i = 0; i <= chunk.draft_count && !none; ++i) {
+  for (int32_t i = 0; i <= chunk.draft_count; ++i) {
     const size_t logit_row = size_t(chunk.logit_row + i);
     std::span<const float> row(logits_.data() + logit_row * size_t(n_vocab), size_t(n_vocab));
     const std::span<const uint64_t> allowed = AllowedTokens(active, int32_t(n_vocab), &none);

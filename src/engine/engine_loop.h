@@ -51,9 +51,9 @@ class Engine::Loop {
     std::vector<double> embedding;
     int32_t embedded_end = 0;
     int32_t generated = 0;
-    // Speculative decoding: tokens the next draft may have at most (EngineOptions::draft_tokens to start):
-    // doubled after a draft the model confirmed whole, the confirmed count + 1 after one it did not, so text
-    // that does not repeat costs one draft row a step, not draft_tokens.
+    // Speculative decoding: tokens the next draft may have at most, EngineOptions::draft_tokens when the
+    // request is taken; doubled after a draft the model confirmed whole, the confirmed count + 1 after one it
+    // did not, so text that does not repeat costs one draft row a step, not draft_tokens.
     int32_t draft_length = 0;
     std::optional<Clock::time_point> first_scheduled, first_token, last_token;
     Active(PendingRequest p, const Tokenizer* tokenizer);
