@@ -104,6 +104,8 @@ const char* LlamaCppType(int status) {
       return "permission_error";
     case 404:
       return "not_found_error";
+    case 501:
+      return "not_supported_error";
     case 503:
       return "unavailable_error";
     default:

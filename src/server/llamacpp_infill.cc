@@ -61,14 +61,17 @@ Parsed<bool> AddChunk(const ApiContext& ctx, const nlohmann::json& chunk, size_t
   return true;
 }
 
-// llama.cpp's model check, in its words: every missing token named.
+// llama.cpp's model check, in its words and with its answer (501, not_supported_error): every missing token
+// named.
 std::optional<ApiError> CheckFimTokens(const FimTokens& fim) {
   std::string missing;
   if (fim.pre < 0) missing += " prefix token is missing.";
   if (fim.suf < 0) missing += " suffix token is missing.";
   if (fim.mid < 0) missing += " middle token is missing.";
   if (missing.empty()) return std::nullopt;
-  return ApiError{Unimplemented("Infill is not supported by this model:" + missing), "", false};
+  ApiError error{Unimplemented("Infill is not supported by this model:" + missing), "", false};
+  error.http_status = 501;
+  return error;
 }
 
 // input_prefix / input_suffix: required; a string or an array of strings and token ids.

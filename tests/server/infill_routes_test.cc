@@ -392,13 +392,15 @@ TEST_F(InfillRoutesTest, EveryBadFieldIsA400NamingIt) {
   EXPECT_EQ(Request(port(), "GET", "/infill").status, 405);
 }
 
-// A model without FIM tokens (the tiny model's own vocabulary): 400 naming each missing token, in
-// llama.cpp's words (llama.cpp itself answers 501 not_supported_error).
-TEST(InfillNoFimTest, ModelWithoutFimTokensIsA400) {
+// A model without FIM tokens (the tiny model's own vocabulary): 501 not_supported_error naming each missing
+// token, in llama.cpp's words and with its status and type.
+TEST(InfillNoFimTest, ModelWithoutFimTokensIsA501) {
   ServerProcess server(TinyModel(), {"-t", "1"});
   ASSERT_TRUE(server.ok()) << server.log();
   const HttpResponse r = Post(server.port(), "/infill", {{"input_prefix", "a"}, {"input_suffix", "b"}});
-  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.status, 501) << r.body;
+  EXPECT_EQ(r.Json()["error"]["type"], "not_supported_error") << r.body;
+  EXPECT_EQ(r.Json()["error"]["code"], 501) << r.body;
   const std::string message = r.Json()["error"]["message"].get<std::string>();
   EXPECT_NE(message.find("Infill is not supported by this model"), std::string::npos) << message;
   for (const char* missing :
