@@ -1,0 +1,125 @@
+// Reasoning blocks split from replies (chat/reasoning.h): whole replies, and every reply streamed in pieces
+// of every size, whose partial splits must each extend the last and end at the whole reply's split.
+#include "chat/reasoning.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace lockstep::chat {
+namespace {
+
+struct Case {
+  std::string text;
+  bool opened;
+  std::optional<std::string> reasoning;
+  std::string content;
+};
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      // Qwen3: a block, then the answer after a blank line.
+      {"<think>\nThe user greets me.\n</think>\n\nHello!", false, "The user greets me.", "Hello!"},
+      // Qwen3 with enable_thinking false still writes nothing special: no block, all content.
+      {"Hello!", false, std::nullopt, "Hello!"},
+      {"  \nHello <think>x</think>", false, std::nullopt, "  \nHello <think>x</think>"},
+      // DeepSeek-R1: the prompt opened the block.
+      {"Let me see.\n</think>\n\nFour.", true, "Let me see.", "Four."},
+      {"Let me see.", true, "Let me see.", ""},
+      // Unclosed (cut by max_tokens): all reasoning.
+      {"<think>\nStill thinking", false, "Still thinking", ""},
+      {"<think>", false, "", ""},
+      {"<think></think>", false, "", ""},
+      {"<think>\n\n</think>\n\nAnswer\n", false, "", "Answer\n"},
+      // Tags' look-alikes stay text.
+      {"<thinking>x</thinking>", false, std::nullopt, "<thinking>x</thinking>"},
+      {"<think>a </thin b</think>c", false, "a </thin b", "c"},
+      {"<think", false, std::nullopt, "<think"},
+      {"<think>a</think", false, "a</think", ""},
+      {"", false, std::nullopt, ""},
+      {"\n\n", false, std::nullopt, "\n\n"},
+      // What follows the close tag is content as it is, a second block included.
+      {"<think>a</think>b<think>c</think>", false, "a", "b<think>c</think>"},
+      {"<think>\xe4\xbd\xa0</think>\xe5\xa5\xbd", false, "\xe4\xbd\xa0", "\xe5\xa5\xbd"},
+  };
+  return cases;
+}
+
+TEST(ReasoningTest, SplitsWholeReplies) {
+  for (const Case& c : Cases()) {
+    const ReasoningSplit split = SplitReasoning(c.text, c.opened, /*final=*/true);
+    EXPECT_EQ(split.reasoning, c.reasoning) << c.text;
+    EXPECT_EQ(split.content, c.content) << c.text;
+  }
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// A stream sends the differences of successive splits: each must extend the one before, and the last (final)
+// must be the whole reply's.
+TEST(ReasoningTest, StreamedSplitsExtendEachOtherToTheWholeSplit) {
+  for (const Case& c : Cases()) {
+    for (size_t step = 1; step <= c.text.size() + 1; ++step) {
+      std::string reasoning;
+      std::string content;
+      bool has_reasoning = false;
+      for (size_t at = 0;;) {
+        const size_t next = std::min(c.text.size(), at + step);
+        const bool last = next == c.text.size();
+        const ReasoningSplit split = SplitReasoning(std::string_view(c.text).substr(0, next), c.opened, last);
+        const std::string r = split.reasoning.value_or("");
+        ASSERT_TRUE(StartsWith(r, reasoning)) << c.text << " step " << step << " at " << next;
+        ASSERT_TRUE(StartsWith(split.content, content)) << c.text << " step " << step << " at " << next;
+        ASSERT_FALSE(has_reasoning && !split.reasoning) << c.text << " step " << step;
+        reasoning = r;
+        content = split.content;
+        has_reasoning = has_reasoning || split.reasoning.has_value();
+        if (last) break;
+        at = next;
+      }
+      EXPECT_EQ(reasoning, c.reasoning.value_or("")) << c.text << " step " << step;
+      EXPECT_EQ(has_reasoning, c.reasoning.has_value()) << c.text << " step " << step;
+      EXPECT_EQ(content, c.content) << c.text << " step " << step;
+    }
+  }
+}
+
+TEST(ReasoningTest, HoldsBackWhatMayStillChange) {
+  EXPECT_EQ(SplitReasoning("<thi", false, false).content, "");
+  EXPECT_EQ(SplitReasoning("<thi", false, false).reasoning, std::nullopt);
+  EXPECT_EQ(SplitReasoning("<think>abc </th", false, false).reasoning, "abc");
+  EXPECT_EQ(SplitReasoning("<think>abc </th", false, true).reasoning, "abc </th");
+  EXPECT_EQ(SplitReasoning("<think>a</think>\n", false, false).content, "");
+  EXPECT_EQ(SplitReasoning(" ", false, false).content, "");
+  EXPECT_EQ(SplitReasoning(" ", false, true).content, " ");
+}
+
+TEST(ReasoningTest, PromptOpensReasoning) {
+  EXPECT_TRUE(PromptOpensReasoning("<|Assistant|><think>\n"));
+  EXPECT_TRUE(PromptOpensReasoning("<|im_start|>assistant\n<think>"));
+  EXPECT_FALSE(PromptOpensReasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(PromptOpensReasoning("<|im_start|>assistant\n"));
+  EXPECT_FALSE(PromptOpensReasoning(""));
+  EXPECT_FALSE(PromptOpensReasoning("think>"));
+}
+
+TEST(ReasoningTest, FormatsAndAuto) {
+  EXPECT_EQ(ParseReasoningFormat("none"), ReasoningFormat::kNone);
+  EXPECT_EQ(ParseReasoningFormat("deepseek"), ReasoningFormat::kDeepSeek);
+  EXPECT_EQ(ParseReasoningFormat("auto"), ReasoningFormat::kAuto);
+  EXPECT_EQ(ParseReasoningFormat("deepseek-legacy"), std::nullopt);
+  EXPECT_EQ(ParseReasoningFormat(""), std::nullopt);
+  const std::string qwen3 =
+      "{%- if enable_thinking is defined and enable_thinking is false %}"
+      "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}";
+  EXPECT_TRUE(SplitsReasoning(ReasoningFormat::kAuto, qwen3));
+  EXPECT_FALSE(SplitsReasoning(ReasoningFormat::kAuto, "{{ messages }}"));
+  EXPECT_TRUE(SplitsReasoning(ReasoningFormat::kDeepSeek, "{{ messages }}"));
+  EXPECT_FALSE(SplitsReasoning(ReasoningFormat::kNone, qwen3));
+}
+
+}  // namespace
+}  // namespace lockstep::chat
