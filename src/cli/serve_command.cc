@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "chat/reasoning.h"
 #include "chat/template_selection.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -29,7 +31,24 @@ struct ServeFlags {
   EngineFlags engine;
   double timeout_s = 600;
   std::string pooling;  // --pooling: "" (the file's) | mean | cls | last
+  std::string reasoning_format = "auto";
+  std::string chat_template_kwargs;  // JSON object text; "" = none
+  int reasoning_budget = -1;         // llama.cpp's: -1 unrestricted, 0 no thinking (enable_thinking false)
 };
+
+// --chat-template-kwargs and --reasoning-budget: the variables every chat template rendering sees.
+nlohmann::ordered_json TemplateKwargsOrDie(const ServeFlags& flags) {
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
+  if (!flags.chat_template_kwargs.empty()) {
+    kwargs = nlohmann::ordered_json::parse(flags.chat_template_kwargs, nullptr, /*allow_exceptions=*/false);
+    if (!kwargs.is_object()) {
+      Fail("--chat-template-kwargs must be a JSON object such as '{\"enable_thinking\": false}', got '" +
+           flags.chat_template_kwargs + "'");
+    }
+  }
+  if (flags.reasoning_budget == 0) kwargs["enable_thinking"] = false;
+  return kwargs;
+}
 
 void RunServe(ServeFlags& flags) {
   server::ServerOptions options = flags.options;
@@ -52,6 +71,8 @@ void RunServe(ServeFlags& flags) {
                     : flags.pooling == "cls"  ? Pooling::kCls
                     : flags.pooling == "last" ? Pooling::kLast
                                               : Pooling::kNone;
+  options.chat_template_kwargs = TemplateKwargsOrDie(flags);
+  options.reasoning_format = *chat::ParseReasoningFormat(flags.reasoning_format);
   options.split_questions = QuestionSplitterForServer();
   // The server listens first and loads the model after (so /health answers meanwhile): a --chat-template that
   // cannot be used is refused now, before "listening on ...".
@@ -149,6 +170,18 @@ void RegisterServeCommand(CLI::App& app) {
                   "How /v1/embeddings and /embed pool a prompt's final hidden states: mean, cls (the first "
                   "token's) or last (default: the model file's pooling_type, else last)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
+  cmd->add_option("--reasoning-format", flags->reasoning_format,
+                  "Chat replies' <think> blocks: auto (returned as reasoning_content when the chat template "
+                  "writes them), deepseek (always split), none (kept in content)")
+      ->check(CLI::IsMember({"auto", "deepseek", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--chat-template-kwargs", flags->chat_template_kwargs,
+                  "Variables for every chat template rendering, a JSON object (e.g. '{\"enable_thinking\": "
+                  "false}'); a request's chat_template_kwargs override them");
+  cmd->add_option("--reasoning-budget", flags->reasoning_budget,
+                  "-1: the model may think; 0: no thinking (enable_thinking false for the template)")
+      ->check(CLI::IsMember({-1, 0}))
+      ->capture_default_str();
   AddEngineFlags(*cmd, flags->engine);
   AddDraftFlags(*cmd, flags->engine.draft_max, &flags->engine.draft_max_seqs);
   cmd->callback([flags, api_key] {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "chat/reasoning.h"
 #include "model/model_config.h"
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
@@ -38,6 +39,10 @@ struct ApiContext {
   bool prefix_caching = false;             // the engine reuses shared prompt prefixes (GET /info, /health)
   Pooling pooling = Pooling::kLast;        // how the embeddings routes pool a prompt (--pooling)
   std::shared_ptr<GrammarCache> grammars;  // structured outputs and tool choices (thread-safe)
+  // Chat: the variables every template rendering sees (--chat-template-kwargs), and whether replies'
+  // reasoning blocks are split out when a request does not say (--reasoning-format; chat/reasoning.h).
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
 };
 
 // Tokenizes a prompt: special-token text is parsed, BOS added as the vocabulary says (never doubled when the

@@ -40,7 +40,10 @@ Parsed<bool> ExpandChatFanOut(const nlohmann::json& messages, const ApiContext& 
   for (const std::string& question : split->questions) {
     nlohmann::json copy = messages;
     copy.back()["content"] = text::ComposeQuestion(split->preamble, question);
-    auto prompt = ctx.chat_template->Apply(copy, /*add_generation_prompt=*/true);
+    chat::ChatTemplateInput input;
+    input.messages = nlohmann::ordered_json::parse(copy.dump());
+    input.extra = req->template_kwargs;
+    auto prompt = ctx.chat_template->Apply(input);
     if (!prompt.ok()) return ApiError{prompt.status(), "messages", false};
     auto ids = EncodePrompt(ctx, *prompt, "messages");
     if (!ids.ok()) return ids.error;

@@ -148,6 +148,33 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
   }
   auto applied = ApplyConstraint(*ctx.grammars, *constraint, &req.spec.base);
   if (!applied.ok()) *error = applied.error;
+  const std::string& p = constraint->param;
+  if (p != "grammar" && p != "guided_grammar" && p != "structured_outputs.grammar") req.reasoning = false;
+}
+
+// chat_template_kwargs (vLLM's and llama.cpp's): more variables for the template, over the server's
+// --chat-template-kwargs; reasoning_format (llama.cpp's): whether <think> blocks become reasoning_content.
+void ReadTemplateFields(FieldReader& f, const std::string& raw_body, const ApiContext& ctx,
+                        OpenAiRequest& req) {
+  req.template_kwargs = ctx.chat_template_kwargs;
+  if (f.Object("chat_template_kwargs") != nullptr) {
+    const auto ordered = nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+    for (const auto& [key, value] : ordered["chat_template_kwargs"].items()) {
+      for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"}) {
+        if (key == reserved) {
+          return f.Fail(
+              "chat_template_kwargs",
+              "chat_template_kwargs." + key + " cannot be set this way (the request's own fields give it)");
+        }
+      }
+      req.template_kwargs[key] = value;
+    }
+  }
+  chat::ReasoningFormat format = ctx.reasoning_format;
+  if (auto name = f.Enum("reasoning_format", {"none", "deepseek", "auto"})) {
+    format = *chat::ParseReasoningFormat(*name);
+  }
+  req.reasoning = chat::SplitsReasoning(format, ctx.chat_template->source());
 }
 
 // Prompt forms: "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]].
@@ -241,6 +268,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   if (req.top_logprobs > 0 && !req.chat_logprobs)
     f.Fail("top_logprobs", "top_logprobs requires logprobs: true");
   const bool add_generation_prompt = f.Bool("add_generation_prompt").value_or(true);  // vLLM's extra field
+  ReadTemplateFields(f, body, ctx, req);
   if (!f.failed()) {
     auto tools = ReadToolFields(*json.value, body);
     if (tools.ok()) {
@@ -300,6 +328,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
         }
         const auto name = mf.String("name");
         const auto tool_call_id = role == "tool" ? mf.String("tool_call_id") : std::nullopt;
+        // An earlier reply's reasoning, as this API returns it (Qwen3's template shows it or leaves it out).
+        const auto reasoning = role == "assistant" ? mf.String("reasoning_content") : std::nullopt;
         const nlohmann::json* tool_calls = role == "assistant" ? mf.Raw("tool_calls") : nullptr;
         if (tool_calls != nullptr && !tool_calls->is_array() && !mf.failed()) {
           mf.Fail("tool_calls", where + ".tool_calls must be an array of tool calls");
@@ -311,6 +341,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
         nlohmann::ordered_json out = {{"role", role == "developer" ? "system" : role}, {"content", content}};
         if (name) out["name"] = *name;
         if (tool_call_id) out["tool_call_id"] = *tool_call_id;
+        if (reasoning) out["reasoning_content"] = *reasoning;
         if (tool_calls != nullptr && !tool_calls->empty()) {
           auto calls =
               TemplateToolCalls(nlohmann::ordered_json::parse(tool_calls->dump()), where + ".tool_calls");
@@ -335,9 +366,12 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     fanned_out = !fanned.ok() || *fanned.value;
   }
   if (!f.failed() && error.status.ok() && !fanned_out) {
-    const nlohmann::ordered_json no_tools;
-    auto prompt = ctx.chat_template->Apply(normalized, add_generation_prompt,
-                                           req.tools.calls_possible() ? req.tools.tools : no_tools);
+    chat::ChatTemplateInput input;
+    input.messages = std::move(normalized);
+    if (req.tools.calls_possible()) input.tools = req.tools.tools;
+    input.add_generation_prompt = add_generation_prompt;
+    input.extra = req.template_kwargs;
+    auto prompt = ctx.chat_template->Apply(input);
     if (!prompt.ok()) {
       error = ApiError{prompt.status(), "messages", false};
     } else {
@@ -351,6 +385,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     }
   }
   if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
+  req.reasoning_opened =
+      req.reasoning && !req.prompt_texts.empty() && chat::PromptOpensReasoning(req.prompt_texts.front());
   req.mistral_ids = ctx.chat_template->family() == "mistral";
   req.spec.base.sampling.logprobs = req.chat_logprobs;
   req.spec.base.sampling.top_logprobs = req.top_logprobs;

@@ -30,6 +30,14 @@ struct OpenAiRequest {
   FanOut fan_out;  // "fan_out": the questions, one prompt each, when the prompt was split (server/fan_out.h)
   ToolSpec tools;  // chat: tools / tool_choice (server/tool_calls.h)
   bool mistral_ids = false;  // chat: tool call ids of 9 alphanumerics (Mistral-family templates)
+  // chat: the template's variables besides messages and tools (--chat-template-kwargs, then the request's
+  // chat_template_kwargs).
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // chat: replies' <think> blocks are returned as reasoning_content (chat/reasoning.h); reasoning_opened: the
+  // prompt opened the block. Off under an output constraint other than a GBNF grammar (the constraint holds
+  // from the first token, so a JSON reply would be taken for reasoning when the prompt opened a block).
+  bool reasoning = false;
+  bool reasoning_opened = false;
 };
 
 Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "chat/reasoning.h"
 #include "server/openai_api.h"
 
 namespace lockstep::server {
@@ -161,9 +162,14 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
   for (const ChoiceState& c : job.choices()) {
     nlohmann::json choice = {{"index", c.index}, {"finish_reason", OpenAiFinishReason(c.end)}};
     if (req.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      const chat::ReasoningSplit split =
+          req.reasoning ? chat::SplitReasoning(c.text, req.reasoning_opened, /*final=*/true)
+                        : chat::ReasoningSplit{std::nullopt, c.text};
+      choice["message"] = {{"role", "assistant"}, {"content", split.content}};
+      if (split.reasoning) choice["message"]["reasoning_content"] = *split.reasoning;
       if (req.tools.calls_possible()) {
-        const ToolOutput tools = ParseToolOutput(req.tools, c.text, ToolIdSeed(id, c), req.mistral_ids);
+        const ToolOutput tools =
+            ParseToolOutput(req.tools, split.content, ToolIdSeed(id, c), req.mistral_ids);
         choice["message"]["content"] =
             tools.content ? nlohmann::json(*tools.content) : nlohmann::json(nullptr);
         if (!tools.calls.empty()) {
@@ -221,15 +227,28 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
   const bool has_token = event.token != kNoToken;
   const bool wants_logprobs = req.chat ? req.chat_logprobs : req.logprobs >= 0;
   const bool tools = req.chat && req.tools.calls_possible();
+  // The reply's text before and after this event: its content part when reasoning is split out.
+  std::string_view after = choice.text;
+  std::string_view before = after.substr(0, after.size() - event.text_delta.size());
+  std::string content_delta = event.text_delta;
+  std::string reasoning_delta;
+  chat::ReasoningSplit split_before, split_after;
+  if (req.chat && req.reasoning) {
+    split_before = chat::SplitReasoning(before, req.reasoning_opened, /*final=*/false);
+    split_after = chat::SplitReasoning(after, req.reasoning_opened, event.last());
+    reasoning_delta = split_after.reasoning.value_or("").substr(split_before.reasoning.value_or("").size());
+    content_delta = split_after.content.substr(split_before.content.size());
+    before = split_before.content;
+    after = split_after.content;
+  }
   std::optional<ToolStreamDelta> tool_delta;
   if (tools) {
-    const std::string_view after = choice.text;
-    const std::string_view before = after.substr(0, after.size() - event.text_delta.size());
     tool_delta = ToolStreamStep(req.tools, before, after, first_for_choice, event.last(),
                                 ToolIdSeed(id, choice), req.mistral_ids);
   }
   const bool has_text =
-      tools ? !tool_delta->content.empty() || tool_delta->tool_calls.is_array() : !event.text_delta.empty();
+      !reasoning_delta.empty() ||
+      (tools ? !tool_delta->content.empty() || tool_delta->tool_calls.is_array() : !content_delta.empty());
   if (!has_text && !event.last() && !first_for_choice && !(wants_logprobs && has_token)) {
     return std::nullopt;
   }
@@ -240,6 +259,7 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
   if (req.chat) {
     nlohmann::json delta = nlohmann::json::object();
     if (first_for_choice) delta["role"] = "assistant";
+    if (!reasoning_delta.empty()) delta["reasoning_content"] = reasoning_delta;
     if (tools) {
       if (!tool_delta->content.empty()) {
         delta["content"] = tool_delta->content;
@@ -249,8 +269,8 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
       if (tool_delta->tool_calls.is_array()) delta["tool_calls"] = std::move(tool_delta->tool_calls);
       if (event.last() && tool_delta->called && choice.end == ChoiceEnd::kStop)
         c["finish_reason"] = "tool_calls";
-    } else if (!event.text_delta.empty() || first_for_choice) {
-      delta["content"] = event.text_delta;
+    } else if (!content_delta.empty() || first_for_choice) {
+      delta["content"] = content_delta;
     }
     c["delta"] = std::move(delta);
     if (wants_logprobs && has_token) {

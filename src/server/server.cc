@@ -169,6 +169,13 @@ class Server::Impl {
     ctx.max_seqs = options_.max_seqs;
     ctx.prefix_caching = options_.prefix_caching;
     ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
+    ctx.chat_template_kwargs = options_.chat_template_kwargs;
+    ctx.reasoning_format = options_.reasoning_format;
+    if (chat::SplitsReasoning(ctx.reasoning_format, ctx.chat_template->source())) {
+      log_->info(
+          "chat: <think> blocks of replies are returned as reasoning_content (--reasoning-format none "
+          "keeps them in content)");
+    }
     state_.engine = engine_.get();
     return Status::Ok();
   }

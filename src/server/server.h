@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "chat/reasoning.h"
 #include "model/model_config.h"
 #include "server/dashboard_routes.h"
 #include "tensor/kv_storage.h"
@@ -53,6 +55,11 @@ struct ServerOptions {
   int draft_max_seqs = 4;            // engine: ... while at most this many requests run (--draft-max-seqs)
   // How /v1/embeddings and /embed pool a prompt (--pooling); kNone: the file's pooling_type, else last.
   Pooling pooling = Pooling::kNone;
+  // Variables every chat template rendering sees (--chat-template-kwargs, a JSON object; a request's
+  // chat_template_kwargs override them).
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  // Whether chat replies' <think> blocks become reasoning_content (--reasoning-format; chat/reasoning.h).
+  chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
   int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
   double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
   double header_timeout_s = 10;    // time to receive a request's headers
