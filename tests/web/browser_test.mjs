@@ -1,14 +1,15 @@
 // Drives the dashboard and playground in a real browser: Debian's headless Chromium through playwright-core
 // (no browser download). Starts `lockstep serve` on a free port, then checks that the page loads with no
 // console errors, a chat answer streams in, the dashboard shows >= 2 requests in one step while two streams
-// run, and the combined / parallel / sequential panel finishes. Prints one line per check and a closing
+// run, and the combined / parallel / sequential panel finishes; then, on a second server whose chat template
+// opens a <think> block, that the playground shows the streamed reasoning above the answer. Prints one line per check and a closing
 // "N passed, N failed" line; exits non-zero on any failure.
 //
 //   node browser_test.mjs --binary build/lockstep --model MODEL.gguf [--chromium /usr/bin/chromium]
 //                         [--screenshot docs/dashboard.png] [--threads 1] [--split-tokens 8]
 
 import {spawn} from 'node:child_process';
-import {mkdtempSync, rmSync} from 'node:fs';
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {chromium} from 'playwright-core';
@@ -25,9 +26,9 @@ if (!binary || !model) {
   process.exit(2);
 }
 
-function startServer() {
+function startServer(extraArgs = []) {
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, ['serve', '-m', model, '--port', '0', '-t', args.threads || '1'],
+    const child = spawn(binary, ['serve', '-m', model, '--port', '0', '-t', args.threads || '1', ...extraArgs],
         {stdio: ['ignore', 'pipe', 'pipe']});
     let log = '';
     const timer = setTimeout(() => reject(new Error(`server not ready in 60 s:\n${log}`)), 60000);
@@ -72,6 +73,7 @@ async function check(name, fn) {
 const server = await startServer();
 const profile = mkdtempSync(join(tmpdir(), 'lockstep-chromium-'));
 let context;
+let thinking;  // the second server (a template that opens a <think> block)
 try {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath,
@@ -166,6 +168,40 @@ try {
         null, {timeout: 10000});
   });
 
+  await check('a thinking model\'s reasoning streams in above its answer', async () => {
+    // ChatML whose generation prompt opens a <think> block (as DeepSeek-R1's does): the random model never
+    // closes it, so its whole reply comes back as reasoning_content.
+    const template = join(profile, 'think.jinja');
+    writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n" +
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
+    thinking = await startServer(['--chat-template', template]);
+    await page.goto(`http://127.0.0.1:${thinking.port}/`, {waitUntil: 'load'});
+    await page.fill('#chat-max-tokens', '24');
+    // As above, a sampled reply may end at once (no reasoning at all): asked again, up to three times.
+    for (let attempt = 1; ; ++attempt) {
+      await page.fill('#chat-input', 'Why is the sky blue?');
+      await page.click('#chat-form button[type=submit]');
+      await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant')[n - 1]?.dataset.done === 'true',
+          attempt, {timeout: 60000});
+      const shown = await page.evaluate((n) => {
+        const answer = document.querySelectorAll('.msg.assistant')[n - 1];
+        const before = answer.previousElementSibling;
+        const metas = document.querySelectorAll('.meta');
+        return {reasoning: before?.classList.contains('reasoning') ? before.textContent : null,
+                answer: answer.textContent, meta: metas[metas.length - 1].textContent};
+      }, attempt);
+      if (shown.answer !== '') throw new Error(`the answer holds '${shown.answer}'`);
+      if (shown.reasoning) {
+        console.log(`     ${shown.reasoning.length} characters of reasoning (attempt ${attempt})`);
+        break;
+      }
+      if (!/finish: stop/.test(shown.meta) || attempt === 3) {
+        throw new Error(`no reasoning shown above the answer ('${shown.meta}')`);
+      }
+    }
+    await page.goto(`${base}/`, {waitUntil: 'load'});  // back to the first server (the screenshot's)
+  });
+
   await check('no console errors', async () => {
     const unique = [...new Set(consoleErrors)];
     if (unique.length) throw new Error(`${consoleErrors.length} errors: ${unique.slice(0, 3).join(' | ').slice(0, 1500)}`);
@@ -184,6 +220,7 @@ try {
 } finally {
   await context?.close();
   server.child.kill('SIGTERM');
+  thinking?.child.kill('SIGTERM');
   rmSync(profile, {recursive: true, force: true});
 }
 const passed = results.filter(Boolean).length;

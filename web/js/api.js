@@ -110,11 +110,15 @@ export async function streamEvents(path, {body, signal, onEvent}) {
   }
 }
 
-// One streamed chat completion. onDelta(text) for each content delta; resolves to
-// {text, finishReason, tokens, ttft_s, duration_s, start, firstTokenAt, endAt} (times from performance.now()).
-export async function streamChat({model, messages, maxTokens, ignoreEos = false, temperature, signal, onDelta}) {
+// One streamed chat completion. onDelta(text) for each content delta, onReasoning(text) for each
+// reasoning_content delta (a thinking model's <think> block); resolves to
+// {text, reasoning, finishReason, tokens, ttft_s, duration_s, start, firstTokenAt, endAt} (times from
+// performance.now()).
+export async function streamChat({model, messages, maxTokens, ignoreEos = false, temperature, signal, onDelta,
+                                  onReasoning}) {
   const start = performance.now();
-  const result = {text: '', finishReason: '', tokens: 0, start, firstTokenAt: 0, endAt: 0, usage: null};
+  const result = {text: '', reasoning: '', finishReason: '', tokens: 0, start, firstTokenAt: 0, endAt: 0,
+                  usage: null};
   const body = {model, messages, max_tokens: maxTokens, stream: true, stream_options: {include_usage: true}};
   if (ignoreEos) body.ignore_eos = true;
   if (temperature !== undefined) body.temperature = temperature;
@@ -128,6 +132,13 @@ export async function streamChat({model, messages, maxTokens, ignoreEos = false,
       if (chunk.usage) result.usage = chunk.usage;
       const choice = chunk.choices?.[0];
       if (!choice) return;
+      const thought = choice.delta?.reasoning_content;
+      if (thought) {
+        if (!result.firstTokenAt) result.firstTokenAt = performance.now();
+        result.reasoning += thought;
+        result.tokens += 1;
+        onReasoning?.(thought, result);
+      }
       const delta = choice.delta?.content;
       if (delta) {
         if (!result.firstTokenAt) result.firstTokenAt = performance.now();

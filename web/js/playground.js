@@ -34,11 +34,20 @@ export class Chat {
     this.messages.push({role: 'user', content: text});
     const maxTokens = Number(this.root.querySelector('#chat-max-tokens').value) || 128;
     let deltas = 0;
+    let thinking = null;  // the reply's reasoning, shown above it as it streams
     try {
       const r = await streamChat({
         model: this.model(),
         messages: this.messages,
         maxTokens,
+        onReasoning: (thought) => {
+          if (!thinking) {
+            thinking = el('div', {class: 'msg reasoning'});
+            answer.before(thinking);
+          }
+          thinking.textContent += thought;
+          log.scrollTop = log.scrollHeight;
+        },
         onDelta: (delta) => {
           answer.textContent += delta;
           answer.dataset.deltas = String(++deltas);
