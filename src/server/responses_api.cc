@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "base/excerpt.h"
@@ -66,10 +67,38 @@ std::string Required(FieldReader& r, const char* field, const char* what) {
   return value.value_or("");
 }
 
+// The text of a reasoning item's reasoning_text parts (a Responses output item, which agents send back with
+// the rest of a turn); `summary`, `encrypted_content` and `status` are type-checked and not used.
+std::string ReadReasoning(FieldReader& it) {
+  it.String("id");
+  it.String("encrypted_content");
+  it.Enum("status", {"in_progress", "completed", "incomplete"});
+  std::string text;
+  for (const char* field : {"summary", "content"}) {
+    const nlohmann::json* parts = it.Array(field);
+    const char* type = std::string_view(field) == "summary" ? "summary_text" : "reasoning_text";
+    for (size_t k = 0; parts != nullptr && k < parts->size() && !it.failed(); ++k) {
+      const std::string name = std::string(field) + "[" + std::to_string(k) + "]";
+      const nlohmann::json& part = (*parts)[k];
+      FieldReader pf(part, it.Param(name));
+      const auto part_type = pf.String("type");
+      const auto part_text = pf.String("text");
+      if (!pf.failed() && (part_type != type || !part_text)) {
+        pf.Fail("type", it.Param(name) + " must be a {\"type\": \"" + type + "\", \"text\": string} object");
+      }
+      it.Absorb(pf);
+      if (!it.failed() && std::string_view(field) == "content") text += *part_text;
+    }
+  }
+  return text;
+}
+
 // One item of `input` appended to the chat messages: a message; a function_call (the assistant's tool call:
 // it joins the assistant message before it, so parallel calls make one message, as chat sends them); a
-// function_call_output (a tool message).
-void ReadItem(FieldReader& f, const nlohmann::json& item, size_t i, Ordered& messages) {
+// function_call_output (a tool message); a reasoning item (its text the next assistant message's
+// reasoning_content, which the template shows or drops; `reasoning` holds it until then).
+void ReadItem(FieldReader& f, const nlohmann::json& item, size_t i, Ordered& messages,
+              std::string& reasoning) {
   const std::string where = "input[" + std::to_string(i) + "]";
   if (!item.is_object()) {
     return f.Fail(where,
@@ -78,12 +107,24 @@ void ReadItem(FieldReader& f, const nlohmann::json& item, size_t i, Ordered& mes
   }
   FieldReader it(item, where);
   const std::string type =
-      it.Enum("type", {"message", "function_call", "function_call_output"}).value_or("message");
-  if (type == "message") {
+      it.Enum("type", {"message", "function_call", "function_call_output", "reasoning"}).value_or("message");
+  // An assistant message made now takes the reasoning item before it.
+  const auto assistant = [&reasoning](Ordered message) {
+    if (!reasoning.empty()) message["reasoning_content"] = std::exchange(reasoning, "");
+    return message;
+  };
+  if (type == "reasoning") {
+    const std::string text = ReadReasoning(it);
+    if (!it.failed()) reasoning = text;
+  } else if (type == "message") {
     const auto role = it.Enum("role", {"user", "system", "developer", "assistant"});
     if (!it.failed() && !role) it.Fail("role", where + ".role is required");
     const auto content = ReadContent(it, "content");
-    if (!it.failed()) messages.push_back({{"role", *role}, {"content", *content}});
+    if (!it.failed() && role == "assistant") {
+      messages.push_back(assistant({{"role", *role}, {"content", *content}}));
+    } else if (!it.failed()) {
+      messages.push_back({{"role", *role}, {"content", *content}});
+    }
   } else if (type == "function_call") {
     const std::string call_id = Required(it, "call_id", "a string");
     const std::string name = Required(it, "name", "a string");
@@ -96,7 +137,7 @@ void ReadItem(FieldReader& f, const nlohmann::json& item, size_t i, Ordered& mes
       const Ordered call = {
           {"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
       if (messages.empty() || messages.back()["role"] != "assistant") {
-        messages.push_back({{"role", "assistant"}, {"content", ""}});
+        messages.push_back(assistant({{"role", "assistant"}, {"content", ""}}));
       }
       Ordered& assistant = messages.back();
       if (!assistant.contains("tool_calls")) assistant["tool_calls"] = Ordered::array();
@@ -122,7 +163,8 @@ void ReadInput(FieldReader& f, Ordered& messages) {
     return f.Fail("input",
                   "input must be a string or a non-empty array of items, got " + DescribeJson(*input));
   }
-  for (size_t i = 0; i < input->size() && !f.failed(); ++i) ReadItem(f, (*input)[i], i, messages);
+  std::string reasoning;  // a reasoning item's text, for the assistant message after it
+  for (size_t i = 0; i < input->size() && !f.failed(); ++i) ReadItem(f, (*input)[i], i, messages, reasoning);
 }
 
 // Responses' flat function tools {type, name, description, parameters, strict} in chat's {type, function}.

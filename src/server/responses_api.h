@@ -2,17 +2,20 @@
 // field (FieldReader: a wrong type is a 400 naming the Responses field, `input[2].content[0].text`), then
 // rewritten as the chat-completions request it means — `instructions` a system message first, `input` items
 // messages (function_call items an assistant message's tool_calls, function_call_output items tool
-// messages), flat function tools in chat's {type, function} shape, `text.format` as response_format,
-// `max_output_tokens` as max_completion_tokens — and parsed by ParseChatRequest, so the template, sampling
-// fields, tool grammar and structured outputs are chat's own; an error found there is renamed back to the
-// Responses field. Unknown fields are ignored, as on the other OpenAI routes. lockstep stores nothing:
-// `previous_response_id`, `conversation` and `"background": true` are refused (400).
+// messages, reasoning items the next assistant message's reasoning_content), flat function tools in chat's
+// {type, function} shape, `text.format` as response_format, `max_output_tokens` as max_completion_tokens —
+// and parsed by ParseChatRequest, so the template, sampling fields, tool grammar and structured outputs are
+// chat's own; an error found there is renamed back to the Responses field. Unknown fields are ignored, as on
+// the other OpenAI routes. lockstep stores nothing: `previous_response_id`, `conversation` and `"background":
+// true` are refused (400).
 //
-// The answer is a Response object: `output` holds a message item (output_text) and/or function_call items
-// (server/tool_calls.h parses the model's text as for chat), status "completed", or "incomplete" with
-// incomplete_details.reason "max_output_tokens" (or lockstep's "timeout" / "abort", as the finish reasons of
-// docs/server.md). Streamed, it is a sequence of typed SSE events (`event: <type>` + data with `type` and
-// `sequence_number`) ending with response.completed / response.incomplete / response.failed; no [DONE].
+// The answer is a Response object: `output` holds a reasoning item (reasoning_text: the reply's <think>
+// block, split out as chat's reasoning_content is, chat/reasoning.h), then a message item (output_text)
+// and/or function_call items (server/tool_calls.h parses the model's text as for chat), status "completed",
+// or "incomplete" with incomplete_details.reason "max_output_tokens" (or lockstep's "timeout" / "abort", as
+// the finish reasons of docs/server.md). Streamed, it is a sequence of typed SSE events (`event: <type>` +
+// data with `type` and `sequence_number`) ending with response.completed / response.incomplete /
+// response.failed; no [DONE].
 //
 // Pure functions and a per-request stream state; ResponsesStream is used by one strand at a time.
 #pragma once
@@ -36,7 +39,8 @@ struct ResponsesRequest {
 Parsed<ResponsesRequest> ParseResponsesRequest(const std::string& body, const ApiContext& ctx);
 
 // Whether the output_text part carries logprobs: include has "message.output_text.logprobs" and no tool
-// call can be parsed out of the text (tools given and tool_choice not "none": then none, documented).
+// call or reasoning can be parsed out of the text (tools given and tool_choice not "none", or reasoning split
+// out: then none, documented).
 bool ResponsesTextLogprobs(const ResponsesRequest& req);
 
 // The whole (non-streamed) Response object of a finished job.
@@ -65,6 +69,8 @@ class ResponsesStream {
   std::string Text(const std::string& delta, bool flush = false);
   const nlohmann::json* Logprobs() const;  // the text's logprobs so far; null when not asked for
   std::string CloseMessage();
+  std::string Reasoning(const std::string& delta);  // opens the reasoning item (output 0) at its first
+  std::string CloseReasoning(const char* status);
   std::string AddCall(const nlohmann::json& delta);  // an OpenAI tool_calls delta with the call's id
   std::string Arguments(size_t k, const std::string& delta);
   int CallIndex(size_t k) const;  // call k's output_index
@@ -79,6 +85,10 @@ class ResponsesStream {
   bool first_ = true;
   bool failed_ = false;
   const char* item_status_ = "completed";
+  bool reasoning_item_ = false;  // a reasoning item was opened (it is output 0)
+  bool reasoning_open_ = false;
+  const char* reasoning_status_ = "completed";  // once closed
+  std::string reasoning_;
   int message_index_ = -1;  // the message's output_index; -1 while none was opened
   bool message_open_ = false;
   std::string text_;

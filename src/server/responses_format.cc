@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "chat/reasoning.h"
 #include "server/request_fields.h"
 #include "server/responses_api.h"
 #include "server/sse.h"
@@ -19,6 +20,7 @@ std::string IdSuffix(const std::string& id) {
 }
 
 std::string MessageId(const std::string& id) { return "msg_" + IdSuffix(id); }
+std::string ReasoningId(const std::string& id) { return "rs_" + IdSuffix(id); }
 std::string CallItemId(const std::string& id, size_t k) {
   return "fc_" + IdSuffix(id) + "_" + std::to_string(k);
 }
@@ -40,6 +42,23 @@ nlohmann::json MessageItem(const std::string& id, const std::string* text, const
           {"role", "assistant"},
           {"content",
            text == nullptr ? nlohmann::json::array() : nlohmann::json::array({TextPart(*text, logprobs)})}};
+}
+
+nlohmann::json ReasoningPart(const std::string& text) { return {{"type", "reasoning_text"}, {"text", text}}; }
+
+nlohmann::json ReasoningItem(const std::string& id, const std::string* text, const char* status) {
+  return {
+      {"type", "reasoning"},
+      {"id", ReasoningId(id)},
+      {"summary", nlohmann::json::array()},
+      {"content", text == nullptr ? nlohmann::json::array() : nlohmann::json::array({ReasoningPart(*text)})},
+      {"status", status}};
+}
+
+// The reply's text split into reasoning and the rest, when the request splits it (chat/reasoning.h).
+chat::ReasoningSplit SplitReply(const OpenAiRequest& chat, std::string_view text, bool final) {
+  if (!chat.reasoning) return {std::nullopt, std::string(text)};
+  return chat::SplitReasoning(text, chat.reasoning_opened, final);
 }
 
 nlohmann::json CallItem(const std::string& id, size_t k, const std::string& call_id, const std::string& name,
@@ -112,17 +131,18 @@ nlohmann::json Finished(const ResponsesRequest& req, GenerationJob& job, const A
 // The message text carries logprobs when include asked for them and no tool call can be parsed out of the
 // text (which tokens made which part of a text split into content and calls is not kept).
 bool ResponsesTextLogprobs(const ResponsesRequest& req) {
-  return req.chat.chat_logprobs && !req.chat.tools.calls_possible();
+  return req.chat.chat_logprobs && !req.chat.tools.calls_possible() && !req.chat.reasoning;
 }
 
 nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job, const ApiContext& ctx,
                                  const std::string& id, int64_t created_at) {
   const ChoiceState& c = job.choices()[0];
+  const chat::ReasoningSplit split = SplitReply(req.chat, c.text, /*final=*/true);
   ToolOutput parsed;
   if (req.chat.tools.calls_possible()) {
-    parsed = ParseToolOutput(req.chat.tools, c.text, ToolIdSeed(id), req.chat.mistral_ids);
+    parsed = ParseToolOutput(req.chat.tools, split.content, ToolIdSeed(id), req.chat.mistral_ids);
   } else {
-    parsed.content = c.text;
+    parsed.content = split.content;
   }
   const char* status = c.end == ChoiceEnd::kStop ? "completed" : "incomplete";
   nlohmann::json logprobs = nlohmann::json::array();
@@ -133,6 +153,10 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
     }
   }
   nlohmann::json output = nlohmann::json::array();
+  if (split.reasoning) {  // a block cut short is all reasoning, and closed
+    const bool closed = !split.content.empty() || c.text.find(chat::kReasoningClose) != std::string::npos;
+    output.push_back(ReasoningItem(id, &*split.reasoning, closed ? "completed" : status));
+  }
   if (parsed.content)
     output.push_back(MessageItem(id, &*parsed.content, status, with_logprobs ? &logprobs : nullptr));
   for (size_t k = 0; k < parsed.calls.size(); ++k) {
@@ -166,9 +190,42 @@ std::string ResponsesStream::Begin() {
   return out + Emit("response.in_progress", {{"response", r}});
 }
 
+std::string ResponsesStream::Reasoning(const std::string& delta) {
+  std::string out;
+  const nlohmann::json where = {{"item_id", ReasoningId(id_)}, {"output_index", 0}, {"content_index", 0}};
+  if (!reasoning_item_) {
+    reasoning_item_ = reasoning_open_ = true;
+    out += Emit("response.output_item.added",
+                {{"output_index", 0}, {"item", ReasoningItem(id_, nullptr, "in_progress")}});
+    nlohmann::json part = where;
+    part["part"] = ReasoningPart("");
+    out += Emit("response.content_part.added", std::move(part));
+  }
+  if (delta.empty() || !reasoning_open_) return out;
+  reasoning_ += delta;
+  nlohmann::json d = where;
+  d["delta"] = delta;
+  return out + Emit("response.reasoning_text.delta", std::move(d));
+}
+
+std::string ResponsesStream::CloseReasoning(const char* status) {
+  if (!reasoning_open_) return "";
+  reasoning_open_ = false;
+  reasoning_status_ = status;
+  const nlohmann::json where = {{"item_id", ReasoningId(id_)}, {"output_index", 0}, {"content_index", 0}};
+  nlohmann::json done = where;
+  done["text"] = reasoning_;
+  std::string out = Emit("response.reasoning_text.done", std::move(done));
+  nlohmann::json part = where;
+  part["part"] = ReasoningPart(reasoning_);
+  out += Emit("response.content_part.done", std::move(part));
+  return out + Emit("response.output_item.done",
+                    {{"output_index", 0}, {"item", ReasoningItem(id_, &reasoning_, status)}});
+}
+
 std::string ResponsesStream::OpenMessage() {
   if (message_index_ >= 0) return "";
-  message_index_ = static_cast<int>(calls_.size());
+  message_index_ = static_cast<int>(calls_.size()) + (reasoning_item_ ? 1 : 0);
   message_open_ = true;
   std::string out = Emit("response.output_item.added", {{"output_index", message_index_},
                                                         {"item", MessageItem(id_, nullptr, "in_progress")}});
@@ -212,7 +269,8 @@ std::string ResponsesStream::CloseMessage() {
 }
 
 int ResponsesStream::CallIndex(size_t k) const {
-  return static_cast<int>(k) + (message_index_ >= 0 && message_index_ <= static_cast<int>(k) ? 1 : 0);
+  const int index = static_cast<int>(k) + (reasoning_item_ ? 1 : 0);
+  return index + (message_index_ >= 0 && message_index_ <= index ? 1 : 0);
 }
 
 std::string ResponsesStream::AddCall(const nlohmann::json& delta) {
@@ -239,13 +297,21 @@ std::string ResponsesStream::OnEvent(const ChoiceState& choice, const TokenEvent
   first_ = false;
   if (event.last()) item_status_ = choice.end == ChoiceEnd::kStop ? "completed" : "incomplete";
   if (with_logprobs_ && event.token != kNoToken) pending_logprobs_.push_back(ChatLogprobEntry(ctx_, event));
+  // The reply's content before and after this event (its text, when reasoning is not split out), and the
+  // reasoning it adds.
+  const std::string_view text = choice.text;
+  const chat::ReasoningSplit before =
+      SplitReply(req_.chat, text.substr(0, text.size() - event.text_delta.size()),
+                 /*final=*/false);
+  const chat::ReasoningSplit after = SplitReply(req_.chat, text, event.last());
+  std::string out;
+  if (after.reasoning) out += Reasoning(after.reasoning->substr(before.reasoning.value_or("").size()));
+  if (after.content.size() > before.content.size()) out += CloseReasoning("completed");  // the answer began
   const ToolSpec& tools = req_.chat.tools;
-  if (!tools.calls_possible()) return Text(event.text_delta);
-  const std::string_view after = choice.text;
-  const std::string_view before = after.substr(0, after.size() - event.text_delta.size());
-  ToolStreamDelta d =
-      ToolStreamStep(tools, before, after, first, event.last(), ToolIdSeed(id_), req_.chat.mistral_ids);
-  std::string out = Text(d.content);
+  if (!tools.calls_possible()) return out + Text(after.content.substr(before.content.size()));
+  ToolStreamDelta d = ToolStreamStep(tools, before.content, after.content, first, event.last(),
+                                     ToolIdSeed(id_), req_.chat.mistral_ids);
+  out += Text(d.content);
   if (!d.tool_calls.is_array()) return out;
   out += CloseMessage();  // content comes before the calls
   for (const nlohmann::json& call : d.tool_calls) {
@@ -268,12 +334,15 @@ std::string ResponsesStream::Fail(const std::string& message) {
 
 nlohmann::json ResponsesStream::Output() const {
   nlohmann::json output = nlohmann::json::array();
+  if (reasoning_item_)
+    output.push_back(ReasoningItem(id_, &reasoning_, reasoning_open_ ? item_status_ : reasoning_status_));
+  const int base = reasoning_item_ ? 1 : 0;
   for (size_t k = 0; k < calls_.size(); ++k) {
-    if (message_index_ == static_cast<int>(k))
+    if (message_index_ == base + static_cast<int>(k))
       output.push_back(MessageItem(id_, &text_, item_status_, Logprobs()));
     output.push_back(CallItem(id_, k, calls_[k].call_id, calls_[k].name, calls_[k].arguments, item_status_));
   }
-  if (message_index_ == static_cast<int>(calls_.size())) {
+  if (message_index_ == base + static_cast<int>(calls_.size())) {
     output.push_back(MessageItem(id_, &text_, item_status_, Logprobs()));
   }
   return output;
@@ -284,7 +353,9 @@ std::string ResponsesStream::Finish(GenerationJob& job) {
   const ChoiceEnd end = job.choices()[0].end;
   if (end == ChoiceEnd::kError) return Fail("generation failed");
   item_status_ = end == ChoiceEnd::kStop ? "completed" : "incomplete";
-  std::string out;
+  // A block still open at the end was cut short (unless the reply closed it and wrote nothing after).
+  const bool closed = job.choices()[0].text.find(chat::kReasoningClose) != std::string::npos;
+  std::string out = CloseReasoning(closed ? "completed" : item_status_);
   if (calls_.empty()) out += OpenMessage();  // an empty answer is an empty message, as in the whole response
   out += CloseMessage();
   for (size_t k = 0; k < calls_.size(); ++k) {

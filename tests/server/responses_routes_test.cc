@@ -341,7 +341,11 @@ TEST_F(ResponsesRoutesTest, BadInputItemsAre400NamingTheItem) {
                 "input[0].content[0].type");
   ExpectRefused(R"({"input": [{"role": "user", "content": [{"type": "input_text"}]}]})",
                 "input[0].content[0].text");
-  ExpectRefused(R"({"input": [{"type": "reasoning", "summary": []}]})", "input[0].type");
+  // A reasoning item is taken (for the assistant message after it), but alone it leaves no message.
+  ExpectRefused(R"({"input": [{"type": "reasoning", "summary": []}]})", "input");
+  ExpectRefused(R"({"input": [{"type": "reasoning", "content": [{"type": "output_text", "text": "x"}]}]})",
+                "input[0].content[0].type");
+  ExpectRefused(R"({"input": [{"type": "image_generation_call"}]})", "input[0].type");
   ExpectRefused(R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})",
                 "input[0].call_id");
   ExpectRefused(R"({"input": [{"type": "function_call", "call_id": "c", "arguments": "{}"}]})",

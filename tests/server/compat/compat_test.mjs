@@ -6,6 +6,9 @@
 // Starts the server on a free port (with an API key), runs every check, stops it with SIGTERM and expects
 // exit code 0. Prints one line per check; exits 1 on the first failure.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { InferenceClient } from "@huggingface/inference";
 import { check, parseArgs, startServer } from "./server_process.mjs";
@@ -208,6 +211,44 @@ try {
       openai.responses.create({ model: "compat-model", input: "x", tools: [{ type: "web_search" }] }),
       (e) => e.status === 400 && e.param === "tools[0].type",
     );
+  });
+
+  await check("openai reasoning: chat reasoning_content, Responses reasoning item (stream helper)", async () => {
+    // A second server whose chat template opens a <think> block in every generation prompt (DeepSeek-R1
+    // style): the random model's whole reply is reasoning.
+    const dir = mkdtempSync(join(tmpdir(), "lockstep-compat-"));
+    const template = join(dir, "think.jinja");
+    writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n" +
+      "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}");
+    const thinking = await startServer(args.binary, args.model, ["-t", "1", "--chat-template", template]);
+    try {
+      const client = new OpenAI({ baseURL: `${thinking.url}/v1`, apiKey: "none", maxRetries: 0 });
+      const model = (await client.models.list()).data[0].id;
+      const chat = await client.chat.completions.create({
+        model, messages: [{ role: "user", content: "Hi" }], max_tokens: 8, temperature: 0,
+      });
+      const reasoning = chat.choices[0].message.reasoning_content;
+      assert.equal(typeof reasoning, "string");
+      assert.equal(chat.choices[0].message.content, "");
+      let streamed = "";
+      for await (const chunk of await client.chat.completions.create({
+        model, messages: [{ role: "user", content: "Hi" }], max_tokens: 8, temperature: 0, stream: true,
+      })) {
+        streamed += chunk.choices[0]?.delta?.reasoning_content ?? "";
+      }
+      assert.equal(streamed, reasoning);
+      // The library's stream helper rebuilds the response from the events (reasoning_text deltas included).
+      const rebuilt = await client.responses.stream({ model, input: "Hi", max_output_tokens: 8, temperature: 0 })
+        .finalResponse();
+      assert.equal(rebuilt.output[0].type, "reasoning");
+      assert.equal(rebuilt.output[0].content[0].text, reasoning);  // the same greedy tokens
+      assert.equal(rebuilt.output[1].type, "message");
+      assert.equal(rebuilt.output[1].content[0].text, "");
+    } finally {
+      thinking.child.removeAllListeners("exit");
+      thinking.child.kill("SIGTERM");
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   const hf = new InferenceClient(KEY, { endpointUrl: url });
