@@ -44,6 +44,9 @@ void ReadLogitBias(FieldReader& f, const ApiContext& ctx, SamplingParams& s) {
 }
 
 constexpr size_t kMaxStopTokenIds = 64;
+// Stop strings: OpenAI's API takes 4; clients of local servers send more (editor plugins list every
+// end-of-turn marker), which vLLM and llama.cpp accept.
+constexpr size_t kMaxStopStrings = 16;
 
 // vLLM's stop_token_ids: tokens that end generation as EOS does.
 void ReadStopTokenIds(FieldReader& f, const ApiContext& ctx, std::vector<int32_t>& out) {
@@ -85,7 +88,7 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
     f.Fail("best_of", "best_of different from n is not supported");
   }
   req.spec.base.ignore_eos = f.Bool("ignore_eos").value_or(false);
-  if (auto stop = f.StringOrList("stop", 4)) {
+  if (auto stop = f.StringOrList("stop", kMaxStopStrings)) {
     for (auto& st : *stop) {
       if (!st.empty()) req.spec.base.stop.push_back(std::move(st));
     }

@@ -323,6 +323,22 @@ TEST_F(ServerRoutesTest, StopStringsEndGeneration) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.Json()["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r.Json()["choices"][0]["text"], text.substr(0, text.find(stop)));
+  // Up to 16 stop strings (editor plugins send many; OpenAI's own API takes 4): the one that matches ends it.
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 15; ++i) many.push_back("\x7f" + std::to_string(i) + "\x7f");
+  many.push_back(stop);
+  auto sixteen =
+      Post(port(), "/v1/chat/completions",
+           {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}, {"stop", many}});
+  EXPECT_EQ(sixteen.status, 200) << sixteen.body;
+  r = Post(port(), "/v1/completions",
+           {{"prompt", "Hello world"}, {"max_tokens", 12}, {"temperature", 0}, {"stop", many}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["choices"][0]["text"], text.substr(0, text.find(stop)));
+  many.push_back("one too many");
+  auto seventeen = Post(port(), "/v1/completions", {{"prompt", "Hello world"}, {"stop", many}});
+  EXPECT_EQ(seventeen.status, 400) << seventeen.body;
+  EXPECT_EQ(seventeen.Json()["error"]["param"], "stop") << seventeen.body;
   auto tgi = Post(port(), "/generate",
                   {{"inputs", "Hello world"},
                    {"parameters", {{"max_new_tokens", 12}, {"stop", {stop}}, {"details", true}}}});
