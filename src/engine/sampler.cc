@@ -80,6 +80,11 @@ Status SamplingParams::Validate() const {
     if (!std::isfinite(bias)) return bad("logit_bias", "must be finite");
   }
   if (top_logprobs < 0 || top_logprobs > 100) return bad("top_logprobs", "must be in 0..100");
+  if (!std::isfinite(top_n_sigma)) return bad("top_n_sigma", "must be finite");
+  if (!(typical_p > 0 && typical_p <= 1)) return bad("typical_p", "must be in (0, 1]");
+  if (!(xtc_probability >= 0 && xtc_probability <= 1)) return bad("xtc_probability", "must be in [0, 1]");
+  if (!(xtc_threshold >= 0 && xtc_threshold <= 1)) return bad("xtc_threshold", "must be in [0, 1]");
+  if (min_keep < 0) return bad("min_keep", "must be >= 0");
   return Status::Ok();
 }
 
@@ -170,8 +175,14 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
       candidates_.resize(keep);
       sorted = keep;
     }
+    // The further filters need every candidate in order; top_p and min_p alone a prefix, when that is enough.
+    const bool further = params_.top_n_sigma > 0 || params_.typical_p < 1.0f || params_.xtc_probability > 0 ||
+                         params_.min_keep > 1;
+    if (further && sorted < keep) {
+      std::sort(candidates_.begin(), candidates_.end(), better);
+      sorted = keep;
+    }
     if (params_.top_p < 1.0f || params_.min_p > 0.0f) {
-      // Both filters need the candidates in order; sort a prefix first when that is enough.
       if (sorted < keep) {
         const size_t prefix = std::min(keep, kTopPPrefix);
         std::partial_sort(candidates_.begin(), candidates_.begin() + prefix, candidates_.end(), better);
@@ -188,6 +199,15 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
       sum += probs_[i];
     }
     size_t n = candidates_.size();
+    const size_t min_keep = size_t(std::max(params_.min_keep, 1));
+    if (further) {  // top-nσ, then typical_p: they may drop the most likely token, so the sums start again
+      n = Typical(TopNSigma(n, min_keep), min_keep);
+      candidates_.resize(n);
+      probs_.resize(n);
+      sorted = n;
+      sum = 0;
+      for (float p : probs_) sum += p;
+    }
     if (params_.top_p < 1.0f) {
       double cum = 0;
       size_t cut = 0;
@@ -205,28 +225,98 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
           if (cum >= params_.top_p) break;
         }
       }
-      n = std::min(n, cut + 1);
+      n = std::min(n, std::max(cut + 1, min_keep));
     }
     if (params_.min_p > 0.0f) {
-      // probs_ are relative to the max (which is 1 at index 0 of the sorted prefix).
+      // probs_ are relative to the max (1 at index 0 of the sorted prefix; after the further filters,
+      // whatever the first one is).
+      const float min_p = further ? params_.min_p * probs_[0] : params_.min_p;
       size_t m = 0;
-      while (m < std::min(n, sorted) && probs_[m] >= params_.min_p) ++m;
+      while (m < std::min(n, sorted) && probs_[m] >= min_p) ++m;
       if (m == sorted && sorted < n) {  // the sorted prefix all passed: sort the rest too
         std::sort(candidates_.begin(), candidates_.end(), better);
         for (size_t i = 0; i < candidates_.size(); ++i)
           probs_[i] = SoftmaxWeight(candidates_[i].logit - max_logit);
         sorted = candidates_.size();
-        while (m < n && probs_[m] >= params_.min_p) ++m;
+        while (m < n && probs_[m] >= min_p) ++m;
       }
-      n = std::max<size_t>(1, m);
+      n = std::max(min_keep, m);
     }
     candidates_.resize(n);
     probs_.resize(n);
+    if (params_.xtc_probability > 0) {
+      const size_t dropped = n - ExcludeTopChoices(n, min_keep);
+      candidates_.erase(candidates_.begin(), candidates_.begin() + std::ptrdiff_t(dropped));
+      probs_.erase(probs_.begin(), probs_.begin() + std::ptrdiff_t(dropped));
+    }
     result.token = Draw();
   }
   if (params_.logprobs)
     result.logprob = TokenLogprobOf(logits, result.token, params_.top_logprobs, &result.top);
   return result;
+}
+
+size_t Sampler::TopNSigma(size_t n, size_t min_keep) const {
+  if (params_.top_n_sigma <= 0 || n <= 1) return n;
+  // Mean and (population) standard deviation of the candidates' logits, in double, in order.
+  double mean = 0;
+  for (size_t i = 0; i < n; ++i) mean += candidates_[i].logit;
+  mean /= double(n);
+  double variance = 0;
+  for (size_t i = 0; i < n; ++i) variance += (candidates_[i].logit - mean) * (candidates_[i].logit - mean);
+  const double floor = candidates_[0].logit - params_.top_n_sigma * std::sqrt(variance / double(n));
+  size_t m = 0;
+  while (m < n && candidates_[m].logit >= floor) ++m;
+  return std::min(n, std::max(m, min_keep));
+}
+
+size_t Sampler::Typical(size_t n, size_t min_keep) {
+  if (params_.typical_p >= 1.0f || n <= 1) return n;
+  // Entropy of the candidates' distribution, then each one's distance |-log p - H| from it.
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += probs_[i];
+  double entropy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double p = probs_[i] / sum;
+    if (p > 0) entropy -= p * std::log(p);
+  }
+  std::vector<std::pair<double, size_t>> order(n);  // (distance, index), the nearest first, ties in order
+  for (size_t i = 0; i < n; ++i) {
+    const double p = probs_[i] / sum;
+    order[i] = {p > 0 ? std::fabs(-std::log(p) - entropy) : std::numeric_limits<double>::infinity(), i};
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  double cum = 0;
+  size_t kept = 0;
+  while (kept < n) {
+    cum += probs_[order[kept].second] / sum;
+    ++kept;
+    if (cum >= params_.typical_p && kept >= min_keep) break;
+  }
+  // The kept candidates, back in their (logit) order.
+  std::vector<bool> keep(n, false);
+  for (size_t k = 0; k < kept; ++k) keep[order[k].second] = true;
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep[i]) continue;
+    candidates_[out] = candidates_[i];
+    probs_[out] = probs_[i];
+    ++out;
+  }
+  return out;
+}
+
+size_t Sampler::ExcludeTopChoices(size_t n, size_t min_keep) {
+  if (params_.xtc_threshold > 0.5f || n < 2) return n;  // at most one token can be above a threshold > 0.5
+  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0);
+  if (u >= params_.xtc_probability) return n;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += probs_[i];
+  size_t above = 0;  // the candidates at or above the threshold: a prefix (they are in order)
+  while (above < n && probs_[above] / sum >= params_.xtc_threshold) ++above;
+  if (above < 2 || n - (above - 1) < min_keep) return n;
+  return n - (above - 1);  // all but the least likely of them go
 }
 
 int32_t Sampler::Draw() {

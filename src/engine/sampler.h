@@ -9,8 +9,11 @@
 //   the allowed-token mask, when given (a grammar's, grammar/token_masker.h): other tokens are never
 //   candidates, so every later stage sees only allowed tokens ->
 //   temperature <= 0: argmax (lowest id on ties) ->
-//   else logits / temperature -> top_k -> softmax -> top_p (smallest set with mass >= top_p) ->
-//   min_p (prob >= min_p * max prob) -> renormalise -> draw with the RNG.
+//   else logits / temperature -> top_k -> softmax -> top_n_sigma (logit >= max - n * stddev) ->
+//   typical_p (nearest the entropy first, up to that mass; may drop the most likely token) -> top_p
+//   (smallest set with mass >= top_p) -> min_p (prob >= min_p * max prob) -> XTC (with probability
+//   xtc_probability, one RNG draw: drop the tokens at or above xtc_threshold but the least likely of them)
+//   -> renormalise -> draw with the RNG. Each filter leaves at least min_keep (and one) tokens.
 // Candidates are ordered by (logit descending, id ascending), so the same seed gives the same token.
 //
 // StopMatcher: finds stop strings in streamed text, holding back any tail that might be the start of one.
@@ -29,10 +32,20 @@
 namespace lockstep {
 
 struct SamplingParams {
-  float temperature = 1.0f;         // 0 = greedy
-  int32_t top_k = 0;                // 0 = off
-  float top_p = 1.0f;               // 1 = off
-  float min_p = 0.0f;               // 0 = off
+  float temperature = 1.0f;  // 0 = greedy
+  int32_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;        // 1 = off
+  float min_p = 0.0f;        // 0 = off
+  // llama.cpp's further filters, each off by default (Sampler::Sample gives the order): top-nσ keeps the
+  // logits within top_n_sigma standard deviations of the largest; locally typical sampling keeps the tokens
+  // whose surprise is closest to the distribution's entropy, up to typical_p of the mass; XTC ("exclude top
+  // choices"), with probability xtc_probability, drops every token at or above xtc_threshold but the least
+  // likely of them. min_keep: the fewest tokens top_p, min_p, typical_p, top-nσ and XTC leave (0 and 1: one).
+  float top_n_sigma = 0.0f;      // <= 0 = off
+  float typical_p = 1.0f;        // 1 = off
+  float xtc_probability = 0.0f;  // 0 = off
+  float xtc_threshold = 0.1f;    // > 0.5 = off
+  int32_t min_keep = 0;
   float repetition_penalty = 1.0f;  // 1 = off
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
@@ -84,6 +97,13 @@ class Sampler {
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
+  // The filters beyond top_k, top_p and min_p (SamplingParams), on the first n of candidates_ / probs_,
+  // sorted in full. TopNSigma and Typical return how many stay at the front (Typical moves its kept ones
+  // there, in order); ExcludeTopChoices how many stay at the end (it drops a prefix). Each leaves min_keep at
+  // least.
+  size_t TopNSigma(size_t n, size_t min_keep) const;
+  size_t Typical(size_t n, size_t min_keep);
+  size_t ExcludeTopChoices(size_t n, size_t min_keep);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "server/request_fields.h"
+#include "server/sampler_fields.h"
 #include "server/structured_fields.h"
 
 namespace lockstep::server {
@@ -35,19 +36,11 @@ void NoOpOnly(FieldReader& f, const char* name, bool (*no_op)(double), const cha
 // there changes nothing while the sampler is off).
 void ReadAbsentSamplers(FieldReader& f) {
   NoOpOnly(
-      f, "typical_p", [](double v) { return v >= 1; }, "typical_p >= 1");
-  NoOpOnly(
       f, "mirostat", [](double v) { return v == 0; }, "mirostat 0");
   NoOpOnly(
       f, "dry_multiplier", [](double v) { return v == 0; }, "dry_multiplier 0");
   NoOpOnly(
-      f, "xtc_probability", [](double v) { return v == 0; }, "xtc_probability 0");
-  NoOpOnly(
       f, "dynatemp_range", [](double v) { return v == 0; }, "dynatemp_range 0");
-  NoOpOnly(
-      f, "top_n_sigma", [](double v) { return v <= 0; }, "top_n_sigma <= 0");
-  NoOpOnly(
-      f, "min_keep", [](double v) { return v <= 1; }, "min_keep 0 or 1");
   if (f.Bool("post_sampling_probs").value_or(false)) {
     f.Fail("post_sampling_probs",
            "post_sampling_probs is not supported by this server (n_probs reports the "
@@ -96,6 +89,7 @@ void ReadSampling(FieldReader& f, LlamaCppRequest& req) {
       if (!st.empty()) req.spec.base.stop.push_back(std::move(st));
     }
   }
+  ReadSamplerFilters(f, s);
   req.n_probs = static_cast<int>(f.Int("n_probs", 0, kMaxTopLogprobs).value_or(0));
   req.spec.n = static_cast<int>(f.Int("n_cmpl", 1, kMaxCompletions).value_or(1));
 }

@@ -12,7 +12,8 @@ namespace llamacpp_format {
 // `samplers` cannot reorder it. Unlike llama.cpp's default chain, temperature comes before top_k / top_p /
 // min_p (top_k is unaffected; top_p and min_p then see the tempered distribution).
 const nlohmann::json& SamplerChain() {
-  static const nlohmann::json chain = {"penalties", "temperature", "top_k", "top_p", "min_p"};
+  static const nlohmann::json chain = {"penalties", "temperature", "top_k", "top_n_sigma",
+                                       "typ_p",     "top_p",       "min_p", "xtc"};
   return chain;
 }
 
@@ -50,9 +51,11 @@ nlohmann::json Settings(const LlamaCppRequest& req, const nlohmann::json& seed) 
           {"top_k", s.top_k},
           {"top_p", s.top_p},
           {"min_p", s.min_p},
-          {"top_n_sigma", -1.0},
-          {"xtc_probability", 0.0},
-          {"typical_p", 1.0},
+          {"top_n_sigma", s.top_n_sigma > 0 ? s.top_n_sigma : -1.0f},
+          {"xtc_probability", s.xtc_probability},
+          {"xtc_threshold", s.xtc_threshold},
+          {"typical_p", s.typical_p},
+          {"min_keep", s.min_keep},
           {"repeat_last_n", s.penalty_last_n},
           {"repeat_penalty", s.repetition_penalty},
           {"presence_penalty", s.presence_penalty},

@@ -15,11 +15,14 @@ void ReadParameters(FieldReader& p, TgiRequest& req, int64_t* max_new_tokens, in
   const auto temperature = p.Number("temperature", 0, 100, /*lo_exclusive=*/true);
   const auto top_k = p.Int("top_k", 1, 1 << 30);
   const auto top_p = p.Number("top_p", 0, 1, true);
+  const auto typical_p = p.Number("typical_p", 0, 1, true);  // locally typical sampling; 1 = off
   const bool do_sample = p.Bool("do_sample").value_or(false);
-  const bool sampling = do_sample || temperature || top_k || top_p;
+  // As TGI: any warper asks for sampling.
+  const bool sampling = do_sample || temperature || top_k || top_p || (typical_p && *typical_p < 1);
   s.temperature = sampling ? static_cast<float>(temperature.value_or(1.0)) : 0.0f;
   s.top_k = static_cast<int32_t>(top_k.value_or(0));
   s.top_p = static_cast<float>(top_p.value_or(1.0));
+  s.typical_p = static_cast<float>(typical_p.value_or(1.0));
   s.repetition_penalty = static_cast<float>(p.Number("repetition_penalty", 0, 10, true).value_or(1.0));
   s.frequency_penalty = static_cast<float>(p.Number("frequency_penalty", -2, 2).value_or(0.0));
   if (auto seed = p.Int("seed", 0, INT64_MAX)) {
@@ -47,9 +50,6 @@ void ReadParameters(FieldReader& p, TgiRequest& req, int64_t* max_new_tokens, in
   }
   p.Unsupported("watermark", "");
   p.Unsupported("adapter_id", "");
-  if (auto typical = p.Number("typical_p", 0, 1, true); typical && *typical < 1.0) {
-    p.Fail("typical_p", "parameters.typical_p (typical sampling) is not supported");
-  }
 }
 
 }  // namespace

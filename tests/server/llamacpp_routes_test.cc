@@ -247,7 +247,11 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
       {{{"prompt", "x"}, {"top_k", 1.5}}, "top_k"},
       {{{"prompt", "x"}, {"top_p", 2}}, "top_p"},
       {{{"prompt", "x"}, {"min_p", -1}}, "min_p"},
-      {{{"prompt", "x"}, {"typical_p", 0.5}}, "typical_p"},
+      {{{"prompt", "x"}, {"typical_p", "x"}}, "typical_p"},
+      {{{"prompt", "x"}, {"xtc_probability", 2}}, "xtc_probability"},
+      {{{"prompt", "x"}, {"xtc_threshold", -0.1}}, "xtc_threshold"},
+      {{{"prompt", "x"}, {"top_n_sigma", "wide"}}, "top_n_sigma"},
+      {{{"prompt", "x"}, {"min_keep", -1}}, "min_keep"},
       {{{"prompt", "x"}, {"repeat_penalty", 0}}, "repeat_penalty"},
       {{{"prompt", "x"}, {"repeat_last_n", -2}}, "repeat_last_n"},
       {{{"prompt", "x"}, {"presence_penalty", "a"}}, "presence_penalty"},
@@ -304,6 +308,39 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
                                  {"grammar", ""}};
   defaults.update(no_ops);
   Complete(defaults);
+  // llama.cpp's further filters (engine/sampler.h): taken, and reported in generation_settings.
+  nlohmann::json filtered = {{"prompt", "Once upon a time"},
+                             {"n_predict", 4},
+                             {"temperature", 1.0},
+                             {"seed", 3},
+                             {"typical_p", 0.5},
+                             {"top_n_sigma", 1.5},
+                             {"xtc_probability", 0.5},
+                             {"xtc_threshold", 0.2},
+                             {"min_keep", 2}};
+  const nlohmann::json j = Complete(filtered);
+  const nlohmann::json& settings = j["generation_settings"];
+  EXPECT_EQ(settings["typical_p"], 0.5) << j;
+  EXPECT_EQ(settings["top_n_sigma"], 1.5) << j;
+  EXPECT_EQ(settings["xtc_probability"], 0.5) << j;
+  EXPECT_FLOAT_EQ(settings["xtc_threshold"].get<float>(), 0.2f) << j;
+  EXPECT_EQ(settings["min_keep"], 2) << j;
+  EXPECT_EQ(Complete(filtered)["content"], j["content"]);  // seeded: the same draws
+  // The OpenAI routes take them too (llama.cpp's server does), and TGI its typical_p.
+  const HttpResponse chat = Post(port(), "/v1/chat/completions",
+                                 {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                                  {"max_tokens", 3},
+                                  {"typical_p", 0.9},
+                                  {"xtc_probability", 1.0},
+                                  {"min_keep", 3}});
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  const HttpResponse bad_chat =
+      Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}, {"typical_p", -1}});
+  EXPECT_EQ(bad_chat.status, 400) << bad_chat.body;
+  EXPECT_EQ(bad_chat.Json()["error"]["param"], "typical_p") << bad_chat.body;
+  const HttpResponse tgi = Post(
+      port(), "/generate", {{"inputs", "Hi"}, {"parameters", {{"max_new_tokens", 3}, {"typical_p", 0.5}}}});
+  EXPECT_EQ(tgi.status, 200) << tgi.body;
 }
 
 // A request the server cuts short (--timeout) has no llama.cpp stop type: stop_type "none" and lockstep's

@@ -1,0 +1,140 @@
+// Sampler's llama.cpp filters beyond top_k / top_p / min_p: top-nσ, locally typical sampling, XTC and
+// min_keep — which tokens each leaves, the frequencies it draws them at, and that when off they change
+// nothing (the same draws from the same seed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace lockstep {
+namespace {
+
+std::vector<float> FilterLogits(const std::vector<double>& probs) {
+  std::vector<float> l;
+  for (double p : probs) l.push_back(float(std::log(p)));
+  return l;
+}
+
+std::map<int32_t, int> FilterHistogram(const SamplingParams& params, const std::vector<float>& logits,
+                                       int n) {
+  Sampler s(params);
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < n; ++i) ++counts[s.Sample(logits, {}).token];
+  return counts;
+}
+
+std::set<int32_t> KeptTokens(const std::map<int32_t, int>& counts) {
+  std::set<int32_t> out;
+  for (const auto& [token, count] : counts) out.insert(token);
+  return out;
+}
+
+std::vector<int32_t> FilterDraws(const SamplingParams& params, const std::vector<float>& logits, int n) {
+  Sampler s(params);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) out.push_back(s.Sample(logits, {}).token);
+  return out;
+}
+
+TEST(SamplerFilters, TopNSigmaKeepsLogitsNearTheLargest) {
+  // Mean 0.6875, standard deviation ~1.20: one sigma below 3 keeps 3 and 2.5 only, three keep everything.
+  const std::vector<float> logits = {3, 2.5f, 0, 0, 0, 0, 0, 0};
+  SamplingParams p;
+  p.seed = 1;
+  p.top_n_sigma = 1.0f;
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 2000)), std::set<int32_t>({0, 1}));
+  p.top_n_sigma = 3.0f;
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 20000)).size(), logits.size());
+}
+
+TEST(SamplerFilters, TypicalKeepsTheTokensNearestTheEntropy) {
+  // H ~ 1.238 nats; surprises 0.69, 1.20, 2.30, 3.00, 3.00: token 1 is the most typical, then token 0.
+  const std::vector<float> logits = FilterLogits({0.5, 0.3, 0.1, 0.05, 0.05});
+  SamplingParams p;
+  p.seed = 2;
+  p.typical_p = 0.25f;  // token 1 alone holds 0.3: the most likely token is dropped
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 2000)), std::set<int32_t>({1}));
+  p.typical_p = 0.5f;  // tokens 1 and 0 (0.8), renormalised
+  const auto counts = FilterHistogram(p, logits, 8000);
+  EXPECT_EQ(KeptTokens(counts), std::set<int32_t>({0, 1}));
+  EXPECT_NEAR(counts.at(0) / 8000.0, 0.5 / 0.8, 0.03);
+  p.typical_p = 0.25f;
+  p.min_keep = 3;  // tokens 1, 0 and then 2 (distance 1.07)
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 8000)), std::set<int32_t>({0, 1, 2}));
+}
+
+TEST(SamplerFilters, XtcDropsTheTopChoicesButTheLeastLikelyOfThem) {
+  const std::vector<float> logits = FilterLogits({0.4, 0.3, 0.2, 0.1});
+  SamplingParams p;
+  p.seed = 3;
+  p.xtc_threshold = 0.25f;  // tokens 0 and 1 are above it: 0 goes, 1 stays
+  p.xtc_probability = 1.0f;
+  const auto always = FilterHistogram(p, logits, 8000);
+  EXPECT_EQ(KeptTokens(always), std::set<int32_t>({1, 2, 3}));
+  EXPECT_NEAR(always.at(1) / 8000.0, 0.5, 0.03);
+  p.xtc_probability = 0.5f;  // half the time: token 0 at 0.5 * 0.4
+  const auto half = FilterHistogram(p, logits, 8000);
+  EXPECT_NEAR(half.at(0) / 8000.0, 0.2, 0.03);
+  p.xtc_probability = 1.0f;
+  p.xtc_threshold = 0.35f;  // one token above: nothing dropped
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 8000)).count(0), 1u);
+  p.xtc_threshold = 0.25f;
+  p.min_keep = 4;  // dropping token 0 would leave 3
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 8000)).count(0), 1u);
+}
+
+TEST(SamplerFilters, MinKeepHoldsTopPAndMinPOpen) {
+  const std::vector<float> logits = FilterLogits({0.6, 0.2, 0.1, 0.05, 0.05});
+  SamplingParams p;
+  p.seed = 4;
+  p.top_p = 0.1f;
+  p.min_keep = 3;
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 8000)), std::set<int32_t>({0, 1, 2}));
+  p.top_p = 1.0f;
+  p.min_p = 0.9f;
+  p.min_keep = 2;
+  EXPECT_EQ(KeptTokens(FilterHistogram(p, logits, 8000)), std::set<int32_t>({0, 1}));
+}
+
+// Off, the filters change nothing: the same draws from the same seed (XTC above 0.5 draws no number).
+TEST(SamplerFilters, OffMeansTheSameDraws) {
+  std::vector<float> logits;
+  for (int i = 0; i < 300; ++i) logits.push_back(float(std::sin(i * 0.7) * 3));
+  SamplingParams base;
+  base.seed = 99;
+  base.temperature = 0.9f;
+  base.top_p = 0.95f;
+  base.min_p = 0.02f;
+  const std::vector<int32_t> expected = FilterDraws(base, logits, 400);
+  SamplingParams off = base;
+  off.min_keep = 1;
+  off.typical_p = 1.0f;
+  off.top_n_sigma = -1.0f;
+  off.xtc_probability = 0.0f;
+  EXPECT_EQ(FilterDraws(off, logits, 400), expected);
+  off.xtc_probability = 1.0f;
+  off.xtc_threshold = 0.6f;
+  EXPECT_EQ(FilterDraws(off, logits, 400), expected);
+}
+
+TEST(SamplerFilters, ValidateNamesTheField) {
+  const auto message = [](auto set) {
+    SamplingParams p;
+    set(p);
+    return p.Validate().message();
+  };
+  EXPECT_NE(message([](SamplingParams& p) { p.typical_p = 0; }).find("typical_p"), std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.xtc_probability = 1.5f; }).find("xtc_probability"),
+            std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.xtc_threshold = -1; }).find("xtc_threshold"),
+            std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.min_keep = -2; }).find("min_keep"), std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.top_n_sigma = NAN; }).find("top_n_sigma"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep
