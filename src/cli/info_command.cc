@@ -108,6 +108,10 @@ void RunInfo(const std::string& path, const std::string& chat_template) {
   std::printf("embedding_length: %lld\n", (long long)c.n_embd);
   std::printf("block_count:      %lld\n", (long long)c.n_layer);
   std::printf("feed_forward:     %lld\n", (long long)c.n_ff);
+  if (c.n_expert > 0) {
+    std::printf("experts:          %lld used of %lld, width %lld\n", (long long)c.n_expert_used,
+                (long long)c.n_expert, (long long)c.n_ff_expert);
+  }
   std::printf("heads:            %lld (kv %lld, head_dim %lld)\n", (long long)c.n_head,
               (long long)c.n_head_kv, (long long)c.head_dim);
   std::printf("rms_eps:          %g\n", c.rms_eps);

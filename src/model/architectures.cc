@@ -14,13 +14,31 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal}, {"qwen2", RopeMode::kNeox},  {"qwen3", RopeMode::kNeox},
-    {"phi3", RopeMode::kNeox},    {"gemma2", RopeMode::kNeox}, {"gemma3", RopeMode::kNeox},
+    {"llama", RopeMode::kNormal},  {"qwen2", RopeMode::kNeox},  {"qwen3", RopeMode::kNeox},
+    {"phi3", RopeMode::kNeox},     {"gemma2", RopeMode::kNeox}, {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},
 };
 
-// Architectures whose feed-forward is a mixture of experts: the router picks experts per token.
-constexpr const char* kMixtureOfExperts[] = {"qwen3moe", "qwen2moe", "phimoe", "mixtral", "deepseek2",
-                                             "olmoe",    "grok",     "dbrx",   "arctic"};
+// Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
+struct UnsupportedMoe {
+  const char* name;
+  const char* needs;
+};
+constexpr UnsupportedMoe kUnsupportedMoe[] = {
+    {"qwen2moe", "shared experts"},
+    {"qwen3next", "shared experts and linear attention"},
+    {"phimoe", "sparsemixer routing"},
+    {"mixtral", "the llama architecture name (llama.cpp writes Mixtral as llama)"},
+    {"deepseek", "shared experts"},
+    {"deepseek2", "shared experts, grouped routing and multi-head latent attention"},
+    {"olmoe", "its own routing without renormalisation"},
+    {"grok", "its own attention and expert layout"},
+    {"dbrx", "fused QKV with clamping"},
+    {"arctic", "a dense residual FFN beside the experts"},
+    {"gpt-oss", "biased experts, attention sinks and its SwiGLU clamp"},
+    {"llama4", "shared experts and sigmoid routing"},
+    {"granitemoe", "its scaled residuals"},
+};
 
 std::string Key(const ModelConfig& c, const char* suffix) { return c.architecture + "." + suffix; }
 
@@ -163,6 +181,50 @@ Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
   return Status::Ok();
 }
 
+// The experts of qwen3moe and llama (Mixtral) files: softmax routing over <arch>.expert_count experts, the
+// top <arch>.expert_used_count renormalised (llama.cpp's graphs for both, whatever the file says about
+// norm_topk_prob), SwiGLU experts of <arch>.expert_feed_forward_length (Mixtral: feed_forward_length).
+Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
+  const std::string count_key = Key(c, "expert_count");
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
+  if (c.n_expert == 0 && c.architecture != "qwen3moe") return Status::Ok();
+  if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {
+    return OutOfRangeKey(file, count_key,
+                         "= " + std::to_string(c.n_expert) + " is out of range (1.." +
+                             std::to_string(kMaxExperts) +
+                             (file.Has(count_key) ? ")" : "; the key is missing)"));
+  }
+  const std::string used_key = Key(c, "expert_used_count");
+  if (!file.Has(used_key)) {
+    return InvalidArgument(file.path() + ": key '" + used_key +
+                           "' is missing (a mixture of experts needs it)");
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, file.GetInt(used_key));
+  if (c.n_expert_used <= 0 || c.n_expert_used > c.n_expert) {
+    return OutOfRangeKey(file, used_key,
+                         "= " + std::to_string(c.n_expert_used) + " is out of range (1.." + count_key +
+                             " = " + std::to_string(c.n_expert) + ")");
+  }
+  const std::string ff_key = Key(c, "expert_feed_forward_length");
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert, file.GetIntOr(ff_key, c.n_ff));
+  if (c.n_ff_expert <= 0 || c.n_ff_expert > (1 << 20)) {
+    return OutOfRangeKey(file, ff_key,
+                         "= " + std::to_string(c.n_ff_expert) + " is out of range (1..1048576)");
+  }
+  // What llama.cpp's graphs for these two architectures never use; a file that sets them wants another.
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, file.GetIntOr(Key(c, "expert_shared_count"), 0));
+  if (shared != 0) {
+    return Unimplemented(file.path() + ": unsupported: shared experts ('" + Key(c, "expert_shared_count") +
+                         "' = " + std::to_string(shared) + ")");
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(Key(c, "expert_gating_func"), 1));
+  if (gating != 1) {  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
+    return Unimplemented(file.path() + ": unsupported: '" + Key(c, "expert_gating_func") +
+                         "' = " + std::to_string(gating) + " (only 1, softmax routing, is supported)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<std::string> ArchitectureNames() {
@@ -176,14 +238,18 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   for (const ArchInfo& a : kArchitectures) {
     if (c.architecture == a.name) arch = &a;
   }
-  bool moe = false;
-  for (const char* name : kMixtureOfExperts) moe = moe || c.architecture == name;
+  for (const UnsupportedMoe& m : kUnsupportedMoe) {
+    if (c.architecture == m.name) {
+      return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture +
+                           "' needs " + m.needs + "); lockstep runs the experts of qwen3moe and llama " +
+                           "(Mixtral) files");
+    }
+  }
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
-  if (moe || experts > 0) {
-    return Unimplemented(
-        file.path() + ": unsupported: mixture of experts ('" + c.architecture + "'" +
-        (experts > 0 ? ", " + Key(c, "expert_count") + " = " + std::to_string(experts) : "") +
-        "); lockstep runs dense models only");
+  if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe") {
+    return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
+                         Key(c, "expert_count") + " = " + std::to_string(experts) +
+                         "); lockstep runs the experts of qwen3moe and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -199,13 +265,14 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   c.layers.assign(size_t(c.n_layer), LayerAttention{});
   c.attention_scale = 1.0f / std::sqrt(float(c.head_dim));
   const std::string& a = c.architecture;
+  LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.
     LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 0));
     for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
     return Status::Ok();
   }
-  if (a == "qwen3") {
+  if (a == "qwen3" || a == "qwen3moe") {
     c.qk_norm = true;
     return Status::Ok();
   }

@@ -11,8 +11,10 @@
 //           window (default 4096) on the even layers
 //   gemma3  as gemma2 without soft-capping, with Q/K norms and five local layers to one global
 //           ((layer + 1) % 6 != 0 are local: windowed, RoPE base rope.freq_base_swa or 10000, unscaled)
-// Mixture-of-experts files (qwen3moe, qwen2moe, phimoe, or any <arch>.expert_count > 0, e.g. Mixtral) are
-// refused with "unsupported: mixture of experts". Pure functions.
+//   qwen3moe  as qwen3, with a mixture of experts as the FFN of every layer (model/moe.h)
+// llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
+// (qwen2moe, deepseek2, gpt-oss, ...: shared experts, other routing) are refused with "unsupported: mixture
+// of experts" and what they need. Pure functions.
 #pragma once
 
 #include <string>
@@ -33,7 +35,7 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c);
 
 // Sets the architecture-difference fields of `c` (model/model_config.h), which already holds the common
 // keys: norms, activation, attention scale, soft-capping, sliding windows and per-layer attention, RoPE of
-// local layers. Errors name the key that is missing or out of range.
+// local layers, experts. Errors name the key that is missing or out of range.
 Status ApplyArchitecture(const GgufFile& file, ModelConfig& c);
 
 }  // namespace lockstep

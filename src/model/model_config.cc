@@ -240,6 +240,9 @@ std::string ModelConfig::Summary() const {
   out << ", rms_eps " << rms_eps << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "")
       << (post_norms ? ", post-norms" : "") << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
       << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "");
+  if (n_expert > 0) {
+    out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert;
+  }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) out << ", final softcap " << final_softcap;
   int64_t windowed = 0;

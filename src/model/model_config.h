@@ -17,7 +17,7 @@ namespace lockstep {
 
 // How RoPE pairs the dimensions of a head: kNormal rotates adjacent pairs (x[2i], x[2i+1]) — llama.cpp's
 // layout for `llama` (its converter permutes the Q/K weights for it); kNeox rotates (x[i], x[i + n_rot/2]) —
-// `qwen2`, `qwen3`, `phi3`, `gemma2`, `gemma3`.
+// `qwen2`, `qwen3`, `qwen3moe`, `phi3`, `gemma2`, `gemma3`.
 enum class RopeMode { kNormal, kNeox };
 
 // kLongRope: Phi-3's `longrope`/`su` scaling: per-pair divisors of theta from the rope_factors_long or
@@ -27,6 +27,9 @@ enum class RopeScaling { kNone, kLinear, kLlama3, kLongRope };
 // The activation of the gated feed-forward network: SiLU(gate) * up (SwiGLU) or GELU(gate) * up with
 // GELU's tanh approximation (GeGLU, Gemma).
 enum class FfnActivation { kSilu, kGeluTanh };
+
+// The most experts a mixture-of-experts layer may have (<arch>.expert_count; llama.cpp's limit).
+inline constexpr int64_t kMaxExperts = 512;
 
 // The largest attention head size accepted (attention kernels widen one head vector on the stack).
 inline constexpr int64_t kMaxHeadDim = 4096;
@@ -102,6 +105,12 @@ struct ModelConfig {
   int64_t sliding_window = 0;
   float rope_freq_base_local = 10000;  // gemma3 local layers: <arch>.rope.freq_base_swa (default 10000)
   std::vector<LayerAttention> layers;
+  // Mixture of experts (qwen3moe; llama files with experts: Mixtral), model/moe.h: the FFN of every layer is
+  // n_expert SwiGLU experts of width n_ff_expert, of which a router (ffn_gate_inp) picks n_expert_used per
+  // row: softmax over the router logits, the top n_expert_used, their weights renormalised to sum to 1.
+  int64_t n_expert = 0;       // <arch>.expert_count; 0: a dense FFN of width n_ff
+  int64_t n_expert_used = 0;  // <arch>.expert_used_count, 1..n_expert
+  int64_t n_ff_expert = 0;    // <arch>.expert_feed_forward_length (default feed_forward_length: Mixtral)
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }

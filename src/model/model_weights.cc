@@ -50,6 +50,24 @@ class Binder {
     return WeightMatrix{m.type, m.in, count, m.data + size_t(first) * RowBytes(m.type, m.in)};
   }
 
+  // Expert e of a 3-D tensor [in, out, n_expert] as a matrix of its own, for each e (a view: each expert's
+  // rows are contiguous, whole blocks for every type).
+  std::vector<WeightMatrix> Experts(const std::string& name, int64_t out, int64_t in, int64_t n_expert) {
+    const GgufTensorInfo* t = Find(name, {in, out, n_expert});
+    if (t == nullptr) return {};
+    if (!MatMulSupports(t->type)) {
+      wrong_.push_back(name + " has type " + std::string(TensorTypeName(t->type)) +
+                       ", which the matrix kernels do not support");
+      return {};
+    }
+    std::vector<WeightMatrix> experts;
+    const size_t expert_bytes = size_t(out) * RowBytes(t->type, in);
+    for (int64_t e = 0; e < n_expert; ++e) {
+      experts.push_back(WeightMatrix{t->type, in, out, t->data + size_t(e) * expert_bytes});
+    }
+    return experts;
+  }
+
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
 
   std::vector<float> Vector(const std::string& name, int64_t n) {
@@ -96,6 +114,10 @@ void ModelWeights::PackMatrices(int threads) {
   };
   for (LayerWeights& lw : layers) {
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
+    add(lw.router);
+    for (size_t e = 0; e < lw.expert_gate.size(); ++e) {
+      for (WeightMatrix* m : {&lw.expert_gate[e], &lw.expert_up[e], &lw.expert_down[e]}) add(*m);
+    }
   }
   add(output);
   if (matrices.empty()) return;
@@ -151,7 +173,13 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
     lw.ffn_norm = b.Vector(p + "ffn_norm.weight", d);
-    if (!b.Has(p + "ffn_gate.weight") && c.architecture == "phi3") {  // one [gate | up] matrix
+    if (c.n_expert > 0) {
+      const int64_t ff = c.n_ff_expert;
+      lw.router = b.Matrix(p + "ffn_gate_inp.weight", c.n_expert, d);
+      lw.expert_gate = b.Experts(p + "ffn_gate_exps.weight", ff, d, c.n_expert);
+      lw.expert_up = b.Experts(p + "ffn_up_exps.weight", ff, d, c.n_expert);
+      lw.expert_down = b.Experts(p + "ffn_down_exps.weight", d, ff, c.n_expert);
+    } else if (!b.Has(p + "ffn_gate.weight") && c.architecture == "phi3") {  // one [gate | up] matrix
       const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * c.n_ff, d);
       lw.w_gate = Binder::Rows(gate_up, 0, c.n_ff);
       lw.w_up = Binder::Rows(gate_up, c.n_ff, c.n_ff);
@@ -159,7 +187,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
       lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
     }
-    lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
+    if (c.n_expert == 0) lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
     if (c.post_norms) lw.post_ffn_norm = b.Vector(p + "post_ffw_norm.weight", d);
   }
   LOCKSTEP_RETURN_IF_ERROR(b.Finish());

@@ -5,8 +5,9 @@
 // the fusion. 1-D tensors (norms, biases) are dequantized once into owned f32 vectors. Bind() checks every
 // tensor's presence, shape and type and reports ALL problems in one error, then repacks every matrix whose
 // type has packed int8 GEMM kernels (tensor/matmul.h PackWeights) and points its WeightMatrix::packed at the
-// copy, which ModelWeights owns (heap objects: the pointers stay valid when ModelWeights is moved).
-// Move-only; immutable after Bind(); the GgufFile must outlive it.
+// copy, which ModelWeights owns (an expert's slice of a 3-D tensor is packed as a matrix of its own; heap
+// objects: the pointers stay valid when ModelWeights is moved). Move-only; immutable after Bind(); the
+// GgufFile must outlive it.
 #pragma once
 
 #include <vector>
@@ -33,6 +34,13 @@ struct LayerWeights {
   WeightMatrix w_up;                  // [n_ff][n_embd]
   WeightMatrix w_down;                // [n_embd][n_ff]
   std::vector<float> post_ffn_norm;   // post_norms only: [n_embd]
+  // Mixture of experts only (ModelConfig::n_expert > 0; then w_gate, w_up and w_down are empty): the router
+  // and each expert's matrices, views of expert e's slice of the 3-D tensors ffn_{gate,up,down}_exps
+  // (GGUF dims [n_embd, n_ff_expert, n_expert] and [n_ff_expert, n_embd, n_expert]).
+  WeightMatrix router;                    // ffn_gate_inp: [n_expert][n_embd]
+  std::vector<WeightMatrix> expert_gate;  // [n_expert] x [n_ff_expert][n_embd]
+  std::vector<WeightMatrix> expert_up;    // [n_expert] x [n_ff_expert][n_embd]
+  std::vector<WeightMatrix> expert_down;  // [n_expert] x [n_embd][n_ff_expert]
 };
 
 struct ModelWeights {

@@ -121,8 +121,9 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(att_, r * c.q_dim());
   GrowTo(k_, r * c.kv_dim());
   GrowTo(v_, r * c.kv_dim());
-  GrowTo(gate_, r * c.n_ff);
-  GrowTo(up_, r * c.n_ff);
+  const size_t ff = c.n_expert > 0 ? 0 : size_t(c.n_ff);  // experts: model/moe.h's own scratch
+  GrowTo(gate_, r * ff);
+  GrowTo(up_, r * ff);
   GrowTo(row_cos_sin_, r * 2 * rope_.pairs());
   if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * rope_.pairs());
 }
@@ -375,21 +376,23 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   ForEachRow(pool, rows, [&](int64_t r, int) {
     kernels_.elementwise.rms_norm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
   });
-  {
+  if (c.n_expert > 0) {
+    moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);
+  } else {
     const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
     float* const outs[] = {gate_.data(), up_.data()};
     MatMulShared(kernels_.matmul, gate_up, xn_.data(), rows, outs, pool);
+    ForEachRow(pool, rows, [&](int64_t r, int) {
+      float* g = gate_.data() + r * ff;
+      const float* u = up_.data() + r * ff;
+      if (c.ffn_activation == FfnActivation::kGeluTanh) {
+        kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
+      } else {
+        kernels_.elementwise.swiglu(g, u, ff);
+      }
+    });
+    MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, proj_.data(), pool);
   }
-  ForEachRow(pool, rows, [&](int64_t r, int) {
-    float* g = gate_.data() + r * ff;
-    const float* u = up_.data() + r * ff;
-    if (c.ffn_activation == FfnActivation::kGeluTanh) {
-      kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
-    } else {
-      kernels_.elementwise.swiglu(g, u, ff);
-    }
-  });
-  MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, proj_.data(), pool);
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
     float* p = proj_.data() + r * d;

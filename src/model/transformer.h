@@ -8,7 +8,8 @@
 //   -> K/V written into the row's sequence blocks -> attention per (row, head) over the row's own positions
 //   [0, position] or the layer's window of them (soft-capped scores for Gemma 2) -> O projection
 //   -> (post-norm) -> residual -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up or GELU(gate) * up
-//   -> down projection -> (post-norm) -> residual.
+//   -> down projection (or, for a mixture of experts, model/moe.h's routed experts) -> (post-norm)
+//   -> residual.
 // Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul
 // (soft-capped for Gemma 2); the rows that want an embedding get their normed hidden state copied out. In
 // the last layer, rows that want neither stop after writing their K/V (nothing reads the rest of their
@@ -23,6 +24,7 @@
 
 #include "model/model.h"
 #include "model/model_weights.h"
+#include "model/moe.h"
 #include "model/rope.h"
 #include "tensor/kernels.h"
 
@@ -68,6 +70,7 @@ class Transformer final : public Model {
   Rope rope_;
   Rope local_rope_;  // Gemma 3's local layers (LayerAttention::local_rope)
   bool any_local_rope_ = false;
+  MixtureOfExperts moe_;  // the FFN when config_.n_expert > 0
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;

@@ -188,22 +188,6 @@ TEST(Architectures, LlamaWindowAppliesToEveryLayer) {
   EXPECT_EQ(Config("tiny-nemo").q_dim(), 256);  // Mistral Nemo: q_dim != n_embd (96)
 }
 
-TEST(Architectures, MixtureOfExpertsIsRefusedClearly) {
-  Edit moe;
-  moe.set_keys = {{"general.architecture", GgufValue::String("qwen3moe")}};
-  auto file = Edited("tiny-qwen3", moe);
-  auto r = Model::Load(file);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("unsupported: mixture of experts ('qwen3moe')"), std::string::npos)
-      << r.status().message();
-  Edit mixtral;  // Mixtral files are `llama` with experts
-  mixtral.set_keys = {{"llama.expert_count", GgufValue::Uint32(8)}};
-  auto m = Model::Load(Edited("tiny-nemo", mixtral));
-  ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("llama.expert_count = 8"), std::string::npos) << m.status().message();
-}
-
 TEST(Architectures, VocabularyOnlyFileSaysSo) {
   LOCKSTEP_REQUIRE_TESTDATA();
   auto file = GgufFile::Open(TestDataPath("vocab/ggml-vocab-phi-3.gguf"));

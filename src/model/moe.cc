@@ -1,0 +1,112 @@
+#include "model/moe.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "tensor/activations.h"
+#include "tensor/matmul.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep {
+namespace {
+
+// Below this many rows (or slots), per-row work runs on the calling thread (a pool round trip costs more).
+constexpr int64_t kParallelRows = 8;
+
+template <typename Fn>
+void ForEach(ThreadPool& pool, int64_t n, const Fn& fn) {
+  if (n < kParallelRows || pool.size() == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool.Run(n, [&fn](int64_t i, int) { fn(i); });
+}
+
+template <typename T>
+void GrowTo(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+void RouteRow(const float* logits, int64_t n_expert, int64_t k, int32_t* experts, float* weights) {
+  assert(k >= 1 && k <= n_expert);
+  for (int64_t j = 0; j < k; ++j) {
+    int32_t best = -1;
+    for (int32_t e = 0; e < int32_t(n_expert); ++e) {
+      bool taken = false;
+      for (int64_t i = 0; i < j; ++i) taken = taken || experts[i] == e;
+      if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
+    }
+    experts[j] = best;
+  }
+  const float largest = logits[experts[0]];
+  float sum = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    weights[j] = ExpPolynomial(logits[experts[j]] - largest);
+    sum += weights[j];
+  }
+  for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
+}
+
+void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
+                               const float* xn, int64_t rows, float* out, ThreadPool& pool) {
+  const int64_t n_expert = c.n_expert;
+  const int64_t k = c.n_expert_used;
+  const int64_t d = c.n_embd;
+  const int64_t ff = c.n_ff_expert;
+  const size_t slots = size_t(rows * k);
+  GrowTo(logits_, size_t(rows * n_expert));
+  GrowTo(chosen_, slots);
+  GrowTo(weights_, slots);
+  GrowTo(slot_, slots);
+  GrowTo(inputs_, slots * d);
+  GrowTo(gate_, slots * ff);
+  GrowTo(up_, slots * ff);
+  GrowTo(outputs_, slots * d);
+
+  MatMul(kernels.matmul, w.router, xn, rows, logits_.data(), pool);
+  for (int64_t r = 0; r < rows; ++r) {
+    RouteRow(logits_.data() + r * n_expert, n_expert, k, chosen_.data() + r * k, weights_.data() + r * k);
+  }
+  // Slots grouped by expert, rows ascending within each.
+  starts_.assign(size_t(n_expert + 1), 0);
+  for (size_t s = 0; s < slots; ++s) ++starts_[size_t(chosen_[s]) + 1];
+  for (int64_t e = 0; e < n_expert; ++e) starts_[e + 1] += starts_[e];
+  for (size_t s = 0; s < slots; ++s) slot_[s] = starts_[size_t(chosen_[s])]++;
+  for (int64_t e = n_expert; e > 0; --e) starts_[e] = starts_[e - 1];  // back to each expert's first slot
+  starts_[0] = 0;
+  ForEach(pool, int64_t(slots), [&](int64_t s) {
+    std::memcpy(inputs_.data() + slot_[s] * d, xn + (s / k) * d, sizeof(float) * d);
+  });
+
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const int64_t first = starts_[e], count = starts_[e + 1] - first;
+    if (count == 0) continue;
+    const WeightMatrix gate_up[] = {w.expert_gate[e], w.expert_up[e]};
+    float* const ys[] = {gate_.data() + first * ff, up_.data() + first * ff};
+    MatMulShared(kernels.matmul, gate_up, inputs_.data() + first * d, count, ys, pool);
+  }
+  ForEach(pool, int64_t(slots),
+          [&](int64_t s) { kernels.elementwise.swiglu(gate_.data() + s * ff, up_.data() + s * ff, ff); });
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const int64_t first = starts_[e], count = starts_[e + 1] - first;
+    if (count == 0) continue;
+    MatMul(kernels.matmul, w.expert_down[e], gate_.data() + first * ff, count, outputs_.data() + first * d,
+           pool);
+  }
+
+  // Each row's weighted sum in rank order, one fused multiply-add per term (the same bits on every CPU).
+  ForEach(pool, rows, [&](int64_t r) {
+    float* y = out + r * d;
+    for (int64_t i = 0; i < d; ++i) y[i] = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const float weight = weights_[size_t(r * k + j)];
+      const float* expert_out = outputs_.data() + slot_[size_t(r * k + j)] * d;
+      for (int64_t i = 0; i < d; ++i) y[i] = std::fma(weight, expert_out[i], y[i]);
+    }
+  });
+}
+
+}  // namespace lockstep

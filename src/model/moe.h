@@ -1,0 +1,53 @@
+// MixtureOfExperts: the feed-forward block of a mixture-of-experts layer (ModelConfig::n_expert > 0:
+// qwen3moe, Mixtral) over a ragged batch of R rows, as llama.cpp's graphs for those architectures compute it:
+//
+//   xn [R][n_embd] -> router logits [R][n_expert] (one MatMul with ffn_gate_inp)
+//   -> per row (RouteRow): the n_expert_used largest logits (ties: the lower expert index first), their
+//      softmax weights renormalised to sum to 1 (softmax over all experts, then renormalised over the chosen
+//      ones, equals a softmax over the chosen logits)
+//   -> slots: the (row, choice) pairs grouped by expert (expert-major, rows ascending within an expert), each
+//      slot holding its row's xn
+//   -> per expert with slots: gate/up MatMul over its slots -> SwiGLU -> down MatMul
+//   -> out[r] = sum over the row's choices, in rank order, of weight * its expert's output (fused
+//      multiply-adds).
+//
+// Batch invariance: a row's routing reads only its own logits; a MatMul's result for a row does not depend on
+// the other rows of the call (tensor/matmul.h); the weighted sum runs in the row's rank order with the same
+// float operations. So a row's output is bit-identical whatever else shares the batch. Scratch grows to the
+// largest batch seen and is reused. Engine thread only (each Transformer owns one).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.h"
+#include "model/model_weights.h"
+#include "tensor/kernels.h"
+
+namespace lockstep {
+
+class ThreadPool;
+
+// Routing of one row: experts[0..k) the indices of the k largest of logits[0..n_expert) in descending order
+// (ties and NaNs: the lower index first), weights[0..k) exp(logit - largest) / their sum, summed in rank
+// order (exp: tensor/activations.h's ExpPolynomial, the same bits on every CPU). Pure.
+void RouteRow(const float* logits, int64_t n_expert, int64_t k, int32_t* experts, float* weights);
+
+class MixtureOfExperts {
+ public:
+  // out[r] for r in [0, rows): the layer's expert mixture applied to xn[r]; xn, out: [rows][n_embd].
+  void Forward(const Kernels& kernels, const ModelConfig& config, const LayerWeights& weights,
+               const float* xn, int64_t rows, float* out, ThreadPool& pool);
+
+ private:
+  std::vector<float> logits_;     // [rows][n_expert]
+  std::vector<int32_t> chosen_;   // [rows][n_expert_used]: expert of each choice, by rank
+  std::vector<float> weights_;    // [rows][n_expert_used]
+  std::vector<int64_t> slot_;     // [rows][n_expert_used]: the choice's slot
+  std::vector<int64_t> starts_;   // [n_expert + 1]: each expert's first slot
+  std::vector<float> inputs_;     // [slots][n_embd]: xn of each slot's row
+  std::vector<float> gate_, up_;  // [slots][n_ff_expert]
+  std::vector<float> outputs_;    // [slots][n_embd]
+};
+
+}  // namespace lockstep
