@@ -67,6 +67,7 @@ struct PlannedTensor {
   std::vector<int64_t> dims;
   Fill fill = Fill::kNormal;
   std::vector<float> values;  // Fill::kValues
+  float stddev = 0;           // Fill::kNormal: 0 = the shape's weight_std
   size_t bytes() const {
     int64_t rows = 1;
     for (size_t i = 1; i < dims.size(); ++i) rows *= dims[i];
@@ -119,7 +120,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
-  const bool qk_norm = a == "qwen3" || a == "gemma3";
+  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
   const bool post_norms = a == "gemma2" || a == "gemma3";
   const bool fused = a == "phi3";  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them
   const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
@@ -176,13 +177,27 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     matrix(p + "attn_output.weight", s.n_embd, q_dim);
     if (post_norms) vec(p + "post_attention_norm.weight", s.n_embd, norm);
     vec(p + "ffn_norm.weight", s.n_embd, norm);
-    if (fused) {
+    if (s.n_expert > 0) {
+      const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
+      t.push_back({p + "ffn_gate_inp.weight",
+                   TensorType::kF32,
+                   {s.n_embd, s.n_expert},
+                   Fill::kNormal,
+                   {},
+                   s.router_std});
+      auto experts = [&](const std::string& name, int64_t out, int64_t in, Role role) {
+        t.push_back({name, MatrixType(o, role, layer, in), {in, out, s.n_expert}, Fill::kNormal, {}});
+      };
+      experts(p + "ffn_gate_exps.weight", ff, s.n_embd, Role::kPlain);
+      experts(p + "ffn_up_exps.weight", ff, s.n_embd, Role::kPlain);
+      experts(p + "ffn_down_exps.weight", s.n_embd, ff, Role::kFfnDown);
+    } else if (fused) {
       matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
     } else {
       matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
       matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
     }
-    matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
+    if (s.n_expert == 0) matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
     if (post_norms) vec(p + "post_ffw_norm.weight", s.n_embd, norm);
   }
   return t;
@@ -241,6 +256,14 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".rope.scaling.type", GgufValue::String("linear"));
     w.Set(a + ".rope.scaling.factor", GgufValue::Float32(s.rope_linear_factor));
   }
+  if (s.n_expert > 0) {
+    w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
+    w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
+    if (a == "qwen3moe") {
+      const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
+      w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
+    }
+  }
   if (s.longrope_orig_ctx > 0) {
     w.Set(a + ".rope.scaling.original_context_length", GgufValue::Uint32(uint32_t(s.longrope_orig_ctx)));
     w.Set(a + ".rope.scaling.attn_factor", GgufValue::Float32(LongRopeAttnFactor(s)));
@@ -269,7 +292,7 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
           row[i] = t.values[i];
           break;
         case Fill::kNormal:
-          row[i] = normal.Next(stddev);
+          row[i] = normal.Next(t.stddev > 0 ? t.stddev : stddev);
           break;
       }
     }
@@ -359,7 +382,11 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   // K-quant rows that do not fit their 256-element blocks fall back to q8_0, which must fit then.
   const TensorType checked = IsKQuant(o.type) ? TensorType::kQ8_0 : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
-  for (int64_t in : {s.n_embd, s.n_ff, s.n_head * HeadDim(s)}) {
+  if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
+      (s.architecture == "qwen3moe" && s.n_expert == 0)) {
+    return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
+  }
+  for (int64_t in : {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff, s.n_head * HeadDim(s)}) {
     if (in % block != 0) {
       return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
                              " is not a multiple of the " + std::string(TensorTypeName(checked)) +

@@ -42,6 +42,15 @@ struct ModelShape {
   float final_softcap = 0;        // gemma2: final_logit_softcapping
   float rope_linear_factor = 0;   // rope.scaling.type linear with this factor (gemma3: global layers only)
   int64_t longrope_orig_ctx = 0;  // phi3: random rope_factors_long/short and attn_factor for this context
+  // Mixture of experts (qwen3moe; llama: Mixtral) when n_expert > 0: ffn_gate_inp (F32, as llama.cpp's
+  // quantizer keeps it) and ffn_{gate,up,down}_exps in place of the dense FFN; written with expert_count,
+  // expert_used_count and (qwen3moe) expert_feed_forward_length = n_ff_expert.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_expert = 0;  // 0: n_ff
+  // Standard deviation of the router weights (larger than weight_std: the router logits then spread enough
+  // that near-ties between the last chosen expert and the next are rare).
+  float router_std = 0.2f;
   // Norm weights 1 + normal(0, 0.2) instead of 1, so that a norm applied to the wrong elements (or a
   // Gemma "1 + w" applied twice) changes the numbers.
   bool random_norms = false;
@@ -57,7 +66,8 @@ struct ModelShape {
 // Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),
 // tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
-// tiny-nemo, tiny-mistral-swa: real head counts, GQA ratios and window patterns, tiny widths and windows),
+// tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral: real head counts, GQA ratios and window patterns,
+// tiny widths, windows and expert counts),
 // and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
