@@ -107,7 +107,10 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-nemo", "f32", KvDtype::kF16, 2}, Param{"tiny-mistral-swa", "q4_0", KvDtype::kF16, 2, 40},
         // q8_0 KV: one scale per head (head_dim 16) and two per head (tiny-256's 64), under a window.
         Param{"tiny", "q4_0", KvDtype::kQ8_0, 1}, Param{"tiny-256", "q8_0", KvDtype::kQ8_0, 2},
-        Param{"tiny-gemma2", "q8_0", KvDtype::kQ8_0, 2, 40}),
+        Param{"tiny-gemma2", "q8_0", KvDtype::kQ8_0, 2, 40},
+        // Mixtures of experts: which rows share an expert's MatMul changes with the batch.
+        Param{"tiny-qwen3moe", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen3moe", "f32", KvDtype::kF32, 1},
+        Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
     [](const ::testing::TestParamInfo<Param>& info) {
       const Param& p = info.param;
@@ -135,8 +138,9 @@ TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
 // The same for sliding windows (every layer: tiny-mistral-swa; alternating with global layers and
 // soft-capped: tiny-gemma2): the window's start moves across KV blocks and attention parts (256 positions) as
 // the sequence grows, in tiles of every size.
+// And for the experts (tiny-qwen3moe: chunks of 50 rows share each expert's MatMul).
 TEST(BatchInvariance, WindowedChunkingAndThreadCountDoNotChangeLogits) {
-  for (const char* shape : {"tiny-mistral-swa", "tiny-gemma2"}) {
+  for (const char* shape : {"tiny-mistral-swa", "tiny-gemma2", "tiny-qwen3moe"}) {
     SCOPED_TRACE(shape);
     LoadedModel m = LoadModelOrDie(TinyModelPath(shape, TensorType::kQ8_0));
     std::vector<int32_t> tokens;

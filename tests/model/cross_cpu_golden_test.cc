@@ -1,11 +1,11 @@
 // A request's logits and tokens are the same bits on every CPU: every kernel level of every architecture
 // (x86 here, aarch64 under qemu in scripts/check_arm64.sh) reproduces one recorded file,
-// tests/model/testdata/cross_cpu_golden.json. Per weight type it holds, for a tiny random model (make-model
-// is deterministic), an FNV-1a hash of the bits of every prompt row's logits (a 64-token prompt in chunks of
-// 24 rows: many-row tiles, the AMX and SMMLA paths) and of each of 8 greedy decode steps' logits (one row:
-// the decode kernels), and the greedy tokens. That covers the int8 products, the float products, softmax and
-// SwiGLU (one polynomial exp everywhere, tensor/activations.h), RMSNorm and RoPE.
-// A deliberate change of the canonical arithmetic re-records the file (on any one machine):
+// tests/model/testdata/cross_cpu_golden.json. Per weight type (and mixture-of-experts shape) it holds, for a
+// tiny random model (make-model is deterministic), an FNV-1a hash of the bits of every prompt row's logits (a
+// 64-token prompt in chunks of 24 rows: many-row tiles, the AMX and SMMLA paths) and of each of 8 greedy
+// decode steps' logits (one row: the decode kernels), and the greedy tokens. That covers the int8 products,
+// the float products, softmax and SwiGLU (one polynomial exp everywhere, tensor/activations.h), RMSNorm and
+// RoPE. A deliberate change of the canonical arithmetic re-records the file (on any one machine):
 //   LOCKSTEP_WRITE_CROSS_CPU_GOLDEN=1 build/tests/model_tests --gtest_filter='CrossCpuGolden.*'
 #include <gtest/gtest.h>
 
@@ -25,7 +25,15 @@
 namespace lockstep::testing {
 namespace {
 
-const char* const kWeightTypes[] = {"q8_0", "q4_0", "q4_k_m", "f16"};
+// tiny-256 in each weight type (recorded under the type's name), and the mixtures of experts (routing, the
+// experts' MatMuls over rows grouped by expert, their weighted sums; recorded as "shape type").
+struct CrossCpuCase {
+  const char* shape;
+  const char* types;
+};
+constexpr CrossCpuCase kCases[] = {
+    {"tiny-256", "q8_0"},      {"tiny-256", "q4_0"},       {"tiny-256", "q4_k_m"},  {"tiny-256", "f16"},
+    {"tiny-qwen3moe", "q8_0"}, {"tiny-mixtral", "q4_k_m"}, {"tiny-mixtral", "bf16"}};
 constexpr int kPromptTokens = 64, kChunk = 24, kDecodeSteps = 8;
 
 std::string GoldenPath() {
@@ -109,8 +117,11 @@ TEST(CrossCpuGolden, EveryLevelReproducesTheRecordedBits) {
   nlohmann::json recorded = nlohmann::json::object();
   const std::vector<Kernels> levels = RunnableKernels();
   ASSERT_FALSE(levels.empty());
-  for (const char* types : kWeightTypes) {
-    LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-256", types, 19));
+  for (const CrossCpuCase& c : kCases) {
+    const std::string name =
+        std::string(c.shape) == "tiny-256" ? c.types : std::string(c.shape) + " " + c.types;
+    const char* types = name.c_str();
+    LoadedModel m = LoadModelOrDie(TinyModelPath(c.shape, c.types, 19));
     for (const Kernels& k : levels) {
       const LevelRun run = RunOneLevel(m.file, k);
       if (write && !recorded.contains(types)) {
@@ -127,8 +138,9 @@ TEST(CrossCpuGolden, EveryLevelReproducesTheRecordedBits) {
     }
   }
   if (write) {
-    nlohmann::json out = {{"what", "tests/model/cross_cpu_golden_test.cc: tiny-256 seed 19, f16 KV"},
-                          {"cases", recorded}};
+    nlohmann::json out = {
+        {"what", "tests/model/cross_cpu_golden_test.cc: tiny-256 (and the named shapes) seed 19, f16 KV"},
+        {"cases", recorded}};
     std::ofstream(GoldenPath()) << out.dump(1) << "\n";
   }
 }

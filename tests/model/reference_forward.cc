@@ -86,7 +86,51 @@ Matrix RowRange(const Matrix& m, size_t first, size_t count) {
 struct Layer {
   std::vector<double> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
   Matrix wq, wk, wv, wo, gate, up, down;
+  // Mixture of experts: the router [n_expert][n_embd] and each expert's gate, up and down.
+  Matrix router;
+  std::vector<Matrix> expert_gate, expert_up, expert_down;
 };
+
+// Expert e's [out][in] slice of each 3-D tensor [in, out, n_expert] (loaded as n_expert * out rows).
+Result<std::vector<Matrix>> LoadExperts(const GgufFile& file, const std::string& name, int64_t n_expert) {
+  LOCKSTEP_ASSIGN_OR_RETURN(Matrix all, Load(file, name));
+  const size_t out = all.size() / size_t(n_expert);
+  std::vector<Matrix> experts;
+  for (int64_t e = 0; e < n_expert; ++e) experts.push_back(RowRange(all, size_t(e) * out, out));
+  return experts;
+}
+
+// SiLU(gate · h) * (up · h), then down.
+std::vector<double> SwiGlu(const Matrix& gate, const Matrix& up, const Matrix& down,
+                           const std::vector<double>& h) {
+  std::vector<double> g = MatVec(gate, h);
+  const std::vector<double> u = MatVec(up, h);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  return MatVec(down, g);
+}
+
+// The router's softmax over every expert, the n_expert_used most probable (a stable sort: the lower index
+// first among equals), their probabilities renormalised; the chosen experts' outputs so weighted, summed.
+std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h) {
+  const std::vector<double> logits = MatVec(L.router, h);
+  const double largest = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  double total = 0;
+  for (size_t e = 0; e < p.size(); ++e) total += (p[e] = std::exp(logits[e] - largest));
+  for (double& v : p) v /= total;
+  std::vector<size_t> order(p.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  double chosen = 0;
+  for (int64_t j = 0; j < c.n_expert_used; ++j) chosen += p[order[j]];
+  std::vector<double> out(h.size(), 0.0);
+  for (int64_t j = 0; j < c.n_expert_used; ++j) {
+    const size_t e = order[j];
+    const std::vector<double> y = SwiGlu(L.expert_gate[e], L.expert_up[e], L.expert_down[e], h);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += p[e] / chosen * y[i];
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -119,7 +163,12 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       LOCKSTEP_ASSIGN_OR_RETURN(L.wv, Load(file, p + "attn_v.weight"));
     }
     LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
-    if (file.FindTensor(p + "ffn_gate.weight")) {
+    if (c.n_expert > 0) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.router, Load(file, p + "ffn_gate_inp.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.expert_gate, LoadExperts(file, p + "ffn_gate_exps.weight", c.n_expert));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.expert_up, LoadExperts(file, p + "ffn_up_exps.weight", c.n_expert));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.expert_down, LoadExperts(file, p + "ffn_down_exps.weight", c.n_expert));
+    } else if (file.FindTensor(p + "ffn_gate.weight")) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
     } else {  // phi3: [gate | up]
@@ -127,7 +176,9 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       L.gate = RowRange(gate_up, 0, c.n_ff);
       L.up = RowRange(gate_up, c.n_ff, c.n_ff);
     }
-    LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
+    if (c.n_expert == 0) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
+    }
     if (c.qk_norm) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.q_norm, LoadVector(file, p + "attn_q_norm.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.k_norm, LoadVector(file, p + "attn_k_norm.weight"));
@@ -203,6 +254,11 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     }
     for (size_t t = 0; t < n; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.ffn_norm, c.rms_eps);
+      if (c.n_expert > 0) {
+        const std::vector<double> d = Experts(L, c, h);
+        for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
+        continue;
+      }
       std::vector<double> g = MatVec(L.gate, h);
       const std::vector<double> u = MatVec(L.up, h);
       for (size_t i = 0; i < g.size(); ++i) {
