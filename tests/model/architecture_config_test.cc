@@ -15,28 +15,13 @@
 namespace lockstep::testing {
 namespace {
 
-struct Edit {
-  std::set<std::string> drop_keys;
-  std::vector<std::pair<std::string, GgufValue>> set_keys;
-  std::set<std::string> drop_tensors;
-};
+using Edit = FileEdit;
 
 // `shape`'s f32 file with the edits, opened from memory.
 std::shared_ptr<const GgufFile> Edited(const std::string& shape, const Edit& edit) {
-  auto file = GgufFile::Open(TinyModelPath(shape, TensorType::kF32));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  GgufWriter w;
-  for (const auto& [k, v] : (*file)->metadata()) {
-    if (!edit.drop_keys.count(k)) w.Set(k, v);
-  }
-  for (const auto& [k, v] : edit.set_keys) w.Set(k, v);
-  for (const GgufTensorInfo& t : (*file)->tensors()) {
-    if (edit.drop_tensors.count(t.name)) continue;
-    EXPECT_TRUE(w.AddTensor(t.name, t.type, t.dims, {t.data, t.size_bytes}).ok());
-  }
-  auto edited = GgufFile::FromBytes(w.ToBytes(), "edited.gguf");
+  auto edited = EditedFile(TinyModelPath(shape, TensorType::kF32), edit);
   EXPECT_TRUE(edited.ok()) << edited.status().ToString();
-  return std::shared_ptr<const GgufFile>(std::move(edited).value());
+  return edited.ok() ? *edited : nullptr;
 }
 
 Edit DropKeys(std::set<std::string> keys) {

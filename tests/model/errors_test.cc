@@ -11,32 +11,13 @@
 namespace lockstep::testing {
 namespace {
 
-// Rebuilds the tiny model with edits: metadata overrides / removals and tensor removals / replacements.
-struct ByteEdit {
-  std::set<std::string> drop_keys;
-  std::vector<std::pair<std::string, GgufValue>> set_keys;
-  std::set<std::string> drop_tensors;
-  std::string reshape_tensor;  // given wrong dims (transposed)
-};
+using ByteEdit = FileEdit;
 
+// The tiny model with edits, loaded.
 Result<std::unique_ptr<Model>> LoadEdited(const ByteEdit& edit) {
-  auto file = GgufFile::Open(TinyModelPath("tiny", TensorType::kF32));
-  if (!file.ok()) return file.status();
-  GgufWriter w;
-  for (const auto& [k, v] : (*file)->metadata()) {
-    if (!edit.drop_keys.count(k)) w.Set(k, v);
-  }
-  for (const auto& [k, v] : edit.set_keys) w.Set(k, v);
-  for (const GgufTensorInfo& t : (*file)->tensors()) {
-    if (edit.drop_tensors.count(t.name)) continue;
-    std::vector<int64_t> dims = t.dims;
-    if (t.name == edit.reshape_tensor) std::swap(dims[0], dims[1]);
-    Status s = w.AddTensor(t.name, t.type, dims, {t.data, t.size_bytes});
-    if (!s.ok()) return s;
-  }
-  auto edited = GgufFile::FromBytes(w.ToBytes(), "edited.gguf");
-  if (!edited.ok()) return edited.status();
-  return Model::Load(std::shared_ptr<const GgufFile>(std::move(edited).value()));
+  LOCKSTEP_ASSIGN_OR_RETURN(std::shared_ptr<const GgufFile> file,
+                            EditedFile(TinyModelPath("tiny", TensorType::kF32), edit));
+  return Model::Load(file);
 }
 
 TEST(ModelErrors, UneditedLoads) { EXPECT_TRUE(LoadEdited({}).ok()); }

@@ -7,9 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <set>
 
-#include "gguf/gguf_writer.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/test_models.h"
@@ -17,29 +15,13 @@
 namespace lockstep::testing {
 namespace {
 
-struct Edit {
-  std::set<std::string> drop_keys;
-  std::vector<std::pair<std::string, GgufValue>> set_keys;
-  std::set<std::string> drop_tensors;
-};
+using Edit = FileEdit;
 
 // `shape`'s f32 file with the edits, loaded: the first error of config, weights or model.
 Status LoadEdited(const std::string& shape, const Edit& edit) {
-  auto file = GgufFile::Open(TinyModelPath(shape, TensorType::kF32));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  GgufWriter w;
-  for (const auto& [k, v] : (*file)->metadata()) {
-    if (!edit.drop_keys.count(k)) w.Set(k, v);
-  }
-  for (const auto& [k, v] : edit.set_keys) w.Set(k, v);
-  for (const GgufTensorInfo& t : (*file)->tensors()) {
-    if (edit.drop_tensors.count(t.name)) continue;
-    EXPECT_TRUE(w.AddTensor(t.name, t.type, t.dims, {t.data, t.size_bytes}).ok());
-  }
-  auto edited = GgufFile::FromBytes(w.ToBytes(), "edited.gguf");
-  EXPECT_TRUE(edited.ok()) << edited.status().ToString();
-  auto model =
-      Model::Load(std::shared_ptr<const GgufFile>(std::move(edited).value()), {.pack_weights = false});
+  auto file = EditedFile(TinyModelPath(shape, TensorType::kF32), edit);
+  if (!file.ok()) return file.status();
+  auto model = Model::Load(*file, {.pack_weights = false});
   return model.ok() ? Status::Ok() : model.status();
 }
 
@@ -128,34 +110,37 @@ TEST(MixtureOfExperts, RoutingTakesTheLargestAndBreaksTiesByIndex) {
 }
 
 TEST(MixtureOfExperts, MalformedExpertKeysNameTheKey) {
-  Edit no_used;
-  no_used.drop_keys = {"qwen3moe.expert_used_count"};
-  EXPECT_NE(Error("tiny-qwen3moe", no_used).find("key 'qwen3moe.expert_used_count' is missing"),
-            std::string::npos);
-  EXPECT_NE(Error("tiny-qwen3moe", SetKey("qwen3moe.expert_used_count", GgufValue::Uint32(9)))
-                .find("'qwen3moe.expert_used_count' = 9 is out of range (1..qwen3moe.expert_count = 8)"),
-            std::string::npos);
-  EXPECT_NE(Error("tiny-qwen3moe", SetKey("qwen3moe.expert_used_count", GgufValue::Uint32(0)))
-                .find("expert_used_count' = 0 is out of range"),
-            std::string::npos);
-  EXPECT_NE(Error("tiny-qwen3moe", SetKey("qwen3moe.expert_count", GgufValue::Uint32(0)))
-                .find("'qwen3moe.expert_count' = 0 is out of range"),
-            std::string::npos);
-  EXPECT_NE(Error("tiny-qwen3moe", SetKey("qwen3moe.expert_count", GgufValue::Uint32(100000)))
-                .find("is out of range (1..512)"),
-            std::string::npos);
-  Edit no_count;
-  no_count.drop_keys = {"qwen3moe.expert_count"};
-  EXPECT_NE(Error("tiny-qwen3moe", no_count).find("the key is missing"), std::string::npos);
-  EXPECT_NE(Error("tiny-qwen3moe", SetKey("qwen3moe.expert_feed_forward_length", GgufValue::Uint32(0)))
-                .find("'qwen3moe.expert_feed_forward_length' = 0 is out of range"),
-            std::string::npos);
-  EXPECT_NE(Error("tiny-mixtral", SetKey("llama.expert_shared_count", GgufValue::Uint32(1)))
-                .find("unsupported: shared experts ('llama.expert_shared_count' = 1)"),
-            std::string::npos);
-  EXPECT_NE(Error("tiny-qwen3moe", SetKey("qwen3moe.expert_gating_func", GgufValue::Uint32(2)))
-                .find("'qwen3moe.expert_gating_func' = 2"),
-            std::string::npos);
+  struct KeyCase {
+    const char* shape;
+    const char* key;
+    int64_t value;  // -1: the key dropped
+    const char* error;
+  };
+  const KeyCase cases[] = {
+      {"tiny-qwen3moe", "qwen3moe.expert_used_count", -1, "key 'qwen3moe.expert_used_count' is missing"},
+      {"tiny-qwen3moe", "qwen3moe.expert_used_count", 9,
+       "'qwen3moe.expert_used_count' = 9 is out of range (1..qwen3moe.expert_count = 8)"},
+      {"tiny-qwen3moe", "qwen3moe.expert_used_count", 0, "expert_used_count' = 0 is out of range"},
+      {"tiny-qwen3moe", "qwen3moe.expert_count", 0, "'qwen3moe.expert_count' = 0 is out of range"},
+      {"tiny-qwen3moe", "qwen3moe.expert_count", 100000, "is out of range (1..512)"},
+      {"tiny-qwen3moe", "qwen3moe.expert_count", -1, "the key is missing"},
+      {"tiny-qwen3moe", "qwen3moe.expert_feed_forward_length", 0,
+       "'qwen3moe.expert_feed_forward_length' = 0 is out of range"},
+      {"tiny-mixtral", "llama.expert_shared_count", 1,
+       "unsupported: shared experts ('llama.expert_shared_count' = 1)"},
+      {"tiny-qwen3moe", "qwen3moe.expert_gating_func", 2, "'qwen3moe.expert_gating_func' = 2"},
+  };
+  for (const KeyCase& c : cases) {
+    SCOPED_TRACE(std::string(c.key) + " = " + std::to_string(c.value));
+    Edit edit;
+    if (c.value < 0) {
+      edit.drop_keys = {c.key};
+    } else {
+      edit.set_keys = {{c.key, GgufValue::Uint32(uint32_t(c.value))}};
+    }
+    const std::string error = Error(c.shape, edit);
+    EXPECT_NE(error.find(c.error), std::string::npos) << error;
+  }
   EXPECT_TRUE(LoadEdited("tiny-qwen3moe", SetKey("qwen3moe.expert_gating_func", GgufValue::Uint32(1))).ok());
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "gguf/gguf_writer.h"
 #include "testing/testdata.h"
 
 namespace lockstep::testing {
@@ -57,6 +58,24 @@ std::string TinyModelPath(const std::string& shape, const std::string& weight_ty
 
 std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed) {
   return TinyModelPath(shape, std::string(TensorTypeName(type)), seed);
+}
+
+Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, const FileEdit& edit) {
+  LOCKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+  GgufWriter w;
+  for (const auto& [k, v] : file->metadata()) {
+    if (!edit.drop_keys.count(k)) w.Set(k, v);
+  }
+  for (const auto& [k, v] : edit.set_keys) w.Set(k, v);
+  for (const GgufTensorInfo& t : file->tensors()) {
+    if (edit.drop_tensors.count(t.name)) continue;
+    std::vector<int64_t> dims = t.dims;
+    if (t.name == edit.reshape_tensor) std::swap(dims[0], dims[1]);
+    LOCKSTEP_RETURN_IF_ERROR(w.AddTensor(t.name, t.type, dims, {t.data, t.size_bytes}));
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> edited,
+                            GgufFile::FromBytes(w.ToBytes(), "edited.gguf"));
+  return std::shared_ptr<const GgufFile>(std::move(edited));
 }
 
 LoadedModel LoadModelOrDie(const std::string& path) {

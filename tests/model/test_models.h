@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,17 @@ std::string ScratchDir(const std::string& prefix);
 // names: "q8_0", "q4_k_m", ...), created on first use; the second form names one tensor type.
 std::string TinyModelPath(const std::string& shape, const std::string& weight_types, uint64_t seed = 7);
 std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed = 7);
+
+// Edits of a model file, for the error and architecture tests: metadata set or dropped, tensors dropped or
+// given transposed dims.
+struct FileEdit {
+  std::set<std::string> drop_keys;
+  std::vector<std::pair<std::string, GgufValue>> set_keys;
+  std::set<std::string> drop_tensors;
+  std::string reshape_tensor;  // its first two dims swapped
+};
+// The GGUF file at `path` rebuilt in memory with the edits (named "edited.gguf").
+Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, const FileEdit& edit);
 
 struct LoadedModel {
   std::shared_ptr<const GgufFile> file;
