@@ -132,6 +132,13 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
                            ": the file holds no tensors (a vocabulary-only GGUF?), so there is "
                            "no model to run");
   }
+  if (c.n_expert > 0 && file.FindTensor("blk.0.ffn_gate.0.weight") != nullptr) {
+    return Unimplemented(
+        file.path() +
+        ": experts stored one tensor each (blk.N.ffn_gate.E.weight, an early Mixtral "
+        "conversion); lockstep reads the merged blk.N.ffn_{gate,up,down}_exps.weight: convert "
+        "the model again");
+  }
   Binder b(file);
   ModelWeights w;
   const int64_t d = c.n_embd;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "gguf/gguf_writer.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/test_models.h"
@@ -157,6 +158,25 @@ TEST(MixtureOfExperts, MalformedExpertTensorsAreNamed) {
       << shape;
   EXPECT_NE(shape.find("blk.0.ffn_gate_inp.weight has shape [256, 8], expected [256, 6]"), std::string::npos)
       << shape;
+  // Early Mixtral conversions: one tensor per expert (here one beside the merged ones).
+  auto file = GgufFile::Open(TinyModelPath("tiny-mixtral", TensorType::kF32));
+  ASSERT_TRUE(file.ok());
+  GgufWriter w;
+  for (const auto& [k, v] : (*file)->metadata()) w.Set(k, v);
+  for (const GgufTensorInfo& t : (*file)->tensors()) {
+    ASSERT_TRUE(w.AddTensor(t.name, t.type, t.dims, {t.data, t.size_bytes}).ok());
+  }
+  const GgufTensorInfo* up = (*file)->FindTensor("blk.0.ffn_up_exps.weight");
+  ASSERT_TRUE(w.AddTensor("blk.0.ffn_gate.0.weight", up->type, {up->dims[0], up->dims[1]},
+                          {up->data, up->size_bytes / size_t(up->dims[2])})
+                  .ok());
+  auto old = GgufFile::FromBytes(w.ToBytes(), "old-mixtral.gguf");
+  ASSERT_TRUE(old.ok());
+  auto r = Model::Load(std::shared_ptr<const GgufFile>(std::move(old).value()), {.pack_weights = false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("experts stored one tensor each (blk.N.ffn_gate.E.weight"),
+            std::string::npos)
+      << r.status().message();
   // Mixtral's experts are feed_forward_length wide.
   const std::string ff = Error("tiny-mixtral", SetKey("llama.feed_forward_length", GgufValue::Uint32(64)));
   EXPECT_NE(ff.find("blk.0.ffn_down_exps.weight has shape [128, 512, 4], expected [64, 512, 4]"),
