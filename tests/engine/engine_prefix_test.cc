@@ -158,7 +158,7 @@ TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchQ8Kv) {
 // whose blocks the windowed shapes release as they go (tests/engine/engine_window_test.cc).
 TEST(EnginePrefixTest, EveryArchitectureCachedNeighbourAndForkedEqualScratch) {
   for (const char* shape : {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi4-mini",
-                            "tiny-nemo", "tiny-mistral-swa"}) {
+                            "tiny-nemo", "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral"}) {
     SCOPED_TRACE(shape);
     ExpectCachedEqualsScratch(KvDtype::kF16, shape, {17, 49});
   }

@@ -204,8 +204,9 @@ TEST(EngineInvarianceTest, RandomQwen2Q8ModelConcurrentAndPreemptedEqualsSolo) {
 // 40-position windows, then a pool too small for them at once. The all-windowed shapes release their old
 // blocks (docs/models.md), so their tight pool need not preempt; the others must.
 TEST(EngineInvarianceTest, EveryArchitectureConcurrentAndPreemptedEqualsSolo) {
-  for (const char* shape : {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi3.5",
-                            "tiny-phi4-mini", "tiny-nemo", "tiny-mistral-swa"}) {
+  for (const char* shape :
+       {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi3.5", "tiny-phi4-mini", "tiny-nemo",
+        "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral"}) {
     SCOPED_TRACE(shape);
     TestModel m = testing::MakeRandomTestModel(shape, "q8_0");
     ASSERT_NE(m.model, nullptr);
