@@ -51,8 +51,9 @@ TEST_F(ServerErrorsTest, OpenAiValidationNamesTheField) {
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", -1}}), 400,
                     "max_tokens");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"n", 0}}), 400, "n");
-  ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"stop", {"a", "b", "c", "d", "e"}}}),
-                    400, "stop");
+  ExpectOpenAiError(
+      Post(port(), "/v1/completions", {{"prompt", "x"}, {"stop", std::vector<std::string>(17, "a")}}), 400,
+      "stop");  // at most 16
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"logprobs", 9}}), 400, "logprobs");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", {1, 999999}}}), 400, "prompt");
   ExpectOpenAiError(Post(port(), "/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}), 400, "stream");
