@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tensor/kv_storage.h"
@@ -43,6 +44,9 @@ struct KvLayout {
 // Where one sequence's KV lives: its blocks in table order.
 struct SequenceKv {
   const std::vector<std::byte*>* blocks = nullptr;  // borrowed; blocks->size() * block_tokens positions
+  // The user scale of each LoRA adapter for this sequence's rows (model/lora_adapter.h), by adapter index;
+  // missing entries are 0. Borrowed; empty: no adapter.
+  std::span<const float> lora_scales;
 };
 
 struct BatchRow {

@@ -17,8 +17,14 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
   LOCKSTEP_ASSIGN_OR_RETURN(
       ModelWeights weights,
       ModelWeights::Bind(*file, config, options.pack_weights ? options.pack_threads : -1));
+  std::vector<LoraAdapter> adapters;
+  for (const std::string& path : options.lora_paths) {
+    LOCKSTEP_ASSIGN_OR_RETURN(LoraAdapter adapter, LoraAdapter::Load(path, *file, config));
+    adapters.push_back(std::move(adapter));
+  }
   std::unique_ptr<Model> model =
       std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights), kernels);
+  model->lora_adapters_ = std::move(adapters);
   return model;
 }
 

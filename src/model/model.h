@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "gguf/gguf_file.h"
 #include "model/batch.h"
+#include "model/lora_adapter.h"
 #include "model/model_config.h"
 #include "tensor/kernels.h"
 
@@ -29,6 +30,9 @@ struct ModelLoadOptions {
   // The kernel table the model runs with (copied); null: ChooseKernelsForThisCpu() (the best level this CPU
   // runs, or $LOCKSTEP_CPU's; an unavailable one fails the load).
   const Kernels* kernels = nullptr;
+  // LoRA adapter files (model/lora_adapter.h), checked against the model; index i is adapter i of
+  // Model::lora_adapters() and of SequenceKv::lora_scales.
+  std::vector<std::string> lora_paths;
 };
 
 // Where Model::Forward writes its outputs, each in the order of the rows that want it.
@@ -50,6 +54,8 @@ class Model {
   virtual const Kernels& kernels() const = 0;
   const GgufFile& file() const { return *file_; }
   KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
+  // The LoRA adapters loaded with the model (ModelLoadOptions::lora_paths), in order.
+  std::span<const LoraAdapter> lora_adapters() const { return lora_adapters_; }
 
   // One forward pass over `batch` (see the contract in model/batch.h), writing the logits and embeddings
   // its rows ask for. Rows are independent: a row's outputs are bit-identical whatever other rows share the
@@ -64,6 +70,7 @@ class Model {
  protected:
   explicit Model(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}
   std::shared_ptr<const GgufFile> file_;
+  std::vector<LoraAdapter> lora_adapters_;
 };
 
 }  // namespace lockstep

@@ -134,6 +134,7 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const Forwar
   const int64_t rows = static_cast<int64_t>(batch.rows.size());
   if (rows == 0) return Status::Ok();
   EnsureScratch(rows);
+  LOCKSTEP_RETURN_IF_ERROR(lora_.Begin(lora_adapters_, batch));
 
   Embed(batch, pool);
   // RoPE angles and attention row tiles depend only on the batch: once for all layers.
@@ -226,12 +227,19 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
     float* const outs[] = {q_.data(), k_.data(), v_.data()};
     MatMulShared(kernels_.matmul, qkv, xn_.data(), rows, outs, pool);
+    lora_.Apply(layer, LoraTarget::kQ, xn_.data(), rows, nullptr, q_.data(), kernels_.matmul, pool);
   } else {
     const WeightMatrix kv_weights[] = {w.wk, w.wv};
     float* const outs[] = {k_.data(), v_.data()};
     MatMulShared(kernels_.matmul, kv_weights, xn_.data(), rows, outs, pool);
+  }
+  lora_.Apply(layer, LoraTarget::kK, xn_.data(), rows, nullptr, k_.data(), kernels_.matmul, pool);
+  lora_.Apply(layer, LoraTarget::kV, xn_.data(), rows, nullptr, v_.data(), kernels_.matmul, pool);
+  if (only_output_rows) {
     gather(xn_, d);
     MatMul(kernels_.matmul, w.wq, xn_.data(), out_rows, q_.data(), pool);
+    lora_.Apply(layer, LoraTarget::kQ, xn_.data(), out_rows, output_rows_.data(), q_.data(), kernels_.matmul,
+                pool);
   }
 
   // Bias, Q/K head norms, RoPE, then K/V into the row's own sequence blocks. Query row j belongs to batch
@@ -358,6 +366,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
 
   if (only_output_rows) gather(x_, d);
   MatMul(kernels_.matmul, w.wo, att_.data(), out_rows, proj_.data(), pool);
+  lora_.Apply(layer, LoraTarget::kO, att_.data(), out_rows, only_output_rows ? output_rows_.data() : nullptr,
+              proj_.data(), kernels_.matmul, pool);
   ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
     float* p = proj_.data() + r * d;
@@ -382,6 +392,10 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
     const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
     float* const outs[] = {gate_.data(), up_.data()};
     MatMulShared(kernels_.matmul, gate_up, xn_.data(), rows, outs, pool);
+    // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
+    const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
+    lora_.Apply(layer, LoraTarget::kGate, xn_.data(), rows, lora_rows, gate_.data(), kernels_.matmul, pool);
+    lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
     ForEachRow(pool, rows, [&](int64_t r, int) {
       float* g = gate_.data() + r * ff;
       const float* u = up_.data() + r * ff;
@@ -392,6 +406,7 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
       }
     });
     MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, proj_.data(), pool);
+    lora_.Apply(layer, LoraTarget::kDown, gate_.data(), rows, lora_rows, proj_.data(), kernels_.matmul, pool);
   }
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
@@ -423,6 +438,7 @@ void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutpu
   }
   std::span<float> logits = outputs.logits;
   if (n > 0) MatMul(kernels_.matmul, weights_.output, xn_.data(), n, logits.data(), pool);
+  lora_.Apply(0, LoraTarget::kOutput, xn_.data(), n, nullptr, logits.data(), kernels_.matmul, pool);
   if (config_.final_softcap > 0) {  // Gemma 2's final logit soft-capping
     ForEachRow(pool, n, [&](int64_t r, int) {
       SoftCap(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, config_.final_softcap);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/lora_adapter.h"
 #include "model/model.h"
 #include "model/model_weights.h"
 #include "model/moe.h"
@@ -98,6 +99,7 @@ class Transformer final : public Model {
   std::vector<SplitRow> split_rows_;
   std::vector<float> part_outputs_;
   std::vector<attention::SoftmaxStats> part_stats_;
+  LoraApplier lora_;  // each row's LoRA terms after its matrix products (model/lora_adapter.h)
 };
 
 }  // namespace lockstep

@@ -90,7 +90,8 @@ LoadedModel LoadModelOrDie(const std::string& path) {
 }
 
 std::vector<std::vector<float>> RunSequence(Model& model, const std::vector<int32_t>& tokens, int chunk,
-                                            KvDtype dtype, ThreadPool& pool) {
+                                            KvDtype dtype, ThreadPool& pool,
+                                            std::span<const float> lora_scales) {
   const KvLayout layout = model.MakeKvLayout(dtype, 16);
   LocalKv kv(layout, int64_t(tokens.size()));
   const int64_t vocab = model.config().n_vocab;
@@ -99,6 +100,7 @@ std::vector<std::vector<float>> RunSequence(Model& model, const std::vector<int3
     const size_t end = std::min(tokens.size(), start + size_t(chunk));
     Batch batch;
     batch.sequences.push_back(kv.view());
+    batch.sequences.back().lora_scales = lora_scales;
     for (size_t i = start; i < end; ++i) batch.rows.push_back({tokens[i], int32_t(i), 0, true});
     std::vector<float> logits((end - start) * vocab);
     const Status status = model.Forward(batch, layout, logits, pool);

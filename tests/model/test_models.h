@@ -42,7 +42,9 @@ struct LoadedModel {
 LoadedModel LoadModelOrDie(const std::string& path);
 
 // Runs `tokens` of one sequence in steps of `chunk` rows (all rows want logits); returns [tokens][n_vocab].
+// `lora_scales`: the sequence's LoRA adapter scales (SequenceKv::lora_scales).
 std::vector<std::vector<float>> RunSequence(Model& model, const std::vector<int32_t>& tokens, int chunk,
-                                            KvDtype dtype, ThreadPool& pool);
+                                            KvDtype dtype, ThreadPool& pool,
+                                            std::span<const float> lora_scales = {});
 
 }  // namespace lockstep::testing
