@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -172,6 +173,14 @@ Status Engine::Validate(Request& request) const {
   } else if (request.max_tokens < 0 || (request.max_tokens == 0 && request.prompt_logprobs < 0)) {
     return InvalidArgument("max_tokens must be >= 1 (or 0 with prompt_logprobs), got " +
                            std::to_string(request.max_tokens));
+  }
+  const size_t adapters = loop_->model().lora_adapters().size();
+  if (request.lora_scales.size() > adapters) {
+    return InvalidArgument("lora: " + std::to_string(request.lora_scales.size()) + " adapter scales given; " +
+                           std::to_string(adapters) + " adapters are loaded");
+  }
+  for (float scale : request.lora_scales) {
+    if (!std::isfinite(scale)) return InvalidArgument("lora: an adapter scale is not finite");
   }
   LOCKSTEP_RETURN_IF_ERROR(request.sampling.Validate());
   if (request.sampling.top_logprobs > kMaxTopLogprobs) {

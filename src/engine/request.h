@@ -70,6 +70,11 @@ struct Request {
   // prefix cache. No fork. The vector depends only on the prompt: not on the neighbours, the chunking, a
   // preemption or the cache.
   Pooling embedding = Pooling::kNone;
+  // The scale of each LoRA adapter loaded with the model (Model::lora_adapters(); entry i for adapter i,
+  // missing entries 0: empty runs the base model). At most one entry per adapter, each finite. Requests with
+  // different scales share steps, each row with its own; the prefix cache and forks share KV only between
+  // requests whose scales are equal (the scales salt the block hashes).
+  std::vector<float> lora_scales;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;

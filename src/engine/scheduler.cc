@@ -19,7 +19,8 @@ bool Scheduler::CanEverFit(int64_t total_tokens) const {
   return pool_.BlocksFor(total_tokens) <= pool_.num_blocks();
 }
 
-void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of, PromptRows prompt_rows) {
+void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of, PromptRows prompt_rows,
+                    std::vector<float> lora_scales) {
   LOCKSTEP_CHECK(!prompt.empty());
   LOCKSTEP_CHECK(seqs_.count(id) == 0);
   auto seq = std::make_unique<Seq>();
@@ -29,7 +30,10 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
   seq->tokens = std::move(prompt);
   seq->prompt_rows = prompt_rows;
   if (prompt_rows == PromptRows::kLastEmbedding) seq->prompt_rows_from = seq->prompt_len - 1;
-  if (const Seq* parent = fork_of != 0 && prompt_rows == PromptRows::kNone ? Find(fork_of) : nullptr) {
+  while (!lora_scales.empty() && lora_scales.back() == 0) lora_scales.pop_back();
+  seq->lora_scales = std::move(lora_scales);
+  const Seq* parent = fork_of != 0 && prompt_rows == PromptRows::kNone ? Find(fork_of) : nullptr;
+  if (parent != nullptr && parent->lora_scales == seq->lora_scales) {
     // The common prefix of the two prompts, short of this prompt's last token (computed for its logits).
     const size_t limit = std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1);
     size_t shared = 0;
@@ -40,7 +44,7 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
       seq->parent_preemptions = parent->preemptions;
     }
   }
-  kv_.Add(id);
+  kv_.Add(id, LoraCacheSalt(seq->lora_scales));
   waiting_.push_back(seq.get());
   seqs_.emplace(id, std::move(seq));
 }
@@ -136,7 +140,7 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft)
     }
   }
   const int32_t sequence = int32_t(plan.batch.sequences.size());
-  plan.batch.sequences.push_back(SequenceKv{&kv_.addresses(seq.id)});
+  plan.batch.sequences.push_back(SequenceKv{&kv_.addresses(seq.id), seq.lora_scales});
   if (chunk.sample) chunk.logit_row = logit_rows_;  // the first of 1 + draft
   for (int32_t i = 0; i < count; ++i) {
     BatchRow row;

@@ -131,9 +131,11 @@ class Scheduler {
   // 1, server-side fan-out); ignored when that request is unknown (finished) or shares nothing.
   // `prompt_rows` kLogits or kEmbeddings: the request's prompt rows want logits or embeddings (PromptRows),
   // so the request computes its whole prompt itself: no prefix-cache hit, no waiting for a neighbour's block
-  // (it still publishes its blocks). Any but kNone: no fork.
+  // (it still publishes its blocks). Any but kNone: no fork. `lora_scales`: the request's LoRA adapter scales
+  // (SequenceKv::lora_scales of its rows; trailing zeros dropped); they salt its block hashes, and a fork
+  // needs equal scales.
   void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0,
-           PromptRows prompt_rows = PromptRows::kNone);
+           PromptRows prompt_rows = PromptRows::kNone, std::vector<float> lora_scales = {});
   // Tokens to try after the request's next token in the next Schedule() (speculative decoding); used only
   // if that step decodes it, trimmed to the budget and the free blocks, and forgotten after the step.
   void SetDraft(RequestId id, std::vector<int32_t> draft);
@@ -184,6 +186,7 @@ class Scheduler {
     int32_t parent_preemptions = 0;  // the parent's count when linked: a preempted parent ends the link
     PromptRows prompt_rows = PromptRows::kNone;  // Add's
     std::vector<int32_t> draft;                  // SetDraft's, for the next step only
+    std::vector<float> lora_scales;              // Add's, without trailing zeros
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
     // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).

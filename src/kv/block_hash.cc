@@ -28,6 +28,28 @@ BlockHash RootBlockHash(const KvLayout& layout, uint64_t salt) {
   return HashWords(words, {});
 }
 
+BlockHash SaltedRoot(BlockHash root, uint64_t salt) {
+  if (salt == 0) return root;
+  const uint64_t words[] = {root, 0x6c6f7261ull /* "lora" */, salt};
+  return HashWords(words, {});
+}
+
+uint64_t LoraCacheSalt(std::span<const float> scales) {
+  size_t n = scales.size();
+  while (n > 0 && scales[n - 1] == 0) --n;
+  if (n == 0) return 0;
+  std::vector<uint64_t> words(n + 1, 0);
+  words[0] = n;
+  for (size_t i = 0; i < n; ++i) {
+    const float x = scales[i] == 0 ? 0.0f : scales[i];  // -0 and 0 compute the same KV
+    uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof(bits));
+    words[i + 1] = bits;
+  }
+  const BlockHash h = HashWords(words, {});
+  return h == 0 ? 1 : h;
+}
+
 BlockHash NextBlockHash(BlockHash parent, std::span<const int32_t> tokens) {
   const uint64_t head[] = {parent, uint64_t(tokens.size())};
   return HashWords(head, tokens);

@@ -23,9 +23,11 @@ const KvCacheManager::Sequence& KvCacheManager::Get(SequenceId id) const {
   return *it->second;
 }
 
-void KvCacheManager::Add(SequenceId id) {
+void KvCacheManager::Add(SequenceId id, uint64_t salt) {
   LOCKSTEP_CHECK(seqs_.count(id) == 0);
-  seqs_.emplace(id, std::make_unique<Sequence>());
+  auto seq = std::make_unique<Sequence>();
+  seq->root = SaltedRoot(root_, salt);
+  seqs_.emplace(id, std::move(seq));
 }
 
 void KvCacheManager::DropClaims(SequenceId id, Sequence& seq) {
@@ -50,7 +52,7 @@ void KvCacheManager::Remove(SequenceId id) {
 
 BlockKey KvCacheManager::Key(const Sequence& seq, std::span<const int32_t> tokens, int64_t index) const {
   const size_t bt = size_t(block_tokens());
-  return BlockKey{seq.hashes[size_t(index)], index == 0 ? root_ : seq.hashes[size_t(index) - 1],
+  return BlockKey{seq.hashes[size_t(index)], index == 0 ? seq.root : seq.hashes[size_t(index) - 1],
                   tokens.subspan(size_t(index) * bt, bt)};
 }
 
@@ -59,7 +61,7 @@ PrefixMatch KvCacheManager::Match(SequenceId id, std::span<const int32_t> tokens
   LOCKSTEP_CHECK_MSG(seq.table.num_blocks() == 0, "Match on a sequence that holds blocks");
   PrefixMatch match;
   if (!options_.prefix_caching || tokens.empty()) return match;
-  ExtendBlockHashes(root_, tokens, block_tokens(), seq.hashes);
+  ExtendBlockHashes(seq.root, tokens, block_tokens(), seq.hashes);
   // Blocks entirely before the last token only: that token is always computed (its logits are needed).
   const int64_t limit = int64_t(tokens.size() - 1) / block_tokens();
   for (int64_t i = 0; i < limit; ++i) {
@@ -89,7 +91,7 @@ bool KvCacheManager::Admit(SequenceId id, std::span<const int32_t> tokens, const
   LOCKSTEP_CHECK(seq.table.EnsureCapacity(pool_, capacity_tokens));
   seq.published = int64_t(match.blocks.size());
   if (!options_.prefix_caching) return true;
-  ExtendBlockHashes(root_, tokens, block_tokens(), seq.hashes);
+  ExtendBlockHashes(seq.root, tokens, block_tokens(), seq.hashes);
   for (size_t i = match.blocks.size(); i < seq.hashes.size(); ++i) {
     const BlockHash hash = seq.hashes[i];
     if (claims_.count(hash) != 0 || pool_.Find(Key(seq, tokens, int64_t(i))) != kNoBlock) continue;
@@ -102,7 +104,7 @@ bool KvCacheManager::Admit(SequenceId id, std::span<const int32_t> tokens, const
 int32_t KvCacheManager::AttachCached(SequenceId id, std::span<const int32_t> tokens, int32_t computed) {
   if (!options_.prefix_caching || computed % block_tokens() != 0 || tokens.empty()) return computed;
   Sequence& seq = Get(id);
-  ExtendBlockHashes(root_, tokens, block_tokens(), seq.hashes);
+  ExtendBlockHashes(seq.root, tokens, block_tokens(), seq.hashes);
   const int64_t limit = int64_t(tokens.size() - 1) / block_tokens();
   int64_t i = computed / block_tokens();
   for (; i < limit; ++i) {
@@ -180,7 +182,7 @@ bool KvCacheManager::PrepareWrite(SequenceId id, int32_t from, int32_t to) {
 void KvCacheManager::Publish(SequenceId id, std::span<const int32_t> tokens, int32_t computed) {
   if (!options_.prefix_caching) return;
   Sequence& seq = Get(id);
-  ExtendBlockHashes(root_, tokens.first(size_t(computed)), block_tokens(), seq.hashes);
+  ExtendBlockHashes(seq.root, tokens.first(size_t(computed)), block_tokens(), seq.hashes);
   const int64_t full = computed / block_tokens();
   for (int64_t i = seq.published; i < full; ++i) {
     const BlockId block = seq.table.block(i);

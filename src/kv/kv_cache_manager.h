@@ -67,7 +67,9 @@ class KvCacheManager {
 
   // Sequences. Add: a new id with an empty table. Free: releases its blocks (last first) and claims; it stays
   // known, empty (preemption). Remove: Free and forget.
-  void Add(SequenceId id);
+  // `salt`: mixed into this sequence's chain root (SaltedRoot) only, so that its blocks are found only by
+  // sequences with the same salt (LoRA scales: LoraCacheSalt).
+  void Add(SequenceId id, uint64_t salt = 0);
   void Free(SequenceId id);
   void Remove(SequenceId id);
   bool Contains(SequenceId id) const { return seqs_.count(id) != 0; }
@@ -125,6 +127,7 @@ class KvCacheManager {
  private:
   struct Sequence {
     BlockTable table;
+    BlockHash root = 0;             // the chain's root: the manager's, salted by Add's salt
     std::vector<BlockHash> hashes;  // of the full blocks of the tokens seen so far
     int64_t published = 0;          // blocks [0, published) are cached or were left private as duplicates
     std::vector<BlockHash> claims;

@@ -37,8 +37,8 @@ std::vector<int32_t> Concat(std::vector<int32_t> a, const std::vector<int32_t>& 
 // Admits `id` for `tokens` (its cached prefix attached) and "computes" the rest: stamps every position's
 // slot with its token, then publishes. Returns the tokens that were found cached.
 int32_t AdmitAndCompute(KvCacheManager& kv, BlockPool& pool, SequenceId id,
-                        const std::vector<int32_t>& tokens) {
-  kv.Add(id);
+                        const std::vector<int32_t>& tokens, uint64_t salt = 0) {
+  kv.Add(id, salt);
   const PrefixMatch match = kv.Match(id, tokens);
   EXPECT_TRUE(kv.Admit(id, tokens, match, int64_t(tokens.size())));
   EXPECT_TRUE(kv.PrepareWrite(id, match.tokens, int32_t(tokens.size())));
@@ -100,6 +100,29 @@ TEST(KvCacheManagerTest, SharesFullBlocksOfACommonPrefixReadOnly) {
   EXPECT_NE(f.kv->table(1).block(3), f.kv->table(2).block(3));  // partial blocks are private
   for (int32_t p = 0; p < 14; ++p) EXPECT_EQ(SlotValue(*f.pool, *f.kv, 2, p), float(b[size_t(p)]));
   EXPECT_EQ(f.pool->num_used(), 5);
+}
+
+// A sequence's salt (LoRA scales: LoraCacheSalt) keeps its blocks apart from other salts' blocks.
+TEST(KvCacheManagerTest, SequenceSaltsSeparateCachedBlocks) {
+  const float one[] = {1.0f}, one_zero[] = {1.0f, 0.0f}, half[] = {0.5f}, zeros[] = {0.0f, -0.0f};
+  EXPECT_EQ(LoraCacheSalt({}), 0u);
+  EXPECT_EQ(LoraCacheSalt(zeros), 0u);  // every scale 0: the base model's KV
+  EXPECT_EQ(LoraCacheSalt(one), LoraCacheSalt(one_zero));
+  EXPECT_NE(LoraCacheSalt(one), LoraCacheSalt(half));
+  EXPECT_NE(LoraCacheSalt(one), 0u);
+  const BlockHash root = RootBlockHash(Layout(), 0);
+  EXPECT_EQ(SaltedRoot(root, 0), root);
+  EXPECT_NE(SaltedRoot(root, LoraCacheSalt(one)), root);
+
+  Fixture f(32);
+  const std::vector<int32_t> a = Concat(Tokens(0, 12), Tokens(100, 3));
+  EXPECT_EQ(AdmitAndCompute(*f.kv, *f.pool, 1, a, LoraCacheSalt(one)), 0);
+  EXPECT_EQ(AdmitAndCompute(*f.kv, *f.pool, 2, a, LoraCacheSalt(half)), 0);       // other scales: computed
+  EXPECT_EQ(AdmitAndCompute(*f.kv, *f.pool, 3, a, 0), 0);                         // base model: computed
+  EXPECT_EQ(AdmitAndCompute(*f.kv, *f.pool, 4, a, LoraCacheSalt(one_zero)), 12);  // same scales: shared
+  EXPECT_EQ(f.kv->table(4).block(0), f.kv->table(1).block(0));
+  EXPECT_EQ(AdmitAndCompute(*f.kv, *f.pool, 5, a, LoraCacheSalt(zeros)), 12);
+  EXPECT_EQ(f.kv->table(5).block(0), f.kv->table(3).block(0));
 }
 
 TEST(KvCacheManagerTest, NeverAttachesTheBlockHoldingTheLastToken) {
