@@ -10,6 +10,7 @@ void RegisterInfoCommand(CLI::App& app);
 void RegisterGenerateCommand(CLI::App& app);
 void RegisterChatCommand(CLI::App& app);
 void RegisterMakeModelCommand(CLI::App& app);
+void RegisterMakeLoraCommand(CLI::App& app);
 void RegisterTokenizeCommands(CLI::App& app);  // tokenize, detokenize
 void RegisterBatchCommand(CLI::App& app);
 void RegisterBenchCommands(CLI::App& app);  // bench batched | compare | serve (cli/bench_command.cc)

@@ -1,6 +1,7 @@
 #include "cli/engine_setup.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -11,11 +12,11 @@
 
 namespace lockstep::cli {
 
-LoadedModel LoadModelOrDie(const std::string& path) {
+LoadedModel LoadModelOrDie(const std::string& path, const std::vector<std::string>& lora) {
   LoadedModel loaded;
   std::shared_ptr<const GgufFile> file = ValueOrDie(GgufFile::Open(path));
   loaded.file = file;
-  loaded.model = ValueOrDie(Model::Load(file));
+  loaded.model = ValueOrDie(Model::Load(file, {.lora_paths = lora}));
   auto tokenizer = Tokenizer::FromGguf(*file);
   if (tokenizer.ok()) {
     loaded.tokenizer = std::move(tokenizer).value();
@@ -24,6 +25,39 @@ LoadedModel LoadModelOrDie(const std::string& path) {
                  path.c_str(), tokenizer.status().ToString().c_str());
   }
   return loaded;
+}
+
+void AddLoraFlags(CLI::App& cmd, std::vector<LoraFlag>& adapters) {
+  // Callbacks on each occurrence as it is parsed: the two flags' adapters keep their command-line order.
+  cmd.add_option_function<std::string>(
+         "--lora",
+         [&adapters](const std::string& path) {
+           adapters.push_back({path, 1.0f});
+         },
+         "LoRA adapter (GGUF) applied with scale 1; repeatable")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile)
+      ->trigger_on_parse();
+  cmd.add_option(
+         "--lora-scaled",
+         [&adapters](const CLI::results_t& r) {
+           for (size_t i = 0; i + 1 < r.size(); i += 2) {
+             float scale = 0;
+             if (!CLI::detail::lexical_cast(r[i + 1], scale) || !std::isfinite(scale)) return false;
+             adapters.push_back({r[i], scale});
+           }
+           return true;
+         },
+         "LoRA adapter (GGUF) with a scale; repeatable")
+      ->type_name("FILE SCALE")
+      ->type_size(2)
+      ->trigger_on_parse();
+}
+
+std::vector<std::string> LoraPaths(const std::vector<LoraFlag>& adapters) {
+  std::vector<std::string> paths;
+  for (const LoraFlag& a : adapters) paths.push_back(a.path);
+  return paths;
 }
 
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {

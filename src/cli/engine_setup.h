@@ -22,7 +22,17 @@ struct LoadedModel {
   std::shared_ptr<const Tokenizer>
       tokenizer;  // null when the file has no usable vocabulary (a warning is printed)
 };
-LoadedModel LoadModelOrDie(const std::string& path);
+// `lora`: adapter files loaded with the model (ModelLoadOptions::lora_paths), in order.
+LoadedModel LoadModelOrDie(const std::string& path, const std::vector<std::string>& lora = {});
+
+// A LoRA adapter of --lora FILE (scale 1) or --lora-scaled FILE SCALE, in command-line order.
+struct LoraFlag {
+  std::string path;
+  float scale = 1;
+};
+// Adds --lora and --lora-scaled (repeatable, as llama.cpp's): adapter i is the i-th given of either.
+void AddLoraFlags(CLI::App& cmd, std::vector<LoraFlag>& adapters);
+std::vector<std::string> LoraPaths(const std::vector<LoraFlag>& adapters);
 
 struct EngineFlags {
   int threads = 0;  // 0 = hardware concurrency

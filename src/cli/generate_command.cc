@@ -34,6 +34,7 @@ struct GenerateFlags {
   int draft_max = 0;
   std::string timings_json;
   std::vector<std::string> stops;
+  std::vector<LoraFlag> lora;
 };
 
 std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
@@ -79,7 +80,7 @@ void RunGenerate(GenerateFlags f) {
   // The tokenizer takes UTF-8 only: refused before the model loads, naming where the text came from.
   CheckUtf8OrDie(f.prompt, prompt_source);
   if (f.n_predict < 0) Fail("-n must be >= 0");
-  LoadedModel loaded = LoadModelOrDie(f.model);
+  LoadedModel loaded = LoadModelOrDie(f.model, LoraPaths(f.lora));
   const ModelConfig& config = loaded.model->config();
   if (loaded.tokenizer == nullptr && (!f.prompt.empty() || !f.ids)) {
     Fail(f.model +
@@ -116,6 +117,7 @@ void RunGenerate(GenerateFlags f) {
   request.max_tokens = std::max(f.n_predict, 1);  // -n 0: prefill only; the one token is not shown
   request.ignore_eos = f.ignore_eos;
   request.stop = f.stops;
+  for (const LoraFlag& adapter : f.lora) request.lora_scales.push_back(adapter.scale);
   if (loaded.tokenizer == nullptr && !f.ignore_eos) {
     // Without a usable tokenizer (--prompt-ids --ids) the engine knows no EOS: stop at the metadata's.
     const auto eos_id = loaded.file->GetIntOr("tokenizer.ggml.eos_token_id", -1);
@@ -196,6 +198,7 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_flag("--ids", f->ids, "Print only the generated token ids, space separated");
   AddKvTypeFlag(*cmd, f->kv_type);
   AddDraftFlags(*cmd, f->draft_max, nullptr);
+  AddLoraFlags(*cmd, f->lora);
   cmd->add_flag_callback(
          "--kv-f32",
          [f] {

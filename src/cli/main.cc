@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   lockstep::cli::RegisterGenerateCommand(app);
   if constexpr (kClientCommands) lockstep::cli::RegisterChatCommand(app);
   lockstep::cli::RegisterMakeModelCommand(app);
+  lockstep::cli::RegisterMakeLoraCommand(app);
   if constexpr (kClientCommands) lockstep::cli::RegisterTokenizeCommands(app);
   if constexpr (kServerCommands) {
     lockstep::cli::RegisterBatchCommand(app);

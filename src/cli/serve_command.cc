@@ -34,6 +34,7 @@ struct ServeFlags {
   std::string reasoning_format = "auto";
   std::string chat_template_kwargs;  // JSON object text; "" = none
   int reasoning_budget = -1;         // llama.cpp's: -1 unrestricted, 0 no thinking (enable_thinking false)
+  std::vector<LoraFlag> lora;
 };
 
 // --chat-template-kwargs and --reasoning-budget: the variables every chat template rendering sees.
@@ -74,6 +75,7 @@ void RunServe(ServeFlags& flags) {
   options.chat_template_kwargs = TemplateKwargsOrDie(flags);
   options.reasoning_format = *chat::ParseReasoningFormat(flags.reasoning_format);
   options.split_questions = QuestionSplitterForServer();
+  for (const LoraFlag& adapter : flags.lora) options.lora.push_back({adapter.path, adapter.scale});
   // The server listens first and loads the model after (so /health answers meanwhile): a --chat-template that
   // cannot be used is refused now, before "listening on ...".
   if (Status s = chat::CheckChatTemplateSpec(options.chat_template); !s.ok()) Fail(s);
@@ -184,6 +186,7 @@ void RegisterServeCommand(CLI::App& app) {
       ->capture_default_str();
   AddEngineFlags(*cmd, flags->engine);
   AddDraftFlags(*cmd, flags->engine.draft_max, &flags->engine.draft_max_seqs);
+  AddLoraFlags(*cmd, flags->lora);
   cmd->callback([flags, api_key] {
     // `--api-key "$UNSET"` would otherwise serve every route without a key.
     if (api_key->count() > 0 && flags->options.api_key.empty()) {

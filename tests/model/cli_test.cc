@@ -77,6 +77,55 @@ TEST(GenerateCli, SameSeedSameTextAndStopStringsCutTheOutput) {
   EXPECT_EQ(c, a.substr(0, a.find(stop)) + "\n");
 }
 
+// make-lora, then generate with --lora / --lora-scaled: adapters keep their command-line order across the two
+// flags, scale 0 is the base model, and a bad adapter is refused naming the file.
+TEST(GenerateCli, LoraFlags) {
+  const std::string dir = ScratchDir("cli-lora");
+  const std::string a = dir + "/a.gguf", b = dir + "/b.gguf";
+  ASSERT_EQ(RunLockstep("make-lora -m " + TinyModel() + " --rank 4 --alpha 8 -o " + a), 0);
+  ASSERT_EQ(RunLockstep("make-lora -m " + TinyModel() +
+                        " --rank 2 --type bf16 --targets attn_q,ffn_down,output "
+                        "--seed 5 -o " +
+                        b),
+            0);
+  auto ids = [&](const std::string& flags) {
+    std::string out;
+    EXPECT_EQ(RunLockstep("generate -m " + TinyModel() +
+                              " --prompt-ids \"1 2 3 4\" -n 16 --temp 0 --ids "
+                              "--ignore-eos -t 1 " +
+                              flags,
+                          &out),
+              0)
+        << flags;
+    return out;
+  };
+  const std::string base = ids("");
+  EXPECT_EQ(ids("--lora-scaled " + a + " 0"), base);
+  const std::string with_a = ids("--lora " + a);
+  const std::string with_b = ids("--lora " + b);
+  EXPECT_NE(with_a, base);
+  EXPECT_NE(with_b, base);
+  EXPECT_NE(with_a, with_b);
+  EXPECT_EQ(ids("--lora " + a + " --lora-scaled " + b + " 0"), with_a);
+  EXPECT_EQ(ids("--lora-scaled " + b + " 0 --lora " + a), with_a);
+  EXPECT_EQ(ids("--lora-scaled " + a + " 0 --lora " + b), with_b);
+  EXPECT_NE(ids("--lora-scaled " + a + " 0.5"), with_a);
+  // Errors: an adapter that is a model, a bad scale, make-lora's bad type and target.
+  std::string out;
+  const std::string err_path = dir + "/err.txt";
+  EXPECT_EQ(RunCommand(LockstepBinary() + " generate -m " + TinyModel() + " -p hi --lora " + TinyModel() +
+                           " 2>" + err_path,
+                       &out),
+            1);
+  std::ifstream err(err_path);
+  const std::string message((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(message.find("LoRA adapter " + TinyModel() + ": has no general.type"), std::string::npos)
+      << message;
+  EXPECT_NE(RunLockstep("generate -m " + TinyModel() + " -p hi --lora-scaled " + a + " much"), 0);
+  EXPECT_NE(RunLockstep("make-lora -m " + TinyModel() + " --type q8_0 -o " + dir + "/c.gguf"), 0);
+  EXPECT_NE(RunLockstep("make-lora -m " + TinyModel() + " --targets attn_qkv -o " + dir + "/c.gguf"), 0);
+}
+
 TEST(InfoCli, ShowsArchitectureAndTypes) {
   std::string out;
   ASSERT_EQ(RunLockstep("info -m " + TinyModel(), &out), 0);
