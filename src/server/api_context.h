@@ -15,6 +15,7 @@
 #include "model/model_config.h"
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
+#include "server/lora_adapters.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
@@ -43,6 +44,7 @@ struct ApiContext {
   // reasoning blocks are split out when a request does not say (--reasoning-format; chat/reasoning.h).
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
+  std::shared_ptr<LoraScales> lora;  // LoRA adapters and their global scales (thread-safe)
 };
 
 // Tokenizes a prompt: special-token text is parsed, BOS added as the vocabulary says (never doubled when the

@@ -32,6 +32,9 @@ struct GenerationSpec {
   // embeddings batch of 1000) neither fills the queue nor is refused for it.
   int max_in_flight = 0;
   std::string label;
+  // base.lora_scales came from the request's `lora` field; else the server's global scales apply
+  // (server/lora_adapters.h).
+  bool lora_given = false;
 };
 
 // How a choice ended, as the APIs report it: the engine's finish reason, with a cancellation told apart by

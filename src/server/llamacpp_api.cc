@@ -46,7 +46,6 @@ void ReadAbsentSamplers(FieldReader& f) {
            "post_sampling_probs is not supported by this server (n_probs reports the "
            "probabilities of the raw logits)");
   }
-  f.Unsupported("lora", "LoRA adapters are not supported");
   f.Unsupported("image_data", "this server has no multimodal model");
   f.Unsupported("multimodal_data", "this server has no multimodal model");
   // Accepted and ignored (docs/server.md says why each changes nothing here).
@@ -266,6 +265,7 @@ Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiC
   llamacpp_parse::ReadSampling(f, req);
   llamacpp_parse::ReadLogitBias(f, ctx, req.spec.base.sampling);
   llamacpp_parse::ReadAbsentSamplers(f);
+  ReadLoraField(f, ctx.lora.get(), req.spec);
   const auto n_predict = f.Int("n_predict", -1, INT32_MAX);
   req.n_predict = n_predict ? *n_predict : f.Int("max_tokens", -1, INT32_MAX).value_or(-1);
   req.n_indent = static_cast<int>(std::max<int64_t>(0, f.Int("n_indent", INT32_MIN, INT32_MAX).value_or(0)));

@@ -41,6 +41,13 @@ nlohmann::json ProbsJson(const ApiContext& ctx, const TokenEvent& e) {
 // What a request ran with, in llama.cpp's generation_settings names. Samplers lockstep lacks are reported at
 // the values that turn them off (which is what they are here); seed is the one the choice used (null: /props,
 // where each request draws one unless given).
+// The request's adapter scales, as llama.cpp lists them: [{"id": 0, "scale": 1.0}, ...].
+nlohmann::json LoraList(const std::vector<float>& scales) {
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < scales.size(); ++i) list.push_back({{"id", i}, {"scale", scales[i]}});
+  return list;
+}
+
 nlohmann::json Settings(const LlamaCppRequest& req, const nlohmann::json& seed) {
   const SamplingParams& s = req.spec.base.sampling;
   return {{"n_predict", req.n_predict},
@@ -69,7 +76,7 @@ nlohmann::json Settings(const LlamaCppRequest& req, const nlohmann::json& seed) 
           {"grammar", req.grammar},
           {"samplers", SamplerChain()},
           {"post_sampling_probs", false},
-          {"lora", nlohmann::json::array()}};
+          {"lora", LoraList(req.spec.base.lora_scales)}};
 }
 
 // stop_type / stopping_word, and lockstep's `cut_short` for a choice the server ended ("timeout": --timeout,

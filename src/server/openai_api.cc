@@ -110,6 +110,7 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   f.String("user");
   ReadLogitBias(f, ctx, req.spec.base.sampling);
   ReadStopTokenIds(f, ctx, req.spec.base.stop_token_ids);
+  ReadLoraField(f, ctx.lora.get(), req.spec);  // llama.cpp's per-request adapter scales
   // vLLM's: end-of-generation and stop tokens are not sampled before this many tokens.
   req.spec.base.min_tokens = static_cast<int32_t>(f.Int("min_tokens", 0, INT32_MAX).value_or(0));
   f.Unsupported("suffix", "");

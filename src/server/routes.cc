@@ -141,6 +141,7 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
     Reply(*st, *writer, 200, kJson, DumpJson(response));
   };
   req->spec.label = id;
+  UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
                                   std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kOpenAI);
@@ -177,6 +178,7 @@ void HandleResponses(RouteState& state, const HttpRequest& request, std::shared_
     Reply(*st, *writer, 200, kJson, DumpJson(ResponsesResponse(*req, job, st->ctx, id, created)));
   };
   req->chat.spec.label = id;
+  UseGlobalLoraScales(state.ctx.lora.get(), req->chat.spec);
   auto job = GenerationJob::Start(*state.engine, req->chat.spec, writer, state.metrics,
                                   state.request_timeout_s, std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kOpenAI);
@@ -236,6 +238,7 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
     Reply(*st, *writer, 200, kJson, DumpJson(body), std::move(headers));
   };
   req->spec.label = NewId(state, "tgi");
+  UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
                                   std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kTgi);
@@ -300,6 +303,7 @@ void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_p
     Reply(*st, *writer, 200, kJson, DumpJson(req->several ? results : results[0]));
   };
   req->spec.label = NewId(state, "llcmpl");
+  UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
                                   std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), kFlavor);
@@ -340,6 +344,7 @@ void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared
                        : OpenAiEmbeddingResponse(*req, embeddings, job.prompt_tokens(), st->ctx)));
   };
   req->spec.label = NewId(state, "embd");
+  UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
   auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
                                   nullptr, std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), flavor);
@@ -448,6 +453,16 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
        [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
       {"POST", "/detokenize", true,
        [&] { ReplyJson(state, *writer, DetokenizeResponse(request.body, state.ctx)); }},
+      {"GET", "/lora-adapters", true,
+       [&] {
+         Reply(state, *writer, 200, kJson,
+               DumpJson(state.ctx.lora ? state.ctx.lora->List() : nlohmann::json::array()));
+       }},
+      {"POST", "/lora-adapters", true,
+       [&] {
+         if (!state.ctx.lora) return ReplyError(state, *writer, ApiError{Unavailable("loading"), ""}, flavor);
+         ReplyJson(state, *writer, state.ctx.lora->Set(request.body));
+       }},
       {"POST", "/apply-template", true,
        [&] { ReplyJson(state, *writer, ApplyTemplateResponse(request.body, state.ctx)); }},
   };
@@ -457,10 +472,8 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
     const bool match = pattern.back() == '*'
                            ? path.compare(0, pattern.size() - 1, pattern.substr(0, pattern.size() - 1)) == 0
                            : path == pattern;
-    if (match) {
-      route = &r;
-      break;
-    }
+    if (match && (route == nullptr || method == r.method)) route = &r;  // a path may have GET and POST
+    if (match && method == r.method) break;
   }
   if (route == nullptr) {
     if (verdict.error) return SendApiError(*writer, *verdict.error, flavor);

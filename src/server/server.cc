@@ -101,7 +101,13 @@ class Server::Impl {
     auto file = GgufFile::Open(options_.model_path);
     if (!file.ok()) return file.status();
     std::shared_ptr<const GgufFile> shared_file = std::move(file).value();
-    auto model = Model::Load(shared_file, {.kernels = options_.kernels});
+    std::vector<std::string> lora_paths;
+    std::vector<float> lora_scales;
+    for (const LoraAdapterOption& adapter : options_.lora) {
+      lora_paths.push_back(adapter.path);
+      lora_scales.push_back(adapter.scale);
+    }
+    auto model = Model::Load(shared_file, {.kernels = options_.kernels, .lora_paths = lora_paths});
     if (!model.ok()) return model.status().WithContext(options_.model_path);
     std::shared_ptr<Model> shared_model = std::move(model).value();
     auto tokenizer = Tokenizer::FromGguf(*shared_file);
@@ -175,6 +181,10 @@ class Server::Impl {
       log_->info(
           "chat: <think> blocks of replies are returned as reasoning_content (--reasoning-format none "
           "keeps them in content)");
+    }
+    ctx.lora = std::make_shared<LoraScales>(std::move(lora_paths), std::move(lora_scales));
+    for (const LoraAdapterOption& adapter : options_.lora) {
+      log_->info("LoRA adapter {} (global scale {})", adapter.path, adapter.scale);
     }
     state_.engine = engine_.get();
     return Status::Ok();

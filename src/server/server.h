@@ -30,6 +30,12 @@ struct Kernels;
 
 namespace lockstep::server {
 
+// A LoRA adapter loaded at start-up and its initial global scale (GET/POST /lora-adapters).
+struct LoraAdapterOption {
+  std::string path;
+  float scale = 1;
+};
+
 struct ServerOptions {
   std::string model_path;          // GGUF file (required)
   std::string host = "127.0.0.1";  // loopback by default
@@ -60,6 +66,9 @@ struct ServerOptions {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Whether chat replies' <think> blocks become reasoning_content (--reasoning-format; chat/reasoning.h).
   chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
+  // LoRA adapters (--lora, --lora-scaled), ids in this order. A request's `lora` field sets its own scales;
+  // without it a request takes the global scales (these, until POST /lora-adapters changes them).
+  std::vector<LoraAdapterOption> lora;
   int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
   double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
   double header_timeout_s = 10;    // time to receive a request's headers
