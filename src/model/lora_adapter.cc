@@ -13,6 +13,9 @@ namespace {
 constexpr const char* kLayerTargetNames[kLoraLayerTargets] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
                                                               "ffn_gate", "ffn_up", "ffn_down"};
 
+// Multiply-adds below which a LoRA pair's products run on the calling thread.
+constexpr int64_t kInlineLoraWork = 1 << 18;
+
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -222,6 +225,9 @@ const LoraMatrices* LoraAdapter::Find(int32_t layer, LoraTarget target) const {
   return m.rank > 0 ? &m : nullptr;
 }
 
+LoraApplier::LoraApplier() : inline_pool_(std::make_unique<ThreadPool>(1)) {}
+LoraApplier::~LoraApplier() = default;
+
 Status LoraApplier::Begin(std::span<const LoraAdapter> adapters, const Batch& batch) {
   adapters_ = adapters;
   active_ = false;
@@ -279,8 +285,9 @@ void LoraApplier::Apply(int32_t layer, LoraTarget target, const float* x, int64_
     }
     if (t_.size() < size_t(count * m->rank)) t_.resize(size_t(count * m->rank));
     if (u_.size() < size_t(count * m->out)) u_.resize(size_t(count * m->out));
-    MatMul(kernels, m->A(), in, count, t_.data(), pool);
-    MatMul(kernels, m->B(), t_.data(), count, u_.data(), pool);
+    ThreadPool& run = count * m->rank * (m->in + m->out) < kInlineLoraWork ? *inline_pool_ : pool;
+    MatMul(kernels, m->A(), in, count, t_.data(), run);
+    MatMul(kernels, m->B(), t_.data(), count, u_.data(), run);
     for (int64_t i = 0; i < count; ++i) {
       const int64_t j = selected_[size_t(i)];
       const int64_t r = row_map != nullptr ? row_map[j] : j;

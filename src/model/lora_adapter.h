@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -83,6 +84,8 @@ std::string LoraBaseTensorName(int32_t layer, LoraTarget target);
 // Per Forward call scratch and row scales. Engine thread only (owned by the Transformer).
 class LoraApplier {
  public:
+  LoraApplier();
+  ~LoraApplier();
   // Reads the user scale of every batch row for every adapter from its sequence (SequenceKv::lora_scales;
   // missing entries are 0). InvalidArgument for a sequence with more scales than adapters or a non-finite
   // scale.
@@ -104,6 +107,9 @@ class LoraApplier {
   std::vector<int64_t> logit_rows_;  // batch rows that want logits, in order
   std::vector<int64_t> selected_;    // scratch rows with a non-zero scale for the current adapter
   std::vector<float> x_, t_, u_;     // gathered input [m][in], A·x [m][rank], B·A·x [m][out]
+  // Small products (decode rows) run on the calling thread: a pool round trip costs more than the work, and
+  // MatMul's result does not depend on the pool (tensor/matmul.h).
+  std::unique_ptr<ThreadPool> inline_pool_;
 };
 
 }  // namespace lockstep

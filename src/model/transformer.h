@@ -15,7 +15,8 @@
 // the last layer, rows that want neither stop after writing their K/V (nothing reads the rest of their
 // pass). Every per-row computation depends only on the row's own data and its sequence's KV, so a row's
 // logits are bit-identical whatever else shares the batch. Scratch buffers grow to the largest batch seen and
-// are reused. The kernels are those of the table given at construction (tensor/kernels.h); scratch beyond the
+// are reused. LoRA adapters (model/lora_adapter.h) add each row's own terms after every adapted product. The
+// kernels are those of the table given at construction (tensor/kernels.h); scratch beyond the
 // buffers above comes from the thread pool's arenas. Engine thread only.
 #pragma once
 
