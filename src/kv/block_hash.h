@@ -26,13 +26,13 @@ using BlockHash = uint64_t;
 BlockHash RootBlockHash(const KvLayout& layout, uint64_t salt);
 // The hash of a block holding `tokens` after a block hashed `parent`.
 BlockHash NextBlockHash(BlockHash parent, std::span<const int32_t> tokens);
-// Appends the hashes of tokens' full blocks not yet in `hashes` (hashes[i] names tokens[i*bt, (i+1)*bt)).
 // A sequence's own root: `root` for salt 0, else a hash of both (e.g. LoraCacheSalt: KV computed with other
 // LoRA scales is never found).
 BlockHash SaltedRoot(BlockHash root, uint64_t salt);
 // A salt for LoRA adapter scales (model/lora_adapter.h): 0 when every scale is 0 (empty: the base model),
 // else a hash of the scales' values up to the last non-zero one.
 uint64_t LoraCacheSalt(std::span<const float> scales);
+// Appends the hashes of tokens' full blocks not yet in `hashes` (hashes[i] names tokens[i*bt, (i+1)*bt)).
 void ExtendBlockHashes(BlockHash root, std::span<const int32_t> tokens, int32_t block_tokens,
                        std::vector<BlockHash>& hashes);
 
