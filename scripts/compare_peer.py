@@ -48,11 +48,11 @@ SHAPES = {
     "tiny-gemma3": ("ik_llama.cpp", False),
     "tiny-phi4-mini": ("llama.cpp", False),
     "tiny-qwen3moe": ("ik_llama.cpp", False),
+    # Mixtral (llama with experts) goes to mainline: ik_llama.cpp 8337e4cd3's llama graph adds the normed FFN
+    # input instead of the residual after its experts (build_llama.cpp passes the normed tensor to
+    # llm_build_moe_ffn with add_input).
+    "tiny-mixtral": ("llama.cpp", False),
 }
-# tiny-mixtral (llama with experts) has no peer here: ik_llama.cpp 8337e4cd3's llama graph adds the normed FFN
-# input instead of the residual after its experts (build_llama.cpp passes the normed tensor to
-# llm_build_moe_ffn with add_input), and no mainline build is at hand; lockstep matched that output to 3.0e-4
-# only with the same slip emulated (docs/models.md).
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
 GREEDY_TOKENS = 64
 # Greedy never picks EOS (ignore_eos makes the peer bias it away). llama-server leaves out the probabilities
