@@ -85,10 +85,14 @@ Status SamplingParams::Validate() const {
   if (!(xtc_probability >= 0 && xtc_probability <= 1)) return bad("xtc_probability", "must be in [0, 1]");
   if (!(xtc_threshold >= 0 && xtc_threshold <= 1)) return bad("xtc_threshold", "must be in [0, 1]");
   if (min_keep < 0) return bad("min_keep", "must be >= 0");
+  if (mirostat < 0 || mirostat > 2) return bad("mirostat", "must be 0, 1 or 2");
+  if (!std::isfinite(mirostat_tau)) return bad("mirostat_tau", "must be finite");
+  if (!std::isfinite(mirostat_eta)) return bad("mirostat_eta", "must be finite");
   return Status::Ok();
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+Sampler::Sampler(const SamplingParams& params)
+    : params_(params), rng_(params.seed), mu_(2.0f * params.mirostat_tau) {}
 
 bool Sampler::Penalised(std::span<const int32_t> history) const {
   const bool any = params_.repetition_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
@@ -166,6 +170,12 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
     const float inv_t = 1.0f / params_.temperature;
     for_each_allowed([&](int32_t i) { candidates_.push_back({values[i] * inv_t, i}); });
     LOCKSTEP_CHECK_MSG(!candidates_.empty(), "the allowed-token mask is empty");
+    if (params_.mirostat != 0) {
+      result.token = Mirostat(vocab);
+      if (params_.logprobs)
+        result.logprob = TokenLogprobOf(logits, result.token, params_.top_logprobs, &result.top);
+      return result;
+    }
     auto better = [](const Candidate& a, const Candidate& b) { return Better(a, b); };
     size_t keep = candidates_.size();
     size_t sorted = 0;  // candidates_[0, sorted) are in order
@@ -317,6 +327,50 @@ size_t Sampler::ExcludeTopChoices(size_t n, size_t min_keep) {
   while (above < n && probs_[above] / sum >= params_.xtc_threshold) ++above;
   if (above < 2 || n - (above - 1) < min_keep) return n;
   return n - (above - 1);  // all but the least likely of them go
+}
+
+int32_t Sampler::Mirostat(int32_t vocab) {
+  std::sort(candidates_.begin(), candidates_.end(),
+            [](const Candidate& a, const Candidate& b) { return Better(a, b); });
+  const size_t n = candidates_.size();
+  probs_.resize(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    probs_[i] = SoftmaxWeight(candidates_[i].logit - candidates_[0].logit);
+    sum += probs_[i];
+  }
+  size_t keep = 1;
+  if (params_.mirostat == 1) {
+    // The Zipf exponent s of the 100 most likely tokens (least squares on log-ratios), then the k whose
+    // expected surprise is mu (Basu et al. 2021, as llama.cpp computes it).
+    const size_t m = std::min<size_t>(100, n);
+    double sum_ti_bi = 0, sum_ti_sq = 0;
+    for (size_t i = 0; i + 1 < m && probs_[i + 1] > 0; ++i) {
+      const double t = std::log(double(i + 2) / double(i + 1));
+      const double b = std::log(double(probs_[i]) / double(probs_[i + 1]));
+      sum_ti_bi += t * b;
+      sum_ti_sq += t * t;
+    }
+    const double s_hat = sum_ti_sq > 0 ? sum_ti_bi / sum_ti_sq : 1.0;
+    const double epsilon_hat = s_hat - 1;
+    const double k = epsilon_hat != 0 ? std::pow((epsilon_hat * std::pow(2.0, double(mu_))) /
+                                                     (1 - std::pow(double(vocab), -epsilon_hat)),
+                                                 1 / s_hat)
+                                      : double(n);
+    keep = std::isfinite(k) && k >= 1 ? size_t(std::min(k, double(n))) : 1;
+  } else {
+    while (keep < n && -std::log2(probs_[keep] / sum) <= mu_) ++keep;
+  }
+  candidates_.resize(keep);
+  probs_.resize(keep);
+  const int32_t token = Draw();
+  double kept = 0;
+  for (float p : probs_) kept += p;
+  size_t drawn = 0;
+  while (candidates_[drawn].token != token) ++drawn;
+  const double surprise = -std::log2(probs_[drawn] / kept);
+  mu_ -= params_.mirostat_eta * float(surprise - params_.mirostat_tau);
+  return token;
 }
 
 int32_t Sampler::Draw() {

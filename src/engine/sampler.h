@@ -13,7 +13,8 @@
 //   typical_p (nearest the entropy first, up to that mass; may drop the most likely token) -> top_p
 //   (smallest set with mass >= top_p) -> min_p (prob >= min_p * max prob) -> XTC (with probability
 //   xtc_probability, one RNG draw: drop the tokens at or above xtc_threshold but the least likely of them)
-//   -> renormalise -> draw with the RNG. Each filter leaves at least min_keep (and one) tokens.
+//   -> renormalise -> draw with the RNG. Each filter leaves at least min_keep (and one) tokens. With
+//   mirostat 1 or 2, its truncation replaces top_k and those filters (as in llama.cpp's chain).
 // Candidates are ordered by (logit descending, id ascending), so the same seed gives the same token.
 //
 // StopMatcher: finds stop strings in streamed text, holding back any tail that might be the start of one.
@@ -46,6 +47,13 @@ struct SamplingParams {
   float xtc_probability = 0.0f;  // 0 = off
   float xtc_threshold = 0.1f;    // > 0.5 = off
   int32_t min_keep = 0;
+  // Mirostat (llama.cpp's `mirostat` 1 or 2, 0 = off): in place of top_k and every filter after it, a
+  // feedback loop keeps each token's surprise (-log2 p) near mirostat_tau: v2 keeps the tokens whose surprise
+  // is at most mu, v1 a top-k estimated from the distribution's Zipf exponent and mu; after each draw mu -=
+  // mirostat_eta * (the drawn token's surprise - tau), starting from 2 * tau.
+  int32_t mirostat = 0;
+  float mirostat_tau = 5.0f;
+  float mirostat_eta = 0.1f;
   float repetition_penalty = 1.0f;  // 1 = off
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
@@ -97,6 +105,8 @@ class Sampler {
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
+  // Mirostat's truncation, draw and update of mu_ over candidates_ (tempered logits).
+  int32_t Mirostat(int32_t vocab);
   // The filters beyond top_k, top_p and min_p (SamplingParams), on the first n of candidates_ / probs_,
   // sorted in full. TopNSigma and Typical return how many stay at the front (Typical moves its kept ones
   // there, in order); ExcludeTopChoices how many stay at the end (it drops a prefix). Each leaves min_keep at
@@ -111,6 +121,7 @@ class Sampler {
   std::vector<Candidate> candidates_;  // scratch
   std::vector<float> probs_;           // scratch
   std::vector<int32_t> counts_;        // per-token counts for penalties (sparse reset)
+  float mu_ = 0;                       // mirostat's target surprise bound (2 * tau before the first draw)
 };
 
 // Finds the first occurrence of any stop string in streamed text. Push() returns the text that is safe to

@@ -36,8 +36,6 @@ void NoOpOnly(FieldReader& f, const char* name, bool (*no_op)(double), const cha
 // there changes nothing while the sampler is off).
 void ReadAbsentSamplers(FieldReader& f) {
   NoOpOnly(
-      f, "mirostat", [](double v) { return v == 0; }, "mirostat 0");
-  NoOpOnly(
       f, "dry_multiplier", [](double v) { return v == 0; }, "dry_multiplier 0");
   NoOpOnly(
       f, "dynatemp_range", [](double v) { return v == 0; }, "dynatemp_range 0");

@@ -121,6 +121,45 @@ TEST(SamplerFilters, OffMeansTheSameDraws) {
   EXPECT_EQ(FilterDraws(off, logits, 400), expected);
 }
 
+// Mirostat keeps the average surprise of the drawn tokens near tau: on a Zipf distribution over 512 tokens
+// (p ~ 1/rank: ~6 bits a token drawn freely, the top token ~2.8 bits) it truncates to the likely head; the
+// same seed gives the same draws.
+TEST(SamplerFilters, MirostatHoldsTheSurpriseNearTau) {
+  std::vector<float> logits;
+  for (int i = 0; i < 512; ++i) logits.push_back(-float(std::log(double(i + 1))));
+  std::vector<double> probs(logits.size());
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i) sum += probs[i] = std::exp(double(logits[i]));
+  const int n = 4000;
+  const auto mean_surprise = [&](const SamplingParams& p) {
+    Sampler s(p);
+    double surprise = 0;
+    for (int i = 0; i < n; ++i) surprise += -std::log2(probs[size_t(s.Sample(logits, {}).token)] / sum);
+    return surprise / n;
+  };
+  SamplingParams free_draws;
+  free_draws.seed = 11;
+  const double free_surprise = mean_surprise(free_draws);
+  EXPECT_GT(free_surprise, 5.0);
+  for (int version : {1, 2}) {
+    SamplingParams p = free_draws;
+    p.mirostat = version;
+    p.mirostat_tau = 3.5f;
+    p.mirostat_eta = 0.1f;
+    const double held = mean_surprise(p);
+    EXPECT_LT(held, free_surprise - 1.0) << "mirostat " << version;
+    EXPECT_NEAR(held, 3.5, 1.0) << "mirostat " << version;
+    EXPECT_EQ(FilterDraws(p, logits, 200), FilterDraws(p, logits, 200)) << "mirostat " << version;
+  }
+  // Off: the plain path's draws.
+  SamplingParams off;
+  off.seed = 11;
+  SamplingParams explicit_off = off;
+  explicit_off.mirostat = 0;
+  explicit_off.mirostat_tau = 2.0f;
+  EXPECT_EQ(FilterDraws(off, logits, 300), FilterDraws(explicit_off, logits, 300));
+}
+
 TEST(SamplerFilters, ValidateNamesTheField) {
   const auto message = [](auto set) {
     SamplingParams p;
@@ -134,6 +173,9 @@ TEST(SamplerFilters, ValidateNamesTheField) {
             std::string::npos);
   EXPECT_NE(message([](SamplingParams& p) { p.min_keep = -2; }).find("min_keep"), std::string::npos);
   EXPECT_NE(message([](SamplingParams& p) { p.top_n_sigma = NAN; }).find("top_n_sigma"), std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.mirostat = 3; }).find("mirostat"), std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.mirostat_eta = INFINITY; }).find("mirostat_eta"),
+            std::string::npos);
 }
 
 }  // namespace

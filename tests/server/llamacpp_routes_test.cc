@@ -274,7 +274,8 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
       {{{"prompt", "x"}, {"id_slot", "a"}}, "id_slot"},
       {{{"prompt", "x"}, {"return_tokens", 1}}, "return_tokens"},
       {{{"prompt", "x"}, {"samplers", 5}}, "samplers"},
-      {{{"prompt", "x"}, {"mirostat", 2}}, "mirostat"},
+      {{{"prompt", "x"}, {"mirostat", 3}}, "mirostat"},
+      {{{"prompt", "x"}, {"mirostat_tau", "x"}}, "mirostat_tau"},
       {{{"prompt", "x"}, {"dry_multiplier", 0.8}}, "dry_multiplier"},
       {{{"prompt", "x"}, {"post_sampling_probs", true}}, "post_sampling_probs"},
       {{{"prompt", "x"}, {"lora", {{{"id", 0}, {"scale", 1}}}}}, "lora"},
@@ -326,6 +327,18 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
   EXPECT_FLOAT_EQ(settings["xtc_threshold"].get<float>(), 0.2f) << j;
   EXPECT_EQ(settings["min_keep"], 2) << j;
   EXPECT_EQ(Complete(filtered)["content"], j["content"]);  // seeded: the same draws
+  nlohmann::json mirostat = {{"prompt", "Once upon a time"},
+                             {"n_predict", 6},
+                             {"temperature", 1.0},
+                             {"seed", 5},
+                             {"mirostat", 2},
+                             {"mirostat_tau", 4.0},
+                             {"mirostat_eta", 0.2}};
+  const nlohmann::json m = Complete(mirostat);
+  EXPECT_EQ(m["generation_settings"]["mirostat"], 2) << m;
+  EXPECT_EQ(m["generation_settings"]["mirostat_tau"], 4.0) << m;
+  EXPECT_FLOAT_EQ(m["generation_settings"]["mirostat_eta"].get<float>(), 0.2f) << m;
+  EXPECT_EQ(Complete(mirostat)["content"], m["content"]);
   // The OpenAI routes take them too (llama.cpp's server does), and TGI its typical_p.
   const HttpResponse chat = Post(port(), "/v1/chat/completions",
                                  {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
