@@ -86,6 +86,8 @@ Status SamplingParams::Validate() const {
   if (!(xtc_threshold >= 0 && xtc_threshold <= 1)) return bad("xtc_threshold", "must be in [0, 1]");
   if (min_keep < 0) return bad("min_keep", "must be >= 0");
   if (mirostat < 0 || mirostat > 2) return bad("mirostat", "must be 0, 1 or 2");
+  if (!(dynatemp_range >= 0) || !std::isfinite(dynatemp_range)) return bad("dynatemp_range", "must be >= 0");
+  if (!std::isfinite(dynatemp_exponent)) return bad("dynatemp_exponent", "must be finite");
   if (!std::isfinite(mirostat_tau)) return bad("mirostat_tau", "must be finite");
   if (!std::isfinite(mirostat_eta)) return bad("mirostat_eta", "must be finite");
   return Status::Ok();
@@ -167,9 +169,10 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
     }
   } else {
     candidates_.clear();
-    const float inv_t = 1.0f / params_.temperature;
-    for_each_allowed([&](int32_t i) { candidates_.push_back({values[i] * inv_t, i}); });
+    for_each_allowed([&](int32_t i) { candidates_.push_back({values[i], i}); });
     LOCKSTEP_CHECK_MSG(!candidates_.empty(), "the allowed-token mask is empty");
+    const float inv_t = 1.0f / Temperature();
+    for (Candidate& c : candidates_) c.logit *= inv_t;  // the same product as values[i] * inv_t
     if (params_.mirostat != 0) {
       result.token = Mirostat(vocab);
       if (params_.logprobs)
@@ -327,6 +330,25 @@ size_t Sampler::ExcludeTopChoices(size_t n, size_t min_keep) {
   while (above < n && probs_[above] / sum >= params_.xtc_threshold) ++above;
   if (above < 2 || n - (above - 1) < min_keep) return n;
   return n - (above - 1);  // all but the least likely of them go
+}
+
+float Sampler::Temperature() const {
+  if (params_.dynatemp_range <= 0 || candidates_.size() < 2) return params_.temperature;
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
+  double sum = 0;
+  for (const Candidate& c : candidates_) sum += SoftmaxWeight(c.logit - max_logit);
+  double entropy = 0;
+  for (const Candidate& c : candidates_) {
+    const double p = SoftmaxWeight(c.logit - max_logit) / sum;
+    if (p > 0) entropy -= p * std::log(p);
+  }
+  const double normalized = entropy / std::log(double(candidates_.size()));
+  const double low = std::max(0.0, double(params_.temperature) - params_.dynatemp_range);
+  const double high = double(params_.temperature) + params_.dynatemp_range;
+  const double t =
+      low + (high - low) * std::pow(std::clamp(normalized, 0.0, 1.0), double(params_.dynatemp_exponent));
+  return float(std::max(t, 1e-6));  // 0 would divide by zero: near-greedy instead
 }
 
 int32_t Sampler::Mirostat(int32_t vocab) {

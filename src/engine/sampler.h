@@ -9,10 +9,11 @@
 //   the allowed-token mask, when given (a grammar's, grammar/token_masker.h): other tokens are never
 //   candidates, so every later stage sees only allowed tokens ->
 //   temperature <= 0: argmax (lowest id on ties) ->
-//   else logits / temperature -> top_k -> softmax -> top_n_sigma (logit >= max - n * stddev) ->
-//   typical_p (nearest the entropy first, up to that mass; may drop the most likely token) -> top_p
-//   (smallest set with mass >= top_p) -> min_p (prob >= min_p * max prob) -> XTC (with probability
-//   xtc_probability, one RNG draw: drop the tokens at or above xtc_threshold but the least likely of them)
+//   else logits / temperature (or the dynamic temperature, dynatemp_range) -> top_k -> softmax -> top_n_sigma
+//   (logit >= max - n * stddev) -> typical_p (nearest the entropy first, up to that mass; may drop the most
+//   likely token) -> top_p (smallest set with mass >= top_p) -> min_p (prob >= min_p * max prob) -> XTC (with
+//   probability xtc_probability, one RNG draw: drop the tokens at or above xtc_threshold but the least likely
+//   of them)
 //   -> renormalise -> draw with the RNG. Each filter leaves at least min_keep (and one) tokens. With
 //   mirostat 1 or 2, its truncation replaces top_k and those filters (as in llama.cpp's chain).
 // Candidates are ordered by (logit descending, id ascending), so the same seed gives the same token.
@@ -51,6 +52,11 @@ struct SamplingParams {
   // feedback loop keeps each token's surprise (-log2 p) near mirostat_tau: v2 keeps the tokens whose surprise
   // is at most mu, v1 a top-k estimated from the distribution's Zipf exponent and mu; after each draw mu -=
   // mirostat_eta * (the drawn token's surprise - tau), starting from 2 * tau.
+  // Dynamic temperature (llama.cpp's dynatemp_range > 0): the temperature becomes
+  // max(0, T - range) + 2 range · (H / H_max)^dynatemp_exponent, H the entropy of the candidates at
+  // temperature 1 and H_max that of as many equally likely ones: confident rows are sampled cooler.
+  float dynatemp_range = 0.0f;  // 0 = off
+  float dynatemp_exponent = 1.0f;
   int32_t mirostat = 0;
   float mirostat_tau = 5.0f;
   float mirostat_eta = 0.1f;
@@ -105,6 +111,8 @@ class Sampler {
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
+  // The temperature for the candidates_ (raw logits): params_.temperature, or the dynamic one.
+  float Temperature() const;
   // Mirostat's truncation, draw and update of mu_ over candidates_ (tempered logits).
   int32_t Mirostat(int32_t vocab);
   // The filters beyond top_k, top_p and min_p (SamplingParams), on the first n of candidates_ / probs_,

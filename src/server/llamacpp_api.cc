@@ -37,8 +37,6 @@ void NoOpOnly(FieldReader& f, const char* name, bool (*no_op)(double), const cha
 void ReadAbsentSamplers(FieldReader& f) {
   NoOpOnly(
       f, "dry_multiplier", [](double v) { return v == 0; }, "dry_multiplier 0");
-  NoOpOnly(
-      f, "dynatemp_range", [](double v) { return v == 0; }, "dynatemp_range 0");
   if (f.Bool("post_sampling_probs").value_or(false)) {
     f.Fail("post_sampling_probs",
            "post_sampling_probs is not supported by this server (n_probs reports the "

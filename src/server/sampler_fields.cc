@@ -16,6 +16,9 @@ void ReadSamplerFilters(FieldReader& f, SamplingParams& s) {
   // A threshold above 0.5 is off (no two tokens can both be above it).
   if (auto threshold = f.Number("xtc_threshold", 0, 1)) s.xtc_threshold = static_cast<float>(*threshold);
   if (auto keep = f.Int("min_keep", 0, 1 << 30)) s.min_keep = static_cast<int32_t>(*keep);
+  if (auto range = f.Number("dynatemp_range", 0, 1e6)) s.dynatemp_range = static_cast<float>(*range);
+  if (auto exponent = f.Number("dynatemp_exponent", -1e6, 1e6))
+    s.dynatemp_exponent = static_cast<float>(*exponent);
   // Mirostat 1 or 2 in place of top_k and the filters (0 = off), with its target surprise and learning rate.
   if (auto mirostat = f.Int("mirostat", 0, 2)) s.mirostat = static_cast<int32_t>(*mirostat);
   if (auto tau = f.Number("mirostat_tau", -1e6, 1e6)) s.mirostat_tau = static_cast<float>(*tau);

@@ -160,6 +160,20 @@ TEST(SamplerFilters, MirostatHoldsTheSurpriseNearTau) {
   EXPECT_EQ(FilterDraws(off, logits, 300), FilterDraws(explicit_off, logits, 300));
 }
 
+// Dynamic temperature: the candidates' normalised entropy sets it within T ± range. Here H / H_max = 0.359,
+// so T = 0 + 2 · 0.359 = 0.717 and the top token's 0.9 becomes 18^(1/0.717) / (18^(1/0.717) + 2) = 0.966.
+TEST(SamplerFilters, DynamicTemperatureCoolsConfidentRows) {
+  const std::vector<float> logits = FilterLogits({0.9, 0.05, 0.05});
+  SamplingParams p;
+  p.seed = 12;
+  p.dynatemp_range = 1.0f;
+  const auto counts = FilterHistogram(p, logits, 20000);
+  EXPECT_NEAR(counts.at(0) / 20000.0, 0.966, 0.01);
+  p.dynatemp_exponent = 0.0f;  // (H / H_max)^0 = 1: the top of the range, T = 2 (0.9 becomes 0.65)
+  EXPECT_NEAR(FilterHistogram(p, logits, 20000).at(0) / 20000.0, std::sqrt(18.0) / (std::sqrt(18.0) + 2),
+              0.015);
+}
+
 TEST(SamplerFilters, ValidateNamesTheField) {
   const auto message = [](auto set) {
     SamplingParams p;
@@ -174,6 +188,8 @@ TEST(SamplerFilters, ValidateNamesTheField) {
   EXPECT_NE(message([](SamplingParams& p) { p.min_keep = -2; }).find("min_keep"), std::string::npos);
   EXPECT_NE(message([](SamplingParams& p) { p.top_n_sigma = NAN; }).find("top_n_sigma"), std::string::npos);
   EXPECT_NE(message([](SamplingParams& p) { p.mirostat = 3; }).find("mirostat"), std::string::npos);
+  EXPECT_NE(message([](SamplingParams& p) { p.dynatemp_range = -1; }).find("dynatemp_range"),
+            std::string::npos);
   EXPECT_NE(message([](SamplingParams& p) { p.mirostat_eta = INFINITY; }).find("mirostat_eta"),
             std::string::npos);
 }

@@ -276,6 +276,7 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
       {{{"prompt", "x"}, {"samplers", 5}}, "samplers"},
       {{{"prompt", "x"}, {"mirostat", 3}}, "mirostat"},
       {{{"prompt", "x"}, {"mirostat_tau", "x"}}, "mirostat_tau"},
+      {{{"prompt", "x"}, {"dynatemp_range", -1}}, "dynatemp_range"},
       {{{"prompt", "x"}, {"dry_multiplier", 0.8}}, "dry_multiplier"},
       {{{"prompt", "x"}, {"post_sampling_probs", true}}, "post_sampling_probs"},
       {{{"prompt", "x"}, {"lora", {{{"id", 0}, {"scale", 1}}}}}, "lora"},
@@ -339,6 +340,13 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
   EXPECT_EQ(m["generation_settings"]["mirostat_tau"], 4.0) << m;
   EXPECT_FLOAT_EQ(m["generation_settings"]["mirostat_eta"].get<float>(), 0.2f) << m;
   EXPECT_EQ(Complete(mirostat)["content"], m["content"]);
+  const nlohmann::json dynatemp = Complete({{"prompt", "Once upon a time"},
+                                            {"n_predict", 4},
+                                            {"temperature", 0.8},
+                                            {"dynatemp_range", 0.5},
+                                            {"dynatemp_exponent", 2.0}});
+  EXPECT_EQ(dynatemp["generation_settings"]["dynatemp_range"], 0.5) << dynatemp;
+  EXPECT_EQ(dynatemp["generation_settings"]["dynatemp_exponent"], 2.0) << dynatemp;
   // The OpenAI routes take them too (llama.cpp's server does), and TGI its typical_p.
   const HttpResponse chat = Post(port(), "/v1/chat/completions",
                                  {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
