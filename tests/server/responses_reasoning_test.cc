@@ -151,7 +151,8 @@ TEST_F(ResponsesReasoningTest, NoTextLogprobsWhenReasoningIsSplit) {
   body["include"] = {"message.output_text.logprobs"};
   const HttpResponse r = Post(port(), "/v1/responses", body);
   ASSERT_EQ(r.status, 200) << r.body;
-  for (const nlohmann::json& item : r.Json()["output"]) {
+  const nlohmann::json response = r.Json();  // kept: a loop over a temporary's member would dangle
+  for (const nlohmann::json& item : response["output"]) {
     if (item["type"] == "message") EXPECT_FALSE(item["content"][0].contains("logprobs")) << r.body;
   }
 }
