@@ -169,10 +169,15 @@ SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int3
     }
   } else {
     candidates_.clear();
-    for_each_allowed([&](int32_t i) { candidates_.push_back({values[i], i}); });
+    if (params_.dynatemp_range > 0) {  // the temperature depends on the raw candidates: a second pass
+      for_each_allowed([&](int32_t i) { candidates_.push_back({values[i], i}); });
+      const float inv_t = 1.0f / Temperature();
+      for (Candidate& c : candidates_) c.logit *= inv_t;  // the same product as values[i] * inv_t
+    } else {
+      const float inv_t = 1.0f / params_.temperature;
+      for_each_allowed([&](int32_t i) { candidates_.push_back({values[i] * inv_t, i}); });
+    }
     LOCKSTEP_CHECK_MSG(!candidates_.empty(), "the allowed-token mask is empty");
-    const float inv_t = 1.0f / Temperature();
-    for (Candidate& c : candidates_) c.logit *= inv_t;  // the same product as values[i] * inv_t
     if (params_.mirostat != 0) {
       result.token = Mirostat(vocab);
       if (params_.logprobs)
@@ -322,8 +327,7 @@ size_t Sampler::Typical(size_t n, size_t min_keep) {
 
 size_t Sampler::ExcludeTopChoices(size_t n, size_t min_keep) {
   if (params_.xtc_threshold > 0.5f || n < 2) return n;  // at most one token can be above a threshold > 0.5
-  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0);
-  if (u >= params_.xtc_probability) return n;
+  if (Uniform() >= params_.xtc_probability) return n;
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += probs_[i];
   size_t above = 0;  // the candidates at or above the threshold: a prefix (they are in order)
@@ -333,7 +337,7 @@ size_t Sampler::ExcludeTopChoices(size_t n, size_t min_keep) {
 }
 
 float Sampler::Temperature() const {
-  if (params_.dynatemp_range <= 0 || candidates_.size() < 2) return params_.temperature;
+  if (candidates_.size() < 2) return params_.temperature;
   float max_logit = -std::numeric_limits<float>::infinity();
   for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
   double sum = 0;
@@ -395,11 +399,14 @@ int32_t Sampler::Mirostat(int32_t vocab) {
   return token;
 }
 
+double Sampler::Uniform() {
+  return double(rng_() >> 11) * (1.0 / 9007199254740992.0);  // 53 random bits -> [0, 1)
+}
+
 int32_t Sampler::Draw() {
   double total = 0;
   for (float p : probs_) total += p;
-  // 53 random bits -> [0, 1).
-  const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+  const double u = Uniform() * total;
   double cum = 0;
   for (size_t i = 0; i < probs_.size(); ++i) {
     cum += probs_[i];

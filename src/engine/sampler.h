@@ -111,7 +111,9 @@ class Sampler {
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
-  // The temperature for the candidates_ (raw logits): params_.temperature, or the dynamic one.
+  // One draw in [0, 1) from the request's RNG.
+  double Uniform();
+  // The dynamic temperature (dynatemp_range > 0) for the candidates_ (raw logits).
   float Temperature() const;
   // Mirostat's truncation, draw and update of mu_ over candidates_ (tempered logits).
   int32_t Mirostat(int32_t vocab);
