@@ -78,4 +78,30 @@ ReasoningSplit SplitReasoning(std::string_view text, bool opened, bool final) {
   return out;
 }
 
+ReasoningTokenCounter::ReasoningTokenCounter(bool opened)
+    : state_(opened ? State::kInside : State::kUndecided) {}
+
+void ReasoningTokenCounter::AddToken(std::string_view text) {
+  if (state_ == State::kDone) return;
+  ++tokens_;
+  if (state_ == State::kUndecided) {
+    const std::string_view rest = TrimLeft(text);
+    if (rest.size() < kReasoningOpen.size() && kReasoningOpen.starts_with(rest)) return;  // "" too
+    if (!rest.starts_with(kReasoningOpen)) {
+      state_ = State::kDone;
+      tokens_ = 0;
+      return;
+    }
+    state_ = State::kInside;
+    scanned_ = text.size() - rest.size() + kReasoningOpen.size();
+  }
+  if (text.find(kReasoningClose, scanned_) != std::string_view::npos) {
+    state_ = State::kDone;
+    return;
+  }
+  // A tag arriving in pieces: keep its possible start for the next token.
+  const size_t keep = kReasoningClose.size() - 1;
+  if (text.size() > scanned_ + keep) scanned_ = text.size() - keep;
+}
+
 }  // namespace lockstep::chat

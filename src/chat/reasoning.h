@@ -4,6 +4,8 @@
 // Pure functions; safe from any thread.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,5 +43,23 @@ struct ReasoningSplit {
 // may still be trimmed, are held back, so that the split of a longer text extends the split of a shorter one
 // (reasoning and content each start with the earlier ones) and a stream sends their differences.
 ReasoningSplit SplitReasoning(std::string_view text, bool opened, bool final);
+
+// Counts a reply's reasoning tokens as it is generated (usage's reasoning_tokens): the tokens up to and
+// including the one that completes </think>, or every token of a block never closed; none when the reply
+// has no block (SplitReasoning's rule: <think> after leading whitespace, or a prompt that opened one).
+// O(new text) per token. Not thread-safe; one per reply.
+class ReasoningTokenCounter {
+ public:
+  explicit ReasoningTokenCounter(bool opened);
+  // After each generated token: `text` is the reply so far (the previous call's text and what followed).
+  void AddToken(std::string_view text);
+  int32_t tokens() const { return state_ == State::kUndecided ? 0 : tokens_; }
+
+ private:
+  enum class State { kUndecided, kInside, kDone };
+  State state_;
+  int32_t tokens_ = 0;  // while undecided: the tokens so far
+  size_t scanned_ = 0;  // text before this holds no </think> (while inside)
+};
 
 }  // namespace lockstep::chat

@@ -23,6 +23,7 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
     ChoiceState& choice = job->choices_[static_cast<size_t>(c)];
     choice.index = c;
     choice.prompt_index = c / s.n;
+    if (s.split_reasoning) choice.reasoning_tokens.emplace(s.reasoning_opened);
     // A drawn seed is below 2^53: responses report it (TGI's details.seed) and a client, JavaScript's too,
     // can read it exactly and send it back as a request's seed.
     choice.seed = s.seed_given ? s.base.sampling.seed + static_cast<uint64_t>(c % s.n)
@@ -133,6 +134,7 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
     choice.generated++;
   }
   choice.text += event.text_delta;
+  if (event.token != kNoToken && choice.reasoning_tokens) choice.reasoning_tokens->AddToken(choice.text);
   if (spec_.keep_events) choice.events.push_back(event);
   if (event.last()) {
     choice.done = true;
@@ -200,6 +202,12 @@ int GenerationJob::cached_tokens() const {
 int GenerationJob::completion_tokens() const {
   int n = 0;
   for (const auto& c : choices_) n += c.generated;
+  return n;
+}
+
+int GenerationJob::reasoning_tokens() const {
+  int n = 0;
+  for (const auto& c : choices_) n += c.reasoning_tokens ? c.reasoning_tokens->tokens() : 0;
   return n;
 }
 

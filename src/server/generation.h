@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/reasoning.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
@@ -35,6 +36,10 @@ struct GenerationSpec {
   // base.lora_scales came from the request's `lora` field; else the server's global scales apply
   // (server/lora_adapters.h).
   bool lora_given = false;
+  // The replies are split into reasoning and content (chat/reasoning.h): each choice counts its reasoning
+  // tokens (ChoiceState::reasoning_tokens); `reasoning_opened`: the prompt opened the block.
+  bool split_reasoning = false;
+  bool reasoning_opened = false;
 };
 
 // How a choice ended, as the APIs report it: the engine's finish reason, with a cancellation told apart by
@@ -49,6 +54,8 @@ struct ChoiceState {
   std::string text;                // concatenated text deltas
   std::vector<TokenEvent> events;  // every event when GenerationSpec::keep_events
   int32_t generated = 0;           // tokens generated (events with a token)
+  // Counts the reasoning among them (set when GenerationSpec::split_reasoning).
+  std::optional<chat::ReasoningTokenCounter> reasoning_tokens;
   bool done = false;
   TokenEvent last;                   // the final event (finish reason, timing)
   ChoiceEnd end = ChoiceEnd::kNone;  // set with `last`
@@ -91,6 +98,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   // that choice has finished).
   int cached_tokens() const;
   int completion_tokens() const;  // sum of generated tokens over choices
+  int reasoning_tokens() const;   // of those, the reasoning (GenerationSpec::split_reasoning; else 0)
   bool timed_out() const { return timed_out_; }
   // A later submission's error (max_in_flight), if one failed.
   const std::optional<ApiError>& submit_error() const { return submit_error_; }

@@ -393,6 +393,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
   req.reasoning_opened =
       req.reasoning && !req.prompt_texts.empty() && chat::PromptOpensReasoning(req.prompt_texts.front());
+  req.spec.split_reasoning = req.reasoning;
+  req.spec.reasoning_opened = req.reasoning_opened;
   req.mistral_ids = ctx.chat_template->family() == "mistral";
   req.spec.base.sampling.logprobs = req.chat_logprobs;
   req.spec.base.sampling.top_logprobs = req.top_logprobs;

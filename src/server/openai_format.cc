@@ -108,10 +108,13 @@ nlohmann::json VllmPromptLogprobs(const ApiContext& ctx, const std::vector<Promp
 nlohmann::json Usage(GenerationJob& job) {
   const int prompt = job.prompt_tokens();
   const int completion = job.completion_tokens();
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", completion},
-          {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens()}}}};
+  nlohmann::json usage = {{"prompt_tokens", prompt},
+                          {"completion_tokens", completion},
+                          {"total_tokens", prompt + completion},
+                          {"prompt_tokens_details", {{"cached_tokens", job.cached_tokens()}}}};
+  if (job.spec().split_reasoning)
+    usage["completion_tokens_details"] = {{"reasoning_tokens", job.reasoning_tokens()}};
+  return usage;
 }
 
 nlohmann::json Envelope(const OpenAiRequest& req, const ApiContext& ctx, const std::string& id,

@@ -73,7 +73,7 @@ nlohmann::json ResponsesUsage(GenerationJob& job) {
   return {{"input_tokens", input},
           {"input_tokens_details", {{"cached_tokens", job.cached_tokens()}}},
           {"output_tokens", output},
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"output_tokens_details", {{"reasoning_tokens", job.reasoning_tokens()}}},
           {"total_tokens", input + output}};
 }
 

@@ -97,6 +97,38 @@ TEST(ReasoningTest, HoldsBackWhatMayStillChange) {
   EXPECT_EQ(SplitReasoning(" ", false, true).content, " ");
 }
 
+// The reasoning tokens of a reply streamed in tokens of `step` bytes: those up to the one whose end reaches
+// past the block's </think>, or all of them while it is unclosed; none without a block.
+TEST(ReasoningTest, CountsTheTokensUpToTheCloseTag) {
+  for (const Case& c : Cases()) {
+    size_t close_end = std::string::npos;  // where the text has the whole close tag
+    if (c.reasoning) {
+      const size_t from = c.opened ? 0 : c.text.find("<think>") + 7;
+      const size_t close = c.text.find("</think>", from);
+      if (close != std::string::npos) close_end = close + 8;
+    }
+    for (size_t step = 1; step <= c.text.size() + 1; ++step) {
+      ReasoningTokenCounter counter(c.opened);
+      int32_t tokens = 0, expected = 0;
+      bool closed = false;
+      for (size_t at = 0; at < c.text.size() || tokens == 0;) {
+        at = std::min(c.text.size(), at + step);
+        counter.AddToken(std::string_view(c.text).substr(0, at));
+        ++tokens;
+        if (c.reasoning && !closed) expected = tokens;
+        closed = closed || at >= close_end;
+        if (at == c.text.size()) break;
+      }
+      EXPECT_EQ(counter.tokens(), expected) << c.text << " step " << step;
+    }
+  }
+  // Tokens without text (a character still arriving) count where they fall.
+  ReasoningTokenCounter counter(false);
+  for (const char* text : {"", "<think>", "<think>", "<think>a</think>", "<think>a</think>b"})
+    counter.AddToken(text);
+  EXPECT_EQ(counter.tokens(), 4);
+}
+
 TEST(ReasoningTest, PromptOpensReasoning) {
   EXPECT_TRUE(PromptOpensReasoning("<|Assistant|><think>\n"));
   EXPECT_TRUE(PromptOpensReasoning("<|im_start|>assistant\n<think>"));

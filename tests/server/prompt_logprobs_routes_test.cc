@@ -165,7 +165,9 @@ TEST_F(PromptLogprobsRoutesTest, TgiDecoderInputDetails) {
   EXPECT_TRUE(prefill[0]["logprob"].is_null());
   for (size_t i = 0; i < prefill.size(); ++i) {
     EXPECT_EQ(prefill[i]["id"], tokenized["tokens"][i]);
-    if (i > 0) EXPECT_LE(prefill[i]["logprob"].get<double>(), 0.0);
+    if (i > 0) {
+      EXPECT_LE(prefill[i]["logprob"].get<double>(), 0.0);
+    }
   }
   const auto streamed = Post(port(), "/generate_stream",
                              {{"inputs", "Hello"}, {"parameters", {{"decoder_input_details", true}}}});

@@ -107,6 +107,55 @@ TEST_F(ReasoningRoutesTest, ReasoningFormatNoneKeepsTheBlockInContent) {
   EXPECT_EQ(Post(port(), "/v1/chat/completions", body).status, 400);
 }
 
+// The tokens of a reply that end its reasoning block (the one completing </think> included), from its
+// logprobs' token texts.
+int ReasoningTokensOf(const nlohmann::json& logprobs_content) {
+  std::string text;
+  int tokens = 0;
+  for (const nlohmann::json& entry : logprobs_content) {
+    text += entry["token"].get<std::string>();
+    ++tokens;
+    if (text.find("</think>") != std::string::npos) return tokens;
+  }
+  return tokens;
+}
+
+// usage.completion_tokens_details.reasoning_tokens (OpenAI's): the block's tokens, whole and streamed.
+TEST_F(ReasoningRoutesTest, UsageCountsTheReasoningTokens) {
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    nlohmann::json body = Chat(seed);
+    body["grammar"] = kBlockGrammar;
+    body["logprobs"] = true;
+    const HttpResponse r = Post(port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const nlohmann::json whole = r.Json();
+    const int expected = ReasoningTokensOf(whole["choices"][0]["logprobs"]["content"]);
+    const nlohmann::json usage = whole["usage"];
+    EXPECT_EQ(usage["completion_tokens_details"]["reasoning_tokens"], expected) << r.body;
+    EXPECT_LT(expected, usage["completion_tokens"].get<int>()) << r.body;  // the answer follows
+    EXPECT_GE(expected, 3) << r.body;
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    nlohmann::json streamed_usage;
+    for (const std::string& data : Stream(port(), "/v1/chat/completions", body)) {
+      const nlohmann::json chunk = nlohmann::json::parse(data, nullptr, false);
+      if (chunk.is_object() && chunk["usage"].is_object()) streamed_usage = chunk["usage"];
+    }
+    EXPECT_EQ(streamed_usage, usage);
+  }
+  // No block: 0; the format off: no count at all.
+  nlohmann::json body = Chat(2);
+  body["grammar"] = R"(root ::= [a-z]{2,6})";
+  const HttpResponse plain = Post(port(), "/v1/chat/completions", body);
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(plain.Json()["usage"]["completion_tokens_details"]["reasoning_tokens"], 0) << plain.body;
+  body["grammar"] = kBlockGrammar;
+  body["reasoning_format"] = "none";
+  const HttpResponse none = Post(port(), "/v1/chat/completions", body);
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_FALSE(none.Json()["usage"].contains("completion_tokens_details")) << none.body;
+}
+
 // A reply without a block is all content, with no reasoning_content.
 TEST_F(ReasoningRoutesTest, ReplyWithoutBlockIsContent) {
   nlohmann::json body = Chat(2);

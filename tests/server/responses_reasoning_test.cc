@@ -73,6 +73,9 @@ TEST_F(ResponsesReasoningTest, ReasoningItemBeforeTheMessageWholeAndStreamed) {
     if (whole["status"] == "incomplete") EXPECT_EQ(item["status"], "incomplete") << r.body;
     EXPECT_EQ(whole["output"][1]["type"], "message") << r.body;
     EXPECT_EQ(whole["output"][1]["content"][0]["text"], "") << r.body;
+    // Every token is the (unclosed) block's.
+    EXPECT_EQ(whole["usage"]["output_tokens_details"]["reasoning_tokens"], whole["usage"]["output_tokens"])
+        << r.body;
 
     const std::vector<nlohmann::json> events = StreamEvents(body);
     std::string streamed;
