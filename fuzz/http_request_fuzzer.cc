@@ -19,6 +19,7 @@
 #include "server/dashboard_feed.h"
 #include "server/http_request.h"
 #include "server/routes.h"
+#include "server/slot_view.h"
 #include "server/step_time_model.h"
 
 namespace lockstep::fuzz {
@@ -68,6 +69,7 @@ struct Router {
   server::ServerMetrics metrics{registry};
   server::StepTimeModel step_model;
   server::DashboardFeed feed{&step_model};
+  server::SlotView slots{4};
   std::unique_ptr<Engine> engine;
   server::RouteState state;
 
@@ -92,6 +94,7 @@ struct Router {
     state.guard = std::make_shared<server::RequestGuard>(guard);
     state.request_timeout_s = 5;
     state.feed = &feed;
+    state.slots = &slots;
     state.step_model = &step_model;
     state.ready.store(true);
   }

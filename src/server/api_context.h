@@ -37,6 +37,7 @@ struct ApiContext {
   int64_t created = 0;           // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
+  int draft_tokens = 0;                    // speculative decoding: tokens drafted per step (0: off)
   bool prefix_caching = false;             // the engine reuses shared prompt prefixes (GET /info, /health)
   Pooling pooling = Pooling::kLast;        // how the embeddings routes pool a prompt (--pooling)
   std::shared_ptr<GrammarCache> grammars;  // structured outputs and tool choices (thread-safe)

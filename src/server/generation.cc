@@ -7,9 +7,14 @@ namespace lockstep::server {
 
 Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, GenerationSpec spec,
                                                             std::shared_ptr<ResponseWriter> writer,
-                                                            ServerMetrics* metrics, double timeout_s,
-                                                            TokenFn on_token, DoneFn on_done) {
+                                                            ServerMetrics* metrics, SlotView* slots,
+                                                            double timeout_s, TokenFn on_token,
+                                                            DoneFn on_done) {
   std::shared_ptr<GenerationJob> job(new GenerationJob(std::move(spec), writer, metrics));
+  if (slots) {
+    slots->Register(job->spec_.label, job->spec_.base);
+    job->slots_ = slots;
+  }
   job->on_token_ = std::move(on_token);
   job->on_done_ = std::move(on_done);
   job->engine_ = &engine;
@@ -108,6 +113,10 @@ void GenerationJob::CancelAll() {
     if (c.handle && !c.done) c.handle->Cancel();
   }
   if (abandoning) ChoiceEnded();  // nothing in flight: no event would end the job
+}
+
+GenerationJob::~GenerationJob() {
+  if (slots_) slots_->Unregister(spec_.label);
 }
 
 void GenerationJob::Cut(ChoiceState& choice) {

@@ -18,6 +18,7 @@
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/server_metrics.h"
+#include "server/slot_view.h"
 
 namespace lockstep::server {
 
@@ -81,10 +82,12 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   // InvalidArgument, Unavailable). on_token runs for every event (the last included); on_done once, after
   // every choice's last event. A later submission that fails (max_in_flight) cancels the job: submit_error()
   // says why, and the choices never submitted end without an event (ChoiceEnd::kError).
+  // `slots` (may be null) lists the job's settings for GET /slots while it lives.
   static Parsed<std::shared_ptr<GenerationJob>> Start(Engine& engine, GenerationSpec spec,
                                                       std::shared_ptr<ResponseWriter> writer,
-                                                      ServerMetrics* metrics, double timeout_s,
-                                                      TokenFn on_token, DoneFn on_done);
+                                                      ServerMetrics* metrics, SlotView* slots,
+                                                      double timeout_s, TokenFn on_token, DoneFn on_done);
+  ~GenerationJob();
   void CancelAll();
   // Ends one choice now, as if it had reached its token limit (ChoiceEnd::kLength): llama.cpp's n_indent and
   // t_max_predict_ms stops. Tokens the engine generates before its cancellation takes effect are dropped; the
@@ -119,6 +122,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   GenerationSpec spec_;
   std::shared_ptr<ResponseWriter> writer_;
   ServerMetrics* metrics_;
+  SlotView* slots_ = nullptr;
   std::vector<ChoiceState> choices_;
   std::vector<std::chrono::steady_clock::time_point> last_token_at_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

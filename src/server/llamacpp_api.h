@@ -30,6 +30,8 @@
 
 namespace lockstep::server {
 
+class SlotView;
+
 struct LlamaCppRequest {
   GenerationSpec spec;
   bool stream = false;
@@ -69,6 +71,9 @@ std::vector<nlohmann::json> LlamaCppStreamEvents(const LlamaCppRequest& req, Gen
                                                  const ApiContext& ctx);
 // GET /props.
 nlohmann::json LlamaCppProps(const ApiContext& ctx);
+// GET /slots (server/slot_view.h): a running request's params are its generation settings, an idle seat's
+// the defaults.
+nlohmann::json LlamaCppSlots(const ApiContext& ctx, const SlotView& slots);
 
 // n_indent (llama.cpp's): once the text has a new line, a line whose first non-blank character comes after
 // fewer than n_indent spaces or tabs ends the choice there, the line's indentation kept (the code block the

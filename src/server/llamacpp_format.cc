@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/llamacpp_api.h"
+#include "server/slot_view.h"
 
 namespace lockstep::server {
 // Named, not anonymous: the server is a unity build and the other APIs' files have helpers of these names.
@@ -217,6 +218,18 @@ nlohmann::json LlamaCppProps(const ApiContext& ctx) {
           {"bos_token", token_text(ctx.tokenizer->bos_id())},
           {"eos_token", token_text(ctx.tokenizer->eos_id())},
           {"build_info", "lockstep 0.1.0"}};
+}
+
+nlohmann::json LlamaCppSlots(const ApiContext& ctx, const SlotView& slots) {
+  return slots.Json(ctx.max_context, ctx.draft_tokens > 0, [](const Request* base) {
+    LlamaCppRequest req = LlamaCppDefaults();
+    if (base != nullptr) {
+      req.spec.base = *base;
+      req.n_predict = base->max_tokens;
+      req.n_probs = base->sampling.top_logprobs;
+    }
+    return llamacpp_format::Settings(req, nullptr);
+  });
 }
 
 size_t LlamaCppIndentCut(std::string_view text, int n_indent) {

@@ -11,6 +11,7 @@
 #include "server/request_fields.h"
 #include "server/request_guard.h"
 #include "server/responses_api.h"
+#include "server/slot_view.h"
 #include "server/sse.h"
 #include "server/tgi_api.h"
 #include "server/tokenize_api.h"
@@ -142,8 +143,8 @@ void HandleOpenAi(RouteState& state, bool chat, const HttpRequest& request,
   };
   req->spec.label = id;
   UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
-  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
-                                  std::move(on_token), std::move(on_done));
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.slots,
+                                  state.request_timeout_s, std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kOpenAI);
   if (req->stream) {
     state.metrics->CountResponse(200);
@@ -179,7 +180,7 @@ void HandleResponses(RouteState& state, const HttpRequest& request, std::shared_
   };
   req->chat.spec.label = id;
   UseGlobalLoraScales(state.ctx.lora.get(), req->chat.spec);
-  auto job = GenerationJob::Start(*state.engine, req->chat.spec, writer, state.metrics,
+  auto job = GenerationJob::Start(*state.engine, req->chat.spec, writer, state.metrics, state.slots,
                                   state.request_timeout_s, std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kOpenAI);
   if (stream) {
@@ -239,8 +240,8 @@ void HandleTgi(RouteState& state, const HttpRequest& request, std::shared_ptr<Re
   };
   req->spec.label = NewId(state, "tgi");
   UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
-  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
-                                  std::move(on_token), std::move(on_done));
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.slots,
+                                  state.request_timeout_s, std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), ApiFlavor::kTgi);
   if (req->stream) {
     state.metrics->CountResponse(200);
@@ -304,8 +305,8 @@ void HandleLlamaCpp(RouteState& state, const HttpRequest& request, std::shared_p
   };
   req->spec.label = NewId(state, "llcmpl");
   UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
-  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
-                                  std::move(on_token), std::move(on_done));
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.slots,
+                                  state.request_timeout_s, std::move(on_token), std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), kFlavor);
   if (req->stream) {
     state.metrics->CountResponse(200);
@@ -345,8 +346,8 @@ void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared
   };
   req->spec.label = NewId(state, "embd");
   UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
-  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.request_timeout_s,
-                                  nullptr, std::move(on_done));
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.slots,
+                                  state.request_timeout_s, nullptr, std::move(on_done));
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), flavor);
 }
 
@@ -357,9 +358,37 @@ bool IsTgiPath(const std::string& path) {
 
 ApiFlavor FlavorFor(const std::string& path) {
   if (IsTgiPath(path)) return ApiFlavor::kTgi;
-  const bool llama_cpp =
-      path == "/completion" || path == "/completions" || path == "/props" || path == "/infill";
+  const bool llama_cpp = path == "/completion" || path == "/completions" || path == "/props" ||
+                         path == "/infill" || path == "/slots" || path.starts_with("/slots/");
   return llama_cpp ? ApiFlavor::kLlamaCpp : ApiFlavor::kOpenAI;
+}
+
+// GET /slots (llama.cpp's): ?fail_on_no_slot (any value) answers 503 while every seat is taken.
+void Slots(RouteState& state, const HttpRequest& request, ResponseWriter& writer) {
+  if (state.slots == nullptr) {
+    return ReplyError(state, writer, ApiError{NotFound("no route GET /slots"), ""}, ApiFlavor::kLlamaCpp);
+  }
+  if (!QueryParam(request.target, "fail_on_no_slot").empty() && state.slots->idle() == 0) {
+    return ReplyError(state, writer, ApiError{Unavailable("no slot available"), ""}, ApiFlavor::kLlamaCpp);
+  }
+  Reply(state, writer, 200, kJson, DumpJson(LlamaCppSlots(state.ctx, *state.slots)));
+}
+
+// POST /slots/{id}?action=save|restore|erase (llama.cpp's): nothing to act on, said with llama.cpp's answer
+// for what a server cannot do (501).
+void SlotAction(RouteState& state, const HttpRequest& request, ResponseWriter& writer) {
+  const std::string action = QueryParam(request.target, "action");
+  if (action != "save" && action != "restore" && action != "erase") {
+    return ReplyError(state, writer, ApiError{InvalidArgument("Invalid action: '" + action + "'"), "action"},
+                      ApiFlavor::kLlamaCpp);
+  }
+  ApiError error{
+      Unimplemented("slot " + action +
+                    " is not supported: lockstep keeps no per-slot prompt cache; its prefix cache "
+                    "is shared by every request and reused by any prompt that starts the same way"),
+      "action", false};
+  error.http_status = 501;
+  ReplyError(state, writer, error, ApiFlavor::kLlamaCpp);
 }
 
 // Liveness: alive once loaded, draining included.
@@ -449,6 +478,8 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
       {"POST", "/completions", true, [&] { HandleLlamaCpp(state, request, writer); }},
       {"POST", "/infill", true, [&] { HandleLlamaCpp(state, request, writer, /*infill=*/true); }},
       {"GET", "/props", true, [&] { Reply(state, *writer, 200, kJson, DumpJson(LlamaCppProps(state.ctx))); }},
+      {"GET", "/slots", true, [&] { Slots(state, request, *writer); }},
+      {"POST", "/slots/*", true, [&] { SlotAction(state, request, *writer); }},
       {"POST", "/tokenize", true,
        [&] { ReplyJson(state, *writer, TokenizeResponse(request.body, state.ctx)); }},
       {"POST", "/detokenize", true,

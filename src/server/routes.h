@@ -23,6 +23,7 @@
 namespace lockstep::server {
 
 class DashboardFeed;
+class SlotView;
 class StepTimeModel;
 
 struct RouteState {
@@ -40,6 +41,7 @@ struct RouteState {
   std::atomic<uint64_t> next_id{1};
   uint64_t id_salt = 0;
   DashboardFeed* feed = nullptr;        // dashboard event feed (null: none)
+  SlotView* slots = nullptr;            // GET /slots (null: none)
   StepTimeModel* step_model = nullptr;  // latency advisor's fit (null: none)
   SplitQuestionsFn split_questions;     // POST /split (empty: unavailable)
 };

@@ -19,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/routes.h"
 #include "server/server_metrics.h"
+#include "server/slot_view.h"
 #include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,18 +28,22 @@ namespace lockstep::server {
 // Not in an anonymous namespace: Server::Impl (external linkage) holds one.
 class MetricsObserver : public EngineObserver {
  public:
-  MetricsObserver(ServerMetrics* metrics, DashboardFeed* feed) : metrics_(metrics), feed_(feed) {}
+  MetricsObserver(ServerMetrics* metrics, DashboardFeed* feed, SlotView* slots)
+      : metrics_(metrics), feed_(feed), slots_(slots) {}
   void OnStep(const EngineStats& stats) override { metrics_->UpdateFromStats(stats); }
   void OnStepRecord(const StepRecord& record, const EngineStats& stats) override {
     feed_->OnStepRecord(record, stats);
+    slots_->OnStepRecord(record);
   }
   void OnRequestFinished(RequestId id, FinishReason reason, const RequestTiming& timing) override {
     feed_->OnRequestFinished(id, reason, timing);
+    slots_->OnRequestFinished(id);
   }
 
  private:
   ServerMetrics* metrics_;
   DashboardFeed* feed_;
+  SlotView* slots_;
 };
 
 class Server::Impl {
@@ -49,7 +54,8 @@ class Server::Impl {
                                               std::make_shared<spdlog::sinks::stderr_color_sink_mt>())),
         metrics_(registry_),
         feed_(&step_model_),
-        observer_(&metrics_, &feed_) {
+        slots_(options_.max_seqs),
+        observer_(&metrics_, &feed_, &slots_) {
     log_->set_level(options_.quiet ? spdlog::level::warn : spdlog::level::info);
     state_.registry = &registry_;
     state_.metrics = &metrics_;
@@ -61,6 +67,7 @@ class Server::Impl {
     state_.request_timeout_s = options_.request_timeout_s;
     state_.id_salt = std::random_device{}();
     state_.feed = &feed_;
+    state_.slots = &slots_;
     state_.step_model = &step_model_;
     state_.split_questions = options_.split_questions;
   }
@@ -173,6 +180,7 @@ class Server::Impl {
             .count();
     ctx.max_queue = options_.max_queue;
     ctx.max_seqs = options_.max_seqs;
+    ctx.draft_tokens = options_.draft_tokens;
     ctx.prefix_caching = options_.prefix_caching;
     ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
     ctx.chat_template_kwargs = options_.chat_template_kwargs;
@@ -244,6 +252,7 @@ class Server::Impl {
   ServerMetrics metrics_;
   StepTimeModel step_model_;
   DashboardFeed feed_;
+  SlotView slots_;
   MetricsObserver observer_;
   RouteState state_;
   std::unique_ptr<Engine> engine_;

@@ -1,0 +1,87 @@
+// SlotView: llama.cpp's GET /slots over lockstep's engine. llama.cpp runs a fixed set of slots (--parallel),
+// each holding one request; lockstep's engine holds up to --max-seqs requests at once, in no fixed place. The
+// view numbers those seats 0..max_seqs-1: a request the engine is prefilling or decoding takes the lowest
+// free seat the first step it runs and keeps it until it finishes or is preempted (then it waits without one,
+// as a request deferred by llama.cpp). Each seat reports llama.cpp's fields: id, id_task (the engine's
+// request id; -1 when idle), n_ctx, speculative, is_processing, params (the running request's generation
+// settings, as /completion reports them; the server's defaults when idle), prompt ("": prompts are not
+// shown), next_token
+// ({has_next_token, has_new_line, n_remain, n_decoded, stopping_word}) and lockstep's n_prompt_tokens.
+//
+// OnStepRecord / OnRequestFinished run on the engine thread; Register / Unregister on connection strands;
+// Json on any thread. All copy under one mutex (no I/O). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace lockstep::server {
+
+class SlotView {
+ public:
+  // `seats`: --max-seqs (>= 1).
+  explicit SlotView(int seats);
+
+  void OnStepRecord(const StepRecord& record);
+  void OnRequestFinished(RequestId id);
+
+  // A job's requests (Request::label `label` + "#" + choice) run with `base`'s settings; registered until
+  // Unregister(label). A label registered twice needs two Unregister calls.
+  void Register(const std::string& label, const Request& base);
+  void Unregister(const std::string& label);
+
+  // The seats as llama.cpp's /slots lists them. `settings(base)` renders a request's generation settings
+  // (null base: the server's defaults); `n_ctx`, `speculative` as the server runs.
+  template <typename SettingsFn>
+  nlohmann::json Json(int32_t n_ctx, bool speculative, const SettingsFn& settings) const;
+  int idle() const;  // seats without a request
+
+ private:
+  struct Seat {
+    bool busy = false;
+    RequestId id = 0;
+    std::string job;  // the request's job label (its Request::label without "#choice")
+    int32_t prompt_tokens = 0, generated = 0, max_tokens = 0;
+  };
+  struct Job {
+    Request base;
+    int registrations = 0;
+  };
+
+  mutable std::mutex mu_;
+  std::vector<Seat> seats_;
+  std::unordered_map<std::string, Job> jobs_;
+};
+
+template <typename SettingsFn>
+nlohmann::json SlotView::Json(int32_t n_ctx, bool speculative, const SettingsFn& settings) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < seats_.size(); ++i) {
+    const Seat& s = seats_[i];
+    const auto job = s.busy ? jobs_.find(s.job) : jobs_.end();
+    out.push_back({{"id", i},
+                   {"id_task", s.busy ? static_cast<int64_t>(s.id) : -1},
+                   {"n_ctx", n_ctx},
+                   {"speculative", speculative},
+                   {"is_processing", s.busy},
+                   {"params", settings(job != jobs_.end() ? &job->second.base : nullptr)},
+                   {"prompt", ""},
+                   {"n_prompt_tokens", s.busy ? s.prompt_tokens : 0},
+                   {"next_token",
+                    {{"has_next_token", s.busy},
+                     {"has_new_line", false},
+                     {"n_remain", s.busy ? s.max_tokens - s.generated : -1},
+                     {"n_decoded", s.busy ? s.generated : 0},
+                     {"stopping_word", ""}}}});
+  }
+  return out;
+}
+
+}  // namespace lockstep::server
