@@ -159,10 +159,14 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
 }
 
 // chat_template_kwargs (vLLM's and llama.cpp's): more variables for the template, over the server's
-// --chat-template-kwargs; reasoning_format (llama.cpp's): whether <think> blocks become reasoning_content.
+// --chat-template-kwargs, and reasoning_effort; reasoning_format (llama.cpp's): whether <think> blocks become
+// reasoning_content.
 void ReadTemplateFields(FieldReader& f, const std::string& raw_body, const ApiContext& ctx,
                         OpenAiRequest& req) {
   req.template_kwargs = ctx.chat_template_kwargs;
+  // reasoning_effort (OpenAI's): the template variable of that name (gpt-oss-style templates read it), unless
+  // the request's chat_template_kwargs set it.
+  if (auto effort = f.String("reasoning_effort")) req.template_kwargs["reasoning_effort"] = *effort;
   if (f.Object("chat_template_kwargs") != nullptr) {
     const auto ordered = nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
     for (const auto& [key, value] : ordered["chat_template_kwargs"].items()) {

@@ -20,7 +20,7 @@ using Ordered = nlohmann::ordered_json;
 constexpr const char* kSharedFields[] = {
     "temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty",
     "repetition_penalty", "logit_bias", "stop_token_ids", "min_tokens", "ignore_eos", "stream", "user",
-    "parallel_tool_calls"};
+    "parallel_tool_calls", "chat_template_kwargs", "reasoning_format"};
 // clang-format on
 
 // A message's content: a string, or an array of input_text / output_text parts (their texts joined).
@@ -258,7 +258,7 @@ void ReadText(FieldReader& f, const Ordered& ordered, Ordered& chat) {
 }
 
 // The fields lockstep accepts without acting on them, type-checked; and those it refuses.
-void ReadAccepted(FieldReader& f) {
+void ReadAccepted(FieldReader& f, Ordered& chat) {
   if (const nlohmann::json* metadata = f.Object("metadata")) {
     for (const auto& [key, value] : metadata->items()) {
       if (!value.is_string()) {
@@ -270,7 +270,7 @@ void ReadAccepted(FieldReader& f) {
   f.Bool("store");  // nothing is kept either way
   if (const nlohmann::json* reasoning = f.Object("reasoning")) {
     FieldReader rf(*reasoning, "reasoning");
-    rf.String("effort");
+    if (auto effort = rf.String("effort")) chat["reasoning_effort"] = *effort;  // for the template
     rf.String("summary");
     f.Absorb(rf);
   }
@@ -326,6 +326,7 @@ ApiError RenameChatError(ApiError error) {
       {"response_format.json_schema", "text.format"},
       {"response_format", "text.format"},
       {"max_completion_tokens", "max_output_tokens"},
+      {"reasoning_effort", "reasoning.effort"},
       {"messages", "input"},
       {".function.", "."},  // tools[i].function.parameters
   };
@@ -382,10 +383,10 @@ Parsed<ResponsesRequest> ParseResponsesRequest(const std::string& body, const Ap
   const Ordered ordered = Ordered::parse(body, nullptr, /*allow_exceptions=*/false);
   FieldReader f(b);
   if (auto unknown = CheckModel(ctx, f.String("model"))) return *unknown;
-  ReadAccepted(f);
+  Ordered chat = Ordered::object();
+  ReadAccepted(f, chat);
   const bool logprobs = ReadResponsesInclude(f);
   const auto top_logprobs = f.Int("top_logprobs", 0, kMaxTopLogprobs);
-  Ordered chat = Ordered::object();
   for (const char* key : kSharedFields) {
     if (ordered.contains(key)) chat[key] = ordered[key];
   }

@@ -15,10 +15,12 @@
 namespace lockstep::server::testing {
 namespace {
 
-// ChatML with Qwen3's enable_thinking switch, a DeepSeek-R1-like opened block (open_think), and the
-// reasoning_content of earlier replies shown (as Qwen3's template shows the last turn's).
+// ChatML with Qwen3's enable_thinking switch, gpt-oss's reasoning_effort line, a DeepSeek-R1-like opened
+// block (open_think), and the reasoning_content of earlier replies shown (as Qwen3's template shows the last
+// turn's).
 const char* const kTemplate =
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['reasoning_content'] %}<think>{{ "
+    "{% if reasoning_effort is defined %}effort={{ reasoning_effort }}\n{% endif %}{% for m in messages "
+    "%}<|im_start|>{{ m['role'] }}\n{% if m['reasoning_content'] %}<think>{{ "
     "m['reasoning_content'] }}</think>{% endif %}{{ m['content'] }}<|im_end|>\n{% endfor %}{% if "
     "add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and enable_thinking is "
     "false %}<think>\n\n</think>\n\n{% endif %}{% if open_think %}<think>\n{% endif %}{% endif %}";
@@ -196,6 +198,27 @@ TEST_F(ReasoningRoutesTest, PromptThatOpensTheBlock) {
   const nlohmann::json json_message = json.Json()["choices"][0]["message"];
   EXPECT_FALSE(json_message.contains("reasoning_content")) << json.body;
   EXPECT_EQ(json_message["content"].get<std::string>().rfind("{", 0), 0u) << json.body;  // maybe cut short
+}
+
+// reasoning_effort (OpenAI's) is the template variable of that name; a request's chat_template_kwargs
+// override it.
+TEST_F(ReasoningRoutesTest, ReasoningEffortReachesTheTemplate) {
+  const auto rendered = [](const nlohmann::json& body) {
+    const HttpResponse r = Post(port(), "/apply-template", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? r.Json()["prompt"].get<std::string>() : "";
+  };
+  nlohmann::json body = Chat(0);
+  EXPECT_EQ(rendered(body).find("effort="), std::string::npos);
+  body["reasoning_effort"] = "low";
+  EXPECT_EQ(rendered(body).rfind("effort=low\n", 0), 0u);
+  body["chat_template_kwargs"] = {{"reasoning_effort", "high"}};
+  EXPECT_EQ(rendered(body).rfind("effort=high\n", 0), 0u);
+  body.erase("chat_template_kwargs");
+  body["reasoning_effort"] = 2;
+  const HttpResponse bad = Post(port(), "/v1/chat/completions", body);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.Json()["error"]["param"], "reasoning_effort") << bad.body;
 }
 
 TEST_F(ReasoningRoutesTest, TemplateKwargsReachTheTemplateAndAreChecked) {

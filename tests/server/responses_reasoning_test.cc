@@ -19,7 +19,9 @@ const std::string& ThinkingTemplate() {
   static const std::string path = [] {
     const std::string file = ::lockstep::testing::MakeTempDir("lockstep-responses-reasoning") + "/t.jinja";
     std::ofstream(file)
-        << "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['reasoning_content'] %}"
+        << "{% if reasoning_effort is defined %}effort={{ reasoning_effort }}\n{% endif %}"
+           "{% if extra is defined %}{{ extra }}\n{% endif %}"
+           "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['reasoning_content'] %}"
            "<think>{{ m['reasoning_content'] }}</think>{% endif %}{{ m['content'] }}<|im_end|>\n"
            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
     return file;
@@ -108,6 +110,38 @@ TEST_F(ResponsesReasoningTest, ReasoningItemBeforeTheMessageWholeAndStreamed) {
     }
     EXPECT_EQ(output, whole_output);
   }
+}
+
+// The chat fields a template reads pass through: reasoning.effort (as reasoning_effort),
+// chat_template_kwargs; reasoning_format none keeps the block in the message.
+TEST_F(ResponsesReasoningTest, TemplateFieldsPassThrough) {
+  const auto input_tokens = [](nlohmann::json body) {
+    body["input"] = "Hi";
+    body["max_output_tokens"] = 1;
+    const HttpResponse r = Post(port(), "/v1/responses", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? r.Json()["usage"]["input_tokens"].get<int>() : -1;
+  };
+  const int plain = input_tokens(nlohmann::json::object());
+  EXPECT_GT(input_tokens({{"reasoning", {{"effort", "high"}}}}), plain);
+  EXPECT_GT(input_tokens({{"chat_template_kwargs", {{"extra", "a few more words for the template"}}}}),
+            plain + 3);
+  for (const nlohmann::json& bad :
+       {nlohmann::json{{"reasoning", {{"effort", 3}}}}, nlohmann::json{{"chat_template_kwargs", 3}},
+        nlohmann::json{{"reasoning_format", "sometimes"}}}) {
+    nlohmann::json body = bad;
+    body["input"] = "Hi";
+    const HttpResponse r = Post(port(), "/v1/responses", body);
+    EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
+    EXPECT_EQ(r.Json()["error"]["param"],
+              bad.begin().key() == "reasoning" ? "reasoning.effort" : bad.begin().key())
+        << r.body;
+  }
+  nlohmann::json body = Body(1, 8);
+  body["reasoning_format"] = "none";
+  const HttpResponse r = Post(port(), "/v1/responses", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  for (const nlohmann::json& item : r.Json()["output"]) EXPECT_NE(item["type"], "reasoning") << r.body;
 }
 
 // A reasoning item sent back (as agents send a turn's output items) becomes the next assistant message's
