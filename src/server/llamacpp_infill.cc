@@ -165,6 +165,24 @@ Parsed<std::vector<int32_t>> InfillExtraTokens(const ApiContext& ctx, const nloh
   return out;
 }
 
+Parsed<std::vector<int32_t>> InfillPrompt(const ApiContext& ctx, const std::string& prefix,
+                                          const std::string& suffix, int64_t n_predict,
+                                          const std::string& prefix_param, const std::string& suffix_param) {
+  if (auto error = llamacpp_infill::CheckFimTokens(ctx.tokenizer->fim())) return *error;
+  InfillParts parts;
+  auto prefix_ids = llamacpp_infill::Plain(ctx, prefix, prefix_param);
+  if (!prefix_ids.ok()) return prefix_ids.error;
+  parts.prefix = std::move(*prefix_ids.value);
+  auto suffix_ids = llamacpp_infill::Plain(ctx, suffix, suffix_param);
+  if (!suffix_ids.ok()) return suffix_ids.error;
+  parts.suffix = std::move(*suffix_ids.value);
+  auto extra = InfillExtraTokens(ctx, nullptr);  // the repo and file markers where the vocabulary has them
+  if (!extra.ok()) return extra.error;
+  parts.extra = std::move(*extra.value);
+  const int32_t bos = ctx.tokenizer->add_bos() ? ctx.tokenizer->bos_id() : -1;
+  return LayOutInfill(parts, ctx.tokenizer->fim(), bos, InfillBudgetFor(ctx.max_context, n_predict));
+}
+
 Parsed<LlamaCppRequest> ParseLlamaCppInfill(const std::string& body, const ApiContext& ctx) {
   if (auto error = llamacpp_infill::CheckFimTokens(ctx.tokenizer->fim())) return *error;
   return ParseLlamaCppRequest(body, ctx, llamacpp_infill::ReadInfillPrompt);

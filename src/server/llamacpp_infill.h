@@ -61,6 +61,14 @@ std::vector<int32_t> LayOutInfill(const InfillParts& parts, const FimTokens& fim
 // Errors name input_extra or input_extra[i].text / .filename.
 Parsed<std::vector<int32_t>> InfillExtraTokens(const ApiContext& ctx, const nlohmann::json* input_extra);
 
+// The prompt of a plain prefix and suffix (OpenAI's /v1/completions `suffix`): both tokenized as
+// input_prefix and input_suffix, no extra context, laid out as above with BOS as the vocabulary says. A model
+// without FIM tokens: /infill's 501; text the vocabulary cannot represent: 400 naming `prefix_param` or
+// `suffix_param`.
+Parsed<std::vector<int32_t>> InfillPrompt(const ApiContext& ctx, const std::string& prefix,
+                                          const std::string& suffix, int64_t n_predict,
+                                          const std::string& prefix_param, const std::string& suffix_param);
+
 // POST /infill's body.
 Parsed<LlamaCppRequest> ParseLlamaCppInfill(const std::string& body, const ApiContext& ctx);
 

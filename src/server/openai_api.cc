@@ -5,6 +5,7 @@
 
 #include "base/excerpt.h"
 #include "server/fan_out.h"
+#include "server/llamacpp_infill.h"
 #include "server/request_fields.h"
 #include "server/sampler_fields.h"
 #include "server/structured_fields.h"
@@ -113,7 +114,7 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   ReadLoraField(f, ctx.lora.get(), req.spec);  // llama.cpp's per-request adapter scales
   // vLLM's: end-of-generation and stop tokens are not sampled before this many tokens.
   req.spec.base.min_tokens = static_cast<int32_t>(f.Int("min_tokens", 0, INT32_MAX).value_or(0));
-  f.Unsupported("suffix", "");
+  if (req.chat) f.Unsupported("suffix", "suffix (fill in the middle) is on /v1/completions");
   // vLLM's prompt_logprobs: every prompt token's logprob and its N most likely alternatives.
   if (auto n = f.Int("prompt_logprobs", 0, kMaxTopLogprobs)) {
     req.prompt_logprobs = static_cast<int>(*n);
@@ -203,6 +204,28 @@ void ReadPrompts(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req, ApiE
   }
 }
 
+// suffix (OpenAI's insertion, Ollama's and DeepSeek's fill in the middle): each prompt, text, is the code
+// before the cursor and the suffix the code after it, laid out with the model's FIM tokens as /infill lays
+// out input_prefix and input_suffix (server/llamacpp_infill.h). An empty suffix is no suffix.
+void ReadSuffix(FieldReader& f, const ApiContext& ctx, int64_t max_tokens, OpenAiRequest& req,
+                ApiError* error) {
+  const auto suffix = f.String("suffix");
+  if (!suffix || suffix->empty() || f.failed()) return;
+  if (req.echo) return f.Fail("suffix", "suffix cannot be combined with echo");
+  if (req.fan_out.active()) return f.Fail("suffix", "suffix cannot be combined with fan_out");
+  for (size_t i = 0; i < req.spec.prompts.size(); ++i) {
+    if (req.prompt_is_ids[i]) return f.Fail("suffix", "suffix needs text prompts, got token ids");
+    auto ids =
+        InfillPrompt(ctx, req.prompt_texts[i], *suffix, max_tokens < 0 ? 16 : max_tokens, "prompt", "suffix");
+    if (!ids.ok()) {
+      *error = ids.error;
+      if (error->param.empty()) error->param = "suffix";  // a model without FIM tokens
+      return;
+    }
+    req.spec.prompts[i] = std::move(*ids.value);
+  }
+}
+
 Parsed<OpenAiRequest> Finish(FieldReader& f, const ApiError& error, OpenAiRequest req, const ApiContext& ctx,
                              int64_t max_tokens, int64_t default_max, const char* prompt_param,
                              const char* max_param) {
@@ -252,6 +275,7 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
     auto fanned = ExpandCompletionFanOut(ctx, &req);
     if (!fanned.ok()) error = fanned.error;
   }
+  if (!f.failed() && error.status.ok()) ReadSuffix(f, ctx, max_tokens, req, &error);
   if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
   req.spec.base.sampling.logprobs = req.logprobs >= 0;
   req.spec.base.sampling.top_logprobs = std::max(0, req.logprobs);

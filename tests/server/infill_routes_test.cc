@@ -2,8 +2,8 @@
 // the budget that keeps the text nearest the cursor and the repo-level layout of a Qwen-style vocabulary; and
 // end to end on a real `lockstep serve` with a tiny model on StarCoder's vocabulary (FIM tokens, no
 // FIM_SEP): greedy /infill equals /completion given the same token ids, input_extra's snippet layout,
-// truncation, streaming, n_indent (and its stop rules), a model without FIM tokens → 400, and a 400 naming
-// every bad field.
+// truncation, streaming, n_indent (and its stop rules), a model without FIM tokens → 501, and a 400 naming
+// every bad field; /v1/completions' suffix laid out the same way.
 #include <gtest/gtest.h>
 
 #include "e2e_util.h"
@@ -225,6 +225,42 @@ TEST_F(InfillRoutesTest, GreedyEqualsCompletionOfTheSameTokens) {
   EXPECT_EQ(j["stop"], true);
 }
 
+// OpenAI's /v1/completions `suffix` (Ollama's and DeepSeek's fill in the middle): the prompt is the prefix,
+// laid out as /infill lays out input_prefix and input_suffix, so greedy outputs are equal.
+TEST_F(InfillRoutesTest, CompletionsSuffixIsFillInTheMiddle) {
+  const std::string prefix = "def add(a, b):\n    return";
+  const std::string suffix = "\n\nprint(add(1, 2))\n";
+  const nlohmann::json infill =
+      Infill({{"input_prefix", prefix}, {"input_suffix", suffix}, {"n_predict", 8}, {"temperature", 0}});
+  const nlohmann::json body = {{"prompt", prefix}, {"suffix", suffix}, {"max_tokens", 8}, {"temperature", 0}};
+  const HttpResponse r = Post(port(), "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json whole = r.Json();
+  EXPECT_EQ(whole["choices"][0]["text"], infill["content"]) << r.body;
+  EXPECT_EQ(whole["usage"]["prompt_tokens"], infill["tokens_evaluated"]) << r.body;
+  nlohmann::json streamed = body;
+  streamed["stream"] = true;
+  bool done = false;
+  EXPECT_EQ(CollectOpenAiText(Stream(port(), "/v1/completions", streamed), false, &done)[0],
+            infill["content"].get<std::string>());
+  // An empty suffix is a plain completion.
+  nlohmann::json plain = body;
+  plain["suffix"] = "";
+  const HttpResponse p = Post(port(), "/v1/completions", plain);
+  ASSERT_EQ(p.status, 200) << p.body;
+  EXPECT_LT(p.Json()["usage"]["prompt_tokens"].get<int>(), whole["usage"]["prompt_tokens"].get<int>());
+  for (const nlohmann::json& bad : {nlohmann::json{{"suffix", 3}}, nlohmann::json{{"echo", true}},
+                                    nlohmann::json{{"prompt", {1, 2, 3}}}}) {
+    nlohmann::json b = body;
+    b.update(bad);
+    const HttpResponse e = Post(port(), "/v1/completions", b);
+    EXPECT_EQ(e.status, 400) << bad << " -> " << e.body;
+    EXPECT_EQ(e.Json()["error"]["param"], "suffix") << e.body;
+  }
+  nlohmann::json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"suffix", "y"}};
+  EXPECT_EQ(Post(port(), "/v1/chat/completions", chat).status, 400);
+}
+
 TEST_F(InfillRoutesTest, ExtraChunksAreSnippetsBeforeThePrefix) {
   // StarCoder has no FIM_SEP (llama.cpp knows only <|file_sep|>) and no FIM_REP: each chunk is a snippet.
   const nlohmann::json j =
@@ -408,6 +444,11 @@ TEST(InfillNoFimTest, ModelWithoutFimTokensIsA501) {
        {"prefix token is missing", "suffix token is missing", "middle token is missing"})
     EXPECT_NE(message.find(missing), std::string::npos) << message;
   EXPECT_EQ(Post(server.port(), "/completion", {{"prompt", "a"}, {"n_predict", 1}}).status, 200);
+  // /v1/completions' suffix, the same.
+  const HttpResponse suffix =
+      Post(server.port(), "/v1/completions", {{"prompt", "a"}, {"suffix", "b"}, {"max_tokens", 1}});
+  EXPECT_EQ(suffix.status, 501) << suffix.body;
+  EXPECT_EQ(suffix.Json()["error"]["param"], "suffix") << suffix.body;
 }
 
 }  // namespace infill_routes_test
