@@ -64,7 +64,8 @@ void MatMul(const MatMulKernels& kernels, const WeightMatrix& w, const float* x,
 
 // Several matrices with the same `in` applied to the same x (Q/K/V, gate/up): the activations are quantized
 // once and one parallel loop covers all outputs. ys[i]: [rows][ws[i].out]. Bit-identical to separate MatMul
-// calls. At most kMaxSharedMatrices matrices.
+// calls. At most kMaxSharedMatrices matrices. (Several such groups, each over rows of its own, in one
+// parallel loop: tensor/matmul_grouped.h.)
 inline constexpr size_t kMaxSharedMatrices = 8;
 void MatMulShared(const MatMulKernels& kernels, std::span<const WeightMatrix> ws, const float* x,
                   int64_t rows, std::span<float* const> ys, ThreadPool& pool);
