@@ -30,6 +30,21 @@ void Widths(ModelShape& s, int64_t n_embd, int64_t n_head, int64_t n_head_kv, in
   s.n_ff = n_ff;
 }
 
+// Qwen3-30B-A3B: 32 heads, 4 KV heads, q_dim 2 x n_embd, 128 experts of which 8 are used, experts 1/8 as wide
+// as the dense feed_forward_length the file also carries. Heads of 16 (ik_llama.cpp's non-flash attention,
+// which scripts/compare_peer.py uses, is wrong for heads of 8).
+void TinyQwen3Moe(ModelShape& s) {
+  s = Tiny(s.name, "qwen3moe");
+  Widths(s, 256, 32, 4, 16, 512);
+  s.n_layer = 4;
+  s.n_ctx = 1024;
+  s.rope_freq_base = 1000000.0f;
+  s.rms_eps = 1e-6f;
+  s.n_expert = 8;
+  s.n_expert_used = 2;
+  s.n_ff_expert = 64;
+}
+
 // Every shape, in the order `make-model --help` lists them: its name and what it sets on top of the defaults
 // (ModelShape's member initialisers; `s.name` is already the shape's name).
 struct ShapeEntry {
@@ -134,21 +149,7 @@ constexpr ShapeEntry kShapes[] = {
        s.tied_embeddings = false;
        s.sliding_window = 40;
      }},
-    {"tiny-qwen3moe",
-     [](ModelShape& s) {
-       // Qwen3-30B-A3B: 32 heads, 4 KV heads, q_dim 2 x n_embd, 128 experts of which 8 are used, experts
-       // 1/8 as wide as the dense feed_forward_length the file also carries. Heads of 16 (ik_llama.cpp's
-       // non-flash attention, which scripts/compare_peer.py uses, is wrong for heads of 8).
-       s = Tiny(s.name, "qwen3moe");
-       Widths(s, 256, 32, 4, 16, 512);
-       s.n_layer = 4;
-       s.n_ctx = 1024;
-       s.rope_freq_base = 1000000.0f;
-       s.rms_eps = 1e-6f;
-       s.n_expert = 8;
-       s.n_expert_used = 2;
-       s.n_ff_expert = 64;
-     }},
+    {"tiny-qwen3moe", TinyQwen3Moe},
     {"tiny-mixtral",
      [](ModelShape& s) {  // Mixtral 8x7B: llama with experts (2 used); 32 heads of 16, 8 KV heads
        s = Tiny(s.name, "llama");
@@ -159,6 +160,16 @@ constexpr ShapeEntry kShapes[] = {
        s.tied_embeddings = false;
        s.n_expert = 4;
        s.n_expert_used = 2;
+     }},
+    {"small-qwen3moe",
+     [](ModelShape& s) {
+       // tiny-qwen3moe at twice its width with Qwen3-30B-A3B's 8 of 64 experts (it has 128), for benchmarks
+       // of the expert products; rows of 512 and 256 (K-quants fit).
+       TinyQwen3Moe(s);
+       Widths(s, 512, 32, 4, 16, 1536);
+       s.n_expert = 64;
+       s.n_expert_used = 8;
+       s.n_ff_expert = 256;
      }},
     {"stories15m",
      [](ModelShape& s) { s = {s.name, "llama", 288, 6, 6, 6, 768, 256, 10000.0f, 1e-5f, false, true}; }},
