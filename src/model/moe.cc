@@ -6,6 +6,7 @@
 
 #include "tensor/activations.h"
 #include "tensor/matmul.h"
+#include "tensor/matmul_grouped.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
@@ -50,6 +51,29 @@ void RouteRow(const float* logits, int64_t n_expert, int64_t k, int32_t* experts
   for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
 }
 
+void MixtureOfExperts::GroupExperts(std::span<const WeightMatrix> first, std::span<const WeightMatrix> second,
+                                    const float* x, int64_t in, float* y_first, float* y_second,
+                                    int64_t out) {
+  const size_t n_expert = first.size(), per_expert = second.empty() ? 1 : 2;
+  group_matrices_.resize(n_expert * per_expert);
+  group_outputs_.resize(n_expert * per_expert);
+  groups_.clear();
+  for (size_t e = 0; e < n_expert; ++e) {
+    const int64_t begin = starts_[e], count = starts_[e + 1] - begin;
+    if (count == 0) continue;
+    WeightMatrix* ws = group_matrices_.data() + e * per_expert;
+    float** ys = group_outputs_.data() + e * per_expert;
+    ws[0] = first[e];
+    ys[0] = y_first + begin * out;
+    if (per_expert == 2) {
+      ws[1] = second[e];
+      ys[1] = y_second + begin * out;
+    }
+    groups_.push_back(MatMulGroup{std::span<const WeightMatrix>(ws, per_expert), x + begin * in, count,
+                                  std::span<float* const>(ys, per_expert)});
+  }
+}
+
 void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
                                const float* xn, int64_t rows, float* out, ThreadPool& pool) {
   const int64_t n_expert = c.n_expert;
@@ -81,21 +105,14 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
     std::memcpy(inputs_.data() + slot_[s] * d, xn + (s / k) * d, sizeof(float) * d);
   });
 
-  for (int64_t e = 0; e < n_expert; ++e) {
-    const int64_t first = starts_[e], count = starts_[e + 1] - first;
-    if (count == 0) continue;
-    const WeightMatrix gate_up[] = {w.expert_gate[e], w.expert_up[e]};
-    float* const ys[] = {gate_.data() + first * ff, up_.data() + first * ff};
-    MatMulShared(kernels.matmul, gate_up, inputs_.data() + first * d, count, ys, pool);
-  }
+  // Every expert with slots: gate and up over its slots in one grouped product (one parallel loop for all
+  // experts), SwiGLU, then down in another.
+  GroupExperts(w.expert_gate, w.expert_up, inputs_.data(), d, gate_.data(), up_.data(), ff);
+  MatMulGrouped(kernels.matmul, groups_, pool);
   ForEach(pool, int64_t(slots),
           [&](int64_t s) { kernels.elementwise.swiglu(gate_.data() + s * ff, up_.data() + s * ff, ff); });
-  for (int64_t e = 0; e < n_expert; ++e) {
-    const int64_t first = starts_[e], count = starts_[e + 1] - first;
-    if (count == 0) continue;
-    MatMul(kernels.matmul, w.expert_down[e], gate_.data() + first * ff, count, outputs_.data() + first * d,
-           pool);
-  }
+  GroupExperts(w.expert_down, {}, gate_.data(), ff, outputs_.data(), nullptr, d);
+  MatMulGrouped(kernels.matmul, groups_, pool);
 
   // Each row's weighted sum in rank order, one fused multiply-add per term (the same bits on every CPU).
   ForEach(pool, rows, [&](int64_t r) {

@@ -7,22 +7,26 @@
 //      ones, equals a softmax over the chosen logits)
 //   -> slots: the (row, choice) pairs grouped by expert (expert-major, rows ascending within an expert), each
 //      slot holding its row's xn
-//   -> per expert with slots: gate/up MatMul over its slots -> SwiGLU -> down MatMul
+//   -> every expert with slots: gate/up over its slots -> SwiGLU -> down, each product one grouped MatMul
+//      over all experts (tensor/matmul_grouped.h: one parallel loop, not one per expert)
 //   -> out[r] = sum over the row's choices, in rank order, of weight * its expert's output (fused
 //      multiply-adds).
 //
 // Batch invariance: a row's routing reads only its own logits; a MatMul's result for a row does not depend on
-// the other rows of the call (tensor/matmul.h); the weighted sum runs in the row's rank order with the same
+// the other rows of the call (tensor/matmul.h), nor, in a grouped product, on the other groups
+// (tensor/matmul_grouped.h); the weighted sum runs in the row's rank order with the same
 // float operations. So a row's output is bit-identical whatever else shares the batch. Scratch grows to the
 // largest batch seen and is reused. Engine thread only (each Transformer owns one).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "tensor/kernels.h"
+#include "tensor/matmul_grouped.h"
 
 namespace lockstep {
 
@@ -40,6 +44,11 @@ class MixtureOfExperts {
                const float* xn, int64_t rows, float* out, ThreadPool& pool);
 
  private:
+  // groups_ for the experts with slots: expert e's first[e] (and second[e], if not empty) over its slots'
+  // rows of x ([slots][in]), into its slots' rows of y_first (and y_second), [slots][out].
+  void GroupExperts(std::span<const WeightMatrix> first, std::span<const WeightMatrix> second, const float* x,
+                    int64_t in, float* y_first, float* y_second, int64_t out);
+
   std::vector<float> logits_;     // [rows][n_expert]
   std::vector<int32_t> chosen_;   // [rows][n_expert_used]: expert of each choice, by rank
   std::vector<float> weights_;    // [rows][n_expert_used]
@@ -48,6 +57,10 @@ class MixtureOfExperts {
   std::vector<float> inputs_;     // [slots][n_embd]: xn of each slot's row
   std::vector<float> gate_, up_;  // [slots][n_ff_expert]
   std::vector<float> outputs_;    // [slots][n_embd]
+  // The grouped products' arguments (tensor/matmul_grouped.h): one group per expert with slots.
+  std::vector<WeightMatrix> group_matrices_;  // [n_expert][1 or 2]
+  std::vector<float*> group_outputs_;         // [n_expert][1 or 2]
+  std::vector<MatMulGroup> groups_;
 };
 
 }  // namespace lockstep
