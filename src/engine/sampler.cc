@@ -90,6 +90,10 @@ Status SamplingParams::Validate() const {
   if (!std::isfinite(dynatemp_exponent)) return bad("dynatemp_exponent", "must be finite");
   if (!std::isfinite(mirostat_tau)) return bad("mirostat_tau", "must be finite");
   if (!std::isfinite(mirostat_eta)) return bad("mirostat_eta", "must be finite");
+  if (!(dry.multiplier >= 0) || !std::isfinite(dry.multiplier)) return bad("dry_multiplier", "must be >= 0");
+  if (!std::isfinite(dry.base)) return bad("dry_base", "must be finite");
+  if (dry.allowed_length < 0) return bad("dry_allowed_length", "must be >= 0");
+  if (dry.penalty_last_n < -1) return bad("dry_penalty_last_n", "must be >= -1");
   return Status::Ok();
 }
 
@@ -99,7 +103,8 @@ Sampler::Sampler(const SamplingParams& params)
 bool Sampler::Penalised(std::span<const int32_t> history) const {
   const bool any = params_.repetition_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
                    params_.presence_penalty != 0.0f;
-  return (any && params_.penalty_last_n != 0 && !history.empty()) || !params_.logit_bias.empty();
+  return (any && params_.penalty_last_n != 0 && !history.empty()) || !params_.logit_bias.empty() ||
+         (params_.dry.enabled() && int64_t(history.size()) > params_.dry.allowed_length);
 }
 
 void Sampler::ApplyPenalties(std::span<const int32_t> history) {
@@ -123,6 +128,7 @@ void Sampler::ApplyPenalties(std::span<const int32_t> history) {
   for (const auto& [token, bias] : params_.logit_bias) {
     if (token >= 0 && token < vocab) work_[token] += bias;
   }
+  dry_.Apply(params_.dry, history, work_);
 }
 
 SampleResult Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history,

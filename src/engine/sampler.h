@@ -6,6 +6,8 @@
 //   penalties over the last penalty_last_n tokens of `history` (repetition: positive logits divided,
 //   negative multiplied; frequency: minus count * f; presence: minus p once) ->
 //   logit_bias (added to the named tokens' logits; OpenAI's, -100 in effect bans a token) ->
+//   DRY over the last dry.penalty_last_n tokens (engine/dry_penalty.h: minus multiplier * base^(L - allowed)
+//   for each token that would extend a repeat of the history's suffix of L tokens) ->
 //   the allowed-token mask, when given (a grammar's, grammar/token_masker.h): other tokens are never
 //   candidates, so every later stage sees only allowed tokens ->
 //   temperature <= 0: argmax (lowest id on ties) ->
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/dry_penalty.h"
 
 namespace lockstep {
 
@@ -64,6 +67,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   int32_t penalty_last_n = 64;  // tokens of history the penalties look at; -1 = all, 0 = none
+  // DRY, llama.cpp's "don't repeat yourself" (engine/dry_penalty.h); off unless dry.multiplier != 0. As the
+  // penalties above, it applies with mirostat too (llama.cpp's mirostat chain has neither).
+  DryParams dry;
   // (token, bias) pairs added to those tokens' logits, each token once; ids past the vocabulary are ignored.
   std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
@@ -107,7 +113,7 @@ class Sampler {
     float logit;
     int32_t token;
   };
-  // Whether any penalty or bias changes a logit given this history.
+  // Whether any penalty, bias or DRY may change a logit given this history.
   bool Penalised(std::span<const int32_t> history) const;
   void ApplyPenalties(std::span<const int32_t> history);  // on work_ (a copy of the logits)
   int32_t Draw();
@@ -131,6 +137,7 @@ class Sampler {
   std::vector<Candidate> candidates_;  // scratch
   std::vector<float> probs_;           // scratch
   std::vector<int32_t> counts_;        // per-token counts for penalties (sparse reset)
+  DryPenalty dry_;                     // DRY's scratch
   float mu_ = 0;                       // mirostat's target surprise bound (2 * tau before the first draw)
 };
 
