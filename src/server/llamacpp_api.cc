@@ -22,21 +22,9 @@ constexpr double kMaxBias = 1e6;
 constexpr float kBanBias =
     -1e9f;  // llama.cpp's `false`: the token is never sampled (finite, as the sampler asks)
 
-// A field of a llama.cpp sampler lockstep does not have: accepted only at values where llama.cpp's sampler
-// does nothing (its default among them); anything else is refused rather than silently ignored.
-void NoOpOnly(FieldReader& f, const char* name, bool (*no_op)(double), const char* off) {
-  const auto v = f.Number(name, -1e9, 1e9);
-  if (v && !no_op(*v)) {
-    f.Fail(name,
-           std::string(name) + " is not supported by this server (only " + off + ", where it does nothing)");
-  }
-}
-
 // llama.cpp's samplers that lockstep lacks, and the knobs that only matter beside them (never read: a value
 // there changes nothing while the sampler is off).
 void ReadAbsentSamplers(FieldReader& f) {
-  NoOpOnly(
-      f, "dry_multiplier", [](double v) { return v == 0; }, "dry_multiplier 0");
   if (f.Bool("post_sampling_probs").value_or(false)) {
     f.Fail("post_sampling_probs",
            "post_sampling_probs is not supported by this server (n_probs reports the "
@@ -243,6 +231,7 @@ LlamaCppRequest LlamaCppDefaults() {
   s.min_p = 0.05f;
   s.repetition_penalty = 1.0f;
   s.penalty_last_n = 64;
+  req.dry_sequence_breakers = DefaultDryBreakers();
   return req;
 }
 
@@ -270,6 +259,8 @@ Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiC
   req.return_tokens = f.Bool("return_tokens").value_or(false);
   if (auto fields = f.StringOrList("response_fields", llamacpp_parse::kMaxResponseFields))
     req.response_fields = *fields;
+  // Last of the plain fields: with DRY on, its breakers are tokenized (a pass over the vocabulary).
+  ReadDryFields(f, *ctx.tokenizer, req.spec.base.sampling, &req.dry_sequence_breakers);
   if (f.failed()) return f.error();
   if (auto prompts = read_prompt(f, ctx, req); !prompts.ok()) return prompts.error;
   auto constraint = ReadLlamaCppConstraint(*json.value, body);

@@ -10,9 +10,10 @@
 //   GET /props      {default_generation_settings: {n_ctx, params}, total_slots, model_path, chat_template,
 //                   modalities, build_info, ...}.
 // Defaults are llama.cpp's (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, n_predict -1 = until EOS or
-// the context is full). Fields of samplers lockstep lacks (typical_p, mirostat, DRY, XTC, dynamic
-// temperature, top_n_sigma, ...) are accepted only at llama.cpp's default, where they do nothing; another
-// value is a 400 naming the field. `samplers` is type-checked and ignored (lockstep's chain is fixed:
+// the context is full). llama.cpp's further samplers (typical_p, top_n_sigma, XTC, mirostat, dynamic
+// temperature, DRY) are read by server/sampler_fields.h. Fields of features lockstep lacks
+// (post_sampling_probs, multimodal data) are accepted only at llama.cpp's default, where they do nothing;
+// another value is a 400 naming the field. `samplers` is type-checked and ignored (lockstep's chain is fixed:
 // generation_settings reports it). docs/server.md lists every accepted-but-ignored field. Errors:
 // ApiFlavor::kLlamaCpp, 400 naming the field. Pure functions over their arguments; safe from any thread.
 #pragma once
@@ -41,6 +42,8 @@ struct LlamaCppRequest {
   int64_t n_predict = -1;                    // as asked (-1: until EOS or the context is full)
   std::string grammar;                       // the GBNF in use ("" = none), reported in generation_settings
   std::vector<std::string> response_fields;  // llama.cpp's response_fields ("a/b" unnests b); empty: all
+  // DRY's breaker strings in effect (the sampler has them as token sequences), for generation_settings.
+  std::vector<std::string> dry_sequence_breakers;
   // llama.cpp's code-completion stops (0: off), which end a choice as `limit` (LlamaCppIndentCut,
   // LlamaCppPredictTimeUp).
   int n_indent = 0;

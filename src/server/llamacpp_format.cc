@@ -13,8 +13,8 @@ namespace llamacpp_format {
 // `samplers` cannot reorder it. Unlike llama.cpp's default chain, temperature comes before top_k / top_p /
 // min_p (top_k is unaffected; top_p and min_p then see the tempered distribution).
 const nlohmann::json& SamplerChain() {
-  static const nlohmann::json chain = {"penalties", "temperature", "top_k", "top_n_sigma",
-                                       "typ_p",     "top_p",       "min_p", "xtc"};
+  static const nlohmann::json chain = {"penalties", "dry",   "temperature", "top_k", "top_n_sigma",
+                                       "typ_p",     "top_p", "min_p",       "xtc"};
   return chain;
 }
 
@@ -69,7 +69,11 @@ nlohmann::json Settings(const LlamaCppRequest& req, const nlohmann::json& seed) 
           {"repeat_penalty", s.repetition_penalty},
           {"presence_penalty", s.presence_penalty},
           {"frequency_penalty", s.frequency_penalty},
-          {"dry_multiplier", 0.0},
+          {"dry_multiplier", s.dry.multiplier},
+          {"dry_base", s.dry.base},
+          {"dry_allowed_length", s.dry.allowed_length},
+          {"dry_penalty_last_n", s.dry.penalty_last_n},
+          {"dry_sequence_breakers", req.dry_sequence_breakers},
           {"mirostat", s.mirostat},
           {"mirostat_tau", s.mirostat_tau},
           {"mirostat_eta", s.mirostat_eta},

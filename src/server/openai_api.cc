@@ -79,6 +79,7 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   s.top_k = static_cast<int32_t>(top_k < 0 ? 0 : top_k);
   s.min_p = static_cast<float>(f.Number("min_p", 0, 1).value_or(0.0));
   ReadSamplerFilters(f, s);  // llama.cpp's typical_p, top_n_sigma, xtc_*, min_keep
+  ReadDryFields(f, *ctx.tokenizer, s);
   s.presence_penalty = static_cast<float>(f.Number("presence_penalty", -2, 2).value_or(0.0));
   s.frequency_penalty = static_cast<float>(f.Number("frequency_penalty", -2, 2).value_or(0.0));
   s.repetition_penalty = static_cast<float>(f.Number("repetition_penalty", 0, 10, true).value_or(1.0));

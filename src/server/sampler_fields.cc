@@ -26,3 +26,99 @@ void ReadSamplerFilters(FieldReader& f, SamplingParams& s) {
 }
 
 }  // namespace lockstep::server
+
+namespace lockstep::server {
+
+const std::vector<std::string>& DefaultDryBreakers() {
+  static const std::vector<std::string> breakers = {"\n", ":", "\"", "*"};
+  return breakers;
+}
+
+namespace {
+
+// `text` cut to at most `max_bytes`, not inside a UTF-8 character.
+std::string CutAtCharacter(std::string text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  return text;
+}
+
+// dry_sequence_breakers: a non-empty array of strings (empty strings dropped, each cut as documented).
+std::optional<std::vector<std::string>> ReadBreakerStrings(FieldReader& f) {
+  const nlohmann::json* list = f.Array("dry_sequence_breakers");
+  if (list == nullptr || !list->is_array()) return std::nullopt;  // absent, or f has failed
+  if (list->empty()) {
+    f.Fail("dry_sequence_breakers", "dry_sequence_breakers must be a non-empty array of strings");
+    return std::nullopt;
+  }
+  if (list->size() > kMaxDryBreakers) {
+    f.Fail("dry_sequence_breakers", "dry_sequence_breakers may hold at most " +
+                                        std::to_string(kMaxDryBreakers) + " strings, got " +
+                                        std::to_string(list->size()));
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const nlohmann::json& item = (*list)[i];
+    if (!item.is_string()) {
+      f.Fail("dry_sequence_breakers",
+             "dry_sequence_breakers[" + std::to_string(i) + "] must be a string, got " + DescribeJson(item));
+      return std::nullopt;
+    }
+    if (!item.get_ref<const std::string&>().empty())
+      out.push_back(CutAtCharacter(item.get<std::string>(), kMaxDryBreakerBytes));
+  }
+  return out;
+}
+
+// The restart sequences of one breaker that token `id` (whose text is `word`) heads.
+void AddRestartSequences(const Tokenizer& tokenizer, int32_t id, const std::string& word,
+                         const std::string& breaker, DrySequenceBreakers& out) {
+  if (word.find(breaker) != std::string::npos) return out.Add(id, {});
+  // Every place where the word's end is a proper prefix of the breaker: the rest of it must follow.
+  for (size_t pos = word.find(breaker[0]); pos != std::string::npos; pos = word.find(breaker[0], pos + 1)) {
+    const size_t overlap = word.size() - pos;  // < breaker.size(), or the word would hold the breaker
+    if (word.compare(pos, overlap, breaker, 0, overlap) != 0) continue;
+    auto tail = tokenizer.Encode(std::string_view(breaker).substr(overlap), /*add_bos=*/false,
+                                 /*parse_special=*/false);
+    if (!tail.ok()) continue;  // the vocabulary cannot spell the rest
+    if (tail->size() > kMaxDryTailTokens) tail->resize(kMaxDryTailTokens);
+    out.Add(id, std::move(*tail));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& tokenizer,
+                                                               const std::vector<std::string>& breakers) {
+  auto out = std::make_shared<DrySequenceBreakers>();
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    const std::string word = tokenizer.TokenBytes(id);
+    if (word.empty()) continue;
+    for (const std::string& breaker : breakers) {
+      if (!breaker.empty()) AddRestartSequences(tokenizer, id, word, breaker, *out);
+    }
+  }
+  return out;
+}
+
+void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, SamplingParams& s,
+                   std::vector<std::string>* breakers) {
+  DryParams& dry = s.dry;
+  if (auto multiplier = f.Number("dry_multiplier", 0, 1e6)) dry.multiplier = static_cast<float>(*multiplier);
+  // llama.cpp's server reads a base below 1 (where its sampler would do nothing) as its default.
+  if (auto base = f.Number("dry_base", -1e6, 1e6))
+    dry.base = *base < 1 ? DryParams().base : static_cast<float>(*base);
+  if (auto allowed = f.Int("dry_allowed_length", 0, INT32_MAX))
+    dry.allowed_length = static_cast<int32_t>(*allowed);
+  if (auto last_n = f.Int("dry_penalty_last_n", -1, INT32_MAX))
+    dry.penalty_last_n = static_cast<int32_t>(*last_n);
+  std::vector<std::string> strings = ReadBreakerStrings(f).value_or(DefaultDryBreakers());
+  if (f.failed()) return;
+  if (dry.enabled()) dry.breakers = DryRestartSequences(tokenizer, strings);
+  if (breakers != nullptr) *breakers = std::move(strings);
+}
+
+}  // namespace lockstep::server

@@ -1,15 +1,46 @@
 // llama.cpp's sampler fields beyond top_k / top_p / min_p — typical_p, top_n_sigma, xtc_probability,
 // xtc_threshold, min_keep, dynatemp_range, dynatemp_exponent, mirostat, mirostat_tau, mirostat_eta
-// (engine/sampler.h) — read the same way on llama.cpp's /completion and on the
-// OpenAI routes (llama.cpp's server takes them on both). Values where llama.cpp's filter does nothing (its
-// defaults among them) leave it off. Pure; errors name the field.
+// (engine/sampler.h) and DRY's dry_* (engine/dry_penalty.h) — read the same way on llama.cpp's /completion
+// and on the OpenAI routes (llama.cpp's server takes them on both). Values where llama.cpp's filter does
+// nothing (its defaults among them) leave it off. Pure; errors name the field; safe from any thread.
 #pragma once
 
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/dry_penalty.h"
 #include "engine/sampler.h"
 #include "server/request_fields.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
 
 void ReadSamplerFilters(FieldReader& f, SamplingParams& s);
+
+// Limits on dry_sequence_breakers: at most kMaxDryBreakers strings (more is a 400); each is cut to
+// kMaxDryBreakerBytes bytes (at a character boundary; llama.cpp cuts at 40 bytes too), and a restart
+// sequence's tail to kMaxDryTailTokens tokens (as llama.cpp's).
+inline constexpr size_t kMaxDryBreakers = 32;
+inline constexpr size_t kMaxDryBreakerBytes = 40;
+inline constexpr size_t kMaxDryTailTokens = 20;
+
+// llama.cpp's default dry_sequence_breakers: "\n", ":", "\"", "*".
+const std::vector<std::string>& DefaultDryBreakers();
+
+// DRY: dry_multiplier (>= 0; 0 off), dry_base (< 1 reads as 1.75, as llama.cpp's server), dry_allowed_length
+// (>= 0), dry_penalty_last_n (-1 the whole context, 0 off), dry_sequence_breakers (a non-empty array of
+// strings; empty strings skipped, as llama.cpp). Into s.dry; when DRY is on, the breakers (the defaults when
+// absent) become the sampler's restart sequences through `tokenizer`. `breakers`, when given, receives the
+// breaker strings in effect (cut as above), for generation_settings.
+void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, SamplingParams& s,
+                   std::vector<std::string>* breakers = nullptr);
+
+// The restart sequences of breaker strings (llama.cpp's get_overlapping_token_sequences): for each breaker,
+// every token whose text holds it (no tail), and every token whose text ends with a proper prefix of it, with
+// the rest of the breaker tokenized (no BOS, no special tokens; at most kMaxDryTailTokens) as the tail. One
+// pass over the vocabulary. Empty breakers and rests the vocabulary cannot represent add nothing.
+std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& tokenizer,
+                                                               const std::vector<std::string>& breakers);
 
 }  // namespace lockstep::server

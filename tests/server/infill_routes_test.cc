@@ -406,7 +406,8 @@ TEST_F(InfillRoutesTest, EveryBadFieldIsA400NamingIt) {
       {with("temperature", "hot"), "temperature"},
       {with("n_probs", -1), "n_probs"},
       {with("mirostat", 3), "mirostat"},
-      {with("dry_multiplier", 0.8), "dry_multiplier"},
+      {with("dry_multiplier", -0.8), "dry_multiplier"},
+      {with("dry_sequence_breakers", "\n"), "dry_sequence_breakers"},
       {with("n_indent", "4"), "n_indent"},
       {with("t_max_predict_ms", 1.5), "t_max_predict_ms"},
       {with("t_max_prompt_ms", "x"), "t_max_prompt_ms"},
@@ -420,6 +421,16 @@ TEST_F(InfillRoutesTest, EveryBadFieldIsA400NamingIt) {
     const std::string field = param.substr(0, param.find_first_of("[."));
     EXPECT_NE(error["message"].get<std::string>().find(field), std::string::npos) << r.body;
   }
+  // DRY is read as on /completion (the same parser) and reported.
+  const HttpResponse dry = Post(port(), "/infill",
+                                {{"input_prefix", "a"},
+                                 {"input_suffix", "b"},
+                                 {"n_predict", 2},
+                                 {"dry_multiplier", 0.8},
+                                 {"dry_sequence_breakers", {"\n"}}});
+  ASSERT_EQ(dry.status, 200) << dry.body;
+  EXPECT_FLOAT_EQ(dry.Json()["generation_settings"]["dry_multiplier"].get<float>(), 0.8f) << dry.body;
+  EXPECT_EQ(dry.Json()["generation_settings"]["dry_sequence_breakers"], nlohmann::json({"\n"})) << dry.body;
   // Text that is not UTF-8 (JSON's \u escapes cannot say it; the raw byte can).
   const HttpResponse bad_utf8 =
       Request(port(), "POST", "/infill", "{\"input_prefix\": \"a\", \"input_suffix\": \"\xff\"}");
