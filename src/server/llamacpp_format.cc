@@ -11,11 +11,14 @@ namespace llamacpp_format {
 
 // The sampling chain lockstep applies (engine/sampler.h), in llama.cpp's names: it is fixed, so a request's
 // `samplers` cannot reorder it. Unlike llama.cpp's default chain, temperature comes before top_k / top_p /
-// min_p (top_k is unaffected; top_p and min_p then see the tempered distribution).
-const nlohmann::json& SamplerChain() {
+// min_p (top_k is unaffected; top_p and min_p then see the tempered distribution). With mirostat 1 or 2 its
+// truncation replaces top_k and the filters (llama.cpp's sampler names: "mirostat", "mirostat_v2").
+const nlohmann::json& SamplerChain(int mirostat) {
   static const nlohmann::json chain = {"penalties", "dry",   "temperature", "top_k", "top_n_sigma",
                                        "typ_p",     "top_p", "min_p",       "xtc"};
-  return chain;
+  static const nlohmann::json mirostat_chain = {"penalties", "dry", "temperature", "mirostat"};
+  static const nlohmann::json mirostat_v2_chain = {"penalties", "dry", "temperature", "mirostat_v2"};
+  return mirostat == 1 ? mirostat_chain : mirostat == 2 ? mirostat_v2_chain : chain;
 }
 
 nlohmann::json Bytes(const std::string& s) {
@@ -82,7 +85,7 @@ nlohmann::json Settings(const LlamaCppRequest& req, const nlohmann::json& seed) 
           {"stream", req.stream},
           {"n_probs", req.n_probs},
           {"grammar", req.grammar},
-          {"samplers", SamplerChain()},
+          {"samplers", SamplerChain(s.mirostat)},
           {"post_sampling_probs", false},
           {"lora", LoraList(req.spec.base.lora_scales)}};
 }

@@ -342,6 +342,11 @@ TEST_F(LlamaCppRoutesTest, EveryBadFieldIsA400NamingIt) {
   EXPECT_EQ(m["generation_settings"]["mirostat"], 2) << m;
   EXPECT_EQ(m["generation_settings"]["mirostat_tau"], 4.0) << m;
   EXPECT_FLOAT_EQ(m["generation_settings"]["mirostat_eta"].get<float>(), 0.2f) << m;
+  // The chain it ran: mirostat's truncation in place of top_k and the filters.
+  EXPECT_EQ(m["generation_settings"]["samplers"],
+            nlohmann::json({"penalties", "dry", "temperature", "mirostat_v2"}))
+      << m;
+  EXPECT_EQ(j["generation_settings"]["samplers"].size(), 9u) << j;
   EXPECT_EQ(Complete(mirostat)["content"], m["content"]);
   const nlohmann::json dynatemp = Complete({{"prompt", "Once upon a time"},
                                             {"n_predict", 4},
