@@ -67,6 +67,22 @@ void DequantizeQ4_K(const std::byte* src, float* dst, int64_t n) {
   }
 }
 
+void DequantizeQ5_K(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    BlockQ5_K block;
+    std::memcpy(&block, src + b * sizeof(BlockQ5_K), sizeof(block));
+    const float d = F16ToF32(block.d);
+    const float dmin = F16ToF32(block.dmin);
+    float* y = dst + b * kSuperBlock;
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      DecodeQ4KScaleMin(block.scales, j, &sc, &m);
+      const float dj = d * sc, mj = dmin * m;
+      for (int l = 0; l < 32; ++l) y[32 * j + l] = dj * static_cast<float>(Q5KQuant(block, 32 * j + l)) - mj;
+    }
+  }
+}
+
 void DequantizeQ6_K(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     BlockQ6_K block;
@@ -89,6 +105,7 @@ bool CanDequantize(TensorType type) {
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
     case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
     case TensorType::kQ6_K:
       return true;
     default:
@@ -117,6 +134,9 @@ void DequantizeRow(TensorType type, const std::byte* src, float* dst, int64_t n)
       break;
     case TensorType::kQ4_K:
       DequantizeQ4_K(src, dst, n);
+      break;
+    case TensorType::kQ5_K:
+      DequantizeQ5_K(src, dst, n);
       break;
     case TensorType::kQ6_K:
       DequantizeQ6_K(src, dst, n);

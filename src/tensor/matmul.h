@@ -9,10 +9,10 @@
 // Load-time repacking (optional, recommended for every quantized type: 2-5x faster for many rows, also faster
 // for one): PackWeights() returns the matrix rearranged for the int8 GEMM kernels (16 output rows interleaved
 // per block, so one weight tile feeds all activation rows with AVX-512 VNNI); put it in WeightMatrix::packed
-// and keep it alive as long as the matrix is used. Same size as the original (Q4_K +2.8%; plus padding of
-// `out` to a multiple of 16); WeightMatrix::data must stay valid too (the portable fallback reads it), but
-// x86 kernels never touch it, so an mmap'd original costs no resident memory. Results with a packed matrix
-// are batch-invariant too, but differ in the last bits from the unpacked path.
+// and keep it alive as long as the matrix is used. Same size as the original (Q4_K +2.8%, Q5_K +2.3%; plus
+// padding of `out` to a multiple of 16); WeightMatrix::data must stay valid too (the portable fallback reads
+// it), but x86 kernels never touch it, so an mmap'd original costs no resident memory. Results with a packed
+// matrix are batch-invariant too, but differ in the last bits from the unpacked path.
 #pragma once
 
 #include <cstddef>
@@ -43,7 +43,7 @@ struct PackedWeightsDeleter {
 };
 using PackedWeightsPtr = std::unique_ptr<PackedWeights, PackedWeightsDeleter>;
 
-// True if PackWeights has a packed kernel for this type (Q8_0, Q4_0, Q4_K, Q6_K).
+// True if PackWeights has a packed kernel for this type (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
 bool CanPackWeights(TensorType type);
 // The matrix repacked for the int8 GEMM kernels; null if !CanPackWeights(w.type). Single-threaded; call
 // once at load time.

@@ -1,6 +1,6 @@
-// The AMX-INT8 kernel for packed weights (tensor/packed_weights.h: Q8_0, Q4_0, Q4_K, Q6_K), written over a
-// tile-unit interface so that the same code runs on the CPU's tiles (tensor/matmul_amx.cc) and, in tests, on
-// a software model of them (tests/testing/amx_tile_model.h) on any AVX-512 machine.
+// The AMX-INT8 kernel for packed weights (tensor/packed_weights.h: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), written
+// over a tile-unit interface so that the same code runs on the CPU's tiles (tensor/matmul_amx.cc) and, in
+// tests, on a software model of them (tests/testing/amx_tile_model.h) on any AVX-512 machine.
 //
 // Shapes: a packed 32-element block's quant vectors are already an AMX "B" tile: vector k holds, for each of
 // 16 outputs, elements 4k..4k+3 (8 rows of 64 bytes; Q8_0 as stored, nibble types split into 8 such rows
@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tensor/matmul_internal.h"
 #include "tensor/matmul_simd.h"
 #include "tensor/packed_weights.h"
 
@@ -97,13 +98,20 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline __m512 LoadBytesAsFloats(const std::byte* p)
 }
 
 // 4 nibble vectors (tensor/packed_weights.h) as 8 B-tile rows: low nibbles (elements 0-15), then high
-// nibbles (16-31). Q6_K (high != null) adds bits 4-5 from its two high-bit vectors.
+// nibbles (16-31). Q6_K (high != null) adds bits 4-5 from its two high-bit vectors, Q5_K (fifth != null) bit
+// 4 from its fifth-bit vector (bit k of a byte for vector k's low nibble, bit 4 + k for its high one).
 LOCKSTEP_AMX_EPILOGUE_TARGET inline void UnpackNibbles(const std::byte* nibbles, const std::byte* high,
-                                                       uint8_t (*rows)[64]) {
-  const __m512i mask = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3);
+                                                       uint8_t (*rows)[64],
+                                                       const std::byte* fifth = nullptr) {
+  const __m512i mask = _mm512_set1_epi8(0x0f), three = _mm512_set1_epi8(3), bit4 = _mm512_set1_epi8(0x10);
   for (int k = 0; k < 4; ++k) {
     const __m512i v = _mm512_loadu_si512(nibbles + 64 * k);
     __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+    if (fifth != nullptr) {
+      const __m512i f = _mm512_loadu_si512(fifth);
+      lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_sll_epi16(f, _mm_cvtsi32_si128(4 - k)), bit4));
+      hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srl_epi16(f, _mm_cvtsi32_si128(k)), bit4));
+    }
     if (high != nullptr) {
       const __m512i h0 = _mm512_loadu_si512(high), h1 = _mm512_loadu_si512(high + 64);
       const __m128i shift = _mm_cvtsi32_si128(2 * k);
@@ -128,6 +136,10 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void IssueGroup(Tiles& tiles, const TileArgs
     tiles.template Load<kB>(s.unpacked[kGroup], 64);
   } else if constexpr (kType == TensorType::kQ4_K) {
     UnpackNibbles(a.packed->Unit(group, b / 8) + 256 * (b % 8), nullptr, s.unpacked[kGroup]);
+    tiles.template Load<kB>(s.unpacked[kGroup], 64);
+  } else if constexpr (kType == TensorType::kQ5_K) {
+    const std::byte* unit = a.packed->Unit(group, b / 8);
+    UnpackNibbles(unit + 256 * (b % 8), nullptr, s.unpacked[kGroup], unit + kQ5KHigh + 64 * (b % 8));
     tiles.template Load<kB>(s.unpacked[kGroup], 64);
   } else {  // Q6_K: two half products
     const std::byte* unit = a.packed->Unit(group, b / 8);
@@ -166,9 +178,9 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void StoreBlock(Tiles& tiles, int groups, in
 }
 
 // The packed order of tensor/matmul_internal.h for block b, with the VNNI kernels' operations: Q8_0 / Q4_0
-// acc = fma(float(C + start), scalef(weight scale, log2 activation scale), acc); Q4_K acc = fma(float(C),
-// d * sc * x_scale, acc) then fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc = fma(float(sc_lo *
-// (C_lo + start_lo) + sc_hi * (C_hi + start_hi)), d * x_scale, acc).
+// acc = fma(float(C + start), scalef(weight scale, log2 activation scale), acc); Q4_K / Q5_K acc =
+// fma(float(C), d * sc * x_scale, acc) then fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc =
+// fma(float(sc_lo * (C_lo + start_lo) + sc_hi * (C_hi + start_hi)), d * x_scale, acc).
 template <TensorType kType>
 LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t group0, int groups, int64_t r0,
                                                   int rows, int64_t b, const int32_t (*dots)[kAmxRows][16],
@@ -191,7 +203,7 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t gro
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, _mm512_load_ps(s.acc[r][g])));
       }
     }
-  } else if constexpr (kType == TensorType::kQ4_K) {
+  } else if constexpr (HasMinTerm(kType)) {
     const int j = static_cast<int>(b % 8);
     __m512 scale[kAmxGroups], min_scale[kAmxGroups];
     for (int g = 0; g < groups; ++g) {
@@ -276,7 +288,7 @@ LOCKSTEP_AMX_EPILOGUE_TARGET void PackedTileTyped(Tiles& tiles, const TileArgs& 
   tiles.Release();
 }
 
-// PackedTileTyped for a.type (Q8_0, Q4_0, Q4_K or Q6_K).
+// PackedTileTyped for a.type (Q8_0, Q4_0, Q4_K, Q5_K or Q6_K).
 template <class Tiles>
 void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end, AmxScratch& s) {
   switch (a.type) {
@@ -286,6 +298,8 @@ void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end,
       return PackedTileTyped<TensorType::kQ4_0>(tiles, a, o_begin, o_end, s);
     case TensorType::kQ4_K:
       return PackedTileTyped<TensorType::kQ4_K>(tiles, a, o_begin, o_end, s);
+    case TensorType::kQ5_K:
+      return PackedTileTyped<TensorType::kQ5_K>(tiles, a, o_begin, o_end, s);
     case TensorType::kQ6_K:
       return PackedTileTyped<TensorType::kQ6_K>(tiles, a, o_begin, o_end, s);
     default:

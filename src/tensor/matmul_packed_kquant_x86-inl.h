@@ -1,11 +1,13 @@
-// x86 int8 GEMM kernels for packed Q4_K / Q6_K weights (layouts in tensor/packed_weights.h), included inside
-// namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_packed_x86-inl.h. Same scheme as
-// the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element sub-block at a time, written once over a
-// small vector-traits struct: 512-bit on AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<=
-// 63), so VPMADDUBSW cannot saturate. Bit-identical to PackedDotReference.
+// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K weights (layouts in tensor/packed_weights.h), included
+// inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_packed_x86-inl.h. Same
+// scheme as the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element sub-block at a time, written once
+// over a small vector-traits struct: 512-bit on AVX-512 targets, two 256-bit halves on AVX2. Quants are
+// unsigned (<= 63), so VPMADDUBSW cannot saturate. Bit-identical to PackedDotReference.
+//
 // Without VNNI (avx2), products are summed in 16 bits before they are widened (V::kSum16): Q4_K's nibbles
 // (<= 15) make pair sums of at most 3810, so a sub-block's 8 VPMADDUBSW results add up exactly (<= 30480)
-// before one VPMADDWD; Q6_K's quants (<= 63) allow two (<= 32004), and the VPMADDWD that widens them
+// before one VPMADDWD; Q5_K's quants (<= 31) make pair sums of at most 7874, so 4 of them (<= 31496) per
+// VPMADDWD, two per sub-block; Q6_K's quants (<= 63) allow two (<= 32004), and the VPMADDWD that widens them
 // multiplies by the 16-element half's scale at the same time (no VPMULLD), the -32 offset cancelled once
 // per sub-block as -32 * (sc_lo * sum_lo + sc_hi * sum_hi) (one more VPMADDWD). The same exact integers.
 
@@ -125,6 +127,33 @@ HWY_INLINE typename V::I Q6KQuants(typename V::I v, typename V::I high, int k, i
   return V::Or(nibble, V::And(shifted, V::Bytes(0x30)));
 }
 
+// The quants of nibble vector k (0-3) of a Q4_K / Q5_K sub-block: *lo the low nibbles (elements 4k..), *hi
+// the high ones (16 + 4k..). Q5_K ORs in their fifth bits from the sub-block's fifth-bit vector (bit k of a
+// byte for the low nibble, bit 4 + k for the high one; tensor/packed_weights.h): one 16-bit shift and one
+// mask each, the shift never moving a bit across a byte's bit 4.
+template <class V, TensorType kType>
+HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typename V::I* lo,
+                             typename V::I* hi) {
+  using I = typename V::I;
+  const I low4 = V::Bytes(0x0f);
+  *lo = V::And(v, low4);
+  *hi = V::And(V::Srl16(v, 4), low4);
+  if constexpr (kType == TensorType::kQ5_K) {
+    const I bit4 = V::Bytes(0x10);
+    *lo = V::Or(*lo, V::And(V::Sll16(fifth, 4 - k), bit4));
+    *hi = V::Or(*hi, V::And(k == 0 ? fifth : V::Srl16(fifth, k), bit4));
+  } else {
+    (void)fifth;
+  }
+}
+
+// Sub-block j's fifth-bit vector (Q5_K; anything for Q4_K, which ignores it).
+template <class V, TensorType kType>
+HWY_INLINE typename V::I FifthBits(const std::byte* unit, int j, int bo) {
+  if constexpr (kType == TensorType::kQ5_K) return V::Load(unit + kQ5KHigh + 64 * j + bo);
+  return V::Ints(0);
+}
+
 #if HWY_TARGET == HWY_AVX2
 // Q6_K's kSum16 dots of one 16-element half (kHalf 0: elements 0-15, the low nibbles; 1: 16-31, the high
 // nibbles) of sub-block j, added into dot[g][r]: two vectors' pair sums (<= 2 * 16002) per widening, which
@@ -163,26 +192,31 @@ HWY_INLINE void Q6KHalfDotsSum16(const std::byte* const* unit, int j, int bo, in
   }
 }
 
-// V::kSum16's sub-block dots (16-bit sums, then one widening), into dot[g][r]: Q4_K the exact dot of the
-// sub-block, Q6_K sc_lo * dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32 cancelled.
-// q[r] + x_off: the sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element sums.
+// V::kSum16's sub-block dots (16-bit sums, then widenings), into dot[g][r]: Q4_K / Q5_K the exact dot of
+// the sub-block, Q6_K sc_lo * dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32
+// cancelled. q[r] + x_off: the sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element
+// sums.
 template <class V, TensorType kType, int kGroups, int kRows>
 HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, int eo, const int8_t* const* q,
                                   int64_t x_off, const int32_t* sums16, int64_t sums16_stride,
                                   typename V::I (&dot)[kGroups][kRows]) {
   using I = typename V::I;
-  if constexpr (kType == TensorType::kQ4_K) {
-    const I low4 = V::Bytes(0x0f), ones16 = V::Ints(0x00010001);
-    I sum16[kGroups][kRows];  // at most 8 * 3810 in magnitude
-    for (int g = 0; g < kGroups; ++g) {
-      for (int r = 0; r < kRows; ++r) sum16[g][r] = V::Ints(0);
-    }
+  if constexpr (HasMinTerm(kType)) {
+    const I ones16 = V::Ints(0x00010001);
+    // Q4_K: 8 pair sums (<= 8 * 3810) per widening; Q5_K: 4 (<= 4 * 7874), so widened after k = 1 and 3.
+    constexpr int kWidenEvery = kType == TensorType::kQ5_K ? 2 : 4;
+    I sum16[kGroups][kRows];
+    I fifth[kGroups];
+    for (int g = 0; g < kGroups; ++g) fifth[g] = FifthBits<V, kType>(unit[g], j, bo);
     for (int k = 0; k < 4; ++k) {
+      if (k % kWidenEvery == 0) {
+        for (int g = 0; g < kGroups; ++g) {
+          for (int r = 0; r < kRows; ++r) sum16[g][r] = V::Ints(0);
+        }
+      }
       I w_lo[kGroups], w_hi[kGroups];
       for (int g = 0; g < kGroups; ++g) {
-        const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
-        w_lo[g] = V::And(v, low4);
-        w_hi[g] = V::And(V::Srl16(v, 4), low4);
+        NibbleQuants<V, kType>(V::Load(unit[g] + 256 * j + bo + 64 * k), fifth[g], k, &w_lo[g], &w_hi[g]);
       }
       for (int r = 0; r < kRows; ++r) {
         int32_t x_lo, x_hi;
@@ -193,9 +227,14 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
           sum16[g][r] = V::Add16(V::Add16(sum16[g][r], V::PairSums(w_lo[g], xl)), V::PairSums(w_hi[g], xh));
         }
       }
-    }
-    for (int g = 0; g < kGroups; ++g) {
-      for (int r = 0; r < kRows; ++r) dot[g][r] = V::Widen(sum16[g][r], ones16);
+      if (k % kWidenEvery == kWidenEvery - 1) {
+        for (int g = 0; g < kGroups; ++g) {
+          for (int r = 0; r < kRows; ++r) {
+            const I wide = V::Widen(sum16[g][r], ones16);
+            dot[g][r] = k < kWidenEvery ? wide : Pin(V::Add(dot[g][r], wide));
+          }
+        }
+      }
     }
   } else {
     static_assert(kType == TensorType::kQ6_K);
@@ -270,8 +309,9 @@ HWY_INLINE void Q6KHalfDots(const std::byte* const* unit, int j, int bo, int eo,
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
 // kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
-// kSumD (Q4_K, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits; per sub-block
-// one conversion per row and one multiply per (group, row) fewer; SumDIsExact in tensor/matmul_simd.h).
+// kSumD (Q4_K / Q5_K, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits; per
+// sub-block one conversion per row and one multiply per (group, row) fewer; SumDIsExact in
+// tensor/matmul_simd.h).
 template <class V, TensorType kType, int kGroups, int kRows, bool kStream, bool kSumD>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
   using I = typename V::I;
@@ -286,7 +326,6 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
   }
   const int8_t* q[kRows];
   for (int r = 0; r < kRows; ++r) q[r] = a.q + (r0 + r) * a.q_stride;
-  const I low4 = V::Bytes(0x0f);
   // Q6_K: one half at a time on AVX-512 (32 registers; 2 groups x 4 rows make 8 chains per half): the 4-row
   // tiles kept 4 (avx512-vnni) and 18 (avx512) vectors per sub-block on the stack with both halves' dots
   // live, none and 4 this way. avx2-vnni (16 registers, 4 chains per half) keeps both halves: one at a time
@@ -300,7 +339,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
     F d[kGroups], dmin[kGroups];
     for (int g = 0; g < kGroups; ++g) {
       unit[g] = p.Unit(group0 + g, s);
-      if constexpr (kType == TensorType::kQ4_K) {
+      if constexpr (HasMinTerm(kType)) {
         d[g] = V::Halves(unit[g] + kQ4KD + 2 * eo);
         dmin[g] = V::Halves(unit[g] + kQ4KDmin + 2 * eo);
       } else {
@@ -314,7 +353,8 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
           PrefetchBytes(p.Unit(group0 + g, s + 1), j * eighth, std::min(p.unit_bytes, (j + 1) * eighth));
         }
       }
-      I dot_lo[kGroups][kRows];  // Q4_K: the sub-block's dot; Q6_K: sc_lo * dot(0-15) + sc_hi * dot(16-31)
+      I dot_lo[kGroups]
+              [kRows];  // Q4_K / Q5_K: the sub-block's dot; Q6_K: sc_lo * dot(0-15) + sc_hi * dot(16-31)
       if constexpr (V::kSum16) {
         SubBlockDotsSum16<V, kType, kGroups, kRows>(unit, j, bo, eo, q, 32 * b,
                                                     a.sums16 + r0 * 2 * blocks + 2 * b, 2 * blocks, dot_lo);
@@ -330,12 +370,12 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
         for (int r = 0; r < kRows; ++r) {
           for (int g = 0; g < kGroups; ++g) dot_lo[g][r] = V::Ints(0);
         }
+        I fifth[kGroups];
+        for (int g = 0; g < kGroups; ++g) fifth[g] = FifthBits<V, kType>(unit[g], j, bo);
         for (int k = 0; k < 4; ++k) {
           I w_lo[kGroups], w_hi[kGroups];
           for (int g = 0; g < kGroups; ++g) {
-            const I v = V::Load(unit[g] + 256 * j + bo + 64 * k);
-            w_lo[g] = V::And(v, low4);
-            w_hi[g] = V::And(V::Srl16(v, 4), low4);
+            NibbleQuants<V, kType>(V::Load(unit[g] + 256 * j + bo + 64 * k), fifth[g], k, &w_lo[g], &w_hi[g]);
           }
           for (int r = 0; r < kRows; ++r) {
             int32_t x_lo, x_hi;
@@ -349,7 +389,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
         }
       }
       for (int g = 0; g < kGroups; ++g) {
-        if constexpr (kType == TensorType::kQ4_K) {
+        if constexpr (HasMinTerm(kType)) {
           const F scale = V::Mul(d[g], V::U8s(unit[g] + kQ4KScales + kPackedGroup * j + eo));
           const F min_scale = V::Neg(V::Mul(dmin[g], V::U8s(unit[g] + kQ4KMins + kPackedGroup * j + eo)));
           for (int r = 0; r < kRows; ++r) {
@@ -447,7 +487,7 @@ HWY_INLINE void KQuantPackedTileWith(const TileArgs& a, int64_t o_begin, int64_t
 
 template <TensorType kType, class V = KVec>
 HWY_INLINE void KQuantPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
-  if constexpr (kType == TensorType::kQ4_K) {
+  if constexpr (HasMinTerm(kType)) {
     if (a.sum_d_exact) return KQuantPackedTileWith<kType, V, true>(a, o_begin, o_end);
   }
   KQuantPackedTileWith<kType, V, false>(a, o_begin, o_end);

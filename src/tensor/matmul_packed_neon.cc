@@ -15,11 +15,11 @@
 // int32 sums, 32 multiply-adds per instruction: one 32-bit zip of two slices (elements 4k.. and 4k + 4..)
 // makes two outputs' 8 elements, and one 64-bit zip of two rows' quants makes the activation operand.
 // Weights are made exact signed values first (Q8_0: stored byte ^ 0x80; Q4_0: nibble - 8; Q6_K: 6-bit value
-// - 32; Q4_K's nibbles are its values), so the integer block dots need no offset terms; they are exact, and
-// the float epilogue per block is the packed order of tensor/matmul_internal.h (Q8_0/Q4_0:
-// acc = fma(float(dot), weight scale * activation scale, acc); Q4_K adds fma(float(block sum), min scale *
-// activation scale, acc); Q6_K's integer is sc_lo * dot(0-15) + sc_hi * dot(16-31)), lane by lane with
-// FMLA and FMUL: bit-identical to the scalar reference.
+// - 32; Q4_K's nibbles and Q5_K's nibbles with their fifth bits are their values), so the integer block dots
+// need no offset terms; they are exact, and the float epilogue per block is the packed order of
+// tensor/matmul_internal.h (Q8_0/Q4_0: acc = fma(float(dot), weight scale * activation scale, acc); Q4_K/Q5_K
+// add fma(float(block sum), min scale * activation scale, acc); Q6_K's integer is sc_lo * dot(0-15) + sc_hi *
+// dot(16-31)), lane by lane with FMLA and FMUL: bit-identical to the scalar reference.
 //
 // Tiles: SDOT, 8 outputs (two slices) x 3-4 rows or 16 x 1-2, one float accumulator per (row, slice); SMMLA,
 // 8 outputs x 2 row pairs, float accumulators kept in SMMLA's 2 x 2 (row, output) layout for the whole dot
@@ -46,7 +46,9 @@
 namespace lockstep {
 namespace {
 
-constexpr bool IsKQuant(TensorType t) { return t == TensorType::kQ4_K || t == TensorType::kQ6_K; }
+constexpr bool IsKQuant(TensorType t) {
+  return t == TensorType::kQ4_K || t == TensorType::kQ5_K || t == TensorType::kQ6_K;
+}
 // 32-element blocks per packed unit.
 template <TensorType kType>
 constexpr int kBlocksPerUnit = IsKQuant(kType) ? 8 : 1;
@@ -73,6 +75,19 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
         w[k + 4] = vsubq_s8(w[k + 4], vdupq_n_s8(8));
       }
     }
+  } else if constexpr (kType == TensorType::kQ5_K) {
+    // Q4_K's nibbles with the fifth bits ORed in: bit k of the fifth-bit vector's byte is element 4k + e's,
+    // bit 4 + k element 16 + 4k + e's (packed_weights.h).
+    const uint8x16_t low4 = vdupq_n_u8(0x0f), bit4 = vdupq_n_u8(0x10);
+    const uint8x16_t fifth = vld1q_u8(reinterpret_cast<const uint8_t*>(unit) + kQ5KHigh + 64 * j + 16 * c);
+    p += 256 * j;
+    for (int k = 0; k < 4; ++k) {
+      const uint8x16_t v = vld1q_u8(p + 64 * k);
+      const uint8x16_t lo_bit = vandq_u8(vshlq_u8(fifth, vdupq_n_s8(static_cast<int8_t>(4 - k))), bit4);
+      const uint8x16_t hi_bit = vandq_u8(vshlq_u8(fifth, vdupq_n_s8(static_cast<int8_t>(-k))), bit4);
+      w[k] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, low4), lo_bit));
+      w[k + 4] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), hi_bit));
+    }
   } else {  // Q6_K: value = (low nibble | bits 4-5 << 4) - 32, bits 4-5 of element 16h + 4k at 2k of high[h]
     const uint8x16_t three = vdupq_n_u8(3);
     const uint8_t* high = reinterpret_cast<const uint8_t*>(unit) + kQ6KHigh + 128 * j + 16 * c;
@@ -91,8 +106,8 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
   }
 }
 
-// Per-output factors of a slice in one block, per lane: the weight scale (Q8_0/Q4_0: d; Q4_K: d * sc;
-// Q6_K: d), Q4_K's min scale -(dmin * m), Q6_K's two integer sub-block scales.
+// Per-output factors of a slice in one block, per lane: the weight scale (Q8_0/Q4_0: d; Q4_K/Q5_K: d * sc;
+// Q6_K: d), Q4_K's / Q5_K's min scale -(dmin * m), Q6_K's two integer sub-block scales.
 struct SliceFactors {
   float32x4_t scale;
   float32x4_t min_scale;
@@ -120,7 +135,7 @@ LOCKSTEP_ALWAYS_INLINE SliceFactors LoadFactors(const std::byte* unit, int j, in
   SliceFactors f;
   if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
     f.scale = LoadHalves4(unit + PackedScaleOffset(kType) + 8 * c);
-  } else if constexpr (kType == TensorType::kQ4_K) {
+  } else if constexpr (HasMinTerm(kType)) {
     f.scale =
         vmulq_f32(LoadHalves4(unit + kQ4KD + 8 * c), LoadU8x4(unit + kQ4KScales + kPackedGroup * j + 4 * c));
     f.min_scale = vnegq_f32(vmulq_f32(LoadHalves4(unit + kQ4KDmin + 8 * c),
@@ -147,7 +162,7 @@ template <TensorType kType>
 LOCKSTEP_ALWAYS_INLINE SliceFactors PairFactors(const SliceFactors& f, int half) {
   SliceFactors p;
   p.scale = DupPair(f.scale, half);
-  if constexpr (kType == TensorType::kQ4_K) p.min_scale = DupPair(f.min_scale, half);
+  if constexpr (HasMinTerm(kType)) p.min_scale = DupPair(f.min_scale, half);
   if constexpr (kType == TensorType::kQ6_K) {
     p.sc_lo = DupPair(f.sc_lo, half);
     p.sc_hi = DupPair(f.sc_hi, half);
@@ -165,7 +180,7 @@ LOCKSTEP_ALWAYS_INLINE float32x4_t BlockStep(float32x4_t acc, int32x4_t lo, int3
     return vfmaq_f32(acc, vcvtq_f32_s32(total), vmulq_f32(f.scale, dx));
   } else {
     acc = vfmaq_f32(acc, vcvtq_f32_s32(vaddq_s32(lo, hi)), vmulq_f32(f.scale, dx));
-    if constexpr (kType == TensorType::kQ4_K) acc = vfmaq_f32(acc, sums, vmulq_f32(f.min_scale, dx));
+    if constexpr (HasMinTerm(kType)) acc = vfmaq_f32(acc, sums, vmulq_f32(f.min_scale, dx));
     return acc;
   }
 }
@@ -206,7 +221,7 @@ LOCKSTEP_DOTPROD void DotprodTile(const TileArgs& a, int64_t group, int c0, int6
           hi = vdotq_laneq_s32(hi, w[7], x[r][1], 3);
           const int64_t i = (r0 + r) * blocks + b;
           float32x4_t sums = vdupq_n_f32(0.0f);
-          if constexpr (kType == TensorType::kQ4_K) sums = vdupq_n_f32(static_cast<float>(a.sums[i]));
+          if constexpr (HasMinTerm(kType)) sums = vdupq_n_f32(static_cast<float>(a.sums[i]));
           acc[r][c] = BlockStep<kType>(acc[r][c], lo, hi, f, vdupq_n_f32(a.d[i]), sums);
         }
       }
@@ -292,7 +307,7 @@ LOCKSTEP_I8MM void I8mmTile(const TileArgs& a, int64_t group, int c0, int64_t r0
         x[i][3] = vreinterpretq_s8_s64(vzip2q_s64(a1, b1));
         const int64_t i0 = row * blocks + b, i1 = i0 + blocks;
         dx[i] = vcombine_f32(vdup_n_f32(a.d[i0]), vdup_n_f32(a.d[i1]));
-        if constexpr (kType == TensorType::kQ4_K) {
+        if constexpr (HasMinTerm(kType)) {
           sums[i] = vcombine_f32(vdup_n_f32(static_cast<float>(a.sums[i0])),
                                  vdup_n_f32(static_cast<float>(a.sums[i1])));
         } else {
@@ -370,6 +385,8 @@ void NeonDotprodPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return DotprodGroups<TensorType::kQ4_0>(a, o_begin, o_end);
     case TensorType::kQ4_K:
       return DotprodGroups<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ5_K:
+      return DotprodGroups<TensorType::kQ5_K>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return DotprodGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     default:
@@ -385,6 +402,8 @@ void NeonI8mmPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return I8mmGroups<TensorType::kQ4_0>(a, o_begin, o_end);
     case TensorType::kQ4_K:
       return I8mmGroups<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ5_K:
+      return I8mmGroups<TensorType::kQ5_K>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return I8mmGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

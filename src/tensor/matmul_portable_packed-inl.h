@@ -1,5 +1,5 @@
-// Portable packed-weight kernel (Q8_0, Q4_0, Q4_K, Q6_K) written with Highway ops on 128-bit vectors, for
-// CPUs without the x86 kernels (NEON, SSE4 ...); included inside namespace lockstep::HWY_NAMESPACE by
+// Portable packed-weight kernel (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) written with Highway ops on 128-bit vectors,
+// for CPUs without the x86 kernels (NEON, SSE4 ...); included inside namespace lockstep::HWY_NAMESPACE by
 // tensor/matmul_simd.cc and compiled for every target, so tests run it on each target this machine has. A
 // 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each 4-byte activation group meets those
 // bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and summed into 32-bit lanes
@@ -125,31 +125,41 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
   FinishFusedAdds<kRows>(acc_v, acc);
 }
 
-// As SliceRows for packed Q4_K / Q6_K (tensor/packed_weights.h), one 32-element sub-block at a time, in the
-// packed order of tensor/matmul_internal.h: Q4_K acc = fma(float(dot), d * sc * x_scale, acc), then
-// fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc = fma(float(sc_lo * dot_lo + sc_hi * dot_hi),
-// d * x_scale, acc), its quants being value + 32 with bits 4-5 in separate vectors.
+// As SliceRows for packed Q4_K / Q5_K / Q6_K (tensor/packed_weights.h), one 32-element sub-block at a time,
+// in the packed order of tensor/matmul_internal.h: Q4_K / Q5_K acc = fma(float(dot), d * sc * x_scale, acc),
+// then fma(float(block sum), -(dmin * m) * x_scale, acc) (Q5_K's fifth bits ORed into the nibbles first);
+// Q6_K acc = fma(float(sc_lo * dot_lo + sc_hi * dot_hi), d * x_scale, acc), its quants being value + 32 with
+// bits 4-5 in separate vectors.
 template <TensorType kType, int kRows>
 HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, float (*acc)[4]) {
   const PackedWeights& p = *a.packed;
   const int64_t blocks = a.in / kActBlock;
-  const VU8 low4 = hn::Set(DU8(), 0x0f), three = hn::Set(DU8(), 3);
+  const VU8 low4 = hn::Set(DU8(), 0x0f), three = hn::Set(DU8(), 3), one = hn::Set(DU8(), 1);
   hn::Vec<DF32> acc_v[kRows];
   for (int r = 0; r < kRows; ++r) acc_v[r] = hn::Zero(DF32());
   for (int64_t s = 0; s < p.units; ++s) {
     const std::byte* unit = p.Unit(group, s);
-    const auto d = LoadHalves4(unit + (kType == TensorType::kQ4_K ? kQ4KD : kQ6KD) + 8 * c);
+    const auto d = LoadHalves4(unit + (HasMinTerm(kType) ? kQ4KD : kQ6KD) + 8 * c);
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * s + j;
       const auto* nibbles = reinterpret_cast<const uint8_t*>(unit + 256 * j) + 16 * c;
       const int8_t* x[kRows];
       for (int r = 0; r < kRows; ++r) x[r] = a.q + (r0 + r) * a.q_stride + 32 * b;
-      PairSums lo[kRows], hi[kRows];  // elements 0-15 and 16-31 (Q4_K: all in lo)
-      if constexpr (kType == TensorType::kQ4_K) {
+      PairSums lo[kRows], hi[kRows];  // elements 0-15 and 16-31 (Q4_K, Q5_K: all in lo)
+      if constexpr (HasMinTerm(kType)) {
+        VU8 fifth = hn::Zero(DU8());  // Q5_K: bit k = element 4k + e's bit 4, bit 4 + k = 16 + 4k + e's
+        if constexpr (kType == TensorType::kQ5_K) {
+          fifth = hn::LoadU(DU8(), reinterpret_cast<const uint8_t*>(unit + kQ5KHigh + 64 * j) + 16 * c);
+        }
         for (int k = 0; k < 4; ++k) {
           const VU8 v = hn::LoadU(DU8(), nibbles + 64 * k);
-          AddSlice<kRows>(hn::And(v, low4), x, 4 * k, lo);
-          AddSlice<kRows>(hn::ShiftRight<4>(v), x, 16 + 4 * k, lo);
+          VU8 w_lo = hn::And(v, low4), w_hi = hn::ShiftRight<4>(v);
+          if constexpr (kType == TensorType::kQ5_K) {
+            w_lo = hn::Or(w_lo, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(fifth, k), one)));
+            w_hi = hn::Or(w_hi, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(fifth, 4 + k), one)));
+          }
+          AddSlice<kRows>(w_lo, x, 4 * k, lo);
+          AddSlice<kRows>(w_hi, x, 16 + 4 * k, lo);
         }
       } else {
         const auto* high = reinterpret_cast<const uint8_t*>(unit + kQ6KHigh + 128 * j) + 16 * c;
@@ -164,7 +174,7 @@ HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t
           AddSlice<kRows>(w_hi, x, 16 + 4 * k, hi);
         }
       }
-      if constexpr (kType == TensorType::kQ4_K) {
+      if constexpr (HasMinTerm(kType)) {
         const auto scale = hn::Mul(d, LoadBytes4(unit + kQ4KScales + kPackedGroup * j + 4 * c));
         const auto dmin = LoadHalves4(unit + kQ4KDmin + 8 * c);
         const auto min_scale = hn::Neg(hn::Mul(dmin, LoadBytes4(unit + kQ4KMins + kPackedGroup * j + 4 * c)));
@@ -246,6 +256,8 @@ inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end
       return portable::PackedGroups<TensorType::kQ4_0>(a, o_begin, o_end);
     case TensorType::kQ4_K:
       return portable::PackedGroups<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ5_K:
+      return portable::PackedGroups<TensorType::kQ5_K>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return portable::PackedGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

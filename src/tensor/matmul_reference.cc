@@ -27,7 +27,7 @@ void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[
 
 bool IsQuantizedMatMulType(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ4_K ||
-         type == TensorType::kQ6_K;
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K;
 }
 
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view) {
@@ -60,6 +60,17 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       const uint8_t* q = block.qs + 32 * (j / 2);
       for (int l = 0; l < 32; ++l)
         view->w[l] = static_cast<int8_t>((j % 2 == 0) ? (q[l] & 0xf) : (q[l] >> 4));
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d) * static_cast<float>(sc);
+      view->min_scale = -(F16ToF32(block.dmin) * static_cast<float>(m));
+      break;
+    }
+    case TensorType::kQ5_K: {
+      BlockQ5_K block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      uint8_t sc, m;
+      DecodeQ4KScaleMin(block.scales, j, &sc, &m);
+      for (int l = 0; l < 32; ++l) view->w[l] = static_cast<int8_t>(Q5KQuant(block, 32 * j + l));
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d) * static_cast<float>(sc);
       view->min_scale = -(F16ToF32(block.dmin) * static_cast<float>(m));
       break;
@@ -128,8 +139,7 @@ float QuantDotReference(TensorType type, const std::byte* row, const int8_t* q, 
         sum += q[32 * b + 4 * l + k];
       }
       acc[l] = std::fma(static_cast<float>(dot), view.scale[l] * d[b], acc[l]);
-      if (type == TensorType::kQ4_K)
-        acc[l] = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc[l]);
+      if (HasMinTerm(type)) acc[l] = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc[l]);
     }
   }
   return LaneSum(acc);
@@ -155,7 +165,7 @@ float PackedDotReference(TensorType type, const std::byte* row, const int8_t* q,
       continue;
     }
     acc = std::fma(static_cast<float>(dot[0] + dot[1]), view.scale[0] * d[b], acc);
-    if (type == TensorType::kQ4_K) acc = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc);
+    if (HasMinTerm(type)) acc = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc);
   }
   return acc;
 }

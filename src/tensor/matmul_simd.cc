@@ -73,10 +73,12 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->quant_tile[1] = &QuantTileFor<TensorType::kQ4_0>;
   k->quant_tile[2] = &QuantTileFor<TensorType::kQ4_K>;
   k->quant_tile[3] = &QuantTileFor<TensorType::kQ6_K>;
+  k->quant_tile[4] = &QuantTileFor<TensorType::kQ5_K>;
   k->packed_tile[0] = &PackedTileFor<TensorType::kQ8_0>;
   k->packed_tile[1] = &PackedTileFor<TensorType::kQ4_0>;
   k->packed_tile[2] = &PackedTileFor<TensorType::kQ4_K>;
   k->packed_tile[3] = &PackedTileFor<TensorType::kQ6_K>;
+  k->packed_tile[4] = &PackedTileFor<TensorType::kQ5_K>;
 #else
   for (TileFn& f : k->float_tile) f = &FloatTile;
   for (TileFn& f : k->quant_tile) f = &QuantTile;
@@ -106,6 +108,7 @@ void FillVnniMatMulKernels(MatMulKernels* k) {
   k->packed_tile[1] = &VnniPackedTileFor<TensorType::kQ4_0>;
   k->packed_tile[2] = &VnniPackedTileFor<TensorType::kQ4_K>;
   k->packed_tile[3] = &VnniPackedTileFor<TensorType::kQ6_K>;
+  k->packed_tile[4] = &VnniPackedTileFor<TensorType::kQ5_K>;
 }
 #endif
 #undef LOCKSTEP_X86_KERNELS
@@ -158,6 +161,8 @@ int QuantWeightIndex(TensorType type) {
       return 2;
     case TensorType::kQ6_K:
       return 3;
+    case TensorType::kQ5_K:
+      return 4;
     default:
       return -1;
   }

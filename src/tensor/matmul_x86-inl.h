@@ -41,7 +41,7 @@ HWY_INLINE float HalfAt(const std::byte* p) {
   return _cvtsh_ss(h);
 }
 
-// Canonical weight block b of a row: int8 values, lane scales, Q4_K min scale.
+// Canonical weight block b of a row: int8 values, lane scales, Q4_K / Q5_K min scale.
 template <TensorType kType>
 HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m256* scale,
                                 float* min_scale) {
@@ -67,6 +67,22 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * (j / 2)));
     if (j % 2) q = _mm256_srli_epi16(q, 4);
     *w = _mm256_and_si256(q, _mm256_set1_epi8(0x0f));
+  } else if constexpr (kType == TensorType::kQ5_K) {
+    const std::byte* p = row + 176 * (b / 8);
+    const int j = static_cast<int>(b % 8);
+    uint8_t sc, m;
+    DecodeQ4KScaleMin(reinterpret_cast<const uint8_t*>(p + 4), j, &sc, &m);
+    *scale = _mm256_set1_ps(HalfAt(p) * static_cast<float>(sc));
+    *min_scale = -(HalfAt(p + 2) * static_cast<float>(m));
+    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 48 + 32 * (j / 2)));
+    if (j % 2) q = _mm256_srli_epi16(q, 4);
+    q = _mm256_and_si256(q, _mm256_set1_epi8(0x0f));
+    // Bit j of qh[l] to bit 4 of byte l: a 16-bit shift keeps each byte's bits in place for j <= 4 (left by
+    // 4 - j) and j >= 4 (right by j - 4).
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+    const __m256i fifth = j <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - j))
+                                 : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
+    *w = _mm256_or_si256(q, _mm256_and_si256(fifth, _mm256_set1_epi8(0x10)));
   } else {
     static_assert(kType == TensorType::kQ6_K);
     const std::byte* p = row + 210 * (b / 8);
@@ -124,7 +140,7 @@ HWY_NOINLINE void QuantMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
     __m256 xsum[kRows];
     for (int r = 0; r < kRows; ++r) {
       xq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[r] + kActBlock * b));
-      if constexpr (kType == TensorType::kQ4_K) xsum[r] = _mm256_cvtepi32_ps(DotLanes(ones, xq[r]));
+      if constexpr (HasMinTerm(kType)) xsum[r] = _mm256_cvtepi32_ps(DotLanes(ones, xq[r]));
     }
     for (int o = 0; o < kOut; ++o) {
       __m256i w;
@@ -136,7 +152,7 @@ HWY_NOINLINE void QuantMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
         const __m256 dx = _mm256_set1_ps(d[r][b]);
         const __m256i dot = DotLanes(abs_w, _mm256_sign_epi8(xq[r], w));
         acc[o][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, dx), acc[o][r]);
-        if constexpr (kType == TensorType::kQ4_K) {
+        if constexpr (HasMinTerm(kType)) {
           acc[o][r] = _mm256_fmadd_ps(xsum[r], _mm256_mul_ps(_mm256_set1_ps(min_scale), dx), acc[o][r]);
         }
       }
@@ -162,6 +178,8 @@ inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return QuantTileTyped<TensorType::kQ4_0>(a, o_begin, o_end);
     case TensorType::kQ4_K:
       return QuantTileTyped<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ5_K:
+      return QuantTileTyped<TensorType::kQ5_K>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return QuantTileTyped<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

@@ -38,17 +38,44 @@ void PackNibbles(const uint8_t q[32], int o, std::byte* dst) {
   }
 }
 
-void PackQ4K(const BlockQ4_K& block, int o, std::byte* dst) {
+// Q4_K / Q5_K: sub-block j's nibbles (q[j][l] & 15), 8-bit scales and mins, d and dmin of output o.
+void PackScaleMinUnit(const uint8_t (*q)[32], const uint8_t scales[12], uint16_t d, uint16_t dmin, int o,
+                      std::byte* dst) {
   for (int j = 0; j < 8; ++j) {
-    uint8_t q[32], sc, m;
-    for (int l = 0; l < 32; ++l) q[l] = (block.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
-    PackNibbles(q, o, dst + 256 * j);
-    DecodeQ4KScaleMin(block.scales, j, &sc, &m);
+    uint8_t sc, m;
+    PackNibbles(q[j], o, dst + 256 * j);
+    DecodeQ4KScaleMin(scales, j, &sc, &m);
     dst[kQ4KScales + kPackedGroup * j + o] = static_cast<std::byte>(sc);
     dst[kQ4KMins + kPackedGroup * j + o] = static_cast<std::byte>(m);
   }
-  std::memcpy(dst + kQ4KD + 2 * o, &block.d, 2);
-  std::memcpy(dst + kQ4KDmin + 2 * o, &block.dmin, 2);
+  std::memcpy(dst + kQ4KD + 2 * o, &d, 2);
+  std::memcpy(dst + kQ4KDmin + 2 * o, &dmin, 2);
+}
+
+void PackQ4K(const BlockQ4_K& block, int o, std::byte* dst) {
+  uint8_t q[8][32];
+  for (int j = 0; j < 8; ++j) {
+    for (int l = 0; l < 32; ++l) q[j][l] = (block.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
+  }
+  PackScaleMinUnit(q, block.scales, block.d, block.dmin, o, dst);
+}
+
+// As Q4_K, then per sub-block one vector of fifth bits: byte 4o+e holds bit 4 of element 4k+e at bit k and
+// bit 4 of element 16+4k+e at bit 4+k (k < 4).
+void PackQ5K(const BlockQ5_K& block, int o, std::byte* dst) {
+  uint8_t q[8][32];
+  for (int j = 0; j < 8; ++j) {
+    for (int l = 0; l < 32; ++l) q[j][l] = static_cast<uint8_t>(Q5KQuant(block, 32 * j + l));
+    for (int e = 0; e < 4; ++e) {
+      uint8_t bits = 0;
+      for (int k = 0; k < 4; ++k) {
+        bits = static_cast<uint8_t>(bits | ((q[j][4 * k + e] >> 4) << k) |
+                                    ((q[j][16 + 4 * k + e] >> 4) << (4 + k)));
+      }
+      dst[kQ5KHigh + 4 * kPackedGroup * j + 4 * o + e] = static_cast<std::byte>(bits);
+    }
+  }
+  PackScaleMinUnit(q, block.scales, block.d, block.dmin, o, dst);
 }
 
 void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
@@ -75,7 +102,7 @@ void PackedWeightsDeleter::operator()(PackedWeights* p) const { delete p; }
 
 bool CanPackWeights(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ4_K ||
-         type == TensorType::kQ6_K;
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K;
 }
 
 namespace {
@@ -93,8 +120,11 @@ PackedWeightsPtr DescribePacked(const WeightMatrix& w) {
   LOCKSTEP_CHECK(w.in % traits.block_elements == 0);
   packed->unit_elements = traits.block_elements;
   packed->units = w.in / traits.block_elements;
-  // Same bytes as the original, except Q4_K whose 6-bit scales and mins are unpacked to bytes (+2.8%).
-  packed->unit_bytes = w.type == TensorType::kQ4_K ? kQ4KUnit : kPackedGroup * traits.block_bytes;
+  // Same bytes as the original, except Q4_K / Q5_K whose 6-bit scales and mins are unpacked to bytes (+2.8%,
+  // +2.3%).
+  packed->unit_bytes = w.type == TensorType::kQ4_K   ? kQ4KUnit
+                       : w.type == TensorType::kQ5_K ? kQ5KUnit
+                                                     : kPackedGroup * traits.block_bytes;
   return packed;
 }
 
@@ -114,6 +144,10 @@ void FillPacked(const WeightMatrix& w, const PackedWeights* packed, std::byte* d
           BlockQ4_K block;
           std::memcpy(&block, src, sizeof(block));
           PackQ4K(block, o, dst);
+        } else if (w.type == TensorType::kQ5_K) {
+          BlockQ5_K block;
+          std::memcpy(&block, src, sizeof(block));
+          PackQ5K(block, o, dst);
         } else if (w.type == TensorType::kQ6_K) {
           BlockQ6_K block;
           std::memcpy(&block, src, sizeof(block));

@@ -8,6 +8,13 @@
 //          nibbles: elements 16+4k..); 16 f16 scales.
 //  - Q4_K (2368 bytes): per sub-block j < 8, 4 vectors of nibbles as Q4_0 (2048 bytes); then per j 16 u8
 //          scales (128), per j 16 u8 mins (128), 16 f16 d (32), 16 f16 dmin (32).
+//  - Q5_K (2880 bytes): Q4_K's unit (the quants' low nibbles, scales, mins, d, dmin at the same offsets),
+//  then
+//          per j one vector of fifth bits (512): byte 4o+e holds, at bit k (k < 4), bit 4 of element 4k + e
+//          (the low nibble of vector k) and at bit 4 + k bit 4 of element 16 + 4k + e (its high nibble), so
+//          that a tile ORs it in with one 16-bit shift and one mask per nibble vector: ((h << (4 - k)) &
+//          0x10) and
+//          ((h >> k) & 0x10). +2.3 % over the original 176-byte blocks (16 x 176 = 2816).
 //  - Q6_K (3360 bytes): per j < 8, 4 vectors of the quants' low nibbles as Q4_0 (2048); per j 2 vectors of
 //          high bits (1024): vector h byte 4o+e holds, at bits 2k..2k+1, bits 4-5 of element 16h + 4k + e;
 //          per j 32 int8 scales (the 16 outputs' scales of elements 0-15, then of 16-31) (256); 16 f16 d
@@ -63,6 +70,8 @@ constexpr int PackedScaleOffset(TensorType type) {
 
 // Byte offsets inside a K-quant unit.
 inline constexpr int kQ4KScales = 2048, kQ4KMins = 2176, kQ4KD = 2304, kQ4KDmin = 2336, kQ4KUnit = 2368;
+static_assert(kQ4KUnit % 64 == 0);
+inline constexpr int kQ5KHigh = kQ4KUnit, kQ5KUnit = kQ4KUnit + 8 * 4 * kPackedGroup;
 inline constexpr int kQ6KHigh = 2048, kQ6KScales = 3072, kQ6KD = 3328, kQ6KUnit = 3360;
 
 }  // namespace lockstep

@@ -36,6 +36,19 @@ struct BlockQ4_K {
 };
 static_assert(sizeof(BlockQ4_K) == 144);
 
+// Q5_K: Q4_K with a fifth bit per quant. d, dmin and the 6-bit scales and mins as Q4_K's (DecodeQ4KScaleMin);
+// value = d * sc[j] * q - dmin * m[j], q in [0, 31]: element 64c + l (l < 32, sub-block 2c) = low nibble of
+// qs[32c + l] | bit 2c of qh[l] << 4; element 64c + 32 + l (sub-block 2c + 1) = high nibble of qs[32c + l] |
+// bit 2c + 1 of qh[l] << 4 (see Q5KQuant).
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
 // Q6_K: 16 sub-blocks of 16 elements with int8 scales; value = d * scales[e / 16] * (q - 32), q 6 bits:
 // in each half of 128 elements (ql += 64, qh += 32 per half), for l in [0, 32): element l = ql[l] low nibble
 // + qh[l] bits 0-1; l + 32 = ql[l + 32] low + qh bits 2-3; l + 64 = ql[l] high + qh bits 4-5;
@@ -66,6 +79,13 @@ inline void EncodeQ4KScaleMin(const uint8_t sc[8], const uint8_t m[8], uint8_t s
     scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
     scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xf) | ((m[j + 4] & 0xf) << 4));
   }
+}
+
+// The 5-bit quant (0..31) of element e in [0, 256) of a Q5_K block.
+inline int Q5KQuant(const BlockQ5_K& b, int e) {
+  const int j = e / 32, l = e % 32;  // sub-block j: nibble j % 2 of qs[32 * (j / 2) + l], bit j of qh[l]
+  const int nibble = (b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
+  return nibble | (((b.qh[l] >> j) & 1) << 4);
 }
 
 // The 6-bit quant (0..63) of element e in [0, 256) of a Q6_K block.

@@ -1,5 +1,5 @@
 // Quantization to the GGUF block types. Q8_0 and Q4_0 follow ggml's reference rounding (so a file quantized
-// here matches one quantized by llama.cpp's reference code); Q4_K and Q6_K use a simple direct fit (per
+// here matches one quantized by llama.cpp's reference code); Q4_K, Q5_K and Q6_K use a simple direct fit (per
 // sub-block max/min, no importance search).
 #include <algorithm>
 #include <cmath>
@@ -64,42 +64,74 @@ void QuantizeQ4_0(const float* src, std::byte* dst, int64_t n) {
   }
 }
 
+// A Q4_K / Q5_K super-block fit: per sub-block j a step d * sc[j] over its range and an offset dmin * m[j]
+// (the range always includes 0, so the offset is <= 0); quants q[e] in [0, max_q].
+struct KQuantFit {
+  uint16_t d, dmin;
+  uint8_t sc[8], m[8];
+  uint8_t q[kSuperBlock];
+};
+
+KQuantFit FitScaleMin(const float* x, int max_q) {
+  KQuantFit fit;
+  float scale[8], minus_min[8], max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * j + l]);
+      hi = std::max(hi, x[32 * j + l]);
+    }
+    scale[j] = (hi - lo) / static_cast<float>(max_q);
+    minus_min[j] = -lo;
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, minus_min[j]);
+  }
+  fit.d = F32ToF16(max_scale / 63.0f);
+  fit.dmin = F32ToF16(max_min / 63.0f);
+  const float d16 = F16ToF32(fit.d), dmin16 = F16ToF32(fit.dmin);
+  for (int j = 0; j < 8; ++j) {
+    fit.sc[j] = static_cast<uint8_t>(d16 > 0 ? std::clamp(std::lround(scale[j] / d16), 0L, 63L) : 0);
+    fit.m[j] = static_cast<uint8_t>(dmin16 > 0 ? std::clamp(std::lround(minus_min[j] / dmin16), 0L, 63L) : 0);
+    const float step = d16 * fit.sc[j], offset = dmin16 * fit.m[j];
+    for (int l = 0; l < 32; ++l) {
+      const long q = step > 0 ? std::clamp(std::lround((x[32 * j + l] + offset) / step), 0L, long{max_q}) : 0;
+      fit.q[32 * j + l] = static_cast<uint8_t>(q);
+    }
+  }
+  return fit;
+}
+
 void QuantizeQ4_K(const float* src, std::byte* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    const float* x = src + b * kSuperBlock;
-    float scale[8], minus_min[8], max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; ++j) {
-      float lo = 0.0f, hi = 0.0f;  // the offset is -dmin * m <= 0, so the range always includes 0
-      for (int l = 0; l < 32; ++l) {
-        lo = std::min(lo, x[32 * j + l]);
-        hi = std::max(hi, x[32 * j + l]);
-      }
-      scale[j] = (hi - lo) / 15.0f;
-      minus_min[j] = -lo;
-      max_scale = std::max(max_scale, scale[j]);
-      max_min = std::max(max_min, minus_min[j]);
-    }
+    const KQuantFit fit = FitScaleMin(src + b * kSuperBlock, 15);
     BlockQ4_K block;
-    const float d = max_scale / 63.0f, dmin = max_min / 63.0f;
-    block.d = F32ToF16(d);
-    block.dmin = F32ToF16(dmin);
-    const float d16 = F16ToF32(block.d), dmin16 = F16ToF32(block.dmin);
-    uint8_t sc[8], m[8];
-    for (int j = 0; j < 8; ++j) {
-      sc[j] = static_cast<uint8_t>(d16 > 0 ? std::clamp(std::lround(scale[j] / d16), 0L, 63L) : 0);
-      m[j] = static_cast<uint8_t>(dmin16 > 0 ? std::clamp(std::lround(minus_min[j] / dmin16), 0L, 63L) : 0);
-    }
-    EncodeQ4KScaleMin(sc, m, block.scales);
-    for (int j = 0; j < 8; ++j) {
-      const float step = d16 * sc[j], offset = dmin16 * m[j];
-      for (int l = 0; l < 32; ++l) {
-        const long q = step > 0 ? std::clamp(std::lround((x[32 * j + l] + offset) / step), 0L, 15L) : 0;
-        uint8_t& byte = block.qs[32 * (j / 2) + l];
-        byte = (j % 2 == 0) ? static_cast<uint8_t>((byte & 0xf0) | q)
-                            : static_cast<uint8_t>((byte & 0x0f) | (q << 4));
-      }
+    block.d = fit.d;
+    block.dmin = fit.dmin;
+    EncodeQ4KScaleMin(fit.sc, fit.m, block.scales);
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l)
+        block.qs[32 * c + l] = static_cast<uint8_t>(fit.q[64 * c + l] | (fit.q[64 * c + 32 + l] << 4));
     }
     std::memcpy(dst + b * sizeof(BlockQ4_K), &block, sizeof(block));
+  }
+}
+
+void QuantizeQ5_K(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const KQuantFit fit = FitScaleMin(src + b * kSuperBlock, 31);
+    BlockQ5_K block;
+    block.d = fit.d;
+    block.dmin = fit.dmin;
+    EncodeQ4KScaleMin(fit.sc, fit.m, block.scales);
+    std::memset(block.qh, 0, sizeof(block.qh));
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = fit.q[64 * c + l], hi = fit.q[64 * c + 32 + l];
+        block.qs[32 * c + l] = static_cast<uint8_t>((lo & 0xf) | ((hi & 0xf) << 4));
+        block.qh[l] = static_cast<uint8_t>(block.qh[l] | ((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+      }
+    }
+    std::memcpy(dst + b * sizeof(BlockQ5_K), &block, sizeof(block));
   }
 }
 
@@ -167,6 +199,9 @@ void QuantizeRow(TensorType type, const float* src, std::byte* dst, int64_t n) {
       break;
     case TensorType::kQ4_K:
       QuantizeQ4_K(src, dst, n);
+      break;
+    case TensorType::kQ5_K:
+      QuantizeQ5_K(src, dst, n);
       break;
     case TensorType::kQ6_K:
       QuantizeQ6_K(src, dst, n);

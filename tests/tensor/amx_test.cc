@@ -1,5 +1,5 @@
-// The AMX-INT8 packed-weight kernel (Q8_0, Q4_0, Q4_K, Q6_K) (tensor/matmul_amx_kernel.h). On any AVX-512
-// machine it runs on a software model of the tile unit (testing/amx_tile_model.h) that enforces the
+// The AMX-INT8 packed-weight kernel (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) (tensor/matmul_amx_kernel.h). On any
+// AVX-512 machine it runs on a software model of the tile unit (testing/amx_tile_model.h) that enforces the
 // architecture's configuration and shape rules; its results must equal the AVX-512 packed kernel's bit for
 // bit over odd sizes, partial row chunks and partial output groups. On a CPU with AMX the same cases also run
 // on the real tiles.
@@ -59,6 +59,7 @@ const AmxCase kCases[] = {
     {TensorType::kQ4_0, 96, 48, 16},  {TensorType::kQ4_0, 160, 70, 17}, {TensorType::kQ4_0, 544, 33, 40},
     {TensorType::kQ4_K, 256, 16, 1},  {TensorType::kQ4_K, 512, 70, 17}, {TensorType::kQ4_K, 768, 33, 40},
     {TensorType::kQ6_K, 256, 5, 3},   {TensorType::kQ6_K, 512, 70, 17}, {TensorType::kQ6_K, 768, 48, 33},
+    {TensorType::kQ5_K, 256, 16, 1},  {TensorType::kQ5_K, 512, 70, 17}, {TensorType::kQ5_K, 768, 33, 40},
 };
 
 // A packed weight matrix, activations quantized for it, and TileArgs over both.
@@ -155,7 +156,8 @@ void RunOnTileModelOneOutputOff(const TileArgs& a, int64_t begin, int64_t end) {
 
 TEST(AmxKernel, SelfCheckPassesForTheKernelAndCatchesAnError) {
   if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
+  for (TensorType type :
+       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     EXPECT_TRUE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModel)) << TensorTypeName(type);
     EXPECT_FALSE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModelOneOutputOff))
         << TensorTypeName(type);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/dequantize.h"
@@ -112,11 +113,12 @@ std::vector<MatMulCase> Cases() {
   for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
     for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
   }
-  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     for (int64_t in : {256, 768}) cases.push_back({t, in, outs[(in / 256) % 4], rows[(in / 256) % 4]});
   }
   cases.push_back({TensorType::kQ8_0, 96, 33, 40});
   cases.push_back({TensorType::kQ6_K, 256, 33, 40});
+  cases.push_back({TensorType::kQ5_K, 512, 33, 9});
   for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
     for (int64_t in : {32, 96, 544}) {
       for (int64_t out : {1, 8, 17, 33}) cases.push_back({t, in, out, 1 + (in / 32 + out) % 40, true});
@@ -126,7 +128,7 @@ std::vector<MatMulCase> Cases() {
     cases.push_back({t, 96, 40, 3, true});   // AVX2: 3 rows alone (both halves), then 4 + 3
     cases.push_back({t, 96, 24, 7, true});
   }
-  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     cases.push_back({t, 256, 1, 1, true});
     cases.push_back({t, 256, 21, 6, true});
     cases.push_back({t, 768, 40, 13, true});
@@ -294,20 +296,57 @@ TEST(MatMul, Q6_KExtremeSumsAreExactEverywhere) {
   }
 }
 
+// Q5_K at the bounds of the avx2 tile's 16-bit sums: quants of 31 against activation quants of +-127 make
+// pair sums of +-7874, four of which (+-31496) are summed before each widening (eight would overflow); quants
+// of 0 and mixed fifth bits in the other blocks.
+TEST(MatMul, Q5_KExtremeSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  std::vector<BlockQ5_K> blocks(kOut * (kIn / 256));
+  for (int64_t i = 0; i < static_cast<int64_t>(blocks.size()); ++i) {
+    BlockQ5_K& b = blocks[i];
+    b.d = 0x3c00;     // 1.0
+    b.dmin = 0x3800;  // 0.5
+    std::memset(b.scales, i % 3 == 1 ? 0x55 : 0xff, sizeof(b.scales));
+    const uint8_t fill = i % 3 == 2 ? 0x00 : 0xff;
+    std::memset(b.qs, fill, sizeof(b.qs));
+    for (int l = 0; l < 32; ++l) b.qh[l] = i % 3 == 1 ? static_cast<uint8_t>(0x5a ^ (l * 29)) : fill;
+  }
+  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
+    std::vector<float> x(rows * kIn);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < kIn; ++i) {  // +-127 / 64: quants of exactly +-127
+        const float sign = r % 3 == 0 ? -1.0f : r % 3 == 1 ? 1.0f : (i / 16 % 2 == 0 ? 1.0f : -1.0f);
+        x[r * kIn + i] = sign * 127.0f / 64.0f;
+      }
+    }
+    for (bool pack : {false, true}) {
+      WeightMatrix m{TensorType::kQ5_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
+      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
+      m.packed = packed.get();
+      ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
+    }
+  }
+}
+
 // Q4_K against activations so large that (min scale) * (activation scale) or float(sum) * (activation scale)
 // overflows (blocks of +-2^118 and 2^126, d = 2^112 and 2^120), with mins of up to 65504 * 63 and of 0, and
 // block sums of 0: the products are inf and NaN where the canonical order makes them so. The x86 tiles take
 // their min term as float(sum) * d times the min scale only where no such overflow can happen (SumDIsExact,
 // checked by every quantization task: with 35 rows only the last row, in the third task, has huge blocks).
-TEST(MatMul, Q4_KHugeActivationsMatchEverywhere) {
+// Q5_K shares the Q4_K tiles' min term: the same check with fifth bits.
+template <class Block>
+void ExpectHugeActivationsMatch(TensorType type) {
   constexpr int64_t kIn = 512, kOut = 40;
-  std::vector<BlockQ4_K> blocks(kOut * (kIn / 256));
+  std::vector<Block> blocks(kOut * (kIn / 256));
   for (int64_t i = 0; i < static_cast<int64_t>(blocks.size()); ++i) {
-    BlockQ4_K& b = blocks[i];
+    Block& b = blocks[i];
     b.d = 0x3c00;                           // 1.0
     b.dmin = i % 2 == 0 ? 0x7bff : 0x3c00;  // 65504 or 1.0
     for (int j = 0; j < 12; ++j) b.scales[j] = static_cast<uint8_t>((i + j) % 3 == 0 ? 0x00 : 0xff);
     for (int j = 0; j < 128; ++j) b.qs[j] = static_cast<uint8_t>(37 * (i + j) + 11);
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+      for (int j = 0; j < 32; ++j) b.qh[j] = static_cast<uint8_t>(53 * (i + j) + 7);
+    }
   }
   for (int64_t rows : {1, 2, 3, 4, 5, 8, 35}) {
     std::vector<float> x(rows * kIn);
@@ -322,12 +361,15 @@ TEST(MatMul, Q4_KHugeActivationsMatchEverywhere) {
                                      : sign * static_cast<float>(1 + i % 7);
       }
     }
-    WeightMatrix m{TensorType::kQ4_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
+    WeightMatrix m{type, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
     PackedWeightsPtr packed = PackWeights(m);
     m.packed = packed.get();
     ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
   }
 }
+
+TEST(MatMul, Q4_KHugeActivationsMatchEverywhere) { ExpectHugeActivationsMatch<BlockQ4_K>(TensorType::kQ4_K); }
+TEST(MatMul, Q5_KHugeActivationsMatchEverywhere) { ExpectHugeActivationsMatch<BlockQ5_K>(TensorType::kQ5_K); }
 
 TEST(MatMul, SharedInputMatchesSeparateCalls) {
   const int64_t in = 96, rows = 7;
@@ -354,9 +396,10 @@ TEST(MatMul, SharedInputMatchesSeparateCalls) {
 TEST(MatMul, PackedTogetherMatchesPackedAlone) {
   const int64_t rows = 5;
   TestWeights a(TensorType::kQ8_0, 64, 17, 61), b(TensorType::kF16, 64, 9, 62),
-      c(TensorType::kQ4_0, 96, 33, 63), d(TensorType::kQ4_K, 256, 20, 64), e(TensorType::kQ6_K, 256, 3, 65);
-  std::vector<WeightMatrix> ws = {a.matrix(), b.matrix(), c.matrix(), d.matrix(), e.matrix()};
-  const std::vector<const WeightMatrix*> list = {&ws[0], &ws[1], &ws[2], &ws[3], &ws[4]};
+      c(TensorType::kQ4_0, 96, 33, 63), d(TensorType::kQ4_K, 256, 20, 64), f(TensorType::kQ5_K, 512, 7, 66),
+      e(TensorType::kQ6_K, 256, 3, 65);
+  std::vector<WeightMatrix> ws = {a.matrix(), b.matrix(), c.matrix(), d.matrix(), f.matrix(), e.matrix()};
+  const std::vector<const WeightMatrix*> list = {&ws[0], &ws[1], &ws[2], &ws[3], &ws[4], &ws[5]};
   for (int threads : {1, 3}) {
     std::vector<PackedWeightsPtr> together = PackWeightsTogether(list, threads);
     ASSERT_EQ(together.size(), ws.size());
@@ -373,11 +416,11 @@ TEST(MatMul, PackedTogetherMatchesPackedAlone) {
                      "matrix " + std::to_string(i) + ", " + std::to_string(threads) + " threads");
     }
     together.erase(together.begin());  // the rest keep the shared buffer alive
-    WeightMatrix last = ws[4];
+    WeightMatrix last = ws[5];
     last.packed = together.back().get();
     const std::vector<float> x = TestActivations(rows, 256, 80);
-    const PackedWeightsPtr own = PackWeights(ws[4]);
-    WeightMatrix alone = ws[4];
+    const PackedWeightsPtr own = PackWeights(ws[5]);
+    WeightMatrix alone = ws[5];
     alone.packed = own.get();
     ExpectBitEqual(RunMatMul(last, x.data() + 1, rows, 2), RunMatMul(alone, x.data() + 1, rows, 2),
                    "after erase");

@@ -1,7 +1,7 @@
-// The portable packed-weight kernel (Q8_0, Q4_0, Q4_K, Q6_K: what NEON and other non-x86 CPUs run) on every
-// Highway target this machine has, against the scalar reference of the packed order, bit for bit: odd input
-// and output sizes (partial 16-output groups and 4-output slices), 1..N rows, quants of -128 and every nibble
-// value.
+// The portable packed-weight kernel (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: what NEON and other non-x86 CPUs run) on
+// every Highway target this machine has, against the scalar reference of the packed order, bit for bit: odd
+// input and output sizes (partial 16-output groups and 4-output slices), 1..N rows, quants of -128 and every
+// nibble value.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -48,7 +48,8 @@ TEST(PortablePackedKernel, EveryTargetMatchesTheScalarReferenceBitForBit) {
       {TensorType::kQ8_0, 32, 1, 1},   {TensorType::kQ8_0, 96, 17, 3},  {TensorType::kQ8_0, 160, 70, 9},
       {TensorType::kQ8_0, 544, 33, 2}, {TensorType::kQ4_0, 32, 5, 4},   {TensorType::kQ4_0, 96, 17, 1},
       {TensorType::kQ4_0, 160, 70, 9}, {TensorType::kQ4_0, 544, 50, 3}, {TensorType::kQ4_K, 256, 5, 4},
-      {TensorType::kQ4_K, 512, 33, 5}, {TensorType::kQ6_K, 256, 17, 1}, {TensorType::kQ6_K, 512, 20, 6}};
+      {TensorType::kQ4_K, 512, 33, 5}, {TensorType::kQ6_K, 256, 17, 1}, {TensorType::kQ6_K, 512, 20, 6},
+      {TensorType::kQ5_K, 256, 5, 4},  {TensorType::kQ5_K, 512, 33, 5}};
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const PortableCase& c : cases) {

@@ -56,6 +56,35 @@ TEST(Dequantize, HandBuiltQ4_K) {
   }
 }
 
+TEST(Dequantize, HandBuiltQ5_K) {
+  // Q4_K's d, dmin and scales above, then qh[32] and qs[128]: element 64c + l (l < 32) = low nibble of
+  // qs[32c + l] | bit 2c of qh[l] << 4, element 64c + 32 + l = its high nibble | bit 2c + 1 of qh[l] << 4.
+  std::vector<uint8_t> bytes = {0x00, 0x3c, 0x00, 0x38, 0x81, 0x82, 0x83, 0xc4,
+                                0x40, 0x41, 0x42, 0x83, 0x11, 0x22, 0x33, 0x8f};
+  for (int l = 0; l < 32; ++l) bytes.push_back(static_cast<uint8_t>(37 * l));
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 32; ++l) bytes.push_back(static_cast<uint8_t>((l % 16) | (((l + c) % 16) << 4)));
+  }
+  ASSERT_EQ(bytes.size(), 176u);
+  const int sc[8] = {1, 2, 3, 4, 33, 34, 35, 63};
+  const int m[8] = {0, 1, 2, 3, 17, 18, 19, 40};
+  const std::vector<float> y = Dequantize(TensorType::kQ5_K, bytes, 256);
+  int with_fifth_bit = 0;
+  for (int e = 0; e < 256; ++e) {
+    const int c = e / 64, within = e % 64;
+    const int sub = 2 * c + within / 32, l = within % 32;
+    const int nibble = within < 32 ? l % 16 : (l + c) % 16;
+    const int bit = ((37 * l) & 0xff) >> sub & 1;
+    with_fifth_bit += bit;
+    EXPECT_EQ(y[e], 1.0f * sc[sub] * (nibble + 16 * bit) - 0.5f * m[sub]) << e;
+  }
+  EXPECT_GT(with_fifth_bit, 64);
+  // By hand: element 1 = nibble 1 + 16 (qh[1] = 37, bit 0 set), sub-block 0 (sc 1, m 0); element 255 =
+  // nibble (31 + 3) % 16 = 2, qh[31] = 123 has bit 7 clear, sub-block 7 (sc 63, m 40): 126 - 20.
+  EXPECT_EQ(y[1], 17.0f);
+  EXPECT_EQ(y[255], 106.0f);
+}
+
 TEST(Dequantize, HandBuiltQ6_K) {
   BlockQ6_K block;
   std::memset(&block, 0, sizeof(block));
@@ -174,6 +203,30 @@ TEST(Quantize, Q4_KErrorBound) {
       }
     }
   }
+}
+
+TEST(Quantize, Q5_KErrorBound) {
+  const std::vector<float> x = RandomRow(1024, 6);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ5_K, x, &bytes);
+  int high_quants = 0;
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    BlockQ5_K block;
+    std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+    const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      DecodeQ4KScaleMin(block.scales, j, &sc, &m);
+      // As Q4_K's, over 31 steps.
+      const float bound = (0.5f * d * sc + 15.5f * d + 0.5f * dmin) * 1.01f;
+      for (int l = 0; l < 32; ++l) {
+        const size_t i = 256 * b + 32 * j + l;
+        EXPECT_LE(std::fabs(y[i] - x[i]), bound) << i;
+        high_quants += Q5KQuant(block, 32 * j + l) >= 16;
+      }
+    }
+  }
+  EXPECT_GT(high_quants, 100);  // the fifth bit is used
 }
 
 TEST(Quantize, Q6_KErrorBound) {
