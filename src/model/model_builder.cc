@@ -75,11 +75,39 @@ struct PlannedTensor {
   }
 };
 
-bool IsKQuant(TensorType type) { return type == TensorType::kQ4_K || type == TensorType::kQ6_K; }
+bool IsKQuant(TensorType type) {
+  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+}
+
+// A mix's base type (q4_k or q5_k), or kF32 for none.
+TensorType MixBaseType(KQuantMix mix) {
+  switch (mix) {
+    case KQuantMix::kQ4KM:
+    case KQuantMix::kQ4KS:
+      return TensorType::kQ4_K;
+    case KQuantMix::kQ5KM:
+    case KQuantMix::kQ5KS:
+      return TensorType::kQ5_K;
+    case KQuantMix::kNone:
+      break;
+  }
+  return TensorType::kF32;
+}
 
 // general.file_type, llama.cpp's LLAMA_FTYPE_MOSTLY_* numbering.
 int64_t FileTypeOf(const MakeModelOptions& o) {
-  if (o.q4_k_m) return 15;
+  switch (o.mix) {
+    case KQuantMix::kQ4KS:
+      return 14;
+    case KQuantMix::kQ4KM:
+      return 15;
+    case KQuantMix::kQ5KS:
+      return 16;
+    case KQuantMix::kQ5KM:
+      return 17;
+    case KQuantMix::kNone:
+      break;
+  }
   switch (o.type) {
     case TensorType::kF32:
       return 0;
@@ -93,6 +121,8 @@ int64_t FileTypeOf(const MakeModelOptions& o) {
       return 32;
     case TensorType::kQ4_K:
       return 14;  // "mostly Q4_K"
+    case TensorType::kQ5_K:
+      return 16;
     case TensorType::kQ6_K:
       return 18;
     default:
@@ -100,15 +130,20 @@ int64_t FileTypeOf(const MakeModelOptions& o) {
   }
 }
 
-// Which matrix a 2-D tensor is, for the Q4_K_M mix.
+// Which matrix a 2-D tensor is, for the K-quant mixes (kAttnV: attn_v, or phi3's fused attn_qkv).
 enum class Role { kPlain, kOutput, kAttnV, kFfnDown };
 
 TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64_t in) {
   TensorType type = o.type;
-  if (o.q4_k_m) {
-    const bool more_bits =
-        (role == Role::kAttnV || role == Role::kFfnDown) && UsesMoreBits(layer, o.shape.n_layer);
-    if (role == Role::kOutput || more_bits) type = TensorType::kQ6_K;
+  const int64_t n_layer = o.shape.n_layer;
+  const bool v_or_down = role == Role::kAttnV || role == Role::kFfnDown;
+  if (o.mix != KQuantMix::kNone && role == Role::kOutput) type = TensorType::kQ6_K;
+  if ((o.mix == KQuantMix::kQ4KM || o.mix == KQuantMix::kQ5KM) && v_or_down && UsesMoreBits(layer, n_layer)) {
+    type = TensorType::kQ6_K;
+  }
+  if (o.mix == KQuantMix::kQ4KS &&
+      ((role == Role::kAttnV && layer < 4) || (role == Role::kFfnDown && layer < n_layer / 8))) {
+    type = TensorType::kQ5_K;
   }
   if (IsKQuant(type) && in % GetTensorTypeTraits(type).block_elements != 0) type = TensorType::kQ8_0;
   return type;
@@ -302,7 +337,7 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
 
 }  // namespace
 
-std::string WeightTypeNames() { return "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m"; }
+std::string WeightTypeNames() { return "f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q4_k_s|q5_k_m|q5_k_s"; }
 
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {
   std::string lower = name;
@@ -311,8 +346,16 @@ Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {
   if (lower.empty() || ("|" + names + "|").find("|" + lower + "|") == std::string::npos) {
     return InvalidArgument("weight type '" + name + "' is not supported; use one of " + names);
   }
-  options.q4_k_m = lower == "q4_k_m";
-  LOCKSTEP_ASSIGN_OR_RETURN(options.type, ParseTensorType(options.q4_k_m ? "q4_k" : lower));
+  options.mix = lower == "q4_k_m"   ? KQuantMix::kQ4KM
+                : lower == "q4_k_s" ? KQuantMix::kQ4KS
+                : lower == "q5_k_m" ? KQuantMix::kQ5KM
+                : lower == "q5_k_s" ? KQuantMix::kQ5KS
+                                    : KQuantMix::kNone;
+  if (options.mix != KQuantMix::kNone) {
+    options.type = MixBaseType(options.mix);
+    return Status::Ok();
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(options.type, ParseTensorType(lower));
   return Status::Ok();
 }
 
@@ -376,8 +419,9 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
       s.n_head % s.n_head_kv != 0 || RopeDim(s) % 2 != 0 || RopeDim(s) > HeadDim(s)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent head counts");
   }
-  if (o.q4_k_m && o.type != TensorType::kQ4_K) {
-    return InvalidArgument("the q4_k_m mix needs type q4_k, not " + std::string(TensorTypeName(o.type)));
+  if (o.mix != KQuantMix::kNone && o.type != MixBaseType(o.mix)) {
+    return InvalidArgument("the K-quant mix needs type " + std::string(TensorTypeName(MixBaseType(o.mix))) +
+                           ", not " + std::string(TensorTypeName(o.type)));
   }
   // K-quant rows that do not fit their 256-element blocks fall back to q8_0, which must fit then.
   const TensorType checked = IsKQuant(o.type) ? TensorType::kQ8_0 : o.type;

@@ -73,25 +73,31 @@ struct ModelShape {
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 
+enum class KQuantMix { kNone, kQ4KM, kQ4KS, kQ5KM, kQ5KS };
+
 struct MakeModelOptions {
   ModelShape shape;
-  // Type of every 2-D tensor: f32, f16, bf16, q8_0, q4_0, q4_k or q6_k. K-quant tensors whose rows are not a
-  // multiple of 256 elements are written as q8_0 instead (llama.cpp's quantizer also falls back there).
+  // Type of every 2-D tensor: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k. K-quant tensors whose rows are
+  // not a multiple of 256 elements are written as q8_0 instead (llama.cpp's quantizer falls back there too,
+  // to q5_0 / q5_1 / q8_0 for q4_k / q5_k / q6_k).
   TensorType type = TensorType::kF32;
-  // llama.cpp's Q4_K_M mix (type must be q4_k): q6_k for the output matrix (token_embd when the embeddings
-  // are tied) and for attn_v and ffn_down of the layers UsesMoreBits picks, q4_k for the rest.
-  bool q4_k_m = false;
+  // One of llama.cpp's K-quant mixes (llama_tensor_get_type for a dense, non-Falcon model), made of `type`
+  // (q4_k for q4_k_m / q4_k_s, q5_k for q5_k_m / q5_k_s) except: q6_k for the output matrix (token_embd
+  // when the embeddings are tied) in every mix; q4_k_m and q5_k_m: q6_k for attn_v (and phi3's attn_qkv) and
+  // ffn_down of the layers UsesMoreBits picks; q4_k_s: q5_k for attn_v of the first 4 layers and ffn_down of
+  // the first eighth.
+  KQuantMix mix = KQuantMix::kNone;
   std::string vocab_from;  // GGUF file whose tokenizer.* metadata is copied; "" = built-in vocab
   uint64_t seed = 1;
 };
 
-// Weight types by their make-model names: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m (sets type and
-// q4_k_m). InvalidArgument naming the choices for any other name.
+// Weight types by their make-model names: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, and the mixes q4_k_m,
+// q4_k_s, q5_k_m, q5_k_s (set type and mix). InvalidArgument naming the choices for any other name.
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options);
-std::string WeightTypeNames();  // "f32|f16|...|q4_k_m"
+std::string WeightTypeNames();  // "f32|f16|...|q5_k_s"
 
-// Q4_K_M's rule for the layers whose attn_v and ffn_down get 6 bits: the first and last eighth of the
-// layers and every third one between them.
+// Q4_K_M's and Q5_K_M's rule for the layers whose attn_v and ffn_down get 6 bits: the first and last eighth
+// of the layers and every third one between them.
 bool UsesMoreBits(int64_t layer, int64_t n_layer);
 
 // The built-in vocabulary's tokenizer.* metadata (gpt2 model, 256 byte tokens -- or the 128 ASCII ones --, a
@@ -99,7 +105,7 @@ bool UsesMoreBits(int64_t layer, int64_t n_layer);
 std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary(bool ascii_only = false);
 
 // Writes the model to `path`. InvalidArgument for a type the shape cannot use (row length not a multiple of
-// the block size, for K-quants of the q8_0 fallback's), a q4_k_m mix without type q4_k, or an unreadable
+// the block size, for K-quants of the q8_0 fallback's), a mix without its base type, or an unreadable
 // vocab file.
 Status WriteRandomModel(const MakeModelOptions& options, const std::string& path);
 

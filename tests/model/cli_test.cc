@@ -144,6 +144,16 @@ TEST(MakeModelCli, Q4KMWritesTheMixAndGenerates) {
   EXPECT_EQ(RunLockstep("generate -m " + path + " --prompt-ids \"1 2 3\" -n 4 --ids --ignore-eos -t 2"), 0);
 }
 
+TEST(MakeModelCli, Q5KMWritesTheMixAndGenerates) {
+  const std::string path = ScratchDir("cli") + "/q5km.gguf";
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(LockstepBinary() + " make-model --shape tiny-256 --type q5_k_m -o " + path + " 2>&1", &out),
+      0);
+  EXPECT_NE(out.find("q5_K: 13, f32: 5, q6_K: 3"), std::string::npos) << out;
+  EXPECT_EQ(RunLockstep("generate -m " + path + " --prompt-ids \"1 2 3\" -n 4 --ids --ignore-eos -t 2"), 0);
+}
+
 TEST(Cli, BadInputExitsWithOne) {
   const std::string dir = ScratchDir("cli");
   { std::ofstream(dir + "/junk.gguf") << "not a gguf file at all"; }
@@ -153,7 +163,7 @@ TEST(Cli, BadInputExitsWithOne) {
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids \"1 999999\""), 1);
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids 1 --top-p 0"), 1);
   EXPECT_EQ(RunLockstep("make-model --shape nope -o " + dir + "/x.gguf"), 1);
-  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q5_K -o " + dir + "/x.gguf"), 1);
+  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q5_0 -o " + dir + "/x.gguf"), 1);
 }
 
 // LOCKSTEP_CPU forces a kernel level: every level this CPU runs gives the same tokens (and says which level

@@ -32,8 +32,8 @@ struct CrossCpuCase {
   const char* types;
 };
 constexpr CrossCpuCase kCases[] = {
-    {"tiny-256", "q8_0"},      {"tiny-256", "q4_0"},       {"tiny-256", "q4_k_m"},  {"tiny-256", "f16"},
-    {"tiny-qwen3moe", "q8_0"}, {"tiny-mixtral", "q4_k_m"}, {"tiny-mixtral", "bf16"}};
+    {"tiny-256", "q8_0"},      {"tiny-256", "q4_0"},       {"tiny-256", "q4_k_m"},   {"tiny-256", "f16"},
+    {"tiny-qwen3moe", "q8_0"}, {"tiny-mixtral", "q4_k_m"}, {"tiny-mixtral", "bf16"}, {"tiny-256", "q5_k_m"}};
 constexpr int kPromptTokens = 64, kChunk = 24, kDecodeSteps = 8;
 
 std::string GoldenPath() {

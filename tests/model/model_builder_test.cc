@@ -109,11 +109,17 @@ TEST(ModelBuilder, WeightTypeNames) {
   MakeModelOptions o;
   ASSERT_TRUE(SetWeightTypes("Q6_K", o).ok());
   EXPECT_EQ(o.type, TensorType::kQ6_K);
-  EXPECT_FALSE(o.q4_k_m);
+  EXPECT_EQ(o.mix, KQuantMix::kNone);
   ASSERT_TRUE(SetWeightTypes("q4_k_m", o).ok());
   EXPECT_EQ(o.type, TensorType::kQ4_K);
-  EXPECT_TRUE(o.q4_k_m);
-  for (const std::string bad : {"q5_k", "q8_K", "iq2_xxs", ""}) {  // readable types make-model cannot write
+  EXPECT_EQ(o.mix, KQuantMix::kQ4KM);
+  ASSERT_TRUE(SetWeightTypes("Q5_K_M", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ5_K);
+  EXPECT_EQ(o.mix, KQuantMix::kQ5KM);
+  ASSERT_TRUE(SetWeightTypes("q5_k", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ5_K);
+  EXPECT_EQ(o.mix, KQuantMix::kNone);
+  for (const std::string bad : {"q5_0", "q8_K", "iq2_xxs", ""}) {  // readable types make-model cannot write
     const Status s = SetWeightTypes(bad, o);
     EXPECT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.message().find("q4_k_m"), std::string::npos) << s.message();
@@ -152,6 +158,44 @@ TEST(ModelBuilder, Q4KMGivesSixBitsToTheOutputAndToSomeLayersVAndDown) {
   EXPECT_EQ(tied.file->FindTensor("token_embd.weight")->type, TensorType::kQ6_K);
 }
 
+// llama.cpp's llama_tensor_get_type for the other mixes (dense, non-Falcon): Q5_K_M as Q4_K_M on a q5_K
+// base; Q5_K_S only the output in q6_K; Q4_K_S q5_K for attn_v of the first 4 layers and ffn_down of the
+// first eighth.
+TEST(ModelBuilder, Q5KMQ5KSAndQ4KSMixes) {
+  const std::string dir = ScratchDir("builder");
+  MakeModelOptions o;
+  o.shape = *FindModelShape("tiny-256");
+  o.shape.n_layer = 16;
+  struct Expected {
+    const char* mix;
+    int64_t file_type;
+    TensorType base, v0, v2, v5, down0, down2, down5;
+  };
+  const TensorType k4 = TensorType::kQ4_K, k5 = TensorType::kQ5_K, k6 = TensorType::kQ6_K;
+  for (const Expected& e : {Expected{"q5_k_m", 17, k5, k6, k5, k5, k6, k5, k5},
+                            Expected{"q5_k_s", 16, k5, k5, k5, k5, k5, k5, k5},
+                            Expected{"q4_k_s", 14, k4, k5, k5, k4, k5, k4, k4},
+                            Expected{"q4_k_m", 15, k4, k6, k4, k4, k6, k4, k4}}) {
+    ASSERT_TRUE(SetWeightTypes(e.mix, o).ok());
+    const std::string path = dir + "/" + e.mix + ".gguf";
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    LoadedModel m = LoadModelOrDie(path);
+    auto type = [&](const std::string& name) { return m.file->FindTensor(name)->type; };
+    EXPECT_EQ(*m.file->GetInt("general.file_type"), e.file_type) << e.mix;
+    EXPECT_EQ(type("output.weight"), k6) << e.mix;
+    EXPECT_EQ(type("token_embd.weight"), e.base) << e.mix;
+    EXPECT_EQ(type("blk.0.attn_q.weight"), e.base) << e.mix;
+    EXPECT_EQ(type("blk.15.attn_output.weight"), e.base) << e.mix;
+    // Layers 0 and 1 are the first eighth, 4 is (4 - 2) % 3 == 2; 2, 3 and 5 are neither.
+    EXPECT_EQ(type("blk.0.attn_v.weight"), e.v0) << e.mix;
+    EXPECT_EQ(type("blk.2.attn_v.weight"), e.v2) << e.mix;
+    EXPECT_EQ(type("blk.5.attn_v.weight"), e.v5) << e.mix;
+    EXPECT_EQ(type("blk.0.ffn_down.weight"), e.down0) << e.mix;
+    EXPECT_EQ(type("blk.2.ffn_down.weight"), e.down2) << e.mix;
+    EXPECT_EQ(type("blk.5.ffn_down.weight"), e.down5) << e.mix;
+  }
+}
+
 TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackToQ8_0) {
   const std::string dir = ScratchDir("builder");
   MakeModelOptions o;
@@ -168,7 +212,7 @@ TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackToQ8_0) {
   EXPECT_NE(s.message().find("q8_0"), std::string::npos) << s.message();
   o.shape.n_ff = 96;
   o.type = TensorType::kQ8_0;
-  o.q4_k_m = true;  // the mix is made of q4_K
+  o.mix = KQuantMix::kQ4KM;  // the mix is made of q4_K
   EXPECT_FALSE(WriteRandomModel(o, dir + "/y.gguf").ok());
 }
 

@@ -22,7 +22,7 @@ class PackingTest : public ::testing::TestWithParam<TensorType> {};
 
 // K-quant rows need 256 elements (on "tiny" they would fall back to q8_0).
 std::string ModelFor(TensorType type) {
-  const bool k_quant = type == TensorType::kQ4_K || type == TensorType::kQ6_K;
+  const bool k_quant = type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
   return TinyModelPath(k_quant ? "tiny-256" : "tiny", type);
 }
 
@@ -73,7 +73,8 @@ TEST_P(PackingTest, PackThreadCountDoesNotChangeLogits) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackingTest,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kQ8_0,
-                                           TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K),
+                                           TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
+                                           TensorType::kQ6_K),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                            return std::string(TensorTypeName(info.param));
                          });

@@ -73,10 +73,12 @@ INSTANTIATE_TEST_SUITE_P(
                       ReferenceCase{"tiny-qwen2", "f16", 1e-5}, ReferenceCase{"tiny-qwen2", "bf16", 1e-5},
                       ReferenceCase{"tiny-qwen2", "q8_0", 1.5e-2},
                       ReferenceCase{"tiny-qwen2", "q4_0", 1.5e-2},
-                      // K-quants need rows of 256: tiny-256 (q4_k_m mixes q4_K and q6_K matrices). Its
+                      // K-quants need rows of 256: tiny-256 (q4_k_m mixes q4_K and q6_K matrices, q4_k_s q4_K
+                      // and q5_K, q5_k_m q5_K and q6_K). Its
                       // logits carry more activation-quantization error (q8_0 there: 2.2-2.8% seen).
                       ReferenceCase{"tiny-256", "q4_k", 4e-2}, ReferenceCase{"tiny-256", "q6_k", 4e-2},
-                      ReferenceCase{"tiny-256", "q4_k_m", 4e-2},
+                      ReferenceCase{"tiny-256", "q4_k_m", 4e-2}, ReferenceCase{"tiny-256", "q5_k", 4e-2},
+                      ReferenceCase{"tiny-256", "q5_k_m", 4e-2}, ReferenceCase{"tiny-256", "q4_k_s", 4e-2},
                       // One shape per architecture difference (model/architectures.h), 26 layers for
                       // Gemma 2: their errors grow more through the layers (f16 KV up to 1.1e-3, q8_0 /
                       // q4_0 activations 2.7-6.7% seen).
