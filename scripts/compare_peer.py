@@ -15,6 +15,13 @@ applies sliding windows to phi3 files only.
 It builds nothing and downloads nothing: it takes the paths of the peer's llama-server and of a lockstep
 build directory.
 
+Quantized weights: `--type q5_k_m` (any make-model type) has lockstep's quantizer write the file both sides
+read (the golden is then <shape>-<type>.json and, being reproducible, may be committed); `--llama-quantize
+.../llama-quantize --llama-quantize-type Q5_K_M` has make-model write --type (f32 or f16) and llama.cpp's
+quantizer convert it, and both sides read that file (the golden names it by path: for checking now, not for
+committing). Their activations are quantized differently (lockstep: 32-element blocks with power-of-two
+scales; llama.cpp: Q8_K, 256 elements with max/127 scales), so `--tolerance` states the allowed difference.
+
   scripts/compare_peer.py --peer /work/peers/llama.cpp/build/bin/llama-server --shapes tiny-gemma2,tiny-phi3
   scripts/compare_peer.py --peer .../llama-server --shapes all-llama.cpp --update   # rewrite the goldens
 """
@@ -52,6 +59,9 @@ SHAPES = {
     # input instead of the residual after its experts (build_llama.cpp passes the normed tensor to
     # llm_build_moe_ffn with add_input).
     "tiny-mixtral": ("llama.cpp", False),
+    # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
+    # all-llama.cpp.
+    "tiny-256": (None, False),
 }
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
 GREEDY_TOKENS = 64
@@ -190,7 +200,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peer-flags", default="", help="extra llama-server flags (e.g. '-fa off')")
     ap.add_argument("--update", action="store_true", help="write the goldens into tests/model/testdata/peer")
+    ap.add_argument("--llama-quantize", help="llama.cpp's llama-quantize: convert the make-model file with it")
+    ap.add_argument("--llama-quantize-type", default="Q5_K_M", help="llama-quantize's type argument")
+    ap.add_argument("--tolerance", type=float, help="largest |log-prob diff| allowed (quantized weights)")
     args = ap.parse_args()
+    if args.llama_quantize and args.update:
+        sys.exit("--update with --llama-quantize: the test could not write that file again")
     peer_name = args.peer_name or ("ik_llama.cpp" if "ik_llama" in args.peer else "llama.cpp")
     shapes = args.shapes.split(",")
     if len(shapes) == 1 and shapes[0].startswith("all-"):
@@ -209,6 +224,12 @@ def main():
         model = os.path.join(work, f"{shape}.gguf")
         subprocess.run([lockstep, "make-model", "--shape", shape, "--type", args.type, "--seed", str(args.seed),
                         "-o", model], check=True, capture_output=True)
+        if args.llama_quantize:
+            quantized = os.path.join(work, f"{shape}.{args.llama_quantize_type}.gguf")
+            with open(os.path.join(work, f"{shape}.quantize.log"), "w") as qlog:
+                subprocess.run([args.llama_quantize, model, quantized, args.llama_quantize_type], check=True,
+                               stdout=qlog, stderr=subprocess.STDOUT)
+            model = quantized
         info = model_info(lockstep, model)
         vocab, n_ctx = int(info["n_vocab"]), int(info["context_length"])
         peer_model = model
@@ -230,7 +251,13 @@ def main():
                   "kv": kv,
                   "shape": shape, "type": args.type, "seed": args.seed,
                   "via_phi3_twin": SHAPES[shape][1], "greedy_excludes": banned + [vocab - 1], "cases": cases}
-        path = os.path.join(golden_dir, f"{shape}.json")
+        name = shape if args.type == "f32" else f"{shape}-{args.type}"
+        if args.llama_quantize:
+            golden["model_file"] = model
+            name = f"{shape}-{args.llama_quantize_type.lower()}-llama-quantize"
+        if args.tolerance is not None:
+            golden["tolerance"] = args.tolerance
+        path = os.path.join(golden_dir, f"{name}.json")
         with open(path, "w") as f:
             json.dump(golden, f, separators=(",", ":"))
             f.write("\n")

@@ -1,8 +1,9 @@
 // lockstep against an independent implementation: the outputs of llama.cpp (c392e50) or ik_llama.cpp on
 // random-weight make-model files, recorded by scripts/compare_peer.py in tests/model/testdata/peer/*.json
 // (LOCKSTEP_PEER_GOLDEN_DIR overrides the folder: the script points it at what it just recorded). Each file
-// names a shape, weight type and seed; the test writes the same model again (make-model is deterministic),
-// runs every prompt as one prefill with f32 KV and checks
+// names a shape, weight type and seed; the test writes the same model again (make-model is deterministic; a
+// file quantized by llama.cpp's llama-quantize is named by its path, "model_file", instead), runs every
+// prompt as one prefill with f32 KV and checks
 //   - the last position's log-softmax against the peer's, to the architecture's tolerance below;
 //   - 64 greedy tokens (prefill, then one decode row per step) equal to the peer's, greedy over the tokens
 //     the file does not exclude (EOS: the peer runs with ignore_eos).
@@ -83,19 +84,23 @@ TEST_P(PeerGoldenTest, LogitsAndGreedyTokensMatchThePeer) {
   std::ifstream in(GoldenDir() + "/" + GetParam() + ".json");
   ASSERT_TRUE(in) << "cannot read the golden file of " << GetParam();
   const nlohmann::json golden = nlohmann::json::parse(in);
-  MakeModelOptions options;
-  auto shape = FindModelShape(golden.at("shape").get<std::string>());
-  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
-  options.shape = *shape;
-  ASSERT_TRUE(SetWeightTypes(golden.at("type").get<std::string>(), options).ok());
-  options.seed = golden.at("seed").get<uint64_t>();
-  const std::string path = ScratchDir("peer") + "/model.gguf";
-  ASSERT_TRUE(WriteRandomModel(options, path).ok());
+  std::string path = golden.value("model_file", "");
+  if (path.empty()) {
+    MakeModelOptions options;
+    auto shape = FindModelShape(golden.at("shape").get<std::string>());
+    ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+    options.shape = *shape;
+    ASSERT_TRUE(SetWeightTypes(golden.at("type").get<std::string>(), options).ok());
+    options.seed = golden.at("seed").get<uint64_t>();
+    path = ScratchDir("peer") + "/model.gguf";
+    ASSERT_TRUE(WriteRandomModel(options, path).ok());
+  }
   LoadedModel m = LoadModelOrDie(path);
   ASSERT_NE(m.model, nullptr);
   Model& model = *m.model;
   const int64_t vocab = model.config().n_vocab;
-  const double tolerance = Tolerance(GetParam());
+  // Quantized weights state their own (the two sides quantize activations differently).
+  const double tolerance = golden.value("tolerance", Tolerance(GetParam()));
   // The peer's KV type (ik_llama.cpp keeps f16 only): lockstep stores the same, rounded alike.
   const KvDtype kv_dtype = golden.value("kv", "f32") == "f16" ? KvDtype::kF16 : KvDtype::kF32;
   std::vector<bool> excluded(size_t(vocab), false);
@@ -142,10 +147,17 @@ TEST_P(PeerGoldenTest, LogitsAndGreedyTokensMatchThePeer) {
       greedy.push_back(next);
       if (i + 1 < peer.greedy.size()) next = step({next}, prompt_len + int32_t(i));
     }
-    EXPECT_EQ(greedy, peer.greedy) << GetParam() << " case " << index;
+    // Quantized weights (a stated tolerance): the two sides' activation quantizations differ by about 2e-2
+    // in log-probabilities, more than the top-2 margins of tiny random models, so greedy paths part early;
+    // how many tokens agree is reported, not checked.
+    if (!golden.contains("tolerance")) EXPECT_EQ(greedy, peer.greedy) << GetParam() << " case " << index;
+    size_t agree = 0;
+    while (agree < greedy.size() && greedy[agree] == peer.greedy[agree]) ++agree;
+    const std::string agreement = greedy == peer.greedy ? "equal"
+                                                        : "DIFFERENT from token " + std::to_string(agree) +
+                                                              " of " + std::to_string(greedy.size());
     std::printf("[ peer     ] %s case %d: prompt %d, max |log-prob diff| %.3g (tolerance %.0e), greedy %s\n",
-                GetParam().c_str(), index, prompt_len, max_diff, tolerance,
-                greedy == peer.greedy ? "equal" : "DIFFERENT");
+                GetParam().c_str(), index, prompt_len, max_diff, tolerance, agreement.c_str());
     ++index;
   }
   EXPECT_GE(index, 3);
@@ -163,8 +175,9 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PeerGoldenTest);
 TEST(PeerGolden, EveryArchitectureIsChecked) {
   if (std::getenv("LOCKSTEP_PEER_GOLDEN_DIR") != nullptr) GTEST_SKIP() << "a chosen golden folder";
   std::set<std::string> covered;
-  for (const std::string& shape : GoldenShapes()) {
-    auto s = FindModelShape(shape);
+  for (const std::string& name : GoldenShapes()) {
+    std::ifstream in(GoldenDir() + "/" + name + ".json");
+    auto s = FindModelShape(nlohmann::json::parse(in).at("shape").get<std::string>());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     covered.insert(s->architecture);
   }
