@@ -134,24 +134,18 @@ TEST(InfoCli, ShowsArchitectureAndTypes) {
   EXPECT_NE(out.find("gpt2"), std::string::npos) << out;
 }
 
-TEST(MakeModelCli, Q4KMWritesTheMixAndGenerates) {
-  const std::string path = ScratchDir("cli") + "/q4km.gguf";
-  std::string out;
-  ASSERT_EQ(
-      RunCommand(LockstepBinary() + " make-model --shape tiny-256 --type q4_k_m -o " + path + " 2>&1", &out),
-      0);
-  EXPECT_NE(out.find("q4_K: 13, f32: 5, q6_K: 3"), std::string::npos) << out;
-  EXPECT_EQ(RunLockstep("generate -m " + path + " --prompt-ids \"1 2 3\" -n 4 --ids --ignore-eos -t 2"), 0);
-}
-
-TEST(MakeModelCli, Q5KMWritesTheMixAndGenerates) {
-  const std::string path = ScratchDir("cli") + "/q5km.gguf";
-  std::string out;
-  ASSERT_EQ(
-      RunCommand(LockstepBinary() + " make-model --shape tiny-256 --type q5_k_m -o " + path + " 2>&1", &out),
-      0);
-  EXPECT_NE(out.find("q5_K: 13, f32: 5, q6_K: 3"), std::string::npos) << out;
-  EXPECT_EQ(RunLockstep("generate -m " + path + " --prompt-ids \"1 2 3\" -n 4 --ids --ignore-eos -t 2"), 0);
+TEST(MakeModelCli, KQuantMixesWriteAndGenerate) {
+  for (const auto& [mix, tensors] :
+       {std::pair{"q4_k_m", "q4_K: 13, f32: 5, q6_K: 3"}, std::pair{"q5_k_m", "q5_K: 13, f32: 5, q6_K: 3"}}) {
+    const std::string path = ScratchDir("cli") + "/" + mix + ".gguf";
+    std::string out;
+    ASSERT_EQ(
+        RunCommand(LockstepBinary() + " make-model --shape tiny-256 --type " + mix + " -o " + path + " 2>&1",
+                   &out),
+        0);
+    EXPECT_NE(out.find(tensors), std::string::npos) << out;
+    EXPECT_EQ(RunLockstep("generate -m " + path + " --prompt-ids \"1 2 3\" -n 4 --ids --ignore-eos -t 2"), 0);
+  }
 }
 
 TEST(Cli, BadInputExitsWithOne) {

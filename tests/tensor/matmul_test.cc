@@ -265,6 +265,27 @@ TEST(MatMul, Q4_0ExtremeNibbleSumsAreExactEverywhere) {
   }
 }
 
+// K-quant weights `blocks` ([out][in]) against activations of exactly +-127 / 64 (quants of +-127): every
+// element negative (rows r % 3 == 0), positive (1) or alternating every 16 elements (2), for 1-8 rows, at
+// every level, unpacked and packed.
+void ExpectExtremeActivationsMatch(TensorType type, const std::byte* blocks, int64_t in, int64_t out) {
+  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
+    std::vector<float> x(rows * in);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < in; ++i) {
+        const float sign = r % 3 == 0 ? -1.0f : r % 3 == 1 ? 1.0f : (i / 16 % 2 == 0 ? 1.0f : -1.0f);
+        x[r * in + i] = sign * 127.0f / 64.0f;
+      }
+    }
+    for (bool pack : {false, true}) {
+      WeightMatrix m{type, in, out, blocks};
+      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
+      m.packed = packed.get();
+      ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
+    }
+  }
+}
+
 // Q6_K at the bounds of the avx2 tile's 16-bit arithmetic: quants of 63 against activation quants of +-127
 // make two pair sums of +-32004, the half sums reach +-2032 and the scales -128 and 127 (the offset term's
 // 16-bit factors 32 * scale reach -4096); quants of 0 give the other end of the offset.
@@ -279,21 +300,8 @@ TEST(MatMul, Q6_KExtremeSumsAreExactEverywhere) {
     for (int s = 0; s < 16; ++s) b.scales[s] = static_cast<int8_t>((s + i) % 2 == 0 ? -128 : 127);
     b.d = 0x3c00;  // 1.0
   }
-  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
-    std::vector<float> x(rows * kIn);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t i = 0; i < kIn; ++i) {  // +-127 / 64: quants of exactly +-127
-        const float sign = r % 3 == 0 ? -1.0f : r % 3 == 1 ? 1.0f : (i / 16 % 2 == 0 ? 1.0f : -1.0f);
-        x[r * kIn + i] = sign * 127.0f / 64.0f;
-      }
-    }
-    for (bool pack : {false, true}) {
-      WeightMatrix m{TensorType::kQ6_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
-      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
-      m.packed = packed.get();
-      ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
-    }
-  }
+  ExpectExtremeActivationsMatch(TensorType::kQ6_K, reinterpret_cast<const std::byte*>(blocks.data()), kIn,
+                                kOut);
 }
 
 // Q5_K at the bounds of the avx2 tile's 16-bit sums: quants of 31 against activation quants of +-127 make
@@ -311,21 +319,8 @@ TEST(MatMul, Q5_KExtremeSumsAreExactEverywhere) {
     std::memset(b.qs, fill, sizeof(b.qs));
     for (int l = 0; l < 32; ++l) b.qh[l] = i % 3 == 1 ? static_cast<uint8_t>(0x5a ^ (l * 29)) : fill;
   }
-  for (int64_t rows : {1, 2, 3, 4, 5, 8}) {
-    std::vector<float> x(rows * kIn);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t i = 0; i < kIn; ++i) {  // +-127 / 64: quants of exactly +-127
-        const float sign = r % 3 == 0 ? -1.0f : r % 3 == 1 ? 1.0f : (i / 16 % 2 == 0 ? 1.0f : -1.0f);
-        x[r * kIn + i] = sign * 127.0f / 64.0f;
-      }
-    }
-    for (bool pack : {false, true}) {
-      WeightMatrix m{TensorType::kQ5_K, kIn, kOut, reinterpret_cast<const std::byte*>(blocks.data())};
-      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
-      m.packed = packed.get();
-      ExpectEveryLevelMatchesReference(m, x.data(), rows, " rows=" + std::to_string(rows));
-    }
-  }
+  ExpectExtremeActivationsMatch(TensorType::kQ5_K, reinterpret_cast<const std::byte*>(blocks.data()), kIn,
+                                kOut);
 }
 
 // Q4_K against activations so large that (min scale) * (activation scale) or float(sum) * (activation scale)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/dequantize.h"
@@ -183,50 +184,37 @@ TEST(Quantize, Q4_0ErrorAtMostOneStep) {
   }
 }
 
-TEST(Quantize, Q4_KErrorBound) {
-  const std::vector<float> x = RandomRow(1024, 4);
+// Q4_K / Q5_K (quants 0..max_q): the error is at most half the sub-block step, plus what rounding the 6-bit
+// scale (d/2 per step, max_q steps) and min (dmin/2) can push out of the representable range. Returns how
+// many quants are above 15 (Q5_K: the fifth bit in use).
+template <class Block>
+int ExpectScaleMinErrorBound(TensorType type, int max_q, uint32_t seed) {
+  const std::vector<float> x = RandomRow(1024, seed);
   std::vector<uint8_t> bytes;
-  const std::vector<float> y = RoundTrip(TensorType::kQ4_K, x, &bytes);
-  for (size_t b = 0; b < x.size() / 256; ++b) {
-    BlockQ4_K block;
-    std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
-    const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      DecodeQ4KScaleMin(block.scales, j, &sc, &m);
-      // Half the sub-block step, plus what rounding the 6-bit scale (d/2 per step, 15 steps) and min (dmin/2)
-      // can push out of the representable range.
-      const float bound = (0.5f * d * sc + 7.5f * d + 0.5f * dmin) * 1.01f;
-      for (int l = 0; l < 32; ++l) {
-        const size_t i = 256 * b + 32 * j + l;
-        EXPECT_LE(std::fabs(y[i] - x[i]), bound) << i;
-      }
-    }
-  }
-}
-
-TEST(Quantize, Q5_KErrorBound) {
-  const std::vector<float> x = RandomRow(1024, 6);
-  std::vector<uint8_t> bytes;
-  const std::vector<float> y = RoundTrip(TensorType::kQ5_K, x, &bytes);
+  const std::vector<float> y = RoundTrip(type, x, &bytes);
   int high_quants = 0;
   for (size_t b = 0; b < x.size() / 256; ++b) {
-    BlockQ5_K block;
+    Block block;
     std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
     const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, m;
       DecodeQ4KScaleMin(block.scales, j, &sc, &m);
-      // As Q4_K's, over 31 steps.
-      const float bound = (0.5f * d * sc + 15.5f * d + 0.5f * dmin) * 1.01f;
+      const float bound = (0.5f * d * sc + 0.5f * max_q * d + 0.5f * dmin) * 1.01f;
       for (int l = 0; l < 32; ++l) {
         const size_t i = 256 * b + 32 * j + l;
-        EXPECT_LE(std::fabs(y[i] - x[i]), bound) << i;
-        high_quants += Q5KQuant(block, 32 * j + l) >= 16;
+        EXPECT_LE(std::fabs(y[i] - x[i]), bound) << TensorTypeName(type) << " " << i;
+        if constexpr (std::is_same_v<Block, BlockQ5_K>) high_quants += Q5KQuant(block, 32 * j + l) >= 16;
       }
     }
   }
-  EXPECT_GT(high_quants, 100);  // the fifth bit is used
+  return high_quants;
+}
+
+TEST(Quantize, Q4_KErrorBound) { ExpectScaleMinErrorBound<BlockQ4_K>(TensorType::kQ4_K, 15, 4); }
+
+TEST(Quantize, Q5_KErrorBound) {
+  EXPECT_GT(ExpectScaleMinErrorBound<BlockQ5_K>(TensorType::kQ5_K, 31, 6), 100);  // the fifth bit is used
 }
 
 TEST(Quantize, Q6_KErrorBound) {
