@@ -208,6 +208,8 @@ inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return PackedTileTyped<TensorType::kQ4_0>(a, o_begin, o_end);
     case TensorType::kQ4_K:
       return KQuantPackedTile<TensorType::kQ4_K>(a, o_begin, o_end);
+    case TensorType::kQ5_K:
+      return KQuantPackedTile<TensorType::kQ5_K>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return KQuantPackedTile<TensorType::kQ6_K>(a, o_begin, o_end);
     default:
