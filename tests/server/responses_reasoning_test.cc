@@ -141,7 +141,8 @@ TEST_F(ResponsesReasoningTest, TemplateFieldsPassThrough) {
   body["reasoning_format"] = "none";
   const HttpResponse r = Post(port(), "/v1/responses", body);
   ASSERT_EQ(r.status, 200) << r.body;
-  for (const nlohmann::json& item : r.Json()["output"]) EXPECT_NE(item["type"], "reasoning") << r.body;
+  const nlohmann::json output = r.Json()["output"];  // a copy: the loop must not outlive a temporary
+  for (const nlohmann::json& item : output) EXPECT_NE(item["type"], "reasoning") << r.body;
 }
 
 // A reasoning item sent back (as agents send a turn's output items) becomes the next assistant message's
