@@ -9,25 +9,21 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "gguf/gguf_file.h"
 #include "grammar/byte_dfa.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_to_gbnf.h"
 #include "grammar/token_masker.h"
 #include "grammar_corpus.h"
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::grammar {
 namespace {
 
 std::shared_ptr<const TokenVocab> StarCoderVocab() {
-  auto file = GgufFile::Open(lockstep::testing::TestDataPath("vocab/ggml-vocab-starcoder.gguf"));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return nullptr;
-  auto tokenizer = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
-  return tokenizer.ok() ? TokenVocab::FromTokenizer(**tokenizer) : nullptr;
+  auto tokenizer = lockstep::testing::TestVocabTokenizer("starcoder");
+  return tokenizer != nullptr ? TokenVocab::FromTokenizer(*tokenizer) : nullptr;
 }
 
 std::shared_ptr<const CompiledGrammar> FromRegex(const std::string& pattern) {

@@ -8,10 +8,10 @@
 
 #include <random>
 
-#include "gguf/gguf_file.h"
 #include "grammar/json_schema.h"
 #include "grammar_corpus.h"
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::grammar {
@@ -110,12 +110,8 @@ TEST(TokenMasker, EndOfGenerationOnlyWhenComplete) {
 }
 
 std::shared_ptr<const TokenVocab> LoadVocab(const std::string& name) {
-  auto file = GgufFile::Open(lockstep::testing::TestDataPath("vocab/ggml-vocab-" + name + ".gguf"));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return nullptr;
-  auto tokenizer = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
-  return tokenizer.ok() ? TokenVocab::FromTokenizer(**tokenizer) : nullptr;
+  auto tokenizer = lockstep::testing::TestVocabTokenizer(name);
+  return tokenizer != nullptr ? TokenVocab::FromTokenizer(*tokenizer) : nullptr;
 }
 
 TEST(TokenMasker, MatchesBruteForceOnRealVocabularies) {

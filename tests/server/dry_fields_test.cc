@@ -10,23 +10,15 @@
 #include <vector>
 
 #include "engine/dry_penalty.h"
-#include "gguf/gguf_file.h"
 #include "server/sampler_fields.h"
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
 namespace {
 
-std::shared_ptr<const Tokenizer> DryGpt2() {
-  auto file = GgufFile::Open(lockstep::testing::TestDataPath("vocab/ggml-vocab-gpt-2.gguf"));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return nullptr;
-  auto tokenizer = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
-  if (!tokenizer.ok()) return nullptr;
-  return std::shared_ptr<const Tokenizer>(std::move(*tokenizer));
-}
+std::shared_ptr<const Tokenizer> DryGpt2() { return lockstep::testing::TestVocabTokenizer("gpt-2"); }
 
 std::vector<int32_t> DryEncode(const Tokenizer& t, const std::string& text) {
   auto ids = t.Encode(text, /*add_bos=*/false, /*parse_special=*/false);

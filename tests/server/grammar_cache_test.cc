@@ -7,23 +7,15 @@
 
 #include <string>
 
-#include "gguf/gguf_file.h"
 #include "grammar/grammar_matcher.h"
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
 namespace {
 
-std::shared_ptr<const Tokenizer> StarCoder() {
-  auto file = GgufFile::Open(lockstep::testing::TestDataPath("vocab/ggml-vocab-starcoder.gguf"));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return nullptr;
-  auto tokenizer = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
-  if (!tokenizer.ok()) return nullptr;
-  return std::shared_ptr<const Tokenizer>(std::move(*tokenizer));
-}
+std::shared_ptr<const Tokenizer> StarCoder() { return lockstep::testing::TestVocabTokenizer("starcoder"); }
 
 // Grammars of one shape (so of equal estimated size), told apart by their last character.
 std::string Literal(char last) { return "root ::= [a-z]{1,40} \"" + std::string(1, last) + "\""; }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::testing {
@@ -21,15 +22,13 @@ TEST(PeerTokenize, MatchesLlamaTokenizeAroundSpecialTokens) {
   int vocabs = 0;
   for (const auto& [name, cases] : golden.at("vocabs").items()) {
     SCOPED_TRACE(name);
-    auto file = GgufFile::Open(TestDataPath("vocab/ggml-vocab-" + name + ".gguf"));
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    auto tokenizer = Tokenizer::FromGguf(**file);
-    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
+    std::shared_ptr<const Tokenizer> tokenizer = TestVocabTokenizer(name);
+    ASSERT_NE(tokenizer, nullptr);
     int differences = 0;
     for (const nlohmann::json& c : cases) {
       const std::string text = c.at("text").get<std::string>();
       for (const char* mode : {"special", "plain"}) {
-        auto ids = (*tokenizer)->Encode(text, /*add_bos=*/false, /*parse_special=*/mode[0] == 's');
+        auto ids = tokenizer->Encode(text, /*add_bos=*/false, /*parse_special=*/mode[0] == 's');
         ASSERT_TRUE(ids.ok()) << ids.status().ToString();
         if (*ids != c.at(mode).get<std::vector<int32_t>>()) {
           ADD_FAILURE() << mode << " " << nlohmann::json(text).dump();

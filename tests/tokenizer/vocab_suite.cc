@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 
 namespace lockstep::testing {
 namespace {
@@ -35,7 +36,7 @@ const std::vector<std::string>& AllVocabNames() {
   return names;
 }
 
-std::string VocabPath(const std::string& name) { return TestDataPath("vocab/ggml-vocab-" + name + ".gguf"); }
+std::string VocabPath(const std::string& name) { return TestVocabPath(name); }
 
 const Result<std::unique_ptr<Tokenizer>>& LoadSuiteTokenizer(const std::string& name) {
   static std::map<std::string, Result<std::unique_ptr<Tokenizer>>> cache;
