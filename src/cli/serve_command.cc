@@ -35,7 +35,37 @@ struct ServeFlags {
   std::string chat_template_kwargs;  // JSON object text; "" = none
   int reasoning_budget = -1;         // llama.cpp's: -1 unrestricted, 0 no thinking (enable_thinking false)
   std::vector<LoraFlag> lora;
+  std::vector<std::string> dry_sequence_breakers;  // --dry-sequence-breaker (repeated); empty = llama.cpp's
 };
+
+// Sampling defaults for the fields requests leave out, under llama-server's flag names (server/
+// sampling_defaults.h checks the values).
+void AddSamplingDefaultFlags(CLI::App& cmd, ServeFlags& flags) {
+  server::SamplingDefaults& d = flags.options.sampling_defaults;
+  // One group heading says what every flag of it does: a default for requests that leave the field out.
+  const std::string group =
+      "Sampling defaults (for requests that leave the field out; default: the route's own)";
+  cmd.add_option("--temperature,--temp", d.temperature, "Sampling temperature")->group(group);
+  cmd.add_option("--top-k", d.top_k, "Top-k (0 = off)")->group(group);
+  cmd.add_option("--top-p", d.top_p, "Top-p (1 = off)")->group(group);
+  cmd.add_option("--min-p", d.min_p, "Min-p (0 = off)")->group(group);
+  cmd.add_option("--repeat-penalty", d.repetition_penalty, "Repetition penalty (1 = off)")->group(group);
+  cmd.add_option("--repeat-last-n", d.penalty_last_n, "Tokens the penalties look back (-1 = all)")
+      ->group(group);
+  cmd.add_option("--presence-penalty", d.presence_penalty, "Presence penalty")->group(group);
+  cmd.add_option("--frequency-penalty", d.frequency_penalty, "Frequency penalty")->group(group);
+  cmd.add_option("--dry-multiplier", d.dry_multiplier, "DRY multiplier (0 = off)")->group(group);
+  cmd.add_option("--dry-base", d.dry_base, "DRY base (1.75)")->group(group);
+  cmd.add_option("--dry-allowed-length", d.dry_allowed_length, "DRY: repeats this long are free (2)")
+      ->group(group);
+  cmd.add_option("--dry-penalty-last-n", d.dry_penalty_last_n,
+                 "DRY: tokens scanned (-1 = the context, 0 = off)")
+      ->group(group);
+  cmd.add_option("--dry-sequence-breaker", flags.dry_sequence_breakers,
+                 "DRY sequence breaker for requests that name none, repeated for several; replaces the "
+                 "defaults (\\n : \" *); 'none' for none")
+      ->group(group);
+}
 
 // --chat-template-kwargs and --reasoning-budget: the variables every chat template rendering sees.
 nlohmann::ordered_json TemplateKwargsOrDie(const ServeFlags& flags) {
@@ -74,6 +104,8 @@ void RunServe(ServeFlags& flags) {
                                               : Pooling::kNone;
   options.chat_template_kwargs = TemplateKwargsOrDie(flags);
   options.reasoning_format = *chat::ParseReasoningFormat(flags.reasoning_format);
+  options.sampling_defaults =
+      ValueOrDie(server::SamplingDefaults::FromFlags(options.sampling_defaults, flags.dry_sequence_breakers));
   options.split_questions = QuestionSplitterForServer();
   for (const LoraFlag& adapter : flags.lora) options.lora.push_back({adapter.path, adapter.scale});
   // The server listens first and loads the model after (so /health answers meanwhile): a --chat-template that
@@ -184,6 +216,7 @@ void RegisterServeCommand(CLI::App& app) {
                   "-1: the model may think; 0: no thinking (enable_thinking false for the template)")
       ->check(CLI::IsMember({-1, 0}))
       ->capture_default_str();
+  AddSamplingDefaultFlags(*cmd, *flags);
   AddEngineFlags(*cmd, flags->engine);
   AddDraftFlags(*cmd, flags->engine.draft_max, &flags->engine.draft_max_seqs);
   AddLoraFlags(*cmd, flags->lora);

@@ -16,6 +16,7 @@
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
 #include "server/lora_adapters.h"
+#include "server/sampling_defaults.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
@@ -46,6 +47,9 @@ struct ApiContext {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
   std::shared_ptr<LoraScales> lora;  // LoRA adapters and their global scales (thread-safe)
+  // What requests get for the sampling fields they leave out (serve --temp, --top-k, --dry-* ...), prepared
+  // for the tokenizer.
+  SamplingDefaults sampling_defaults;
 };
 
 // Tokenizes a prompt: special-token text is parsed, BOS added as the vocabulary says (never doubled when the

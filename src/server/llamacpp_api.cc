@@ -59,8 +59,10 @@ void ReadSampling(FieldReader& f, LlamaCppRequest& req) {
   s.repetition_penalty = static_cast<float>(
       f.Number("repeat_penalty", 0, 10, /*lo_exclusive=*/true).value_or(s.repetition_penalty));
   s.penalty_last_n = static_cast<int32_t>(f.Int("repeat_last_n", -1, INT32_MAX).value_or(s.penalty_last_n));
-  s.presence_penalty = static_cast<float>(f.Number("presence_penalty", -100, 100).value_or(0.0));
-  s.frequency_penalty = static_cast<float>(f.Number("frequency_penalty", -100, 100).value_or(0.0));
+  s.presence_penalty =
+      static_cast<float>(f.Number("presence_penalty", -100, 100).value_or(s.presence_penalty));
+  s.frequency_penalty =
+      static_cast<float>(f.Number("frequency_penalty", -100, 100).value_or(s.frequency_penalty));
   // -1 (and llama.cpp's 0xFFFFFFFF, which it reports for -1): a random seed.
   if (auto seed = f.Int("seed", -1, INT64_MAX); seed && *seed != -1 && *seed != 0xFFFFFFFFLL) {
     s.seed = static_cast<uint64_t>(*seed);
@@ -222,7 +224,7 @@ Parsed<bool> FitPrompts(const ApiContext& ctx, LlamaCppRequest& req) {
 
 }  // namespace llamacpp_parse
 
-LlamaCppRequest LlamaCppDefaults() {
+LlamaCppRequest LlamaCppDefaults(const ApiContext& ctx) {
   LlamaCppRequest req;
   SamplingParams& s = req.spec.base.sampling;
   s.temperature = 0.8f;
@@ -231,7 +233,8 @@ LlamaCppRequest LlamaCppDefaults() {
   s.min_p = 0.05f;
   s.repetition_penalty = 1.0f;
   s.penalty_last_n = 64;
-  req.dry_sequence_breakers = DefaultDryBreakers();
+  ctx.sampling_defaults.ApplyTo(s);
+  req.dry_sequence_breakers = ctx.sampling_defaults.dry_breakers;
   return req;
 }
 
@@ -245,7 +248,7 @@ Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiC
                                              const LlamaCppPromptReader& read_prompt) {
   auto json = ParseJsonObject(body);
   if (!json.ok()) return json.error;
-  LlamaCppRequest req = LlamaCppDefaults();
+  LlamaCppRequest req = LlamaCppDefaults(ctx);
   FieldReader f(*json.value);
   llamacpp_parse::ReadSampling(f, req);
   llamacpp_parse::ReadLogitBias(f, ctx, req.spec.base.sampling);
@@ -260,7 +263,7 @@ Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiC
   if (auto fields = f.StringOrList("response_fields", llamacpp_parse::kMaxResponseFields))
     req.response_fields = *fields;
   // Last of the plain fields: with DRY on, its breakers are tokenized (a pass over the vocabulary).
-  ReadDryFields(f, *ctx.tokenizer, req.spec.base.sampling, &req.dry_sequence_breakers);
+  ReadDryFields(f, *ctx.tokenizer, ctx.sampling_defaults, req.spec.base.sampling, &req.dry_sequence_breakers);
   if (f.failed()) return f.error();
   if (auto prompts = read_prompt(f, ctx, req); !prompts.ok()) return prompts.error;
   auto constraint = ReadLlamaCppConstraint(*json.value, body);

@@ -51,7 +51,7 @@ struct LlamaCppRequest {
 };
 
 // A request with llama.cpp's defaults and no prompt (what /props reports).
-LlamaCppRequest LlamaCppDefaults();
+LlamaCppRequest LlamaCppDefaults(const ApiContext& ctx);
 Parsed<LlamaCppRequest> ParseLlamaCppCompletion(const std::string& body, const ApiContext& ctx);
 
 // Reads a route's prompt field(s) into req.spec.prompts (/completion's `prompt`, /infill's input_* fields);

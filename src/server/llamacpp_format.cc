@@ -213,7 +213,7 @@ std::vector<nlohmann::json> LlamaCppStreamEvents(const LlamaCppRequest& req, Gen
 }
 
 nlohmann::json LlamaCppProps(const ApiContext& ctx) {
-  const LlamaCppRequest defaults = LlamaCppDefaults();
+  const LlamaCppRequest defaults = LlamaCppDefaults(ctx);
   const auto token_text = [&](int32_t id) { return id >= 0 ? ctx.tokenizer->TokenPiece(id) : std::string(); };
   return {{"default_generation_settings",
            {{"n_ctx", ctx.max_context}, {"params", llamacpp_format::Settings(defaults, nullptr)}}},
@@ -228,8 +228,8 @@ nlohmann::json LlamaCppProps(const ApiContext& ctx) {
 }
 
 nlohmann::json LlamaCppSlots(const ApiContext& ctx, const SlotView& slots) {
-  return slots.Json(ctx.max_context, ctx.draft_tokens > 0, [](const Request* base) {
-    LlamaCppRequest req = LlamaCppDefaults();
+  return slots.Json(ctx.max_context, ctx.draft_tokens > 0, [&ctx](const Request* base) {
+    LlamaCppRequest req = LlamaCppDefaults(ctx);
     if (base != nullptr) {
       req.spec.base = *base;
       req.n_predict = base->max_tokens;

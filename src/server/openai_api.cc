@@ -73,16 +73,27 @@ void ReadStopTokenIds(FieldReader& f, const ApiContext& ctx, std::vector<int32_t
 // Sampling fields shared by completions and chat.
 void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
   SamplingParams& s = req.spec.base.sampling;
-  s.temperature = static_cast<float>(f.Number("temperature", 0, 2).value_or(1.0));
-  s.top_p = static_cast<float>(f.Number("top_p", 0, 1, /*lo_exclusive=*/true).value_or(1.0));
-  const int64_t top_k = f.Int("top_k", -1, 1 << 30).value_or(0);
-  s.top_k = static_cast<int32_t>(top_k < 0 ? 0 : top_k);
-  s.min_p = static_cast<float>(f.Number("min_p", 0, 1).value_or(0.0));
+  // OpenAI's defaults (temperature 1, top_p 1, no top_k / min_p / penalties), under the server's (--temp
+  // ...).
+  s.temperature = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  s.presence_penalty = 0.0f;
+  s.frequency_penalty = 0.0f;
+  s.repetition_penalty = 1.0f;
+  ctx.sampling_defaults.ApplyTo(s);
+  s.temperature = static_cast<float>(f.Number("temperature", 0, 2).value_or(s.temperature));
+  s.top_p = static_cast<float>(f.Number("top_p", 0, 1, /*lo_exclusive=*/true).value_or(s.top_p));
+  if (auto top_k = f.Int("top_k", -1, 1 << 30)) s.top_k = static_cast<int32_t>(*top_k < 0 ? 0 : *top_k);
+  s.min_p = static_cast<float>(f.Number("min_p", 0, 1).value_or(s.min_p));
   ReadSamplerFilters(f, s);  // llama.cpp's typical_p, top_n_sigma, xtc_*, min_keep
-  ReadDryFields(f, *ctx.tokenizer, s);
-  s.presence_penalty = static_cast<float>(f.Number("presence_penalty", -2, 2).value_or(0.0));
-  s.frequency_penalty = static_cast<float>(f.Number("frequency_penalty", -2, 2).value_or(0.0));
-  s.repetition_penalty = static_cast<float>(f.Number("repetition_penalty", 0, 10, true).value_or(1.0));
+  ReadDryFields(f, *ctx.tokenizer, ctx.sampling_defaults, s);
+  s.presence_penalty = static_cast<float>(f.Number("presence_penalty", -2, 2).value_or(s.presence_penalty));
+  s.frequency_penalty =
+      static_cast<float>(f.Number("frequency_penalty", -2, 2).value_or(s.frequency_penalty));
+  s.repetition_penalty =
+      static_cast<float>(f.Number("repetition_penalty", 0, 10, true).value_or(s.repetition_penalty));
   if (auto seed = f.Int("seed", INT64_MIN, INT64_MAX)) {
     s.seed = static_cast<uint64_t>(*seed);
     req.spec.seed_given = true;

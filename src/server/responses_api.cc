@@ -344,8 +344,9 @@ ApiError RenameChatError(ApiError error) {
   return error;
 }
 
-// The Response fields that repeat the request, with OpenAI's defaults.
-nlohmann::json Echo(const nlohmann::json& body) {
+// The Response fields that repeat the request, with OpenAI's defaults (temperature and top_p: those the
+// request samples with, the server's defaults where it sets none).
+nlohmann::json Echo(const nlohmann::json& body, const SamplingParams& sampling) {
   const auto given = [&](const char* key, nlohmann::json fallback) {
     return body.contains(key) && !body[key].is_null() ? body[key] : fallback;
   };
@@ -354,8 +355,8 @@ nlohmann::json Echo(const nlohmann::json& body) {
   nlohmann::json reasoning = given("reasoning", nlohmann::json::object());
   return {{"instructions", given("instructions", nullptr)},
           {"max_output_tokens", given("max_output_tokens", nullptr)},
-          {"temperature", given("temperature", 1.0)},
-          {"top_p", given("top_p", 1.0)},
+          {"temperature", given("temperature", sampling.temperature)},
+          {"top_p", given("top_p", sampling.top_p)},
           {"tools", given("tools", nlohmann::json::array())},
           {"tool_choice", given("tool_choice", "auto")},
           {"text", std::move(text)},
@@ -407,7 +408,8 @@ Parsed<ResponsesRequest> ParseResponsesRequest(const std::string& body, const Ap
   chat["messages"] = std::move(messages);
   auto parsed = ParseChatRequest(chat.dump(-1, ' ', false, Ordered::error_handler_t::replace), ctx);
   if (!parsed.ok()) return RenameChatError(parsed.error);
-  return ResponsesRequest{std::move(*parsed.value), Echo(b)};
+  nlohmann::json echo = Echo(b, parsed.value->spec.base.sampling);
+  return ResponsesRequest{std::move(*parsed.value), std::move(echo)};
 }
 
 }  // namespace lockstep::server

@@ -29,21 +29,15 @@ void ReadSamplerFilters(FieldReader& f, SamplingParams& s) {
 
 namespace lockstep::server {
 
-const std::vector<std::string>& DefaultDryBreakers() {
-  static const std::vector<std::string> breakers = {"\n", ":", "\"", "*"};
-  return breakers;
-}
-
-namespace {
-
-// `text` cut to at most `max_bytes`, not inside a UTF-8 character.
-std::string CutAtCharacter(std::string text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  size_t cut = max_bytes;
+std::string CutDryBreaker(std::string text) {
+  if (text.size() <= kMaxDryBreakerBytes) return text;
+  size_t cut = kMaxDryBreakerBytes;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   text.resize(cut);
   return text;
 }
+
+namespace {
 
 // dry_sequence_breakers: a non-empty array of strings (empty strings dropped, each cut as documented).
 std::optional<std::vector<std::string>> ReadBreakerStrings(FieldReader& f) {
@@ -67,8 +61,7 @@ std::optional<std::vector<std::string>> ReadBreakerStrings(FieldReader& f) {
              "dry_sequence_breakers[" + std::to_string(i) + "] must be a string, got " + DescribeJson(item));
       return std::nullopt;
     }
-    if (!item.get_ref<const std::string&>().empty())
-      out.push_back(CutAtCharacter(item.get<std::string>(), kMaxDryBreakerBytes));
+    if (!item.get_ref<const std::string&>().empty()) out.push_back(CutDryBreaker(item.get<std::string>()));
   }
   return out;
 }
@@ -104,8 +97,8 @@ std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& 
   return out;
 }
 
-void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, SamplingParams& s,
-                   std::vector<std::string>* breakers) {
+void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, const SamplingDefaults& defaults,
+                   SamplingParams& s, std::vector<std::string>* breakers) {
   DryParams& dry = s.dry;
   if (auto multiplier = f.Number("dry_multiplier", 0, 1e6)) dry.multiplier = static_cast<float>(*multiplier);
   // llama.cpp's server reads a base below 1 (where its sampler would do nothing) as its default.
@@ -115,10 +108,18 @@ void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, SamplingParams& s
     dry.allowed_length = static_cast<int32_t>(*allowed);
   if (auto last_n = f.Int("dry_penalty_last_n", -1, INT32_MAX))
     dry.penalty_last_n = static_cast<int32_t>(*last_n);
-  std::vector<std::string> strings = ReadBreakerStrings(f).value_or(DefaultDryBreakers());
+  std::optional<std::vector<std::string>> strings = ReadBreakerStrings(f);
   if (f.failed()) return;
-  if (dry.enabled()) dry.breakers = DryRestartSequences(tokenizer, strings);
-  if (breakers != nullptr) *breakers = std::move(strings);
+  if (!strings) {
+    // The server's breakers, whose restart sequences were built when it started (or here, for a caller
+    // whose defaults were never prepared).
+    strings = defaults.dry_breakers;
+    dry.breakers = defaults.dry_restart;
+    if (dry.enabled() && dry.breakers == nullptr) dry.breakers = DryRestartSequences(tokenizer, *strings);
+  } else {
+    dry.breakers = dry.enabled() ? DryRestartSequences(tokenizer, *strings) : nullptr;
+  }
+  if (breakers != nullptr) *breakers = std::move(*strings);
 }
 
 }  // namespace lockstep::server

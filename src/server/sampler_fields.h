@@ -12,6 +12,7 @@
 #include "engine/dry_penalty.h"
 #include "engine/sampler.h"
 #include "server/request_fields.h"
+#include "server/sampling_defaults.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
@@ -25,16 +26,17 @@ inline constexpr size_t kMaxDryBreakers = 32;
 inline constexpr size_t kMaxDryBreakerBytes = 40;
 inline constexpr size_t kMaxDryTailTokens = 20;
 
-// llama.cpp's default dry_sequence_breakers: "\n", ":", "\"", "*".
-const std::vector<std::string>& DefaultDryBreakers();
+// A breaker string cut to at most kMaxDryBreakerBytes bytes, not inside a UTF-8 character.
+std::string CutDryBreaker(std::string text);
 
 // DRY: dry_multiplier (>= 0; 0 off), dry_base (< 1 reads as 1.75, as llama.cpp's server), dry_allowed_length
 // (>= 0), dry_penalty_last_n (-1 the whole context, 0 off), dry_sequence_breakers (a non-empty array of
-// strings; empty strings skipped, as llama.cpp). Into s.dry; when DRY is on, the breakers (the defaults when
-// absent) become the sampler's restart sequences through `tokenizer`. `breakers`, when given, receives the
+// strings; empty strings skipped, as llama.cpp). Into s.dry, over the values already there (the route's and
+// the server's defaults); when DRY is on, the breakers become the sampler's restart sequences through
+// `tokenizer` — absent, the server's (`defaults`, prepared once). `breakers`, when given, receives the
 // breaker strings in effect (cut as above), for generation_settings.
-void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, SamplingParams& s,
-                   std::vector<std::string>* breakers = nullptr);
+void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, const SamplingDefaults& defaults,
+                   SamplingParams& s, std::vector<std::string>* breakers = nullptr);
 
 // The restart sequences of breaker strings (llama.cpp's get_overlapping_token_sequences): for each breaker,
 // every token whose text holds it (no tail), and every token whose text ends with a proper prefix of it, with

@@ -185,6 +185,8 @@ class Server::Impl {
     ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
     ctx.chat_template_kwargs = options_.chat_template_kwargs;
     ctx.reasoning_format = options_.reasoning_format;
+    ctx.sampling_defaults = options_.sampling_defaults;
+    ctx.sampling_defaults.Prepare(*shared_tokenizer);
     if (chat::SplitsReasoning(ctx.reasoning_format, ctx.chat_template->source())) {
       log_->info(
           "chat: <think> blocks of replies are returned as reasoning_content (--reasoning-format none "

@@ -22,6 +22,7 @@
 #include "chat/reasoning.h"
 #include "model/model_config.h"
 #include "server/dashboard_routes.h"
+#include "server/sampling_defaults.h"
 #include "tensor/kv_storage.h"
 
 namespace lockstep {
@@ -66,6 +67,8 @@ struct ServerOptions {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Whether chat replies' <think> blocks become reasoning_content (--reasoning-format; chat/reasoning.h).
   chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kAuto;
+  // What requests get for the sampling fields they leave out (server/sampling_defaults.h).
+  SamplingDefaults sampling_defaults;
   // LoRA adapters (--lora, --lora-scaled), ids in this order. A request's `lora` field sets its own scales;
   // without it a request takes the global scales (these, until POST /lora-adapters changes them).
   std::vector<LoraAdapterOption> lora;

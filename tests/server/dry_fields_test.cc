@@ -94,7 +94,7 @@ struct DryRead {
 DryRead ReadDry(const Tokenizer& tokenizer, const nlohmann::json& body) {
   DryRead out;
   FieldReader f(body);
-  ReadDryFields(f, tokenizer, out.sampling, &out.breakers);
+  ReadDryFields(f, tokenizer, SamplingDefaults(), out.sampling, &out.breakers);
   out.failed = f.failed();
   out.error = f.error();
   return out;

@@ -1,0 +1,84 @@
+#include "server/sampling_defaults.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "server/sampler_fields.h"
+
+namespace lockstep::server {
+
+const std::vector<std::string>& DefaultDryBreakers() {
+  static const std::vector<std::string> breakers = {"\n", ":", "\"", "*"};
+  return breakers;
+}
+
+namespace {
+
+// A set value outside [lo, hi] (or not finite) fails naming the flag.
+template <typename T>
+Status CheckIn(const std::optional<T>& value, const char* flag, double lo, double hi, const char* what) {
+  if (!value) return Status::Ok();
+  const double v = static_cast<double>(*value);
+  if (std::isfinite(v) && v >= lo && v <= hi) return Status::Ok();
+  char shown[32];
+  std::snprintf(shown, sizeof(shown), "%g", v);
+  return InvalidArgument(std::string(flag) + " must be " + what + ", got " + shown);
+}
+
+}  // namespace
+
+Result<SamplingDefaults> SamplingDefaults::FromFlags(SamplingDefaults d,
+                                                     const std::vector<std::string>& breakers) {
+  // The ranges of llama.cpp's /completion fields (server/llamacpp_api.cc), which the OpenAI routes clamp
+  // no further than their own fields do.
+  for (Status s : {CheckIn(d.temperature, "--temp", 0, 100, "from 0 to 100 (0 = greedy)"),
+                   CheckIn(d.top_k, "--top-k", 0, 1 << 30, "from 0 (off) to 1073741824"),
+                   CheckIn(d.top_p, "--top-p", 1e-6, 1, "above 0 and at most 1"),
+                   CheckIn(d.min_p, "--min-p", 0, 1, "from 0 to 1"),
+                   CheckIn(d.repetition_penalty, "--repeat-penalty", 1e-6, 10, "above 0 and at most 10"),
+                   CheckIn(d.penalty_last_n, "--repeat-last-n", -1, INT32_MAX, "-1 (all) or more"),
+                   CheckIn(d.presence_penalty, "--presence-penalty", -2, 2, "from -2 to 2"),
+                   CheckIn(d.frequency_penalty, "--frequency-penalty", -2, 2, "from -2 to 2"),
+                   CheckIn(d.dry_multiplier, "--dry-multiplier", 0, 1e6, "from 0 (off) to 1e6"),
+                   CheckIn(d.dry_base, "--dry-base", 1, 1e6, "from 1 to 1e6"),
+                   CheckIn(d.dry_allowed_length, "--dry-allowed-length", 0, INT32_MAX, "0 or more"),
+                   CheckIn(d.dry_penalty_last_n, "--dry-penalty-last-n", -1, INT32_MAX,
+                           "-1 (the whole context) or more")}) {
+    if (!s.ok()) return s;
+  }
+  if (!breakers.empty()) {
+    if (breakers.size() > kMaxDryBreakers) {
+      return InvalidArgument("--dry-sequence-breaker may be given at most " +
+                             std::to_string(kMaxDryBreakers) + " times, got " +
+                             std::to_string(breakers.size()));
+    }
+    d.dry_breakers.clear();
+    const bool none = breakers.size() == 1 && breakers[0] == "none";
+    for (const std::string& breaker : breakers) {
+      if (!none && !breaker.empty()) d.dry_breakers.push_back(CutDryBreaker(breaker));
+    }
+  }
+  return d;
+}
+
+void SamplingDefaults::Prepare(const Tokenizer& tokenizer) {
+  dry_restart = DryRestartSequences(tokenizer, dry_breakers);
+}
+
+void SamplingDefaults::ApplyTo(SamplingParams& s) const {
+  if (temperature) s.temperature = *temperature;
+  if (top_k) s.top_k = *top_k;
+  if (top_p) s.top_p = *top_p;
+  if (min_p) s.min_p = *min_p;
+  if (repetition_penalty) s.repetition_penalty = *repetition_penalty;
+  if (penalty_last_n) s.penalty_last_n = *penalty_last_n;
+  if (presence_penalty) s.presence_penalty = *presence_penalty;
+  if (frequency_penalty) s.frequency_penalty = *frequency_penalty;
+  if (dry_multiplier) s.dry.multiplier = *dry_multiplier;
+  if (dry_base) s.dry.base = *dry_base;
+  if (dry_allowed_length) s.dry.allowed_length = *dry_allowed_length;
+  if (dry_penalty_last_n) s.dry.penalty_last_n = *dry_penalty_last_n;
+  s.dry.breakers = dry_restart;
+}
+
+}  // namespace lockstep::server
