@@ -64,7 +64,8 @@ void RunBatch(const BatchFlags& f) {
                         : ReadTextPromptsOrDie(f.prompts, loaded.tokenizer.get());
   options.max_queue = int(prompts.size()) + 1;
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
-  const SamplingParams sampling = SamplingParamsOrDie(f.sampling);  // every request uses the same seed
+  const SamplingParams sampling =
+      SamplingParamsOrDie(f.sampling, loaded.tokenizer.get());  // every request uses the same seed
 
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<RequestHandle>> handles;

@@ -165,7 +165,7 @@ void RunChat(const ChatFlags& f) {
   EngineOptions options = EngineOptionsOrDie(engine_flags);
   options.max_context = static_cast<int>(context);
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
-  const SamplingParams sampling = SamplingParamsOrDie(f.sampling);
+  const SamplingParams sampling = SamplingParamsOrDie(f.sampling, loaded.tokenizer.get());
 
   // Room kept for the reply when old turns must go: -n, else a quarter of the context.
   const int64_t reply_room = f.n_predict > 0 ? std::min<int64_t>(f.n_predict, context - 1) : context / 4;

@@ -10,6 +10,8 @@
 #include "chat/builtin_templates.h"
 #include "cli/cli_util.h"
 #include "cli/flag_checks.h"
+#include "server/sampler_fields.h"
+#include "server/sampling_defaults.h"
 
 namespace lockstep::cli {
 
@@ -95,9 +97,19 @@ void AddSamplingFlags(CLI::App& cmd, SamplingFlags& f) {
   cmd.add_option("--presence-penalty", f.presence_penalty, "Presence penalty")->capture_default_str();
   cmd.add_option("--seed", f.seed, "Sampling seed (default: -1, random, printed on stderr)")
       ->check(IntegerIn(-1, std::numeric_limits<int64_t>::max()));
+  cmd.add_option("--dry-multiplier", f.dry_multiplier, "DRY repetition penalty multiplier (0 = off)")
+      ->capture_default_str();
+  cmd.add_option("--dry-base", f.dry_base, "DRY base")->capture_default_str();
+  cmd.add_option("--dry-allowed-length", f.dry_allowed_length, "DRY: repeats this long are free")
+      ->capture_default_str();
+  cmd.add_option("--dry-penalty-last-n", f.dry_penalty_last_n, "DRY: tokens scanned (-1 = all, 0 = off)")
+      ->capture_default_str();
+  cmd.add_option(
+      "--dry-sequence-breaker", f.dry_sequence_breakers,
+      "DRY sequence breaker, repeated for several; replaces the defaults (\\n : \" *); 'none' for none");
 }
 
-SamplingParams SamplingParamsOrDie(const SamplingFlags& f) {
+SamplingParams SamplingParamsOrDie(const SamplingFlags& f, const Tokenizer* tokenizer) {
   SamplingParams params;
   params.temperature = f.temperature;
   params.top_k = f.top_k;
@@ -109,6 +121,16 @@ SamplingParams SamplingParamsOrDie(const SamplingFlags& f) {
   params.penalty_last_n = f.repeat_last_n;
   if (f.seed < -1) Fail("--seed must be >= 0 (or -1 for a random seed), got " + std::to_string(f.seed));
   params.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
+  // DRY's flags are checked and its breakers turned into token sequences as the server's defaults are.
+  const server::SamplingDefaults dry =
+      ValueOrDie(server::SamplingDefaults::FromFlags({.dry_multiplier = f.dry_multiplier,
+                                                      .dry_base = f.dry_base,
+                                                      .dry_allowed_length = f.dry_allowed_length,
+                                                      .dry_penalty_last_n = f.dry_penalty_last_n},
+                                                     f.dry_sequence_breakers));
+  dry.ApplyTo(params);
+  if (params.dry.enabled() && tokenizer != nullptr)
+    params.dry.breakers = server::DryRestartSequences(*tokenizer, dry.dry_breakers);
   if (Status s = params.Validate(); !s.ok()) Fail(s);
   return params;
 }

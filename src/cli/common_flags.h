@@ -15,9 +15,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/sampler.h"
 #include "tensor/kv_storage.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lockstep::cli {
 
@@ -58,11 +60,19 @@ struct SamplingFlags {
   float presence_penalty = 0.0f;
   int repeat_last_n = 64;
   int64_t seed = -1;  // -1 = random (printed)
+  // DRY (engine/dry_penalty.h), llama.cpp's defaults: off unless --dry-multiplier is above 0.
+  float dry_multiplier = 0.0f;
+  float dry_base = 1.75f;
+  int dry_allowed_length = 2;
+  int dry_penalty_last_n = -1;
+  std::vector<std::string> dry_sequence_breakers;  // empty: llama.cpp's four; {"none"}: none
 };
 // --temperature/--temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --frequency-penalty,
-// --presence-penalty, --seed.
+// --presence-penalty, --seed, --dry-multiplier, --dry-base, --dry-allowed-length, --dry-penalty-last-n,
+// --dry-sequence-breaker.
 void AddSamplingFlags(CLI::App& cmd, SamplingFlags& flags);
-// The engine's parameters for these flags (a random seed when --seed is -1); Fail()s on invalid values.
-SamplingParams SamplingParamsOrDie(const SamplingFlags& flags);
+// The engine's parameters for these flags (a random seed when --seed is -1; DRY's breakers spelled in
+// `tokenizer`'s tokens, none without a tokenizer); Fail()s on invalid values, naming the flag.
+SamplingParams SamplingParamsOrDie(const SamplingFlags& flags, const Tokenizer* tokenizer);
 
 }  // namespace lockstep::cli

@@ -112,7 +112,7 @@ void RunGenerate(GenerateFlags f) {
 
   Request request;
   request.prompt_ids = prompt;
-  const SamplingParams sampling = SamplingParamsOrDie(f.sampling);
+  const SamplingParams sampling = SamplingParamsOrDie(f.sampling, loaded.tokenizer.get());
   request.sampling = sampling;
   request.max_tokens = std::max(f.n_predict, 1);  // -n 0: prefill only; the one token is not shown
   request.ignore_eos = f.ignore_eos;

@@ -172,3 +172,28 @@ TEST_F(FlagValuesTest, EmptyValuesAreRefused) {
 
 }  // namespace
 }  // namespace lockstep::testing
+
+namespace lockstep::testing {
+namespace {
+
+// The local commands take llama-cli's DRY flags (checked as serve's sampling defaults are).
+TEST_F(FlagValuesTest, DryFlagsStopGreedyRepeatsAndAreChecked) {
+  const std::string generate =
+      "generate -m " + *model_ + " -t 1 -n 40 -p 'one two three four one two three four'";
+  std::string plain, dry, again, err;
+  ASSERT_EQ(Lockstep(generate, &plain, &err), 0) << err;
+  const std::string dry_flags = " --dry-multiplier 1000 --dry-sequence-breaker none";
+  ASSERT_EQ(Lockstep(generate + dry_flags, &dry, &err), 0) << err;
+  ASSERT_EQ(Lockstep(generate + dry_flags, &again, &err), 0) << err;
+  EXPECT_NE(dry, plain);
+  EXPECT_EQ(dry, again);  // greedy with DRY is deterministic
+  // Off (multiplier 0), the other DRY flags change nothing.
+  std::string off;
+  ASSERT_EQ(Lockstep(generate + " --dry-multiplier 0 --dry-allowed-length 1", &off, &err), 0) << err;
+  EXPECT_EQ(off, plain);
+  ExpectRefused(generate + " --dry-base 0.5", "--dry-base must be from 1 to 1e6, got 0.5");
+  ExpectRefused(generate + " --dry-penalty-last-n -2", "--dry-penalty-last-n must be -1");
+}
+
+}  // namespace
+}  // namespace lockstep::testing
