@@ -5,6 +5,7 @@
 #include "base/excerpt.h"
 #include "server/request_fields.h"
 #include "server/structured_fields.h"
+#include "server/tool_call_xml.h"
 
 namespace lockstep::server {
 namespace {
@@ -322,7 +323,8 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
         while (ok && rest.substr(0, kHermesOpen.size()) == kHermesOpen) {
           rest.remove_prefix(kHermesOpen.size());
           const size_t close = rest.find(kHermesClose);
-          ok = CallsFrom(spec, rest.substr(0, close), &calls);
+          const std::string_view inside = rest.substr(0, close);
+          ok = XmlToolCallsFrom(spec, inside, &calls) || CallsFrom(spec, inside, &calls);
           rest =
               close == std::string_view::npos ? std::string_view() : rest.substr(close + kHermesClose.size());
           rest = rest.substr(SkipSpace(rest, 0));

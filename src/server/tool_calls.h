@@ -9,6 +9,8 @@
 //
 // Parsing "auto" output, in the model families' formats (their special tokens are not in the text):
 //   Hermes / Qwen2.5   prose, then <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks
+//   Qwen3-Coder        prose, then <tool_call><function=NAME><parameter=KEY>value</parameter>...</function>
+//                      </tool_call> blocks (server/tool_call_xml.h)
 //   Llama 3.1+         {"name": ..., "parameters": {...}} (several separated by ';'), after <|python_tag|>
 //   Mistral            [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...]
 //   generic            a JSON object or array of {name, arguments | parameters} (also in a ```json fence)

@@ -28,7 +28,7 @@ TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
     testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
-  EXPECT_EQ(checked, 24);
+  EXPECT_EQ(checked, 32);
 }
 
 TEST(ToolTemplateTest, NoToolsMeansToolsUndefined) {

@@ -1,9 +1,9 @@
-// Tool-call parsing against the real templates' own text: the goldens of tests/chat (Llama 3.1, Qwen2.5 and
-// Mistral Nemo rendered by Python jinja2 as Hugging Face does) hold each assistant tool-call turn exactly as
-// the model was trained to write it. Every such turn, cut out of the rendered prompt, must parse back into
-// the conversation's tool calls (names, arguments as JSON, content), with its marker ([TOOL_CALLS],
-// <tool_call>) kept or dropped (a control token may be skipped when decoding), whole and streamed in pieces
-// as OpenAI sends the deltas.
+// Tool-call parsing against the real templates' own text: the goldens of tests/chat (Llama 3.1, Qwen2.5,
+// Mistral Nemo and Qwen3-Coder rendered by Python jinja2 as Hugging Face does) hold each assistant tool-call
+// turn exactly as the model was trained to write it. Every such turn, cut out of the rendered prompt, must
+// parse back into the conversation's tool calls (names, arguments as JSON, content), with its marker
+// ([TOOL_CALLS], <tool_call>) kept or dropped (a control token may be skipped when decoding), whole and
+// streamed in pieces as OpenAI sends the deltas.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -27,7 +27,7 @@ std::vector<std::string> AssistantTexts(const std::string& family, const std::st
   if (family == "llama3.1") {
     opens = {"<|start_header_id|>assistant<|end_header_id|>\n\n"};
     close = "<|eot_id|>";
-  } else if (family == "qwen2.5") {
+  } else if (family == "qwen2.5" || family == "qwen3-coder") {
     opens = {"<|im_start|>assistant\n"};
     close = "<|im_end|>";
   } else {
@@ -157,6 +157,7 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["llama3.1"], 2);
   EXPECT_GE(calls_checked["qwen2.5"], 4);
   EXPECT_GE(calls_checked["mistral-nemo"], 8);  // with and without the [TOOL_CALLS] marker
+  EXPECT_GE(calls_checked["qwen3-coder"], 4);   // <function=NAME> blocks, arguments typed by the schemas
 }
 
 }  // namespace
