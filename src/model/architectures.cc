@@ -14,9 +14,9 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},  {"qwen2", RopeMode::kNeox},  {"qwen3", RopeMode::kNeox},
-    {"phi3", RopeMode::kNeox},     {"gemma2", RopeMode::kNeox}, {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},
+    {"llama", RopeMode::kNormal},  {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
+    {"phi3", RopeMode::kNeox},     {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox}, {"smollm3", RopeMode::kNormal},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
@@ -270,6 +270,12 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.
     LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 0));
     for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+    return Status::Ok();
+  }
+  if (a == "smollm3") {
+    // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
+    // n_no_rope_layer_step = 4, which the file does not carry).
+    for (int64_t l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].rope = (l + 1) % 4 != 0;
     return Status::Ok();
   }
   if (a == "qwen3" || a == "qwen3moe") {

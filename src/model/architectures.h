@@ -12,6 +12,7 @@
 //   gemma3  as gemma2 without soft-capping, with Q/K norms and five local layers to one global
 //           ((layer + 1) % 6 != 0 are local: windowed, RoPE base rope.freq_base_swa or 10000, unscaled)
 //   qwen3moe  as qwen3, with a mixture of experts as the FFN of every layer (model/moe.h)
+//   smollm3 llama's layers with no RoPE on every fourth one ((layer + 1) % 4 == 0: "NoPE")
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
 // (qwen2moe, deepseek2, gpt-oss, ...: shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.

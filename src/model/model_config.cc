@@ -245,8 +245,12 @@ std::string ModelConfig::Summary() const {
   }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) out << ", final softcap " << final_softcap;
-  int64_t windowed = 0;
-  for (const LayerAttention& layer : layers) windowed += layer.window > 0 ? 1 : 0;
+  int64_t windowed = 0, unrotated = 0;
+  for (const LayerAttention& layer : layers) {
+    windowed += layer.window > 0 ? 1 : 0;
+    unrotated += layer.rope ? 0 : 1;
+  }
+  if (unrotated > 0) out << ", no RoPE on " << unrotated << "/" << n_layer << " layers";
   if (windowed > 0) {
     out << ", sliding window " << sliding_window << " on " << windowed << "/" << n_layer << " layers";
     if (!layers.empty() && layers.front().local_rope)

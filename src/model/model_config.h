@@ -41,6 +41,8 @@ struct LayerAttention {
   int64_t window = 0;
   // RoPE with rope_freq_base_local and no scaling instead of the global RoPE (Gemma 3's local layers).
   bool local_rope = false;
+  // False: Q and K are not rotated at all (SmolLM3's "NoPE" layers, every fourth one).
+  bool rope = true;
 };
 
 // How an embedding pools the final hidden states of a prompt (llama.cpp's pooling types, the values of

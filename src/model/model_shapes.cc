@@ -140,6 +140,15 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.tied_embeddings = false;
      }},
+    {"tiny-smollm3",
+     [](ModelShape& s) {  // SmolLM3-3B: 16 heads, 4 KV heads, 36 layers of which every fourth has no RoPE
+       s = Tiny(s.name, "smollm3");
+       Widths(s, 256, 16, 4, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 8;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 5000000.0f;
+       s.rms_eps = 1e-6f;
+     }},
     {"tiny-mistral-swa",
      [](ModelShape& s) {  // Mistral 7B v0.1: 32 heads, 8 KV heads, a window on every layer
        s = Tiny(s.name, "llama");

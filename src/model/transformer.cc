@@ -245,6 +245,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // Bias, Q/K head norms, RoPE, then K/V into the row's own sequence blocks. Query row j belongs to batch
   // row `r`.
   const Rope& rope = c.layers[size_t(layer)].local_rope ? local_rope_ : rope_;
+  const bool rotate = c.layers[size_t(layer)].rope;  // false on SmolLM3's NoPE layers
   auto norm_heads = [&](float* x, int64_t heads,
                         const std::vector<float>& norm) {  // qk_norm (Qwen3, Gemma 3)
     for (int64_t h = 0; h < heads; ++h) {
@@ -258,7 +259,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
     }
     if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
-    rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
+    if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
   };
   ForEachRow(
       pool, rows,
@@ -270,7 +271,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
           for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
         }
         if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
-        rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
+        if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
         const BatchRow& row = batch.rows[r];
         WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
         if (!only_output_rows) finish_query(r, r);

@@ -220,8 +220,10 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         NormHeads(q[t], L.q_norm, c.rms_eps);
         NormHeads(k[t], L.k_norm, c.rms_eps);
       }
-      Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
-      Rotate(k[t], c.n_head_kv, c, int64_t(t), c.layers[l].local_rope);
+      if (c.layers[l].rope) {
+        Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
+        Rotate(k[t], c.n_head_kv, c, int64_t(t), c.layers[l].local_rope);
+      }
     }
     for (size_t t = 0; t < n; ++t) {
       std::vector<double> att(c.q_dim(), 0.0);
