@@ -16,7 +16,7 @@ struct ArchInfo {
 constexpr ArchInfo kArchitectures[] = {
     {"llama", RopeMode::kNormal},  {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
     {"phi3", RopeMode::kNeox},     {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox}, {"smollm3", RopeMode::kNormal},
+    {"qwen3moe", RopeMode::kNeox}, {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
@@ -181,6 +181,28 @@ Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
   return Status::Ok();
 }
 
+// Granite 3.x: llama's layers with four multipliers (llama.cpp reads each as 0 = none when absent; a file
+// from its converter carries all four).
+Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
+  struct Multiplier {
+    const char* key;
+    float* value;
+  };
+  float attention_scale = 0;
+  for (const Multiplier& m :
+       {Multiplier{"embedding_scale", &c.embedding_multiplier},
+        Multiplier{"residual_scale", &c.residual_multiplier}, Multiplier{"logit_scale", &c.logit_divisor},
+        Multiplier{"attention.scale", &attention_scale}}) {
+    const std::string key = Key(c, m.key);
+    LOCKSTEP_ASSIGN_OR_RETURN(double value, file.GetFloatOr(key, 0.0));
+    if (!(value >= 0) || !std::isfinite(value))
+      return OutOfRangeKey(file, key, "must be a finite number >= 0");
+    *m.value = float(value);
+  }
+  if (attention_scale > 0) c.attention_scale = attention_scale;
+  return Status::Ok();
+}
+
 // The experts of qwen3moe and llama (Mixtral) files: softmax routing over <arch>.expert_count experts, the
 // top <arch>.expert_used_count renormalised (llama.cpp's graphs for both, whatever the file says about
 // norm_topk_prob), SwiGLU experts of <arch>.expert_feed_forward_length (Mixtral: feed_forward_length).
@@ -272,6 +294,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
     return Status::Ok();
   }
+  if (a == "granite") return ApplyGranite(file, c);
   if (a == "smollm3") {
     // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
     // n_no_rope_layer_step = 4, which the file does not carry).

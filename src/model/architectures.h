@@ -13,6 +13,7 @@
 //           ((layer + 1) % 6 != 0 are local: windowed, RoPE base rope.freq_base_swa or 10000, unscaled)
 //   qwen3moe  as qwen3, with a mixture of experts as the FFN of every layer (model/moe.h)
 //   smollm3 llama's layers with no RoPE on every fourth one ((layer + 1) % 4 == 0: "NoPE")
+//   granite llama's layers with embedding, residual, attention and logit multipliers (Granite 3.x)
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
 // (qwen2moe, deepseek2, gpt-oss, ...: shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.

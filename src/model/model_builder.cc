@@ -283,6 +283,12 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.sliding_window > 0 || a == "phi3" || a == "gemma2" || a == "gemma3") {
     w.Set(a + ".attention.sliding_window", GgufValue::Uint32(uint32_t(s.sliding_window)));
   }
+  if (a == "granite") {
+    w.Set(a + ".embedding_scale", GgufValue::Float32(s.granite_embedding_scale));
+    w.Set(a + ".residual_scale", GgufValue::Float32(s.granite_residual_scale));
+    w.Set(a + ".attention.scale", GgufValue::Float32(s.granite_attention_scale));
+    w.Set(a + ".logit_scale", GgufValue::Float32(s.granite_logit_scale));
+  }
   if (a == "gemma2") {
     w.Set(a + ".attn_logit_softcapping", GgufValue::Float32(s.attn_softcap));
     w.Set(a + ".final_logit_softcapping", GgufValue::Float32(s.final_softcap));

@@ -42,6 +42,11 @@ struct ModelShape {
   float final_softcap = 0;        // gemma2: final_logit_softcapping
   float rope_linear_factor = 0;   // rope.scaling.type linear with this factor (gemma3: global layers only)
   int64_t longrope_orig_ctx = 0;  // phi3: random rope_factors_long/short and attn_factor for this context
+  // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite only).
+  float granite_embedding_scale = 0;
+  float granite_residual_scale = 0;
+  float granite_attention_scale = 0;
+  float granite_logit_scale = 0;
   // Mixture of experts (qwen3moe; llama: Mixtral) when n_expert > 0: ffn_gate_inp (F32, as llama.cpp's
   // quantizer keeps it) and ffn_{gate,up,down}_exps in place of the dense FFN; written with expert_count,
   // expert_used_count and (qwen3moe) expert_feed_forward_length = n_ff_expert.

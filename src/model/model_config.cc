@@ -240,6 +240,10 @@ std::string ModelConfig::Summary() const {
   out << ", rms_eps " << rms_eps << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "")
       << (post_norms ? ", post-norms" : "") << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
       << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "");
+  if (embedding_multiplier != 0 || residual_multiplier != 0 || logit_divisor != 0) {
+    out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier
+        << ", logits / " << logit_divisor;
+  }
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert;
   }

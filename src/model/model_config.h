@@ -94,6 +94,12 @@ struct ModelConfig {
   bool post_norms = false;
   // gemma2, gemma3: token embeddings multiplied by sqrt(n_embd) (in f32, as llama.cpp does).
   bool scale_embeddings = false;
+  // granite: token embeddings multiplied by <arch>.embedding_scale, each attention and FFN output by
+  // <arch>.residual_scale before it joins the residual stream, and the logits by 1 / <arch>.logit_scale
+  // (each in f32, as llama.cpp's llama graph does); 0 = none.
+  float embedding_multiplier = 0;
+  float residual_multiplier = 0;
+  float logit_divisor = 0;
   FfnActivation ffn_activation = FfnActivation::kSilu;
   // Scale of q·k before the softmax: 1 / sqrt(head_dim), except Gemma 27B (1 / sqrt(n_embd / n_head), its
   // query_pre_attn_scalar, which no GGUF key carries: llama.cpp tells the 27B by its block count).

@@ -149,6 +149,17 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 5000000.0f;
        s.rms_eps = 1e-6f;
      }},
+    {"tiny-granite",
+     [](ModelShape& s) {  // Granite 3.3 2B: 32 heads, 8 KV heads, and its four multipliers
+       s = Tiny(s.name, "granite");
+       Widths(s, 256, 16, 4, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.granite_embedding_scale = 12.0f;
+       s.granite_residual_scale = 0.22f;
+       s.granite_attention_scale = 0.015625f;
+       s.granite_logit_scale = 8.0f;
+     }},
     {"tiny-mistral-swa",
      [](ModelShape& s) {  // Mistral 7B v0.1: 32 heads, 8 KV heads, a window on every layer
        s = Tiny(s.name, "llama");

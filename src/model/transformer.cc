@@ -197,6 +197,7 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   ForEachRow(pool, int64_t(batch.rows.size()), [&](int64_t r, int) {
     DequantizeRow(embd.type, embd.data + size_t(batch.rows[r].token) * row_bytes, x_.data() + r * d, d);
     if (config_.scale_embeddings) Scale(x_.data() + r * d, d, embedding_scale);
+    if (config_.embedding_multiplier != 0) Scale(x_.data() + r * d, d, config_.embedding_multiplier);
   });
 }
 
@@ -374,7 +375,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     float* p = proj_.data() + r * d;
     if (c.post_norms)
       kernels_.elementwise.rms_norm(p, w.post_attn_norm.data(), d, c.rms_eps,
-                                    p);  // Gemma's post_attention_norm
+                                    p);                                  // Gemma's post_attention_norm
+    if (c.residual_multiplier != 0) Scale(p, d, c.residual_multiplier);  // Granite
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }
@@ -414,6 +416,7 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
     float* p = proj_.data() + r * d;
     if (c.post_norms)
       kernels_.elementwise.rms_norm(p, w.post_ffn_norm.data(), d, c.rms_eps, p);  // Gemma's post_ffw_norm
+    if (c.residual_multiplier != 0) Scale(p, d, c.residual_multiplier);           // Granite
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }
@@ -440,6 +443,11 @@ void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutpu
   std::span<float> logits = outputs.logits;
   if (n > 0) MatMul(kernels_.matmul, weights_.output, xn_.data(), n, logits.data(), pool);
   lora_.Apply(0, LoraTarget::kOutput, xn_.data(), n, nullptr, logits.data(), kernels_.matmul, pool);
+  if (config_.logit_divisor != 0) {  // Granite: times 1 / logit_scale, as llama.cpp
+    ForEachRow(pool, n, [&](int64_t r, int) {
+      Scale(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, 1.0f / config_.logit_divisor);
+    });
+  }
   if (config_.final_softcap > 0) {  // Gemma 2's final logit soft-capping
     ForEachRow(pool, n, [&](int64_t r, int) {
       SoftCap(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, config_.final_softcap);

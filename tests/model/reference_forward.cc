@@ -201,6 +201,9 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     if (c.scale_embeddings) {
       for (double& e : x[t]) e *= std::sqrt(double(c.n_embd));
     }
+    if (c.embedding_multiplier != 0) {
+      for (double& e : x[t]) e *= c.embedding_multiplier;
+    }
   }
   const int64_t group = c.n_head / c.n_head_kv;
   for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -252,7 +255,8 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       }
       std::vector<double> o = MatVec(L.wo, att);
       if (c.post_norms) o = RmsNorm(o, L.post_attn_norm, c.rms_eps);
-      for (size_t i = 0; i < o.size(); ++i) x[t][i] += o[i];
+      const double residual = c.residual_multiplier != 0 ? c.residual_multiplier : 1.0;
+      for (size_t i = 0; i < o.size(); ++i) x[t][i] += residual * o[i];
     }
     for (size_t t = 0; t < n; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.ffn_norm, c.rms_eps);
@@ -273,7 +277,8 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       }
       std::vector<double> d = MatVec(L.down, g);
       if (c.post_norms) d = RmsNorm(d, L.post_ffn_norm, c.rms_eps);
-      for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
+      const double residual = c.residual_multiplier != 0 ? c.residual_multiplier : 1.0;
+      for (size_t i = 0; i < d.size(); ++i) x[t][i] += residual * d[i];
     }
   }
   std::vector<std::vector<double>> logits(n);
@@ -282,6 +287,9 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     const std::vector<double> normed = RmsNorm(x[t], out_norm, c.rms_eps);
     if (embeddings != nullptr) (*embeddings)[t] = normed;
     logits[t] = MatVec(output, normed);
+    if (c.logit_divisor != 0) {
+      for (double& v : logits[t]) v /= c.logit_divisor;
+    }
     if (c.final_softcap > 0) {
       for (double& v : logits[t]) v = c.final_softcap * std::tanh(v / c.final_softcap);
     }
