@@ -17,6 +17,17 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
   LOCKSTEP_ASSIGN_OR_RETURN(
       ModelWeights weights,
       ModelWeights::Bind(*file, config, options.pack_weights ? options.pack_threads : -1));
+  Classifier classifier;
+  LOCKSTEP_ASSIGN_OR_RETURN(classifier, Classifier::FromGguf(*file, config));
+  if (!options.classifier_tokens.empty()) {
+    if (!classifier.empty()) {
+      return InvalidArgument(file->path() +
+                             ": the file has its own classifier head (cls.output.weight); classifier tokens "
+                             "are for models without one");
+    }
+    LOCKSTEP_ASSIGN_OR_RETURN(classifier,
+                              Classifier::FromOutputRows(weights.output, options.classifier_tokens, config));
+  }
   std::vector<LoraAdapter> adapters;
   for (const std::string& path : options.lora_paths) {
     LOCKSTEP_ASSIGN_OR_RETURN(LoraAdapter adapter, LoraAdapter::Load(path, *file, config));
@@ -25,6 +36,7 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
   std::unique_ptr<Model> model =
       std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights), kernels);
   model->lora_adapters_ = std::move(adapters);
+  model->classifier_ = std::move(classifier);
   return model;
 }
 

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "gguf/gguf_file.h"
 #include "model/batch.h"
+#include "model/classifier.h"
 #include "model/lora_adapter.h"
 #include "model/model_config.h"
 #include "tensor/kernels.h"
@@ -33,6 +34,10 @@ struct ModelLoadOptions {
   // LoRA adapter files (model/lora_adapter.h), checked against the model; index i is adapter i of
   // Model::lora_adapters() and of SequenceKv::lora_scales.
   std::vector<std::string> lora_paths;
+  // A classifier head of these tokens' rows of the output matrix (model/classifier.h; e.g. the ids of "yes"
+  // and "no" for a plain causal LM used as a reranker). Empty: the file's cls.output head, if any. A file
+  // with its own head refuses them (InvalidArgument).
+  std::vector<int32_t> classifier_tokens;
 };
 
 // Where Model::Forward writes its outputs, each in the order of the rows that want it.
@@ -56,6 +61,9 @@ class Model {
   KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
   // The LoRA adapters loaded with the model (ModelLoadOptions::lora_paths), in order.
   std::span<const LoraAdapter> lora_adapters() const { return lora_adapters_; }
+  // The sequence-classification head (the file's cls.output, or ModelLoadOptions::classifier_tokens' rows);
+  // null when the model has none (it cannot rank).
+  const Classifier* classifier() const { return classifier_.empty() ? nullptr : &classifier_; }
 
   // One forward pass over `batch` (see the contract in model/batch.h), writing the logits and embeddings
   // its rows ask for. Rows are independent: a row's outputs are bit-identical whatever other rows share the
@@ -71,6 +79,7 @@ class Model {
   explicit Model(std::shared_ptr<const GgufFile> file) : file_(std::move(file)) {}
   std::shared_ptr<const GgufFile> file_;
   std::vector<LoraAdapter> lora_adapters_;
+  Classifier classifier_;
 };
 
 }  // namespace lockstep

@@ -110,6 +110,8 @@ const char* PoolingName(Pooling pooling) {
       return "cls";
     case Pooling::kLast:
       return "last";
+    case Pooling::kRank:
+      return "rank";
     case Pooling::kNone:
       break;
   }
@@ -161,7 +163,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ctx_train, file.GetInt(a + ".context_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t pooling, file.GetIntOr(a + ".pooling_type", 0));
-  if (pooling >= 1 && pooling <= 3) c.pooling = static_cast<Pooling>(pooling);
+  if (pooling >= 1 && pooling <= 4) c.pooling = static_cast<Pooling>(pooling);
   // Encoder-style embedding models (gte-Qwen2, EmbeddingGemma) attend both ways; the forward pass here is
   // causal, so their vectors would silently be wrong.
   LOCKSTEP_ASSIGN_OR_RETURN(bool causal, file.GetBoolOr(a + ".attention.causal", true));

@@ -46,11 +46,12 @@ struct LayerAttention {
 };
 
 // How an embedding pools the final hidden states of a prompt (llama.cpp's pooling types, the values of
-// `<arch>.pooling_type`): kMean averages every position's, kCls takes the first position's, kLast the last's.
-// kNone: no pooling named (the key absent, 0, or a kind this runtime does not pool, such as rank = 4).
-enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
+// `<arch>.pooling_type`): kMean averages every position's, kCls takes the first position's, kLast the last's;
+// kRank (a reranker's file) takes the last position's and applies the model's classifier head to it
+// (model/classifier.h). kNone: no pooling named (the key absent, 0, or an unknown kind).
+enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
 
-// "none" | "mean" | "cls" | "last".
+// "none" | "mean" | "cls" | "last" | "rank".
 const char* PoolingName(Pooling pooling);
 
 struct ModelConfig {

@@ -185,12 +185,13 @@ TEST(Architectures, VocabularyOnlyFileSaysSo) {
 
 TEST(Architectures, PoolingTypeFromTheFile) {
   EXPECT_EQ(Config("tiny").pooling, Pooling::kNone);  // no key
-  const std::pair<uint32_t, Pooling> cases[] = {
-      {0, Pooling::kNone}, {1, Pooling::kMean}, {2, Pooling::kCls}, {3, Pooling::kLast}, {4, Pooling::kNone}};
+  const std::pair<uint32_t, Pooling> cases[] = {{0, Pooling::kNone}, {1, Pooling::kMean},
+                                                {2, Pooling::kCls},  {3, Pooling::kLast},
+                                                {4, Pooling::kRank}, {5, Pooling::kNone}};
   for (const auto& [value, pooling] : cases) {
     Edit edit;
     edit.set_keys = {{"qwen3.pooling_type", GgufValue::Uint32(value)}};
-    EXPECT_EQ(Config("tiny-qwen3", edit).pooling, pooling) << value;  // 4 (rank): not pooled here
+    EXPECT_EQ(Config("tiny-qwen3", edit).pooling, pooling) << value;  // 4: rank (a reranker)
   }
   // Bidirectional attention (encoder-style embedding models) is refused, not run causally.
   Edit bidirectional;
