@@ -174,6 +174,9 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
   vec("output_norm.weight", s.n_embd, norm);
   if (!s.tied_embeddings) matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
+  if (s.n_cls_out > 0) {  // wider than the matrices: the scores of different documents then spread out
+    t.push_back({"cls.output.weight", TensorType::kF32, {s.n_embd, s.n_cls_out}, Fill::kNormal, {}, 0.2f});
+  }
   if (s.llama3_factor > 0) {
     values("rope_freqs.weight",
            Llama3RopeFreqFactors(RopeDim(s), s.rope_freq_base, s.llama3_factor, s.llama3_low_freq_factor,
@@ -304,6 +307,13 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
+  }
+  if (s.n_cls_out > 0) {
+    w.Set(a + ".pooling_type", GgufValue::Uint32(4));  // rank
+    std::vector<std::string> labels = {"yes", "no"};
+    labels.resize(size_t(s.n_cls_out));
+    for (size_t i = 2; i < labels.size(); ++i) labels[i] = "label" + std::to_string(i);
+    w.Set("classifier.output_labels", GgufValue::StringArray(labels));
   }
   if (s.longrope_orig_ctx > 0) {
     w.Set(a + ".rope.scaling.original_context_length", GgufValue::Uint32(uint32_t(s.longrope_orig_ctx)));
@@ -455,6 +465,9 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     LOCKSTEP_RETURN_IF_ERROR(CopyVocabulary(o.vocab_from, writer, &n_vocab));
   }
   writer.Set(s.architecture + ".vocab_size", GgufValue::Uint32(uint32_t(n_vocab)));
+  if (!s.rerank_template.empty()) {
+    writer.Set("tokenizer.chat_template.rerank", GgufValue::String(s.rerank_template));
+  }
   const std::vector<PlannedTensor> tensors = PlanTensors(o, n_vocab);
   for (const PlannedTensor& t : tensors)
     LOCKSTEP_RETURN_IF_ERROR(writer.DeclareTensor(t.name, t.type, t.dims));

@@ -66,13 +66,19 @@ struct ModelShape {
   // The built-in vocabulary without the byte tokens 0x80-0xFF (all of its tokens are then valid UTF-8 on
   // their own, which llama-server's JSON needs when it lists every token's probability).
   bool ascii_vocabulary = false;
+  // A reranker (llama.cpp's Qwen3-Reranker conversion) when n_cls_out > 0: cls.output.weight (F32, [n_embd,
+  // n_cls_out]), <arch>.pooling_type 4 (rank), classifier.output_labels ("yes", "no", then "label2", ...),
+  // and, when not empty, the prompt template tokenizer.chat_template.rerank ({query} and {document}).
+  int64_t n_cls_out = 0;
+  std::string rerank_template;
 };
 
 // Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),
 // tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral: real head counts, GQA ratios and window patterns,
-// tiny widths, windows and expert counts), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width,
+// tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and
+// a rerank template), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width,
 // 64 experts: for benchmarks of the expert products), and real ones: stories15m, smollm2-135m, qwen2-0.5b,
 // llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);

@@ -75,6 +75,22 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.rms_eps = 1e-6f;
      }},
+    {"tiny-qwen3-reranker",
+     [](ModelShape& s) {
+       // tiny-qwen3 as llama.cpp converts Qwen3-Reranker: a 2-row (yes, no) classifier head, rank pooling,
+       // and Qwen3's yes/no prompt (shortened) as the rerank template.
+       s = Tiny(s.name, "qwen3");
+       Widths(s, 128, 16, 8, 16, 192);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.rms_eps = 1e-6f;
+       s.n_cls_out = 2;
+       s.rerank_template =
+           "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query. "
+           "Answer \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: "
+           "{document}<|im_end|>\n<|im_start|>assistant\n";
+     }},
     {"tiny-gemma2",
      [](ModelShape& s) {
        // Gemma 2 2B: 26 layers (llama.cpp tells the model size by them), 8 heads, 4 KV heads, windows on the
