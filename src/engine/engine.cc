@@ -135,6 +135,7 @@ Engine::Engine(EngineOptions options, std::unique_ptr<Loop> loop, std::shared_pt
 Engine::~Engine() { Shutdown(/*drain=*/false); }
 
 const ModelConfig& Engine::model_config() const { return loop_->model().config(); }
+const Classifier* Engine::classifier() const { return loop_->model().classifier(); }
 int64_t Engine::kv_capacity_tokens() const { return options_.kv_tokens; }
 int32_t Engine::max_context() const { return options_.max_context; }
 EngineStats Engine::Stats() const { return loop_->Stats(); }
@@ -169,6 +170,11 @@ Status Engine::Validate(Request& request) const {
     }
     if (request.prompt_logprobs >= 0 || request.grammar) {
       return InvalidArgument("an embedding request takes no prompt_logprobs and no grammar");
+    }
+    if (request.embedding == Pooling::kRank && loop_->model().classifier() == nullptr) {
+      return InvalidArgument(
+          "a rank request needs a classifier head: the model has no cls.output.weight and no classifier "
+          "tokens were given");
     }
   } else if (request.max_tokens < 0 || (request.max_tokens == 0 && request.prompt_logprobs < 0)) {
     return InvalidArgument("max_tokens must be >= 1 (or 0 with prompt_logprobs), got " +

@@ -203,6 +203,8 @@ class Engine {
 
   EngineStats Stats() const;
   const ModelConfig& model_config() const;
+  // The model's classifier head (Request::embedding kRank needs one); null when it has none.
+  const Classifier* classifier() const;
   const EngineOptions& options() const { return options_; }  // with the defaults resolved
   int64_t kv_capacity_tokens() const;
   int32_t max_context() const;  // the context limit in tokens

@@ -94,7 +94,8 @@ bool Engine::Loop::TakeInbox(bool wait) {
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
     active->draft_length = options_.draft_tokens;
     const Request& request = active->pending.request;
-    const PromptRows rows = request.embedding == Pooling::kLast   ? PromptRows::kLastEmbedding
+    const bool last_row = request.embedding == Pooling::kLast || request.embedding == Pooling::kRank;
+    const PromptRows rows = last_row                              ? PromptRows::kLastEmbedding
                             : request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
                             : request.prompt_logprobs >= 0        ? PromptRows::kLogits
                                                                   : PromptRows::kNone;
@@ -288,17 +289,17 @@ void Engine::Loop::PoolEmbeddingRows(const StepPlan& plan) {
     Active& active = *active_.at(chunk.id);
     const Pooling pooling = active.pending.request.embedding;
     const int32_t last = int32_t(active.pending.request.prompt_ids.size()) - 1;
-    // Each position once, in order (last-token pooling: the last position alone).
+    // Each position once, in order (last-token pooling, rank: the last position alone).
+    const bool last_only = pooling == Pooling::kLast || pooling == Pooling::kRank;
     LOCKSTEP_CHECK(active.embedded_end == chunk.embedding_position ||
-                   (pooling == Pooling::kLast && chunk.embedding_position == last));
+                   (last_only && chunk.embedding_position == last));
     active.embedding.resize(size_t(d));
     for (int32_t i = 0; i < chunk.embedding_count; ++i) {
       const int32_t position = chunk.embedding_position + i;
       const float* row = embeddings_.data() + size_t(chunk.embedding_row + i) * size_t(d);
       if (pooling == Pooling::kMean) {
         for (int64_t k = 0; k < d; ++k) active.embedding[size_t(k)] += row[k];
-      } else if ((pooling == Pooling::kCls && position == 0) ||
-                 (pooling == Pooling::kLast && position == last)) {
+      } else if ((pooling == Pooling::kCls && position == 0) || (last_only && position == last)) {
         std::copy(row, row + d, active.embedding.begin());
       }
     }
@@ -310,6 +311,13 @@ TokenEvent Engine::Loop::EmbeddingEvent(Active& active) const {
   TokenEvent event;
   event.finish_reason = FinishReason::kLength;
   const Request& request = active.pending.request;
+  if (request.embedding == Pooling::kRank) {         // the classifier's logits of the last final hidden state
+    const Classifier& head = *model_->classifier();  // Engine::Submit checked it is there
+    const std::vector<float> hidden(active.embedding.begin(), active.embedding.end());
+    event.embedding.resize(size_t(head.n_cls));
+    head.Apply(hidden, event.embedding);
+    return event;
+  }
   const double scale = request.embedding == Pooling::kMean ? 1.0 / double(request.prompt_ids.size()) : 1.0;
   event.embedding.reserve(active.embedding.size());
   for (double v : active.embedding) event.embedding.push_back(float(v * scale));

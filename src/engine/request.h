@@ -68,7 +68,9 @@ struct Request {
   // 0 and no prompt_logprobs or grammar. Mean and cls pooling, like prompt_logprobs, compute the whole prompt
   // (no prefix-cache read; blocks published); last pooling needs only the last row's state and reads the
   // prefix cache. No fork. The vector depends only on the prompt: not on the neighbours, the chunking, a
-  // preemption or the cache.
+  // preemption or the cache. kRank (a reranker's score): like last pooling, then the model's classifier
+  // head (Model::classifier(), which it needs) is applied, and the event's `embedding` holds its n_cls
+  // logits instead (model/classifier.h RankScore makes them a score).
   Pooling embedding = Pooling::kNone;
   // The scale of each LoRA adapter loaded with the model (Model::lora_adapters(); entry i for adapter i,
   // missing entries 0: empty runs the base model). At most one entry per adapter, each finite. Requests with
@@ -133,7 +135,8 @@ struct TokenEvent {
   // Request::prompt_logprobs >= 0: on the first event only, prompt_ids.size() - 1 entries, one for each
   // prompt token after the first, in order.
   std::vector<PromptLogprob> prompt_logprobs;
-  std::vector<float> embedding;  // Request::embedding: the pooled vector, on the (only, last) event
+  std::vector<float> embedding;  // Request::embedding: the pooled vector (kRank: the classifier's logits),
+                                 // on the (only, last) event
   bool special = false;          // the token is a control / special token (EOS etc.)
 
   FinishReason finish_reason = FinishReason::kNone;  // set on the last event only
