@@ -204,6 +204,21 @@ void RegisterServeCommand(CLI::App& app) {
                   "How /v1/embeddings and /embed pool a prompt's final hidden states: mean, cls (the first "
                   "token's) or last (default: the model file's pooling_type, else last)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
+  cmd->add_flag("--reranking,--rerank", o.reranking,
+                "Serve /rerank, /v1/rerank and /score with a plain causal LM, scored by the logits of "
+                "--rerank-tokens at the prompt's last position (a file with a classifier head, "
+                "cls.output.weight, ranks without it)");
+  cmd->add_option(
+         "--rerank-tokens", o.rerank_tokens,
+         "With --reranking: the tokens whose logits score a pair, the relevant answer first (default: "
+         "yes,no; score = sigmoid(logit_yes - logit_no))")
+      ->delimiter(',')
+      ->expected(2, 2);
+  cmd->add_option(
+         "--rerank-template", o.rerank_template,
+         "The prompt of a (query, document) pair, {query} and {document} replaced (default: the file's "
+         "tokenizer.chat_template.rerank, else [BOS] query [EOS] [SEP] document [EOS])")
+      ->check(NotEmpty());
   cmd->add_option("--reasoning-format", flags->reasoning_format,
                   "Chat replies' <think> blocks: auto (returned as reasoning_content when the chat template "
                   "writes them), deepseek (always split), none (kept in content)")

@@ -38,9 +38,15 @@ struct ApiContext {
   int64_t created = 0;           // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
-  int draft_tokens = 0;                    // speculative decoding: tokens drafted per step (0: off)
-  bool prefix_caching = false;             // the engine reuses shared prompt prefixes (GET /info, /health)
-  Pooling pooling = Pooling::kLast;        // how the embeddings routes pool a prompt (--pooling)
+  int draft_tokens = 0;              // speculative decoding: tokens drafted per step (0: off)
+  bool prefix_caching = false;       // the engine reuses shared prompt prefixes (GET /info, /health)
+  Pooling pooling = Pooling::kLast;  // how the embeddings routes pool a prompt (--pooling)
+  // Reranking (server/rerank_api.h): the model has a classifier head (the file's, or yes/no tokens'
+  // rows with --reranking); the pair prompt's template ({query}, {document}; "" = [BOS] q [EOS] [SEP] d
+  // [EOS]); the vocabulary's separator token (-1: none).
+  bool can_rank = false;
+  std::string rerank_template;
+  int32_t sep_id = -1;
   std::shared_ptr<GrammarCache> grammars;  // structured outputs and tool choices (thread-safe)
   // Chat: the variables every template rendering sees (--chat-template-kwargs), and whether replies'
   // reasoning blocks are split out when a request does not say (--reasoning-format; chat/reasoning.h).

@@ -10,6 +10,7 @@
 #include "server/openai_api.h"
 #include "server/request_fields.h"
 #include "server/request_guard.h"
+#include "server/rerank_api.h"
 #include "server/responses_api.h"
 #include "server/slot_view.h"
 #include "server/sse.h"
@@ -351,6 +352,41 @@ void HandleEmbeddings(RouteState& state, const HttpRequest& request, std::shared
   if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), flavor);
 }
 
+// Reranking (/rerank and its aliases) or vLLM's /score: every (query, document) pair a parallel rank
+// sequence in the engine (server/rerank_api.h).
+void HandleRerank(RouteState& state, const HttpRequest& request, std::shared_ptr<ResponseWriter> writer,
+                  bool score) {
+  constexpr ApiFlavor kFlavor = ApiFlavor::kOpenAI;
+  auto parsed =
+      score ? ParseScoreRequest(request.body, state.ctx) : ParseRerankRequest(request.body, state.ctx);
+  if (!parsed.ok()) return ReplyError(state, *writer, parsed.error, kFlavor);
+  auto req = std::make_shared<RerankRequest>(std::move(*parsed.value));
+  const std::string id = NewId(state, score ? "score" : "rerank");
+  const int64_t created = UnixNow();
+  RouteState* st = &state;
+  GenerationJob::DoneFn on_done = [st, req, writer, score, id, created](GenerationJob& job) {
+    if (job.submit_error()) return ReplyError(*st, *writer, SubmitError(*st, *job.submit_error()), kFlavor);
+    if (const TokenEvent* failed = FailedChoice(job)) {
+      return ReplyError(*st, *writer, ApiError{Internal("scoring failed: " + failed->error), "", false},
+                        kFlavor);
+    }
+    std::vector<double> scores;
+    for (const std::optional<double>& s : FinishedScores(job)) {
+      if (!s) return ReplyTimeout(*st, *writer, kFlavor);  // cut short (--timeout)
+      scores.push_back(*s);
+    }
+    Reply(*st, *writer, 200, kJson,
+          DumpJson(
+              score ? ScoreResponse(scores, job.prompt_tokens(), job.cached_tokens(), id, created, st->ctx)
+                    : RerankResponse(*req, scores, job.prompt_tokens(), job.cached_tokens(), id, st->ctx)));
+  };
+  req->spec.label = id;
+  UseGlobalLoraScales(state.ctx.lora.get(), req->spec);
+  auto job = GenerationJob::Start(*state.engine, req->spec, writer, state.metrics, state.slots,
+                                  state.request_timeout_s, nullptr, std::move(on_done));
+  if (!job.ok()) return ReplyError(state, *writer, SubmitError(state, job.error), kFlavor);
+}
+
 bool IsTgiPath(const std::string& path) {
   return path == "/generate" || path == "/generate_stream" || path == "/" || path == "/info" ||
          path == "/embed";
@@ -471,6 +507,12 @@ void HandleRequest(RouteState& state, HttpRequest request, std::shared_ptr<Respo
        [&] { HandleEmbeddings(state, request, writer, EmbeddingApi::kLlamaCpp); }},
       {"POST", "/embeddings", true,
        [&] { HandleEmbeddings(state, request, writer, EmbeddingApi::kLlamaCpp); }},
+      {"POST", "/rerank", true, [&] { HandleRerank(state, request, writer, false); }},
+      {"POST", "/v1/rerank", true, [&] { HandleRerank(state, request, writer, false); }},
+      {"POST", "/reranking", true, [&] { HandleRerank(state, request, writer, false); }},
+      {"POST", "/v1/reranking", true, [&] { HandleRerank(state, request, writer, false); }},
+      {"POST", "/score", true, [&] { HandleRerank(state, request, writer, true); }},
+      {"POST", "/v1/score", true, [&] { HandleRerank(state, request, writer, true); }},
       {"GET", "/dashboard/events", true, [&] { StreamDashboardEvents(state, request, writer); }},
       {"GET", "/advisor", true, [&] { HandleAdvisor(state, request, *writer); }},
       {"POST", "/split", true, [&] { HandleSplit(state, request, *writer); }},

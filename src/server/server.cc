@@ -114,14 +114,18 @@ class Server::Impl {
       lora_paths.push_back(adapter.path);
       lora_scales.push_back(adapter.scale);
     }
-    auto model = Model::Load(shared_file, {.kernels = options_.kernels, .lora_paths = lora_paths});
-    if (!model.ok()) return model.status().WithContext(options_.model_path);
-    std::shared_ptr<Model> shared_model = std::move(model).value();
     auto tokenizer = Tokenizer::FromGguf(*shared_file);
     if (!tokenizer.ok()) {
       return tokenizer.status().WithContext(options_.model_path + ": the server needs the model's tokenizer");
     }
     std::shared_ptr<const Tokenizer> shared_tokenizer = std::move(tokenizer).value();
+    auto classifier_tokens = RerankTokens(*shared_file, *shared_tokenizer);
+    if (!classifier_tokens.ok()) return classifier_tokens.status();
+    auto model = Model::Load(
+        shared_file,
+        {.kernels = options_.kernels, .lora_paths = lora_paths, .classifier_tokens = *classifier_tokens});
+    if (!model.ok()) return model.status().WithContext(options_.model_path);
+    std::shared_ptr<Model> shared_model = std::move(model).value();
 
     EngineOptions eo;
     eo.threads = ThreadsOrHardware(options_.compute_threads);
@@ -167,7 +171,7 @@ class Server::Impl {
     const Pooling file_pooling = engine_->model_config().pooling;
     const char* pooling_source = " (--pooling)";
     ctx.pooling = options_.pooling;
-    if (ctx.pooling == Pooling::kNone && file_pooling != Pooling::kNone) {
+    if (ctx.pooling == Pooling::kNone && file_pooling != Pooling::kNone && file_pooling != Pooling::kRank) {
       ctx.pooling = file_pooling;
       pooling_source = " (the file's pooling_type)";
     } else if (ctx.pooling == Pooling::kNone) {
@@ -175,6 +179,7 @@ class Server::Impl {
       pooling_source = " (the file names none; --pooling changes it)";
     }
     log_->info("embeddings (/v1/embeddings, /embed): {} pooling{}", PoolingName(ctx.pooling), pooling_source);
+    SetUpReranking(*shared_file, ctx);
     ctx.created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
@@ -198,6 +203,48 @@ class Server::Impl {
     }
     state_.engine = engine_.get();
     return Status::Ok();
+  }
+
+  // The ids of --rerank-tokens (default "yes", "no") when --reranking asks a file without a classifier head
+  // to rank; none otherwise. A text that is not one token of the vocabulary is refused.
+  Result<std::vector<int32_t>> RerankTokens(const GgufFile& file, const Tokenizer& tokenizer) const {
+    if (!options_.reranking || file.FindTensor("cls.output.weight") != nullptr) return std::vector<int32_t>{};
+    std::vector<std::string> texts = options_.rerank_tokens;
+    if (texts.empty()) texts = {"yes", "no"};
+    std::vector<int32_t> ids;
+    for (const std::string& text : texts) {
+      int32_t id = tokenizer.FindToken(text);
+      if (id < 0) {
+        auto encoded = tokenizer.Encode(text, /*add_bos=*/false, /*parse_special=*/true);
+        if (encoded.ok() && encoded->size() == 1) id = (*encoded)[0];
+      }
+      if (id < 0) {
+        return InvalidArgument(
+            "--rerank-tokens: '" + text + "' is not one token of " + options_.model_path +
+            "'s vocabulary (name tokens the model answers with, e.g. --rerank-tokens yes,no)");
+      }
+      ids.push_back(id);
+    }
+    return ids;
+  }
+
+  void SetUpReranking(const GgufFile& file, ApiContext& ctx) {
+    const Classifier* head = engine_->classifier();
+    ctx.can_rank = head != nullptr;
+    ctx.rerank_template = options_.rerank_template;
+    auto file_template = file.GetStringOr("tokenizer.chat_template.rerank", "");
+    if (ctx.rerank_template.empty() && file_template.ok()) ctx.rerank_template = *file_template;
+    auto sep_key = file.GetIntOr("tokenizer.ggml.seperator_token_id", -1);  // llama.cpp's spelling
+    const int64_t sep = sep_key.ok() ? *sep_key : -1;
+    ctx.sep_id = sep >= 0 && sep < ctx.vocab_size ? int32_t(sep) : -1;
+    if (head == nullptr) return;
+    std::string labels;
+    for (const std::string& l : head->labels) labels += (labels.empty() ? "" : ", ") + l;
+    log_->info(
+        "reranking (/rerank, /v1/rerank, /score): {} ({} outputs{}{}), prompt: {}",
+        head->from_tokens ? "the logits of --rerank-tokens" : "the file's classifier head", head->n_cls,
+        labels.empty() ? "" : ": ", labels,
+        ctx.rerank_template.empty() ? "[BOS] query [EOS] [SEP] document [EOS]" : "the rerank template");
   }
 
   void Stop() {

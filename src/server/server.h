@@ -62,6 +62,14 @@ struct ServerOptions {
   int draft_max_seqs = 4;            // engine: ... while at most this many requests run (--draft-max-seqs)
   // How /v1/embeddings and /embed pool a prompt (--pooling); kNone: the file's pooling_type, else last.
   Pooling pooling = Pooling::kNone;
+  // Reranking (/rerank, /v1/rerank, /score; server/rerank_api.h): a file with a classifier head
+  // (cls.output.weight) ranks as it is; `reranking` (--reranking) makes a plain causal LM rank with the
+  // logits of `rerank_tokens` at the prompt's last position (--rerank-tokens; empty: "yes", "no": the score
+  // is sigmoid(logit_yes - logit_no)). `rerank_template` (--rerank-template: {query}, {document}) replaces
+  // the file's tokenizer.chat_template.rerank.
+  bool reranking = false;
+  std::vector<std::string> rerank_tokens;
+  std::string rerank_template;
   // Variables every chat template rendering sees (--chat-template-kwargs, a JSON object; a request's
   // chat_template_kwargs override them).
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

@@ -24,6 +24,11 @@ const std::string& TinyModel() {
   return path;
 }
 
+const std::string& RerankModel() {
+  static const std::string path = MakeModel("tiny-qwen3-reranker");
+  return path;
+}
+
 const std::string& SlowModel() {
   static const std::string path = MakeModel("stories15m");
   return path;

@@ -14,6 +14,8 @@ namespace lockstep::server::testing {
 
 // `make-model --shape tiny` (fast; 256-token context), made once per process.
 const std::string& TinyModel();
+// `make-model --shape tiny-qwen3-reranker` (a yes/no classifier head and a rerank template).
+const std::string& RerankModel();
 // `make-model --shape stories15m` (slower per token, so requests stay in flight for a while).
 const std::string& SlowModel();
 
