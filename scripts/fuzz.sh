@@ -20,7 +20,7 @@ runs=${RUNS:--1}
 jobs=${JOBS:-2}
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(http_request_fuzzer openai_completion_fuzzer openai_chat_fuzzer tgi_fuzzer embeddings_fuzzer
+  targets=(http_request_fuzzer openai_completion_fuzzer openai_chat_fuzzer tgi_fuzzer embeddings_fuzzer rerank_fuzzer
     gguf_fuzzer tokenizer_fuzzer jinja_fuzzer sse_fuzzer grammar_fuzzer tool_call_fuzzer)
 fi
 
@@ -49,7 +49,7 @@ export LOCKSTEP_CPU=scalar
 dictionaries() {
   case $1 in
     openai_completion_fuzzer | openai_chat_fuzzer | tgi_fuzzer) echo api json_schema ;;
-    embeddings_fuzzer) echo api ;;
+    embeddings_fuzzer | rerank_fuzzer) echo api ;;
     grammar_fuzzer) echo grammar json_schema ;;
     tool_call_fuzzer) echo tool_call ;;
   esac
