@@ -47,6 +47,27 @@ void DequantizeQ4_0(const std::byte* src, float* dst, int64_t n) {
   }
 }
 
+// As ggml's dequantize_row_q5_0 / q5_1 (the same float operations, so the same bits).
+void DequantizeQ5_0(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ5Block; ++b) {
+    BlockQ5_0 block;
+    std::memcpy(&block, src + b * sizeof(BlockQ5_0), sizeof(block));
+    const float d = F16ToF32(block.d);
+    for (int e = 0; e < kQ5Block; ++e)
+      dst[b * kQ5Block + e] = static_cast<float>(Q5Quant(block.qh, block.qs, e) - 16) * d;
+  }
+}
+
+void DequantizeQ5_1(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ5Block; ++b) {
+    BlockQ5_1 block;
+    std::memcpy(&block, src + b * sizeof(BlockQ5_1), sizeof(block));
+    const float d = F16ToF32(block.d), m = F16ToF32(block.m);
+    for (int e = 0; e < kQ5Block; ++e)
+      dst[b * kQ5Block + e] = static_cast<float>(Q5Quant(block.qh, block.qs, e)) * d + m;
+  }
+}
+
 void DequantizeQ4_K(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     BlockQ4_K block;
@@ -104,6 +125,8 @@ bool CanDequantize(TensorType type) {
     case TensorType::kBF16:
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
@@ -131,6 +154,12 @@ void DequantizeRow(TensorType type, const std::byte* src, float* dst, int64_t n)
       break;
     case TensorType::kQ4_0:
       DequantizeQ4_0(src, dst, n);
+      break;
+    case TensorType::kQ5_0:
+      DequantizeQ5_0(src, dst, n);
+      break;
+    case TensorType::kQ5_1:
+      DequantizeQ5_1(src, dst, n);
       break;
     case TensorType::kQ4_K:
       DequantizeQ4_K(src, dst, n);

@@ -1,6 +1,6 @@
-// The AMX-INT8 kernel for packed weights (tensor/packed_weights.h: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), written
-// over a tile-unit interface so that the same code runs on the CPU's tiles (tensor/matmul_amx.cc) and, in
-// tests, on a software model of them (tests/testing/amx_tile_model.h) on any AVX-512 machine.
+// The AMX-INT8 kernel for packed weights (tensor/packed_weights.h: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K),
+// written over a tile-unit interface so that the same code runs on the CPU's tiles (tensor/matmul_amx.cc)
+// and, in tests, on a software model of them (tests/testing/amx_tile_model.h) on any AVX-512 machine.
 //
 // Shapes: a packed 32-element block's quant vectors are already an AMX "B" tile: vector k holds, for each of
 // 16 outputs, elements 4k..4k+3 (8 rows of 64 bytes; Q8_0 as stored, nibble types split into 8 such rows
@@ -134,6 +134,10 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void IssueGroup(Tiles& tiles, const TileArgs
   } else if constexpr (kType == TensorType::kQ4_0) {
     UnpackNibbles(a.packed->Unit(group, b), nullptr, s.unpacked[kGroup]);
     tiles.template Load<kB>(s.unpacked[kGroup], 64);
+  } else if constexpr (kType == TensorType::kQ5_0 || kType == TensorType::kQ5_1) {
+    const std::byte* unit = a.packed->Unit(group, b);
+    UnpackNibbles(unit, nullptr, s.unpacked[kGroup], unit + kQ5High);
+    tiles.template Load<kB>(s.unpacked[kGroup], 64);
   } else if constexpr (kType == TensorType::kQ4_K) {
     UnpackNibbles(a.packed->Unit(group, b / 8) + 256 * (b % 8), nullptr, s.unpacked[kGroup]);
     tiles.template Load<kB>(s.unpacked[kGroup], 64);
@@ -177,8 +181,9 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void StoreBlock(Tiles& tiles, int groups, in
   if (kType != TensorType::kQ6_K && groups > 2) tiles.template Store<kTileC + 2>(dots[2], 64);
 }
 
-// The packed order of tensor/matmul_internal.h for block b, with the VNNI kernels' operations: Q8_0 / Q4_0
-// acc = fma(float(C + start), scalef(weight scale, log2 activation scale), acc); Q4_K / Q5_K acc =
+// The packed order of tensor/matmul_internal.h for block b, with the VNNI kernels' operations: Q8_0 / Q4_0 /
+// Q5_0 / Q5_1 acc = fma(float(C + start), scalef(weight scale, log2 activation scale), acc) (Q5_1 then adds
+// fma(float(block sum), m * x_scale, acc)); Q4_K / Q5_K acc =
 // fma(float(C), d * sc * x_scale, acc) then fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc =
 // fma(float(sc_lo * (C_lo + start_lo) + sc_hi * (C_hi + start_hi)), d * x_scale, acc).
 template <TensorType kType>
@@ -186,10 +191,11 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t gro
                                                   int rows, int64_t b, const int32_t (*dots)[kAmxRows][16],
                                                   AmxScratch& s) {
   const int64_t blocks = a.in / 32;
-  if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
-    __m512 dw[kAmxGroups];
+  if constexpr (!IsKQuant(kType)) {
+    __m512 dw[kAmxGroups], m[kAmxGroups];
     for (int g = 0; g < groups; ++g) {
       dw[g] = LoadHalves(a.packed->Unit(group0 + g, b) + PackedScaleOffset(kType));
+      if constexpr (HasMinTerm(kType)) m[g] = LoadHalves(a.packed->Unit(group0 + g, b) + kQ5M);
     }
     for (int r = 0; r < rows; ++r) {
       const int64_t i = (r0 + r) * blocks + b;
@@ -199,8 +205,12 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t gro
       for (int g = 0; g < groups; ++g) {
         const __m512i dot = _mm512_add_epi32(_mm512_load_si512(dots[g][r]), start);
         const __m512 scale = _mm512_scalef_ps(dw[g], exponent);
-        _mm512_store_ps(s.acc[r][g],
-                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, _mm512_load_ps(s.acc[r][g])));
+        __m512 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, _mm512_load_ps(s.acc[r][g]));
+        if constexpr (HasMinTerm(kType)) {  // Q5_1: + float(block sum) * (m * x_scale)
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(a.sums[i])),
+                                _mm512_mul_ps(m[g], _mm512_set1_ps(a.d[i])), acc);
+        }
+        _mm512_store_ps(s.acc[r][g], acc);
       }
     }
   } else if constexpr (HasMinTerm(kType)) {
@@ -288,7 +298,7 @@ LOCKSTEP_AMX_EPILOGUE_TARGET void PackedTileTyped(Tiles& tiles, const TileArgs& 
   tiles.Release();
 }
 
-// PackedTileTyped for a.type (Q8_0, Q4_0, Q4_K, Q5_K or Q6_K).
+// PackedTileTyped for a.type (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K).
 template <class Tiles>
 void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end, AmxScratch& s) {
   switch (a.type) {
@@ -300,6 +310,10 @@ void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end,
       return PackedTileTyped<TensorType::kQ4_K>(tiles, a, o_begin, o_end, s);
     case TensorType::kQ5_K:
       return PackedTileTyped<TensorType::kQ5_K>(tiles, a, o_begin, o_end, s);
+    case TensorType::kQ5_0:
+      return PackedTileTyped<TensorType::kQ5_0>(tiles, a, o_begin, o_end, s);
+    case TensorType::kQ5_1:
+      return PackedTileTyped<TensorType::kQ5_1>(tiles, a, o_begin, o_end, s);
     case TensorType::kQ6_K:
       return PackedTileTyped<TensorType::kQ6_K>(tiles, a, o_begin, o_end, s);
     default:

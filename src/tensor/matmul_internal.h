@@ -4,16 +4,17 @@
 // machine's vector width, the row count, the tile position or the thread count):
 // - Float weights (F32/F16/BF16): per (output, row), 8 f32 lane accumulators; element i goes to lane i % 8 by
 //   fused multiply-add, in order of i; a partial last group is padded with zeros. Then LaneSum (below).
-// - Quantized weights (Q8_0/Q4_0/Q4_K/Q5_K/Q6_K): each activation row is quantized in 32-element blocks
-//   (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane scales
-//   (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3, converted
-//   to float and fused-multiply-added with (lane scale * activation scale) into lane accumulator l. Q4_K and
-//   Q5_K (HasMinTerm) add their min term per lane the same way (exact lane sum of q times min scale *
-//   activation scale).
-// - Packed weights (PackWeights: Q8_0/Q4_0/Q4_K/Q5_K/Q6_K): one f32 accumulator per (output, row); for each
-//   block b, acc = fma(float(exact integer dot of the block), weight scale * activation scale, acc); Q4_K and
-//   Q5_K then add fma(float(sum of the block's activation quants), min scale * activation scale, acc); Q6_K's
-//   integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d.
+// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K): each activation row is quantized in 32-element
+//   blocks (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane
+//   scales (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3,
+//   converted to float and fused-multiply-added with (lane scale * activation scale) into lane accumulator l.
+//   Q4_K, Q5_K and Q5_1 (HasMinTerm) add their min term per lane the same way (exact lane sum of q times min
+//   scale
+//   * activation scale).
+// - Packed weights (PackWeights: every quantized type above): one f32 accumulator per (output, row); for each
+//   block b, acc = fma(float(exact integer dot of the block), weight scale * activation scale, acc); Q4_K,
+//   Q5_K and Q5_1 then add fma(float(sum of the block's activation quants), min scale * activation scale,
+//   acc); Q6_K's integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d.
 #pragma once
 
 #include <bit>
@@ -62,15 +63,25 @@ inline float ActivationScale(float max_abs, float* inverse) {
 // Quantizes 32 floats as above; sum16[0], sum16[1] = sums of q[0..15], q[16..31].
 void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[2]);
 
-// A weight block in canonical form: 32 int8 values, 8 lane scales, and (Q4_K, Q5_K) the lane min scale.
+// A weight block in canonical form: 32 int8 values, 8 lane scales, and (HasMinTerm) the lane min scale.
 struct WeightBlockView {
   int8_t w[32];
   float scale[8];
-  float min_scale;  // multiplies the lane sum of the activation quants; 0 except Q4_K and Q5_K
+  float min_scale;  // multiplies the lane sum of the activation quants; 0 except HasMinTerm types
 };
-// Whether `type` has a min term (value = d * sc * q - dmin * m): Q4_K and Q5_K, whose canonical forms differ
-// only in the quants' range (0-15, 0-31).
-constexpr bool HasMinTerm(TensorType type) { return type == TensorType::kQ4_K || type == TensorType::kQ5_K; }
+// Whether `type` has a min term (value = d * sc * q - dmin * m, Q5_1: d * q + m): Q4_K, Q5_K and Q5_1, whose
+// canonical forms differ only in the quants' range (0-15, 0-31) and where scale and min scale come from.
+constexpr bool HasMinTerm(TensorType type) {
+  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ5_1;
+}
+// Whether `type` stores a fifth quant bit apart from the nibbles (Q5_0, Q5_1, Q5_K).
+constexpr bool HasFifthBit(TensorType type) {
+  return type == TensorType::kQ5_0 || type == TensorType::kQ5_1 || type == TensorType::kQ5_K;
+}
+// The 256-element super-block types (8 weight blocks per packed unit); the others' units are one block.
+constexpr bool IsKQuant(TensorType type) {
+  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+}
 // Block b (32 elements) of a weight row in a quantized type.
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view);
 

@@ -1,15 +1,17 @@
-// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K weights (layouts in tensor/packed_weights.h), included
-// inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_packed_x86-inl.h. Same
-// scheme as the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element sub-block at a time, written once
-// over a small vector-traits struct: 512-bit on AVX-512 targets, two 256-bit halves on AVX2. Quants are
-// unsigned (<= 63), so VPMADDUBSW cannot saturate. Bit-identical to PackedDotReference.
+// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K and Q5_0 / Q5_1 weights (layouts in
+// tensor/packed_weights.h), included inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after
+// matmul_packed_x86-inl.h. Same scheme as the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element
+// sub-block at a time (a Q5_0 / Q5_1 unit is one), written once over a small vector-traits struct: 512-bit on
+// AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<= 63), so VPMADDUBSW cannot saturate.
+// Bit-identical to PackedDotReference.
 //
 // Without VNNI (avx2), products are summed in 16 bits before they are widened (V::kSum16): Q4_K's nibbles
 // (<= 15) make pair sums of at most 3810, so a sub-block's 8 VPMADDUBSW results add up exactly (<= 30480)
-// before one VPMADDWD; Q5_K's quants (<= 31) make pair sums of at most 7874, so 4 of them (<= 31496) per
-// VPMADDWD, two per sub-block; Q6_K's quants (<= 63) allow two (<= 32004), and the VPMADDWD that widens them
-// multiplies by the 16-element half's scale at the same time (no VPMULLD), the -32 offset cancelled once
-// per sub-block as -32 * (sc_lo * sum_lo + sc_hi * sum_hi) (one more VPMADDWD). The same exact integers.
+// before one VPMADDWD; Q5_K's, Q5_0's and Q5_1's quants (<= 31) make pair sums of at most 7874, so 4 of them
+// (<= 31496) per VPMADDWD, two per sub-block; Q6_K's quants (<= 63) allow two (<= 32004), and the VPMADDWD
+// that widens them multiplies by the 16-element half's scale at the same time (no VPMULLD), the -32 offset
+// cancelled once per sub-block as -32 * (sc_lo * sum_lo + sc_hi * sum_hi) (one more VPMADDWD). The same exact
+// integers.
 
 #if HWY_TARGET == HWY_AVX2
 // kVnni: the avx2-vnni level (VEX VPDPBUSD, tensor/matmul_packed_avx2-inl.h's DpbusdVex).
@@ -138,7 +140,7 @@ HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typena
   const I low4 = V::Bytes(0x0f);
   *lo = V::And(v, low4);
   *hi = V::And(V::Srl16(v, 4), low4);
-  if constexpr (kType == TensorType::kQ5_K) {
+  if constexpr (HasFifthBit(kType)) {
     const I bit4 = V::Bytes(0x10);
     *lo = V::Or(*lo, V::And(V::Sll16(fifth, 4 - k), bit4));
     *hi = V::Or(*hi, V::And(k == 0 ? fifth : V::Srl16(fifth, k), bit4));
@@ -147,10 +149,11 @@ HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typena
   }
 }
 
-// Sub-block j's fifth-bit vector (Q5_K; anything for Q4_K, which ignores it).
+// Sub-block j's fifth-bit vector (Q5_K; Q5_0 / Q5_1: the unit's one; anything for Q4_K, which ignores it).
 template <class V, TensorType kType>
 HWY_INLINE typename V::I FifthBits(const std::byte* unit, int j, int bo) {
   if constexpr (kType == TensorType::kQ5_K) return V::Load(unit + kQ5KHigh + 64 * j + bo);
+  if constexpr (kType == TensorType::kQ5_0 || kType == TensorType::kQ5_1) return V::Load(unit + kQ5High + bo);
   return V::Ints(0);
 }
 
@@ -192,19 +195,20 @@ HWY_INLINE void Q6KHalfDotsSum16(const std::byte* const* unit, int j, int bo, in
   }
 }
 
-// V::kSum16's sub-block dots (16-bit sums, then widenings), into dot[g][r]: Q4_K / Q5_K the exact dot of
-// the sub-block, Q6_K sc_lo * dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32
-// cancelled. q[r] + x_off: the sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element
-// sums.
+// V::kSum16's sub-block dots (16-bit sums, then widenings), into dot[g][r]: Q4_K / Q5_K / Q5_0 / Q5_1 the
+// exact dot of the sub-block (Q5_0's offset of 16 cancelled, from the two 16-element sums), Q6_K sc_lo *
+// dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32 cancelled. q[r] + x_off: the
+// sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element sums.
 template <class V, TensorType kType, int kGroups, int kRows>
 HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, int eo, const int8_t* const* q,
                                   int64_t x_off, const int32_t* sums16, int64_t sums16_stride,
                                   typename V::I (&dot)[kGroups][kRows]) {
   using I = typename V::I;
-  if constexpr (HasMinTerm(kType)) {
+  if constexpr (kType != TensorType::kQ6_K) {
     const I ones16 = V::Ints(0x00010001);
-    // Q4_K: 8 pair sums (<= 8 * 3810) per widening; Q5_K: 4 (<= 4 * 7874), so widened after k = 1 and 3.
-    constexpr int kWidenEvery = kType == TensorType::kQ5_K ? 2 : 4;
+    // Q4_K: 8 pair sums (<= 8 * 3810) per widening; Q5_K, Q5_0, Q5_1: 4 (<= 4 * 7874), so widened after k = 1
+    // and 3. Q5_0's dots start at -16 * (the block's activation sum), its quants' offset.
+    constexpr int kWidenEvery = HasFifthBit(kType) ? 2 : 4;
     I sum16[kGroups][kRows];
     I fifth[kGroups];
     for (int g = 0; g < kGroups; ++g) fifth[g] = FifthBits<V, kType>(unit[g], j, bo);
@@ -231,7 +235,12 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
         for (int g = 0; g < kGroups; ++g) {
           for (int r = 0; r < kRows; ++r) {
             const I wide = V::Widen(sum16[g][r], ones16);
-            dot[g][r] = k < kWidenEvery ? wide : Pin(V::Add(dot[g][r], wide));
+            if constexpr (kType == TensorType::kQ5_0) {
+              const int32_t* s16 = sums16 + r * sums16_stride;
+              dot[g][r] = Pin(V::Add(k < kWidenEvery ? V::Ints(-16 * (s16[0] + s16[1])) : dot[g][r], wide));
+            } else {
+              dot[g][r] = k < kWidenEvery ? wide : Pin(V::Add(dot[g][r], wide));
+            }
           }
         }
       }
@@ -309,8 +318,9 @@ HWY_INLINE void Q6KHalfDots(const std::byte* const* unit, int j, int bo, int eo,
 // y for the outputs of `part` of 16-output groups [group0, group0 + kGroups) (KVec::kLanes outputs each) and
 // rows [r0, r0 + kRows). Each broadcast activation group serves kGroups dots, each unpacked weight vector
 // kRows. kStream: the tile streams the weights from memory (the first row tile) and prefetches ahead.
-// kSumD (Q4_K / Q5_K, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits; per
-// sub-block one conversion per row and one multiply per (group, row) fewer; SumDIsExact in
+// Q5_0 / Q5_1 units are one 32-element block (one "sub-block" each, its d (and m) per output).
+// kSumD (HasMinTerm types, only where TileArgs::sum_d_exact): the min term from TileArgs::sum_d (same bits;
+// per sub-block one conversion per row and one multiply per (group, row) fewer; SumDIsExact in
 // tensor/matmul_simd.h).
 template <class V, TensorType kType, int kGroups, int kRows, bool kStream, bool kSumD>
 HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, int64_t r0) {
@@ -332,29 +342,36 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
   // spilled less (3 against 8) but ran 2-7% slower on Zen 5.
   constexpr bool kQ6KHalfAtATime = V::kParts == 1;
   // Streaming: while computing sub-block j of a unit, prefetch the j-th eighth of the next unit (one unit,
-  // 2-3 KiB, ahead; packed_weights.h).
+  // 2-3 KiB, ahead; packed_weights.h). Q5_0 / Q5_1: the unit about kPrefetchBytes ahead, as Q4_0's tiles.
+  constexpr int kSub = IsKQuant(kType) ? 8 : 1;  // blocks per unit
   const int64_t eighth = (p.unit_bytes / 8 + 63) / 64 * 64;
+  const int64_t ahead = (kPrefetchBytes + p.unit_bytes - 1) / p.unit_bytes;
   for (int64_t s = 0; s < p.units; ++s) {
     const std::byte* unit[kGroups];
-    F d[kGroups], dmin[kGroups];
+    F d[kGroups], dmin[kGroups];  // Q5_1: dmin is m
     for (int g = 0; g < kGroups; ++g) {
       unit[g] = p.Unit(group0 + g, s);
-      if constexpr (HasMinTerm(kType)) {
+      if constexpr (!IsKQuant(kType)) {
+        d[g] = V::Halves(unit[g] + kQ5D + 2 * eo);
+        if constexpr (kType == TensorType::kQ5_1) dmin[g] = V::Halves(unit[g] + kQ5M + 2 * eo);
+      } else if constexpr (HasMinTerm(kType)) {
         d[g] = V::Halves(unit[g] + kQ4KD + 2 * eo);
         dmin[g] = V::Halves(unit[g] + kQ4KDmin + 2 * eo);
       } else {
         d[g] = V::Halves(unit[g] + kQ6KD + 2 * eo);
       }
     }
-    for (int j = 0; j < 8; ++j) {
-      const int64_t b = 8 * s + j;
-      if (kStream && s + 1 < p.units) {
+    for (int j = 0; j < kSub; ++j) {
+      const int64_t b = kSub * s + j;
+      if (!IsKQuant(kType) && kStream && s + ahead < p.units) {
+        for (int g = 0; g < kGroups; ++g) PrefetchBytes(p.Unit(group0 + g, s + ahead), 0, p.unit_bytes);
+      } else if (IsKQuant(kType) && kStream && s + 1 < p.units) {
         for (int g = 0; g < kGroups; ++g) {
           PrefetchBytes(p.Unit(group0 + g, s + 1), j * eighth, std::min(p.unit_bytes, (j + 1) * eighth));
         }
       }
-      I dot_lo[kGroups]
-              [kRows];  // Q4_K / Q5_K: the sub-block's dot; Q6_K: sc_lo * dot(0-15) + sc_hi * dot(16-31)
+      // Q6_K: sc_lo * dot(0-15) + sc_hi * dot(16-31); the others: the sub-block's dot
+      I dot_lo[kGroups][kRows];
       if constexpr (V::kSum16) {
         SubBlockDotsSum16<V, kType, kGroups, kRows>(unit, j, bo, eo, q, 32 * b,
                                                     a.sums16 + r0 * 2 * blocks + 2 * b, 2 * blocks, dot_lo);
@@ -367,8 +384,10 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
           Q6KHalfDots<V, kGroups, kRows, 0, 2>(unit, j, bo, eo, q, 32 * b, sums16, 2 * blocks, dot_lo);
         }
       } else {
-        for (int r = 0; r < kRows; ++r) {
-          for (int g = 0; g < kGroups; ++g) dot_lo[g][r] = V::Ints(0);
+        for (int r = 0; r < kRows; ++r) {  // Q5_0: start at -16 * sum(x), cancelling the quants' offset
+          const I start =
+              kType == TensorType::kQ5_0 ? V::Ints(-16 * a.sums[(r0 + r) * blocks + b]) : V::Ints(0);
+          for (int g = 0; g < kGroups; ++g) dot_lo[g][r] = start;
         }
         I fifth[kGroups];
         for (int g = 0; g < kGroups; ++g) fifth[g] = FifthBits<V, kType>(unit[g], j, bo);
@@ -390,8 +409,11 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
       }
       for (int g = 0; g < kGroups; ++g) {
         if constexpr (HasMinTerm(kType)) {
-          const F scale = V::Mul(d[g], V::U8s(unit[g] + kQ4KScales + kPackedGroup * j + eo));
-          const F min_scale = V::Neg(V::Mul(dmin[g], V::U8s(unit[g] + kQ4KMins + kPackedGroup * j + eo)));
+          F scale = d[g], min_scale = dmin[g];  // Q5_1: d and m
+          if constexpr (IsKQuant(kType)) {
+            scale = V::Mul(d[g], V::U8s(unit[g] + kQ4KScales + kPackedGroup * j + eo));
+            min_scale = V::Neg(V::Mul(dmin[g], V::U8s(unit[g] + kQ4KMins + kPackedGroup * j + eo)));
+          }
           for (int r = 0; r < kRows; ++r) {
             const int64_t i = (r0 + r) * blocks + b;
             const F dx = V::Floats(a.d[i]);
@@ -401,6 +423,11 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
             } else {
               acc[g][r] = V::Fma(V::IntToFloats(a.sums + i), V::Mul(min_scale, dx), acc[g][r]);
             }
+          }
+        } else if constexpr (kType == TensorType::kQ5_0) {
+          for (int r = 0; r < kRows; ++r) {
+            acc[g][r] = V::Fma(V::ToFloat(dot_lo[g][r]), V::Mul(d[g], V::Floats(a.d[(r0 + r) * blocks + b])),
+                               acc[g][r]);
           }
         } else {
           F dg = d[g];

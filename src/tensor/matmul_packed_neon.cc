@@ -14,12 +14,13 @@
 // rows' 8 consecutive elements) with a 2 x 8 weight matrix (two outputs' 8 elements) into a 2 x 2 block of
 // int32 sums, 32 multiply-adds per instruction: one 32-bit zip of two slices (elements 4k.. and 4k + 4..)
 // makes two outputs' 8 elements, and one 64-bit zip of two rows' quants makes the activation operand.
-// Weights are made exact signed values first (Q8_0: stored byte ^ 0x80; Q4_0: nibble - 8; Q6_K: 6-bit value
-// - 32; Q4_K's nibbles and Q5_K's nibbles with their fifth bits are their values), so the integer block dots
-// need no offset terms; they are exact, and the float epilogue per block is the packed order of
-// tensor/matmul_internal.h (Q8_0/Q4_0: acc = fma(float(dot), weight scale * activation scale, acc); Q4_K/Q5_K
-// add fma(float(block sum), min scale * activation scale, acc); Q6_K's integer is sc_lo * dot(0-15) + sc_hi *
-// dot(16-31)), lane by lane with FMLA and FMUL: bit-identical to the scalar reference.
+// Weights are made exact signed values first (Q8_0: stored byte ^ 0x80; Q4_0: nibble - 8; Q5_0: 5-bit quant
+// - 16; Q6_K: 6-bit value - 32; Q4_K's nibbles and Q5_K's and Q5_1's 5-bit quants are their values), so the
+// integer block dots need no offset terms; they are exact, and the float epilogue per block is the packed
+// order of tensor/matmul_internal.h (Q8_0/Q4_0/Q5_0/Q5_1: acc = fma(float(dot), weight scale * activation
+// scale, acc); Q4_K/Q5_K/Q5_1 add fma(float(block sum), min scale * activation scale, acc); Q6_K's integer is
+// sc_lo * dot(0-15) + sc_hi * dot(16-31)), lane by lane with FMLA and FMUL: bit-identical to the scalar
+// reference.
 //
 // Tiles: SDOT, 8 outputs (two slices) x 3-4 rows or 16 x 1-2, one float accumulator per (row, slice); SMMLA,
 // 8 outputs x 2 row pairs, float accumulators kept in SMMLA's 2 x 2 (row, output) layout for the whole dot
@@ -46,9 +47,6 @@
 namespace lockstep {
 namespace {
 
-constexpr bool IsKQuant(TensorType t) {
-  return t == TensorType::kQ4_K || t == TensorType::kQ5_K || t == TensorType::kQ6_K;
-}
 // 32-element blocks per packed unit.
 template <TensorType kType>
 constexpr int kBlocksPerUnit = IsKQuant(kType) ? 8 : 1;
@@ -75,11 +73,12 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
         w[k + 4] = vsubq_s8(w[k + 4], vdupq_n_s8(8));
       }
     }
-  } else if constexpr (kType == TensorType::kQ5_K) {
-    // Q4_K's nibbles with the fifth bits ORed in: bit k of the fifth-bit vector's byte is element 4k + e's,
-    // bit 4 + k element 16 + 4k + e's (packed_weights.h).
+  } else if constexpr (HasFifthBit(kType)) {
+    // Q4_K's / Q4_0's nibbles with the fifth bits ORed in: bit k of the fifth-bit vector's byte is element 4k
+    // + e's, bit 4 + k element 16 + 4k + e's (packed_weights.h); Q5_0's stored quant is value + 16.
     const uint8x16_t low4 = vdupq_n_u8(0x0f), bit4 = vdupq_n_u8(0x10);
-    const uint8x16_t fifth = vld1q_u8(reinterpret_cast<const uint8_t*>(unit) + kQ5KHigh + 64 * j + 16 * c);
+    const int high_at = kType == TensorType::kQ5_K ? kQ5KHigh + 64 * j : kQ5High;
+    const uint8x16_t fifth = vld1q_u8(reinterpret_cast<const uint8_t*>(unit) + high_at + 16 * c);
     p += 256 * j;
     for (int k = 0; k < 4; ++k) {
       const uint8x16_t v = vld1q_u8(p + 64 * k);
@@ -87,6 +86,10 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
       const uint8x16_t hi_bit = vandq_u8(vshlq_u8(fifth, vdupq_n_s8(static_cast<int8_t>(-k))), bit4);
       w[k] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, low4), lo_bit));
       w[k + 4] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), hi_bit));
+      if constexpr (kType == TensorType::kQ5_0) {
+        w[k] = vsubq_s8(w[k], vdupq_n_s8(16));
+        w[k + 4] = vsubq_s8(w[k + 4], vdupq_n_s8(16));
+      }
     }
   } else {  // Q6_K: value = (low nibble | bits 4-5 << 4) - 32, bits 4-5 of element 16h + 4k at 2k of high[h]
     const uint8x16_t three = vdupq_n_u8(3);
@@ -106,8 +109,8 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
   }
 }
 
-// Per-output factors of a slice in one block, per lane: the weight scale (Q8_0/Q4_0: d; Q4_K/Q5_K: d * sc;
-// Q6_K: d), Q4_K's / Q5_K's min scale -(dmin * m), Q6_K's two integer sub-block scales.
+// Per-output factors of a slice in one block, per lane: the weight scale (Q8_0/Q4_0/Q5_0/Q5_1: d; Q4_K/Q5_K:
+// d * sc; Q6_K: d), the min scale (Q4_K / Q5_K: -(dmin * m); Q5_1: m), Q6_K's two integer sub-block scales.
 struct SliceFactors {
   float32x4_t scale;
   float32x4_t min_scale;
@@ -133,8 +136,9 @@ LOCKSTEP_ALWAYS_INLINE int32x4_t LoadS8x4(const std::byte* p) {
 template <TensorType kType>
 LOCKSTEP_ALWAYS_INLINE SliceFactors LoadFactors(const std::byte* unit, int j, int c) {
   SliceFactors f;
-  if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
+  if constexpr (!IsKQuant(kType)) {  // Q8_0, Q4_0, Q5_0, Q5_1 (and its min scale m)
     f.scale = LoadHalves4(unit + PackedScaleOffset(kType) + 8 * c);
+    if constexpr (HasMinTerm(kType)) f.min_scale = LoadHalves4(unit + kQ5M + 8 * c);
   } else if constexpr (HasMinTerm(kType)) {
     f.scale =
         vmulq_f32(LoadHalves4(unit + kQ4KD + 8 * c), LoadU8x4(unit + kQ4KScales + kPackedGroup * j + 4 * c));
@@ -387,6 +391,10 @@ void NeonDotprodPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return DotprodGroups<TensorType::kQ4_K>(a, o_begin, o_end);
     case TensorType::kQ5_K:
       return DotprodGroups<TensorType::kQ5_K>(a, o_begin, o_end);
+    case TensorType::kQ5_0:
+      return DotprodGroups<TensorType::kQ5_0>(a, o_begin, o_end);
+    case TensorType::kQ5_1:
+      return DotprodGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return DotprodGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     default:
@@ -404,6 +412,10 @@ void NeonI8mmPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return I8mmGroups<TensorType::kQ4_K>(a, o_begin, o_end);
     case TensorType::kQ5_K:
       return I8mmGroups<TensorType::kQ5_K>(a, o_begin, o_end);
+    case TensorType::kQ5_0:
+      return I8mmGroups<TensorType::kQ5_0>(a, o_begin, o_end);
+    case TensorType::kQ5_1:
+      return I8mmGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return I8mmGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

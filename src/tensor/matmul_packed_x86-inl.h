@@ -210,6 +210,10 @@ inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return KQuantPackedTile<TensorType::kQ4_K>(a, o_begin, o_end);
     case TensorType::kQ5_K:
       return KQuantPackedTile<TensorType::kQ5_K>(a, o_begin, o_end);
+    case TensorType::kQ5_0:
+      return KQuantPackedTile<TensorType::kQ5_0>(a, o_begin, o_end);
+    case TensorType::kQ5_1:
+      return KQuantPackedTile<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return KQuantPackedTile<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

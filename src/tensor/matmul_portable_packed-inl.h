@@ -1,13 +1,13 @@
-// Portable packed-weight kernel (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) written with Highway ops on 128-bit vectors,
-// for CPUs without the x86 kernels (NEON, SSE4 ...); included inside namespace lockstep::HWY_NAMESPACE by
-// tensor/matmul_simd.cc and compiled for every target, so tests run it on each target this machine has. A
-// 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each 4-byte activation group meets those
-// bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and summed into 32-bit lanes
-// (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of pairs are added across two vectors:
-// exact integer block dots. The float order is the packed order of tensor/matmul_internal.h: fused
-// multiply-adds where the target has them, else std::fma per output, so every target matches
-// PackedDotReference bit for bit. K-quants run the same dots per 32-element sub-block (Q6_K per 16-element
-// half, its scales changing there).
+// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) written with Highway ops on
+// 128-bit vectors, for CPUs without the x86 kernels (NEON, SSE4 ...); included inside namespace
+// lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and compiled for every target, so tests run it on each
+// target this machine has. A 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each 4-byte
+// activation group meets those bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and summed
+// into 32-bit lanes (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of pairs are added
+// across two vectors: exact integer block dots. The float order is the packed order of
+// tensor/matmul_internal.h: fused multiply-adds where the target has them, else std::fma per output, so every
+// target matches PackedDotReference bit for bit. K-quants run the same dots per 32-element sub-block (Q6_K
+// per 16-element half, its scales changing there).
 
 #if HWY_TARGET != HWY_SCALAR
 namespace portable {
@@ -106,20 +106,32 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
     PairSums sums[kRows];
     if constexpr (kType == TensorType::kQ8_0) {
       for (int k = 0; k < 8; ++k) AddSlice<kRows>(hn::LoadU(DU8(), bytes + 64 * k), x, 4 * k, sums);
-    } else {  // Q4_0: low nibbles are elements 4k.., high nibbles 16 + 4k..
-      const VU8 mask = hn::Set(DU8(), 0x0f);
+    } else {  // Q4_0, Q5_0, Q5_1: low nibbles are elements 4k.., high nibbles 16 + 4k..
+      const VU8 mask = hn::Set(DU8(), 0x0f), one = hn::Set(DU8(), 1);
+      // Q5_0 / Q5_1: bit k of the fifth-bit vector's byte is element 4k + e's bit 4, bit 4 + k 16 + 4k + e's.
+      VU8 fifth = hn::Zero(DU8());
+      if constexpr (HasFifthBit(kType)) fifth = hn::LoadU(DU8(), bytes + kQ5High);
       for (int k = 0; k < 4; ++k) {
         const VU8 v = hn::LoadU(DU8(), bytes + 64 * k);
-        AddSlice<kRows>(hn::And(v, mask), x, 4 * k, sums);
-        AddSlice<kRows>(hn::ShiftRight<4>(v), x, 16 + 4 * k, sums);
+        VU8 w_lo = hn::And(v, mask), w_hi = hn::ShiftRight<4>(v);
+        if constexpr (HasFifthBit(kType)) {
+          w_lo = hn::Or(w_lo, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(fifth, k), one)));
+          w_hi = hn::Or(w_hi, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(fifth, 4 + k), one)));
+        }
+        AddSlice<kRows>(w_lo, x, 4 * k, sums);
+        AddSlice<kRows>(w_hi, x, 16 + 4 * k, sums);
       }
     }
     const auto dw = LoadHalves4(unit + kScales + 8 * c);
     for (int r = 0; r < kRows; ++r) {
       const int64_t i = (r0 + r) * blocks + b;
       const VI32 dots = hn::Add(sums[r].Dots(), hn::Set(DI32(), -kOffset * a.sums[i]));
-      const auto scale = hn::Mul(dw, hn::Set(DF32(), a.d[i]));  // weight scale * activation scale
-      FusedAdd(hn::ConvertTo(DF32(), dots), scale, acc_v[r], acc[r]);
+      const auto dx = hn::Set(DF32(), a.d[i]);
+      FusedAdd(hn::ConvertTo(DF32(), dots), hn::Mul(dw, dx), acc_v[r], acc[r]);  // weight scale * x scale
+      if constexpr (HasMinTerm(kType)) {  // Q5_1: + sum(x) * m * x scale
+        const auto m = LoadHalves4(unit + kQ5M + 8 * c);
+        FusedAdd(hn::Set(DF32(), static_cast<float>(a.sums[i])), hn::Mul(m, dx), acc_v[r], acc[r]);
+      }
     }
   }
   FinishFusedAdds<kRows>(acc_v, acc);
@@ -202,10 +214,10 @@ HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t
   FinishFusedAdds<kRows>(acc_v, acc);
 }
 
-// The slice kernel for kType: SliceRows (Q8_0, Q4_0) or KQuantSliceRows.
+// The slice kernel for kType: SliceRows (Q8_0, Q4_0, Q5_0, Q5_1) or KQuantSliceRows.
 template <TensorType kType, int kRows>
 HWY_INLINE void AnySliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, float (*acc)[4]) {
-  if constexpr (kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0) {
+  if constexpr (!IsKQuant(kType)) {
     SliceRows<kType, kRows>(a, group, c, r0, acc);
   } else {
     KQuantSliceRows<kType, kRows>(a, group, c, r0, acc);
@@ -258,6 +270,10 @@ inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end
       return portable::PackedGroups<TensorType::kQ4_K>(a, o_begin, o_end);
     case TensorType::kQ5_K:
       return portable::PackedGroups<TensorType::kQ5_K>(a, o_begin, o_end);
+    case TensorType::kQ5_0:
+      return portable::PackedGroups<TensorType::kQ5_0>(a, o_begin, o_end);
+    case TensorType::kQ5_1:
+      return portable::PackedGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return portable::PackedGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

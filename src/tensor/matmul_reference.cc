@@ -26,8 +26,9 @@ void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[
 }
 
 bool IsQuantizedMatMulType(TensorType type) {
-  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ4_K ||
-         type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
+         type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
+         type == TensorType::kQ6_K;
 }
 
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view) {
@@ -49,6 +50,21 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
         view->w[j + 16] = static_cast<int8_t>((block.qs[j] >> 4) - 8);
       }
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      break;
+    }
+    case TensorType::kQ5_0: {
+      BlockQ5_0 block;
+      std::memcpy(&block, row + b * sizeof(block), sizeof(block));
+      for (int e = 0; e < 32; ++e) view->w[e] = static_cast<int8_t>(Q5Quant(block.qh, block.qs, e) - 16);
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      break;
+    }
+    case TensorType::kQ5_1: {
+      BlockQ5_1 block;
+      std::memcpy(&block, row + b * sizeof(block), sizeof(block));
+      for (int e = 0; e < 32; ++e) view->w[e] = static_cast<int8_t>(Q5Quant(block.qh, block.qs, e));
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      view->min_scale = F16ToF32(block.m);
       break;
     }
     case TensorType::kQ4_K: {

@@ -74,11 +74,15 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->quant_tile[2] = &QuantTileFor<TensorType::kQ4_K>;
   k->quant_tile[3] = &QuantTileFor<TensorType::kQ6_K>;
   k->quant_tile[4] = &QuantTileFor<TensorType::kQ5_K>;
+  k->quant_tile[5] = &QuantTileFor<TensorType::kQ5_0>;
+  k->quant_tile[6] = &QuantTileFor<TensorType::kQ5_1>;
   k->packed_tile[0] = &PackedTileFor<TensorType::kQ8_0>;
   k->packed_tile[1] = &PackedTileFor<TensorType::kQ4_0>;
   k->packed_tile[2] = &PackedTileFor<TensorType::kQ4_K>;
   k->packed_tile[3] = &PackedTileFor<TensorType::kQ6_K>;
   k->packed_tile[4] = &PackedTileFor<TensorType::kQ5_K>;
+  k->packed_tile[5] = &PackedTileFor<TensorType::kQ5_0>;
+  k->packed_tile[6] = &PackedTileFor<TensorType::kQ5_1>;
 #else
   for (TileFn& f : k->float_tile) f = &FloatTile;
   for (TileFn& f : k->quant_tile) f = &QuantTile;
@@ -109,6 +113,8 @@ void FillVnniMatMulKernels(MatMulKernels* k) {
   k->packed_tile[2] = &VnniPackedTileFor<TensorType::kQ4_K>;
   k->packed_tile[3] = &VnniPackedTileFor<TensorType::kQ6_K>;
   k->packed_tile[4] = &VnniPackedTileFor<TensorType::kQ5_K>;
+  k->packed_tile[5] = &VnniPackedTileFor<TensorType::kQ5_0>;
+  k->packed_tile[6] = &VnniPackedTileFor<TensorType::kQ5_1>;
 }
 #endif
 #undef LOCKSTEP_X86_KERNELS
@@ -163,6 +169,10 @@ int QuantWeightIndex(TensorType type) {
       return 3;
     case TensorType::kQ5_K:
       return 4;
+    case TensorType::kQ5_0:
+      return 5;
+    case TensorType::kQ5_1:
+      return 6;
     default:
       return -1;
   }

@@ -18,9 +18,10 @@ struct PackedWeights;
 // 16 bits of a 32-bit lane (tensor/matmul_packed_avx2-inl.h). |sum| <= 32 * 127, so |value| < 2^31.
 constexpr int32_t Q4StartOf(int32_t sum) { return -8 * 65536 * sum; }
 
-// Whether every activation scale in d[0, n) is at most 2^105, so that the packed Q4_K tiles may take the min
-// term as fma(sum_d, min scale, acc) with sum_d = float(sum) * d instead of the canonical fma(float(sum),
-// min scale * d, acc): then both products are exact (|sum| <= 4064 < 2^12, |min scale| = dmin * m < 2^22, d =
+// Whether every activation scale in d[0, n) is at most 2^105, so that the packed Q4_K / Q5_K / Q5_1 tiles may
+// take the min term as fma(sum_d, min scale, acc) with sum_d = float(sum) * d instead of the canonical
+// fma(float(sum), min scale * d, acc): then both products are exact (|sum| <= 4064 < 2^12, |min scale| =
+// dmin * m < 2^22 or Q5_1's f16 m, d =
 // 2^e with e >= -107 or d = 0: no overflow, and multiples of 2^-131 need no subnormal rounding; the sign of a
 // zero product is the same xor of signs), so both FMAs add the same exact product to acc and round once: the
 // same bits, at every vector width. Larger scales (|x| > ~2^112) take the canonical epilogue.

@@ -41,7 +41,7 @@ HWY_INLINE float HalfAt(const std::byte* p) {
   return _cvtsh_ss(h);
 }
 
-// Canonical weight block b of a row: int8 values, lane scales, Q4_K / Q5_K min scale.
+// Canonical weight block b of a row: int8 values, lane scales, min scale (HasMinTerm types).
 template <TensorType kType>
 HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m256* scale,
                                 float* min_scale) {
@@ -57,6 +57,26 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     const __m128i lo = _mm_and_si128(packed, mask);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
     *w = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+  } else if constexpr (kType == TensorType::kQ5_0 || kType == TensorType::kQ5_1) {
+    constexpr bool kMin = kType == TensorType::kQ5_1;
+    const std::byte* p = row + (kMin ? 24 : 22) * b;
+    *scale = _mm256_set1_ps(HalfAt(p));
+    if constexpr (kMin) *min_scale = HalfAt(p + 2);
+    const std::byte* qh = p + (kMin ? 4 : 2);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 4));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m256i nibbles =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
+    // Bit e of qh to bit 4 of byte e: byte e takes qh's byte e / 8, keeps bit e % 8, compares.
+    uint32_t bits;
+    __builtin_memcpy(&bits, qh, 4);
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                            _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+    *w = _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+    if constexpr (!kMin) *w = _mm256_sub_epi8(*w, _mm256_set1_epi8(16));
   } else if constexpr (kType == TensorType::kQ4_K) {
     const std::byte* p = row + 144 * (b / 8);
     const int j = static_cast<int>(b % 8);
@@ -180,6 +200,10 @@ inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return QuantTileTyped<TensorType::kQ4_K>(a, o_begin, o_end);
     case TensorType::kQ5_K:
       return QuantTileTyped<TensorType::kQ5_K>(a, o_begin, o_end);
+    case TensorType::kQ5_0:
+      return QuantTileTyped<TensorType::kQ5_0>(a, o_begin, o_end);
+    case TensorType::kQ5_1:
+      return QuantTileTyped<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return QuantTileTyped<TensorType::kQ6_K>(a, o_begin, o_end);
     default:

@@ -28,6 +28,31 @@ void PackSmallBlock(bool q8, const std::byte* src, int o, std::byte* dst) {
               2);  // f16 scale
 }
 
+// Q5_0 / Q5_1: one block of output o: Q4_0's nibble vectors, the fifth bits as Q5_K's (PackQ5K), d and m.
+void PackQ5Block(TensorType type, const std::byte* src, int o, std::byte* dst) {
+  const bool q5_1 = type == TensorType::kQ5_1;
+  uint8_t qh[4], qs[16];
+  const int quants = q5_1 ? 4 : 2;  // byte offset of qh
+  std::memcpy(qh, src + quants, 4);
+  std::memcpy(qs, src + quants + 4, 16);
+  for (int k = 0; k < 4; ++k) {
+    for (int e = 0; e < 4; ++e) {
+      const int lo = Q5Quant(qh, qs, 4 * k + e), hi = Q5Quant(qh, qs, 16 + 4 * k + e);
+      dst[4 * kPackedGroup * k + 4 * o + e] = static_cast<std::byte>((lo & 0xf) | ((hi & 0xf) << 4));
+    }
+  }
+  for (int e = 0; e < 4; ++e) {
+    uint8_t bits = 0;
+    for (int k = 0; k < 4; ++k) {
+      bits = static_cast<uint8_t>(bits | ((Q5Quant(qh, qs, 4 * k + e) >> 4) << k) |
+                                  ((Q5Quant(qh, qs, 16 + 4 * k + e) >> 4) << (4 + k)));
+    }
+    dst[kQ5High + 4 * o + e] = static_cast<std::byte>(bits);
+  }
+  std::memcpy(dst + kQ5D + 2 * o, src, 2);
+  if (q5_1) std::memcpy(dst + kQ5M + 2 * o, src + 2, 2);
+}
+
 // Nibble vectors of one sub-block: vector k byte 4o+e = q[4k+e] | q[16+4k+e] << 4 (q < 16 each).
 void PackNibbles(const uint8_t q[32], int o, std::byte* dst) {
   for (int k = 0; k < 4; ++k) {
@@ -101,8 +126,9 @@ void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
 void PackedWeightsDeleter::operator()(PackedWeights* p) const { delete p; }
 
 bool CanPackWeights(TensorType type) {
-  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ4_K ||
-         type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
+         type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
+         type == TensorType::kQ6_K;
 }
 
 namespace {
@@ -148,6 +174,8 @@ void FillPacked(const WeightMatrix& w, const PackedWeights* packed, std::byte* d
           BlockQ5_K block;
           std::memcpy(&block, src, sizeof(block));
           PackQ5K(block, o, dst);
+        } else if (w.type == TensorType::kQ5_0 || w.type == TensorType::kQ5_1) {
+          PackQ5Block(w.type, src, o, dst);
         } else if (w.type == TensorType::kQ6_K) {
           BlockQ6_K block;
           std::memcpy(&block, src, sizeof(block));

@@ -6,6 +6,10 @@
 //  - Q8_0 (544 bytes): 8 vectors, vector k = quants 4k..4k+3 as unsigned bytes q + 128; 16 f16 scales.
 //  - Q4_0 (288 bytes): 4 vectors, vector k = stored qs bytes 4k..4k+3 (low nibbles: elements 4k.., high
 //          nibbles: elements 16+4k..); 16 f16 scales.
+//  - Q5_0 (352 bytes): Q4_0's 4 nibble vectors (the quants' low 4 bits); one vector of fifth bits (64), laid
+//          out as Q5_K's below (bit k: element 4k + e, bit 4 + k: element 16 + 4k + e); 16 f16 d (32). The
+//          same bytes as the original blocks (16 x 22), the unit of Q4_0 plus one vector.
+//  - Q5_1 (384 bytes): Q5_0's unit, then 16 f16 m (32); 16 x 24 bytes.
 //  - Q4_K (2368 bytes): per sub-block j < 8, 4 vectors of nibbles as Q4_0 (2048 bytes); then per j 16 u8
 //          scales (128), per j 16 u8 mins (128), 16 f16 d (32), 16 f16 dmin (32).
 //  - Q5_K (2880 bytes): Q4_K's unit (the quants' low nibbles, scales, mins, d, dmin at the same offsets),
@@ -61,11 +65,20 @@ struct PackedWeights {
 // +9 %, Q4_0 +11 %). A hint only: results do not change.
 inline constexpr int64_t kPrefetchBytes = 2048;
 
-// Q8_0 / Q4_0 units: the stored byte (Q8_0) or nibble (Q4_0) is the value plus this offset (unsigned, as
-// VPDPBUSD takes it), and the 16 f16 scales start at PackedScaleOffset, after the quant vectors.
-constexpr int PackedValueOffset(TensorType type) { return type == TensorType::kQ8_0 ? 128 : 8; }
+// Q8_0 / Q4_0 / Q5_0 / Q5_1 units: the stored byte (Q8_0) or quant (nibble, with Q5's fifth bit) is the value
+// plus this offset (unsigned, as VPDPBUSD takes it; Q5_1's quant is its value, the min apart), and the 16 f16
+// scales start at PackedScaleOffset, after the quant vectors.
+constexpr int PackedValueOffset(TensorType type) {
+  return type == TensorType::kQ8_0 ? 128 : type == TensorType::kQ4_0 ? 8 : type == TensorType::kQ5_0 ? 16 : 0;
+}
+// Byte offsets inside a Q5_0 / Q5_1 unit: fifth-bit vector, d, m (Q5_1), unit sizes.
+inline constexpr int kQ5High = 4 * 4 * kPackedGroup, kQ5D = kQ5High + 4 * kPackedGroup, kQ5M = kQ5D + 32;
+inline constexpr int kQ5_0Unit = kQ5M, kQ5_1Unit = kQ5M + 32;
+static_assert(kQ5_0Unit == kPackedGroup * 22 && kQ5_1Unit == kPackedGroup * 24);  // the blocks' own sizes
 constexpr int PackedScaleOffset(TensorType type) {
-  return type == TensorType::kQ8_0 ? 8 * 4 * kPackedGroup : 4 * 4 * kPackedGroup;
+  return type == TensorType::kQ8_0   ? 8 * 4 * kPackedGroup
+         : type == TensorType::kQ4_0 ? 4 * 4 * kPackedGroup
+                                     : kQ5D;
 }
 
 // Byte offsets inside a K-quant unit.

@@ -9,6 +9,7 @@ namespace lockstep {
 
 inline constexpr int kQ8_0Block = 32;
 inline constexpr int kQ4_0Block = 32;
+inline constexpr int kQ5Block = 32;      // Q5_0, Q5_1
 inline constexpr int kSuperBlock = 256;  // K-quants
 
 // Q8_0: value[i] = d * qs[i].
@@ -24,6 +25,25 @@ struct BlockQ4_0 {
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockQ4_0) == 18);
+
+// Q5_0: Q4_0 with a fifth bit per quant: element j (j < 16) = low nibble of qs[j] | bit j of qh << 4, element
+// j + 16 = high nibble of qs[j] | bit j + 16 of qh << 4 (qh a little-endian u32; see Q5Quant);
+// value = d * (quant - 16).
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// Q5_1: quants as Q5_0's; value = d * quant + m.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
 
 // Q4_K: 8 sub-blocks of 32 elements, each with a 6-bit scale sc[j] and 6-bit min m[j] packed in `scales`
 // (see DecodeQ4KScaleMin). value = d * sc[j] * q - dmin * m[j], q a 4-bit quant. qs[32c + l] holds element
@@ -86,6 +106,12 @@ inline int Q5KQuant(const BlockQ5_K& b, int e) {
   const int j = e / 32, l = e % 32;  // sub-block j: nibble j % 2 of qs[32 * (j / 2) + l], bit j of qh[l]
   const int nibble = (b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
   return nibble | (((b.qh[l] >> j) & 1) << 4);
+}
+
+// The 5-bit quant (0..31) of element e in [0, 32) of a Q5_0 / Q5_1 block (its qh and qs).
+inline int Q5Quant(const uint8_t qh[4], const uint8_t qs[16], int e) {
+  const int nibble = (qs[e % 16] >> (4 * (e / 16))) & 0xf;
+  return nibble | (((qh[e / 8] >> (e % 8)) & 1) << 4);
 }
 
 // The 6-bit quant (0..63) of element e in [0, 256) of a Q6_K block.

@@ -1,6 +1,6 @@
-// Quantization to the GGUF block types. Q8_0 and Q4_0 follow ggml's reference rounding (so a file quantized
-// here matches one quantized by llama.cpp's reference code); Q4_K, Q5_K and Q6_K use a simple direct fit (per
-// sub-block max/min, no importance search).
+// Quantization to the GGUF block types. Q8_0, Q4_0, Q5_0 and Q5_1 follow ggml's reference rounding (so a file
+// quantized here matches one quantized by llama.cpp's reference code); Q4_K, Q5_K and Q6_K use a simple
+// direct fit (per sub-block max/min, no importance search).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -61,6 +61,72 @@ void QuantizeQ4_0(const float* src, std::byte* dst, int64_t n) {
       block.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
     std::memcpy(dst + b * sizeof(BlockQ4_0), &block, sizeof(block));
+  }
+}
+
+// v, rounded to float before any later addition: GCC contracts a * b + c into one FMA (its C++ default
+// -ffp-contract=fast, and this library is built with -mfma), rounding once where ggml's reference rounds
+// twice; a quant then differs at an exact tie (22 of 2.4M Q5_0 blocks of a SmolLM2-135M-shape file).
+inline float Unfused(float v) {
+#if defined(__x86_64__)
+  asm("" : "+x"(v));
+#elif defined(__aarch64__)
+  asm("" : "+w"(v));
+#endif
+  return v;
+}
+
+// The 32 quants q (< 32) into a Q5_0 / Q5_1 block's qh and qs.
+void PackQ5Quants(const int q[32], uint8_t qh[4], uint8_t qs[16]) {
+  uint32_t bits = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0xf) | ((q[j + 16] & 0xf) << 4));
+    bits |= static_cast<uint32_t>(q[j] >> 4) << j | static_cast<uint32_t>(q[j + 16] >> 4) << (j + 16);
+  }
+  std::memcpy(qh, &bits, 4);  // little-endian, as ggml's memcpy of its uint32_t
+}
+
+// ggml's quantize_row_q5_0_ref: d = (signed value of largest magnitude) / -16.
+void QuantizeQ5_0(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ5Block; ++b) {
+    const float* x = src + b * kQ5Block;
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < kQ5Block; ++i) {
+      if (std::fabs(x[i]) > amax) {
+        amax = std::fabs(x[i]);
+        max = x[i];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kQ5Block];
+    for (int i = 0; i < kQ5Block; ++i) q[i] = std::min(31, static_cast<int>(Unfused(x[i] * id) + 16.5f));
+    BlockQ5_0 block;
+    block.d = F32ToF16(d);
+    PackQ5Quants(q, block.qh, block.qs);
+    std::memcpy(dst + b * sizeof(BlockQ5_0), &block, sizeof(block));
+  }
+}
+
+// ggml's quantize_row_q5_1_ref: m = min, d = (max - min) / 31.
+void QuantizeQ5_1(const float* src, std::byte* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kQ5Block; ++b) {
+    const float* x = src + b * kQ5Block;
+    float min = x[0], max = x[0];
+    for (int i = 1; i < kQ5Block; ++i) {
+      min = std::min(min, x[i]);
+      max = std::max(max, x[i]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kQ5Block];
+    for (int i = 0; i < kQ5Block; ++i)
+      q[i] = std::min(31, static_cast<int>(Unfused((x[i] - min) * id) + 0.5f));
+    BlockQ5_1 block;
+    block.d = F32ToF16(d);
+    block.m = F32ToF16(min);
+    PackQ5Quants(q, block.qh, block.qs);
+    std::memcpy(dst + b * sizeof(BlockQ5_1), &block, sizeof(block));
   }
 }
 
@@ -196,6 +262,12 @@ void QuantizeRow(TensorType type, const float* src, std::byte* dst, int64_t n) {
       break;
     case TensorType::kQ4_0:
       QuantizeQ4_0(src, dst, n);
+      break;
+    case TensorType::kQ5_0:
+      QuantizeQ5_0(src, dst, n);
+      break;
+    case TensorType::kQ5_1:
+      QuantizeQ5_1(src, dst, n);
       break;
     case TensorType::kQ4_K:
       QuantizeQ4_K(src, dst, n);

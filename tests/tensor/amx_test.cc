@@ -60,6 +60,8 @@ const AmxCase kCases[] = {
     {TensorType::kQ4_K, 256, 16, 1},  {TensorType::kQ4_K, 512, 70, 17}, {TensorType::kQ4_K, 768, 33, 40},
     {TensorType::kQ6_K, 256, 5, 3},   {TensorType::kQ6_K, 512, 70, 17}, {TensorType::kQ6_K, 768, 48, 33},
     {TensorType::kQ5_K, 256, 16, 1},  {TensorType::kQ5_K, 512, 70, 17}, {TensorType::kQ5_K, 768, 33, 40},
+    {TensorType::kQ5_0, 32, 5, 3},    {TensorType::kQ5_0, 160, 70, 17}, {TensorType::kQ5_0, 544, 33, 40},
+    {TensorType::kQ5_1, 32, 16, 1},   {TensorType::kQ5_1, 160, 70, 17}, {TensorType::kQ5_1, 544, 48, 33},
 };
 
 // A packed weight matrix, activations quantized for it, and TileArgs over both.
@@ -156,8 +158,8 @@ void RunOnTileModelOneOutputOff(const TileArgs& a, int64_t begin, int64_t end) {
 
 TEST(AmxKernel, SelfCheckPassesForTheKernelAndCatchesAnError) {
   if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
-  for (TensorType type :
-       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
+                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     EXPECT_TRUE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModel)) << TensorTypeName(type);
     EXPECT_FALSE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModelOneOutputOff))
         << TensorTypeName(type);

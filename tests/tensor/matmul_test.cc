@@ -110,7 +110,7 @@ std::vector<MatMulCase> Cases() {
     cases.push_back(
         {t, 203, 6, 19});  // 8-row tiles (AVX-512 pairs rows), then the rest; a partial last group
   }
-  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1}) {
     for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
   }
   for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
@@ -119,7 +119,7 @@ std::vector<MatMulCase> Cases() {
   cases.push_back({TensorType::kQ8_0, 96, 33, 40});
   cases.push_back({TensorType::kQ6_K, 256, 33, 40});
   cases.push_back({TensorType::kQ5_K, 512, 33, 9});
-  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1}) {
     for (int64_t in : {32, 96, 544}) {
       for (int64_t out : {1, 8, 17, 33}) cases.push_back({t, in, out, 1 + (in / 32 + out) % 40, true});
     }
@@ -323,22 +323,52 @@ TEST(MatMul, Q5_KExtremeSumsAreExactEverywhere) {
                                 kOut);
 }
 
+// Q5_0 / Q5_1 at the bounds of the avx2 tile's 16-bit sums (as Q5_K's): quants of 31 (all bits set) against
+// activation quants of +-127, quants of 0, and mixed fifth bits; Q5_1 with mins of 0.5 and -65504.
+TEST(MatMul, Q5_0AndQ5_1ExtremeSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 96, kOut = 40;
+  for (TensorType type : {TensorType::kQ5_0, TensorType::kQ5_1}) {
+    const bool q5_1 = type == TensorType::kQ5_1;
+    const size_t block_bytes = q5_1 ? sizeof(BlockQ5_1) : sizeof(BlockQ5_0);
+    std::vector<std::byte> bytes(kOut * (kIn / 32) * block_bytes);
+    for (size_t i = 0; i < bytes.size() / block_bytes; ++i) {
+      const uint16_t d = 0x3c00, m = i % 2 == 0 ? 0x3800 : 0xfbff;  // 1.0; 0.5 or -65504
+      uint8_t qh[4], qs[16];
+      const uint8_t fill = i % 3 == 2 ? 0x00 : 0xff;
+      for (int j = 0; j < 4; ++j) qh[j] = i % 3 == 1 ? static_cast<uint8_t>(0x5a ^ (j * 29)) : fill;
+      std::memset(qs, fill, sizeof(qs));
+      std::byte* block = bytes.data() + i * block_bytes;
+      std::memcpy(block, &d, 2);
+      if (q5_1) std::memcpy(block + 2, &m, 2);
+      std::memcpy(block + (q5_1 ? 4 : 2), qh, 4);
+      std::memcpy(block + (q5_1 ? 8 : 6), qs, 16);
+    }
+    ExpectExtremeActivationsMatch(type, bytes.data(), kIn, kOut);
+  }
+}
+
 // Q4_K against activations so large that (min scale) * (activation scale) or float(sum) * (activation scale)
 // overflows (blocks of +-2^118 and 2^126, d = 2^112 and 2^120), with mins of up to 65504 * 63 and of 0, and
 // block sums of 0: the products are inf and NaN where the canonical order makes them so. The x86 tiles take
 // their min term as float(sum) * d times the min scale only where no such overflow can happen (SumDIsExact,
 // checked by every quantization task: with 35 rows only the last row, in the third task, has huge blocks).
-// Q5_K shares the Q4_K tiles' min term: the same check with fifth bits.
+// Q5_K and Q5_1 (mins of +-65504 and 0) share the Q4_K tiles' min term: the same check.
 template <class Block>
 void ExpectHugeActivationsMatch(TensorType type) {
   constexpr int64_t kIn = 512, kOut = 40;
-  std::vector<Block> blocks(kOut * (kIn / 256));
+  constexpr bool kQ5_1 = std::is_same_v<Block, BlockQ5_1>;
+  std::vector<Block> blocks(kOut * (kIn / (kQ5_1 ? 32 : 256)));
   for (int64_t i = 0; i < static_cast<int64_t>(blocks.size()); ++i) {
     Block& b = blocks[i];
-    b.d = 0x3c00;                           // 1.0
-    b.dmin = i % 2 == 0 ? 0x7bff : 0x3c00;  // 65504 or 1.0
-    for (int j = 0; j < 12; ++j) b.scales[j] = static_cast<uint8_t>((i + j) % 3 == 0 ? 0x00 : 0xff);
-    for (int j = 0; j < 128; ++j) b.qs[j] = static_cast<uint8_t>(37 * (i + j) + 11);
+    b.d = 0x3c00;  // 1.0
+    for (size_t j = 0; j < sizeof(b.qs); ++j) b.qs[j] = static_cast<uint8_t>(37 * (i + j) + 11);
+    if constexpr (kQ5_1) {
+      b.m = i % 3 == 0 ? 0x7bff : i % 3 == 1 ? 0xfbff : 0x0000;  // 65504, -65504 or 0
+      for (int j = 0; j < 4; ++j) b.qh[j] = static_cast<uint8_t>(53 * (i + j) + 7);
+    } else {
+      b.dmin = i % 2 == 0 ? 0x7bff : 0x3c00;  // 65504 or 1.0
+      for (int j = 0; j < 12; ++j) b.scales[j] = static_cast<uint8_t>((i + j) % 3 == 0 ? 0x00 : 0xff);
+    }
     if constexpr (std::is_same_v<Block, BlockQ5_K>) {
       for (int j = 0; j < 32; ++j) b.qh[j] = static_cast<uint8_t>(53 * (i + j) + 7);
     }
@@ -365,6 +395,7 @@ void ExpectHugeActivationsMatch(TensorType type) {
 
 TEST(MatMul, Q4_KHugeActivationsMatchEverywhere) { ExpectHugeActivationsMatch<BlockQ4_K>(TensorType::kQ4_K); }
 TEST(MatMul, Q5_KHugeActivationsMatchEverywhere) { ExpectHugeActivationsMatch<BlockQ5_K>(TensorType::kQ5_K); }
+TEST(MatMul, Q5_1HugeActivationsMatchEverywhere) { ExpectHugeActivationsMatch<BlockQ5_1>(TensorType::kQ5_1); }
 
 TEST(MatMul, SharedInputMatchesSeparateCalls) {
   const int64_t in = 96, rows = 7;

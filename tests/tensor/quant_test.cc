@@ -38,6 +38,37 @@ TEST(Dequantize, HandBuiltQ4_0) {
   }
 }
 
+// Q5_0 / Q5_1: qh is a little-endian u32 whose bit e is element e's fifth bit; qs[j] holds elements j (low
+// nibble) and j + 16 (high nibble).
+constexpr uint8_t kQh[4] = {0x5a, 0x3c, 0xf0, 0x81};  // 0x81f03c5a
+int HandBuiltQ5Quant(int e) {
+  const uint32_t qh = 0x81f03c5au;
+  const int nibble = e < 16 ? e : 15 - (e - 16);
+  return nibble + 16 * static_cast<int>((qh >> e) & 1);
+}
+
+TEST(Dequantize, HandBuiltQ5_0) {
+  std::vector<uint8_t> bytes = {0x00, 0x40};  // d = 2.0
+  bytes.insert(bytes.end(), kQh, kQh + 4);
+  for (int j = 0; j < 16; ++j) bytes.push_back(static_cast<uint8_t>(j | ((15 - j) << 4)));
+  ASSERT_EQ(bytes.size(), 22u);
+  const std::vector<float> y = Dequantize(TensorType::kQ5_0, bytes, 32);
+  for (int e = 0; e < 32; ++e) EXPECT_EQ(y[e], 2.0f * (HandBuiltQ5Quant(e) - 16)) << e;
+  EXPECT_EQ(y[1], 2.0f * (1 + 16 - 16));   // bit 1 of 0x5a
+  EXPECT_EQ(y[31], 2.0f * (0 + 16 - 16));  // bit 31: the last byte's top bit
+}
+
+TEST(Dequantize, HandBuiltQ5_1) {
+  std::vector<uint8_t> bytes = {0x00, 0x38, 0x00, 0xbc};  // d = 0.5, m = -1.0
+  bytes.insert(bytes.end(), kQh, kQh + 4);
+  for (int j = 0; j < 16; ++j) bytes.push_back(static_cast<uint8_t>(j | ((15 - j) << 4)));
+  ASSERT_EQ(bytes.size(), 24u);
+  const std::vector<float> y = Dequantize(TensorType::kQ5_1, bytes, 32);
+  for (int e = 0; e < 32; ++e) EXPECT_EQ(y[e], 0.5f * HandBuiltQ5Quant(e) - 1.0f) << e;
+  EXPECT_EQ(y[0], -1.0f);                     // bit 0 of 0x5a is clear
+  EXPECT_EQ(y[20], 0.5f * (11 + 16) - 1.0f);  // bit 20: bit 4 of 0xf0
+}
+
 TEST(Dequantize, HandBuiltQ4_K) {
   // d = 1.0, dmin = 0.5; sub-block scales {1,2,3,4,33,34,35,63}, mins {0,1,2,3,17,18,19,40}, packed by hand.
   std::vector<uint8_t> bytes = {0x00, 0x3c, 0x00, 0x38, 0x81, 0x82, 0x83, 0xc4,
@@ -182,6 +213,51 @@ TEST(Quantize, Q4_0ErrorAtMostOneStep) {
     const float bound = d + 8 * d * kF16Eps + 1e-6f * amax;
     for (int i = 0; i < 32; ++i) EXPECT_LE(std::fabs(y[32 * b + i] - x[32 * b + i]), bound) << b << " " << i;
   }
+}
+
+TEST(Quantize, Q5_0ErrorAtMostOneStep) {
+  const std::vector<float> x = RandomRow(1024, 7);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ5_0, x, &bytes);
+  int high_quants = 0;
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    // Step d = amax / 16, quants [-16, 15] steps: as Q4_0, one step on the side opposite the extreme.
+    const float d = amax / 16;
+    const float bound = d + 16 * d * kF16Eps + 1e-6f * amax;
+    BlockQ5_0 block;
+    std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_LE(std::fabs(y[32 * b + i] - x[32 * b + i]), bound) << b << " " << i;
+      high_quants += Q5Quant(block.qh, block.qs, i) >= 16;
+    }
+  }
+  EXPECT_GT(high_quants, 100);  // the fifth bit is used
+}
+
+TEST(Quantize, Q5_1ErrorAtMostHalfAStep) {
+  const std::vector<float> x = RandomRow(1024, 8);
+  std::vector<uint8_t> bytes;
+  const std::vector<float> y = RoundTrip(TensorType::kQ5_1, x, &bytes);
+  int high_quants = 0;
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float lo = x[32 * b], hi = x[32 * b];
+    for (int i = 0; i < 32; ++i) {
+      lo = std::min(lo, x[32 * b + i]);
+      hi = std::max(hi, x[32 * b + i]);
+    }
+    // Step d = (max - min) / 31 from m = min: half a step, plus the f16 rounding of d (31 steps) and of m.
+    const float d = (hi - lo) / 31;
+    const float bound = d / 2 + 31 * d * kF16Eps + std::fabs(lo) * kF16Eps + 1e-6f * (hi - lo);
+    BlockQ5_1 block;
+    std::memcpy(&block, bytes.data() + b * sizeof(block), sizeof(block));
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_LE(std::fabs(y[32 * b + i] - x[32 * b + i]), bound) << b << " " << i;
+      high_quants += Q5Quant(block.qh, block.qs, i) >= 16;
+    }
+  }
+  EXPECT_GT(high_quants, 100);
 }
 
 // Q4_K / Q5_K (quants 0..max_q): the error is at most half the sub-block step, plus what rounding the 6-bit
