@@ -79,6 +79,19 @@ bool IsKQuant(TensorType type) {
   return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
 }
 
+// llama.cpp's fallback for K-quant rows that are not a multiple of 256 (llama_tensor_get_type): Q4_K -> Q5_0,
+// Q5_K -> Q5_1, Q6_K -> Q8_0 (all 32-element blocks).
+TensorType KQuantFallback(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_K:
+      return TensorType::kQ5_0;
+    case TensorType::kQ5_K:
+      return TensorType::kQ5_1;
+    default:
+      return TensorType::kQ8_0;
+  }
+}
+
 // A mix's base type (q4_k or q5_k), or kF32 for none.
 TensorType MixBaseType(KQuantMix mix) {
   switch (mix) {
@@ -117,6 +130,10 @@ int64_t FileTypeOf(const MakeModelOptions& o) {
       return 2;
     case TensorType::kQ8_0:
       return 7;
+    case TensorType::kQ5_0:
+      return 8;
+    case TensorType::kQ5_1:
+      return 9;
     case TensorType::kBF16:
       return 32;
     case TensorType::kQ4_K:
@@ -145,7 +162,7 @@ TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64
       ((role == Role::kAttnV && layer < 4) || (role == Role::kFfnDown && layer < n_layer / 8))) {
     type = TensorType::kQ5_K;
   }
-  if (IsKQuant(type) && in % GetTensorTypeTraits(type).block_elements != 0) type = TensorType::kQ8_0;
+  if (IsKQuant(type) && in % GetTensorTypeTraits(type).block_elements != 0) type = KQuantFallback(type);
   return type;
 }
 
@@ -353,7 +370,9 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
 
 }  // namespace
 
-std::string WeightTypeNames() { return "f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q4_k_s|q5_k_m|q5_k_s"; }
+std::string WeightTypeNames() {
+  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m|q4_k_s|q5_k_m|q5_k_s";
+}
 
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {
   std::string lower = name;
@@ -439,8 +458,9 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     return InvalidArgument("the K-quant mix needs type " + std::string(TensorTypeName(MixBaseType(o.mix))) +
                            ", not " + std::string(TensorTypeName(o.type)));
   }
-  // K-quant rows that do not fit their 256-element blocks fall back to q8_0, which must fit then.
-  const TensorType checked = IsKQuant(o.type) ? TensorType::kQ8_0 : o.type;
+  // K-quant rows that do not fit their 256-element blocks fall back to q5_0 / q5_1 / q8_0, which must fit
+  // then (llama.cpp would go on to f16).
+  const TensorType checked = IsKQuant(o.type) ? KQuantFallback(o.type) : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
       (s.architecture == "qwen3moe" && s.n_expert == 0)) {

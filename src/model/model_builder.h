@@ -88,9 +88,9 @@ enum class KQuantMix { kNone, kQ4KM, kQ4KS, kQ5KM, kQ5KS };
 
 struct MakeModelOptions {
   ModelShape shape;
-  // Type of every 2-D tensor: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k. K-quant tensors whose rows are
-  // not a multiple of 256 elements are written as q8_0 instead (llama.cpp's quantizer falls back there too,
-  // to q5_0 / q5_1 / q8_0 for q4_k / q5_k / q6_k).
+  // Type of every 2-D tensor: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k or q6_k. K-quant tensors
+  // whose rows are not a multiple of 256 elements are written as llama.cpp's quantizer writes them: q5_0 /
+  // q5_1 / q8_0 for q4_k / q5_k / q6_k.
   TensorType type = TensorType::kF32;
   // One of llama.cpp's K-quant mixes (llama_tensor_get_type for a dense, non-Falcon model), made of `type`
   // (q4_k for q4_k_m / q4_k_s, q5_k for q5_k_m / q5_k_s) except: q6_k for the output matrix (token_embd
@@ -102,8 +102,9 @@ struct MakeModelOptions {
   uint64_t seed = 1;
 };
 
-// Weight types by their make-model names: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, and the mixes q4_k_m,
-// q4_k_s, q5_k_m, q5_k_s (set type and mix). InvalidArgument naming the choices for any other name.
+// Weight types by their make-model names: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, and the
+// mixes q4_k_m, q4_k_s, q5_k_m, q5_k_s (set type and mix). InvalidArgument naming the choices for any other
+// name.
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options);
 std::string WeightTypeNames();  // "f32|f16|...|q5_k_s"
 
@@ -116,7 +117,7 @@ bool UsesMoreBits(int64_t layer, int64_t n_layer);
 std::vector<std::pair<std::string, GgufValue>> BuiltinVocabulary(bool ascii_only = false);
 
 // Writes the model to `path`. InvalidArgument for a type the shape cannot use (row length not a multiple of
-// the block size, for K-quants of the q8_0 fallback's), a mix without its base type, or an unreadable
+// the block size, for K-quants of their 32-element fallback's), a mix without its base type, or an unreadable
 // vocab file.
 Status WriteRandomModel(const MakeModelOptions& options, const std::string& path);
 

@@ -66,6 +66,10 @@ constexpr ShapeEntry kShapes[] = {
      }},
     {"tiny-256",
      [](ModelShape& s) { s = {s.name, "llama", 256, 2, 4, 2, 512, 256, 10000.0f, 1e-5f, false, false}; }},
+    {"tiny-smollm2",
+     [](ModelShape& s) {  // SmolLM2-135M's widths (576: K-quant rows fall back to q5_0 / q5_1), 2 layers
+       s = {s.name, "llama", 576, 2, 9, 3, 1536, 256, 10000.0f, 1e-5f, false, true};
+     }},
     {"tiny-qwen3",
      [](ModelShape& s) {  // Qwen3-0.6B: 16 heads, 8 KV heads, q_dim 2 x n_embd
        s = Tiny(s.name, "qwen3");

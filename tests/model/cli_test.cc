@@ -157,7 +157,30 @@ TEST(Cli, BadInputExitsWithOne) {
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids \"1 999999\""), 1);
   EXPECT_EQ(RunLockstep("generate -m " + TinyModel() + " --prompt-ids 1 --top-p 0"), 1);
   EXPECT_EQ(RunLockstep("make-model --shape nope -o " + dir + "/x.gguf"), 1);
-  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q5_0 -o " + dir + "/x.gguf"), 1);
+  EXPECT_EQ(RunLockstep("make-model --shape tiny --type q4_1 -o " + dir + "/x.gguf"), 1);
+}
+
+// SmolLM2-135M's widths in q4_k_m: its 576-wide rows are llama.cpp's q5_0 fallback (and q8_0 for q6_K); the
+// file loads and every level this CPU runs generates the same tokens.
+TEST(MakeModelCli, SmolLM2ShapeQ4KMHasQ5_0AndRunsAtEveryLevel) {
+  const std::string path = ScratchDir("cli") + "/smollm2-q4_k_m.gguf";
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(LockstepBinary() + " make-model --shape tiny-smollm2 --type q4_k_m -o " + path + " 2>&1",
+                 &out),
+      0);
+  EXPECT_NE(out.find("q5_0: 11, f32: 5, q8_0: 2, q4_K: 1, q6_K: 1"), std::string::npos) << out;
+  const std::string args = "generate -m " + path + " --prompt-ids \"1 2 3\" -n 6 --ids --ignore-eos --temp 0";
+  std::string best;
+  ASSERT_EQ(RunLockstep(args, &best), 0);
+  for (const Kernels& k : RunnableKernels()) {
+    std::string tokens;
+    ASSERT_EQ(
+        RunCommand("LOCKSTEP_CPU=" + LevelName(k) + " " + LockstepBinary() + " " + args + " 2>/dev/null",
+                   &tokens),
+        0);
+    EXPECT_EQ(tokens, best) << LevelName(k);
+  }
 }
 
 // LOCKSTEP_CPU forces a kernel level: every level this CPU runs gives the same tokens (and says which level

@@ -25,15 +25,25 @@
 namespace lockstep::testing {
 namespace {
 
-// tiny-256 in each weight type (recorded under the type's name), and the mixtures of experts (routing, the
-// experts' MatMuls over rows grouped by expert, their weighted sums; recorded as "shape type").
+// tiny-256 in each weight type (recorded under the type's name), the mixtures of experts (routing, the
+// experts' MatMuls over rows grouped by expert, their weighted sums) and other shapes (recorded as "shape
+// type").
 struct CrossCpuCase {
   const char* shape;
   const char* types;
 };
-constexpr CrossCpuCase kCases[] = {
-    {"tiny-256", "q8_0"},      {"tiny-256", "q4_0"},       {"tiny-256", "q4_k_m"},   {"tiny-256", "f16"},
-    {"tiny-qwen3moe", "q8_0"}, {"tiny-mixtral", "q4_k_m"}, {"tiny-mixtral", "bf16"}, {"tiny-256", "q5_k_m"}};
+constexpr CrossCpuCase kCases[] = {{"tiny-256", "q8_0"},
+                                   {"tiny-256", "q4_0"},
+                                   {"tiny-256", "q4_k_m"},
+                                   {"tiny-256", "f16"},
+                                   {"tiny-qwen3moe", "q8_0"},
+                                   {"tiny-mixtral", "q4_k_m"},
+                                   {"tiny-mixtral", "bf16"},
+                                   {"tiny-256", "q5_k_m"},
+                                   // SmolLM2's 576-wide rows: llama.cpp's q5_0 (q4_k_m) and q5_1 (q5_k_m)
+                                   // fallbacks beside q4_K / q5_K / q6_K
+                                   {"tiny-smollm2", "q4_k_m"},
+                                   {"tiny-smollm2", "q5_k_m"}};
 constexpr int kPromptTokens = 64, kChunk = 24, kDecodeSteps = 8;
 
 std::string GoldenPath() {

@@ -119,7 +119,9 @@ TEST(ModelBuilder, WeightTypeNames) {
   ASSERT_TRUE(SetWeightTypes("q5_k", o).ok());
   EXPECT_EQ(o.type, TensorType::kQ5_K);
   EXPECT_EQ(o.mix, KQuantMix::kNone);
-  for (const std::string bad : {"q5_0", "q8_K", "iq2_xxs", ""}) {  // readable types make-model cannot write
+  ASSERT_TRUE(SetWeightTypes("Q5_1", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ5_1);
+  for (const std::string bad : {"q4_1", "q8_K", "iq2_xxs", ""}) {  // readable types make-model cannot write
     const Status s = SetWeightTypes(bad, o);
     EXPECT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.message().find("q4_k_m"), std::string::npos) << s.message();
@@ -196,20 +198,45 @@ TEST(ModelBuilder, Q5KMQ5KSAndQ4KSMixes) {
   }
 }
 
-TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackToQ8_0) {
+// llama.cpp's fallback (llama_tensor_get_type): q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0.
+TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackAsLlamaCppDoes) {
   const std::string dir = ScratchDir("builder");
   MakeModelOptions o;
   o.shape = *FindModelShape("tiny");  // rows of 64 and 96 elements
-  o.type = TensorType::kQ4_K;
-  ASSERT_TRUE(WriteRandomModel(o, dir + "/m.gguf").ok());
-  LoadedModel m = LoadModelOrDie(dir + "/m.gguf");
-  for (const GgufTensorInfo& t : m.file->tensors()) {
-    EXPECT_EQ(t.type, t.dims.size() == 2 ? TensorType::kQ8_0 : TensorType::kF32) << t.name;
+  const std::pair<TensorType, TensorType> fallbacks[] = {{TensorType::kQ4_K, TensorType::kQ5_0},
+                                                         {TensorType::kQ5_K, TensorType::kQ5_1},
+                                                         {TensorType::kQ6_K, TensorType::kQ8_0}};
+  for (const auto& [type, fallback] : fallbacks) {
+    o.type = type;
+    const std::string path = dir + "/" + std::string(TensorTypeName(type)) + ".gguf";
+    ASSERT_TRUE(WriteRandomModel(o, path).ok());
+    LoadedModel m = LoadModelOrDie(path);
+    for (const GgufTensorInfo& t : m.file->tensors()) {
+      EXPECT_EQ(t.type, t.dims.size() == 2 ? fallback : TensorType::kF32) << t.name;
+    }
   }
+  // SmolLM2-135M's q4_k_m as llama-quantize writes it: 576-wide rows q5_0 (q4_K) or q8_0 (q6_K), ffn_down
+  // (1536 wide) q4_K or q6_K.
+  o.shape = *FindModelShape("tiny-smollm2");
+  ASSERT_TRUE(SetWeightTypes("q4_k_m", o).ok());
+  ASSERT_TRUE(WriteRandomModel(o, dir + "/smollm2.gguf").ok());
+  LoadedModel m = LoadModelOrDie(dir + "/smollm2.gguf");
+  auto type = [&](const std::string& name) { return m.file->FindTensor(name)->type; };
+  EXPECT_EQ(type("token_embd.weight"), TensorType::kQ8_0);  // tied: the output matrix, q6_K
+  EXPECT_EQ(type("blk.0.attn_q.weight"), TensorType::kQ5_0);
+  EXPECT_EQ(type("blk.0.ffn_up.weight"), TensorType::kQ5_0);
+  EXPECT_EQ(type("blk.0.attn_v.weight"), TensorType::kQ5_0);
+  EXPECT_EQ(type("blk.0.ffn_down.weight"), TensorType::kQ4_K);
+  EXPECT_EQ(type("blk.1.attn_v.weight"), TensorType::kQ8_0);  // layer 1 is the last eighth: q6_K
+  EXPECT_EQ(type("blk.1.ffn_down.weight"), TensorType::kQ6_K);
+  EXPECT_EQ(*m.file->GetInt("general.file_type"), 15);
+  o.shape = *FindModelShape("tiny");
+  o.mix = KQuantMix::kNone;
+  o.type = TensorType::kQ4_K;
   o.shape.n_ff = 100;  // not even the fallback's 32-element blocks fit
   const Status s = WriteRandomModel(o, dir + "/x.gguf");
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("q8_0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("q5_0"), std::string::npos) << s.message();
   o.shape.n_ff = 96;
   o.type = TensorType::kQ8_0;
   o.mix = KQuantMix::kQ4KM;  // the mix is made of q4_K
