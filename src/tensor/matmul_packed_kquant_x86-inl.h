@@ -196,7 +196,7 @@ HWY_INLINE void Q6KHalfDotsSum16(const std::byte* const* unit, int j, int bo, in
 }
 
 // V::kSum16's sub-block dots (16-bit sums, then widenings), into dot[g][r]: Q4_K / Q5_K / Q5_0 / Q5_1 the
-// exact dot of the sub-block (Q5_0's offset of 16 cancelled, from the two 16-element sums), Q6_K sc_lo *
+// exact dot of the stored quants (Q5_0's offset of 16 is the caller's), Q6_K sc_lo *
 // dot(elements 0-15) + sc_hi * dot(16-31) with the quants' offset of 32 cancelled. q[r] + x_off: the
 // sub-block's activation quants; sums16 + r * sums16_stride: its two 16-element sums.
 template <class V, TensorType kType, int kGroups, int kRows>
@@ -207,7 +207,7 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
   if constexpr (kType != TensorType::kQ6_K) {
     const I ones16 = V::Ints(0x00010001);
     // Q4_K: 8 pair sums (<= 8 * 3810) per widening; Q5_K, Q5_0, Q5_1: 4 (<= 4 * 7874), so widened after k = 1
-    // and 3. Q5_0's dots start at -16 * (the block's activation sum), its quants' offset.
+    // and 3.
     constexpr int kWidenEvery = HasFifthBit(kType) ? 2 : 4;
     I sum16[kGroups][kRows];
     I fifth[kGroups];
@@ -235,12 +235,7 @@ HWY_INLINE void SubBlockDotsSum16(const std::byte* const* unit, int j, int bo, i
         for (int g = 0; g < kGroups; ++g) {
           for (int r = 0; r < kRows; ++r) {
             const I wide = V::Widen(sum16[g][r], ones16);
-            if constexpr (kType == TensorType::kQ5_0) {
-              const int32_t* s16 = sums16 + r * sums16_stride;
-              dot[g][r] = Pin(V::Add(k < kWidenEvery ? V::Ints(-16 * (s16[0] + s16[1])) : dot[g][r], wide));
-            } else {
-              dot[g][r] = k < kWidenEvery ? wide : Pin(V::Add(dot[g][r], wide));
-            }
+            dot[g][r] = k < kWidenEvery ? wide : Pin(V::Add(dot[g][r], wide));
           }
         }
       }
@@ -426,8 +421,10 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
           }
         } else if constexpr (kType == TensorType::kQ5_0) {
           for (int r = 0; r < kRows; ++r) {
-            acc[g][r] = V::Fma(V::ToFloat(dot_lo[g][r]), V::Mul(d[g], V::Floats(a.d[(r0 + r) * blocks + b])),
-                               acc[g][r]);
+            const int64_t i = (r0 + r) * blocks + b;
+            I dot = dot_lo[g][r];  // kSum16: - 16 * sum(x) here (the other dots started there)
+            if constexpr (V::kSum16) dot = V::Add(dot, V::Ints(-16 * a.sums[i]));
+            acc[g][r] = V::Fma(V::ToFloat(dot), V::Mul(d[g], V::Floats(a.d[i])), acc[g][r]);
           }
         } else {
           F dg = d[g];
