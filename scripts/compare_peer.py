@@ -64,6 +64,8 @@ SHAPES = {
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),
+    # SmolLM2-135M's widths (576: llama.cpp's Q5_0 / Q5_1 fallbacks in --type q4_k_m / q5_k_m files), 2 layers.
+    "tiny-smollm2": (None, False),
 }
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
 GREEDY_TOKENS = 64

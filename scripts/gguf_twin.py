@@ -19,8 +19,8 @@ ALIGNMENT = 32
 # GGUF metadata value types and their struct formats (8 string, 9 array handled apart).
 SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 # Bytes per block and elements per block of the tensor types make-model writes.
-TYPE_BLOCKS = {0: (4, 1), 1: (2, 1), 30: (2, 1), 2: (18, 32), 8: (34, 32), 12: (144, 256), 13: (176, 256),
-               14: (210, 256)}
+TYPE_BLOCKS = {0: (4, 1), 1: (2, 1), 30: (2, 1), 2: (18, 32), 6: (22, 32), 7: (24, 32), 8: (34, 32),
+               12: (144, 256), 13: (176, 256), 14: (210, 256)}
 
 
 class Reader:
