@@ -122,12 +122,13 @@ SamplingParams SamplingParamsOrDie(const SamplingFlags& f, const Tokenizer* toke
   if (f.seed < -1) Fail("--seed must be >= 0 (or -1 for a random seed), got " + std::to_string(f.seed));
   params.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
   // DRY's flags are checked and its breakers turned into token sequences as the server's defaults are.
+  server::SamplingDefaults flags;
+  flags.dry_multiplier = f.dry_multiplier;
+  flags.dry_base = f.dry_base;
+  flags.dry_allowed_length = f.dry_allowed_length;
+  flags.dry_penalty_last_n = f.dry_penalty_last_n;
   const server::SamplingDefaults dry =
-      ValueOrDie(server::SamplingDefaults::FromFlags({.dry_multiplier = f.dry_multiplier,
-                                                      .dry_base = f.dry_base,
-                                                      .dry_allowed_length = f.dry_allowed_length,
-                                                      .dry_penalty_last_n = f.dry_penalty_last_n},
-                                                     f.dry_sequence_breakers));
+      ValueOrDie(server::SamplingDefaults::FromFlags(flags, f.dry_sequence_breakers));
   dry.ApplyTo(params);
   if (params.dry.enabled() && tokenizer != nullptr)
     params.dry.breakers = server::DryRestartSequences(*tokenizer, dry.dry_breakers);

@@ -47,11 +47,8 @@ std::vector<std::string> GoldenShapes() {
 // (qwen3 8.1e-5, gemma3 9.3e-5, qwen3moe 6.7e-5, smollm3 6.8e-5 on a Zen 5).
 double Tolerance(const std::string& shape) {
   static const std::map<std::string, double> tolerances = {
-      {"tiny-gemma2", 1.5e-3},
-      {"tiny-qwen3", 3e-4},
-      {"tiny-qwen3moe", 3e-4},
-      {"tiny-gemma3", 3e-4},
-      {"tiny-smollm3", 3e-4},
+      {"tiny-gemma2", 1.5e-3}, {"tiny-qwen3", 3e-4},   {"tiny-qwen3moe", 3e-4},
+      {"tiny-gemma3", 3e-4},   {"tiny-smollm3", 3e-4},
   };
   auto it = tolerances.find(shape);
   return it == tolerances.end() ? 1.2e-5 : it->second;

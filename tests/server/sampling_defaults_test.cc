@@ -18,20 +18,39 @@
 namespace lockstep::server::testing {
 namespace {
 
-std::string DefaultsError(SamplingDefaults flags, const std::vector<std::string>& breakers = {}) {
+// FromFlags' error message for the flags `set` sets ("" when it accepts them).
+template <typename Set>
+std::string DefaultsError(const Set& set, const std::vector<std::string>& breakers = {}) {
+  SamplingDefaults flags;
+  set(flags);
   auto r = SamplingDefaults::FromFlags(std::move(flags), breakers);
   return r.ok() ? "" : r.status().message();
 }
 
 TEST(SamplingDefaults, OutOfRangeValuesNameTheFlag) {
-  EXPECT_NE(DefaultsError({.top_p = 0.0f}).find("--top-p must be"), std::string::npos);
-  EXPECT_NE(DefaultsError({.temperature = std::nanf("")}).find("--temp must be"), std::string::npos);
-  EXPECT_NE(DefaultsError({.top_k = -1}).find("--top-k must be"), std::string::npos);
-  EXPECT_NE(DefaultsError({.repetition_penalty = 0.0f}).find("--repeat-penalty"), std::string::npos);
-  EXPECT_NE(DefaultsError({.dry_base = 0.5f}).find("--dry-base must be"), std::string::npos);
-  EXPECT_NE(DefaultsError({.dry_penalty_last_n = -2}).find("--dry-penalty-last-n"), std::string::npos);
-  EXPECT_NE(DefaultsError({}, std::vector<std::string>(33, "x")).find("at most 32 times"), std::string::npos);
-  EXPECT_EQ(DefaultsError({.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .min_p = 0.0f}), "");
+  EXPECT_NE(DefaultsError([](SamplingDefaults& d) { d.top_p = 0.0f; }).find("--top-p must be"),
+            std::string::npos);
+  EXPECT_NE(DefaultsError([](SamplingDefaults& d) { d.temperature = std::nanf(""); }).find("--temp must be"),
+            std::string::npos);
+  EXPECT_NE(DefaultsError([](SamplingDefaults& d) { d.top_k = -1; }).find("--top-k must be"),
+            std::string::npos);
+  EXPECT_NE(DefaultsError([](SamplingDefaults& d) { d.repetition_penalty = 0.0f; }).find("--repeat-penalty"),
+            std::string::npos);
+  EXPECT_NE(DefaultsError([](SamplingDefaults& d) { d.dry_base = 0.5f; }).find("--dry-base must be"),
+            std::string::npos);
+  EXPECT_NE(
+      DefaultsError([](SamplingDefaults& d) { d.dry_penalty_last_n = -2; }).find("--dry-penalty-last-n"),
+      std::string::npos);
+  EXPECT_NE(
+      DefaultsError([](SamplingDefaults&) {}, std::vector<std::string>(33, "x")).find("at most 32 times"),
+      std::string::npos);
+  EXPECT_EQ(DefaultsError([](SamplingDefaults& d) {
+              d.temperature = 0.7f;
+              d.top_k = 20;
+              d.top_p = 0.8f;
+              d.min_p = 0.0f;
+            }),
+            "");
 }
 
 TEST(SamplingDefaults, BreakersReplaceLlamaCppsAndNoneClearsThem) {
@@ -47,7 +66,9 @@ TEST(SamplingDefaults, ApplyToSetsOnlyTheSetValues) {
   SamplingParams s;
   s.temperature = 0.8f;
   s.top_k = 40;
-  SamplingDefaults d{.top_k = 7, .dry_multiplier = 0.5f};
+  SamplingDefaults d;
+  d.top_k = 7;
+  d.dry_multiplier = 0.5f;
   d.ApplyTo(s);
   EXPECT_EQ(s.temperature, 0.8f);
   EXPECT_EQ(s.top_k, 7);
