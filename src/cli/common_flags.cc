@@ -10,8 +10,10 @@
 #include "chat/builtin_templates.h"
 #include "cli/cli_util.h"
 #include "cli/flag_checks.h"
+#ifndef LOCKSTEP_ENGINE_CLI_ONLY
 #include "server/sampler_fields.h"
 #include "server/sampling_defaults.h"
+#endif
 
 namespace lockstep::cli {
 
@@ -121,6 +123,7 @@ SamplingParams SamplingParamsOrDie(const SamplingFlags& f, const Tokenizer* toke
   params.penalty_last_n = f.repeat_last_n;
   if (f.seed < -1) Fail("--seed must be >= 0 (or -1 for a random seed), got " + std::to_string(f.seed));
   params.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
+#ifndef LOCKSTEP_ENGINE_CLI_ONLY
   // DRY's flags are checked and its breakers turned into token sequences as the server's defaults are.
   server::SamplingDefaults flags;
   flags.dry_multiplier = f.dry_multiplier;
@@ -132,6 +135,11 @@ SamplingParams SamplingParamsOrDie(const SamplingFlags& f, const Tokenizer* toke
   dry.ApplyTo(params);
   if (params.dry.enabled() && tokenizer != nullptr)
     params.dry.breakers = server::DryRestartSequences(*tokenizer, dry.dry_breakers);
+#else
+  // The engine-only build (the ARM check's) has no server layer, where the breakers are spelled in tokens.
+  (void)tokenizer;
+  if (f.dry_multiplier != 0) Fail("--dry-multiplier: DRY is not in this engine-only build of lockstep");
+#endif
   if (Status s = params.Validate(); !s.ok()) Fail(s);
   return params;
 }
