@@ -30,6 +30,16 @@ void Widths(ModelShape& s, int64_t n_embd, int64_t n_head, int64_t n_head_kv, in
   s.n_ff = n_ff;
 }
 
+// Qwen3-0.6B: 16 heads, 8 KV heads, q_dim 2 x n_embd.
+void TinyQwen3(ModelShape& s) {
+  s = Tiny(s.name, "qwen3");
+  Widths(s, 128, 16, 8, 16, 192);
+  s.n_layer = 4;
+  s.n_ctx = 1024;
+  s.rope_freq_base = 1000000.0f;
+  s.rms_eps = 1e-6f;
+}
+
 // Qwen3-30B-A3B: 32 heads, 4 KV heads, q_dim 2 x n_embd, 128 experts of which 8 are used, experts 1/8 as wide
 // as the dense feed_forward_length the file also carries. Heads of 16 (ik_llama.cpp's non-flash attention,
 // which scripts/compare_peer.py uses, is wrong for heads of 8).
@@ -70,25 +80,12 @@ constexpr ShapeEntry kShapes[] = {
      [](ModelShape& s) {  // SmolLM2-135M's widths (576: K-quant rows fall back to q5_0 / q5_1), 2 layers
        s = {s.name, "llama", 576, 2, 9, 3, 1536, 256, 10000.0f, 1e-5f, false, true};
      }},
-    {"tiny-qwen3",
-     [](ModelShape& s) {  // Qwen3-0.6B: 16 heads, 8 KV heads, q_dim 2 x n_embd
-       s = Tiny(s.name, "qwen3");
-       Widths(s, 128, 16, 8, 16, 192);
-       s.n_layer = 4;
-       s.n_ctx = 1024;
-       s.rope_freq_base = 1000000.0f;
-       s.rms_eps = 1e-6f;
-     }},
+    {"tiny-qwen3", TinyQwen3},
     {"tiny-qwen3-reranker",
      [](ModelShape& s) {
        // tiny-qwen3 as llama.cpp converts Qwen3-Reranker: a 2-row (yes, no) classifier head, rank pooling,
        // and Qwen3's yes/no prompt (shortened) as the rerank template.
-       s = Tiny(s.name, "qwen3");
-       Widths(s, 128, 16, 8, 16, 192);
-       s.n_layer = 4;
-       s.n_ctx = 1024;
-       s.rope_freq_base = 1000000.0f;
-       s.rms_eps = 1e-6f;
+       TinyQwen3(s);
        s.n_cls_out = 2;
        s.rerank_template =
            "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query. "
