@@ -10,10 +10,7 @@
 #include "chat/builtin_templates.h"
 #include "cli/cli_util.h"
 #include "cli/flag_checks.h"
-#ifndef LOCKSTEP_ENGINE_CLI_ONLY
-#include "server/sampler_fields.h"
-#include "server/sampling_defaults.h"
-#endif
+#include "engine/dry_breakers.h"
 
 namespace lockstep::cli {
 
@@ -123,23 +120,15 @@ SamplingParams SamplingParamsOrDie(const SamplingFlags& f, const Tokenizer* toke
   params.penalty_last_n = f.repeat_last_n;
   if (f.seed < -1) Fail("--seed must be >= 0 (or -1 for a random seed), got " + std::to_string(f.seed));
   params.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
-#ifndef LOCKSTEP_ENGINE_CLI_ONLY
   // DRY's flags are checked and its breakers turned into token sequences as the server's defaults are.
-  server::SamplingDefaults flags;
-  flags.dry_multiplier = f.dry_multiplier;
-  flags.dry_base = f.dry_base;
-  flags.dry_allowed_length = f.dry_allowed_length;
-  flags.dry_penalty_last_n = f.dry_penalty_last_n;
-  const server::SamplingDefaults dry =
-      ValueOrDie(server::SamplingDefaults::FromFlags(flags, f.dry_sequence_breakers));
-  dry.ApplyTo(params);
+  params.dry.multiplier = f.dry_multiplier;
+  params.dry.base = f.dry_base;
+  params.dry.allowed_length = f.dry_allowed_length;
+  params.dry.penalty_last_n = f.dry_penalty_last_n;
+  if (Status s = CheckDryFlags(params.dry); !s.ok()) Fail(s);
+  const std::vector<std::string> breakers = ValueOrDie(DryBreakersFromFlags(f.dry_sequence_breakers));
   if (params.dry.enabled() && tokenizer != nullptr)
-    params.dry.breakers = server::DryRestartSequences(*tokenizer, dry.dry_breakers);
-#else
-  // The engine-only build (the ARM check's) has no server layer, where the breakers are spelled in tokens.
-  (void)tokenizer;
-  if (f.dry_multiplier != 0) Fail("--dry-multiplier: DRY is not in this engine-only build of lockstep");
-#endif
+    params.dry.breakers = DryRestartSequences(*tokenizer, breakers);
   if (Status s = params.Validate(); !s.ok()) Fail(s);
   return params;
 }

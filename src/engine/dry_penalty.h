@@ -14,7 +14,7 @@
 // suffix that counts never reaches back past the restart sequence that starts last in the window (of those
 // whose tail follows in full; its longest form there), and a candidate that is on its own a single-token
 // restart sequence is never penalised. Breakers are strings that may span tokens; the sampler sees them as
-// restart sequences, a head token and the tail tokens that must follow it (server/sampler_fields.h builds
+// restart sequences, a head token and the tail tokens that must follow it (engine/dry_breakers.h builds
 // them from the strings with the tokenizer, as llama.cpp's get_overlapping_token_sequences does: every token
 // whose text holds the breaker, with no tail, and every token whose text ends with the breaker's start, with
 // the rest of the breaker tokenized as its tail).

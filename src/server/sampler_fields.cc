@@ -25,21 +25,9 @@ void ReadSamplerFilters(FieldReader& f, SamplingParams& s) {
   if (auto eta = f.Number("mirostat_eta", -1e6, 1e6)) s.mirostat_eta = static_cast<float>(*eta);
 }
 
-}  // namespace lockstep::server
-
-namespace lockstep::server {
-
-std::string CutDryBreaker(std::string text) {
-  if (text.size() <= kMaxDryBreakerBytes) return text;
-  size_t cut = kMaxDryBreakerBytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-  return text;
-}
-
 namespace {
 
-// dry_sequence_breakers: a non-empty array of strings (empty strings dropped, each cut as documented).
+// dry_sequence_breakers: a non-empty array of strings (empty strings dropped, each cut by CutDryBreaker).
 std::optional<std::vector<std::string>> ReadBreakerStrings(FieldReader& f) {
   const nlohmann::json* list = f.Array("dry_sequence_breakers");
   if (list == nullptr || !list->is_array()) return std::nullopt;  // absent, or f has failed
@@ -66,36 +54,7 @@ std::optional<std::vector<std::string>> ReadBreakerStrings(FieldReader& f) {
   return out;
 }
 
-// The restart sequences of one breaker that token `id` (whose text is `word`) heads.
-void AddRestartSequences(const Tokenizer& tokenizer, int32_t id, const std::string& word,
-                         const std::string& breaker, DrySequenceBreakers& out) {
-  if (word.find(breaker) != std::string::npos) return out.Add(id, {});
-  // Every place where the word's end is a proper prefix of the breaker: the rest of it must follow.
-  for (size_t pos = word.find(breaker[0]); pos != std::string::npos; pos = word.find(breaker[0], pos + 1)) {
-    const size_t overlap = word.size() - pos;  // < breaker.size(), or the word would hold the breaker
-    if (word.compare(pos, overlap, breaker, 0, overlap) != 0) continue;
-    auto tail = tokenizer.Encode(std::string_view(breaker).substr(overlap), /*add_bos=*/false,
-                                 /*parse_special=*/false);
-    if (!tail.ok()) continue;  // the vocabulary cannot spell the rest
-    if (tail->size() > kMaxDryTailTokens) tail->resize(kMaxDryTailTokens);
-    out.Add(id, std::move(*tail));
-  }
-}
-
 }  // namespace
-
-std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& tokenizer,
-                                                               const std::vector<std::string>& breakers) {
-  auto out = std::make_shared<DrySequenceBreakers>();
-  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string word = tokenizer.TokenBytes(id);
-    if (word.empty()) continue;
-    for (const std::string& breaker : breakers) {
-      if (!breaker.empty()) AddRestartSequences(tokenizer, id, word, breaker, *out);
-    }
-  }
-  return out;
-}
 
 void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, const SamplingDefaults& defaults,
                    SamplingParams& s, std::vector<std::string>* breakers) {

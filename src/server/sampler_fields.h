@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/dry_breakers.h"
 #include "engine/dry_penalty.h"
 #include "engine/sampler.h"
 #include "server/request_fields.h"
@@ -19,30 +20,13 @@ namespace lockstep::server {
 
 void ReadSamplerFilters(FieldReader& f, SamplingParams& s);
 
-// Limits on dry_sequence_breakers: at most kMaxDryBreakers strings (more is a 400); each is cut to
-// kMaxDryBreakerBytes bytes (at a character boundary; llama.cpp cuts at 40 bytes too), and a restart
-// sequence's tail to kMaxDryTailTokens tokens (as llama.cpp's).
-inline constexpr size_t kMaxDryBreakers = 32;
-inline constexpr size_t kMaxDryBreakerBytes = 40;
-inline constexpr size_t kMaxDryTailTokens = 20;
-
-// A breaker string cut to at most kMaxDryBreakerBytes bytes, not inside a UTF-8 character.
-std::string CutDryBreaker(std::string text);
-
 // DRY: dry_multiplier (>= 0; 0 off), dry_base (< 1 reads as 1.75, as llama.cpp's server), dry_allowed_length
 // (>= 0), dry_penalty_last_n (-1 the whole context, 0 off), dry_sequence_breakers (a non-empty array of
 // strings; empty strings skipped, as llama.cpp). Into s.dry, over the values already there (the route's and
 // the server's defaults); when DRY is on, the breakers become the sampler's restart sequences through
 // `tokenizer` — absent, the server's (`defaults`, prepared once). `breakers`, when given, receives the
-// breaker strings in effect (cut as above), for generation_settings.
+// breaker strings in effect (cut by CutDryBreaker, engine/dry_breakers.h), for generation_settings.
 void ReadDryFields(FieldReader& f, const Tokenizer& tokenizer, const SamplingDefaults& defaults,
                    SamplingParams& s, std::vector<std::string>* breakers = nullptr);
-
-// The restart sequences of breaker strings (llama.cpp's get_overlapping_token_sequences): for each breaker,
-// every token whose text holds it (no tail), and every token whose text ends with a proper prefix of it, with
-// the rest of the breaker tokenized (no BOS, no special tokens; at most kMaxDryTailTokens) as the tail. One
-// pass over the vocabulary. Empty breakers and rests the vocabulary cannot represent add nothing.
-std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& tokenizer,
-                                                               const std::vector<std::string>& breakers);
 
 }  // namespace lockstep::server

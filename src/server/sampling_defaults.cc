@@ -7,11 +7,6 @@
 
 namespace lockstep::server {
 
-const std::vector<std::string>& DefaultDryBreakers() {
-  static const std::vector<std::string> breakers = {"\n", ":", "\"", "*"};
-  return breakers;
-}
-
 namespace {
 
 // A set value outside [lo, hi] (or not finite) fails naming the flag.
@@ -38,26 +33,17 @@ Result<SamplingDefaults> SamplingDefaults::FromFlags(SamplingDefaults d,
                    CheckIn(d.repetition_penalty, "--repeat-penalty", 1e-6, 10, "above 0 and at most 10"),
                    CheckIn(d.penalty_last_n, "--repeat-last-n", -1, INT32_MAX, "-1 (all) or more"),
                    CheckIn(d.presence_penalty, "--presence-penalty", -2, 2, "from -2 to 2"),
-                   CheckIn(d.frequency_penalty, "--frequency-penalty", -2, 2, "from -2 to 2"),
-                   CheckIn(d.dry_multiplier, "--dry-multiplier", 0, 1e6, "from 0 (off) to 1e6"),
-                   CheckIn(d.dry_base, "--dry-base", 1, 1e6, "from 1 to 1e6"),
-                   CheckIn(d.dry_allowed_length, "--dry-allowed-length", 0, INT32_MAX, "0 or more"),
-                   CheckIn(d.dry_penalty_last_n, "--dry-penalty-last-n", -1, INT32_MAX,
-                           "-1 (the whole context) or more")}) {
+                   CheckIn(d.frequency_penalty, "--frequency-penalty", -2, 2, "from -2 to 2")}) {
     if (!s.ok()) return s;
   }
-  if (!breakers.empty()) {
-    if (breakers.size() > kMaxDryBreakers) {
-      return InvalidArgument("--dry-sequence-breaker may be given at most " +
-                             std::to_string(kMaxDryBreakers) + " times, got " +
-                             std::to_string(breakers.size()));
-    }
-    d.dry_breakers.clear();
-    const bool none = breakers.size() == 1 && breakers[0] == "none";
-    for (const std::string& breaker : breakers) {
-      if (!none && !breaker.empty()) d.dry_breakers.push_back(CutDryBreaker(breaker));
-    }
-  }
+  // DRY's flags as the local commands check them: unset ones hold the sampler's defaults, which pass.
+  DryParams dry;
+  if (d.dry_multiplier) dry.multiplier = *d.dry_multiplier;
+  if (d.dry_base) dry.base = *d.dry_base;
+  if (d.dry_allowed_length) dry.allowed_length = *d.dry_allowed_length;
+  if (d.dry_penalty_last_n) dry.penalty_last_n = *d.dry_penalty_last_n;
+  LOCKSTEP_RETURN_IF_ERROR(CheckDryFlags(dry));
+  LOCKSTEP_ASSIGN_OR_RETURN(d.dry_breakers, DryBreakersFromFlags(breakers));
   return d;
 }
 

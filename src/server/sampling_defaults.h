@@ -13,14 +13,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/dry_breakers.h"
 #include "engine/dry_penalty.h"
 #include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
-
-// llama.cpp's default dry_sequence_breakers: "\n", ":", "\"", "*".
-const std::vector<std::string>& DefaultDryBreakers();
 
 struct SamplingDefaults {
   std::optional<float> temperature;           // --temp
