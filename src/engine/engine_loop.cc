@@ -15,7 +15,8 @@ double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 Engine::Loop::Active::Active(PendingRequest p, const Tokenizer* tokenizer)
     : pending(std::move(p)), sampler(pending.request.sampling), stop_matcher(pending.request.stop) {
   if (tokenizer != nullptr) {
-    detokenizer.emplace(*tokenizer, /*skip_special=*/true, /*continuation=*/true);
+    detokenizer.emplace(*tokenizer, /*skip_special=*/true, /*continuation=*/true,
+                        pending.request.preserved_tokens);
   }
   const Request& r = pending.request;
   if (r.grammar) constraint.emplace(r.grammar, /*allow_end=*/!r.ignore_eos, r.stop_token_ids);

@@ -44,6 +44,10 @@ struct Request {
   // min_tokens; 0 <= min_tokens <= max_tokens). Stop strings and a grammar that allows nothing else still end
   // a request earlier.
   int32_t min_tokens = 0;
+  // Control tokens whose text the output keeps (llama.cpp's preserved tokens): tool-call markers such as
+  // Mistral's [TOOL_CALLS] and [ARGS], which a parser of the text must see. Other control tokens give no
+  // text.
+  std::vector<int32_t> preserved_tokens;
   std::string label;  // free text for logs (e.g. the server's request id); not interpreted
   // A request submitted earlier to the same engine whose prompt shares a prefix with this one: the engine
   // computes that common prefix once and this request forks from its KV (full blocks shared, the partial

@@ -1,5 +1,6 @@
 #include "server/tool_calls.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "base/excerpt.h"
@@ -14,7 +15,12 @@ using Ordered = nlohmann::ordered_json;
 
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kMarkers[] = {"[TOOL_CALLS]", "<|python_tag|>", "<tool_call>", "```"};
+constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
+constexpr std::string_view kMistralArgs = "[ARGS]";
+constexpr std::string_view kMistralCallId = "[CALL_ID]";
+constexpr std::string_view kMarkers[] = {kMistralCalls, "<|python_tag|>", kHermesOpen, "```"};
+// Markers that open the tool-call region wherever they appear (after prose), not only at the start.
+constexpr std::string_view kAnywhereMarkers[] = {kHermesOpen, kMistralCalls};
 
 bool ValidName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
@@ -120,6 +126,32 @@ bool CallsFrom(const ToolSpec& spec, std::string_view s, std::vector<ToolCall>* 
     while (p < s.size() && (s[p] == ';' || s[p] == ',')) p = SkipSpace(s, p + 1);
   }
   return !calls->empty();
+}
+
+// Mistral's v11 calls (Mistral Small 3.2, Devstral, Ministral 3), `s` being what follows the first
+// [TOOL_CALLS]: NAME[ARGS]{...} or NAME[CALL_ID]ID[ARGS]{...}, several joined by [TOOL_CALLS]; nothing after
+// the last. The model's own call id is not kept (the server makes the ids, as for the other formats).
+bool MistralCallsFrom(const ToolSpec& spec, std::string_view s, std::vector<ToolCall>* calls) {
+  while (true) {
+    const size_t args = s.find(kMistralArgs);
+    if (args == std::string_view::npos) return false;
+    std::string_view name = s.substr(0, std::min(args, s.find(kMistralCallId)));
+    const size_t name_end = name.find_last_not_of(" \n\t\r");
+    name = name.substr(0, name_end == std::string_view::npos ? 0 : name_end + 1).substr(SkipSpace(name, 0));
+    if (std::find(spec.names.begin(), spec.names.end(), name) == spec.names.end()) return false;
+    const size_t open = SkipSpace(s, args + kMistralArgs.size());
+    if (open >= s.size() || s[open] != '{') return false;
+    const size_t end = ValueEnd(s, open);
+    if (end == std::string_view::npos || NestsDeeperThan(s.substr(open, end - open), kMaxJsonDepth))
+      return false;
+    const Ordered v = Ordered::parse(s.substr(open, end - open), nullptr, /*allow_exceptions=*/false);
+    if (v.is_discarded() || !v.is_object()) return false;
+    calls->push_back({"", std::string(name), v.dump()});
+    s.remove_prefix(SkipSpace(s, end));
+    if (s.empty()) return true;
+    if (s.substr(0, kMistralCalls.size()) != kMistralCalls) return false;
+    s.remove_prefix(kMistralCalls.size());
+  }
 }
 
 // Text as content; null when it is only whitespace (a stream holds such text back, so both agree).
@@ -283,6 +315,17 @@ Parsed<Ordered> TemplateToolCalls(const Ordered& tool_calls, const std::string& 
   return out;
 }
 
+std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  for (std::string_view marker : {kMistralCalls, kMistralArgs, kMistralCallId,
+                                  std::string_view("<|python_tag|>"), kHermesOpen, kHermesClose}) {
+    const int32_t id = tokenizer.FindToken(marker);
+    if (id >= 0 && tokenizer.IsControl(id)) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 size_t ToolRegionStart(std::string_view text, bool final) {
   const size_t first = SkipSpace(text, 0);
   if (first < text.size() && (text[first] == '{' || text[first] == '[')) return first;
@@ -292,13 +335,16 @@ size_t ToolRegionStart(std::string_view text, bool final) {
       if (rest.size() >= marker.size() || !final) return first;  // a marker, or what may become one
     }
   }
-  if (size_t at = text.find(kHermesOpen); at != std::string_view::npos) return at;
-  if (final) return std::string_view::npos;
-  // Hold back a tail that may be the start of <tool_call>.
-  for (size_t len = std::min(kHermesOpen.size() - 1, text.size()); len > 0; --len) {
-    if (text.substr(text.size() - len) == kHermesOpen.substr(0, len)) return text.size() - len;
+  size_t start = std::string_view::npos;
+  for (std::string_view marker : kAnywhereMarkers) start = std::min(start, text.find(marker));
+  if (start != std::string_view::npos || final) return start;
+  // Hold back a tail that may be the start of <tool_call> or [TOOL_CALLS].
+  for (std::string_view marker : kAnywhereMarkers) {
+    for (size_t len = std::min(marker.size() - 1, text.size()); len > 0; --len) {
+      if (text.substr(text.size() - len) == marker.substr(0, len)) start = std::min(start, text.size() - len);
+    }
   }
-  return std::string_view::npos;
+  return start;
 }
 
 ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const std::string& id_seed,
@@ -331,17 +377,22 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
         }
         after = std::string(rest);
       } else {
-        for (std::string_view marker :
-             {std::string_view("[TOOL_CALLS]"), std::string_view("<|python_tag|>")}) {
+        const bool mistral = rest.substr(0, kMistralCalls.size()) == kMistralCalls;
+        for (std::string_view marker : {kMistralCalls, std::string_view("<|python_tag|>")}) {
           if (rest.substr(0, marker.size()) == marker) rest.remove_prefix(marker.size());
         }
-        if (rest.substr(0, 3) == "```") {  // a fenced block: ```json ... ```
-          const size_t nl = rest.find('\n');
-          const size_t close = rest.rfind("```");
-          rest = nl != std::string_view::npos && close > nl ? rest.substr(nl + 1, close - nl - 1)
-                                                            : std::string_view();
+        const size_t first = SkipSpace(rest, 0);
+        if (mistral && first < rest.size() && rest[first] != '[' && rest[first] != '{') {
+          ok = MistralCallsFrom(spec, rest, &calls);  // v11: NAME[ARGS]{...}
+        } else {
+          if (rest.substr(0, 3) == "```") {  // a fenced block: ```json ... ```
+            const size_t nl = rest.find('\n');
+            const size_t close = rest.rfind("```");
+            rest = nl != std::string_view::npos && close > nl ? rest.substr(nl + 1, close - nl - 1)
+                                                              : std::string_view();
+          }
+          ok = CallsFrom(spec, rest, &calls);
         }
-        ok = CallsFrom(spec, rest, &calls);
       }
     }
     if (ok) {

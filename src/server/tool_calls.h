@@ -7,16 +7,19 @@
 // without parallel_tool_calls) [{"name": <a tool>, "arguments": <its parameters schema>}]), a named function
 // (the output is forced to be that function's arguments). So even a weak model produces a valid call.
 //
-// Parsing "auto" output, in the model families' formats (their special tokens are not in the text):
+// Parsing "auto" output, in the model families' formats (markers that are control tokens stay in the text:
+// ToolMarkerTokens; other special tokens do not):
 //   Hermes / Qwen2.5   prose, then <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks
 //   Qwen3-Coder        prose, then <tool_call><function=NAME><parameter=KEY>value</parameter>...</function>
 //                      </tool_call> blocks (server/tool_call_xml.h)
 //   Llama 3.1+         {"name": ..., "parameters": {...}} (several separated by ';'), after <|python_tag|>
-//   Mistral            [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...]
+//   Mistral (v3)       [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...]
+//   Mistral (v11)      [TOOL_CALLS]NAME[ARGS]{...} or [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}, repeated
+//                      (Mistral Small 3.2, Devstral, Ministral 3)
 //   generic            a JSON object or array of {name, arguments | parameters} (also in a ```json fence)
 // Only declared tool names count; anything else is content. The tool-call region is where the text starts
-// with '{', '[', '```' or a marker, or where <tool_call> first appears; what precedes it is content and may
-// be streamed (ToolRegionStart), so streamed and whole responses always agree.
+// with '{', '[', '```' or a marker, or where <tool_call> or [TOOL_CALLS] first appears; what precedes it is
+// content and may be streamed (ToolRegionStart), so streamed and whole responses always agree.
 // Pure functions.
 #pragma once
 
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
 
@@ -68,6 +72,11 @@ struct ToolOutput {
   std::optional<std::string> content;  // nullopt: null content
   std::vector<ToolCall> calls;
 };
+
+// The control tokens of `tokenizer` that spell tool-call markers ([TOOL_CALLS], [ARGS], [CALL_ID],
+// <|python_tag|>, <tool_call>, </tool_call>), sorted: auto-mode requests keep their text
+// (Request::preserved_tokens) so that the parser sees them, as llama.cpp's preserved tokens.
+std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer);
 
 // Where the tool-call region of (possibly partial) auto-mode text starts; npos when none has begun.
 // Text before it is content and safe to stream; `final` = the text is complete (no held-back marker prefix).

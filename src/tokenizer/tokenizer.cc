@@ -116,8 +116,13 @@ std::string Tokenizer::model_name() const { return vocab_->model_name(); }
 std::string Tokenizer::pre_name() const { return vocab_->pre_name(); }
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special,
-                                               bool continuation)
-    : tokenizer_(tokenizer), skip_special_(skip_special), at_text_start_(!continuation) {}
+                                               bool continuation, std::vector<int32_t> kept_special)
+    : tokenizer_(tokenizer),
+      skip_special_(skip_special),
+      kept_special_(std::move(kept_special)),
+      at_text_start_(!continuation) {
+  std::sort(kept_special_.begin(), kept_special_.end());
+}
 
 std::string IncrementalDetokenizer::Push(int32_t id) {
   const Vocabulary& vocab = tokenizer_.vocabulary();
@@ -127,7 +132,10 @@ std::string IncrementalDetokenizer::Push(int32_t id) {
   if (type == TokenType::kControl || type == TokenType::kUnknown || type == TokenType::kUserDefined) {
     // The encoder adds the SentencePiece prefix space again after each of these.
     at_text_start_ = true;
-    if (skip_special_ && type != TokenType::kUserDefined) return std::string();
+    if (skip_special_ && type != TokenType::kUserDefined &&
+        !std::binary_search(kept_special_.begin(), kept_special_.end(), id)) {
+      return std::string();
+    }
   } else {
     if (at_text_start_ && vocab.add_space_prefix() && type != TokenType::kByte && !bytes.empty() &&
         bytes[0] == ' ') {

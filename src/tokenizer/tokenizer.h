@@ -112,8 +112,10 @@ class Tokenizer {
 // form valid UTF-8 come out as U+FFFD.
 class IncrementalDetokenizer {
  public:
+  // kept_special: with skip_special, the control tokens among these ids still give their text (llama.cpp's
+  // preserved tokens: tool-call markers such as Mistral's [TOOL_CALLS] that a parser must see).
   explicit IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special = false,
-                                  bool continuation = false);
+                                  bool continuation = false, std::vector<int32_t> kept_special = {});
   std::string Push(int32_t id);
   // Returns any held bytes (an incomplete UTF-8 sequence at the end becomes U+FFFD) and resets the held
   // state.
@@ -124,6 +126,7 @@ class IncrementalDetokenizer {
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_;
+  std::vector<int32_t> kept_special_;  // sorted
   bool at_text_start_;
   std::string pending_;
 };

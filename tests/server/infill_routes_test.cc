@@ -7,12 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "e2e_util.h"
-#include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
 #include "server/llamacpp_infill.h"
 #include "test_client.h"
 #include "testing/testdata.h"
-#include "tokenizer/byte_level.h"
+#include "testing/vocab/test_vocab.h"
 
 namespace lockstep::server::testing {
 namespace infill_routes_test {
@@ -31,30 +29,14 @@ std::vector<int32_t> Cat(std::initializer_list<std::vector<int32_t>> parts) {
 
 // A byte-level toy vocabulary with Qwen's FIM pieces (ids 256.. in this order) and the bytes' pieces before.
 std::shared_ptr<const Tokenizer> QwenStyleTokenizer() {
-  std::vector<std::string> tokens;
-  for (int b = 0; b < 256; ++b) {
-    std::string s;
-    byte_level::EncodeBytes(std::string(1, static_cast<char>(b)), &s);
-    tokens.push_back(s);
-  }
-  std::vector<int32_t> types(tokens.size(), 1);
+  std::vector<std::pair<std::string, int32_t>> pieces;
   for (const char* p : {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>", "<|repo_name|>",
                         "<|file_sep|>"}) {
-    tokens.push_back(p);
-    types.push_back(3);
+    pieces.emplace_back(p, 3);
   }
-  GgufWriter w;
-  w.Set("tokenizer.ggml.model", GgufValue::String("gpt2"));
-  w.Set("tokenizer.ggml.pre", GgufValue::String("gpt-2"));
-  w.Set("tokenizer.ggml.tokens", GgufValue::StringArray(tokens));
-  w.Set("tokenizer.ggml.token_type", GgufValue::Int32Array(types));
-  w.Set("tokenizer.ggml.merges", GgufValue::StringArray({}));
-  const std::vector<std::byte> bytes = w.ToBytes();
-  auto file = GgufFile::FromBytes(bytes, "qwen-style.gguf");
-  EXPECT_TRUE(file.ok());
-  auto t = Tokenizer::FromGguf(**file);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
-  return std::shared_ptr<const Tokenizer>(std::move(*t));
+  auto t = ::lockstep::testing::ToyTokenizer(::lockstep::testing::ByteLevelToyVocabulary(pieces));
+  EXPECT_NE(t, nullptr);
+  return t;
 }
 
 // The toy vocabulary has no merges: one token per byte.

@@ -193,6 +193,16 @@ TEST(ToolCalls, ParsesEachFamilysFormat) {
       {"[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 5, \"b\": 6}, \"id\": \"abcdefghi\"}]",
        {{"add", R"({"a":5,"b":6})"}},
        std::nullopt},
+      // Mistral v11 (Small 3.2, Devstral, Ministral 3): NAME[ARGS]{...}, with or without [CALL_ID], after
+      // prose too.
+      {"[TOOL_CALLS]add[ARGS]{\"a\": 5, \"b\": 6}", {{"add", R"({"a":5,"b":6})"}}, std::nullopt},
+      {"Checking.[TOOL_CALLS]get_weather[CALL_ID]abcDEF123[ARGS]{\"city\": \"Oslo\"}[TOOL_CALLS]add[ARGS]{}",
+       {{"get_weather", R"({"city":"Oslo"})"}, {"add", "{}"}},
+       "Checking."},
+      {"[TOOL_CALLS]nope[ARGS]{}", {}, "[TOOL_CALLS]nope[ARGS]{}"},
+      {"[TOOL_CALLS]add[ARGS]{\"a\": 1} and more", {}, "[TOOL_CALLS]add[ARGS]{\"a\": 1} and more"},
+      {"[TOOL_CALLS]add[ARGS][1, 2]", {}, "[TOOL_CALLS]add[ARGS][1, 2]"},
+      {"[TOOL_CALLS]add", {}, "[TOOL_CALLS]add"},
       {"```json\n{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": 1, \\\"b\\\": 1}\"}\n```",
        {{"add", R"({"a": 1, "b": 1})"}},
        std::nullopt},
@@ -257,6 +267,9 @@ TEST(ToolCalls, StreamedContentNeverIncludesACallStart) {
   EXPECT_EQ(ToolRegionStart("Hello <tool_", false), 6u);
   EXPECT_EQ(ToolRegionStart("Hello <tool_", true), std::string::npos);
   EXPECT_EQ(ToolRegionStart("[TOOL_", false), 0u);
+  EXPECT_EQ(ToolRegionStart("Sure [TOOL_CA", false), 5u);
+  EXPECT_EQ(ToolRegionStart("Sure [TOOL_CALLS]add", true), 5u);
+  EXPECT_EQ(ToolRegionStart("Sure [TOOL_CA", true), std::string::npos);
   EXPECT_EQ(ToolRegionStart("Plain text", false), std::string::npos);
 }
 
@@ -271,6 +284,8 @@ TEST(ToolCalls, StreamDeltasAddUpToTheWholeResponse) {
       {"", "  {\"name\": \"add\", \"parameters\": {\"a\": 1, \"b\": 2}}"},
       {"", "No tools needed <tool but prose."},
       {"", "[TOOL_CALLS][{\"name\": \"nope\", \"arguments\": {}}]"},
+      {"", "Let me see. [TOOL_CALLS]add[ARGS]{\"a\": 1, \"b\": 2}[TOOL_CALLS]get_weather[ARGS]{}"},
+      {"", "Not a call: [TOOL_CALLS]nope[ARGS]{}"},
       {R"(, "tool_choice": "required")", "[{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}]"},
       {R"(, "tool_choice": "required")", "[{\"name\": \"add\", \"argu"},
       {R"(, "tool_choice": {"type": "function", "function": {"name": "add"}})", "{\"a\": 1, \"b\":  2} \n "},

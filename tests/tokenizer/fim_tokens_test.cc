@@ -6,7 +6,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "testing/testdata.h"
-#include "tokenizer/byte_level.h"
+#include "testing/vocab/test_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "vocab_suite.h"
 
@@ -25,23 +25,9 @@ const Tokenizer& Suite(const std::string& name) {
 // A toy byte-level vocabulary: the 256 byte characters, then `extra` pieces (control tokens), and `keys`.
 Result<std::unique_ptr<Tokenizer>> Toy(const std::vector<std::string>& extra,
                                        const std::vector<std::pair<std::string, int64_t>>& keys) {
-  std::vector<std::string> tokens;
-  for (int b = 0; b < 256; ++b) {
-    std::string s;
-    byte_level::EncodeBytes(std::string(1, static_cast<char>(b)), &s);
-    tokens.push_back(s);
-  }
-  std::vector<int32_t> types(tokens.size(), 1);
-  for (const std::string& piece : extra) {
-    tokens.push_back(piece);
-    types.push_back(3);
-  }
-  GgufWriter w;
-  w.Set("tokenizer.ggml.model", GgufValue::String("gpt2"));
-  w.Set("tokenizer.ggml.pre", GgufValue::String("gpt-2"));
-  w.Set("tokenizer.ggml.tokens", GgufValue::StringArray(tokens));
-  w.Set("tokenizer.ggml.token_type", GgufValue::Int32Array(types));
-  w.Set("tokenizer.ggml.merges", GgufValue::StringArray({}));
+  std::vector<std::pair<std::string, int32_t>> pieces;
+  for (const std::string& piece : extra) pieces.emplace_back(piece, 3);
+  GgufWriter w = testing::ByteLevelToyVocabulary(pieces);
   for (const auto& [key, value] : keys) w.Set(key, GgufValue::Int64(value));
   const std::vector<std::byte> bytes = w.ToBytes();
   auto file = GgufFile::FromBytes(bytes, "toy.gguf");

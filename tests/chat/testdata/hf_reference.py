@@ -1,13 +1,18 @@
 """The reference renderer both golden makers use: Jinja2 configured the way Hugging Face transformers configures
 it for apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
-raise_exception, tojson with ensure_ascii=False), and the loop that renders every template over every
+raise_exception, tojson with ensure_ascii=False, strftime_now — here of a fixed day, FIXED_NOW, so that goldens
+do not change with the date), and the loop that renders every template over every
 conversation, with and without the generation prompt. Developer tool only: tests never run it.
 """
+import datetime
 import json
 
 import jinja2
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+FIXED_NOW = datetime.datetime(2026, 1, 2, 12, 0, 0)
 
 
 def raise_exception(message):
@@ -18,6 +23,7 @@ def environment():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = FIXED_NOW.strftime
     return env
 
 
