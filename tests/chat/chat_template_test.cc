@@ -42,6 +42,7 @@ TEST(ChatTemplateTest, RealTemplatesMatchReferenceRenderings) {
     auto tmpl = jinja::Parse(source);
     ASSERT_TRUE(tmpl.ok()) << family << ": " << tmpl.status().message();
     auto out = jinja::Render(**tmpl, jinja::Value::FromJson(context));
+    if (out.ok()) *out = testing::ReadTodayAs(*out, goldens["now"]);  // Granite 3.3 shows the date
     testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
@@ -51,11 +52,12 @@ TEST(ChatTemplateTest, RealTemplatesMatchReferenceRenderings) {
 TEST(ChatTemplateTest, FamiliesAreDetected) {
   const nlohmann::json goldens = LoadGoldens();
   const std::map<std::string, std::string> expected = {
-      {"chatml", "chatml"},       {"smollm2", "chatml"},  {"qwen2.5", "chatml"},  {"llama2", "llama2"},
-      {"llama3", "llama3"},       {"llama3.2", "llama3"}, {"mistral", "mistral"}, {"mistral-v0.1", "mistral"},
-      {"gemma", "gemma"},         {"phi3", "phi3"},       {"zephyr", "zephyr"},   {"qwen3", "chatml"},
-      {"gemma2", "gemma"},        {"gemma3", "gemma"},    {"phi3.5", "phi3"},     {"phi4-mini", "phi3"},
-      {"mistral-nemo", "mistral"}};
+      {"chatml", "chatml"},   {"smollm2", "chatml"},       {"qwen2.5", "chatml"},
+      {"llama2", "llama2"},   {"llama3", "llama3"},        {"llama3.2", "llama3"},
+      {"mistral", "mistral"}, {"mistral-v0.1", "mistral"}, {"gemma", "gemma"},
+      {"phi3", "phi3"},       {"zephyr", "zephyr"},        {"qwen3", "chatml"},
+      {"gemma2", "gemma"},    {"gemma3", "gemma"},         {"phi3.5", "phi3"},
+      {"phi4-mini", "phi3"},  {"mistral-nemo", "mistral"}, {"smollm3", "chatml"}};
   for (const auto& [name, family] : expected) {
     EXPECT_EQ(DetectChatTemplateFamily(goldens["templates"][name]), family) << name;
   }

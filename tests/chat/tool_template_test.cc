@@ -5,7 +5,6 @@
 // Key order matters (tojson prints it), so everything goes through ordered JSON.
 #include <gtest/gtest.h>
 
-#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -14,20 +13,6 @@
 
 namespace lockstep::chat {
 namespace {
-
-// `text` with each "YYYY-MM-DD" of today (UTC, as strftime_now) replaced by `day`.
-std::string ReplaceToday(std::string text, const std::string& day) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char today[16];
-  const size_t n = std::strftime(today, sizeof(today), "%Y-%m-%d", &tm);
-  for (size_t at = text.find(today, 0, n); at != std::string::npos;
-       at = text.find(today, at + day.size(), n)) {
-    text.replace(at, n, day);
-  }
-  return text;
-}
 
 TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
   std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
@@ -41,9 +26,7 @@ TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
     ASSERT_FALSE(tmpl.is_default()) << family << ": " << tmpl.note();
     const auto& messages = goldens["conversations"][c["conversation"].get<size_t>()];
     auto out = tmpl.Apply(messages, c["add_generation_prompt"].get<bool>(), goldens["tools"]);
-    // strftime_now gives today here and the goldens' fixed day in the reference (Mistral Small 3.2 shows
-    // the date): today's date, as that template formats it, is read as that day.
-    if (out.ok()) *out = ReplaceToday(*out, goldens["now"]);
+    if (out.ok()) *out = testing::ReadTodayAs(*out, goldens["now"]);  // Mistral Small 3.2 shows the date
     testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
