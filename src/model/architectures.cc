@@ -14,9 +14,10 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},  {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
-    {"phi3", RopeMode::kNeox},     {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox}, {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
+    {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
+    {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
+    {"granitemoe", RopeMode::kNormal},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
@@ -37,7 +38,6 @@ constexpr UnsupportedMoe kUnsupportedMoe[] = {
     {"arctic", "a dense residual FFN beside the experts"},
     {"gpt-oss", "biased experts, attention sinks and its SwiGLU clamp"},
     {"llama4", "shared experts and sigmoid routing"},
-    {"granitemoe", "its scaled residuals"},
 };
 
 std::string Key(const ModelConfig& c, const char* suffix) { return c.architecture + "." + suffix; }
@@ -203,13 +203,13 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-// The experts of qwen3moe and llama (Mixtral) files: softmax routing over <arch>.expert_count experts, the
-// top <arch>.expert_used_count renormalised (llama.cpp's graphs for both, whatever the file says about
-// norm_topk_prob), SwiGLU experts of <arch>.expert_feed_forward_length (Mixtral: feed_forward_length).
+// The experts of qwen3moe, granitemoe and llama (Mixtral) files: softmax routing over <arch>.expert_count
+// experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for both, whatever the file says
+// about norm_topk_prob), SwiGLU experts of <arch>.expert_feed_forward_length (Mixtral: feed_forward_length).
 Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   const std::string count_key = Key(c, "expert_count");
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
-  if (c.n_expert == 0 && c.architecture != "qwen3moe") return Status::Ok();
+  if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe") return Status::Ok();
   if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {
     return OutOfRangeKey(file, count_key,
                          "= " + std::to_string(c.n_expert) + " is out of range (1.." +
@@ -233,7 +233,7 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
     return OutOfRangeKey(file, ff_key,
                          "= " + std::to_string(c.n_ff_expert) + " is out of range (1..1048576)");
   }
-  // What llama.cpp's graphs for these two architectures never use; a file that sets them wants another.
+  // What llama.cpp's graphs for these architectures never use; a file that sets them wants another.
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, file.GetIntOr(Key(c, "expert_shared_count"), 0));
   if (shared != 0) {
     return Unimplemented(file.path() + ": unsupported: shared experts ('" + Key(c, "expert_shared_count") +
@@ -262,16 +262,17 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   }
   for (const UnsupportedMoe& m : kUnsupportedMoe) {
     if (c.architecture == m.name) {
-      return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture +
-                           "' needs " + m.needs + "); lockstep runs the experts of qwen3moe and llama " +
-                           "(Mixtral) files");
+      return Unimplemented(
+          file.path() + ": unsupported: mixture of experts ('" + c.architecture + "' needs " + m.needs +
+          "); lockstep runs the experts of qwen3moe, granitemoe and " + "llama (Mixtral) files");
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
-  if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe") {
+  if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
+      c.architecture != "granitemoe") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
-                         "); lockstep runs the experts of qwen3moe and llama (Mixtral) files");
+                         "); lockstep runs the experts of qwen3moe, granitemoe and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -294,7 +295,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
     return Status::Ok();
   }
-  if (a == "granite") return ApplyGranite(file, c);
+  if (a == "granite" || a == "granitemoe") return ApplyGranite(file, c);
   if (a == "smollm3") {
     // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
     // n_no_rope_layer_step = 4, which the file does not carry).

@@ -14,6 +14,8 @@
 //   qwen3moe  as qwen3, with a mixture of experts as the FFN of every layer (model/moe.h)
 //   smollm3 llama's layers with no RoPE on every fourth one ((layer + 1) % 4 == 0: "NoPE")
 //   granite llama's layers with embedding, residual, attention and logit multipliers (Granite 3.x)
+//   granitemoe  granite with a mixture of experts as the FFN of every layer (Granite 3.x MoE; Mixtral's
+//           routing: softmax, top expert_used_count renormalised)
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
 // (qwen2moe, deepseek2, gpt-oss, ...: shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.

@@ -42,7 +42,8 @@ struct ModelShape {
   float final_softcap = 0;        // gemma2: final_logit_softcapping
   float rope_linear_factor = 0;   // rope.scaling.type linear with this factor (gemma3: global layers only)
   int64_t longrope_orig_ctx = 0;  // phi3: random rope_factors_long/short and attn_factor for this context
-  // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite only).
+  // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite and
+  // granitemoe only).
   float granite_embedding_scale = 0;
   float granite_residual_scale = 0;
   float granite_attention_scale = 0;

@@ -20,6 +20,27 @@ ModelShape Tiny(const std::string& name, const std::string& architecture) {
   return s;
 }
 
+// A published model's hyper-parameters, every other field at its default. (A positional aggregate would do
+// the same, but GCC's -Wmissing-field-initializers warns about each field it leaves out.)
+ModelShape Published(const std::string& name, const std::string& architecture, int64_t n_embd,
+                     int64_t n_layer, int64_t n_head, int64_t n_head_kv, int64_t n_ff, int64_t n_ctx,
+                     float rope_freq_base, float rms_eps, bool qkv_bias, bool tied_embeddings) {
+  ModelShape s;
+  s.name = name;
+  s.architecture = architecture;
+  s.n_embd = n_embd;
+  s.n_layer = n_layer;
+  s.n_head = n_head;
+  s.n_head_kv = n_head_kv;
+  s.n_ff = n_ff;
+  s.n_ctx = n_ctx;
+  s.rope_freq_base = rope_freq_base;
+  s.rms_eps = rms_eps;
+  s.qkv_bias = qkv_bias;
+  s.tied_embeddings = tied_embeddings;
+  return s;
+}
+
 // Sets the widths: heads of head_dim, n_embd (may differ from n_head * head_dim), n_ff.
 void Widths(ModelShape& s, int64_t n_embd, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
             int64_t n_ff) {
@@ -75,10 +96,12 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
      }},
     {"tiny-256",
-     [](ModelShape& s) { s = {s.name, "llama", 256, 2, 4, 2, 512, 256, 10000.0f, 1e-5f, false, false}; }},
+     [](ModelShape& s) {
+       s = Published(s.name, "llama", 256, 2, 4, 2, 512, 256, 10000.0f, 1e-5f, false, false);
+     }},
     {"tiny-smollm2",
      [](ModelShape& s) {  // SmolLM2-135M's widths (576: K-quant rows fall back to q5_0 / q5_1), 2 layers
-       s = {s.name, "llama", 576, 2, 9, 3, 1536, 256, 10000.0f, 1e-5f, false, true};
+       s = Published(s.name, "llama", 576, 2, 9, 3, 1536, 256, 10000.0f, 1e-5f, false, true);
      }},
     {"tiny-qwen3", TinyQwen3},
     {"tiny-qwen3-reranker",
@@ -177,6 +200,19 @@ constexpr ShapeEntry kShapes[] = {
        s.granite_attention_scale = 0.015625f;
        s.granite_logit_scale = 8.0f;
      }},
+    {"tiny-granitemoe",
+     [](ModelShape& s) {  // Granite 3.1 MoE 1B-A400M: 16 heads, 8 KV heads, 8 of 32 experts, the multipliers
+       s = Tiny(s.name, "granitemoe");
+       Widths(s, 256, 16, 8, 16, 64);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.n_expert = 8;
+       s.n_expert_used = 4;
+       s.granite_embedding_scale = 12.0f;
+       s.granite_residual_scale = 0.22f;
+       s.granite_attention_scale = 0.0078125f;
+       s.granite_logit_scale = 6.0f;
+     }},
     {"tiny-mistral-swa",
      [](ModelShape& s) {  // Mistral 7B v0.1: 32 heads, 8 KV heads, a window on every layer
        s = Tiny(s.name, "llama");
@@ -209,16 +245,20 @@ constexpr ShapeEntry kShapes[] = {
        s.n_ff_expert = 256;
      }},
     {"stories15m",
-     [](ModelShape& s) { s = {s.name, "llama", 288, 6, 6, 6, 768, 256, 10000.0f, 1e-5f, false, true}; }},
+     [](ModelShape& s) {
+       s = Published(s.name, "llama", 288, 6, 6, 6, 768, 256, 10000.0f, 1e-5f, false, true);
+     }},
     {"smollm2-135m",
-     [](ModelShape& s) { s = {s.name, "llama", 576, 30, 9, 3, 1536, 2048, 100000.0f, 1e-5f, false, true}; }},
+     [](ModelShape& s) {
+       s = Published(s.name, "llama", 576, 30, 9, 3, 1536, 2048, 100000.0f, 1e-5f, false, true);
+     }},
     {"qwen2-0.5b",
      [](ModelShape& s) {
-       s = {s.name, "qwen2", 896, 24, 14, 2, 4864, 32768, 1000000.0f, 1e-6f, true, true};
+       s = Published(s.name, "qwen2", 896, 24, 14, 2, 4864, 32768, 1000000.0f, 1e-6f, true, true);
      }},
     {"llama-1b",
      [](ModelShape& s) {
-       s = {s.name, "llama", 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1e-5f, false, true};
+       s = Published(s.name, "llama", 2048, 16, 32, 8, 8192, 131072, 500000.0f, 1e-5f, false, true);
        s.llama3_factor = 32;
        s.llama3_low_freq_factor = 1;
        s.llama3_high_freq_factor = 4;
@@ -226,12 +266,12 @@ constexpr ShapeEntry kShapes[] = {
      }},
     {"qwen3-0.6b",
      [](ModelShape& s) {
-       s = {s.name, "qwen3", 1024, 28, 16, 8, 3072, 40960, 1000000.0f, 1e-6f, false, true};
+       s = Published(s.name, "qwen3", 1024, 28, 16, 8, 3072, 40960, 1000000.0f, 1e-6f, false, true);
        s.head_dim = 128;
      }},
     {"gemma2-2b",
      [](ModelShape& s) {
-       s = {s.name, "gemma2", 2304, 26, 8, 4, 9216, 8192, 10000.0f, 1e-6f, false, true};
+       s = Published(s.name, "gemma2", 2304, 26, 8, 4, 9216, 8192, 10000.0f, 1e-6f, false, true);
        s.head_dim = 256;
        s.sliding_window = 4096;
        s.attn_softcap = 50;
@@ -239,7 +279,7 @@ constexpr ShapeEntry kShapes[] = {
      }},
     {"gemma3-1b",
      [](ModelShape& s) {
-       s = {s.name, "gemma3", 1152, 26, 4, 1, 6912, 32768, 1000000.0f, 1e-6f, false, true};
+       s = Published(s.name, "gemma3", 1152, 26, 4, 1, 6912, 32768, 1000000.0f, 1e-6f, false, true);
        s.head_dim = 256;
        s.sliding_window = 512;
      }},
