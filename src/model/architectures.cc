@@ -17,7 +17,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
     {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
     {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
-    {"granitemoe", RopeMode::kNormal},
+    {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
@@ -304,6 +304,14 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   }
   if (a == "qwen3" || a == "qwen3moe") {
     c.qk_norm = true;
+    return Status::Ok();
+  }
+  if (a == "olmo2") {
+    // llama.cpp's olmo2 graph: no pre-norms, RMSNorm of the whole Q and K, post-norms on both outputs.
+    c.pre_norms = false;
+    c.qk_norm = true;
+    c.qk_norm_whole = true;
+    c.post_norms = true;
     return Status::Ok();
   }
   if (a == "phi3") return ApplyPhi3(file, c);

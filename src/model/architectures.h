@@ -14,6 +14,8 @@
 //   qwen3moe  as qwen3, with a mixture of experts as the FFN of every layer (model/moe.h)
 //   smollm3 llama's layers with no RoPE on every fourth one ((layer + 1) % 4 == 0: "NoPE")
 //   granite llama's layers with embedding, residual, attention and logit multipliers (Granite 3.x)
+//   olmo2   no pre-norms: RMSNorm of the whole Q and of the whole K after the projections, post-norms on the
+//           attention and FFN outputs (as gemma2's), NeoX RoPE (OLMo 2)
 //   granitemoe  granite with a mixture of experts as the FFN of every layer (Granite 3.x MoE; Mixtral's
 //           routing: softmax, top expert_used_count renormalised)
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files

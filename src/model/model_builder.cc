@@ -172,8 +172,9 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
-  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3";
-  const bool post_norms = a == "gemma2" || a == "gemma3";
+  const bool olmo2 = a == "olmo2";  // no pre-norms; Q and K norms over the whole projection
+  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || olmo2;
+  const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2;
   const bool fused = a == "phi3";  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them
   const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
   std::vector<PlannedTensor> t;
@@ -212,7 +213,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   }
   for (layer = 0; layer < s.n_layer; ++layer) {
     const std::string p = "blk." + std::to_string(layer) + ".";
-    vec(p + "attn_norm.weight", s.n_embd, norm);
+    if (!olmo2) vec(p + "attn_norm.weight", s.n_embd, norm);
     if (fused) {
       matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, s.n_embd, Role::kAttnV);
     } else {
@@ -226,12 +227,12 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
     }
     if (qk_norm) {
-      vec(p + "attn_q_norm.weight", head_dim, norm);
-      vec(p + "attn_k_norm.weight", head_dim, norm);
+      vec(p + "attn_q_norm.weight", olmo2 ? q_dim : head_dim, norm);
+      vec(p + "attn_k_norm.weight", olmo2 ? kv_dim : head_dim, norm);
     }
     matrix(p + "attn_output.weight", s.n_embd, q_dim);
     if (post_norms) vec(p + "post_attention_norm.weight", s.n_embd, norm);
-    vec(p + "ffn_norm.weight", s.n_embd, norm);
+    if (!olmo2) vec(p + "ffn_norm.weight", s.n_embd, norm);
     if (s.n_expert > 0) {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       t.push_back({p + "ffn_gate_inp.weight",

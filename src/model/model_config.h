@@ -87,8 +87,12 @@ struct ModelConfig {
 
   // ---- Architecture differences (model/architectures.cc sets them; model/transformer.cc applies them).
   // qwen3, gemma3: RMSNorm (rms_eps) of every head of Q and of K with attn_q_norm / attn_k_norm [head_dim],
-  // after the projections and before RoPE.
+  // after the projections and before RoPE. olmo2 (qk_norm_whole): one RMSNorm over all of Q [q_dim] and one
+  // over all of K [kv_dim].
   bool qk_norm = false;
+  bool qk_norm_whole = false;
+  // false (olmo2): no attn_norm / ffn_norm; the residual stream goes into the attention and FFN as it is.
+  bool pre_norms = true;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before
   // each is added to the residual stream. (Gemma's "1 + w" norm weights: llama.cpp's converter adds the 1
   // when it writes the file, so the GGUF weights are used as they are, like every other norm.)

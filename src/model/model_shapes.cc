@@ -213,6 +213,16 @@ constexpr ShapeEntry kShapes[] = {
        s.granite_attention_scale = 0.0078125f;
        s.granite_logit_scale = 6.0f;
      }},
+    {"tiny-olmo2",
+     [](ModelShape& s) {  // OLMo 2 1B: 16 heads, as many KV heads, its own norms (model/architectures.h)
+       s = Tiny(s.name, "olmo2");
+       Widths(s, 256, 16, 16, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 500000.0f;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-mistral-swa",
      [](ModelShape& s) {  // Mistral 7B v0.1: 32 heads, 8 KV heads, a window on every layer
        s = Tiny(s.name, "llama");

@@ -157,7 +157,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
-    lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
+    if (c.pre_norms) lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
     if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix
       const WeightMatrix qkv = b.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
       lw.wq = Binder::Rows(qkv, 0, c.q_dim());
@@ -174,12 +174,12 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
     }
     if (c.qk_norm) {
-      lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.head_dim);
-      lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.head_dim);
+      lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim);
+      lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     }
     lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
-    lw.ffn_norm = b.Vector(p + "ffn_norm.weight", d);
+    if (c.pre_norms) lw.ffn_norm = b.Vector(p + "ffn_norm.weight", d);
     if (c.n_expert > 0) {
       const int64_t ff = c.n_ff_expert;
       lw.router = b.Matrix(p + "ffn_gate_inp.weight", c.n_expert, d);

@@ -20,16 +20,16 @@
 namespace lockstep {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;       // [n_embd]
+  std::vector<float> attn_norm;       // [n_embd]; empty without pre-norms (olmo2)
   WeightMatrix wq;                    // [n_head * head_dim][n_embd]
   WeightMatrix wk;                    // [n_head_kv * head_dim][n_embd]
   WeightMatrix wv;                    // [n_head_kv * head_dim][n_embd]
   std::vector<float> bq, bk, bv;      // qwen2 only: [q_dim], [kv_dim], [kv_dim]
-  std::vector<float> q_norm;          // qk_norm only: [head_dim]
+  std::vector<float> q_norm;          // qk_norm only: [head_dim] (olmo2: [q_dim], k_norm [kv_dim])
   std::vector<float> k_norm;          // qk_norm only: [head_dim]
   WeightMatrix wo;                    // [n_embd][n_head * head_dim]
   std::vector<float> post_attn_norm;  // post_norms only: [n_embd]
-  std::vector<float> ffn_norm;        // [n_embd]
+  std::vector<float> ffn_norm;        // [n_embd]; empty without pre-norms (olmo2)
   WeightMatrix w_gate;                // [n_ff][n_embd]
   WeightMatrix w_up;                  // [n_ff][n_embd]
   WeightMatrix w_down;                // [n_embd][n_ff]

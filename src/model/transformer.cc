@@ -222,7 +222,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   };
 
   ForEachRow(pool, rows, [&](int64_t r, int) {
-    kernels_.elementwise.rms_norm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+    if (c.pre_norms) {
+      kernels_.elementwise.rms_norm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+    } else {
+      std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
+    }
   });
   if (!only_output_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
@@ -247,13 +251,18 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // row `r`.
   const Rope& rope = c.layers[size_t(layer)].local_rope ? local_rope_ : rope_;
   const bool rotate = c.layers[size_t(layer)].rope;  // false on SmolLM3's NoPE layers
-  auto norm_heads = [&](float* x, int64_t heads,
-                        const std::vector<float>& norm) {  // qk_norm (Qwen3, Gemma 3)
-    for (int64_t h = 0; h < heads; ++h) {
-      kernels_.elementwise.rms_norm(x + h * c.head_dim, norm.data(), c.head_dim, c.rms_eps,
-                                    x + h * c.head_dim);
-    }
-  };
+  auto norm_heads =
+      [&](float* x, int64_t heads,
+          const std::vector<float>& norm) {  // qk_norm (Qwen3, Gemma 3; OLMo 2: all heads as one)
+        if (c.qk_norm_whole) {
+          kernels_.elementwise.rms_norm(x, norm.data(), heads * c.head_dim, c.rms_eps, x);
+          return;
+        }
+        for (int64_t h = 0; h < heads; ++h) {
+          kernels_.elementwise.rms_norm(x + h * c.head_dim, norm.data(), c.head_dim, c.rms_eps,
+                                        x + h * c.head_dim);
+        }
+      };
   auto finish_query = [&](int64_t j, int64_t r) {
     float* q = q_.data() + j * q_dim;
     if (c.qkv_bias) {
@@ -387,7 +396,11 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   const int64_t d = c.n_embd;
   const int64_t ff = c.n_ff;
   ForEachRow(pool, rows, [&](int64_t r, int) {
-    kernels_.elementwise.rms_norm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+    if (c.pre_norms) {
+      kernels_.elementwise.rms_norm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+    } else {
+      std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
+    }
   });
   if (c.n_expert > 0) {
     moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);
