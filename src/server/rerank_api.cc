@@ -32,6 +32,32 @@ std::optional<std::vector<std::string>> ReadTexts(FieldReader& f, const char* na
   return f.StringOrList(name, kMaxRerankDocuments);
 }
 
+// documents: strings, or Cohere's and Jina's document objects {"text": string} (other keys ignored), mixed.
+std::optional<std::vector<std::string>> ReadDocuments(FieldReader& f) {
+  const nlohmann::json* raw = f.Raw("documents");
+  if (raw == nullptr || !raw->is_array() || raw->empty()) return ReadTexts(f, "documents");  // its messages
+  if (raw->size() > kMaxRerankDocuments) {
+    f.Fail("documents", "documents may hold at most " + std::to_string(kMaxRerankDocuments) +
+                            " entries, got " + std::to_string(raw->size()));
+    return std::nullopt;
+  }
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < raw->size(); ++i) {
+    const nlohmann::json& item = (*raw)[i];
+    if (item.is_string()) {
+      texts.push_back(item.get<std::string>());
+    } else if (item.is_object() && item.contains("text") && item["text"].is_string()) {
+      texts.push_back(item["text"].get<std::string>());
+    } else {
+      f.Fail("documents", "documents[" + std::to_string(i) +
+                              "] must be a string or an object with a string \"text\", got " +
+                              DescribeJson(item));
+      return std::nullopt;
+    }
+  }
+  return texts;
+}
+
 // Replaces {query} and {document} in one pass (text substituted is not scanned again).
 std::string FillTemplate(const std::string& tmpl, const std::string& query, const std::string& document) {
   std::string out;
@@ -120,7 +146,7 @@ Parsed<RerankRequest> ParseRerankRequest(const std::string& body, const ApiConte
   const bool return_documents = f.Bool(tei ? "return_text" : "return_documents").value_or(false);
   f.String("user");
   if (f.failed()) return f.error();
-  auto documents = ReadTexts(f, tei ? "texts" : "documents");
+  auto documents = tei ? ReadTexts(f, "texts") : ReadDocuments(f);
   if (!documents) return f.error();
   auto req = MakeRequest({*query}, std::move(*documents), tei ? "texts" : "documents", ctx);
   if (!req.ok()) return req;

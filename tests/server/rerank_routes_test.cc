@@ -129,6 +129,27 @@ TEST_F(RerankRoutesTest, TopNAndReturnDocuments) {
             kDocs.size());
 }
 
+TEST_F(RerankRoutesTest, DocumentObjectsAsCohereAndJinaSendThem) {
+  // {"text": ...} objects (other keys ignored), mixed with strings: the same scores as the strings.
+  nlohmann::json objects = nlohmann::json::array();
+  for (size_t i = 0; i < kDocs.size(); ++i) {
+    if (i % 2 == 0) {
+      objects.push_back({{"text", kDocs[i]}, {"title", "t"}});
+    } else {
+      objects.push_back(kDocs[i]);
+    }
+  }
+  const nlohmann::json strings = Rerank({{"query", "bread"}, {"documents", kDocs}});
+  const nlohmann::json mixed =
+      Rerank({{"query", "bread"}, {"documents", objects}, {"return_documents", true}});
+  ASSERT_EQ(mixed["results"].size(), strings["results"].size()) << mixed;
+  for (size_t i = 0; i < kDocs.size(); ++i) {
+    EXPECT_EQ(mixed["results"][i]["index"], strings["results"][i]["index"]);
+    EXPECT_EQ(mixed["results"][i]["relevance_score"], strings["results"][i]["relevance_score"]);
+    EXPECT_EQ(mixed["results"][i]["document"]["text"], kDocs[mixed["results"][i]["index"].get<size_t>()]);
+  }
+}
+
 TEST_F(RerankRoutesTest, TeiForm) {
   const nlohmann::json jina = Rerank({{"query", "cats"}, {"documents", kDocs}});
   const HttpResponse r =
@@ -184,6 +205,8 @@ TEST_F(RerankRoutesTest, BadRequestsNameTheField) {
     ExpectRefused(path, R"({"query": "q", "documents": {"a": "b"}})", "documents");
     ExpectRefused(path, R"({"query": "q", "documents": ["a", 7]})", "documents");
     ExpectRefused(path, R"({"query": "q", "documents": ["a", null]})", "documents");
+    ExpectRefused(path, R"({"query": "q", "documents": ["a", {"text": 5}]})", "documents");
+    ExpectRefused(path, R"({"query": "q", "documents": [{"title": "a"}]})", "documents");
     for (const char* top_n : {"0", "-1", "1.5", "\"2\"", "true"}) {
       ExpectRefused(path, R"({"query": "q", "documents": ["a"], "top_n": )" + std::string(top_n) + "}",
                     "top_n");
