@@ -68,6 +68,32 @@ void DequantizeQ5_1(const std::byte* src, float* dst, int64_t n) {
   }
 }
 
+// As ggml's dequantize_row_iq4_nl / iq4_xs (XS: d * (ls - 32) first, then times the table value).
+void DequantizeIQ4_NL(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kIQ4Block; ++b) {
+    BlockIQ4_NL block;
+    std::memcpy(&block, src + b * sizeof(BlockIQ4_NL), sizeof(block));
+    const float d = F16ToF32(block.d);
+    for (int e = 0; e < kIQ4Block; ++e)
+      dst[b * kIQ4Block + e] = d * static_cast<float>(kIQ4Values[IQ4Index(block.qs, e)]);
+  }
+}
+
+void DequantizeIQ4_XS(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    BlockIQ4_XS block;
+    std::memcpy(&block, src + b * sizeof(BlockIQ4_XS), sizeof(block));
+    const float d = F16ToF32(block.d);
+    for (int j = 0; j < 8; ++j) {
+      const float dl = d * static_cast<float>(IQ4XSScale(block, j));
+      for (int e = 0; e < 32; ++e) {
+        dst[b * kSuperBlock + 32 * j + e] =
+            dl * static_cast<float>(kIQ4Values[IQ4Index(block.qs + 16 * j, e)]);
+      }
+    }
+  }
+}
+
 void DequantizeQ4_K(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     BlockQ4_K block;
@@ -130,6 +156,8 @@ bool CanDequantize(TensorType type) {
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
+    case TensorType::kIQ4_NL:
+    case TensorType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -169,6 +197,12 @@ void DequantizeRow(TensorType type, const std::byte* src, float* dst, int64_t n)
       break;
     case TensorType::kQ6_K:
       DequantizeQ6_K(src, dst, n);
+      break;
+    case TensorType::kIQ4_NL:
+      DequantizeIQ4_NL(src, dst, n);
+      break;
+    case TensorType::kIQ4_XS:
+      DequantizeIQ4_XS(src, dst, n);
       break;
     default:
       LOCKSTEP_CHECK(false);

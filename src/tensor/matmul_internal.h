@@ -4,7 +4,8 @@
 // machine's vector width, the row count, the tile position or the thread count):
 // - Float weights (F32/F16/BF16): per (output, row), 8 f32 lane accumulators; element i goes to lane i % 8 by
 //   fused multiply-add, in order of i; a partial last group is padded with zeros. Then LaneSum (below).
-// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K): each activation row is quantized in 32-element
+// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS): each activation row is quantized in
+// 32-element
 //   blocks (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane
 //   scales (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3,
 //   converted to float and fused-multiply-added with (lane scale * activation scale) into lane accumulator l.
@@ -14,7 +15,8 @@
 // - Packed weights (PackWeights: every quantized type above): one f32 accumulator per (output, row); for each
 //   block b, acc = fma(float(exact integer dot of the block), weight scale * activation scale, acc); Q4_K,
 //   Q5_K and Q5_1 then add fma(float(sum of the block's activation quants), min scale * activation scale,
-//   acc); Q6_K's integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d.
+//   acc); Q6_K's integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d. IQ4_NL /
+//   IQ4_XS: w = kIQ4Values[index], weight scale d (IQ4_XS: d * (ls - 32), exact in float).
 #pragma once
 
 #include <bit>
@@ -80,8 +82,11 @@ constexpr bool HasFifthBit(TensorType type) {
 }
 // The 256-element super-block types (8 weight blocks per packed unit); the others' units are one block.
 constexpr bool IsKQuant(TensorType type) {
-  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K ||
+         type == TensorType::kIQ4_XS;
 }
+// The non-linear types, whose 4-bit indices select a value of kIQ4Values (tensor/quant_blocks.h).
+constexpr bool IsIQ4(TensorType type) { return type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS; }
 // Block b (32 elements) of a weight row in a quantized type.
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view);
 

@@ -1,9 +1,12 @@
-// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K and Q5_0 / Q5_1 weights (layouts in
+// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K, Q5_0 / Q5_1 and IQ4_NL / IQ4_XS weights (layouts in
 // tensor/packed_weights.h), included inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after
 // matmul_packed_x86-inl.h. Same scheme as the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element
 // sub-block at a time (a Q5_0 / Q5_1 unit is one), written once over a small vector-traits struct: 512-bit on
 // AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<= 63), so VPMADDUBSW cannot saturate.
-// Bit-identical to PackedDotReference.
+// Bit-identical to PackedDotReference. IQ4_NL / IQ4_XS (an IQ4_NL unit is one block, as Q5_0's) look their
+// index nibbles up with VPSHUFB: VNNI levels as unsigned kIQ4Values + 128 (VPDPBUSD's 32-bit sums are exact),
+// the dot starting at -128 * sum(x) (TileArgs::q8_starts); the others as signed values, whose |w| and x with
+// w's sign make VPMADDUBSW pair sums of at most 2 * 127 * 127 (no saturation), widened at once (no kSum16).
 //
 // Without VNNI (avx2), products are summed in 16 bits before they are widened (V::kSum16): Q4_K's nibbles
 // (<= 15) make pair sums of at most 3810, so a sub-block's 8 VPMADDUBSW results add up exactly (<= 30480)
@@ -20,7 +23,7 @@ struct KVecAvx2 {
   using I = __m256i;
   using F = __m256;
   static constexpr int kLanes = 8, kParts = 2;  // a 16-output group is 2 parts
-  static constexpr bool kSum16 = !kVnni;
+  static constexpr bool kSum16 = !kVnni, kHasVnni = kVnni;
   static I Load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I And(I a, I b) { return _mm256_and_si256(a, b); }
   static I Or(I a, I b) { return _mm256_or_si256(a, b); }
@@ -33,6 +36,16 @@ struct KVecAvx2 {
   static I Dot(I acc, I w, I x) {
     if constexpr (kVnni) return DpbusdVex(acc, w, x);
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+  }
+  // Dot of signed w (|w| <= 127) without VNNI: |w| times x with w's sign (pair sums <= 2 * 127 * 127).
+  static I DotSigned(I acc, I w, I x) {
+    const I pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    return Pin(_mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))));
+  }
+  // Bytes of `table` (16 bytes, in each 128-bit lane) at the indices idx (each < 16).
+  static I Lookup(I table, I idx) { return _mm256_shuffle_epi8(table, idx); }
+  static I Table16(const int8_t* t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
   }
   // kSum16: 16-bit pair sums, their exact sum (the caller keeps it in range), widening with 16-bit factors.
   static I PairSums(I w, I x) { return _mm256_maddubs_epi16(w, x); }
@@ -70,7 +83,7 @@ struct KVec {
   using I = __m512i;
   using F = __m512;
   static constexpr int kLanes = 16, kParts = 1;
-  static constexpr bool kSum16 = false;
+  static constexpr bool kSum16 = false, kHasVnni = HWY_TARGET == HWY_AVX3_DL;
   static I Load(const std::byte* p) { return _mm512_loadu_si512(p); }
   static I And(I a, I b) { return _mm512_and_si512(a, b); }
   static I Or(I a, I b) { return _mm512_or_si512(a, b); }
@@ -91,6 +104,19 @@ struct KVec {
     asm("" : "+v"(sum));
     return sum;
 #endif
+  }
+  // Dot of signed w (|w| <= 127) without VNNI: |w| times x negated where w < 0 (pair sums <= 2 * 127 * 127).
+  static I DotSigned(I acc, I w, I x) {
+    const I signed_x = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    I sum = _mm512_add_epi32(
+        acc, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_abs_epi8(w), signed_x), _mm512_set1_epi16(1)));
+    asm("" : "+v"(sum));
+    return sum;
+  }
+  // Bytes of `table` (16 bytes, in each 128-bit lane) at the indices idx (each < 16).
+  static I Lookup(I table, I idx) { return _mm512_shuffle_epi8(table, idx); }
+  static I Table16(const int8_t* t) {
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
   }
   static F ToFloat(I a) { return _mm512_cvtepi32_ps(a); }
   static F Floats(float v) { return _mm512_set1_ps(v); }
@@ -132,7 +158,8 @@ HWY_INLINE typename V::I Q6KQuants(typename V::I v, typename V::I high, int k, i
 // The quants of nibble vector k (0-3) of a Q4_K / Q5_K sub-block: *lo the low nibbles (elements 4k..), *hi
 // the high ones (16 + 4k..). Q5_K ORs in their fifth bits from the sub-block's fifth-bit vector (bit k of a
 // byte for the low nibble, bit 4 + k for the high one; tensor/packed_weights.h): one 16-bit shift and one
-// mask each, the shift never moving a bit across a byte's bit 4.
+// mask each, the shift never moving a bit across a byte's bit 4. IQ4_NL / IQ4_XS: `fifth` is the table
+// (IQ4Table) the index nibbles look up.
 template <class V, TensorType kType>
 HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typename V::I* lo,
                              typename V::I* hi) {
@@ -140,7 +167,10 @@ HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typena
   const I low4 = V::Bytes(0x0f);
   *lo = V::And(v, low4);
   *hi = V::And(V::Srl16(v, 4), low4);
-  if constexpr (HasFifthBit(kType)) {
+  if constexpr (IsIQ4(kType)) {
+    *lo = V::Lookup(fifth, *lo);
+    *hi = V::Lookup(fifth, *hi);
+  } else if constexpr (HasFifthBit(kType)) {
     const I bit4 = V::Bytes(0x10);
     *lo = V::Or(*lo, V::And(V::Sll16(fifth, 4 - k), bit4));
     *hi = V::Or(*hi, V::And(k == 0 ? fifth : V::Srl16(fifth, k), bit4));
@@ -149,9 +179,20 @@ HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typena
   }
 }
 
-// Sub-block j's fifth-bit vector (Q5_K; Q5_0 / Q5_1: the unit's one; anything for Q4_K, which ignores it).
+// IQ4's values as the tiles multiply them: with VNNI unsigned, kIQ4Values + 128 (the dot starting at -128 *
+// sum(x), as Q8_0's); without, signed (V::DotSigned).
+inline constexpr int8_t kIQ4ValuesPlus128[16] = {1,    24,   45,   63,  79,  93,  106, 118,
+                                                 -127, -115, -103, -90, -75, -59, -39, -15};
+template <class V>
+HWY_INLINE typename V::I IQ4Table() {
+  return V::Table16(V::kHasVnni ? kIQ4ValuesPlus128 : kIQ4Values);
+}
+
+// Sub-block j's fifth-bit vector (Q5_K; Q5_0 / Q5_1: the unit's one; anything for Q4_K, which ignores it;
+// IQ4_NL / IQ4_XS: the lookup table).
 template <class V, TensorType kType>
 HWY_INLINE typename V::I FifthBits(const std::byte* unit, int j, int bo) {
+  if constexpr (IsIQ4(kType)) return IQ4Table<V>();
   if constexpr (kType == TensorType::kQ5_K) return V::Load(unit + kQ5KHigh + 64 * j + bo);
   if constexpr (kType == TensorType::kQ5_0 || kType == TensorType::kQ5_1) return V::Load(unit + kQ5High + bo);
   return V::Ints(0);
@@ -347,13 +388,13 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
     for (int g = 0; g < kGroups; ++g) {
       unit[g] = p.Unit(group0 + g, s);
       if constexpr (!IsKQuant(kType)) {
-        d[g] = V::Halves(unit[g] + kQ5D + 2 * eo);
+        d[g] = V::Halves(unit[g] + PackedScaleOffset(kType) + 2 * eo);
         if constexpr (kType == TensorType::kQ5_1) dmin[g] = V::Halves(unit[g] + kQ5M + 2 * eo);
       } else if constexpr (HasMinTerm(kType)) {
         d[g] = V::Halves(unit[g] + kQ4KD + 2 * eo);
         dmin[g] = V::Halves(unit[g] + kQ4KDmin + 2 * eo);
       } else {
-        d[g] = V::Halves(unit[g] + kQ6KD + 2 * eo);
+        d[g] = V::Halves(unit[g] + (kType == TensorType::kIQ4_XS ? kIQ4XSD : kQ6KD) + 2 * eo);
       }
     }
     for (int j = 0; j < kSub; ++j) {
@@ -367,7 +408,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
       }
       // Q6_K: sc_lo * dot(0-15) + sc_hi * dot(16-31); the others: the sub-block's dot
       I dot_lo[kGroups][kRows];
-      if constexpr (V::kSum16) {
+      if constexpr (V::kSum16 && !IsIQ4(kType)) {  // IQ4's products need all 16 bits (DotSigned)
         SubBlockDotsSum16<V, kType, kGroups, kRows>(unit, j, bo, eo, q, 32 * b,
                                                     a.sums16 + r0 * 2 * blocks + 2 * b, 2 * blocks, dot_lo);
       } else if constexpr (kType == TensorType::kQ6_K) {
@@ -379,9 +420,13 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
           Q6KHalfDots<V, kGroups, kRows, 0, 2>(unit, j, bo, eo, q, 32 * b, sums16, 2 * blocks, dot_lo);
         }
       } else {
-        for (int r = 0; r < kRows; ++r) {  // Q5_0: start at -16 * sum(x), cancelling the quants' offset
-          const I start =
-              kType == TensorType::kQ5_0 ? V::Ints(-16 * a.sums[(r0 + r) * blocks + b]) : V::Ints(0);
+        // Q5_0 starts at -16 * sum(x), cancelling the quants' offset; IQ4 with VNNI at -128 * sum(x).
+        constexpr bool kUnsignedIQ4 = IsIQ4(kType) && V::kHasVnni, kSignedIQ4 = IsIQ4(kType) && !V::kHasVnni;
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t i = (r0 + r) * blocks + b;
+          const I start = kType == TensorType::kQ5_0 ? V::Ints(-16 * a.sums[i])
+                          : kUnsignedIQ4             ? V::Ints(a.q8_starts[i])
+                                                     : V::Ints(0);
           for (int g = 0; g < kGroups; ++g) dot_lo[g][r] = start;
         }
         I fifth[kGroups];
@@ -397,7 +442,11 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
             __builtin_memcpy(&x_hi, q[r] + 32 * b + 16 + 4 * k, 4);
             const I xl = V::Ints(x_lo), xh = V::Ints(x_hi);
             for (int g = 0; g < kGroups; ++g) {  // one scale for the sub-block: one accumulator
-              dot_lo[g][r] = V::Dot(V::Dot(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
+              if constexpr (kSignedIQ4) {
+                dot_lo[g][r] = V::DotSigned(V::DotSigned(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
+              } else {
+                dot_lo[g][r] = V::Dot(V::Dot(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
+              }
             }
           }
         }
@@ -418,6 +467,15 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
             } else {
               acc[g][r] = V::Fma(V::IntToFloats(a.sums + i), V::Mul(min_scale, dx), acc[g][r]);
             }
+          }
+        } else if constexpr (IsIQ4(kType)) {  // d, IQ4_XS times the sub-block's scale ls - 32
+          F scale = d[g];
+          if constexpr (kType == TensorType::kIQ4_XS) {
+            scale = V::Mul(d[g], V::ToFloat(V::I8s(unit[g] + kIQ4XSScales + kPackedGroup * j + eo)));
+          }
+          for (int r = 0; r < kRows; ++r) {
+            const int64_t i = (r0 + r) * blocks + b;
+            acc[g][r] = V::Fma(V::ToFloat(dot_lo[g][r]), V::Mul(scale, V::Floats(a.d[i])), acc[g][r]);
           }
         } else if constexpr (kType == TensorType::kQ5_0) {
           for (int r = 0; r < kRows; ++r) {

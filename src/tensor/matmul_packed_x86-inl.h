@@ -216,6 +216,10 @@ inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return KQuantPackedTile<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return KQuantPackedTile<TensorType::kQ6_K>(a, o_begin, o_end);
+    case TensorType::kIQ4_NL:
+      return KQuantPackedTile<TensorType::kIQ4_NL>(a, o_begin, o_end);
+    case TensorType::kIQ4_XS:
+      return KQuantPackedTile<TensorType::kIQ4_XS>(a, o_begin, o_end);
     default:
       HWY_ASSERT(false);
   }

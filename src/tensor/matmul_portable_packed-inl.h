@@ -1,10 +1,10 @@
-// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) written with Highway ops on
-// 128-bit vectors, for CPUs without the x86 kernels (NEON, SSE4 ...); included inside namespace
-// lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and compiled for every target, so tests run it on each
-// target this machine has. A 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each 4-byte
-// activation group meets those bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and summed
-// into 32-bit lanes (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of pairs are added
-// across two vectors: exact integer block dots. The float order is the packed order of
+// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) written with
+// Highway ops on 128-bit vectors, for CPUs without the x86 kernels (NEON, SSE4 ...); included inside
+// namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and compiled for every target, so tests run it
+// on each target this machine has. A 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each
+// 4-byte activation group meets those bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and
+// summed into 32-bit lanes (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of pairs are
+// added across two vectors: exact integer block dots. The float order is the packed order of
 // tensor/matmul_internal.h: fused multiply-adds where the target has them, else std::fma per output, so every
 // target matches PackedDotReference bit for bit. K-quants run the same dots per 32-element sub-block (Q6_K
 // per 16-element half, its scales changing there).
@@ -43,6 +43,13 @@ struct PairSums {
     return hn::Add(hn::ConcatEven(DI32(), hi, lo), hn::ConcatOdd(DI32(), hi, lo));
   }
 };
+
+// IQ4_NL / IQ4_XS index nibbles looked up as unsigned kIQ4Values + 128 (the dots then take -128 * sum(x)).
+HWY_INLINE VU8 IQ4Lookup(VU8 nibbles) {
+  static constexpr uint8_t kPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                           129, 141, 153, 166, 181, 197, 217, 241};
+  return hn::TableLookupBytes(hn::LoadU(DU8(), kPlus128), nibbles);
+}
 
 // Adds weight vector w (16 bytes: 4 outputs x 4) times each row's 4 bytes at x[r] + x_offset.
 template <int kRows>
@@ -106,6 +113,13 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
     PairSums sums[kRows];
     if constexpr (kType == TensorType::kQ8_0) {
       for (int k = 0; k < 8; ++k) AddSlice<kRows>(hn::LoadU(DU8(), bytes + 64 * k), x, 4 * k, sums);
+    } else if constexpr (kType == TensorType::kIQ4_NL) {
+      const VU8 mask = hn::Set(DU8(), 0x0f);
+      for (int k = 0; k < 4; ++k) {
+        const VU8 v = hn::LoadU(DU8(), bytes + 64 * k);
+        AddSlice<kRows>(IQ4Lookup(hn::And(v, mask)), x, 4 * k, sums);
+        AddSlice<kRows>(IQ4Lookup(hn::ShiftRight<4>(v)), x, 16 + 4 * k, sums);
+      }
     } else {  // Q4_0, Q5_0, Q5_1: low nibbles are elements 4k.., high nibbles 16 + 4k..
       const VU8 mask = hn::Set(DU8(), 0x0f), one = hn::Set(DU8(), 1);
       // Q5_0 / Q5_1: bit k of the fifth-bit vector's byte is element 4k + e's bit 4, bit 4 + k 16 + 4k + e's.
@@ -151,14 +165,24 @@ HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t
   for (int r = 0; r < kRows; ++r) acc_v[r] = hn::Zero(DF32());
   for (int64_t s = 0; s < p.units; ++s) {
     const std::byte* unit = p.Unit(group, s);
-    const auto d = LoadHalves4(unit + (HasMinTerm(kType) ? kQ4KD : kQ6KD) + 8 * c);
+    const auto d = LoadHalves4(unit +
+                               (HasMinTerm(kType)              ? kQ4KD
+                                : kType == TensorType::kIQ4_XS ? kIQ4XSD
+                                                               : kQ6KD) +
+                               8 * c);
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * s + j;
       const auto* nibbles = reinterpret_cast<const uint8_t*>(unit + 256 * j) + 16 * c;
       const int8_t* x[kRows];
       for (int r = 0; r < kRows; ++r) x[r] = a.q + (r0 + r) * a.q_stride + 32 * b;
-      PairSums lo[kRows], hi[kRows];  // elements 0-15 and 16-31 (Q4_K, Q5_K: all in lo)
-      if constexpr (HasMinTerm(kType)) {
+      PairSums lo[kRows], hi[kRows];  // elements 0-15 and 16-31 (Q4_K, Q5_K, IQ4_XS: all in lo)
+      if constexpr (kType == TensorType::kIQ4_XS) {
+        for (int k = 0; k < 4; ++k) {
+          const VU8 v = hn::LoadU(DU8(), nibbles + 64 * k);
+          AddSlice<kRows>(IQ4Lookup(hn::And(v, low4)), x, 4 * k, lo);
+          AddSlice<kRows>(IQ4Lookup(hn::ShiftRight<4>(v)), x, 16 + 4 * k, lo);
+        }
+      } else if constexpr (HasMinTerm(kType)) {
         VU8 fifth = hn::Zero(DU8());  // Q5_K: bit k = element 4k + e's bit 4, bit 4 + k = 16 + 4k + e's
         if constexpr (kType == TensorType::kQ5_K) {
           fifth = hn::LoadU(DU8(), reinterpret_cast<const uint8_t*>(unit + kQ5KHigh + 64 * j) + 16 * c);
@@ -186,7 +210,16 @@ HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t
           AddSlice<kRows>(w_hi, x, 16 + 4 * k, hi);
         }
       }
-      if constexpr (HasMinTerm(kType)) {
+      if constexpr (kType == TensorType::kIQ4_XS) {  // d * (ls - 32), the dot less 128 * sum(x)
+        const auto* ls = reinterpret_cast<const int8_t*>(unit + kIQ4XSScales + kPackedGroup * j) + 4 * c;
+        const auto scale = hn::Mul(
+            d, hn::ConvertTo(DF32(), hn::PromoteTo(DI32(), hn::LoadU(hn::Rebind<int8_t, DI32>(), ls))));
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t i = (r0 + r) * blocks + b;
+          const VI32 dots = hn::Add(lo[r].Dots(), hn::Set(DI32(), -128 * a.sums[i]));
+          FusedAdd(hn::ConvertTo(DF32(), dots), hn::Mul(scale, hn::Set(DF32(), a.d[i])), acc_v[r], acc[r]);
+        }
+      } else if constexpr (HasMinTerm(kType)) {
         const auto scale = hn::Mul(d, LoadBytes4(unit + kQ4KScales + kPackedGroup * j + 4 * c));
         const auto dmin = LoadHalves4(unit + kQ4KDmin + 8 * c);
         const auto min_scale = hn::Neg(hn::Mul(dmin, LoadBytes4(unit + kQ4KMins + kPackedGroup * j + 4 * c)));
@@ -276,6 +309,10 @@ inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end
       return portable::PackedGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return portable::PackedGroups<TensorType::kQ6_K>(a, o_begin, o_end);
+    case TensorType::kIQ4_NL:
+      return portable::PackedGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
+    case TensorType::kIQ4_XS:
+      return portable::PackedGroups<TensorType::kIQ4_XS>(a, o_begin, o_end);
     default:
       HWY_ASSERT(false);  // only packable types have packed weights
   }

@@ -28,7 +28,7 @@ void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[
 bool IsQuantizedMatMulType(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
          type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
-         type == TensorType::kQ6_K;
+         type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
 }
 
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view) {
@@ -65,6 +65,21 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       for (int e = 0; e < 32; ++e) view->w[e] = static_cast<int8_t>(Q5Quant(block.qh, block.qs, e));
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
       view->min_scale = F16ToF32(block.m);
+      break;
+    }
+    case TensorType::kIQ4_NL: {
+      BlockIQ4_NL block;
+      std::memcpy(&block, row + b * sizeof(block), sizeof(block));
+      for (int e = 0; e < 32; ++e) view->w[e] = kIQ4Values[IQ4Index(block.qs, e)];
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      break;
+    }
+    case TensorType::kIQ4_XS: {
+      BlockIQ4_XS block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      for (int e = 0; e < 32; ++e) view->w[e] = kIQ4Values[IQ4Index(block.qs + 16 * j, e)];
+      lane_scale[0] = lane_scale[1] = F16ToF32(block.d) * static_cast<float>(IQ4XSScale(block, j));
       break;
     }
     case TensorType::kQ4_K: {

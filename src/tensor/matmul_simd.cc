@@ -76,6 +76,8 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->quant_tile[4] = &QuantTileFor<TensorType::kQ5_K>;
   k->quant_tile[5] = &QuantTileFor<TensorType::kQ5_0>;
   k->quant_tile[6] = &QuantTileFor<TensorType::kQ5_1>;
+  k->quant_tile[7] = &QuantTileFor<TensorType::kIQ4_NL>;
+  k->quant_tile[8] = &QuantTileFor<TensorType::kIQ4_XS>;
   k->packed_tile[0] = &PackedTileFor<TensorType::kQ8_0>;
   k->packed_tile[1] = &PackedTileFor<TensorType::kQ4_0>;
   k->packed_tile[2] = &PackedTileFor<TensorType::kQ4_K>;
@@ -83,6 +85,8 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->packed_tile[4] = &PackedTileFor<TensorType::kQ5_K>;
   k->packed_tile[5] = &PackedTileFor<TensorType::kQ5_0>;
   k->packed_tile[6] = &PackedTileFor<TensorType::kQ5_1>;
+  k->packed_tile[7] = &PackedTileFor<TensorType::kIQ4_NL>;
+  k->packed_tile[8] = &PackedTileFor<TensorType::kIQ4_XS>;
 #else
   for (TileFn& f : k->float_tile) f = &FloatTile;
   for (TileFn& f : k->quant_tile) f = &QuantTile;
@@ -115,6 +119,8 @@ void FillVnniMatMulKernels(MatMulKernels* k) {
   k->packed_tile[4] = &VnniPackedTileFor<TensorType::kQ5_K>;
   k->packed_tile[5] = &VnniPackedTileFor<TensorType::kQ5_0>;
   k->packed_tile[6] = &VnniPackedTileFor<TensorType::kQ5_1>;
+  k->packed_tile[7] = &VnniPackedTileFor<TensorType::kIQ4_NL>;
+  k->packed_tile[8] = &VnniPackedTileFor<TensorType::kIQ4_XS>;
 }
 #endif
 #undef LOCKSTEP_X86_KERNELS
@@ -141,6 +147,15 @@ void FillScalarMatMulKernels(MatMulKernels* k) {
   for (TileFn& f : k->packed_tile) f = &ScalarPackedTile;
   for (int64_t& n : k->packed_task_outputs) n = 3 * kPackedGroup;
 }
+
+#if HWY_TARGETS & HWY_NEON
+// IQ4_NL / IQ4_XS have no SDOT / SMMLA tiles yet: the neon-dotprod and neon-i8mm levels run the portable
+// packed kernel for them (TBL lookups would fit those tiles as VPSHUFB fits the x86 ones).
+[[maybe_unused]] void KeepPortableIQ4(MatMulKernels* k) {
+  for (TensorType type : {TensorType::kIQ4_NL, TensorType::kIQ4_XS})
+    k->packed_tile[QuantWeightIndex(type)] = &N_NEON::PortablePackedTile;
+}
+#endif
 
 }  // namespace
 
@@ -173,6 +188,10 @@ int QuantWeightIndex(TensorType type) {
       return 5;
     case TensorType::kQ5_1:
       return 6;
+    case TensorType::kIQ4_NL:
+      return 7;
+    case TensorType::kIQ4_XS:
+      return 8;
     default:
       return -1;
   }
@@ -214,10 +233,12 @@ bool GetMatMulKernels(CpuLevel level, MatMulKernels* k) {
     case CpuLevel::kNeonDotprod:  // the neon kernels, packed products with SDOT (tensor/matmul_packed_neon.h)
       N_NEON::FillMatMulKernels(k);
       for (TileFn& f : k->packed_tile) f = &NeonDotprodPackedTile;
+      KeepPortableIQ4(k);
       return true;
     case CpuLevel::kNeonI8mm:  // and with SMMLA for row pairs
       N_NEON::FillMatMulKernels(k);
       for (TileFn& f : k->packed_tile) f = &NeonI8mmPackedTile;
+      KeepPortableIQ4(k);
       return true;
 #endif
 #endif

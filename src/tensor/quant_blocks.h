@@ -10,7 +10,13 @@ namespace lockstep {
 inline constexpr int kQ8_0Block = 32;
 inline constexpr int kQ4_0Block = 32;
 inline constexpr int kQ5Block = 32;      // Q5_0, Q5_1
-inline constexpr int kSuperBlock = 256;  // K-quants
+inline constexpr int kSuperBlock = 256;  // K-quants, IQ4_XS
+inline constexpr int kIQ4Block = 32;     // IQ4_NL
+
+// The 16 values of IQ4_NL / IQ4_XS's non-linear 4-bit quants (ggml's kvalues_iq4nl): value = scale *
+// kIQ4Values[index].
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
 
 // Q8_0: value[i] = d * qs[i].
 struct BlockQ8_0 {
@@ -44,6 +50,24 @@ struct BlockQ5_1 {
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockQ5_1) == 24);
+
+// IQ4_NL: qs[j] low nibble = index of element j, high nibble = of element j + 16; value = d *
+// kIQ4Values[index].
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// IQ4_XS: 8 sub-blocks of 32 elements, each laid out as an IQ4_NL block's quants at qs + 16 * j, with a 6-bit
+// scale ls[j] (IQ4XSScale); value = d * (ls[j] - 32) * kIQ4Values[index].
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;    // bits 2j..2j+1: ls[j]'s bits 4-5
+  uint8_t scales_l[4];  // nibble j % 2 of byte j / 2: ls[j]'s bits 0-3
+  uint8_t qs[128];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 // Q4_K: 8 sub-blocks of 32 elements, each with a 6-bit scale sc[j] and 6-bit min m[j] packed in `scales`
 // (see DecodeQ4KScaleMin). value = d * sc[j] * q - dmin * m[j], q a 4-bit quant. qs[32c + l] holds element
@@ -113,6 +137,15 @@ inline int Q5Quant(const uint8_t qh[4], const uint8_t qs[16], int e) {
   const int nibble = (qs[e % 16] >> (4 * (e / 16))) & 0xf;
   return nibble | (((qh[e / 8] >> (e % 8)) & 1) << 4);
 }
+
+// Sub-block j's signed scale ls[j] - 32 (-32..31) of an IQ4_XS block.
+inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
+  const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((b.scales_h >> (2 * j)) & 3) << 4);
+  return ls - 32;
+}
+
+// The table index (0..15) of element e in [0, 32) of an IQ4_NL block's (or IQ4_XS sub-block's) 16 qs bytes.
+inline int IQ4Index(const uint8_t qs[16], int e) { return (qs[e % 16] >> (4 * (e / 16))) & 0xf; }
 
 // The 6-bit quant (0..63) of element e in [0, 256) of a Q6_K block.
 inline int Q6KQuant(const BlockQ6_K& b, int e) {

@@ -1,6 +1,7 @@
 // Quantization to the GGUF block types. Q8_0, Q4_0, Q5_0 and Q5_1 follow ggml's reference rounding (so a file
-// quantized here matches one quantized by llama.cpp's reference code); Q4_K, Q5_K and Q6_K use a simple
-// direct fit (per sub-block max/min, no importance search).
+// quantized here matches one quantized by llama.cpp's reference code), IQ4_NL and IQ4_XS ggml's scale search
+// (tensor/quantize_iq4.cc); Q4_K, Q5_K and Q6_K use a simple direct fit (per sub-block max/min, no importance
+// search).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "tensor/dequantize.h"
 #include "tensor/float16.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quantize_iq4.h"
 
 namespace lockstep {
 namespace {
@@ -277,6 +279,12 @@ void QuantizeRow(TensorType type, const float* src, std::byte* dst, int64_t n) {
       break;
     case TensorType::kQ6_K:
       QuantizeQ6_K(src, dst, n);
+      break;
+    case TensorType::kIQ4_NL:
+      QuantizeIQ4_NL(src, dst, n);
+      break;
+    case TensorType::kIQ4_XS:
+      QuantizeIQ4_XS(src, dst, n);
       break;
     default:
       LOCKSTEP_CHECK(false);

@@ -110,16 +110,18 @@ std::vector<MatMulCase> Cases() {
     cases.push_back(
         {t, 203, 6, 19});  // 8-row tiles (AVX-512 pairs rows), then the rest; a partial last group
   }
-  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1}) {
+  for (TensorType t :
+       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
     for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
   }
-  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
     for (int64_t in : {256, 768}) cases.push_back({t, in, outs[(in / 256) % 4], rows[(in / 256) % 4]});
   }
   cases.push_back({TensorType::kQ8_0, 96, 33, 40});
   cases.push_back({TensorType::kQ6_K, 256, 33, 40});
   cases.push_back({TensorType::kQ5_K, 512, 33, 9});
-  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1}) {
+  for (TensorType t :
+       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
     for (int64_t in : {32, 96, 544}) {
       for (int64_t out : {1, 8, 17, 33}) cases.push_back({t, in, out, 1 + (in / 32 + out) % 40, true});
     }
@@ -128,7 +130,7 @@ std::vector<MatMulCase> Cases() {
     cases.push_back({t, 96, 40, 3, true});   // AVX2: 3 rows alone (both halves), then 4 + 3
     cases.push_back({t, 96, 24, 7, true});
   }
-  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
     cases.push_back({t, 256, 1, 1, true});
     cases.push_back({t, 256, 21, 6, true});
     cases.push_back({t, 768, 40, 13, true});
@@ -345,6 +347,29 @@ TEST(MatMul, Q5_0AndQ5_1ExtremeSumsAreExactEverywhere) {
     }
     ExpectExtremeActivationsMatch(type, bytes.data(), kIn, kOut);
   }
+}
+
+// IQ4_NL / IQ4_XS at the bounds of the signed (non-VNNI) tiles' 16-bit pair sums and the VNNI tiles' offset:
+// every index 0 (-127) or 15 (113) against activation quants of +-127 (pair sums of +-32258), and mixed
+// indices; IQ4_XS scales from -32 to 31 (0 included).
+TEST(MatMul, IQ4ExtremeSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  std::vector<BlockIQ4_NL> nl(kOut * (kIn / 32));
+  for (size_t i = 0; i < nl.size(); ++i) {
+    nl[i].d = 0x3c00;  // 1.0
+    std::memset(nl[i].qs, i % 3 == 0 ? 0x00 : i % 3 == 1 ? 0xff : static_cast<int>(0x0f + 16 * (i % 16)), 16);
+  }
+  ExpectExtremeActivationsMatch(TensorType::kIQ4_NL, reinterpret_cast<const std::byte*>(nl.data()), kIn,
+                                kOut);
+  std::vector<BlockIQ4_XS> xs(kOut * (kIn / 256));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i].d = 0x3c00;
+    xs[i].scales_h = static_cast<uint16_t>(i % 2 == 0 ? 0x0000 : 0xffff);  // with scales_l: 0 / 15, 48 / 63
+    for (int j = 0; j < 4; ++j) xs[i].scales_l[j] = static_cast<uint8_t>(i % 3 == 0 ? 0x00 : 0xf0 | j);
+    for (int j = 0; j < 128; ++j) xs[i].qs[j] = static_cast<uint8_t>((j / 16 + i) % 2 == 0 ? 0x00 : 0xff);
+  }
+  ExpectExtremeActivationsMatch(TensorType::kIQ4_XS, reinterpret_cast<const std::byte*>(xs.data()), kIn,
+                                kOut);
 }
 
 // Q4_K against activations so large that (min scale) * (activation scale) or float(sum) * (activation scale)
