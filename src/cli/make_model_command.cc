@@ -123,8 +123,8 @@ void RegisterMakeModelCommand(CLI::App& app) {
   cmd->add_option("--shape", flags->shape, "Model shape: " + shapes)->required();
   cmd->add_option("--type", flags->type,
                   "Weight type: " + WeightTypeNames() +
-                      " (K-quant rows that are not a multiple of 256 fall back to q5_0 / q5_1 / q8_0 for "
-                      "q4_k / q5_k / q6_k, as llama.cpp's)")
+                      " (K-quant rows that are not a multiple of 256 fall back to q5_0 / q5_1 / q8_0 / "
+                      "iq4_nl for q4_k / q5_k / q6_k / iq4_xs, as llama.cpp's)")
       ->capture_default_str();
   cmd->add_option("--vocab-from", flags->vocab_from, "Copy the tokenizer from this GGUF file")
       ->check(CLI::ExistingFile);

@@ -75,14 +75,18 @@ struct PlannedTensor {
   }
 };
 
+// The 256-element block types (K-quants and IQ4_XS).
 bool IsKQuant(TensorType type) {
-  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K ||
+         type == TensorType::kIQ4_XS;
 }
 
 // llama.cpp's fallback for K-quant rows that are not a multiple of 256 (llama_tensor_get_type): Q4_K -> Q5_0,
-// Q5_K -> Q5_1, Q6_K -> Q8_0 (all 32-element blocks).
+// Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL (all 32-element blocks).
 TensorType KQuantFallback(TensorType type) {
   switch (type) {
+    case TensorType::kIQ4_XS:
+      return TensorType::kIQ4_NL;
     case TensorType::kQ4_K:
       return TensorType::kQ5_0;
     case TensorType::kQ5_K:
@@ -142,6 +146,10 @@ int64_t FileTypeOf(const MakeModelOptions& o) {
       return 16;
     case TensorType::kQ6_K:
       return 18;
+    case TensorType::kIQ4_NL:
+      return 25;
+    case TensorType::kIQ4_XS:
+      return 30;
     default:
       return 0;
   }
@@ -372,7 +380,7 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
 }  // namespace
 
 std::string WeightTypeNames() {
-  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|q4_k_m|q4_k_s|q5_k_m|q5_k_s";
+  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|q4_k_m|q4_k_s|q5_k_m|q5_k_s";
 }
 
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {
@@ -459,8 +467,8 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     return InvalidArgument("the K-quant mix needs type " + std::string(TensorTypeName(MixBaseType(o.mix))) +
                            ", not " + std::string(TensorTypeName(o.type)));
   }
-  // K-quant rows that do not fit their 256-element blocks fall back to q5_0 / q5_1 / q8_0, which must fit
-  // then (llama.cpp would go on to f16).
+  // K-quant rows that do not fit their 256-element blocks fall back to q5_0 / q5_1 / q8_0 / iq4_nl, which
+  // must fit then (llama.cpp would go on to f16).
   const TensorType checked = IsKQuant(o.type) ? KQuantFallback(o.type) : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||

@@ -160,16 +160,16 @@ TEST(Cli, BadInputExitsWithOne) {
   EXPECT_EQ(RunLockstep("make-model --shape tiny --type q4_1 -o " + dir + "/x.gguf"), 1);
 }
 
-// SmolLM2-135M's widths in q4_k_m: its 576-wide rows are llama.cpp's q5_0 fallback (and q8_0 for q6_K); the
-// file loads and every level this CPU runs generates the same tokens.
-TEST(MakeModelCli, SmolLM2ShapeQ4KMHasQ5_0AndRunsAtEveryLevel) {
-  const std::string path = ScratchDir("cli") + "/smollm2-q4_k_m.gguf";
+// Makes a tiny-smollm2 model of make-model type `type`, expects `composition` in make-model's summary, and
+// expects every level this CPU runs to generate the same tokens from it.
+void ExpectSmolLM2ShapeRunsAtEveryLevel(const std::string& type, const std::string& composition) {
+  const std::string path = ScratchDir("cli") + "/smollm2-" + type + ".gguf";
   std::string out;
-  ASSERT_EQ(
-      RunCommand(LockstepBinary() + " make-model --shape tiny-smollm2 --type q4_k_m -o " + path + " 2>&1",
-                 &out),
-      0);
-  EXPECT_NE(out.find("q5_0: 11, f32: 5, q8_0: 2, q4_K: 1, q6_K: 1"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(LockstepBinary() + " make-model --shape tiny-smollm2 --type " + type + " -o " + path +
+                           " 2>&1",
+                       &out),
+            0);
+  EXPECT_NE(out.find(composition), std::string::npos) << out;
   const std::string args = "generate -m " + path + " --prompt-ids \"1 2 3\" -n 6 --ids --ignore-eos --temp 0";
   std::string best;
   ASSERT_EQ(RunLockstep(args, &best), 0);
@@ -181,6 +181,16 @@ TEST(MakeModelCli, SmolLM2ShapeQ4KMHasQ5_0AndRunsAtEveryLevel) {
         0);
     EXPECT_EQ(tokens, best) << LevelName(k);
   }
+}
+
+// SmolLM2-135M's widths in q4_k_m: its 576-wide rows are llama.cpp's q5_0 fallback (and q8_0 for q6_K).
+TEST(MakeModelCli, SmolLM2ShapeQ4KMHasQ5_0AndRunsAtEveryLevel) {
+  ExpectSmolLM2ShapeRunsAtEveryLevel("q4_k_m", "q5_0: 11, f32: 5, q8_0: 2, q4_K: 1, q6_K: 1");
+}
+
+// In iq4_xs the 576-wide rows are llama.cpp's iq4_nl fallback, ffn_down (1536 wide) iq4_xs: both IQ4 types.
+TEST(MakeModelCli, SmolLM2ShapeIQ4XSHasIQ4_NLAndRunsAtEveryLevel) {
+  ExpectSmolLM2ShapeRunsAtEveryLevel("iq4_xs", "iq4_nl: 13, f32: 5, iq4_xs: 2");
 }
 
 // LOCKSTEP_CPU forces a kernel level: every level this CPU runs gives the same tokens (and says which level

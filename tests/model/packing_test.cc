@@ -74,7 +74,8 @@ TEST_P(PackingTest, PackThreadCountDoesNotChangeLogits) {
 INSTANTIATE_TEST_SUITE_P(Types, PackingTest,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kQ8_0,
                                            TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
-                                           TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K),
+                                           TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
+                                           TensorType::kIQ4_NL, TensorType::kIQ4_XS),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                            return std::string(TensorTypeName(info.param));
                          });
