@@ -10,7 +10,7 @@
 #include "tensor/dequantize.h"
 #include "tensor/float16.h"
 #include "tensor/quant_blocks.h"
-#include "tensor/quantize_iq4.h"
+#include "tensor/quantize_internal.h"
 
 namespace lockstep {
 namespace {
@@ -64,18 +64,6 @@ void QuantizeQ4_0(const float* src, std::byte* dst, int64_t n) {
     }
     std::memcpy(dst + b * sizeof(BlockQ4_0), &block, sizeof(block));
   }
-}
-
-// v, rounded to float before any later addition: GCC contracts a * b + c into one FMA (its C++ default
-// -ffp-contract=fast, and this library is built with -mfma), rounding once where ggml's reference rounds
-// twice; a quant then differs at an exact tie (22 of 2.4M Q5_0 blocks of a SmolLM2-135M-shape file).
-inline float Unfused(float v) {
-#if defined(__x86_64__)
-  asm("" : "+x"(v));
-#elif defined(__aarch64__)
-  asm("" : "+w"(v));
-#endif
-  return v;
 }
 
 // The 32 quants q (< 32) into a Q5_0 / Q5_1 block's qh and qs.

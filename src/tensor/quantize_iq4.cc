@@ -2,8 +2,6 @@
 // block a scale search over 15 trial scales weighted by x^2, then (IQ4_XS) the 8 block scales quantized to 6
 // bits against one f16 super-scale and the indices chosen again for the quantized scale. The same float
 // operations in the same order, each product rounded on its own (ggml's quantizer is built without FMA).
-#include "tensor/quantize_iq4.h"
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -11,20 +9,10 @@
 
 #include "tensor/float16.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quantize_internal.h"
 
 namespace lockstep {
 namespace {
-
-// v rounded to float before a later addition (GCC would contract a * b + c into an FMA under -mfma; see
-// tensor/quantize.cc's Unfused).
-inline float Rounded(float v) {
-#if defined(__x86_64__)
-  asm("" : "+x"(v));
-#elif defined(__aarch64__)
-  asm("" : "+w"(v));
-#endif
-  return v;
-}
 
 // The index of the table value nearest x (a bisection; at an exact midpoint the upper one), as ggml's
 // best_index_int8.
@@ -53,8 +41,8 @@ void WeightedSums(const float* x, float id, uint8_t* L, float* sumqx, float* sum
     const int l = NearestIndex(id * x[j]);
     if (L != nullptr) L[j] = static_cast<uint8_t>(l);
     const float q = kIQ4Values[l], w = x[j] * x[j];
-    *sumqx += Rounded(Rounded(w * q) * x[j]);
-    *sumq2 += Rounded(Rounded(w * q) * q);
+    *sumqx += Unfused(Unfused(w * q) * x[j]);
+    *sumq2 += Unfused(Unfused(w * q) * q);
   }
 }
 
@@ -91,7 +79,7 @@ void PackIndices(const float* x, float id, uint8_t qs[16]) {
 // ggml's nearest_int: v rounded to an integer (ties to even) by adding 1.5 * 2^23 and reading the low
 // mantissa bits; for |v| <= 2^22, and defined for any input (NaN gives 0, as ggml's).
 int NearestInt(float v) {
-  const float shifted = Rounded(v) + 12582912.0f;
+  const float shifted = Unfused(v) + 12582912.0f;
   return static_cast<int>(std::bit_cast<uint32_t>(shifted) & 0x007fffff) - 0x00400000;
 }
 
