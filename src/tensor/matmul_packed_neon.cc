@@ -15,7 +15,8 @@
 // int32 sums, 32 multiply-adds per instruction: one 32-bit zip of two slices (elements 4k.. and 4k + 4..)
 // makes two outputs' 8 elements, and one 64-bit zip of two rows' quants makes the activation operand.
 // Weights are made exact signed values first (Q8_0: stored byte ^ 0x80; Q4_0: nibble - 8; Q5_0: 5-bit quant
-// - 16; Q6_K: 6-bit value - 32; Q4_K's nibbles and Q5_K's and Q5_1's 5-bit quants are their values), so the
+// - 16; Q6_K: 6-bit value - 32; IQ4_NL / IQ4_XS: TBL of the index nibbles in kIQ4Values; Q4_K's nibbles and
+// Q5_K's and Q5_1's 5-bit quants are their values), so the
 // integer block dots need no offset terms; they are exact, and the float epilogue per block is the packed
 // order of tensor/matmul_internal.h (Q8_0/Q4_0/Q5_0/Q5_1: acc = fma(float(dot), weight scale * activation
 // scale, acc); Q4_K/Q5_K/Q5_1 add fma(float(block sum), min scale * activation scale, acc); Q6_K's integer is
@@ -37,6 +38,7 @@
 #include "base/status.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/packed_weights.h"
+#include "tensor/quant_blocks.h"
 
 // Armv8.2 as the base: GCC's intrinsics are compiled for it (a function inlining them must have all of its
 // features), and every CPU with these extensions implements it.
@@ -72,6 +74,15 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
         w[k] = vsubq_s8(w[k], vdupq_n_s8(8));
         w[k + 4] = vsubq_s8(w[k + 4], vdupq_n_s8(8));
       }
+    }
+  } else if constexpr (IsIQ4(kType)) {  // index nibbles as Q4_0's, looked up (TBL) in kIQ4Values
+    const uint8x16_t low4 = vdupq_n_u8(0x0f);
+    const int8x16_t table = vld1q_s8(kIQ4Values);
+    p += 256 * j;
+    for (int k = 0; k < 4; ++k) {
+      const uint8x16_t v = vld1q_u8(p + 64 * k);
+      w[k] = vqtbl1q_s8(table, vandq_u8(v, low4));
+      w[k + 4] = vqtbl1q_s8(table, vshrq_n_u8(v, 4));
     }
   } else if constexpr (HasFifthBit(kType)) {
     // Q4_K's / Q4_0's nibbles with the fifth bits ORed in: bit k of the fifth-bit vector's byte is element 4k
@@ -136,9 +147,12 @@ LOCKSTEP_ALWAYS_INLINE int32x4_t LoadS8x4(const std::byte* p) {
 template <TensorType kType>
 LOCKSTEP_ALWAYS_INLINE SliceFactors LoadFactors(const std::byte* unit, int j, int c) {
   SliceFactors f;
-  if constexpr (!IsKQuant(kType)) {  // Q8_0, Q4_0, Q5_0, Q5_1 (and its min scale m)
+  if constexpr (!IsKQuant(kType)) {  // Q8_0, Q4_0, Q5_0, Q5_1 (and its min scale m), IQ4_NL
     f.scale = LoadHalves4(unit + PackedScaleOffset(kType) + 8 * c);
     if constexpr (HasMinTerm(kType)) f.min_scale = LoadHalves4(unit + kQ5M + 8 * c);
+  } else if constexpr (kType == TensorType::kIQ4_XS) {  // d * (ls - 32)
+    f.scale = vmulq_f32(LoadHalves4(unit + kIQ4XSD + 8 * c),
+                        vcvtq_f32_s32(LoadS8x4(unit + kIQ4XSScales + kPackedGroup * j + 4 * c)));
   } else if constexpr (HasMinTerm(kType)) {
     f.scale =
         vmulq_f32(LoadHalves4(unit + kQ4KD + 8 * c), LoadU8x4(unit + kQ4KScales + kPackedGroup * j + 4 * c));
@@ -397,6 +411,10 @@ void NeonDotprodPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return DotprodGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return DotprodGroups<TensorType::kQ6_K>(a, o_begin, o_end);
+    case TensorType::kIQ4_NL:
+      return DotprodGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
+    case TensorType::kIQ4_XS:
+      return DotprodGroups<TensorType::kIQ4_XS>(a, o_begin, o_end);
     default:
       LOCKSTEP_CHECK(false);  // only packable types have packed weights
   }
@@ -418,6 +436,10 @@ void NeonI8mmPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return I8mmGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
       return I8mmGroups<TensorType::kQ6_K>(a, o_begin, o_end);
+    case TensorType::kIQ4_NL:
+      return I8mmGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
+    case TensorType::kIQ4_XS:
+      return I8mmGroups<TensorType::kIQ4_XS>(a, o_begin, o_end);
     default:
       LOCKSTEP_CHECK(false);
   }

@@ -148,15 +148,6 @@ void FillScalarMatMulKernels(MatMulKernels* k) {
   for (int64_t& n : k->packed_task_outputs) n = 3 * kPackedGroup;
 }
 
-#if HWY_TARGETS & HWY_NEON
-// IQ4_NL / IQ4_XS have no SDOT / SMMLA tiles yet: the neon-dotprod and neon-i8mm levels run the portable
-// packed kernel for them (TBL lookups would fit those tiles as VPSHUFB fits the x86 ones).
-[[maybe_unused]] void KeepPortableIQ4(MatMulKernels* k) {
-  for (TensorType type : {TensorType::kIQ4_NL, TensorType::kIQ4_XS})
-    k->packed_tile[QuantWeightIndex(type)] = &N_NEON::PortablePackedTile;
-}
-#endif
-
 }  // namespace
 
 int FloatWeightIndex(TensorType type) {
@@ -233,12 +224,10 @@ bool GetMatMulKernels(CpuLevel level, MatMulKernels* k) {
     case CpuLevel::kNeonDotprod:  // the neon kernels, packed products with SDOT (tensor/matmul_packed_neon.h)
       N_NEON::FillMatMulKernels(k);
       for (TileFn& f : k->packed_tile) f = &NeonDotprodPackedTile;
-      KeepPortableIQ4(k);
       return true;
     case CpuLevel::kNeonI8mm:  // and with SMMLA for row pairs
       N_NEON::FillMatMulKernels(k);
       for (TileFn& f : k->packed_tile) f = &NeonI8mmPackedTile;
-      KeepPortableIQ4(k);
       return true;
 #endif
 #endif
