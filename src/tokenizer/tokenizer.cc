@@ -37,6 +37,13 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
   const Vocabulary& vocab = *tokenizer->vocab_;
   if (vocab.kind() == VocabKind::kSentencePiece) {
     tokenizer->model_ = CreateSentencePieceBpe(vocab);
+  } else if (vocab.kind() == VocabKind::kWordPiece) {
+    if (vocab.unk_id() < 0) {
+      return InvalidArgument(file.path() +
+                             ": a WordPiece vocabulary needs an unknown token "
+                             "(tokenizer.ggml.unknown_token_id)");
+    }
+    tokenizer->model_ = CreateWordPiece(vocab);
   } else {
     auto model = CreateByteLevelBpe(vocab);
     if (!model.ok()) return model.status().WithContext(file.path());
@@ -77,6 +84,7 @@ Result<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_b
     after_special = false;
   }
   if (add_bos && vocab_->add_eos()) ids.push_back(vocab_->eos_id());
+  if (add_bos && vocab_->add_bos() && vocab_->sep_id() >= 0) ids.push_back(vocab_->sep_id());  // WordPiece
   return ids;
 }
 

@@ -6,6 +6,9 @@
 //   pre-tokenizer regex
 //            list chosen by tokenizer.ggml.pre (gpt-2, llama-bpe/llama3, qwen2, deepseek-llm, deepseek-coder,
 //            falcon, starcoder, refact, mpt, gpt-neox/olmo, smollm, dbrx, phi-2, tekken, ...).
+//   "bert"   WordPiece (BERT embedding models): lower case, accents stripped, split at whitespace and
+//            punctuation, greedy longest pieces; with add_bos, [CLS] ... [SEP]. Lossy: Decode gives the
+//            normalised words back, not the text.
 // Anything else is an Unimplemented error from FromGguf.
 //
 // Special tokens: control tokens (token_type 3: <s>, </s>, <|im_end|> ...) are recognised in the text only
@@ -17,9 +20,9 @@
 // Decoding: every token's bytes are concatenated (byte tokens give their byte, byte-level BPE pieces are
 // mapped back to bytes, SentencePiece `▁` becomes a space); with add_space_prefix (SentencePiece only) the
 // one space Encode put in front of the text -- at its start and after each control token -- is removed again,
-// so Decode(Encode(s)) == s for every valid UTF-8 string the vocabulary can represent (but for whitespace
-// stripped around special tokens). Invalid UTF-8 in the
-// decoded bytes is replaced by U+FFFD, one per maximal invalid subsequence; the result is always valid UTF-8.
+// so Decode(Encode(s)) == s for every valid UTF-8 string the vocabulary can represent (not WordPiece; but for
+// whitespace stripped around special tokens). Invalid UTF-8 in the decoded bytes is replaced by U+FFFD, one
+// per maximal invalid subsequence; the result is always valid UTF-8.
 //
 // Thread-safety: a Tokenizer is immutable after FromGguf; every const method is safe from any thread.
 // An IncrementalDetokenizer is a small per-stream object (one thread at a time); it borrows the Tokenizer,

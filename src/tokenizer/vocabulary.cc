@@ -110,13 +110,13 @@ Result<std::unique_ptr<Vocabulary>> Vocabulary::Load(const GgufFile& file) {
   } else if (vocab->model_name_ == "gpt2") {
     vocab->kind_ = VocabKind::kByteLevelBpe;
     LOCKSTEP_ASSIGN_OR_RETURN(vocab->pre_name_, file.GetStringOr("tokenizer.ggml.pre", "default"));
+  } else if (vocab->model_name_ == "bert") {
+    vocab->kind_ = VocabKind::kWordPiece;
   } else {
-    const char* what = vocab->model_name_ == "bert" ? " (WordPiece)"
-                       : vocab->model_name_ == "t5" ? " (Unigram)"
-                                                    : "";
+    const char* what = vocab->model_name_ == "t5" ? " (Unigram)" : "";
     return Unimplemented(
         fmt::format("{}: tokenizer.ggml.model '{}'{} is not supported (supported: 'llama' "
-                    "SentencePiece BPE, 'gpt2' byte-level BPE)",
+                    "SentencePiece BPE, 'gpt2' byte-level BPE, 'bert' WordPiece)",
                     file.path(), vocab->model_name_, what));
   }
   LOCKSTEP_RETURN_IF_ERROR(vocab->LoadTokens(file));
@@ -221,15 +221,24 @@ void Vocabulary::InsertMerge(uint64_t key, int32_t rank, int32_t merged) {
 
 Status Vocabulary::LoadSpecialIds(const GgufFile& file) {
   const bool spm = kind_ == VocabKind::kSentencePiece;
+  const bool wpm = kind_ == VocabKind::kWordPiece;
   struct Slot {
     std::string_view key;
     int32_t* id;
     int32_t fallback;
   };
+  // WordPiece: llama.cpp's defaults are BERT's ids ([CLS] 101 as BOS, [UNK] 100, [SEP] 102); converters
+  // write [CLS] as cls_token_id, read here when bos_token_id is absent.
+  int32_t cls_id = -1;
   const Slot slots[] = {
+      {"tokenizer.ggml.cls_token_id", &cls_id, wpm ? 101 : -1},
       {"tokenizer.ggml.bos_token_id", &bos_id_, spm ? 1 : -1},
       {"tokenizer.ggml.eos_token_id", &eos_id_, spm ? 2 : -1},
-      {"tokenizer.ggml.unknown_token_id", &unk_id_, spm ? 0 : -1},
+      {"tokenizer.ggml.unknown_token_id", &unk_id_,
+       spm   ? 0
+       : wpm ? 100
+             : -1},
+      {"tokenizer.ggml.seperator_token_id", &sep_id_, wpm ? 102 : -1},
       {"tokenizer.ggml.eot_token_id", &eot_id_, -1},
       {"tokenizer.ggml.eom_token_id", &eom_id_, -1},
   };
@@ -249,6 +258,8 @@ Status Vocabulary::LoadSpecialIds(const GgufFile& file) {
     }
     *slot.id = static_cast<int32_t>(value);
   }
+  if (wpm && !file.Has("tokenizer.ggml.bos_token_id")) bos_id_ = cls_id;
+  if (!wpm) sep_id_ = -1;
   if (eot_id_ < 0) {
     for (std::string_view piece : kEotPieces) {
       const int32_t id = Find(piece);
@@ -289,6 +300,11 @@ Status Vocabulary::LoadFimIds(const GgufFile& file) {
 
 Status Vocabulary::LoadFlags(const GgufFile& file) {
   const bool spm = kind_ == VocabKind::kSentencePiece;
+  if (kind_ == VocabKind::kWordPiece) {  // [CLS] text [SEP] when special tokens are added, as llama.cpp does
+    add_bos_ = bos_id_ >= 0 && sep_id_ >= 0;
+    add_space_prefix_ = true;  // decoding: no space before the first word
+    return Status::Ok();
+  }
   bool add_bos_default = spm;
   if (!spm) {
     LOCKSTEP_ASSIGN_OR_RETURN(PreTokenizerSpec spec, LookupPreTokenizer(pre_name_));
@@ -335,7 +351,7 @@ void Vocabulary::SetStripAttributes(const GgufFile& file) {
 }
 
 void Vocabulary::BuildDerivedTables() {
-  const bool spm = kind_ == VocabKind::kSentencePiece;
+  const bool spm = kind_ == VocabKind::kSentencePiece || kind_ == VocabKind::kWordPiece;  // ▁ for a space
   byte_tokens_.fill(-1);
   decoded_.resize(tokens_.size());
   for (int32_t id = 0; id < size(); ++id) {

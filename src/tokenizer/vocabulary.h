@@ -29,7 +29,9 @@ enum class TokenType : int32_t {
   kByte = 6,
 };
 
-enum class VocabKind { kSentencePiece, kByteLevelBpe };
+// kWordPiece: BERT's ("bert"; tokenizer/tokenizer_model.h), pieces stored as llama.cpp's converter writes
+// them (word-initial "▁piece", continuation "piece").
+enum class VocabKind { kSentencePiece, kByteLevelBpe, kWordPiece };
 
 struct TokenData {
   std::string piece;
@@ -90,9 +92,13 @@ class Vocabulary {
   int32_t eot_id() const { return eot_id_; }
   int32_t eom_id() const { return eom_id_; }
   int32_t unk_id() const { return unk_id_; }
+  // WordPiece: the separator token ([SEP]) that ends an encoded text after BOS ([CLS]) began it; else -1.
+  int32_t sep_id() const { return sep_id_; }
   const FimTokens& fim() const { return fim_; }
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
+  // SentencePiece: a space is put in front of the text (and removed again by decoding). WordPiece: true,
+  // for decoding only (the "▁" of the first word gives no space).
   bool add_space_prefix() const { return add_space_prefix_; }
   bool ignore_merges() const { return ignore_merges_; }
 
@@ -146,6 +152,7 @@ class Vocabulary {
   int32_t eot_id_ = -1;
   int32_t eom_id_ = -1;
   int32_t unk_id_ = -1;
+  int32_t sep_id_ = -1;
   FimTokens fim_;
   bool add_bos_ = false;
   bool add_eos_ = false;

@@ -105,8 +105,9 @@ TEST(CliTokenizeTest, BadInputExitsWithOne) {
   out.clear();
   EXPECT_EQ(RunLockstep("tokenize -m " + Vocab("llama-spm"), &out), 1);
   out.clear();
-  EXPECT_EQ(RunLockstep("tokenize -m " + Vocab("bert-bge") + " hello", &out), 1);
-  EXPECT_NE(out.find("not supported"), std::string::npos) << out;
+  EXPECT_EQ(RunLockstep("tokenize -m " + Vocab("bert-bge") + " --no-bos \"\xC3\x89t\xC3\xA9!\"", &out), 0);
+  EXPECT_NE(out.find("3802 2063 999"), std::string::npos) << out;  // WordPiece: "▁et" "e" "▁!"
+
   out.clear();
   const std::string bad = testing::MakeTempDir("tokenize-cli") + "/bad.txt";
   std::ofstream(bad, std::ios::binary) << "ok \xFF";

@@ -28,8 +28,8 @@ class VocabSuiteTest : public ::testing::TestWithParam<std::string> {
     LOCKSTEP_REQUIRE_TESTDATA();
     const auto& loaded = LoadSuiteTokenizer(GetParam());
     if (!loaded.ok() && loaded.status().code() == StatusCode::kUnimplemented) {
-      GTEST_SKIP() << GetParam() << ": vocabulary type not supported by lockstep (only SentencePiece BPE and "
-                   << "byte-level BPE are): " << loaded.status().ToString();
+      GTEST_SKIP() << GetParam() << ": vocabulary type not supported by lockstep (only SentencePiece BPE, "
+                   << "byte-level BPE and WordPiece are): " << loaded.status().ToString();
     }
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     tokenizer_ = loaded->get();
@@ -54,6 +54,7 @@ TEST_P(VocabSuiteTest, EncodesExactly) {
 // represent a string is a character with no piece and no byte fallback, which encodes to the unknown token --
 // such strings are excluded (and counted) because the unknown token cannot give the text back.
 TEST_P(VocabSuiteTest, RoundTrips) {
+  if (tokenizer_->model_name() == "bert") GTEST_SKIP() << "WordPiece normalises the text: no round trip";
   int excluded = 0;
   for (const auto& c : cases_) {
     auto ids = tokenizer_->Encode(c.text, false, false);

@@ -68,11 +68,14 @@ class PropertyTest : public ::testing::TestWithParam<std::string> {
     }
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     t_ = loaded->get();
+    lossy_ = t_->model_name() == "bert";  // WordPiece lower-cases, strips accents and drops spaces
   }
   const Tokenizer* t_ = nullptr;
+  bool lossy_ = false;
 };
 
 TEST_P(PropertyTest, RandomUnicodeRoundTrips) {
+  if (lossy_) GTEST_SKIP() << "WordPiece normalises the text: no round trip";
   std::mt19937 rng(12345);
   for (int i = 0; i < 150; ++i) {
     const std::string text = RandomText(rng, 40);
@@ -98,7 +101,7 @@ TEST_P(PropertyTest, RandomBytesAreRejectedOrRoundTrip) {
       ++valid;
       if (!ids.ok() && Unrepresentable(ids.status())) continue;
       ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-      EXPECT_EQ(t_->Decode(*ids), bytes);
+      if (!lossy_) EXPECT_EQ(t_->Decode(*ids), bytes);
     } else {
       ASSERT_FALSE(ids.ok());
       EXPECT_EQ(ids.status().code(), StatusCode::kInvalidArgument);
