@@ -14,10 +14,12 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
-    {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
-    {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},
+    {"llama", RopeMode::kNormal},   {"qwen2", RopeMode::kNeox},
+    {"qwen3", RopeMode::kNeox},     {"phi3", RopeMode::kNeox},
+    {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},  {"smollm3", RopeMode::kNormal},
+    {"granite", RopeMode::kNormal}, {"granitemoe", RopeMode::kNormal},
+    {"olmo2", RopeMode::kNeox},     {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
@@ -296,6 +298,11 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     return Status::Ok();
   }
   if (a == "granite" || a == "granitemoe") return ApplyGranite(file, c);
+  if (a == "bert") {  // model/bert_encoder.h: LayerNorm post-norms, GELU, biases, no RoPE
+    for (LayerAttention& layer : c.layers) layer.rope = false;
+    c.ffn_activation = FfnActivation::kGeluTanh;
+    return Status::Ok();
+  }
   if (a == "smollm3") {
     // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
     // n_no_rope_layer_step = 4, which the file does not carry).

@@ -18,6 +18,8 @@
 //           attention and FFN outputs (as gemma2's), NeoX RoPE (OLMo 2)
 //   granitemoe  granite with a mixture of experts as the FFN of every layer (Granite 3.x MoE; Mixtral's
 //           routing: softmax, top expert_used_count renormalised)
+//   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
+//           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
 // (qwen2moe, deepseek2, gpt-oss, ...: shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.

@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include "model/bert_encoder.h"
 #include "model/transformer.h"
 
 namespace lockstep {
@@ -28,13 +29,21 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
     LOCKSTEP_ASSIGN_OR_RETURN(classifier,
                               Classifier::FromOutputRows(weights.output, options.classifier_tokens, config));
   }
+  const bool encoder = config.architecture == "bert";
+  if (encoder && !options.lora_paths.empty()) {
+    return Unimplemented(file->path() + ": LoRA adapters are not supported for bert");
+  }
   std::vector<LoraAdapter> adapters;
   for (const std::string& path : options.lora_paths) {
     LOCKSTEP_ASSIGN_OR_RETURN(LoraAdapter adapter, LoraAdapter::Load(path, *file, config));
     adapters.push_back(std::move(adapter));
   }
-  std::unique_ptr<Model> model =
-      std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights), kernels);
+  std::unique_ptr<Model> model;
+  if (encoder) {
+    model = std::make_unique<BertEncoder>(std::move(file), std::move(config), std::move(weights), kernels);
+  } else {
+    model = std::make_unique<Transformer>(std::move(file), std::move(config), std::move(weights), kernels);
+  }
   model->lora_adapters_ = std::move(adapters);
   model->classifier_ = std::move(classifier);
   return model;

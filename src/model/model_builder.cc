@@ -174,8 +174,47 @@ TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64
   return type;
 }
 
+// bert (llama.cpp's names and shapes for it): absolute position and token-type tables, LayerNorms with
+// biases, biases on every matrix, no gate and no output matrix.
+std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_vocab) {
+  const ModelShape& s = o.shape;
+  const int64_t d = s.n_embd;
+  const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
+  std::vector<PlannedTensor> t;
+  int64_t layer = 0;
+  auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
+    t.push_back({name, MatrixType(o, Role::kPlain, layer, in), {in, out}, Fill::kNormal, {}});
+  };
+  auto f32 = [&](const std::string& name, std::vector<int64_t> dims, Fill fill) {
+    t.push_back({name, TensorType::kF32, std::move(dims), fill, {}});
+  };
+  auto layer_norm = [&](const std::string& name) {
+    f32(name + ".weight", {d}, norm);
+    f32(name + ".bias", {d}, Fill::kNormal);
+  };
+  matrix("token_embd.weight", n_vocab, d);
+  f32("token_types.weight", {d, 2}, Fill::kNormal);
+  f32("position_embd.weight", {d, s.n_ctx}, Fill::kNormal);
+  layer_norm("token_embd_norm");
+  for (layer = 0; layer < s.n_layer; ++layer) {
+    const std::string p = "blk." + std::to_string(layer) + ".";
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+      matrix(p + m + ".weight", d, d);
+      f32(p + m + ".bias", {d}, Fill::kNormal);
+    }
+    layer_norm(p + "attn_output_norm");
+    matrix(p + "ffn_up.weight", s.n_ff, d);
+    f32(p + "ffn_up.bias", {s.n_ff}, Fill::kNormal);
+    matrix(p + "ffn_down.weight", d, s.n_ff);
+    f32(p + "ffn_down.bias", {d}, Fill::kNormal);
+    layer_norm(p + "layer_output_norm");
+  }
+  return t;
+}
+
 std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
+  if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
   const std::string& a = s.architecture;
   const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;
@@ -334,6 +373,11 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
   }
+  if (a == "bert") {  // an encoder: LayerNorm epsilon, bidirectional, CLS pooling (as bge's files)
+    w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
+    w.Set(a + ".attention.causal", GgufValue::Bool(false));
+    w.Set(a + ".pooling_type", GgufValue::Uint32(2));
+  }
   if (s.n_cls_out > 0) {
     w.Set(a + ".pooling_type", GgufValue::Uint32(4));  // rank
     std::vector<std::string> labels = {"yes", "no"};
@@ -481,6 +525,11 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
                              " is not a multiple of the " + std::string(TensorTypeName(checked)) +
                              " block (" + std::to_string(block) + ")");
     }
+  }
+  if (s.architecture == "bert" && o.vocab_from.empty()) {
+    return InvalidArgument("model shape '" + s.name +
+                           "' needs a WordPiece vocabulary: --vocab-from a bert GGUF (e.g. the test data's "
+                           "vocab/ggml-vocab-bert-bge.gguf)");
   }
   GgufWriter writer;
   int64_t n_vocab = 0;

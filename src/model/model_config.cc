@@ -164,20 +164,23 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t pooling, file.GetIntOr(a + ".pooling_type", 0));
   if (pooling >= 1 && pooling <= 4) c.pooling = static_cast<Pooling>(pooling);
-  // Encoder-style embedding models (gte-Qwen2, EmbeddingGemma) attend both ways; the forward pass here is
-  // causal, so their vectors would silently be wrong.
-  LOCKSTEP_ASSIGN_OR_RETURN(bool causal, file.GetBoolOr(a + ".attention.causal", true));
-  if (!causal) {
-    return Unimplemented(
-        file.path() + ": " + a +
-        ".attention.causal is false (a bidirectional embedding model); only causal attention "
-        "is supported");
+  // Encoder-style embedding models attend both ways. `bert` runs so (model/bert_encoder.h); others with a
+  // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
+  // would silently be wrong: refused.
+  const bool bert = a == "bert";
+  LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
+  if (c.causal == bert) {
+    return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
+                         (bert ? "; bert runs bidirectional attention only"
+                               : " (a bidirectional embedding model); only bert runs bidirectionally"));
   }
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, file.GetInt(a + ".feed_forward_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, file.GetInt(a + ".attention.head_count"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, file.GetIntOr(a + ".attention.head_count_kv", c.n_head));
-  LOCKSTEP_ASSIGN_OR_RETURN(double eps, file.GetFloat(a + ".attention.layer_norm_rms_epsilon"));
+  const std::string eps_key =
+      a + (bert ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
+  LOCKSTEP_ASSIGN_OR_RETURN(double eps, file.GetFloat(eps_key));
   LOCKSTEP_ASSIGN_OR_RETURN(double base, file.GetFloatOr(a + ".rope.freq_base", 10000.0));
   LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".context_length", c.n_ctx_train, int64_t{1} << 24));
   LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".embedding_length", c.n_embd, 1 << 16));
@@ -202,7 +205,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
                            " must be even and in 2..head_dim (" + std::to_string(c.head_dim) + ")");
   }
   if (!(eps > 0) || eps > 1) {
-    return InvalidArgument(file.path() + ": " + a + ".attention.layer_norm_rms_epsilon out of range");
+    return InvalidArgument(file.path() + ": " + eps_key + " out of range");
   }
   if (!(base > 1)) return InvalidArgument(file.path() + ": " + a + ".rope.freq_base must be > 1");
   c.rms_eps = static_cast<float>(eps);
@@ -239,8 +242,9 @@ std::string ModelConfig::Summary() const {
   } else if (!rope_freq_factors.empty()) {
     out << " llama3-freq-factors";
   }
-  out << ", rms_eps " << rms_eps << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "")
-      << (post_norms ? ", post-norms" : "") << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
+  out << (causal ? ", rms_eps " : ", bidirectional, layer_norm_eps ") << rms_eps
+      << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "") << (post_norms ? ", post-norms" : "")
+      << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
       << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "");
   if (embedding_multiplier != 0 || residual_multiplier != 0 || logit_divisor != 0) {
     out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier

@@ -115,6 +115,16 @@ constexpr ShapeEntry kShapes[] = {
            "Answer \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: "
            "{document}<|im_end|>\n<|im_start|>assistant\n";
      }},
+    {"tiny-bert",
+     [](ModelShape& s) {
+       // bge-small-en-v1.5's kind (heads of 32, n_ff 4 x n_embd, 512 positions, LayerNorm eps 1e-12, CLS
+       // pooling) at a third of its width and 3 layers; needs --vocab-from a WordPiece vocabulary.
+       s = Tiny(s.name, "bert");
+       Widths(s, 128, 4, 4, 32, 512);
+       s.n_layer = 3;
+       s.n_ctx = 512;
+       s.rms_eps = 1e-12f;
+     }},
     {"tiny-gemma2",
      [](ModelShape& s) {
        // Gemma 2 2B: 26 layers (llama.cpp tells the model size by them), 8 heads, 4 KV heads, windows on the

@@ -82,6 +82,25 @@ class Binder {
     return v;
   }
 
+  // A 2-D tensor [rows][n] (GGUF dims [n, rows]) dequantized whole; rows < 0: any number of rows.
+  std::vector<float> Table(const std::string& name, int64_t n, int64_t rows) {
+    if (rows < 0) {
+      const GgufTensorInfo* t = file_.FindTensor(name);
+      rows = t != nullptr && t->dims.size() == 2 && t->dims[1] > 0 ? t->dims[1] : 1;
+    }
+    const GgufTensorInfo* t = Find(name, {n, rows});
+    if (t == nullptr) return {};
+    if (!CanDequantize(t->type) || n % GetTensorTypeTraits(t->type).block_elements != 0) {
+      wrong_.push_back(name + " has unsupported type " + std::string(TensorTypeName(t->type)));
+      return {};
+    }
+    std::vector<float> v(size_t(n * rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRow(t->type, t->data + size_t(r) * RowBytes(t->type, n), v.data() + r * n, n);
+    }
+    return v;
+  }
+
   void Wrong(std::string message) { wrong_.push_back(std::move(message)); }
 
   Status Finish() const {
@@ -103,6 +122,14 @@ class Binder {
   std::vector<std::string> missing_;
   std::vector<std::string> wrong_;
 };
+
+const GgufTensorInfo* BindTokenEmbedding(Binder& b, const ModelConfig& c) {
+  const GgufTensorInfo* t = b.Find("token_embd.weight", {c.n_embd, c.n_vocab});
+  if (t != nullptr && !CanDequantize(t->type)) {
+    b.Wrong("token_embd.weight has unsupported type " + std::string(TensorTypeName(t->type)));
+  }
+  return t;
+}
 
 }  // namespace
 
@@ -139,13 +166,11 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
         "conversion); lockstep reads the merged blk.N.ffn_{gate,up,down}_exps.weight: convert "
         "the model again");
   }
+  if (c.architecture == "bert") return BindBert(file, c, pack_threads);
   Binder b(file);
   ModelWeights w;
   const int64_t d = c.n_embd;
-  w.token_embd = b.Find("token_embd.weight", {d, c.n_vocab});
-  if (w.token_embd != nullptr && !CanDequantize(w.token_embd->type)) {
-    b.Wrong("token_embd.weight has unsupported type " + std::string(TensorTypeName(w.token_embd->type)));
-  }
+  w.token_embd = BindTokenEmbedding(b, c);
   w.output_norm = b.Vector("output_norm.weight", d);
   if (file.FindTensor("output.weight") != nullptr) {
     w.output = b.Matrix("output.weight", c.n_vocab, d);
@@ -196,6 +221,45 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     }
     if (c.n_expert == 0) lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
     if (c.post_norms) lw.post_ffn_norm = b.Vector(p + "post_ffw_norm.weight", d);
+  }
+  LOCKSTEP_RETURN_IF_ERROR(b.Finish());
+  if (pack_threads >= 0) w.PackMatrices(pack_threads);
+  return w;
+}
+
+// llama.cpp's tensor names for bert (its llama-arch.cpp): token_embd, token_types, position_embd,
+// token_embd_norm; per layer attn_{q,k,v,output} (+ .bias), attn_output_norm, ffn_up, ffn_down (+ .bias),
+// layer_output_norm (LayerNorms: weight and bias).
+Result<ModelWeights> ModelWeights::BindBert(const GgufFile& file, const ModelConfig& c, int pack_threads) {
+  Binder b(file);
+  ModelWeights w;
+  const int64_t d = c.n_embd;
+  w.token_embd = BindTokenEmbedding(b, c);
+  w.position_embd = b.Table("position_embd.weight", d, c.n_ctx_train);
+  w.token_type0 = b.Table("token_types.weight", d, -1);
+  w.token_type0.resize(w.token_type0.empty() ? 0 : size_t(d));
+  w.embd_norm = b.Vector("token_embd_norm.weight", d);
+  w.embd_norm_b = b.Vector("token_embd_norm.bias", d);
+  w.layers.resize(c.n_layer);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& lw = w.layers[l];
+    lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
+    lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
+    lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
+    lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
+    lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
+    lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
+    lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
+    lw.bo = b.Vector(p + "attn_output.bias", d);
+    lw.post_attn_norm = b.Vector(p + "attn_output_norm.weight", d);
+    lw.post_attn_norm_b = b.Vector(p + "attn_output_norm.bias", d);
+    lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
+    lw.b_up = b.Vector(p + "ffn_up.bias", c.n_ff);
+    lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
+    lw.b_down = b.Vector(p + "ffn_down.bias", d);
+    lw.post_ffn_norm = b.Vector(p + "layer_output_norm.weight", d);
+    lw.post_ffn_norm_b = b.Vector(p + "layer_output_norm.bias", d);
   }
   LOCKSTEP_RETURN_IF_ERROR(b.Finish());
   if (pack_threads >= 0) w.PackMatrices(pack_threads);

@@ -34,6 +34,11 @@ struct LayerWeights {
   WeightMatrix w_up;                  // [n_ff][n_embd]
   WeightMatrix w_down;                // [n_embd][n_ff]
   std::vector<float> post_ffn_norm;   // post_norms only: [n_embd]
+  // bert only (model/bert_encoder.h): post_attn_norm / post_ffn_norm are attn_output_norm /
+  // layer_output_norm, LayerNorms with these biases; bo, b_up, b_down the biases of wo, w_up, w_down (w_gate
+  // is empty).
+  std::vector<float> post_attn_norm_b, post_ffn_norm_b;  // [n_embd]
+  std::vector<float> bo, b_up, b_down;                   // [n_embd], [n_ff], [n_embd]
   // Mixture of experts only (ModelConfig::n_expert > 0; then w_gate, w_up and w_down are empty): the router
   // and each expert's matrices, views of expert e's slice of the 3-D tensors ffn_{gate,up,down}_exps
   // (GGUF dims [n_embd, n_ff_expert, n_expert] and [n_ff_expert, n_embd, n_expert]).
@@ -48,6 +53,9 @@ struct ModelWeights {
   std::vector<float> output_norm;              // [n_embd]
   WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
   bool tied_output = false;
+  // bert only (no output norm, no output matrix): position_embd [n_ctx_train][n_embd], row 0 of token_types
+  // [n_embd] (every token is of type 0, "sentence A", as llama.cpp runs it), token_embd_norm weight and bias.
+  std::vector<float> position_embd, token_type0, embd_norm, embd_norm_b;
   std::vector<LayerWeights> layers;
   std::vector<PackedWeightsPtr> packed;  // owns what the matrices' `packed` fields point at
 
@@ -57,6 +65,7 @@ struct ModelWeights {
 
  private:
   void PackMatrices(int threads);
+  static Result<ModelWeights> BindBert(const GgufFile& file, const ModelConfig& config, int pack_threads);
 };
 
 }  // namespace lockstep

@@ -27,4 +27,13 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+void LayerNorm(const float* x, const float* w, const float* b, int64_t n, float eps, float* out) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i]);
+  const float mean = static_cast<float>(sum / double(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] - mean;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(SumOfSquares(out, n) / double(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = out[i] * scale * w[i] + b[i];
+}
+
 }  // namespace lockstep

@@ -179,6 +179,15 @@ TEST(PeerGolden, EveryArchitectureIsChecked) {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     covered.insert(s->architecture);
   }
+  // Encoders give no logits: their goldens are vectors (peer_embeddings_golden_test.cc).
+  std::error_code ec;
+  const std::string embeddings = std::string(LOCKSTEP_SOURCE_DIR) + "/tests/model/testdata/peer_embeddings";
+  for (const auto& entry : std::filesystem::directory_iterator(embeddings, ec)) {
+    std::ifstream in(entry.path());
+    auto s = FindModelShape(nlohmann::json::parse(in).at("shape").get<std::string>());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    covered.insert(s->architecture);
+  }
   for (const std::string& arch : SupportedArchitectures()) EXPECT_TRUE(covered.count(arch)) << arch;
 }
 

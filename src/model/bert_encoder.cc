@@ -1,0 +1,203 @@
+#include "model/bert_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "tensor/activations.h"
+#include "tensor/dequantize.h"
+#include "tensor/float16.h"
+#include "tensor/matmul.h"
+#include "tensor/norms.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep {
+namespace {
+
+// GELU's tanh form in f32, as llama.cpp's CPU backend tabulates it.
+float GeluTanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+void AddBias(float* x, int64_t rows, const std::vector<float>& bias) {
+  const int64_t n = int64_t(bias.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) x[r * n + i] += bias[size_t(i)];
+  }
+}
+
+// x[r] <- LayerNorm(x[r] + y[r]) for every row, in parallel.
+void AddAndNorm(float* x, const float* y, int64_t rows, int64_t d, const std::vector<float>& w,
+                const std::vector<float>& b, float eps, ThreadPool& pool) {
+  pool.Run(rows, [&](int64_t r, int) {
+    float* xr = x + r * d;
+    for (int64_t i = 0; i < d; ++i) xr[i] = y[r * d + i] + xr[i];
+    LayerNorm(xr, w.data(), b.data(), d, eps, xr);
+  });
+}
+
+}  // namespace
+
+BertEncoder::BertEncoder(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights,
+                         const Kernels& kernels)
+    : Model(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), kernels_(kernels) {
+  gelu_f16_.resize(size_t{1} << 16);
+  for (size_t h = 0; h < gelu_f16_.size(); ++h) {
+    gelu_f16_[h] = F16ToF32(F32ToF16(GeluTanh(F16ToF32(uint16_t(h)))));
+  }
+}
+
+Status BertEncoder::Plan(const Batch& batch, const ForwardOutputs& outputs) {
+  if (batch.LogitRows() > 0) {
+    return InvalidArgument("bert is an encoder: it gives embeddings, not logits (no row may want logits)");
+  }
+  const size_t embedding_floats = size_t(batch.EmbeddingRows()) * size_t(config_.n_embd);
+  if (outputs.embeddings.size() < embedding_floats) {
+    return InvalidArgument("embeddings buffer holds " + std::to_string(outputs.embeddings.size()) +
+                           " floats, the batch needs " + std::to_string(embedding_floats));
+  }
+  sequences_.assign(batch.sequences.size(), {});
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const BatchRow& row = batch.rows[i];
+    const std::string where = "batch row " + std::to_string(i) + ": ";
+    if (row.token < 0 || row.token >= config_.n_vocab) {
+      return InvalidArgument(where + "token " + std::to_string(row.token) +
+                             " is outside the vocabulary (0.." + std::to_string(config_.n_vocab - 1) + ")");
+    }
+    if (row.sequence < 0 || size_t(row.sequence) >= batch.sequences.size()) {
+      return InvalidArgument(where + "sequence " + std::to_string(row.sequence) + " is not in the batch");
+    }
+    if (row.position < 0 || row.position >= config_.n_ctx_train) {
+      return OutOfRange(where + "position " + std::to_string(row.position) +
+                        " is beyond the model's position embeddings (n_ctx_train " +
+                        std::to_string(config_.n_ctx_train) + ")");
+    }
+    std::vector<int64_t>& rows = sequences_[size_t(row.sequence)];
+    if (row.position != int64_t(rows.size())) {
+      return InvalidArgument(where + "sequence " + std::to_string(row.sequence) + " has position " +
+                             std::to_string(row.position) + " where " + std::to_string(rows.size()) +
+                             " was due: a bidirectional model (bert) needs every sequence whole, positions "
+                             "0..n-1, in one forward pass");
+    }
+    rows.push_back(int64_t(i));
+  }
+  rows_ = int64_t(batch.rows.size());
+  const size_t d = size_t(config_.n_embd);
+  for (std::vector<float>* v : {&x_, &q_, &att_, &proj_}) v->resize(size_t(rows_) * d);
+  k_.resize(size_t(rows_) * size_t(config_.kv_dim()));
+  v_.resize(size_t(rows_) * size_t(config_.kv_dim()));
+  up_.resize(size_t(rows_) * size_t(config_.n_ff));
+  return Status::Ok();
+}
+
+void BertEncoder::Embed(const Batch& batch, ThreadPool& pool) {
+  const GgufTensorInfo& embd = *weights_.token_embd;
+  const int64_t d = config_.n_embd;
+  const size_t row_bytes = RowBytes(embd.type, d);
+  pool.Run(rows_, [&](int64_t r, int) {
+    const BatchRow& row = batch.rows[size_t(r)];
+    float* x = x_.data() + r * d;
+    DequantizeRow(embd.type, embd.data + size_t(row.token) * row_bytes, x, d);
+    const float* pos = weights_.position_embd.data() + int64_t(row.position) * d;
+    for (int64_t i = 0; i < d; ++i) x[i] = (x[i] + weights_.token_type0[size_t(i)]) + pos[i];
+    LayerNorm(x, weights_.embd_norm.data(), weights_.embd_norm_b.data(), d, config_.rms_eps, x);
+  });
+}
+
+// Per (sequence, head) task: the head's keys of the sequence transposed ([head_dim][n], per-worker scratch),
+// then for each query row its scores over all n keys (each a sum over dims in index order), softmax (the
+// polynomial exp of tensor/activations.h), and the weighted sum of values (in key order).
+void BertEncoder::Attention(int64_t layer, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[size_t(layer)];
+  const int64_t d = c.n_embd, hd = c.head_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
+  float* const outs[] = {q_.data(), k_.data(), v_.data()};
+  MatMulShared(kernels_.matmul, qkv, x_.data(), rows_, outs, pool);
+  AddBias(q_.data(), rows_, w.bq);
+  AddBias(k_.data(), rows_, w.bk);
+  AddBias(v_.data(), rows_, w.bv);
+  const int64_t heads = c.n_head, group = c.n_head / c.n_head_kv;
+  const int64_t n_seq = int64_t(sequences_.size());
+  pool.Run(n_seq * heads, [&](int64_t task, int worker) {
+    const std::vector<int64_t>& rows = sequences_[size_t(task / heads)];
+    const int64_t head = task % heads, kv_head = head / group;
+    const int64_t n = int64_t(rows.size());
+    if (n == 0) return;
+    float* keys = reinterpret_cast<float*>(pool.WorkerScratch(worker, size_t(hd * n + n) * sizeof(float)));
+    float* scores = keys + hd * n;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* k = k_.data() + rows[size_t(j)] * kv_dim + kv_head * hd;
+      for (int64_t e = 0; e < hd; ++e) keys[e * n + j] = k[e];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const float* q = q_.data() + rows[size_t(i)] * q_dim + head * hd;
+      std::fill(scores, scores + n, 0.0f);
+      for (int64_t e = 0; e < hd; ++e) {
+        const float qe = q[e];
+        const float* ke = keys + e * n;
+        for (int64_t j = 0; j < n; ++j) scores[j] += qe * ke[j];
+      }
+      float max = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        scores[j] *= c.attention_scale;
+        max = std::max(max, scores[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        scores[j] = ExpPolynomial(scores[j] - max);
+        sum += scores[j];
+      }
+      const float inv = float(1.0 / sum);
+      float* out = att_.data() + rows[size_t(i)] * q_dim + head * hd;
+      std::fill(out, out + hd, 0.0f);
+      for (int64_t j = 0; j < n; ++j) {
+        const float p = scores[j] * inv;
+        const float* v = v_.data() + rows[size_t(j)] * kv_dim + kv_head * hd;
+        for (int64_t e = 0; e < hd; ++e) out[e] += p * v[e];
+      }
+    }
+  });
+  MatMul(kernels_.matmul, w.wo, att_.data(), rows_, proj_.data(), pool);
+  AddBias(proj_.data(), rows_, w.bo);
+  AddAndNorm(x_.data(), proj_.data(), rows_, d, w.post_attn_norm, w.post_attn_norm_b, c.rms_eps, pool);
+}
+
+void BertEncoder::FeedForward(int64_t layer, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[size_t(layer)];
+  const int64_t ff = c.n_ff;
+  MatMul(kernels_.matmul, w.w_up, x_.data(), rows_, up_.data(), pool);
+  pool.Run(rows_, [&](int64_t r, int) {
+    float* u = up_.data() + r * ff;
+    for (int64_t i = 0; i < ff; ++i) {
+      const float x = u[i] + w.b_up[size_t(i)];
+      u[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_f16_[F32ToF16(x)];
+    }
+  });
+  MatMul(kernels_.matmul, w.w_down, up_.data(), rows_, proj_.data(), pool);
+  AddBias(proj_.data(), rows_, w.b_down);
+  AddAndNorm(x_.data(), proj_.data(), rows_, c.n_embd, w.post_ffn_norm, w.post_ffn_norm_b, c.rms_eps, pool);
+}
+
+Status BertEncoder::Forward(const Batch& batch, const KvLayout& /*kv*/, const ForwardOutputs& outputs,
+                            ThreadPool& pool) {
+  LOCKSTEP_RETURN_IF_ERROR(Plan(batch, outputs));
+  if (rows_ == 0) return Status::Ok();
+  Embed(batch, pool);
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    Attention(l, pool);
+    FeedForward(l, pool);
+  }
+  const int64_t d = config_.n_embd;
+  int64_t out = 0;
+  for (int64_t r = 0; r < rows_; ++r) {
+    if (!batch.rows[size_t(r)].wants_embedding) continue;
+    std::copy(x_.data() + r * d, x_.data() + (r + 1) * d, outputs.embeddings.data() + out * d);
+    ++out;
+  }
+  return Status::Ok();
+}
+
+}  // namespace lockstep

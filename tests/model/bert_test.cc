@@ -1,0 +1,231 @@
+// The bert encoder (model/bert_encoder.h) on tiny-bert (bge's kind, with the bge WordPiece vocabulary):
+// every row's final hidden state matches a naive double-precision reference of llama.cpp's bert graph
+// written here; a sequence's rows are bit-identical alone or beside others (interleaved); batches that break
+// the whole-sequence contract, or want logits, are refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/bert_encoder.h"
+#include "model/local_kv.h"
+#include "tensor/dequantize.h"
+#include "tensor/float16.h"
+#include "test_models.h"
+#include "testing/testdata.h"
+
+namespace lockstep {
+namespace {
+
+using Rows = std::vector<std::vector<double>>;
+
+std::string TinyBertPath() {
+  static const std::string path = [] {
+    MakeModelOptions o;
+    o.shape = *FindModelShape("tiny-bert");
+    o.vocab_from = testing::TestDataPath("vocab/ggml-vocab-bert-bge.gguf");
+    const std::string p = testing::ScratchDir("tiny-bert") + "/tiny-bert.gguf";
+    const Status s = WriteRandomModel(o, p);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return p;
+  }();
+  return path;
+}
+
+std::vector<double> Tensor(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return {};
+  int64_t n = 1;
+  for (int64_t d : t->dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  DequantizeRow(t->type, t->data, v.data(), n);
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// x[i] <- LayerNorm(x)[i] * w[i] + b[i].
+void RefLayerNorm(std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b,
+                  double eps) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= double(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= double(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (x[i] - mean) / std::sqrt(var + eps) * w[i] + b[i];
+}
+
+// y = W x + b, W [out][in] row-major.
+std::vector<double> Affine(const std::vector<double>& w, const std::vector<double>& b,
+                           const std::vector<double>& x) {
+  std::vector<double> y(b);
+  const size_t in = x.size();
+  for (size_t o = 0; o < y.size(); ++o) {
+    for (size_t i = 0; i < in; ++i) y[o] += w[o * in + i] * x[i];
+  }
+  return y;
+}
+
+// llama.cpp's CPU GELU: the tanh form of the f16-rounded input, rounded to f16.
+double RefGelu(double x) {
+  if (x <= -10) return 0;
+  if (x >= 10) return x;
+  const double h = F16ToF32(F32ToF16(float(x)));
+  const double g = 0.5 * h * (1 + std::tanh(std::sqrt(2 / M_PI) * h * (1 + 0.044715 * h * h)));
+  return F16ToF32(F32ToF16(float(g)));
+}
+
+Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<int32_t>& tokens) {
+  const size_t d = size_t(c.n_embd), n = tokens.size(), hd = size_t(c.head_dim);
+  const std::vector<double> tok = Tensor(f, "token_embd.weight"), pos = Tensor(f, "position_embd.weight"),
+                            type = Tensor(f, "token_types.weight");
+  Rows x(n, std::vector<double>(d));
+  for (size_t p = 0; p < n; ++p) {
+    for (size_t i = 0; i < d; ++i) x[p][i] = tok[size_t(tokens[p]) * d + i] + type[i] + pos[p * d + i];
+    RefLayerNorm(x[p], Tensor(f, "token_embd_norm.weight"), Tensor(f, "token_embd_norm.bias"), c.rms_eps);
+  }
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    auto w = [&](const std::string& name) { return Tensor(f, "blk." + std::to_string(l) + "." + name); };
+    Rows q(n), k(n), v(n);
+    for (size_t p = 0; p < n; ++p) {
+      q[p] = Affine(w("attn_q.weight"), w("attn_q.bias"), x[p]);
+      k[p] = Affine(w("attn_k.weight"), w("attn_k.bias"), x[p]);
+      v[p] = Affine(w("attn_v.weight"), w("attn_v.bias"), x[p]);
+    }
+    Rows next(n);
+    for (size_t p = 0; p < n; ++p) {
+      std::vector<double> att(d, 0.0);
+      for (size_t h = 0; h < size_t(c.n_head); ++h) {
+        std::vector<double> s(n);
+        double max = -1e300, sum = 0;
+        for (size_t j = 0; j < n; ++j) {  // every position: no causal mask
+          s[j] = 0;
+          for (size_t e = 0; e < hd; ++e) s[j] += q[p][h * hd + e] * k[j][h * hd + e];
+          s[j] /= std::sqrt(double(hd));
+          max = std::max(max, s[j]);
+        }
+        for (double& e : s) sum += (e = std::exp(e - max));
+        for (size_t j = 0; j < n; ++j) {
+          for (size_t e = 0; e < hd; ++e) att[h * hd + e] += s[j] / sum * v[j][h * hd + e];
+        }
+      }
+      std::vector<double> o = Affine(w("attn_output.weight"), w("attn_output.bias"), att);
+      for (size_t i = 0; i < d; ++i) o[i] += x[p][i];
+      RefLayerNorm(o, w("attn_output_norm.weight"), w("attn_output_norm.bias"), c.rms_eps);
+      std::vector<double> up = Affine(w("ffn_up.weight"), w("ffn_up.bias"), o);
+      for (double& u : up) u = RefGelu(u);
+      std::vector<double> down = Affine(w("ffn_down.weight"), w("ffn_down.bias"), up);
+      for (size_t i = 0; i < d; ++i) down[i] += o[i];
+      RefLayerNorm(down, w("layer_output_norm.weight"), w("layer_output_norm.bias"), c.rms_eps);
+      next[p] = std::move(down);
+    }
+    x = std::move(next);
+  }
+  return x;
+}
+
+// Runs the sequences in one batch, their rows interleaved (row i of every sequence, then row i + 1, ...);
+// returns every row's embedding, per sequence.
+std::vector<std::vector<std::vector<float>>> RunInterleaved(Model& model,
+                                                            const std::vector<std::vector<int32_t>>& seqs,
+                                                            Status* status = nullptr) {
+  ThreadPool pool(2);
+  const KvLayout layout = model.MakeKvLayout(KvDtype::kF32);
+  std::vector<std::unique_ptr<LocalKv>> kvs;
+  Batch batch;
+  size_t longest = 0;
+  for (const auto& s : seqs) {
+    kvs.push_back(std::make_unique<LocalKv>(layout, int64_t(s.size())));
+    batch.sequences.push_back(kvs.back()->view());
+    longest = std::max(longest, s.size());
+  }
+  std::vector<std::pair<size_t, size_t>> where;  // (sequence, position) of each row
+  for (size_t p = 0; p < longest; ++p) {
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      if (p >= seqs[s].size()) continue;
+      batch.rows.push_back(BatchRow{seqs[s][p], int32_t(p), int32_t(s), false, true});
+      where.emplace_back(s, p);
+    }
+  }
+  const size_t d = size_t(model.config().n_embd);
+  std::vector<float> out(batch.rows.size() * d);
+  const Status st = model.Forward(batch, layout, ForwardOutputs{{}, out}, pool);
+  if (status != nullptr) *status = st;
+  EXPECT_TRUE(status != nullptr || st.ok()) << st.ToString();
+  std::vector<std::vector<std::vector<float>>> result(seqs.size());
+  for (size_t s = 0; s < seqs.size(); ++s) result[s].resize(seqs[s].size());
+  for (size_t r = 0; r < where.size(); ++r) {
+    result[where[r].first][where[r].second].assign(out.begin() + r * d, out.begin() + (r + 1) * d);
+  }
+  return result;
+}
+
+class BertTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LOCKSTEP_REQUIRE_TESTDATA();
+    m_ = testing::LoadModelOrDie(TinyBertPath());
+  }
+  testing::LoadedModel m_;
+};
+
+TEST_F(BertTest, ConfigIsABidirectionalEncoderWithClsPooling) {
+  const ModelConfig& c = m_.model->config();
+  EXPECT_EQ(c.architecture, "bert");
+  EXPECT_FALSE(c.causal);
+  EXPECT_EQ(c.pooling, Pooling::kCls);
+  EXPECT_EQ(c.n_vocab, 30522);
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-12f);
+  EXPECT_NE(dynamic_cast<BertEncoder*>(m_.model.get()), nullptr);
+}
+
+TEST_F(BertTest, MatchesTheNaiveReference) {
+  const std::vector<int32_t> tokens = {101, 7592, 1010, 2088, 999, 2023, 2003, 1037, 3231, 102};
+  const Rows want = ReferenceBert(*m_.file, m_.model->config(), tokens);
+  const auto got = RunInterleaved(*m_.model, {tokens})[0];
+  double max_err = 0, max_ref = 0;
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    for (size_t i = 0; i < want[p].size(); ++i) {
+      max_err = std::max(max_err, std::abs(double(got[p][i]) - want[p][i]));
+      max_ref = std::max(max_ref, std::abs(want[p][i]));
+    }
+  }
+  EXPECT_GT(max_ref, 0.5);  // LayerNorm outputs: values of order 1
+  // f32 against double; a GELU input on the other side of an f16 rounding boundary costs ~1e-3 of it.
+  EXPECT_LT(max_err, 2e-3) << "max |diff| " << max_err;
+}
+
+TEST_F(BertTest, RowsAreTheSameAloneOrInterleavedWithOthers) {
+  const std::vector<int32_t> a = {101, 7592, 2088, 102}, b = {101, 2023, 2003, 1037, 3231, 1012, 102};
+  const auto alone_a = RunInterleaved(*m_.model, {a})[0];
+  const auto alone_b = RunInterleaved(*m_.model, {b})[0];
+  const auto both = RunInterleaved(*m_.model, {b, a, a});
+  EXPECT_EQ(both[0], alone_b);
+  EXPECT_EQ(both[1], alone_a);
+  EXPECT_EQ(both[2], alone_a);
+  // Bidirectional: a later token changes an earlier row.
+  const auto longer = RunInterleaved(*m_.model, {{101, 7592, 2088, 999, 102}})[0];
+  EXPECT_NE(longer[1], alone_a[1]);
+}
+
+TEST_F(BertTest, RefusesPartialSequencesAndLogits) {
+  ThreadPool pool(1);
+  const KvLayout layout = m_.model->MakeKvLayout(KvDtype::kF32);
+  LocalKv kv(layout, 16);
+  Batch batch;
+  batch.sequences.push_back(kv.view());
+  batch.rows.push_back(BatchRow{7592, 3, 0, false, true});  // starts at position 3
+  std::vector<float> out(size_t(m_.model->config().n_embd));
+  Status s = m_.model->Forward(batch, layout, ForwardOutputs{{}, out}, pool);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("whole"), std::string::npos) << s.ToString();
+  batch.rows[0] = BatchRow{7592, 0, 0, true, false};
+  std::vector<float> logits(size_t(m_.model->config().n_vocab));
+  s = m_.model->Forward(batch, layout, ForwardOutputs{logits, {}}, pool);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not logits"), std::string::npos) << s.ToString();
+  batch.rows[0] = BatchRow{7592, 512, 0, false, true};
+  s = m_.model->Forward(batch, layout, ForwardOutputs{{}, out}, pool);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
+}
+
+}  // namespace
+}  // namespace lockstep
