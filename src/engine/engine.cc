@@ -163,6 +163,22 @@ Status Engine::Validate(Request& request) const {
                            std::to_string(request.grammar->vocab().size()) + " tokens; the model has " +
                            std::to_string(n_vocab));
   }
+  if (!model_config().causal) {
+    if (request.embedding == Pooling::kNone) {
+      return InvalidArgument(
+          "this model (" + model_config().architecture +
+          ") is a bidirectional encoder: it computes embeddings only, no text or log-probs");
+    }
+    const int64_t limit = std::min<int64_t>(options_.max_batch_tokens, model_config().n_ctx_train);
+    if (prompt > limit) {
+      return OutOfRange("the input is " + std::to_string(prompt) + " tokens; a bidirectional model (" +
+                        model_config().architecture +
+                        ") computes an input whole in one forward pass, so it " + "takes at most " +
+                        std::to_string(limit) + " (the smaller of max_batch_tokens " +
+                        std::to_string(options_.max_batch_tokens) + " and the model's context " +
+                        std::to_string(model_config().n_ctx_train) + ")");
+    }
+  }
   if (request.embedding != Pooling::kNone) {
     if (request.max_tokens != 0) {
       return InvalidArgument("an embedding request generates nothing: max_tokens must be 0, got " +

@@ -22,6 +22,17 @@ Engine::Loop::Active::Active(PendingRequest p, const Tokenizer* tokenizer)
   if (r.grammar) constraint.emplace(r.grammar, /*allow_end=*/!r.ignore_eos, r.stop_token_ids);
 }
 
+SchedulerOptions Engine::Loop::SchedulerOptionsFor(const EngineOptions& options, const ModelConfig& config) {
+  SchedulerOptions s{options.max_seqs, options.max_batch_tokens, options.prefix_caching, 0,
+                     int32_t(config.WidestWindow())};
+  if (!config.causal) {  // a prompt in one chunk, all of its rows embedding rows (Engine::Validate's limit)
+    s.whole_prompts = true;
+    s.prefix_caching = false;
+    s.max_prompt_logit_rows = std::max(s.max_prompt_logit_rows, options.max_batch_tokens);
+  }
+  return s;
+}
+
 Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer,
                    const EngineOptions& options, std::unique_ptr<BlockPool> blocks,
                    std::shared_ptr<Inbox> inbox, EngineObserver* observer)
@@ -30,16 +41,14 @@ Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer
       options_(options),
       blocks_(std::move(blocks)),
       layout_(blocks_->layout()),
-      scheduler_(*blocks_,
-                 SchedulerOptions{options.max_seqs, options.max_batch_tokens, options.prefix_caching, 0,
-                                  int32_t(model_->config().WidestWindow())}),
+      scheduler_(*blocks_, SchedulerOptionsFor(options, model_->config())),
       inbox_(std::move(inbox)),
       observer_(observer),
       threads_(std::make_unique<ThreadPool>(options.threads)) {
   stats_.kv_blocks_total = blocks_->num_blocks();
   stats_.kv_blocks_free = blocks_->num_free();
   stats_.block_tokens = blocks_->block_tokens();
-  stats_.prefix_caching = options.prefix_caching;
+  stats_.prefix_caching = options.prefix_caching && model_->config().causal;
   stats_.kv_dtype = options.kv_dtype;
   if (tokenizer_ != nullptr) {
     for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
@@ -95,7 +104,10 @@ bool Engine::Loop::TakeInbox(bool wait) {
     auto active = std::make_unique<Active>(std::move(pending), tokenizer_.get());
     active->draft_length = options_.draft_tokens;
     const Request& request = active->pending.request;
-    const bool last_row = request.embedding == Pooling::kLast || request.embedding == Pooling::kRank;
+    // A bidirectional model computes every prompt row in one pass anyway: all of them are embedding rows
+    // (the pooling picks), so none reads the prefix cache.
+    const bool last_row = (request.embedding == Pooling::kLast || request.embedding == Pooling::kRank) &&
+                          model_->config().causal;
     const PromptRows rows = last_row                              ? PromptRows::kLastEmbedding
                             : request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
                             : request.prompt_logprobs >= 0        ? PromptRows::kLogits

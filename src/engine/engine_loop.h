@@ -73,6 +73,8 @@ class Engine::Loop {
   // Scores the prompt tokens of this step's prompt-logit rows (ScheduledChunk::prompt_logit_*), spread over
   // the thread pool, into each request's Active::prompt_logprobs.
   void ScorePromptRows(const StepPlan& plan, int64_t n_vocab);
+  // The scheduler's options for this engine and model (a bidirectional model: whole prompts, no cache).
+  static SchedulerOptions SchedulerOptionsFor(const EngineOptions& options, const ModelConfig& config);
   // Adds this step's embedding rows (ScheduledChunk::embedding_*) to each request's pooled vector.
   void PoolEmbeddingRows(const StepPlan& plan);
   // The event that ends an embedding request once every prompt position is pooled.

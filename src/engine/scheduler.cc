@@ -197,6 +197,7 @@ int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool fo
       kv_.capacity_tokens(seq.id) + pool_.num_free() * pool_.block_tokens() - seq.num_computed;
   const int32_t count = int32_t(std::min<int64_t>({end - seq.num_computed, budget, room}));
   if (count <= 0) return 0;
+  if (options_.whole_prompts && (seq.num_computed != 0 || count != int32_t(tokens.size()))) return 0;
   LOCKSTEP_CHECK(kv_.PrepareWrite(seq.id, seq.num_computed, seq.num_computed + count));
   AddChunk(seq, count, plan);
   return count;

@@ -70,6 +70,10 @@ struct SchedulerOptions {
   // Prompt-logit (or embedding) rows (Add's prompt_rows) one chunk may carry: bounds the step's logits
   // buffer (rows × n_vocab floats) however long the prompt.
   int32_t max_prompt_logit_rows = 256;
+  // A bidirectional model (ModelConfig::causal false): a prompt is planned whole in one chunk or not at all
+  // (it waits for a step with room), since each of its tokens depends on all the others. The caller keeps
+  // every prompt within max_batch_tokens and max_prompt_logit_rows, and turns prefix_caching off.
+  bool whole_prompts = false;
 };
 
 // Rows [start, start + count) of one request in this step's batch.

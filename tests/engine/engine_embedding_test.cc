@@ -13,15 +13,8 @@
 namespace lockstep {
 namespace {
 
+using testing::EmbedRequest;
 using testing::TestModel;
-
-Request EmbedRequest(std::vector<int32_t> prompt, Pooling pooling) {
-  Request r;
-  r.prompt_ids = std::move(prompt);
-  r.embedding = pooling;
-  r.max_tokens = 0;
-  return r;
-}
 
 std::vector<float> Embed(Engine& engine, const Request& request) {
   auto handle = engine.Submit(request);

@@ -38,6 +38,8 @@ TestModel MakeRandomTestModel(const std::string& shape, const std::string& type,
   EXPECT_TRUE(found.ok()) << found.status().ToString();
   if (!found.ok()) return {};
   options.shape = *found;
+  if (options.shape.architecture == "bert")
+    options.vocab_from = TestDataPath("vocab/ggml-vocab-bert-bge.gguf");
   auto parsed = ParseTensorType(type);
   EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
   if (!parsed.ok()) return {};
@@ -48,6 +50,14 @@ TestModel MakeRandomTestModel(const std::string& shape, const std::string& type,
   EXPECT_TRUE(written.ok()) << written.ToString();
   if (!written.ok()) return {};
   return LoadTestModel(path);
+}
+
+Request EmbedRequest(std::vector<int32_t> prompt, Pooling pooling) {
+  Request r;
+  r.prompt_ids = std::move(prompt);
+  r.embedding = pooling;
+  r.max_tokens = 0;
+  return r;
 }
 
 std::vector<TokenEvent> DrainEvents(RequestHandle& handle) {

@@ -24,7 +24,7 @@ struct TestModel {
 // Loads a GGUF model and its tokenizer; fails the test on error.
 TestModel LoadTestModel(const std::string& path);
 // Writes a random model of the named builder shape ("tiny", "tiny-qwen2") with weight type `type` ("f32",
-// "q8_0") into a temp dir and loads it.
+// "q8_0") into a temp dir and loads it (bert shapes: with the test data's bge WordPiece vocabulary).
 TestModel MakeRandomTestModel(const std::string& shape, const std::string& type, uint64_t seed = 7);
 
 // A fixture with a random "tiny" f32 model (MakeRandomTestModel) and its vocabulary size.
@@ -53,6 +53,8 @@ struct Collected {
 Collected Collect(RequestHandle& handle);
 // Every event of a handle, to the end.
 std::vector<TokenEvent> DrainEvents(RequestHandle& handle);
+// An embedding request (max_tokens 0) of `prompt`, pooled so.
+Request EmbedRequest(std::vector<int32_t> prompt, Pooling pooling);
 
 // An engine over `m` with 2 threads and at most 8 sequences; fails the test (and returns null) on error.
 std::unique_ptr<Engine> MakeTestEngine(const TestModel& m, int max_batch_tokens, bool prefix_caching = true,

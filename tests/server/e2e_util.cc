@@ -10,10 +10,10 @@
 
 namespace lockstep::server::testing {
 namespace {
-std::string MakeModel(const std::string& shape) {
+std::string MakeModel(const std::string& shape, const std::string& flags = "") {
   const std::string path = ::lockstep::testing::MakeTempDir("lockstep-server-model") + "/" + shape + ".gguf";
-  const std::string cmd = ::lockstep::testing::LockstepBinary() + " make-model --shape " + shape + " -o " +
-                          path + " > /dev/null 2>&1";
+  const std::string cmd = ::lockstep::testing::LockstepBinary() + " make-model --shape " + shape + flags +
+                          " -o " + path + " > /dev/null 2>&1";
   EXPECT_EQ(::lockstep::testing::RunCommand(cmd), 0) << cmd;
   return path;
 }
@@ -26,6 +26,12 @@ const std::string& TinyModel() {
 
 const std::string& RerankModel() {
   static const std::string path = MakeModel("tiny-qwen3-reranker");
+  return path;
+}
+
+const std::string& BertModel() {
+  static const std::string path = MakeModel(
+      "tiny-bert", " --vocab-from " + ::lockstep::testing::TestDataPath("vocab/ggml-vocab-bert-bge.gguf"));
   return path;
 }
 

@@ -16,6 +16,8 @@ namespace lockstep::server::testing {
 const std::string& TinyModel();
 // `make-model --shape tiny-qwen3-reranker` (a yes/no classifier head and a rerank template).
 const std::string& RerankModel();
+// tiny-bert with the test data's bge vocabulary (a bidirectional embedding model).
+const std::string& BertModel();
 // `make-model --shape stories15m` (slower per token, so requests stay in flight for a while).
 const std::string& SlowModel();
 
