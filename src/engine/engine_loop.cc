@@ -303,7 +303,9 @@ void Engine::Loop::PoolEmbeddingRows(const StepPlan& plan) {
     const Pooling pooling = active.pending.request.embedding;
     const int32_t last = int32_t(active.pending.request.prompt_ids.size()) - 1;
     // Each position once, in order (last-token pooling, rank: the last position alone).
-    const bool last_only = pooling == Pooling::kLast || pooling == Pooling::kRank;
+    // Rank pools the last row, but on a bidirectional model the first ([CLS]: llama.cpp's bert rank pooling).
+    const bool first = pooling == Pooling::kCls || (pooling == Pooling::kRank && !model_->config().causal);
+    const bool last_only = !first && (pooling == Pooling::kLast || pooling == Pooling::kRank);
     LOCKSTEP_CHECK(active.embedded_end == chunk.embedding_position ||
                    (last_only && chunk.embedding_position == last));
     active.embedding.resize(size_t(d));
@@ -312,7 +314,7 @@ void Engine::Loop::PoolEmbeddingRows(const StepPlan& plan) {
       const float* row = embeddings_.data() + size_t(chunk.embedding_row + i) * size_t(d);
       if (pooling == Pooling::kMean) {
         for (int64_t k = 0; k < d; ++k) active.embedding[size_t(k)] += row[k];
-      } else if ((pooling == Pooling::kCls && position == 0) || (last_only && position == last)) {
+      } else if ((first && position == 0) || (last_only && position == last)) {
         std::copy(row, row + d, active.embedding.begin());
       }
     }
@@ -324,7 +326,7 @@ TokenEvent Engine::Loop::EmbeddingEvent(Active& active) const {
   TokenEvent event;
   event.finish_reason = FinishReason::kLength;
   const Request& request = active.pending.request;
-  if (request.embedding == Pooling::kRank) {         // the classifier's logits of the last final hidden state
+  if (request.embedding == Pooling::kRank) {  // the classifier's logits of the pooled final hidden state
     const Classifier& head = *model_->classifier();  // Engine::Submit checked it is there
     const std::vector<float> hidden(active.embedding.begin(), active.embedding.end());
     event.embedding.resize(size_t(head.n_cls));

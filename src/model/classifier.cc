@@ -30,11 +30,6 @@ Result<Classifier> Classifier::FromGguf(const GgufFile& file, const ModelConfig&
   Classifier c;
   const GgufTensorInfo* w = file.FindTensor("cls.output.weight");
   if (w == nullptr) return c;
-  if (file.FindTensor("cls.weight") != nullptr) {
-    return Unimplemented(file.path() +
-                         ": cls.weight (a dense classifier layer before cls.output, BERT's) is not "
-                         "supported; only a single cls.output head is");
-  }
   if (w->dims.size() != 2 || w->dims[0] != config.n_embd || w->dims[1] < 1 || w->dims[1] > kMaxClasses) {
     std::string dims;
     for (int64_t d : w->dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
@@ -53,6 +48,19 @@ Result<Classifier> Classifier::FromGguf(const GgufFile& file, const ModelConfig&
     }
     LOCKSTEP_RETURN_IF_ERROR(
         DequantizeRows(b->type, b->data, 1, c.n_cls, c.bias, file.path() + ": cls.output.bias"));
+  }
+  if (const GgufTensorInfo* dense = file.FindTensor("cls.weight")) {
+    const GgufTensorInfo* dense_bias = file.FindTensor("cls.bias");
+    const std::vector<int64_t> square = {c.n_embd, c.n_embd}, row = {c.n_embd};
+    if (dense->dims != square || dense_bias == nullptr || dense_bias->dims != row) {
+      return InvalidArgument(file.path() + ": cls.weight must be [" + std::to_string(c.n_embd) + ", " +
+                             std::to_string(c.n_embd) + "] with a cls.bias of " + std::to_string(c.n_embd) +
+                             " values (BERT's dense layer before cls.output)");
+    }
+    LOCKSTEP_RETURN_IF_ERROR(
+        DequantizeRows(dense->type, dense->data, c.n_embd, c.n_embd, c.dense, file.path() + ": cls.weight"));
+    LOCKSTEP_RETURN_IF_ERROR(DequantizeRows(dense_bias->type, dense_bias->data, 1, c.n_embd, c.dense_bias,
+                                            file.path() + ": cls.bias"));
   }
   auto labels = file.GetStringArray("classifier.output_labels");
   if (labels.ok()) c.labels = std::move(labels).value();
@@ -89,6 +97,17 @@ Result<Classifier> Classifier::FromOutputRows(const WeightMatrix& output, std::s
 }
 
 void Classifier::Apply(std::span<const float> hidden, std::span<float> out) const {
+  std::vector<float> dense_out;
+  if (!dense.empty()) {
+    dense_out.resize(size_t(n_embd));
+    for (int64_t r = 0; r < n_embd; ++r) {
+      double sum = double(dense_bias[size_t(r)]);
+      for (int64_t k = 0; k < n_embd; ++k)
+        sum += double(dense[size_t(r * n_embd + k)]) * double(hidden[size_t(k)]);
+      dense_out[size_t(r)] = std::tanh(float(sum));
+    }
+    hidden = dense_out;
+  }
   for (int64_t c = 0; c < n_cls; ++c) {
     const float* w = weight.data() + c * n_embd;
     double sum = bias.empty() ? 0.0 : double(bias[size_t(c)]);

@@ -209,6 +209,12 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
     f32(p + "ffn_down.bias", {d}, Fill::kNormal);
     layer_norm(p + "layer_output_norm");
   }
+  if (s.n_cls_out > 0) {  // BERT's head: a dense layer (tanh) before cls.output
+    f32("cls.weight", {d, d}, Fill::kNormal);
+    f32("cls.bias", {d}, Fill::kNormal);
+    t.push_back({"cls.output.weight", TensorType::kF32, {d, s.n_cls_out}, Fill::kNormal, {}, 0.2f});
+    f32("cls.output.bias", {s.n_cls_out}, Fill::kNormal);
+  }
   return t;
 }
 

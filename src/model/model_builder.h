@@ -80,8 +80,9 @@ struct ModelShape {
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral: real head counts, GQA ratios and window patterns,
 // tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and
 // a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
-// small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the expert
-// products), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
+// tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter
+// of its width, 64 experts: for benchmarks of the expert products), and real ones: stories15m, smollm2-135m,
+// qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

@@ -125,6 +125,14 @@ constexpr ShapeEntry kShapes[] = {
        s.n_ctx = 512;
        s.rms_eps = 1e-12f;
      }},
+    {"tiny-bert-reranker",
+     [](ModelShape& s) {
+       // tiny-bert as llama.cpp converts a BERT cross-encoder (ms-marco-MiniLM): cls (dense, tanh) and a
+       // one-logit cls.output, rank pooling.
+       s = *FindModelShape("tiny-bert");
+       s.name = "tiny-bert-reranker";
+       s.n_cls_out = 1;
+     }},
     {"tiny-gemma2",
      [](ModelShape& s) {
        // Gemma 2 2B: 26 layers (llama.cpp tells the model size by them), 8 heads, 4 KV heads, windows on the

@@ -119,7 +119,7 @@ Parsed<std::vector<int32_t>> RerankPrompt(const ApiContext& ctx, const std::stri
     if (tok.bos_id() >= 0) ids.push_back(tok.bos_id());
     ids.insert(ids.end(), q->begin(), q->end());
     if (eos >= 0) ids.push_back(eos);
-    if (ctx.sep_id >= 0) ids.push_back(ctx.sep_id);
+    if (ctx.sep_id >= 0 && ctx.sep_id != eos) ids.push_back(ctx.sep_id);  // BERT: [CLS] q [SEP] d [SEP]
     ids.insert(ids.end(), d->begin(), d->end());
     if (eos >= 0) ids.push_back(eos);
   }

@@ -82,6 +82,28 @@ TEST_F(EngineBertTest, PooledVectorsAreThePromptsOwnRowsWhateverRunsBeside) {
   testing::ExpectAllBlocksFree(*engine);
 }
 
+// A BERT cross-encoder's rank request scores the [CLS] row (llama.cpp's rank pooling for bert), not the last.
+TEST(EngineBertRerankTest, RankAppliesTheHeadToTheClsRow) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  const testing::TestModel m = testing::MakeRandomTestModel("tiny-bert-reranker", "f32");
+  ASSERT_NE(m.model, nullptr);
+  const Classifier* head = m.model->classifier();
+  ASSERT_NE(head, nullptr);
+  const std::vector<int32_t> prompt = {101, 7592, 102, 2088, 999, 102};
+  const auto rows = BertRows(*m.model, prompt);
+  float want = 0, last = 0;
+  head->Apply(rows.front(), std::span<float>(&want, 1));
+  head->Apply(rows.back(), std::span<float>(&last, 1));
+  ASSERT_NE(want, last);
+  auto engine = testing::MakeTestEngine(m, 16, true);
+  ASSERT_NE(engine, nullptr);
+  auto h = engine->Submit(testing::EmbedRequest(prompt, Pooling::kRank));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  const std::vector<TokenEvent> events = testing::DrainEvents(**h);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].embedding, std::vector<float>({want}));
+}
+
 TEST_F(EngineBertTest, RefusesGenerationAndInputsLongerThanOnePass) {
   auto engine = testing::MakeTestEngine(m_, 16, true);
   ASSERT_NE(engine, nullptr);

@@ -1,6 +1,7 @@
 // The classifier head (model/classifier.h): a reranker file's cls.output.weight is loaded as it is stored and
 // applied as a plain dot product with each row; a token head holds the output matrix's rows of its tokens;
-// a wrong shape, a dense cls.weight before it, or a missing head are told apart.
+// a wrong shape or a missing head are told apart; BERT's head (tiny-bert-reranker) applies its dense cls
+// layer and tanh before cls.output.
 #include "model/classifier.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "model/test_models.h"
 #include "tensor/dequantize.h"
+#include "testing/testdata.h"
 
 namespace lockstep::testing {
 namespace {
@@ -67,6 +69,43 @@ TEST(Classifier, TokenHeadIsTheOutputRows) {
     const std::vector<float> row(output.begin() + tokens[c] * d, output.begin() + (tokens[c] + 1) * d);
     EXPECT_EQ(std::vector<float>(head->weight.begin() + c * d, head->weight.begin() + (c + 1) * d), row) << c;
   }
+}
+
+TEST(Classifier, BertHeadIsDenseTanhThenOutput) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  MakeModelOptions o;
+  o.shape = *FindModelShape("tiny-bert-reranker");
+  o.vocab_from = TestDataPath("vocab/ggml-vocab-bert-bge.gguf");
+  const std::string path = ScratchDir("bert-reranker") + "/tiny-bert-reranker.gguf";
+  ASSERT_TRUE(WriteRandomModel(o, path).ok());
+  LoadedModel m = LoadModelOrDie(path);
+  EXPECT_EQ(m.model->config().pooling, Pooling::kRank);
+  const Classifier* head = m.model->classifier();
+  ASSERT_NE(head, nullptr);
+  const int64_t d = m.model->config().n_embd;
+  ASSERT_EQ(head->n_cls, 1);
+  const std::vector<float> dense = StoredRows(*m.file->FindTensor("cls.weight"), d, d);
+  const std::vector<float> dense_b = StoredRows(*m.file->FindTensor("cls.bias"), 1, d);
+  const std::vector<float> out_w = StoredRows(*m.file->FindTensor("cls.output.weight"), 1, d);
+  const std::vector<float> out_b = StoredRows(*m.file->FindTensor("cls.output.bias"), 1, 1);
+  const std::vector<float> hidden = RandomHidden(d, 5);
+  double want = out_b[0];
+  for (int64_t r = 0; r < d; ++r) {
+    double z = dense_b[size_t(r)];
+    for (int64_t k = 0; k < d; ++k) z += double(dense[size_t(r * d + k)]) * hidden[size_t(k)];
+    want += double(out_w[size_t(r)]) * std::tanh(z);
+  }
+  float got = 0;
+  head->Apply(hidden, std::span<float>(&got, 1));
+  EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::abs(want)));
+  // A dense layer without its bias is refused naming both.
+  FileEdit no_bias;
+  no_bias.drop_tensors = {"cls.bias"};
+  auto file = EditedFile(path, no_bias);
+  ASSERT_TRUE(file.ok());
+  auto r = Model::Load(*file, {.pack_weights = false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cls.bias"), std::string::npos) << r.status().message();
 }
 
 TEST(Classifier, BadHeadsAreRefusedNamingTheTensor) {

@@ -1,9 +1,10 @@
 // A bert embedding model (tiny-bert, WordPiece) served end to end: /v1/embeddings gives unit CLS vectors
 // that do not depend on the batch; tokenization adds [CLS] and [SEP]; text generation and inputs longer
-// than one forward pass are refused with a 400 that says why.
+// than one forward pass are refused with a 400 that says why; a BERT cross-encoder ranks through /v1/rerank.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "e2e_util.h"
 
@@ -58,6 +59,28 @@ TEST_F(BertEmbeddingsRoutesTest, RefusesGenerationAndTooLongInputs) {
   const auto too_long = Post(port(), "/v1/embeddings", {{"input", text}});
   EXPECT_EQ(too_long.status, 400) << too_long.body;
   EXPECT_NE(too_long.body.find("one forward pass"), std::string::npos) << too_long.body;
+}
+
+class BertRerankRoutesTest : public SharedServerTest<BertRerankRoutesTest> {
+ public:
+  static std::string Model() { return BertRerankModel(); }
+};
+
+// A BERT cross-encoder ranks [CLS] query [SEP] document [SEP] (5 tokens for one-word texts).
+TEST_F(BertRerankRoutesTest, RanksClsQuerySepDocumentSep) {
+  const auto r = Post(port(), "/v1/rerank", {{"query", "hello"}, {"documents", {"world", "test", "paris"}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const nlohmann::json j = r.Json();
+  ASSERT_EQ(j["results"].size(), 3u) << j;
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 15) << j;
+  std::set<double> scores;
+  for (const auto& item : j["results"]) {
+    const double score = item["relevance_score"].get<double>();
+    EXPECT_GT(score, 0.0);
+    EXPECT_LT(score, 1.0);
+    scores.insert(score);
+  }
+  EXPECT_EQ(scores.size(), 3u) << j;  // the documents are told apart
 }
 
 }  // namespace

@@ -35,6 +35,13 @@ const std::string& BertModel() {
   return path;
 }
 
+const std::string& BertRerankModel() {
+  static const std::string path =
+      MakeModel("tiny-bert-reranker",
+                " --vocab-from " + ::lockstep::testing::TestDataPath("vocab/ggml-vocab-bert-bge.gguf"));
+  return path;
+}
+
 const std::string& SlowModel() {
   static const std::string path = MakeModel("stories15m");
   return path;

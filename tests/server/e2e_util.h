@@ -18,6 +18,8 @@ const std::string& TinyModel();
 const std::string& RerankModel();
 // tiny-bert with the test data's bge vocabulary (a bidirectional embedding model).
 const std::string& BertModel();
+// tiny-bert-reranker likewise (BERT's cls + cls.output head, rank pooling).
+const std::string& BertRerankModel();
 // `make-model --shape stories15m` (slower per token, so requests stay in flight for a while).
 const std::string& SlowModel();
 
