@@ -204,6 +204,10 @@ void RegisterServeCommand(CLI::App& app) {
                   "How /v1/embeddings and /embed pool a prompt's final hidden states: mean, cls (the first "
                   "token's) or last (default: the model file's pooling_type, else last)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
+  // llama-server's --embedding: lockstep serves /v1/embeddings with every model, so the flag changes nothing;
+  // accepted so that llama-server command lines run as they are.
+  cmd->add_flag("--embedding,--embeddings")
+      ->description("Accepted for llama-server's command lines (/v1/embeddings is always served)");
   cmd->add_flag("--reranking,--rerank", o.reranking,
                 "Serve /rerank, /v1/rerank and /score with a plain causal LM, scored by the logits of "
                 "--rerank-tokens at the prompt's last position (a file with a classifier head, "

@@ -14,7 +14,8 @@ namespace {
 class BertEmbeddingsRoutesTest : public SharedServerTest<BertEmbeddingsRoutesTest> {
  public:
   static std::string Model() { return BertModel(); }
-  static std::vector<std::string> Args() { return {"-t", "2", "--max-batch-tokens", "64"}; }
+  // --embeddings as llama-server's command lines for embedding models have it (accepted, changes nothing).
+  static std::vector<std::string> Args() { return {"-t", "2", "--max-batch-tokens", "64", "--embeddings"}; }
 };
 
 std::vector<float> BertFloats(const nlohmann::json& values) {
