@@ -135,9 +135,9 @@ bool MistralCallsFrom(const ToolSpec& spec, std::string_view s, std::vector<Tool
   while (true) {
     const size_t args = s.find(kMistralArgs);
     if (args == std::string_view::npos) return false;
-    std::string_view name = s.substr(0, std::min(args, s.find(kMistralCallId)));
-    const size_t name_end = name.find_last_not_of(" \n\t\r");
-    name = name.substr(0, name_end == std::string_view::npos ? 0 : name_end + 1).substr(SkipSpace(name, 0));
+    const std::string_view head = s.substr(0, std::min(args, s.find(kMistralCallId)));
+    const auto [name_begin, name_end] = ArgumentsSpan(head);  // the name without the space around it
+    const std::string_view name = head.substr(name_begin, name_end - name_begin);
     if (std::find(spec.names.begin(), spec.names.end(), name) == spec.names.end()) return false;
     const size_t open = SkipSpace(s, args + kMistralArgs.size());
     if (open >= s.size() || s[open] != '{') return false;
