@@ -1,9 +1,9 @@
 #include "engine/dry_breakers.h"
 
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <string_view>
+
+#include "base/flag_range.h"
 
 namespace lockstep {
 
@@ -38,14 +38,6 @@ void AddRestartSequences(const Tokenizer& tokenizer, int32_t id, const std::stri
   }
 }
 
-// A value outside [lo, hi] (or not finite) fails naming the flag.
-Status CheckFlagIn(double value, const char* flag, double lo, double hi, const char* what) {
-  if (std::isfinite(value) && value >= lo && value <= hi) return Status::Ok();
-  char shown[32];
-  std::snprintf(shown, sizeof(shown), "%g", value);
-  return InvalidArgument(std::string(flag) + " must be " + what + ", got " + shown);
-}
-
 }  // namespace
 
 std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& tokenizer,
@@ -62,11 +54,11 @@ std::shared_ptr<const DrySequenceBreakers> DryRestartSequences(const Tokenizer& 
 }
 
 Status CheckDryFlags(const DryParams& dry) {
-  for (Status s : {CheckFlagIn(dry.multiplier, "--dry-multiplier", 0, 1e6, "from 0 (off) to 1e6"),
-                   CheckFlagIn(dry.base, "--dry-base", 1, 1e6, "from 1 to 1e6"),
-                   CheckFlagIn(dry.allowed_length, "--dry-allowed-length", 0, INT32_MAX, "0 or more"),
-                   CheckFlagIn(dry.penalty_last_n, "--dry-penalty-last-n", -1, INT32_MAX,
-                               "-1 (the whole context) or more")}) {
+  for (Status s : {CheckFlagRange(dry.multiplier, "--dry-multiplier", 0, 1e6, "from 0 (off) to 1e6"),
+                   CheckFlagRange(dry.base, "--dry-base", 1, 1e6, "from 1 to 1e6"),
+                   CheckFlagRange(dry.allowed_length, "--dry-allowed-length", 0, INT32_MAX, "0 or more"),
+                   CheckFlagRange(dry.penalty_last_n, "--dry-penalty-last-n", -1, INT32_MAX,
+                                  "-1 (the whole context) or more")}) {
     if (!s.ok()) return s;
   }
   return Status::Ok();

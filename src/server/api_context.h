@@ -48,6 +48,9 @@ struct ApiContext {
   std::string rerank_template;
   int32_t sep_id = -1;
   std::shared_ptr<GrammarCache> grammars;  // structured outputs and tool choices (thread-safe)
+  // The vocabulary's tool-call markers that are control tokens (server/tool_calls.h ToolMarkerTokens):
+  // auto-mode tool requests keep their text in the output.
+  std::vector<int32_t> tool_marker_tokens;
   // Chat: the variables every template rendering sees (--chat-template-kwargs), and whether replies'
   // reasoning blocks are split out when a request does not say (--reasoning-format; chat/reasoning.h).
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

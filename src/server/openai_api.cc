@@ -438,7 +438,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   req.mistral_ids = ctx.chat_template->family() == "mistral";
   // Auto mode parses the output: its markers must stay in the text even where they are control tokens.
   if (req.tools.calls_possible() && !req.tools.forced()) {
-    req.spec.base.preserved_tokens = ToolMarkerTokens(*ctx.tokenizer);
+    req.spec.base.preserved_tokens = ctx.tool_marker_tokens;
   }
   req.spec.base.sampling.logprobs = req.chat_logprobs;
   req.spec.base.sampling.top_logprobs = req.top_logprobs;

@@ -1,39 +1,23 @@
 #include "server/sampling_defaults.h"
 
-#include <cmath>
-#include <cstdio>
-
+#include "base/flag_range.h"
 #include "server/sampler_fields.h"
 
 namespace lockstep::server {
-
-namespace {
-
-// A set value outside [lo, hi] (or not finite) fails naming the flag.
-template <typename T>
-Status CheckIn(const std::optional<T>& value, const char* flag, double lo, double hi, const char* what) {
-  if (!value) return Status::Ok();
-  const double v = static_cast<double>(*value);
-  if (std::isfinite(v) && v >= lo && v <= hi) return Status::Ok();
-  char shown[32];
-  std::snprintf(shown, sizeof(shown), "%g", v);
-  return InvalidArgument(std::string(flag) + " must be " + what + ", got " + shown);
-}
-
-}  // namespace
 
 Result<SamplingDefaults> SamplingDefaults::FromFlags(SamplingDefaults d,
                                                      const std::vector<std::string>& breakers) {
   // The ranges of llama.cpp's /completion fields (server/llamacpp_api.cc), which the OpenAI routes clamp
   // no further than their own fields do.
-  for (Status s : {CheckIn(d.temperature, "--temp", 0, 100, "from 0 to 100 (0 = greedy)"),
-                   CheckIn(d.top_k, "--top-k", 0, 1 << 30, "from 0 (off) to 1073741824"),
-                   CheckIn(d.top_p, "--top-p", 1e-6, 1, "above 0 and at most 1"),
-                   CheckIn(d.min_p, "--min-p", 0, 1, "from 0 to 1"),
-                   CheckIn(d.repetition_penalty, "--repeat-penalty", 1e-6, 10, "above 0 and at most 10"),
-                   CheckIn(d.penalty_last_n, "--repeat-last-n", -1, INT32_MAX, "-1 (all) or more"),
-                   CheckIn(d.presence_penalty, "--presence-penalty", -2, 2, "from -2 to 2"),
-                   CheckIn(d.frequency_penalty, "--frequency-penalty", -2, 2, "from -2 to 2")}) {
+  for (Status s :
+       {CheckFlagRange(d.temperature, "--temp", 0, 100, "from 0 to 100 (0 = greedy)"),
+        CheckFlagRange(d.top_k, "--top-k", 0, 1 << 30, "from 0 (off) to 1073741824"),
+        CheckFlagRange(d.top_p, "--top-p", 1e-6, 1, "above 0 and at most 1"),
+        CheckFlagRange(d.min_p, "--min-p", 0, 1, "from 0 to 1"),
+        CheckFlagRange(d.repetition_penalty, "--repeat-penalty", 1e-6, 10, "above 0 and at most 10"),
+        CheckFlagRange(d.penalty_last_n, "--repeat-last-n", -1, INT32_MAX, "-1 (all) or more"),
+        CheckFlagRange(d.presence_penalty, "--presence-penalty", -2, 2, "from -2 to 2"),
+        CheckFlagRange(d.frequency_penalty, "--frequency-penalty", -2, 2, "from -2 to 2")}) {
     if (!s.ok()) return s;
   }
   // DRY's flags as the local commands check them: unset ones hold the sampler's defaults, which pass.

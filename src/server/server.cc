@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "base/flag_range.h"
 #include "chat/template_selection.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
@@ -20,6 +21,7 @@
 #include "server/routes.h"
 #include "server/server_metrics.h"
 #include "server/slot_view.h"
+#include "server/tool_calls.h"
 #include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -188,6 +190,7 @@ class Server::Impl {
     ctx.draft_tokens = options_.draft_tokens;
     ctx.prefix_caching = options_.prefix_caching;
     ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
+    ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
     ctx.chat_template_kwargs = options_.chat_template_kwargs;
     ctx.reasoning_format = options_.reasoning_format;
     ctx.sampling_defaults = options_.sampling_defaults;
@@ -324,9 +327,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (!std::filesystem::is_regular_file(options.model_path, ec)) {
     return NotFound("model file '" + options.model_path + "' does not exist or is not a file");
   }
-  if (options.port < 0 || options.port > 65535) {
-    return InvalidArgument("--port must be between 0 and 65535, got " + std::to_string(options.port));
-  }
+  LOCKSTEP_RETURN_IF_ERROR(CheckFlagRange(options.port, "--port", 0, 65535, "between 0 and 65535"));
   if (options.max_queue < 0) return InvalidArgument("--max-queue must be >= 0");
   for (const std::string& id : options.model_alias) {
     if (id.empty()) return InvalidArgument("--model-alias holds an empty model id");
@@ -339,10 +340,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   }
   if (options.max_seqs < 1) return InvalidArgument("--max-seqs must be >= 1");
   if (options.max_batch_tokens < 1) return InvalidArgument("--max-batch-tokens must be >= 1");
-  if (options.io_threads < 1 || options.io_threads > kMaxIoThreads) {
-    return InvalidArgument("--io-threads must be between 1 and " + std::to_string(kMaxIoThreads) + ", got " +
-                           std::to_string(options.io_threads));
-  }
+  LOCKSTEP_RETURN_IF_ERROR(CheckFlagRange(options.io_threads, "--io-threads", 1, kMaxIoThreads,
+                                          "between 1 and " + std::to_string(kMaxIoThreads)));
   for (const char c : options.api_key) {  // a header value's token: a CR or LF could never be sent
     if (c < 0x21 || c > 0x7e) {
       return InvalidArgument("--api-key must be printable ASCII without spaces or control characters");
