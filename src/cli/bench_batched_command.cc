@@ -1,7 +1,9 @@
 // `lockstep bench batched`: like llama.cpp's batched-bench, through the continuous-batching engine. For each
 // batch size B: B sequences of P prompt tokens (fixed pseudo-random non-special ids) submitted at once, G new
 // tokens each (greedy, EOS ignored). Prefill = until every sequence has its first token (B×P tokens); decode
-// = the rest (B×(G-1) tokens). Prints a table; --json writes
+// = the rest (B×(G-1) tokens). With --embeddings (implied for an encoder such as bert, which cannot
+// generate) the B requests are embedding requests (the model's pooling; mean where it names none): prefill is
+// until every vector has come, and there is no decode. Prints a table; --json writes
 // {"results": [{"batch", "prefill_tokens_per_s", "decode_tokens_per_s", "total_s"}]}.
 #include <algorithm>
 #include <chrono>
@@ -33,6 +35,7 @@ struct BenchBatchedFlags {
   int max_batch_tokens = 0;  // 0 = B × P (the whole prefill in one step), at most 8192
   std::string kv_type = "f16";
   std::string json;
+  bool embeddings = false;
 };
 
 struct BenchResult {
@@ -92,9 +95,13 @@ BenchResult RunOne(const LoadedModel& loaded, const BenchBatchedFlags& f, Engine
   for (int i = 0; i < batch; ++i) {
     Request request;
     request.prompt_ids = prompts[size_t(i)];
-    request.max_tokens = f.gen_len;
+    request.max_tokens = f.embeddings ? 0 : f.gen_len;
     request.ignore_eos = true;
     request.sampling.temperature = 0;
+    if (f.embeddings) {
+      const Pooling pooling = loaded.model->config().pooling;
+      request.embedding = pooling == Pooling::kNone || pooling == Pooling::kRank ? Pooling::kMean : pooling;
+    }
     handles.push_back(ValueOrDie(engine->Submit(std::move(request))));
   }
   Clock::time_point prefill_end = start;
@@ -110,6 +117,7 @@ BenchResult RunOne(const LoadedModel& loaded, const BenchBatchedFlags& f, Engine
     }
   }
   const Clock::time_point end = Clock::now();
+  if (f.embeddings) prefill_end = end;  // every vector has come
   engine->Shutdown(/*drain=*/true);
   BenchResult result;
   result.batch = batch;
@@ -118,11 +126,11 @@ BenchResult RunOne(const LoadedModel& loaded, const BenchBatchedFlags& f, Engine
   result.total_s = std::chrono::duration<double>(end - start).count();
   result.prefill_tokens_per_s = double(batch) * f.prompt_len / std::max(prefill_s, 1e-9);
   result.decode_tokens_per_s =
-      f.gen_len > 1 ? double(batch) * (f.gen_len - 1) / std::max(decode_s, 1e-9) : 0.0;
+      f.gen_len > 1 && !f.embeddings ? double(batch) * (f.gen_len - 1) / std::max(decode_s, 1e-9) : 0.0;
   return result;
 }
 
-void RunBenchBatched(const BenchBatchedFlags& f) {
+void RunBenchBatched(BenchBatchedFlags f) {
   if (f.prompt_len < 1) Fail("--prompt-len must be >= 1, got " + std::to_string(f.prompt_len));
   if (f.gen_len < 1) Fail("--gen-len must be >= 1, got " + std::to_string(f.gen_len));
   const std::vector<int> batches = ParseBatches(f.batches);
@@ -135,10 +143,12 @@ void RunBenchBatched(const BenchBatchedFlags& f) {
   engine_flags.kv_type = f.kv_type;
   const EngineOptions options = EngineOptionsOrDie(engine_flags);
   LoadedModel loaded = LoadModelOrDie(f.model);
-  if (f.prompt_len + f.gen_len > loaded.model->config().n_ctx_train &&
-      loaded.model->config().n_ctx_train > 0) {
-    Fail("--prompt-len + --gen-len (" + std::to_string(f.prompt_len + f.gen_len) +
-         ") exceeds the model's context (" + std::to_string(loaded.model->config().n_ctx_train) + ")");
+  f.embeddings = f.embeddings || !loaded.model->config().causal;
+  const int context = f.prompt_len + (f.embeddings ? 0 : f.gen_len);
+  if (context > loaded.model->config().n_ctx_train && loaded.model->config().n_ctx_train > 0) {
+    Fail(std::string(f.embeddings ? "--prompt-len (" : "--prompt-len + --gen-len (") +
+         std::to_string(context) + ") exceeds the model's context (" +
+         std::to_string(loaded.model->config().n_ctx_train) + ")");
   }
   {  // Warm-up: page the weights in and start the threads.
     BenchBatchedFlags warm = f;
@@ -146,8 +156,9 @@ void RunBenchBatched(const BenchBatchedFlags& f) {
     warm.gen_len = 2;
     RunOne(loaded, warm, options, 1);
   }
-  std::printf("model %s, P=%d, G=%d, %d threads, KV %s\n", f.model.c_str(), f.prompt_len, f.gen_len,
-              options.threads, f.kv_type.c_str());
+  std::printf("model %s, P=%d, G=%d, %d threads, KV %s%s\n", f.model.c_str(), f.prompt_len,
+              f.embeddings ? 0 : f.gen_len, options.threads, f.kv_type.c_str(),
+              f.embeddings ? ", embeddings" : "");
   std::printf("%6s %16s %16s %10s\n", "B", "prefill tok/s", "decode tok/s", "total s");
   std::vector<BenchResult> results;
   for (int batch : batches) {
@@ -190,6 +201,9 @@ void RegisterBenchBatchedCommand(CLI::App& bench) {
       ->check(IntegerIn(0, kMaxInt))
       ->capture_default_str();
   AddKvTypeFlag(*cmd, flags->kv_type);
+  cmd->add_flag("--embeddings", flags->embeddings,
+                "Embedding requests (prefill only, the model's pooling) instead of generation; implied for "
+                "encoders (bert)");
   cmd->add_option("--json", flags->json, "Write the results as JSON to this file")->check(NotEmpty());
   cmd->callback([flags] { RunBenchBatched(*flags); });
 }

@@ -305,6 +305,22 @@ constexpr ShapeEntry kShapes[] = {
        s.attn_softcap = 50;
        s.final_softcap = 30;
      }},
+    {"bge-small-en",
+     [](ModelShape& s) {
+       // bge-small-en-v1.5 (BERT, 33 M parameters; needs --vocab-from a WordPiece vocabulary).
+       s = *FindModelShape("tiny-bert");
+       s.name = "bge-small-en";
+       Widths(s, 384, 12, 12, 32, 1536);
+       s.n_layer = 12;
+     }},
+    {"bge-base-en",
+     [](ModelShape& s) {
+       // bge-base-en-v1.5 (BERT, 110 M parameters).
+       s = *FindModelShape("tiny-bert");
+       s.name = "bge-base-en";
+       Widths(s, 768, 12, 12, 64, 3072);
+       s.n_layer = 12;
+     }},
     {"gemma3-1b",
      [](ModelShape& s) {
        s = Published(s.name, "gemma3", 1152, 26, 4, 1, 6912, 32768, 1000000.0f, 1e-6f, false, true);

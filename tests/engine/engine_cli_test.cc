@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "engine_testing.h"
 #include "testing/testdata.h"
 
 namespace lockstep {
@@ -107,6 +108,41 @@ TEST(EngineCliTest, BenchBatchedWritesTheJsonShape) {
                 testing::LockstepBinary() + " bench batched -m " + Stories() + " --batches 1,0 2>&1", &err),
             1);
   EXPECT_NE(err.find("--batches"), std::string::npos) << err;
+}
+
+// --embeddings (implied for an encoder): embedding requests, prefill only; decode reads 0.
+TEST(EngineCliTest, BenchBatchedEmbeddingsArePrefillOnly) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  const std::string dir = testing::MakeTempDir("lockstep-bench-embed");
+  const testing::TestModel bert = testing::MakeRandomTestModel("tiny-bert", "f32");
+  ASSERT_NE(bert.file, nullptr);
+  const std::pair<std::string, std::string> runs[] = {{Stories() + " --embeddings", "stories.json"},
+                                                      {bert.file->path(), "bert.json"}};
+  for (const auto& [model, json] : runs) {
+    std::string out;
+    ASSERT_EQ(
+        testing::RunCommand(testing::LockstepBinary() + " bench batched -m " + model +
+                                " --prompt-len 12 --batches 1,2 -t 1 --json " + dir + "/" + json + " 2>&1",
+                            &out),
+        0)
+        << out;
+    EXPECT_NE(out.find("G=0"), std::string::npos) << out;
+    EXPECT_NE(out.find("embeddings"), std::string::npos) << out;
+    std::ifstream in(dir + "/" + json);
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    ASSERT_EQ(doc["results"].size(), 2u) << doc.dump();
+    for (const auto& r : doc["results"]) {
+      EXPECT_GT(r["prefill_tokens_per_s"].get<double>(), 0) << model;
+      EXPECT_EQ(r["decode_tokens_per_s"].get<double>(), 0) << model;
+    }
+  }
+  // An encoder's context bounds the prompt alone (tiny-bert: 512 positions), not prompt + --gen-len.
+  std::string out;
+  EXPECT_EQ(testing::RunCommand(testing::LockstepBinary() + " bench batched -m " + bert.file->path() +
+                                    " --prompt-len 500 --batches 1 -t 1 2>&1",
+                                &out),
+            0)
+      << out;
 }
 
 }  // namespace
