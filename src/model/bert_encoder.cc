@@ -4,7 +4,6 @@
 #include <cmath>
 #include <string>
 
-#include "tensor/activations.h"
 #include "tensor/dequantize.h"
 #include "tensor/float16.h"
 #include "tensor/matmul.h"
@@ -105,13 +104,16 @@ void BertEncoder::Embed(const Batch& batch, ThreadPool& pool) {
   });
 }
 
-// Per (sequence, head) task: the head's keys of the sequence transposed ([head_dim][n], per-worker scratch),
-// then for each query row its scores over all n keys (each a sum over dims in index order), softmax (the
-// polynomial exp of tensor/activations.h), and the weighted sum of values (in key order).
+// Per (sequence, head) task, with the attention kernels of the table (tensor/attention_kernels.h): the head's
+// keys of the sequence widened transposed and its values gathered ([n][head_dim]) into per-worker scratch,
+// then per tile of up to kBertQueryTile query rows: their scores over all n keys (DotKeys), one softmax per
+// row (Softmax) and the weighted sum of values in key order (AccumulateValues). Each query's result is that
+// of a call with it alone, so tiling never changes it.
 void BertEncoder::Attention(int64_t layer, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[size_t(layer)];
-  const int64_t d = c.n_embd, hd = c.head_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const int64_t d = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const int hd = int(c.head_dim);
   const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
   float* const outs[] = {q_.data(), k_.data(), v_.data()};
   MatMulShared(kernels_.matmul, qkv, x_.data(), rows_, outs, pool);
@@ -120,42 +122,45 @@ void BertEncoder::Attention(int64_t layer, ThreadPool& pool) {
   AddBias(v_.data(), rows_, w.bv);
   const int64_t heads = c.n_head, group = c.n_head / c.n_head_kv;
   const int64_t n_seq = int64_t(sequences_.size());
+  const AttentionKernels& kernels = kernels_.attention;
+  constexpr int kBertQueryTile = 8;
+  const auto round16 = [](size_t floats) { return (floats + 15) / 16 * 16; };
   pool.Run(n_seq * heads, [&](int64_t task, int worker) {
     const std::vector<int64_t>& rows = sequences_[size_t(task / heads)];
     const int64_t head = task % heads, kv_head = head / group;
-    const int64_t n = int64_t(rows.size());
+    const int32_t n = int32_t(rows.size());
     if (n == 0) return;
-    float* keys = reinterpret_cast<float*>(pool.WorkerScratch(worker, size_t(hd * n + n) * sizeof(float)));
-    float* scores = keys + hd * n;
-    for (int64_t j = 0; j < n; ++j) {
+    const size_t stride = round16(size_t(n));  // scores per query, room for the softmax's padding
+    const size_t key_floats = attention::TransposedKeyFloats(n, hd), value_floats = round16(size_t(n) * hd);
+    const size_t tile_floats = round16(size_t(kBertQueryTile) * hd);
+    float* keys = reinterpret_cast<float*>(pool.WorkerScratch(
+        worker, (key_floats + value_floats + 2 * tile_floats + kBertQueryTile * stride) * sizeof(float)));
+    float* values = keys + key_floats;
+    float* queries = values + value_floats;
+    float* out = queries + tile_floats;
+    float* scores = out + tile_floats;
+    std::fill(keys, keys + key_floats, 0.0f);
+    for (int32_t j = 0; j < n; ++j) {
       const float* k = k_.data() + rows[size_t(j)] * kv_dim + kv_head * hd;
-      for (int64_t e = 0; e < hd; ++e) keys[e * n + j] = k[e];
+      float* lane =
+          keys + size_t(j / attention::kKeyLanes) * attention::kKeyLanes * hd + j % attention::kKeyLanes;
+      for (int e = 0; e < hd; ++e) lane[size_t(e) * attention::kKeyLanes] = k[e];
+      const float* v = v_.data() + rows[size_t(j)] * kv_dim + kv_head * hd;
+      std::copy(v, v + hd, values + size_t(j) * hd);
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const float* q = q_.data() + rows[size_t(i)] * q_dim + head * hd;
-      std::fill(scores, scores + n, 0.0f);
-      for (int64_t e = 0; e < hd; ++e) {
-        const float qe = q[e];
-        const float* ke = keys + e * n;
-        for (int64_t j = 0; j < n; ++j) scores[j] += qe * ke[j];
+    for (int32_t i0 = 0; i0 < n; i0 += kBertQueryTile) {
+      const int tile = std::min(kBertQueryTile, n - i0);
+      for (int t = 0; t < tile; ++t) {
+        const float* q = q_.data() + rows[size_t(i0 + t)] * q_dim + head * hd;
+        std::copy(q, q + hd, queries + size_t(t) * hd);
       }
-      float max = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        scores[j] *= c.attention_scale;
-        max = std::max(max, scores[j]);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        scores[j] = ExpPolynomial(scores[j] - max);
-        sum += scores[j];
-      }
-      const float inv = float(1.0 / sum);
-      float* out = att_.data() + rows[size_t(i)] * q_dim + head * hd;
-      std::fill(out, out + hd, 0.0f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float p = scores[j] * inv;
-        const float* v = v_.data() + rows[size_t(j)] * kv_dim + kv_head * hd;
-        for (int64_t e = 0; e < hd; ++e) out[e] += p * v[e];
+      kernels.dot_keys(queries, size_t(hd), tile, keys, n, hd, c.attention_scale, scores, stride);
+      for (int t = 0; t < tile; ++t) kernels.softmax(scores + size_t(t) * stride, n);
+      std::fill(out, out + size_t(tile) * hd, 0.0f);
+      kernels.accumulate_values(scores, stride, tile, values, n, hd, out, size_t(hd));
+      for (int t = 0; t < tile; ++t) {
+        std::copy(out + size_t(t) * hd, out + size_t(t + 1) * hd,
+                  att_.data() + rows[size_t(i0 + t)] * q_dim + head * hd);
       }
     }
   });

@@ -1,7 +1,8 @@
 // The bert encoder (model/bert_encoder.h) on tiny-bert (bge's kind, with the bge WordPiece vocabulary):
 // every row's final hidden state matches a naive double-precision reference of llama.cpp's bert graph
-// written here; a sequence's rows are bit-identical alone or beside others (interleaved); batches that break
-// the whole-sequence contract, or want logits, are refused.
+// written here; a sequence's rows are bit-identical alone or beside others (interleaved) and at every kernel
+// level (the attention kernels' query tiles and key groups, at lengths that fill none of them); batches that
+// break the whole-sequence contract, or want logits, are refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "tensor/dequantize.h"
 #include "tensor/float16.h"
 #include "test_models.h"
+#include "testing/levels.h"
 #include "testing/testdata.h"
 
 namespace lockstep {
@@ -225,6 +227,33 @@ TEST_F(BertTest, RefusesPartialSequencesAndLogits) {
   batch.rows[0] = BatchRow{7592, 512, 0, false, true};
   s = m_.model->Forward(batch, layout, ForwardOutputs{{}, out}, pool);
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
+}
+
+TEST_F(BertTest, LongRowsMatchTheReferenceAloneBesideOthersAndAtEveryLevel) {
+  // 41 rows: six query tiles of the attention (8 rows), the last partial; three key groups (16), the last
+  // partial. Beside them a sequence of 19 rows.
+  std::vector<int32_t> longer = {101}, other = {101};
+  for (int i = 0; i < 39; ++i) longer.push_back(1996 + (i * 37) % 4000);
+  for (int i = 0; i < 17; ++i) other.push_back(2500 + (i * 53) % 3000);
+  longer.push_back(102);
+  other.push_back(102);
+  const Rows want = ReferenceBert(*m_.file, m_.model->config(), longer);
+  const auto alone = RunInterleaved(*m_.model, {longer})[0];
+  double max_err = 0;
+  for (size_t p = 0; p < longer.size(); ++p) {
+    for (size_t i = 0; i < want[p].size(); ++i) {
+      max_err = std::max(max_err, std::abs(double(alone[p][i]) - want[p][i]));
+    }
+  }
+  EXPECT_LT(max_err, 2e-3) << "max |diff| " << max_err;
+  EXPECT_EQ(RunInterleaved(*m_.model, {other, longer})[1], alone);
+  for (const Kernels& kernels : testing::RunnableKernels()) {
+    ModelLoadOptions options;
+    options.kernels = &kernels;
+    Result<std::unique_ptr<Model>> model = Model::Load(m_.file, options);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    EXPECT_EQ(RunInterleaved(**model, {longer, other})[0], alone) << kernels.name();
+  }
 }
 
 }  // namespace
