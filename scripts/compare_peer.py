@@ -59,6 +59,7 @@ SHAPES = {
     "tiny-granite": ("llama.cpp", False),
     "tiny-granitemoe": ("llama.cpp", False),
     "tiny-olmo2": ("llama.cpp", False),
+    "tiny-qwen2moe": ("llama.cpp", False),
     # Mixtral (llama with experts) goes to mainline: ik_llama.cpp 8337e4cd3's llama graph adds the normed FFN
     # input instead of the residual after its experts (build_llama.cpp passes the normed tensor to
     # llm_build_moe_ffn with add_input).

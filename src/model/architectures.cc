@@ -14,21 +14,20 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},   {"qwen2", RopeMode::kNeox},
-    {"qwen3", RopeMode::kNeox},     {"phi3", RopeMode::kNeox},
-    {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},  {"smollm3", RopeMode::kNormal},
-    {"granite", RopeMode::kNormal}, {"granitemoe", RopeMode::kNormal},
-    {"olmo2", RopeMode::kNeox},     {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
+    {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
+    {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
+    {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},     {"qwen2moe", RopeMode::kNeox},
+    {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
 };
 
-// Mixture-of-experts architectures lockstep does not run, and what they need beyond qwen3moe's experts.
+// Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
+// and qwen2moe (its one gated shared expert).
 struct UnsupportedMoe {
   const char* name;
   const char* needs;
 };
 constexpr UnsupportedMoe kUnsupportedMoe[] = {
-    {"qwen2moe", "shared experts"},
     {"qwen3next", "shared experts and linear attention"},
     {"phimoe", "sparsemixer routing"},
     {"mixtral", "the llama architecture name (llama.cpp writes Mixtral as llama)"},
@@ -205,13 +204,19 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-// The experts of qwen3moe, granitemoe and llama (Mixtral) files: softmax routing over <arch>.expert_count
-// experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for both, whatever the file says
-// about norm_topk_prob), SwiGLU experts of <arch>.expert_feed_forward_length (Mixtral: feed_forward_length).
+// The experts of qwen3moe, granitemoe, qwen2moe and llama (Mixtral) files: softmax routing over
+// <arch>.expert_count experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for all
+// but qwen2moe, whatever the file says about norm_topk_prob; qwen2moe's are not), SwiGLU experts of
+// <arch>.expert_feed_forward_length (default: Mixtral feed_forward_length, qwen2moe feed_forward_length /
+// expert_used_count, as llama.cpp). qwen2moe: one shared expert of <arch>.expert_shared_feed_forward_length
+// (default feed_forward_length) besides.
 Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   const std::string count_key = Key(c, "expert_count");
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
-  if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe") return Status::Ok();
+  const bool qwen2moe = c.architecture == "qwen2moe";
+  if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe) {
+    return Status::Ok();
+  }
   if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {
     return OutOfRangeKey(file, count_key,
                          "= " + std::to_string(c.n_expert) + " is out of range (1.." +
@@ -230,14 +235,22 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
                              " = " + std::to_string(c.n_expert) + ")");
   }
   const std::string ff_key = Key(c, "expert_feed_forward_length");
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert, file.GetIntOr(ff_key, c.n_ff));
-  if (c.n_ff_expert <= 0 || c.n_ff_expert > (1 << 20)) {
-    return OutOfRangeKey(file, ff_key,
-                         "= " + std::to_string(c.n_ff_expert) + " is out of range (1..1048576)");
+  auto width = [&](const std::string& key, int64_t fallback, int64_t& value) -> Status {
+    LOCKSTEP_ASSIGN_OR_RETURN(value, file.GetIntOr(key, fallback));
+    if (value <= 0 || value > (1 << 20)) {
+      return OutOfRangeKey(file, key, "= " + std::to_string(value) + " is out of range (1..1048576)");
+    }
+    return Status::Ok();
+  };
+  LOCKSTEP_RETURN_IF_ERROR(width(ff_key, qwen2moe ? c.n_ff / c.n_expert_used : c.n_ff, c.n_ff_expert));
+  if (qwen2moe) {
+    c.expert_weights_norm = false;
+    LOCKSTEP_RETURN_IF_ERROR(width(Key(c, "expert_shared_feed_forward_length"), c.n_ff, c.n_ff_shared));
   }
-  // What llama.cpp's graphs for these architectures never use; a file that sets them wants another.
+  // What llama.cpp's graphs for these architectures never use (qwen2moe's never reads it: one shared
+  // expert); a file that sets it otherwise wants another.
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, file.GetIntOr(Key(c, "expert_shared_count"), 0));
-  if (shared != 0) {
+  if (shared != 0 && !(qwen2moe && shared == 1)) {
     return Unimplemented(file.path() + ": unsupported: shared experts ('" + Key(c, "expert_shared_count") +
                          "' = " + std::to_string(shared) + ")");
   }
@@ -266,15 +279,16 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
     if (c.architecture == m.name) {
       return Unimplemented(
           file.path() + ": unsupported: mixture of experts ('" + c.architecture + "' needs " + m.needs +
-          "); lockstep runs the experts of qwen3moe, granitemoe and " + "llama (Mixtral) files");
+          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe and llama (Mixtral) files");
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
-      c.architecture != "granitemoe") {
-    return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
-                         Key(c, "expert_count") + " = " + std::to_string(experts) +
-                         "); lockstep runs the experts of qwen3moe, granitemoe and llama (Mixtral) files");
+      c.architecture != "granitemoe" && c.architecture != "qwen2moe") {
+    return Unimplemented(
+        file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
+        Key(c, "expert_count") + " = " + std::to_string(experts) +
+        "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -324,7 +338,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);
-  return Status::Ok();  // qwen2: nothing beyond the common keys (its bias is found by tensor)
+  return Status::Ok();  // qwen2, qwen2moe: nothing beyond the common keys and experts (bias: by tensor)
 }
 
 }  // namespace lockstep

@@ -18,10 +18,14 @@
 //           attention and FFN outputs (as gemma2's), NeoX RoPE (OLMo 2)
 //   granitemoe  granite with a mixture of experts as the FFN of every layer (Granite 3.x MoE; Mixtral's
 //           routing: softmax, top expert_used_count renormalised)
+//   qwen2moe  qwen2's attention (QKV bias) with, as every layer's FFN, routed experts whose weights are their
+//           softmax probabilities NOT renormalised, plus one shared expert (ffn_{gate,up,down}_shexp,
+//           expert_shared_feed_forward_length wide) scaled by sigmoid(ffn_gate_inp_shexp . x) (Qwen1.5-MoE,
+//           Qwen2-57B-A14B)
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
-// (qwen2moe, deepseek2, gpt-oss, ...: shared experts, other routing) are refused with "unsupported: mixture
+// (deepseek2, gpt-oss, ...: more shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.
 #pragma once
 

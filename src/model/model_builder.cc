@@ -300,6 +300,12 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       experts(p + "ffn_gate_exps.weight", ff, s.n_embd, Role::kPlain);
       experts(p + "ffn_up_exps.weight", ff, s.n_embd, Role::kPlain);
       experts(p + "ffn_down_exps.weight", s.n_embd, ff, Role::kFfnDown);
+      if (s.n_ff_shared > 0) {  // qwen2moe's shared expert and its gate
+        vec(p + "ffn_gate_inp_shexp.weight", s.n_embd, Fill::kNormal);
+        matrix(p + "ffn_gate_shexp.weight", s.n_ff_shared, s.n_embd);
+        matrix(p + "ffn_up_shexp.weight", s.n_ff_shared, s.n_embd);
+        matrix(p + "ffn_down_shexp.weight", s.n_embd, s.n_ff_shared, Role::kFfnDown);
+      }
     } else if (fused) {
       matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
     } else {
@@ -374,9 +380,12 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (a == "qwen3moe") {
+    if (a == "qwen3moe" || a == "qwen2moe") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
+    }
+    if (s.n_ff_shared > 0) {
+      w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(s.n_ff_shared)));
     }
   }
   if (a == "bert") {  // an encoder: LayerNorm epsilon, bidirectional, CLS pooling (as bge's files)
@@ -522,10 +531,12 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   const TensorType checked = IsKQuant(o.type) ? KQuantFallback(o.type) : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
-      (s.architecture == "qwen3moe" && s.n_expert == 0)) {
+      ((s.architecture == "qwen3moe" || s.architecture == "qwen2moe") && s.n_expert == 0) ||
+      (s.architecture == "qwen2moe") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
-  for (int64_t in : {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff, s.n_head * HeadDim(s)}) {
+  for (int64_t in : {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff,
+                     s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * HeadDim(s)}) {
     if (in % block != 0) {
       return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
                              " is not a multiple of the " + std::string(TensorTypeName(checked)) +

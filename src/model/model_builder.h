@@ -48,12 +48,16 @@ struct ModelShape {
   float granite_residual_scale = 0;
   float granite_attention_scale = 0;
   float granite_logit_scale = 0;
-  // Mixture of experts (qwen3moe; llama: Mixtral) when n_expert > 0: ffn_gate_inp (F32, as llama.cpp's
-  // quantizer keeps it) and ffn_{gate,up,down}_exps in place of the dense FFN; written with expert_count,
-  // expert_used_count and (qwen3moe) expert_feed_forward_length = n_ff_expert.
+  // Mixture of experts (qwen3moe, qwen2moe; llama: Mixtral) when n_expert > 0: ffn_gate_inp (F32, as
+  // llama.cpp's quantizer keeps it) and ffn_{gate,up,down}_exps in place of the dense FFN; written with
+  // expert_count, expert_used_count and (qwen3moe, qwen2moe) expert_feed_forward_length = n_ff_expert.
+  // qwen2moe: a shared expert too, ffn_{gate,up,down}_shexp of n_ff_shared
+  // (expert_shared_feed_forward_length) and its gate ffn_gate_inp_shexp (F32 [n_embd], as llama.cpp's loader
+  // declares it).
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_expert = 0;  // 0: n_ff
+  int64_t n_ff_shared = 0;
   // Standard deviation of the router weights (larger than weight_std: the router logits then spread enough
   // that near-ties between the last chosen expert and the next are rare).
   float router_std = 0.2f;
@@ -77,12 +81,14 @@ struct ModelShape {
 // Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),
 // tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
-// tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral: real head counts, GQA ratios and window patterns,
+// tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
+// tiny-smollm3, tiny-qwen2moe: real head counts, GQA ratios and window patterns,
 // tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and
 // a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
 // tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter
-// of its width, 64 experts: for benchmarks of the expert products), and real ones: stories15m, smollm2-135m,
-// qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
+// of its width, 64 experts: for benchmarks of the expert products), small-qwen2moe (likewise
+// Qwen2-57B-A14B's, with its shared expert), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b,
+// qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

@@ -251,7 +251,9 @@ std::string ModelConfig::Summary() const {
         << ", logits / " << logit_divisor;
   }
   if (n_expert > 0) {
-    out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert;
+    out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert
+        << (expert_weights_norm ? "" : " (weights not renormalised)");
+    if (n_ff_shared > 0) out << " and a gated shared expert of width " << n_ff_shared;
   }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) out << ", final softcap " << final_softcap;

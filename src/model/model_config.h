@@ -121,12 +121,21 @@ struct ModelConfig {
   int64_t sliding_window = 0;
   float rope_freq_base_local = 10000;  // gemma3 local layers: <arch>.rope.freq_base_swa (default 10000)
   std::vector<LayerAttention> layers;
-  // Mixture of experts (qwen3moe; llama files with experts: Mixtral), model/moe.h: the FFN of every layer is
-  // n_expert SwiGLU experts of width n_ff_expert, of which a router (ffn_gate_inp) picks n_expert_used per
-  // row: softmax over the router logits, the top n_expert_used, their weights renormalised to sum to 1.
+  // Mixture of experts (qwen3moe, granitemoe, qwen2moe; llama files with experts: Mixtral), model/moe.h: the
+  // FFN of every layer is n_expert SwiGLU experts of width n_ff_expert, of which a router (ffn_gate_inp)
+  // picks n_expert_used per row: softmax over the router logits, the top n_expert_used, their weights
+  // renormalised to sum to 1 (expert_weights_norm).
   int64_t n_expert = 0;       // <arch>.expert_count; 0: a dense FFN of width n_ff
   int64_t n_expert_used = 0;  // <arch>.expert_used_count, 1..n_expert
   int64_t n_ff_expert = 0;    // <arch>.expert_feed_forward_length (default feed_forward_length: Mixtral)
+  // false (qwen2moe): the chosen experts' weights are their softmax over all n_expert logits, not
+  // renormalised over the chosen ones.
+  bool expert_weights_norm = true;
+  // qwen2moe: a shared expert beside the routed ones, a SwiGLU FFN of this width (ffn_{gate,up,down}_shexp,
+  // bound as LayerWeights' w_gate / w_up / w_down) whose output is scaled by sigmoid(ffn_gate_inp_shexp . x)
+  // (one scalar per row) and added to the experts' (<arch>.expert_shared_feed_forward_length, default
+  // feed_forward_length); 0: none.
+  int64_t n_ff_shared = 0;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }

@@ -51,6 +51,13 @@ void Widths(ModelShape& s, int64_t n_embd, int64_t n_head, int64_t n_head_kv, in
   s.n_ff = n_ff;
 }
 
+// A mixture of experts: n_expert experts of n_ff_expert, n_expert_used of them per token.
+void Experts(ModelShape& s, int64_t n_expert, int64_t n_expert_used, int64_t n_ff_expert) {
+  s.n_expert = n_expert;
+  s.n_expert_used = n_expert_used;
+  s.n_ff_expert = n_ff_expert;
+}
+
 // Qwen3-0.6B: 16 heads, 8 KV heads, q_dim 2 x n_embd.
 void TinyQwen3(ModelShape& s) {
   s = Tiny(s.name, "qwen3");
@@ -71,9 +78,23 @@ void TinyQwen3Moe(ModelShape& s) {
   s.n_ctx = 1024;
   s.rope_freq_base = 1000000.0f;
   s.rms_eps = 1e-6f;
-  s.n_expert = 8;
-  s.n_expert_used = 2;
-  s.n_ff_expert = 64;
+  Experts(s, 8, 2, 64);
+}
+
+// Qwen1.5-MoE-A2.7B: 16 heads, as many KV heads, QKV bias, 4 of 60 experts (here 16) 1408 wide, a shared
+// expert as wide as feed_forward_length (5632, 4 x an expert), untied output (llama.cpp requires
+// output.weight).
+void TinyQwen2Moe(ModelShape& s) {
+  s = Tiny(s.name, "qwen2moe");
+  Widths(s, 256, 16, 16, 16, 256);  // heads of 16: see TinyQwen3Moe
+  s.n_layer = 4;
+  s.n_ctx = 1024;
+  s.rope_freq_base = 1000000.0f;
+  s.rms_eps = 1e-6f;
+  s.qkv_bias = true;
+  s.tied_embeddings = false;
+  Experts(s, 16, 4, 64);
+  s.n_ff_shared = 256;
 }
 
 // Every shape, in the order `make-model --help` lists them: its name and what it sets on top of the defaults
@@ -251,6 +272,7 @@ constexpr ShapeEntry kShapes[] = {
        s.sliding_window = 40;
      }},
     {"tiny-qwen3moe", TinyQwen3Moe},
+    {"tiny-qwen2moe", TinyQwen2Moe},
     {"tiny-mixtral",
      [](ModelShape& s) {  // Mixtral 8x7B: llama with experts (2 used); 32 heads of 16, 8 KV heads
        s = Tiny(s.name, "llama");
@@ -268,9 +290,17 @@ constexpr ShapeEntry kShapes[] = {
        // of the expert products; rows of 512 and 256 (K-quants fit).
        TinyQwen3Moe(s);
        Widths(s, 512, 32, 4, 16, 1536);
-       s.n_expert = 64;
-       s.n_expert_used = 8;
-       s.n_ff_expert = 256;
+       Experts(s, 64, 8, 256);
+     }},
+    {"small-qwen2moe",
+     [](ModelShape& s) {
+       // tiny-qwen2moe with Qwen2-57B-A14B's plan (4 KV heads, 8 of 64 experts, a shared expert 8 x as wide
+       // as one: 2560 and 20480 there) at a seventh of its width, for benchmarks; rows of 512, 256 and 2048
+       // (K-quants fit).
+       TinyQwen2Moe(s);
+       Widths(s, 512, 32, 4, 16, 2048);
+       Experts(s, 64, 8, 256);
+       s.n_ff_shared = 2048;
      }},
     {"stories15m",
      [](ModelShape& s) {

@@ -33,8 +33,11 @@ class Binder {
     return t;
   }
 
+  // out == 1 also takes a 1-D tensor [in] (llama.cpp's loader reads [in] and [in, 1] alike).
   WeightMatrix Matrix(const std::string& name, int64_t out, int64_t in) {
-    const GgufTensorInfo* t = Find(name, {in, out});
+    const GgufTensorInfo* found = file_.FindTensor(name);
+    const bool one_d = out == 1 && found != nullptr && found->dims.size() == 1;
+    const GgufTensorInfo* t = one_d ? Find(name, {in}) : Find(name, {in, out});
     if (t == nullptr) return {};
     if (!MatMulSupports(t->type)) {
       wrong_.push_back(name + " has type " + std::string(TensorTypeName(t->type)) +
@@ -142,6 +145,7 @@ void ModelWeights::PackMatrices(int threads) {
   for (LayerWeights& lw : layers) {
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
     add(lw.router);
+    add(lw.shared_gate);
     for (size_t e = 0; e < lw.expert_gate.size(); ++e) {
       for (WeightMatrix* m : {&lw.expert_gate[e], &lw.expert_up[e], &lw.expert_down[e]}) add(*m);
     }
@@ -211,6 +215,12 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.expert_gate = b.Experts(p + "ffn_gate_exps.weight", ff, d, c.n_expert);
       lw.expert_up = b.Experts(p + "ffn_up_exps.weight", ff, d, c.n_expert);
       lw.expert_down = b.Experts(p + "ffn_down_exps.weight", d, ff, c.n_expert);
+      if (c.n_ff_shared > 0) {  // qwen2moe's shared expert
+        lw.shared_gate = b.Matrix(p + "ffn_gate_inp_shexp.weight", 1, d);
+        lw.w_gate = b.Matrix(p + "ffn_gate_shexp.weight", c.n_ff_shared, d);
+        lw.w_up = b.Matrix(p + "ffn_up_shexp.weight", c.n_ff_shared, d);
+        lw.w_down = b.Matrix(p + "ffn_down_shexp.weight", d, c.n_ff_shared);
+      }
     } else if (!b.Has(p + "ffn_gate.weight") && c.architecture == "phi3") {  // one [gate | up] matrix
       const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * c.n_ff, d);
       lw.w_gate = Binder::Rows(gate_up, 0, c.n_ff);

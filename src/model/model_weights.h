@@ -30,10 +30,11 @@ struct LayerWeights {
   WeightMatrix wo;                    // [n_embd][n_head * head_dim]
   std::vector<float> post_attn_norm;  // post_norms only: [n_embd]
   std::vector<float> ffn_norm;        // [n_embd]; empty without pre-norms (olmo2)
-  WeightMatrix w_gate;                // [n_ff][n_embd]
-  WeightMatrix w_up;                  // [n_ff][n_embd]
-  WeightMatrix w_down;                // [n_embd][n_ff]
-  std::vector<float> post_ffn_norm;   // post_norms only: [n_embd]
+  // The dense FFN, or qwen2moe's shared expert (ffn_{gate,up,down}_shexp, n_ff_shared for n_ff).
+  WeightMatrix w_gate;               // [n_ff][n_embd]
+  WeightMatrix w_up;                 // [n_ff][n_embd]
+  WeightMatrix w_down;               // [n_embd][n_ff]
+  std::vector<float> post_ffn_norm;  // post_norms only: [n_embd]
   // bert only (model/bert_encoder.h): post_attn_norm / post_ffn_norm are attn_output_norm /
   // layer_output_norm, LayerNorms with these biases; bo, b_up, b_down the biases of wo, w_up, w_down (w_gate
   // is empty).
@@ -46,6 +47,9 @@ struct LayerWeights {
   std::vector<WeightMatrix> expert_gate;  // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_up;    // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_down;  // [n_expert] x [n_embd][n_ff_expert]
+  // qwen2moe: ffn_gate_inp_shexp, the shared expert's gate (GGUF dims [n_embd] or [n_embd, 1]: llama.cpp
+  // reads both).
+  WeightMatrix shared_gate;  // [1][n_embd]
 };
 
 struct ModelWeights {

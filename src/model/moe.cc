@@ -31,7 +31,8 @@ void GrowTo(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-void RouteRow(const float* logits, int64_t n_expert, int64_t k, int32_t* experts, float* weights) {
+void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool renormalise, int32_t* experts,
+              float* weights) {
   assert(k >= 1 && k <= n_expert);
   for (int64_t j = 0; j < k; ++j) {
     int32_t best = -1;
@@ -47,6 +48,10 @@ void RouteRow(const float* logits, int64_t n_expert, int64_t k, int32_t* experts
   for (int64_t j = 0; j < k; ++j) {
     weights[j] = ExpPolynomial(logits[experts[j]] - largest);
     sum += weights[j];
+  }
+  if (!renormalise) {
+    sum = 0;
+    for (int64_t e = 0; e < n_expert; ++e) sum += ExpPolynomial(logits[e] - largest);
   }
   for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
 }
@@ -92,7 +97,8 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
 
   MatMul(kernels.matmul, w.router, xn, rows, logits_.data(), pool);
   for (int64_t r = 0; r < rows; ++r) {
-    RouteRow(logits_.data() + r * n_expert, n_expert, k, chosen_.data() + r * k, weights_.data() + r * k);
+    RouteRow(logits_.data() + r * n_expert, n_expert, k, c.expert_weights_norm, chosen_.data() + r * k,
+             weights_.data() + r * k);
   }
   // Slots grouped by expert, rows ascending within each.
   starts_.assign(size_t(n_expert + 1), 0);

@@ -1,10 +1,12 @@
-// MixtureOfExperts: the feed-forward block of a mixture-of-experts layer (ModelConfig::n_expert > 0:
-// qwen3moe, Mixtral) over a ragged batch of R rows, as llama.cpp's graphs for those architectures compute it:
+// MixtureOfExperts: the routed experts of a mixture-of-experts layer (ModelConfig::n_expert > 0: qwen3moe,
+// granitemoe, qwen2moe, Mixtral) over a ragged batch of R rows, as llama.cpp's graphs for those
+// architectures compute it (qwen2moe's shared expert: model/transformer.cc, the dense FFN's code):
 //
 //   xn [R][n_embd] -> router logits [R][n_expert] (one MatMul with ffn_gate_inp)
 //   -> per row (RouteRow): the n_expert_used largest logits (ties: the lower expert index first), their
 //      softmax weights renormalised to sum to 1 (softmax over all experts, then renormalised over the chosen
-//      ones, equals a softmax over the chosen logits)
+//      ones, equals a softmax over the chosen logits); qwen2moe (!expert_weights_norm): their softmax over
+//      all experts as it is
 //   -> slots: the (row, choice) pairs grouped by expert (expert-major, rows ascending within an expert), each
 //      slot holding its row's xn
 //   -> every expert with slots: gate/up over its slots -> SwiGLU -> down, each product one grouped MatMul
@@ -34,8 +36,11 @@ class ThreadPool;
 
 // Routing of one row: experts[0..k) the indices of the k largest of logits[0..n_expert) in descending order
 // (ties and NaNs: the lower index first), weights[0..k) exp(logit - largest) / their sum, summed in rank
-// order (exp: tensor/activations.h's ExpPolynomial, the same bits on every CPU). Pure.
-void RouteRow(const float* logits, int64_t n_expert, int64_t k, int32_t* experts, float* weights);
+// order (renormalise), or / the sum over all n_expert logits, in expert order (!renormalise: the chosen
+// experts' softmax probabilities). exp: tensor/activations.h's ExpPolynomial, the same bits on every CPU.
+// Pure.
+void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool renormalise, int32_t* experts,
+              float* weights);
 
 class MixtureOfExperts {
  public:

@@ -7,6 +7,7 @@
 
 #include "model/architecture_ops.h"
 #include "model/attention.h"
+#include "tensor/activations.h"
 #include "tensor/dequantize.h"
 #include "tensor/thread_pool.h"
 
@@ -121,9 +122,14 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(att_, r * c.q_dim());
   GrowTo(k_, r * c.kv_dim());
   GrowTo(v_, r * c.kv_dim());
-  const size_t ff = c.n_expert > 0 ? 0 : size_t(c.n_ff);  // experts: model/moe.h's own scratch
+  // Experts: model/moe.h's own scratch, and qwen2moe's shared expert here.
+  const size_t ff = size_t(c.n_expert > 0 ? c.n_ff_shared : c.n_ff);
   GrowTo(gate_, r * ff);
   GrowTo(up_, r * ff);
+  if (c.n_ff_shared > 0) {
+    GrowTo(shared_, r * c.n_embd);
+    GrowTo(shared_gate_, r);
+  }
   GrowTo(row_cos_sin_, r * 2 * rope_.pairs());
   if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * rope_.pairs());
 }
@@ -390,11 +396,33 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   });
 }
 
+void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
+  float* const outs[] = {gate_.data(), up_.data()};
+  MatMulShared(kernels_.matmul, gate_up, xn_.data(), rows, outs, pool);
+  // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
+  const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
+  lora_.Apply(layer, LoraTarget::kGate, xn_.data(), rows, lora_rows, gate_.data(), kernels_.matmul, pool);
+  lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    float* g = gate_.data() + r * ff;
+    const float* u = up_.data() + r * ff;
+    if (c.ffn_activation == FfnActivation::kGeluTanh) {
+      kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
+    } else {
+      kernels_.elementwise.swiglu(g, u, ff);
+    }
+  });
+  MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, out, pool);
+  lora_.Apply(layer, LoraTarget::kDown, gate_.data(), rows, lora_rows, out, kernels_.matmul, pool);
+}
+
 void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t d = c.n_embd;
-  const int64_t ff = c.n_ff;
   ForEachRow(pool, rows, [&](int64_t r, int) {
     if (c.pre_norms) {
       kernels_.elementwise.rms_norm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
@@ -402,27 +430,22 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
   });
-  if (c.n_expert > 0) {
-    moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);
+  if (c.n_expert == 0) {
+    GatedFeedForward(rows, layer, c.n_ff, proj_.data(), pool);
   } else {
-    const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
-    float* const outs[] = {gate_.data(), up_.data()};
-    MatMulShared(kernels_.matmul, gate_up, xn_.data(), rows, outs, pool);
-    // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
-    const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
-    lora_.Apply(layer, LoraTarget::kGate, xn_.data(), rows, lora_rows, gate_.data(), kernels_.matmul, pool);
-    lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
-    ForEachRow(pool, rows, [&](int64_t r, int) {
-      float* g = gate_.data() + r * ff;
-      const float* u = up_.data() + r * ff;
-      if (c.ffn_activation == FfnActivation::kGeluTanh) {
-        kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
-      } else {
-        kernels_.elementwise.swiglu(g, u, ff);
-      }
-    });
-    MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, proj_.data(), pool);
-    lora_.Apply(layer, LoraTarget::kDown, gate_.data(), rows, lora_rows, proj_.data(), kernels_.matmul, pool);
+    moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);
+    if (c.n_ff_shared > 0) {
+      // qwen2moe: + the shared expert's output x sigmoid(ffn_gate_inp_shexp . xn) (one fused multiply-add
+      // per element: the same bits on every CPU).
+      GatedFeedForward(rows, layer, c.n_ff_shared, shared_.data(), pool);
+      MatMul(kernels_.matmul, w.shared_gate, xn_.data(), rows, shared_gate_.data(), pool);
+      ForEachRow(pool, rows, [&](int64_t r, int) {
+        const float gate = 1.0f / (1.0f + ExpPolynomial(-shared_gate_[size_t(r)]));
+        float* p = proj_.data() + r * d;
+        const float* s = shared_.data() + r * d;
+        for (int64_t i = 0; i < d; ++i) p[i] = std::fma(s[i], gate, p[i]);
+      });
+    }
   }
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;

@@ -8,8 +8,8 @@
 //   -> K/V written into the row's sequence blocks -> attention per (row, head) over the row's own positions
 //   [0, position] or the layer's window of them (soft-capped scores for Gemma 2) -> O projection
 //   -> (post-norm) -> residual -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up or GELU(gate) * up
-//   -> down projection (or, for a mixture of experts, model/moe.h's routed experts) -> (post-norm)
-//   -> residual.
+//   -> down projection (or, for a mixture of experts, model/moe.h's routed experts, plus for qwen2moe the
+//   same gated FFN as a shared expert scaled by the sigmoid of its gate's logit) -> (post-norm) -> residual.
 // Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul
 // (soft-capped for Gemma 2); the rows that want an embedding get their normed hidden state copied out. In
 // the last layer, rows that want neither stop after writing their K/V (nothing reads the rest of their
@@ -51,6 +51,9 @@ class Transformer final : public Model {
   void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_output_rows,
                       ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
+  // The gated FFN of `layer` (w_gate, w_up, w_down of width ff: the dense FFN, or qwen2moe's shared expert)
+  // over the first `rows` rows of xn_, into out [rows][n_embd].
+  void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
   void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
 
   struct RowTile {
@@ -76,6 +79,7 @@ class Transformer final : public Model {
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
+  std::vector<float> shared_, shared_gate_;  // qwen2moe: the shared expert's output, its gate logit per row
   std::vector<float> row_cos_sin_;        // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
   std::vector<float> row_cos_sin_local_;  // likewise for the local RoPE, when some layer uses it
   std::vector<RowTile> tiles_;            // attention tiles of the current Forward call, over all rows

@@ -157,8 +157,9 @@ TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchQ8Kv) {
 // Every architecture (model/architectures.h); prompts of up to 65 tokens run past the 40-position windows,
 // whose blocks the windowed shapes release as they go (tests/engine/engine_window_test.cc).
 TEST(EnginePrefixTest, EveryArchitectureCachedNeighbourAndForkedEqualScratch) {
-  for (const char* shape : {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi4-mini",
-                            "tiny-nemo", "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral"}) {
+  for (const char* shape :
+       {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi4-mini", "tiny-nemo",
+        "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral", "tiny-qwen2moe"}) {
     SCOPED_TRACE(shape);
     ExpectCachedEqualsScratch(KvDtype::kF16, shape, {17, 49});
   }

@@ -206,7 +206,7 @@ TEST(EngineInvarianceTest, RandomQwen2Q8ModelConcurrentAndPreemptedEqualsSolo) {
 TEST(EngineInvarianceTest, EveryArchitectureConcurrentAndPreemptedEqualsSolo) {
   for (const char* shape :
        {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi3.5", "tiny-phi4-mini", "tiny-nemo",
-        "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral"}) {
+        "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral", "tiny-qwen2moe"}) {
     SCOPED_TRACE(shape);
     TestModel m = testing::MakeRandomTestModel(shape, "q8_0");
     ASSERT_NE(m.model, nullptr);

@@ -113,7 +113,8 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-gemma2", "q8_0", KvDtype::kQ8_0, 2, 40},
         // Mixtures of experts: which rows share an expert's MatMul changes with the batch.
         Param{"tiny-qwen3moe", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen3moe", "f32", KvDtype::kF32, 1},
-        Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2}),
+        Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2},
+        Param{"tiny-qwen2moe", "q8_0", KvDtype::kF16, 2}),  // + the shared expert and its gate
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
     [](const ::testing::TestParamInfo<Param>& info) {
       const Param& p = info.param;

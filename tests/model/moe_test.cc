@@ -1,6 +1,6 @@
-// Mixtures of experts (model/moe.h): the configuration of qwen3moe and Mixtral-style llama files, their
-// experts bound as slices of the 3-D tensors, the routing rule, and clear errors for malformed or unsupported
-// expert files. (The forward pass against the reference: reference_test.cc; batch invariance:
+// Mixtures of experts (model/moe.h): the configuration of qwen3moe, qwen2moe and Mixtral-style llama files,
+// their experts bound as slices of the 3-D tensors, the routing rule, and clear errors for malformed or
+// unsupported expert files. (The forward pass against the reference: reference_test.cc; batch invariance:
 // batch_invariance_test.cc.)
 #include "model/moe.h"
 
@@ -12,6 +12,7 @@
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/test_models.h"
+#include "tensor/thread_pool.h"
 
 namespace lockstep::testing {
 namespace {
@@ -93,21 +94,102 @@ TEST(MixtureOfExperts, RoutingTakesTheLargestAndBreaksTiesByIndex) {
   const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 2.0f};
   int32_t experts[3];
   float weights[3];
-  RouteRow(logits, 6, 3, experts, weights);
+  RouteRow(logits, 6, 3, true, experts, weights);
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 3);
   EXPECT_EQ(experts[2], 5);
   EXPECT_FLOAT_EQ(weights[0], 1.0f / 3);
   EXPECT_FLOAT_EQ(weights[0] + weights[1] + weights[2], 1.0f);
-  RouteRow(logits, 6, 2, experts, weights);  // 2 of 3 equal ones: the lower indices
+  RouteRow(logits, 6, 2, true, experts, weights);  // 2 of 3 equal ones: the lower indices
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 3);
   const float spread[] = {0.0f, std::log(3.0f), -5.0f};
-  RouteRow(spread, 3, 2, experts, weights);  // softmax over the chosen: 3 : 1
+  RouteRow(spread, 3, 2, true, experts, weights);  // softmax over the chosen: 3 : 1
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 0);
   EXPECT_NEAR(weights[0], 0.75f, 1e-6);
   EXPECT_NEAR(weights[1], 0.25f, 1e-6);
+  RouteRow(spread, 3, 2, false, experts, weights);  // qwen2moe: the softmax over all three, as it is
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 0);
+  const float all = 4.0f + std::exp(-5.0f);
+  EXPECT_NEAR(weights[0], 3.0f / all, 1e-6);
+  EXPECT_NEAR(weights[1], 1.0f / all, 1e-6);
+}
+
+TEST(MixtureOfExperts, Qwen2MoeHasASharedExpertAndUnnormalisedWeights) {
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-qwen2moe", TensorType::kF32));
+  const ModelConfig& c = m.model->config();
+  EXPECT_EQ(c.architecture, "qwen2moe");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.n_expert, 16);
+  EXPECT_EQ(c.n_expert_used, 4);
+  EXPECT_EQ(c.n_ff_expert, 64);
+  EXPECT_EQ(c.n_ff_shared, 256);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_NE(c.Summary().find("4 of 16 experts of width 64 (weights not renormalised) and a gated shared "
+                             "expert of width 256"),
+            std::string::npos)
+      << c.Summary();
+  auto weights = ModelWeights::Bind(*m.file, c, -1);
+  ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+  const LayerWeights& l = weights->layers[1];
+  EXPECT_EQ(l.shared_gate.out, 1);
+  EXPECT_EQ(l.shared_gate.in, 256);
+  EXPECT_EQ(l.w_gate.data, m.file->FindTensor("blk.1.ffn_gate_shexp.weight")->data);
+  EXPECT_EQ(l.w_down.data, m.file->FindTensor("blk.1.ffn_down_shexp.weight")->data);
+  EXPECT_EQ(l.expert_up.size(), 16u);
+  // llama.cpp's defaults when the widths are not in the file: experts feed_forward_length /
+  // expert_used_count, the shared expert feed_forward_length (named by the tensors they then mismatch).
+  Edit defaults;
+  defaults.drop_keys = {"qwen2moe.expert_feed_forward_length", "qwen2moe.expert_shared_feed_forward_length"};
+  defaults.set_keys = {{"qwen2moe.feed_forward_length", GgufValue::Uint32(512)}};
+  const std::string widths = Error("tiny-qwen2moe", defaults);
+  EXPECT_NE(widths.find("blk.0.ffn_gate_exps.weight has shape [256, 64, 16], expected [256, 128, 16]"),
+            std::string::npos)
+      << widths;
+  EXPECT_NE(widths.find("blk.0.ffn_gate_shexp.weight has shape [256, 256], expected [256, 512]"),
+            std::string::npos)
+      << widths;
+  // One shared expert is what its graph has; more are another model.
+  EXPECT_TRUE(LoadEdited("tiny-qwen2moe", SetKey("qwen2moe.expert_shared_count", GgufValue::Uint32(1))).ok());
+  const std::string two =
+      Error("tiny-qwen2moe", SetKey("qwen2moe.expert_shared_count", GgufValue::Uint32(2)));
+  EXPECT_NE(two.find("unsupported: shared experts ('qwen2moe.expert_shared_count' = 2)"), std::string::npos)
+      << two;
+  Edit missing;
+  missing.drop_tensors = {"blk.1.ffn_gate_inp_shexp.weight", "blk.2.ffn_up_shexp.weight"};
+  const std::string gone = Error("tiny-qwen2moe", missing);
+  EXPECT_NE(gone.find("missing 2: blk.1.ffn_gate_inp_shexp.weight blk.2.ffn_up_shexp.weight"),
+            std::string::npos)
+      << gone;
+}
+
+// llama.cpp's converter writes the shared expert's gate as HF's [1, n_embd] weight, GGUF dims [n_embd, 1]
+// (make-model: [n_embd], as llama.cpp declares it); both load, to the same logits.
+TEST(MixtureOfExperts, Qwen2MoeSharedGateMayBeTwoDimensional) {
+  auto file = GgufFile::Open(TinyModelPath("tiny-qwen2moe", TensorType::kF32));
+  ASSERT_TRUE(file.ok());
+  GgufWriter w;
+  for (const auto& [k, v] : (*file)->metadata()) w.Set(k, v);
+  for (const GgufTensorInfo& t : (*file)->tensors()) {
+    std::vector<int64_t> dims = t.dims;
+    if (t.name.find("ffn_gate_inp_shexp") != std::string::npos) dims.push_back(1);
+    ASSERT_TRUE(w.AddTensor(t.name, t.type, dims, {t.data, t.size_bytes}).ok());
+  }
+  auto two_d = GgufFile::FromBytes(w.ToBytes(), "qwen2moe-2d-gate.gguf");
+  ASSERT_TRUE(two_d.ok());
+  EXPECT_EQ((*two_d)->FindTensor("blk.0.ffn_gate_inp_shexp.weight")->dims, (std::vector<int64_t>{256, 1}));
+  std::shared_ptr<const GgufFile> shared(std::move(two_d).value());
+  auto model = Model::Load(shared, {.pack_weights = false});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  LoadedModel one_d = LoadModelOrDie(TinyModelPath("tiny-qwen2moe", TensorType::kF32));
+  ThreadPool pool(1);
+  const std::vector<int32_t> tokens = {3, 1, 4, 1, 5};
+  EXPECT_EQ(RunSequence(**model, tokens, 5, KvDtype::kF32, pool),
+            RunSequence(*one_d.model, tokens, 5, KvDtype::kF32, pool));
 }
 
 TEST(MixtureOfExperts, MalformedExpertKeysNameTheKey) {
@@ -185,11 +267,12 @@ TEST(MixtureOfExperts, MalformedExpertTensorsAreNamed) {
 }
 
 TEST(MixtureOfExperts, OtherExpertArchitecturesAreRefusedClearly) {
-  const std::string qwen2moe =
-      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("qwen2moe")));
-  EXPECT_NE(qwen2moe.find("unsupported: mixture of experts ('qwen2moe' needs shared experts)"),
+  const std::string deepseek2 =
+      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek2")));
+  EXPECT_NE(deepseek2.find("unsupported: mixture of experts ('deepseek2' needs shared experts, grouped "
+                           "routing and multi-head latent attention)"),
             std::string::npos)
-      << qwen2moe;
+      << deepseek2;
   const std::string gpt_oss =
       Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("gpt-oss")));
   EXPECT_NE(gpt_oss.find("'gpt-oss' needs biased experts"), std::string::npos) << gpt_oss;
@@ -198,8 +281,9 @@ TEST(MixtureOfExperts, OtherExpertArchitecturesAreRefusedClearly) {
   EXPECT_NE(qwen3.find("unsupported: mixture of experts ('qwen3', qwen3.expert_count = 8)"),
             std::string::npos)
       << qwen3;
-  EXPECT_EQ(LoadEdited("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("qwen2moe"))).code(),
-            StatusCode::kUnimplemented);
+  EXPECT_EQ(
+      LoadEdited("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek2"))).code(),
+      StatusCode::kUnimplemented);
 }
 
 }  // namespace

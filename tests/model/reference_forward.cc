@@ -86,8 +86,10 @@ Matrix RowRange(const Matrix& m, size_t first, size_t count) {
 struct Layer {
   std::vector<double> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
   Matrix wq, wk, wv, wo, gate, up, down;
-  // Mixture of experts: the router [n_expert][n_embd] and each expert's gate, up and down.
+  // Mixture of experts: the router [n_expert][n_embd] and each expert's gate, up and down (qwen2moe: the
+  // shared expert in gate, up and down, its gate in shared_gate).
   Matrix router;
+  std::vector<double> shared_gate;
   std::vector<Matrix> expert_gate, expert_up, expert_down;
 };
 
@@ -110,7 +112,8 @@ std::vector<double> SwiGlu(const Matrix& gate, const Matrix& up, const Matrix& d
 }
 
 // The router's softmax over every expert, the n_expert_used most probable (a stable sort: the lower index
-// first among equals), their probabilities renormalised; the chosen experts' outputs so weighted, summed.
+// first among equals), their probabilities renormalised (qwen2moe: as they are); the chosen experts' outputs
+// so weighted, summed; qwen2moe: plus the shared expert's output times sigmoid(shared_gate · h).
 std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h) {
   const std::vector<double> logits = MatVec(L.router, h);
   const double largest = *std::max_element(logits.begin(), logits.end());
@@ -123,11 +126,18 @@ std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vec
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
   double chosen = 0;
   for (int64_t j = 0; j < c.n_expert_used; ++j) chosen += p[order[j]];
+  if (!c.expert_weights_norm) chosen = 1;
   std::vector<double> out(h.size(), 0.0);
   for (int64_t j = 0; j < c.n_expert_used; ++j) {
     const size_t e = order[j];
     const std::vector<double> y = SwiGlu(L.expert_gate[e], L.expert_up[e], L.expert_down[e], h);
     for (size_t i = 0; i < out.size(); ++i) out[i] += p[e] / chosen * y[i];
+  }
+  if (c.n_ff_shared > 0) {
+    double logit = 0;
+    for (size_t i = 0; i < h.size(); ++i) logit += L.shared_gate[i] * h[i];
+    const std::vector<double> y = SwiGlu(L.gate, L.up, L.down, h);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += y[i] / (1.0 + std::exp(-logit));
   }
   return out;
 }
@@ -168,6 +178,12 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       LOCKSTEP_ASSIGN_OR_RETURN(L.expert_gate, LoadExperts(file, p + "ffn_gate_exps.weight", c.n_expert));
       LOCKSTEP_ASSIGN_OR_RETURN(L.expert_up, LoadExperts(file, p + "ffn_up_exps.weight", c.n_expert));
       LOCKSTEP_ASSIGN_OR_RETURN(L.expert_down, LoadExperts(file, p + "ffn_down_exps.weight", c.n_expert));
+      if (c.n_ff_shared > 0) {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.shared_gate, LoadVector(file, p + "ffn_gate_inp_shexp.weight"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate_shexp.weight"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up_shexp.weight"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down_shexp.weight"));
+      }
     } else if (file.FindTensor(p + "ffn_gate.weight")) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));

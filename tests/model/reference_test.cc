@@ -111,7 +111,10 @@ INSTANTIATE_TEST_SUITE_P(Experts, ReferenceTest,
                                            ReferenceCase{"tiny-mixtral", "f16", 1e-5, 21, 8e-4, 1e-1},
                                            ReferenceCase{"tiny-mixtral", "q4_0", 6e-2, 21, 8e-4, 1e-1},
                                            ReferenceCase{"tiny-mixtral", "q4_k_m", 6e-2, 21, 8e-4, 1e-1},
-                                           ReferenceCase{"tiny-mixtral", "q6_k", 6e-2, 21, 8e-4, 1e-1}),
+                                           ReferenceCase{"tiny-mixtral", "q6_k", 6e-2, 21, 8e-4, 1e-1},
+                                           ReferenceCase{"tiny-qwen2moe", "f32", 1e-5, 21, 8e-4, 1e-1},
+                                           ReferenceCase{"tiny-qwen2moe", "q8_0", 6e-2, 21, 8e-4, 1e-1},
+                                           ReferenceCase{"tiny-qwen2moe", "q4_k_m", 6e-2, 21, 8e-4, 1e-1}),
                          Name);
 
 }  // namespace
