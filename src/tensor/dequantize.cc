@@ -5,6 +5,7 @@
 #include "base/status.h"
 #include "tensor/float16.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quantize_internal.h"
 
 namespace lockstep {
 namespace {
@@ -142,6 +143,40 @@ void DequantizeQ6_K(const std::byte* src, float* dst, int64_t n) {
   }
 }
 
+// As ggml's dequantize_row_q3_K: d * (scale - 32) first, then times the quant.
+void DequantizeQ3_K(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    BlockQ3_K block;
+    std::memcpy(&block, src + b * sizeof(BlockQ3_K), sizeof(block));
+    const float d = F16ToF32(block.d);
+    for (int j = 0; j < 16; ++j) {
+      const float dl = d * static_cast<float>(Q3KScale(block.scales, j));
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * j + l;
+        dst[b * kSuperBlock + e] = dl * static_cast<float>(Q3KQuant(block, e));
+      }
+    }
+  }
+}
+
+// As ggml's dequantize_row_q2_K: d * sc and dmin * m first, then dl * q - ml (the product rounded first, as
+// ggml-base is built without FMA).
+void DequantizeQ2_K(const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    BlockQ2_K block;
+    std::memcpy(&block, src + b * sizeof(BlockQ2_K), sizeof(block));
+    const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
+    for (int j = 0; j < 16; ++j) {
+      const float dl = d * static_cast<float>(block.scales[j] & 0xf);
+      const float ml = dmin * static_cast<float>(block.scales[j] >> 4);
+      for (int l = 0; l < 16; ++l) {
+        const int e = 16 * j + l;
+        dst[b * kSuperBlock + e] = Unfused(dl * static_cast<float>(Q2KQuant(block.qs, e))) - ml;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool CanDequantize(TensorType type) {
@@ -153,6 +188,8 @@ bool CanDequantize(TensorType type) {
     case TensorType::kQ4_0:
     case TensorType::kQ5_0:
     case TensorType::kQ5_1:
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K:
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
@@ -188,6 +225,12 @@ void DequantizeRow(TensorType type, const std::byte* src, float* dst, int64_t n)
       break;
     case TensorType::kQ5_1:
       DequantizeQ5_1(src, dst, n);
+      break;
+    case TensorType::kQ2_K:
+      DequantizeQ2_K(src, dst, n);
+      break;
+    case TensorType::kQ3_K:
+      DequantizeQ3_K(src, dst, n);
       break;
     case TensorType::kQ4_K:
       DequantizeQ4_K(src, dst, n);

@@ -4,18 +4,18 @@
 // machine's vector width, the row count, the tile position or the thread count):
 // - Float weights (F32/F16/BF16): per (output, row), 8 f32 lane accumulators; element i goes to lane i % 8 by
 //   fused multiply-add, in order of i; a partial last group is padded with zeros. Then LaneSum (below).
-// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS): each activation row is quantized in
-// 32-element
+// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS): each activation row is
+// quantized in 32-element
 //   blocks (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane
 //   scales (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3,
 //   converted to float and fused-multiply-added with (lane scale * activation scale) into lane accumulator l.
-//   Q4_K, Q5_K and Q5_1 (HasMinTerm) add their min term per lane the same way (exact lane sum of q times min
-//   scale
-//   * activation scale).
+//   Q4_K, Q5_K, Q5_1 (HasMinTerm) and Q2_K add their min term per lane the same way (exact lane sum of q
+//   times the lane's min scale * activation scale).
 // - Packed weights (PackWeights: every quantized type above): one f32 accumulator per (output, row); for each
 //   block b, acc = fma(float(exact integer dot of the block), weight scale * activation scale, acc); Q4_K,
 //   Q5_K and Q5_1 then add fma(float(sum of the block's activation quants), min scale * activation scale,
-//   acc); Q6_K's integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d. IQ4_NL /
+//   acc); Q6_K's integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d, and so is
+//   Q3_K's (sc = scale - 32, w = its quant in [-4, 3]; packed in Q6_K's layout as w + 32). IQ4_NL /
 //   IQ4_XS: w = kIQ4Values[index], weight scale d (IQ4_XS: d * (ls - 32), exact in float).
 #pragma once
 
@@ -69,21 +69,24 @@ void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[
 struct WeightBlockView {
   int8_t w[32];
   float scale[8];
-  float min_scale;  // multiplies the lane sum of the activation quants; 0 except HasMinTerm types
+  float min_scale[8];  // multiply the lane sums of the activation quants; 0 except HasLaneMinTerm types
 };
 // Whether `type` has a min term (value = d * sc * q - dmin * m, Q5_1: d * q + m): Q4_K, Q5_K and Q5_1, whose
 // canonical forms differ only in the quants' range (0-15, 0-31) and where scale and min scale come from.
 constexpr bool HasMinTerm(TensorType type) {
   return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ5_1;
 }
+// HasMinTerm's types and Q2_K (value = d * sc * q - dmin * m per 16 elements: lanes 0-3 and 4-7 have their
+// own min scales), which is not packed (the packed order's min term is one per 32-element block).
+constexpr bool HasLaneMinTerm(TensorType type) { return HasMinTerm(type) || type == TensorType::kQ2_K; }
 // Whether `type` stores a fifth quant bit apart from the nibbles (Q5_0, Q5_1, Q5_K).
 constexpr bool HasFifthBit(TensorType type) {
   return type == TensorType::kQ5_0 || type == TensorType::kQ5_1 || type == TensorType::kQ5_K;
 }
 // The 256-element super-block types (8 weight blocks per packed unit); the others' units are one block.
 constexpr bool IsKQuant(TensorType type) {
-  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K ||
-         type == TensorType::kIQ4_XS;
+  return type == TensorType::kQ2_K || type == TensorType::kQ3_K || type == TensorType::kQ4_K ||
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K || type == TensorType::kIQ4_XS;
 }
 // The non-linear types, whose 4-bit indices select a value of kIQ4Values (tensor/quant_blocks.h).
 constexpr bool IsIQ4(TensorType type) { return type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS; }

@@ -410,6 +410,7 @@ void NeonDotprodPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
     case TensorType::kQ5_1:
       return DotprodGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
+    case TensorType::kQ3_K:  // packed as Q6_K
       return DotprodGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     case TensorType::kIQ4_NL:
       return DotprodGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
@@ -435,6 +436,7 @@ void NeonI8mmPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
     case TensorType::kQ5_1:
       return I8mmGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
+    case TensorType::kQ3_K:  // packed as Q6_K
       return I8mmGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     case TensorType::kIQ4_NL:
       return I8mmGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);

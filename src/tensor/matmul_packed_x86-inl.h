@@ -215,6 +215,7 @@ inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
     case TensorType::kQ5_1:
       return KQuantPackedTile<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
+    case TensorType::kQ3_K:  // packed as Q6_K
       return KQuantPackedTile<TensorType::kQ6_K>(a, o_begin, o_end);
     case TensorType::kIQ4_NL:
       return KQuantPackedTile<TensorType::kIQ4_NL>(a, o_begin, o_end);

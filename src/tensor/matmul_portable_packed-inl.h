@@ -308,6 +308,7 @@ inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end
     case TensorType::kQ5_1:
       return portable::PackedGroups<TensorType::kQ5_1>(a, o_begin, o_end);
     case TensorType::kQ6_K:
+    case TensorType::kQ3_K:  // packed as Q6_K
       return portable::PackedGroups<TensorType::kQ6_K>(a, o_begin, o_end);
     case TensorType::kIQ4_NL:
       return portable::PackedGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);

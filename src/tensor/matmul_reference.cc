@@ -28,12 +28,12 @@ void QuantizeActivationBlock(const float* x, int8_t* q, float* d, int32_t sum16[
 bool IsQuantizedMatMulType(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
          type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
-         type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
+         type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS ||
+         type == TensorType::kQ3_K || type == TensorType::kQ2_K;
 }
 
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view) {
-  view->min_scale = 0.0f;
-  float lane_scale[2];
+  float lane_scale[2], lane_min[2] = {0.0f, 0.0f};
   switch (type) {
     case TensorType::kQ8_0: {
       BlockQ8_0 block;
@@ -64,7 +64,7 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       std::memcpy(&block, row + b * sizeof(block), sizeof(block));
       for (int e = 0; e < 32; ++e) view->w[e] = static_cast<int8_t>(Q5Quant(block.qh, block.qs, e));
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
-      view->min_scale = F16ToF32(block.m);
+      lane_min[0] = lane_min[1] = F16ToF32(block.m);
       break;
     }
     case TensorType::kIQ4_NL: {
@@ -92,7 +92,7 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       for (int l = 0; l < 32; ++l)
         view->w[l] = static_cast<int8_t>((j % 2 == 0) ? (q[l] & 0xf) : (q[l] >> 4));
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d) * static_cast<float>(sc);
-      view->min_scale = -(F16ToF32(block.dmin) * static_cast<float>(m));
+      lane_min[0] = lane_min[1] = -(F16ToF32(block.dmin) * static_cast<float>(m));
       break;
     }
     case TensorType::kQ5_K: {
@@ -103,7 +103,7 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       DecodeQ4KScaleMin(block.scales, j, &sc, &m);
       for (int l = 0; l < 32; ++l) view->w[l] = static_cast<int8_t>(Q5KQuant(block, 32 * j + l));
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d) * static_cast<float>(sc);
-      view->min_scale = -(F16ToF32(block.dmin) * static_cast<float>(m));
+      lane_min[0] = lane_min[1] = -(F16ToF32(block.dmin) * static_cast<float>(m));
       break;
     }
     case TensorType::kQ6_K: {
@@ -116,10 +116,36 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       lane_scale[1] = d * static_cast<float>(block.scales[2 * j + 1]);
       break;
     }
+    case TensorType::kQ2_K: {
+      BlockQ2_K block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      for (int l = 0; l < 32; ++l) view->w[l] = static_cast<int8_t>(Q2KQuant(block.qs, 32 * j + l));
+      const float d = F16ToF32(block.d), dmin = F16ToF32(block.dmin);
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sc = block.scales[2 * j + h];
+        lane_scale[h] = d * static_cast<float>(sc & 0xf);
+        lane_min[h] = -(dmin * static_cast<float>(sc >> 4));
+      }
+      break;
+    }
+    case TensorType::kQ3_K: {
+      BlockQ3_K block;
+      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+      const int j = static_cast<int>(b % 8);
+      for (int l = 0; l < 32; ++l) view->w[l] = static_cast<int8_t>(Q3KQuant(block, 32 * j + l));
+      const float d = F16ToF32(block.d);
+      lane_scale[0] = d * static_cast<float>(Q3KScale(block.scales, 2 * j));
+      lane_scale[1] = d * static_cast<float>(Q3KScale(block.scales, 2 * j + 1));
+      break;
+    }
     default:
       LOCKSTEP_CHECK(false);
   }
-  for (int l = 0; l < 8; ++l) view->scale[l] = lane_scale[l / 4];
+  for (int l = 0; l < 8; ++l) {
+    view->scale[l] = lane_scale[l / 4];
+    view->min_scale[l] = lane_min[l / 4];
+  }
 }
 
 namespace {
@@ -141,6 +167,24 @@ float WeightAt(TensorType type, const std::byte* row, int64_t i) {
     default:
       LOCKSTEP_CHECK(false);
       return 0.0f;
+  }
+}
+
+// Q6_K / Q3_K block b's two integer sub-block scales (elements 0-15, 16-31) and the f16 d of its super-block.
+void SixteenScales(TensorType type, const std::byte* row, int64_t b, int32_t sc[2], uint16_t* d) {
+  const int j = static_cast<int>(b % 8);
+  if (type == TensorType::kQ6_K) {
+    BlockQ6_K block;
+    std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+    sc[0] = block.scales[2 * j];
+    sc[1] = block.scales[2 * j + 1];
+    *d = block.d;
+  } else {
+    BlockQ3_K block;
+    std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
+    sc[0] = Q3KScale(block.scales, 2 * j);
+    sc[1] = Q3KScale(block.scales, 2 * j + 1);
+    *d = block.d;
   }
 }
 
@@ -170,7 +214,7 @@ float QuantDotReference(TensorType type, const std::byte* row, const int8_t* q, 
         sum += q[32 * b + 4 * l + k];
       }
       acc[l] = std::fma(static_cast<float>(dot), view.scale[l] * d[b], acc[l]);
-      if (HasMinTerm(type)) acc[l] = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc[l]);
+      if (HasLaneMinTerm(type)) acc[l] = std::fma(static_cast<float>(sum), view.min_scale[l] * d[b], acc[l]);
     }
   }
   return LaneSum(acc);
@@ -187,16 +231,16 @@ float PackedDotReference(TensorType type, const std::byte* row, const int8_t* q,
       dot[i / 16] += view.w[i] * q[32 * b + i];
       sum += q[32 * b + i];
     }
-    if (type == TensorType::kQ6_K) {
-      BlockQ6_K block;
-      std::memcpy(&block, row + (b / 8) * sizeof(block), sizeof(block));
-      const int j = static_cast<int>(b % 8);
-      const int32_t total = block.scales[2 * j] * dot[0] + block.scales[2 * j + 1] * dot[1];
-      acc = std::fma(static_cast<float>(total), F16ToF32(block.d) * d[b], acc);
+    if (type == TensorType::kQ6_K || type == TensorType::kQ3_K) {
+      int32_t sc[2];
+      uint16_t d16;
+      SixteenScales(type, row, b, sc, &d16);
+      const int32_t total = sc[0] * dot[0] + sc[1] * dot[1];
+      acc = std::fma(static_cast<float>(total), F16ToF32(d16) * d[b], acc);
       continue;
     }
     acc = std::fma(static_cast<float>(dot[0] + dot[1]), view.scale[0] * d[b], acc);
-    if (HasMinTerm(type)) acc = std::fma(static_cast<float>(sum), view.min_scale * d[b], acc);
+    if (HasMinTerm(type)) acc = std::fma(static_cast<float>(sum), view.min_scale[0] * d[b], acc);
   }
   return acc;
 }

@@ -78,6 +78,8 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->quant_tile[6] = &QuantTileFor<TensorType::kQ5_1>;
   k->quant_tile[7] = &QuantTileFor<TensorType::kIQ4_NL>;
   k->quant_tile[8] = &QuantTileFor<TensorType::kIQ4_XS>;
+  k->quant_tile[9] = &QuantTileFor<TensorType::kQ3_K>;
+  k->quant_tile[10] = &QuantTileFor<TensorType::kQ2_K>;
   k->packed_tile[0] = &PackedTileFor<TensorType::kQ8_0>;
   k->packed_tile[1] = &PackedTileFor<TensorType::kQ4_0>;
   k->packed_tile[2] = &PackedTileFor<TensorType::kQ4_K>;
@@ -87,6 +89,8 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->packed_tile[6] = &PackedTileFor<TensorType::kQ5_1>;
   k->packed_tile[7] = &PackedTileFor<TensorType::kIQ4_NL>;
   k->packed_tile[8] = &PackedTileFor<TensorType::kIQ4_XS>;
+  k->packed_tile[9] = &PackedTileFor<TensorType::kQ6_K>;  // Q3_K, packed as Q6_K
+  k->packed_tile[10] = &PackedTile;                       // Q2_K is never packed: the dispatch's assertion
 #else
   for (TileFn& f : k->float_tile) f = &FloatTile;
   for (TileFn& f : k->quant_tile) f = &QuantTile;
@@ -121,6 +125,7 @@ void FillVnniMatMulKernels(MatMulKernels* k) {
   k->packed_tile[6] = &VnniPackedTileFor<TensorType::kQ5_1>;
   k->packed_tile[7] = &VnniPackedTileFor<TensorType::kIQ4_NL>;
   k->packed_tile[8] = &VnniPackedTileFor<TensorType::kIQ4_XS>;
+  k->packed_tile[9] = &VnniPackedTileFor<TensorType::kQ6_K>;
 }
 #endif
 #undef LOCKSTEP_X86_KERNELS
@@ -183,6 +188,10 @@ int QuantWeightIndex(TensorType type) {
       return 7;
     case TensorType::kIQ4_XS:
       return 8;
+    case TensorType::kQ3_K:
+      return 9;
+    case TensorType::kQ2_K:
+      return 10;
     default:
       return -1;
   }

@@ -44,7 +44,7 @@ HWY_INLINE float HalfAt(const std::byte* p) {
 // Canonical weight block b of a row: int8 values, lane scales, min scale (HasMinTerm types).
 template <TensorType kType>
 HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m256* scale,
-                                float* min_scale) {
+                                __m256* min_scale) {
   if constexpr (kType == TensorType::kQ8_0) {
     const std::byte* p = row + 34 * b;
     *scale = _mm256_set1_ps(HalfAt(p));
@@ -61,7 +61,7 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     constexpr bool kMin = kType == TensorType::kQ5_1;
     const std::byte* p = row + (kMin ? 24 : 22) * b;
     *scale = _mm256_set1_ps(HalfAt(p));
-    if constexpr (kMin) *min_scale = HalfAt(p + 2);
+    if constexpr (kMin) *min_scale = _mm256_set1_ps(HalfAt(p + 2));
     const std::byte* qh = p + (kMin ? 4 : 2);
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 4));
     const __m128i mask = _mm_set1_epi8(0x0f);
@@ -102,7 +102,7 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     uint8_t sc, m;
     DecodeQ4KScaleMin(reinterpret_cast<const uint8_t*>(p + 4), j, &sc, &m);
     *scale = _mm256_set1_ps(HalfAt(p) * static_cast<float>(sc));
-    *min_scale = -(HalfAt(p + 2) * static_cast<float>(m));
+    *min_scale = _mm256_set1_ps(-(HalfAt(p + 2) * static_cast<float>(m)));
     __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * (j / 2)));
     if (j % 2) q = _mm256_srli_epi16(q, 4);
     *w = _mm256_and_si256(q, _mm256_set1_epi8(0x0f));
@@ -112,7 +112,7 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     uint8_t sc, m;
     DecodeQ4KScaleMin(reinterpret_cast<const uint8_t*>(p + 4), j, &sc, &m);
     *scale = _mm256_set1_ps(HalfAt(p) * static_cast<float>(sc));
-    *min_scale = -(HalfAt(p + 2) * static_cast<float>(m));
+    *min_scale = _mm256_set1_ps(-(HalfAt(p + 2) * static_cast<float>(m)));
     __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 48 + 32 * (j / 2)));
     if (j % 2) q = _mm256_srli_epi16(q, 4);
     q = _mm256_and_si256(q, _mm256_set1_epi8(0x0f));
@@ -122,6 +122,14 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     const __m256i fifth = j <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - j))
                                  : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
     *w = _mm256_or_si256(q, _mm256_and_si256(fifth, _mm256_set1_epi8(0x10)));
+  } else if constexpr (kType == TensorType::kQ3_K || kType == TensorType::kQ2_K) {
+    // The scalar decoding (unpacked Q3_K is the tests' and the fallback's path, models pack it; Q2_K is not
+    // packed).
+    WeightBlockView view;
+    GetWeightBlock(kType, row, b, &view);
+    *w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(view.w));
+    *scale = _mm256_loadu_ps(view.scale);
+    *min_scale = _mm256_loadu_ps(view.min_scale);
   } else {
     static_assert(kType == TensorType::kQ6_K);
     const std::byte* p = row + 210 * (b / 8);
@@ -179,20 +187,20 @@ HWY_NOINLINE void QuantMicroTile(const TileArgs& a, int64_t o0, int64_t r0) {
     __m256 xsum[kRows];
     for (int r = 0; r < kRows; ++r) {
       xq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[r] + kActBlock * b));
-      if constexpr (HasMinTerm(kType)) xsum[r] = _mm256_cvtepi32_ps(DotLanes(ones, xq[r]));
+      if constexpr (HasLaneMinTerm(kType)) xsum[r] = _mm256_cvtepi32_ps(DotLanes(ones, xq[r]));
     }
     for (int o = 0; o < kOut; ++o) {
       __m256i w;
       __m256 scale;
-      float min_scale = 0.0f;
+      __m256 min_scale = _mm256_setzero_ps();
       LoadWeightBlock<kType>(rows[o], b, &w, &scale, &min_scale);
       const __m256i abs_w = _mm256_abs_epi8(w);
       for (int r = 0; r < kRows; ++r) {
         const __m256 dx = _mm256_set1_ps(d[r][b]);
         const __m256i dot = DotLanes(abs_w, _mm256_sign_epi8(xq[r], w));
         acc[o][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, dx), acc[o][r]);
-        if constexpr (HasMinTerm(kType)) {
-          acc[o][r] = _mm256_fmadd_ps(xsum[r], _mm256_mul_ps(_mm256_set1_ps(min_scale), dx), acc[o][r]);
+        if constexpr (HasLaneMinTerm(kType)) {
+          acc[o][r] = _mm256_fmadd_ps(xsum[r], _mm256_mul_ps(min_scale, dx), acc[o][r]);
         }
       }
     }
@@ -229,6 +237,10 @@ inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return QuantTileTyped<TensorType::kIQ4_NL>(a, o_begin, o_end);
     case TensorType::kIQ4_XS:
       return QuantTileTyped<TensorType::kIQ4_XS>(a, o_begin, o_end);
+    case TensorType::kQ3_K:
+      return QuantTileTyped<TensorType::kQ3_K>(a, o_begin, o_end);
+    case TensorType::kQ2_K:
+      return QuantTileTyped<TensorType::kQ2_K>(a, o_begin, o_end);
     default:
       HWY_ASSERT(false);
   }

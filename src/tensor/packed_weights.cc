@@ -115,10 +115,10 @@ void PackIQ4XS(const BlockIQ4_XS& block, int o, std::byte* dst) {
   std::memcpy(dst + kIQ4XSD + 2 * o, &block.d, 2);
 }
 
-void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
+// Q6_K's unit from the 6-bit quants q[e] (value - 32), the 16 int8 scales and d of output o.
+void PackSixBitUnit(const uint8_t q_all[256], const int8_t scales[16], uint16_t d, int o, std::byte* dst) {
   for (int j = 0; j < 8; ++j) {
-    uint8_t q[32];
-    for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(Q6KQuant(block, 32 * j + l));
+    const uint8_t* q = q_all + 32 * j;
     PackNibbles(q, o, dst + 256 * j);
     for (int h = 0; h < 2; ++h) {
       for (int e = 0; e < 4; ++e) {
@@ -127,10 +127,26 @@ void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
           bits = static_cast<uint8_t>(bits | ((q[16 * h + 4 * k + e] >> 4) << (2 * k)));
         dst[kQ6KHigh + 128 * j + 64 * h + 4 * o + e] = static_cast<std::byte>(bits);
       }
-      dst[kQ6KScales + 32 * j + kPackedGroup * h + o] = static_cast<std::byte>(block.scales[2 * j + h]);
+      dst[kQ6KScales + 32 * j + kPackedGroup * h + o] = static_cast<std::byte>(scales[2 * j + h]);
     }
   }
-  std::memcpy(dst + kQ6KD + 2 * o, &block.d, 2);
+  std::memcpy(dst + kQ6KD + 2 * o, &d, 2);
+}
+
+void PackQ6K(const BlockQ6_K& block, int o, std::byte* dst) {
+  uint8_t q[256];
+  for (int e = 0; e < 256; ++e) q[e] = static_cast<uint8_t>(Q6KQuant(block, e));
+  PackSixBitUnit(q, block.scales, block.d, o, dst);
+}
+
+// Q3_K in Q6_K's unit: quant + 32 (28..35) as the 6-bit quant, scale - 32 as the int8 scale, the same d, so
+// that Q6_K's tiles compute Q3_K's canonical products.
+void PackQ3K(const BlockQ3_K& block, int o, std::byte* dst) {
+  uint8_t q[256];
+  int8_t scales[16];
+  for (int e = 0; e < 256; ++e) q[e] = static_cast<uint8_t>(Q3KQuant(block, e) + 32);
+  for (int j = 0; j < 16; ++j) scales[j] = static_cast<int8_t>(Q3KScale(block.scales, j));
+  PackSixBitUnit(q, scales, block.d, o, dst);
 }
 
 }  // namespace
@@ -140,7 +156,8 @@ void PackedWeightsDeleter::operator()(PackedWeights* p) const { delete p; }
 bool CanPackWeights(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
          type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
-         type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
+         type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS ||
+         type == TensorType::kQ3_K;
 }
 
 namespace {
@@ -159,10 +176,11 @@ PackedWeightsPtr DescribePacked(const WeightMatrix& w) {
   packed->unit_elements = traits.block_elements;
   packed->units = w.in / traits.block_elements;
   // Same bytes as the original, except Q4_K / Q5_K / IQ4_XS whose 6-bit scales (and mins) are unpacked to
-  // bytes (+2.8%, +2.3%, +2.9% with IQ4_XS's padding).
+  // bytes (+2.8%, +2.3%, +2.9% with IQ4_XS's padding), and Q3_K in Q6_K's unit.
   packed->unit_bytes = w.type == TensorType::kQ4_K     ? kQ4KUnit
                        : w.type == TensorType::kQ5_K   ? kQ5KUnit
                        : w.type == TensorType::kIQ4_XS ? kIQ4XSUnit
+                       : w.type == TensorType::kQ3_K   ? kQ6KUnit
                                                        : kPackedGroup * traits.block_bytes;
   return packed;
 }
@@ -197,6 +215,10 @@ void FillPacked(const WeightMatrix& w, const PackedWeights* packed, std::byte* d
           BlockQ6_K block;
           std::memcpy(&block, src, sizeof(block));
           PackQ6K(block, o, dst);
+        } else if (w.type == TensorType::kQ3_K) {
+          BlockQ3_K block;
+          std::memcpy(&block, src, sizeof(block));
+          PackQ3K(block, o, dst);
         } else {
           PackSmallBlock(w.type == TensorType::kQ8_0, src, o, dst);
         }

@@ -28,6 +28,9 @@
 //          high bits (1024): vector h byte 4o+e holds, at bits 2k..2k+1, bits 4-5 of element 16h + 4k + e;
 //          per j 32 int8 scales (the 16 outputs' scales of elements 0-15, then of 16-31) (256); 16 f16 d
 //          (32).
+//  - Q3_K (3360 bytes): Q6_K's unit, the quants + 32 (28..35) as its 6-bit quants, scale - 32 as its int8
+//          scales, the same d, so that Q6_K's tiles run it (1.9x the original 16 x 110 bytes; a tile of its
+//          own would read 3.4 bits a weight).
 // Immutable after packing; safe to share between threads.
 #pragma once
 

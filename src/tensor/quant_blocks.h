@@ -105,6 +105,33 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// Q2_K: 16 sub-blocks of 16 elements; scales[j] low nibble = scale sc, high nibble = min m; value = d * sc *
+// q - dmin * m, q in [0, 3] at bits 2k..2k+1 of qs[32n + l] for element 128n + 32k + l (Q2KQuant; Q3_K's low
+// bits' order).
+struct BlockQ2_K {
+  uint8_t scales[16];
+  uint8_t qs[64];
+  uint16_t d;
+  uint16_t dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// The quant (0..3) of element e in [0, 256) of a Q2_K block's qs.
+inline int Q2KQuant(const uint8_t qs[64], int e) {
+  return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+// Q3_K: 16 sub-blocks of 16 elements with 6-bit scales (Q3KScale); value = d * (scale - 32) * q, q in [-4, 3]
+// (Q3KQuant): element 128n + 32j + l (n < 2, j < 4, l < 32) has its low 2 bits at bits 2j..2j+1 of
+// qs[32n + l] and its third bit at bit 4n + j of hmask[l]; the quant is those 3 bits less 4.
+struct BlockQ3_K {
+  uint8_t hmask[32];
+  uint8_t qs[64];
+  uint8_t scales[12];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
 // Scale and min (6 bits each) of Q4_K sub-block j in [0, 8).
 inline void DecodeQ4KScaleMin(const uint8_t* scales, int j, uint8_t* sc, uint8_t* m) {
   if (j < 4) {
@@ -146,6 +173,20 @@ inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
 
 // The table index (0..15) of element e in [0, 32) of an IQ4_NL block's (or IQ4_XS sub-block's) 16 qs bytes.
 inline int IQ4Index(const uint8_t qs[16], int e) { return (qs[e % 16] >> (4 * (e / 16))) & 0xf; }
+
+// Sub-block j's signed scale (-32..31) of a Q3_K block (j < 16): low 4 bits from nibble j / 8 of scales[j %
+// 8], high 2 bits from bits 2 (j / 4)..+1 of scales[8 + j % 4], less 32.
+inline int Q3KScale(const uint8_t scales[12], int j) {
+  const int low = (scales[j % 8] >> (4 * (j / 8))) & 0xf;
+  const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// The quant (-4..3) of element e in [0, 256) of a Q3_K block.
+inline int Q3KQuant(const BlockQ3_K& b, int e) {
+  const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+  return Q2KQuant(b.qs, e) - (((b.hmask[l] >> (4 * n + j)) & 1) ? 0 : 4);
+}
 
 // The 6-bit quant (0..63) of element e in [0, 256) of a Q6_K block.
 inline int Q6KQuant(const BlockQ6_K& b, int e) {

@@ -1,7 +1,7 @@
 // Quantization to the GGUF block types. Q8_0, Q4_0, Q5_0 and Q5_1 follow ggml's reference rounding (so a file
 // quantized here matches one quantized by llama.cpp's reference code), IQ4_NL and IQ4_XS ggml's scale search
-// (tensor/quantize_iq4.cc); Q4_K, Q5_K and Q6_K use a simple direct fit (per sub-block max/min, no importance
-// search).
+// (tensor/quantize_iq4.cc), Q3_K and Q2_K ggml's reference fits (tensor/quantize_k_low.cc); Q4_K, Q5_K and
+// Q6_K use a simple direct fit (per sub-block max/min, no importance search).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -258,6 +258,12 @@ void QuantizeRow(TensorType type, const float* src, std::byte* dst, int64_t n) {
       break;
     case TensorType::kQ5_1:
       QuantizeQ5_1(src, dst, n);
+      break;
+    case TensorType::kQ2_K:
+      QuantizeQ2_K(src, dst, n);
+      break;
+    case TensorType::kQ3_K:
+      QuantizeQ3_K(src, dst, n);
       break;
     case TensorType::kQ4_K:
       QuantizeQ4_K(src, dst, n);

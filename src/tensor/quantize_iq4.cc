@@ -3,7 +3,6 @@
 // bits against one f16 super-scale and the indices chosen again for the quantized scale. The same float
 // operations in the same order, each product rounded on its own (ggml's quantizer is built without FMA).
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -31,8 +30,7 @@ int NearestIndex(float x) {
   return x - static_cast<float>(kIQ4Values[hi - 1]) < static_cast<float>(kIQ4Values[hi]) - x ? hi - 1 : hi;
 }
 
-inline constexpr float kTinyBlock = 1e-15f;  // ggml's GROUP_MAX_EPS
-inline constexpr int kTries = 7;             // trial scales -127 +- 7 (ntry)
+inline constexpr int kTries = 7;  // trial scales -127 +- 7 (ntry)
 
 // sum w q x and sum w q^2 over a block for the indices of x * id, w = x^2 (and the indices into L if given).
 void WeightedSums(const float* x, float id, uint8_t* L, float* sumqx, float* sumq2) {
@@ -74,13 +72,6 @@ void PackIndices(const float* x, float id, uint8_t qs[16]) {
   uint8_t L[32];
   for (int j = 0; j < 32; ++j) L[j] = static_cast<uint8_t>(NearestIndex(id * x[j]));
   for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
-}
-
-// ggml's nearest_int: v rounded to an integer (ties to even) by adding 1.5 * 2^23 and reading the low
-// mantissa bits; for |v| <= 2^22, and defined for any input (NaN gives 0, as ggml's).
-int NearestInt(float v) {
-  const float shifted = Unfused(v) + 12582912.0f;
-  return static_cast<int>(std::bit_cast<uint32_t>(shifted) & 0x007fffff) - 0x00400000;
 }
 
 }  // namespace

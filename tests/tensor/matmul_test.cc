@@ -114,12 +114,14 @@ std::vector<MatMulCase> Cases() {
        {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
     for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
   }
-  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
+  for (TensorType t : {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
+                       TensorType::kQ6_K, TensorType::kIQ4_XS}) {
     for (int64_t in : {256, 768}) cases.push_back({t, in, outs[(in / 256) % 4], rows[(in / 256) % 4]});
   }
   cases.push_back({TensorType::kQ8_0, 96, 33, 40});
   cases.push_back({TensorType::kQ6_K, 256, 33, 40});
   cases.push_back({TensorType::kQ5_K, 512, 33, 9});
+  cases.push_back({TensorType::kQ2_K, 512, 33, 9});  // Q2_K is not packed: its unpacked tiles only
   for (TensorType t :
        {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
     for (int64_t in : {32, 96, 544}) {
@@ -130,7 +132,8 @@ std::vector<MatMulCase> Cases() {
     cases.push_back({t, 96, 40, 3, true});   // AVX2: 3 rows alone (both halves), then 4 + 3
     cases.push_back({t, 96, 24, 7, true});
   }
-  for (TensorType t : {TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
+  for (TensorType t :
+       {TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
     cases.push_back({t, 256, 1, 1, true});
     cases.push_back({t, 256, 21, 6, true});
     cases.push_back({t, 768, 40, 13, true});
@@ -303,6 +306,38 @@ TEST(MatMul, Q6_KExtremeSumsAreExactEverywhere) {
     b.d = 0x3c00;  // 1.0
   }
   ExpectExtremeActivationsMatch(TensorType::kQ6_K, reinterpret_cast<const std::byte*>(blocks.data()), kIn,
+                                kOut);
+}
+
+// Q3_K (run by Q6_K's packed tiles as quants + 32, scales - 32) at its ends: every quant -4 (hmask and qs 0)
+// or 3 (all ones) with scales -32 (0) and 31 (63), against activation quants of +-127.
+TEST(MatMul, Q3_KExtremeSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  std::vector<BlockQ3_K> blocks(kOut * (kIn / 256));
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    BlockQ3_K& b = blocks[i];
+    const uint8_t fill = i % 3 == 2 ? 0x00 : 0xff;
+    std::memset(b.hmask, fill, sizeof(b.hmask));
+    std::memset(b.qs, fill, sizeof(b.qs));
+    std::memset(b.scales, i % 2 == 0 ? 0x00 : 0xff, sizeof(b.scales));
+    b.d = 0x3c00;  // 1.0
+  }
+  ExpectExtremeActivationsMatch(TensorType::kQ3_K, reinterpret_cast<const std::byte*>(blocks.data()), kIn,
+                                kOut);
+}
+
+// Q2_K (unpacked only) at its ends: quants 0 or 3, scales and mins 0 or 15, dmin up to 65504.
+TEST(MatMul, Q2_KExtremeSumsAreExactEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  std::vector<BlockQ2_K> blocks(kOut * (kIn / 256));
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    BlockQ2_K& b = blocks[i];
+    std::memset(b.qs, i % 3 == 2 ? 0x00 : 0xff, sizeof(b.qs));
+    for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>((j + i) % 2 == 0 ? 0xff : 0x0f);
+    b.d = 0x3c00;                                                  // 1.0
+    b.dmin = static_cast<uint16_t>(i % 4 == 0 ? 0x7bff : 0x3c00);  // 65504 or 1
+  }
+  ExpectExtremeActivationsMatch(TensorType::kQ2_K, reinterpret_cast<const std::byte*>(blocks.data()), kIn,
                                 kOut);
 }
 

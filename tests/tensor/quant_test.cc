@@ -1,10 +1,12 @@
 // Dequantization of hand-built blocks (checks the ggml layouts, not just self-consistency) and
-// quantize -> dequantize error bounds per type; IQ4_NL / IQ4_XS's quantizer against llama.cpp's bytes.
+// quantize -> dequantize error bounds per type; the IQ4_NL / IQ4_XS, Q3_K and Q2_K quantizers against
+// llama.cpp's bytes.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -329,7 +331,7 @@ TEST(Quantize, Q8_0MatchesGgmlReferenceRounding) {
 
 // IQ4_NL / IQ4_XS: the ggml layouts (nibble order, the 6-bit scales' split into scales_l / scales_h) and the
 // quantizer (ggml's scale search: exact fits, zero blocks, error, llama.cpp's bytes).
-std::vector<uint8_t> QuantizeIQ4(TensorType type, const std::vector<float>& x) {
+std::vector<uint8_t> QuantizeBytes(TensorType type, const std::vector<float>& x) {
   std::vector<uint8_t> bytes(RowBytes(type, static_cast<int64_t>(x.size())));
   QuantizeRow(type, x.data(), reinterpret_cast<std::byte*>(bytes.data()), static_cast<int64_t>(x.size()));
   return bytes;
@@ -374,13 +376,13 @@ TEST(IQ4, HandBuiltIQ4_XS) {
 TEST(IQ4, QuantizerFitsAScaledTableExactly) {
   std::vector<float> x(256);
   for (int e = 0; e < 256; ++e) x[e] = 0.5f * kIQ4Values[(e + e / 32) % 16];
-  const std::vector<uint8_t> nl = QuantizeIQ4(TensorType::kIQ4_NL, x);
+  const std::vector<uint8_t> nl = QuantizeBytes(TensorType::kIQ4_NL, x);
   EXPECT_EQ(Dequantize(TensorType::kIQ4_NL, nl, 256), x);
   EXPECT_EQ(nl[0], 0x00);
   EXPECT_EQ(nl[1], 0x38);  // d = 0.5
   EXPECT_EQ(nl[2], 0x00);  // element 0: index 0, element 16: index 0
   // IQ4_XS: the block scales 0.5 against d = -0.5 / 32: ls - 32 = -32 each.
-  const std::vector<uint8_t> xs = QuantizeIQ4(TensorType::kIQ4_XS, x);
+  const std::vector<uint8_t> xs = QuantizeBytes(TensorType::kIQ4_XS, x);
   EXPECT_EQ(Dequantize(TensorType::kIQ4_XS, xs, 256), x);
   BlockIQ4_XS block;
   std::memcpy(&block, xs.data(), sizeof(block));
@@ -391,13 +393,13 @@ TEST(IQ4, QuantizerFitsAScaledTableExactly) {
 // super-block of them has d = -0 (ggml's -max_scale / 32) and scales of 0 (ls 32).
 TEST(IQ4, TinyBlocksAreZero) {
   const std::vector<float> x(256, 1e-16f);
-  const std::vector<uint8_t> nl = QuantizeIQ4(TensorType::kIQ4_NL, x);
+  const std::vector<uint8_t> nl = QuantizeBytes(TensorType::kIQ4_NL, x);
   for (size_t b = 0; b < 8; ++b) {
     EXPECT_EQ(nl[18 * b], 0x00);
     EXPECT_EQ(nl[18 * b + 1], 0x00);
     for (int j = 0; j < 16; ++j) EXPECT_EQ(nl[18 * b + 2 + j], 0x88);
   }
-  const std::vector<uint8_t> xs = QuantizeIQ4(TensorType::kIQ4_XS, x);
+  const std::vector<uint8_t> xs = QuantizeBytes(TensorType::kIQ4_XS, x);
   BlockIQ4_XS block;
   std::memcpy(&block, xs.data(), sizeof(block));
   EXPECT_EQ(block.d, 0x8000);
@@ -413,7 +415,7 @@ TEST(IQ4, QuantizerErrorOnNormalData) {
   std::vector<float> x(8192);
   for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) * (1.0f + static_cast<float>(i / 256 % 4));
   for (TensorType type : {TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
-    const std::vector<uint8_t> bytes = QuantizeIQ4(type, x);
+    const std::vector<uint8_t> bytes = QuantizeBytes(type, x);
     const std::vector<float> y = Dequantize(type, bytes, static_cast<int64_t>(x.size()));
     double err = 0, norm = 0;
     for (size_t i = 0; i < x.size(); ++i) {
@@ -448,8 +450,93 @@ uint64_t Fnv1a(const std::vector<uint8_t>& bytes) {
 TEST(IQ4, QuantizerMatchesLlamaCppBytes) {
   std::vector<float> x(262144);  // enough for the rare ties an FMA-contracted sum breaks otherwise
   for (uint32_t i = 0; i < x.size(); ++i) x[i] = GoldenInput(i);
-  EXPECT_EQ(Fnv1a(QuantizeIQ4(TensorType::kIQ4_NL, x)), 0x402770c14cd34333ull);
-  EXPECT_EQ(Fnv1a(QuantizeIQ4(TensorType::kIQ4_XS, x)), 0x37596185f13fd094ull);
+  EXPECT_EQ(Fnv1a(QuantizeBytes(TensorType::kIQ4_NL, x)), 0x402770c14cd34333ull);
+  EXPECT_EQ(Fnv1a(QuantizeBytes(TensorType::kIQ4_XS, x)), 0x37596185f13fd094ull);
+}
+
+// Q3_K: elements read as ggml's dequantize_row_q3_K walks them (per half n of 128, per shift 2k and hmask bit
+// 4n + k, two runs of 16 with the next scale each); scales 1 (j < 8) and 2 (j >= 8) but -30 where
+// scales[8]'s bits are 0 (j = 8, 12), d = 0.5.
+TEST(Dequantize, HandBuiltQ3_K) {
+  BlockQ3_K block;
+  for (int l = 0; l < 32; ++l) block.hmask[l] = static_cast<uint8_t>(37 * l + 11);
+  for (int i = 0; i < 64; ++i) block.qs[i] = static_cast<uint8_t>(91 * i + 5);
+  std::memset(block.scales, 0x21, 8);
+  std::memset(block.scales + 8, 0xaa, 4);
+  block.scales[8] = 0x0a;
+  block.d = 0x3800;  // 0.5
+  std::vector<uint8_t> bytes(sizeof(block));
+  std::memcpy(bytes.data(), &block, sizeof(block));
+  const std::vector<float> y = Dequantize(TensorType::kQ3_K, bytes, 256);
+  int e = 0, scale_index = 0;
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 4; ++k) {
+      for (int run = 0; run < 2; ++run, ++scale_index) {
+        const int j = scale_index;
+        const float sc = (j == 8 || j == 12) ? -30.0f : j < 8 ? 1.0f : 2.0f;
+        for (int l = 16 * run; l < 16 * run + 16; ++l, ++e) {
+          const int low = (block.qs[32 * n + l] >> (2 * k)) & 3;
+          const int q = low - ((block.hmask[l] & (1 << (4 * n + k))) ? 0 : 4);
+          EXPECT_EQ(y[e], 0.5f * sc * static_cast<float>(q)) << e;
+        }
+      }
+    }
+  }
+}
+
+// Q2_K: the same walk with 2-bit quants; scales[j] = sc | m << 4 (sc = j % 16, m = 15 - j), d = 0.5, dmin
+// = 2.
+TEST(Dequantize, HandBuiltQ2_K) {
+  BlockQ2_K block;
+  for (int j = 0; j < 16; ++j) block.scales[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  for (int i = 0; i < 64; ++i) block.qs[i] = static_cast<uint8_t>(91 * i + 5);
+  block.d = 0x3800;     // 0.5
+  block.dmin = 0x4000;  // 2
+  std::vector<uint8_t> bytes(sizeof(block));
+  std::memcpy(bytes.data(), &block, sizeof(block));
+  const std::vector<float> y = Dequantize(TensorType::kQ2_K, bytes, 256);
+  int e = 0, j = 0;
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 4; ++k) {
+      for (int run = 0; run < 2; ++run, ++j) {
+        for (int l = 16 * run; l < 16 * run + 16; ++l, ++e) {
+          const int q = (block.qs[32 * n + l] >> (2 * k)) & 3;
+          EXPECT_EQ(y[e],
+                    0.5f * static_cast<float>(j) * static_cast<float>(q) - 2.0f * static_cast<float>(15 - j))
+              << e;
+        }
+      }
+    }
+  }
+}
+
+// The Q3_K / Q2_K quantizers' bytes equal llama.cpp's (GoldenInput; ggml_quantize_chunk and to_float of
+// llama.cpp c392e50's libggml-base after ggml_init, whose f16 table its quantizers read), and their errors
+// are those of 3- and 2-bit fits.
+TEST(Quantize, Q3_KAndQ2_KMatchLlamaCppBytes) {
+  std::vector<float> x(262144);
+  for (uint32_t i = 0; i < x.size(); ++i) x[i] = GoldenInput(i);
+  EXPECT_EQ(Fnv1a(QuantizeBytes(TensorType::kQ3_K, x)), 0x54201433b2f22255ull);
+  EXPECT_EQ(Fnv1a(QuantizeBytes(TensorType::kQ2_K, x)), 0xc5340d6ae906276eull);
+  // and DequantizeRow of them equals ggml's to_float (hashes of the float bytes).
+  for (const auto& [type, hash] :
+       {std::pair{TensorType::kQ3_K, 0xc6c58fc673629628ull}, {TensorType::kQ2_K, 0xcd7d7abf749d3890ull}}) {
+    const std::vector<float> y = Dequantize(type, QuantizeBytes(type, x), 262144);
+    std::vector<uint8_t> bytes(4 * y.size());
+    std::memcpy(bytes.data(), y.data(), bytes.size());
+    EXPECT_EQ(Fnv1a(bytes), hash) << TensorTypeName(type);
+  }
+  for (const auto& [type, low, high] :
+       {std::tuple{TensorType::kQ3_K, 0.1, 0.25}, {TensorType::kQ2_K, 0.2, 0.5}}) {
+    const std::vector<float> y = Dequantize(type, QuantizeBytes(type, x), 262144);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      err += (y[i] - x[i]) * (y[i] - x[i]);
+      norm += x[i] * x[i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), high) << TensorTypeName(type);
+    EXPECT_GT(std::sqrt(err / norm), low) << TensorTypeName(type);
+  }
 }
 
 }  // namespace
