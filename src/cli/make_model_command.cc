@@ -124,7 +124,7 @@ void RegisterMakeModelCommand(CLI::App& app) {
   cmd->add_option("--type", flags->type,
                   "Weight type: " + WeightTypeNames() +
                       " (K-quant rows that are not a multiple of 256 fall back to q5_0 / q5_1 / q8_0 / "
-                      "iq4_nl for q4_k / q5_k / q6_k / iq4_xs, as llama.cpp's)")
+                      "iq4_nl for q4_k / q5_k / q6_k / q2_k, q3_k and iq4_xs, as llama.cpp's)")
       ->capture_default_str();
   cmd->add_option("--vocab-from", flags->vocab_from, "Copy the tokenizer from this GGUF file")
       ->check(CLI::ExistingFile);

@@ -77,15 +77,17 @@ struct PlannedTensor {
 
 // The 256-element block types (K-quants and IQ4_XS).
 bool IsKQuant(TensorType type) {
-  return type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K ||
-         type == TensorType::kIQ4_XS;
+  return type == TensorType::kQ2_K || type == TensorType::kQ3_K || type == TensorType::kQ4_K ||
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K || type == TensorType::kIQ4_XS;
 }
 
 // llama.cpp's fallback for K-quant rows that are not a multiple of 256 (llama_tensor_get_type): Q4_K -> Q5_0,
-// Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL (all 32-element blocks).
+// Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K, Q3_K and IQ4_XS -> IQ4_NL (all 32-element blocks).
 TensorType KQuantFallback(TensorType type) {
   switch (type) {
     case TensorType::kIQ4_XS:
+    case TensorType::kQ3_K:
+    case TensorType::kQ2_K:
       return TensorType::kIQ4_NL;
     case TensorType::kQ4_K:
       return TensorType::kQ5_0;
@@ -140,6 +142,10 @@ int64_t FileTypeOf(const MakeModelOptions& o) {
       return 9;
     case TensorType::kBF16:
       return 32;
+    case TensorType::kQ2_K:
+      return 10;  // "mostly Q2_K"
+    case TensorType::kQ3_K:
+      return 11;  // "mostly Q3_K - Small", whose matrices are all Q3_K but the output
     case TensorType::kQ4_K:
       return 14;  // "mostly Q4_K"
     case TensorType::kQ5_K:
@@ -439,7 +445,8 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
 }  // namespace
 
 std::string WeightTypeNames() {
-  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|q4_k_m|q4_k_s|q5_k_m|q5_k_s";
+  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|q4_k_m|q4_k_s|q5_k_m|q5_k_"
+         "s";
 }
 
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {

@@ -102,7 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-qwen2", "q8_0", KvDtype::kF32, 1}, Param{"tiny-256", "q4_k_m", KvDtype::kF16, 2},
         Param{"tiny-256", "q5_k_m", KvDtype::kF16, 2}, Param{"tiny-smollm2", "q4_k_m", KvDtype::kF16, 2},
         Param{"tiny-smollm2", "q5_k_m", KvDtype::kF16, 1}, Param{"tiny-256", "iq4_xs", KvDtype::kF16, 1},
-        Param{"tiny-smollm2", "iq4_xs", KvDtype::kF16, 2},
+        Param{"tiny-smollm2", "iq4_xs", KvDtype::kF16, 2}, Param{"tiny-256", "q3_k", KvDtype::kF16, 2},
+        Param{"tiny-256", "q2_k", KvDtype::kF16, 1},
         // Every architecture (model/architectures.h).
         Param{"tiny-qwen3", "q8_0", KvDtype::kF16, 2}, Param{"tiny-gemma2", "f32", KvDtype::kF32, 2, 40},
         Param{"tiny-gemma3", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-phi3", "f16", KvDtype::kF16, 2, 40},

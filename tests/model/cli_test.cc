@@ -193,6 +193,16 @@ TEST(MakeModelCli, SmolLM2ShapeIQ4XSHasIQ4_NLAndRunsAtEveryLevel) {
   ExpectSmolLM2ShapeRunsAtEveryLevel("iq4_xs", "iq4_nl: 13, f32: 5, iq4_xs: 2");
 }
 
+// In q3_k the 576-wide rows are llama.cpp's iq4_nl fallback, ffn_down (1536 wide) q3_K.
+TEST(MakeModelCli, SmolLM2ShapeQ3KHasIQ4_NLAndRunsAtEveryLevel) {
+  ExpectSmolLM2ShapeRunsAtEveryLevel("q3_k", "iq4_nl: 13, f32: 5, q3_K: 2");
+}
+
+// q2_k the same way (its ffn_down unpacked: Q2_K has no packed tiles).
+TEST(MakeModelCli, SmolLM2ShapeQ2KHasIQ4_NLAndRunsAtEveryLevel) {
+  ExpectSmolLM2ShapeRunsAtEveryLevel("q2_k", "iq4_nl: 13, f32: 5, q2_K: 2");
+}
+
 // LOCKSTEP_CPU forces a kernel level: every level this CPU runs gives the same tokens (and says which level
 // ran); an unknown or unavailable level stops the command with a message naming the levels there are.
 TEST(GenerateCli, ForcedCpuLevelsGiveTheSameTokensAndBadOnesFail) {

@@ -125,6 +125,10 @@ TEST(ModelBuilder, WeightTypeNames) {
   EXPECT_EQ(o.type, TensorType::kIQ4_XS);
   ASSERT_TRUE(SetWeightTypes("iq4_nl", o).ok());
   EXPECT_EQ(o.type, TensorType::kIQ4_NL);
+  ASSERT_TRUE(SetWeightTypes("Q3_K", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ3_K);
+  ASSERT_TRUE(SetWeightTypes("q2_k", o).ok());
+  EXPECT_EQ(o.type, TensorType::kQ2_K);
   for (const std::string bad : {"q4_1", "q8_K", "iq2_xxs", ""}) {  // readable types make-model cannot write
     const Status s = SetWeightTypes(bad, o);
     EXPECT_FALSE(s.ok()) << bad;
@@ -202,15 +206,16 @@ TEST(ModelBuilder, Q5KMQ5KSAndQ4KSMixes) {
   }
 }
 
-// llama.cpp's fallback (llama_tensor_get_type): q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0, iq4_xs -> iq4_nl.
+// llama.cpp's fallback (llama_tensor_get_type): q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0, q2_K, q3_K and
+// iq4_xs -> iq4_nl.
 TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackAsLlamaCppDoes) {
   const std::string dir = ScratchDir("builder");
   MakeModelOptions o;
   o.shape = *FindModelShape("tiny");  // rows of 64 and 96 elements
-  const std::pair<TensorType, TensorType> fallbacks[] = {{TensorType::kQ4_K, TensorType::kQ5_0},
-                                                         {TensorType::kQ5_K, TensorType::kQ5_1},
-                                                         {TensorType::kQ6_K, TensorType::kQ8_0},
-                                                         {TensorType::kIQ4_XS, TensorType::kIQ4_NL}};
+  const std::pair<TensorType, TensorType> fallbacks[] = {
+      {TensorType::kQ4_K, TensorType::kQ5_0},   {TensorType::kQ5_K, TensorType::kQ5_1},
+      {TensorType::kQ6_K, TensorType::kQ8_0},   {TensorType::kIQ4_XS, TensorType::kIQ4_NL},
+      {TensorType::kQ3_K, TensorType::kIQ4_NL}, {TensorType::kQ2_K, TensorType::kIQ4_NL}};
   for (const auto& [type, fallback] : fallbacks) {
     o.type = type;
     const std::string path = dir + "/" + std::string(TensorTypeName(type)) + ".gguf";
@@ -220,6 +225,8 @@ TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackAsLlamaCppDoes) {
       EXPECT_EQ(t.type, t.dims.size() == 2 ? fallback : TensorType::kF32) << t.name;
     }
     if (type == TensorType::kIQ4_XS) EXPECT_EQ(*m.file->GetInt("general.file_type"), 30);  // MOSTLY_IQ4_XS
+    if (type == TensorType::kQ3_K) EXPECT_EQ(*m.file->GetInt("general.file_type"), 11);    // MOSTLY_Q3_K_S
+    if (type == TensorType::kQ2_K) EXPECT_EQ(*m.file->GetInt("general.file_type"), 10);    // MOSTLY_Q2_K
   }
   // SmolLM2-135M's q4_k_m as llama-quantize writes it: 576-wide rows q5_0 (q4_K) or q8_0 (q6_K), ffn_down
   // (1536 wide) q4_K or q6_K.

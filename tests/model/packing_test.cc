@@ -22,7 +22,8 @@ class PackingTest : public ::testing::TestWithParam<TensorType> {};
 
 // K-quant rows need 256 elements (on "tiny" they would fall back to q8_0).
 std::string ModelFor(TensorType type) {
-  const bool k_quant = type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+  const bool k_quant = type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K ||
+                       type == TensorType::kQ3_K;
   return TinyModelPath(k_quant ? "tiny-256" : "tiny", type);
 }
 
@@ -75,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(Types, PackingTest,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kQ8_0,
                                            TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
                                            TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
-                                           TensorType::kIQ4_NL, TensorType::kIQ4_XS),
+                                           TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kQ3_K),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                            return std::string(TensorTypeName(info.param));
                          });
