@@ -122,14 +122,25 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     const __m256i fifth = j <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - j))
                                  : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
     *w = _mm256_or_si256(q, _mm256_and_si256(fifth, _mm256_set1_epi8(0x10)));
-  } else if constexpr (kType == TensorType::kQ3_K || kType == TensorType::kQ2_K) {
-    // The scalar decoding (unpacked Q3_K is the tests' and the fallback's path, models pack it; Q2_K is not
-    // packed).
+  } else if constexpr (kType == TensorType::kQ2_K) {
+    // Sub-block j's 32 quants are bits 2k..2k+1 of qs[32n..32n+32) (n = j / 4, k = j % 4); lanes 0-3 take
+    // scales[2j]'s scale and min, lanes 4-7 scales[2j + 1]'s.
+    const std::byte* p = row + 84 * (b / 8);
+    const int j = static_cast<int>(b % 8);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * (j / 4)));
+    *w = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+    const float d = HalfAt(p + 80), dmin = HalfAt(p + 82);
+    const int s0 = static_cast<int>(p[2 * j]), s1 = static_cast<int>(p[2 * j + 1]);
+    *scale = _mm256_set_m128(_mm_set1_ps(d * static_cast<float>(s1 & 0xf)),
+                             _mm_set1_ps(d * static_cast<float>(s0 & 0xf)));
+    *min_scale = _mm256_set_m128(_mm_set1_ps(-(dmin * static_cast<float>(s1 >> 4))),
+                                 _mm_set1_ps(-(dmin * static_cast<float>(s0 >> 4))));
+  } else if constexpr (kType == TensorType::kQ3_K) {
+    // The scalar decoding (unpacked Q3_K is the tests' and the fallback's path; models pack it).
     WeightBlockView view;
     GetWeightBlock(kType, row, b, &view);
     *w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(view.w));
     *scale = _mm256_loadu_ps(view.scale);
-    *min_scale = _mm256_loadu_ps(view.min_scale);
   } else {
     static_assert(kType == TensorType::kQ6_K);
     const std::byte* p = row + 210 * (b / 8);
