@@ -454,9 +454,30 @@ TEST(IQ4, QuantizerMatchesLlamaCppBytes) {
   EXPECT_EQ(Fnv1a(QuantizeBytes(TensorType::kIQ4_XS, x)), 0x37596185f13fd094ull);
 }
 
-// Q3_K: elements read as ggml's dequantize_row_q3_K walks them (per half n of 128, per shift 2k and hmask bit
-// 4n + k, two runs of 16 with the next scale each); scales 1 (j < 8) and 2 (j >= 8) but -30 where
-// scales[8]'s bits are 0 (j = 8, 12), d = 0.5.
+// One block's dequantized elements.
+template <typename Block>
+std::vector<float> DequantizeBlock(TensorType type, const Block& block) {
+  std::vector<uint8_t> bytes(sizeof(block));
+  std::memcpy(bytes.data(), &block, sizeof(block));
+  return Dequantize(type, bytes, 256);
+}
+
+// Calls f(e, j, n, k, l) for Q2_K / Q3_K's elements in the order ggml's dequantize_row_q2_K / q3_K walk them:
+// per half n of 128, per shift 2k (and Q3_K's hmask bit 4n + k), two runs of 16 (l in [0, 16), [16, 32)),
+// each with the next sub-block scale j.
+template <typename F>
+void ForEachKLowElement(const F& f) {
+  int e = 0, j = 0;
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 4; ++k) {
+      for (int run = 0; run < 2; ++run, ++j) {
+        for (int l = 16 * run; l < 16 * run + 16; ++l, ++e) f(e, j, n, k, l);
+      }
+    }
+  }
+}
+
+// Q3_K: scales 1 (j < 8) and 2 (j >= 8) but -30 where scales[8]'s bits are 0 (j = 8, 12), d = 0.5.
 TEST(Dequantize, HandBuiltQ3_K) {
   BlockQ3_K block;
   for (int l = 0; l < 32; ++l) block.hmask[l] = static_cast<uint8_t>(37 * l + 11);
@@ -465,49 +486,28 @@ TEST(Dequantize, HandBuiltQ3_K) {
   std::memset(block.scales + 8, 0xaa, 4);
   block.scales[8] = 0x0a;
   block.d = 0x3800;  // 0.5
-  std::vector<uint8_t> bytes(sizeof(block));
-  std::memcpy(bytes.data(), &block, sizeof(block));
-  const std::vector<float> y = Dequantize(TensorType::kQ3_K, bytes, 256);
-  int e = 0, scale_index = 0;
-  for (int n = 0; n < 2; ++n) {
-    for (int k = 0; k < 4; ++k) {
-      for (int run = 0; run < 2; ++run, ++scale_index) {
-        const int j = scale_index;
-        const float sc = (j == 8 || j == 12) ? -30.0f : j < 8 ? 1.0f : 2.0f;
-        for (int l = 16 * run; l < 16 * run + 16; ++l, ++e) {
-          const int low = (block.qs[32 * n + l] >> (2 * k)) & 3;
-          const int q = low - ((block.hmask[l] & (1 << (4 * n + k))) ? 0 : 4);
-          EXPECT_EQ(y[e], 0.5f * sc * static_cast<float>(q)) << e;
-        }
-      }
-    }
-  }
+  const std::vector<float> y = DequantizeBlock(TensorType::kQ3_K, block);
+  ForEachKLowElement([&](int e, int j, int n, int k, int l) {
+    const float sc = (j == 8 || j == 12) ? -30.0f : j < 8 ? 1.0f : 2.0f;
+    const int low = (block.qs[32 * n + l] >> (2 * k)) & 3;
+    const int q = low - ((block.hmask[l] & (1 << (4 * n + k))) ? 0 : 4);
+    EXPECT_EQ(y[e], 0.5f * sc * static_cast<float>(q)) << e;
+  });
 }
 
-// Q2_K: the same walk with 2-bit quants; scales[j] = sc | m << 4 (sc = j % 16, m = 15 - j), d = 0.5, dmin
-// = 2.
+// Q2_K: scales[j] = sc | m << 4 (sc = j, m = 15 - j), d = 0.5, dmin = 2.
 TEST(Dequantize, HandBuiltQ2_K) {
   BlockQ2_K block;
   for (int j = 0; j < 16; ++j) block.scales[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
   for (int i = 0; i < 64; ++i) block.qs[i] = static_cast<uint8_t>(91 * i + 5);
   block.d = 0x3800;     // 0.5
   block.dmin = 0x4000;  // 2
-  std::vector<uint8_t> bytes(sizeof(block));
-  std::memcpy(bytes.data(), &block, sizeof(block));
-  const std::vector<float> y = Dequantize(TensorType::kQ2_K, bytes, 256);
-  int e = 0, j = 0;
-  for (int n = 0; n < 2; ++n) {
-    for (int k = 0; k < 4; ++k) {
-      for (int run = 0; run < 2; ++run, ++j) {
-        for (int l = 16 * run; l < 16 * run + 16; ++l, ++e) {
-          const int q = (block.qs[32 * n + l] >> (2 * k)) & 3;
-          EXPECT_EQ(y[e],
-                    0.5f * static_cast<float>(j) * static_cast<float>(q) - 2.0f * static_cast<float>(15 - j))
-              << e;
-        }
-      }
-    }
-  }
+  const std::vector<float> y = DequantizeBlock(TensorType::kQ2_K, block);
+  ForEachKLowElement([&](int e, int j, int n, int k, int l) {
+    const int q = (block.qs[32 * n + l] >> (2 * k)) & 3;
+    EXPECT_EQ(y[e], 0.5f * static_cast<float>(j) * static_cast<float>(q) - 2.0f * static_cast<float>(15 - j))
+        << e;
+  });
 }
 
 // The Q3_K / Q2_K quantizers' bytes equal llama.cpp's (GoldenInput; ggml_quantize_chunk and to_float of
