@@ -4,7 +4,7 @@
 // machine's vector width, the row count, the tile position or the thread count):
 // - Float weights (F32/F16/BF16): per (output, row), 8 f32 lane accumulators; element i goes to lane i % 8 by
 //   fused multiply-add, in order of i; a partial last group is padded with zeros. Then LaneSum (below).
-// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS): each activation row is
+// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS): each activation row is
 // quantized in 32-element
 //   blocks (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane
 //   scales (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3,

@@ -1,12 +1,13 @@
-// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K, Q5_0 / Q5_1 and IQ4_NL / IQ4_XS weights (layouts in
-// tensor/packed_weights.h), included inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after
-// matmul_packed_x86-inl.h. Same scheme as the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element
-// sub-block at a time (a Q5_0 / Q5_1 unit is one), written once over a small vector-traits struct: 512-bit on
-// AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<= 63), so VPMADDUBSW cannot saturate.
-// Bit-identical to PackedDotReference. IQ4_NL / IQ4_XS (an IQ4_NL unit is one block, as Q5_0's) look their
-// index nibbles up with VPSHUFB: VNNI levels as unsigned kIQ4Values + 128 (VPDPBUSD's 32-bit sums are exact),
-// the dot starting at -128 * sum(x) (TileArgs::q8_starts); the others as signed values, whose |w| and x with
-// w's sign make VPMADDUBSW pair sums of at most 2 * 127 * 127 (no saturation), widened at once (no kSum16).
+// x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K (and Q3_K as Q6_K), Q5_0 / Q5_1 and IQ4_NL / IQ4_XS
+// weights (layouts in tensor/packed_weights.h), included inside namespace lockstep::HWY_NAMESPACE by
+// tensor/matmul_simd.cc after matmul_packed_x86-inl.h. Same scheme as the Q8_0/Q4_0 kernels (lanes are output
+// rows), one 32-element sub-block at a time (a Q5_0 / Q5_1 unit is one), written once over a small
+// vector-traits struct: 512-bit on AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<= 63),
+// so VPMADDUBSW cannot saturate. Bit-identical to PackedDotReference. IQ4_NL / IQ4_XS (an IQ4_NL unit is one
+// block, as Q5_0's) look their index nibbles up with VPSHUFB: VNNI levels as unsigned kIQ4Values + 128
+// (VPDPBUSD's 32-bit sums are exact), the dot starting at -128 * sum(x) (TileArgs::q8_starts); the others as
+// signed values, whose |w| and x with w's sign make VPMADDUBSW pair sums of at most 2 * 127 * 127 (no
+// saturation), widened at once (no kSum16).
 //
 // Without VNNI (avx2), products are summed in 16 bits before they are widened (V::kSum16): Q4_K's nibbles
 // (<= 15) make pair sums of at most 3810, so a sub-block's 8 VPMADDUBSW results add up exactly (<= 30480)

@@ -1,10 +1,10 @@
-// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) written with
-// Highway ops on 128-bit vectors, for CPUs without the x86 kernels (NEON, SSE4 ...); included inside
-// namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and compiled for every target, so tests run it
-// on each target this machine has. A 16-byte slice of a packed weight vector holds 4 outputs x 4 bytes; each
-// 4-byte activation group meets those bytes in 16-bit lanes (products fit: 255 * 127), pairs are widened and
-// summed into 32-bit lanes (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of pairs are
-// added across two vectors: exact integer block dots. The float order is the packed order of
+// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q3_K as Q6_K)
+// written with Highway ops on 128-bit vectors, for CPUs without the x86 kernels (NEON, SSE4 ...); included
+// inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and compiled for every target, so tests
+// run it on each target this machine has. A 16-byte slice of a packed weight vector holds 4 outputs x 4
+// bytes; each 4-byte activation group meets those bytes in 16-bit lanes (products fit: 255 * 127), pairs are
+// widened and summed into 32-bit lanes (ReorderWidenMulAccumulate, then RearrangeToOddPlusEven), and pairs of
+// pairs are added across two vectors: exact integer block dots. The float order is the packed order of
 // tensor/matmul_internal.h: fused multiply-adds where the target has them, else std::fma per output, so every
 // target matches PackedDotReference bit for bit. K-quants run the same dots per 32-element sub-block (Q6_K
 // per 16-element half, its scales changing there).
