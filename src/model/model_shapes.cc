@@ -97,6 +97,15 @@ void TinyQwen2Moe(ModelShape& s) {
   s.n_ff_shared = 256;
 }
 
+// bge-*-en-v1.5: tiny-bert's kind at its real size, 12 layers of 12 heads, n_ff 4 x n_embd.
+void BgeEnglish(ModelShape& s, int64_t n_embd, int64_t head_dim) {
+  const std::string name = s.name;
+  s = *FindModelShape("tiny-bert");
+  s.name = name;
+  Widths(s, n_embd, 12, 12, head_dim, 4 * n_embd);
+  s.n_layer = 12;
+}
+
 // Every shape, in the order `make-model --help` lists them: its name and what it sets on top of the defaults
 // (ModelShape's member initialisers; `s.name` is already the shape's name).
 struct ShapeEntry {
@@ -335,22 +344,10 @@ constexpr ShapeEntry kShapes[] = {
        s.attn_softcap = 50;
        s.final_softcap = 30;
      }},
-    {"bge-small-en",
-     [](ModelShape& s) {
-       // bge-small-en-v1.5 (BERT, 33 M parameters; needs --vocab-from a WordPiece vocabulary).
-       s = *FindModelShape("tiny-bert");
-       s.name = "bge-small-en";
-       Widths(s, 384, 12, 12, 32, 1536);
-       s.n_layer = 12;
-     }},
-    {"bge-base-en",
-     [](ModelShape& s) {
-       // bge-base-en-v1.5 (BERT, 110 M parameters).
-       s = *FindModelShape("tiny-bert");
-       s.name = "bge-base-en";
-       Widths(s, 768, 12, 12, 64, 3072);
-       s.n_layer = 12;
-     }},
+    // bge-small-en-v1.5 and bge-base-en-v1.5 (BERT, 33 M / 110 M parameters; --vocab-from a WordPiece
+    // vocabulary).
+    {"bge-small-en", [](ModelShape& s) { BgeEnglish(s, 384, 32); }},
+    {"bge-base-en", [](ModelShape& s) { BgeEnglish(s, 768, 64); }},
     {"gemma3-1b",
      [](ModelShape& s) {
        s = Published(s.name, "gemma3", 1152, 26, 4, 1, 6912, 32768, 1000000.0f, 1e-6f, false, true);
