@@ -84,14 +84,7 @@ std::vector<CpuLevel> RunnableCpuLevels(const CpuFeatures& cpu) {
   return levels;
 }
 
-CpuLevel BestCpuLevel(const CpuFeatures& cpu) {
-  // AMX only when forced (LOCKSTEP_CPU=amx): on the one AMX machine measured, a 2-core Sapphire Rapids VM
-  // (2026-12-01, load ~1, alternating runs), the tiles were 15-25 % slower than avx512-vnni at 512-token
-  // prefill of the 135M and 1B Q8_0 models and no faster in decode (docs/kernels.md).
-  std::vector<CpuLevel> levels = RunnableCpuLevels(cpu);
-  if (levels.back() == CpuLevel::kAmx) levels.pop_back();
-  return levels.back();
-}
+CpuLevel BestCpuLevel(const CpuFeatures& cpu) { return RunnableCpuLevels(cpu).back(); }
 
 std::string CpuLevelList(const std::vector<CpuLevel>& levels) {
   std::string s;

@@ -36,8 +36,8 @@ std::optional<CpuLevel> ParseCpuLevel(std::string_view name);
 bool CpuRunsLevel(const CpuFeatures& cpu, CpuLevel level);
 // The levels CpuRunsLevel accepts, in the order above (always includes scalar).
 std::vector<CpuLevel> RunnableCpuLevels(const CpuFeatures& cpu);
-// The level used unless LOCKSTEP_CPU forces one: the last of RunnableCpuLevels except `amx`, which is not
-// faster than avx512-vnni where measured (see BestCpuLevel) and so runs only when forced.
+// The level used unless LOCKSTEP_CPU forces one: the last of RunnableCpuLevels (on AMX CPUs `amx`, whose
+// tiles serve the products of 16 or more rows of the types where they beat avx512-vnni: docs/kernels.md).
 CpuLevel BestCpuLevel(const CpuFeatures& cpu);
 // "avx2, avx2-vnni, ..." for messages.
 std::string CpuLevelList(const std::vector<CpuLevel>& levels);

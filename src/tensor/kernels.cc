@@ -1,5 +1,6 @@
 #include "tensor/kernels.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -140,7 +141,12 @@ Result<Kernels> ChooseKernels(const CpuFeatures& cpu, std::string_view forced) {
     if (!k.ok()) return InvalidArgument("LOCKSTEP_CPU=" + std::string(forced) + ": " + k.status().message());
     return k;
   }
-  return KernelsForLevel(BestCpuLevel(cpu), cpu);
+  Result<Kernels> k = KernelsForLevel(BestCpuLevel(cpu), cpu);
+  if (!k.ok() && BestCpuLevel(cpu) == CpuLevel::kAmx) {  // the tiles' self-check failed: the VNNI kernels
+    std::fprintf(stderr, "lockstep: %s; using avx512-vnni\n", k.status().ToString().c_str());
+    return KernelsForLevel(CpuLevel::kAvx512Vnni, cpu);
+  }
+  return k;
 }
 
 Result<Kernels> ChooseKernelsForThisCpu() {

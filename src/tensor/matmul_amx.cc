@@ -85,6 +85,11 @@ struct HardwareTiles {
   static void DotSignedUnsigned() {
     asm volatile("tdpbsud %%tmm%c0, %%tmm%c1, %%tmm%c2" : : "i"(kB), "i"(kA), "i"(kC));
   }
+  // C += A (signed bytes) x B (signed bytes).
+  template <int kC, int kA, int kB>
+  static void DotSignedSigned() {
+    asm volatile("tdpbssd %%tmm%c0, %%tmm%c1, %%tmm%c2" : : "i"(kB), "i"(kA), "i"(kC));
+  }
   template <int kTile>
   static void Store(void* base, int64_t stride) {
     asm volatile("tilestored %%tmm%c2, (%0,%1,1)" : : "r"(base), "r"(stride), "i"(kTile) : "memory");
@@ -102,9 +107,12 @@ void RunHardwareTile(const TileArgs& args, int64_t o_begin, int64_t o_end, std::
 
 void FillAmxMatMulKernels(MatMulKernels* k) {
 #if defined(__x86_64__)
-  // Q8_0 and Q4_0 only so far: the K-quant tiles pass the self-check but are not measured yet.
-  k->many_rows_tile[QuantWeightIndex(TensorType::kQ8_0)] = &RunHardwareTile;
-  k->many_rows_tile[QuantWeightIndex(TensorType::kQ4_0)] = &RunHardwareTile;
+  // Not Q8_0: its tiles only match the VNNI kernel (1.0x at 512 rows; at 2 threads the 135M and 1B Q8_0
+  // models prefill 3-5 % slower with them, docs/kernels.md), so its products stay on avx512-vnni.
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_K,
+                          TensorType::kQ5_K, TensorType::kQ6_K}) {
+    k->many_rows_tile[QuantWeightIndex(type)] = &RunHardwareTile;
+  }
   k->many_rows = kAmxMinRows;
   k->many_rows_scratch = sizeof(amx::AmxScratch);
 #else

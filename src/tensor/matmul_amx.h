@@ -15,9 +15,10 @@
 
 namespace lockstep {
 
-// Activation rows from which MatMul uses the tiles (fewer rows leave most of a 16-row tile empty; the VNNI
-// kernel serves decode). Not tuned on hardware yet.
-inline constexpr int64_t kAmxMinRows = 8;
+// Activation rows from which MatMul uses the tiles: a full 16-row tile (at 8 rows the tiles took 1.2-1.3x
+// the VNNI kernel's time on a Sapphire Rapids VM, at 32 rows 0.75-0.9x; docs/kernels.md). The VNNI kernel
+// serves decode.
+inline constexpr int64_t kAmxMinRows = 16;
 
 // Sets k's many-rows entries to the tile kernel (x86-64 builds; elsewhere nothing). The kernel configures
 // and releases the tiles itself on every call, so it needs the tile permission (tensor/cpu_features.h).

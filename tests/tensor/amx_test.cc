@@ -1,8 +1,8 @@
-// The AMX-INT8 packed-weight kernel (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) (tensor/matmul_amx_kernel.h). On any
-// AVX-512 machine it runs on a software model of the tile unit (testing/amx_tile_model.h) that enforces the
-// architecture's configuration and shape rules; its results must equal the AVX-512 packed kernel's bit for
-// bit over odd sizes, partial row chunks and partial output groups. On a CPU with AMX the same cases also run
-// on the real tiles.
+// The AMX-INT8 packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) (tensor/matmul_amx_kernel.h).
+// On any AVX-512 machine it runs on a software model of the tile unit (testing/amx_tile_model.h) that
+// enforces the architecture's configuration and shape rules; its results must equal the AVX-512 packed
+// kernel's bit for bit over odd sizes, partial row chunks and partial output groups. On a CPU with AMX the
+// same cases also run on the real tiles.
 
 // GCC 12 warns about the deliberately undefined pass-through operand inside its own AVX-512 intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -54,14 +54,37 @@ struct AmxCase {
 };
 
 const AmxCase kCases[] = {
-    {TensorType::kQ8_0, 32, 16, 1},   {TensorType::kQ8_0, 96, 17, 8},   {TensorType::kQ8_0, 160, 70, 16},
-    {TensorType::kQ8_0, 544, 50, 21}, {TensorType::kQ8_0, 64, 130, 33}, {TensorType::kQ4_0, 32, 5, 3},
-    {TensorType::kQ4_0, 96, 48, 16},  {TensorType::kQ4_0, 160, 70, 17}, {TensorType::kQ4_0, 544, 33, 40},
-    {TensorType::kQ4_K, 256, 16, 1},  {TensorType::kQ4_K, 512, 70, 17}, {TensorType::kQ4_K, 768, 33, 40},
-    {TensorType::kQ6_K, 256, 5, 3},   {TensorType::kQ6_K, 512, 70, 17}, {TensorType::kQ6_K, 768, 48, 33},
-    {TensorType::kQ5_K, 256, 16, 1},  {TensorType::kQ5_K, 512, 70, 17}, {TensorType::kQ5_K, 768, 33, 40},
-    {TensorType::kQ5_0, 32, 5, 3},    {TensorType::kQ5_0, 160, 70, 17}, {TensorType::kQ5_0, 544, 33, 40},
-    {TensorType::kQ5_1, 32, 16, 1},   {TensorType::kQ5_1, 160, 70, 17}, {TensorType::kQ5_1, 544, 48, 33},
+    {TensorType::kQ8_0, 32, 16, 1},
+    {TensorType::kQ8_0, 96, 17, 8},
+    {TensorType::kQ8_0, 160, 70, 16},
+    {TensorType::kQ8_0, 544, 50, 21},
+    {TensorType::kQ8_0, 64, 130, 33},
+    {TensorType::kQ4_0, 32, 5, 3},
+    {TensorType::kQ4_0, 96, 48, 16},
+    {TensorType::kQ4_0, 160, 70, 17},
+    {TensorType::kQ4_0, 544, 33, 40},
+    {TensorType::kQ4_K, 256, 16, 1},
+    {TensorType::kQ4_K, 512, 70, 17},
+    {TensorType::kQ4_K, 768, 33, 40},
+    {TensorType::kQ6_K, 256, 5, 3},
+    {TensorType::kQ6_K, 512, 70, 17},
+    {TensorType::kQ6_K, 768, 48, 33},
+    {TensorType::kQ5_K, 256, 16, 1},
+    {TensorType::kQ5_K, 512, 70, 17},
+    {TensorType::kQ5_K, 768, 33, 40},
+    {TensorType::kQ5_0, 32, 5, 3},
+    {TensorType::kQ5_0, 160, 70, 17},
+    {TensorType::kQ5_0, 544, 33, 40},
+    {TensorType::kQ5_1, 32, 16, 1},
+    {TensorType::kQ5_1, 160, 70, 17},
+    {TensorType::kQ5_1, 544, 48, 33},
+    // Past one row band (64 rows) and one chunk of blocks (8).
+    {TensorType::kQ8_0, 288, 40, 77},
+    {TensorType::kQ4_0, 320, 33, 130},
+    {TensorType::kQ4_K, 512, 17, 66},
+    {TensorType::kQ6_K, 512, 20, 70},
+    {TensorType::kQ5_0, 288, 16, 65},
+    {TensorType::kQ5_K, 768, 18, 80},
 };
 
 // A packed weight matrix, activations quantized for it, and TileArgs over both.
@@ -98,6 +121,11 @@ class Product {
     return y;
   }
 
+  // Whether the kernels may take the min terms from the activations' sum_d (as computed: true for these
+  // activations; false makes every kernel take the other path).
+  void SetSumDExact(bool exact) { args_.sum_d_exact = exact; }
+  bool sum_d_exact() const { return args_.sum_d_exact; }
+
   std::string Name() const {
     return std::string(TensorTypeName(c_.type)) + " " + std::to_string(c_.in) + "x" + std::to_string(c_.out) +
            " rows " + std::to_string(c_.rows);
@@ -117,18 +145,22 @@ TEST(AmxKernel, OnTheTileModelEqualsThePackedKernelBitForBit) {
   std::mt19937 rng(11);
   for (const AmxCase& c : kCases) {
     Product p(c, rng);
-    const std::vector<float> expected = p.Compute(48, RunPackedTile);
-    for (int64_t step : {int64_t{48}, int64_t{16}, int64_t{1024}}) {  // MatMul's tasks, single groups, all
-      testing::AmxTileModel model;
-      amx::AmxScratch scratch;
-      const std::vector<float> y = p.Compute(step, [&](const TileArgs& a, int64_t begin, int64_t end) {
-        amx::PackedTile(model, a, begin, end, scratch);
-        EXPECT_FALSE(model.configured()) << "tiles not released";
-      });
-      ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0)
-          << p.Name() << " step " << step;
-      EXPECT_GT(model.products(), 0);
-      EXPECT_EQ(model.releases(), (c.out + step - 1) / step);
+    ASSERT_TRUE(p.sum_d_exact()) << p.Name();
+    for (bool sum_d_exact : {true, false}) {  // both min-term paths (Q5_1, Q4_K, Q5_K)
+      p.SetSumDExact(sum_d_exact);
+      const std::vector<float> expected = p.Compute(48, RunPackedTile);
+      for (int64_t step : {int64_t{48}, int64_t{16}, int64_t{1024}}) {  // MatMul's tasks, single groups, all
+        testing::AmxTileModel model;
+        amx::AmxScratch scratch;
+        const std::vector<float> y = p.Compute(step, [&](const TileArgs& a, int64_t begin, int64_t end) {
+          amx::PackedTile(model, a, begin, end, scratch);
+          EXPECT_FALSE(model.configured()) << "tiles not released";
+        });
+        ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0)
+            << p.Name() << " step " << step << " sum_d_exact " << sum_d_exact;
+        EXPECT_GT(model.products(), 0);
+        EXPECT_EQ(model.releases(), (c.out + step - 1) / step);
+      }
     }
   }
 }
@@ -138,9 +170,13 @@ TEST(AmxKernel, OnTheCpuTilesEqualsThePackedKernelBitForBit) {
   std::mt19937 rng(12);
   for (const AmxCase& c : kCases) {
     Product p(c, rng);
-    const std::vector<float> expected = p.Compute(48, RunPackedTile);
-    const std::vector<float> y = p.Compute(48, AmxPackedTileOnStack);
-    ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0) << p.Name();
+    for (bool sum_d_exact : {true, false}) {
+      p.SetSumDExact(sum_d_exact);
+      const std::vector<float> expected = p.Compute(48, RunPackedTile);
+      const std::vector<float> y = p.Compute(48, AmxPackedTileOnStack);
+      ASSERT_EQ(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)), 0)
+          << p.Name() << " sum_d_exact " << sum_d_exact;
+    }
   }
 }
 
@@ -175,6 +211,8 @@ TEST(AmxKernel, TileModelReportsBrokenRules) {
   model.Zero<amx::kTileC>();
   EXPECT_NONFATAL_FAILURE((model.DotSignedUnsigned<amx::kTileC, amx::kTileA, amx::kTileB>()),
                           "shapes do not match");
+  EXPECT_NONFATAL_FAILURE((model.DotSignedSigned<amx::kTileC, amx::kTileA, amx::kTileB>()),
+                          "shapes do not match");
   config = amx::MakeTileConfig<TensorType::kQ8_0>(16);
   config.colsb[9] = 64;
   EXPECT_NONFATAL_FAILURE(model.Configure(config), "tile 8..15");
@@ -183,7 +221,8 @@ TEST(AmxKernel, TileModelReportsBrokenRules) {
   EXPECT_NONFATAL_FAILURE(model.Configure(config), "palette");
 }
 
-TEST(AmxKernel, TileModelMultipliesSignedByUnsignedBytes) {
+// C = A x B on the tile model for 1 x 8 signed A bytes and 2 outputs of 8 B bytes, signed or unsigned.
+void TileModelProduct(bool signed_b, const int8_t (&a)[8], const uint8_t (&b)[2][8], int32_t (&c)[2]) {
   testing::AmxTileModel model;
   amx::AmxTileConfig config;
   config.palette = 1;
@@ -191,25 +230,35 @@ TEST(AmxKernel, TileModelMultipliesSignedByUnsignedBytes) {
   config.rows[1] = 2, config.colsb[1] = 8;  // B: 2 rows (K = 8) x 2 outputs
   config.rows[2] = 1, config.colsb[2] = 8;  // C: 1 x 2 int32
   model.Configure(config);
+  model.Load<0>(a, 8);
+  model.Load<1>(b, 8);
+  model.Zero<2>();
+  if (signed_b) {
+    model.DotSignedSigned<2, 0, 1>();
+  } else {
+    model.DotSignedUnsigned<2, 0, 1>();
+  }
+  model.Store<2>(c, 8);
+}
+
+TEST(AmxKernel, TileModelMultipliesSignedByUnsignedOrSignedBytes) {
   const int8_t a[8] = {-1, 2, -3, 4, 5, -6, 7, -128};
   uint8_t b[2][8];
   for (int k = 0; k < 8; ++k) {
     b[k / 4][k % 4] = uint8_t(200 + k);  // output 0
     b[k / 4][4 + k % 4] = uint8_t(k);    // output 1
   }
-  model.Load<0>(a, 8);
-  model.Load<1>(b, 8);
-  model.Zero<2>();
-  model.DotSignedUnsigned<2, 0, 1>();
-  int32_t c[2];
-  model.Store<2>(c, 8);
-  int32_t expected[2] = {0, 0};
-  for (int k = 0; k < 8; ++k) {
-    expected[0] += a[k] * (200 + k);
-    expected[1] += a[k] * k;
+  for (bool signed_b : {false, true}) {
+    int32_t c[2];
+    TileModelProduct(signed_b, a, b, c);
+    int32_t expected[2] = {0, 0};
+    for (int k = 0; k < 8; ++k) {
+      expected[0] += a[k] * (signed_b ? 200 + k - 256 : 200 + k);
+      expected[1] += a[k] * k;
+    }
+    EXPECT_EQ(c[0], expected[0]) << "signed B " << signed_b;
+    EXPECT_EQ(c[1], expected[1]) << "signed B " << signed_b;
   }
-  EXPECT_EQ(c[0], expected[0]);
-  EXPECT_EQ(c[1], expected[1]);
 }
 
 }  // namespace

@@ -58,23 +58,11 @@ class AmxTileModel {
   }
   template <int kC, int kA, int kB>
   void DotSignedUnsigned() {
-    if (!Usable(kC) || !Usable(kA) || !Usable(kB)) return;
-    if (kC == kA || kC == kB || kA == kB) return Fail("TDPBSUD operands must differ");
-    if (config_.rows[kC] != config_.rows[kA] || config_.colsb[kC] != config_.colsb[kB] ||
-        config_.colsb[kA] != 4 * config_.rows[kB]) {
-      return Fail("TDPBSUD shapes do not match");
-    }
-    ++products_;
-    for (int m = 0; m < config_.rows[kC]; ++m) {
-      for (int n = 0; n < config_.colsb[kC] / 4; ++n) {
-        int32_t sum;
-        std::memcpy(&sum, &tiles_[kC][m][4 * n], 4);
-        for (int k = 0; k < config_.colsb[kA]; ++k) {
-          sum += int32_t(static_cast<int8_t>(tiles_[kA][m][k])) * int32_t(tiles_[kB][k / 4][4 * n + k % 4]);
-        }
-        std::memcpy(&tiles_[kC][m][4 * n], &sum, 4);
-      }
-    }
+    Dot<kC, kA, kB, false>();
+  }
+  template <int kC, int kA, int kB>
+  void DotSignedSigned() {
+    Dot<kC, kA, kB, true>();
   }
   void Release() {
     configured_ = false;
@@ -87,6 +75,29 @@ class AmxTileModel {
   int64_t products() const { return products_; }
 
  private:
+  // TDPBSUD (kSignedB false) or TDPBSSD: C[m][n] += sum over k of A[m][k] x B[k / 4][4n + k % 4].
+  template <int kC, int kA, int kB, bool kSignedB>
+  void Dot() {
+    if (!Usable(kC) || !Usable(kA) || !Usable(kB)) return;
+    if (kC == kA || kC == kB || kA == kB) return Fail("TDPBSUD / TDPBSSD operands must differ");
+    if (config_.rows[kC] != config_.rows[kA] || config_.colsb[kC] != config_.colsb[kB] ||
+        config_.colsb[kA] != 4 * config_.rows[kB]) {
+      return Fail("TDPBSUD / TDPBSSD shapes do not match");
+    }
+    ++products_;
+    for (int m = 0; m < config_.rows[kC]; ++m) {
+      for (int n = 0; n < config_.colsb[kC] / 4; ++n) {
+        int32_t sum;
+        std::memcpy(&sum, &tiles_[kC][m][4 * n], 4);
+        for (int k = 0; k < config_.colsb[kA]; ++k) {
+          const uint8_t w = tiles_[kB][k / 4][4 * n + k % 4];
+          sum += int32_t(static_cast<int8_t>(tiles_[kA][m][k])) *
+                 (kSignedB ? int32_t(static_cast<int8_t>(w)) : int32_t(w));
+        }
+        std::memcpy(&tiles_[kC][m][4 * n], &sum, 4);
+      }
+    }
+  }
   bool Usable(int tile) {
     if (!configured_) {
       Fail("tile instruction before LDTILECFG (or after TILERELEASE)");
