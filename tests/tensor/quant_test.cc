@@ -13,6 +13,7 @@
 #include "tensor/dequantize.h"
 #include "tensor/float16.h"
 #include "tensor/quant_blocks.h"
+#include "testing/golden_hash.h"
 
 namespace lockstep {
 namespace {
@@ -431,21 +432,13 @@ TEST(IQ4, QuantizerErrorOnNormalData) {
 // no importance matrix) for this integer-hash input (outliers every 97th element, a zero block), recorded
 // with a throwaway program linking its libggml-base.
 float GoldenInput(uint32_t i) {
-  uint32_t h = i * 2654435761u;
-  h ^= h >> 15;
-  h *= 2246822519u;
-  h ^= h >> 13;
-  float v = static_cast<float>(static_cast<int32_t>(h)) * 0x1p-31f * static_cast<float>(1 + (i / 256) % 4);
+  float v = testing::HashedUnit(i) * static_cast<float>(1 + (i / 256) % 4);
   if (i % 97 == 0) v *= 8.0f;
   if (i / 32 == 5) v = 0.0f;
   return v;
 }
 
-uint64_t Fnv1a(const std::vector<uint8_t>& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
-  return h;
-}
+uint64_t Fnv1a(const std::vector<uint8_t>& bytes) { return testing::Fnv1a(bytes.data(), bytes.size()); }
 
 TEST(IQ4, QuantizerMatchesLlamaCppBytes) {
   std::vector<float> x(262144);  // enough for the rare ties an FMA-contracted sum breaks otherwise
