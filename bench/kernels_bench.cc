@@ -233,7 +233,7 @@ void RegisterAll() {
   const TensorType types[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,   TensorType::kQ8_0,
                               TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,   TensorType::kQ4_K,
                               TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS,
-                              TensorType::kQ3_K, TensorType::kQ2_K};
+                              TensorType::kQ3_K, TensorType::kQ2_K, TensorType::kMXFP4};
   const std::pair<int64_t, int64_t> shapes[] = {{576, 576},   {576, 1536},
                                                 {1536, 576},  {576, 49152},   // smollm2-135m
                                                 {2048, 8192}, {8192, 2048}};  // llama-1b feed-forward

@@ -44,6 +44,7 @@ enum class TensorType : uint32_t {
   kBF16 = 30,
   kTQ1_0 = 34,
   kTQ2_0 = 35,
+  kMXFP4 = 39,
 };
 
 struct TensorTypeTraits {

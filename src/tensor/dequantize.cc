@@ -69,17 +69,21 @@ void DequantizeQ5_1(const std::byte* src, float* dst, int64_t n) {
   }
 }
 
-// As ggml's dequantize_row_iq4_nl / iq4_xs (XS: d * (ls - 32) first, then times the table value).
-void DequantizeIQ4_NL(const std::byte* src, float* dst, int64_t n) {
-  for (int64_t b = 0; b < n / kIQ4Block; ++b) {
-    BlockIQ4_NL block;
-    std::memcpy(&block, src + b * sizeof(BlockIQ4_NL), sizeof(block));
-    const float d = F16ToF32(block.d);
-    for (int e = 0; e < kIQ4Block; ++e)
-      dst[b * kIQ4Block + e] = d * static_cast<float>(kIQ4Values[IQ4Index(block.qs, e)]);
+// As ggml's dequantize_row_iq4_nl / mxfp4: one scale per 32-element block (IQ4_NL's f16 d, MXFP4's
+// E8M0Half(e)) times the table value of each index nibble.
+float ScaleOf(const BlockIQ4_NL& block) { return F16ToF32(block.d); }
+float ScaleOf(const BlockMXFP4& block) { return E8M0Half(block.e); }
+template <class Block>
+void DequantizeTableBlocks(const int8_t* values, const std::byte* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    Block block;
+    std::memcpy(&block, src + b * sizeof(Block), sizeof(block));
+    const float d = ScaleOf(block);
+    for (int e = 0; e < 32; ++e) dst[b * 32 + e] = d * static_cast<float>(values[IQ4Index(block.qs, e)]);
   }
 }
 
+// As ggml's dequantize_row_iq4_xs (d * (ls - 32) first, then times the table value).
 void DequantizeIQ4_XS(const std::byte* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     BlockIQ4_XS block;
@@ -195,6 +199,7 @@ bool CanDequantize(TensorType type) {
     case TensorType::kQ6_K:
     case TensorType::kIQ4_NL:
     case TensorType::kIQ4_XS:
+    case TensorType::kMXFP4:
       return true;
     default:
       return false;
@@ -242,7 +247,10 @@ void DequantizeRow(TensorType type, const std::byte* src, float* dst, int64_t n)
       DequantizeQ6_K(src, dst, n);
       break;
     case TensorType::kIQ4_NL:
-      DequantizeIQ4_NL(src, dst, n);
+      DequantizeTableBlocks<BlockIQ4_NL>(kIQ4Values, src, dst, n);
+      break;
+    case TensorType::kMXFP4:
+      DequantizeTableBlocks<BlockMXFP4>(kMXFP4Values, src, dst, n);
       break;
     case TensorType::kIQ4_XS:
       DequantizeIQ4_XS(src, dst, n);

@@ -4,19 +4,19 @@
 // machine's vector width, the row count, the tile position or the thread count):
 // - Float weights (F32/F16/BF16): per (output, row), 8 f32 lane accumulators; element i goes to lane i % 8 by
 //   fused multiply-add, in order of i; a partial last group is padded with zeros. Then LaneSum (below).
-// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS): each activation row is
-// quantized in 32-element
-//   blocks (QuantizeActivationBlock); each weight block of 32 elements is viewed as int8 w[32] with 8 lane
-//   scales (WeightBlockView). Lane l of block b gets the exact integer sum of w*q over elements 4l..4l+3,
-//   converted to float and fused-multiply-added with (lane scale * activation scale) into lane accumulator l.
-//   Q4_K, Q5_K, Q5_1 (HasMinTerm) and Q2_K add their min term per lane the same way (exact lane sum of q
-//   times the lane's min scale * activation scale).
+// - Quantized weights (Q8_0/Q4_0/Q5_0/Q5_1/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_NL/IQ4_XS/MXFP4): each activation
+//   row is quantized in 32-element blocks (QuantizeActivationBlock); each weight block of 32 elements is
+//   viewed as int8 w[32] with 8 lane scales (WeightBlockView). Lane l of block b gets the exact integer sum
+//   of w*q over elements 4l..4l+3, converted to float and fused-multiply-added with (lane scale * activation
+//   scale) into lane accumulator l. Q4_K, Q5_K, Q5_1 (HasMinTerm) and Q2_K add their min term per lane the
+//   same way (exact lane sum of q times the lane's min scale * activation scale).
 // - Packed weights (PackWeights: every quantized type above): one f32 accumulator per (output, row); for each
 //   block b, acc = fma(float(exact integer dot of the block), weight scale * activation scale, acc); Q4_K,
 //   Q5_K and Q5_1 then add fma(float(sum of the block's activation quants), min scale * activation scale,
 //   acc); Q6_K's integer is sc0 * dot(elements 0-15) + sc1 * dot(16-31) and its weight scale d, and so is
 //   Q3_K's (sc = scale - 32, w = its quant in [-4, 3]; packed in Q6_K's layout as w + 32). IQ4_NL /
-//   IQ4_XS: w = kIQ4Values[index], weight scale d (IQ4_XS: d * (ls - 32), exact in float).
+//   IQ4_XS: w = kIQ4Values[index], weight scale d (IQ4_XS: d * (ls - 32), exact in float). MXFP4: w =
+//   kMXFP4Values[index], weight scale E8M0Half(e) (a power of two, exact in f32; packed as f32).
 #pragma once
 
 #include <bit>
@@ -25,6 +25,7 @@
 #include <limits>
 
 #include "tensor/matmul.h"
+#include "tensor/quant_blocks.h"
 
 namespace lockstep {
 
@@ -88,8 +89,24 @@ constexpr bool IsKQuant(TensorType type) {
   return type == TensorType::kQ2_K || type == TensorType::kQ3_K || type == TensorType::kQ4_K ||
          type == TensorType::kQ5_K || type == TensorType::kQ6_K || type == TensorType::kIQ4_XS;
 }
-// The non-linear types, whose 4-bit indices select a value of kIQ4Values (tensor/quant_blocks.h).
-constexpr bool IsIQ4(TensorType type) { return type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS; }
+// The table types, whose 4-bit indices select an int8 value of a 16-entry table (TableValues): IQ4_NL and
+// IQ4_XS kIQ4Values, MXFP4 kMXFP4Values (tensor/quant_blocks.h). Every level runs them with one lookup code
+// path, the table its parameter.
+constexpr bool IsTableType(TensorType type) {
+  return type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS || type == TensorType::kMXFP4;
+}
+constexpr const int8_t* TableValues(TensorType type) {
+  return type == TensorType::kMXFP4 ? kMXFP4Values : kIQ4Values;
+}
+// A table's values + 128 as bytes (the unsigned operands of VPDPBUSD and the portable kernel's lookups).
+struct Table16 {
+  int8_t v[16];
+};
+constexpr Table16 TablePlus128(TensorType type) {
+  Table16 t{};
+  for (int i = 0; i < 16; ++i) t.v[i] = static_cast<int8_t>(static_cast<uint8_t>(TableValues(type)[i] + 128));
+  return t;
+}
 // Block b (32 elements) of a weight row in a quantized type.
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view);
 

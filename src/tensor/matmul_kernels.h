@@ -22,8 +22,8 @@ using TileFn = void (*)(const TileArgs& args, int64_t o_begin, int64_t o_end);
 using ScratchTileFn = void (*)(const TileArgs& args, int64_t o_begin, int64_t o_end, std::byte* scratch);
 
 inline constexpr int kFloatWeightTypes = 3;  // F32, F16, BF16
-// Q8_0, Q4_0, Q4_K, Q6_K, Q5_K, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q3_K, Q2_K (not packed: no packed tile)
-inline constexpr int kQuantWeightTypes = 11;
+// Q8_0, Q4_0, Q4_K, Q6_K, Q5_K, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q3_K, Q2_K (not packed: no packed tile), MXFP4
+inline constexpr int kQuantWeightTypes = 12;
 // The index of `type` in the float / quantized arrays below, or -1.
 int FloatWeightIndex(TensorType type);
 int QuantWeightIndex(TensorType type);

@@ -1,13 +1,13 @@
 // x86 int8 GEMM kernels for packed Q4_K / Q5_K / Q6_K (and Q3_K as Q6_K), Q5_0 / Q5_1 and IQ4_NL / IQ4_XS
-// weights (layouts in tensor/packed_weights.h), included inside namespace lockstep::HWY_NAMESPACE by
-// tensor/matmul_simd.cc after matmul_packed_x86-inl.h. Same scheme as the Q8_0/Q4_0 kernels (lanes are output
-// rows), one 32-element sub-block at a time (a Q5_0 / Q5_1 unit is one), written once over a small
-// vector-traits struct: 512-bit on AVX-512 targets, two 256-bit halves on AVX2. Quants are unsigned (<= 63),
-// so VPMADDUBSW cannot saturate. Bit-identical to PackedDotReference. IQ4_NL / IQ4_XS (an IQ4_NL unit is one
-// block, as Q5_0's) look their index nibbles up with VPSHUFB: VNNI levels as unsigned kIQ4Values + 128
-// (VPDPBUSD's 32-bit sums are exact), the dot starting at -128 * sum(x) (TileArgs::q8_starts); the others as
-// signed values, whose |w| and x with w's sign make VPMADDUBSW pair sums of at most 2 * 127 * 127 (no
-// saturation), widened at once (no kSum16).
+// weights, and MXFP4 as IQ4_NL with its own table and f32 scales (layouts in tensor/packed_weights.h),
+// included inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc after matmul_packed_x86-inl.h.
+// Same scheme as the Q8_0/Q4_0 kernels (lanes are output rows), one 32-element sub-block at a time (a Q5_0 /
+// Q5_1 unit is one), written once over a small vector-traits struct: 512-bit on AVX-512 targets, two 256-bit
+// halves on AVX2. Quants are unsigned (<= 63), so VPMADDUBSW cannot saturate. Bit-identical to
+// PackedDotReference. IQ4_NL / IQ4_XS (an IQ4_NL unit is one block, as Q5_0's) look their index nibbles up
+// with VPSHUFB: VNNI levels as unsigned kIQ4Values + 128 (VPDPBUSD's 32-bit sums are exact), the dot starting
+// at -128 * sum(x) (TileArgs::q8_starts); the others as signed values, whose |w| and x with w's sign make
+// VPMADDUBSW pair sums of at most 2 * 127 * 127 (no saturation), widened at once (no kSum16).
 //
 // Without VNNI (avx2), products are summed in 16 bits before they are widened (V::kSum16): Q4_K's nibbles
 // (<= 15) make pair sums of at most 3810, so a sub-block's 8 VPMADDUBSW results add up exactly (<= 30480)
@@ -67,6 +67,7 @@ struct KVecAvx2 {
   static F Halves(const std::byte* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static F LoadFloats(const std::byte* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
   static F U8s(const std::byte* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
@@ -131,6 +132,7 @@ struct KVec {
   static F Halves(const std::byte* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static F LoadFloats(const std::byte* p) { return _mm512_loadu_ps(p); }
   static F U8s(const std::byte* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
@@ -159,8 +161,8 @@ HWY_INLINE typename V::I Q6KQuants(typename V::I v, typename V::I high, int k, i
 // The quants of nibble vector k (0-3) of a Q4_K / Q5_K sub-block: *lo the low nibbles (elements 4k..), *hi
 // the high ones (16 + 4k..). Q5_K ORs in their fifth bits from the sub-block's fifth-bit vector (bit k of a
 // byte for the low nibble, bit 4 + k for the high one; tensor/packed_weights.h): one 16-bit shift and one
-// mask each, the shift never moving a bit across a byte's bit 4. IQ4_NL / IQ4_XS: `fifth` is the table
-// (IQ4Table) the index nibbles look up.
+// mask each, the shift never moving a bit across a byte's bit 4. IQ4_NL / IQ4_XS / MXFP4: `fifth` is the
+// table (LookupTable) the index nibbles look up.
 template <class V, TensorType kType>
 HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typename V::I* lo,
                              typename V::I* hi) {
@@ -168,7 +170,7 @@ HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typena
   const I low4 = V::Bytes(0x0f);
   *lo = V::And(v, low4);
   *hi = V::And(V::Srl16(v, 4), low4);
-  if constexpr (IsIQ4(kType)) {
+  if constexpr (IsTableType(kType)) {
     *lo = V::Lookup(fifth, *lo);
     *hi = V::Lookup(fifth, *hi);
   } else if constexpr (HasFifthBit(kType)) {
@@ -180,20 +182,19 @@ HWY_INLINE void NibbleQuants(typename V::I v, typename V::I fifth, int k, typena
   }
 }
 
-// IQ4's values as the tiles multiply them: with VNNI unsigned, kIQ4Values + 128 (the dot starting at -128 *
-// sum(x), as Q8_0's); without, signed (V::DotSigned).
-inline constexpr int8_t kIQ4ValuesPlus128[16] = {1,    24,   45,   63,  79,  93,  106, 118,
-                                                 -127, -115, -103, -90, -75, -59, -39, -15};
-template <class V>
-HWY_INLINE typename V::I IQ4Table() {
-  return V::Table16(V::kHasVnni ? kIQ4ValuesPlus128 : kIQ4Values);
+// A table type's values as the tiles multiply them: with VNNI unsigned, the values + 128 (the dot starting
+// at -128 * sum(x), as Q8_0's); without, signed (V::DotSigned).
+template <class V, TensorType kType>
+HWY_INLINE typename V::I LookupTable() {
+  static constexpr Table16 kPlus128 = TablePlus128(kType);
+  return V::Table16(V::kHasVnni ? kPlus128.v : TableValues(kType));
 }
 
 // Sub-block j's fifth-bit vector (Q5_K; Q5_0 / Q5_1: the unit's one; anything for Q4_K, which ignores it;
-// IQ4_NL / IQ4_XS: the lookup table).
+// IQ4_NL / IQ4_XS / MXFP4: the lookup table).
 template <class V, TensorType kType>
 HWY_INLINE typename V::I FifthBits(const std::byte* unit, int j, int bo) {
-  if constexpr (IsIQ4(kType)) return IQ4Table<V>();
+  if constexpr (IsTableType(kType)) return LookupTable<V, kType>();
   if constexpr (kType == TensorType::kQ5_K) return V::Load(unit + kQ5KHigh + 64 * j + bo);
   if constexpr (kType == TensorType::kQ5_0 || kType == TensorType::kQ5_1) return V::Load(unit + kQ5High + bo);
   return V::Ints(0);
@@ -388,7 +389,9 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
     F d[kGroups], dmin[kGroups];  // Q5_1: dmin is m
     for (int g = 0; g < kGroups; ++g) {
       unit[g] = p.Unit(group0 + g, s);
-      if constexpr (!IsKQuant(kType)) {
+      if constexpr (kType == TensorType::kMXFP4) {
+        d[g] = V::LoadFloats(unit[g] + PackedScaleOffset(kType) + 4 * eo);
+      } else if constexpr (!IsKQuant(kType)) {
         d[g] = V::Halves(unit[g] + PackedScaleOffset(kType) + 2 * eo);
         if constexpr (kType == TensorType::kQ5_1) dmin[g] = V::Halves(unit[g] + kQ5M + 2 * eo);
       } else if constexpr (HasMinTerm(kType)) {
@@ -409,7 +412,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
       }
       // Q6_K: sc_lo * dot(0-15) + sc_hi * dot(16-31); the others: the sub-block's dot
       I dot_lo[kGroups][kRows];
-      if constexpr (V::kSum16 && !IsIQ4(kType)) {  // IQ4's products need all 16 bits (DotSigned)
+      if constexpr (V::kSum16 && !IsTableType(kType)) {  // table products need 16 bits (DotSigned)
         SubBlockDotsSum16<V, kType, kGroups, kRows>(unit, j, bo, eo, q, 32 * b,
                                                     a.sums16 + r0 * 2 * blocks + 2 * b, 2 * blocks, dot_lo);
       } else if constexpr (kType == TensorType::kQ6_K) {
@@ -421,12 +424,13 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
           Q6KHalfDots<V, kGroups, kRows, 0, 2>(unit, j, bo, eo, q, 32 * b, sums16, 2 * blocks, dot_lo);
         }
       } else {
-        // Q5_0 starts at -16 * sum(x), cancelling the quants' offset; IQ4 with VNNI at -128 * sum(x).
-        constexpr bool kUnsignedIQ4 = IsIQ4(kType) && V::kHasVnni, kSignedIQ4 = IsIQ4(kType) && !V::kHasVnni;
+        // Q5_0 starts at -16 * sum(x), cancelling the quants' offset; tables with VNNI at -128 * sum(x).
+        constexpr bool kUnsignedTable = IsTableType(kType) && V::kHasVnni;
+        constexpr bool kSignedTable = IsTableType(kType) && !V::kHasVnni;
         for (int r = 0; r < kRows; ++r) {
           const int64_t i = (r0 + r) * blocks + b;
           const I start = kType == TensorType::kQ5_0 ? V::Ints(-16 * a.sums[i])
-                          : kUnsignedIQ4             ? V::Ints(a.q8_starts[i])
+                          : kUnsignedTable           ? V::Ints(a.q8_starts[i])
                                                      : V::Ints(0);
           for (int g = 0; g < kGroups; ++g) dot_lo[g][r] = start;
         }
@@ -443,7 +447,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
             __builtin_memcpy(&x_hi, q[r] + 32 * b + 16 + 4 * k, 4);
             const I xl = V::Ints(x_lo), xh = V::Ints(x_hi);
             for (int g = 0; g < kGroups; ++g) {  // one scale for the sub-block: one accumulator
-              if constexpr (kSignedIQ4) {
+              if constexpr (kSignedTable) {
                 dot_lo[g][r] = V::DotSigned(V::DotSigned(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
               } else {
                 dot_lo[g][r] = V::Dot(V::Dot(dot_lo[g][r], w_lo[g], xl), w_hi[g], xh);
@@ -469,7 +473,7 @@ HWY_NOINLINE void KQuantMicroTile(const TileArgs& a, int64_t group0, int part, i
               acc[g][r] = V::Fma(V::IntToFloats(a.sums + i), V::Mul(min_scale, dx), acc[g][r]);
             }
           }
-        } else if constexpr (IsIQ4(kType)) {  // d, IQ4_XS times the sub-block's scale ls - 32
+        } else if constexpr (IsTableType(kType)) {  // d, IQ4_XS times the sub-block's scale ls - 32
           F scale = d[g];
           if constexpr (kType == TensorType::kIQ4_XS) {
             scale = V::Mul(d[g], V::ToFloat(V::I8s(unit[g] + kIQ4XSScales + kPackedGroup * j + eo)));

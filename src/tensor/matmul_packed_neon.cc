@@ -15,7 +15,8 @@
 // int32 sums, 32 multiply-adds per instruction: one 32-bit zip of two slices (elements 4k.. and 4k + 4..)
 // makes two outputs' 8 elements, and one 64-bit zip of two rows' quants makes the activation operand.
 // Weights are made exact signed values first (Q8_0: stored byte ^ 0x80; Q4_0: nibble - 8; Q5_0: 5-bit quant
-// - 16; Q6_K: 6-bit value - 32; IQ4_NL / IQ4_XS: TBL of the index nibbles in kIQ4Values; Q4_K's nibbles and
+// - 16; Q6_K: 6-bit value - 32; IQ4_NL / IQ4_XS / MXFP4: TBL of the index nibbles in the type's table
+// (TableValues); Q4_K's nibbles and
 // Q5_K's and Q5_1's 5-bit quants are their values), so the
 // integer block dots need no offset terms; they are exact, and the float epilogue per block is the packed
 // order of tensor/matmul_internal.h (Q8_0/Q4_0/Q5_0/Q5_1: acc = fma(float(dot), weight scale * activation
@@ -75,9 +76,9 @@ LOCKSTEP_ALWAYS_INLINE void LoadSliceWeights(const std::byte* unit, int j, int c
         w[k + 4] = vsubq_s8(w[k + 4], vdupq_n_s8(8));
       }
     }
-  } else if constexpr (IsIQ4(kType)) {  // index nibbles as Q4_0's, looked up (TBL) in kIQ4Values
+  } else if constexpr (IsTableType(kType)) {  // index nibbles as Q4_0's, looked up (TBL) in the table
     const uint8x16_t low4 = vdupq_n_u8(0x0f);
-    const int8x16_t table = vld1q_s8(kIQ4Values);
+    const int8x16_t table = vld1q_s8(TableValues(kType));
     p += 256 * j;
     for (int k = 0; k < 4; ++k) {
       const uint8x16_t v = vld1q_u8(p + 64 * k);
@@ -147,7 +148,9 @@ LOCKSTEP_ALWAYS_INLINE int32x4_t LoadS8x4(const std::byte* p) {
 template <TensorType kType>
 LOCKSTEP_ALWAYS_INLINE SliceFactors LoadFactors(const std::byte* unit, int j, int c) {
   SliceFactors f;
-  if constexpr (!IsKQuant(kType)) {  // Q8_0, Q4_0, Q5_0, Q5_1 (and its min scale m), IQ4_NL
+  if constexpr (kType == TensorType::kMXFP4) {  // f32 scales
+    f.scale = vld1q_f32(reinterpret_cast<const float*>(unit + PackedScaleOffset(kType)) + 4 * c);
+  } else if constexpr (!IsKQuant(kType)) {  // Q8_0, Q4_0, Q5_0, Q5_1 (and its min scale m), IQ4_NL
     f.scale = LoadHalves4(unit + PackedScaleOffset(kType) + 8 * c);
     if constexpr (HasMinTerm(kType)) f.min_scale = LoadHalves4(unit + kQ5M + 8 * c);
   } else if constexpr (kType == TensorType::kIQ4_XS) {  // d * (ls - 32)
@@ -416,6 +419,8 @@ void NeonDotprodPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return DotprodGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
     case TensorType::kIQ4_XS:
       return DotprodGroups<TensorType::kIQ4_XS>(a, o_begin, o_end);
+    case TensorType::kMXFP4:
+      return DotprodGroups<TensorType::kMXFP4>(a, o_begin, o_end);
     default:
       LOCKSTEP_CHECK(false);  // only packable types have packed weights
   }
@@ -442,6 +447,8 @@ void NeonI8mmPackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return I8mmGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
     case TensorType::kIQ4_XS:
       return I8mmGroups<TensorType::kIQ4_XS>(a, o_begin, o_end);
+    case TensorType::kMXFP4:
+      return I8mmGroups<TensorType::kMXFP4>(a, o_begin, o_end);
     default:
       LOCKSTEP_CHECK(false);
   }

@@ -221,6 +221,8 @@ inline void PackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return KQuantPackedTile<TensorType::kIQ4_NL>(a, o_begin, o_end);
     case TensorType::kIQ4_XS:
       return KQuantPackedTile<TensorType::kIQ4_XS>(a, o_begin, o_end);
+    case TensorType::kMXFP4:
+      return KQuantPackedTile<TensorType::kMXFP4>(a, o_begin, o_end);
     default:
       HWY_ASSERT(false);
   }

@@ -1,4 +1,5 @@
-// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q3_K as Q6_K)
+// Portable packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4; Q3_K as
+// Q6_K)
 // written with Highway ops on 128-bit vectors, for CPUs without the x86 kernels (NEON, SSE4 ...); included
 // inside namespace lockstep::HWY_NAMESPACE by tensor/matmul_simd.cc and compiled for every target, so tests
 // run it on each target this machine has. A 16-byte slice of a packed weight vector holds 4 outputs x 4
@@ -44,11 +45,12 @@ struct PairSums {
   }
 };
 
-// IQ4_NL / IQ4_XS index nibbles looked up as unsigned kIQ4Values + 128 (the dots then take -128 * sum(x)).
-HWY_INLINE VU8 IQ4Lookup(VU8 nibbles) {
-  static constexpr uint8_t kPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,
-                                           129, 141, 153, 166, 181, 197, 217, 241};
-  return hn::TableLookupBytes(hn::LoadU(DU8(), kPlus128), nibbles);
+// IQ4_NL / IQ4_XS / MXFP4 index nibbles looked up as unsigned table values + 128 (the dots then take -128 *
+// sum(x)).
+template <TensorType kType>
+HWY_INLINE VU8 TableLookup(VU8 nibbles) {
+  static constexpr Table16 kPlus128 = TablePlus128(kType);
+  return hn::TableLookupBytes(hn::BitCast(DU8(), hn::LoadU(DI8(), kPlus128.v)), nibbles);
 }
 
 // Adds weight vector w (16 bytes: 4 outputs x 4) times each row's 4 bytes at x[r] + x_offset.
@@ -113,12 +115,12 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
     PairSums sums[kRows];
     if constexpr (kType == TensorType::kQ8_0) {
       for (int k = 0; k < 8; ++k) AddSlice<kRows>(hn::LoadU(DU8(), bytes + 64 * k), x, 4 * k, sums);
-    } else if constexpr (kType == TensorType::kIQ4_NL) {
+    } else if constexpr (kType == TensorType::kIQ4_NL || kType == TensorType::kMXFP4) {
       const VU8 mask = hn::Set(DU8(), 0x0f);
       for (int k = 0; k < 4; ++k) {
         const VU8 v = hn::LoadU(DU8(), bytes + 64 * k);
-        AddSlice<kRows>(IQ4Lookup(hn::And(v, mask)), x, 4 * k, sums);
-        AddSlice<kRows>(IQ4Lookup(hn::ShiftRight<4>(v)), x, 16 + 4 * k, sums);
+        AddSlice<kRows>(TableLookup<kType>(hn::And(v, mask)), x, 4 * k, sums);
+        AddSlice<kRows>(TableLookup<kType>(hn::ShiftRight<4>(v)), x, 16 + 4 * k, sums);
       }
     } else {  // Q4_0, Q5_0, Q5_1: low nibbles are elements 4k.., high nibbles 16 + 4k..
       const VU8 mask = hn::Set(DU8(), 0x0f), one = hn::Set(DU8(), 1);
@@ -136,7 +138,9 @@ HWY_INLINE void SliceRows(const TileArgs& a, int64_t group, int c, int64_t r0, f
         AddSlice<kRows>(w_hi, x, 16 + 4 * k, sums);
       }
     }
-    const auto dw = LoadHalves4(unit + kScales + 8 * c);
+    const auto dw = kType == TensorType::kMXFP4
+                        ? hn::LoadU(DF32(), reinterpret_cast<const float*>(unit + kScales) + 4 * c)
+                        : LoadHalves4(unit + kScales + 8 * c);
     for (int r = 0; r < kRows; ++r) {
       const int64_t i = (r0 + r) * blocks + b;
       const VI32 dots = hn::Add(sums[r].Dots(), hn::Set(DI32(), -kOffset * a.sums[i]));
@@ -179,8 +183,8 @@ HWY_INLINE void KQuantSliceRows(const TileArgs& a, int64_t group, int c, int64_t
       if constexpr (kType == TensorType::kIQ4_XS) {
         for (int k = 0; k < 4; ++k) {
           const VU8 v = hn::LoadU(DU8(), nibbles + 64 * k);
-          AddSlice<kRows>(IQ4Lookup(hn::And(v, low4)), x, 4 * k, lo);
-          AddSlice<kRows>(IQ4Lookup(hn::ShiftRight<4>(v)), x, 16 + 4 * k, lo);
+          AddSlice<kRows>(TableLookup<kType>(hn::And(v, low4)), x, 4 * k, lo);
+          AddSlice<kRows>(TableLookup<kType>(hn::ShiftRight<4>(v)), x, 16 + 4 * k, lo);
         }
       } else if constexpr (HasMinTerm(kType)) {
         VU8 fifth = hn::Zero(DU8());  // Q5_K: bit k = element 4k + e's bit 4, bit 4 + k = 16 + 4k + e's
@@ -314,6 +318,8 @@ inline void PortablePackedTile(const TileArgs& a, int64_t o_begin, int64_t o_end
       return portable::PackedGroups<TensorType::kIQ4_NL>(a, o_begin, o_end);
     case TensorType::kIQ4_XS:
       return portable::PackedGroups<TensorType::kIQ4_XS>(a, o_begin, o_end);
+    case TensorType::kMXFP4:
+      return portable::PackedGroups<TensorType::kMXFP4>(a, o_begin, o_end);
     default:
       HWY_ASSERT(false);  // only packable types have packed weights
   }

@@ -29,7 +29,7 @@ bool IsQuantizedMatMulType(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
          type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
          type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS ||
-         type == TensorType::kQ3_K || type == TensorType::kQ2_K;
+         type == TensorType::kQ3_K || type == TensorType::kQ2_K || type == TensorType::kMXFP4;
 }
 
 void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBlockView* view) {
@@ -72,6 +72,13 @@ void GetWeightBlock(TensorType type, const std::byte* row, int64_t b, WeightBloc
       std::memcpy(&block, row + b * sizeof(block), sizeof(block));
       for (int e = 0; e < 32; ++e) view->w[e] = kIQ4Values[IQ4Index(block.qs, e)];
       lane_scale[0] = lane_scale[1] = F16ToF32(block.d);
+      break;
+    }
+    case TensorType::kMXFP4: {
+      BlockMXFP4 block;
+      std::memcpy(&block, row + b * sizeof(block), sizeof(block));
+      for (int e = 0; e < 32; ++e) view->w[e] = kMXFP4Values[IQ4Index(block.qs, e)];
+      lane_scale[0] = lane_scale[1] = E8M0Half(block.e);
       break;
     }
     case TensorType::kIQ4_XS: {

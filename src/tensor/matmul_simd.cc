@@ -80,6 +80,7 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->quant_tile[8] = &QuantTileFor<TensorType::kIQ4_XS>;
   k->quant_tile[9] = &QuantTileFor<TensorType::kQ3_K>;
   k->quant_tile[10] = &QuantTileFor<TensorType::kQ2_K>;
+  k->quant_tile[11] = &QuantTileFor<TensorType::kMXFP4>;
   k->packed_tile[0] = &PackedTileFor<TensorType::kQ8_0>;
   k->packed_tile[1] = &PackedTileFor<TensorType::kQ4_0>;
   k->packed_tile[2] = &PackedTileFor<TensorType::kQ4_K>;
@@ -91,6 +92,7 @@ void FillMatMulKernels(MatMulKernels* k) {
   k->packed_tile[8] = &PackedTileFor<TensorType::kIQ4_XS>;
   k->packed_tile[9] = &PackedTileFor<TensorType::kQ6_K>;  // Q3_K, packed as Q6_K
   k->packed_tile[10] = &PackedTile;                       // Q2_K is never packed: the dispatch's assertion
+  k->packed_tile[11] = &PackedTileFor<TensorType::kMXFP4>;
 #else
   for (TileFn& f : k->float_tile) f = &FloatTile;
   for (TileFn& f : k->quant_tile) f = &QuantTile;
@@ -126,6 +128,7 @@ void FillVnniMatMulKernels(MatMulKernels* k) {
   k->packed_tile[7] = &VnniPackedTileFor<TensorType::kIQ4_NL>;
   k->packed_tile[8] = &VnniPackedTileFor<TensorType::kIQ4_XS>;
   k->packed_tile[9] = &VnniPackedTileFor<TensorType::kQ6_K>;
+  k->packed_tile[11] = &VnniPackedTileFor<TensorType::kMXFP4>;
 }
 #endif
 #undef LOCKSTEP_X86_KERNELS
@@ -192,6 +195,8 @@ int QuantWeightIndex(TensorType type) {
       return 9;
     case TensorType::kQ2_K:
       return 10;
+    case TensorType::kMXFP4:
+      return 11;
     default:
       return -1;
   }

@@ -77,24 +77,27 @@ HWY_INLINE void LoadWeightBlock(const std::byte* row, int64_t b, __m256i* w, __m
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
     *w = _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
     if constexpr (!kMin) *w = _mm256_sub_epi8(*w, _mm256_set1_epi8(16));
-  } else if constexpr (kType == TensorType::kIQ4_NL || kType == TensorType::kIQ4_XS) {
-    // Index nibbles as Q4_0's, looked up in kIQ4Values (VPSHUFB, the table in both 128-bit lanes).
-    const bool xs = kType == TensorType::kIQ4_XS;
-    const std::byte* p = xs ? row + 136 * (b / 8) : row + 18 * b;
+  } else if constexpr (IsTableType(kType)) {
+    // Index nibbles as Q4_0's, looked up in the type's table (VPSHUFB, the table in both 128-bit lanes).
+    const bool xs = kType == TensorType::kIQ4_XS, mxfp4 = kType == TensorType::kMXFP4;
+    const std::byte* p = xs ? row + 136 * (b / 8) : row + (mxfp4 ? 17 : 18) * b;
     const int j = static_cast<int>(b % 8);
     if (xs) {
       BlockIQ4_XS block;
       __builtin_memcpy(&block, p, 8);  // d and the scales
       *scale = _mm256_set1_ps(HalfAt(p) * static_cast<float>(IQ4XSScale(block, j)));
+    } else if (mxfp4) {
+      *scale = _mm256_set1_ps(E8M0Half(static_cast<uint8_t>(p[0])));
     } else {
       *scale = _mm256_set1_ps(HalfAt(p));
     }
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + (xs ? 8 + 16 * j : 2)));
+    const int quants_at = xs ? 8 + 16 * j : mxfp4 ? 1 : 2;  // after the scales
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + quants_at));
     const __m128i mask = _mm_set1_epi8(0x0f);
     const __m256i nibbles =
         _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), mask), _mm_and_si128(packed, mask));
     const __m256i table =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(TableValues(kType))));
     *w = _mm256_shuffle_epi8(table, nibbles);
   } else if constexpr (kType == TensorType::kQ4_K) {
     const std::byte* p = row + 144 * (b / 8);
@@ -248,6 +251,8 @@ inline void QuantTile(const TileArgs& a, int64_t o_begin, int64_t o_end) {
       return QuantTileTyped<TensorType::kIQ4_NL>(a, o_begin, o_end);
     case TensorType::kIQ4_XS:
       return QuantTileTyped<TensorType::kIQ4_XS>(a, o_begin, o_end);
+    case TensorType::kMXFP4:
+      return QuantTileTyped<TensorType::kMXFP4>(a, o_begin, o_end);
     case TensorType::kQ3_K:
       return QuantTileTyped<TensorType::kQ3_K>(a, o_begin, o_end);
     case TensorType::kQ2_K:

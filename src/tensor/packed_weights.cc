@@ -13,19 +13,25 @@
 namespace lockstep {
 namespace {
 
-// Q8_0 / Q4_0 / IQ4_NL: one 32-element block of output o into its packed unit.
-void PackSmallBlock(bool q8, const std::byte* src, int o, std::byte* dst) {
+// Q8_0 / Q4_0 / IQ4_NL / MXFP4: one 32-element block of output o into its packed unit.
+void PackSmallBlock(TensorType type, const std::byte* src, int o, std::byte* dst) {
+  const bool q8 = type == TensorType::kQ8_0, mxfp4 = type == TensorType::kMXFP4;
   const int quant_bytes = q8 ? 32 : 16;
+  const int quants_at = mxfp4 ? 1 : 2;  // after the block's scale: MXFP4's exponent byte, the others' f16
   // Q8_0 is stored offset by 128 (flip each byte's top bit), the VPDPBUSD operand form. 4 bytes at a time.
   const uint32_t flip = q8 ? 0x80808080u : 0u;
   for (int k = 0; k < quant_bytes / 4; ++k) {
     uint32_t v;
-    std::memcpy(&v, src + 2 + 4 * k, 4);
+    std::memcpy(&v, src + quants_at + 4 * k, 4);
     v ^= flip;
     std::memcpy(dst + 4 * kPackedGroup * k + 4 * o, &v, 4);
   }
-  std::memcpy(dst + PackedScaleOffset(q8 ? TensorType::kQ8_0 : TensorType::kQ4_0) + 2 * o, src,
-              2);  // f16 scale
+  if (mxfp4) {  // the scale as an exact f32
+    const float d = E8M0Half(static_cast<uint8_t>(src[0]));
+    std::memcpy(dst + PackedScaleOffset(type) + 4 * o, &d, 4);
+  } else {
+    std::memcpy(dst + PackedScaleOffset(type) + 2 * o, src, 2);  // f16 scale
+  }
 }
 
 // Q5_0 / Q5_1: one block of output o: Q4_0's nibble vectors, the fifth bits as Q5_K's (PackQ5K), d and m.
@@ -157,7 +163,7 @@ bool CanPackWeights(TensorType type) {
   return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0 ||
          type == TensorType::kQ5_1 || type == TensorType::kQ4_K || type == TensorType::kQ5_K ||
          type == TensorType::kQ6_K || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS ||
-         type == TensorType::kQ3_K;
+         type == TensorType::kQ3_K || type == TensorType::kMXFP4;
 }
 
 namespace {
@@ -176,11 +182,13 @@ PackedWeightsPtr DescribePacked(const WeightMatrix& w) {
   packed->unit_elements = traits.block_elements;
   packed->units = w.in / traits.block_elements;
   // Same bytes as the original, except Q4_K / Q5_K / IQ4_XS whose 6-bit scales (and mins) are unpacked to
-  // bytes (+2.8%, +2.3%, +2.9% with IQ4_XS's padding), and Q3_K in Q6_K's unit.
+  // bytes (+2.8%, +2.3%, +2.9% with IQ4_XS's padding), Q3_K in Q6_K's unit, and MXFP4 whose exponent bytes
+  // become f32 scales (+18%).
   packed->unit_bytes = w.type == TensorType::kQ4_K     ? kQ4KUnit
                        : w.type == TensorType::kQ5_K   ? kQ5KUnit
                        : w.type == TensorType::kIQ4_XS ? kIQ4XSUnit
                        : w.type == TensorType::kQ3_K   ? kQ6KUnit
+                       : w.type == TensorType::kMXFP4  ? kMXFP4Unit
                                                        : kPackedGroup * traits.block_bytes;
   return packed;
 }
@@ -220,7 +228,7 @@ void FillPacked(const WeightMatrix& w, const PackedWeights* packed, std::byte* d
           std::memcpy(&block, src, sizeof(block));
           PackQ3K(block, o, dst);
         } else {
-          PackSmallBlock(w.type == TensorType::kQ8_0, src, o, dst);
+          PackSmallBlock(w.type, src, o, dst);
         }
       }
     }

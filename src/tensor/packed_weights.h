@@ -20,6 +20,9 @@
 //          0x10) and
 //          ((h >> k) & 0x10). +2.3 % over the original 176-byte blocks (16 x 176 = 2816).
 //  - IQ4_NL (288 bytes): Q4_0's unit (the stored index nibbles, 16 f16 d).
+//  - MXFP4 (320 bytes): Q4_0's 4 vectors of index nibbles, then 16 f32 scales E8M0Half(e) (64): the scale
+//          2^(e - 128) spans 2^-128..2^127, beyond f16, and f32 holds it exactly (+18 % over the original
+//          16 x 17 bytes).
 //  - IQ4_XS (2240 bytes): per sub-block j < 8, 4 vectors of index nibbles as Q4_0 (2048); per j 16 int8
 //  scales
 //          ls - 32 (128); 16 f16 d (32); 32 bytes of padding, so that every unit starts a cache line (+2.9 %
@@ -73,25 +76,31 @@ struct PackedWeights {
 // +9 %, Q4_0 +11 %). A hint only: results do not change.
 inline constexpr int64_t kPrefetchBytes = 2048;
 
-// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL units: the stored byte (Q8_0) or quant (nibble, with Q5's fifth bit) is
-// the value plus this offset (unsigned, as VPDPBUSD takes it; Q5_1's quant is its value, the min apart; IQ4's
-// nibbles are table indices, which the kernels look up as kIQ4Values + 128), and the 16 f16 scales start at
-// PackedScaleOffset, after the quant vectors.
+// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 units: the stored byte (Q8_0) or quant (nibble, with Q5's fifth
+// bit) is the value plus this offset (unsigned, as VPDPBUSD takes it; Q5_1's quant is its value, the min
+// apart; IQ4's and MXFP4's nibbles are table indices, which the kernels look up as the table values + 128),
+// and the 16 f16 scales (MXFP4: f32) start at PackedScaleOffset, after the quant vectors.
 constexpr int PackedValueOffset(TensorType type) {
-  return type == TensorType::kQ8_0 || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS ? 128
-         : type == TensorType::kQ4_0                                                             ? 8
-         : type == TensorType::kQ5_0                                                             ? 16
-                                                                                                 : 0;
+  return type == TensorType::kQ8_0 || type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS ||
+                 type == TensorType::kMXFP4
+             ? 128
+         : type == TensorType::kQ4_0 ? 8
+         : type == TensorType::kQ5_0 ? 16
+                                     : 0;
 }
 // Byte offsets inside a Q5_0 / Q5_1 unit: fifth-bit vector, d, m (Q5_1), unit sizes.
 inline constexpr int kQ5High = 4 * 4 * kPackedGroup, kQ5D = kQ5High + 4 * kPackedGroup, kQ5M = kQ5D + 32;
 inline constexpr int kQ5_0Unit = kQ5M, kQ5_1Unit = kQ5M + 32;
 static_assert(kQ5_0Unit == kPackedGroup * 22 && kQ5_1Unit == kPackedGroup * 24);  // the blocks' own sizes
 constexpr int PackedScaleOffset(TensorType type) {
-  return type == TensorType::kQ8_0                                  ? 8 * 4 * kPackedGroup
-         : type == TensorType::kQ4_0 || type == TensorType::kIQ4_NL ? 4 * 4 * kPackedGroup
-                                                                    : kQ5D;
+  return type == TensorType::kQ8_0 ? 8 * 4 * kPackedGroup
+         : type == TensorType::kQ4_0 || type == TensorType::kIQ4_NL || type == TensorType::kMXFP4
+             ? 4 * 4 * kPackedGroup
+             : kQ5D;
 }
+
+inline constexpr int kMXFP4Unit = 4 * 4 * kPackedGroup + 4 * kPackedGroup;
+static_assert(kMXFP4Unit % 64 == 0);
 
 // Byte offsets inside a K-quant unit.
 inline constexpr int kQ4KScales = 2048, kQ4KMins = 2176, kQ4KD = 2304, kQ4KDmin = 2336, kQ4KUnit = 2368;

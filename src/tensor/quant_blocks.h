@@ -1,8 +1,10 @@
 // The standard ggml block layouts of the quantized GGUF tensor types (byte-for-byte what llama.cpp reads and
 // writes), plus the small helpers that decode their packed fields. Scales are f16 bit patterns
-// (tensor/float16.h). Plain structs; a row of a quantized tensor is an array of blocks.
+// (tensor/float16.h), MXFP4's an E8M0 exponent byte (E8M0Half). Plain structs; a row of a quantized tensor is
+// an array of blocks.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace lockstep {
@@ -12,11 +14,22 @@ inline constexpr int kQ4_0Block = 32;
 inline constexpr int kQ5Block = 32;      // Q5_0, Q5_1
 inline constexpr int kSuperBlock = 256;  // K-quants, IQ4_XS
 inline constexpr int kIQ4Block = 32;     // IQ4_NL
+inline constexpr int kMXFP4Block = 32;
 
 // The 16 values of IQ4_NL / IQ4_XS's non-linear 4-bit quants (ggml's kvalues_iq4nl): value = scale *
 // kIQ4Values[index].
 inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
+
+// The 16 values of MXFP4's 4-bit quants (ggml's kvalues_mxfp4): the E2M1 floats (0, 0.5, 1, 1.5, 2, 3, 4, 6
+// and their negatives) doubled, so that they are integers; the block scale is halved to match (E8M0Half).
+inline constexpr int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// An E8M0 scale byte e (2^(e - 127)) halved, as ggml's ggml_e8m0_to_fp32_half: 2^(e - 128), exact in f32 for
+// every e (e < 2: the subnormals 2^-128 and 2^-127; e = 255 is 2^127, not NaN).
+inline float E8M0Half(uint8_t e) {
+  return std::bit_cast<float>(e >= 2 ? static_cast<uint32_t>(e - 1) << 23 : uint32_t{0x00200000} << e);
+}
 
 // Q8_0: value[i] = d * qs[i].
 struct BlockQ8_0 {
@@ -58,6 +71,14 @@ struct BlockIQ4_NL {
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// MXFP4: qs as IQ4_NL's (low nibble: index of element j, high nibble: of j + 16); value = E8M0Half(e) *
+// kMXFP4Values[index].
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // IQ4_XS: 8 sub-blocks of 32 elements, each laid out as an IQ4_NL block's quants at qs + 16 * j, with a 6-bit
 // scale ls[j] (IQ4XSScale); value = d * (ls[j] - 32) * kIQ4Values[index].
@@ -171,7 +192,8 @@ inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
   return ls - 32;
 }
 
-// The table index (0..15) of element e in [0, 32) of an IQ4_NL block's (or IQ4_XS sub-block's) 16 qs bytes.
+// The table index (0..15) of element e in [0, 32) of an IQ4_NL or MXFP4 block's (or IQ4_XS sub-block's) 16
+// qs bytes.
 inline int IQ4Index(const uint8_t qs[16], int e) { return (qs[e % 16] >> (4 * (e / 16))) & 0xf; }
 
 // Sub-block j's signed scale (-32..31) of a Q3_K block (j < 16): low 4 bits from nibble j / 8 of scales[j %

@@ -1,7 +1,8 @@
 // Quantization to the GGUF block types. Q8_0, Q4_0, Q5_0 and Q5_1 follow ggml's reference rounding (so a file
 // quantized here matches one quantized by llama.cpp's reference code), IQ4_NL and IQ4_XS ggml's scale search
-// (tensor/quantize_iq4.cc), Q3_K and Q2_K ggml's reference fits (tensor/quantize_k_low.cc); Q4_K, Q5_K and
-// Q6_K use a simple direct fit (per sub-block max/min, no importance search).
+// (tensor/quantize_iq4.cc), MXFP4 ggml's reference rounding (tensor/quantize_mxfp4.cc), Q3_K and Q2_K ggml's
+// reference fits (tensor/quantize_k_low.cc); Q4_K, Q5_K and Q6_K use a simple direct fit (per sub-block
+// max/min, no importance search).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -279,6 +280,9 @@ void QuantizeRow(TensorType type, const float* src, std::byte* dst, int64_t n) {
       break;
     case TensorType::kIQ4_XS:
       QuantizeIQ4_XS(src, dst, n);
+      break;
+    case TensorType::kMXFP4:
+      QuantizeMXFP4(src, dst, n);
       break;
     default:
       LOCKSTEP_CHECK(false);

@@ -41,4 +41,8 @@ void QuantizeQ2_K(const float* src, std::byte* dst, int64_t n);
 void QuantizeIQ4_NL(const float* src, std::byte* dst, int64_t n);
 void QuantizeIQ4_XS(const float* src, std::byte* dst, int64_t n);
 
+// MXFP4 as ggml's quantize_row_mxfp4_ref (tensor/quantize_mxfp4.cc): the same bytes. n a multiple of 32; dst
+// RowBytes(kMXFP4, n) bytes.
+void QuantizeMXFP4(const float* src, std::byte* dst, int64_t n);
+
 }  // namespace lockstep

@@ -76,7 +76,8 @@ INSTANTIATE_TEST_SUITE_P(Types, PackingTest,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kQ8_0,
                                            TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
                                            TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
-                                           TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kQ3_K),
+                                           TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kQ3_K,
+                                           TensorType::kMXFP4),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                            return std::string(TensorTypeName(info.param));
                          });

@@ -118,7 +118,7 @@ TEST(MatMulGrouped, EveryTypeMatchesSeparateMatMulsAtEveryLevel) {
   for (TensorType type :
        {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_K,
         TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kQ3_K,
-        TensorType::kQ2_K, TensorType::kF32, TensorType::kF16}) {
+        TensorType::kQ2_K, TensorType::kMXFP4, TensorType::kF32, TensorType::kF16}) {
     const bool packable = CanPackWeights(type);
     const int64_t in = GetTensorTypeTraits(type).block_elements == 256 ? 256 : 96;
     for (bool pack : {false, true}) {

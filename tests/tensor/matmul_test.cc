@@ -110,8 +110,8 @@ std::vector<MatMulCase> Cases() {
     cases.push_back(
         {t, 203, 6, 19});  // 8-row tiles (AVX-512 pairs rows), then the rest; a partial last group
   }
-  for (TensorType t :
-       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
+                       TensorType::kIQ4_NL, TensorType::kMXFP4}) {
     for (int64_t in : {32, 96, 544}) cases.push_back({t, in, outs[(in / 32) % 4], rows[(in / 32) % 4]});
   }
   for (TensorType t : {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
@@ -122,8 +122,8 @@ std::vector<MatMulCase> Cases() {
   cases.push_back({TensorType::kQ6_K, 256, 33, 40});
   cases.push_back({TensorType::kQ5_K, 512, 33, 9});
   cases.push_back({TensorType::kQ2_K, 512, 33, 9});  // Q2_K is not packed: its unpacked tiles only
-  for (TensorType t :
-       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL}) {
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
+                       TensorType::kIQ4_NL, TensorType::kMXFP4}) {
     for (int64_t in : {32, 96, 544}) {
       for (int64_t out : {1, 8, 17, 33}) cases.push_back({t, in, out, 1 + (in / 32 + out) % 40, true});
     }
@@ -405,6 +405,39 @@ TEST(MatMul, IQ4ExtremeSumsAreExactEverywhere) {
   }
   ExpectExtremeActivationsMatch(TensorType::kIQ4_XS, reinterpret_cast<const std::byte*>(xs.data()), kIn,
                                 kOut);
+}
+
+// MXFP4 at the ends of its E8M0 scale (2^-128 and 2^-127, subnormal floats; 2^-126; 1; 2^126; 2^127) and of
+// its table (every index 7 (12) or 15 (-12), and mixed) against activation quants of +-127 at scales from
+// 2^-6 to 2^121: weight scale * activation scale is then exact, subnormal, underflows to 0 or overflows to
+// inf, the same in every level's order as in the reference.
+TEST(MatMul, MXFP4ExtremeScalesMatchEverywhere) {
+  constexpr int64_t kIn = 512, kOut = 40;
+  const uint8_t exponents[] = {0, 1, 2, 128, 254, 255};
+  std::vector<BlockMXFP4> blocks(kOut * (kIn / 32));
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    blocks[i].e = exponents[(i + i / 16) % 6];
+    std::memset(blocks[i].qs,
+                i % 3 == 0   ? 0x77
+                : i % 3 == 1 ? 0xff
+                             : static_cast<int>(0x07 + 16 * (i % 16)),
+                16);
+  }
+  const auto* bytes = reinterpret_cast<const std::byte*>(blocks.data());
+  ExpectExtremeActivationsMatch(TensorType::kMXFP4, bytes, kIn, kOut);
+  for (int64_t rows : {1, 3, 5}) {
+    std::vector<float> x(rows * kIn);
+    for (int64_t i = 0; i < rows * kIn; ++i) {  // blocks of max |x| 2^-100 ... 2^127
+      const float scale = (i / 32) % 3 == 0 ? 0x1p-100f : (i / 32) % 3 == 1 ? 0x1p127f : 0x1p60f;
+      x[i] = (i % 2 == 0 ? 1.0f : -0.75f) * scale;
+    }
+    for (bool pack : {false, true}) {
+      WeightMatrix m{TensorType::kMXFP4, kIn, kOut, bytes};
+      PackedWeightsPtr packed = pack ? PackWeights(m) : nullptr;
+      m.packed = packed.get();
+      ExpectEveryLevelMatchesReference(m, x.data(), rows, " huge/tiny rows=" + std::to_string(rows));
+    }
+  }
 }
 
 // Q4_K against activations so large that (min scale) * (activation scale) or float(sum) * (activation scale)

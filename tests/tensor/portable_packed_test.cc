@@ -52,7 +52,8 @@ TEST(PortablePackedKernel, EveryTargetMatchesTheScalarReferenceBitForBit) {
       {TensorType::kQ5_K, 256, 5, 4},    {TensorType::kQ5_K, 512, 33, 5},   {TensorType::kQ5_0, 32, 5, 4},
       {TensorType::kQ5_0, 160, 70, 9},   {TensorType::kQ5_1, 96, 17, 1},    {TensorType::kQ5_1, 544, 50, 6},
       {TensorType::kIQ4_NL, 32, 5, 4},   {TensorType::kIQ4_NL, 160, 70, 9}, {TensorType::kIQ4_XS, 256, 5, 4},
-      {TensorType::kIQ4_XS, 512, 33, 5}, {TensorType::kQ3_K, 256, 17, 1},   {TensorType::kQ3_K, 512, 20, 6}};
+      {TensorType::kIQ4_XS, 512, 33, 5}, {TensorType::kQ3_K, 256, 17, 1},   {TensorType::kQ3_K, 512, 20, 6},
+      {TensorType::kMXFP4, 32, 5, 4},    {TensorType::kMXFP4, 160, 70, 9}};
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const PortableCase& c : cases) {
