@@ -156,6 +156,8 @@ int64_t FileTypeOf(const MakeModelOptions& o) {
       return 25;
     case TensorType::kIQ4_XS:
       return 30;
+    case TensorType::kMXFP4:
+      return 38;  // "MXFP4 MoE", llama.cpp's name for gpt-oss files
     default:
       return 0;
   }
@@ -445,8 +447,8 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
 }  // namespace
 
 std::string WeightTypeNames() {
-  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|q4_k_m|q4_k_s|q5_k_m|q5_k_"
-         "s";
+  return "f32|f16|bf16|q8_0|q4_0|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|iq4_xs|mxfp4|q4_k_m|q4_k_s|q5_k_m|"
+         "q5_k_s";
 }
 
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options) {

@@ -97,9 +97,9 @@ enum class KQuantMix { kNone, kQ4KM, kQ4KS, kQ5KM, kQ5KS };
 struct MakeModelOptions {
   ModelShape shape;
   // Type of every 2-D tensor: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k,
-  // iq4_nl or iq4_xs. K-quant (and iq4_xs) tensors whose rows are not a multiple of 256 elements are written
-  // as llama.cpp's quantizer writes them: q5_0 / q5_1 / q8_0 / iq4_nl for q4_k / q5_k / q6_k / q2_k, q3_k and
-  // iq4_xs.
+  // iq4_nl, iq4_xs or mxfp4. K-quant (and iq4_xs) tensors whose rows are not a multiple of 256 elements are
+  // written as llama.cpp's quantizer writes them: q5_0 / q5_1 / q8_0 / iq4_nl for q4_k / q5_k / q6_k / q2_k,
+  // q3_k and iq4_xs.
   TensorType type = TensorType::kF32;
   // One of llama.cpp's K-quant mixes (llama_tensor_get_type for a dense, non-Falcon model), made of `type`
   // (q4_k for q4_k_m / q4_k_s, q5_k for q5_k_m / q5_k_s) except: q6_k for the output matrix (token_embd
@@ -112,8 +112,8 @@ struct MakeModelOptions {
 };
 
 // Weight types by their make-model names: f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k,
-// q6_k, iq4_nl, iq4_xs, and the mixes q4_k_m, q4_k_s, q5_k_m, q5_k_s (set type and mix). InvalidArgument
-// naming the choices for any other name.
+// q6_k, iq4_nl, iq4_xs, mxfp4, and the mixes q4_k_m, q4_k_s, q5_k_m, q5_k_s (set type and mix).
+// InvalidArgument naming the choices for any other name.
 Status SetWeightTypes(const std::string& name, MakeModelOptions& options);
 std::string WeightTypeNames();  // "f32|f16|...|q5_k_s"
 

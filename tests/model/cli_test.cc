@@ -203,6 +203,11 @@ TEST(MakeModelCli, SmolLM2ShapeQ2KHasIQ4_NLAndRunsAtEveryLevel) {
   ExpectSmolLM2ShapeRunsAtEveryLevel("q2_k", "iq4_nl: 13, f32: 5, q2_K: 2");
 }
 
+// mxfp4 (gpt-oss's expert type) in every matrix: 32-element blocks fit every SmolLM2 width.
+TEST(MakeModelCli, SmolLM2ShapeMXFP4RunsAtEveryLevel) {
+  ExpectSmolLM2ShapeRunsAtEveryLevel("mxfp4", "mxfp4: 15, f32: 5");
+}
+
 // LOCKSTEP_CPU forces a kernel level: every level this CPU runs gives the same tokens (and says which level
 // ran); an unknown or unavailable level stops the command with a message naming the levels there are.
 TEST(GenerateCli, ForcedCpuLevelsGiveTheSameTokensAndBadOnesFail) {
