@@ -1,5 +1,5 @@
 // The AMX-INT8 kernel for packed weights (tensor/packed_weights.h: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K,
-// IQ4_NL, IQ4_XS;
+// IQ4_NL, IQ4_XS, MXFP4;
 // tensor/matmul_amx.cc says which of them the amx level runs on it),
 // written over a tile-unit interface so that the same code runs on the CPU's tiles (tensor/matmul_amx.cc)
 // and, in tests, on a software model of them (tests/testing/amx_tile_model.h) on any AVX-512 machine.
@@ -16,12 +16,12 @@
 // Loop order: for each band of kBandRows activation rows, for each 16-output group, for each chunk of
 // kChunkBlocks blocks: the chunk's B tiles are prepared once (tensor/packed_weights.h's vectors as 8 B-tile
 // rows of bytes: nibble types unpacked; the types with a value offset — Q8_0, Q4_0, Q5_0, Q6_K — made signed
-// by subtracting it and IQ4's indices looked up, so TDPBSSD gives the exact block dot with no start term) and
-// serve every 16-row chunk of the band (whose activations stay in cache across the task's output groups). Per
-// 16-row chunk, every block's products are issued first, up to four in flight (tiles below), then the float
-// epilogue runs block by block with the chunk's 16 accumulators in registers (memory between chunks).
-// Interleaving the next chunk's products with the epilogue, or issuing a band's products before its
-// epilogues, measured slower (docs/kernels.md).
+// by subtracting it and the table types' indices looked up, so TDPBSSD gives the exact block dot with no
+// start term) and serve every 16-row chunk of the band (whose activations stay in cache across the task's
+// output groups). Per 16-row chunk, every block's products are issued first, up to four in flight (tiles
+// below), then the float epilogue runs block by block with the chunk's 16 accumulators in registers (memory
+// between chunks). Interleaving the next chunk's products with the epilogue, or issuing a band's products
+// before its epilogues, measured slower (docs/kernels.md).
 //
 // Tiles interface (all members may be static): Configure(const AmxTileConfig&); Load<t>(const void* base,
 // int64_t stride); Zero<t>(); DotSignedUnsigned<c, a, b>(); DotSignedSigned<c, a, b>(); Store<t>(void* base,
@@ -67,7 +67,8 @@ inline constexpr int kSlots = kType == TensorType::kQ6_K ? 2 : 4;  // products i
 // Types whose B tiles are made signed (value - PackedValueOffset) and multiplied with TDPBSSD.
 template <TensorType kType>
 inline constexpr bool kSignedB = kType == TensorType::kQ8_0 || kType == TensorType::kQ4_0 ||
-                                 kType == TensorType::kQ5_0 || kType == TensorType::kQ6_K || IsIQ4(kType);
+                                 kType == TensorType::kQ5_0 || kType == TensorType::kQ6_K ||
+                                 IsTableType(kType);
 template <TensorType kType>
 inline constexpr int kValueOffset = kType == TensorType::kQ6_K ? 32 : PackedValueOffset(kType);
 
@@ -156,12 +157,12 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void PrepareB(const TileArgs& a, int64_t gro
   } else if constexpr (kType == TensorType::kQ5_K) {
     const std::byte* unit = a.packed->Unit(group, b / 8);
     UnpackNibbles(unit + 256 * (b % 8), nullptr, rows, unit + kQ5KHigh + 64 * (b % 8), 0);
-  } else if constexpr (IsIQ4(kType)) {  // index nibbles, then their kIQ4Values (VPSHUFB per 16-byte lane)
-    UnpackNibbles(kType == TensorType::kIQ4_NL ? a.packed->Unit(group, b)
-                                               : a.packed->Unit(group, b / 8) + 256 * (b % 8),
+  } else if constexpr (IsTableType(kType)) {  // index nibbles, then their table values (VPSHUFB per lane)
+    UnpackNibbles(kType == TensorType::kIQ4_XS ? a.packed->Unit(group, b / 8) + 256 * (b % 8)
+                                               : a.packed->Unit(group, b),
                   nullptr, rows, nullptr, 0);
     const __m512i table =
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(TableValues(kType))));
     for (int k = 0; k < 8; ++k) {
       _mm512_store_si512(rows[k], _mm512_shuffle_epi8(table, _mm512_load_si512(rows[k])));
     }
@@ -262,7 +263,8 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t gro
   const float* sum_d = a.sum_d + r0 * blocks + b;
   if constexpr (!IsKQuant(kType)) {
     const std::byte* unit = a.packed->Unit(group, b);
-    const __m512 dw = LoadHalves(unit + PackedScaleOffset(kType));
+    const __m512 dw = kType == TensorType::kMXFP4 ? _mm512_loadu_ps(unit + PackedScaleOffset(kType))
+                                                  : LoadHalves(unit + PackedScaleOffset(kType));
     [[maybe_unused]] __m512 m;
     if constexpr (HasMinTerm(kType)) m = LoadHalves(unit + kQ5M);
 #pragma GCC unroll 16
@@ -390,7 +392,7 @@ void PackedTileTyped(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o
   PackedTileWith<kType, false>(tiles, a, o_begin, o_end, s);
 }
 
-// PackedTileTyped for a.type (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS).
+// PackedTileTyped for a.type (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4).
 template <class Tiles>
 void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end, AmxScratch& s) {
   switch (a.type) {
@@ -412,6 +414,8 @@ void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end,
       return PackedTileTyped<TensorType::kIQ4_NL>(tiles, a, o_begin, o_end, s);
     case TensorType::kIQ4_XS:
       return PackedTileTyped<TensorType::kIQ4_XS>(tiles, a, o_begin, o_end, s);
+    case TensorType::kMXFP4:
+      return PackedTileTyped<TensorType::kMXFP4>(tiles, a, o_begin, o_end, s);
     default:
       __builtin_trap();
   }
