@@ -93,6 +93,13 @@ Result<PreTokenizerSpec> LookupPreTokenizer(std::string_view pre) {
   if (is({"poro-chat", "bloom", "gpt3-finnish"}))
     return Spec(std::string(pre), {R"( ?[^(\s|.,!?…。，、।۔،)]+)"});
   if (pre == "viking") return Spec("viking", {R"( ?[^(\s|.,!?…。，、।۔،)]+)", R"(\p{N})"});
+  if (is({"gpt-4o", "llama4", "kanana2"})) {  // o200k (gpt-oss, GPT-4o): tokenizer.json's regex as is
+    return Spec("gpt-4o", {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
+                           R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+                           R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
+                           R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+                           R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"});
+  }
   if (pre == "tekken") {
     PreTokenizerSpec spec =
         Spec("tekken", {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|)"

@@ -49,6 +49,14 @@ TEST(PreTokenizerTest, Tekken) {
   EXPECT_EQ(Split("tekken", "HelloWorld ABCdef"), Words({"Hello", "World", " ABCdef"}));
 }
 
+TEST(PreTokenizerTest, Gpt4oSplitsCaseRunsContractionsAndDigitTriples) {
+  // o200k's regex (gpt-oss): case runs as tekken's, contractions of any case kept on the word, digits in
+  // threes, a space before a digit alone, newline runs together.
+  EXPECT_EQ(Split("gpt-4o", "HelloWorld ABCdef it's I'M 12345\n\n  x"),
+            Words({"Hello", "World", " ABCdef", " it's", " I'M", " ", "123", "45", "\n\n", " ", " x"}));
+  EXPECT_EQ(Split("llama4", "a/b!!/\nc"), Words({"a", "/b", "!!/\n", "c"}));
+}
+
 TEST(PreTokenizerTest, UnknownNameIsUnimplemented) {
   auto spec = LookupPreTokenizer("nope");
   ASSERT_FALSE(spec.ok());
@@ -60,9 +68,10 @@ TEST(PreTokenizerTest, EveryKnownListCompilesAndCoversLongInput) {
   std::string text;
   for (int i = 0; i < 2000; ++i) text += "Word 123 \xE6\x88\x91 \xF0\x9F\xA6\x99   \n\t!?";
   text += std::string(100000, ' ') + "x" + std::string(50000, '\n');
-  for (const char* name : {"default", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon",
-                           "starcoder", "refact", "mpt", "gpt-neox", "smollm", "dbrx", "phi-2", "tekken",
-                           "bloom", "viking", "chatglm-bpe", "command-r", "olmo"}) {
+  for (const char* name :
+       {"default", "llama-bpe", "qwen2",       "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
+        "refact",  "mpt",       "gpt-neox",    "smollm",       "dbrx",           "phi-2",  "tekken",
+        "bloom",   "viking",    "chatglm-bpe", "command-r",    "olmo",           "gpt-4o"}) {
     const Words words = Split(name, text);
     std::string joined;
     for (const auto& w : words) {
