@@ -37,6 +37,14 @@ void SwiGluScalar(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + ExpPolynomial(-gate[i])) * up[i];
 }
 
+void SwiGluOaiScalar(float* gate, const float* up, int64_t n, float alpha, float limit) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::fmin(gate[i], limit);
+    const float y = std::fmax(std::fmin(up[i], limit), -limit);
+    gate[i] = x / (1.0f + ExpPolynomial(-(alpha * x))) * (y + 1.0f);
+  }
+}
+
 void GeGluScalar(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = GeluOne(gate[i]) * up[i];
 }

@@ -73,6 +73,7 @@ ElementwiseKernels ElementwiseKernelsFor(CpuLevel level) {
   ElementwiseKernels k;
   k.swiglu = &SwiGluScalar;
   k.geglu = &GeGluScalar;
+  k.swiglu_oai = &SwiGluOaiScalar;
   k.rms_norm = &RmsNorm;
   k.rope = &ApplyRope;
 #if defined(__x86_64__)

@@ -1,10 +1,12 @@
 // Gated activations and the polynomial exp: ExpPolynomial reproduces Exp8 bit for bit and is accurate; GeGLU
 // gives the same bits at every level this machine runs (odd lengths, so every vector body and tail is
-// used) and matches GELU's tanh form in double; SwiGLU gives the same bits at every level too.
+// used) and matches GELU's tanh form in double; SwiGLU gives the same bits at every level too; gpt-oss's
+// clamped SwiGLU matches its formula in double (both clamps reached) at every level.
 #include "tensor/activations.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -90,6 +92,31 @@ TEST(SwiGlu, EveryLevelMatchesSiluAndAllLevelsAgreeBitForBit) {
       EXPECT_EQ(std::memcmp(g.data(), first.data(), sizeof(float) * g.size()), 0) << testing::LevelName(k);
     }
   }
+}
+
+TEST(SwiGluOai, EveryLevelMatchesTheClampedFormula) {
+  // Gates and ups in [-12, 12]: past the limit 7 on both sides, so both clamps of the up and the gate's upper
+  // clamp (its lower side is not clamped) are reached.
+  const std::vector<float> gate = Inputs(12.0f);
+  std::vector<float> up = Inputs(12.0f);
+  std::reverse(up.begin(), up.end());
+  const int64_t n = int64_t(gate.size());
+  const double alpha = kSwiGluOaiAlpha, limit = kSwiGluOaiLimit;
+  int clamped_gates = 0, clamped_ups = 0;
+  for (const Kernels& k : testing::RunnableKernels()) {
+    std::vector<float> g = gate;
+    k.elementwise.swiglu_oai(g.data(), up.data(), n, kSwiGluOaiAlpha, kSwiGluOaiLimit);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = std::min(double(gate[i]), limit);
+      const double y = std::clamp(double(up[i]), -limit, limit);
+      clamped_gates += gate[i] > limit ? 1 : 0;
+      clamped_ups += std::abs(up[i]) > limit ? 1 : 0;
+      const double want = x / (1 + std::exp(-alpha * x)) * (y + 1);
+      EXPECT_NEAR(g[i], want, 1e-6 * (1 + std::abs(want))) << gate[i] << " " << up[i];
+    }
+  }
+  EXPECT_GT(clamped_gates, 100);
+  EXPECT_GT(clamped_ups, 100);
 }
 
 }  // namespace
