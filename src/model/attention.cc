@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "tensor/activations.h"
 #include "tensor/prefetch.h"
 
 namespace lockstep {
@@ -128,6 +129,24 @@ void MergeParts(const AttentionKernels& k, const KvLayout& kv, int32_t position,
 
 }  // namespace
 
+void ApplySinks(const float* sinks, const attention::SoftmaxStats* stats, size_t stride, int32_t parts,
+                int32_t heads, int32_t head_dim, float* out) {
+  for (int32_t h = 0; h < heads; ++h) {
+    const attention::SoftmaxStats* st = stats + size_t(h) * stride;
+    float largest = -std::numeric_limits<float>::infinity();
+    for (int32_t p = 0; p < parts; ++p) largest = std::max(largest, st[p].max);
+    float sum = 0;
+    for (int32_t p = 0; p < parts; ++p) {
+      if (st[p].max != -std::numeric_limits<float>::infinity()) {
+        sum = std::fma(ExpPolynomial(st[p].max - largest), st[p].sum, sum);
+      }
+    }
+    const float factor = sum / (sum + ExpPolynomial(sinks[h] - largest));
+    float* o = out + size_t(h) * head_dim;
+    for (int32_t d = 0; d < head_dim; ++d) o[d] *= factor;
+  }
+}
+
 int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window) {
   if (window <= 0 || position < window) return 0;
   const int32_t align = std::lcm(attention::kKeyLanes, kv.block_tokens);
@@ -158,8 +177,10 @@ size_t MergeRowPartsScratchBytes(int32_t position, int32_t heads) {
 
 void MergeRowParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,
                    const float* partials, const attention::SoftmaxStats* stats, float* out,
-                   std::byte* scratch) {
+                   std::byte* scratch, const float* sinks) {
   MergeParts(k, kv, position, heads, partials, stats, out, reinterpret_cast<float*>(scratch));
+  const int32_t parts = AttentionParts(position);
+  if (sinks != nullptr) ApplySinks(sinks, stats, size_t(parts), parts, heads, kv.head_dim, out);
 }
 
 size_t AttendRowsScratchBytes(const AttentionKernels& k, const KvLayout& kv, int32_t first_position,
@@ -188,6 +209,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
       attention::SoftmaxStats stats[8];
       AttendStoredPart(k, kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(n), stats, 1,
                        b.scores);
+      if (rule.sinks != nullptr) ApplySinks(rule.sinks, stats, 1, 1, heads, n, out);
       return;
     }
     for (int32_t p = 0; p < max_parts; ++p) {
@@ -196,6 +218,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
                        size_t(max_parts) * n, b.stats + p, size_t(max_parts), b.scores);
     }
     MergeParts(k, kv, first_position, heads, b.partials, b.stats, out, b.weights);
+    if (rule.sinks != nullptr) ApplySinks(rule.sinks, b.stats, size_t(max_parts), max_parts, heads, n, out);
     return;
   }
   // Positions [base, max_len) are read (base = 0 without a window); row r attends to [lo(r), its position]
@@ -337,6 +360,13 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
     chunk_start = end;
   });
   if (several_parts) merge_part();
+  if (rule.sinks != nullptr) {
+    for (int32_t r = 0; r < rows; ++r) {
+      const int32_t first_part = start(r) / kAttentionPart, last_part = (first_position + r) / kAttentionPart;
+      ApplySinks(rule.sinks, stats + size_t(r) * heads * max_parts + first_part, size_t(max_parts),
+                 last_part - first_part + 1, heads, n, merged + size_t(r) * heads * n);
+    }
+  }
   for (int32_t r = 0; r < rows; ++r) {
     std::memcpy(out + r * out_stride, merged + size_t(r) * heads * n, size_t(heads) * n * sizeof(float));
   }

@@ -37,7 +37,18 @@ struct AttentionRule {
   // Gemma 2's attention logit soft-capping: each score s (after the scale) becomes
   // softcap * tanh(s / softcap) before the softmax; 0: none.
   float softcap = 0;
+  // Attention sinks (gpt-oss): one learned logit per query head of the call (sinks[h] for head h), which
+  // joins the softmax's denominator as a score without a value: out[h] *= L / (L + e^(sinks[h] - M)), M the
+  // largest score and L the sum of e^(s - M) over the row's positions (ApplySinks). nullptr: none.
+  const float* sinks = nullptr;
 };
+
+// The sinks' rescaling of `heads` outputs (out + h * head_dim), each a softmax over `parts` parts (head h's
+// stats at stats + h * stride + p) times the values: M = the largest part max, L = the sum over p in order of
+// fma(e^(max_p - M), sum_p, L) (parts whose max is -inf left out), then every element times
+// L / (L + e^(sinks[h] - M)) (exp: tensor/activations.h's ExpPolynomial, the same bits on every CPU).
+void ApplySinks(const float* sinks, const attention::SoftmaxStats* stats, size_t stride, int32_t parts,
+                int32_t heads, int32_t head_dim, float* out);
 
 // The first position a row at `position` reads under `window`: Lo(position) rounded down to a multiple of
 // both 16 (a key group) and block_tokens, so that whole blocks are read; the positions in [start, Lo) get
@@ -63,7 +74,7 @@ size_t AttendRowsScratchBytes(const AttentionKernels& k, const KvLayout& kv, int
 
 // One row's parts on separate threads: whether AttendRowPart runs for this layout, number of heads (the
 // shapes attention::CanAttendDecodeRow takes at k's level) and rule (the decode-row kernels know no window
-// or cap: such rows take AttendRows' general path, whatever their number).
+// or cap: such rows take AttendRows' general path, whatever their number; sinks apply after the merge).
 bool CanSplitRow(const AttentionKernels& k, const KvLayout& kv, int32_t heads,
                  const AttentionRule& rule = {});
 // Part `part` of AttendRows for one row at `position`: query head h's output within the part (normalised by
@@ -75,10 +86,11 @@ void AttendRowPart(const AttentionKernels& k, const KvLayout& kv, const std::vec
                    std::byte* scratch);
 size_t AttendRowPartScratchBytes(int32_t heads);
 // The row's attention from all its parts (as written by AttendRowPart): head h to out + h * head_dim, the
-// bits AttendRows gives. scratch: MergeRowPartsScratchBytes(position, heads).
+// bits AttendRows gives (with the rule's `sinks`, per head of the call, when not null).
+// scratch: MergeRowPartsScratchBytes(position, heads).
 void MergeRowParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,
                    const float* partials, const attention::SoftmaxStats* stats, float* out,
-                   std::byte* scratch);
+                   std::byte* scratch, const float* sinks = nullptr);
 size_t MergeRowPartsScratchBytes(int32_t position, int32_t heads);
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
-// Sliding-window and soft-capped attention (model/attention.h AttentionRule): AttendRows against a plain
-// double-precision computation, the same bits however rows are tiled and heads grouped, and no read of a
-// block below AttentionStart (such blocks may be released: they are null here).
+// Sliding-window, soft-capped and sink attention (model/attention.h AttentionRule): AttendRows against a
+// plain double-precision computation, the same bits however rows are tiled and heads grouped (and, for
+// decode rows, split into parts and merged), and no read of a block below AttentionStart (such blocks may
+// be released: they are null here).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,7 +20,11 @@ struct Shape {
   int32_t head_dim, block_tokens;
   KvDtype dtype;
   AttentionRule rule;
+  bool sinks = false;  // gpt-oss's sinks, one per query head (kSinks)
 };
+
+// Sinks of the 4 query heads: below, near and far above the scores (the last takes most of the weight).
+constexpr float kSinks[] = {-3.0f, 0.5f, 2.0f, 6.0f};
 
 // AttendRows with the best level's kernels and scratch of the size it asks for.
 void Attend(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t kv_head,
@@ -82,13 +87,20 @@ TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
   for (float& x : q) x = normal(rng) * 0.5f;
   const float scale = 1.0f / std::sqrt(float(n));
   const size_t q_stride = size_t(kHeads) * n;
+  AttentionRule rule = p.rule;  // with the sinks of head 0 on (a call's first head's)
+  if (p.sinks) rule.sinks = kSinks;
+  auto head_rule = [&](int32_t h) {
+    AttentionRule r = rule;
+    if (p.sinks) r.sinks = kSinks + h;
+    return r;
+  };
 
   // Reference: every row alone, in double.
   double max_err = 0;
   std::vector<float> solo(q.size());
   for (int32_t t = 0; t < kPositions; ++t) {
     Attend(kv, storage.blocks(), 1, 1, t, 1, q.data() + t * q_stride, q_stride, kHeads, scale,
-           solo.data() + t * q_stride, q_stride, p.rule);
+           solo.data() + t * q_stride, q_stride, rule);
     const int32_t lo = p.rule.window > 0 ? std::max(0, t - p.rule.window + 1) : 0;
     for (int32_t h = 0; h < kHeads; ++h) {
       const float* qh = q.data() + t * q_stride + h * n;
@@ -103,6 +115,7 @@ TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
         max = std::max(max, dot);
       }
       for (double& x : w) sum += (x = std::exp(x - max));
+      if (p.sinks) sum += std::exp(double(kSinks[h]) - max);  // a score without a value
       for (int32_t d = 0; d < n; ++d) {
         double o = 0;
         for (int32_t s = lo; s <= t; ++s) o += w[s - lo] / sum * values[s][d];
@@ -124,14 +137,33 @@ TEST_P(WindowAttentionTest, MatchesPlainSoftmaxAndEveryTiling) {
       if (tile == 13) {  // one head per call
         for (int32_t h = 0; h < kHeads; ++h) {
           Attend(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride + h * n, q_stride, 1, scale,
-                 tiled.data() + first * q_stride + h * n, q_stride, p.rule);
+                 tiled.data() + first * q_stride + h * n, q_stride, head_rule(h));
         }
       } else {
         Attend(kv, blocks, 1, 1, first, rows, q.data() + first * q_stride, q_stride, kHeads, scale,
-               tiled.data() + first * q_stride, q_stride, p.rule);
+               tiled.data() + first * q_stride, q_stride, rule);
       }
     }
     EXPECT_EQ(std::memcmp(tiled.data(), solo.data(), q.size() * sizeof(float)), 0) << "tiles of " << tile;
+  }
+
+  // Decode rows split into their parts (flash-decoding) and merged: the same bits.
+  const AttentionKernels& k = BestKernels().attention;
+  if (!CanSplitRow(k, kv, kHeads, rule)) return;
+  for (int32_t t : {0, 255, 256, 300, kPositions - 1}) {
+    const int32_t parts = AttentionParts(t);
+    std::vector<float> partials(size_t(kHeads) * parts * n), merged(size_t(kHeads) * n);
+    std::vector<attention::SoftmaxStats> stats(size_t(kHeads) * parts);
+    std::vector<float> scratch(AttendRowPartScratchBytes(kHeads) / sizeof(float) + 16);
+    for (int32_t part = 0; part < parts; ++part) {
+      AttendRowPart(k, kv, storage.blocks(), 1, 1, t, part, q.data() + t * q_stride, kHeads, scale,
+                    partials.data(), stats.data(), reinterpret_cast<std::byte*>(scratch.data()));
+    }
+    std::vector<float> merge_scratch(MergeRowPartsScratchBytes(t, kHeads) / sizeof(float) + 16);
+    MergeRowParts(k, kv, t, kHeads, partials.data(), stats.data(), merged.data(),
+                  reinterpret_cast<std::byte*>(merge_scratch.data()), rule.sinks);
+    EXPECT_EQ(std::memcmp(merged.data(), solo.data() + t * q_stride, merged.size() * sizeof(float)), 0)
+        << "split row " << t;
   }
 }
 
@@ -142,7 +174,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{64, 16, KvDtype::kF16, {300, 0}}, Shape{16, 16, KvDtype::kF32, {0, 0.5f}},
                       Shape{16, 32, KvDtype::kF16, {40, 2.0f}}, Shape{16, 8, KvDtype::kF32, {37, 0}},
                       Shape{24, 16, KvDtype::kF32, {256, 1.0f}}, Shape{16, 16, KvDtype::kQ8_0, {40, 0}},
-                      Shape{64, 16, KvDtype::kQ8_0, {300, 1.0f}}));
+                      Shape{64, 16, KvDtype::kQ8_0, {300, 1.0f}},
+                      // gpt-oss's sinks: alone (decode rows from the stored blocks, split or whole), with
+                      // its window of 40 (here) and with a window and soft-cap.
+                      Shape{16, 16, KvDtype::kF32, {0, 0}, true}, Shape{64, 16, KvDtype::kF16, {0, 0}, true},
+                      Shape{16, 16, KvDtype::kF16, {40, 0}, true},
+                      Shape{24, 16, KvDtype::kF32, {256, 1.0f}, true}));
 
 TEST(AttentionStart, RoundsTheWindowStartDownToBlocksAndKeyGroups) {
   KvLayout kv;
