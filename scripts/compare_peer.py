@@ -64,6 +64,8 @@ SHAPES = {
     # input instead of the residual after its experts (build_llama.cpp passes the normed tensor to
     # llm_build_moe_ffn with add_input).
     "tiny-mixtral": ("llama.cpp", False),
+    # gpt-oss: newer than llama.cpp c392e50.
+    "tiny-gpt-oss": ("ik_llama.cpp", False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),

@@ -18,11 +18,11 @@ constexpr ArchInfo kArchitectures[] = {
     {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
     {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
     {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},     {"qwen2moe", RopeMode::kNeox},
-    {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
+    {"gpt-oss", RopeMode::kNeox},      {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
-// and qwen2moe (its one gated shared expert).
+// and qwen2moe (its one gated shared expert) and gpt-oss (biases).
 struct UnsupportedMoe {
   const char* name;
   const char* needs;
@@ -37,7 +37,6 @@ constexpr UnsupportedMoe kUnsupportedMoe[] = {
     {"grok", "its own attention and expert layout"},
     {"dbrx", "fused QKV with clamping"},
     {"arctic", "a dense residual FFN beside the experts"},
-    {"gpt-oss", "biased experts, attention sinks and its SwiGLU clamp"},
     {"llama4", "shared experts and sigmoid routing"},
 };
 
@@ -204,7 +203,7 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-// The experts of qwen3moe, granitemoe, qwen2moe and llama (Mixtral) files: softmax routing over
+// The experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files: softmax routing over
 // <arch>.expert_count experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for all
 // but qwen2moe, whatever the file says about norm_topk_prob; qwen2moe's are not), SwiGLU experts of
 // <arch>.expert_feed_forward_length (default: Mixtral feed_forward_length, qwen2moe feed_forward_length /
@@ -214,7 +213,9 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   const std::string count_key = Key(c, "expert_count");
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
   const bool qwen2moe = c.architecture == "qwen2moe";
-  if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe) {
+  const bool gpt_oss = c.architecture == "gpt-oss";
+  if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe &&
+      !gpt_oss) {
     return Status::Ok();
   }
   if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {
@@ -235,6 +236,10 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
                              " = " + std::to_string(c.n_expert) + ")");
   }
   const std::string ff_key = Key(c, "expert_feed_forward_length");
+  if (gpt_oss && !file.Has(ff_key)) {  // llama.cpp requires it for gpt-oss
+    return InvalidArgument(file.path() + ": key '" + ff_key +
+                           "' is missing (gpt-oss needs its expert width)");
+  }
   auto width = [&](const std::string& key, int64_t fallback, int64_t& value) -> Status {
     LOCKSTEP_ASSIGN_OR_RETURN(value, file.GetIntOr(key, fallback));
     if (value <= 0 || value > (1 << 20)) {
@@ -254,10 +259,14 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
     return Unimplemented(file.path() + ": unsupported: shared experts ('" + Key(c, "expert_shared_count") +
                          "' = " + std::to_string(shared) + ")");
   }
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(Key(c, "expert_gating_func"), 1));
-  if (gating != 1) {  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX
+  // llama.cpp's gating functions: 1 softmax over all experts; 3 (gpt-oss's, whatever its file says) softmax
+  // over the chosen experts' logits. Both choose the largest logits, and with renormalised weights they give
+  // the same weights (RouteRow).
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(Key(c, "expert_gating_func"), gpt_oss ? 3 : 1));
+  if (gating != (gpt_oss ? 3 : 1)) {
     return Unimplemented(file.path() + ": unsupported: '" + Key(c, "expert_gating_func") +
-                         "' = " + std::to_string(gating) + " (only 1, softmax routing, is supported)");
+                         "' = " + std::to_string(gating) + " (" + c.architecture + " supports only " +
+                         (gpt_oss ? "3, softmax over the chosen experts)" : "1, softmax routing)"));
   }
   return Status::Ok();
 }
@@ -277,18 +286,19 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   }
   for (const UnsupportedMoe& m : kUnsupportedMoe) {
     if (c.architecture == m.name) {
-      return Unimplemented(
-          file.path() + ": unsupported: mixture of experts ('" + c.architecture + "' needs " + m.needs +
-          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe and llama (Mixtral) files");
+      return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture +
+                           "' needs " + m.needs +
+                           "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and "
+                           "llama (Mixtral) files");
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
-      c.architecture != "granitemoe" && c.architecture != "qwen2moe") {
+      c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss") {
     return Unimplemented(
         file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
         Key(c, "expert_count") + " = " + std::to_string(experts) +
-        "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe and llama (Mixtral) files");
+        "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -334,6 +344,17 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.qk_norm_whole = true;
     c.post_norms = true;
     return Status::Ok();
+  }
+  if (a == "gpt-oss") {
+    // llama.cpp's gpt-oss graph: sinks in every layer's attention, a window on the even layers (its
+    // sliding_window_pattern 2; the key is required), the FFN's pre-norm named post_attention_norm, biased
+    // router and experts with the clamped SwiGLU. Q/K/V/O biases come with their tensors.
+    c.attn_sinks = true;
+    c.ffn_norm_is_post_attention_norm = true;
+    c.expert_biases = true;
+    c.ffn_activation = FfnActivation::kSwiGluOai;
+    LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, -1));
+    return SetWindowedLayers(file, c, [](int64_t l) { return l % 2 == 0; });
   }
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);

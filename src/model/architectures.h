@@ -22,10 +22,15 @@
 //           softmax probabilities NOT renormalised, plus one shared expert (ffn_{gate,up,down}_shexp,
 //           expert_shared_feed_forward_length wide) scaled by sigmoid(ffn_gate_inp_shexp . x) (Qwen1.5-MoE,
 //           Qwen2-57B-A14B)
+//   gpt-oss  OpenAI gpt-oss: QKV and attn_output biases, a learned sink logit per head in every softmax
+//           (attn_sinks), a window on the even layers, YaRN RoPE (rope.scaling.type yarn), and as every
+//           layer's FFN experts with a biased router (the top expert_used_count logits, softmax over them)
+//           and biased gate/up/down with the clamped SwiGLU (alpha 1.702, limit 7); the FFN's pre-norm is
+//           named post_attention_norm
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
-// (deepseek2, gpt-oss, ...: more shared experts, other routing) are refused with "unsupported: mixture
+// (deepseek2, olmoe, ...: more shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.
 #pragma once
 

@@ -237,6 +237,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || olmo2;
   const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2;
   const bool fused = a == "phi3";  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them
+  const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
   std::vector<PlannedTensor> t;
   int64_t layer = 0;
@@ -292,8 +293,12 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       vec(p + "attn_k_norm.weight", olmo2 ? kv_dim : head_dim, norm);
     }
     matrix(p + "attn_output.weight", s.n_embd, q_dim);
+    if (gpt_oss) {  // sinks of a few units: the softmax's denominator then changes visibly
+      t.push_back({p + "attn_sinks.weight", TensorType::kF32, {s.n_head}, Fill::kNormal, {}, 2.0f});
+      vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
+    }
     if (post_norms) vec(p + "post_attention_norm.weight", s.n_embd, norm);
-    if (!olmo2) vec(p + "ffn_norm.weight", s.n_embd, norm);
+    if (!olmo2) vec(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
     if (s.n_expert > 0) {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       t.push_back({p + "ffn_gate_inp.weight",
@@ -308,6 +313,15 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       experts(p + "ffn_gate_exps.weight", ff, s.n_embd, Role::kPlain);
       experts(p + "ffn_up_exps.weight", ff, s.n_embd, Role::kPlain);
       experts(p + "ffn_down_exps.weight", s.n_embd, ff, Role::kFfnDown);
+      if (gpt_oss) {
+        auto bias = [&](const std::string& name, std::vector<int64_t> dims, float stddev) {
+          t.push_back({name, TensorType::kF32, std::move(dims), Fill::kNormal, {}, stddev});
+        };
+        bias(p + "ffn_gate_inp.bias", {s.n_expert}, s.router_std);
+        bias(p + "ffn_gate_exps.bias", {ff, s.n_expert}, s.expert_bias_std);
+        bias(p + "ffn_up_exps.bias", {ff, s.n_expert}, s.expert_bias_std);
+        bias(p + "ffn_down_exps.bias", {s.n_embd, s.n_expert}, 0);
+      }
       if (s.n_ff_shared > 0) {  // qwen2moe's shared expert and its gate
         vec(p + "ffn_gate_inp_shexp.weight", s.n_embd, Fill::kNormal);
         matrix(p + "ffn_gate_shexp.weight", s.n_ff_shared, s.n_embd);
@@ -381,6 +395,11 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".attn_logit_softcapping", GgufValue::Float32(s.attn_softcap));
     w.Set(a + ".final_logit_softcapping", GgufValue::Float32(s.final_softcap));
   }
+  if (s.yarn_factor > 0) {
+    w.Set(a + ".rope.scaling.type", GgufValue::String("yarn"));
+    w.Set(a + ".rope.scaling.factor", GgufValue::Float32(s.yarn_factor));
+    w.Set(a + ".rope.scaling.original_context_length", GgufValue::Uint32(uint32_t(s.yarn_original_ctx)));
+  }
   if (s.rope_linear_factor > 0) {
     w.Set(a + ".rope.scaling.type", GgufValue::String("linear"));
     w.Set(a + ".rope.scaling.factor", GgufValue::Float32(s.rope_linear_factor));
@@ -388,7 +407,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (a == "qwen3moe" || a == "qwen2moe") {
+    if (a == "qwen3moe" || a == "qwen2moe" || a == "gpt-oss") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -540,7 +559,8 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   const TensorType checked = IsKQuant(o.type) ? KQuantFallback(o.type) : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
-      ((s.architecture == "qwen3moe" || s.architecture == "qwen2moe") && s.n_expert == 0) ||
+      ((s.architecture == "qwen3moe" || s.architecture == "qwen2moe" || s.architecture == "gpt-oss") &&
+       s.n_expert == 0) ||
       (s.architecture == "qwen2moe") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }

@@ -42,13 +42,20 @@ struct ModelShape {
   float final_softcap = 0;        // gemma2: final_logit_softcapping
   float rope_linear_factor = 0;   // rope.scaling.type linear with this factor (gemma3: global layers only)
   int64_t longrope_orig_ctx = 0;  // phi3: random rope_factors_long/short and attn_factor for this context
+  // rope.scaling.type yarn with this factor and original_context_length (gpt-oss); factor 0 = none.
+  float yarn_factor = 0;
+  int64_t yarn_original_ctx = 4096;
   // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite and
   // granitemoe only).
   float granite_embedding_scale = 0;
   float granite_residual_scale = 0;
   float granite_attention_scale = 0;
   float granite_logit_scale = 0;
-  // Mixture of experts (qwen3moe, qwen2moe; llama: Mixtral) when n_expert > 0: ffn_gate_inp (F32, as
+  // gpt-oss (its tensors follow the architecture): attn_sinks [n_head] and attn_output.bias; the FFN's
+  // pre-norm named post_attention_norm; F32 biases of the router and of every expert's gate/up/down (the
+  // gate/up ones normal(0, this), wide enough that the clamped SwiGLU's limit of 7 is reached).
+  float expert_bias_std = 4.0f;
+  // Mixture of experts (qwen3moe, qwen2moe, gpt-oss; llama: Mixtral) when n_expert > 0: ffn_gate_inp (F32, as
   // llama.cpp's quantizer keeps it) and ffn_{gate,up,down}_exps in place of the dense FFN; written with
   // expert_count, expert_used_count and (qwen3moe, qwen2moe) expert_feed_forward_length = n_ff_expert.
   // qwen2moe: a shared expert too, ffn_{gate,up,down}_shexp of n_ff_shared
@@ -82,12 +89,13 @@ struct ModelShape {
 // tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
-// tiny-smollm3, tiny-qwen2moe: real head counts, GQA ratios and window patterns,
+// tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss: real head counts, GQA ratios and window patterns,
 // tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and
 // a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
 // tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter
 // of its width, 64 experts: for benchmarks of the expert products), small-qwen2moe (likewise
-// Qwen2-57B-A14B's, with its shared expert), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b,
+// Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's plan at a fifth of its width),
+// and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b,
 // qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();

@@ -71,8 +71,29 @@ Status ParseRopeScaling(const GgufFile& file, const std::string& arch, ModelConf
     config.rope_orig_ctx = orig;
     return Status::Ok();
   }
+  if (type == "yarn") {
+    if (!(factor > 0)) {
+      return InvalidArgument(file.path() + ": rope scaling 'yarn' needs a positive '" + prefix + "factor'");
+    }
+    struct YarnKey {
+      const char* suffix;
+      float* value;
+    };
+    for (const YarnKey& k : {YarnKey{"yarn_ext_factor", &config.yarn_ext_factor},
+                             YarnKey{"yarn_beta_fast", &config.yarn_beta_fast},
+                             YarnKey{"yarn_beta_slow", &config.yarn_beta_slow}}) {
+      LOCKSTEP_ASSIGN_OR_RETURN(double value, file.GetFloatOr(prefix + k.suffix, double(*k.value)));
+      if (!(value >= 0) || !std::isfinite(value)) {
+        return InvalidArgument(file.path() + ": '" + prefix + k.suffix + "' must be a finite number >= 0");
+      }
+      *k.value = static_cast<float>(value);
+    }
+    config.rope_scaling = RopeScaling::kYarn;
+    config.rope_scale_factor = static_cast<float>(factor);
+    return Status::Ok();
+  }
   return Unimplemented(file.path() + ": rope scaling type '" + type + "' (key '" + prefix +
-                       "type') is not supported; supported: none, linear, llama3");
+                       "type') is not supported; supported: none, linear, llama3, yarn");
 }
 
 // llama3 factors: from the rope_freqs tensor when the file has one, else computed from the keys.
@@ -225,6 +246,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
                            "is missing or not 2-D and there is no tokenizer.ggml.tokens");
   }
   c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  c.attn_output_bias = file.FindTensor("blk.0.attn_output.bias") != nullptr;
   LOCKSTEP_RETURN_IF_ERROR(ApplyArchitecture(file, c));
   return c;
 }
@@ -236,6 +258,10 @@ std::string ModelConfig::Summary() const {
       << ", head_dim " << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal")
       << " base " << rope_freq_base << " dim " << rope_dim;
   if (rope_scaling == RopeScaling::kLinear) out << " linear x" << rope_scale_factor;
+  if (rope_scaling == RopeScaling::kYarn) {
+    out << " yarn x" << rope_scale_factor << " from " << rope_orig_ctx << " (beta " << yarn_beta_fast << "/"
+        << yarn_beta_slow << ")";
+  }
   if (rope_scaling == RopeScaling::kLongRope) {
     out << " longrope " << (n_ctx_train > rope_orig_ctx ? "long" : "short") << " factors, attn_factor "
         << rope_attn_factor;
@@ -245,14 +271,16 @@ std::string ModelConfig::Summary() const {
   out << (causal ? ", rms_eps " : ", bidirectional, layer_norm_eps ") << rms_eps
       << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "") << (post_norms ? ", post-norms" : "")
       << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
-      << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "");
+      << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "")
+      << (ffn_activation == FfnActivation::kSwiGluOai ? ", clamped SwiGLU" : "")
+      << (attn_output_bias ? ", attn_output bias" : "") << (attn_sinks ? ", attention sinks" : "");
   if (embedding_multiplier != 0 || residual_multiplier != 0 || logit_divisor != 0) {
     out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier
         << ", logits / " << logit_divisor;
   }
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert
-        << (expert_weights_norm ? "" : " (weights not renormalised)");
+        << (expert_weights_norm ? "" : " (weights not renormalised)") << (expert_biases ? ", biased" : "");
     if (n_ff_shared > 0) out << " and a gated shared expert of width " << n_ff_shared;
   }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;

@@ -21,12 +21,16 @@ namespace lockstep {
 enum class RopeMode { kNormal, kNeox };
 
 // kLongRope: Phi-3's `longrope`/`su` scaling: per-pair divisors of theta from the rope_factors_long or
-// rope_factors_short tensor, and cos/sin scaled by rope.scaling.attn_factor.
-enum class RopeScaling { kNone, kLinear, kLlama3, kLongRope };
+// rope_factors_short tensor, and cos/sin scaled by rope.scaling.attn_factor. kYarn: YaRN as ggml's rope
+// applies it (gpt-oss; model/rope.h): per pair a mix of the interpolated (theta / factor) and the original
+// theta, ramped between the correction dims of yarn_beta_fast and yarn_beta_slow at rope_orig_ctx, and
+// cos/sin scaled by rope_attn_factor * (1 + 0.1 ln factor).
+enum class RopeScaling { kNone, kLinear, kLlama3, kLongRope, kYarn };
 
-// The activation of the gated feed-forward network: SiLU(gate) * up (SwiGLU) or GELU(gate) * up with
-// GELU's tanh approximation (GeGLU, Gemma).
-enum class FfnActivation { kSilu, kGeluTanh };
+// The activation of the gated feed-forward network: SiLU(gate) * up (SwiGLU), GELU(gate) * up with
+// GELU's tanh approximation (GeGLU, Gemma), or gpt-oss's clamped SwiGLU (tensor/activations.h SwiGluOai:
+// the gate's SiLU with alpha 1.702 times up + 1, both clamped at 7).
+enum class FfnActivation { kSilu, kGeluTanh, kSwiGluOai };
 
 // The most experts a mixture-of-experts layer may have (<arch>.expert_count; llama.cpp's limit).
 inline constexpr int64_t kMaxExperts = 512;
@@ -69,7 +73,8 @@ struct ModelConfig {
   // <arch>.attention.causal: false for `bert` alone (a bidirectional encoder, model/bert_encoder.h: every
   // token of a sequence attends to all of it, so a sequence is computed whole, in one forward pass).
   bool causal = true;
-  bool qkv_bias = false;             // attn_{q,k,v}.bias present (qwen2)
+  bool qkv_bias = false;             // attn_{q,k,v}.bias present (qwen2, gpt-oss)
+  bool attn_output_bias = false;     // attn_output.bias present (gpt-oss)
   Pooling pooling = Pooling::kNone;  // <arch>.pooling_type: what an embedding model's file says to use
 
   // RoPE.
@@ -80,13 +85,18 @@ struct ModelConfig {
   float rope_scale_factor = 1;  // linear: positions divided by it; llama3: the long-wavelength factor
   float rope_low_freq_factor = 1;
   float rope_high_freq_factor = 4;
-  int64_t rope_orig_ctx = 8192;  // llama3, longrope: <arch>.rope.scaling.original_context_length
+  int64_t rope_orig_ctx = 8192;  // llama3, longrope, yarn: <arch>.rope.scaling.original_context_length
   // Per rotated pair i (rope_dim / 2 entries): theta_i is divided by rope_freq_factors[i] (llama3 scaling,
   // from the `rope_freqs.weight` tensor when present, else computed from the keys; longrope: the chosen
   // factors tensor). Empty: all 1.
   std::vector<float> rope_freq_factors;
-  // longrope: cos and sin are multiplied by it (so every q·k by its square), <arch>.rope.scaling.attn_factor.
+  // longrope, yarn: cos and sin are multiplied by it (so every q·k by its square),
+  // <arch>.rope.scaling.attn_factor (yarn: times YaRN's own 1 + 0.1 ln factor, model/rope.h).
   float rope_attn_factor = 1;
+  // yarn: <arch>.rope.scaling.yarn_{ext_factor,beta_fast,beta_slow} (llama.cpp's defaults 1, 32, 1).
+  float yarn_ext_factor = 1;
+  float yarn_beta_fast = 32;
+  float yarn_beta_slow = 1;
 
   // ---- Architecture differences (model/architectures.cc sets them; model/transformer.cc applies them).
   // qwen3, gemma3: RMSNorm (rms_eps) of every head of Q and of K with attn_q_norm / attn_k_norm [head_dim],
@@ -117,6 +127,11 @@ struct ModelConfig {
   float attn_softcap = 0;
   // gemma2: logits l -> cap * tanh(l / cap) (<arch>.final_logit_softcapping); 0 = none.
   float final_softcap = 0;
+  // gpt-oss: attn_sinks [n_head], one learned logit per query head joining the softmax's denominator
+  // (model/attention.h AttentionRule::sinks).
+  bool attn_sinks = false;
+  // gpt-oss: the FFN's pre-norm is named post_attention_norm (llama.cpp's name for it in gpt-oss files).
+  bool ffn_norm_is_post_attention_norm = false;
   // <arch>.attention.sliding_window (0 = none) and how each of the n_layer layers attends.
   int64_t sliding_window = 0;
   float rope_freq_base_local = 10000;  // gemma3 local layers: <arch>.rope.freq_base_swa (default 10000)
@@ -131,6 +146,10 @@ struct ModelConfig {
   // false (qwen2moe): the chosen experts' weights are their softmax over all n_expert logits, not
   // renormalised over the chosen ones.
   bool expert_weights_norm = true;
+  // gpt-oss: the router has a bias (ffn_gate_inp.bias [n_expert], added to the logits before the top
+  // n_expert_used are chosen and their softmax taken) and so has every expert's gate, up and down
+  // (ffn_{gate,up}_exps.bias [n_ff_expert, n_expert], ffn_down_exps.bias [n_embd, n_expert]).
+  bool expert_biases = false;
   // qwen2moe: a shared expert beside the routed ones, a SwiGLU FFN of this width (ffn_{gate,up,down}_shexp,
   // bound as LayerWeights' w_gate / w_up / w_down) whose output is scaled by sigmoid(ffn_gate_inp_shexp . x)
   // (one scalar per row) and added to the experts' (<arch>.expert_shared_feed_forward_length, default

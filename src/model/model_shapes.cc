@@ -97,6 +97,23 @@ void TinyQwen2Moe(ModelShape& s) {
   s.n_ff_shared = 256;
 }
 
+// gpt-oss-20b: 64 heads of 64, 8 KV heads (q_dim wider than n_embd 2880), QKV and output biases, a sink per
+// head, a window of 128 on the even layers, YaRN x32 from 4096, base 150000, 4 of 32 experts as wide as
+// n_embd, untied output. Here heads of 16 (see TinyQwen3Moe), 4 of 16 experts, a window of 40.
+void TinyGptOss(ModelShape& s) {
+  s = Tiny(s.name, "gpt-oss");
+  Widths(s, 128, 64, 8, 16, 128);
+  s.n_layer = 4;
+  s.n_ctx = 1024;
+  s.rope_freq_base = 150000.0f;
+  s.qkv_bias = true;
+  s.tied_embeddings = false;
+  s.sliding_window = 40;
+  s.yarn_factor = 32;
+  s.yarn_original_ctx = 4096;
+  Experts(s, 16, 4, 128);
+}
+
 // bge-*-en-v1.5: tiny-bert's kind at its real size, 12 layers of 12 heads, n_ff 4 x n_embd.
 void BgeEnglish(ModelShape& s, int64_t n_embd, int64_t head_dim) {
   const std::string name = s.name;
@@ -310,6 +327,18 @@ constexpr ShapeEntry kShapes[] = {
        Widths(s, 512, 32, 4, 16, 2048);
        Experts(s, 64, 8, 256);
        s.n_ff_shared = 2048;
+     }},
+    {"tiny-gpt-oss", TinyGptOss},
+    {"small-gpt-oss",
+     [](ModelShape& s) {
+       // gpt-oss-20b's plan (64 heads of 64, 8 KV heads, 4 of 32 experts as wide as n_embd, a window of 128)
+       // at about a fifth of its width and a quarter of its depth, for benchmarks; rows of 512 and 4096.
+       TinyGptOss(s);
+       Widths(s, 512, 64, 8, 64, 512);
+       s.n_layer = 6;
+       s.n_ctx = 4096;
+       s.sliding_window = 128;
+       Experts(s, 32, 4, 512);
      }},
     {"stories15m",
      [](ModelShape& s) {

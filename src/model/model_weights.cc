@@ -206,15 +206,26 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim);
       lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     }
+    if (c.attn_sinks) lw.sinks = b.Vector(p + "attn_sinks.weight", c.n_head);
     lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
+    if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
-    if (c.pre_norms) lw.ffn_norm = b.Vector(p + "ffn_norm.weight", d);
+    if (c.pre_norms) {
+      lw.ffn_norm = b.Vector(
+          p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
+    }
     if (c.n_expert > 0) {
       const int64_t ff = c.n_ff_expert;
       lw.router = b.Matrix(p + "ffn_gate_inp.weight", c.n_expert, d);
       lw.expert_gate = b.Experts(p + "ffn_gate_exps.weight", ff, d, c.n_expert);
       lw.expert_up = b.Experts(p + "ffn_up_exps.weight", ff, d, c.n_expert);
       lw.expert_down = b.Experts(p + "ffn_down_exps.weight", d, ff, c.n_expert);
+      if (c.expert_biases) {
+        lw.router_b = b.Vector(p + "ffn_gate_inp.bias", c.n_expert);
+        lw.expert_gate_b = b.Table(p + "ffn_gate_exps.bias", ff, c.n_expert);
+        lw.expert_up_b = b.Table(p + "ffn_up_exps.bias", ff, c.n_expert);
+        lw.expert_down_b = b.Table(p + "ffn_down_exps.bias", d, c.n_expert);
+      }
       if (c.n_ff_shared > 0) {  // qwen2moe's shared expert
         lw.shared_gate = b.Matrix(p + "ffn_gate_inp_shexp.weight", 1, d);
         lw.w_gate = b.Matrix(p + "ffn_gate_shexp.weight", c.n_ff_shared, d);

@@ -24,7 +24,8 @@ struct LayerWeights {
   WeightMatrix wq;                    // [n_head * head_dim][n_embd]
   WeightMatrix wk;                    // [n_head_kv * head_dim][n_embd]
   WeightMatrix wv;                    // [n_head_kv * head_dim][n_embd]
-  std::vector<float> bq, bk, bv;      // qwen2 only: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> bq, bk, bv;      // qkv_bias only: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> sinks;           // attn_sinks only (gpt-oss): [n_head]
   std::vector<float> q_norm;          // qk_norm only: [head_dim] (olmo2: [q_dim], k_norm [kv_dim])
   std::vector<float> k_norm;          // qk_norm only: [head_dim]
   WeightMatrix wo;                    // [n_embd][n_head * head_dim]
@@ -37,13 +38,16 @@ struct LayerWeights {
   std::vector<float> post_ffn_norm;  // post_norms only: [n_embd]
   // bert only (model/bert_encoder.h): post_attn_norm / post_ffn_norm are attn_output_norm /
   // layer_output_norm, LayerNorms with these biases; bo, b_up, b_down the biases of wo, w_up, w_down (w_gate
-  // is empty).
+  // is empty). bo also for attn_output_bias (gpt-oss).
   std::vector<float> post_attn_norm_b, post_ffn_norm_b;  // [n_embd]
   std::vector<float> bo, b_up, b_down;                   // [n_embd], [n_ff], [n_embd]
   // Mixture of experts only (ModelConfig::n_expert > 0; then w_gate, w_up and w_down are empty): the router
   // and each expert's matrices, views of expert e's slice of the 3-D tensors ffn_{gate,up,down}_exps
   // (GGUF dims [n_embd, n_ff_expert, n_expert] and [n_ff_expert, n_embd, n_expert]).
-  WeightMatrix router;                    // ffn_gate_inp: [n_expert][n_embd]
+  WeightMatrix router;  // ffn_gate_inp: [n_expert][n_embd]
+  // expert_biases only (gpt-oss): the router's [n_expert], and the experts' [n_expert][n_ff_expert] (gate,
+  // up) and [n_expert][n_embd] (down).
+  std::vector<float> router_b, expert_gate_b, expert_up_b, expert_down_b;
   std::vector<WeightMatrix> expert_gate;  // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_up;    // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_down;  // [n_expert] x [n_embd][n_ff_expert]

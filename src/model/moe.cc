@@ -24,6 +24,11 @@ void ForEach(ThreadPool& pool, int64_t n, const Fn& fn) {
   pool.Run(n, [&fn](int64_t i, int) { fn(i); });
 }
 
+// x[i] += bias[i].
+inline void AddBias(float* x, const float* bias, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += bias[i];
+}
+
 template <typename T>
 void GrowTo(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -96,6 +101,9 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
   GrowTo(outputs_, slots * d);
 
   MatMul(kernels.matmul, w.router, xn, rows, logits_.data(), pool);
+  if (!w.router_b.empty()) {  // gpt-oss: the router's bias, before the choice
+    for (int64_t r = 0; r < rows; ++r) AddBias(logits_.data() + r * n_expert, w.router_b.data(), n_expert);
+  }
   for (int64_t r = 0; r < rows; ++r) {
     RouteRow(logits_.data() + r * n_expert, n_expert, k, c.expert_weights_norm, chosen_.data() + r * k,
              weights_.data() + r * k);
@@ -112,13 +120,30 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
   });
 
   // Every expert with slots: gate and up over its slots in one grouped product (one parallel loop for all
-  // experts), SwiGLU, then down in another.
+  // experts), (their biases,) the activation, then down in another (and its bias).
+  const bool biases = !w.expert_down_b.empty();
+  auto add_expert_bias = [&](int64_t e, int64_t s) {  // slot s of expert e: its gate and up
+    AddBias(gate_.data() + s * ff, w.expert_gate_b.data() + e * ff, ff);
+    AddBias(up_.data() + s * ff, w.expert_up_b.data() + e * ff, ff);
+  };
   GroupExperts(w.expert_gate, w.expert_up, inputs_.data(), d, gate_.data(), up_.data(), ff);
   MatMulGrouped(kernels.matmul, groups_, pool);
-  ForEach(pool, int64_t(slots),
-          [&](int64_t s) { kernels.elementwise.swiglu(gate_.data() + s * ff, up_.data() + s * ff, ff); });
+  if (biases) ForEachSlot(n_expert, add_expert_bias);
+  ForEach(pool, int64_t(slots), [&](int64_t s) {
+    if (c.ffn_activation == FfnActivation::kSwiGluOai) {  // gpt-oss
+      kernels.elementwise.swiglu_oai(gate_.data() + s * ff, up_.data() + s * ff, ff, kSwiGluOaiAlpha,
+                                     kSwiGluOaiLimit);
+    } else {
+      kernels.elementwise.swiglu(gate_.data() + s * ff, up_.data() + s * ff, ff);
+    }
+  });
   GroupExperts(w.expert_down, {}, gate_.data(), ff, outputs_.data(), nullptr, d);
   MatMulGrouped(kernels.matmul, groups_, pool);
+  if (biases) {
+    ForEachSlot(n_expert, [&](int64_t e, int64_t s) {
+      AddBias(outputs_.data() + s * d, w.expert_down_b.data() + e * d, d);
+    });
+  }
 
   // Each row's weighted sum in rank order, one fused multiply-add per term (the same bits on every CPU).
   ForEach(pool, rows, [&](int64_t r) {

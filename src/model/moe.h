@@ -5,12 +5,13 @@
 //   xn [R][n_embd] -> router logits [R][n_expert] (one MatMul with ffn_gate_inp)
 //   -> per row (RouteRow): the n_expert_used largest logits (ties: the lower expert index first), their
 //      softmax weights renormalised to sum to 1 (softmax over all experts, then renormalised over the chosen
-//      ones, equals a softmax over the chosen logits); qwen2moe (!expert_weights_norm): their softmax over
-//      all experts as it is
+//      ones, equals a softmax over the chosen logits: gpt-oss's routing, whose logits have the router's bias
+//      added first); qwen2moe (!expert_weights_norm): their softmax over all experts as it is
 //   -> slots: the (row, choice) pairs grouped by expert (expert-major, rows ascending within an expert), each
 //      slot holding its row's xn
-//   -> every expert with slots: gate/up over its slots -> SwiGLU -> down, each product one grouped MatMul
-//      over all experts (tensor/matmul_grouped.h: one parallel loop, not one per expert)
+//   -> every expert with slots: gate/up over its slots (+ its biases, gpt-oss) -> SwiGLU (gpt-oss: clamped)
+//      -> down (+ its bias), each product one grouped MatMul over all experts (tensor/matmul_grouped.h: one
+//      parallel loop, not one per expert)
 //   -> out[r] = sum over the row's choices, in rank order, of weight * its expert's output (fused
 //      multiply-adds).
 //
@@ -53,6 +54,13 @@ class MixtureOfExperts {
   // rows of x ([slots][in]), into its slots' rows of y_first (and y_second), [slots][out].
   void GroupExperts(std::span<const WeightMatrix> first, std::span<const WeightMatrix> second, const float* x,
                     int64_t in, float* y_first, float* y_second, int64_t out);
+  // fn(e, s) for every slot s of every expert e (starts_).
+  template <typename Fn>
+  void ForEachSlot(int64_t n_expert, const Fn& fn) const {
+    for (int64_t e = 0; e < n_expert; ++e) {
+      for (int64_t s = starts_[size_t(e)]; s < starts_[size_t(e) + 1]; ++s) fn(e, s);
+    }
+  }
 
   std::vector<float> logits_;     // [rows][n_expert]
   std::vector<int32_t> chosen_;   // [rows][n_expert_used]: expert of each choice, by rank

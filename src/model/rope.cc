@@ -1,8 +1,22 @@
 #include "model/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace lockstep {
+
+std::array<float, 2> YarnCorrectionDims(int64_t rope_dim, int64_t orig_ctx, float freq_base, float beta_fast,
+                                        float beta_slow) {
+  // The dim whose wavelength fits `rotations` times into orig_ctx, in f32 as ggml computes it (the floor and
+  // ceil make it discrete: a last-bit difference could move a whole pair).
+  auto dim = [&](float rotations) {
+    return float(rope_dim) * std::log(float(orig_ctx) / (rotations * 2 * float(std::numbers::pi))) /
+           (2 * std::log(freq_base));
+  };
+  return {std::max(0.0f, std::floor(dim(beta_fast))),
+          std::min(float(rope_dim - 1), std::ceil(dim(beta_slow)))};
+}
 
 Rope::Rope(const ModelConfig& config, Kind kind)
     : mode_(config.rope_mode),
@@ -13,10 +27,29 @@ Rope::Rope(const ModelConfig& config, Kind kind)
       attn_factor_(kind == Kind::kGlobal ? config.rope_attn_factor : 1.0f) {
   const int64_t pairs = config.rope_dim / 2;
   const double base = kind == Kind::kGlobal ? config.rope_freq_base : config.rope_freq_base_local;
+  const bool yarn = kind == Kind::kGlobal && config.rope_scaling == RopeScaling::kYarn;
+  std::array<float, 2> corr = {0, 0};
+  const double freq_scale = yarn ? 1.0 / config.rope_scale_factor : 1.0;
+  if (yarn) {
+    corr = YarnCorrectionDims(config.rope_dim, config.rope_orig_ctx, float(base), config.yarn_beta_fast,
+                              config.yarn_beta_slow);
+    // YaRN's magnitude correction, only when it extrapolates at all (ggml: ext_factor != 0).
+    if (config.yarn_ext_factor != 0) {
+      attn_factor_ *= 1.0f + 0.1f * std::log(1.0f / float(freq_scale));
+    }
+  }
   inv_freq_.resize(pairs);
   for (int64_t i = 0; i < pairs; ++i) {
     double theta = std::pow(base, -double(2 * i) / double(config.rope_dim));
     if (kind == Kind::kGlobal && !config.rope_freq_factors.empty()) theta /= config.rope_freq_factors[i];
+    if (yarn) {
+      // Pair i's mix of the original (extrapolated) and interpolated theta: 1 below corr[0], 0 above corr[1],
+      // linear between (ggml's rope_yarn_ramp), times ext_factor. The angle is linear in the position, so
+      // the mix applies to theta itself.
+      const float ramp = (float(i) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
+      const double mix = double(1 - std::min(1.0f, std::max(0.0f, ramp))) * config.yarn_ext_factor;
+      theta = theta * freq_scale * (1 - mix) + theta * mix;
+    }
     inv_freq_[i] = theta;
   }
 }

@@ -2,11 +2,14 @@
 // vector by angles position * theta_i, theta_i = freq_base^(-2i/rope_dim) / factor_i (factor_i from llama3
 // or longrope scaling, positions divided by the linear scale factor), cos and sin times rope_attn_factor
 // (longrope). Pairing per RopeMode (model/model_config.h); the dims past rope_dim (partial rotary) stay.
+// YaRN (RopeScaling::kYarn, as ggml's rope computes it): pair i's theta is mixed from theta / factor and
+// theta by YaRN's ramp over YarnCorrectionDims, and cos/sin are also scaled by 1 + 0.1 ln factor.
 // The local Rope of a config (Gemma 3's local layers): base rope_freq_base_local, no scaling of any kind.
 // Rope is immutable after construction; Apply (the rotation is the kernel table's, tensor/rope_kernels.h) is
 // safe from any thread with its own `cos_sin` scratch.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +17,11 @@
 #include "tensor/kernels.h"
 
 namespace lockstep {
+
+// YaRN's correction dims (ggml_rope_yarn_corr_dims): the pairs below the first keep their theta, those above
+// the second are interpolated (theta / factor), those between are ramped; in f32 as ggml.
+std::array<float, 2> YarnCorrectionDims(int64_t rope_dim, int64_t orig_ctx, float freq_base, float beta_fast,
+                                        float beta_slow);
 
 class Rope {
  public:

@@ -343,12 +343,14 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const std::vector<std::byte*>& blocks = *batch.sequences[tile.sequence].blocks;
     const int64_t r = tile.first_row;
     const float* q = q_.data() + r * q_dim + task.head * c.head_dim;
+    AttentionRule task_rule = rule;
+    if (!w.sinks.empty()) task_rule.sinks = w.sinks.data() + task.head;  // gpt-oss: the task's heads' sinks
     if (task.part < 0) {
       std::byte* scratch = pool.WorkerScratch(
-          worker, AttendRowsScratchBytes(ak, kv, tile.position, tile.rows, task.heads, rule));
+          worker, AttendRowsScratchBytes(ak, kv, tile.position, tile.rows, task.heads, task_rule));
       AttendRows(ak, kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim),
                  task.heads, scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim), scratch,
-                 rule);
+                 task_rule);
       return;
     }
     const SplitRow& split = split_rows_[task.split];
@@ -377,7 +379,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       MergeRowParts(
           ak, kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * c.head_dim,
           part_stats_.data() + split.stats + h * parts, att_.data() + tile.first_row * q_dim + h * c.head_dim,
-          pool.WorkerScratch(0, MergeRowPartsScratchBytes(tile.position, group)));
+          pool.WorkerScratch(0, MergeRowPartsScratchBytes(tile.position, group)),
+          w.sinks.empty() ? nullptr : w.sinks.data() + h);
     }
   }
 
@@ -388,6 +391,9 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;
     float* p = proj_.data() + r * d;
+    if (c.attn_output_bias) {
+      for (int64_t i = 0; i < d; ++i) p[i] += w.bo[i];  // gpt-oss
+    }
     if (c.post_norms)
       kernels_.elementwise.rms_norm(p, w.post_attn_norm.data(), d, c.rms_eps,
                                     p);                                  // Gemma's post_attention_norm
@@ -411,6 +417,8 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
     const float* u = up_.data() + r * ff;
     if (c.ffn_activation == FfnActivation::kGeluTanh) {
       kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
+    } else if (c.ffn_activation == FfnActivation::kSwiGluOai) {
+      kernels_.elementwise.swiglu_oai(g, u, ff, kSwiGluOaiAlpha, kSwiGluOaiLimit);  // gpt-oss
     } else {
       kernels_.elementwise.swiglu(g, u, ff);
     }

@@ -115,7 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Mixtures of experts: which rows share an expert's MatMul changes with the batch.
         Param{"tiny-qwen3moe", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen3moe", "f32", KvDtype::kF32, 1},
         Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2},
-        Param{"tiny-qwen2moe", "q8_0", KvDtype::kF16, 2}),  // + the shared expert and its gate
+        Param{"tiny-qwen2moe", "q8_0", KvDtype::kF16, 2},  // + the shared expert and its gate
+        // gpt-oss: sinks (decode rows split or not), biased experts, windows on the even layers.
+        Param{"tiny-gpt-oss", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-gpt-oss", "f32", KvDtype::kF32, 1}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
     [](const ::testing::TestParamInfo<Param>& info) {
       const Param& p = info.param;

@@ -39,6 +39,8 @@ constexpr CrossCpuCase kCases[] = {{"tiny-256", "q8_0"},
                                    {"tiny-qwen3moe", "q8_0"},
                                    {"tiny-mixtral", "q4_k_m"},
                                    {"tiny-mixtral", "bf16"},
+                                   // sinks, YaRN, biased experts, the clamped SwiGLU
+                                   {"tiny-gpt-oss", "q8_0"},
                                    {"tiny-256", "q5_k_m"},
                                    // SmolLM2's 576-wide rows: llama.cpp's q5_0 (q4_k_m) and q5_1 (q5_k_m)
                                    // fallbacks beside q4_K / q5_K / q6_K

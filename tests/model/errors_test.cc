@@ -67,12 +67,19 @@ TEST(ModelErrors, BadHeadCountsAndRopeScaling) {
   auto r = LoadEdited(heads);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("head_count_kv"), std::string::npos) << r.status().message();
-  ByteEdit yarn;
+  ByteEdit dynamic;
+  dynamic.set_keys = {{"llama.rope.scaling.type", GgufValue::String("dynamic")}};
+  r = LoadEdited(dynamic);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("'dynamic'"), std::string::npos);
+  EXPECT_NE(r.status().message().find("yarn"), std::string::npos);  // among the supported ones
+  ByteEdit yarn;                                                    // without its factor
   yarn.set_keys = {{"llama.rope.scaling.type", GgufValue::String("yarn")}};
   r = LoadEdited(yarn);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("yarn"), std::string::npos);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("rope.scaling.factor"), std::string::npos) << r.status().message();
 }
 
 TEST(ModelConfig, RopeScalingKeys) {

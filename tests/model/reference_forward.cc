@@ -54,11 +54,24 @@ void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t
   const int64_t half = c.rope_dim / 2;
   const double scale = !local && c.rope_scaling == RopeScaling::kLinear ? 1.0 / c.rope_scale_factor : 1.0;
   const double base = local ? c.rope_freq_base_local : c.rope_freq_base;
-  const double mscale = local ? 1.0 : c.rope_attn_factor;
+  double mscale = local ? 1.0 : c.rope_attn_factor;
+  // YaRN (the paper's formulas, as ggml applies them): dims below `low` keep their frequency, above `high`
+  // it is divided by the factor, linear between; magnitudes times 1 + 0.1 ln factor.
+  const bool yarn = !local && c.rope_scaling == RopeScaling::kYarn;
+  auto corr_dim = [&](double rotations) {
+    return c.rope_dim * std::log(double(c.rope_orig_ctx) / (rotations * 2 * M_PI)) / (2 * std::log(base));
+  };
+  const double low = yarn ? std::max(0.0, std::floor(corr_dim(c.yarn_beta_fast))) : 0;
+  const double high = yarn ? std::min(double(c.rope_dim - 1), std::ceil(corr_dim(c.yarn_beta_slow))) : 0;
+  if (yarn) mscale *= 1 + 0.1 * std::log(double(c.rope_scale_factor));
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       double freq = std::pow(base, -2.0 * i / c.rope_dim);
       if (!local && !c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[i];
+      if (yarn) {
+        const double extrapolate = 1 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
+        freq = freq / c.rope_scale_factor * (1 - extrapolate) + freq * extrapolate;
+      }
       const double angle = pos * scale * freq;
       const bool neox = c.rope_mode == RopeMode::kNeox;
       const int64_t a = h * c.head_dim + (neox ? i : 2 * i);
@@ -85,6 +98,9 @@ Matrix RowRange(const Matrix& m, size_t first, size_t count) {
 
 struct Layer {
   std::vector<double> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
+  // gpt-oss: the sinks [n_head], attn_output's bias, the router's bias and the experts' [n_expert][width].
+  std::vector<double> sinks, bo, router_b;
+  Matrix gate_b, up_b, down_b;
   Matrix wq, wk, wv, wo, gate, up, down;
   // Mixture of experts: the router [n_expert][n_embd] and each expert's gate, up and down (qwen2moe: the
   // shared expert in gate, up and down, its gate in shared_gate).
@@ -102,20 +118,38 @@ Result<std::vector<Matrix>> LoadExperts(const GgufFile& file, const std::string&
   return experts;
 }
 
-// SiLU(gate · h) * (up · h), then down.
+// SiLU(gate · h) * (up · h), then down. gpt-oss (clamped, with the expert's biases when given):
+// x = min(g, 7), y = clamp(u, -7, 7), x sigmoid(1.702 x) (y + 1).
 std::vector<double> SwiGlu(const Matrix& gate, const Matrix& up, const Matrix& down,
-                           const std::vector<double>& h) {
+                           const std::vector<double>& h, bool clamped = false,
+                           const std::vector<double>* gate_b = nullptr,
+                           const std::vector<double>* up_b = nullptr,
+                           const std::vector<double>* down_b = nullptr) {
   std::vector<double> g = MatVec(gate, h);
-  const std::vector<double> u = MatVec(up, h);
-  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-  return MatVec(down, g);
+  std::vector<double> u = MatVec(up, h);
+  for (size_t i = 0; i < g.size() && gate_b != nullptr; ++i) {
+    g[i] += (*gate_b)[i];
+    u[i] += (*up_b)[i];
+  }
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (clamped) {
+      const double x = std::min(g[i], 7.0), y = std::clamp(u[i], -7.0, 7.0);
+      g[i] = x / (1.0 + std::exp(-1.702 * x)) * (y + 1);
+    } else {
+      g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    }
+  }
+  std::vector<double> d = MatVec(down, g);
+  for (size_t i = 0; i < d.size() && down_b != nullptr; ++i) d[i] += (*down_b)[i];
+  return d;
 }
 
 // The router's softmax over every expert, the n_expert_used most probable (a stable sort: the lower index
 // first among equals), their probabilities renormalised (qwen2moe: as they are); the chosen experts' outputs
 // so weighted, summed; qwen2moe: plus the shared expert's output times sigmoid(shared_gate · h).
 std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h) {
-  const std::vector<double> logits = MatVec(L.router, h);
+  std::vector<double> logits = MatVec(L.router, h);
+  for (size_t e = 0; e < L.router_b.size(); ++e) logits[e] += L.router_b[e];  // gpt-oss
   const double largest = *std::max_element(logits.begin(), logits.end());
   std::vector<double> p(logits.size());
   double total = 0;
@@ -130,7 +164,10 @@ std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vec
   std::vector<double> out(h.size(), 0.0);
   for (int64_t j = 0; j < c.n_expert_used; ++j) {
     const size_t e = order[j];
-    const std::vector<double> y = SwiGlu(L.expert_gate[e], L.expert_up[e], L.expert_down[e], h);
+    const bool biased = !L.router_b.empty();
+    const std::vector<double> y = SwiGlu(
+        L.expert_gate[e], L.expert_up[e], L.expert_down[e], h, c.ffn_activation == FfnActivation::kSwiGluOai,
+        biased ? &L.gate_b[e] : nullptr, biased ? &L.up_b[e] : nullptr, biased ? &L.down_b[e] : nullptr);
     for (size_t i = 0; i < out.size(); ++i) out[i] += p[e] / chosen * y[i];
   }
   if (c.n_ff_shared > 0) {
@@ -161,7 +198,17 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer& L = layers[l];
     LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, p + "attn_norm.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm, LoadVector(file, p + "ffn_norm.weight"));
+    LOCKSTEP_ASSIGN_OR_RETURN(
+        L.ffn_norm, LoadVector(file, p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight"
+                                                                            : "ffn_norm.weight")));
+    if (c.architecture == "gpt-oss") {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.sinks, LoadVector(file, p + "attn_sinks.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.bo, LoadVector(file, p + "attn_output.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.router_b, LoadVector(file, p + "ffn_gate_inp.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.gate_b, Load(file, p + "ffn_gate_exps.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.up_b, Load(file, p + "ffn_up_exps.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.down_b, Load(file, p + "ffn_down_exps.bias"));
+    }
     if (file.FindTensor(p + "attn_qkv.weight")) {  // phi3: [q | k | v]
       LOCKSTEP_ASSIGN_OR_RETURN(Matrix qkv, Load(file, p + "attn_qkv.weight"));
       L.wq = RowRange(qkv, 0, c.q_dim());
@@ -263,6 +310,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         }
         double sum = 0;
         for (size_t s = first; s <= t; ++s) sum += (scores[s] = std::exp(scores[s] - max_score));
+        if (!L.sinks.empty()) sum += std::exp(L.sinks[h] - max_score);  // a score with no value
         for (size_t s = first; s <= t; ++s) {
           for (int64_t i = 0; i < c.head_dim; ++i) {
             att[h * c.head_dim + i] += scores[s] / sum * v[s][kvh * c.head_dim + i];
@@ -270,6 +318,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         }
       }
       std::vector<double> o = MatVec(L.wo, att);
+      for (size_t i = 0; i < L.bo.size(); ++i) o[i] += L.bo[i];
       if (c.post_norms) o = RmsNorm(o, L.post_attn_norm, c.rms_eps);
       const double residual = c.residual_multiplier != 0 ? c.residual_multiplier : 1.0;
       for (size_t i = 0; i < o.size(); ++i) x[t][i] += residual * o[i];

@@ -1,9 +1,13 @@
-// RoPE pairing (normal = adjacent pairs, neox = halves) and linear position scaling.
+// RoPE pairing (normal = adjacent pairs, neox = halves), linear position scaling and YaRN against its
+// formula (ggml's rope_yarn).
 #include "model/rope.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "testing/levels.h"
 
@@ -17,6 +21,12 @@ ModelConfig Config(RopeMode mode) {
   c.rope_freq_base = 10000;
   c.rope_mode = mode;
   return c;
+}
+
+std::vector<float> Random64() {
+  std::vector<float> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(double(i) * 1.7 + 0.3));
+  return x;
 }
 
 std::vector<float> Rotate(const Rope& rope, std::vector<float> x, int32_t position) {
@@ -58,6 +68,43 @@ TEST(Rope, PartialRotaryDimsLeaveTheRest) {
   EXPECT_EQ(y[4], 5.0f);
   EXPECT_EQ(y[7], 8.0f);
   EXPECT_NE(y[0], 1.0f);
+}
+
+// gpt-oss-20b's YaRN: head_dim 64, base 150000, factor 32 from 4096. The correction dims are
+// floor(64 ln(4096 / (32 * 2 pi)) / (2 ln 150000)) = floor(8.09) and ceil(64 ln(4096 / (2 pi)) / ...) =
+// ceil(17.40); pair i's theta is theta_e (1 - m) / 32 + theta_e m with m = 1 - clamp((i - 8) / 10, 0, 1), and
+// cos / sin are scaled by 1 + 0.1 ln 32.
+TEST(Rope, YarnMatchesItsFormula) {
+  EXPECT_EQ(YarnCorrectionDims(64, 4096, 150000, 32, 1), (std::array<float, 2>{8, 18}));
+  EXPECT_EQ(YarnCorrectionDims(16, 4096, 150000, 32, 1), (std::array<float, 2>{2, 5}));  // tiny-gpt-oss
+  EXPECT_EQ(YarnCorrectionDims(64, 4096, 10000, 32, 1), (std::array<float, 2>{10, 23}));
+  ModelConfig c = Config(RopeMode::kNeox);
+  c.head_dim = c.rope_dim = 64;
+  c.rope_freq_base = 150000;
+  c.rope_scaling = RopeScaling::kYarn;
+  c.rope_scale_factor = 32;
+  c.rope_orig_ctx = 4096;
+  const Rope rope(c);
+  const double mscale = 1 + 0.1 * std::log(32.0);
+  for (int32_t position : {1, 7, 1000, 100000}) {
+    std::vector<float> cs(2 * rope.pairs());
+    rope.Angles(position, cs.data());
+    for (int i = 0; i < 32; ++i) {
+      const double extrapolated = position * std::pow(150000.0, -2.0 * i / 64);
+      const double m = 1 - std::clamp((i - 8) / 10.0, 0.0, 1.0);
+      const double theta = extrapolated / 32 * (1 - m) + extrapolated * m;
+      EXPECT_NEAR(cs[2 * i], std::cos(theta) * mscale, 2e-6 * (1 + std::abs(theta))) << position << " " << i;
+      EXPECT_NEAR(cs[2 * i + 1], std::sin(theta) * mscale, 2e-6 * (1 + std::abs(theta)))
+          << position << " " << i;
+    }
+  }
+  // Without extrapolation (ext_factor 0) YaRN is linear scaling without the magnitude correction.
+  c.yarn_ext_factor = 0;
+  ModelConfig linear = c;
+  linear.rope_scaling = RopeScaling::kLinear;
+  const std::vector<float> x = Random64();
+  const std::vector<float> yarn = Rotate(Rope(c), x, 300), scaled = Rotate(Rope(linear), x, 300);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(yarn[i], scaled[i], 1e-6) << i;
 }
 
 }  // namespace
