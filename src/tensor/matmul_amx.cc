@@ -111,7 +111,7 @@ void FillAmxMatMulKernels(MatMulKernels* k) {
   // models prefill 3-5 % slower with them, docs/kernels.md), so its products stay on avx512-vnni.
   for (TensorType type :
        {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_K, TensorType::kQ5_K,
-        TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4}) {
+        TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4, TensorType::kQ3_K}) {
     k->many_rows_tile[QuantWeightIndex(type)] = &RunHardwareTile;
   }
   k->many_rows = kAmxMinRows;

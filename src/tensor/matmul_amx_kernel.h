@@ -392,7 +392,7 @@ void PackedTileTyped(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o
   PackedTileWith<kType, false>(tiles, a, o_begin, o_end, s);
 }
 
-// PackedTileTyped for a.type (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4).
+// PackedTileTyped for a.type (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS or MXFP4).
 template <class Tiles>
 void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end, AmxScratch& s) {
   switch (a.type) {
@@ -409,6 +409,7 @@ void PackedTile(Tiles& tiles, const TileArgs& a, int64_t o_begin, int64_t o_end,
     case TensorType::kQ5_1:
       return PackedTileTyped<TensorType::kQ5_1>(tiles, a, o_begin, o_end, s);
     case TensorType::kQ6_K:
+    case TensorType::kQ3_K:  // packed as Q6_K (tensor/packed_weights.h)
       return PackedTileTyped<TensorType::kQ6_K>(tiles, a, o_begin, o_end, s);
     case TensorType::kIQ4_NL:
       return PackedTileTyped<TensorType::kIQ4_NL>(tiles, a, o_begin, o_end, s);

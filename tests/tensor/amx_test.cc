@@ -1,5 +1,5 @@
 // The AMX-INT8 packed-weight kernel (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS,
-// MXFP4)
+// MXFP4; Q3_K as Q6_K)
 // (tensor/matmul_amx_kernel.h). On any AVX-512 machine it runs on a software model of the tile unit
 // (testing/amx_tile_model.h) that enforces the architecture's configuration and shape rules; its results must
 // equal the AVX-512 packed kernel's bit for bit over odd sizes, partial row chunks and partial output groups.
@@ -92,6 +92,8 @@ const AmxCase kCases[] = {
     {TensorType::kIQ4_XS, 768, 33, 70},
     {TensorType::kMXFP4, 32, 5, 3},
     {TensorType::kMXFP4, 288, 70, 77},
+    {TensorType::kQ3_K, 256, 5, 3},
+    {TensorType::kQ3_K, 768, 33, 70},
 };
 
 // A packed weight matrix, activations quantized for it, and TileArgs over both.
@@ -201,9 +203,9 @@ void RunOnTileModelOneOutputOff(const TileArgs& a, int64_t begin, int64_t end) {
 
 TEST(AmxKernel, SelfCheckPassesForTheKernelAndCatchesAnError) {
   if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
-  for (TensorType type :
-       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_K,
-        TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4}) {
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
+                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL,
+                          TensorType::kIQ4_XS, TensorType::kMXFP4, TensorType::kQ3_K}) {
     EXPECT_TRUE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModel)) << TensorTypeName(type);
     EXPECT_FALSE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModelOneOutputOff))
         << TensorTypeName(type);
