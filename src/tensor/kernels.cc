@@ -115,9 +115,7 @@ Result<Kernels> KernelsForLevel(CpuLevel level, const CpuFeatures& cpu) {
   if (level == CpuLevel::kAmx) {  // the tiles must reproduce the avx512-vnni kernels bit for bit
     MatMulKernels reference;
     GetMatMulKernels(CpuLevel::kAvx512Vnni, &reference);
-    for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
-                            TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL,
-                            TensorType::kIQ4_XS, TensorType::kMXFP4, TensorType::kQ3_K}) {
+    for (TensorType type : kAmxKernelTypes) {
       if (!PackedKernelMatches(reference, type, &AmxPackedTileOnStack)) {
         return Internal("the AMX-INT8 " + std::string(TensorTypeName(type)) +
                         " kernel's self-check differs from the avx512-vnni kernel");

@@ -109,10 +109,8 @@ void FillAmxMatMulKernels(MatMulKernels* k) {
 #if defined(__x86_64__)
   // Not Q8_0: its tiles only match the VNNI kernel (1.0x at 512 rows; at 2 threads the 135M and 1B Q8_0
   // models prefill 3-5 % slower with them, docs/kernels.md), so its products stay on avx512-vnni.
-  for (TensorType type :
-       {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_K, TensorType::kQ5_K,
-        TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4, TensorType::kQ3_K}) {
-    k->many_rows_tile[QuantWeightIndex(type)] = &RunHardwareTile;
+  for (TensorType type : kAmxKernelTypes) {
+    if (type != TensorType::kQ8_0) k->many_rows_tile[QuantWeightIndex(type)] = &RunHardwareTile;
   }
   k->many_rows = kAmxMinRows;
   k->many_rows_scratch = sizeof(amx::AmxScratch);

@@ -20,6 +20,13 @@ namespace lockstep {
 // serves decode.
 inline constexpr int64_t kAmxMinRows = 16;
 
+// The weight types the tile kernel computes (tensor/matmul_amx_kernel.h; Q3_K as Q6_K, its packed layout):
+// the start-up self-check covers each; the amx level uses the tiles for all but Q8_0 (FillAmxMatMulKernels).
+inline constexpr TensorType kAmxKernelTypes[] = {TensorType::kQ8_0,   TensorType::kQ4_0, TensorType::kQ5_0,
+                                                 TensorType::kQ5_1,   TensorType::kQ3_K, TensorType::kQ4_K,
+                                                 TensorType::kQ5_K,   TensorType::kQ6_K, TensorType::kIQ4_NL,
+                                                 TensorType::kIQ4_XS, TensorType::kMXFP4};
+
 // Sets k's many-rows entries to the tile kernel (x86-64 builds; elsewhere nothing). The kernel configures
 // and releases the tiles itself on every call, so it needs the tile permission (tensor/cpu_features.h).
 void FillAmxMatMulKernels(MatMulKernels* k);

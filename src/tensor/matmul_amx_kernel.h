@@ -248,11 +248,11 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void StoreFromSlot(Tiles& tiles, int j, AmxS
 
 // acc[r] += block b of rows r0.. (rows of them) x group `group`, in the packed order of
 // tensor/matmul_internal.h with the VNNI kernels' operations (dot is the exact block dot): Q8_0 / Q4_0 / Q5_0
-// / Q5_1 acc = fma(float(dot), scalef(weight scale, log2 activation scale), acc) (Q5_1 then adds
-// fma(float(block sum), m * x_scale, acc)); Q4_K / Q5_K acc = fma(float(dot), d * sc * x_scale, acc) then
-// fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc = fma(float(sc_lo * dot_lo + sc_hi * dot_hi),
-// d * x_scale, acc). kSumD (only where TileArgs::sum_d_exact): the min terms from TileArgs::sum_d, as the
-// VNNI kernels take them then (same bits).
+// / Q5_1 / IQ4_NL / IQ4_XS / MXFP4 acc = fma(float(dot), weight scale * x_scale, acc) (IQ4_XS's weight scale
+// d * (ls - 32); Q5_1 then adds fma(float(block sum), m * x_scale, acc)); Q4_K / Q5_K acc = fma(float(dot),
+// d * sc * x_scale, acc) then fma(float(block sum), -(dmin * m) * x_scale, acc); Q6_K acc =
+// fma(float(sc_lo * dot_lo + sc_hi * dot_hi), d * x_scale, acc). kSumD (only where TileArgs::sum_d_exact):
+// the min terms from TileArgs::sum_d, as the VNNI kernels take them then (same bits).
 template <TensorType kType, bool kSumD>
 LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t group, int64_t r0, int rows,
                                                   int64_t b, const int32_t (*dots)[kAmxRows][16],
@@ -261,12 +261,21 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t gro
   const float* d = a.d + r0 * blocks + b;
   const int32_t* sums = a.sums + r0 * blocks + b;
   const float* sum_d = a.sum_d + r0 * blocks + b;
-  if constexpr (!IsKQuant(kType)) {
-    const std::byte* unit = a.packed->Unit(group, b);
-    const __m512 dw = kType == TensorType::kMXFP4 ? _mm512_loadu_ps(unit + PackedScaleOffset(kType))
-                                                  : LoadHalves(unit + PackedScaleOffset(kType));
+  if constexpr (!IsKQuant(kType) || kType == TensorType::kIQ4_XS) {  // acc += float(dot) * (dw * x_scale)
+    __m512 dw;
     [[maybe_unused]] __m512 m;
-    if constexpr (HasMinTerm(kType)) m = LoadHalves(unit + kQ5M);
+    if constexpr (kType == TensorType::kIQ4_XS) {  // d * (ls - 32)
+      const std::byte* unit = a.packed->Unit(group, b / 8);
+      dw = _mm512_mul_ps(
+          LoadHalves(unit + kIQ4XSD),
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(unit + kIQ4XSScales + kPackedGroup * (b % 8))))));
+    } else {
+      const std::byte* unit = a.packed->Unit(group, b);
+      dw = kType == TensorType::kMXFP4 ? _mm512_loadu_ps(unit + PackedScaleOffset(kType))
+                                       : LoadHalves(unit + PackedScaleOffset(kType));
+      if constexpr (HasMinTerm(kType)) m = LoadHalves(unit + kQ5M);
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < kAmxRows; ++r) {
       if (r == rows) break;
@@ -279,18 +288,6 @@ LOCKSTEP_AMX_EPILOGUE_TARGET inline void Epilogue(const TileArgs& a, int64_t gro
                        : _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(sums[r * blocks])),
                                          _mm512_mul_ps(m, _mm512_set1_ps(d[r * blocks])), acc[r]);
       }
-    }
-  } else if constexpr (kType == TensorType::kIQ4_XS) {  // d * (ls - 32) * x_scale
-    const std::byte* unit = a.packed->Unit(group, b / 8);
-    const __m512 scale =
-        _mm512_mul_ps(LoadHalves(unit + kIQ4XSD),
-                      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                          reinterpret_cast<const __m128i*>(unit + kIQ4XSScales + kPackedGroup * (b % 8))))));
-#pragma GCC unroll 16
-    for (int r = 0; r < kAmxRows; ++r) {
-      if (r == rows) break;
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(dots[0][r])),
-                               _mm512_mul_ps(scale, _mm512_set1_ps(d[r * blocks])), acc[r]);
     }
   } else if constexpr (HasMinTerm(kType)) {
     const int j = static_cast<int>(b % 8);

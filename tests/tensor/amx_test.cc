@@ -203,9 +203,7 @@ void RunOnTileModelOneOutputOff(const TileArgs& a, int64_t begin, int64_t end) {
 
 TEST(AmxKernel, SelfCheckPassesForTheKernelAndCatchesAnError) {
   if (!HasAvx512()) GTEST_SKIP() << "the AMX kernel's epilogue needs AVX-512";
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ5_1,
-                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL,
-                          TensorType::kIQ4_XS, TensorType::kMXFP4, TensorType::kQ3_K}) {
+  for (TensorType type : kAmxKernelTypes) {
     EXPECT_TRUE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModel)) << TensorTypeName(type);
     EXPECT_FALSE(PackedKernelMatches(*Avx512Kernels(), type, RunOnTileModelOneOutputOff))
         << TensorTypeName(type);
