@@ -14,11 +14,14 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},     {"qwen3", RopeMode::kNeox},
-    {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal}, {"granite", RopeMode::kNormal},
-    {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},     {"qwen2moe", RopeMode::kNeox},
-    {"gpt-oss", RopeMode::kNeox},      {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
+    {"llama", RopeMode::kNormal},   {"qwen2", RopeMode::kNeox},
+    {"qwen3", RopeMode::kNeox},     {"phi3", RopeMode::kNeox},
+    {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},  {"smollm3", RopeMode::kNormal},
+    {"granite", RopeMode::kNormal}, {"granitemoe", RopeMode::kNormal},
+    {"olmo2", RopeMode::kNeox},     {"qwen2moe", RopeMode::kNeox},
+    {"gpt-oss", RopeMode::kNeox},   {"glm4", RopeMode::kNormal},
+    {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -355,6 +358,13 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.ffn_activation = FfnActivation::kSwiGluOai;
     LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, -1));
     return SetWindowedLayers(file, c, [](int64_t l) { return l % 2 == 0; });
+  }
+  if (a == "glm4") {
+    // llama.cpp's glm4 graph: gemma2's post-norms on the attention and FFN outputs (before each residual
+    // add), otherwise llama's layers; the QKV bias and the [gate | up] ffn_up come with their tensors,
+    // partial rotary with rope.dimension_count.
+    c.post_norms = true;
+    return Status::Ok();
   }
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);

@@ -27,6 +27,9 @@
 //           layer's FFN experts with a biased router (the top expert_used_count logits, softmax over them)
 //           and biased gate/up/down with the clamped SwiGLU (alpha 1.702, limit 7); the FFN's pre-norm is
 //           named post_attention_norm
+//   glm4    GLM-4-0414 / GLM-Z1 (dense): QKV bias, a fused [gate | up] ffn_up (as phi3's), half of each
+//           head rotated (rope.dimension_count, interleaved pairs), gemma2's post-norms on the attention
+//           and FFN outputs (post_attention_norm, post_ffw_norm)
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files

@@ -235,8 +235,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const int64_t kv_dim = s.n_head_kv * head_dim;
   const bool olmo2 = a == "olmo2";  // no pre-norms; Q and K norms over the whole projection
   const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || olmo2;
-  const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2;
-  const bool fused = a == "phi3";  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them
+  const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";
+  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them (glm4: ffn_up only)
+  const bool fused = a == "phi3";
+  const bool fused_ffn = fused || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
   std::vector<PlannedTensor> t;
@@ -328,7 +330,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
         matrix(p + "ffn_up_shexp.weight", s.n_ff_shared, s.n_embd);
         matrix(p + "ffn_down_shexp.weight", s.n_embd, s.n_ff_shared, Role::kFfnDown);
       }
-    } else if (fused) {
+    } else if (fused_ffn) {
       matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
     } else {
       matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);

@@ -245,6 +245,17 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.tied_embeddings = false;
      }},
+    {"tiny-glm4",
+     [](ModelShape& s) {
+       // GLM-4-9B-0414: 32 heads, 2 KV heads, half of each head rotated, QKV bias, [gate | up], post-norms.
+       s = Tiny(s.name, "glm4");
+       Widths(s, 256, 16, 2, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.rope_dim = 8;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
     {"tiny-smollm3",
      [](ModelShape& s) {  // SmolLM3-3B: 16 heads, 4 KV heads, 36 layers of which every fourth has no RoPE
        s = Tiny(s.name, "smollm3");

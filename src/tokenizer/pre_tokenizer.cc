@@ -70,7 +70,7 @@ Result<PreTokenizerSpec> LookupPreTokenizer(std::string_view pre) {
     return spec;
   }
   if (is({"qwen2", "stablelm2", "deepseek-r1-qwen", "megrez"})) return Spec("qwen2", {kQwen2});
-  if (pre == "chatglm-bpe") return Spec("chatglm-bpe", {kLlama3});
+  if (is({"chatglm-bpe", "glm4"})) return Spec(std::string(pre), {kLlama3});  // GLM-4-0414 files: "glm4"
   if (pre == "deepseek-llm") {
     return Spec("deepseek-llm",
                 {"[\r\n]", kDeepSeekLetters,

@@ -93,6 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ReferenceCase{"tiny-phi4-mini", "f32", 1e-5, 21, 8e-4},
                       ReferenceCase{"tiny-phi4-mini", "bf16", 1e-5, 21, 8e-4},
                       ReferenceCase{"tiny-nemo", "f32", 1e-5, 21, 8e-4},
+                      ReferenceCase{"tiny-glm4", "f32", 1e-5, 21, 8e-4},
+                      ReferenceCase{"tiny-glm4", "q8_0", 5e-2, 21, 8e-4},
                       ReferenceCase{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4},
                       ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
     Name);

@@ -71,7 +71,7 @@ TEST(PreTokenizerTest, EveryKnownListCompilesAndCoversLongInput) {
   for (const char* name :
        {"default", "llama-bpe", "qwen2",       "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
         "refact",  "mpt",       "gpt-neox",    "smollm",       "dbrx",           "phi-2",  "tekken",
-        "bloom",   "viking",    "chatglm-bpe", "command-r",    "olmo",           "gpt-4o"}) {
+        "bloom",   "viking",    "chatglm-bpe", "glm4",         "command-r",      "olmo",   "gpt-4o"}) {
     const Words words = Split(name, text);
     std::string joined;
     for (const auto& w : words) {
