@@ -66,7 +66,8 @@ SHAPES = {
     "tiny-mixtral": ("llama.cpp", False),
     # gpt-oss: newer than llama.cpp c392e50.
     "tiny-gpt-oss": ("ik_llama.cpp", False),
-    "tiny-glm4": ("ik_llama.cpp", False),  # GLM-4-0414 came after llama.cpp c392e50
+    "tiny-glm4": ("ik_llama.cpp", False),  # GLM-4-0414 and ERNIE 4.5 came after llama.cpp c392e50
+    "tiny-ernie4.5": ("ik_llama.cpp", False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),

@@ -14,13 +14,11 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},   {"qwen2", RopeMode::kNeox},
-    {"qwen3", RopeMode::kNeox},     {"phi3", RopeMode::kNeox},
-    {"gemma2", RopeMode::kNeox},    {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},  {"smollm3", RopeMode::kNormal},
-    {"granite", RopeMode::kNormal}, {"granitemoe", RopeMode::kNormal},
-    {"olmo2", RopeMode::kNeox},     {"qwen2moe", RopeMode::kNeox},
-    {"gpt-oss", RopeMode::kNeox},   {"glm4", RopeMode::kNormal},
+    {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},      {"qwen3", RopeMode::kNeox},
+    {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},     {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal},  {"granite", RopeMode::kNormal},
+    {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},      {"qwen2moe", RopeMode::kNeox},
+    {"gpt-oss", RopeMode::kNeox},      {"ernie4_5", RopeMode::kNormal}, {"glm4", RopeMode::kNormal},
     {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
 };
 
@@ -369,7 +367,8 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);
-  return Status::Ok();  // qwen2, qwen2moe: nothing beyond the common keys and experts (bias: by tensor)
+  return Status::Ok();  // qwen2, qwen2moe, ernie4_5: nothing beyond the common keys and experts (bias: by
+                        // tensor)
 }
 
 }  // namespace lockstep

@@ -245,6 +245,14 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.tied_embeddings = false;
      }},
+    {"tiny-ernie4.5",
+     [](ModelShape& s) {  // ERNIE-4.5-0.3B: 16 heads, 2 KV heads, tied embeddings, RoPE base 500000
+       s = Tiny(s.name, "ernie4_5");
+       Widths(s, 256, 16, 2, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 500000.0f;
+     }},
     {"tiny-glm4",
      [](ModelShape& s) {
        // GLM-4-9B-0414: 32 heads, 2 KV heads, half of each head rotated, QKV bias, [gate | up], post-norms.
