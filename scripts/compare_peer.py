@@ -68,6 +68,9 @@ SHAPES = {
     "tiny-gpt-oss": ("ik_llama.cpp", False),
     "tiny-glm4": ("ik_llama.cpp", False),  # GLM-4-0414 and ERNIE 4.5 came after llama.cpp c392e50
     "tiny-ernie4.5": ("ik_llama.cpp", False),
+    "tiny-qwen2.5vl": ("ik_llama.cpp", False),  # the text of vision-language files
+    "tiny-qwen3vl": ("ik_llama.cpp", False),
+    "tiny-qwen3vlmoe": ("ik_llama.cpp", False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),

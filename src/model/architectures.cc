@@ -1,6 +1,7 @@
 #include "model/architectures.h"
 
 #include <cmath>
+#include <map>
 
 #include "tensor/dequantize.h"
 
@@ -41,7 +42,7 @@ constexpr UnsupportedMoe kUnsupportedMoe[] = {
     {"llama4", "shared experts and sigmoid routing"},
 };
 
-std::string Key(const ModelConfig& c, const char* suffix) { return c.architecture + "." + suffix; }
+std::string Key(const ModelConfig& c, const char* suffix) { return c.file_architecture + "." + suffix; }
 
 Status OutOfRangeKey(const GgufFile& file, const std::string& key, const std::string& why) {
   return InvalidArgument(file.path() + ": key '" + key + "' " + why);
@@ -273,6 +274,16 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
 }
 
 }  // namespace
+
+std::string TextArchitecture(const std::string& file_architecture) {
+  // Qwen2-VL / Qwen2.5-VL and Qwen3-VL: their text positions have the same value in every M-RoPE section,
+  // which makes M-RoPE (and Qwen3-VL's interleaved sections) the plain NeoX rotation; deepstack features
+  // join image tokens only.
+  static const std::map<std::string, std::string> kTextParts = {
+      {"qwen2vl", "qwen2"}, {"qwen3vl", "qwen3"}, {"qwen3vlmoe", "qwen3moe"}};
+  auto it = kTextParts.find(file_architecture);
+  return it == kTextParts.end() ? file_architecture : it->second;
+}
 
 std::vector<std::string> ArchitectureNames() {
   std::vector<std::string> names;

@@ -33,6 +33,8 @@
 //           and FFN outputs (post_attention_norm, post_ffw_norm)
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
+//   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and
+//           qwen3moe's layers (TextArchitecture below); text only
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
 // (deepseek2, olmoe, ...: more shared experts, other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.
@@ -49,6 +51,11 @@ namespace lockstep {
 
 // The names SupportedArchitectures() lists.
 std::vector<std::string> ArchitectureNames();
+
+// The architecture whose layers run a file of `file_architecture` (general.architecture): itself, or for
+// the text part of a vision-language model (its images need a projector lockstep does not run) the text
+// model's: qwen2vl -> qwen2, qwen3vl -> qwen3, qwen3vlmoe -> qwen3moe.
+std::string TextArchitecture(const std::string& file_architecture);
 
 // Checks that `c.architecture` is supported (Unimplemented naming the supported ones, or the mixture-of-
 // experts refusal) and sets its RoPE mode.

@@ -116,9 +116,9 @@ Result<LoraAdapter> LoraAdapter::FromGguf(const GgufFile& file, const GgufFile& 
     return InvalidArgument(where + "adapter.type is \"" + adapter_type + "\", expected \"lora\"");
   }
   LOCKSTEP_ASSIGN_OR_RETURN(const std::string arch, text("general.architecture"));
-  if (arch != config.architecture) {
+  if (arch != config.file_architecture) {
     return InvalidArgument(where + "general.architecture is \"" + arch + "\", the model's is \"" +
-                           config.architecture + "\"");
+                           config.file_architecture + "\"");
   }
   auto alpha = file.GetFloatOr("adapter.lora.alpha", 0.0);
   if (!alpha.ok()) return InvalidArgument(where + alpha.status().message());

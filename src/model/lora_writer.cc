@@ -55,7 +55,7 @@ Status WriteRandomLora(const GgufFile& model, const MakeLoraOptions& o, const st
   }
   LOCKSTEP_ASSIGN_OR_RETURN(const ModelConfig config, ModelConfig::FromGguf(model));
   GgufWriter writer;
-  writer.Set("general.architecture", GgufValue::String(config.architecture));
+  writer.Set("general.architecture", GgufValue::String(config.file_architecture));
   writer.Set("general.type", GgufValue::String("adapter"));
   writer.Set("general.name", GgufValue::String("lockstep random LoRA"));
   writer.Set("adapter.type", GgufValue::String("lora"));

@@ -9,6 +9,7 @@
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "model/architectures.h"
 #include "model/model_config.h"
 #include "tensor/dequantize.h"
 
@@ -229,7 +230,7 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
 std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
   if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
-  const std::string& a = s.architecture;
+  const std::string a = TextArchitecture(s.architecture);  // the layers' tensors
   const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
@@ -362,7 +363,8 @@ Status CopyVocabulary(const std::string& path, GgufWriter& writer, int64_t* n_vo
 
 void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w) {
   const ModelShape& s = o.shape;
-  const std::string& a = s.architecture;
+  const std::string& a = s.architecture;  // the keys' prefix
+  const std::string family = TextArchitecture(a);
   const int64_t head_dim = HeadDim(s);
   w.Set("general.architecture", GgufValue::String(a));
   // No shape in general.name: llama.cpp keys vocabulary rules on it (a "phi3" there makes it look up
@@ -409,13 +411,22 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (a == "qwen3moe" || a == "qwen2moe" || a == "gpt-oss") {
+    if (family == "qwen3moe" || a == "qwen2moe" || a == "gpt-oss") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
     if (s.n_ff_shared > 0) {
       w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(s.n_ff_shared)));
     }
+  }
+  if (a != family) {  // a vision-language file's text: M-RoPE sections (t, h, w, unused) of the rotated pairs
+    // in Qwen2-VL's proportions 16:24:24 (Qwen3-VL's interleaved 24:20:20 for qwen3vl*), and Qwen3-VL's
+    // three deepstack layers, which only images reach.
+    const int64_t pairs = RopeDim(s) / 2, t = family == "qwen2" ? pairs / 4 : pairs / 2;
+    const std::vector<int32_t> sections = {int32_t(t), int32_t((pairs - t) / 2),
+                                           int32_t(pairs - t - (pairs - t) / 2), 0};
+    w.Set(a + ".rope.dimension_sections", GgufValue::Int32Array(sections));
+    if (family != "qwen2") w.Set(a + ".n_deepstack_layers", GgufValue::Uint32(3));
   }
   if (a == "bert") {  // an encoder: LayerNorm epsilon, bidirectional, CLS pooling (as bge's files)
     w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
@@ -560,9 +571,9 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   // must fit then (llama.cpp would go on to f16).
   const TensorType checked = IsKQuant(o.type) ? KQuantFallback(o.type) : o.type;
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
+  const std::string family = TextArchitecture(s.architecture);
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
-      ((s.architecture == "qwen3moe" || s.architecture == "qwen2moe" || s.architecture == "gpt-oss") &&
-       s.n_expert == 0) ||
+      ((family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss") && s.n_expert == 0) ||
       (s.architecture == "qwen2moe") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }

@@ -177,9 +177,10 @@ std::vector<float> Llama3RopeFreqFactors(int64_t rope_dim, float freq_base, floa
 
 Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   ModelConfig c;
-  LOCKSTEP_ASSIGN_OR_RETURN(c.architecture, file.GetString("general.architecture"));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.file_architecture, file.GetString("general.architecture"));
+  c.architecture = TextArchitecture(c.file_architecture);
   LOCKSTEP_RETURN_IF_ERROR(CheckArchitecture(file, c));
-  const std::string& a = c.architecture;
+  const std::string& a = c.file_architecture;
   LOCKSTEP_ASSIGN_OR_RETURN(c.name, file.GetStringOr("general.name", ""));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ctx_train, file.GetInt(a + ".context_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
@@ -253,7 +254,9 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
 
 std::string ModelConfig::Summary() const {
   std::ostringstream out;
-  out << architecture << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd " << n_embd
+  out << file_architecture;
+  if (file_architecture != architecture) out << " (text only, " << architecture << "'s layers)";
+  out << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd " << n_embd
       << ", n_layer " << n_layer << ", n_ff " << n_ff << ", n_head " << n_head << ", n_head_kv " << n_head_kv
       << ", head_dim " << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal")
       << " base " << rope_freq_base << " dim " << rope_dim;

@@ -59,17 +59,20 @@ enum class Pooling { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
 const char* PoolingName(Pooling pooling);
 
 struct ModelConfig {
-  std::string architecture;  // one of SupportedArchitectures()
-  std::string name;          // general.name, if any
-  int64_t n_vocab = 0;       // rows of token_embd
-  int64_t n_ctx_train = 0;   // <arch>.context_length
-  int64_t n_embd = 0;        // <arch>.embedding_length
-  int64_t n_layer = 0;       // <arch>.block_count
-  int64_t n_ff = 0;          // <arch>.feed_forward_length
-  int64_t n_head = 0;        // <arch>.attention.head_count
-  int64_t n_head_kv = 0;     // <arch>.attention.head_count_kv (default n_head)
-  int64_t head_dim = 0;      // <arch>.attention.key_length (default n_embd / n_head)
-  float rms_eps = 1e-5f;     // <arch>.attention.layer_norm_rms_epsilon (bert: layer_norm_epsilon)
+  std::string architecture;  // one of SupportedArchitectures(): the layers lockstep runs
+  // general.architecture as the file writes it, the prefix of its keys ("<arch>.*" below): `architecture`
+  // but for the text part of a vision-language file (TextArchitecture in model/architectures.h).
+  std::string file_architecture;
+  std::string name;         // general.name, if any
+  int64_t n_vocab = 0;      // rows of token_embd
+  int64_t n_ctx_train = 0;  // <arch>.context_length
+  int64_t n_embd = 0;       // <arch>.embedding_length
+  int64_t n_layer = 0;      // <arch>.block_count
+  int64_t n_ff = 0;         // <arch>.feed_forward_length
+  int64_t n_head = 0;       // <arch>.attention.head_count
+  int64_t n_head_kv = 0;    // <arch>.attention.head_count_kv (default n_head)
+  int64_t head_dim = 0;     // <arch>.attention.key_length (default n_embd / n_head)
+  float rms_eps = 1e-5f;    // <arch>.attention.layer_norm_rms_epsilon (bert: layer_norm_epsilon)
   // <arch>.attention.causal: false for `bert` alone (a bidirectional encoder, model/bert_encoder.h: every
   // token of a sequence attends to all of it, so a sequence is computed whole, in one forward pass).
   bool causal = true;

@@ -245,6 +245,25 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.tied_embeddings = false;
      }},
+    {"tiny-qwen2.5vl",
+     [](ModelShape& s) {  // Qwen2.5-VL-3B's text: qwen2's layers (QKV bias), 16 heads, 2 KV heads
+       s = Tiny(s.name, "qwen2vl");
+       Widths(s, 256, 16, 2, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.rope_freq_base = 1000000.0f;
+     }},
+    {"tiny-qwen3vl",
+     [](ModelShape& s) {  // Qwen3-VL-8B's text: qwen3's layers (Q/K norms), 32 heads, 8 KV heads
+       s = Tiny(s.name, "qwen3vl");
+       Widths(s, 256, 16, 4, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 5000000.0f;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-ernie4.5",
      [](ModelShape& s) {  // ERNIE-4.5-0.3B: 16 heads, 2 KV heads, tied embeddings, RoPE base 500000
        s = Tiny(s.name, "ernie4_5");
@@ -317,6 +336,11 @@ constexpr ShapeEntry kShapes[] = {
        s.sliding_window = 40;
      }},
     {"tiny-qwen3moe", TinyQwen3Moe},
+    {"tiny-qwen3vlmoe",
+     [](ModelShape& s) {  // Qwen3-VL-30B-A3B's text: tiny-qwen3moe under the vision-language name
+       TinyQwen3Moe(s);
+       s.architecture = "qwen3vlmoe";
+     }},
     {"tiny-qwen2moe", TinyQwen2Moe},
     {"tiny-mixtral",
      [](ModelShape& s) {  // Mixtral 8x7B: llama with experts (2 used); 32 heads of 16, 8 KV heads

@@ -157,7 +157,7 @@ class Server::Impl {
       ctx.model_ids.push_back(std::filesystem::path(options_.model_path).stem().string());
     ctx.model_id = ctx.model_ids.front();
     ctx.model_path = options_.model_path;
-    ctx.architecture = engine_->model_config().architecture;
+    ctx.architecture = engine_->model_config().file_architecture;
     ctx.dtype = "gguf";
     ctx.max_context = engine_->max_context();
     if (engine_->kv_capacity_tokens() < ctx.max_context) {

@@ -58,6 +58,21 @@ TEST(Architectures, Qwen3) {
   EXPECT_EQ(c.WidestWindow(), 0);
 }
 
+// The text of vision-language files: their own key prefix, the text model's layers.
+TEST(Architectures, VisionLanguageFilesRunTheirText) {
+  const ModelConfig q3 = Config("tiny-qwen3vl");
+  EXPECT_EQ(q3.file_architecture, "qwen3vl");
+  EXPECT_EQ(q3.architecture, "qwen3");
+  EXPECT_EQ(q3.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_NE(q3.Summary().find("qwen3vl (text only, qwen3's layers)"), std::string::npos) << q3.Summary();
+  const ModelConfig q2 = Config("tiny-qwen2.5vl");
+  EXPECT_EQ(q2.architecture, "qwen2");
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FLOAT_EQ(q2.rope_freq_base, 1000000.0f);  // read from qwen2vl.rope.freq_base
+  EXPECT_EQ(Config("tiny-qwen3").file_architecture, "qwen3");
+}
+
 TEST(Architectures, Gemma2) {
   const ModelConfig c = Config("tiny-gemma2");
   EXPECT_TRUE(c.post_norms && c.scale_embeddings && !c.qk_norm);
