@@ -71,6 +71,9 @@ SHAPES = {
     "tiny-qwen2.5vl": ("ik_llama.cpp", False),  # the text of vision-language files
     "tiny-qwen3vl": ("ik_llama.cpp", False),
     "tiny-qwen3vlmoe": ("ik_llama.cpp", False),
+    # mistral3 without YaRN or temperature: ik_llama.cpp 8337e4cd3 keeps ggml's YaRN magnitude where
+    # transformers (and llama.cpp since its PR 17945) cancel it, and takes the temperature at position + 1.
+    "tiny-mistral3": ("ik_llama.cpp", False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),

@@ -19,8 +19,8 @@ constexpr ArchInfo kArchitectures[] = {
     {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},     {"gemma3", RopeMode::kNeox},
     {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal},  {"granite", RopeMode::kNormal},
     {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},      {"qwen2moe", RopeMode::kNeox},
-    {"gpt-oss", RopeMode::kNeox},      {"ernie4_5", RopeMode::kNormal}, {"glm4", RopeMode::kNormal},
-    {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
+    {"gpt-oss", RopeMode::kNeox},      {"ernie4_5", RopeMode::kNormal}, {"mistral3", RopeMode::kNormal},
+    {"glm4", RopeMode::kNormal},       {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -183,6 +183,29 @@ Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
   return Status::Ok();
 }
 
+// Mistral 3 (Ministral 3, and the newer conversions of Mistral Small 3.x, Magistral, Devstral): llama's
+// layers; Ministral 3 adds YaRN (read with the rope keys) and Llama 4's query temperature, whose length is
+// attention.temperature_length or else the YaRN original context (llama.cpp's n_ctx_orig_yarn: the key, or
+// the training context).
+Status ApplyMistral3(const GgufFile& file, ModelConfig& c) {
+  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 0));
+  for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+  const std::string scale_key = Key(c, "attention.temperature_scale");
+  LOCKSTEP_ASSIGN_OR_RETURN(double scale, file.GetFloatOr(scale_key, 0.0));
+  if (!(scale >= 0) || !std::isfinite(scale))
+    return OutOfRangeKey(file, scale_key, "must be finite and >= 0");
+  c.attn_temperature_scale = float(scale);
+  if (scale == 0) return Status::Ok();
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t orig,
+                            file.GetIntOr(Key(c, "rope.scaling.original_context_length"), c.n_ctx_train));
+  const std::string length_key = Key(c, "attention.temperature_length");
+  LOCKSTEP_ASSIGN_OR_RETURN(c.attn_temperature_length, file.GetIntOr(length_key, orig));
+  if (c.attn_temperature_length <= 0 || c.attn_temperature_length > (int64_t{1} << 30)) {
+    return OutOfRangeKey(file, length_key, "(or the original context length) must be in 1..2^30");
+  }
+  return Status::Ok();
+}
+
 // Granite 3.x: llama's layers with four multipliers (llama.cpp reads each as 0 = none when absent; a file
 // from its converter carries all four).
 Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
@@ -333,6 +356,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
     return Status::Ok();
   }
+  if (a == "mistral3") return ApplyMistral3(file, c);
   if (a == "granite" || a == "granitemoe") return ApplyGranite(file, c);
   if (a == "bert") {  // model/bert_encoder.h: LayerNorm post-norms, GELU, biases, no RoPE
     for (LayerAttention& layer : c.layers) layer.rope = false;

@@ -27,6 +27,10 @@
 //           layer's FFN experts with a biased router (the top expert_used_count logits, softmax over them)
 //           and biased gate/up/down with the clamped SwiGLU (alpha 1.702, limit 7); the FFN's pre-norm is
 //           named post_attention_norm
+//   mistral3  Ministral 3, newer conversions of Mistral Small 3.x / Magistral / Devstral: llama's layers,
+//           with YaRN whose magnitude follows rope.scaling.yarn_log_multiplier (transformers'
+//           mscale_all_dim) and Llama 4's query temperature (attention.temperature_scale; QueryTemperature
+//           in model/rope.h)
 //   ernie4_5  ERNIE-4.5-0.3B (dense): llama's layers under another name (llama.cpp's graph for it is llama's)
 //   glm4    GLM-4-0414 / GLM-Z1 (dense): QKV bias, a fused [gate | up] ffn_up (as phi3's), half of each
 //           head rotated (rope.dimension_count, interleaved pairs), gemma2's post-norms on the attention

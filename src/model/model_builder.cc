@@ -395,6 +395,9 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".attention.scale", GgufValue::Float32(s.granite_attention_scale));
     w.Set(a + ".logit_scale", GgufValue::Float32(s.granite_logit_scale));
   }
+  if (s.attn_temperature_scale > 0) {
+    w.Set(a + ".attention.temperature_scale", GgufValue::Float32(s.attn_temperature_scale));
+  }
   if (a == "gemma2") {
     w.Set(a + ".attn_logit_softcapping", GgufValue::Float32(s.attn_softcap));
     w.Set(a + ".final_logit_softcapping", GgufValue::Float32(s.final_softcap));
@@ -403,6 +406,8 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".rope.scaling.type", GgufValue::String("yarn"));
     w.Set(a + ".rope.scaling.factor", GgufValue::Float32(s.yarn_factor));
     w.Set(a + ".rope.scaling.original_context_length", GgufValue::Uint32(uint32_t(s.yarn_original_ctx)));
+    if (s.yarn_log_mul > 0)
+      w.Set(a + ".rope.scaling.yarn_log_multiplier", GgufValue::Float32(s.yarn_log_mul));
   }
   if (s.rope_linear_factor > 0) {
     w.Set(a + ".rope.scaling.type", GgufValue::String("linear"));

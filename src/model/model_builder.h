@@ -45,6 +45,8 @@ struct ModelShape {
   // rope.scaling.type yarn with this factor and original_context_length (gpt-oss); factor 0 = none.
   float yarn_factor = 0;
   int64_t yarn_original_ctx = 4096;
+  float yarn_log_mul = 0;            // written as rope.scaling.yarn_log_multiplier when > 0 (Ministral 3: 1)
+  float attn_temperature_scale = 0;  // mistral3: attention.temperature_scale when > 0
   // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite and
   // granitemoe only).
   float granite_embedding_scale = 0;
@@ -89,9 +91,10 @@ struct ModelShape {
 // tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
-// tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-ernie4.5, tiny-qwen2.5vl, tiny-qwen3vl, tiny-qwen3vlmoe: real head counts, GQA ratios and window patterns,
-// tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and
-// a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
+// tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-ernie4.5, tiny-qwen2.5vl, tiny-qwen3vl,
+// tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3: real head counts, GQA ratios and window patterns, tiny
+// widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a
+// rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
 // tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter
 // of its width, 64 experts: for benchmarks of the expert products), small-qwen2moe (likewise
 // Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's plan at a fifth of its width),

@@ -81,7 +81,8 @@ Status ParseRopeScaling(const GgufFile& file, const std::string& arch, ModelConf
     };
     for (const YarnKey& k : {YarnKey{"yarn_ext_factor", &config.yarn_ext_factor},
                              YarnKey{"yarn_beta_fast", &config.yarn_beta_fast},
-                             YarnKey{"yarn_beta_slow", &config.yarn_beta_slow}}) {
+                             YarnKey{"yarn_beta_slow", &config.yarn_beta_slow},
+                             YarnKey{"yarn_log_multiplier", &config.yarn_log_mul}}) {
       LOCKSTEP_ASSIGN_OR_RETURN(double value, file.GetFloatOr(prefix + k.suffix, double(*k.value)));
       if (!(value >= 0) || !std::isfinite(value)) {
         return InvalidArgument(file.path() + ": '" + prefix + k.suffix + "' must be a finite number >= 0");
@@ -256,10 +257,10 @@ std::string ModelConfig::Summary() const {
   std::ostringstream out;
   out << file_architecture;
   if (file_architecture != architecture) out << " (text only, " << architecture << "'s layers)";
-  out << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd " << n_embd
-      << ", n_layer " << n_layer << ", n_ff " << n_ff << ", n_head " << n_head << ", n_head_kv " << n_head_kv
-      << ", head_dim " << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal")
-      << " base " << rope_freq_base << " dim " << rope_dim;
+  out << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd " << n_embd << ", n_layer "
+      << n_layer << ", n_ff " << n_ff << ", n_head " << n_head << ", n_head_kv " << n_head_kv << ", head_dim "
+      << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal") << " base "
+      << rope_freq_base << " dim " << rope_dim;
   if (rope_scaling == RopeScaling::kLinear) out << " linear x" << rope_scale_factor;
   if (rope_scaling == RopeScaling::kYarn) {
     out << " yarn x" << rope_scale_factor << " from " << rope_orig_ctx << " (beta " << yarn_beta_fast << "/"

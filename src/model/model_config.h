@@ -98,8 +98,18 @@ struct ModelConfig {
   float rope_attn_factor = 1;
   // yarn: <arch>.rope.scaling.yarn_{ext_factor,beta_fast,beta_slow} (llama.cpp's defaults 1, 32, 1).
   float yarn_ext_factor = 1;
+  // yarn: <arch>.rope.scaling.yarn_log_multiplier, transformers' mscale_all_dim (0 when absent): YaRN's
+  // magnitude is then get_mscale(factor) / get_mscale(factor, it), get_mscale(f, m) = 1 + 0.1 m ln f, as
+  // transformers computes attention_factor and llama.cpp since its PR 17945 (Ministral 3 writes 1: none).
   float yarn_beta_fast = 32;
   float yarn_beta_slow = 1;
+  float yarn_log_mul = 0;
+  // Llama 4's query temperature (mistral3: <arch>.attention.temperature_scale beta, 0 = none): every query
+  // is multiplied, after RoPE, by 1 + beta ln(1 + floor(position / attn_temperature_length)), the length
+  // <arch>.attention.temperature_length or rope.scaling.original_context_length (QueryTemperature,
+  // model/rope.h).
+  float attn_temperature_scale = 0;
+  int64_t attn_temperature_length = 0;
 
   // ---- Architecture differences (model/architectures.cc sets them; model/transformer.cc applies them).
   // qwen3, gemma3: RMSNorm (rms_eps) of every head of Q and of K with attn_q_norm / attn_k_norm [head_dim],

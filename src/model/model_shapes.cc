@@ -264,6 +264,31 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
        s.tied_embeddings = false;
      }},
+    {"tiny-ministral3",
+     [](ModelShape& s) {
+       // Ministral 3 8B: 32 heads, 8 KV heads, YaRN factor 16 without its magnitude (yarn_log_multiplier 1)
+       // and Llama 4's query temperature 0.1; an original context of 32 so that the temperature steps
+       // (and YaRN interpolates) within a test's positions.
+       s = Tiny(s.name, "mistral3");
+       Widths(s, 256, 16, 4, 16, 512);  // heads of 16: see TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.yarn_factor = 16;
+       s.yarn_original_ctx = 32;
+       s.yarn_log_mul = 1;
+       s.attn_temperature_scale = 0.1f;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-mistral3",
+     [](ModelShape& s) {  // Mistral Small 3.2 as newer llama.cpp converts it: llama's layers, no YaRN
+       s = Tiny(s.name, "mistral3");
+       Widths(s, 256, 16, 4, 16, 512);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-ernie4.5",
      [](ModelShape& s) {  // ERNIE-4.5-0.3B: 16 heads, 2 KV heads, tied embeddings, RoPE base 500000
        s = Tiny(s.name, "ernie4_5");

@@ -34,8 +34,11 @@ Rope::Rope(const ModelConfig& config, Kind kind)
     corr = YarnCorrectionDims(config.rope_dim, config.rope_orig_ctx, float(base), config.yarn_beta_fast,
                               config.yarn_beta_slow);
     // YaRN's magnitude correction, only when it extrapolates at all (ggml: ext_factor != 0).
+    // transformers' get_mscale(factor) / get_mscale(factor, mscale_all_dim); ggml's rope applies the
+    // first, llama.cpp passes the rest in its attention factor (yarn_attn_factor_adjust).
     if (config.yarn_ext_factor != 0) {
-      attn_factor_ *= 1.0f + 0.1f * std::log(1.0f / float(freq_scale));
+      const float log_factor = std::log(1.0f / float(freq_scale));
+      attn_factor_ *= (1.0f + 0.1f * log_factor) / (1.0f + 0.1f * config.yarn_log_mul * log_factor);
     }
   }
   inv_freq_.resize(pairs);
@@ -52,6 +55,12 @@ Rope::Rope(const ModelConfig& config, Kind kind)
     }
     inv_freq_[i] = theta;
   }
+}
+
+float QueryTemperature(const ModelConfig& config, int32_t position) {
+  if (config.attn_temperature_scale == 0) return 1.0f;
+  const double steps = std::floor(double(position) / double(config.attn_temperature_length));
+  return float(1.0 + double(config.attn_temperature_scale) * std::log1p(steps));
 }
 
 void Rope::Angles(int32_t position, float* cos_sin) const {

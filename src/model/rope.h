@@ -3,7 +3,8 @@
 // or longrope scaling, positions divided by the linear scale factor), cos and sin times rope_attn_factor
 // (longrope). Pairing per RopeMode (model/model_config.h); the dims past rope_dim (partial rotary) stay.
 // YaRN (RopeScaling::kYarn, as ggml's rope computes it): pair i's theta is mixed from theta / factor and
-// theta by YaRN's ramp over YarnCorrectionDims, and cos/sin are also scaled by 1 + 0.1 ln factor.
+// theta by YaRN's ramp over YarnCorrectionDims, and cos/sin are also scaled by YaRN's magnitude,
+// (1 + 0.1 ln factor) / (1 + 0.1 yarn_log_mul ln factor).
 // The local Rope of a config (Gemma 3's local layers): base rope_freq_base_local, no scaling of any kind.
 // Rope is immutable after construction; Apply (the rotation is the kernel table's, tensor/rope_kernels.h) is
 // safe from any thread with its own `cos_sin` scratch.
@@ -22,6 +23,10 @@ namespace lockstep {
 // the second are interpolated (theta / factor), those between are ramped; in f32 as ggml.
 std::array<float, 2> YarnCorrectionDims(int64_t rope_dim, int64_t orig_ctx, float freq_base, float beta_fast,
                                         float beta_slow);
+
+// Llama 4's query temperature at `position` (ModelConfig::attn_temperature_scale; 1 when it is 0):
+// 1 + beta ln(1 + floor(position / attn_temperature_length)), as transformers' Ministral 3 computes it.
+float QueryTemperature(const ModelConfig& config, int32_t position);
 
 class Rope {
  public:

@@ -276,6 +276,10 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     }
     if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
     if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
+    if (c.attn_temperature_scale != 0) {  // mistral3: Llama 4's temperature, by position
+      const float t = QueryTemperature(c, batch.rows[r].position);
+      for (int64_t i = 0; i < q_dim; ++i) q[i] *= t;
+    }
   };
   ForEachRow(
       pool, rows,

@@ -52,7 +52,7 @@ double Tolerance(const std::string& shape) {
       {"tiny-gemma2", 1.5e-3},  {"tiny-qwen3", 3e-4},        {"tiny-qwen3moe", 3e-4},
       {"tiny-gemma3", 3e-4},    {"tiny-smollm3", 3e-4},      {"tiny-gpt-oss", 1e-4},
       {"tiny-glm4", 1.5e-4},    {"tiny-ernie4.5", 4e-4},     {"tiny-qwen2.5vl", 2e-4},
-      {"tiny-qwen3vl", 4.5e-4}, {"tiny-qwen3vlmoe", 6.5e-4},
+      {"tiny-qwen3vl", 4.5e-4}, {"tiny-qwen3vlmoe", 6.5e-4}, {"tiny-mistral3", 2.5e-4},
   };
   auto it = tolerances.find(shape);
   return it == tolerances.end() ? 1.2e-5 : it->second;

@@ -63,7 +63,9 @@ void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t
   };
   const double low = yarn ? std::max(0.0, std::floor(corr_dim(c.yarn_beta_fast))) : 0;
   const double high = yarn ? std::min(double(c.rope_dim - 1), std::ceil(corr_dim(c.yarn_beta_slow))) : 0;
-  if (yarn) mscale *= 1 + 0.1 * std::log(double(c.rope_scale_factor));
+  // transformers' attention_factor: get_mscale(factor) / get_mscale(factor, mscale_all_dim).
+  const double ln_factor = std::log(double(c.rope_scale_factor));
+  if (yarn) mscale *= (1 + 0.1 * ln_factor) / (1 + 0.1 * c.yarn_log_mul * ln_factor);
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < half; ++i) {
       double freq = std::pow(base, -2.0 * i / c.rope_dim);
@@ -289,6 +291,10 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       if (c.layers[l].rope) {
         Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
         Rotate(k[t], c.n_head_kv, c, int64_t(t), c.layers[l].local_rope);
+      }
+      if (c.attn_temperature_scale != 0) {  // Llama 4's (Ministral 3's) query temperature
+        const double steps = std::floor(double(t) / double(c.attn_temperature_length));
+        for (double& x : q[t]) x *= 1 + c.attn_temperature_scale * std::log(1 + steps);
       }
     }
     for (size_t t = 0; t < n; ++t) {

@@ -67,36 +67,36 @@ TEST_P(ReferenceTest, FastPathMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, ReferenceTest,
-    ::testing::Values(ReferenceCase{"tiny", "f32", 1e-5}, ReferenceCase{"tiny", "f16", 1e-5},
-                      ReferenceCase{"tiny", "bf16", 1e-5}, ReferenceCase{"tiny", "q8_0", 1.5e-2},
-                      ReferenceCase{"tiny", "q4_0", 1.5e-2}, ReferenceCase{"tiny-qwen2", "f32", 1e-5},
-                      ReferenceCase{"tiny-qwen2", "f16", 1e-5}, ReferenceCase{"tiny-qwen2", "bf16", 1e-5},
-                      ReferenceCase{"tiny-qwen2", "q8_0", 1.5e-2},
-                      ReferenceCase{"tiny-qwen2", "q4_0", 1.5e-2},
-                      // K-quants need rows of 256: tiny-256 (q4_k_m mixes q4_K and q6_K matrices, q4_k_s q4_K
-                      // and q5_K, q5_k_m q5_K and q6_K). Its
-                      // logits carry more activation-quantization error (q8_0 there: 2.2-2.8% seen).
-                      ReferenceCase{"tiny-256", "q4_k", 4e-2}, ReferenceCase{"tiny-256", "q6_k", 4e-2},
-                      ReferenceCase{"tiny-256", "q4_k_m", 4e-2}, ReferenceCase{"tiny-256", "q5_k", 4e-2},
-                      ReferenceCase{"tiny-256", "q5_k_m", 4e-2}, ReferenceCase{"tiny-256", "q4_k_s", 4e-2},
-                      // One shape per architecture difference (model/architectures.h), 26 layers for
-                      // Gemma 2: their errors grow more through the layers (f16 KV up to 1.1e-3, q8_0 /
-                      // q4_0 activations 2.7-6.7% seen).
-                      ReferenceCase{"tiny-qwen3", "f32", 1e-5}, ReferenceCase{"tiny-qwen3", "q8_0", 5e-2},
-                      ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
-                      ReferenceCase{"tiny-gemma2", "q8_0", 8e-2, 90, 1.5e-3},
-                      ReferenceCase{"tiny-gemma3", "f32", 1e-5, 90, 2e-3},
-                      ReferenceCase{"tiny-gemma3", "q4_0", 1e-1, 90, 2e-3},
-                      ReferenceCase{"tiny-phi3", "f32", 1e-5, 90, 8e-4},
-                      ReferenceCase{"tiny-phi3", "q8_0", 5e-2, 90, 8e-4},
-                      ReferenceCase{"tiny-phi3.5", "f32", 1e-5, 21, 8e-4},
-                      ReferenceCase{"tiny-phi4-mini", "f32", 1e-5, 21, 8e-4},
-                      ReferenceCase{"tiny-phi4-mini", "bf16", 1e-5, 21, 8e-4},
-                      ReferenceCase{"tiny-nemo", "f32", 1e-5, 21, 8e-4},
-                      ReferenceCase{"tiny-glm4", "f32", 1e-5, 21, 8e-4},
-                      ReferenceCase{"tiny-glm4", "q8_0", 5e-2, 21, 8e-4},
-                      ReferenceCase{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4},
-                      ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
+    ::testing::Values(
+        ReferenceCase{"tiny", "f32", 1e-5}, ReferenceCase{"tiny", "f16", 1e-5},
+        ReferenceCase{"tiny", "bf16", 1e-5}, ReferenceCase{"tiny", "q8_0", 1.5e-2},
+        ReferenceCase{"tiny", "q4_0", 1.5e-2}, ReferenceCase{"tiny-qwen2", "f32", 1e-5},
+        ReferenceCase{"tiny-qwen2", "f16", 1e-5}, ReferenceCase{"tiny-qwen2", "bf16", 1e-5},
+        ReferenceCase{"tiny-qwen2", "q8_0", 1.5e-2}, ReferenceCase{"tiny-qwen2", "q4_0", 1.5e-2},
+        // K-quants need rows of 256: tiny-256 (q4_k_m mixes q4_K and q6_K matrices, q4_k_s q4_K
+        // and q5_K, q5_k_m q5_K and q6_K). Its
+        // logits carry more activation-quantization error (q8_0 there: 2.2-2.8% seen).
+        ReferenceCase{"tiny-256", "q4_k", 4e-2}, ReferenceCase{"tiny-256", "q6_k", 4e-2},
+        ReferenceCase{"tiny-256", "q4_k_m", 4e-2}, ReferenceCase{"tiny-256", "q5_k", 4e-2},
+        ReferenceCase{"tiny-256", "q5_k_m", 4e-2}, ReferenceCase{"tiny-256", "q4_k_s", 4e-2},
+        // One shape per architecture difference (model/architectures.h), 26 layers for
+        // Gemma 2: their errors grow more through the layers (f16 KV up to 1.1e-3, q8_0 /
+        // q4_0 activations 2.7-6.7% seen).
+        ReferenceCase{"tiny-qwen3", "f32", 1e-5}, ReferenceCase{"tiny-qwen3", "q8_0", 5e-2},
+        ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
+        ReferenceCase{"tiny-gemma2", "q8_0", 8e-2, 90, 1.5e-3},
+        ReferenceCase{"tiny-gemma3", "f32", 1e-5, 90, 2e-3},
+        ReferenceCase{"tiny-gemma3", "q4_0", 1e-1, 90, 2e-3},
+        ReferenceCase{"tiny-phi3", "f32", 1e-5, 90, 8e-4}, ReferenceCase{"tiny-phi3", "q8_0", 5e-2, 90, 8e-4},
+        ReferenceCase{"tiny-phi3.5", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-phi4-mini", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-phi4-mini", "bf16", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-nemo", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-glm4", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-ministral3", "f32", 1e-5, 90, 8e-4},
+        ReferenceCase{"tiny-ministral3", "q4_0", 1e-1, 90, 8e-4},
+        ReferenceCase{"tiny-glm4", "q8_0", 5e-2, 21, 8e-4},
+        ReferenceCase{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4},
+        ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
     Name);
 
 // Mixtures of experts: routing, the experts' 3-D tensors, every weight type (K-quant gate/up experts: rows of

@@ -107,5 +107,41 @@ TEST(Rope, YarnMatchesItsFormula) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(yarn[i], scaled[i], 1e-6) << i;
 }
 
+// transformers' attention_factor: get_mscale(16) / get_mscale(16, mscale_all_dim); Ministral 3's 1 cancels
+// it.
+TEST(Rope, YarnLogMultiplierDividesTheMagnitude) {
+  ModelConfig c = Config(RopeMode::kNormal);
+  c.rope_scaling = RopeScaling::kYarn;
+  c.rope_scale_factor = 16;
+  c.rope_orig_ctx = 32;
+  for (float log_mul : {0.0f, 1.0f, 0.707f}) {
+    c.yarn_log_mul = log_mul;
+    const Rope rope(c);
+    std::vector<float> cs(2 * rope.pairs());
+    rope.Angles(5, cs.data());
+    const double expected = (1 + 0.1 * std::log(16.0)) / (1 + 0.1 * log_mul * std::log(16.0));
+    for (int64_t i = 0; i < rope.pairs(); ++i) {
+      EXPECT_NEAR(std::hypot(cs[2 * i], cs[2 * i + 1]), expected, 1e-6) << log_mul << " " << i;
+    }
+  }
+}
+
+// Llama 4's query temperature as transformers' Ministral 3 takes it: floor(position / length), so the first
+// step is at position `length` itself (ik_llama.cpp's position + 1 would take it one earlier).
+TEST(Rope, QueryTemperatureStepsAtMultiplesOfItsLength) {
+  ModelConfig c;
+  EXPECT_EQ(QueryTemperature(c, 100000), 1.0f);  // no temperature
+  c.attn_temperature_scale = 0.1f;
+  c.attn_temperature_length = 32;
+  EXPECT_EQ(QueryTemperature(c, 0), 1.0f);
+  EXPECT_EQ(QueryTemperature(c, 31), 1.0f);
+  EXPECT_FLOAT_EQ(QueryTemperature(c, 32), float(1 + 0.1 * std::log(2.0)));
+  EXPECT_FLOAT_EQ(QueryTemperature(c, 63), float(1 + 0.1 * std::log(2.0)));
+  EXPECT_FLOAT_EQ(QueryTemperature(c, 64), float(1 + 0.1 * std::log(3.0)));
+  c.attn_temperature_length = 16384;  // Ministral 3's: about 1.069 from 16384, 1.22 from 131072
+  EXPECT_NEAR(QueryTemperature(c, 16384), 1.0693, 1e-4);
+  EXPECT_NEAR(QueryTemperature(c, 131072), 1.2197, 1e-4);
+}
+
 }  // namespace
 }  // namespace lockstep
