@@ -1,7 +1,7 @@
-// Chat templates with tools: the real templates of Llama 3.1, Qwen2.5, Mistral Nemo, Qwen3-Coder and Mistral
-// Small 3.2, given `tools` and conversations with assistant tool_calls and tool results, must render exactly
-// as the reference (Jinja2 with Hugging Face's settings; goldens made by
-// testdata/make_tool_template_goldens.py) and raise where it raises.
+// Chat templates with tools: the real templates of Llama 3.1, Qwen2.5, Mistral Nemo, Qwen3-Coder, Mistral
+// Small 3.2, DeepSeek V3.1, GLM-4.6, GLM-4.7-Flash and Kimi K2, given `tools` and conversations with
+// assistant tool_calls and tool results, must render exactly as the reference (Jinja2 with Hugging Face's
+// settings; goldens made by testdata/make_tool_template_goldens.py) and raise where it raises.
 // Key order matters (tojson prints it), so everything goes through ordered JSON.
 #include <gtest/gtest.h>
 
@@ -30,7 +30,7 @@ TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
     testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
-  EXPECT_EQ(checked, 40);
+  EXPECT_EQ(checked, 72);
 }
 
 TEST(ToolTemplateTest, NoToolsMeansToolsUndefined) {

@@ -21,7 +21,9 @@ def raise_exception(message):
 
 def environment():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+    # transformers' tojson: its keyword arguments are json.dumps's.
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = FIXED_NOW.strftime
     return env
