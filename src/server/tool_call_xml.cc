@@ -4,71 +4,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/request_fields.h"
+#include "server/tool_call_parts.h"
 
 namespace lockstep::server {
 namespace {
 
 using Ordered = nlohmann::ordered_json;
+using tool_parts::StartsWith;
+using tool_parts::TrimSpace;
 
 constexpr std::string_view kFunctionOpen = "<function=";
 constexpr std::string_view kFunctionClose = "</function>";
 constexpr std::string_view kParameterOpen = "<parameter=";
 constexpr std::string_view kParameterClose = "</parameter>";
-
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
-std::string_view TrimSpace(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \n\t\r");
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(" \n\t\r") - begin + 1);
-}
-
-// The JSON types the tool's schema allows for parameter `key` (properties.KEY.type, a name or a list of
-// names); empty when it names none.
-std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::string& key) {
-  std::vector<std::string> types;
-  if (!parameters.is_object()) return types;
-  const auto properties = parameters.find("properties");
-  if (properties == parameters.end() || !properties->is_object()) return types;
-  const auto property = properties->find(key);
-  if (property == properties->end() || !property->is_object()) return types;
-  const auto type = property->find("type");
-  if (type == property->end()) return types;
-  if (type->is_string()) types.push_back(type->get<std::string>());
-  if (type->is_array()) {
-    for (const Ordered& t : *type) {
-      if (t.is_string()) types.push_back(t.get<std::string>());
-    }
-  }
-  return types;
-}
-
-bool OfType(const Ordered& value, const std::string& type) {
-  if (type == "integer") return value.is_number_integer();
-  if (type == "number") return value.is_number();
-  if (type == "boolean") return value.is_boolean();
-  if (type == "object") return value.is_object();
-  if (type == "array") return value.is_array();
-  if (type == "null") return value.is_null();
-  return false;  // "string" and unknown names: the text itself
-}
-
-// A parameter's text as the schema's types read it: JSON of an allowed non-string type, else the text.
-Ordered TypedValue(std::string_view text, const std::vector<std::string>& types) {
-  std::string candidate(TrimSpace(text));
-  if (candidate == "True" || candidate == "False" || candidate == "None") {  // as Python prints them
-    candidate = candidate == "True" ? "true" : candidate == "False" ? "false" : "null";
-  }
-  if (!candidate.empty() && !NestsDeeperThan(candidate, kMaxJsonDepth)) {
-    const Ordered value = Ordered::parse(candidate, nullptr, /*allow_exceptions=*/false);
-    if (!value.is_discarded() &&
-        std::any_of(types.begin(), types.end(), [&](const std::string& t) { return OfType(value, t); })) {
-      return value;
-    }
-  }
-  return Ordered(std::string(text));
-}
 
 // The arguments of one <function=...> block's inside (its parameters); false when anything but
 // whitespace lies outside the parameter tags or a tag is unclosed.
@@ -86,7 +34,7 @@ bool ReadParameters(std::string_view inside, const Ordered& parameters, Ordered*
     std::string_view value = inside.substr(0, end);
     if (StartsWith(value, "\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    (*arguments)[key] = TypedValue(value, ParameterTypes(parameters, key));
+    (*arguments)[key] = tool_parts::TypedValue(value, tool_parts::ParameterTypes(parameters, key));
     if (end == std::string_view::npos) return true;
     inside.remove_prefix(end == close ? close + kParameterClose.size() : end);
     at = inside.find(kParameterOpen);
@@ -117,8 +65,7 @@ bool XmlToolCallsFrom(const ToolSpec& spec, std::string_view body, std::vector<T
                         &arguments)) {
       return false;
     }
-    // The model's text may hold bytes that are not UTF-8: replaced, as JSON text must be.
-    found.push_back({"", name, arguments.dump(-1, ' ', false, Ordered::error_handler_t::replace)});
+    found.push_back({"", name, tool_parts::ArgumentsText(arguments)});
     rest = close == std::string_view::npos ? std::string_view()
                                            : TrimSpace(rest.substr(close + kFunctionClose.size()));
   }

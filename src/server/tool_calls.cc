@@ -6,6 +6,10 @@
 #include "base/excerpt.h"
 #include "server/request_fields.h"
 #include "server/structured_fields.h"
+#include "server/tool_call_deepseek.h"
+#include "server/tool_call_glm.h"
+#include "server/tool_call_kimi.h"
+#include "server/tool_call_parts.h"
 #include "server/tool_call_xml.h"
 
 namespace lockstep::server {
@@ -20,7 +24,8 @@ constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
 constexpr std::string_view kMarkers[] = {kMistralCalls, "<|python_tag|>", kHermesOpen, "```"};
 // Markers that open the tool-call region wherever they appear (after prose), not only at the start.
-constexpr std::string_view kAnywhereMarkers[] = {kHermesOpen, kMistralCalls};
+constexpr std::string_view kAnywhereMarkers[] = {kHermesOpen, kMistralCalls, kDeepSeekCallsBegin,
+                                                 kDeepSeekCallBegin, kKimiSectionBegin};
 
 bool ValidName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
@@ -33,10 +38,7 @@ bool ValidName(const std::string& name) {
   return true;
 }
 
-size_t SkipSpace(std::string_view s, size_t p) {
-  while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t' || s[p] == '\r')) ++p;
-  return p;
-}
+using tool_parts::SkipSpace;
 
 // A named choice's arguments in its text: from its first to past its last non-space character; {size, size}
 // when it is only space.
@@ -44,29 +46,6 @@ std::pair<size_t, size_t> ArgumentsSpan(std::string_view text) {
   const size_t last = text.find_last_not_of(" \n\t\r");
   if (last == std::string_view::npos) return {text.size(), text.size()};
   return {SkipSpace(text, 0), last + 1};
-}
-
-// End of the JSON value starting at s[p] ('{' or '['), by bracket depth outside strings; npos if unclosed.
-size_t ValueEnd(std::string_view s, size_t p) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = p; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
 }
 
 // Rewrites local $refs of a schema embedded at `prefix` ("#/items/anyOf/0/properties/arguments").
@@ -110,7 +89,7 @@ bool CallsFrom(const ToolSpec& spec, std::string_view s, std::vector<ToolCall>* 
   if (p >= s.size()) return false;
   while (p < s.size()) {
     if (s[p] != '{' && s[p] != '[') return false;
-    const size_t end = ValueEnd(s, p);
+    const size_t end = tool_parts::JsonValueEnd(s, p);
     if (end == std::string_view::npos) return false;
     // The model's output, which no body check has seen: bounded as client JSON is, since the value is then
     // copied and dumped recursively. Deeper output is not a call (it stays content).
@@ -141,7 +120,7 @@ bool MistralCallsFrom(const ToolSpec& spec, std::string_view s, std::vector<Tool
     if (std::find(spec.names.begin(), spec.names.end(), name) == spec.names.end()) return false;
     const size_t open = SkipSpace(s, args + kMistralArgs.size());
     if (open >= s.size() || s[open] != '{') return false;
-    const size_t end = ValueEnd(s, open);
+    const size_t end = tool_parts::JsonValueEnd(s, open);
     if (end == std::string_view::npos || NestsDeeperThan(s.substr(open, end - open), kMaxJsonDepth))
       return false;
     const Ordered v = Ordered::parse(s.substr(open, end - open), nullptr, /*allow_exceptions=*/false);
@@ -317,8 +296,16 @@ Parsed<Ordered> TemplateToolCalls(const Ordered& tool_calls, const std::string& 
 
 std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer) {
   std::vector<int32_t> ids;
-  for (std::string_view marker : {kMistralCalls, kMistralArgs, kMistralCallId,
-                                  std::string_view("<|python_tag|>"), kHermesOpen, kHermesClose}) {
+  for (std::string_view marker :
+       {kMistralCalls, kMistralArgs, kMistralCallId, std::string_view("<|python_tag|>"), kHermesOpen,
+        kHermesClose,
+        // DeepSeek V3 / V3.1 / R1
+        kDeepSeekCallsBegin, kDeepSeekCallsEnd, kDeepSeekCallBegin, kDeepSeekCallEnd, kDeepSeekSep,
+        // GLM-4.5+
+        std::string_view("<arg_key>"), std::string_view("</arg_key>"), std::string_view("<arg_value>"),
+        std::string_view("</arg_value>"),
+        // Kimi K2
+        kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiArgumentBegin, kKimiCallEnd}) {
     const int32_t id = tokenizer.FindToken(marker);
     if (id >= 0 && tokenizer.IsControl(id)) ids.push_back(id);
   }
@@ -370,12 +357,21 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
           rest.remove_prefix(kHermesOpen.size());
           const size_t close = rest.find(kHermesClose);
           const std::string_view inside = rest.substr(0, close);
-          ok = XmlToolCallsFrom(spec, inside, &calls) || CallsFrom(spec, inside, &calls);
+          ok = XmlToolCallsFrom(spec, inside, &calls) || GlmToolCallFrom(spec, inside, &calls) ||
+               CallsFrom(spec, inside, &calls);
           rest =
               close == std::string_view::npos ? std::string_view() : rest.substr(close + kHermesClose.size());
           rest = rest.substr(SkipSpace(rest, 0));
         }
         after = std::string(rest);
+      } else if (tool_parts::StartsWith(rest, kDeepSeekCallsBegin) ||
+                 tool_parts::StartsWith(rest, kDeepSeekCallBegin) ||
+                 tool_parts::StartsWith(rest, kKimiSectionBegin)) {
+        std::string_view tail;
+        ok = tool_parts::StartsWith(rest, kKimiSectionBegin)
+                 ? KimiToolCallsFrom(spec, rest, &calls, &tail)
+                 : DeepSeekToolCallsFrom(spec, rest, &calls, &tail);
+        after = std::string(tail.substr(SkipSpace(tail, 0)));
       } else {
         const bool mistral = rest.substr(0, kMistralCalls.size()) == kMistralCalls;
         for (std::string_view marker : {kMistralCalls, std::string_view("<|python_tag|>")}) {
@@ -405,7 +401,9 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
   } else {
     out.content = text;
   }
-  for (size_t k = 0; k < out.calls.size(); ++k) out.calls[k].id = ToolCallId(id_seed, k, mistral_ids);
+  for (size_t k = 0; k < out.calls.size(); ++k) {
+    if (out.calls[k].id.empty()) out.calls[k].id = ToolCallId(id_seed, k, mistral_ids);  // Kimi keeps its own
+  }
   return out;
 }
 

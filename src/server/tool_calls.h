@@ -17,9 +17,18 @@
 //   Mistral (v11)      [TOOL_CALLS]NAME[ARGS]{...} or [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}, repeated
 //                      (Mistral Small 3.2, Devstral, Ministral 3)
 //   generic            a JSON object or array of {name, arguments | parameters} (also in a ```json fence)
+//   DeepSeek V3.1      prose, then <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}
+//                      <｜tool▁call▁end｜>...<｜tool▁calls▁end｜>; V3 / R1 write
+//                      function<｜tool▁sep｜>NAME and a ```json fence (server/tool_call_deepseek.h)
+//   GLM-4.5 / 4.6 / 4.7  prose, then <tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value>...
+//                      </tool_call> blocks (server/tool_call_glm.h)
+//   Kimi K2            prose, then <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX
+//                      <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
+//                      (server/tool_call_kimi.h; the call keeps the model's id)
 // Only declared tool names count; anything else is content. The tool-call region is where the text starts
-// with '{', '[', '```' or a marker, or where <tool_call> or [TOOL_CALLS] first appears; what precedes it is
-// content and may be streamed (ToolRegionStart), so streamed and whole responses always agree.
+// with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS] or DeepSeek's or Kimi's section
+// marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so streamed and
+// whole responses always agree.
 // Pure functions.
 #pragma once
 
@@ -74,15 +83,17 @@ struct ToolOutput {
 };
 
 // The control tokens of `tokenizer` that spell tool-call markers ([TOOL_CALLS], [ARGS], [CALL_ID],
-// <|python_tag|>, <tool_call>, </tool_call>), sorted: auto-mode requests keep their text
-// (Request::preserved_tokens) so that the parser sees them, as llama.cpp's preserved tokens.
+// <|python_tag|>, <tool_call>, </tool_call>, DeepSeek's, GLM's and Kimi's markers), sorted: auto-mode
+// requests keep their text (Request::preserved_tokens) so that the parser sees them, as llama.cpp's preserved
+// tokens.
 std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer);
 
 // Where the tool-call region of (possibly partial) auto-mode text starts; npos when none has begun.
 // Text before it is content and safe to stream; `final` = the text is complete (no held-back marker prefix).
 size_t ToolRegionStart(std::string_view text, bool final);
 // A finished choice's text as content and calls. `id_seed` (e.g. the response id and choice index) makes
-// the call ids; mistral_ids: 9 alphanumerics (Mistral's templates insist), else "call_" + 24.
+// the call ids (where the format has none of its own); mistral_ids: 9 alphanumerics (Mistral's templates
+// insist), else "call_" + 24.
 ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const std::string& id_seed,
                            bool mistral_ids);
 std::string ToolCallId(const std::string& id_seed, size_t index, bool mistral_ids);

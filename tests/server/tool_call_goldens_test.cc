@@ -1,16 +1,18 @@
 // Tool-call parsing against the real templates' own text: the goldens of tests/chat (Llama 3.1, Qwen2.5,
-// Mistral Nemo, Qwen3-Coder and Mistral Small 3.2 rendered by Python jinja2 as Hugging Face does) hold each
-// assistant tool-call turn exactly as the model was trained to write it. Every such turn, cut out of the
-// rendered prompt, must parse back into the conversation's tool calls (names, arguments as JSON, content),
-// with its marker
-// ([TOOL_CALLS], <tool_call>) kept or dropped (a control token may be skipped when decoding), whole and
-// streamed in pieces as OpenAI sends the deltas.
+// Mistral Nemo, Qwen3-Coder, Mistral Small 3.2, DeepSeek V3.1, GLM-4.6, GLM-4.7-Flash and Kimi K2 rendered by
+// Python jinja2 as Hugging Face does) hold each assistant tool-call turn exactly as the model was trained to
+// write it. Every such turn, cut out of the rendered prompt, must parse back into the conversation's tool
+// calls (names, arguments as JSON, content), with its marker ([TOOL_CALLS], <tool_call>) kept or dropped (a
+// control token may be skipped when decoding), whole and streamed in pieces as OpenAI sends the deltas.
+// DeepSeek's and GLM's turns open with a (here empty) reasoning block: it is split off first
+// (chat::SplitReasoning), as the server does, and the parser sees the rest.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "chat/reasoning.h"
 #include "server/tool_calls.h"
 
 namespace lockstep::server {
@@ -23,17 +25,25 @@ struct Turn {
 
 // The assistant turns of a rendered conversation, in order, by the family's turn delimiters.
 std::vector<std::string> AssistantTexts(const std::string& family, const std::string& rendered) {
-  std::vector<std::string> opens;
-  std::string close;
+  std::vector<std::string> opens, closes;
   if (family == "llama3.1") {
     opens = {"<|start_header_id|>assistant<|end_header_id|>\n\n"};
-    close = "<|eot_id|>";
+    closes = {"<|eot_id|>"};
   } else if (family == "qwen2.5" || family == "qwen3-coder") {
     opens = {"<|im_start|>assistant\n"};
-    close = "<|im_end|>";
+    closes = {"<|im_end|>"};
+  } else if (family == "deepseek-v3.1") {
+    opens = {"<｜Assistant｜>", "<｜tool▁output▁end｜>"};  // a reply after tool results has no role marker
+    closes = {"<｜end▁of▁sentence｜>"};
+  } else if (family == "glm-4.6" || family == "glm-4.7-flash") {
+    opens = {"<|assistant|>"};
+    closes = {"<|observation|>", "<|user|>"};  // GLM ends a turn with the next role's marker
+  } else if (family == "kimi-k2") {
+    opens = {"<|im_assistant|>assistant<|im_middle|>"};
+    closes = {"<|im_end|>"};
   } else {
     opens = {"[/INST]", "[/TOOL_RESULTS]"};  // Mistral: a reply follows the user's turn or the tool results
-    close = "</s>";
+    closes = {"</s>"};
   }
   std::vector<std::string> out;
   for (size_t at = 0;;) {
@@ -45,14 +55,18 @@ std::vector<std::string> AssistantTexts(const std::string& family, const std::st
       }
     }
     if (begin == std::string::npos) break;
-    const size_t end = rendered.find(close, begin);
+    size_t end = std::string::npos, close_size = 0;
+    for (const std::string& close : closes) {
+      const size_t found = rendered.find(close, begin);
+      if (found < end) end = found, close_size = close.size();
+    }
     if (end == std::string::npos) break;  // the last user turn: nothing written after it
     const size_t next_open = [&] {
       size_t n = std::string::npos;
       for (const std::string& open : opens) n = std::min(n, rendered.find(open, begin));
       return n;
     }();
-    at = end + close.size();
+    at = end + close_size;
     if (next_open < end) {  // e.g. [/TOOL_RESULTS] before the reply's </s>: start again from there
       at = next_open;
       continue;
@@ -118,10 +132,13 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
     for (size_t t = 0; t < texts.size(); ++t) {
       const nlohmann::ordered_json& want = messages[t];
       const bool has_calls = want.contains("tool_calls");
-      std::vector<std::string> variants = {texts[t]};
+      // GLM-4.7-Flash's prompt opens the reasoning block; its turns start with the closing tag.
+      const std::string reply =
+          chat::SplitReasoning(texts[t], /*opened=*/family == "glm-4.7-flash", /*final=*/true).content;
+      std::vector<std::string> variants = {reply};
       for (const char* marker : {"[TOOL_CALLS]", "<|python_tag|>"}) {
-        if (marker_may_drop && texts[t].rfind(marker, 0) == 0)
-          variants.push_back(texts[t].substr(std::string(marker).size()));
+        if (marker_may_drop && reply.rfind(marker, 0) == 0)
+          variants.push_back(reply.substr(std::string(marker).size()));
       }
       for (const std::string& text : variants) {
         const std::string where =
@@ -135,10 +152,17 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
           EXPECT_EQ(nlohmann::json::parse(out.calls[k].arguments),
                     nlohmann::json::parse(f["arguments"].dump()))
               << where;
-          EXPECT_EQ(out.calls[k].id.size(), mistral_ids ? 9u : 29u) << where;
+          if (family == "kimi-k2") {  // the model's own id, as the template numbers the calls
+            EXPECT_EQ(out.calls[k].id, "functions." + f["name"].get<std::string>() + ":" + std::to_string(k));
+          } else {
+            EXPECT_EQ(out.calls[k].id.size(), mistral_ids ? 9u : 29u) << where;
+          }
         }
         // The content the turn's text holds (Mistral Nemo's template drops it beside tool calls).
-        std::string want_content = want["content"].is_string() ? want["content"].get<std::string>() : "";
+        // GLM's templates print a null content as Python does, "None", before the calls.
+        std::string want_content = want["content"].is_string()   ? want["content"].get<std::string>()
+                                   : family.rfind("glm", 0) == 0 ? "None"
+                                                                 : "";
         if (text.find(want_content) == std::string::npos) want_content.clear();
         EXPECT_EQ(Trim(out.content.value_or("")), want_content) << where;
         for (size_t step : {size_t(1), size_t(5), text.size()}) {
@@ -164,6 +188,10 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["mistral-nemo"], 8);       // with and without the [TOOL_CALLS] marker
   EXPECT_GE(calls_checked["qwen3-coder"], 4);        // <function=NAME> blocks, arguments typed by the schemas
   EXPECT_GE(calls_checked["mistral-small-3.2"], 3);  // v11: NAME[CALL_ID]ID[ARGS]{...}
+  EXPECT_GE(calls_checked["deepseek-v3.1"], 4);  // NAME<｜tool▁sep｜>{...}, after an empty <think></think>
+  EXPECT_GE(calls_checked["glm-4.6"], 4);        // <tool_call>NAME <arg_key>/<arg_value> over lines
+  EXPECT_GE(calls_checked["glm-4.7-flash"], 4);  // the same on one line
+  EXPECT_GE(calls_checked["kimi-k2"], 4);        // functions.NAME:IDX
 }
 
 }  // namespace

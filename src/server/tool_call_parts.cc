@@ -1,0 +1,113 @@
+#include "server/tool_call_parts.h"
+
+#include <algorithm>
+
+#include "server/request_fields.h"
+
+namespace lockstep::server::tool_parts {
+
+using Ordered = nlohmann::ordered_json;
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+size_t SkipSpace(std::string_view s, size_t p) {
+  while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\t' || s[p] == '\r')) ++p;
+  return p;
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  const size_t begin = s.find_first_not_of(" \n\t\r");
+  if (begin == std::string_view::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \n\t\r") - begin + 1);
+}
+
+size_t JsonValueEnd(std::string_view s, size_t p) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = p; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::optional<std::string> JsonObjectAt(std::string_view s, size_t p, size_t* end) {
+  p = SkipSpace(s, p);
+  if (p >= s.size() || s[p] != '{') return std::nullopt;
+  const size_t e = JsonValueEnd(s, p);
+  if (e == std::string_view::npos || NestsDeeperThan(s.substr(p, e - p), kMaxJsonDepth)) return std::nullopt;
+  const Ordered v = Ordered::parse(s.substr(p, e - p), nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded() || !v.is_object()) return std::nullopt;
+  *end = e;
+  return ArgumentsText(v);
+}
+
+size_t ToolIndex(const ToolSpec& spec, std::string_view name) {
+  const auto it = std::find(spec.names.begin(), spec.names.end(), name);
+  return it == spec.names.end() ? std::string_view::npos : size_t(it - spec.names.begin());
+}
+
+std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::string& key) {
+  std::vector<std::string> types;
+  if (!parameters.is_object()) return types;
+  const auto properties = parameters.find("properties");
+  if (properties == parameters.end() || !properties->is_object()) return types;
+  const auto property = properties->find(key);
+  if (property == properties->end() || !property->is_object()) return types;
+  const auto type = property->find("type");
+  if (type == property->end()) return types;
+  if (type->is_string()) types.push_back(type->get<std::string>());
+  if (type->is_array()) {
+    for (const Ordered& t : *type) {
+      if (t.is_string()) types.push_back(t.get<std::string>());
+    }
+  }
+  return types;
+}
+
+namespace {
+
+bool OfType(const Ordered& value, const std::string& type) {
+  if (type == "integer") return value.is_number_integer();
+  if (type == "number") return value.is_number();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "object") return value.is_object();
+  if (type == "array") return value.is_array();
+  if (type == "null") return value.is_null();
+  return false;  // "string" and unknown names: the text itself
+}
+
+}  // namespace
+
+Ordered TypedValue(std::string_view text, const std::vector<std::string>& types) {
+  std::string candidate(TrimSpace(text));
+  if (candidate == "True" || candidate == "False" || candidate == "None") {  // as Python prints them
+    candidate = candidate == "True" ? "true" : candidate == "False" ? "false" : "null";
+  }
+  if (!candidate.empty() && !NestsDeeperThan(candidate, kMaxJsonDepth)) {
+    const Ordered value = Ordered::parse(candidate, nullptr, /*allow_exceptions=*/false);
+    if (!value.is_discarded() &&
+        std::any_of(types.begin(), types.end(), [&](const std::string& t) { return OfType(value, t); })) {
+      return value;
+    }
+  }
+  return Ordered(std::string(text));
+}
+
+std::string ArgumentsText(const Ordered& arguments) {
+  return arguments.dump(-1, ' ', false, Ordered::error_handler_t::replace);
+}
+
+}  // namespace lockstep::server::tool_parts

@@ -1,0 +1,41 @@
+// The pieces the tool-call format parsers (tool_calls.cc, tool_call_xml.cc, tool_call_deepseek.cc,
+// tool_call_glm.cc, tool_call_kimi.cc) share: scanning JSON values in model output, finding a declared tool,
+// and typing a parameter's text by the tool's schema. The model's output is untrusted text: every function
+// here is total (no exceptions, no crash) and bounds JSON nesting by kMaxJsonDepth. Pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tool_calls.h"
+
+namespace lockstep::server::tool_parts {
+
+bool StartsWith(std::string_view s, std::string_view prefix);
+// Past the spaces, newlines, tabs and carriage returns from s[p] on.
+size_t SkipSpace(std::string_view s, size_t p);
+// `s` without its leading and trailing whitespace.
+std::string_view TrimSpace(std::string_view s);
+
+// End of the JSON value starting at s[p] ('{' or '['), by bracket depth outside strings; npos if unclosed.
+size_t JsonValueEnd(std::string_view s, size_t p);
+// The JSON object starting at s[p] (after whitespace) as compact JSON text, with *end set past it; nullopt
+// when no complete, valid object (nesting at most kMaxJsonDepth) starts there.
+std::optional<std::string> JsonObjectAt(std::string_view s, size_t p, size_t* end);
+
+// The index of the tool `name` in spec.names; npos when it is not declared.
+size_t ToolIndex(const ToolSpec& spec, std::string_view name);
+
+// The JSON types a tool's parameters schema allows for parameter `key` (properties.KEY.type, a name or a
+// list of names); empty when it names none.
+std::vector<std::string> ParameterTypes(const nlohmann::ordered_json& parameters, const std::string& key);
+// A parameter's text as `types` read it: JSON of an allowed non-string type (True / False / None also as
+// Python prints them), else the text itself.
+nlohmann::ordered_json TypedValue(std::string_view text, const std::vector<std::string>& types);
+// Arguments as JSON text; bytes that are not UTF-8 replaced, as JSON text must be.
+std::string ArgumentsText(const nlohmann::ordered_json& arguments);
+
+}  // namespace lockstep::server::tool_parts

@@ -1,0 +1,275 @@
+// The tool-call formats of DeepSeek V3.1 / V3 / R1 (server/tool_call_deepseek.h), GLM-4.5+
+// (server/tool_call_glm.h) and Kimi K2 (server/tool_call_kimi.h), as the models write them: whole and
+// streamed in small pieces (the deltas add up to the whole answer), prose before the calls as content,
+// undeclared tools and malformed or cut-off sections as content (never a crash), GLM's values typed by the
+// schema, and reasoning split off before the calls are parsed. The templates' own renderings of calls
+// parse back in tool_call_goldens_test.cc.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "chat/reasoning.h"
+#include "server/tool_call_deepseek.h"
+#include "server/tool_call_glm.h"
+#include "server/tool_call_kimi.h"
+#include "server/tool_calls.h"
+
+namespace lockstep::server {
+namespace {
+
+ToolSpec Spec() {
+  const nlohmann::json body = {{"tools",
+                                {{{"type", "function"},
+                                  {"function",
+                                   {{"name", "get_weather"},
+                                    {"parameters",
+                                     {{"type", "object"},
+                                      {"properties",
+                                       {{"location", {{"type", "string"}}},
+                                        {"days", {{"type", "integer"}}},
+                                        {"metric", {{"type", "boolean"}}},
+                                        {"zip", {{"type", "string"}}}}}}}}}},
+                                 {{"type", "function"}, {"function", {{"name", "list_dir"}}}}}}};
+  auto spec = ReadToolFields(body, body.dump());
+  EXPECT_TRUE(spec.ok()) << spec.error.status.message();
+  return *spec.value;
+}
+
+nlohmann::json Args(const ToolCall& call) { return nlohmann::json::parse(call.arguments); }
+
+// Streams `text` in pieces of `step` bytes and checks that the deltas add up to ParseToolOutput's answer.
+void ExpectStreamMatches(const ToolSpec& spec, const std::string& text) {
+  const ToolOutput whole = ParseToolOutput(spec, text, "seed", false);
+  for (size_t step : {size_t(1), size_t(2), size_t(5), size_t(13)}) {
+    std::string content;
+    nlohmann::json calls = nlohmann::json::array();
+    bool called = false;
+    for (size_t at = 0; at < text.size();) {
+      const size_t next = std::min(text.size(), at + step);
+      const ToolStreamDelta d =
+          ToolStreamStep(spec, std::string_view(text).substr(0, at), std::string_view(text).substr(0, next),
+                         at == 0, next == text.size(), "seed", false);
+      content += d.content;
+      if (d.tool_calls.is_array()) {
+        for (const auto& c : d.tool_calls) calls.push_back(c);
+      }
+      called = d.called;
+      at = next;
+    }
+    EXPECT_EQ(called, !whole.calls.empty()) << step << ": " << text;
+    EXPECT_EQ(content, whole.content.value_or("")) << step << ": " << text;
+    ASSERT_EQ(calls.size(), whole.calls.size()) << step << ": " << text;
+    for (size_t k = 0; k < calls.size(); ++k) {
+      EXPECT_EQ(calls[k]["id"], whole.calls[k].id);
+      EXPECT_EQ(calls[k]["function"]["name"], whole.calls[k].name);
+      EXPECT_EQ(calls[k]["function"]["arguments"], whole.calls[k].arguments);
+    }
+  }
+}
+
+// Every prefix of `text` (an output cut anywhere) parses without a crash, whole and streamed.
+void ExpectEveryPrefixIsSafe(const ToolSpec& spec, const std::string& text) {
+  for (size_t n = 0; n <= text.size(); ++n) {
+    const std::string cut = text.substr(0, n);
+    const ToolOutput out = ParseToolOutput(spec, cut, "seed", false);
+    if (out.calls.empty()) EXPECT_EQ(out.content, cut);
+    ExpectStreamMatches(spec, cut);
+  }
+}
+
+const std::string kDeepSeekV31 =
+    "Checking both.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"location\": "
+    "\"Paris\", \"days\": "
+    "2}<｜tool▁call▁end｜><｜tool▁call▁begin｜>list_dir<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+    "<｜tool▁calls▁end｜>";
+const std::string kDeepSeekR1 =
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"location\": "
+    "\"Oslo\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>list_dir\n```json\n{}\n```"
+    "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+const std::string kGlm =
+    "Let me look.\n<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Paris</arg_value>\n"
+    "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n<arg_key>metric</arg_key>\n<arg_value>true</"
+    "arg_value>\n"
+    "<arg_key>zip</arg_key>\n<arg_value>75001</arg_value>\n</tool_call>\n<tool_call>list_dir\n</tool_call>";
+const std::string kKimi =
+    "On it.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    "{\"location\": \"Rome\"}<|tool_call_end|><|tool_call_begin|>functions.list_dir:1"
+    "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>";
+
+TEST(DeepSeekToolCalls, V31CallsAfterProse) {
+  const ToolOutput out = ParseToolOutput(Spec(), kDeepSeekV31, "seed", false);
+  ASSERT_EQ(out.calls.size(), 2u) << out.content.value_or("");
+  EXPECT_EQ(out.content, "Checking both.");
+  EXPECT_EQ(out.calls[0].name, "get_weather");
+  EXPECT_EQ(Args(out.calls[0]), nlohmann::json({{"location", "Paris"}, {"days", 2}}));
+  EXPECT_EQ(out.calls[1].name, "list_dir");
+  EXPECT_EQ(out.calls[1].arguments, "{}");
+  EXPECT_EQ(out.calls[0].id.size(), 29u);
+  ExpectStreamMatches(Spec(), kDeepSeekV31);
+}
+
+TEST(DeepSeekToolCalls, R1FencedCalls) {
+  const ToolOutput out = ParseToolOutput(Spec(), kDeepSeekR1, "seed", false);
+  ASSERT_EQ(out.calls.size(), 2u) << out.content.value_or("");
+  EXPECT_FALSE(out.content.has_value());
+  EXPECT_EQ(Args(out.calls[0]), nlohmann::json({{"location", "Oslo"}}));
+  EXPECT_EQ(out.calls[1].name, "list_dir");
+  ExpectStreamMatches(Spec(), kDeepSeekR1);
+  // Without the section's opening marker, as R1's distillations sometimes write.
+  const std::string bare = kDeepSeekR1.substr(kDeepSeekCallsBegin.size());
+  EXPECT_EQ(ParseToolOutput(Spec(), "Sure. " + bare, "seed", false).calls.size(), 2u);
+}
+
+TEST(DeepSeekToolCalls, WhatIsNotACallStaysContent) {
+  const ToolSpec spec = Spec();
+  for (const std::string text : {
+           // undeclared tool, arguments not an object, no separator, junk after the arguments, junk after a
+           // call
+           std::string(
+               "x<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>rm_rf<｜tool▁sep｜>{}<｜tool▁call▁end｜>"),
+           std::string(
+               "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>list_dir<｜tool▁sep｜>[1]<｜tool▁call▁end｜>"),
+           std::string("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>list_dir {}<｜tool▁call▁end｜>"),
+           std::string("<｜tool▁call▁begin｜>list_dir<｜tool▁sep｜>{} and more<｜tool▁call▁end｜>"),
+           std::string("<｜tool▁call▁begin｜>list_dir<｜tool▁sep｜>{}<｜tool▁call▁end｜>words"),
+           std::string("<｜tool▁calls▁begin｜>"),
+       }) {
+    const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+    ExpectStreamMatches(spec, text);
+  }
+}
+
+TEST(DeepSeekToolCalls, CutOutputNeverCrashesAndKeepsFinishedCalls) {
+  ExpectEveryPrefixIsSafe(Spec(), kDeepSeekV31);
+  ExpectEveryPrefixIsSafe(Spec(), kDeepSeekR1);
+  // Cut after the first call's arguments: that call is kept.
+  const std::string cut = kDeepSeekV31.substr(0, kDeepSeekV31.find("<｜tool▁call▁end｜>"));
+  EXPECT_EQ(ParseToolOutput(Spec(), cut, "seed", false).calls.size(), 1u);
+}
+
+TEST(GlmToolCalls, CallsAfterProseWithValuesTypedByTheSchema) {
+  const ToolOutput out = ParseToolOutput(Spec(), kGlm, "seed", false);
+  ASSERT_EQ(out.calls.size(), 2u) << out.content.value_or("");
+  EXPECT_EQ(out.content, "Let me look.\n");
+  EXPECT_EQ(out.calls[0].name, "get_weather");
+  // A string-typed "75001" stays a string; integer and boolean parameters take their JSON.
+  EXPECT_EQ(out.calls[0].arguments, R"({"location":"Paris","days":3,"metric":true,"zip":"75001"})");
+  EXPECT_EQ(out.calls[1].name, "list_dir");
+  EXPECT_EQ(out.calls[1].arguments, "{}");
+  ExpectStreamMatches(Spec(), kGlm);
+}
+
+TEST(GlmToolCalls, OneLineFormAndUntypedValues) {
+  std::vector<ToolCall> calls;
+  // GLM-4.7 writes no newlines; list_dir's schema types nothing, so JSON values are taken as JSON.
+  ASSERT_TRUE(
+      GlmToolCallFrom(Spec(),
+                      "list_dir<arg_key>depth</arg_key><arg_value>2</arg_value><arg_key>path</arg_key>"
+                      "<arg_value>src/a b</arg_value><arg_key>opts</arg_key><arg_value>{\"a\": [1]}"
+                      "</arg_value>",
+                      &calls));
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].arguments, R"({"depth":2,"path":"src/a b","opts":{"a":[1]}})");
+  // An integer parameter whose text is not an integer keeps the text.
+  calls.clear();
+  ASSERT_TRUE(
+      GlmToolCallFrom(Spec(), "get_weather<arg_key>days</arg_key><arg_value>two</arg_value>", &calls));
+  EXPECT_EQ(Args(calls[0]), nlohmann::json({{"days", "two"}}));
+}
+
+TEST(GlmToolCalls, WhatIsNotACallStaysContent) {
+  const ToolSpec spec = Spec();
+  for (const std::string text : {
+           std::string("<tool_call>rm_rf\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call>"),
+           std::string(
+               "<tool_call>get_weather\nstray<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>"),
+           std::string("<tool_call>get_weather<arg_key>a</arg_key>b<arg_value>1</arg_value></tool_call>"),
+           std::string("<tool_call>get_weather<arg_key>a<arg_value>1</arg_value></tool_call>"),
+           std::string("<tool_call>get_weather<arg_key></arg_key><arg_value>1</arg_value></tool_call>"),
+           std::string("<tool_call>Paris is sunny.</tool_call>"),
+       }) {
+    const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+    ExpectStreamMatches(spec, text);
+  }
+  // Hermes' JSON in the same marker is still Hermes.
+  const ToolOutput hermes = ParseToolOutput(
+      spec, "<tool_call>{\"name\": \"list_dir\", \"arguments\": {}}</tool_call>", "seed", false);
+  ASSERT_EQ(hermes.calls.size(), 1u);
+  EXPECT_EQ(hermes.calls[0].name, "list_dir");
+}
+
+TEST(GlmToolCalls, CutOutputNeverCrashes) { ExpectEveryPrefixIsSafe(Spec(), kGlm); }
+
+TEST(KimiToolCalls, CallsAfterProseKeepTheModelsIds) {
+  const ToolOutput out = ParseToolOutput(Spec(), kKimi, "seed", false);
+  ASSERT_EQ(out.calls.size(), 2u) << out.content.value_or("");
+  EXPECT_EQ(out.content, "On it.");
+  EXPECT_EQ(out.calls[0].name, "get_weather");
+  EXPECT_EQ(out.calls[0].id, "functions.get_weather:0");
+  EXPECT_EQ(Args(out.calls[0]), nlohmann::json({{"location", "Rome"}}));
+  EXPECT_EQ(out.calls[1].id, "functions.list_dir:1");
+  ExpectStreamMatches(Spec(), kKimi);
+  // Without the functions. prefix or an index: the name still counts, the server makes the id.
+  const ToolOutput bare = ParseToolOutput(
+      Spec(),
+      "<|tool_calls_section_begin|><|tool_call_begin|>list_dir<|tool_call_argument_begin|>{}<|tool_call_end|>"
+      "<|tool_calls_section_end|>",
+      "seed", false);
+  ASSERT_EQ(bare.calls.size(), 1u);
+  EXPECT_EQ(bare.calls[0].id.size(), 29u);
+}
+
+TEST(KimiToolCalls, WhatIsNotACallStaysContent) {
+  const ToolSpec spec = Spec();
+  for (const std::string text : {
+           std::string("<|tool_calls_section_begin|><|tool_call_begin|>functions.rm_rf:0"
+                       "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"),
+           std::string(
+               "<|tool_calls_section_begin|><|tool_call_begin|>functions.list_dir:0{}<|tool_call_end|>"),
+           std::string("<|tool_calls_section_begin|><|tool_call_begin|>functions.list_dir:0"
+                       "<|tool_call_argument_begin|>\"x\"<|tool_call_end|>"),
+           std::string("<|tool_calls_section_begin|>text<|tool_calls_section_end|>"),
+       }) {
+    const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+    ExpectStreamMatches(spec, text);
+  }
+}
+
+TEST(KimiToolCalls, CutOutputNeverCrashes) { ExpectEveryPrefixIsSafe(Spec(), kKimi); }
+
+// The server splits reasoning off first and parses the rest (openai_format.cc): a thinking reply of
+// DeepSeek V3.1 (its prompt opened <think>) or GLM (the reply opens it) gives reasoning, content and calls.
+TEST(ReasoningThenToolCalls, ThinkingRepliesSplitThenParse) {
+  struct Case {
+    std::string text;
+    bool opened;
+    std::string content;
+  };
+  const std::string v31_calls = kDeepSeekV31.substr(kDeepSeekV31.find("<｜tool▁calls▁begin｜>"));
+  const std::string glm_calls = kGlm.substr(kGlm.find("<tool_call>"));
+  for (const Case& c : {
+           Case{"The user wants weather.</think>Checking both." + v31_calls, true, "Checking both."},
+           Case{"<think>The user wants weather.</think>\nLet me look.\n" + glm_calls, false,
+                "Let me look.\n"},
+       }) {
+    const chat::ReasoningSplit split = chat::SplitReasoning(c.text, c.opened, /*final=*/true);
+    EXPECT_EQ(split.reasoning, "The user wants weather.");
+    const ToolOutput out = ParseToolOutput(Spec(), split.content, "seed", false);
+    EXPECT_EQ(out.calls.size(), 2u) << c.text;
+    EXPECT_EQ(out.content, c.content);
+    // A marker inside the reasoning is not a call: the parser only sees what follows </think>.
+    const chat::ReasoningSplit inside =
+        chat::SplitReasoning("<think>" + v31_calls + "</think>Done.", false, true);
+    EXPECT_TRUE(ParseToolOutput(Spec(), inside.content, "seed", false).calls.empty());
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::server
