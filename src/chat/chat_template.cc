@@ -11,6 +11,8 @@ namespace {
 // rendered; false when the marker is missing or the template raises (Gemma 2: "System role not supported").
 static_assert(kMaxRenderSteps == jinja::kMaxRenderSteps, "one default budget");
 
+constexpr const char* kToolArgumentsProbe = "lockstep_probe_key";
+
 bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
                           int64_t max_render_steps) {
   static constexpr const char* kMarker = "<lockstep system marker>";
@@ -24,6 +26,39 @@ bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, c
   context.emplace_back("eos_token", jinja::Value(eos));
   auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)), max_render_steps);
   return out.ok() && out->find(kMarker) != std::string::npos;
+}
+
+// Whether the template shows an assistant tool call whose arguments are `arguments` (an object, or its JSON
+// text): the probe's key appears in the rendering.
+bool ShowsToolArguments(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
+                        int64_t max_render_steps, const nlohmann::json& arguments) {
+  const nlohmann::json call = {{"id", "call_probe"},
+                               {"type", "function"},
+                               {"function", {{"name", "probe"}, {"arguments", arguments}}}};
+  const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}},
+                                   {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}};
+  jinja::Object context;
+  context.emplace_back("messages", jinja::Value::FromJson(messages));
+  context.emplace_back("tools", jinja::Value::FromJson(nlohmann::json()));
+  context.emplace_back("add_generation_prompt", jinja::Value(false));
+  context.emplace_back("bos_token", jinja::Value(bos));
+  context.emplace_back("eos_token", jinja::Value(eos));
+  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)), max_render_steps);
+  return out.ok() && out->find(kToolArgumentsProbe) != std::string::npos;
+}
+
+// Messages with each assistant tool call's object arguments replaced by their JSON text.
+nlohmann::ordered_json WithStringArguments(nlohmann::ordered_json messages) {
+  if (!messages.is_array()) return messages;
+  for (auto& m : messages) {
+    if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
+    for (auto& call : m["tool_calls"]) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+      auto& f = call["function"];
+      if (f.contains("arguments") && f["arguments"].is_object()) f["arguments"] = f["arguments"].dump();
+    }
+  }
+  return messages;
 }
 
 }  // namespace
@@ -92,6 +127,12 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
   result.shows_system_ =
       RendersSystemMessage(*result.template_, result.bos_token_, result.eos_token_, max_render_steps);
   if (!result.shows_system_) result.note_ += "; system messages merged into the next user message";
+  const nlohmann::json probe = {{kToolArgumentsProbe, 1}};
+  result.string_arguments_ =
+      !ShowsToolArguments(*result.template_, result.bos_token_, result.eos_token_, max_render_steps, probe) &&
+      ShowsToolArguments(*result.template_, result.bos_token_, result.eos_token_, max_render_steps,
+                         probe.dump());
+  if (result.string_arguments_) result.note_ += "; tool-call arguments passed as JSON text";
   return result;
 }
 
@@ -120,8 +161,10 @@ Result<std::string> ChatTemplate::Apply(const ChatTemplateInput& input) const {
 
 Result<std::string> ChatTemplate::ApplyOrThrow(const ChatTemplateInput& input) const {
   jinja::Object context;
-  context.emplace_back("messages", jinja::Value::FromJson(
-                                       shows_system_ ? input.messages : MergeSystemMessages(input.messages)));
+  const nlohmann::ordered_json messages =
+      string_arguments_ ? WithStringArguments(input.messages) : input.messages;
+  context.emplace_back("messages",
+                       jinja::Value::FromJson(shows_system_ ? messages : MergeSystemMessages(messages)));
   context.emplace_back("tools", jinja::Value::FromJson(input.tools));
   context.emplace_back("add_generation_prompt", jinja::Value(input.add_generation_prompt));
   context.emplace_back("bos_token", jinja::Value(bos_token_));

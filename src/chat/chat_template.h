@@ -79,6 +79,10 @@ class ChatTemplate {
   bool is_default() const { return is_default_; }
   // False for a template that cannot show a system message: Apply merges them (MergeSystemMessages).
   bool shows_system() const { return shows_system_; }
+  // True for a template that shows an assistant tool call's arguments only as JSON text, not as the object
+  // Hugging Face's convention passes (DeepSeek R1's concatenates them to strings; found once, by Parse,
+  // rendering a probe call both ways, as llama.cpp's minja does): Apply passes them as compact JSON text.
+  bool string_arguments() const { return string_arguments_; }
   // One line for the log: which template is in use and, for the fallback, why.
   const std::string& note() const { return note_; }
   // The Jinja source in use (the default's when is_default()).
@@ -96,6 +100,7 @@ class ChatTemplate {
   std::string family_;
   bool is_default_ = false;
   bool shows_system_ = true;  // else Apply merges system messages (MergeSystemMessages)
+  bool string_arguments_ = false;
   int64_t max_render_steps_ = kMaxRenderSteps;
   std::string note_;
 };

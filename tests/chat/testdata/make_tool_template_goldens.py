@@ -4,8 +4,8 @@ Small 3.2 (verbatim tokenizer_config.json `chat_template` strings of meta-llama/
 Qwen/Qwen2.5-7B-Instruct, mistralai/Mistral-Nemo-Instruct-2407, Qwen/Qwen3-Coder-30B-A3B-Instruct and
 mistralai/Mistral-Small-3.2-24B-Instruct-2506's chat_template.jinja), and those of DeepSeek V3.1, GLM-4.6,
 GLM-4.7-Flash and Kimi K2 (deepseek-ai/DeepSeek-V3.1, zai-org/GLM-4.6, zai-org/GLM-4.7-Flash,
-moonshotai/Kimi-K2-Instruct) rendered with `tools` and tool-call
-conversations by the reference implementation, Jinja2 configured as Hugging Face transformers' apply_chat_template
+moonshotai/Kimi-K2-Instruct), and DeepSeek R1's (given the arguments as JSON text, as lockstep gives them to a
+template that concatenates them) rendered with `tools` and tool-call conversations by the reference implementation, Jinja2 configured as Hugging Face transformers' apply_chat_template
 configures it (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, raise_exception, tojson
 with ensure_ascii=False). The conversations are what lockstep's server hands the template after reading an OpenAI
 request: assistant tool_calls with their arguments parsed into objects, tool results with tool_call_id, keys only
@@ -44,6 +44,13 @@ TEMPLATES.update({
     # <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}<|tool_call_end|>.
     'kimi-k2': "{%- if tools -%}\n  <|im_system|>tool_declare<|im_middle|>{{ tools | tojson }}<|im_end|>\n{%- endif -%}\n{%- for message in messages -%}\n  {%- if loop.first and messages[0]['role'] != 'system' -%}\n    <|im_system|>system<|im_middle|>You are a helpful assistant<|im_end|>\n  {%- endif -%}\n  {%- if message['role'] == 'system' -%}\n    <|im_system|>system<|im_middle|>\n  {%- elif message['role'] == 'user' -%}\n    <|im_user|>user<|im_middle|>\n  {%- elif message['role'] == 'assistant' -%}\n    <|im_assistant|>assistant<|im_middle|>\n  {%- elif message['role'] == 'tool' -%}\n    <|im_system|>tool<|im_middle|>\n  {%- endif -%}\n  {%- if message['role'] == 'assistant' and message.get('tool_calls') -%}\n    {%- if message['content'] -%}{{ message['content'] }}{%- endif -%}\n    <|tool_calls_section_begin|>\n    {%- for tool_call in message['tool_calls'] -%}\n      {%- set func_name = tool_call['function']['name'] -%}\n      {%- set formatted_id = 'functions.' + func_name + ':' + loop.index0|string -%}\n      <|tool_call_begin|>{{ formatted_id }}<|tool_call_argument_begin|>{{ tool_call['function']['arguments'] | tojson}}<|tool_call_end|>\n    {%- endfor -%}\n    <|tool_calls_section_end|>\n  {%- elif message['role'] == 'tool' -%}\n    ## Return of {{ message.tool_call_id }}\\n{{ message['content'] }}\n  {%- elif message['content'] is string -%}\n    {{ message['content'] }}\n  {%- elif message['content'] is not none -%}\n    {% for content in message['content'] -%}\n      {% if content['type'] == 'image' or 'image' in content or 'image_url' in content -%}\n        <|media_start|>image<|media_content|><|media_pad|><|media_end|>\n      {% else -%}\n        {{ content['text'] }}\n      {%- endif -%}\n    {%- endfor -%}\n  {%- endif -%}\n  <|im_end|>\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n  <|im_assistant|>assistant<|im_middle|>\n{%- endif -%}\n",
 })
+# Templates that concatenate a tool call's arguments as a string (Python raises on a dict there): lockstep passes
+# them JSON text (ChatTemplate::string_arguments), compact; they render the conversations so. DeepSeek R1's
+# (deepseek-ai/DeepSeek-R1-Distill-Qwen-32B's chat_template): V3 / R1 calls, function<｜tool▁sep｜>NAME and a
+# ```json fence.
+STRING_ARGUMENT_TEMPLATES = {
+    'deepseek-r1': "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}{% set ns = namespace(is_first=false, is_tool=false, is_output_first=true, system_prompt='') %}{%- for message in messages %}{%- if message['role'] == 'system' %}{% set ns.system_prompt = message['content'] %}{%- endif %}{%- endfor %}{{bos_token}}{{ns.system_prompt}}{%- for message in messages %}{%- if message['role'] == 'user' %}{%- set ns.is_tool = false -%}{{'<｜User｜>' + message['content']}}{%- endif %}{%- if message['role'] == 'assistant' and message['content'] is none %}{%- set ns.is_tool = false -%}{%- for tool in message['tool_calls']%}{%- if not ns.is_first %}{{'<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>' + tool['function']['name'] + '\\n' + '```json' + '\\n' + tool['function']['arguments'] + '\\n' + '```' + '<｜tool▁call▁end｜>'}}{%- set ns.is_first = true -%}{%- else %}{{'\\n' + '<｜tool▁call▁begin｜>' + tool['type'] + '<｜tool▁sep｜>' + tool['function']['name'] + '\\n' + '```json' + '\\n' + tool['function']['arguments'] + '\\n' + '```' + '<｜tool▁call▁end｜>'}}{{'<｜tool▁calls▁end｜><｜end▁of▁sentence｜>'}}{%- endif %}{%- endfor %}{%- endif %}{%- if message['role'] == 'assistant' and message['content'] is not none %}{%- if ns.is_tool %}{{'<｜tool▁outputs▁end｜>' + message['content'] + '<｜end▁of▁sentence｜>'}}{%- set ns.is_tool = false -%}{%- else %}{% set content = message['content'] %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}{%- endif %}{%- endif %}{%- if message['role'] == 'tool' %}{%- set ns.is_tool = true -%}{%- if ns.is_output_first %}{{'<｜tool▁outputs▁begin｜><｜tool▁output▁begin｜>' + message['content'] + '<｜tool▁output▁end｜>'}}{%- set ns.is_output_first = false %}{%- else %}{{'\\n<｜tool▁output▁begin｜>' + message['content'] + '<｜tool▁output▁end｜>'}}{%- endif %}{%- endif %}{%- endfor -%}{% if ns.is_tool %}{{'<｜tool▁outputs▁end｜>'}}{% endif %}{% if add_generation_prompt and not ns.is_tool %}{{'<｜Assistant｜><think>\\n'}}{% endif %}",
+}
 
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 
@@ -82,9 +89,22 @@ CONVERSATIONS = [
 ]
 
 
+def with_string_arguments(conversation):
+    out = []
+    for m in conversation:
+        m = dict(m)
+        if "tool_calls" in m:
+            m["tool_calls"] = [dict(c, function=dict(c["function"], arguments=json.dumps(
+                c["function"]["arguments"], ensure_ascii=False, separators=(",", ":")))) for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+
 def main():
     cases = render_cases(TEMPLATES, CONVERSATIONS, tools=TOOLS, **TOKENS)
-    json.dump({"tokens": TOKENS, "now": FIXED_NOW.strftime("%Y-%m-%d"), "tools": TOOLS, "templates": TEMPLATES, "conversations": CONVERSATIONS,
+    cases += render_cases(STRING_ARGUMENT_TEMPLATES, [with_string_arguments(c) for c in CONVERSATIONS], tools=TOOLS,
+                          **TOKENS)
+    json.dump({"tokens": TOKENS, "now": FIXED_NOW.strftime("%Y-%m-%d"), "tools": TOOLS, "templates": {**TEMPLATES, **STRING_ARGUMENT_TEMPLATES}, "conversations": CONVERSATIONS,
                "cases": cases}, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
 
