@@ -1,7 +1,7 @@
 // Tool-call markers that are control tokens (Mistral's [TOOL_CALLS], [ARGS], [CALL_ID]; Llama's
-// <|python_tag|>): ToolMarkerTokens finds them in a vocabulary, and through a real `lockstep serve` a chat
-// request whose tools may be called (auto) keeps their text in its output, where a request without tools
-// does not (control tokens give no text), so the parser sees what Mistral v11 writes.
+// <|python_tag|>; DeepSeek's, GLM's and Kimi's): ToolMarkerTokens finds them in a vocabulary, and through a
+// real `lockstep serve` a chat request whose tools may be called (auto) keeps their text in its output, where
+// a request without tools does not (control tokens give no text), so the parser sees what Mistral v11 writes.
 #include <gtest/gtest.h>
 
 #include "e2e_util.h"
@@ -33,6 +33,33 @@ TEST(ToolMarkers, ControlTokenMarkersOfAVocabulary) {
   ASSERT_NE(tokenizer, nullptr);
   // [TOOL_CALLS] [ARGS] [CALL_ID] <|python_tag|>; not <tool_call> (plain text already), not <|endoftext|>.
   EXPECT_EQ(ToolMarkerTokens(*tokenizer), (std::vector<int32_t>{256, 257, 258, 259}));
+}
+
+TEST(ToolMarkers, DeepSeekGlmAndKimiMarkersOfAVocabulary) {
+  // Their markers as control tokens (ids 256..), with <tool_call> plain again and <|endoftext|> last.
+  const std::vector<std::string> markers = {"<｜tool▁calls▁begin｜>",
+                                            "<｜tool▁calls▁end｜>",
+                                            "<｜tool▁call▁begin｜>",
+                                            "<｜tool▁call▁end｜>",
+                                            "<｜tool▁sep｜>",
+                                            "<arg_key>",
+                                            "</arg_key>",
+                                            "<arg_value>",
+                                            "</arg_value>",
+                                            "<|tool_calls_section_begin|>",
+                                            "<|tool_calls_section_end|>",
+                                            "<|tool_call_begin|>",
+                                            "<|tool_call_argument_begin|>",
+                                            "<|tool_call_end|>"};
+  std::vector<std::pair<std::string, int32_t>> tokens;
+  for (const std::string& m : markers) tokens.push_back({m, 3});
+  tokens.push_back({"<tool_call>", 1});
+  tokens.push_back({"<|endoftext|>", 3});
+  auto tokenizer = ::lockstep::testing::ToyTokenizer(::lockstep::testing::ByteLevelToyVocabulary(tokens));
+  ASSERT_NE(tokenizer, nullptr);
+  std::vector<int32_t> want;
+  for (size_t i = 0; i < markers.size(); ++i) want.push_back(int32_t(256 + i));
+  EXPECT_EQ(ToolMarkerTokens(*tokenizer), want);
 }
 
 class ToolMarkersServerTest : public SharedServerTest<ToolMarkersServerTest> {
