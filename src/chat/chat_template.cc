@@ -7,26 +7,33 @@ namespace lockstep::chat {
 
 namespace {
 
-// Whether the template shows a system message at all: a system turn holding a marker, then a user turn,
-// rendered; false when the marker is missing or the template raises (Gemma 2: "System role not supported").
 static_assert(kMaxRenderSteps == jinja::kMaxRenderSteps, "one default budget");
 
-constexpr const char* kToolArgumentsProbe = "lockstep_probe_key";
+// Whether a probe conversation (`messages`, no tools) renders, showing `marker`.
+bool RendersMarker(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
+                   int64_t max_render_steps, const nlohmann::json& messages, bool add_generation_prompt,
+                   const char* marker) {
+  jinja::Object context;
+  context.emplace_back("messages", jinja::Value::FromJson(messages));
+  context.emplace_back("tools", jinja::Value::FromJson(nlohmann::json()));
+  context.emplace_back("add_generation_prompt", jinja::Value(add_generation_prompt));
+  context.emplace_back("bos_token", jinja::Value(bos));
+  context.emplace_back("eos_token", jinja::Value(eos));
+  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)), max_render_steps);
+  return out.ok() && out->find(marker) != std::string::npos;
+}
 
+// Whether the template shows a system message at all: a system turn holding a marker, then a user turn,
+// rendered; false when the marker is missing or the template raises (Gemma 2: "System role not supported").
 bool RendersSystemMessage(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
                           int64_t max_render_steps) {
   static constexpr const char* kMarker = "<lockstep system marker>";
   const nlohmann::json messages = {{{"role", "system"}, {"content", kMarker}},
                                    {{"role", "user"}, {"content", "Hi"}}};
-  jinja::Object context;
-  context.emplace_back("messages", jinja::Value::FromJson(messages));
-  context.emplace_back("tools", jinja::Value::FromJson(nlohmann::json()));
-  context.emplace_back("add_generation_prompt", jinja::Value(true));
-  context.emplace_back("bos_token", jinja::Value(bos));
-  context.emplace_back("eos_token", jinja::Value(eos));
-  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)), max_render_steps);
-  return out.ok() && out->find(kMarker) != std::string::npos;
+  return RendersMarker(tmpl, bos, eos, max_render_steps, messages, true, kMarker);
 }
+
+constexpr const char* kToolArgumentsProbe = "lockstep_probe_key";
 
 // Whether the template shows an assistant tool call whose arguments are `arguments` (an object, or its JSON
 // text): the probe's key appears in the rendering.
@@ -37,14 +44,7 @@ bool ShowsToolArguments(const jinja::Template& tmpl, const std::string& bos, con
                                {"function", {{"name", "probe"}, {"arguments", arguments}}}};
   const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}},
                                    {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}};
-  jinja::Object context;
-  context.emplace_back("messages", jinja::Value::FromJson(messages));
-  context.emplace_back("tools", jinja::Value::FromJson(nlohmann::json()));
-  context.emplace_back("add_generation_prompt", jinja::Value(false));
-  context.emplace_back("bos_token", jinja::Value(bos));
-  context.emplace_back("eos_token", jinja::Value(eos));
-  auto out = jinja::Render(tmpl, jinja::Value::MakeObject(std::move(context)), max_render_steps);
-  return out.ok() && out->find(kToolArgumentsProbe) != std::string::npos;
+  return RendersMarker(tmpl, bos, eos, max_render_steps, messages, false, kToolArgumentsProbe);
 }
 
 // Messages with each assistant tool call's object arguments replaced by their JSON text.

@@ -34,11 +34,8 @@ bool DeepSeekCall(const ToolSpec& spec, std::string_view s, ToolCall* call, size
   if (!arguments) return false;
   p = SkipSpace(s, args_end);
   if (fenced && StartsWith(s.substr(p), "```")) p = SkipSpace(s, p + 3);
-  if (StartsWith(s.substr(p), kDeepSeekCallEnd)) {
-    p += kDeepSeekCallEnd.size();
-  } else if (p < s.size()) {
-    return false;  // something else follows the arguments
-  }
+  p = tool_parts::PastEndMarker(s, p, kDeepSeekCallEnd);
+  if (p == std::string_view::npos) return false;  // something else follows the arguments
   *call = {"", std::string(name), std::move(*arguments)};
   *end = p;
   return true;
@@ -59,12 +56,8 @@ bool DeepSeekToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vec
     found.push_back(std::move(call));
     p = SkipSpace(text, p + end);
   }
-  if (found.empty()) return false;
-  if (StartsWith(text.substr(p), kDeepSeekCallsEnd)) {
-    p += kDeepSeekCallsEnd.size();
-  } else if (p < text.size()) {
-    return false;  // neither another call nor the section's end
-  }
+  p = tool_parts::PastEndMarker(text, p, kDeepSeekCallsEnd);
+  if (found.empty() || p == std::string_view::npos) return false;  // not another call, nor the end
   *after = text.substr(p);
   calls->insert(calls->end(), found.begin(), found.end());
   return true;

@@ -22,12 +22,8 @@ bool KimiToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vector<
     size_t end = 0;
     auto arguments = tool_parts::JsonObjectAt(text, arg + kKimiArgumentBegin.size(), &end);
     if (!arguments) return false;
-    p = SkipSpace(text, end);
-    if (StartsWith(text.substr(p), kKimiCallEnd)) {
-      p = SkipSpace(text, p + kKimiCallEnd.size());
-    } else if (p < text.size()) {
-      return false;  // something else follows the arguments
-    }
+    p = tool_parts::PastEndMarker(text, SkipSpace(text, end), kKimiCallEnd);
+    if (p == std::string_view::npos) return false;  // something else follows the arguments
     // The model's id when it is the template's functions.NAME:IDX; else the server makes one.
     const size_t colon = id.rfind(':');
     const bool model_id = StartsWith(id, "functions.") && colon != std::string_view::npos &&
@@ -35,12 +31,8 @@ bool KimiToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vector<
                           id.find_first_not_of("0123456789", colon + 1) == std::string_view::npos;
     found.push_back({model_id ? std::string(id) : "", std::string(name), std::move(*arguments)});
   }
-  if (found.empty()) return false;
-  if (StartsWith(text.substr(p), kKimiSectionEnd)) {
-    p += kKimiSectionEnd.size();
-  } else if (p < text.size()) {
-    return false;  // neither another call nor the section's end
-  }
+  p = tool_parts::PastEndMarker(text, p, kKimiSectionEnd);
+  if (found.empty() || p == std::string_view::npos) return false;  // not another call, nor the end
   *after = text.substr(p);
   calls->insert(calls->end(), found.begin(), found.end());
   return true;

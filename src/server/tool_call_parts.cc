@@ -54,6 +54,11 @@ std::optional<std::string> JsonObjectAt(std::string_view s, size_t p, size_t* en
   return ArgumentsText(v);
 }
 
+size_t PastEndMarker(std::string_view s, size_t p, std::string_view marker) {
+  if (StartsWith(s.substr(std::min(p, s.size())), marker)) return SkipSpace(s, p + marker.size());
+  return p >= s.size() ? p : std::string_view::npos;
+}
+
 size_t ToolIndex(const ToolSpec& spec, std::string_view name) {
   const auto it = std::find(spec.names.begin(), spec.names.end(), name);
   return it == spec.names.end() ? std::string_view::npos : size_t(it - spec.names.begin());

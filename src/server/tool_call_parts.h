@@ -26,6 +26,10 @@ size_t JsonValueEnd(std::string_view s, size_t p);
 // when no complete, valid object (nesting at most kMaxJsonDepth) starts there.
 std::optional<std::string> JsonObjectAt(std::string_view s, size_t p, size_t* end);
 
+// Past `marker` at s[p] and the whitespace after it; p itself at the text's end (an output cut before the
+// marker); npos when something else is there.
+size_t PastEndMarker(std::string_view s, size_t p, std::string_view marker);
+
 // The index of the tool `name` in spec.names; npos when it is not declared.
 size_t ToolIndex(const ToolSpec& spec, std::string_view name);
 

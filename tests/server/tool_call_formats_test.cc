@@ -14,6 +14,7 @@
 #include "server/tool_call_glm.h"
 #include "server/tool_call_kimi.h"
 #include "server/tool_calls.h"
+#include "tool_stream_check.h"
 
 namespace lockstep::server {
 namespace {
@@ -38,34 +39,8 @@ ToolSpec Spec() {
 
 nlohmann::json Args(const ToolCall& call) { return nlohmann::json::parse(call.arguments); }
 
-// Streams `text` in pieces of `step` bytes and checks that the deltas add up to ParseToolOutput's answer.
 void ExpectStreamMatches(const ToolSpec& spec, const std::string& text) {
-  const ToolOutput whole = ParseToolOutput(spec, text, "seed", false);
-  for (size_t step : {size_t(1), size_t(2), size_t(5), size_t(13)}) {
-    std::string content;
-    nlohmann::json calls = nlohmann::json::array();
-    bool called = false;
-    for (size_t at = 0; at < text.size();) {
-      const size_t next = std::min(text.size(), at + step);
-      const ToolStreamDelta d =
-          ToolStreamStep(spec, std::string_view(text).substr(0, at), std::string_view(text).substr(0, next),
-                         at == 0, next == text.size(), "seed", false);
-      content += d.content;
-      if (d.tool_calls.is_array()) {
-        for (const auto& c : d.tool_calls) calls.push_back(c);
-      }
-      called = d.called;
-      at = next;
-    }
-    EXPECT_EQ(called, !whole.calls.empty()) << step << ": " << text;
-    EXPECT_EQ(content, whole.content.value_or("")) << step << ": " << text;
-    ASSERT_EQ(calls.size(), whole.calls.size()) << step << ": " << text;
-    for (size_t k = 0; k < calls.size(); ++k) {
-      EXPECT_EQ(calls[k]["id"], whole.calls[k].id);
-      EXPECT_EQ(calls[k]["function"]["name"], whole.calls[k].name);
-      EXPECT_EQ(calls[k]["function"]["arguments"], whole.calls[k].arguments);
-    }
-  }
+  testing::ExpectStreamedLikeWhole(spec, text, {1, 2, 5, 13});
 }
 
 // Every prefix of `text` (an output cut anywhere) parses without a crash, whole and streamed.

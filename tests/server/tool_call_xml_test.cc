@@ -9,6 +9,7 @@
 #include <string>
 
 #include "server/tool_calls.h"
+#include "tool_stream_check.h"
 
 namespace lockstep::server {
 namespace {
@@ -109,31 +110,7 @@ TEST(XmlToolCalls, StreamedDeltasAddUpToTheWholeAnswer) {
       "<function=write_file>\n<parameter=path>\nb\n</parameter>\n</function>\n</tool_call>";
   const ToolOutput whole = ParseToolOutput(spec, text, "seed", false);
   ASSERT_EQ(whole.calls.size(), 2u);
-  for (size_t step : {size_t(1), size_t(3), size_t(7)}) {
-    std::string content;
-    nlohmann::json calls = nlohmann::json::array();
-    bool called = false;
-    for (size_t at = 0; at < text.size();) {
-      const size_t next = std::min(text.size(), at + step);
-      const ToolStreamDelta d =
-          ToolStreamStep(spec, std::string_view(text).substr(0, at), std::string_view(text).substr(0, next),
-                         at == 0, next == text.size(), "seed", false);
-      content += d.content;
-      if (d.tool_calls.is_array()) {
-        for (const auto& c : d.tool_calls) calls.push_back(c);
-      }
-      called = d.called;
-      at = next;
-    }
-    EXPECT_TRUE(called) << step;
-    EXPECT_EQ(content, whole.content.value_or("")) << step;
-    ASSERT_EQ(calls.size(), 2u) << step;
-    for (size_t k = 0; k < 2; ++k) {
-      EXPECT_EQ(calls[k]["function"]["name"], whole.calls[k].name);
-      EXPECT_EQ(calls[k]["function"]["arguments"], whole.calls[k].arguments);
-      EXPECT_EQ(calls[k]["id"], whole.calls[k].id);
-    }
-  }
+  testing::ExpectStreamedLikeWhole(spec, text, {1, 3, 7});
 }
 
 }  // namespace
