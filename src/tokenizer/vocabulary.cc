@@ -389,10 +389,19 @@ void Vocabulary::BuildDerivedTables() {
   for (int32_t id : {eos_id_, eot_id_, eom_id_, fim_.pad, fim_.rep, fim_.sep}) {
     if (id >= 0) eog_ids_.push_back(id);
   }
-  for (std::string_view piece : kEndOfGenerationPieces) {
+  const auto special = [this](std::string_view piece) {
     const int32_t id = Find(piece);
-    if (id >= 0 && (IsType(id, TokenType::kControl) || IsType(id, TokenType::kUserDefined)))
-      eog_ids_.push_back(id);
+    return id >= 0 && (IsType(id, TokenType::kControl) || IsType(id, TokenType::kUserDefined)) ? id : -1;
+  };
+  for (std::string_view piece : kEndOfGenerationPieces) {
+    if (const int32_t id = special(piece); id >= 0) eog_ids_.push_back(id);
+  }
+  // gpt-oss's Harmony format (o200k_harmony): <|end|> closes one message of a reply (its reasoning, say),
+  // <|return|> and <|call|> the reply. Such a vocabulary's <|end|> ends nothing, whatever put it in the list
+  // (the eot key or the piece), as llama.cpp's llama-vocab.cpp decides by the same two pieces.
+  if (special("<|return|>") >= 0 && special("<|call|>") >= 0) {
+    const int32_t end = Find("<|end|>");
+    eog_ids_.erase(std::remove(eog_ids_.begin(), eog_ids_.end(), end), eog_ids_.end());
   }
 }
 

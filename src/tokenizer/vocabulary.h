@@ -105,6 +105,9 @@ class Vocabulary {
   // Tokens matched as whole pieces in text: control and unknown (only when parsing special text) and
   // user-defined (always). Longest piece first.
   const std::vector<int32_t>& special_tokens() const { return special_tokens_; }
+  // EOS, EOT, EOM, FIM pad / repo / separator, and the chat end markers that are control or user-defined
+  // tokens; not <|end|> in a Harmony vocabulary (gpt-oss: it has <|return|> and <|call|>), where it ends a
+  // message of the reply rather than the reply.
   bool IsEndOfGeneration(int32_t id) const;
   bool IsType(int32_t id, TokenType type) const { return InRange(id) && tokens_[id].type == type; }
 
