@@ -51,6 +51,9 @@ struct ApiContext {
   // The vocabulary's tool-call markers that are control tokens (server/tool_calls.h ToolMarkerTokens):
   // auto-mode tool requests keep their text in the output.
   std::vector<int32_t> tool_marker_tokens;
+  // The vocabulary's Harmony special tokens that are control tokens (server/harmony_reply.h HarmonyTokens):
+  // requests under a Harmony template keep their text in the output.
+  std::vector<int32_t> harmony_tokens;
   // Chat: the variables every template rendering sees (--chat-template-kwargs), and whether replies'
   // reasoning blocks are split out when a request does not say (--reasoning-format; chat/reasoning.h).
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

@@ -28,7 +28,11 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
     ChoiceState& choice = job->choices_[static_cast<size_t>(c)];
     choice.index = c;
     choice.prompt_index = c / s.n;
-    if (s.split_reasoning) choice.reasoning_tokens.emplace(s.reasoning_opened);
+    if (s.split_reasoning && s.harmony) {
+      choice.harmony_tokens.emplace();
+    } else if (s.split_reasoning) {
+      choice.reasoning_tokens.emplace(s.reasoning_opened);
+    }
     // A drawn seed is below 2^53: responses report it (TGI's details.seed) and a client, JavaScript's too,
     // can read it exactly and send it back as a request's seed.
     choice.seed = s.seed_given ? s.base.sampling.seed + static_cast<uint64_t>(c % s.n)
@@ -144,6 +148,7 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
   }
   choice.text += event.text_delta;
   if (event.token != kNoToken && choice.reasoning_tokens) choice.reasoning_tokens->AddToken(choice.text);
+  if (event.token != kNoToken && choice.harmony_tokens) choice.harmony_tokens->AddToken(choice.text);
   if (spec_.keep_events) choice.events.push_back(event);
   if (event.last()) {
     choice.done = true;
@@ -216,7 +221,10 @@ int GenerationJob::completion_tokens() const {
 
 int GenerationJob::reasoning_tokens() const {
   int n = 0;
-  for (const auto& c : choices_) n += c.reasoning_tokens ? c.reasoning_tokens->tokens() : 0;
+  for (const auto& c : choices_) {
+    n += c.reasoning_tokens ? c.reasoning_tokens->tokens() : 0;
+    n += c.harmony_tokens ? c.harmony_tokens->tokens() : 0;
+  }
   return n;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/harmony.h"
 #include "chat/reasoning.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
@@ -41,6 +42,8 @@ struct GenerationSpec {
   // tokens (ChoiceState::reasoning_tokens); `reasoning_opened`: the prompt opened the block.
   bool split_reasoning = false;
   bool reasoning_opened = false;
+  // With split_reasoning: the replies are Harmony (chat/harmony.h); their analysis messages are counted.
+  bool harmony = false;
 };
 
 // How a choice ended, as the APIs report it: the engine's finish reason, with a cancellation told apart by
@@ -57,6 +60,7 @@ struct ChoiceState {
   int32_t generated = 0;           // tokens generated (events with a token)
   // Counts the reasoning among them (set when GenerationSpec::split_reasoning).
   std::optional<chat::ReasoningTokenCounter> reasoning_tokens;
+  std::optional<chat::HarmonyTokenCounter> harmony_tokens;  // instead, for Harmony replies
   bool done = false;
   TokenEvent last;                   // the final event (finish reason, timing)
   ChoiceEnd end = ChoiceEnd::kNone;  // set with `last`

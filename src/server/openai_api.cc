@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/excerpt.h"
+#include "chat/harmony.h"
 #include "server/fan_out.h"
 #include "server/llamacpp_infill.h"
 #include "server/request_fields.h"
@@ -168,7 +169,10 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
   auto applied = ApplyConstraint(*ctx.grammars, *constraint, &req.spec.base);
   if (!applied.ok()) *error = applied.error;
   const std::string& p = constraint->param;
-  if (p != "grammar" && p != "guided_grammar" && p != "structured_outputs.grammar") req.reasoning = false;
+  if (p != "grammar" && p != "guided_grammar" && p != "structured_outputs.grammar") {
+    req.reasoning = false;
+    req.harmony = false;
+  }
 }
 
 // chat_template_kwargs (vLLM's and llama.cpp's): more variables for the template, over the server's
@@ -197,7 +201,9 @@ void ReadTemplateFields(FieldReader& f, const std::string& raw_body, const ApiCo
   if (auto name = f.Enum("reasoning_format", {"none", "deepseek", "auto"})) {
     format = *chat::ParseReasoningFormat(*name);
   }
-  req.reasoning = chat::SplitsReasoning(format, ctx.chat_template->source());
+  req.harmony =
+      format != chat::ReasoningFormat::kNone && chat::IsHarmonyTemplate(ctx.chat_template->source());
+  req.reasoning = !req.harmony && chat::SplitsReasoning(format, ctx.chat_template->source());
 }
 
 // Prompt forms: "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]].
@@ -324,6 +330,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     }
   }
   const nlohmann::json* messages = f.Raw("messages");
+  const bool harmony_template = chat::IsHarmonyTemplate(ctx.chat_template->source());
   nlohmann::ordered_json normalized = nlohmann::ordered_json::array();
   if (!f.failed()) {
     if (messages == nullptr || !messages->is_array() || messages->empty()) {
@@ -374,8 +381,10 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
         }
         const auto name = mf.String("name");
         const auto tool_call_id = role == "tool" ? mf.String("tool_call_id") : std::nullopt;
-        // An earlier reply's reasoning, as this API returns it (Qwen3's template shows it or leaves it out).
-        const auto reasoning = role == "assistant" ? mf.String("reasoning_content") : std::nullopt;
+        // An earlier reply's reasoning, as this API returns it (Qwen3's template shows it or leaves it out),
+        // or as Ollama and gpt-oss's template name it.
+        auto reasoning = role == "assistant" ? mf.String("reasoning_content") : std::nullopt;
+        if (role == "assistant" && !reasoning) reasoning = mf.String("thinking");
         const nlohmann::json* tool_calls = role == "assistant" ? mf.Raw("tool_calls") : nullptr;
         if (tool_calls != nullptr && !tool_calls->is_array() && !mf.failed()) {
           mf.Fail("tool_calls", where + ".tool_calls must be an array of tool calls");
@@ -396,6 +405,12 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
             break;
           }
           out["tool_calls"] = std::move(*calls.value);
+        }
+        if (harmony_template && reasoning) {
+          // gpt-oss's template reads the reasoning as `thinking`, and refuses a call's message with both
+          // content and thinking (llama.cpp drops the content likewise).
+          out["thinking"] = *reasoning;
+          if (out.contains("tool_calls")) out.erase("content");
         }
         normalized.push_back(std::move(out));
       }
@@ -440,6 +455,10 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   if (req.tools.calls_possible() && !req.tools.forced()) {
     req.spec.base.preserved_tokens = ctx.tool_marker_tokens;
   }
+  // Harmony's replies are parsed by their special tokens (which name no tool-call markers).
+  if (req.harmony) req.spec.base.preserved_tokens = ctx.harmony_tokens;
+  req.spec.harmony = req.harmony;
+  if (req.harmony) req.spec.split_reasoning = true;
   req.spec.base.sampling.logprobs = req.chat_logprobs;
   req.spec.base.sampling.top_logprobs = req.top_logprobs;
   req.spec.keep_events = req.chat_logprobs || req.prompt_logprobs >= 0;

@@ -38,6 +38,11 @@ struct OpenAiRequest {
   // from the first token, so a JSON reply would be taken for reasoning when the prompt opened a block).
   bool reasoning = false;
   bool reasoning_opened = false;
+  // chat: the template writes Harmony (gpt-oss; chat/harmony.h) and the reasoning format is not "none":
+  // replies are split by their messages (server/harmony_reply.h) instead of <think> blocks and the tool-call
+  // formats, their special tokens kept in the text. Off, like `reasoning`, under an output constraint other
+  // than a GBNF grammar and under forced tool choices (the reply is then JSON from its first token).
+  bool harmony = false;
 };
 
 Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);

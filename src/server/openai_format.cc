@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "chat/reasoning.h"
+#include "server/harmony_reply.h"
 #include "server/openai_api.h"
 
 namespace lockstep::server {
@@ -131,6 +132,40 @@ std::string ToolIdSeed(const std::string& id, const ChoiceState& c) {
   return id + "#" + std::to_string(c.index);
 }
 
+// A whole chat choice's message: its reasoning, content and tool calls (from <think> splitting and the
+// tool-call formats, or from Harmony's messages). `*called`: the reply made calls.
+nlohmann::json ChatMessage(const OpenAiRequest& req, const ChoiceState& c, const std::string& seed,
+                           bool* called) {
+  std::optional<std::string> reasoning;
+  ToolOutput tools;
+  if (req.harmony) {
+    HarmonyReply reply = HarmonyWhole(req.tools, c.text, seed, req.mistral_ids);
+    reasoning = std::move(reply.reasoning);
+    tools = std::move(reply.output);
+  } else {
+    chat::ReasoningSplit split = req.reasoning ? chat::SplitReasoning(c.text, req.reasoning_opened, true)
+                                               : chat::ReasoningSplit{std::nullopt, c.text};
+    reasoning = std::move(split.reasoning);
+    tools = req.tools.calls_possible() ? ParseToolOutput(req.tools, split.content, seed, req.mistral_ids)
+                                       : ToolOutput{std::move(split.content), {}};
+  }
+  nlohmann::json message = {
+      {"role", "assistant"},
+      {"content", tools.content ? nlohmann::json(*tools.content) : nlohmann::json(nullptr)}};
+  if (reasoning) message["reasoning_content"] = *reasoning;
+  if (!tools.calls.empty()) {
+    nlohmann::json calls = nlohmann::json::array();
+    for (const ToolCall& call : tools.calls) {
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
+  *called = !tools.calls.empty();
+  return message;
+}
+
 }  // namespace
 
 nlohmann::json ChatLogprobEntry(const ApiContext& ctx, const TokenEvent& e) {
@@ -165,28 +200,10 @@ nlohmann::json OpenAiResponse(const OpenAiRequest& req, GenerationJob& job, cons
   for (const ChoiceState& c : job.choices()) {
     nlohmann::json choice = {{"index", c.index}, {"finish_reason", OpenAiFinishReason(c.end)}};
     if (req.chat) {
-      const chat::ReasoningSplit split =
-          req.reasoning ? chat::SplitReasoning(c.text, req.reasoning_opened, /*final=*/true)
-                        : chat::ReasoningSplit{std::nullopt, c.text};
-      choice["message"] = {{"role", "assistant"}, {"content", split.content}};
-      if (split.reasoning) choice["message"]["reasoning_content"] = *split.reasoning;
-      if (req.tools.calls_possible()) {
-        const ToolOutput tools =
-            ParseToolOutput(req.tools, split.content, ToolIdSeed(id, c), req.mistral_ids);
-        choice["message"]["content"] =
-            tools.content ? nlohmann::json(*tools.content) : nlohmann::json(nullptr);
-        if (!tools.calls.empty()) {
-          nlohmann::json calls = nlohmann::json::array();
-          for (const ToolCall& call : tools.calls) {
-            calls.push_back({{"id", call.id},
-                             {"type", "function"},
-                             {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-          }
-          choice["message"]["tool_calls"] = std::move(calls);
-          // A choice cut short keeps its reason ("length", ...): its last call may be incomplete.
-          if (c.end == ChoiceEnd::kStop) choice["finish_reason"] = "tool_calls";
-        }
-      }
+      bool called = false;
+      choice["message"] = ChatMessage(req, c, ToolIdSeed(id, c), &called);
+      // A choice cut short keeps its reason ("length", ...): its last call may be incomplete.
+      if (called && c.end == ChoiceEnd::kStop) choice["finish_reason"] = "tool_calls";
       if (req.chat_logprobs) {
         nlohmann::json content = nlohmann::json::array();
         for (const TokenEvent& e : c.events) {
@@ -229,7 +246,8 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
                                           const ApiContext& ctx, const std::string& id, int64_t created) {
   const bool has_token = event.token != kNoToken;
   const bool wants_logprobs = req.chat ? req.chat_logprobs : req.logprobs >= 0;
-  const bool tools = req.chat && req.tools.calls_possible();
+  // Harmony replies go the tool-call way whether tools were given or not (their content is parsed).
+  const bool tools = req.chat && (req.tools.calls_possible() || req.harmony);
   // The reply's text before and after this event: its content part when reasoning is split out.
   std::string_view after = choice.text;
   std::string_view before = after.substr(0, after.size() - event.text_delta.size());
@@ -245,7 +263,12 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
     after = split_after.content;
   }
   std::optional<ToolStreamDelta> tool_delta;
-  if (tools) {
+  if (req.chat && req.harmony) {
+    HarmonyDelta d =
+        HarmonyStreamStep(req.tools, before, after, event.last(), ToolIdSeed(id, choice), req.mistral_ids);
+    reasoning_delta = std::move(d.reasoning);
+    tool_delta = std::move(d.tool);
+  } else if (tools) {
     tool_delta = ToolStreamStep(req.tools, before, after, first_for_choice, event.last(),
                                 ToolIdSeed(id, choice), req.mistral_ids);
   }

@@ -74,6 +74,8 @@ class ResponsesStream {
   std::string AddCall(const nlohmann::json& delta);  // an OpenAI tool_calls delta with the call's id
   std::string Arguments(size_t k, const std::string& delta);
   int CallIndex(size_t k) const;  // call k's output_index
+  // OnEvent for a Harmony reply (server/harmony_reply.h); `text`: the reply so far, this event's included.
+  std::string HarmonyEvent(std::string_view text, const TokenEvent& event);
   nlohmann::json Output() const;
 
   std::shared_ptr<const ResponsesRequest> request_;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "chat/reasoning.h"
+#include "server/harmony_reply.h"
 #include "server/request_fields.h"
 #include "server/responses_api.h"
 #include "server/sse.h"
@@ -131,18 +132,30 @@ nlohmann::json Finished(const ResponsesRequest& req, GenerationJob& job, const A
 // The message text carries logprobs when include asked for them and no tool call can be parsed out of the
 // text (which tokens made which part of a text split into content and calls is not kept).
 bool ResponsesTextLogprobs(const ResponsesRequest& req) {
-  return req.chat.chat_logprobs && !req.chat.tools.calls_possible() && !req.chat.reasoning;
+  return req.chat.chat_logprobs && !req.chat.tools.calls_possible() && !req.chat.reasoning &&
+         !req.chat.harmony;
 }
 
 nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job, const ApiContext& ctx,
                                  const std::string& id, int64_t created_at) {
   const ChoiceState& c = job.choices()[0];
-  const chat::ReasoningSplit split = SplitReply(req.chat, c.text, /*final=*/true);
+  chat::ReasoningSplit split;
   ToolOutput parsed;
-  if (req.chat.tools.calls_possible()) {
-    parsed = ParseToolOutput(req.chat.tools, split.content, ToolIdSeed(id), req.chat.mistral_ids);
+  bool reasoning_closed = false;
+  if (req.chat.harmony) {  // server/harmony_reply.h
+    HarmonyReply reply = HarmonyWhole(req.chat.tools, c.text, ToolIdSeed(id), req.chat.mistral_ids);
+    split.reasoning = std::move(reply.reasoning);
+    parsed = std::move(reply.output);
+    reasoning_closed =
+        parsed.content.value_or("") != "" || !parsed.calls.empty() || c.end == ChoiceEnd::kStop;
   } else {
-    parsed.content = split.content;
+    split = SplitReply(req.chat, c.text, /*final=*/true);
+    reasoning_closed = !split.content.empty() || c.text.find(chat::kReasoningClose) != std::string::npos;
+    if (req.chat.tools.calls_possible()) {
+      parsed = ParseToolOutput(req.chat.tools, split.content, ToolIdSeed(id), req.chat.mistral_ids);
+    } else {
+      parsed.content = split.content;
+    }
   }
   const char* status = c.end == ChoiceEnd::kStop ? "completed" : "incomplete";
   nlohmann::json logprobs = nlohmann::json::array();
@@ -154,8 +167,7 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
   }
   nlohmann::json output = nlohmann::json::array();
   if (split.reasoning) {  // a block cut short is all reasoning, and closed
-    const bool closed = !split.content.empty() || c.text.find(chat::kReasoningClose) != std::string::npos;
-    output.push_back(ReasoningItem(id, &*split.reasoning, closed ? "completed" : status));
+    output.push_back(ReasoningItem(id, &*split.reasoning, reasoning_closed ? "completed" : status));
   }
   if (parsed.content)
     output.push_back(MessageItem(id, &*parsed.content, status, with_logprobs ? &logprobs : nullptr));
@@ -300,6 +312,7 @@ std::string ResponsesStream::OnEvent(const ChoiceState& choice, const TokenEvent
   // The reply's content before and after this event (its text, when reasoning is not split out), and the
   // reasoning it adds.
   const std::string_view text = choice.text;
+  if (req_.chat.harmony) return HarmonyEvent(text, event);
   const chat::ReasoningSplit before =
       SplitReply(req_.chat, text.substr(0, text.size() - event.text_delta.size()),
                  /*final=*/false);
@@ -322,6 +335,19 @@ std::string ResponsesStream::OnEvent(const ChoiceState& choice, const TokenEvent
       out += Arguments(k, call["function"].value("arguments", ""));
     }
   }
+  return out;
+}
+
+std::string ResponsesStream::HarmonyEvent(std::string_view text, const TokenEvent& event) {
+  HarmonyDelta d = HarmonyStreamStep(req_.chat.tools, text.substr(0, text.size() - event.text_delta.size()),
+                                     text, event.last(), ToolIdSeed(id_), req_.chat.mistral_ids);
+  std::string out;
+  if (!d.reasoning.empty()) out += Reasoning(d.reasoning);
+  if (!d.tool.content.empty() || d.tool.tool_calls.is_array()) out += CloseReasoning("completed");
+  out += Text(d.tool.content);
+  if (!d.tool.tool_calls.is_array()) return out;
+  out += CloseMessage();  // content comes before the calls
+  for (const nlohmann::json& call : d.tool.tool_calls) out += AddCall(call);
   return out;
 }
 
@@ -354,7 +380,9 @@ std::string ResponsesStream::Finish(GenerationJob& job) {
   if (end == ChoiceEnd::kError) return Fail("generation failed");
   item_status_ = end == ChoiceEnd::kStop ? "completed" : "incomplete";
   // A block still open at the end was cut short (unless the reply closed it and wrote nothing after).
-  const bool closed = job.choices()[0].text.find(chat::kReasoningClose) != std::string::npos;
+  const bool closed = req_.chat.harmony
+                          ? end == ChoiceEnd::kStop
+                          : job.choices()[0].text.find(chat::kReasoningClose) != std::string::npos;
   std::string out = CloseReasoning(closed ? "completed" : item_status_);
   if (calls_.empty()) out += OpenMessage();  // an empty answer is an empty message, as in the whole response
   out += CloseMessage();

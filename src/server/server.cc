@@ -11,11 +11,13 @@
 #include <thread>
 
 #include "base/flag_range.h"
+#include "chat/harmony.h"
 #include "chat/template_selection.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "server/dashboard_feed.h"
+#include "server/harmony_reply.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/routes.h"
@@ -191,11 +193,18 @@ class Server::Impl {
     ctx.prefix_caching = options_.prefix_caching;
     ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
     ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
+    ctx.harmony_tokens = HarmonyTokens(*shared_tokenizer);
     ctx.chat_template_kwargs = options_.chat_template_kwargs;
     ctx.reasoning_format = options_.reasoning_format;
     ctx.sampling_defaults = options_.sampling_defaults;
     ctx.sampling_defaults.Prepare(*shared_tokenizer);
-    if (chat::SplitsReasoning(ctx.reasoning_format, ctx.chat_template->source())) {
+    if (chat::IsHarmonyTemplate(ctx.chat_template->source())) {
+      if (ctx.reasoning_format != chat::ReasoningFormat::kNone)
+        log_->info(
+            "chat: the template writes Harmony (gpt-oss): analysis messages are returned as "
+            "reasoning_content, calls to functions.* as tool_calls (--reasoning-format none keeps the raw "
+            "reply)");
+    } else if (chat::SplitsReasoning(ctx.reasoning_format, ctx.chat_template->source())) {
       log_->info(
           "chat: <think> blocks of replies are returned as reasoning_content (--reasoning-format none "
           "keeps them in content)");
