@@ -3,15 +3,19 @@
 // vocabulary spells the special tokens as text) answers /v1/chat/completions with the analysis channel as
 // reasoning_content, the final channel as content and messages to functions.* as tool_calls, whole and
 // streamed alike, with usage's reasoning_tokens; an earlier reply's reasoning reaches the template as
-// `thinking`; reasoning_format none, JSON outputs and forced tool choices keep the reply as it is.
+// `thinking`; reasoning_format none, JSON outputs and forced tool choices keep the reply as it is. And with
+// Harmony's special tokens as control tokens of the model's own vocabulary (and the template in the file):
+// <|end|> does not end a reply, <|return|> does, and the tokens' text reaches the split.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <regex>
 
 #include "e2e_util.h"
+#include "gguf/gguf_writer.h"
 #include "test_client.h"
 #include "testing/testdata.h"
+#include "testing/vocab/test_vocab.h"
 
 namespace lockstep::server::testing {
 namespace harmony_routes_test {
@@ -265,6 +269,97 @@ TEST_F(HarmonyRoutesTest, ResponsesApiWholeAndStreamedAgree) {
     for (nlohmann::json& o : *items) o.erase("id");
   }
   EXPECT_EQ(output, whole_output) << r.body;
+}
+
+// The tiny model with a byte-level vocabulary whose Harmony tokens are control tokens (<|return|> its EOS)
+// and the Harmony template in the file, as a gpt-oss GGUF has them.
+class HarmonyVocabularyTest : public SharedServerTest<HarmonyVocabularyTest> {
+ public:
+  static std::string Model() {
+    const std::string dir = ::lockstep::testing::MakeTempDir("lockstep-harmony-vocab");
+    std::vector<std::pair<std::string, int32_t>> pieces;
+    for (const char* piece : {"<|return|>", "<|start|>", "<|channel|>", "<|message|>", "<|end|>",
+                              "<|constrain|>", "<|call|>", "<|endoftext|>"}) {
+      pieces.emplace_back(piece, 3);
+    }
+    GgufWriter vocabulary = ::lockstep::testing::ByteLevelToyVocabulary(pieces);
+    vocabulary.Set("tokenizer.ggml.eos_token_id", GgufValue::Uint32(256));
+    vocabulary.Set("tokenizer.chat_template", GgufValue::String(kTemplate));
+    const Status written = vocabulary.WriteFile(dir + "/vocab.gguf");
+    EXPECT_TRUE(written.ok()) << written.ToString();
+    const std::string make = ::lockstep::testing::LockstepBinary() +
+                             " make-model --shape tiny --vocab-from " + dir + "/vocab.gguf -o " + dir +
+                             "/tiny-harmony.gguf > /dev/null 2>&1";
+    EXPECT_EQ(::lockstep::testing::RunCommand(make), 0) << make;
+    return dir + "/tiny-harmony.gguf";
+  }
+  static std::vector<std::string> Args() { return {"-t", "1"}; }
+};
+
+constexpr int32_t kReturn = 256, kStart = 257, kChannel = 258, kMessage = 259, kEnd = 260;
+
+nlohmann::json Biased(uint64_t seed, const nlohmann::json& bias, int max_tokens) {
+  return {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+          {"temperature", 1.0},
+          {"seed", seed},
+          {"max_tokens", max_tokens},
+          {"logit_bias", bias}};
+}
+
+TEST_F(HarmonyVocabularyTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
+  const HttpResponse rendered = Post(port(), "/apply-template", Biased(0, nlohmann::json::object(), 1));
+  ASSERT_EQ(rendered.status, 200) << rendered.body;
+  const std::string prompt = rendered.Json()["prompt"];
+  EXPECT_EQ(prompt.substr(prompt.size() - 18), "<|start|>assistant") << prompt;
+  // <|end|> every time: the reply goes on to max_tokens, its text kept (no message header: content).
+  nlohmann::json body = Biased(1, {{std::to_string(kEnd), 100}}, 6);
+  const HttpResponse end = Post(port(), "/v1/chat/completions", body);
+  ASSERT_EQ(end.status, 200) << end.body;
+  EXPECT_EQ(end.Json()["choices"][0]["finish_reason"], "length") << end.body;
+  EXPECT_EQ(end.Json()["usage"]["completion_tokens"], 6) << end.body;
+  EXPECT_EQ(end.Json()["choices"][0]["message"]["content"], "<|end|><|end|><|end|><|end|><|end|><|end|>")
+      << end.body;
+  // <|return|>: the reply ends there.
+  body = Biased(1, {{std::to_string(kReturn), 100}}, 6);
+  const HttpResponse ret = Post(port(), "/v1/chat/completions", body);
+  ASSERT_EQ(ret.status, 200) << ret.body;
+  EXPECT_EQ(ret.Json()["choices"][0]["finish_reason"], "stop") << ret.body;
+  EXPECT_EQ(ret.Json()["usage"]["completion_tokens"], 1) << ret.body;
+  EXPECT_EQ(ret.Json()["choices"][0]["message"]["content"], "") << ret.body;
+}
+
+// Random replies of Harmony's structural tokens alone (their bias drowns every other token): whatever their
+// shape, the stream gives the whole response's reasoning, content, calls and usage, and the messages are
+// taken apart (the content is not the reply's text).
+TEST_F(HarmonyVocabularyTest, RandomRepliesStreamAsTheyAnswerWhole) {
+  const nlohmann::json bias = {{std::to_string(kStart), 100},
+                               {std::to_string(kChannel), 100},
+                               {std::to_string(kMessage), 100},
+                               {std::to_string(kEnd), 100}};
+  int parsed = 0;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    nlohmann::json body = Biased(seed, bias, 40);
+    body["tools"] = Tools();
+    body["logprobs"] = true;
+    const HttpResponse r = Post(port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const nlohmann::json whole = r.Json();
+    const nlohmann::json& choice = whole["choices"][0];
+    const nlohmann::json& message = choice["message"];
+    const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
+    const Streamed streamed = StreamChat(port(), body);
+    EXPECT_EQ(streamed.reasoning, message.value("reasoning_content", "")) << r.body;
+    EXPECT_EQ(streamed.has_reasoning, message.contains("reasoning_content")) << r.body;
+    EXPECT_EQ(streamed.content, content) << r.body;
+    EXPECT_EQ(streamed.calls, message.contains("tool_calls") ? message["tool_calls"].size() : 0u) << r.body;
+    EXPECT_EQ(streamed.finish_reason, choice["finish_reason"]) << r.body;
+    EXPECT_EQ(streamed.usage["completion_tokens_details"], whole["usage"]["completion_tokens_details"])
+        << r.body;
+    std::string text;
+    for (const nlohmann::json& t : choice["logprobs"]["content"]) text += t["token"].get<std::string>();
+    parsed += content != text;
+  }
+  EXPECT_GE(parsed, 2);  // 4 of the 12 (a reply may open with <|end|>: not a header, all content)
 }
 
 }  // namespace harmony_routes_test
