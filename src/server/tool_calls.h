@@ -25,6 +25,7 @@
 //   Kimi K2            prose, then <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX
 //                      <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
 //                      (server/tool_call_kimi.h; the call keeps the model's id)
+//   gpt-oss (Harmony)  messages to functions.NAME, parsed apart with the reasoning: server/harmony_reply.h
 // Only declared tool names count; anything else is content. The tool-call region is where the text starts
 // with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS] or DeepSeek's or Kimi's section
 // marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so streamed and

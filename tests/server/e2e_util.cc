@@ -47,6 +47,32 @@ const std::string& SlowModel() {
   return path;
 }
 
+StreamedChat StreamChat(int port, nlohmann::json body) {
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  StreamedChat out;
+  for (const std::string& data : Stream(port, "/v1/chat/completions", body)) {
+    const nlohmann::json chunk = nlohmann::json::parse(data, nullptr, false);
+    if (!chunk.is_object()) continue;
+    if (chunk["usage"].is_object()) out.usage = chunk["usage"];
+    if (chunk["choices"].empty()) continue;
+    const nlohmann::json& choice = chunk["choices"][0];
+    const nlohmann::json& delta = choice["delta"];
+    if (delta.contains("reasoning_content")) {
+      out.reasoning += delta["reasoning_content"].get<std::string>();
+      out.has_reasoning = true;
+    }
+    if (delta.contains("content") && delta["content"].is_string()) out.content += delta["content"];
+    for (const nlohmann::json& call : delta.value("tool_calls", nlohmann::json::array())) {
+      ++out.calls;
+      out.names += call["function"].value("name", "");
+      out.arguments += call["function"].value("arguments", "");
+    }
+    if (choice["finish_reason"].is_string()) out.finish_reason = choice["finish_reason"];
+  }
+  return out;
+}
+
 std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& events, bool chat,
                                              bool* saw_done) {
   std::map<int, std::string> text;

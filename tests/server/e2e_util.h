@@ -28,6 +28,17 @@ const std::string& SlowModel();
 std::map<int, std::string> CollectOpenAiText(const std::vector<std::string>& events, bool chat,
                                              bool* saw_done);
 
+// A chat stream's deltas (choice 0) added up: reasoning_content, content, the tool calls (how many, their
+// names and arguments concatenated), the last finish_reason, and the usage chunk's usage.
+struct StreamedChat {
+  std::string reasoning, content, names, arguments, finish_reason;
+  bool has_reasoning = false;
+  int calls = 0;
+  nlohmann::json usage;
+};
+// Streams `body` (stream and stream_options.include_usage set) to /v1/chat/completions on a running server.
+StreamedChat StreamChat(int port, nlohmann::json body);
+
 // The value of a metric sample on a running server's /metrics (-1 when absent).
 double Metric(int port, const std::string& sample);
 // Polls /metrics until nothing runs or waits and no KV is in use (adds a failure and returns false after ~10

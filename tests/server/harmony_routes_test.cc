@@ -1,14 +1,13 @@
-// gpt-oss's Harmony replies end to end (chat/harmony.h, server/harmony_reply.h): under a template that writes
-// Harmony, a random-weight model made to write Harmony messages by a GBNF grammar (the tiny model's
-// vocabulary spells the special tokens as text) answers /v1/chat/completions with the analysis channel as
-// reasoning_content, the final channel as content and messages to functions.* as tool_calls, whole and
-// streamed alike, with usage's reasoning_tokens; an earlier reply's reasoning reaches the template as
-// `thinking`; reasoning_format none, JSON outputs and forced tool choices keep the reply as it is. And with
-// Harmony's special tokens as control tokens of the model's own vocabulary (and the template in the file):
-// <|end|> does not end a reply, <|return|> does, and the tokens' text reaches the split.
+// gpt-oss's Harmony replies end to end (chat/harmony.h, server/harmony_reply.h), on the tiny model with a
+// vocabulary whose Harmony tokens are control tokens and a Harmony template in the file, as a gpt-oss GGUF
+// has them. Made to write Harmony messages by a GBNF grammar (spelled as text: a grammar writes no control
+// token), it answers /v1/chat/completions with the analysis channel as reasoning_content, the final channel
+// as content and messages to functions.* as tool_calls, whole and streamed alike, with usage's
+// reasoning_tokens; an earlier reply's reasoning reaches the template as `thinking`; reasoning_format none,
+// JSON outputs and forced tool choices keep the reply as it is. Made to write the control tokens by
+// logit_bias: <|end|> does not end a reply, <|return|> does, and the tokens' text reaches the split.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 
 #include "e2e_util.h"
@@ -31,18 +30,30 @@ const char* const kTemplate =
     "}}<|end|>{% endif %}{% else %}<|start|>{{ m['role'] }}<|message|>{{ m['content'] }}<|end|>{% endif "
     "%}{% endfor %}{% if add_generation_prompt %}<|start|>assistant{% endif %}";
 
-const std::string& TemplateFile() {
-  static const std::string path = [] {
-    const std::string file = ::lockstep::testing::MakeTempDir("lockstep-harmony") + "/harmony.jinja";
-    std::ofstream(file) << kTemplate;
-    return file;
-  }();
-  return path;
-}
-
+// The tiny model with a byte-level vocabulary whose Harmony tokens are control tokens (<|return|> its EOS)
+// and the Harmony template in the file, as a gpt-oss GGUF has them. (A grammar writes Harmony as text, of
+// byte tokens: it cannot write control tokens; logit_bias can.)
 class HarmonyRoutesTest : public SharedServerTest<HarmonyRoutesTest> {
  public:
-  static std::vector<std::string> Args() { return {"-t", "1", "--chat-template", TemplateFile()}; }
+  static std::string Model() {
+    const std::string dir = ::lockstep::testing::MakeTempDir("lockstep-harmony-vocab");
+    std::vector<std::pair<std::string, int32_t>> pieces;
+    for (const char* piece : {"<|return|>", "<|start|>", "<|channel|>", "<|message|>", "<|end|>",
+                              "<|constrain|>", "<|call|>", "<|endoftext|>"}) {
+      pieces.emplace_back(piece, 3);
+    }
+    GgufWriter vocabulary = ::lockstep::testing::ByteLevelToyVocabulary(pieces);
+    vocabulary.Set("tokenizer.ggml.eos_token_id", GgufValue::Uint32(256));
+    vocabulary.Set("tokenizer.chat_template", GgufValue::String(kTemplate));
+    const Status written = vocabulary.WriteFile(dir + "/vocab.gguf");
+    EXPECT_TRUE(written.ok()) << written.ToString();
+    const std::string make = ::lockstep::testing::LockstepBinary() +
+                             " make-model --shape tiny --vocab-from " + dir + "/vocab.gguf -o " + dir +
+                             "/tiny-harmony.gguf > /dev/null 2>&1";
+    EXPECT_EQ(::lockstep::testing::RunCommand(make), 0) << make;
+    return dir + "/tiny-harmony.gguf";
+  }
+  static std::vector<std::string> Args() { return {"-t", "1"}; }
 };
 
 nlohmann::json Chat(uint64_t seed, const std::string& grammar) {
@@ -67,39 +78,6 @@ const char* const kAnswerGrammar =
 const char* const kCallGrammar =
     R"(root ::= "<|channel|>analysis<|message|>" [a-z ]{3,12} "<|end|><|start|>assistant<|channel|>commentary to=functions.get <|constrain|>json<|message|>{\"x\": 1}")";
 
-struct Streamed {
-  std::string reasoning, content, names, arguments, finish_reason;
-  bool has_reasoning = false;
-  int calls = 0;
-  nlohmann::json usage;
-};
-
-Streamed StreamChat(int port, nlohmann::json body) {
-  body["stream"] = true;
-  body["stream_options"] = {{"include_usage", true}};
-  Streamed out;
-  for (const std::string& data : Stream(port, "/v1/chat/completions", body)) {
-    const nlohmann::json chunk = nlohmann::json::parse(data, nullptr, false);
-    if (!chunk.is_object()) continue;
-    if (chunk["usage"].is_object()) out.usage = chunk["usage"];
-    if (chunk["choices"].empty()) continue;
-    const nlohmann::json& choice = chunk["choices"][0];
-    const nlohmann::json& delta = choice["delta"];
-    if (delta.contains("reasoning_content")) {
-      out.reasoning += delta["reasoning_content"].get<std::string>();
-      out.has_reasoning = true;
-    }
-    if (delta.contains("content") && delta["content"].is_string()) out.content += delta["content"];
-    for (const nlohmann::json& call : delta.value("tool_calls", nlohmann::json::array())) {
-      ++out.calls;
-      out.names += call["function"].value("name", "");
-      out.arguments += call["function"].value("arguments", "");
-    }
-    if (choice["finish_reason"].is_string()) out.finish_reason = choice["finish_reason"];
-  }
-  return out;
-}
-
 TEST_F(HarmonyRoutesTest, AnalysisIsReasoningFinalIsContentWholeAndStreamed) {
   for (uint64_t seed = 0; seed < 3; ++seed) {
     const nlohmann::json body = Chat(seed, kAnswerGrammar);
@@ -120,7 +98,7 @@ TEST_F(HarmonyRoutesTest, AnalysisIsReasoningFinalIsContentWholeAndStreamed) {
     EXPECT_GT(reasoning_tokens, 3) << r.body;
     EXPECT_LT(reasoning_tokens, usage["completion_tokens"].get<int>()) << r.body;
 
-    const Streamed streamed = StreamChat(port(), body);
+    const StreamedChat streamed = StreamChat(port(), body);
     EXPECT_EQ(streamed.reasoning, message["reasoning_content"]);
     EXPECT_EQ(streamed.content, message["content"]);
     EXPECT_EQ(streamed.calls, 0);
@@ -147,7 +125,7 @@ TEST_F(HarmonyRoutesTest, CallToAFunctionIsAToolCallWholeAndStreamed) {
             nlohmann::json({{"x", 1}}))
       << r.body;
 
-  const Streamed streamed = StreamChat(port(), body);
+  const StreamedChat streamed = StreamChat(port(), body);
   EXPECT_EQ(streamed.reasoning, choice["message"]["reasoning_content"]);
   EXPECT_EQ(streamed.content, "");
   EXPECT_EQ(streamed.calls, 1);
@@ -271,31 +249,6 @@ TEST_F(HarmonyRoutesTest, ResponsesApiWholeAndStreamedAgree) {
   EXPECT_EQ(output, whole_output) << r.body;
 }
 
-// The tiny model with a byte-level vocabulary whose Harmony tokens are control tokens (<|return|> its EOS)
-// and the Harmony template in the file, as a gpt-oss GGUF has them.
-class HarmonyVocabularyTest : public SharedServerTest<HarmonyVocabularyTest> {
- public:
-  static std::string Model() {
-    const std::string dir = ::lockstep::testing::MakeTempDir("lockstep-harmony-vocab");
-    std::vector<std::pair<std::string, int32_t>> pieces;
-    for (const char* piece : {"<|return|>", "<|start|>", "<|channel|>", "<|message|>", "<|end|>",
-                              "<|constrain|>", "<|call|>", "<|endoftext|>"}) {
-      pieces.emplace_back(piece, 3);
-    }
-    GgufWriter vocabulary = ::lockstep::testing::ByteLevelToyVocabulary(pieces);
-    vocabulary.Set("tokenizer.ggml.eos_token_id", GgufValue::Uint32(256));
-    vocabulary.Set("tokenizer.chat_template", GgufValue::String(kTemplate));
-    const Status written = vocabulary.WriteFile(dir + "/vocab.gguf");
-    EXPECT_TRUE(written.ok()) << written.ToString();
-    const std::string make = ::lockstep::testing::LockstepBinary() +
-                             " make-model --shape tiny --vocab-from " + dir + "/vocab.gguf -o " + dir +
-                             "/tiny-harmony.gguf > /dev/null 2>&1";
-    EXPECT_EQ(::lockstep::testing::RunCommand(make), 0) << make;
-    return dir + "/tiny-harmony.gguf";
-  }
-  static std::vector<std::string> Args() { return {"-t", "1"}; }
-};
-
 constexpr int32_t kReturn = 256, kStart = 257, kChannel = 258, kMessage = 259, kEnd = 260;
 
 nlohmann::json Biased(uint64_t seed, const nlohmann::json& bias, int max_tokens) {
@@ -306,7 +259,7 @@ nlohmann::json Biased(uint64_t seed, const nlohmann::json& bias, int max_tokens)
           {"logit_bias", bias}};
 }
 
-TEST_F(HarmonyVocabularyTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
+TEST_F(HarmonyRoutesTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
   const HttpResponse rendered = Post(port(), "/apply-template", Biased(0, nlohmann::json::object(), 1));
   ASSERT_EQ(rendered.status, 200) << rendered.body;
   const std::string prompt = rendered.Json()["prompt"];
@@ -331,7 +284,7 @@ TEST_F(HarmonyVocabularyTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
 // Random replies of Harmony's structural tokens alone (their bias drowns every other token): whatever their
 // shape, the stream gives the whole response's reasoning, content, calls and usage, and the messages are
 // taken apart (the content is not the reply's text).
-TEST_F(HarmonyVocabularyTest, RandomRepliesStreamAsTheyAnswerWhole) {
+TEST_F(HarmonyRoutesTest, RandomRepliesStreamAsTheyAnswerWhole) {
   const nlohmann::json bias = {{std::to_string(kStart), 100},
                                {std::to_string(kChannel), 100},
                                {std::to_string(kMessage), 100},
@@ -347,7 +300,7 @@ TEST_F(HarmonyVocabularyTest, RandomRepliesStreamAsTheyAnswerWhole) {
     const nlohmann::json& choice = whole["choices"][0];
     const nlohmann::json& message = choice["message"];
     const std::string content = message["content"].is_string() ? message["content"].get<std::string>() : "";
-    const Streamed streamed = StreamChat(port(), body);
+    const StreamedChat streamed = StreamChat(port(), body);
     EXPECT_EQ(streamed.reasoning, message.value("reasoning_content", "")) << r.body;
     EXPECT_EQ(streamed.has_reasoning, message.contains("reasoning_content")) << r.body;
     EXPECT_EQ(streamed.content, content) << r.body;

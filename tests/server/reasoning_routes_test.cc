@@ -48,32 +48,6 @@ nlohmann::json Chat(uint64_t seed) {
           {"max_tokens", 64}};
 }
 
-struct StreamedReply {
-  std::string reasoning, content;
-  bool has_reasoning = false;
-  std::string finish_reason;
-};
-
-StreamedReply StreamReply(int port, const nlohmann::json& body) {
-  nlohmann::json streamed = body;
-  streamed["stream"] = true;
-  StreamedReply out;
-  for (const std::string& data : Stream(port, "/v1/chat/completions", streamed)) {
-    if (data == "[DONE]") continue;
-    const nlohmann::json chunk = nlohmann::json::parse(data, nullptr, false);
-    if (!chunk.is_object() || chunk["choices"].empty()) continue;
-    const nlohmann::json& choice = chunk["choices"][0];
-    const nlohmann::json& delta = choice["delta"];
-    if (delta.contains("reasoning_content")) {
-      out.reasoning += delta["reasoning_content"].get<std::string>();
-      out.has_reasoning = true;
-    }
-    if (delta.contains("content") && delta["content"].is_string()) out.content += delta["content"];
-    if (choice["finish_reason"].is_string()) out.finish_reason = choice["finish_reason"];
-  }
-  return out;
-}
-
 TEST_F(ReasoningRoutesTest, ThinkBlockIsReasoningContentWholeAndStreamed) {
   for (uint64_t seed = 0; seed < 4; ++seed) {
     nlohmann::json body = Chat(seed);
@@ -87,7 +61,7 @@ TEST_F(ReasoningRoutesTest, ThinkBlockIsReasoningContentWholeAndStreamed) {
     // The tags and the whitespace around the block are gone; what the grammar wrote inside is kept, trimmed.
     EXPECT_TRUE(std::regex_match(reasoning, std::regex("[a-z]([a-z ]*[a-z])?|"))) << r.body;
     EXPECT_TRUE(std::regex_match(content, std::regex("[a-z]{1,8}"))) << r.body;
-    const StreamedReply streamed = StreamReply(port(), body);
+    const StreamedChat streamed = StreamChat(port(), body);
     EXPECT_TRUE(streamed.has_reasoning);
     EXPECT_EQ(streamed.reasoning, reasoning);  // same seed, same tokens
     EXPECT_EQ(streamed.content, content);
@@ -104,7 +78,7 @@ TEST_F(ReasoningRoutesTest, ReasoningFormatNoneKeepsTheBlockInContent) {
   const nlohmann::json message = r.Json()["choices"][0]["message"];
   EXPECT_FALSE(message.contains("reasoning_content")) << r.body;
   EXPECT_EQ(message["content"].get<std::string>().rfind("<think>", 0), 0u) << r.body;
-  EXPECT_EQ(StreamReply(port(), body).content, message["content"]);
+  EXPECT_EQ(StreamChat(port(), body).content, message["content"]);
   body["reasoning_format"] = "deepseek-legacy";
   EXPECT_EQ(Post(port(), "/v1/chat/completions", body).status, 400);
 }
@@ -169,7 +143,7 @@ TEST_F(ReasoningRoutesTest, ReplyWithoutBlockIsContent) {
   const nlohmann::json message = r.Json()["choices"][0]["message"];
   EXPECT_FALSE(message.contains("reasoning_content")) << r.body;
   EXPECT_TRUE(std::regex_match(message["content"].get<std::string>(), std::regex("[a-z]{2,6}"))) << r.body;
-  const StreamedReply streamed = StreamReply(port(), body);
+  const StreamedChat streamed = StreamChat(port(), body);
   EXPECT_FALSE(streamed.has_reasoning);
   EXPECT_EQ(streamed.content, message["content"]);
 }
@@ -189,7 +163,7 @@ TEST_F(ReasoningRoutesTest, PromptThatOpensTheBlock) {
   EXPECT_TRUE(std::regex_match(message["reasoning_content"].get<std::string>(), std::regex("[a-z]{3,10}")))
       << r.body;
   EXPECT_TRUE(std::regex_match(message["content"].get<std::string>(), std::regex("[a-z]{1,8}"))) << r.body;
-  const StreamedReply streamed = StreamReply(port(), body);
+  const StreamedChat streamed = StreamChat(port(), body);
   EXPECT_EQ(streamed.reasoning, message["reasoning_content"]);
   EXPECT_EQ(streamed.content, message["content"]);
   // A JSON schema constrains the reply from its first token: no reasoning is split out, even here.
