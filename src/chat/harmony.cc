@@ -103,15 +103,20 @@ bool ParseHeader(std::string_view h, bool partial, Header* out) {
 // message whose end was left out); npos when none. `*skip`: the length of the end to skip (0 for <|start|>,
 // which begins the next header).
 size_t MessageEnd(std::string_view text, size_t from, size_t* skip) {
-  size_t end = std::string_view::npos;
-  for (std::string_view token : {kEnd, kCall, kReturn, kStart}) {
-    const size_t at = text.find(token, from);
-    if (at < end) {
-      end = at;
-      *skip = token == kStart ? 0 : token.size();
+  for (size_t at = text.find("<|", from); at != std::string_view::npos; at = text.find("<|", at + 2)) {
+    const std::string_view rest = text.substr(at);
+    for (std::string_view token : {kEnd, kCall, kReturn}) {
+      if (rest.starts_with(token)) {
+        *skip = token.size();
+        return at;
+      }
+    }
+    if (rest.starts_with(kStart)) {
+      *skip = 0;
+      return at;
     }
   }
-  return end;
+  return std::string_view::npos;
 }
 
 // Appends one message's text to reasoning or content; messages are separated by a blank line.
