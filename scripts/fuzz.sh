@@ -21,7 +21,7 @@ jobs=${JOBS:-2}
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(http_request_fuzzer openai_completion_fuzzer openai_chat_fuzzer tgi_fuzzer embeddings_fuzzer rerank_fuzzer
-    gguf_fuzzer tokenizer_fuzzer jinja_fuzzer sse_fuzzer grammar_fuzzer tool_call_fuzzer)
+    gguf_fuzzer tokenizer_fuzzer jinja_fuzzer sse_fuzzer grammar_fuzzer tool_call_fuzzer harmony_fuzzer)
 fi
 
 if [[ "${FUZZ_BUILD:-1}" != 0 ]]; then
@@ -52,6 +52,7 @@ dictionaries() {
     embeddings_fuzzer | rerank_fuzzer) echo api ;;
     grammar_fuzzer) echo grammar json_schema ;;
     tool_call_fuzzer) echo tool_call ;;
+    harmony_fuzzer) echo harmony ;;
   esac
 }
 

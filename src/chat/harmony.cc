@@ -56,7 +56,8 @@ std::string_view Word(std::string_view s) {
 // `<|constrain|>TYPE` and, after the channel, a bare ` TYPE`, in any order. `partial`: `h` may stop anywhere
 // inside one of these (a header still arriving). False when `h` is not (the start of) a header.
 bool ParseHeader(std::string_view h, bool partial, Header* out) {
-  if (h.size() > kMaxHeader) return false;
+  // A header still arriving may end in the first bytes of its <|message|>: not the header's.
+  if (h.size() > kMaxHeader + (partial ? kMessage.size() - 1 : 0)) return false;
   const auto arriving = [&](std::string_view rest) {  // all of `rest` may begin an element
     if (!partial) return false;
     for (std::string_view opener : {kChannel, kConstrain, kStart, kMessage, std::string_view("to=")}) {

@@ -106,6 +106,17 @@ const std::vector<Case>& Cases() {
        "<|channel|>analysis\nfree text<|message|>x",
        {}},
       {"<|channel|>final<|message|>a<|end|>garbage<|message|>b", std::nullopt, "agarbage<|message|>b", {}},
+      // A header as long as one may be, its <|message|> arriving in pieces (found by harmony_fuzzer); one
+      // byte
+      // longer, it is not one.
+      {"<|channel|>commentary to=functions." + std::string(256 - 35, 'x') + "<|message|>{}",
+       std::nullopt,
+       "{}",
+       {}},
+      {"<|channel|>commentary to=functions." + std::string(257 - 35, 'x') + "<|message|>{}",
+       std::nullopt,
+       "<|channel|>commentary to=functions." + std::string(257 - 35, 'x') + "<|message|>{}",
+       {}},
       // Look-alikes of special tokens in a message's text stay text.
       {"<|channel|>final<|message|>a <|chan b <|", std::nullopt, "a <|chan b <|", {}},
   };
