@@ -223,9 +223,11 @@ void RegisterServeCommand(CLI::App& app) {
          "The prompt of a (query, document) pair, {query} and {document} replaced (default: the file's "
          "tokenizer.chat_template.rerank, else [BOS] query [EOS] [SEP] document [EOS])")
       ->check(NotEmpty());
-  cmd->add_option("--reasoning-format", flags->reasoning_format,
-                  "Chat replies' <think> blocks: auto (returned as reasoning_content when the chat template "
-                  "writes them), deepseek (always split), none (kept in content)")
+  cmd->add_option(
+         "--reasoning-format", flags->reasoning_format,
+         "Chat replies' <think> blocks: auto (returned as reasoning_content when the chat template "
+         "writes them; under a Harmony template, gpt-oss's, its analysis messages), deepseek (always "
+         "split), none (kept in content)")
       ->check(CLI::IsMember({"auto", "deepseek", "none"}))
       ->capture_default_str();
   cmd->add_option("--chat-template-kwargs", flags->chat_template_kwargs,
