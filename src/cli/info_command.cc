@@ -101,7 +101,9 @@ void RunInfo(const std::string& path, const std::string& chat_template) {
   auto config = ModelConfig::FromGguf(*file);
   if (!config.ok()) Fail(config.status());
   const ModelConfig& c = *config;
-  std::printf("architecture:     %s%s%s\n", c.architecture.c_str(),
+  const std::string layers =
+      c.file_architecture == c.architecture ? std::string() : " (text only, " + c.architecture + "'s layers)";
+  std::printf("architecture:     %s%s%s%s\n", c.file_architecture.c_str(), layers.c_str(),
               c.name.empty() ? "" : "  name: ", c.name.c_str());
   std::printf("n_vocab:          %lld\n", (long long)c.n_vocab);
   std::printf("context_length:   %lld\n", (long long)c.n_ctx_train);
