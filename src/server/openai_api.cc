@@ -237,7 +237,12 @@ void ReadSuffix(FieldReader& f, const ApiContext& ctx, int64_t max_tokens, OpenA
         InfillPrompt(ctx, req.prompt_texts[i], *suffix, max_tokens < 0 ? 16 : max_tokens, "prompt", "suffix");
     if (!ids.ok()) {
       *error = ids.error;
-      if (error->param.empty()) error->param = "suffix";  // a model without FIM tokens
+      if (error->param.empty()) {  // a model without FIM tokens
+        // /infill answers llama.cpp's 501; here it is OpenAI's invalid request, a 400: OpenAI's SDKs retry
+        // every 5xx, and the same request to the same model cannot succeed.
+        error->param = "suffix";
+        error->http_status = 0;
+      }
       return;
     }
     req.spec.prompts[i] = std::move(*ids.value);
