@@ -101,9 +101,7 @@ void RunInfo(const std::string& path, const std::string& chat_template) {
   auto config = ModelConfig::FromGguf(*file);
   if (!config.ok()) Fail(config.status());
   const ModelConfig& c = *config;
-  const std::string layers =
-      c.file_architecture == c.architecture ? std::string() : " (text only, " + c.architecture + "'s layers)";
-  std::printf("architecture:     %s%s%s%s\n", c.file_architecture.c_str(), layers.c_str(),
+  std::printf("architecture:     %s%s%s\n", c.ArchitectureLabel().c_str(),
               c.name.empty() ? "" : "  name: ", c.name.c_str());
   std::printf("n_vocab:          %lld\n", (long long)c.n_vocab);
   std::printf("context_length:   %lld\n", (long long)c.n_ctx_train);

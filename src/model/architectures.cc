@@ -60,6 +60,13 @@ Result<int64_t> ReadWindow(const GgufFile& file, const ModelConfig& c, int64_t f
   return window;
 }
 
+// <arch>.attention.sliding_window (or `fallback`, as ReadWindow) on every layer.
+Status WindowEveryLayer(const GgufFile& file, ModelConfig& c, int64_t fallback) {
+  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, fallback));
+  for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+  return Status::Ok();
+}
+
 // Which layers are windowed: <arch>.attention.sliding_window_pattern when present (an array with one flag
 // per layer, true = windowed, as ik_llama.cpp and newer llama.cpp write it; or a period N: layer l is
 // windowed when N == 0 or l % N < N - 1), else `windowed(l)`.
@@ -106,8 +113,7 @@ Status ApplyPhi3(const GgufFile& file, ModelConfig& c) {
   } else if (c.n_layer == 40 && c.n_ctx_train == 131072) {
     fallback = 131072;  // Phi-3-medium-128k
   }
-  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, fallback));
-  for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+  LOCKSTEP_RETURN_IF_ERROR(WindowEveryLayer(file, c, fallback));
 
   // longrope / su: factor tensors, the long ones when the context a sequence can reach (n_ctx_train here,
   // lockstep's default context limit) exceeds the original context (llama.cpp's choice, by context size).
@@ -188,8 +194,7 @@ Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
 // attention.temperature_length or else the YaRN original context (llama.cpp's n_ctx_orig_yarn: the key, or
 // the training context).
 Status ApplyMistral3(const GgufFile& file, ModelConfig& c) {
-  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 0));
-  for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
+  LOCKSTEP_RETURN_IF_ERROR(WindowEveryLayer(file, c, 0));
   const std::string scale_key = Key(c, "attention.temperature_scale");
   LOCKSTEP_ASSIGN_OR_RETURN(double scale, file.GetFloatOr(scale_key, 0.0));
   if (!(scale >= 0) || !std::isfinite(scale))
@@ -352,9 +357,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.
-    LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, 0));
-    for (LayerAttention& layer : c.layers) layer.window = c.sliding_window;
-    return Status::Ok();
+    return WindowEveryLayer(file, c, 0);
   }
   if (a == "mistral3") return ApplyMistral3(file, c);
   if (a == "granite" || a == "granitemoe") return ApplyGranite(file, c);

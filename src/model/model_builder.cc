@@ -416,7 +416,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (family == "qwen3moe" || a == "qwen2moe" || a == "gpt-oss") {
+    if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -579,7 +579,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   const std::string family = TextArchitecture(s.architecture);
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
       ((family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss") && s.n_expert == 0) ||
-      (s.architecture == "qwen2moe") != (s.n_ff_shared > 0)) {
+      (family == "qwen2moe") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
   for (int64_t in : {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff,

@@ -253,14 +253,18 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   return c;
 }
 
+std::string ModelConfig::ArchitectureLabel() const {
+  if (file_architecture == architecture) return file_architecture;
+  return file_architecture + " (text only, " + architecture + "'s layers)";
+}
+
 std::string ModelConfig::Summary() const {
   std::ostringstream out;
-  out << file_architecture;
-  if (file_architecture != architecture) out << " (text only, " << architecture << "'s layers)";
-  out << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd " << n_embd << ", n_layer "
-      << n_layer << ", n_ff " << n_ff << ", n_head " << n_head << ", n_head_kv " << n_head_kv << ", head_dim "
-      << head_dim << ", rope " << (rope_mode == RopeMode::kNeox ? "neox" : "normal") << " base "
-      << rope_freq_base << " dim " << rope_dim;
+  out << ArchitectureLabel() << ": n_vocab " << n_vocab << ", n_ctx_train " << n_ctx_train << ", n_embd "
+      << n_embd << ", n_layer " << n_layer << ", n_ff " << n_ff << ", n_head " << n_head << ", n_head_kv "
+      << n_head_kv << ", head_dim " << head_dim << ", rope "
+      << (rope_mode == RopeMode::kNeox ? "neox" : "normal") << " base " << rope_freq_base << " dim "
+      << rope_dim;
   if (rope_scaling == RopeScaling::kLinear) out << " linear x" << rope_scale_factor;
   if (rope_scaling == RopeScaling::kYarn) {
     out << " yarn x" << rope_scale_factor << " from " << rope_orig_ctx << " (beta " << yarn_beta_fast << "/"

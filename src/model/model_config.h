@@ -177,6 +177,9 @@ struct ModelConfig {
   int64_t WidestWindow() const;
   // Human-readable one-line summary.
   std::string Summary() const;
+  // file_architecture, and for the text of a vision-language file whose layers run it:
+  // "qwen3vl (text only, qwen3's layers)".
+  std::string ArchitectureLabel() const;
 
   // Parses the metadata of `file`. Unsupported architectures, missing or inconsistent keys give a clear
   // error naming the key.
