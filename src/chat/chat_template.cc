@@ -1,5 +1,6 @@
 #include "chat/chat_template.h"
 
+#include "chat/harmony.h"
 #include "jinja/ast.h"
 #include "jinja/interpreter.h"
 
@@ -133,6 +134,7 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
       ShowsToolArguments(*result.template_, result.bos_token_, result.eos_token_, max_render_steps,
                          probe.dump());
   if (result.string_arguments_) result.note_ += "; tool-call arguments passed as JSON text";
+  result.harmony_ = IsHarmonyTemplate(source);
   return result;
 }
 

@@ -83,6 +83,8 @@ class ChatTemplate {
   // Hugging Face's convention passes (DeepSeek R1's concatenates them to strings; found once, by Parse,
   // rendering a probe call both ways, as llama.cpp's minja does): Apply passes them as compact JSON text.
   bool string_arguments() const { return string_arguments_; }
+  // True for gpt-oss's Harmony format (IsHarmonyTemplate, chat/harmony.h), found once by Parse.
+  bool harmony() const { return harmony_; }
   // One line for the log: which template is in use and, for the fallback, why.
   const std::string& note() const { return note_; }
   // The Jinja source in use (the default's when is_default()).
@@ -101,6 +103,7 @@ class ChatTemplate {
   bool is_default_ = false;
   bool shows_system_ = true;  // else Apply merges system messages (MergeSystemMessages)
   bool string_arguments_ = false;
+  bool harmony_ = false;
   int64_t max_render_steps_ = kMaxRenderSteps;
   std::string note_;
 };

@@ -1,7 +1,5 @@
 #include "server/harmony_reply.h"
 
-#include <algorithm>
-
 #include "chat/harmony.h"
 
 namespace lockstep::server {
@@ -24,13 +22,7 @@ nlohmann::json CallDelta(const chat::HarmonyCall& call, size_t index, const std:
 }  // namespace
 
 std::vector<int32_t> HarmonyTokens(const Tokenizer& tokenizer) {
-  std::vector<int32_t> ids;
-  for (std::string_view piece : chat::kHarmonyTokens) {
-    const int32_t id = tokenizer.FindToken(piece);
-    if (id >= 0 && tokenizer.IsControl(id)) ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
+  return tokenizer.ControlTokens(chat::kHarmonyTokens);
 }
 
 HarmonyReply HarmonyWhole(const ToolSpec& spec, std::string_view text, const std::string& id_seed,

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "base/excerpt.h"
-#include "chat/harmony.h"
 #include "server/fan_out.h"
 #include "server/llamacpp_infill.h"
 #include "server/request_fields.h"
@@ -201,8 +200,7 @@ void ReadTemplateFields(FieldReader& f, const std::string& raw_body, const ApiCo
   if (auto name = f.Enum("reasoning_format", {"none", "deepseek", "auto"})) {
     format = *chat::ParseReasoningFormat(*name);
   }
-  req.harmony =
-      format != chat::ReasoningFormat::kNone && chat::IsHarmonyTemplate(ctx.chat_template->source());
+  req.harmony = format != chat::ReasoningFormat::kNone && ctx.chat_template->harmony();
   req.reasoning = !req.harmony && chat::SplitsReasoning(format, ctx.chat_template->source());
 }
 
@@ -335,7 +333,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     }
   }
   const nlohmann::json* messages = f.Raw("messages");
-  const bool harmony_template = chat::IsHarmonyTemplate(ctx.chat_template->source());
+  const bool harmony_template = ctx.chat_template->harmony();
   nlohmann::ordered_json normalized = nlohmann::ordered_json::array();
   if (!f.failed()) {
     if (messages == nullptr || !messages->is_array() || messages->empty()) {

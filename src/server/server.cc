@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "base/flag_range.h"
-#include "chat/harmony.h"
 #include "chat/template_selection.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
@@ -198,7 +197,7 @@ class Server::Impl {
     ctx.reasoning_format = options_.reasoning_format;
     ctx.sampling_defaults = options_.sampling_defaults;
     ctx.sampling_defaults.Prepare(*shared_tokenizer);
-    if (chat::IsHarmonyTemplate(ctx.chat_template->source())) {
+    if (ctx.chat_template->harmony()) {
       if (ctx.reasoning_format != chat::ReasoningFormat::kNone)
         log_->info(
             "chat: the template writes Harmony (gpt-oss): analysis messages are returned as "

@@ -295,22 +295,15 @@ Parsed<Ordered> TemplateToolCalls(const Ordered& tool_calls, const std::string& 
 }
 
 std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer) {
-  std::vector<int32_t> ids;
-  for (std::string_view marker :
-       {kMistralCalls, kMistralArgs, kMistralCallId, std::string_view("<|python_tag|>"), kHermesOpen,
-        kHermesClose,
-        // DeepSeek V3 / V3.1 / R1
-        kDeepSeekCallsBegin, kDeepSeekCallsEnd, kDeepSeekCallBegin, kDeepSeekCallEnd, kDeepSeekSep,
-        // GLM-4.5+
-        std::string_view("<arg_key>"), std::string_view("</arg_key>"), std::string_view("<arg_value>"),
-        std::string_view("</arg_value>"),
-        // Kimi K2
-        kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiArgumentBegin, kKimiCallEnd}) {
-    const int32_t id = tokenizer.FindToken(marker);
-    if (id >= 0 && tokenizer.IsControl(id)) ids.push_back(id);
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
+  static constexpr std::string_view kToolMarkers[] = {
+      kMistralCalls, kMistralArgs, kMistralCallId, "<|python_tag|>", kHermesOpen, kHermesClose,
+      // DeepSeek V3 / V3.1 / R1
+      kDeepSeekCallsBegin, kDeepSeekCallsEnd, kDeepSeekCallBegin, kDeepSeekCallEnd, kDeepSeekSep,
+      // GLM-4.5+
+      "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+      // Kimi K2
+      kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiArgumentBegin, kKimiCallEnd};
+  return tokenizer.ControlTokens(kToolMarkers);
 }
 
 size_t ToolRegionStart(std::string_view text, bool final) {

@@ -120,6 +120,16 @@ bool Tokenizer::IsSpecial(int32_t id) const {
 
 bool Tokenizer::IsControl(int32_t id) const { return vocab_->IsType(id, TokenType::kControl); }
 int32_t Tokenizer::FindToken(std::string_view piece) const { return vocab_->Find(piece); }
+
+std::vector<int32_t> Tokenizer::ControlTokens(std::span<const std::string_view> pieces) const {
+  std::vector<int32_t> ids;
+  for (std::string_view piece : pieces) {
+    const int32_t id = FindToken(piece);
+    if (id >= 0 && IsControl(id)) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
 std::string Tokenizer::model_name() const { return vocab_->model_name(); }
 std::string Tokenizer::pre_name() const { return vocab_->pre_name(); }
 

@@ -95,6 +95,9 @@ class Tokenizer {
   bool IsControl(int32_t id) const;
   // Looks a piece up ("<|im_end|>"); -1 when absent.
   int32_t FindToken(std::string_view piece) const;
+  // The ids of those of `pieces` that are control tokens here, sorted (what a request keeps in its text:
+  // Request::preserved_tokens).
+  std::vector<int32_t> ControlTokens(std::span<const std::string_view> pieces) const;
   // "llama" (SentencePiece) or "gpt2" (byte-level BPE), and the pre-tokenizer name ("" for SentencePiece).
   std::string model_name() const;
   std::string pre_name() const;

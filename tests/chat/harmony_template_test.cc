@@ -29,6 +29,8 @@ TEST(HarmonyTemplateTest, GptOssTemplateRendersLikeTheReference) {
   const ChatTemplate tmpl =
       ChatTemplate::Create(source, goldens["tokens"]["bos_token"], goldens["tokens"]["eos_token"]);
   ASSERT_FALSE(tmpl.is_default()) << tmpl.note();
+  EXPECT_TRUE(tmpl.harmony());
+  EXPECT_FALSE(ChatTemplate::Create("{{ messages[0].content }}", "", "").harmony());
   int checked = 0;
   for (const auto& c : goldens["cases"]) {
     nlohmann::ordered_json variables = goldens["variants"][c["variant"].get<size_t>()];
