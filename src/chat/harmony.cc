@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "chat/whitespace.h"
+
 namespace lockstep::chat {
 namespace {
 
@@ -16,14 +18,6 @@ constexpr std::string_view kFunctions = "functions.";
 
 // A header longer than this is not one (a reply that is not Harmony, or a broken one).
 constexpr size_t kMaxHeader = 256;
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // The length of the longest end of `text` that begins one of Harmony's special tokens without being all of
 // it: a token that may still be arriving as text.

@@ -2,21 +2,10 @@
 
 #include <algorithm>
 
+#include "chat/whitespace.h"
+
 namespace lockstep::chat {
 namespace {
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view TrimLeft(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  return s;
-}
-
-std::string_view Trim(std::string_view s) {
-  s = TrimLeft(s);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // The length of the longest end of `text` that begins `tag` without being all of it: a tag still arriving.
 size_t PartialTag(std::string_view text, std::string_view tag) {
