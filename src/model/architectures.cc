@@ -191,8 +191,8 @@ Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
 
 // Mistral 3 (Ministral 3, and the newer conversions of Mistral Small 3.x, Magistral, Devstral): llama's
 // layers; Ministral 3 adds YaRN (read with the rope keys) and Llama 4's query temperature, whose length is
-// attention.temperature_length or else the YaRN original context (llama.cpp's n_ctx_orig_yarn: the key, or
-// the training context).
+// attention.temperature_length or else the original context (rope_orig_ctx: llama.cpp's n_ctx_orig_yarn, the
+// rope.scaling.original_context_length key or the training context).
 Status ApplyMistral3(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_RETURN_IF_ERROR(WindowEveryLayer(file, c, 0));
   const std::string scale_key = Key(c, "attention.temperature_scale");
@@ -201,10 +201,8 @@ Status ApplyMistral3(const GgufFile& file, ModelConfig& c) {
     return OutOfRangeKey(file, scale_key, "must be finite and >= 0");
   c.attn_temperature_scale = float(scale);
   if (scale == 0) return Status::Ok();
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t orig,
-                            file.GetIntOr(Key(c, "rope.scaling.original_context_length"), c.n_ctx_train));
   const std::string length_key = Key(c, "attention.temperature_length");
-  LOCKSTEP_ASSIGN_OR_RETURN(c.attn_temperature_length, file.GetIntOr(length_key, orig));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.attn_temperature_length, file.GetIntOr(length_key, c.rope_orig_ctx));
   if (c.attn_temperature_length <= 0 || c.attn_temperature_length > (int64_t{1} << 30)) {
     return OutOfRangeKey(file, length_key, "(or the original context length) must be in 1..2^30");
   }

@@ -73,6 +73,16 @@ TEST(Architectures, VisionLanguageFilesRunTheirText) {
   EXPECT_EQ(Config("tiny-qwen3").file_architecture, "qwen3");
 }
 
+// Ministral 3's query temperature: its length is the YaRN original context when the file names none.
+TEST(Architectures, Mistral3TemperatureLengthDefaultsToTheOriginalContext) {
+  const ModelConfig c = Config("tiny-ministral3");
+  EXPECT_FLOAT_EQ(c.attn_temperature_scale, 0.1f);
+  EXPECT_EQ(c.attn_temperature_length, 32);
+  EXPECT_EQ(c.rope_scaling, RopeScaling::kYarn);
+  EXPECT_FLOAT_EQ(c.yarn_log_mul, 1.0f);
+  EXPECT_EQ(Config("tiny-mistral3").attn_temperature_scale, 0.0f);  // Mistral Small: none
+}
+
 TEST(Architectures, Gemma2) {
   const ModelConfig c = Config("tiny-gemma2");
   EXPECT_TRUE(c.post_norms && c.scale_embeddings && !c.qk_norm);
