@@ -1,9 +1,10 @@
 // What every fuzz target shares, header-only: Require (a broken property aborts, which libFuzzer reports as
 // a crash with the input that caused it), FuzzInput (a few typed values read off the front of the input),
-// IsValidUtf8, and the grammar bounds the targets run at. The fixtures that need a model are in
-// fuzz/tiny_model.h.
+// IsValidUtf8, NextCut (a text's stream pieces), and the grammar bounds the targets run at. The fixtures that
+// need a model are in fuzz/tiny_model.h.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +49,14 @@ class FuzzInput {
   size_t size_;
   size_t pos_ = 0;
 };
+
+// The next cut of a text streamed in pieces: `step` bytes after `at`, moved forward to a character boundary
+// (a stream's deltas are whole characters).
+inline size_t NextCut(std::string_view text, size_t at, size_t step) {
+  size_t next = std::min(text.size(), at + step);
+  while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
+  return next;
+}
 
 // Well-formed UTF-8 (shortest forms, no surrogates, at most U+10FFFF), written out here so that the
 // properties do not trust the code they check.

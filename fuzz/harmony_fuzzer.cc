@@ -33,13 +33,6 @@ lockstep::server::ToolSpec MakeSpec(bool auto_choice) {
   return *spec.value;
 }
 
-// The next cut after `at`, `step` bytes on, moved forward to a character boundary.
-size_t NextCut(std::string_view text, size_t at, size_t step) {
-  size_t next = std::min(text.size(), at + step);
-  while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
-  return next;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -75,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   chat::HarmonyTokenCounter counter;
   int32_t tokens = 0;
   for (size_t at = 0;; a = !a) {
-    const size_t next = NextCut(text, at, a ? step_a : step_b);
+    const size_t next = fuzz::NextCut(text, at, a ? step_a : step_b);
     const bool last = next == text.size();
     const std::string_view was = std::string_view(text).substr(0, at),
                            now = std::string_view(text).substr(0, next);

@@ -38,13 +38,6 @@ ToolSpec MakeSpec(int choice, bool parallel) {
   return *spec.value;
 }
 
-// The next cut after `at`, `step` bytes on, moved forward to a character boundary.
-size_t NextCut(std::string_view text, size_t at, size_t step) {
-  size_t next = std::min(text.size(), at + step);
-  while (next < text.size() && (static_cast<unsigned char>(text[next]) & 0xC0) == 0x80) ++next;
-  return next;
-}
-
 void CheckReasoningSplits(std::string_view text, bool opened, size_t step) {
   using lockstep::fuzz::IsValidUtf8;
   using lockstep::fuzz::Require;
@@ -54,7 +47,7 @@ void CheckReasoningSplits(std::string_view text, bool opened, size_t step) {
   std::string reasoning;
   std::string content;
   for (size_t at = 0;;) {
-    const size_t next = NextCut(text, at, step);
+    const size_t next = lockstep::fuzz::NextCut(text, at, step);
     const bool last = next == text.size();
     const lockstep::chat::ReasoningSplit split =
         lockstep::chat::SplitReasoning(text.substr(0, next), opened, last);
@@ -108,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool called = false;
   bool a = true;
   for (size_t at = 0;; a = !a) {
-    const size_t next = NextCut(text, at, a ? step_a : step_b);
+    const size_t next = fuzz::NextCut(text, at, a ? step_a : step_b);
     const bool last = next == text.size();
     const server::ToolStreamDelta d =
         server::ToolStreamStep(spec, std::string_view(text).substr(0, at),
