@@ -13,7 +13,7 @@ static_assert(kMaxRenderSteps == jinja::kMaxRenderSteps, "one default budget");
 // Whether a probe conversation (`messages`, no tools) renders, showing `marker`.
 bool RendersMarker(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
                    int64_t max_render_steps, const nlohmann::json& messages, bool add_generation_prompt,
-                   const char* marker) {
+                   std::string_view marker) {
   jinja::Object context;
   context.emplace_back("messages", jinja::Value::FromJson(messages));
   context.emplace_back("tools", jinja::Value::FromJson(nlohmann::json()));
@@ -46,6 +46,43 @@ bool ShowsToolArguments(const jinja::Template& tmpl, const std::string& bos, con
   const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}},
                                    {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}};
   return RendersMarker(tmpl, bos, eos, max_render_steps, messages, false, kToolArgumentsProbe);
+}
+
+// Whether the template shows an earlier reply's reasoning given as a content block of type "thinking"
+// (Ministral 3 Reasoning's: [THINK]...[/THINK] in the turn): the probe's text appears after `tags.open`.
+bool ShowsThinkingBlocks(const jinja::Template& tmpl, const std::string& bos, const std::string& eos,
+                         int64_t max_render_steps, const ReasoningTags& tags) {
+  static constexpr std::string_view kProbe = "lockstep thinking probe";
+  const nlohmann::json blocks = {{{"type", "thinking"}, {"thinking", kProbe}},
+                                 {{"type", "text"}, {"text", "Hi"}}};
+  const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}},
+                                   {{"role", "assistant"}, {"content", blocks}},
+                                   {{"role", "user"}, {"content", "Hi"}}};
+  return RendersMarker(tmpl, bos, eos, max_render_steps, messages, true,
+                       std::string(tags.open) + std::string(kProbe));
+}
+
+// Messages with each assistant message's content as blocks (llama.cpp's rewrite for such templates): its
+// reasoning_content, if any, as a "thinking" block, then its text content as a "text" block (none for empty
+// or null content) or its own blocks.
+nlohmann::ordered_json WithThinkingBlocks(nlohmann::ordered_json messages) {
+  if (!messages.is_array()) return messages;
+  for (auto& m : messages) {
+    if (!m.is_object() || m.value("role", nlohmann::ordered_json()) != "assistant") continue;
+    nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
+    if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+      blocks.push_back({{"type", "thinking"}, {"thinking", m["reasoning_content"]}});
+      m.erase("reasoning_content");
+    }
+    const nlohmann::ordered_json content = m.value("content", nlohmann::ordered_json());
+    if (content.is_string() && !content.get_ref<const std::string&>().empty()) {
+      blocks.push_back({{"type", "text"}, {"text", content}});
+    } else if (content.is_array()) {
+      for (const auto& block : content) blocks.push_back(block);
+    }
+    m["content"] = std::move(blocks);
+  }
+  return messages;
 }
 
 // Messages with each assistant tool call's object arguments replaced by their JSON text.
@@ -135,6 +172,11 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
                          probe.dump());
   if (result.string_arguments_) result.note_ += "; tool-call arguments passed as JSON text";
   result.harmony_ = IsHarmonyTemplate(source);
+  result.reasoning_tags_ = TemplateReasoningTags(source);
+  result.thinking_blocks_ =
+      result.reasoning_tags_ && ShowsThinkingBlocks(*result.template_, result.bos_token_, result.eos_token_,
+                                                    max_render_steps, *result.reasoning_tags_);
+  if (result.thinking_blocks_) result.note_ += "; earlier replies' reasoning passed as thinking blocks";
   return result;
 }
 
@@ -163,8 +205,8 @@ Result<std::string> ChatTemplate::Apply(const ChatTemplateInput& input) const {
 
 Result<std::string> ChatTemplate::ApplyOrThrow(const ChatTemplateInput& input) const {
   jinja::Object context;
-  const nlohmann::ordered_json messages =
-      string_arguments_ ? WithStringArguments(input.messages) : input.messages;
+  nlohmann::ordered_json messages = string_arguments_ ? WithStringArguments(input.messages) : input.messages;
+  if (thinking_blocks_) messages = WithThinkingBlocks(std::move(messages));
   context.emplace_back("messages",
                        jinja::Value::FromJson(shows_system_ ? messages : MergeSystemMessages(messages)));
   context.emplace_back("tools", jinja::Value::FromJson(input.tools));

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "chat/reasoning.h"
 
 namespace lockstep::jinja {
 struct Template;
@@ -85,6 +86,12 @@ class ChatTemplate {
   bool string_arguments() const { return string_arguments_; }
   // True for gpt-oss's Harmony format (IsHarmonyTemplate, chat/harmony.h), found once by Parse.
   bool harmony() const { return harmony_; }
+  // The tags around reasoning the template writes (TemplateReasoningTags), found once by Parse.
+  const std::optional<ReasoningTags>& reasoning_tags() const { return reasoning_tags_; }
+  // True for a template that shows an earlier reply's reasoning only as a content block of type "thinking"
+  // (Ministral 3 Reasoning's; found once by Parse, rendering a probe, as llama.cpp rewrites the messages for
+  // it): Apply moves assistant messages' reasoning_content into such a block before their text.
+  bool thinking_blocks() const { return thinking_blocks_; }
   // One line for the log: which template is in use and, for the fallback, why.
   const std::string& note() const { return note_; }
   // The Jinja source in use (the default's when is_default()).
@@ -104,6 +111,8 @@ class ChatTemplate {
   bool shows_system_ = true;  // else Apply merges system messages (MergeSystemMessages)
   bool string_arguments_ = false;
   bool harmony_ = false;
+  std::optional<ReasoningTags> reasoning_tags_;
+  bool thinking_blocks_ = false;
   int64_t max_render_steps_ = kMaxRenderSteps;
   std::string note_;
 };

@@ -24,72 +24,80 @@ std::optional<ReasoningFormat> ParseReasoningFormat(std::string_view name) {
   return std::nullopt;
 }
 
-bool SplitsReasoning(ReasoningFormat format, std::string_view template_source) {
+std::optional<ReasoningTags> TemplateReasoningTags(std::string_view template_source) {
+  for (const ReasoningTags& tags : {kMistralThinkTags, kThinkTags}) {
+    if (template_source.find(tags.open) != std::string_view::npos) return tags;
+  }
+  return std::nullopt;
+}
+
+std::optional<ReasoningTags> ReplyReasoningTags(ReasoningFormat format,
+                                                std::optional<ReasoningTags> template_tags) {
   switch (format) {
     case ReasoningFormat::kNone:
-      return false;
+      return std::nullopt;
     case ReasoningFormat::kDeepSeek:
-      return true;
+      return template_tags.value_or(kThinkTags);
     case ReasoningFormat::kAuto:
-      return template_source.find(kReasoningOpen) != std::string_view::npos;
+      return template_tags;
   }
-  return false;
+  return std::nullopt;
 }
 
-bool PromptOpensReasoning(std::string_view prompt) {
+bool PromptOpensReasoning(std::string_view prompt, const ReasoningTags& tags) {
   std::string_view s = prompt;
   while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s.size() >= kReasoningOpen.size() && s.substr(s.size() - kReasoningOpen.size()) == kReasoningOpen;
+  return s.ends_with(tags.open);
 }
 
-ReasoningSplit SplitReasoning(std::string_view text, bool opened, bool final) {
+ReasoningSplit SplitReasoning(std::string_view text, const ReasoningTags& tags, bool opened, bool final) {
   ReasoningSplit out;
   std::string_view inner = text;
   if (!opened) {
     const std::string_view rest = TrimLeft(text);
-    if (rest.substr(0, kReasoningOpen.size()) == kReasoningOpen) {
-      inner = rest.substr(kReasoningOpen.size());
-    } else if (!final && kReasoningOpen.substr(0, rest.size()) == rest) {
+    if (rest.starts_with(tags.open)) {
+      inner = rest.substr(tags.open.size());
+    } else if (!final && tags.open.starts_with(rest)) {
       return out;  // only whitespace so far, or the opening tag still arriving
     } else {
       out.content = std::string(text);
       return out;
     }
   }
-  const size_t close = inner.find(kReasoningClose);
+  const size_t close = inner.find(tags.close);
   if (close == std::string_view::npos) {
-    if (!final) inner.remove_suffix(PartialTag(inner, kReasoningClose));
+    if (!final) inner.remove_suffix(PartialTag(inner, tags.close));
     out.reasoning = std::string(Trim(inner));
     return out;
   }
   out.reasoning = std::string(Trim(inner.substr(0, close)));
-  out.content = std::string(TrimLeft(inner.substr(close + kReasoningClose.size())));
+  out.content = std::string(TrimLeft(inner.substr(close + tags.close.size())));
   return out;
 }
 
-ReasoningTokenCounter::ReasoningTokenCounter(bool opened)
-    : state_(opened ? State::kInside : State::kUndecided) {}
+ReasoningTokenCounter::ReasoningTokenCounter(const ReasoningTags& tags, bool opened)
+    : tags_(tags), state_(opened ? State::kInside : State::kUndecided) {}
 
 void ReasoningTokenCounter::AddToken(std::string_view text) {
   if (state_ == State::kDone) return;
   ++tokens_;
   if (state_ == State::kUndecided) {
     const std::string_view rest = TrimLeft(text);
-    if (rest.size() < kReasoningOpen.size() && kReasoningOpen.starts_with(rest)) return;  // "" too
-    if (!rest.starts_with(kReasoningOpen)) {
+    if (rest.size() < tags_.open.size() && tags_.open.starts_with(rest)) return;  // "" too
+    if (!rest.starts_with(tags_.open)) {
       state_ = State::kDone;
       tokens_ = 0;
       return;
     }
     state_ = State::kInside;
-    scanned_ = text.size() - rest.size() + kReasoningOpen.size();
+    scanned_ = text.size() - rest.size() + tags_.open.size();
   }
-  if (text.find(kReasoningClose, scanned_) != std::string_view::npos) {
+  if (text.find(tags_.close, scanned_) != std::string_view::npos) {
     state_ = State::kDone;
     return;
   }
   // A tag arriving in pieces: keep its possible start for the next token.
-  const size_t keep = kReasoningClose.size() - 1;
+  const size_t keep = tags_.close.size() - 1;
   if (text.size() > scanned_ + keep) scanned_ = text.size() - keep;
 }
 

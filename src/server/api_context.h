@@ -54,6 +54,9 @@ struct ApiContext {
   // The vocabulary's Harmony special tokens that are control tokens (server/harmony_reply.h HarmonyTokens):
   // requests under a Harmony template keep their text in the output.
   std::vector<int32_t> harmony_tokens;
+  // The vocabulary's reasoning tags that are control tokens (chat::kReasoningTagPieces: Ministral 3's [THINK]
+  // and [/THINK]): requests whose replies are split keep their text in the output.
+  std::vector<int32_t> reasoning_tag_tokens;
   // Chat: the variables every template rendering sees (--chat-template-kwargs), and whether replies'
   // reasoning blocks are split out when a request does not say (--reasoning-format; chat/reasoning.h).
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

@@ -31,7 +31,7 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
     if (s.split_reasoning && s.harmony) {
       choice.harmony_tokens.emplace();
     } else if (s.split_reasoning) {
-      choice.reasoning_tokens.emplace(s.reasoning_opened);
+      choice.reasoning_tokens.emplace(s.reasoning_tags, s.reasoning_opened);
     }
     // A drawn seed is below 2^53: responses report it (TGI's details.seed) and a client, JavaScript's too,
     // can read it exactly and send it back as a request's seed.

@@ -38,9 +38,10 @@ struct GenerationSpec {
   // base.lora_scales came from the request's `lora` field; else the server's global scales apply
   // (server/lora_adapters.h).
   bool lora_given = false;
-  // The replies are split into reasoning and content (chat/reasoning.h): each choice counts its reasoning
-  // tokens (ChoiceState::reasoning_tokens); `reasoning_opened`: the prompt opened the block.
+  // The replies are split into reasoning and content at reasoning_tags (chat/reasoning.h): each choice counts
+  // its reasoning tokens (ChoiceState::reasoning_tokens); `reasoning_opened`: the prompt opened the block.
   bool split_reasoning = false;
+  chat::ReasoningTags reasoning_tags = chat::kThinkTags;
   bool reasoning_opened = false;
   // With split_reasoning: the replies are Harmony (chat/harmony.h); their analysis messages are counted.
   bool harmony = false;

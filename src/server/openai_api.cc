@@ -201,7 +201,9 @@ void ReadTemplateFields(FieldReader& f, const std::string& raw_body, const ApiCo
     format = *chat::ParseReasoningFormat(*name);
   }
   req.harmony = format != chat::ReasoningFormat::kNone && ctx.chat_template->harmony();
-  req.reasoning = !req.harmony && chat::SplitsReasoning(format, ctx.chat_template->source());
+  const auto tags = chat::ReplyReasoningTags(format, ctx.chat_template->reasoning_tags());
+  req.reasoning = !req.harmony && tags.has_value();
+  if (tags) req.reasoning_tags = *tags;
 }
 
 // Prompt forms: "text", ["a", "b"], [1, 2, 3], [[1, 2], [3]].
@@ -449,14 +451,21 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     }
   }
   if (!f.failed()) ReadConstraint(*json.value, body, ctx, req, &error);
-  req.reasoning_opened =
-      req.reasoning && !req.prompt_texts.empty() && chat::PromptOpensReasoning(req.prompt_texts.front());
+  req.reasoning_opened = req.reasoning && !req.prompt_texts.empty() &&
+                         chat::PromptOpensReasoning(req.prompt_texts.front(), req.reasoning_tags);
   req.spec.split_reasoning = req.reasoning;
+  req.spec.reasoning_tags = req.reasoning_tags;
   req.spec.reasoning_opened = req.reasoning_opened;
   req.mistral_ids = ctx.chat_template->family() == "mistral";
-  // Auto mode parses the output: its markers must stay in the text even where they are control tokens.
-  if (req.tools.calls_possible() && !req.tools.forced()) {
-    req.spec.base.preserved_tokens = ctx.tool_marker_tokens;
+  // Auto mode parses the output: its markers must stay in the text even where they are control tokens;
+  // so must the template's reasoning tags where they are (Ministral 3's [THINK]), split or not
+  // (--reasoning-format none keeps them in the content).
+  std::vector<int32_t>& preserved = req.spec.base.preserved_tokens;
+  if (req.tools.calls_possible() && !req.tools.forced()) preserved = ctx.tool_marker_tokens;
+  if (ctx.chat_template->reasoning_tags() && !ctx.reasoning_tag_tokens.empty()) {
+    preserved.insert(preserved.end(), ctx.reasoning_tag_tokens.begin(), ctx.reasoning_tag_tokens.end());
+    std::sort(preserved.begin(), preserved.end());
+    preserved.erase(std::unique(preserved.begin(), preserved.end()), preserved.end());
   }
   // Harmony's replies are parsed by their special tokens (which name no tool-call markers).
   if (req.harmony) req.spec.base.preserved_tokens = ctx.harmony_tokens;

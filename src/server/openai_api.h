@@ -33,10 +33,12 @@ struct OpenAiRequest {
   // chat: the template's variables besides messages and tools (--chat-template-kwargs, then the request's
   // chat_template_kwargs).
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
-  // chat: replies' <think> blocks are returned as reasoning_content (chat/reasoning.h); reasoning_opened: the
-  // prompt opened the block. Off under an output constraint other than a GBNF grammar (the constraint holds
-  // from the first token, so a JSON reply would be taken for reasoning when the prompt opened a block).
+  // chat: replies' reasoning blocks (between reasoning_tags: <think> or the template's [THINK]) are returned
+  // as reasoning_content (chat/reasoning.h); reasoning_opened: the prompt opened the block. Off under an
+  // output constraint other than a GBNF grammar (the constraint holds from the first token, so a JSON reply
+  // would be taken for reasoning when the prompt opened a block).
   bool reasoning = false;
+  chat::ReasoningTags reasoning_tags = chat::kThinkTags;
   bool reasoning_opened = false;
   // chat: the template writes Harmony (gpt-oss; chat/harmony.h) and the reasoning format is not "none":
   // replies are split by their messages (server/harmony_reply.h) instead of <think> blocks and the tool-call

@@ -143,8 +143,9 @@ nlohmann::json ChatMessage(const OpenAiRequest& req, const ChoiceState& c, const
     reasoning = std::move(reply.reasoning);
     tools = std::move(reply.output);
   } else {
-    chat::ReasoningSplit split = req.reasoning ? chat::SplitReasoning(c.text, req.reasoning_opened, true)
-                                               : chat::ReasoningSplit{std::nullopt, c.text};
+    chat::ReasoningSplit split =
+        req.reasoning ? chat::SplitReasoning(c.text, req.reasoning_tags, req.reasoning_opened, true)
+                      : chat::ReasoningSplit{std::nullopt, c.text};
     reasoning = std::move(split.reasoning);
     tools = req.tools.calls_possible() ? ParseToolOutput(req.tools, split.content, seed, req.mistral_ids)
                                        : ToolOutput{std::move(split.content), {}};
@@ -255,8 +256,8 @@ std::optional<nlohmann::json> OpenAiChunk(const OpenAiRequest& req, const Choice
   std::string reasoning_delta;
   chat::ReasoningSplit split_before, split_after;
   if (req.chat && req.reasoning) {
-    split_before = chat::SplitReasoning(before, req.reasoning_opened, /*final=*/false);
-    split_after = chat::SplitReasoning(after, req.reasoning_opened, event.last());
+    split_before = chat::SplitReasoning(before, req.reasoning_tags, req.reasoning_opened, /*final=*/false);
+    split_after = chat::SplitReasoning(after, req.reasoning_tags, req.reasoning_opened, event.last());
     reasoning_delta = split_after.reasoning.value_or("").substr(split_before.reasoning.value_or("").size());
     content_delta = split_after.content.substr(split_before.content.size());
     before = split_before.content;

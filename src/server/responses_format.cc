@@ -59,7 +59,7 @@ nlohmann::json ReasoningItem(const std::string& id, const std::string* text, con
 // The reply's text split into reasoning and the rest, when the request splits it (chat/reasoning.h).
 chat::ReasoningSplit SplitReply(const OpenAiRequest& chat, std::string_view text, bool final) {
   if (!chat.reasoning) return {std::nullopt, std::string(text)};
-  return chat::SplitReasoning(text, chat.reasoning_opened, final);
+  return chat::SplitReasoning(text, chat.reasoning_tags, chat.reasoning_opened, final);
 }
 
 nlohmann::json CallItem(const std::string& id, size_t k, const std::string& call_id, const std::string& name,
@@ -150,7 +150,8 @@ nlohmann::json ResponsesResponse(const ResponsesRequest& req, GenerationJob& job
         parsed.content.value_or("") != "" || !parsed.calls.empty() || c.end == ChoiceEnd::kStop;
   } else {
     split = SplitReply(req.chat, c.text, /*final=*/true);
-    reasoning_closed = !split.content.empty() || c.text.find(chat::kReasoningClose) != std::string::npos;
+    reasoning_closed =
+        !split.content.empty() || c.text.find(req.chat.reasoning_tags.close) != std::string::npos;
     if (req.chat.tools.calls_possible()) {
       parsed = ParseToolOutput(req.chat.tools, split.content, ToolIdSeed(id), req.chat.mistral_ids);
     } else {
@@ -382,7 +383,7 @@ std::string ResponsesStream::Finish(GenerationJob& job) {
   // A block still open at the end was cut short (unless the reply closed it and wrote nothing after).
   const bool closed = req_.chat.harmony
                           ? end == ChoiceEnd::kStop
-                          : job.choices()[0].text.find(chat::kReasoningClose) != std::string::npos;
+                          : job.choices()[0].text.find(req_.chat.reasoning_tags.close) != std::string::npos;
   std::string out = CloseReasoning(closed ? "completed" : item_status_);
   if (calls_.empty()) out += OpenMessage();  // an empty answer is an empty message, as in the whole response
   out += CloseMessage();

@@ -193,6 +193,7 @@ class Server::Impl {
     ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
     ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
     ctx.harmony_tokens = HarmonyTokens(*shared_tokenizer);
+    ctx.reasoning_tag_tokens = shared_tokenizer->ControlTokens(chat::kReasoningTagPieces);
     ctx.chat_template_kwargs = options_.chat_template_kwargs;
     ctx.reasoning_format = options_.reasoning_format;
     ctx.sampling_defaults = options_.sampling_defaults;
@@ -203,10 +204,12 @@ class Server::Impl {
             "chat: the template writes Harmony (gpt-oss): analysis messages are returned as "
             "reasoning_content, calls to functions.* as tool_calls (--reasoning-format none keeps the raw "
             "reply)");
-    } else if (chat::SplitsReasoning(ctx.reasoning_format, ctx.chat_template->source())) {
+    } else if (const auto tags =
+                   chat::ReplyReasoningTags(ctx.reasoning_format, ctx.chat_template->reasoning_tags())) {
       log_->info(
-          "chat: <think> blocks of replies are returned as reasoning_content (--reasoning-format none "
-          "keeps them in content)");
+          "chat: {}...{} blocks of replies are returned as reasoning_content (--reasoning-format none "
+          "keeps them in content)",
+          tags->open, tags->close);
     }
     ctx.lora = std::make_shared<LoraScales>(std::move(lora_paths), std::move(lora_scales));
     for (const LoraAdapterOption& adapter : options_.lora) {

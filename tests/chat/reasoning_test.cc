@@ -1,10 +1,13 @@
 // Reasoning blocks split from replies (chat/reasoning.h): whole replies, and every reply streamed in pieces
-// of every size, whose partial splits must each extend the last and end at the whole reply's split.
+// of every size, whose partial splits must each extend the last and end at the whole reply's split; with
+// <think> tags and, the same cases respelled, with Ministral 3's [THINK] tags.
 #include "chat/reasoning.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lockstep::chat {
@@ -17,7 +20,7 @@ struct Case {
   std::string content;
 };
 
-const std::vector<Case>& Cases() {
+const std::vector<Case>& ThinkCases() {
   static const std::vector<Case> cases = {
       // Qwen3: a block, then the answer after a blank line.
       {"<think>\nThe user greets me.\n</think>\n\nHello!", false, "The user greets me.", "Hello!"},
@@ -46,12 +49,46 @@ const std::vector<Case>& Cases() {
   return cases;
 }
 
+// `text` with <think> and </think> spelled as `tags` say.
+std::string Respelled(std::string text, const ReasoningTags& tags) {
+  const std::pair<std::string_view, std::string_view> renames[] = {{kThinkTags.close, tags.close},
+                                                                   {kThinkTags.open, tags.open}};
+  for (const auto& [from, to] : renames) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  }
+  return text;
+}
+
+struct TaggedCase {
+  ReasoningTags tags;
+  Case c;
+};
+
+// ThinkCases() as they are, then with [THINK] and [/THINK].
+std::vector<TaggedCase> Cases() {
+  std::vector<TaggedCase> out;
+  for (const ReasoningTags& tags : {kThinkTags, kMistralThinkTags}) {
+    for (const Case& c : ThinkCases()) {
+      Case respelled = {Respelled(c.text, tags), c.opened, std::nullopt, Respelled(c.content, tags)};
+      if (c.reasoning) respelled.reasoning = Respelled(*c.reasoning, tags);
+      out.push_back({tags, std::move(respelled)});
+    }
+  }
+  return out;
+}
+
 TEST(ReasoningTest, SplitsWholeReplies) {
-  for (const Case& c : Cases()) {
-    const ReasoningSplit split = SplitReasoning(c.text, c.opened, /*final=*/true);
+  for (const auto& [tags, c] : Cases()) {
+    const ReasoningSplit split = SplitReasoning(c.text, tags, c.opened, /*final=*/true);
     EXPECT_EQ(split.reasoning, c.reasoning) << c.text;
     EXPECT_EQ(split.content, c.content) << c.text;
   }
+  // The other spelling is text.
+  EXPECT_EQ(SplitReasoning("[THINK]a[/THINK]b", kThinkTags, false, true).content, "[THINK]a[/THINK]b");
+  EXPECT_EQ(SplitReasoning("<think>a</think>b", kMistralThinkTags, false, true).reasoning, std::nullopt);
+  EXPECT_EQ(SplitReasoning("a[/THINK]b", kMistralThinkTags, true, true).reasoning, "a");
 }
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
@@ -61,7 +98,7 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
 // A stream sends the differences of successive splits: each must extend the one before, and the last (final)
 // must be the whole reply's.
 TEST(ReasoningTest, StreamedSplitsExtendEachOtherToTheWholeSplit) {
-  for (const Case& c : Cases()) {
+  for (const auto& [tags, c] : Cases()) {
     for (size_t step = 1; step <= c.text.size() + 1; ++step) {
       std::string reasoning;
       std::string content;
@@ -69,7 +106,8 @@ TEST(ReasoningTest, StreamedSplitsExtendEachOtherToTheWholeSplit) {
       for (size_t at = 0;;) {
         const size_t next = std::min(c.text.size(), at + step);
         const bool last = next == c.text.size();
-        const ReasoningSplit split = SplitReasoning(std::string_view(c.text).substr(0, next), c.opened, last);
+        const ReasoningSplit split =
+            SplitReasoning(std::string_view(c.text).substr(0, next), tags, c.opened, last);
         const std::string r = split.reasoning.value_or("");
         ASSERT_TRUE(StartsWith(r, reasoning)) << c.text << " step " << step << " at " << next;
         ASSERT_TRUE(StartsWith(split.content, content)) << c.text << " step " << step << " at " << next;
@@ -88,27 +126,27 @@ TEST(ReasoningTest, StreamedSplitsExtendEachOtherToTheWholeSplit) {
 }
 
 TEST(ReasoningTest, HoldsBackWhatMayStillChange) {
-  EXPECT_EQ(SplitReasoning("<thi", false, false).content, "");
-  EXPECT_EQ(SplitReasoning("<thi", false, false).reasoning, std::nullopt);
-  EXPECT_EQ(SplitReasoning("<think>abc </th", false, false).reasoning, "abc");
-  EXPECT_EQ(SplitReasoning("<think>abc </th", false, true).reasoning, "abc </th");
-  EXPECT_EQ(SplitReasoning("<think>a</think>\n", false, false).content, "");
-  EXPECT_EQ(SplitReasoning(" ", false, false).content, "");
-  EXPECT_EQ(SplitReasoning(" ", false, true).content, " ");
+  EXPECT_EQ(SplitReasoning("<thi", kThinkTags, false, false).content, "");
+  EXPECT_EQ(SplitReasoning("<thi", kThinkTags, false, false).reasoning, std::nullopt);
+  EXPECT_EQ(SplitReasoning("<think>abc </th", kThinkTags, false, false).reasoning, "abc");
+  EXPECT_EQ(SplitReasoning("<think>abc </th", kThinkTags, false, true).reasoning, "abc </th");
+  EXPECT_EQ(SplitReasoning("<think>a</think>\n", kThinkTags, false, false).content, "");
+  EXPECT_EQ(SplitReasoning(" ", kThinkTags, false, false).content, "");
+  EXPECT_EQ(SplitReasoning(" ", kThinkTags, false, true).content, " ");
 }
 
 // The reasoning tokens of a reply streamed in tokens of `step` bytes: those up to the one whose end reaches
 // past the block's </think>, or all of them while it is unclosed; none without a block.
 TEST(ReasoningTest, CountsTheTokensUpToTheCloseTag) {
-  for (const Case& c : Cases()) {
+  for (const auto& [tags, c] : Cases()) {
     size_t close_end = std::string::npos;  // where the text has the whole close tag
     if (c.reasoning) {
-      const size_t from = c.opened ? 0 : c.text.find("<think>") + 7;
-      const size_t close = c.text.find("</think>", from);
-      if (close != std::string::npos) close_end = close + 8;
+      const size_t from = c.opened ? 0 : c.text.find(tags.open) + tags.open.size();
+      const size_t close = c.text.find(tags.close, from);
+      if (close != std::string::npos) close_end = close + tags.close.size();
     }
     for (size_t step = 1; step <= c.text.size() + 1; ++step) {
-      ReasoningTokenCounter counter(c.opened);
+      ReasoningTokenCounter counter(tags, c.opened);
       int32_t tokens = 0, expected = 0;
       bool closed = false;
       for (size_t at = 0; at < c.text.size() || tokens == 0;) {
@@ -123,19 +161,22 @@ TEST(ReasoningTest, CountsTheTokensUpToTheCloseTag) {
     }
   }
   // Tokens without text (a character still arriving) count where they fall.
-  ReasoningTokenCounter counter(false);
+  ReasoningTokenCounter counter(kThinkTags, false);
   for (const char* text : {"", "<think>", "<think>", "<think>a</think>", "<think>a</think>b"})
     counter.AddToken(text);
   EXPECT_EQ(counter.tokens(), 4);
 }
 
 TEST(ReasoningTest, PromptOpensReasoning) {
-  EXPECT_TRUE(PromptOpensReasoning("<|Assistant|><think>\n"));
-  EXPECT_TRUE(PromptOpensReasoning("<|im_start|>assistant\n<think>"));
-  EXPECT_FALSE(PromptOpensReasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
-  EXPECT_FALSE(PromptOpensReasoning("<|im_start|>assistant\n"));
-  EXPECT_FALSE(PromptOpensReasoning(""));
-  EXPECT_FALSE(PromptOpensReasoning("think>"));
+  EXPECT_TRUE(PromptOpensReasoning("<|Assistant|><think>\n", kThinkTags));
+  EXPECT_TRUE(PromptOpensReasoning("<|im_start|>assistant\n<think>", kThinkTags));
+  EXPECT_FALSE(PromptOpensReasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", kThinkTags));
+  EXPECT_FALSE(PromptOpensReasoning("<|im_start|>assistant\n", kThinkTags));
+  EXPECT_FALSE(PromptOpensReasoning("", kThinkTags));
+  EXPECT_FALSE(PromptOpensReasoning("think>", kThinkTags));
+  EXPECT_TRUE(PromptOpensReasoning("[/INST][THINK]", kMistralThinkTags));
+  EXPECT_FALSE(PromptOpensReasoning("[/INST][THINK]", kThinkTags));
+  EXPECT_FALSE(PromptOpensReasoning("[/INST]", kMistralThinkTags));
 }
 
 TEST(ReasoningTest, FormatsAndAuto) {
@@ -147,10 +188,22 @@ TEST(ReasoningTest, FormatsAndAuto) {
   const std::string qwen3 =
       "{%- if enable_thinking is defined and enable_thinking is false %}"
       "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}";
-  EXPECT_TRUE(SplitsReasoning(ReasoningFormat::kAuto, qwen3));
-  EXPECT_FALSE(SplitsReasoning(ReasoningFormat::kAuto, "{{ messages }}"));
-  EXPECT_TRUE(SplitsReasoning(ReasoningFormat::kDeepSeek, "{{ messages }}"));
-  EXPECT_FALSE(SplitsReasoning(ReasoningFormat::kNone, qwen3));
+  // Ministral 3 Reasoning's system prompt shows the model its tags.
+  const std::string ministral =
+      "{{- '[SYSTEM_PROMPT]' + 'think here:[THINK]...[/THINK]' + '[/SYSTEM_PROMPT]' }}";
+  const auto open = [](const std::optional<ReasoningTags>& tags) {
+    return tags ? std::string(tags->open) : std::string("none");
+  };
+  EXPECT_EQ(open(TemplateReasoningTags(qwen3)), "<think>");
+  EXPECT_EQ(open(TemplateReasoningTags(ministral)), "[THINK]");
+  EXPECT_EQ(open(TemplateReasoningTags("{{ messages }}")), "none");
+  EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kAuto, TemplateReasoningTags(qwen3))), "<think>");
+  EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kAuto, TemplateReasoningTags(ministral))), "[THINK]");
+  EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kAuto, std::nullopt)), "none");
+  EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kDeepSeek, std::nullopt)), "<think>");
+  EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kDeepSeek, TemplateReasoningTags(ministral))),
+            "[THINK]");
+  EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kNone, TemplateReasoningTags(qwen3))), "none");
 }
 
 }  // namespace

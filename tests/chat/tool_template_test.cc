@@ -1,10 +1,12 @@
 // Chat templates with tools: the real templates of Llama 3.1, Qwen2.5, Mistral Nemo, Qwen3-Coder, Mistral
-// Small 3.2, DeepSeek V3.1 and R1, GLM-4.6, GLM-4.7-Flash and Kimi K2, given `tools` and conversations with
-// assistant tool_calls and tool results, must render exactly as the reference (Jinja2 with Hugging Face's
-// settings; goldens made by testdata/make_tool_template_goldens.py) and raise where it raises. R1's
-// template concatenates the arguments as a string: it gets them as JSON text
-// (ChatTemplate::string_arguments), the others as objects.
-// Key order matters (tojson prints it), so everything goes through ordered JSON.
+// Small 3.2, DeepSeek V3.1 and R1, GLM-4.6, GLM-4.7-Flash, Kimi K2 and Ministral 3 Reasoning, given `tools`
+// and conversations with assistant tool_calls, tool results and an earlier reply's reasoning, must render
+// exactly as the reference (Jinja2 with Hugging Face's settings; goldens made by
+// testdata/make_tool_template_goldens.py) and raise where it raises. R1's template concatenates the arguments
+// as a string: it gets them as JSON text (ChatTemplate::string_arguments), the others as objects. Ministral 3
+// Reasoning's shows an earlier reply's reasoning only as a content block: it gets assistant messages' content
+// as blocks (ChatTemplate::thinking_blocks). Key order matters (tojson prints it), so everything goes through
+// ordered JSON.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -27,13 +29,16 @@ TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
         goldens["templates"][family], goldens["tokens"]["bos_token"], goldens["tokens"]["eos_token"]);
     ASSERT_FALSE(tmpl.is_default()) << family << ": " << tmpl.note();
     EXPECT_EQ(tmpl.string_arguments(), family == "deepseek-r1") << family;
+    EXPECT_EQ(tmpl.thinking_blocks(), family == "ministral-3-reasoning") << family;
+    const bool mistral_think = tmpl.reasoning_tags() && tmpl.reasoning_tags()->open == kMistralThinkTags.open;
+    EXPECT_EQ(mistral_think, family == "ministral-3-reasoning") << family;
     const auto& messages = goldens["conversations"][c["conversation"].get<size_t>()];
     auto out = tmpl.Apply(messages, c["add_generation_prompt"].get<bool>(), goldens["tools"]);
     if (out.ok()) *out = testing::ReadTodayAs(*out, goldens["now"]);  // Mistral Small 3.2 shows the date
     testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
-  EXPECT_EQ(checked, 80);
+  EXPECT_EQ(checked, 110);
 }
 
 TEST(ToolTemplateTest, NoToolsMeansToolsUndefined) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "gguf/gguf_writer.h"
 #include "testing/testdata.h"
 
 namespace lockstep::server::testing {
@@ -45,6 +46,13 @@ const std::string& BertRerankModel() {
 const std::string& SlowModel() {
   static const std::string path = MakeModel("stories15m");
   return path;
+}
+
+std::string TinyModelWithVocabulary(const GgufWriter& vocabulary) {
+  const std::string dir = ::lockstep::testing::MakeTempDir("lockstep-toy-vocab");
+  const Status written = vocabulary.WriteFile(dir + "/vocab.gguf");
+  EXPECT_TRUE(written.ok()) << written.ToString();
+  return MakeModel("tiny", " --vocab-from " + dir + "/vocab.gguf");
 }
 
 StreamedChat StreamChat(int port, nlohmann::json body) {

@@ -10,6 +10,10 @@
 
 #include "test_client.h"
 
+namespace lockstep {
+class GgufWriter;
+}
+
 namespace lockstep::server::testing {
 
 // `make-model --shape tiny` (fast; 256-token context), made once per process.
@@ -22,6 +26,9 @@ const std::string& BertModel();
 const std::string& BertRerankModel();
 // `make-model --shape stories15m` (slower per token, so requests stay in flight for a while).
 const std::string& SlowModel();
+// `make-model --shape tiny` with `vocabulary` (a file's tokenizer.* keys: a toy vocabulary with the control
+// tokens and chat template a test needs), in a new temporary directory; returns its path.
+std::string TinyModelWithVocabulary(const GgufWriter& vocabulary);
 
 // All text of an OpenAI stream (chat deltas or completion texts) by choice index; "[DONE]" must be the last
 // event.

@@ -13,7 +13,6 @@
 #include "e2e_util.h"
 #include "gguf/gguf_writer.h"
 #include "test_client.h"
-#include "testing/testdata.h"
 #include "testing/vocab/test_vocab.h"
 
 namespace lockstep::server::testing {
@@ -36,7 +35,6 @@ const char* const kTemplate =
 class HarmonyRoutesTest : public SharedServerTest<HarmonyRoutesTest> {
  public:
   static std::string Model() {
-    const std::string dir = ::lockstep::testing::MakeTempDir("lockstep-harmony-vocab");
     std::vector<std::pair<std::string, int32_t>> pieces;
     for (const char* piece : {"<|return|>", "<|start|>", "<|channel|>", "<|message|>", "<|end|>",
                               "<|constrain|>", "<|call|>", "<|endoftext|>"}) {
@@ -45,13 +43,7 @@ class HarmonyRoutesTest : public SharedServerTest<HarmonyRoutesTest> {
     GgufWriter vocabulary = ::lockstep::testing::ByteLevelToyVocabulary(pieces);
     vocabulary.Set("tokenizer.ggml.eos_token_id", GgufValue::Uint32(256));
     vocabulary.Set("tokenizer.chat_template", GgufValue::String(kTemplate));
-    const Status written = vocabulary.WriteFile(dir + "/vocab.gguf");
-    EXPECT_TRUE(written.ok()) << written.ToString();
-    const std::string make = ::lockstep::testing::LockstepBinary() +
-                             " make-model --shape tiny --vocab-from " + dir + "/vocab.gguf -o " + dir +
-                             "/tiny-harmony.gguf > /dev/null 2>&1";
-    EXPECT_EQ(::lockstep::testing::RunCommand(make), 0) << make;
-    return dir + "/tiny-harmony.gguf";
+    return TinyModelWithVocabulary(vocabulary);
   }
   static std::vector<std::string> Args() { return {"-t", "1"}; }
 };

@@ -234,14 +234,15 @@ TEST(ReasoningThenToolCalls, ThinkingRepliesSplitThenParse) {
            Case{"<think>The user wants weather.</think>\nLet me look.\n" + glm_calls, false,
                 "Let me look.\n"},
        }) {
-    const chat::ReasoningSplit split = chat::SplitReasoning(c.text, c.opened, /*final=*/true);
+    const chat::ReasoningSplit split =
+        chat::SplitReasoning(c.text, chat::kThinkTags, c.opened, /*final=*/true);
     EXPECT_EQ(split.reasoning, "The user wants weather.");
     const ToolOutput out = ParseToolOutput(Spec(), split.content, "seed", false);
     EXPECT_EQ(out.calls.size(), 2u) << c.text;
     EXPECT_EQ(out.content, c.content);
     // A marker inside the reasoning is not a call: the parser only sees what follows </think>.
     const chat::ReasoningSplit inside =
-        chat::SplitReasoning("<think>" + v31_calls + "</think>Done.", false, true);
+        chat::SplitReasoning("<think>" + v31_calls + "</think>Done.", chat::kThinkTags, false, true);
     EXPECT_TRUE(ParseToolOutput(Spec(), inside.content, "seed", false).calls.empty());
   }
 }

@@ -125,7 +125,7 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
     const bool mistral_ids = family == "mistral-nemo" || family == "mistral-small-3.2";
     // v11's [ARGS] and [CALL_ID] separate the name from the arguments: the server keeps them in the text
     // (ToolMarkerTokens), so only v3's JSON is also tried with its marker dropped.
-    const bool marker_may_drop = family != "mistral-small-3.2";
+    const bool marker_may_drop = family != "mistral-small-3.2" && family != "ministral-3-reasoning";
     std::vector<nlohmann::ordered_json> messages;
     for (const auto& m : goldens["conversations"][c["conversation"].get<size_t>()]) {
       if (m["role"] == "assistant") messages.push_back(m);
@@ -138,9 +138,13 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
       const bool has_calls =
           want.contains("tool_calls") &&
           (family != "deepseek-r1" || texts[t].find("tool▁call▁begin") != std::string::npos);
-      // GLM-4.7-Flash's prompt opens the reasoning block; its turns start with the closing tag.
-      const std::string reply =
-          chat::SplitReasoning(texts[t], /*opened=*/family == "glm-4.7-flash", /*final=*/true).content;
+      // GLM-4.7-Flash's prompt opens the reasoning block; its turns start with the closing tag. Ministral 3
+      // Reasoning's turns show theirs in [THINK] tags.
+      const chat::ReasoningTags tags =
+          family == "ministral-3-reasoning" ? chat::kMistralThinkTags : chat::kThinkTags;
+      const std::string reply = chat::SplitReasoning(texts[t], tags,
+                                                     /*opened=*/family == "glm-4.7-flash", /*final=*/true)
+                                    .content;
       std::vector<std::string> variants = {reply};
       for (const char* marker : {"[TOOL_CALLS]", "<|python_tag|>"}) {
         if (marker_may_drop && reply.rfind(marker, 0) == 0)
@@ -194,6 +198,7 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["mistral-nemo"], 8);       // with and without the [TOOL_CALLS] marker
   EXPECT_GE(calls_checked["qwen3-coder"], 4);        // <function=NAME> blocks, arguments typed by the schemas
   EXPECT_GE(calls_checked["mistral-small-3.2"], 3);  // v11: NAME[CALL_ID]ID[ARGS]{...}
+  EXPECT_GE(calls_checked["ministral-3-reasoning"], 3);  // v11 without ids: NAME[ARGS]{...}
   EXPECT_GE(calls_checked["deepseek-v3.1"], 4);  // NAME<｜tool▁sep｜>{...}, after an empty <think></think>
   EXPECT_GE(calls_checked["glm-4.6"], 4);        // <tool_call>NAME <arg_key>/<arg_value> over lines
   EXPECT_GE(calls_checked["glm-4.7-flash"], 4);  // the same on one line

@@ -8,7 +8,6 @@
 #include "gguf/gguf_writer.h"
 #include "server/tool_calls.h"
 #include "test_client.h"
-#include "testing/testdata.h"
 #include "testing/vocab/test_vocab.h"
 
 namespace lockstep::server::testing {
@@ -64,16 +63,7 @@ TEST(ToolMarkers, DeepSeekGlmAndKimiMarkersOfAVocabulary) {
 
 class ToolMarkersServerTest : public SharedServerTest<ToolMarkersServerTest> {
  public:
-  static std::string Model() {
-    const std::string dir = ::lockstep::testing::MakeTempDir("lockstep-markers");
-    EXPECT_TRUE(MarkerVocabulary().WriteFile(dir + "/vocab.gguf").ok());
-    const std::string path = dir + "/tiny-markers.gguf";
-    const std::string make = ::lockstep::testing::LockstepBinary() +
-                             " make-model --shape tiny --vocab-from " + dir + "/vocab.gguf -o " + path +
-                             " > /dev/null 2>&1";
-    EXPECT_EQ(::lockstep::testing::RunCommand(make), 0) << make;
-    return path;
-  }
+  static std::string Model() { return TinyModelWithVocabulary(MarkerVocabulary()); }
 };
 
 TEST_F(ToolMarkersServerTest, AutoToolsKeepMarkerTextOthersDoNot) {
