@@ -4,8 +4,8 @@
 // first bytes say (at character boundaries, as tokens are), add up to the whole answer (content, and each
 // call's id, name and arguments); the stream says "called" exactly when the whole answer has calls; every
 // call names a declared tool; and what the server writes out of either (JSON dumps) never throws. The same
-// text is split into reasoning and content (chat/reasoning.h) whole and streamed: each streamed split extends
-// the one before and the last is the whole text's, all UTF-8.
+// text is split into reasoning and content (chat/reasoning.h; <think> or [THINK] tags) whole and streamed:
+// each streamed split extends the one before and the last is the whole text's, all UTF-8.
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -38,10 +38,12 @@ ToolSpec MakeSpec(int choice, bool parallel) {
   return *spec.value;
 }
 
-void CheckReasoningSplits(std::string_view text, bool opened, size_t step) {
+void CheckReasoningSplits(std::string_view text, const lockstep::chat::ReasoningTags& tags, bool opened,
+                          size_t step) {
   using lockstep::fuzz::IsValidUtf8;
   using lockstep::fuzz::Require;
-  const lockstep::chat::ReasoningSplit whole = lockstep::chat::SplitReasoning(text, opened, /*final=*/true);
+  const lockstep::chat::ReasoningSplit whole =
+      lockstep::chat::SplitReasoning(text, tags, opened, /*final=*/true);
   Require(IsValidUtf8(whole.reasoning.value_or("")) && IsValidUtf8(whole.content),
           "reasoning splits are UTF-8");
   std::string reasoning;
@@ -50,7 +52,7 @@ void CheckReasoningSplits(std::string_view text, bool opened, size_t step) {
     const size_t next = lockstep::fuzz::NextCut(text, at, step);
     const bool last = next == text.size();
     const lockstep::chat::ReasoningSplit split =
-        lockstep::chat::SplitReasoning(text.substr(0, next), opened, last);
+        lockstep::chat::SplitReasoning(text.substr(0, next), tags, opened, last);
     const std::string r = split.reasoning.value_or("");
     Require(r.compare(0, reasoning.size(), reasoning) == 0 &&
                 split.content.compare(0, content.size(), content) == 0,
@@ -81,7 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   const ToolSpec& spec = specs[flags % 4 + ((flags & 4) != 0 ? 4 : 0)];
   const bool mistral_ids = (flags & 8) != 0;
-  CheckReasoningSplits(text, (flags & 16) != 0, step_a);
+  CheckReasoningSplits(text, (flags & 32) != 0 ? chat::kMistralThinkTags : chat::kThinkTags,
+                       (flags & 16) != 0, step_a);
   if (!spec.calls_possible()) return 0;  // tool_choice "none": the server does not parse the output
 
   const server::ToolOutput whole = server::ParseToolOutput(spec, text, "seed", mistral_ids);

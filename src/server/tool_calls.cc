@@ -7,6 +7,7 @@
 #include "server/request_fields.h"
 #include "server/structured_fields.h"
 #include "server/tool_call_deepseek.h"
+#include "server/tool_call_dsml.h"
 #include "server/tool_call_glm.h"
 #include "server/tool_call_kimi.h"
 #include "server/tool_call_parts.h"
@@ -24,8 +25,9 @@ constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
 constexpr std::string_view kMarkers[] = {kMistralCalls, "<|python_tag|>", kHermesOpen, "```"};
 // Markers that open the tool-call region wherever they appear (after prose), not only at the start.
-constexpr std::string_view kAnywhereMarkers[] = {kHermesOpen, kMistralCalls, kDeepSeekCallsBegin,
-                                                 kDeepSeekCallBegin, kKimiSectionBegin};
+constexpr std::string_view kAnywhereMarkers[] = {
+    kHermesOpen,       kMistralCalls,           kDeepSeekCallsBegin, kDeepSeekCallBegin,
+    kKimiSectionBegin, kDsmlFunctionCallsBegin, kDsmlToolCallsBegin};
 
 bool ValidName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
@@ -302,7 +304,9 @@ std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer) {
       // GLM-4.5+
       "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
       // Kimi K2
-      kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiArgumentBegin, kKimiCallEnd};
+      kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiArgumentBegin, kKimiCallEnd,
+      // DeepSeek V3.2 / V4 (where a vocabulary has them as tokens)
+      kDsmlFunctionCallsBegin, kDsmlToolCallsBegin};
   return tokenizer.ControlTokens(kToolMarkers);
 }
 
@@ -359,11 +363,15 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
         after = std::string(rest);
       } else if (tool_parts::StartsWith(rest, kDeepSeekCallsBegin) ||
                  tool_parts::StartsWith(rest, kDeepSeekCallBegin) ||
-                 tool_parts::StartsWith(rest, kKimiSectionBegin)) {
+                 tool_parts::StartsWith(rest, kKimiSectionBegin) ||
+                 tool_parts::StartsWith(rest, kDsmlFunctionCallsBegin) ||
+                 tool_parts::StartsWith(rest, kDsmlToolCallsBegin)) {
         std::string_view tail;
-        ok = tool_parts::StartsWith(rest, kKimiSectionBegin)
-                 ? KimiToolCallsFrom(spec, rest, &calls, &tail)
-                 : DeepSeekToolCallsFrom(spec, rest, &calls, &tail);
+        ok = tool_parts::StartsWith(rest, kKimiSectionBegin) ? KimiToolCallsFrom(spec, rest, &calls, &tail)
+             : tool_parts::StartsWith(rest, kDeepSeekCallsBegin) ||
+                     tool_parts::StartsWith(rest, kDeepSeekCallBegin)
+                 ? DeepSeekToolCallsFrom(spec, rest, &calls, &tail)
+                 : DsmlToolCallsFrom(spec, rest, &calls, &tail);
         after = std::string(tail.substr(SkipSpace(tail, 0)));
       } else {
         const bool mistral = rest.substr(0, kMistralCalls.size()) == kMistralCalls;

@@ -25,12 +25,14 @@
 //   Kimi K2            prose, then <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX
 //                      <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
 //                      (server/tool_call_kimi.h; the call keeps the model's id)
+//   DeepSeek V3.2 / V4 prose, then <｜DSML｜function_calls> (V4: tool_calls) holding
+//                      <｜DSML｜invoke name="NAME"><｜DSML｜parameter name="KEY" string="true|false">
+//                      value</｜DSML｜parameter>...</｜DSML｜invoke> blocks (server/tool_call_dsml.h)
 //   gpt-oss (Harmony)  messages to functions.NAME, parsed apart with the reasoning: server/harmony_reply.h
 // Only declared tool names count; anything else is content. The tool-call region is where the text starts
-// with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS] or DeepSeek's or Kimi's section
-// marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so streamed and
-// whole responses always agree.
-// Pure functions.
+// with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS] or DeepSeek's (DSML's) or Kimi's
+// section marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so
+// streamed and whole responses always agree. Pure functions.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
-// The tool-call formats of DeepSeek V3.1 / V3 / R1 (server/tool_call_deepseek.h), GLM-4.5+
-// (server/tool_call_glm.h) and Kimi K2 (server/tool_call_kimi.h), as the models write them: whole and
+// The tool-call formats of DeepSeek V3.1 / V3 / R1 (server/tool_call_deepseek.h), DeepSeek V3.2 / V4
+// (server/tool_call_dsml.h), GLM-4.5+ (server/tool_call_glm.h) and Kimi K2 (server/tool_call_kimi.h), as the
+// models write them: whole and
 // streamed in small pieces (the deltas add up to the whole answer), prose before the calls as content,
 // undeclared tools and malformed or cut-off sections as content (never a crash), GLM's values typed by the
 // schema, and reasoning split off before the calls are parsed. The templates' own renderings of calls
@@ -11,6 +12,7 @@
 
 #include "chat/reasoning.h"
 #include "server/tool_call_deepseek.h"
+#include "server/tool_call_dsml.h"
 #include "server/tool_call_glm.h"
 #include "server/tool_call_kimi.h"
 #include "server/tool_calls.h"
@@ -179,6 +181,79 @@ TEST(GlmToolCalls, WhatIsNotACallStaysContent) {
 }
 
 TEST(GlmToolCalls, CutOutputNeverCrashes) { ExpectEveryPrefixIsSafe(Spec(), kGlm); }
+
+const std::string kDsml =
+    "Checking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+    "<｜DSML｜parameter name=\"location\" string=\"true\">Paris</｜DSML｜parameter>\n"
+    "<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n"
+    "<｜DSML｜parameter name=\"metric\" string=\"false\">true</｜DSML｜parameter>\n"
+    "<｜DSML｜parameter name=\"zip\" string=\"true\">75001</｜DSML｜parameter>\n"
+    "</｜DSML｜invoke>\n<｜DSML｜invoke name=\"list_dir\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+
+// string="true" keeps the text (zip stays "75001"), string="false" reads JSON; V4 names the block tool_calls.
+TEST(DsmlToolCalls, CallsAfterProseTypedByTheStringAttribute) {
+  const ToolOutput out = ParseToolOutput(Spec(), kDsml, "seed", false);
+  ASSERT_EQ(out.calls.size(), 2u) << out.content.value_or("");
+  EXPECT_EQ(out.content, "Checking.\n\n");
+  EXPECT_EQ(out.calls[0].name, "get_weather");
+  EXPECT_EQ(out.calls[0].arguments, R"({"location":"Paris","days":3,"metric":true,"zip":"75001"})");
+  EXPECT_EQ(out.calls[1].name, "list_dir");
+  EXPECT_EQ(Args(out.calls[1]), nlohmann::json::object());
+  ExpectStreamMatches(Spec(), kDsml);
+  std::string v4 = kDsml;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"function_calls>", "tool_calls>"}}) {
+    for (size_t at = v4.find(from); at != std::string::npos; at = v4.find(from, at + to.size()))
+      v4.replace(at, from.size(), to);
+  }
+  const ToolOutput out4 = ParseToolOutput(Spec(), v4, "seed", false);
+  ASSERT_EQ(out4.calls.size(), 2u) << v4;
+  EXPECT_EQ(out4.calls[0].arguments, out.calls[0].arguments);
+  ExpectStreamMatches(Spec(), v4);
+  // Untyped by the schema and not JSON: the text.
+  const ToolOutput loose = ParseToolOutput(
+      Spec(),
+      "<｜DSML｜function_calls><｜DSML｜invoke name=\"list_dir\"><｜DSML｜parameter name=\"path\" "
+      "string=\"false\">/tmp</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>",
+      "seed", false);
+  ASSERT_EQ(loose.calls.size(), 1u);
+  EXPECT_EQ(Args(loose.calls[0]), nlohmann::json({{"path", "/tmp"}}));
+}
+
+TEST(DsmlToolCalls, WhatIsNotACallStaysContent) {
+  const ToolSpec spec = Spec();
+  for (const std::string text : {
+           // an undeclared tool
+           std::string("<｜DSML｜function_calls><｜DSML｜invoke name=\"rm_rf\"></｜DSML｜invoke>"
+                       "</｜DSML｜function_calls>"),
+           // no invoke
+           std::string("<｜DSML｜function_calls>text</｜DSML｜function_calls>"),
+           // something else inside the invoke
+           std::string("<｜DSML｜function_calls><｜DSML｜invoke name=\"list_dir\">x</｜DSML｜invoke>"
+                       "</｜DSML｜function_calls>"),
+           // the other block's closing tag
+           std::string("<｜DSML｜tool_calls><｜DSML｜invoke name=\"list_dir\"></｜DSML｜invoke>"
+                       "</｜DSML｜function_calls>"),
+       }) {
+    const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+    ExpectStreamMatches(spec, text);
+  }
+}
+
+// Cut anywhere: no crash; cut after the first invoke, that call stands.
+TEST(DsmlToolCalls, CutOutputNeverCrashesAndKeepsFinishedCalls) {
+  ExpectEveryPrefixIsSafe(Spec(), kDsml);
+  const size_t second = kDsml.find("<｜DSML｜invoke name=\"list_dir");
+  const ToolOutput out = ParseToolOutput(Spec(), kDsml.substr(0, second + 10), "seed", false);
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].name, "get_weather");
+  // Cut inside a value's closing tag: the value so far, without the tag's start.
+  const size_t paris = kDsml.find("Paris</") + 7;
+  const ToolOutput inside = ParseToolOutput(Spec(), kDsml.substr(0, paris), "seed", false);
+  ASSERT_EQ(inside.calls.size(), 1u);
+  EXPECT_EQ(inside.calls[0].arguments, R"({"location":"Paris"})");
+}
 
 TEST(KimiToolCalls, CallsAfterProseKeepTheModelsIds) {
   const ToolOutput out = ParseToolOutput(Spec(), kKimi, "seed", false);

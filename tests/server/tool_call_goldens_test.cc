@@ -29,7 +29,8 @@ std::vector<std::string> AssistantTexts(const std::string& family, const std::st
   if (family == "llama3.1") {
     opens = {"<|start_header_id|>assistant<|end_header_id|>\n\n"};
     closes = {"<|eot_id|>"};
-  } else if (family == "qwen2.5" || family == "qwen3-coder") {
+  } else if (family == "qwen2.5" || family == "qwen3-coder" || family == "qwen3.5" ||
+             family == "nemotron-3-nano") {
     opens = {"<|im_start|>assistant\n"};
     closes = {"<|im_end|>"};
   } else if (family == "deepseek-v3.1") {
@@ -38,7 +39,10 @@ std::vector<std::string> AssistantTexts(const std::string& family, const std::st
   } else if (family == "deepseek-r1") {
     opens = {"<｜Assistant｜>", "<｜tool▁outputs▁end｜>"};
     closes = {"<｜end▁of▁sentence｜>", "<｜tool▁outputs▁begin｜>"};  // a single call's turn is never closed
-  } else if (family == "glm-4.6" || family == "glm-4.7-flash") {
+  } else if (family == "deepseek-v3.2" || family == "deepseek-v4") {
+    opens = {"<｜Assistant｜>", "</function_results>\n\n"};  // V3.2: a reply after the results has no role
+    closes = {"<｜end▁of▁sentence｜>"};
+  } else if (family == "glm-4.6" || family == "glm-4.7-flash" || family == "glm-5.2") {
     opens = {"<|assistant|>"};
     closes = {"<|observation|>", "<|user|>"};  // GLM ends a turn with the next role's marker
   } else if (family == "kimi-k2") {
@@ -138,12 +142,14 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
       const bool has_calls =
           want.contains("tool_calls") &&
           (family != "deepseek-r1" || texts[t].find("tool▁call▁begin") != std::string::npos);
-      // GLM-4.7-Flash's prompt opens the reasoning block; its turns start with the closing tag. Ministral 3
-      // Reasoning's turns show theirs in [THINK] tags.
+      // GLM-4.7-Flash's and DeepSeek V3.2 / V4's prompts open the reasoning block; their turns start with
+      // the closing tag. Ministral 3 Reasoning's turns show theirs in [THINK] tags.
       const chat::ReasoningTags tags =
           family == "ministral-3-reasoning" ? chat::kMistralThinkTags : chat::kThinkTags;
       const std::string reply = chat::SplitReasoning(texts[t], tags,
-                                                     /*opened=*/family == "glm-4.7-flash", /*final=*/true)
+                                                     /*opened=*/family == "glm-4.7-flash" ||
+                                                         family == "deepseek-v3.2" || family == "deepseek-v4",
+                                                     /*final=*/true)
                                     .content;
       std::vector<std::string> variants = {reply};
       for (const char* marker : {"[TOOL_CALLS]", "<|python_tag|>"}) {
@@ -199,6 +205,11 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["qwen3-coder"], 4);        // <function=NAME> blocks, arguments typed by the schemas
   EXPECT_GE(calls_checked["mistral-small-3.2"], 3);  // v11: NAME[CALL_ID]ID[ARGS]{...}
   EXPECT_GE(calls_checked["ministral-3-reasoning"], 3);  // v11 without ids: NAME[ARGS]{...}
+  EXPECT_GE(calls_checked["deepseek-v3.2"], 3);          // DSML <｜DSML｜function_calls>
+  EXPECT_GE(calls_checked["deepseek-v4"], 3);            // DSML <｜DSML｜tool_calls>
+  EXPECT_GE(calls_checked["glm-5.2"], 3);
+  EXPECT_GE(calls_checked["qwen3.5"], 3);          // Qwen3-Coder's <function=NAME> blocks
+  EXPECT_GE(calls_checked["nemotron-3-nano"], 3);  // the same
   EXPECT_GE(calls_checked["deepseek-v3.1"], 4);  // NAME<｜tool▁sep｜>{...}, after an empty <think></think>
   EXPECT_GE(calls_checked["glm-4.6"], 4);        // <tool_call>NAME <arg_key>/<arg_value> over lines
   EXPECT_GE(calls_checked["glm-4.7-flash"], 4);  // the same on one line
