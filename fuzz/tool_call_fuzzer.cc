@@ -83,8 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   const ToolSpec& spec = specs[flags % 4 + ((flags & 4) != 0 ? 4 : 0)];
   const bool mistral_ids = (flags & 8) != 0;
-  CheckReasoningSplits(text, (flags & 32) != 0 ? chat::kMistralThinkTags : chat::kThinkTags,
-                       (flags & 16) != 0, step_a);
+  const chat::ReasoningTags& tags = (flags & 64) != 0   ? chat::kGemma4ThoughtTags
+                                    : (flags & 32) != 0 ? chat::kMistralThinkTags
+                                                        : chat::kThinkTags;
+  CheckReasoningSplits(text, tags, (flags & 16) != 0, step_a);
   if (!spec.calls_possible()) return 0;  // tool_choice "none": the server does not parse the output
 
   const server::ToolOutput whole = server::ParseToolOutput(spec, text, "seed", mistral_ids);

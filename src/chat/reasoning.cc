@@ -25,7 +25,7 @@ std::optional<ReasoningFormat> ParseReasoningFormat(std::string_view name) {
 }
 
 std::optional<ReasoningTags> TemplateReasoningTags(std::string_view template_source) {
-  for (const ReasoningTags& tags : {kMistralThinkTags, kThinkTags}) {
+  for (const ReasoningTags& tags : {kMistralThinkTags, kGemma4ThoughtTags, kThinkTags}) {
     if (template_source.find(tags.open) != std::string_view::npos) return tags;
   }
   return std::nullopt;

@@ -1,6 +1,7 @@
 // Reasoning ("thinking") blocks: a reply that opens with <think> carries the model's reasoning up to
-// </think>, then its answer (Magistral and Ministral 3 Reasoning write [THINK] ... [/THINK], control tokens
-// that requests keep in their text: Request::preserved_tokens). Split apart, they are returned as
+// </think>, then its answer (Magistral and Ministral 3 Reasoning write [THINK] ... [/THINK], Gemma 4
+// <|channel>thought ... <channel|>: control tokens that requests keep in their text:
+// Request::preserved_tokens). Split apart, they are returned as
 // OpenAI-style `reasoning_content` beside `content` (llama.cpp's --reasoning-format deepseek, vLLM's qwen3 /
 // deepseek_r1 / mistral reasoning parsers). Pure functions; safe from any thread.
 #pragma once
@@ -20,8 +21,10 @@ struct ReasoningTags {
 };
 inline constexpr ReasoningTags kThinkTags = {"<think>", "</think>"};
 inline constexpr ReasoningTags kMistralThinkTags = {"[THINK]", "[/THINK]"};
-// Every tag above: the ones that are control tokens in a vocabulary are kept in a reply's text.
-inline constexpr std::string_view kReasoningTagPieces[] = {"<think>", "</think>", "[THINK]", "[/THINK]"};
+inline constexpr ReasoningTags kGemma4ThoughtTags = {"<|channel>thought", "<channel|>"};
+// The tokens of the tags above: the ones that are control tokens in a vocabulary are kept in a reply's text.
+inline constexpr std::string_view kReasoningTagPieces[] = {"<think>",  "</think>",   "[THINK]",
+                                                           "[/THINK]", "<|channel>", "<channel|>"};
 
 // Whether replies are split: kNone never, kDeepSeek always, kAuto when the chat template writes reasoning
 // blocks (its text holds <think>: Qwen3, DeepSeek-R1 and their distillations, SmolLM3; or [THINK]).
@@ -29,8 +32,8 @@ enum class ReasoningFormat { kNone, kDeepSeek, kAuto };
 
 // "none" | "deepseek" | "auto" (llama.cpp's names); nullopt for anything else.
 std::optional<ReasoningFormat> ParseReasoningFormat(std::string_view name);
-// The tags a chat template's Jinja source writes: [THINK] where it holds that, else <think> where it holds
-// that; nullopt for neither.
+// The tags a chat template's Jinja source writes: the first of [THINK], <|channel>thought (Gemma 4) and
+// <think> that it holds; nullopt for none.
 std::optional<ReasoningTags> TemplateReasoningTags(std::string_view template_source);
 // The tags that split replies under `format`, given the template's (TemplateReasoningTags): none for kNone,
 // the template's for kAuto, the template's or <think> for kDeepSeek.

@@ -8,6 +8,7 @@
 #include "server/structured_fields.h"
 #include "server/tool_call_deepseek.h"
 #include "server/tool_call_dsml.h"
+#include "server/tool_call_gemma4.h"
 #include "server/tool_call_glm.h"
 #include "server/tool_call_kimi.h"
 #include "server/tool_call_parts.h"
@@ -27,7 +28,26 @@ constexpr std::string_view kMarkers[] = {kMistralCalls, "<|python_tag|>", kHerme
 // Markers that open the tool-call region wherever they appear (after prose), not only at the start.
 constexpr std::string_view kAnywhereMarkers[] = {
     kHermesOpen,       kMistralCalls,           kDeepSeekCallsBegin, kDeepSeekCallBegin,
-    kKimiSectionBegin, kDsmlFunctionCallsBegin, kDsmlToolCallsBegin};
+    kKimiSectionBegin, kDsmlFunctionCallsBegin, kDsmlToolCallsBegin, kGemma4CallBegin};
+
+// The formats whose calls are a section that starts with a marker, and their parsers.
+using SectionParser = bool (*)(const ToolSpec&, std::string_view, std::vector<ToolCall>*, std::string_view*);
+struct SectionFormat {
+  std::string_view marker;
+  SectionParser parse;
+};
+constexpr SectionFormat kSectionFormats[] = {
+    {kDeepSeekCallsBegin, DeepSeekToolCallsFrom}, {kDeepSeekCallBegin, DeepSeekToolCallsFrom},
+    {kKimiSectionBegin, KimiToolCallsFrom},       {kDsmlFunctionCallsBegin, DsmlToolCallsFrom},
+    {kDsmlToolCallsBegin, DsmlToolCallsFrom},     {kGemma4CallBegin, Gemma4ToolCallsFrom}};
+
+// The section format whose marker `text` starts with; nullptr for none.
+const SectionFormat* SectionFormatAt(std::string_view text) {
+  for (const SectionFormat& format : kSectionFormats) {
+    if (tool_parts::StartsWith(text, format.marker)) return &format;
+  }
+  return nullptr;
+}
 
 bool ValidName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
@@ -306,7 +326,9 @@ std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer) {
       // Kimi K2
       kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiArgumentBegin, kKimiCallEnd,
       // DeepSeek V3.2 / V4 (where a vocabulary has them as tokens)
-      kDsmlFunctionCallsBegin, kDsmlToolCallsBegin};
+      kDsmlFunctionCallsBegin, kDsmlToolCallsBegin,
+      // Gemma 4
+      kGemma4CallBegin, kGemma4CallEnd, kGemma4Quote};
   return tokenizer.ControlTokens(kToolMarkers);
 }
 
@@ -361,17 +383,9 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
           rest = rest.substr(SkipSpace(rest, 0));
         }
         after = std::string(rest);
-      } else if (tool_parts::StartsWith(rest, kDeepSeekCallsBegin) ||
-                 tool_parts::StartsWith(rest, kDeepSeekCallBegin) ||
-                 tool_parts::StartsWith(rest, kKimiSectionBegin) ||
-                 tool_parts::StartsWith(rest, kDsmlFunctionCallsBegin) ||
-                 tool_parts::StartsWith(rest, kDsmlToolCallsBegin)) {
+      } else if (const SectionFormat* format = SectionFormatAt(rest)) {
         std::string_view tail;
-        ok = tool_parts::StartsWith(rest, kKimiSectionBegin) ? KimiToolCallsFrom(spec, rest, &calls, &tail)
-             : tool_parts::StartsWith(rest, kDeepSeekCallsBegin) ||
-                     tool_parts::StartsWith(rest, kDeepSeekCallBegin)
-                 ? DeepSeekToolCallsFrom(spec, rest, &calls, &tail)
-                 : DsmlToolCallsFrom(spec, rest, &calls, &tail);
+        ok = format->parse(spec, rest, &calls, &tail);
         after = std::string(tail.substr(SkipSpace(tail, 0)));
       } else {
         const bool mistral = rest.substr(0, kMistralCalls.size()) == kMistralCalls;

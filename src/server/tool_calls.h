@@ -28,10 +28,12 @@
 //   DeepSeek V3.2 / V4 prose, then <｜DSML｜function_calls> (V4: tool_calls) holding
 //                      <｜DSML｜invoke name="NAME"><｜DSML｜parameter name="KEY" string="true|false">
 //                      value</｜DSML｜parameter>...</｜DSML｜invoke> blocks (server/tool_call_dsml.h)
+//   Gemma 4            prose, then <|tool_call>call:NAME{KEY:<|"|>text<|"|>,N:3}<tool_call|>, repeated
+//                      (server/tool_call_gemma4.h)
 //   gpt-oss (Harmony)  messages to functions.NAME, parsed apart with the reasoning: server/harmony_reply.h
 // Only declared tool names count; anything else is content. The tool-call region is where the text starts
-// with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS] or DeepSeek's (DSML's) or Kimi's
-// section marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so
+// with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS], DeepSeek's (DSML's), Kimi's or Gemma
+// 4's call marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so
 // streamed and whole responses always agree. Pure functions.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Reasoning blocks split from replies (chat/reasoning.h): whole replies, and every reply streamed in pieces
 // of every size, whose partial splits must each extend the last and end at the whole reply's split; with
-// <think> tags and, the same cases respelled, with Ministral 3's [THINK] tags.
+// <think> tags and, the same cases respelled, with Ministral 3's [THINK] tags and Gemma 4's channel tags.
 #include "chat/reasoning.h"
 
 #include <gtest/gtest.h>
@@ -66,10 +66,11 @@ struct TaggedCase {
   Case c;
 };
 
-// ThinkCases() as they are, then with [THINK] and [/THINK].
+// ThinkCases() as they are, then with [THINK] and [/THINK], then with Gemma 4's <|channel>thought and
+// <channel|>.
 std::vector<TaggedCase> Cases() {
   std::vector<TaggedCase> out;
-  for (const ReasoningTags& tags : {kThinkTags, kMistralThinkTags}) {
+  for (const ReasoningTags& tags : {kThinkTags, kMistralThinkTags, kGemma4ThoughtTags}) {
     for (const Case& c : ThinkCases()) {
       Case respelled = {Respelled(c.text, tags), c.opened, std::nullopt, Respelled(c.content, tags)};
       if (c.reasoning) respelled.reasoning = Respelled(*c.reasoning, tags);
@@ -197,6 +198,9 @@ TEST(ReasoningTest, FormatsAndAuto) {
   EXPECT_EQ(open(TemplateReasoningTags(qwen3)), "<think>");
   EXPECT_EQ(open(TemplateReasoningTags(ministral)), "[THINK]");
   EXPECT_EQ(open(TemplateReasoningTags("{{ messages }}")), "none");
+  // Gemma 4's: an empty thought channel when thinking is off.
+  EXPECT_EQ(open(TemplateReasoningTags("{{- '<|turn>model\\n<|channel>thought\\n<channel|>' -}}")),
+            "<|channel>thought");
   EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kAuto, TemplateReasoningTags(qwen3))), "<think>");
   EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kAuto, TemplateReasoningTags(ministral))), "[THINK]");
   EXPECT_EQ(open(ReplyReasoningTags(ReasoningFormat::kAuto, std::nullopt)), "none");

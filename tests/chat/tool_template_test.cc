@@ -38,7 +38,7 @@ TEST(ToolTemplateTest, RealTemplatesRenderToolsLikeTheReference) {
     testing::ExpectLikeTheReference(out, c);
     ++checked;
   }
-  EXPECT_EQ(checked, 160);
+  EXPECT_EQ(checked, 170);
 }
 
 TEST(ToolTemplateTest, NoToolsMeansToolsUndefined) {

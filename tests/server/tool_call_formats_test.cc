@@ -1,6 +1,6 @@
 // The tool-call formats of DeepSeek V3.1 / V3 / R1 (server/tool_call_deepseek.h), DeepSeek V3.2 / V4
-// (server/tool_call_dsml.h), GLM-4.5+ (server/tool_call_glm.h) and Kimi K2 (server/tool_call_kimi.h), as the
-// models write them: whole and
+// (server/tool_call_dsml.h), Gemma 4 (server/tool_call_gemma4.h), GLM-4.5+ (server/tool_call_glm.h) and Kimi
+// K2 (server/tool_call_kimi.h), as the models write them: whole and
 // streamed in small pieces (the deltas add up to the whole answer), prose before the calls as content,
 // undeclared tools and malformed or cut-off sections as content (never a crash), GLM's values typed by the
 // schema, and reasoning split off before the calls are parsed. The templates' own renderings of calls
@@ -13,6 +13,7 @@
 #include "chat/reasoning.h"
 #include "server/tool_call_deepseek.h"
 #include "server/tool_call_dsml.h"
+#include "server/tool_call_gemma4.h"
 #include "server/tool_call_glm.h"
 #include "server/tool_call_kimi.h"
 #include "server/tool_calls.h"
@@ -253,6 +254,53 @@ TEST(DsmlToolCalls, CutOutputNeverCrashesAndKeepsFinishedCalls) {
   const ToolOutput inside = ParseToolOutput(Spec(), kDsml.substr(0, paris), "seed", false);
   ASSERT_EQ(inside.calls.size(), 1u);
   EXPECT_EQ(inside.calls[0].arguments, R"({"location":"Paris"})");
+}
+
+const std::string kGemma4 =
+    "Checking.<|tool_call>call:get_weather{days:3,location:<|\"|>Paris, \"FR\"<|\"|>,metric:true,"
+    "zip:<|\"|>75001<|\"|>}<tool_call|><|tool_call>call:list_dir{}<tool_call|>";
+
+// Gemma's values: quoted strings stay text (even digits), bare numbers and booleans are JSON; nested values.
+TEST(Gemma4ToolCalls, CallsAfterProseWithGemmasValues) {
+  const ToolOutput out = ParseToolOutput(Spec(), kGemma4, "seed", false);
+  ASSERT_EQ(out.calls.size(), 2u) << out.content.value_or("");
+  EXPECT_EQ(out.content, "Checking.");
+  EXPECT_EQ(out.calls[0].name, "get_weather");
+  EXPECT_EQ(out.calls[0].arguments, R"({"days":3,"location":"Paris, \"FR\"","metric":true,"zip":"75001"})");
+  EXPECT_EQ(out.calls[1].arguments, "{}");
+  ExpectStreamMatches(Spec(), kGemma4);
+  const ToolOutput nested = ParseToolOutput(
+      Spec(),
+      "<|tool_call>call:list_dir{opts:{depth:2, <|\"|>hidden<|\"|>:None},paths:[<|\"|>a<|\"|>, 1.5, "
+      "false],mode:fast}<tool_call|>",
+      "seed", false);
+  ASSERT_EQ(nested.calls.size(), 1u) << nested.content.value_or("");
+  EXPECT_EQ(nested.calls[0].arguments,
+            R"({"opts":{"depth":2,"hidden":null},"paths":["a",1.5,false],"mode":"fast"})");
+}
+
+TEST(Gemma4ToolCalls, WhatIsNotACallStaysContent) {
+  const ToolSpec spec = Spec();
+  for (const std::string text : {
+           std::string("<|tool_call>call:rm_rf{}<tool_call|>"),            // undeclared
+           std::string("<|tool_call>call:list_dir{a:}<tool_call|>"),       // no value
+           std::string("<|tool_call>call:list_dir{a:1 b:2}<tool_call|>"),  // no comma
+           std::string("<|tool_call>call:list_dir{}x<tool_call|>"),        // text after the arguments
+           std::string("<|tool_call>call:list_dir[1]<tool_call|>"),        // not a dict
+       }) {
+    const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+    ExpectStreamMatches(spec, text);
+  }
+}
+
+TEST(Gemma4ToolCalls, CutOutputNeverCrashesAndKeepsFinishedCalls) {
+  ExpectEveryPrefixIsSafe(Spec(), kGemma4);
+  const size_t second = kGemma4.find("<|tool_call>call:list_dir");
+  const ToolOutput out = ParseToolOutput(Spec(), kGemma4.substr(0, second + 20), "seed", false);
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].name, "get_weather");
 }
 
 TEST(KimiToolCalls, CallsAfterProseKeepTheModelsIds) {

@@ -39,6 +39,9 @@ std::vector<std::string> AssistantTexts(const std::string& family, const std::st
   } else if (family == "deepseek-r1") {
     opens = {"<｜Assistant｜>", "<｜tool▁outputs▁end｜>"};
     closes = {"<｜end▁of▁sentence｜>", "<｜tool▁outputs▁begin｜>"};  // a single call's turn is never closed
+  } else if (family == "gemma-4") {
+    opens = {"<|turn>model\n"};
+    closes = {"<turn|>", "<|tool_response>"};  // calls end the turn's text; their results follow
   } else if (family == "deepseek-v3.2" || family == "deepseek-v4") {
     opens = {"<｜Assistant｜>", "</function_results>\n\n"};  // V3.2: a reply after the results has no role
     closes = {"<｜end▁of▁sentence｜>"};
@@ -134,6 +137,9 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
     for (const auto& m : goldens["conversations"][c["conversation"].get<size_t>()]) {
       if (m["role"] == "assistant") messages.push_back(m);
     }
+    // Gemma 4's template writes a reply after tool results into the calls' model turn, after the results:
+    // no marker tells it apart.
+    if (family == "gemma-4" && c["conversation"] == 2) continue;
     const std::vector<std::string> texts = AssistantTexts(family, c["expected"]);
     ASSERT_EQ(texts.size(), messages.size()) << family << " conversation " << c["conversation"];
     for (size_t t = 0; t < texts.size(); ++t) {
@@ -208,6 +214,7 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["deepseek-v3.2"], 3);          // DSML <｜DSML｜function_calls>
   EXPECT_GE(calls_checked["deepseek-v4"], 3);            // DSML <｜DSML｜tool_calls>
   EXPECT_GE(calls_checked["glm-5.2"], 3);
+  EXPECT_GE(calls_checked["gemma-4"], 3);          // <|tool_call>call:NAME{KEY:<|"|>text<|"|>}<tool_call|>
   EXPECT_GE(calls_checked["qwen3.5"], 3);          // Qwen3-Coder's <function=NAME> blocks
   EXPECT_GE(calls_checked["nemotron-3-nano"], 3);  // the same
   EXPECT_GE(calls_checked["deepseek-v3.1"], 4);  // NAME<｜tool▁sep｜>{...}, after an empty <think></think>
