@@ -18,13 +18,12 @@ BlockHash HashWords(std::span<const uint64_t> head, std::span<const int32_t> tok
 }  // namespace
 
 BlockHash RootBlockHash(const KvLayout& layout, uint64_t salt) {
-  const uint64_t words[] = {0x6c6f636b73746570ull,       // "lockstep": a version tag for the scheme
-                            uint64_t(layout.dtype) + 1,  // what the blocks store (tensor/kv_storage.h)
-                            uint64_t(layout.block_tokens),
-                            uint64_t(layout.n_layer),
-                            uint64_t(layout.n_kv_head),
-                            uint64_t(layout.head_dim),
-                            salt};
+  const uint64_t words[] = {
+      0x6c6f636b73746570ull,       // "lockstep": a version tag for the scheme
+      uint64_t(layout.dtype) + 1,  // what the blocks store (tensor/kv_storage.h)
+      uint64_t(layout.block_tokens), uint64_t(layout.n_layer), uint64_t(layout.n_kv_head),
+      // values as wide as keys: the word of the layouts before value_dim
+      uint64_t(layout.head_dim) + (uint64_t(uint32_t(layout.ValueDim() - layout.head_dim)) << 32), salt};
   return HashWords(words, {});
 }
 

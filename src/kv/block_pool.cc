@@ -9,11 +9,12 @@
 namespace lockstep {
 
 Result<std::unique_ptr<BlockPool>> BlockPool::Create(const KvLayout& layout, int64_t num_blocks) {
-  if (layout.n_layer < 1 || layout.n_kv_head < 1 || layout.head_dim < 1 || layout.block_tokens < 1) {
-    return InvalidArgument("KV layout has an empty dimension (layers " + std::to_string(layout.n_layer) +
-                           ", kv heads " + std::to_string(layout.n_kv_head) + ", head dim " +
-                           std::to_string(layout.head_dim) + ", block tokens " +
-                           std::to_string(layout.block_tokens) + ")");
+  if (layout.n_layer < 1 || layout.n_kv_head < 1 || layout.head_dim < 1 || layout.value_dim < 0 ||
+      layout.block_tokens < 1) {
+    return InvalidArgument(
+        "KV layout has an empty dimension (layers " + std::to_string(layout.n_layer) + ", kv heads " +
+        std::to_string(layout.n_kv_head) + ", head dim " + std::to_string(layout.head_dim) + ", value dim " +
+        std::to_string(layout.value_dim) + ", block tokens " + std::to_string(layout.block_tokens) + ")");
   }
   if (num_blocks < 1 || num_blocks > (int64_t(1) << 30)) {
     return InvalidArgument("KV pool must have between 1 and 2^30 blocks, got " + std::to_string(num_blocks));

@@ -7,7 +7,7 @@
 //   +-----------+-----------+-----------+-----+--------------+
 //   |  block 0  |  block 1  |  block 2  | ... | block N-1    |
 //   +-----------+-----------+-----------+-----+--------------+
-//   one block: [layer 0: K[kv_head][slot][head_dim], V[kv_head][slot][head_dim]] [layer 1] ... [layer L-1]
+//   one block: [layer 0: K[kv_head][slot][head_dim], V[kv_head][slot][value_dim]] [layer 1] ... [layer L-1]
 //
 //   a block is in exactly one state:
 //     in use      ref_count >= 1 (held by block tables), cached or not

@@ -45,16 +45,17 @@ struct TileBuffers {
 TileBuffers TakeTileBuffers(ScratchCarver& c, const KvLayout& kv, int32_t first_position, int32_t rows,
                             int32_t heads, int32_t base) {
   const int32_t max_len = first_position + rows, bt = kv.block_tokens;
-  const size_t outputs = size_t(rows) * heads * kv.head_dim,
+  const size_t queries = size_t(rows) * heads * kv.head_dim, outputs = size_t(rows) * heads * kv.ValueDim(),
                weights = size_t(rows) * heads * AttentionParts(max_len - 1);
   // A key chunk closes at a group boundary once it holds kKeyChunk positions; blocks add bt at a time.
   const int32_t key_chunk = std::min(max_len - base, kKeyChunk + 16 * bt);
   TileBuffers b;
   b.stride = (size_t(max_len - base) + 7) / 8 * 8;  // position t at t - base
   b.scores = c.Take<float>(size_t(rows) * heads * b.stride);
-  b.values = c.Take<float>(size_t(kValueChunk + bt) * kv.head_dim);
-  // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads.
-  b.queries = c.Take<float>(outputs);
+  b.values = c.Take<float>(size_t(kValueChunk + bt) * kv.ValueDim());
+  // The queries side by side, query (r, h) at (r * heads + h) * n: one DotKeys call takes all rows' heads
+  // (then reused for the part sums of the values).
+  b.queries = c.Take<float>(std::max(queries, outputs));
   b.keys = c.Take<float>(attention::TransposedKeyFloats(key_chunk, kv.head_dim));
   b.stats = c.Take<attention::SoftmaxStats>(weights);
   b.weights = c.Take<float>(weights);
@@ -71,7 +72,7 @@ StoredBuffers TakeStoredBuffers(ScratchCarver& c, const KvLayout& kv, int32_t po
   const size_t parts = size_t(AttentionParts(position));
   StoredBuffers b;
   b.scores = c.Take<float>(size_t(heads) * kAttentionPart);  // one part at a time
-  b.partials = c.Take<float>(size_t(heads) * parts * kv.head_dim);
+  b.partials = c.Take<float>(size_t(heads) * parts * kv.ValueDim());
   b.stats = c.Take<attention::SoftmaxStats>(size_t(heads) * parts);
   b.weights = c.Take<float>(size_t(heads) * parts);
   return b;
@@ -86,7 +87,7 @@ void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t 
   for (int32_t h = 0; h < kv.n_kv_head; ++h) {  // layouts: tensor/kv_storage.h
     StoreKey(kv.dtype, k + size_t(h) * kv.head_dim, kv.head_dim, kv.block_tokens, int32_t(slot),
              block + kv.KeyOffset(layer, h));
-    StoreValue(kv.dtype, v + size_t(h) * kv.head_dim, kv.head_dim, kv.block_tokens, int32_t(slot),
+    StoreValue(kv.dtype, v + size_t(h) * kv.ValueDim(), kv.ValueDim(), kv.block_tokens, int32_t(slot),
                block + kv.ValueOffset(layer, h));
   }
 }
@@ -107,15 +108,15 @@ void AttendStoredPart(const AttentionKernels& k, const KvLayout& kv, const std::
                       attention::SoftmaxStats* stats, size_t stats_stride, float* scores) {
   const size_t stride = (size_t(end - begin) + 7) / 8 * 8;
   k.decode_row(blocks.data(), kv.KeyOffset(layer, kv_head), kv.ValueOffset(layer, kv_head), kv.dtype,
-               kv.block_tokens, begin, end, q, size_t(kv.head_dim), heads, kv.head_dim, scale, scores, stride,
-               out, out_stride, stats, stats_stride);
+               kv.block_tokens, begin, end, q, size_t(kv.head_dim), heads, kv.head_dim, kv.ValueDim(), scale,
+               scores, stride, out, out_stride, stats, stats_stride);
 }
 
 // MergeRowParts with its weights buffer (heads x parts floats) given.
 void MergeParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,
                 const float* partials, const attention::SoftmaxStats* stats, float* out, float* weights) {
   const int32_t parts = AttentionParts(position);
-  const int n = kv.head_dim;
+  const int n = kv.ValueDim();
   k.partition_weights(stats, parts, weights, heads, size_t(parts));  // every head at once
   for (int32_t h = 0; h < heads; ++h) {
     float* o = out + size_t(h) * n;
@@ -155,7 +156,7 @@ int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window) {
 
 bool CanSplitRow(const AttentionKernels& k, const KvLayout& kv, int32_t heads, const AttentionRule& rule) {
   return rule.window == 0 && rule.softcap == 0 && k.decode_row != nullptr &&
-         attention::CanAttendDecodeRow(k.level, kv.head_dim, kv.block_tokens, heads);
+         attention::CanAttendDecodeRow(k.level, kv.head_dim, kv.ValueDim(), kv.block_tokens, heads);
 }
 
 size_t AttendRowPartScratchBytes(int32_t heads) { return size_t(heads) * kAttentionPart * sizeof(float); }
@@ -167,7 +168,7 @@ void AttendRowPart(const AttentionKernels& k, const KvLayout& kv, const std::vec
   const int32_t parts = AttentionParts(position);
   const int32_t begin = part * kAttentionPart, end = std::min(position + 1, begin + kAttentionPart);
   AttendStoredPart(k, kv, blocks, layer, kv_head, begin, end, q, heads, scale,
-                   partials + size_t(part) * kv.head_dim, size_t(parts) * kv.head_dim, stats + part,
+                   partials + size_t(part) * kv.ValueDim(), size_t(parts) * kv.ValueDim(), stats + part,
                    size_t(parts), reinterpret_cast<float*>(scratch));
 }
 
@@ -180,7 +181,7 @@ void MergeRowParts(const AttentionKernels& k, const KvLayout& kv, int32_t positi
                    std::byte* scratch, const float* sinks) {
   MergeParts(k, kv, position, heads, partials, stats, out, reinterpret_cast<float*>(scratch));
   const int32_t parts = AttentionParts(position);
-  if (sinks != nullptr) ApplySinks(sinks, stats, size_t(parts), parts, heads, kv.head_dim, out);
+  if (sinks != nullptr) ApplySinks(sinks, stats, size_t(parts), parts, heads, kv.ValueDim(), out);
 }
 
 size_t AttendRowsScratchBytes(const AttentionKernels& k, const KvLayout& kv, int32_t first_position,
@@ -198,7 +199,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
                 int32_t layer, int32_t kv_head, int32_t first_position, int32_t rows, const float* q,
                 size_t q_stride, int32_t heads, float scale, float* out, size_t out_stride,
                 std::byte* scratch, const AttentionRule& rule) {
-  const int n = kv.head_dim;
+  const int n = kv.head_dim, nv = kv.ValueDim();  // a key's (and query's) dims, a value's
   const int32_t bt = kv.block_tokens;
   const int32_t max_len = first_position + rows;
   const int32_t max_parts = AttentionParts(max_len - 1);
@@ -207,18 +208,19 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
     const StoredBuffers b = TakeStoredBuffers(c, kv, first_position, heads);
     if (max_parts == 1) {
       attention::SoftmaxStats stats[8];
-      AttendStoredPart(k, kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(n), stats, 1,
+      AttendStoredPart(k, kv, blocks, layer, kv_head, 0, max_len, q, heads, scale, out, size_t(nv), stats, 1,
                        b.scores);
-      if (rule.sinks != nullptr) ApplySinks(rule.sinks, stats, 1, 1, heads, n, out);
+      if (rule.sinks != nullptr) ApplySinks(rule.sinks, stats, 1, 1, heads, nv, out);
       return;
     }
     for (int32_t p = 0; p < max_parts; ++p) {
       const int32_t begin = p * kAttentionPart, end = std::min(max_len, begin + kAttentionPart);
-      AttendStoredPart(k, kv, blocks, layer, kv_head, begin, end, q, heads, scale, b.partials + size_t(p) * n,
-                       size_t(max_parts) * n, b.stats + p, size_t(max_parts), b.scores);
+      AttendStoredPart(k, kv, blocks, layer, kv_head, begin, end, q, heads, scale,
+                       b.partials + size_t(p) * nv, size_t(max_parts) * nv, b.stats + p, size_t(max_parts),
+                       b.scores);
     }
     MergeParts(k, kv, first_position, heads, b.partials, b.stats, out, b.weights);
-    if (rule.sinks != nullptr) ApplySinks(rule.sinks, b.stats, size_t(max_parts), max_parts, heads, n, out);
+    if (rule.sinks != nullptr) ApplySinks(rule.sinks, b.stats, size_t(max_parts), max_parts, heads, nv, out);
     return;
   }
   // Positions [base, max_len) are read (base = 0 without a window); row r attends to [lo(r), its position]
@@ -244,8 +246,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
   // Visits the blocks of K (or V) in position order from base: widen(src, t0, count) widens each block's run
   // of this head once (the next block's run prefetched meanwhile), then visit(t0, count) runs, `count` being
   // how many of its positions the last row attends to.
-  const int64_t head_bytes = int64_t(kv.HeadBytes());
-  auto for_each_block = [&](size_t offset, auto widen, auto visit) {
+  auto for_each_block = [&](size_t offset, int64_t head_bytes, auto widen, auto visit) {
     // The next block's run lies elsewhere in memory (blocks hold every layer): the hardware prefetcher does
     // not follow.
     PrefetchBytes(blocks[base / bt] + offset, 0, head_bytes);
@@ -271,7 +272,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
       chunk_start = end;
     }
   };
-  for_each_block(k_off, widen_keys, [](int32_t, int32_t) {});
+  for_each_block(k_off, int64_t(kv.HeadBytes()), widen_keys, [](int32_t, int32_t) {});
   // Soft-capping, the window's mask, then a softmax per part of each row (parts are kAttentionPart positions
   // from 0, a multiple of 8, and a row's first one begins at start(r), a multiple of 16: only a row's last
   // part pads), and, when the rows reach over several parts, the weights that merge their parts.
@@ -312,7 +313,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
   }
   // Values into part sums side by side like the queries (the queries' copy is done with), so that one call
   // accumulates every row that sees a whole block; each finished part is merged into `merged`.
-  const size_t outputs = size_t(rows) * heads * n;
+  const size_t outputs = size_t(rows) * heads * nv;
   float* sums = queries;
   std::memset(sums, 0, outputs * sizeof(float));
   float* merged = several_parts ? buffers.merged : sums;
@@ -323,7 +324,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
     for (int32_t r = std::max(0, p * kAttentionPart - first_position); r < rows && start(r) < part_end; ++r) {
       for (int32_t h = 0; h < heads; ++h) {
         const size_t at = size_t(r) * heads + h;
-        MergePart(weights[at * max_parts + p], sums + at * n, n, merged + at * n);
+        MergePart(weights[at * max_parts + p], sums + at * nv, nv, merged + at * nv);
       }
     }
     std::memset(sums, 0, outputs * sizeof(float));
@@ -334,18 +335,18 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
     const int32_t r_first = std::max(0, t0 - first_position);
     const int32_t r_full = std::max(r_first, t0 + count - 1 - first_position);
     for (int32_t r = r_first; r < r_full; ++r) {
-      k.accumulate_values(row_scores(r, 0) + (t0 - base), stride, heads, vals, first_position + r + 1 - t0, n,
-                          sums + size_t(r) * heads * n, size_t(n));
+      k.accumulate_values(row_scores(r, 0) + (t0 - base), stride, heads, vals, first_position + r + 1 - t0,
+                          nv, sums + size_t(r) * heads * nv, size_t(nv));
     }
-    k.accumulate_values(row_scores(r_full, 0) + (t0 - base), stride, (rows - r_full) * heads, vals, count, n,
-                        sums + size_t(r_full) * heads * n, size_t(n));
+    k.accumulate_values(row_scores(r_full, 0) + (t0 - base), stride, (rows - r_full) * heads, vals, count, nv,
+                        sums + size_t(r_full) * heads * nv, size_t(nv));
   };
   // Value blocks widened side by side from chunk_start until about kValueChunk positions, then accumulated.
   chunk_start = base;
   auto widen_values = [&](const std::byte* src, int32_t t0, int32_t count) {
-    attention::WidenValues(src, kv.dtype, bt, count, n, values + size_t(t0 - chunk_start) * n);
+    attention::WidenValues(src, kv.dtype, bt, count, nv, values + size_t(t0 - chunk_start) * nv);
   };
-  for_each_block(v_off, widen_values, [&](int32_t t0, int32_t count) {
+  for_each_block(v_off, int64_t(kv.ValueHeadBytes()), widen_values, [&](int32_t t0, int32_t count) {
     const int32_t end = t0 + count;
     if (end - chunk_start < kValueChunk && end < max_len) return;
     for (int32_t t = chunk_start; t < end;) {  // split where a part ends (blocks need not divide parts)
@@ -354,7 +355,7 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
         part_end += kAttentionPart;
       }
       const int32_t here = std::min(end, part_end) - t;
-      accumulate(values + size_t(t - chunk_start) * n, t, here);
+      accumulate(values + size_t(t - chunk_start) * nv, t, here);
       t += here;
     }
     chunk_start = end;
@@ -364,11 +365,11 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
     for (int32_t r = 0; r < rows; ++r) {
       const int32_t first_part = start(r) / kAttentionPart, last_part = (first_position + r) / kAttentionPart;
       ApplySinks(rule.sinks, stats + size_t(r) * heads * max_parts + first_part, size_t(max_parts),
-                 last_part - first_part + 1, heads, n, merged + size_t(r) * heads * n);
+                 last_part - first_part + 1, heads, nv, merged + size_t(r) * heads * nv);
     }
   }
   for (int32_t r = 0; r < rows; ++r) {
-    std::memcpy(out + r * out_stride, merged + size_t(r) * heads * n, size_t(heads) * n * sizeof(float));
+    std::memcpy(out + r * out_stride, merged + size_t(r) * heads * nv, size_t(heads) * nv * sizeof(float));
   }
 }
 

@@ -17,7 +17,8 @@
 
 namespace lockstep {
 
-// k, v: [n_kv_head][head_dim] f32 for one row; written at `position` of `blocks` in `layer`.
+// k: [n_kv_head][head_dim], v: [n_kv_head][ValueDim()] f32 for one row; written at `position` of `blocks` in
+// `layer`.
 void WriteKv(const KvLayout& kv, const std::vector<std::byte*>& blocks, int32_t layer, int32_t position,
              const float* k, const float* v);
 
@@ -57,7 +58,7 @@ int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window);
 
 // Rows r = 0..rows-1 of one sequence at positions first_position + r (a prefill chunk, or one decode row),
 // each with `heads` query heads that share KV head `kv_head` of `layer`: q row r, head h at q + r * q_stride
-// + h * head_dim; out likewise with out_stride.
+// + h * head_dim; out likewise with out_stride, head h at h * ValueDim() (values may be narrower than keys).
 //   out[r][h] = softmax(cap(q[r][h] · K[Lo..p] * scale)) · V[Lo..p],  p = first_position + r
 // (Lo and cap from `rule`). Each widened KV block serves every row and head of the call, but each (row,
 // head) result is computed in the same order whatever `rows` and `heads` are, so tiling rows or grouping
@@ -78,14 +79,14 @@ size_t AttendRowsScratchBytes(const AttentionKernels& k, const KvLayout& kv, int
 bool CanSplitRow(const AttentionKernels& k, const KvLayout& kv, int32_t heads,
                  const AttentionRule& rule = {});
 // Part `part` of AttendRows for one row at `position`: query head h's output within the part (normalised by
-// the part's own softmax sum) to partials + (h * parts + part) * head_dim, its softmax max and sum to
+// the part's own softmax sum) to partials + (h * parts + part) * ValueDim(), its softmax max and sum to
 // stats[h * parts + part], where parts = AttentionParts(position). scratch: AttendRowPartScratchBytes(heads).
 void AttendRowPart(const AttentionKernels& k, const KvLayout& kv, const std::vector<std::byte*>& blocks,
                    int32_t layer, int32_t kv_head, int32_t position, int32_t part, const float* q,
                    int32_t heads, float scale, float* partials, attention::SoftmaxStats* stats,
                    std::byte* scratch);
 size_t AttendRowPartScratchBytes(int32_t heads);
-// The row's attention from all its parts (as written by AttendRowPart): head h to out + h * head_dim, the
+// The row's attention from all its parts (as written by AttendRowPart): head h to out + h * ValueDim(), the
 // bits AttendRows gives (with the rule's `sinks`, per head of the call, when not null).
 // scratch: MergeRowPartsScratchBytes(position, heads).
 void MergeRowParts(const AttentionKernels& k, const KvLayout& kv, int32_t position, int32_t heads,

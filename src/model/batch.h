@@ -6,7 +6,9 @@
 //
 // One block, for all layers (each head's region stored as tensor/kv_storage.h says for the KvDtype):
 //   [layer 0: K [kv_head 0][head_dim][block_tokens] .. [kv_head H-1]..., V [kv_head
-//   0..H-1][block_tokens][head_dim]] [layer 1: ...] ... [layer L-1]
+//   0..H-1][block_tokens][value_dim]] [layer 1: ...] ... [layer L-1]
+// Values may be narrower or wider than keys (value_dim: DeepSeek's multi-head latent attention stores keys of
+// qk_nope + qk_rope dims and values of v_head_dim); by default they are as wide.
 // Keys are stored dim-major (a head's dim d of all slots together), so attention widens them straight into
 // its transposed layout (tensor/attention_kernels.h); values slot-major. Position p of a sequence lives in
 // blocks[p / block_tokens] at slot p % block_tokens.
@@ -24,20 +26,24 @@ namespace lockstep {
 struct KvLayout {
   int32_t n_layer = 0;
   int32_t n_kv_head = 0;
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;   // of a key (and of a query)
+  int32_t value_dim = 0;  // of a value; 0: head_dim (ValueDim())
   int32_t block_tokens = 16;
   KvDtype dtype = KvDtype::kF16;
 
-  // Bytes of one head's K (or V) for all slots of a block.
+  int32_t ValueDim() const { return value_dim > 0 ? value_dim : head_dim; }
+  // Bytes of one head's K (HeadBytes) or V (ValueHeadBytes) for all slots of a block.
   size_t HeadBytes() const { return KvHeadBytes(dtype, block_tokens, head_dim); }
-  size_t LayerBytes() const { return 2 * size_t(n_kv_head) * HeadBytes(); }
+  size_t ValueHeadBytes() const { return KvHeadBytes(dtype, block_tokens, ValueDim()); }
+  size_t LayerBytes() const { return size_t(n_kv_head) * (HeadBytes() + ValueHeadBytes()); }
   size_t BlockBytes() const { return size_t(n_layer) * LayerBytes(); }
   // Byte offset, within a block, of K (or V) of `kv_head` in `layer`, slot 0.
   size_t KeyOffset(int32_t layer, int32_t kv_head) const {
     return size_t(layer) * LayerBytes() + size_t(kv_head) * HeadBytes();
   }
   size_t ValueOffset(int32_t layer, int32_t kv_head) const {
-    return size_t(layer) * LayerBytes() + (size_t(n_kv_head) + size_t(kv_head)) * HeadBytes();
+    return size_t(layer) * LayerBytes() + size_t(n_kv_head) * HeadBytes() +
+           size_t(kv_head) * ValueHeadBytes();
   }
 };
 

@@ -34,18 +34,18 @@ void ScoreGroups(const StoredHead& keys, const StoredHead& values, int32_t first
     row[g] = keys.blocks[p / bt] + keys.offset + size_t(p % bt) * kBytes;
     scale_row[g] = keys.blocks[p / bt] + keys.offset + KvScaleOffset(bt, head_dim) + size_t(p % bt) * 2;
     key_ahead[g] = ahead < end ? keys.blocks[ahead / bt] + keys.offset + size_t(ahead % bt) * kBytes : row[g];
-    value_row[g] = values.blocks[p / bt] + values.offset + size_t(p % bt) * size_t(head_dim) * kBytes;
+    value_row[g] = values.blocks[p / bt] + values.offset + size_t(p % bt) * size_t(values.dim) * kBytes;
     if constexpr (kQ8) {  // and the group's value scales (one line for 64 dims)
-      const size_t slot_scales = size_t(head_dim / KvScaleGroup(head_dim)) * 2;
-      const std::byte* scales =
-          values.blocks[p / bt] + values.offset + KvScaleOffset(bt, head_dim) + size_t(p % bt) * slot_scales;
+      const size_t slot_scales = size_t(values.dim / KvScaleGroup(values.dim)) * 2;
+      const std::byte* scales = values.blocks[p / bt] + values.offset + KvScaleOffset(bt, values.dim) +
+                                size_t(p % bt) * slot_scales;
       for (size_t o = 0; o < kKeyLanes * slot_scales; o += 64) PrefetchToL2(scales + o);
     }
   }
-  // A key line holds 64 / dim_bytes dims of a group; a group's values take 16 * head_dim * kBytes / 64 lines,
-  // at most head_dim.
+  // A key line holds 64 / dim_bytes dims of a group; a group's values take 16 * value dim * kBytes / 64
+  // lines (asked for over the first of the head_dim steps).
   const int key_line_mask = dim_bytes >= 64 ? 0 : int(64 / dim_bytes) - 1;
-  const int value_lines = int(kKeyLanes * size_t(head_dim) * kBytes / 64);
+  const int value_lines = int(kKeyLanes * size_t(values.dim) * kBytes / 64);
   typename V::F acc[kQueries][kGroups];
   for (int j = 0; j < kQueries; ++j) {
     for (int g = 0; g < kGroups; ++g) acc[j][g] = V::Zero();
@@ -197,7 +197,7 @@ void AttendStored(KvDtype dtype, const StoredHead& keys, const StoredHead& value
     }
     for (int j = 0; j < queries; j += V::kValueQueries) {  // each value vector loaded once per query block
       WithCount<V::kValueQueries>(std::min(V::kValueQueries, queries - j), [&](auto k) {
-        Values<kType, k>(values, begin, end, scores + j * scores_stride, scores_stride, head_dim,
+        Values<kType, k>(values, begin, end, scores + j * scores_stride, scores_stride, values.dim,
                          out + j * out_stride, out_stride);
       });
     }

@@ -26,7 +26,7 @@
 
 namespace lockstep::attention {
 
-bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, int queries) {
+bool CanAttendDecodeRow(KernelLevel level, int head_dim, int value_dim, int32_t block_tokens, int queries) {
 #if defined(LOCKSTEP_DECODE_X86)
   const bool level_ok = level == KernelLevel::kAvx512 || level == KernelLevel::kAvx2;
 #elif defined(LOCKSTEP_DECODE_NEON)
@@ -34,8 +34,9 @@ bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, i
 #else
   const bool level_ok = false;
 #endif
-  return level_ok && head_dim > 0 && head_dim % kKeyLanes == 0 && block_tokens > 0 &&
-         block_tokens % kKeyLanes == 0 && queries >= 1 && queries <= 8;
+  return level_ok && head_dim > 0 && head_dim % kKeyLanes == 0 && value_dim > 0 &&
+         value_dim % kKeyLanes == 0 && block_tokens > 0 && block_tokens % kKeyLanes == 0 && queries >= 1 &&
+         queries <= 8;
 }
 
 #ifdef LOCKSTEP_DECODE_KERNELS
@@ -55,6 +56,7 @@ struct StoredHead {
   const std::byte* const* blocks;
   size_t offset;
   int32_t block_tokens;
+  int dim;  // of one key (head_dim) or value (value_dim)
 };
 
 // The kernels, once per instruction set: a 16-lane vector V is one 512-bit register, two 256-bit halves or
@@ -158,11 +160,12 @@ struct V {
 
 void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t key_offset,
                      size_t value_offset, KvDtype dtype, int32_t block_tokens, int32_t begin, int32_t end,
-                     const float* q, size_t q_stride, int queries, int head_dim, float scale, float* scores,
-                     size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
+                     const float* q, size_t q_stride, int queries, int head_dim, int value_dim, float scale,
+                     float* scores, size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
                      size_t stats_stride) {
 #if defined(LOCKSTEP_DECODE_KERNELS)
-  const StoredHead keys{blocks, key_offset, block_tokens}, values{blocks, value_offset, block_tokens};
+  const StoredHead keys{blocks, key_offset, block_tokens, head_dim},
+      values{blocks, value_offset, block_tokens, value_dim};
 #if defined(LOCKSTEP_DECODE_NEON)
   (void)level;
   neon::AttendStored(dtype, keys, values, begin, end, q, q_stride, queries, head_dim, scale, scores,
@@ -179,7 +182,8 @@ void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t k
 #else
   (void)level, (void)blocks, (void)key_offset, (void)value_offset, (void)dtype, (void)block_tokens,
       (void)begin;
-  (void)end, (void)q, (void)q_stride, (void)queries, (void)head_dim, (void)scale, (void)scores;
+  (void)end, (void)q, (void)q_stride, (void)queries, (void)head_dim, (void)value_dim, (void)scale,
+      (void)scores;
   (void)scores_stride, (void)out, (void)out_stride, (void)stats, (void)stats_stride;
 #endif
 }

@@ -17,20 +17,21 @@
 
 namespace lockstep::attention {
 
-// Whether AttendDecodeRow runs at `level` for this shape: AVX-512 or AVX2 (x86) or NEON (ARM), head_dim and
-// block_tokens multiples of 16, 1 to 8 queries.
-bool CanAttendDecodeRow(KernelLevel level, int head_dim, int32_t block_tokens, int queries);
+// Whether AttendDecodeRow runs at `level` for this shape: AVX-512 or AVX2 (x86) or NEON (ARM), head_dim,
+// value_dim and block_tokens multiples of 16, 1 to 8 queries.
+bool CanAttendDecodeRow(KernelLevel level, int head_dim, int value_dim, int32_t block_tokens, int queries);
 
-// `queries` query vectors of one row (head_dim floats each, q_stride apart) attending to positions
-// [begin, end) of one KV head (begin a multiple of 16), whose keys and values sit at key_offset and
-// value_offset of each block in `blocks` (layout model/batch.h): scores, Softmax over them, values. Query j's
-// result goes to out + j * out_stride and its softmax's max and sum to stats[j * stats_stride] (a part of a
-// longer row, merged by PartitionWeights). scores: scratch of queries x scores_stride floats, scores_stride
+// `queries` query vectors of one row (head_dim floats each, q_stride apart; values of value_dim floats)
+// attending to positions [begin, end) of one KV head (begin a multiple of 16), whose keys and values sit at
+// key_offset and value_offset of each block in `blocks` (layout model/batch.h): scores, Softmax over them,
+// values. Query j's result goes to out + j * out_stride and its softmax's max and sum to stats[j *
+// stats_stride] (a part of a longer row, merged by PartitionWeights). scores: scratch of queries x
+// scores_stride floats, scores_stride
 // >= end - begin rounded up to 8. Only when CanAttendDecodeRow.
 void AttendDecodeRow(KernelLevel level, const std::byte* const* blocks, size_t key_offset,
                      size_t value_offset, KvDtype dtype, int32_t block_tokens, int32_t begin, int32_t end,
-                     const float* q, size_t q_stride, int queries, int head_dim, float scale, float* scores,
-                     size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
+                     const float* q, size_t q_stride, int queries, int head_dim, int value_dim, float scale,
+                     float* scores, size_t scores_stride, float* out, size_t out_stride, SoftmaxStats* stats,
                      size_t stats_stride);
 
 }  // namespace lockstep::attention

@@ -37,11 +37,11 @@ void PartitionWeightsAt(const attention::SoftmaxStats* stats, int parts, float* 
 template <KernelLevel kLevel>
 void DecodeRowAt(const std::byte* const* blocks, size_t key_offset, size_t value_offset, KvDtype dtype,
                  int32_t block_tokens, int32_t begin, int32_t end, const float* q, size_t q_stride,
-                 int queries, int head_dim, float scale, float* scores, size_t scores_stride, float* out,
-                 size_t out_stride, attention::SoftmaxStats* stats, size_t stats_stride) {
+                 int queries, int head_dim, int value_dim, float scale, float* scores, size_t scores_stride,
+                 float* out, size_t out_stride, attention::SoftmaxStats* stats, size_t stats_stride) {
   attention::AttendDecodeRow(kLevel, blocks, key_offset, value_offset, dtype, block_tokens, begin, end, q,
-                             q_stride, queries, head_dim, scale, scores, scores_stride, out, out_stride,
-                             stats, stats_stride);
+                             q_stride, queries, head_dim, value_dim, scale, scores, scores_stride, out,
+                             out_stride, stats, stats_stride);
 }
 
 template <KernelLevel kLevel>
@@ -52,7 +52,7 @@ AttentionKernels BindAttention() {
   k.accumulate_values = &AccumulateValuesAt<kLevel>;
   k.softmax = &SoftmaxAt<kLevel>;
   k.partition_weights = &PartitionWeightsAt<kLevel>;
-  if (attention::CanAttendDecodeRow(kLevel, 16, 16, 1)) k.decode_row = &DecodeRowAt<kLevel>;
+  if (attention::CanAttendDecodeRow(kLevel, 16, 16, 16, 1)) k.decode_row = &DecodeRowAt<kLevel>;
   return k;
 }
 

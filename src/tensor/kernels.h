@@ -38,8 +38,9 @@ struct AttentionKernels {
   // attention::CanAttendDecodeRow accepts at `level`.
   void (*decode_row)(const std::byte* const* blocks, size_t key_offset, size_t value_offset, KvDtype dtype,
                      int32_t block_tokens, int32_t begin, int32_t end, const float* q, size_t q_stride,
-                     int queries, int head_dim, float scale, float* scores, size_t scores_stride, float* out,
-                     size_t out_stride, attention::SoftmaxStats* stats, size_t stats_stride) = nullptr;
+                     int queries, int head_dim, int value_dim, float scale, float* scores,
+                     size_t scores_stride, float* out, size_t out_stride, attention::SoftmaxStats* stats,
+                     size_t stats_stride) = nullptr;
 };
 
 // Element-wise kernels of the feed-forward block, norms and RoPE (tensor/activations.h, tensor/norms.h,

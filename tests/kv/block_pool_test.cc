@@ -27,6 +27,25 @@ TEST(BlockPoolTest, LayoutBytes) {
   EXPECT_EQ(layout.BlockBytes(), 2u * 2u * 2u * 32u);
 }
 
+// Values of another width than keys (deepseek2): each layer holds every head's keys, then every head's
+// values.
+TEST(BlockPoolTest, ValuesNarrowerThanKeys) {
+  KvLayout layout = TinyLayout();
+  layout.value_dim = 2;
+  EXPECT_EQ(layout.ValueDim(), 2);
+  EXPECT_EQ(layout.HeadBytes(), 4u * 4u * 4u);
+  EXPECT_EQ(layout.ValueHeadBytes(), 4u * 2u * 4u);
+  EXPECT_EQ(layout.LayerBytes(), 2u * (64u + 32u));
+  EXPECT_EQ(layout.BlockBytes(), 2u * 2u * (64u + 32u));
+  EXPECT_EQ(layout.ValueOffset(1, 0), 192u + 2u * 64u);
+  EXPECT_EQ(layout.ValueOffset(1, 1), 192u + 2u * 64u + 32u);
+  EXPECT_EQ(layout.KeyOffset(1, 1), 192u + 64u);
+  auto pool = BlockPool::Create(layout, 3);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  layout.value_dim = -1;
+  EXPECT_FALSE(BlockPool::Create(layout, 3).ok());
+}
+
 TEST(BlockPoolTest, AllocatesEveryBlockOnceThenRunsOut) {
   auto pool = BlockPool::Create(TinyLayout(), 8);
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();

@@ -79,6 +79,12 @@ TEST(BlockHashTest, ChainsOverTheParentTheTokensAndTheLayout) {
   KvLayout wider = Layout();
   wider.block_tokens = 8;
   EXPECT_NE(RootBlockHash(wider, 0), root);
+  // Values of another width: another layout; values as wide as keys: the hash of before value_dim.
+  KvLayout narrow_values = Layout();
+  narrow_values.value_dim = narrow_values.head_dim / 2;
+  EXPECT_NE(RootBlockHash(narrow_values, 0), root);
+  narrow_values.value_dim = narrow_values.head_dim;
+  EXPECT_EQ(RootBlockHash(narrow_values, 0), root);
   // Extending is incremental: more tokens add hashes, the old ones stay.
   std::vector<BlockHash> grown = ha;
   ExtendBlockHashes(root, Concat(a, Tokens(10, 6)), kBlock, grown);

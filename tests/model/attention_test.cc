@@ -241,17 +241,22 @@ class AttendRowsTest : public ::testing::TestWithParam<KvDtype> {};
 // head_dim 20 (not a multiple of 8) takes the general path for every row; head_dims that are multiples of 16
 // with block_tokens multiples of 16 take attention::AttendDecodeRow for single rows, which must give the
 // tiles' bits, whole or split into parts run one by one (AttendRowPart, MergeRowParts).
+// value_dim (0: head_dim): values narrower or wider than keys (deepseek2's latent attention).
 void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t block_tokens, int head_dim = 20,
-                                  int32_t group = 3) {
+                                  int32_t group = 3, int value_dim = 0) {
   SCOPED_TRACE("positions " + std::to_string(positions) + " block_tokens " + std::to_string(block_tokens) +
-               " head_dim " + std::to_string(head_dim) + " group " + std::to_string(group));
+               " head_dim " + std::to_string(head_dim) + " group " + std::to_string(group) + " value_dim " +
+               std::to_string(value_dim));
   KvLayout kv;
   kv.n_layer = 2;
   kv.n_kv_head = 2;
   kv.head_dim = head_dim;
+  kv.value_dim = value_dim;
   kv.block_tokens = block_tokens;
   kv.dtype = dtype;
   const int32_t n_head = kv.n_kv_head * group, q_dim = n_head * kv.head_dim;
+  const int nv = kv.ValueDim();
+  const int32_t o_dim = n_head * nv;  // a row's outputs
   std::vector<std::vector<std::byte>> storage((positions + kv.block_tokens - 1) / kv.block_tokens,
                                               std::vector<std::byte>(kv.BlockBytes()));
   std::vector<std::byte*> blocks;
@@ -261,11 +266,11 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   std::vector<std::vector<float>> keys, values;  // as stored (RoundAsStored), [position][kv_dim]
   for (int32_t p = 0; p < positions; ++p) {
     std::vector<float> k = Random(size_t(kv.n_kv_head) * kv.head_dim, rng);
-    std::vector<float> v = Random(size_t(kv.n_kv_head) * kv.head_dim, rng);
+    std::vector<float> v = Random(size_t(kv.n_kv_head) * nv, rng);
     WriteKv(kv, blocks, layer, p, k.data(), v.data());
     for (int32_t h = 0; h < kv.n_kv_head; ++h) {
       RoundAsStored(kv.dtype, k.data() + size_t(h) * kv.head_dim, kv.head_dim);
-      RoundAsStored(kv.dtype, v.data() + size_t(h) * kv.head_dim, kv.head_dim);
+      RoundAsStored(kv.dtype, v.data() + size_t(h) * nv, nv);
     }
     keys.push_back(k);
     values.push_back(v);
@@ -275,12 +280,14 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
 
   // Rows 0..positions-1 as tiles of `tile` rows with whole KV groups.
   auto run_tiles = [&](int32_t tile) {
-    std::vector<float> out(size_t(positions) * q_dim);
+    std::vector<float> out(size_t(positions) * o_dim);
     for (int32_t first = 0; first < positions; first += tile) {
       const int32_t rows = std::min(tile, positions - first);
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
         const size_t at = size_t(first) * q_dim + g * group * kv.head_dim;
-        Attend(kv, blocks, layer, g, first, rows, q.data() + at, q_dim, group, scale, out.data() + at, q_dim);
+        const size_t out_at = size_t(first) * o_dim + g * group * nv;
+        Attend(kv, blocks, layer, g, first, rows, q.data() + at, q_dim, group, scale, out.data() + out_at,
+               o_dim);
       }
     }
     return out;
@@ -296,29 +303,29 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   const std::vector<float> halves = run_tiles(positions / 2 + 5);
   EXPECT_TRUE(SameBits(tiled.data(), halves.data(), tiled.size()));
   // One row and one head per call, rows in reverse order.
-  std::vector<float> single(size_t(positions) * q_dim);
+  std::vector<float> single(size_t(positions) * o_dim);
   for (int32_t p = positions - 1; p >= 0; --p) {
     for (int32_t h = 0; h < n_head; ++h) {
       Attend(kv, blocks, layer, h / group, p, 1, q.data() + size_t(p) * q_dim + h * kv.head_dim, q_dim, 1,
-             scale, single.data() + size_t(p) * q_dim + h * kv.head_dim, q_dim);
+             scale, single.data() + size_t(p) * o_dim + h * nv, o_dim);
     }
   }
   EXPECT_TRUE(SameBits(tiled.data(), single.data(), tiled.size()));
   // One row per call with its whole group of query heads (how decode rows run).
-  std::vector<float> grouped(size_t(positions) * q_dim);
+  std::vector<float> grouped(size_t(positions) * o_dim);
   for (int32_t p = 0; p < positions; ++p) {
     for (int32_t g = 0; g < kv.n_kv_head; ++g) {
       Attend(kv, blocks, layer, g, p, 1, q.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim, group,
-             scale, grouped.data() + size_t(p) * q_dim + g * group * kv.head_dim, q_dim);
+             scale, grouped.data() + size_t(p) * o_dim + g * group * nv, o_dim);
     }
   }
   EXPECT_TRUE(SameBits(tiled.data(), grouped.data(), tiled.size()));
   // One row's parts run separately (as threads do for a long decode row), last part first, then merged.
   if (CanSplitRow(Best(), kv, group)) {
-    std::vector<float> split(size_t(positions) * q_dim);
+    std::vector<float> split(size_t(positions) * o_dim);
     for (int32_t p = 0; p < positions; ++p) {
       const int32_t parts = AttentionParts(p);
-      std::vector<float> partials(size_t(group) * parts * kv.head_dim, -1.0f);
+      std::vector<float> partials(size_t(group) * parts * nv, -1.0f);
       std::vector<attention::SoftmaxStats> stats(size_t(group) * parts);
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
         const size_t at = size_t(p) * q_dim + g * group * kv.head_dim;
@@ -328,7 +335,8 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
                         stats.data(), reinterpret_cast<std::byte*>(scratch.data()));
         }
         std::vector<float> scratch(MergeRowPartsScratchBytes(p, group) / sizeof(float));
-        MergeRowParts(Best(), kv, p, group, partials.data(), stats.data(), split.data() + at,
+        MergeRowParts(Best(), kv, p, group, partials.data(), stats.data(),
+                      split.data() + size_t(p) * o_dim + g * group * nv,
                       reinterpret_cast<std::byte*>(scratch.data()));
       }
     }
@@ -337,13 +345,13 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
   // The decode-row kernels called directly at every level this CPU runs (AttendRows uses the best one), one
   // part at a time, merged with that level's weights.
   for (KernelLevel level : Levels()) {
-    if (!attention::CanAttendDecodeRow(level, kv.head_dim, kv.block_tokens, group)) continue;
+    if (!attention::CanAttendDecodeRow(level, kv.head_dim, nv, kv.block_tokens, group)) continue;
     SCOPED_TRACE(attention::KernelLevelName(level));
     const int n = kv.head_dim;
-    std::vector<float> direct(size_t(positions) * q_dim), scores(size_t(group) * (kAttentionPart + 8));
+    std::vector<float> direct(size_t(positions) * o_dim), scores(size_t(group) * (kAttentionPart + 8));
     for (int32_t p = 0; p < positions; ++p) {
       const int32_t parts = AttentionParts(p);
-      std::vector<float> partials(size_t(group) * parts * n), weights(parts);
+      std::vector<float> partials(size_t(group) * parts * nv), weights(parts);
       std::vector<attention::SoftmaxStats> stats(size_t(group) * parts);
       for (int32_t g = 0; g < kv.n_kv_head; ++g) {
         const size_t at = size_t(p) * q_dim + g * group * n;
@@ -351,14 +359,15 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
           const int32_t begin = part * kAttentionPart, end = std::min(p + 1, begin + kAttentionPart);
           attention::AttendDecodeRow(level, blocks.data(), kv.KeyOffset(layer, g), kv.ValueOffset(layer, g),
                                      kv.dtype, kv.block_tokens, begin, end, q.data() + at, size_t(n), group,
-                                     n, scale, scores.data(), size_t(kAttentionPart + 8),
-                                     partials.data() + size_t(part) * n, size_t(parts) * n,
+                                     n, nv, scale, scores.data(), size_t(kAttentionPart + 8),
+                                     partials.data() + size_t(part) * nv, size_t(parts) * nv,
                                      stats.data() + part, size_t(parts));
         }
         for (int32_t h = 0; h < group; ++h) {
           attention::PartitionWeights(level, stats.data() + size_t(h) * parts, parts, weights.data());
-          attention::AccumulateValues(level, weights.data(), 0, 1, partials.data() + size_t(h) * parts * n,
-                                      parts, n, direct.data() + at + size_t(h) * n, size_t(n));
+          attention::AccumulateValues(level, weights.data(), 0, 1, partials.data() + size_t(h) * parts * nv,
+                                      parts, nv, direct.data() + size_t(p) * o_dim + (g * group + h) * nv,
+                                      size_t(nv));
         }
       }
     }
@@ -381,10 +390,10 @@ void CheckTilingAndNaiveAttention(KvDtype dtype, int32_t positions, int32_t bloc
       }
       double sum = 0;
       for (double& x : w) sum += (x = std::exp(x - max_score));
-      for (int d = 0; d < kv.head_dim; ++d) {
+      for (int d = 0; d < nv; ++d) {
         double out = 0;
-        for (int32_t t = 0; t <= p; ++t) out += w[t] / sum * values[t][size_t(g) * kv.head_dim + d];
-        EXPECT_NEAR(tiled[size_t(p) * q_dim + h * kv.head_dim + d], out, 1e-4) << p << " " << h << " " << d;
+        for (int32_t t = 0; t <= p; ++t) out += w[t] / sum * values[t][size_t(g) * nv + d];
+        EXPECT_NEAR(tiled[size_t(p) * o_dim + h * nv + d], out, 1e-4) << p << " " << h << " " << d;
       }
     }
   }
@@ -410,14 +419,26 @@ TEST_P(AttendRowsTest, DecodeRowsFromStoredBlocksMatchTheTiles) {
   CheckTilingAndNaiveAttention(GetParam(), 530, 48, 16, 3);  // three parts; blocks across part ends
 }
 
+// Values narrower and wider than keys (deepseek2 stores keys of qk_nope + qk_rope dims and values of
+// v_head_dim): the general path (head_dim 20) and the decode rows (multiples of 16), one part and three.
+TEST_P(AttendRowsTest, ValuesOfAnotherWidthThanKeys) {
+  CheckTilingAndNaiveAttention(GetParam(), 37, 8, 20, 3, 12);
+  CheckTilingAndNaiveAttention(GetParam(), 300, 20, 24, 2, 40);
+  CheckTilingAndNaiveAttention(GetParam(), 45, 16, 48, 3, 32);
+  CheckTilingAndNaiveAttention(GetParam(), 530, 16, 32, 4, 80);
+  CheckTilingAndNaiveAttention(GetParam(), 61, 32, 96, 8, 64);
+}
+
 TEST(AttendDecodeRow, RunsForItsShapesOnly) {
   using attention::CanAttendDecodeRow;
   const KernelLevel best = Levels().back();
-  EXPECT_EQ(CanAttendDecodeRow(best, 64, 16, 3), best != KernelLevel::kScalar);
-  EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kScalar, 64, 16, 3));
-  EXPECT_FALSE(CanAttendDecodeRow(best, 20, 16, 3));
-  EXPECT_FALSE(CanAttendDecodeRow(best, 64, 8, 3));
-  EXPECT_FALSE(CanAttendDecodeRow(best, 64, 16, 9));
+  EXPECT_EQ(CanAttendDecodeRow(best, 64, 64, 16, 3), best != KernelLevel::kScalar);
+  EXPECT_EQ(CanAttendDecodeRow(best, 48, 32, 16, 3), best != KernelLevel::kScalar);
+  EXPECT_FALSE(CanAttendDecodeRow(KernelLevel::kScalar, 64, 64, 16, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(best, 20, 20, 16, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(best, 64, 24, 16, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(best, 64, 64, 8, 3));
+  EXPECT_FALSE(CanAttendDecodeRow(best, 64, 64, 16, 9));
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, AttendRowsTest,
