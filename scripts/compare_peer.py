@@ -74,12 +74,18 @@ SHAPES = {
     # mistral3 without YaRN or temperature: ik_llama.cpp 8337e4cd3 keeps ggml's YaRN magnitude where
     # transformers (and llama.cpp since its PR 17945) cancel it, and takes the temperature at position + 1.
     "tiny-mistral3": ("ik_llama.cpp", False),
+    # deepseek2 with -mla 0 (--peer-flags '-fa off -mla 0'): ik_llama.cpp then stores each head's decompressed
+    # K and V in its f16 cache, as lockstep does; its default -mla 3 keeps the latent instead (other
+    # roundings).
+    "tiny-deepseek2": ("ik_llama.cpp", False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),
     # SmolLM2-135M's widths (576: llama.cpp's Q5_0 / Q5_1 fallbacks in --type q4_k_m / q5_k_m files), 2 layers.
     "tiny-smollm2": (None, False),
 }
+# Flags for ik_llama.cpp beyond "-fa off", by shape: deepseek2 without its latent cache (see SHAPES).
+IK_FLAGS = {"tiny-deepseek2": ["-mla", "0"]}
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
 GREEDY_TOKENS = 64
 # Greedy never picks EOS (ignore_eos makes the peer bias it away). llama-server leaves out the probabilities
@@ -261,7 +267,8 @@ def main():
             # only the f16 matrix products of Q and of the weights with the f16 KV do. Its non-flash path
             # gave wrong results for 8-dim heads (a qwen3 shape, ~1 in log-probabilities past one position):
             # the shapes it checks have heads of 16.
-            extra = args.peer_flags.split() or (["-fa", "off"] if peer_name == "ik_llama.cpp" else [])
+            extra = args.peer_flags.split() or (["-fa", "off", *IK_FLAGS.get(shape, [])]
+                                                if peer_name == "ik_llama.cpp" else [])
             cases, banned = run_peer(args.peer, peer_model, n_ctx, prompts(vocab), args.threads, log, vocab - 1, kv,
                                      extra)
         golden = {"peer": f"{peer_name} {commit} llama-server, {kv} KV, -c {n_ctx} -np 1 {' '.join(extra)}".strip(),

@@ -21,6 +21,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},      {"qwen2moe", RopeMode::kNeox},
     {"gpt-oss", RopeMode::kNeox},      {"ernie4_5", RopeMode::kNormal}, {"mistral3", RopeMode::kNormal},
     {"glm4", RopeMode::kNormal},       {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
+    {"deepseek2", RopeMode::kNormal},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -34,7 +35,6 @@ constexpr UnsupportedMoe kUnsupportedMoe[] = {
     {"phimoe", "sparsemixer routing"},
     {"mixtral", "the llama architecture name (llama.cpp writes Mixtral as llama)"},
     {"deepseek", "shared experts"},
-    {"deepseek2", "shared experts, grouped routing and multi-head latent attention"},
     {"olmoe", "its own routing without renormalisation"},
     {"grok", "its own attention and expert layout"},
     {"dbrx", "fused QKV with clamping"},
@@ -299,6 +299,106 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+// A positive integer key, required (fallback < 0) or `fallback` when absent, at most `limit`.
+Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t fallback, int64_t limit) {
+  if (fallback < 0 && !file.Has(key)) return InvalidArgument(file.path() + ": key '" + key + "' is missing");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t value, file.GetIntOr(key, fallback));
+  if (value < 0 || value > limit) {
+    return OutOfRangeKey(
+        file, key, "= " + std::to_string(value) + " is out of range (0.." + std::to_string(limit) + ")");
+  }
+  return value;
+}
+
+// DeepSeek-V2/V3's experts (ik_llama.cpp's deepseek2 hyper-parameters): expert_count, expert_used_count,
+// expert_feed_forward_length and expert_shared_count (the shared experts: one ungated FFN of
+// expert_shared_count x expert_feed_forward_length) required; expert_gating_func 1 softmax or 2 sigmoid
+// (absent: sigmoid for GLM-4.7-Flash's 47 or 48 layers, else softmax, as ik_llama.cpp guesses);
+// expert_weights_norm (default false), expert_weights_scale (default 1), leading_dense_block_count
+// (default 0) and the selection bias by its tensor. Grouped routing (expert_group_count) is refused: neither
+// peer runs it for deepseek2.
+Status ApplyDeepseek2Experts(const GgufFile& file, ModelConfig& c) {
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
+                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, ReadCount(file, Key(c, "expert_shared_count"), -1, 64));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
+                            ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
+  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1 || shared < 1) {
+    return InvalidArgument(file.path() +
+                           ": deepseek2 needs expert_count, expert_used_count, "
+                           "expert_feed_forward_length and expert_shared_count of at least 1");
+  }
+  c.n_ff_shared = c.n_ff_expert * shared;
+  c.shared_expert_gate = false;
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t groups, file.GetIntOr(Key(c, "expert_group_count"), 1));
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t groups_used, file.GetIntOr(Key(c, "expert_group_used_count"), 0));
+  if (groups > 1 && groups_used < groups) {
+    return Unimplemented(file.path() + ": unsupported: grouped expert routing ('" +
+                         Key(c, "expert_group_count") + "' = " + std::to_string(groups) + ", '" +
+                         Key(c, "expert_group_used_count") + "' = " + std::to_string(groups_used) +
+                         "); lockstep routes over all experts only");
+  }
+  const std::string gating_key = Key(c, "expert_gating_func");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating,
+                            file.GetIntOr(gating_key, c.n_layer == 47 || c.n_layer == 48 ? 2 : 1));
+  if (gating != 1 && gating != 2) {
+    return Unimplemented(file.path() + ": unsupported: '" + gating_key + "' = " + std::to_string(gating) +
+                         " (deepseek2 runs 1, softmax, and 2, sigmoid)");
+  }
+  c.expert_gating = gating == 2 ? ModelConfig::ExpertGating::kSigmoid : ModelConfig::ExpertGating::kSoftmax;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_weights_norm, file.GetBoolOr(Key(c, "expert_weights_norm"), false));
+  LOCKSTEP_ASSIGN_OR_RETURN(double scale, file.GetFloatOr(Key(c, "expert_weights_scale"), 1.0));
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    return OutOfRangeKey(file, Key(c, "expert_weights_scale"), "must be a finite number > 0");
+  }
+  c.expert_weights_scale = float(scale);
+  if (c.n_layer_dense_lead < c.n_layer) {
+    c.expert_selection_bias =
+        file.FindTensor("blk." + std::to_string(c.n_layer_dense_lead) + ".exp_probs_b.bias") != nullptr;
+  }
+  return Status::Ok();
+}
+
+// DeepSeek-V2/V3, Moonlight, GLM-4.7-Flash (deepseek2): multi-head latent attention (model_config.h) and the
+// experts above. The keys as llama.cpp's converter wrote them before its MLA rework: head_count_kv =
+// head_count, key_length = qk_nope + qk_rope, value_length, rope.dimension_count = qk_rope, attn_kv_b. Newer
+// files (head_count_kv 1, key_length kv_lora_rank + qk_rope, key_length_mla, split attn_k_b / attn_v_b)
+// are refused for now. YaRN as ik_llama.cpp's deepseek2 graph: the rotation's magnitude is 1 (ggml's
+// 1 + 0.1 ln factor cancelled) and the attention scale is mscale^2 / sqrt(head_dim), mscale =
+// rope.scaling.attn_factor x (1 + yarn_log_multiplier x ln factor) (the file writes 0.1 mscale_all_dim).
+Status ApplyDeepseek2(const GgufFile& file, ModelConfig& c) {
+  LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseek2Experts(file, c));
+  if (file.Has(Key(c, "attention.key_length_mla")) || file.FindTensor("blk.0.attn_k_b.weight") != nullptr) {
+    return Unimplemented(file.path() +
+                         ": unsupported: deepseek2 with split attn_k_b / attn_v_b (llama.cpp's newer "
+                         "conversions); lockstep reads the files with attn_kv_b");
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(c.kv_lora_rank, ReadCount(file, Key(c, "attention.kv_lora_rank"), -1, 1 << 16));
+  if (file.FindTensor("blk.0.attn_q_a.weight") != nullptr) {
+    LOCKSTEP_ASSIGN_OR_RETURN(c.q_lora_rank, ReadCount(file, Key(c, "attention.q_lora_rank"), -1, 1 << 16));
+  }
+  if (c.kv_lora_rank < 1 || (file.FindTensor("blk.0.attn_q_a.weight") != nullptr && c.q_lora_rank < 1)) {
+    return InvalidArgument(file.path() +
+                           ": deepseek2 needs attention.kv_lora_rank (and with attn_q_a, "
+                           "attention.q_lora_rank) of at least 1");
+  }
+  if (c.n_head_kv != c.n_head || c.rope_dim >= c.head_dim) {
+    return InvalidArgument(file.path() + ": deepseek2 needs attention.head_count_kv = head_count (" +
+                           std::to_string(c.n_head) + ") and rope.dimension_count < key_length (" +
+                           std::to_string(c.head_dim) + ")");
+  }
+  if (c.rope_scaling == RopeScaling::kYarn) {
+    const float log_factor = std::log(1.0f / (1.0f / c.rope_scale_factor));
+    const float mscale = c.rope_attn_factor * (1.0f + c.yarn_log_mul * log_factor);
+    c.attention_scale = mscale * mscale / std::sqrt(float(c.head_dim));
+    c.rope_attn_factor = 1.0f / (1.0f + 0.1f * log_factor);
+    c.yarn_log_mul = 0;  // model/rope.h then multiplies by 1 + 0.1 ln factor (with extrapolation): 1 in all
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string TextArchitecture(const std::string& file_architecture) {
@@ -332,7 +432,8 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   }
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
-      c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss") {
+      c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
+      c.architecture != "deepseek2") {
     return Unimplemented(
         file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
         Key(c, "expert_count") + " = " + std::to_string(experts) +
@@ -352,6 +453,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   c.layers.assign(size_t(c.n_layer), LayerAttention{});
   c.attention_scale = 1.0f / std::sqrt(float(c.head_dim));
   const std::string& a = c.architecture;
+  if (a == "deepseek2") return ApplyDeepseek2(file, c);
   LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.

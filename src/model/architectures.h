@@ -35,12 +35,18 @@
 //   glm4    GLM-4-0414 / GLM-Z1 (dense): QKV bias, a fused [gate | up] ffn_up (as phi3's), half of each
 //           head rotated (rope.dimension_count, interleaved pairs), gemma2's post-norms on the attention
 //           and FFN outputs (post_attention_norm, post_ffw_norm)
+//   deepseek2  DeepSeek-V2/V3, Moonlight, GLM-4.7-Flash: multi-head latent attention (model/mla.h; keys of
+//           attention.key_length, values of attention.value_length, decompressed from attention.kv_lora_rank
+//           by attn_kv_b; the query through attention.q_lora_rank when attn_q_a is present), YaRN as
+//           ik_llama.cpp's graph; leading_dense_block_count dense layers, then routed experts scored by
+//           softmax or sigmoid (expert_gating_func), chosen with the exp_probs_b bias, weighted by their
+//           scores (expert_weights_norm, expert_weights_scale), plus expert_shared_count ungated shared ones
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and
 //           qwen3moe's layers (TextArchitecture below); text only
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
-// (deepseek2, olmoe, ...: more shared experts, other routing) are refused with "unsupported: mixture
+// (olmoe, llama4, ...: other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.
 #pragma once
 

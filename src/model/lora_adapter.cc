@@ -120,6 +120,9 @@ Result<LoraAdapter> LoraAdapter::FromGguf(const GgufFile& file, const GgufFile& 
     return InvalidArgument(where + "general.architecture is \"" + arch + "\", the model's is \"" +
                            config.file_architecture + "\"");
   }
+  if (config.kv_lora_rank > 0 || config.n_layer_dense_lead > 0) {
+    return Unimplemented(where + "LoRA adapters for deepseek2 (latent attention) are not supported");
+  }
   auto alpha = file.GetFloatOr("adapter.lora.alpha", 0.0);
   if (!alpha.ok()) return InvalidArgument(where + alpha.status().message());
   if (!std::isfinite(*alpha)) return InvalidArgument(where + "adapter.lora.alpha is not finite");

@@ -54,6 +54,7 @@ KvLayout Model::MakeKvLayout(KvDtype dtype, int32_t block_tokens) const {
   kv.n_layer = static_cast<int32_t>(config().n_layer);
   kv.n_kv_head = static_cast<int32_t>(config().n_head_kv);
   kv.head_dim = static_cast<int32_t>(config().head_dim);
+  kv.value_dim = static_cast<int32_t>(config().value_dim);
   kv.block_tokens = block_tokens;
   kv.dtype = dtype;
   return kv;

@@ -54,6 +54,7 @@ uint64_t HashName(const std::string& s) {
 enum class Fill { kNormal, kOnes, kNearOne, kValues };
 
 int64_t HeadDim(const ModelShape& s) { return s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head; }
+int64_t ValueDim(const ModelShape& s) { return s.value_dim > 0 ? s.value_dim : HeadDim(s); }
 int64_t RopeDim(const ModelShape& s) { return s.rope_dim > 0 ? s.rope_dim : HeadDim(s); }
 
 // Phi-3's longrope attention factor, as llama.cpp's converter computes it from the context ratio.
@@ -279,7 +280,20 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   for (layer = 0; layer < s.n_layer; ++layer) {
     const std::string p = "blk." + std::to_string(layer) + ".";
     if (!olmo2) vec(p + "attn_norm.weight", s.n_embd, norm);
-    if (fused) {
+    const bool dense = s.n_expert == 0 || layer < s.n_layer_dense_lead;
+    if (s.kv_lora_rank > 0) {  // deepseek2's latent attention
+      if (s.q_lora_rank > 0) {
+        matrix(p + "attn_q_a.weight", s.q_lora_rank, s.n_embd);
+        vec(p + "attn_q_a_norm.weight", s.q_lora_rank, norm);
+        matrix(p + "attn_q_b.weight", q_dim, s.q_lora_rank);
+      } else {
+        matrix(p + "attn_q.weight", q_dim, s.n_embd);
+      }
+      matrix(p + "attn_kv_a_mqa.weight", s.kv_lora_rank + RopeDim(s), s.n_embd);
+      vec(p + "attn_kv_a_norm.weight", s.kv_lora_rank, norm);
+      matrix(p + "attn_kv_b.weight", s.n_head * (head_dim - RopeDim(s) + ValueDim(s)), s.kv_lora_rank,
+             Role::kAttnV);
+    } else if (fused) {
       matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, s.n_embd, Role::kAttnV);
     } else {
       matrix(p + "attn_q.weight", q_dim, s.n_embd);
@@ -295,14 +309,14 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       vec(p + "attn_q_norm.weight", olmo2 ? q_dim : head_dim, norm);
       vec(p + "attn_k_norm.weight", olmo2 ? kv_dim : head_dim, norm);
     }
-    matrix(p + "attn_output.weight", s.n_embd, q_dim);
+    matrix(p + "attn_output.weight", s.n_embd, s.n_head * ValueDim(s));
     if (gpt_oss) {  // sinks of a few units: the softmax's denominator then changes visibly
       t.push_back({p + "attn_sinks.weight", TensorType::kF32, {s.n_head}, Fill::kNormal, {}, 2.0f});
       vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
     if (post_norms) vec(p + "post_attention_norm.weight", s.n_embd, norm);
     if (!olmo2) vec(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
-    if (s.n_expert > 0) {
+    if (!dense) {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       t.push_back({p + "ffn_gate_inp.weight",
                    TensorType::kF32,
@@ -325,6 +339,19 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
         bias(p + "ffn_up_exps.bias", {ff, s.n_expert}, s.expert_bias_std);
         bias(p + "ffn_down_exps.bias", {s.n_embd, s.n_expert}, 0);
       }
+      if (s.selection_bias_std > 0) {
+        t.push_back({p + "exp_probs_b.bias",
+                     TensorType::kF32,
+                     {s.n_expert},
+                     Fill::kNormal,
+                     {},
+                     s.selection_bias_std});
+      }
+      if (s.n_expert_shared > 0) {  // deepseek2's shared experts, one ungated FFN
+        matrix(p + "ffn_gate_shexp.weight", ff * s.n_expert_shared, s.n_embd);
+        matrix(p + "ffn_up_shexp.weight", ff * s.n_expert_shared, s.n_embd);
+        matrix(p + "ffn_down_shexp.weight", s.n_embd, ff * s.n_expert_shared, Role::kFfnDown);
+      }
       if (s.n_ff_shared > 0) {  // qwen2moe's shared expert and its gate
         vec(p + "ffn_gate_inp_shexp.weight", s.n_embd, Fill::kNormal);
         matrix(p + "ffn_gate_shexp.weight", s.n_ff_shared, s.n_embd);
@@ -337,7 +364,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
       matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
     }
-    if (s.n_expert == 0) matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
+    if (dense) matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
     if (post_norms) vec(p + "post_ffw_norm.weight", s.n_embd, norm);
   }
   return t;
@@ -361,6 +388,18 @@ Status CopyVocabulary(const std::string& path, GgufWriter& writer, int64_t* n_vo
   return Status::Ok();
 }
 
+// deepseek2's keys (ModelShape's deepseek2 fields).
+void SetDeepseek2Metadata(const ModelShape& s, GgufWriter& w) {
+  const std::string& a = s.architecture;
+  if (s.q_lora_rank > 0) w.Set(a + ".attention.q_lora_rank", GgufValue::Uint32(uint32_t(s.q_lora_rank)));
+  w.Set(a + ".attention.kv_lora_rank", GgufValue::Uint32(uint32_t(s.kv_lora_rank)));
+  w.Set(a + ".leading_dense_block_count", GgufValue::Uint32(uint32_t(s.n_layer_dense_lead)));
+  w.Set(a + ".expert_shared_count", GgufValue::Uint32(uint32_t(s.n_expert_shared)));
+  w.Set(a + ".expert_gating_func", GgufValue::Uint32(uint32_t(s.expert_gating)));
+  w.Set(a + ".expert_weights_norm", GgufValue::Bool(s.expert_weights_norm));
+  w.Set(a + ".expert_weights_scale", GgufValue::Float32(s.expert_weights_scale));
+}
+
 void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w) {
   const ModelShape& s = o.shape;
   const std::string& a = s.architecture;  // the keys' prefix
@@ -381,7 +420,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   w.Set(a + ".attention.head_count", GgufValue::Uint32(uint32_t(s.n_head)));
   w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(uint32_t(s.n_head_kv)));
   w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(head_dim)));
-  w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(head_dim)));
+  w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(ValueDim(s))));
   w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));
   w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
   w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(RopeDim(s))));
@@ -416,7 +455,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss") {
+    if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -424,6 +463,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
       w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(s.n_ff_shared)));
     }
   }
+  if (s.kv_lora_rank > 0) SetDeepseek2Metadata(s, w);
   if (a != family) {  // a vision-language file's text: M-RoPE sections (t, h, w, unused) of the rotated pairs
     // in Qwen2-VL's proportions 16:24:24 (Qwen3-VL's interleaved 24:20:20 for qwen3vl*), and Qwen3-VL's
     // three deepstack layers, which only images reach.
@@ -582,8 +622,10 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
       (family == "qwen2moe") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
-  for (int64_t in : {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff,
-                     s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * HeadDim(s)}) {
+  for (int64_t in :
+       {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff,
+        s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * ValueDim(s),
+        s.q_lora_rank > 0 ? s.q_lora_rank : s.n_embd, s.kv_lora_rank > 0 ? s.kv_lora_rank : s.n_embd}) {
     if (in % block != 0) {
       return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
                              " is not a multiple of the " + std::string(TensorTypeName(checked)) +

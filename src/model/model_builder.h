@@ -85,6 +85,21 @@ struct ModelShape {
   // and, when not empty, the prompt template tokenizer.chat_template.rerank ({query} and {document}).
   int64_t n_cls_out = 0;
   std::string rerank_template;
+  // deepseek2 (model/mla.h), written with its keys: attention.value_length (0: head_dim), the latent
+  // attention's ranks (attn_q_a / attn_q_a_norm / attn_q_b when q_lora_rank > 0, else attn_q;
+  // attn_kv_a_mqa, attn_kv_a_norm, attn_kv_b), leading_dense_block_count dense layers first, then experts
+  // with n_expert_shared ungated shared experts (ffn_*_shexp of n_expert_shared x n_ff_expert),
+  // expert_gating_func (1 softmax, 2 sigmoid), expert_weights_norm and _scale, and exp_probs_b (F32
+  // [n_expert], normal(0, selection_bias_std)) when selection_bias_std > 0.
+  int64_t value_dim = 0;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t n_layer_dense_lead = 0;
+  int64_t n_expert_shared = 0;
+  int64_t expert_gating = 1;
+  bool expert_weights_norm = false;
+  float expert_weights_scale = 1;
+  float selection_bias_std = 0;
 };
 
 // Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),
@@ -92,14 +107,14 @@ struct ModelShape {
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
 // tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-ernie4.5, tiny-qwen2.5vl, tiny-qwen3vl,
-// tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3: real head counts, GQA ratios and window patterns, tiny
-// widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a
-// rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
-// tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter
-// of its width, 64 experts: for benchmarks of the expert products), small-qwen2moe (likewise
-// Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's plan at a fifth of its width),
-// and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b,
-// qwen3-0.6b, gemma2-2b, gemma3-1b.
+// tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2: real head counts, GQA
+// ratios and window patterns, tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a
+// yes/no classifier head and a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a
+// WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe
+// (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the expert products),
+// small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's plan at a
+// fifth of its width), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b,
+// gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

@@ -218,9 +218,12 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   const int64_t default_head_dim = c.n_embd % c.n_head == 0 ? c.n_embd / c.n_head : 0;
   LOCKSTEP_ASSIGN_OR_RETURN(c.head_dim, file.GetIntOr(a + ".attention.key_length", default_head_dim));
   LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.key_length", c.head_dim, kMaxHeadDim));
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t value_length, file.GetIntOr(a + ".attention.value_length", c.head_dim));
-  if (value_length != c.head_dim) {
-    return Unimplemented(file.path() + ": attention.value_length != attention.key_length is not supported");
+  LOCKSTEP_ASSIGN_OR_RETURN(c.value_dim, file.GetIntOr(a + ".attention.value_length", c.head_dim));
+  LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".attention.value_length", c.value_dim, kMaxHeadDim));
+  if (c.value_dim != c.head_dim && c.architecture != "deepseek2") {
+    return Unimplemented(file.path() +
+                         ": attention.value_length != attention.key_length is supported for "
+                         "deepseek2 only");
   }
   LOCKSTEP_ASSIGN_OR_RETURN(c.rope_dim, file.GetIntOr(a + ".rope.dimension_count", c.head_dim));
   if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {

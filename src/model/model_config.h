@@ -72,7 +72,10 @@ struct ModelConfig {
   int64_t n_head = 0;       // <arch>.attention.head_count
   int64_t n_head_kv = 0;    // <arch>.attention.head_count_kv (default n_head)
   int64_t head_dim = 0;     // <arch>.attention.key_length (default n_embd / n_head)
-  float rms_eps = 1e-5f;    // <arch>.attention.layer_norm_rms_epsilon (bert: layer_norm_epsilon)
+  // <arch>.attention.value_length (default head_dim): the width of a value head, and of a head's attention
+  // output; only deepseek2 files may make it differ from head_dim.
+  int64_t value_dim = 0;
+  float rms_eps = 1e-5f;  // <arch>.attention.layer_norm_rms_epsilon (bert: layer_norm_epsilon)
   // <arch>.attention.causal: false for `bert` alone (a bidirectional encoder, model/bert_encoder.h: every
   // token of a sequence attends to all of it, so a sequence is computed whole, in one forward pass).
   bool causal = true;
@@ -168,9 +171,37 @@ struct ModelConfig {
   // (one scalar per row) and added to the experts' (<arch>.expert_shared_feed_forward_length, default
   // feed_forward_length); 0: none.
   int64_t n_ff_shared = 0;
+  // false (deepseek2): the shared expert's output is added as it is (no ffn_gate_inp_shexp).
+  bool shared_expert_gate = true;
+  // How the router's logits choose and weigh experts (model/moe.h). kLogits (all but deepseek2): RouteRow,
+  // the largest logits, weighted by their softmax. DeepSeek's (RouteScoredRow): the experts' scores are the
+  // logits' softmax over all experts (kSoftmax, <arch>.expert_gating_func 1) or each logit's sigmoid
+  // (kSigmoid, 2); the chosen experts are those of the largest score + exp_probs_b (expert_selection_bias:
+  // the bias chooses, it does not weigh), their weights the scores, renormalised when expert_weights_norm,
+  // then times expert_weights_scale (<arch>.expert_weights_scale; 1: none).
+  enum class ExpertGating { kLogits, kSoftmax, kSigmoid };
+  ExpertGating expert_gating = ExpertGating::kLogits;
+  bool expert_selection_bias = false;
+  float expert_weights_scale = 1;
+  // deepseek2: the first <arch>.leading_dense_block_count layers have a dense FFN of width n_ff instead of
+  // the experts (FeedForwardExperts(layer) is false for them).
+  int64_t n_layer_dense_lead = 0;
+
+  // DeepSeek's multi-head latent attention (deepseek2, kv_lora_rank > 0; model/mla.h). Each head's key is
+  // [k_nope (head_dim - rope_dim) | k_rope (rope_dim)], k_rope shared by all heads (attn_kv_a_mqa's last
+  // rope_dim rows, rotated), k_nope and the value (value_dim) decompressed from the RMS-normed latent
+  // (attn_kv_a_mqa's first kv_lora_rank rows, attn_kv_a_norm) by attn_kv_b; queries by attn_q, or through
+  // q_lora_rank (attn_q_a, attn_q_a_norm, attn_q_b). n_head_kv = n_head: keys and values are stored
+  // decompressed, per head.
+  int64_t q_lora_rank = 0;   // <arch>.attention.q_lora_rank; 0: attn_q
+  int64_t kv_lora_rank = 0;  // <arch>.attention.kv_lora_rank; 0: no latent attention
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
+  int64_t v_dim() const { return n_head_kv * value_dim; }  // a row's values
+  int64_t att_dim() const { return n_head * value_dim; }   // a row's attention output, attn_output's input
+  // Whether `layer`'s FFN is the experts (n_expert > 0 and past the leading dense layers).
+  bool FeedForwardExperts(int64_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
   // The widest window when every layer has one (all layers windowed: Mistral 7B v0.1, Phi-3-mini-4k), else
   // 0 (some layer sees every position: Gemma 2/3, or no window at all). Rows at position p and later read no
   // KV below model/attention.h's AttentionStart(kv, p, WidestWindow()): blocks wholly below it are dead.

@@ -114,6 +114,27 @@ void TinyGptOss(ModelShape& s) {
   Experts(s, 16, 4, 128);
 }
 
+// DeepSeek-V2-Lite: 16 heads, keys of 128 + 64 rotated dims (the rotated ones shared by the heads), values
+// of 128, a latent of 512, no query LoRA, 27 layers (ik_llama.cpp tells V2-Lite, which has no
+// attention.q_lora_rank, by them), the first dense, then 6 of 64 experts of 1408 and 2 shared ones, softmax
+// routing whose weights are not renormalised. Here 8 heads of 32 + 16, values of 32, a latent of 64, 4 of
+// 16 experts of 32.
+void TinyDeepseek2(ModelShape& s) {
+  s = Tiny(s.name, "deepseek2");
+  Widths(s, 128, 8, 8, 48, 128);
+  s.rope_dim = 16;
+  s.value_dim = 32;
+  s.kv_lora_rank = 64;
+  s.n_layer = 27;
+  s.n_ctx = 1024;
+  s.rms_eps = 1e-6f;
+  s.tied_embeddings = false;
+  Experts(s, 16, 4, 32);
+  s.n_layer_dense_lead = 1;
+  s.n_expert_shared = 2;
+  s.weight_std = 0.035f;
+}
+
 // bge-*-en-v1.5: tiny-bert's kind at its real size, 12 layers of 12 heads, n_ff 4 x n_embd.
 void BgeEnglish(ModelShape& s, int64_t n_embd, int64_t head_dim) {
   const std::string name = s.name;
@@ -397,6 +418,7 @@ constexpr ShapeEntry kShapes[] = {
        s.n_ff_shared = 2048;
      }},
     {"tiny-gpt-oss", TinyGptOss},
+    {"tiny-deepseek2", TinyDeepseek2},
     {"small-gpt-oss",
      [](ModelShape& s) {
        // gpt-oss-20b's plan (64 heads of 64, 8 KV heads, 4 of 32 experts as wide as n_embd, a window of 128)

@@ -134,6 +134,21 @@ const GgufTensorInfo* BindTokenEmbedding(Binder& b, const ModelConfig& c) {
   return t;
 }
 
+// Multi-head latent attention's tensors (deepseek2; ModelConfig::kv_lora_rank).
+void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  const int64_t d = c.n_embd, nope = c.head_dim - c.rope_dim;
+  if (c.q_lora_rank > 0) {
+    lw.wq_a = b.Matrix(p + "attn_q_a.weight", c.q_lora_rank, d);
+    lw.q_a_norm = b.Vector(p + "attn_q_a_norm.weight", c.q_lora_rank);
+    lw.wq_b = b.Matrix(p + "attn_q_b.weight", c.q_dim(), c.q_lora_rank);
+  } else {
+    lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
+  }
+  lw.wkv_a = b.Matrix(p + "attn_kv_a_mqa.weight", c.kv_lora_rank + c.rope_dim, d);
+  lw.kv_a_norm = b.Vector(p + "attn_kv_a_norm.weight", c.kv_lora_rank);
+  lw.wkv_b = b.Matrix(p + "attn_kv_b.weight", c.n_head * (nope + c.value_dim), c.kv_lora_rank);
+}
+
 }  // namespace
 
 void ModelWeights::PackMatrices(int threads) {
@@ -143,6 +158,7 @@ void ModelWeights::PackMatrices(int threads) {
     if (CanPackWeights(m.type) && m.data != nullptr) matrices.push_back(&m);
   };
   for (LayerWeights& lw : layers) {
+    for (WeightMatrix* m : {&lw.wq_a, &lw.wq_b, &lw.wkv_a, &lw.wkv_b}) add(*m);
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
     add(lw.router);
     add(lw.shared_gate);
@@ -187,7 +203,9 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
     if (c.pre_norms) lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
-    if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix
+    if (c.kv_lora_rank > 0) {
+      BindLatentAttention(b, c, p, lw);
+    } else if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix
       const WeightMatrix qkv = b.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
       lw.wq = Binder::Rows(qkv, 0, c.q_dim());
       lw.wk = Binder::Rows(qkv, c.q_dim(), c.kv_dim());
@@ -207,14 +225,14 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     }
     if (c.attn_sinks) lw.sinks = b.Vector(p + "attn_sinks.weight", c.n_head);
-    lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
+    lw.wo = b.Matrix(p + "attn_output.weight", d, c.att_dim());
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
     if (c.pre_norms) {
       lw.ffn_norm = b.Vector(
           p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
     }
-    if (c.n_expert > 0) {
+    if (c.FeedForwardExperts(l)) {
       const int64_t ff = c.n_ff_expert;
       lw.router = b.Matrix(p + "ffn_gate_inp.weight", c.n_expert, d);
       lw.expert_gate = b.Experts(p + "ffn_gate_exps.weight", ff, d, c.n_expert);
@@ -226,8 +244,9 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
         lw.expert_up_b = b.Table(p + "ffn_up_exps.bias", ff, c.n_expert);
         lw.expert_down_b = b.Table(p + "ffn_down_exps.bias", d, c.n_expert);
       }
-      if (c.n_ff_shared > 0) {  // qwen2moe's shared expert
-        lw.shared_gate = b.Matrix(p + "ffn_gate_inp_shexp.weight", 1, d);
+      if (c.expert_selection_bias) lw.selection_bias = b.Vector(p + "exp_probs_b.bias", c.n_expert);
+      if (c.n_ff_shared > 0) {  // the shared expert (qwen2moe's gated)
+        if (c.shared_expert_gate) lw.shared_gate = b.Matrix(p + "ffn_gate_inp_shexp.weight", 1, d);
         lw.w_gate = b.Matrix(p + "ffn_gate_shexp.weight", c.n_ff_shared, d);
         lw.w_up = b.Matrix(p + "ffn_up_shexp.weight", c.n_ff_shared, d);
         lw.w_down = b.Matrix(p + "ffn_down_shexp.weight", d, c.n_ff_shared);
@@ -241,7 +260,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
       lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
     }
-    if (c.n_expert == 0) lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
+    if (!c.FeedForwardExperts(l)) lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
     if (c.post_norms) lw.post_ffn_norm = b.Vector(p + "post_ffw_norm.weight", d);
   }
   LOCKSTEP_RETURN_IF_ERROR(b.Finish());

@@ -20,18 +20,26 @@
 namespace lockstep {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;       // [n_embd]; empty without pre-norms (olmo2)
-  WeightMatrix wq;                    // [n_head * head_dim][n_embd]
-  WeightMatrix wk;                    // [n_head_kv * head_dim][n_embd]
-  WeightMatrix wv;                    // [n_head_kv * head_dim][n_embd]
-  std::vector<float> bq, bk, bv;      // qkv_bias only: [q_dim], [kv_dim], [kv_dim]
-  std::vector<float> sinks;           // attn_sinks only (gpt-oss): [n_head]
-  std::vector<float> q_norm;          // qk_norm only: [head_dim] (olmo2: [q_dim], k_norm [kv_dim])
-  std::vector<float> k_norm;          // qk_norm only: [head_dim]
-  WeightMatrix wo;                    // [n_embd][n_head * head_dim]
+  std::vector<float> attn_norm;   // [n_embd]; empty without pre-norms (olmo2)
+  WeightMatrix wq;                // [n_head * head_dim][n_embd]
+  WeightMatrix wk;                // [n_head_kv * head_dim][n_embd]
+  WeightMatrix wv;                // [n_head_kv * head_dim][n_embd]
+  std::vector<float> bq, bk, bv;  // qkv_bias only: [q_dim], [kv_dim], [kv_dim]
+  std::vector<float> sinks;       // attn_sinks only (gpt-oss): [n_head]
+  std::vector<float> q_norm;      // qk_norm only: [head_dim] (olmo2: [q_dim], k_norm [kv_dim])
+  std::vector<float> k_norm;      // qk_norm only: [head_dim]
+  WeightMatrix wo;                // [n_embd][n_head * value_dim]
+  // Multi-head latent attention only (deepseek2, ModelConfig::kv_lora_rank > 0; then wk and wv are empty, and
+  // wq is attn_q or empty with q_lora_rank): attn_q_a [q_lora_rank][n_embd], attn_q_a_norm [q_lora_rank],
+  // attn_q_b [n_head * head_dim][q_lora_rank]; attn_kv_a_mqa [kv_lora_rank + rope_dim][n_embd],
+  // attn_kv_a_norm [kv_lora_rank], attn_kv_b [n_head * (head_dim - rope_dim + value_dim)][kv_lora_rank]
+  // (each head's k_nope rows, then its value rows).
+  WeightMatrix wq_a, wq_b, wkv_a, wkv_b;
+  std::vector<float> q_a_norm, kv_a_norm;
   std::vector<float> post_attn_norm;  // post_norms only: [n_embd]
   std::vector<float> ffn_norm;        // [n_embd]; empty without pre-norms (olmo2)
-  // The dense FFN, or qwen2moe's shared expert (ffn_{gate,up,down}_shexp, n_ff_shared for n_ff).
+  // The dense FFN, or the shared expert of qwen2moe and deepseek2 (ffn_{gate,up,down}_shexp, n_ff_shared for
+  // n_ff).
   WeightMatrix w_gate;               // [n_ff][n_embd]
   WeightMatrix w_up;                 // [n_ff][n_embd]
   WeightMatrix w_down;               // [n_embd][n_ff]
@@ -48,6 +56,8 @@ struct LayerWeights {
   // expert_biases only (gpt-oss): the router's [n_expert], and the experts' [n_expert][n_ff_expert] (gate,
   // up) and [n_expert][n_embd] (down).
   std::vector<float> router_b, expert_gate_b, expert_up_b, expert_down_b;
+  // expert_selection_bias only (deepseek2's exp_probs_b): [n_expert], added to the scores that choose.
+  std::vector<float> selection_bias;
   std::vector<WeightMatrix> expert_gate;  // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_up;    // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_down;  // [n_expert] x [n_embd][n_ff_expert]

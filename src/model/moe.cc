@@ -1,5 +1,6 @@
 #include "model/moe.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -61,6 +62,37 @@ void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool renormalise
   for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
 }
 
+void RouteScoredRow(float* scores, int64_t n_expert, int64_t k, ModelConfig::ExpertGating gating,
+                    const float* bias, bool renormalise, float scale, int32_t* experts, float* weights) {
+  assert(k >= 1 && k <= n_expert);
+  if (gating == ModelConfig::ExpertGating::kSigmoid) {
+    for (int64_t e = 0; e < n_expert; ++e) scores[e] = 1.0f / (1.0f + ExpPolynomial(-scores[e]));
+  } else {
+    float largest = scores[0];
+    for (int64_t e = 1; e < n_expert; ++e) largest = std::max(largest, scores[e]);
+    float sum = 0;
+    for (int64_t e = 0; e < n_expert; ++e) sum += (scores[e] = ExpPolynomial(scores[e] - largest));
+    const float inverse = 1.0f / sum;
+    for (int64_t e = 0; e < n_expert; ++e) scores[e] *= inverse;
+  }
+  auto choosing = [&](int32_t e) { return bias != nullptr ? scores[e] + bias[e] : scores[e]; };
+  for (int64_t j = 0; j < k; ++j) {
+    int32_t best = -1;
+    for (int32_t e = 0; e < int32_t(n_expert); ++e) {
+      bool taken = false;
+      for (int64_t i = 0; i < j; ++i) taken = taken || experts[i] == e;
+      if (!taken && (best < 0 || choosing(e) > choosing(best))) best = e;
+    }
+    experts[j] = best;
+  }
+  float sum = 0;
+  for (int64_t j = 0; j < k; ++j) sum += (weights[j] = scores[experts[j]]);
+  for (int64_t j = 0; j < k; ++j) {
+    if (renormalise) weights[j] /= sum;
+    weights[j] *= scale;
+  }
+}
+
 void MixtureOfExperts::GroupExperts(std::span<const WeightMatrix> first, std::span<const WeightMatrix> second,
                                     const float* x, int64_t in, float* y_first, float* y_second,
                                     int64_t out) {
@@ -105,8 +137,14 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
     for (int64_t r = 0; r < rows; ++r) AddBias(logits_.data() + r * n_expert, w.router_b.data(), n_expert);
   }
   for (int64_t r = 0; r < rows; ++r) {
-    RouteRow(logits_.data() + r * n_expert, n_expert, k, c.expert_weights_norm, chosen_.data() + r * k,
-             weights_.data() + r * k);
+    if (c.expert_gating == ModelConfig::ExpertGating::kLogits) {
+      RouteRow(logits_.data() + r * n_expert, n_expert, k, c.expert_weights_norm, chosen_.data() + r * k,
+               weights_.data() + r * k);
+    } else {  // deepseek2
+      RouteScoredRow(logits_.data() + r * n_expert, n_expert, k, c.expert_gating,
+                     w.selection_bias.empty() ? nullptr : w.selection_bias.data(), c.expert_weights_norm,
+                     c.expert_weights_scale, chosen_.data() + r * k, weights_.data() + r * k);
+    }
   }
   // Slots grouped by expert, rows ascending within each.
   starts_.assign(size_t(n_expert + 1), 0);

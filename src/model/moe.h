@@ -43,6 +43,15 @@ class ThreadPool;
 void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool renormalise, int32_t* experts,
               float* weights);
 
+// DeepSeek's routing of one row (ModelConfig::expert_gating kSoftmax or kSigmoid): scores[0..n_expert), the
+// router logits on entry, become the experts' scores: their softmax (the largest logit subtracted,
+// ExpPolynomial, summed in expert order, each times 1 / sum) or each one's sigmoid 1 / (1 + e^-x); experts
+// [0..k) the k largest scores + bias[e] (bias null: none; ties and NaNs: the lower index first), in
+// descending order; weights[j] the chosen experts' scores, divided by their sum (in rank order) when
+// renormalise, then times scale. Pure.
+void RouteScoredRow(float* scores, int64_t n_expert, int64_t k, ModelConfig::ExpertGating gating,
+                    const float* bias, bool renormalise, float scale, int32_t* experts, float* weights);
+
 class MixtureOfExperts {
  public:
   // out[r] for r in [0, rows): the layer's expert mixture applied to xn[r]; xn, out: [rows][n_embd].

@@ -70,11 +70,11 @@ const float* Transformer::RowAngles(int32_t layer, int64_t r) const {
 
 Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs) const {
   if (kv.n_layer != config_.n_layer || kv.n_kv_head != config_.n_head_kv || kv.head_dim != config_.head_dim ||
-      kv.block_tokens <= 0) {
+      kv.ValueDim() != config_.value_dim || kv.block_tokens <= 0) {
     return InvalidArgument("KV layout (layers " + std::to_string(kv.n_layer) + ", kv heads " +
                            std::to_string(kv.n_kv_head) + ", head dim " + std::to_string(kv.head_dim) +
-                           ", block tokens " + std::to_string(kv.block_tokens) +
-                           ") does not match the model");
+                           ", value dim " + std::to_string(kv.ValueDim()) + ", block tokens " +
+                           std::to_string(kv.block_tokens) + ") does not match the model");
   }
   const size_t needed = size_t(batch.LogitRows()) * size_t(config_.n_vocab);
   if (outputs.logits.size() < needed) {
@@ -119,11 +119,12 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(xn_, r * c.n_embd);
   GrowTo(proj_, r * c.n_embd);
   GrowTo(q_, r * c.q_dim());
-  GrowTo(att_, r * c.q_dim());
+  GrowTo(att_, r * c.att_dim());
   GrowTo(k_, r * c.kv_dim());
-  GrowTo(v_, r * c.kv_dim());
-  // Experts: model/moe.h's own scratch, and qwen2moe's shared expert here.
-  const size_t ff = size_t(c.n_expert > 0 ? c.n_ff_shared : c.n_ff);
+  GrowTo(v_, r * c.v_dim());
+  // Experts: model/moe.h's own scratch, and the shared expert (and deepseek2's leading dense FFNs) here.
+  const size_t ff =
+      size_t(c.n_expert == 0 ? c.n_ff : std::max(c.n_ff_shared, c.n_layer_dense_lead > 0 ? c.n_ff : 0));
   GrowTo(gate_, r * ff);
   GrowTo(up_, r * ff);
   if (c.n_ff_shared > 0) {
@@ -215,6 +216,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const int64_t d = c.n_embd;
   const int64_t q_dim = c.q_dim();
   const int64_t kv_dim = c.kv_dim();
+  const int64_t att_dim = c.att_dim(), nv = c.value_dim;  // attention outputs: [n_head][value_dim]
   // Rows from the queries on: all, or the output rows gathered to the front (scratch row j =
   // output_rows_[j]).
   const int64_t out_rows = only_output_rows ? int64_t(output_rows_.size()) : rows;
@@ -234,7 +236,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
   });
-  if (!only_output_rows) {
+  if (c.kv_lora_rank > 0) {  // deepseek2 (no LoRA adapters)
+    mla_.KeysValues(kernels_, c, w, xn_.data(), rows, k_.data(), v_.data(), pool);
+    if (only_output_rows) gather(xn_, d);
+    mla_.Queries(kernels_, c, w, xn_.data(), out_rows, q_.data(), pool);
+  } else if (!only_output_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
     float* const outs[] = {q_.data(), k_.data(), v_.data()};
     MatMulShared(kernels_.matmul, qkv, xn_.data(), rows, outs, pool);
@@ -244,9 +250,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     float* const outs[] = {k_.data(), v_.data()};
     MatMulShared(kernels_.matmul, kv_weights, xn_.data(), rows, outs, pool);
   }
-  lora_.Apply(layer, LoraTarget::kK, xn_.data(), rows, nullptr, k_.data(), kernels_.matmul, pool);
-  lora_.Apply(layer, LoraTarget::kV, xn_.data(), rows, nullptr, v_.data(), kernels_.matmul, pool);
-  if (only_output_rows) {
+  if (c.kv_lora_rank == 0) {
+    lora_.Apply(layer, LoraTarget::kK, xn_.data(), rows, nullptr, k_.data(), kernels_.matmul, pool);
+    lora_.Apply(layer, LoraTarget::kV, xn_.data(), rows, nullptr, v_.data(), kernels_.matmul, pool);
+  }
+  if (only_output_rows && c.kv_lora_rank == 0) {
     gather(xn_, d);
     MatMul(kernels_.matmul, w.wq, xn_.data(), out_rows, q_.data(), pool);
     lora_.Apply(layer, LoraTarget::kQ, xn_.data(), out_rows, output_rows_.data(), q_.data(), kernels_.matmul,
@@ -285,10 +293,10 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       pool, rows,
       [&](int64_t r, int) {
         float* k = k_.data() + r * kv_dim;
-        float* v = v_.data() + r * kv_dim;
+        float* v = v_.data() + r * c.v_dim();
         if (c.qkv_bias) {
           for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
-          for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
+          for (int64_t i = 0; i < c.v_dim(); ++i) v[i] += w.bv[i];
         }
         if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
         if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
@@ -330,7 +338,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int32_t h = 0; h < c.n_head; h += group) {
         for (int32_t part = 0; part < parts; ++part) attention_tasks_.push_back({t, h, group, part, split});
       }
-      outputs += size_t(c.n_head) * parts * c.head_dim;
+      outputs += size_t(c.n_head) * parts * nv;
       stats += size_t(c.n_head) * parts;
       continue;
     }
@@ -353,14 +361,14 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       std::byte* scratch = pool.WorkerScratch(
           worker, AttendRowsScratchBytes(ak, kv, tile.position, tile.rows, task.heads, task_rule));
       AttendRows(ak, kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim),
-                 task.heads, scale, att_.data() + r * q_dim + task.head * c.head_dim, size_t(q_dim), scratch,
+                 task.heads, scale, att_.data() + r * att_dim + task.head * nv, size_t(att_dim), scratch,
                  task_rule);
       return;
     }
     const SplitRow& split = split_rows_[task.split];
     const size_t parts = size_t(AttentionParts(tile.position));
     AttendRowPart(ak, kv, blocks, layer, task.head / group, tile.position, task.part, q, task.heads, scale,
-                  part_outputs_.data() + split.outputs + task.head * parts * c.head_dim,
+                  part_outputs_.data() + split.outputs + task.head * parts * nv,
                   part_stats_.data() + split.stats + task.head * parts,
                   pool.WorkerScratch(worker, AttendRowPartScratchBytes(task.heads)));
   };
@@ -380,11 +388,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const RowTile& tile = tiles[split.tile];
     const size_t parts = size_t(AttentionParts(tile.position));
     for (int32_t h = 0; h < c.n_head; h += group) {
-      MergeRowParts(
-          ak, kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * c.head_dim,
-          part_stats_.data() + split.stats + h * parts, att_.data() + tile.first_row * q_dim + h * c.head_dim,
-          pool.WorkerScratch(0, MergeRowPartsScratchBytes(tile.position, group)),
-          w.sinks.empty() ? nullptr : w.sinks.data() + h);
+      MergeRowParts(ak, kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * nv,
+                    part_stats_.data() + split.stats + h * parts,
+                    att_.data() + tile.first_row * att_dim + h * nv,
+                    pool.WorkerScratch(0, MergeRowPartsScratchBytes(tile.position, group)),
+                    w.sinks.empty() ? nullptr : w.sinks.data() + h);
     }
   }
 
@@ -442,11 +450,20 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
   });
-  if (c.n_expert == 0) {
+  if (!c.FeedForwardExperts(layer)) {
     GatedFeedForward(rows, layer, c.n_ff, proj_.data(), pool);
   } else {
     moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);
-    if (c.n_ff_shared > 0) {
+    if (c.n_ff_shared > 0 && !c.shared_expert_gate) {
+      // deepseek2: + the shared experts' output as it is (a separate sum, then one add per element, as
+      // ik_llama.cpp adds its two outputs).
+      GatedFeedForward(rows, layer, c.n_ff_shared, shared_.data(), pool);
+      ForEachRow(pool, rows, [&](int64_t r, int) {
+        float* p = proj_.data() + r * d;
+        const float* s = shared_.data() + r * d;
+        for (int64_t i = 0; i < d; ++i) p[i] += s[i];
+      });
+    } else if (c.n_ff_shared > 0) {
       // qwen2moe: + the shared expert's output x sigmoid(ffn_gate_inp_shexp . xn) (one fused multiply-add
       // per element: the same bits on every CPU).
       GatedFeedForward(rows, layer, c.n_ff_shared, shared_.data(), pool);

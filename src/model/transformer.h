@@ -3,13 +3,15 @@
 // architecture differences of ModelConfig, each applied where its name appears below.
 //
 // Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
-//   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows)
+//   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows; deepseek2:
+//   model/mla.h's latent projections, values [R][v_dim])
 //   -> (+bias) -> (Q/K head norms) -> RoPE per row at its position (the layer's: global or local)
 //   -> K/V written into the row's sequence blocks -> attention per (row, head) over the row's own positions
 //   [0, position] or the layer's window of them (soft-capped scores for Gemma 2) -> O projection
 //   -> (post-norm) -> residual -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up or GELU(gate) * up
 //   -> down projection (or, for a mixture of experts, model/moe.h's routed experts, plus for qwen2moe the
-//   same gated FFN as a shared expert scaled by the sigmoid of its gate's logit) -> (post-norm) -> residual.
+//   same gated FFN as a shared expert scaled by the sigmoid of its gate's logit, for deepseek2 unscaled;
+//   deepseek2's leading layers are dense) -> (post-norm) -> residual.
 // Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul
 // (soft-capped for Gemma 2); the rows that want an embedding get their normed hidden state copied out. In
 // the last layer, rows that want neither stop after writing their K/V (nothing reads the rest of their
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "model/lora_adapter.h"
+#include "model/mla.h"
 #include "model/model.h"
 #include "model/model_weights.h"
 #include "model/moe.h"
@@ -76,6 +79,7 @@ class Transformer final : public Model {
   Rope local_rope_;  // Gemma 3's local layers (LayerAttention::local_rope)
   bool any_local_rope_ = false;
   MixtureOfExperts moe_;  // the FFN when config_.n_expert > 0
+  LatentAttention mla_;   // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;

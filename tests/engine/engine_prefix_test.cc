@@ -159,7 +159,7 @@ TEST(EnginePrefixTest, CachedNeighbourAndForkedPrefixesEqualScratchQ8Kv) {
 TEST(EnginePrefixTest, EveryArchitectureCachedNeighbourAndForkedEqualScratch) {
   for (const char* shape :
        {"tiny-qwen3", "tiny-gemma2", "tiny-gemma3", "tiny-phi3", "tiny-phi4-mini", "tiny-nemo",
-        "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral", "tiny-qwen2moe"}) {
+        "tiny-mistral-swa", "tiny-qwen3moe", "tiny-mixtral", "tiny-qwen2moe", "tiny-deepseek2"}) {
     SCOPED_TRACE(shape);
     ExpectCachedEqualsScratch(KvDtype::kF16, shape, {17, 49});
   }

@@ -117,7 +117,9 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2},
         Param{"tiny-qwen2moe", "q8_0", KvDtype::kF16, 2},  // + the shared expert and its gate
         // gpt-oss: sinks (decode rows split or not), biased experts, windows on the even layers.
-        Param{"tiny-gpt-oss", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-gpt-oss", "f32", KvDtype::kF32, 1}),
+        Param{"tiny-gpt-oss", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-gpt-oss", "f32", KvDtype::kF32, 1},
+        // deepseek2: latent attention (values narrower than keys), a dense first layer, shared experts.
+        Param{"tiny-deepseek2", "q8_0", KvDtype::kF16, 2}, Param{"tiny-deepseek2", "f32", KvDtype::kQ8_0, 1}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
     [](const ::testing::TestParamInfo<Param>& info) {
       const Param& p = info.param;

@@ -1,7 +1,7 @@
-// Mixtures of experts (model/moe.h): the configuration of qwen3moe, qwen2moe and Mixtral-style llama files,
-// their experts bound as slices of the 3-D tensors, the routing rule, and clear errors for malformed or
-// unsupported expert files. (The forward pass against the reference: reference_test.cc; batch invariance:
-// batch_invariance_test.cc.)
+// Mixtures of experts (model/moe.h): the configuration of qwen3moe, qwen2moe, deepseek2 and Mixtral-style
+// llama files, their experts bound as slices of the 3-D tensors, the routing rule, and clear errors for
+// malformed or unsupported expert files. (The forward pass against the reference: reference_test.cc; batch
+// invariance: batch_invariance_test.cc.)
 #include "model/moe.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "gguf/gguf_writer.h"
+#include "model/model.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/test_models.h"
@@ -18,6 +19,7 @@ namespace lockstep::testing {
 namespace {
 
 using Edit = FileEdit;
+using Gating = ModelConfig::ExpertGating;
 
 // `shape`'s f32 file with the edits, loaded: the first error of config, weights or model.
 Status LoadEdited(const std::string& shape, const Edit& edit) {
@@ -267,12 +269,11 @@ TEST(MixtureOfExperts, MalformedExpertTensorsAreNamed) {
 }
 
 TEST(MixtureOfExperts, OtherExpertArchitecturesAreRefusedClearly) {
-  const std::string deepseek2 =
-      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek2")));
-  EXPECT_NE(deepseek2.find("unsupported: mixture of experts ('deepseek2' needs shared experts, grouped "
-                           "routing and multi-head latent attention)"),
+  const std::string deepseek =
+      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek")));
+  EXPECT_NE(deepseek.find("unsupported: mixture of experts ('deepseek' needs shared experts)"),
             std::string::npos)
-      << deepseek2;
+      << deepseek;
   const std::string olmoe =
       Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("olmoe")));
   EXPECT_NE(olmoe.find("'olmoe' needs its own routing without renormalisation"), std::string::npos) << olmoe;
@@ -281,9 +282,92 @@ TEST(MixtureOfExperts, OtherExpertArchitecturesAreRefusedClearly) {
   EXPECT_NE(qwen3.find("unsupported: mixture of experts ('qwen3', qwen3.expert_count = 8)"),
             std::string::npos)
       << qwen3;
-  EXPECT_EQ(
-      LoadEdited("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek2"))).code(),
-      StatusCode::kUnimplemented);
+  EXPECT_EQ(LoadEdited("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek"))).code(),
+            StatusCode::kUnimplemented);
+}
+
+// deepseek2 (model/architectures.h, model/mla.h): a DeepSeek-V2-Lite-shaped file's configuration, its
+// routing rule (RouteScoredRow) and clear refusals of what lockstep does not run (values narrower than keys
+// in the attention kernels: attention_test.cc).
+TEST(Deepseek2, ConfigOfALiteShapedFile) {
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-deepseek2", TensorType::kF32));
+  const ModelConfig& c = m.model->config();
+  EXPECT_EQ(c.architecture, "deepseek2");
+  EXPECT_EQ(c.head_dim, 48);
+  EXPECT_EQ(c.value_dim, 32);
+  EXPECT_EQ(c.rope_dim, 16);
+  EXPECT_EQ(c.kv_lora_rank, 64);
+  EXPECT_EQ(c.q_lora_rank, 0);
+  EXPECT_EQ(c.att_dim(), 8 * 32);
+  EXPECT_EQ(c.n_layer_dense_lead, 1);
+  EXPECT_FALSE(c.FeedForwardExperts(0));
+  EXPECT_TRUE(c.FeedForwardExperts(1));
+  EXPECT_EQ(c.n_ff_shared, 2 * 32);
+  EXPECT_FALSE(c.shared_expert_gate);
+  EXPECT_EQ(c.expert_gating, Gating::kSoftmax);
+  EXPECT_FALSE(c.expert_weights_norm);
+  EXPECT_FALSE(c.expert_selection_bias);
+  EXPECT_FLOAT_EQ(c.attention_scale, 1.0f / std::sqrt(48.0f));
+  const KvLayout kv = m.model->MakeKvLayout(KvDtype::kF16, 16);
+  EXPECT_EQ(kv.head_dim, 48);
+  EXPECT_EQ(kv.ValueDim(), 32);
+}
+
+// The bias chooses the experts, the unbiased scores weigh them; renormalised, then scaled.
+TEST(Deepseek2, ScoredRoutingChoosesWithTheBiasAndWeighsWithoutIt) {
+  int32_t experts[2];
+  float weights[2];
+  float sigmoid[] = {0.0f, 1.0f, 2.0f, -1.0f};
+  const float bias[] = {0.0f, 0.0f, -1.0f, 2.0f};
+  RouteScoredRow(sigmoid, 4, 2, Gating::kSigmoid, bias, false, 1.0f, experts, weights);
+  EXPECT_EQ(experts[0], 3);  // 0.27 + 2
+  EXPECT_EQ(experts[1], 1);  // 0.73 (expert 2: 0.88 - 1)
+  EXPECT_NEAR(weights[0], 1 / (1 + std::exp(1.0)), 1e-6);
+  EXPECT_NEAR(weights[1], 1 / (1 + std::exp(-1.0)), 1e-6);
+  float again[] = {0.0f, 1.0f, 2.0f, -1.0f};
+  RouteScoredRow(again, 4, 2, Gating::kSigmoid, bias, true, 2.5f, experts, weights);
+  EXPECT_NEAR(weights[0] + weights[1], 2.5f, 1e-6);  // renormalised, times expert_weights_scale
+  float softmax[] = {0.0f, std::log(3.0f), -5.0f, std::log(2.0f)};
+  RouteScoredRow(softmax, 4, 2, Gating::kSoftmax, nullptr, false, 1.0f, experts, weights);
+  const float all = 6.0f + std::exp(-5.0f);  // the softmax over every expert, as it is
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 3);
+  EXPECT_NEAR(weights[0], 3.0f / all, 1e-6);
+  EXPECT_NEAR(weights[1], 2.0f / all, 1e-6);
+  EXPECT_NEAR(softmax[2], std::exp(-5.0f) / all, 1e-8);  // scores left in place
+}
+
+TEST(Deepseek2, WhatItDoesNotRunIsRefusedClearly) {
+  struct Case {
+    Edit edit;
+    const char* message;
+  };
+  const Case cases[] = {
+      {SetKey("deepseek2.expert_group_count", GgufValue::Uint32(8)), "unsupported: grouped expert routing"},
+      {SetKey("deepseek2.expert_gating_func", GgufValue::Uint32(3)), "'deepseek2.expert_gating_func' = 3"},
+      {SetKey("deepseek2.attention.key_length_mla", GgufValue::Uint32(48)), "split attn_k_b / attn_v_b"},
+      {SetKey("deepseek2.attention.head_count_kv", GgufValue::Uint32(1)), "head_count_kv = head_count"},
+  };
+  for (const Case& c : cases) {
+    const Status s = LoadEdited("tiny-deepseek2", c.edit);
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.ToString();
+  }
+  Edit no_rank;
+  no_rank.drop_keys = {"deepseek2.attention.kv_lora_rank"};
+  EXPECT_NE(
+      LoadEdited("tiny-deepseek2", no_rank).message().find("deepseek2.attention.kv_lora_rank' is missing"),
+      std::string::npos);
+  // Groups that are all used route as without groups.
+  Edit all_groups;
+  all_groups.set_keys = {{"deepseek2.expert_group_count", GgufValue::Uint32(4)},
+                         {"deepseek2.expert_group_used_count", GgufValue::Uint32(4)}};
+  EXPECT_TRUE(LoadEdited("tiny-deepseek2", all_groups).ok());
+  // Values of another width than keys: deepseek2's alone.
+  const Status qwen3 = LoadEdited("tiny-qwen3", SetKey("qwen3.attention.value_length", GgufValue::Uint32(8)));
+  EXPECT_NE(
+      qwen3.message().find("attention.value_length != attention.key_length is supported for deepseek2 only"),
+      std::string::npos)
+      << qwen3.ToString();
 }
 
 }  // namespace

@@ -107,7 +107,10 @@ struct Layer {
   // Mixture of experts: the router [n_expert][n_embd] and each expert's gate, up and down (qwen2moe: the
   // shared expert in gate, up and down, its gate in shared_gate).
   Matrix router;
-  std::vector<double> shared_gate;
+  std::vector<double> shared_gate, selection_bias;
+  // deepseek2's latent attention (wq is attn_q when there is no query LoRA).
+  Matrix wq_a, wq_b, wkv_a, wkv_b;
+  std::vector<double> q_a_norm, kv_a_norm;
   std::vector<Matrix> expert_gate, expert_up, expert_down;
 };
 
@@ -149,7 +152,40 @@ std::vector<double> SwiGlu(const Matrix& gate, const Matrix& up, const Matrix& d
 // The router's softmax over every expert, the n_expert_used most probable (a stable sort: the lower index
 // first among equals), their probabilities renormalised (qwen2moe: as they are); the chosen experts' outputs
 // so weighted, summed; qwen2moe: plus the shared expert's output times sigmoid(shared_gate · h).
+std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h);
+
+// DeepSeek's routing: scores the softmax of the logits over every expert (or each one's sigmoid); the
+// n_expert_used experts of the largest score + selection bias; weights their scores (renormalised when
+// expert_weights_norm), times expert_weights_scale; plus the shared experts' output as it is.
+std::vector<double> DeepseekExperts(const Layer& L, const ModelConfig& c, const std::vector<double>& h) {
+  std::vector<double> p = MatVec(L.router, h);
+  if (c.expert_gating == ModelConfig::ExpertGating::kSigmoid) {
+    for (double& v : p) v = 1.0 / (1.0 + std::exp(-v));
+  } else {
+    const double largest = *std::max_element(p.begin(), p.end());
+    double total = 0;
+    for (double& v : p) total += (v = std::exp(v - largest));
+    for (double& v : p) v /= total;
+  }
+  std::vector<double> choosing = p;
+  for (size_t e = 0; e < L.selection_bias.size(); ++e) choosing[e] += L.selection_bias[e];
+  std::vector<size_t> order(p.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return choosing[a] > choosing[b]; });
+  double chosen = 0;
+  for (int64_t j = 0; j < c.n_expert_used; ++j) chosen += p[order[j]];
+  if (!c.expert_weights_norm) chosen = 1;
+  std::vector<double> out = SwiGlu(L.gate, L.up, L.down, h);  // the shared experts
+  for (int64_t j = 0; j < c.n_expert_used; ++j) {
+    const size_t e = order[j];
+    const std::vector<double> y = SwiGlu(L.expert_gate[e], L.expert_up[e], L.expert_down[e], h);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += p[e] / chosen * c.expert_weights_scale * y[i];
+  }
+  return out;
+}
+
 std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h) {
+  if (c.expert_gating != ModelConfig::ExpertGating::kLogits) return DeepseekExperts(L, c, h);
   std::vector<double> logits = MatVec(L.router, h);
   for (size_t e = 0; e < L.router_b.size(); ++e) logits[e] += L.router_b[e];  // gpt-oss
   const double largest = *std::max_element(logits.begin(), logits.end());
@@ -179,6 +215,34 @@ std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vec
     for (size_t i = 0; i < out.size(); ++i) out[i] += y[i] / (1.0 + std::exp(-logit));
   }
   return out;
+}
+
+// deepseek2's query, key and value of one token from its normed input h at position t, in the file's
+// layout: q and k per head [nope | rope] (k's rope part, one per token, in every head), v per head.
+void LatentAttention(const Layer& L, const ModelConfig& c, const std::vector<double>& h, int64_t t,
+                     std::vector<double>& q, std::vector<double>& k, std::vector<double>& v) {
+  q = c.q_lora_rank > 0 ? MatVec(L.wq_b, RmsNorm(MatVec(L.wq_a, h), L.q_a_norm, c.rms_eps)) : MatVec(L.wq, h);
+  const std::vector<double> compressed = MatVec(L.wkv_a, h);
+  const int64_t rank = c.kv_lora_rank, rope = c.rope_dim, nope = c.head_dim - rope;
+  const std::vector<double> latent =
+      RmsNorm(std::vector<double>(compressed.begin(), compressed.begin() + rank), L.kv_a_norm, c.rms_eps);
+  std::vector<double> k_rope(compressed.begin() + rank, compressed.end());
+  ModelConfig rope_only = c;  // rotates vectors of rope_dim
+  rope_only.head_dim = rope;
+  Rotate(k_rope, 1, rope_only, t, false);
+  const std::vector<double> kv = MatVec(L.wkv_b, latent);
+  k.assign(size_t(c.kv_dim()), 0.0);
+  v.assign(size_t(c.v_dim()), 0.0);
+  for (int64_t head = 0; head < c.n_head; ++head) {
+    std::vector<double> q_rope(q.begin() + head * c.head_dim + nope, q.begin() + (head + 1) * c.head_dim);
+    Rotate(q_rope, 1, rope_only, t, false);
+    std::copy(q_rope.begin(), q_rope.end(), q.begin() + head * c.head_dim + nope);
+    const size_t from = size_t(head * (nope + c.value_dim));
+    std::copy(kv.begin() + from, kv.begin() + from + nope, k.begin() + head * c.head_dim);
+    std::copy(k_rope.begin(), k_rope.end(), k.begin() + head * c.head_dim + nope);
+    std::copy(kv.begin() + from + nope, kv.begin() + from + nope + c.value_dim,
+              v.begin() + head * c.value_dim);
+  }
 }
 
 }  // namespace
@@ -211,7 +275,18 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       LOCKSTEP_ASSIGN_OR_RETURN(L.up_b, Load(file, p + "ffn_up_exps.bias"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.down_b, Load(file, p + "ffn_down_exps.bias"));
     }
-    if (file.FindTensor(p + "attn_qkv.weight")) {  // phi3: [q | k | v]
+    if (c.kv_lora_rank > 0) {  // deepseek2
+      if (c.q_lora_rank > 0) {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wq_a, Load(file, p + "attn_q_a.weight"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.q_a_norm, LoadVector(file, p + "attn_q_a_norm.weight"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wq_b, Load(file, p + "attn_q_b.weight"));
+      } else {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wq, Load(file, p + "attn_q.weight"));
+      }
+      LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_a, Load(file, p + "attn_kv_a_mqa.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.kv_a_norm, LoadVector(file, p + "attn_kv_a_norm.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_b, Load(file, p + "attn_kv_b.weight"));
+    } else if (file.FindTensor(p + "attn_qkv.weight")) {  // phi3: [q | k | v]
       LOCKSTEP_ASSIGN_OR_RETURN(Matrix qkv, Load(file, p + "attn_qkv.weight"));
       L.wq = RowRange(qkv, 0, c.q_dim());
       L.wk = RowRange(qkv, c.q_dim(), c.kv_dim());
@@ -222,13 +297,18 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       LOCKSTEP_ASSIGN_OR_RETURN(L.wv, Load(file, p + "attn_v.weight"));
     }
     LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
-    if (c.n_expert > 0) {
+    if (c.FeedForwardExperts(l)) {
+      if (c.expert_selection_bias) {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.selection_bias, LoadVector(file, p + "exp_probs_b.bias"));
+      }
       LOCKSTEP_ASSIGN_OR_RETURN(L.router, Load(file, p + "ffn_gate_inp.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.expert_gate, LoadExperts(file, p + "ffn_gate_exps.weight", c.n_expert));
       LOCKSTEP_ASSIGN_OR_RETURN(L.expert_up, LoadExperts(file, p + "ffn_up_exps.weight", c.n_expert));
       LOCKSTEP_ASSIGN_OR_RETURN(L.expert_down, LoadExperts(file, p + "ffn_down_exps.weight", c.n_expert));
       if (c.n_ff_shared > 0) {
-        LOCKSTEP_ASSIGN_OR_RETURN(L.shared_gate, LoadVector(file, p + "ffn_gate_inp_shexp.weight"));
+        if (c.shared_expert_gate) {
+          LOCKSTEP_ASSIGN_OR_RETURN(L.shared_gate, LoadVector(file, p + "ffn_gate_inp_shexp.weight"));
+        }
         LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate_shexp.weight"));
         LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up_shexp.weight"));
         LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down_shexp.weight"));
@@ -241,7 +321,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       L.gate = RowRange(gate_up, 0, c.n_ff);
       L.up = RowRange(gate_up, c.n_ff, c.n_ff);
     }
-    if (c.n_expert == 0) {
+    if (!c.FeedForwardExperts(l)) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
     }
     if (c.qk_norm) {
@@ -274,7 +354,10 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Layer& L = layers[l];
     Matrix q(n), k(n), v(n);
-    for (size_t t = 0; t < n; ++t) {
+    for (size_t t = 0; t < n && c.kv_lora_rank > 0; ++t) {
+      LatentAttention(L, c, RmsNorm(x[t], L.attn_norm, c.rms_eps), int64_t(t), q[t], k[t], v[t]);
+    }
+    for (size_t t = 0; t < n && c.kv_lora_rank == 0; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.attn_norm, c.rms_eps);
       q[t] = MatVec(L.wq, h);
       k[t] = MatVec(L.wk, h);
@@ -298,7 +381,8 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       }
     }
     for (size_t t = 0; t < n; ++t) {
-      std::vector<double> att(c.q_dim(), 0.0);
+      std::vector<double> att(c.att_dim(), 0.0);
+      const int64_t nv = c.value_dim;
       for (int64_t h = 0; h < c.n_head; ++h) {
         const int64_t kvh = h / group;
         // Keys in the layer's window: positions s with t - s < window.
@@ -318,9 +402,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         for (size_t s = first; s <= t; ++s) sum += (scores[s] = std::exp(scores[s] - max_score));
         if (!L.sinks.empty()) sum += std::exp(L.sinks[h] - max_score);  // a score with no value
         for (size_t s = first; s <= t; ++s) {
-          for (int64_t i = 0; i < c.head_dim; ++i) {
-            att[h * c.head_dim + i] += scores[s] / sum * v[s][kvh * c.head_dim + i];
-          }
+          for (int64_t i = 0; i < nv; ++i) att[h * nv + i] += scores[s] / sum * v[s][kvh * nv + i];
         }
       }
       std::vector<double> o = MatVec(L.wo, att);
@@ -331,7 +413,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     }
     for (size_t t = 0; t < n; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.ffn_norm, c.rms_eps);
-      if (c.n_expert > 0) {
+      if (c.FeedForwardExperts(l)) {
         const std::vector<double> d = Experts(L, c, h);
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
         continue;

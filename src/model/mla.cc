@@ -1,0 +1,81 @@
+#include "model/mla.h"
+
+#include <cstring>
+
+#include "tensor/matmul.h"
+#include "tensor/thread_pool.h"
+
+namespace lockstep {
+namespace {
+
+template <typename T>
+void GrowTo(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// Per-row work on the calling thread below this many rows (a pool round trip costs more).
+constexpr int64_t kParallelRows = 8;
+
+template <typename Fn>
+void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn) {
+  if (rows < kParallelRows || pool.size() == 1) {
+    for (int64_t r = 0; r < rows; ++r) fn(r);
+    return;
+  }
+  pool.Run(rows, [&fn](int64_t r, int) { fn(r); });
+}
+
+}  // namespace
+
+void LatentAttention::Queries(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
+                              const float* xn, int64_t rows, float* q, ThreadPool& pool) {
+  const int64_t q_dim = c.q_dim(), rope = c.rope_dim, nope = c.head_dim - c.rope_dim;
+  GrowTo(wide_, size_t(rows * q_dim));
+  if (c.q_lora_rank > 0) {
+    const int64_t n = c.q_lora_rank;
+    GrowTo(compressed_, size_t(rows * n));
+    MatMul(kernels.matmul, w.wq_a, xn, rows, compressed_.data(), pool);
+    ForEachRow(pool, rows, [&](int64_t r) {
+      float* x = compressed_.data() + r * n;
+      kernels.elementwise.rms_norm(x, w.q_a_norm.data(), n, c.rms_eps, x);
+    });
+    MatMul(kernels.matmul, w.wq_b, compressed_.data(), rows, wide_.data(), pool);
+  } else {
+    MatMul(kernels.matmul, w.wq, xn, rows, wide_.data(), pool);
+  }
+  ForEachRow(pool, rows, [&](int64_t r) {  // [nope | rope] -> [rope | nope] per head
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const float* from = wide_.data() + r * q_dim + h * c.head_dim;
+      float* to = q + r * q_dim + h * c.head_dim;
+      std::memcpy(to, from + nope, sizeof(float) * rope);
+      std::memcpy(to + rope, from, sizeof(float) * nope);
+    }
+  });
+}
+
+void LatentAttention::KeysValues(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
+                                 const float* xn, int64_t rows, float* k, float* v, ThreadPool& pool) {
+  const int64_t rank = c.kv_lora_rank, rope = c.rope_dim, nope = c.head_dim - c.rope_dim;
+  const int64_t compressed = rank + rope, per_head = nope + c.value_dim;
+  GrowTo(compressed_, size_t(rows * compressed));
+  GrowTo(latent_, size_t(rows * rank));
+  GrowTo(wide_, size_t(rows * c.n_head * per_head));
+  MatMul(kernels.matmul, w.wkv_a, xn, rows, compressed_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r) {
+    kernels.elementwise.rms_norm(compressed_.data() + r * compressed, w.kv_a_norm.data(), rank, c.rms_eps,
+                                 latent_.data() + r * rank);
+  });
+  MatMul(kernels.matmul, w.wkv_b, latent_.data(), rows, wide_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r) {
+    const float* k_rope = compressed_.data() + r * compressed + rank;
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const float* kv = wide_.data() + (r * c.n_head + h) * per_head;
+      float* key = k + r * c.kv_dim() + h * c.head_dim;
+      std::memcpy(key, k_rope, sizeof(float) * rope);
+      std::memcpy(key + rope, kv, sizeof(float) * nope);
+      std::memcpy(v + r * c.v_dim() + h * c.value_dim, kv + nope, sizeof(float) * c.value_dim);
+    }
+  });
+}
+
+}  // namespace lockstep
