@@ -78,6 +78,7 @@ SHAPES = {
     # K and V in its f16 cache, as lockstep does; its default -mla 3 keeps the latent instead (other
     # roundings).
     "tiny-deepseek2": ("ik_llama.cpp", False),
+    "tiny-deepseek3": ("ik_llama.cpp", False),  # query LoRA, sigmoid scores with exp_probs_b, YaRN
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),
@@ -85,7 +86,7 @@ SHAPES = {
     "tiny-smollm2": (None, False),
 }
 # Flags for ik_llama.cpp beyond "-fa off", by shape: deepseek2 without its latent cache (see SHAPES).
-IK_FLAGS = {"tiny-deepseek2": ["-mla", "0"]}
+IK_FLAGS = {"tiny-deepseek2": ["-mla", "0"], "tiny-deepseek3": ["-mla", "0"]}
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
 GREEDY_TOKENS = 64
 # Greedy never picks EOS (ignore_eos makes the peer bias it away). llama-server leaves out the probabilities

@@ -135,6 +135,26 @@ void TinyDeepseek2(ModelShape& s) {
   s.weight_std = 0.035f;
 }
 
+// DeepSeek-V3 / R1: 128 heads of 128 + 64 rotated dims, values of 128, a query LoRA of 1536, a latent of 512,
+// 61 layers of which 3 dense, then 8 of 256 experts of 2048 and one shared, sigmoid scores chosen with the
+// exp_probs_b bias, renormalised and x 2.5, YaRN x40 from 4096 (yarn_log_multiplier 0.1 x mscale_all_dim 1).
+// Here tiny-deepseek2's widths with a query LoRA of 64, 4 layers, one dense, 4 of 16 experts and one
+// shared, YaRN x16 from 32 (so that it acts within the tests' positions). Its experts are not grouped
+// (lockstep refuses V3's expert_group_count 8).
+void TinyDeepseek3(ModelShape& s) {
+  TinyDeepseek2(s);
+  s.n_layer = 4;
+  s.q_lora_rank = 64;
+  s.n_expert_shared = 1;
+  s.expert_gating = 2;
+  s.expert_weights_norm = true;
+  s.expert_weights_scale = 2.5f;
+  s.selection_bias_std = 0.05f;
+  s.yarn_factor = 16;
+  s.yarn_original_ctx = 32;
+  s.yarn_log_mul = 0.1f;
+}
+
 // bge-*-en-v1.5: tiny-bert's kind at its real size, 12 layers of 12 heads, n_ff 4 x n_embd.
 void BgeEnglish(ModelShape& s, int64_t n_embd, int64_t head_dim) {
   const std::string name = s.name;
@@ -419,6 +439,7 @@ constexpr ShapeEntry kShapes[] = {
      }},
     {"tiny-gpt-oss", TinyGptOss},
     {"tiny-deepseek2", TinyDeepseek2},
+    {"tiny-deepseek3", TinyDeepseek3},
     {"small-gpt-oss",
      [](ModelShape& s) {
        // gpt-oss-20b's plan (64 heads of 64, 8 KV heads, 4 of 32 experts as wide as n_embd, a window of 128)

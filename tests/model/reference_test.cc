@@ -128,7 +128,11 @@ INSTANTIATE_TEST_SUITE_P(Experts, ReferenceTest,
                                            // dense first layer, softmax scores not renormalised, shared
                                            // experts.
                                            ReferenceCase{"tiny-deepseek2", "f32", 1e-5, 21, 2e-3, 1e-1},
-                                           ReferenceCase{"tiny-deepseek2", "q8_0", 6e-2, 21, 2e-3, 1e-1}),
+                                           ReferenceCase{"tiny-deepseek2", "q8_0", 6e-2, 21, 2e-3, 1e-1},
+                                           // + a query LoRA, sigmoid scores chosen with exp_probs_b,
+                                           // renormalised and scaled, YaRN acting from position 32.
+                                           ReferenceCase{"tiny-deepseek3", "f32", 1e-5, 90, 2e-3, 1e-1},
+                                           ReferenceCase{"tiny-deepseek3", "q8_0", 1.5e-1, 90, 2e-3, 1e-1}),
                          Name);
 
 }  // namespace
