@@ -292,7 +292,20 @@ std::string ModelConfig::Summary() const {
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert
         << (expert_weights_norm ? "" : " (weights not renormalised)") << (expert_biases ? ", biased" : "");
-    if (n_ff_shared > 0) out << " and a gated shared expert of width " << n_ff_shared;
+    if (n_ff_shared > 0) {
+      out << (shared_expert_gate ? " and a gated shared expert of width " : " and shared experts of width ")
+          << n_ff_shared;
+    }
+    if (expert_gating != ExpertGating::kLogits) {
+      out << ", " << (expert_gating == ExpertGating::kSigmoid ? "sigmoid" : "softmax") << " scores"
+          << (expert_selection_bias ? " chosen with a bias" : "") << " x " << expert_weights_scale;
+    }
+    if (n_layer_dense_lead > 0) out << ", " << n_layer_dense_lead << " dense layers first";
+  }
+  if (kv_lora_rank > 0) {
+    out << ", latent attention (rank " << kv_lora_rank;
+    if (q_lora_rank > 0) out << ", query rank " << q_lora_rank;
+    out << "; values " << value_dim << " wide)";
   }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) out << ", final softcap " << final_softcap;

@@ -308,6 +308,12 @@ TEST(Deepseek2, ConfigOfALiteShapedFile) {
   EXPECT_FALSE(c.expert_weights_norm);
   EXPECT_FALSE(c.expert_selection_bias);
   EXPECT_FLOAT_EQ(c.attention_scale, 1.0f / std::sqrt(48.0f));
+  EXPECT_NE(
+      c.Summary().find("4 of 16 experts of width 32 (weights not renormalised) and shared experts of width "
+                       "64, softmax scores x 1, 1 dense layers first, latent attention (rank 64; values 32 "
+                       "wide)"),
+      std::string::npos)
+      << c.Summary();
   const KvLayout kv = m.model->MakeKvLayout(KvDtype::kF16, 16);
   EXPECT_EQ(kv.head_dim, 48);
   EXPECT_EQ(kv.ValueDim(), 32);
