@@ -79,6 +79,7 @@ SHAPES = {
     # roundings).
     "tiny-deepseek2": ("ik_llama.cpp", False),
     "tiny-deepseek3": ("ik_llama.cpp", False),  # query LoRA, sigmoid scores with exp_probs_b, YaRN
+    "tiny-gemma4": ("ik_llama.cpp", False),  # Gemma 4 came after llama.cpp c392e50
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),
@@ -87,6 +88,8 @@ SHAPES = {
 }
 # Flags for ik_llama.cpp beyond "-fa off", by shape: deepseek2 without its latent cache (see SHAPES).
 IK_FLAGS = {"tiny-deepseek2": ["-mla", "0"], "tiny-deepseek3": ["-mla", "0"]}
+# Shapes whose ik_llama.cpp goldens are taken with its flash attention on (see run in main).
+IK_FLASH_ATTENTION = {"tiny-gemma4"}
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
 GREEDY_TOKENS = 64
 # Greedy never picks EOS (ignore_eos makes the peer bias it away). llama-server leaves out the probabilities
@@ -268,7 +271,10 @@ def main():
             # only the f16 matrix products of Q and of the weights with the f16 KV do. Its non-flash path
             # gave wrong results for 8-dim heads (a qwen3 shape, ~1 in log-probabilities past one position):
             # the shapes it checks have heads of 16.
-            extra = args.peer_flags.split() or (["-fa", "off", *IK_FLAGS.get(shape, [])]
+            # Gemma 4 takes its flash attention: its non-flash gemma4 graph gave wrong logits even for a
+            # one-token prompt (1.2 in log-probabilities; with -fa on 8e-7).
+            ik_fa = "on" if shape in IK_FLASH_ATTENTION else "off"
+            extra = args.peer_flags.split() or (["-fa", ik_fa, *IK_FLAGS.get(shape, [])]
                                                 if peer_name == "ik_llama.cpp" else [])
             cases, banned = run_peer(args.peer, peer_model, n_ctx, prompts(vocab), args.threads, log, vocab - 1, kv,
                                      extra)

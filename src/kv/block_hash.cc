@@ -24,7 +24,13 @@ BlockHash RootBlockHash(const KvLayout& layout, uint64_t salt) {
       uint64_t(layout.block_tokens), uint64_t(layout.n_layer), uint64_t(layout.n_kv_head),
       // values as wide as keys: the word of the layouts before value_dim
       uint64_t(layout.head_dim) + (uint64_t(uint32_t(layout.ValueDim() - layout.head_dim)) << 32), salt};
-  return HashWords(words, {});
+  if (layout.layer_shapes.empty()) return HashWords(words, {});
+  std::vector<int32_t> shapes;  // mixed layouts (Gemma 4): every layer's shape too
+  for (const KvLayerShape& s : layout.layer_shapes) {
+    shapes.push_back(s.n_kv_head);
+    shapes.push_back(s.head_dim);
+  }
+  return HashWords(words, shapes);
 }
 
 BlockHash SaltedRoot(BlockHash root, uint64_t salt) {

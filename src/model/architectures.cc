@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "model/gemma4.h"
 #include "tensor/dequantize.h"
 
 namespace lockstep {
@@ -21,7 +22,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},      {"qwen2moe", RopeMode::kNeox},
     {"gpt-oss", RopeMode::kNeox},      {"ernie4_5", RopeMode::kNormal}, {"mistral3", RopeMode::kNormal},
     {"glm4", RopeMode::kNormal},       {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
-    {"deepseek2", RopeMode::kNormal},
+    {"deepseek2", RopeMode::kNormal},  {"gemma4", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -505,6 +506,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);
+  if (a == "gemma4") return ApplyGemma4(file, c);
   return Status::Ok();  // qwen2, qwen2moe, ernie4_5: nothing beyond the common keys and experts (bias: by
                         // tensor)
 }

@@ -41,6 +41,9 @@
 //           ik_llama.cpp's graph; leading_dense_block_count dense layers, then routed experts scored by
 //           softmax or sigmoid (expert_gating_func), chosen with the exp_probs_b bias, weighted by their
 //           scores (expert_weights_norm, expert_weights_scale), plus expert_shared_count ungated shared ones
+//   gemma4  Gemma 4's text model: gemma3's layers with per-layer head sizes, KV heads and FFN widths,
+//           layers sharing earlier layers' K/V, V = K where attn_v is absent, V norms, layer output scales,
+//           proportional RoPE on global layers, per-layer token inputs (model/gemma4.h)
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and

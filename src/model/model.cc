@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <algorithm>
+
 #include "model/bert_encoder.h"
 #include "model/transformer.h"
 
@@ -33,6 +35,9 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
   if (encoder && !options.lora_paths.empty()) {
     return Unimplemented(file->path() + ": LoRA adapters are not supported for bert");
   }
+  if (config.architecture == "gemma4" && !options.lora_paths.empty()) {  // per-layer widths: model/gemma4.h
+    return Unimplemented(file->path() + ": LoRA adapters are not supported for gemma4");
+  }
   std::vector<LoraAdapter> adapters;
   for (const std::string& path : options.lora_paths) {
     LOCKSTEP_ASSIGN_OR_RETURN(LoraAdapter adapter, LoraAdapter::Load(path, *file, config));
@@ -51,12 +56,32 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
 
 KvLayout Model::MakeKvLayout(KvDtype dtype, int32_t block_tokens) const {
   KvLayout kv;
-  kv.n_layer = static_cast<int32_t>(config().n_layer);
-  kv.n_kv_head = static_cast<int32_t>(config().n_head_kv);
-  kv.head_dim = static_cast<int32_t>(config().head_dim);
-  kv.value_dim = static_cast<int32_t>(config().value_dim);
+  const ModelConfig& c = config();
+  kv.n_layer = 0;
+  kv.n_kv_head = static_cast<int32_t>(c.n_head_kv);
+  kv.head_dim = static_cast<int32_t>(c.head_dim);
+  // Values as wide as keys unless the model says otherwise (deepseek2); per-layer shapes have their own.
+  kv.value_dim = c.value_dim == c.head_dim ? 0 : static_cast<int32_t>(c.value_dim);
   kv.block_tokens = block_tokens;
   kv.dtype = dtype;
+  // Layers that store K/V, each with its own shape when they differ (Gemma 4).
+  bool mixed = false;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    if (!c.StoresKv(l)) continue;
+    ++kv.n_layer;
+    const KvLayerShape shape{int32_t(c.LayerKvHeads(l)), int32_t(c.LayerHeadDim(l))};
+    mixed = mixed || shape.n_kv_head != kv.n_kv_head || shape.head_dim != kv.head_dim;
+    kv.layer_shapes.push_back(shape);
+  }
+  if (!mixed) {
+    kv.layer_shapes.clear();
+    return kv;
+  }
+  kv.value_dim = 0;
+  for (const KvLayerShape& s : kv.layer_shapes) {
+    kv.n_kv_head = std::max(kv.n_kv_head, s.n_kv_head);
+    kv.head_dim = std::max(kv.head_dim, s.head_dim);
+  }
   return kv;
 }
 

@@ -58,6 +58,8 @@ class Model {
   // The kernels its forward pass runs (tensor/kernels.h).
   virtual const Kernels& kernels() const = 0;
   const GgufFile& file() const { return *file_; }
+  // The KV layout of the layers that store K/V (ModelConfig::StoresKv), with per-layer shapes when they
+  // differ (Gemma 4).
   KvLayout MakeKvLayout(KvDtype dtype, int32_t block_tokens = 16) const;
   // The LoRA adapters loaded with the model (ModelLoadOptions::lora_paths), in order.
   std::span<const LoraAdapter> lora_adapters() const { return lora_adapters_; }

@@ -228,9 +228,101 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
   return t;
 }
 
+// Gemma 4's layer plan (ModelShape's gemma4 fields).
+bool Gemma4Global(const ModelShape& s, int64_t layer) { return (layer + 1) % s.gemma4_global_every == 0; }
+bool Gemma4Shared(const ModelShape& s, int64_t layer) { return layer >= s.n_layer - s.shared_kv_layers; }
+int64_t Gemma4Ff(const ModelShape& s, int64_t layer) { return Gemma4Shared(s, layer) ? 2 * s.n_ff : s.n_ff; }
+
+// Gemma 4's tensors as llama.cpp's converter names them (model/gemma4.h).
+std::vector<PlannedTensor> PlanGemma4Tensors(const MakeModelOptions& o, int64_t n_vocab) {
+  const ModelShape& s = o.shape;
+  const int64_t d = s.n_embd, n_epl = s.n_embd_per_layer;
+  const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
+  std::vector<PlannedTensor> t;
+  int64_t layer = 0;
+  auto matrix = [&](const std::string& name, int64_t out, int64_t in, Role role = Role::kPlain) {
+    t.push_back({name, MatrixType(o, role, layer, in), {in, out}, Fill::kNormal, {}});
+  };
+  auto vec = [&](const std::string& name, int64_t n, Fill fill) {
+    t.push_back({name, TensorType::kF32, {n}, fill, {}});
+  };
+  matrix("token_embd.weight", n_vocab, d, Role::kOutput);  // tied, as every Gemma 4
+  vec("output_norm.weight", d, norm);
+  std::vector<float> freqs(size_t(s.head_dim / 2), 1e30f);  // a quarter of each global head rotated
+  std::fill(freqs.begin(), freqs.begin() + s.head_dim / 8, 1.0f);
+  t.push_back({"rope_freqs.weight", TensorType::kF32, {int64_t(freqs.size())}, Fill::kValues, freqs});
+  if (n_epl > 0) {
+    matrix("per_layer_token_embd.weight", n_vocab, n_epl * s.n_layer);
+    matrix("per_layer_model_proj.weight", n_epl * s.n_layer, d);
+    vec("per_layer_proj_norm.weight", n_epl, norm);
+  }
+  for (layer = 0; layer < s.n_layer; ++layer) {
+    const std::string p = "blk." + std::to_string(layer) + ".";
+    const bool global = Gemma4Global(s, layer);
+    const int64_t hd = global ? s.head_dim : s.head_dim_local;
+    const int64_t kv_dim = (global && s.n_head_kv_global > 0 ? s.n_head_kv_global : s.n_head_kv) * hd;
+    vec(p + "attn_norm.weight", d, norm);
+    matrix(p + "attn_q.weight", s.n_head * hd, d);
+    // Norm weights near `scale` (varied, so that misapplied norms show).
+    auto scaled_norm = [&](const std::string& name, int64_t n, float scale) {
+      std::vector<float> w(static_cast<size_t>(n));
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = (1.0f + 0.2f * std::sin(float(i * 7 + size_t(layer)))) * scale;
+      t.push_back({name, TensorType::kF32, {n}, Fill::kValues, std::move(w)});
+    };
+    // Gemma 4 scales no scores: Q norms near 1 / sqrt(head size) keep random weights' attention from being
+    // as sharp as one-hot.
+    scaled_norm(p + "attn_q_norm.weight", hd, 1.0f / std::sqrt(float(hd)));
+    if (!Gemma4Shared(s, layer)) {
+      matrix(p + "attn_k.weight", kv_dim, d);
+      if (!global) matrix(p + "attn_v.weight", kv_dim, d, Role::kAttnV);
+      vec(p + "attn_k_norm.weight", hd, norm);
+    }
+    matrix(p + "attn_output.weight", d, s.n_head * hd);
+    // Attention outputs a fifth of the residual's scale: unit-RMS V heads otherwise make the logits follow
+    // their f16 rounding (5e-4) almost one to one, more than the top-2 margins of a tiny random model.
+    scaled_norm(p + "post_attention_norm.weight", d, 0.2f);
+    vec(p + "ffn_norm.weight", d, norm);
+    matrix(p + "ffn_gate.weight", Gemma4Ff(s, layer), d);
+    matrix(p + "ffn_up.weight", Gemma4Ff(s, layer), d);
+    matrix(p + "ffn_down.weight", d, Gemma4Ff(s, layer), Role::kFfnDown);
+    vec(p + "post_ffw_norm.weight", d, norm);
+    vec(p + "layer_output_scale.weight", 1, Fill::kNearOne);
+    if (n_epl > 0) {
+      matrix(p + "inp_gate.weight", n_epl, d);
+      matrix(p + "proj.weight", d, n_epl);
+      vec(p + "post_norm.weight", d, norm);
+    }
+  }
+  return t;
+}
+
+void SetGemma4Metadata(const ModelShape& s, GgufWriter& w) {
+  const std::string a = s.architecture + ".";
+  std::vector<GgufValue> pattern;
+  std::vector<int32_t> kv_heads, ff;
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    const bool global = Gemma4Global(s, l);
+    pattern.push_back(GgufValue::Bool(!global));
+    kv_heads.push_back(int32_t(global && s.n_head_kv_global > 0 ? s.n_head_kv_global : s.n_head_kv));
+    ff.push_back(int32_t(Gemma4Ff(s, l)));
+  }
+  w.Set(a + "attention.sliding_window_pattern", GgufValue::MakeArray(GgufType::kBool, std::move(pattern)));
+  w.Set(a + "attention.head_count_kv", GgufValue::Int32Array(kv_heads));
+  w.Set(a + "feed_forward_length", GgufValue::Int32Array(ff));
+  w.Set(a + "attention.shared_kv_layers", GgufValue::Uint32(uint32_t(s.shared_kv_layers)));
+  w.Set(a + "attention.key_length_swa", GgufValue::Uint32(uint32_t(s.head_dim_local)));
+  w.Set(a + "attention.value_length_swa", GgufValue::Uint32(uint32_t(s.head_dim_local)));
+  w.Set(a + "rope.dimension_count_swa", GgufValue::Uint32(uint32_t(s.head_dim_local)));
+  w.Set(a + "rope.freq_base_swa", GgufValue::Float32(10000.0f));
+  w.Set(a + "embedding_length_per_layer_input", GgufValue::Uint32(uint32_t(s.n_embd_per_layer)));
+  w.Set(a + "final_logit_softcapping", GgufValue::Float32(s.final_softcap));
+}
+
 std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
   if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
+  if (s.architecture == "gemma4") return PlanGemma4Tensors(o, n_vocab);
   const std::string a = TextArchitecture(s.architecture);  // the layers' tensors
   const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;
@@ -425,7 +517,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
   w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(RopeDim(s))));
   // Phi-3 files always carry the window (0: none, Phi-4), Gemma's their own; others only when windowed.
-  if (s.sliding_window > 0 || a == "phi3" || a == "gemma2" || a == "gemma3") {
+  if (s.sliding_window > 0 || a == "phi3" || a == "gemma2" || a == "gemma3" || a == "gemma4") {
     w.Set(a + ".attention.sliding_window", GgufValue::Uint32(uint32_t(s.sliding_window)));
   }
   if (a == "granite" || a == "granitemoe") {
@@ -437,6 +529,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.attn_temperature_scale > 0) {
     w.Set(a + ".attention.temperature_scale", GgufValue::Float32(s.attn_temperature_scale));
   }
+  if (a == "gemma4") SetGemma4Metadata(s, w);  // after the common keys: replaces two with arrays
   if (a == "gemma2") {
     w.Set(a + ".attn_logit_softcapping", GgufValue::Float32(s.attn_softcap));
     w.Set(a + ".final_logit_softcapping", GgufValue::Float32(s.final_softcap));

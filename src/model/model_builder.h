@@ -100,21 +100,31 @@ struct ModelShape {
   bool expert_weights_norm = false;
   float expert_weights_scale = 1;
   float selection_bias_std = 0;
+  // gemma4 (model/gemma4.h): head_dim is the global layers' head size, head_dim_local the local ones';
+  // every gemma4_global_every-th layer is global, with n_head_kv_global KV heads (written per layer) and no
+  // attn_v (V = K); the last shared_kv_layers layers share earlier layers' K/V (no attn_k/v of their own,
+  // their FFN twice as wide, written per layer); rope_freqs rotates a quarter of a global head
+  // (proportional RoPE); per-layer token inputs of n_embd_per_layer; random layer_output_scale.
+  int64_t head_dim_local = 0;
+  int64_t gemma4_global_every = 5;
+  int64_t n_head_kv_global = 0;
+  int64_t shared_kv_layers = 0;
+  int64_t n_embd_per_layer = 0;
 };
 
 // Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),
 // tiny-256 (llama, untied, rows of 256 and 512 elements: K-quant blocks fit), one tiny shape per
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
-// tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-ernie4.5, tiny-qwen2.5vl, tiny-qwen3vl,
-// tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3: real head counts, GQA
-// ratios and window patterns, tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a
-// yes/no classifier head and a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a
-// WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe
-// (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the expert products),
-// small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's plan at a
-// fifth of its width), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b,
-// gemma3-1b.
+// tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-gemma4, tiny-ernie4.5, tiny-qwen2.5vl,
+// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3: real head
+// counts, GQA ratios and window patterns, tiny widths, windows and expert counts), tiny-qwen3-reranker
+// (tiny-qwen3 with a yes/no classifier head and a rerank template), tiny-bert (a bge-like bidirectional
+// encoder; needs a WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output head),
+// small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the expert
+// products), small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's
+// plan at a fifth of its width), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b,
+// gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "model/architectures.h"
+#include "model/gemma4.h"
 #include "tensor/dequantize.h"
 
 namespace lockstep {
@@ -145,6 +146,38 @@ const std::vector<std::string>& SupportedArchitectures() {
   return names;
 }
 
+int32_t ModelConfig::KvLayer(int64_t l) const {
+  if (!StoresKv(l)) l = layers[size_t(l)].kv_from;
+  int32_t index = 0;
+  for (int64_t i = 0; i < l; ++i) index += StoresKv(i) ? 1 : 0;
+  return index;
+}
+
+int64_t ModelConfig::MaxQDim() const {
+  int64_t widest = q_dim();
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) widest = std::max(widest, LayerQDim(l));
+  return widest;
+}
+
+int64_t ModelConfig::MaxKvDim() const {
+  int64_t widest = kv_dim();
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) widest = std::max(widest, LayerKvDim(l));
+  return widest;
+}
+
+int64_t ModelConfig::MaxVDim() const {
+  int64_t widest = v_dim();
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l)
+    widest = std::max(widest, LayerKvHeads(l) * LayerValueDim(l));
+  return widest;
+}
+
+int64_t ModelConfig::MaxAttDim() const {
+  int64_t widest = att_dim();
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) widest = std::max(widest, LayerAttDim(l));
+  return widest;
+}
+
 int64_t ModelConfig::WidestWindow() const {
   int64_t widest = 0;
   for (const LayerAttention& layer : layers) {
@@ -198,9 +231,10 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
                                : " (a bidirectional embedding model); only bert runs bidirectionally"));
   }
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, file.GetInt(a + ".feed_forward_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, file.GetInt(a + ".attention.head_count"));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, file.GetIntOr(a + ".attention.head_count_kv", c.n_head));
+  // Gemma 4 writes these two per layer: the largest here, each layer's in model/gemma4.cc.
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, LargestPerLayerInt(file, a + ".feed_forward_length", -1));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, LargestPerLayerInt(file, a + ".attention.head_count_kv", c.n_head));
   const std::string eps_key =
       a + (bert ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
   LOCKSTEP_ASSIGN_OR_RETURN(double eps, file.GetFloat(eps_key));

@@ -47,6 +47,12 @@ struct LayerAttention {
   bool local_rope = false;
   // False: Q and K are not rotated at all (SmolLM3's "NoPE" layers, every fourth one).
   bool rope = true;
+  // Gemma 4: the layer's head size and KV head count (0: ModelConfig's head_dim and n_head_kv).
+  int64_t head_dim = 0;
+  int64_t n_head_kv = 0;
+  // Gemma 4's shared-KV layers (the last <arch>.attention.shared_kv_layers): the earlier layer whose K/V
+  // this one attends to, storing none of its own; -1: its own.
+  int32_t kv_from = -1;
 };
 
 // How an embedding pools the final hidden states of a prompt (llama.cpp's pooling types, the values of
@@ -152,6 +158,14 @@ struct ModelConfig {
   int64_t sliding_window = 0;
   float rope_freq_base_local = 10000;  // gemma3 local layers: <arch>.rope.freq_base_swa (default 10000)
   std::vector<LayerAttention> layers;
+  // Gemma 4 (model/gemma4.h): local layers' RoPE dims and head size (0: rope_dim, head_dim), per-layer FFN
+  // widths (empty: n_ff on every layer; n_ff is then the widest), V heads RMS-normed without a weight, and
+  // the width of the per-layer token inputs (<arch>.embedding_length_per_layer_input; 0: none).
+  int64_t rope_dim_local = 0;
+  int64_t head_dim_local = 0;
+  std::vector<int64_t> layer_n_ff;
+  bool v_norm = false;
+  int64_t n_embd_per_layer = 0;
   // Mixture of experts (qwen3moe, granitemoe, qwen2moe; llama files with experts: Mixtral), model/moe.h: the
   // FFN of every layer is n_expert SwiGLU experts of width n_ff_expert, of which a router (ffn_gate_inp)
   // picks n_expert_used per row: softmax over the router logits, the top n_expert_used, their weights
@@ -202,6 +216,31 @@ struct ModelConfig {
   int64_t att_dim() const { return n_head * value_dim; }   // a row's attention output, attn_output's input
   // Whether `layer`'s FFN is the experts (n_expert > 0 and past the leading dense layers).
   bool FeedForwardExperts(int64_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
+  // Layer l's head size, KV heads, Q and K/V widths and FFN width (Gemma 4's differ by layer).
+  int64_t LayerHeadDim(int64_t l) const {
+    return layers[size_t(l)].head_dim > 0 ? layers[size_t(l)].head_dim : head_dim;
+  }
+  int64_t LayerKvHeads(int64_t l) const {
+    return layers[size_t(l)].n_head_kv > 0 ? layers[size_t(l)].n_head_kv : n_head_kv;
+  }
+  int64_t LayerQDim(int64_t l) const { return n_head * LayerHeadDim(l); }
+  int64_t LayerKvDim(int64_t l) const { return LayerKvHeads(l) * LayerHeadDim(l); }
+  int64_t LayerFf(int64_t l) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[size_t(l)]; }
+  // Layer l's value head width (deepseek2's differs from its keys'; elsewhere the layer's head size), and
+  // its attention output's width (attn_output's input).
+  int64_t LayerValueDim(int64_t l) const {
+    return value_dim > 0 && value_dim != head_dim ? value_dim : LayerHeadDim(l);
+  }
+  int64_t LayerAttDim(int64_t l) const { return n_head * LayerValueDim(l); }
+  // Whether layer l stores K/V (Gemma 4's shared-KV layers read an earlier layer's), and the index among
+  // the layers that store it, in order, of the one l reads: its layer in the KV layout (model/batch.h).
+  bool StoresKv(int64_t l) const { return layers[size_t(l)].kv_from < 0; }
+  int32_t KvLayer(int64_t l) const;
+  // The widest Q, K, V and attention output of any layer (scratch sizes).
+  int64_t MaxQDim() const;
+  int64_t MaxKvDim() const;
+  int64_t MaxVDim() const;
+  int64_t MaxAttDim() const;
   // The widest window when every layer has one (all layers windowed: Mistral 7B v0.1, Phi-3-mini-4k), else
   // 0 (some layer sees every position: Gemma 2/3, or no window at all). Rows at position p and later read no
   // KV below model/attention.h's AttentionStart(kv, p, WidestWindow()): blocks wholly below it are dead.

@@ -247,6 +247,24 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
        s.sliding_window = 40;
      }},
+    {"tiny-gemma4",
+     [](ModelShape& s) {
+       // Gemma 4's features at tiny widths: E2B's plan of four local layers to one global, with its last
+       // layers sharing K/V (their FFN twice as wide) and per-layer token inputs; 31B's fewer KV heads and
+       // V = K on the global layers; global heads twice the local ones (512 / 256 in every Gemma 4).
+       s = Tiny(s.name, "gemma4");
+       Widths(s, 64, 8, 2, 32, 128);
+       s.head_dim_local = 16;
+       s.n_head_kv_global = 1;
+       s.n_layer = 10;
+       s.shared_kv_layers = 5;
+       s.n_embd_per_layer = 32;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.rms_eps = 1e-6f;
+       s.sliding_window = 40;
+       s.final_softcap = 2.0f;
+     }},
     {"tiny-phi3",
      [](ModelShape& s) {  // Phi-3-mini-4k: 32 heads, no GQA, a window on every layer
        s = Tiny(s.name, "phi3");

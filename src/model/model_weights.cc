@@ -126,6 +126,16 @@ class Binder {
   std::vector<std::string> wrong_;
 };
 
+// Gemma 4's per-layer tensors beyond gemma3's: the optional output scale, and with per-layer token inputs
+// their gate [n_embd_per_layer][n_embd], projection [n_embd][n_embd_per_layer] and its post-norm.
+void BindGemma4Layer(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  if (b.Has(p + "layer_output_scale.weight")) lw.out_scale = b.Vector(p + "layer_output_scale.weight", 1);
+  if (c.n_embd_per_layer == 0) return;
+  lw.pl_gate = b.Matrix(p + "inp_gate.weight", c.n_embd_per_layer, c.n_embd);
+  lw.pl_proj = b.Matrix(p + "proj.weight", c.n_embd, c.n_embd_per_layer);
+  lw.pl_post_norm = b.Vector(p + "post_norm.weight", c.n_embd);
+}
+
 const GgufTensorInfo* BindTokenEmbedding(Binder& b, const ModelConfig& c) {
   const GgufTensorInfo* t = b.Find("token_embd.weight", {c.n_embd, c.n_vocab});
   if (t != nullptr && !CanDequantize(t->type)) {
@@ -160,12 +170,15 @@ void ModelWeights::PackMatrices(int threads) {
   for (LayerWeights& lw : layers) {
     for (WeightMatrix* m : {&lw.wq_a, &lw.wq_b, &lw.wkv_a, &lw.wkv_b}) add(*m);
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
+    add(lw.pl_gate);
+    add(lw.pl_proj);
     add(lw.router);
     add(lw.shared_gate);
     for (size_t e = 0; e < lw.expert_gate.size(); ++e) {
       for (WeightMatrix* m : {&lw.expert_gate[e], &lw.expert_up[e], &lw.expert_down[e]}) add(*m);
     }
   }
+  add(per_layer_model_proj);
   add(output);
   if (matrices.empty()) return;
   if (threads <= 0) threads = std::clamp(int(std::thread::hardware_concurrency()), 1, 8);
@@ -202,6 +215,10 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
+    // This layer's widths (Gemma 4's differ by layer; its shared-KV layers have no K/V of their own).
+    const int64_t q_dim = c.LayerQDim(l), kv_dim = c.LayerKvDim(l), head_dim = c.LayerHeadDim(l);
+    const int64_t n_ff = c.LayerFf(l);
+    const bool stores_kv = c.StoresKv(l);
     if (c.pre_norms) lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
     if (c.kv_lora_rank > 0) {
       BindLatentAttention(b, c, p, lw);
@@ -211,9 +228,12 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.wk = Binder::Rows(qkv, c.q_dim(), c.kv_dim());
       lw.wv = Binder::Rows(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
     } else {
-      lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
-      lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
-      lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
+      lw.wq = b.Matrix(p + "attn_q.weight", q_dim, d);
+      if (stores_kv) lw.wk = b.Matrix(p + "attn_k.weight", kv_dim, d);
+      // Gemma 4 without attn_v: V is K's projection (Transformer::AttentionBlock).
+      if (stores_kv && !(c.v_norm && !b.Has(p + "attn_v.weight"))) {
+        lw.wv = b.Matrix(p + "attn_v.weight", kv_dim, d);
+      }
     }
     if (c.qkv_bias) {
       lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
@@ -221,11 +241,11 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
     }
     if (c.qk_norm) {
-      lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim);
-      lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim);
+      lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.qk_norm_whole ? q_dim : head_dim);
+      if (stores_kv) lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? kv_dim : head_dim);
     }
     if (c.attn_sinks) lw.sinks = b.Vector(p + "attn_sinks.weight", c.n_head);
-    lw.wo = b.Matrix(p + "attn_output.weight", d, c.att_dim());
+    lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
     if (c.pre_norms) {
@@ -253,15 +273,26 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       }
     } else if (!b.Has(p + "ffn_gate.weight") && (c.architecture == "phi3" || c.architecture == "glm4")) {
       // one [gate | up] matrix
-      const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * c.n_ff, d);
-      lw.w_gate = Binder::Rows(gate_up, 0, c.n_ff);
-      lw.w_up = Binder::Rows(gate_up, c.n_ff, c.n_ff);
+      const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * n_ff, d);
+      lw.w_gate = Binder::Rows(gate_up, 0, n_ff);
+      lw.w_up = Binder::Rows(gate_up, n_ff, n_ff);
     } else {
-      lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
-      lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
+      lw.w_gate = b.Matrix(p + "ffn_gate.weight", n_ff, d);
+      lw.w_up = b.Matrix(p + "ffn_up.weight", n_ff, d);
     }
-    if (!c.FeedForwardExperts(l)) lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
+    if (!c.FeedForwardExperts(l)) lw.w_down = b.Matrix(p + "ffn_down.weight", d, n_ff);
     if (c.post_norms) lw.post_ffn_norm = b.Vector(p + "post_ffw_norm.weight", d);
+    if (c.architecture == "gemma4") BindGemma4Layer(b, c, p, lw);
+  }
+  if (c.n_embd_per_layer > 0) {  // Gemma 4's per-layer token inputs
+    const int64_t width = c.n_embd_per_layer * c.n_layer;
+    w.per_layer_embd = b.Find("per_layer_token_embd.weight", {width, c.n_vocab});
+    if (w.per_layer_embd != nullptr && !CanDequantize(w.per_layer_embd->type)) {
+      b.Wrong("per_layer_token_embd.weight has unsupported type " +
+              std::string(TensorTypeName(w.per_layer_embd->type)));
+    }
+    w.per_layer_model_proj = b.Matrix("per_layer_model_proj.weight", width, d);
+    w.per_layer_proj_norm = b.Vector("per_layer_proj_norm.weight", c.n_embd_per_layer);
   }
   LOCKSTEP_RETURN_IF_ERROR(b.Finish());
   if (pack_threads >= 0) w.PackMatrices(pack_threads);

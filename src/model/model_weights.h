@@ -64,6 +64,12 @@ struct LayerWeights {
   // qwen2moe: ffn_gate_inp_shexp, the shared expert's gate (GGUF dims [n_embd] or [n_embd, 1]: llama.cpp
   // reads both).
   WeightMatrix shared_gate;  // [1][n_embd]
+  // Gemma 4: layer_output_scale [1] (empty: none); with per-layer token inputs (n_embd_per_layer > 0)
+  // inp_gate [n_embd_per_layer][n_embd], proj [n_embd][n_embd_per_layer] and post_norm [n_embd].
+  // Its shared-KV layers have no wk / wv / k_norm; wv is empty where V is K's projection.
+  std::vector<float> out_scale;
+  WeightMatrix pl_gate, pl_proj;
+  std::vector<float> pl_post_norm;
 };
 
 struct ModelWeights {
@@ -75,6 +81,11 @@ struct ModelWeights {
   // [n_embd] (every token is of type 0, "sentence A", as llama.cpp runs it), token_embd_norm weight and bias.
   std::vector<float> position_embd, token_type0, embd_norm, embd_norm_b;
   std::vector<LayerWeights> layers;
+  // Gemma 4's per-layer token inputs: per_layer_token_embd [n_vocab][n_layer * n_embd_per_layer] (rows
+  // dequantized on lookup), per_layer_model_proj [n_layer * n_embd_per_layer][n_embd], per_layer_proj_norm.
+  const GgufTensorInfo* per_layer_embd = nullptr;
+  WeightMatrix per_layer_model_proj;
+  std::vector<float> per_layer_proj_norm;
   std::vector<PackedWeightsPtr> packed;  // owns what the matrices' `packed` fields point at
 
   // pack_threads: how many threads repack the matrices (0: one per hardware thread, capped at 8; negative:

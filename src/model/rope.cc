@@ -20,12 +20,14 @@ std::array<float, 2> YarnCorrectionDims(int64_t rope_dim, int64_t orig_ctx, floa
 
 Rope::Rope(const ModelConfig& config, Kind kind)
     : mode_(config.rope_mode),
-      head_dim_(config.head_dim),
+      head_dim_(kind == Kind::kLocal && config.head_dim_local > 0 ? config.head_dim_local : config.head_dim),
       position_scale_(kind == Kind::kGlobal && config.rope_scaling == RopeScaling::kLinear
                           ? 1.0 / config.rope_scale_factor
                           : 1.0),
       attn_factor_(kind == Kind::kGlobal ? config.rope_attn_factor : 1.0f) {
-  const int64_t pairs = config.rope_dim / 2;
+  const int64_t rope_dim =
+      kind == Kind::kLocal && config.rope_dim_local > 0 ? config.rope_dim_local : config.rope_dim;
+  const int64_t pairs = rope_dim / 2;
   const double base = kind == Kind::kGlobal ? config.rope_freq_base : config.rope_freq_base_local;
   const bool yarn = kind == Kind::kGlobal && config.rope_scaling == RopeScaling::kYarn;
   std::array<float, 2> corr = {0, 0};
@@ -43,7 +45,7 @@ Rope::Rope(const ModelConfig& config, Kind kind)
   }
   inv_freq_.resize(pairs);
   for (int64_t i = 0; i < pairs; ++i) {
-    double theta = std::pow(base, -double(2 * i) / double(config.rope_dim));
+    double theta = std::pow(base, -double(2 * i) / double(rope_dim));
     if (kind == Kind::kGlobal && !config.rope_freq_factors.empty()) theta /= config.rope_freq_factors[i];
     if (yarn) {
       // Pair i's mix of the original (extrapolated) and interpolated theta: 1 below corr[0], 0 above corr[1],

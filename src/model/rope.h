@@ -5,7 +5,8 @@
 // YaRN (RopeScaling::kYarn, as ggml's rope computes it): pair i's theta is mixed from theta / factor and
 // theta by YaRN's ramp over YarnCorrectionDims, and cos/sin are also scaled by YaRN's magnitude,
 // (1 + 0.1 ln factor) / (1 + 0.1 yarn_log_mul ln factor).
-// The local Rope of a config (Gemma 3's local layers): base rope_freq_base_local, no scaling of any kind.
+// The local Rope of a config (Gemma 3's local layers): base rope_freq_base_local, no scaling of any kind
+// (Gemma 4's: also rope_dim_local of heads head_dim_local wide).
 // Rope is immutable after construction; Apply (the rotation is the kernel table's, tensor/rope_kernels.h) is
 // safe from any thread with its own `cos_sin` scratch.
 #pragma once

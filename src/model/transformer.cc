@@ -61,16 +61,21 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig confi
       rope_(config_),
       local_rope_(config_, Rope::Kind::kLocal) {
   for (const LayerAttention& layer : config_.layers) any_local_rope_ = any_local_rope_ || layer.local_rope;
+  if (config_.v_norm) ones_.assign(size_t(std::max(config_.head_dim, config_.head_dim_local)), 1.0f);
 }
 
 const float* Transformer::RowAngles(int32_t layer, int64_t r) const {
-  const bool local = config_.layers[size_t(layer)].local_rope;
-  return (local ? row_cos_sin_local_ : row_cos_sin_).data() + size_t(r) * 2 * rope_.pairs();
+  if (config_.layers[size_t(layer)].local_rope) {
+    return row_cos_sin_local_.data() + size_t(r) * 2 * local_rope_.pairs();
+  }
+  return row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs();
 }
 
 Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs) const {
-  if (kv.n_layer != config_.n_layer || kv.n_kv_head != config_.n_head_kv || kv.head_dim != config_.head_dim ||
-      kv.ValueDim() != config_.value_dim || kv.block_tokens <= 0) {
+  const KvLayout expected = MakeKvLayout(kv.dtype, kv.block_tokens);
+  if (kv.n_layer != expected.n_layer || kv.n_kv_head != expected.n_kv_head ||
+      kv.head_dim != expected.head_dim || kv.ValueDim() != expected.ValueDim() ||
+      kv.layer_shapes != expected.layer_shapes || kv.base != 0 || kv.block_tokens <= 0) {
     return InvalidArgument("KV layout (layers " + std::to_string(kv.n_layer) + ", kv heads " +
                            std::to_string(kv.n_kv_head) + ", head dim " + std::to_string(kv.head_dim) +
                            ", value dim " + std::to_string(kv.ValueDim()) + ", block tokens " +
@@ -118,10 +123,10 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(x_, r * c.n_embd);
   GrowTo(xn_, r * c.n_embd);
   GrowTo(proj_, r * c.n_embd);
-  GrowTo(q_, r * c.q_dim());
-  GrowTo(att_, r * c.att_dim());
-  GrowTo(k_, r * c.kv_dim());
-  GrowTo(v_, r * c.v_dim());
+  GrowTo(q_, r * c.MaxQDim());
+  GrowTo(att_, r * c.MaxAttDim());
+  GrowTo(k_, r * c.MaxKvDim());
+  GrowTo(v_, r * c.MaxVDim());
   // Experts: model/moe.h's own scratch, and the shared expert (and deepseek2's leading dense FFNs) here.
   const size_t ff =
       size_t(c.n_expert == 0 ? c.n_ff : std::max(c.n_ff_shared, c.n_layer_dense_lead > 0 ? c.n_ff : 0));
@@ -132,7 +137,7 @@ void Transformer::EnsureScratch(int64_t rows) {
     GrowTo(shared_gate_, r);
   }
   GrowTo(row_cos_sin_, r * 2 * rope_.pairs());
-  if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * rope_.pairs());
+  if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * local_rope_.pairs());
 }
 
 Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const ForwardOutputs& outputs,
@@ -144,11 +149,14 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const Forwar
   LOCKSTEP_RETURN_IF_ERROR(lora_.Begin(lora_adapters_, batch));
 
   Embed(batch, pool);
+  if (config_.n_embd_per_layer > 0)
+    per_layer_inputs_.Compute(kernels_, config_, weights_, batch, x_.data(), pool);
   // RoPE angles and attention row tiles depend only on the batch: once for all layers.
   ForEachRow(pool, rows, [&](int64_t r, int) {
     rope_.Angles(batch.rows[r].position, row_cos_sin_.data() + size_t(r) * 2 * rope_.pairs());
     if (any_local_rope_) {
-      local_rope_.Angles(batch.rows[r].position, row_cos_sin_local_.data() + size_t(r) * 2 * rope_.pairs());
+      local_rope_.Angles(batch.rows[r].position,
+                         row_cos_sin_local_.data() + size_t(r) * 2 * local_rope_.pairs());
     }
   });
   BuildTiles(
@@ -214,9 +222,16 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = int64_t(batch.rows.size());
   const int64_t d = c.n_embd;
-  const int64_t q_dim = c.q_dim();
-  const int64_t kv_dim = c.kv_dim();
-  const int64_t att_dim = c.att_dim(), nv = c.value_dim;  // attention outputs: [n_head][value_dim]
+  // This layer's widths (Gemma 4's differ by layer; deepseek2's values from its keys) and the KV it reads:
+  // its own, or for Gemma 4's shared-KV layers an earlier layer's, which it neither computes nor writes.
+  const int64_t head_dim = c.LayerHeadDim(layer);
+  const int64_t n_head_kv = c.LayerKvHeads(layer);
+  const int64_t q_dim = c.LayerQDim(layer);
+  const int64_t kv_dim = c.LayerKvDim(layer);
+  const int64_t nv = c.LayerValueDim(layer), v_dim = n_head_kv * nv;  // a value head's width, a row's values
+  const int64_t att_dim = c.LayerAttDim(layer);                       // attention outputs: [n_head][nv]
+  const bool stores_kv = c.StoresKv(layer);
+  const KvLayout layer_kv = kv.Layer(c.KvLayer(layer));
   // Rows from the queries on: all, or the output rows gathered to the front (scratch row j =
   // output_rows_[j]).
   const int64_t out_rows = only_output_rows ? int64_t(output_rows_.size()) : rows;
@@ -236,25 +251,32 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
   });
-  if (c.kv_lora_rank > 0) {  // deepseek2 (no LoRA adapters)
+  // Gemma 4: a layer without attn_v takes K's projection as V; shared-KV layers project Q alone.
+  const bool latent = c.kv_lora_rank > 0;
+  const bool value_is_key = stores_kv && !latent && w.wv.data == nullptr;
+  const int n_kv_weights = !stores_kv ? 0 : value_is_key ? 1 : 2;
+  if (latent) {  // deepseek2 (no LoRA adapters)
     mla_.KeysValues(kernels_, c, w, xn_.data(), rows, k_.data(), v_.data(), pool);
     if (only_output_rows) gather(xn_, d);
     mla_.Queries(kernels_, c, w, xn_.data(), out_rows, q_.data(), pool);
   } else if (!only_output_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
     float* const outs[] = {q_.data(), k_.data(), v_.data()};
-    MatMulShared(kernels_.matmul, qkv, xn_.data(), rows, outs, pool);
+    MatMulShared(kernels_.matmul, std::span(qkv, size_t(1 + n_kv_weights)), xn_.data(), rows,
+                 std::span(outs, size_t(1 + n_kv_weights)), pool);
     lora_.Apply(layer, LoraTarget::kQ, xn_.data(), rows, nullptr, q_.data(), kernels_.matmul, pool);
-  } else {
+  } else if (n_kv_weights > 0) {
     const WeightMatrix kv_weights[] = {w.wk, w.wv};
     float* const outs[] = {k_.data(), v_.data()};
-    MatMulShared(kernels_.matmul, kv_weights, xn_.data(), rows, outs, pool);
+    MatMulShared(kernels_.matmul, std::span(kv_weights, size_t(n_kv_weights)), xn_.data(), rows,
+                 std::span(outs, size_t(n_kv_weights)), pool);
   }
-  if (c.kv_lora_rank == 0) {
+  if (stores_kv) {
     lora_.Apply(layer, LoraTarget::kK, xn_.data(), rows, nullptr, k_.data(), kernels_.matmul, pool);
+    if (value_is_key) std::memcpy(v_.data(), k_.data(), sizeof(float) * size_t(rows * kv_dim));
     lora_.Apply(layer, LoraTarget::kV, xn_.data(), rows, nullptr, v_.data(), kernels_.matmul, pool);
   }
-  if (only_output_rows && c.kv_lora_rank == 0) {
+  if (only_output_rows && !latent) {
     gather(xn_, d);
     MatMul(kernels_.matmul, w.wq, xn_.data(), out_rows, q_.data(), pool);
     lora_.Apply(layer, LoraTarget::kQ, xn_.data(), out_rows, output_rows_.data(), q_.data(), kernels_.matmul,
@@ -269,12 +291,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       [&](float* x, int64_t heads,
           const std::vector<float>& norm) {  // qk_norm (Qwen3, Gemma 3; OLMo 2: all heads as one)
         if (c.qk_norm_whole) {
-          kernels_.elementwise.rms_norm(x, norm.data(), heads * c.head_dim, c.rms_eps, x);
+          kernels_.elementwise.rms_norm(x, norm.data(), heads * head_dim, c.rms_eps, x);
           return;
         }
         for (int64_t h = 0; h < heads; ++h) {
-          kernels_.elementwise.rms_norm(x + h * c.head_dim, norm.data(), c.head_dim, c.rms_eps,
-                                        x + h * c.head_dim);
+          kernels_.elementwise.rms_norm(x + h * head_dim, norm.data(), head_dim, c.rms_eps, x + h * head_dim);
         }
       };
   auto finish_query = [&](int64_t j, int64_t r) {
@@ -292,16 +313,21 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   ForEachRow(
       pool, rows,
       [&](int64_t r, int) {
+        if (!stores_kv) {
+          if (!only_output_rows) finish_query(r, r);
+          return;
+        }
         float* k = k_.data() + r * kv_dim;
-        float* v = v_.data() + r * c.v_dim();
+        float* v = v_.data() + r * v_dim;
         if (c.qkv_bias) {
           for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
-          for (int64_t i = 0; i < c.v_dim(); ++i) v[i] += w.bv[i];
+          for (int64_t i = 0; i < v_dim; ++i) v[i] += w.bv[i];
         }
-        if (c.qk_norm) norm_heads(k, c.n_head_kv, w.k_norm);
-        if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, c.n_head_kv);
+        if (c.qk_norm) norm_heads(k, n_head_kv, w.k_norm);
+        if (c.v_norm) norm_heads(v, n_head_kv, ones_);  // Gemma 4: no weight (times 1)
+        if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), k, n_head_kv);
         const BatchRow& row = batch.rows[r];
-        WriteKv(kv, *batch.sequences[row.sequence].blocks, layer, row.position, k, v);
+        WriteKv(layer_kv, *batch.sequences[row.sequence].blocks, 0, row.position, k, v);
         if (!only_output_rows) finish_query(r, r);
       },
       kParallelKvRows);
@@ -316,16 +342,16 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   // early and late positions). Every (row, head) is computed identically whatever the tiling and grouping.
   const std::vector<RowTile>& tiles = only_output_rows ? output_tiles_ : tiles_;
   const int64_t tile_count = int64_t(tiles.size());
-  const int32_t group = int32_t(c.n_head / c.n_head_kv);
+  const int32_t group = int32_t(c.n_head / n_head_kv);
   const float scale = c.attention_scale;
   const AttentionRule rule{int32_t(c.layers[size_t(layer)].window), c.attn_softcap};
-  const int64_t heads_per_task = tile_count * c.n_head_kv >= pool.size() ? group : 1;
+  const int64_t heads_per_task = tile_count * n_head_kv >= pool.size() ? group : 1;
   // With few (tile, KV head) pairs for the workers (batch-1 decode of a model with few KV heads), a decode
   // row past one attention part is split into its parts, one task per (KV head, part), merged afterwards
   // (flash-decoding; the same bits as unsplit, model/attention.h): the threads share a long context's
   // attention instead of one waiting for another's heads.
-  const bool split_long_rows = pool.size() > 1 && tile_count * c.n_head_kv < 2 * int64_t(pool.size()) &&
-                               CanSplitRow(kernels_.attention, kv, group, rule);
+  const bool split_long_rows = pool.size() > 1 && tile_count * n_head_kv < 2 * int64_t(pool.size()) &&
+                               CanSplitRow(kernels_.attention, layer_kv, group, rule);
   attention_tasks_.clear();
   split_rows_.clear();
   size_t outputs = 0, stats = 0;
@@ -354,20 +380,20 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const RowTile& tile = tiles[task.tile];
     const std::vector<std::byte*>& blocks = *batch.sequences[tile.sequence].blocks;
     const int64_t r = tile.first_row;
-    const float* q = q_.data() + r * q_dim + task.head * c.head_dim;
+    const float* q = q_.data() + r * q_dim + task.head * head_dim;
     AttentionRule task_rule = rule;
     if (!w.sinks.empty()) task_rule.sinks = w.sinks.data() + task.head;  // gpt-oss: the task's heads' sinks
     if (task.part < 0) {
       std::byte* scratch = pool.WorkerScratch(
-          worker, AttendRowsScratchBytes(ak, kv, tile.position, tile.rows, task.heads, task_rule));
-      AttendRows(ak, kv, blocks, layer, task.head / group, tile.position, tile.rows, q, size_t(q_dim),
+          worker, AttendRowsScratchBytes(ak, layer_kv, tile.position, tile.rows, task.heads, task_rule));
+      AttendRows(ak, layer_kv, blocks, 0, task.head / group, tile.position, tile.rows, q, size_t(q_dim),
                  task.heads, scale, att_.data() + r * att_dim + task.head * nv, size_t(att_dim), scratch,
                  task_rule);
       return;
     }
     const SplitRow& split = split_rows_[task.split];
     const size_t parts = size_t(AttentionParts(tile.position));
-    AttendRowPart(ak, kv, blocks, layer, task.head / group, tile.position, task.part, q, task.heads, scale,
+    AttendRowPart(ak, layer_kv, blocks, 0, task.head / group, tile.position, task.part, q, task.heads, scale,
                   part_outputs_.data() + split.outputs + task.head * parts * nv,
                   part_stats_.data() + split.stats + task.head * parts,
                   pool.WorkerScratch(worker, AttendRowPartScratchBytes(task.heads)));
@@ -388,7 +414,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const RowTile& tile = tiles[split.tile];
     const size_t parts = size_t(AttentionParts(tile.position));
     for (int32_t h = 0; h < c.n_head; h += group) {
-      MergeRowParts(ak, kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * nv,
+      MergeRowParts(ak, layer_kv, tile.position, group, part_outputs_.data() + split.outputs + h * parts * nv,
                     part_stats_.data() + split.stats + h * parts,
                     att_.data() + tile.first_row * att_dim + h * nv,
                     pool.WorkerScratch(0, MergeRowPartsScratchBytes(tile.position, group)),
@@ -451,7 +477,7 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
     }
   });
   if (!c.FeedForwardExperts(layer)) {
-    GatedFeedForward(rows, layer, c.n_ff, proj_.data(), pool);
+    GatedFeedForward(rows, layer, c.LayerFf(layer), proj_.data(), pool);
   } else {
     moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);
     if (c.n_ff_shared > 0 && !c.shared_expert_gate) {
@@ -484,6 +510,15 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
     if (c.residual_multiplier != 0) Scale(p, d, c.residual_multiplier);           // Granite
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
+  // Gemma 4: the per-layer token inputs, then the layer's output scale. Fewer rows than the batch's: the
+  // output rows, gathered (the last layer's skip).
+  if (c.n_embd_per_layer > 0) {
+    const int64_t* rows_of = rows < int64_t(lora_.batch_rows()) ? output_rows_.data() : nullptr;
+    per_layer_inputs_.Apply(kernels_, c, w, layer, x_.data(), rows, rows_of, pool);
+  }
+  if (!w.out_scale.empty()) {
+    ForEachRow(pool, rows, [&](int64_t r, int) { Scale(x_.data() + r * d, d, w.out_scale[0]); });
+  }
 }
 
 // compacted: the output rows' hidden states are the first rows of x_ (the last layer ran on them alone).

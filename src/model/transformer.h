@@ -30,6 +30,7 @@
 #include "model/model.h"
 #include "model/model_weights.h"
 #include "model/moe.h"
+#include "model/per_layer_inputs.h"
 #include "model/rope.h"
 #include "tensor/kernels.h"
 
@@ -78,8 +79,10 @@ class Transformer final : public Model {
   Rope rope_;
   Rope local_rope_;  // Gemma 3's local layers (LayerAttention::local_rope)
   bool any_local_rope_ = false;
-  MixtureOfExperts moe_;  // the FFN when config_.n_expert > 0
-  LatentAttention mla_;   // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
+  MixtureOfExperts moe_;             // the FFN when config_.n_expert > 0
+  LatentAttention mla_;              // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
+  std::vector<float> ones_;          // Gemma 4's V norm: a weight of ones
+  PerLayerInputs per_layer_inputs_;  // Gemma 4 E2B/E4B (config_.n_embd_per_layer > 0)
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;

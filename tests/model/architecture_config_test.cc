@@ -136,6 +136,49 @@ TEST(Architectures, Gemma3) {
             std::string::npos);
 }
 
+TEST(Architectures, Gemma4LayersDiffer) {
+  // tiny-gemma4: 10 layers, every fifth global (32-dim heads, 1 KV head) and the rest local (16-dim, 2 KV
+  // heads); the last 5 share K/V and have FFNs twice as wide.
+  const ModelConfig c = Config("tiny-gemma4");
+  EXPECT_TRUE(c.post_norms && c.scale_embeddings && c.qk_norm && c.v_norm);
+  EXPECT_EQ(c.attention_scale, 1.0f);
+  EXPECT_EQ(c.final_softcap, 2.0f);
+  EXPECT_EQ(c.n_embd_per_layer, 32);
+  EXPECT_EQ(c.rope_dim_local, 16);
+  EXPECT_EQ(c.rope_freq_factors.size(), 16u);  // rope_freqs: the global layers' proportional RoPE
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const bool global = (l + 1) % 5 == 0;
+    EXPECT_EQ(c.layers[size_t(l)].window, global ? 0 : 40) << l;
+    EXPECT_EQ(c.LayerHeadDim(l), global ? 32 : 16) << l;
+    EXPECT_EQ(c.LayerKvHeads(l), global ? 1 : 2) << l;
+    EXPECT_EQ(c.LayerFf(l), l >= 5 ? 256 : 128) << l;
+    EXPECT_EQ(c.StoresKv(l), l < 5) << l;
+    // Shared layers read the last earlier layer of their kind: 3 (local) or 4 (global).
+    EXPECT_EQ(c.KvLayer(l), l < 5 ? l : global ? 4 : 3) << l;
+  }
+  // The KV layout holds the 5 storing layers, each at its own width.
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-gemma4", TensorType::kF32));
+  const KvLayout kv = m.model->MakeKvLayout(KvDtype::kF32, 16);
+  ASSERT_EQ(kv.n_layer, 5);
+  ASSERT_EQ(kv.layer_shapes.size(), 5u);
+  EXPECT_EQ(kv.BlockBytes(), size_t(4 * 2 * 2 * 16 * 16 + 1 * 2 * 1 * 32 * 16) * sizeof(float));
+  const KvLayout global = kv.Layer(4);
+  EXPECT_EQ(global.head_dim, 32);
+  EXPECT_EQ(global.n_kv_head, 1);
+  EXPECT_EQ(global.base, size_t(4 * 2 * 2 * 16 * 16) * sizeof(float));
+  EXPECT_EQ(global.ValueOffset(0, 0), global.base + size_t(32 * 16) * sizeof(float));
+
+  Edit too_many;
+  too_many.set_keys = {{"gemma4.attention.shared_kv_layers", GgufValue::Uint32(9)}};
+  EXPECT_NE(ConfigError("tiny-gemma4", too_many).find("no earlier layer of its kind"), std::string::npos);
+  Edit kv_heads;
+  kv_heads.set_keys = {{"gemma4.attention.head_count_kv", GgufValue::Int32Array({2, 2, 2})}};
+  EXPECT_NE(ConfigError("tiny-gemma4", kv_heads).find("one per layer"), std::string::npos);
+  EXPECT_NE(ConfigError("tiny-gemma4", DropKeys({"gemma4.attention.sliding_window_pattern"}))
+                .find("sliding_window_pattern"),
+            std::string::npos);
+}
+
 TEST(Architectures, Phi3WindowsAndLongRope) {
   const ModelConfig c = Config("tiny-phi3");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);

@@ -51,7 +51,10 @@ std::vector<double> RmsNorm(const std::vector<double>& x, const std::vector<doub
 
 // Rotates every head of v in place at `pos` (a local layer's RoPE: the local base, unscaled).
 void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t pos, bool local) {
-  const int64_t half = c.rope_dim / 2;
+  // Gemma 4's local layers: heads of head_dim_local, rope_dim_local of them rotated.
+  const int64_t rope_dim = local && c.rope_dim_local > 0 ? c.rope_dim_local : c.rope_dim;
+  const int64_t head_dim = local && c.head_dim_local > 0 ? c.head_dim_local : c.head_dim;
+  const int64_t half = rope_dim / 2;
   const double scale = !local && c.rope_scaling == RopeScaling::kLinear ? 1.0 / c.rope_scale_factor : 1.0;
   const double base = local ? c.rope_freq_base_local : c.rope_freq_base;
   double mscale = local ? 1.0 : c.rope_attn_factor;
@@ -68,7 +71,7 @@ void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t
   if (yarn) mscale *= (1 + 0.1 * ln_factor) / (1 + 0.1 * c.yarn_log_mul * ln_factor);
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i = 0; i < half; ++i) {
-      double freq = std::pow(base, -2.0 * i / c.rope_dim);
+      double freq = std::pow(base, -2.0 * i / rope_dim);
       if (!local && !c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[i];
       if (yarn) {
         const double extrapolate = 1 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
@@ -76,8 +79,8 @@ void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t
       }
       const double angle = pos * scale * freq;
       const bool neox = c.rope_mode == RopeMode::kNeox;
-      const int64_t a = h * c.head_dim + (neox ? i : 2 * i);
-      const int64_t b = h * c.head_dim + (neox ? i + half : 2 * i + 1);
+      const int64_t a = h * head_dim + (neox ? i : 2 * i);
+      const int64_t b = h * head_dim + (neox ? i + half : 2 * i + 1);
       const double x0 = v[a], x1 = v[b];
       v[a] = mscale * (x0 * std::cos(angle) - x1 * std::sin(angle));
       v[b] = mscale * (x0 * std::sin(angle) + x1 * std::cos(angle));
@@ -112,7 +115,14 @@ struct Layer {
   Matrix wq_a, wq_b, wkv_a, wkv_b;
   std::vector<double> q_a_norm, kv_a_norm;
   std::vector<Matrix> expert_gate, expert_up, expert_down;
+  // Gemma 4: the output scale (empty: none) and the per-layer input's gate, projection and post-norm.
+  std::vector<double> out_scale, pl_post_norm;
+  Matrix pl_gate, pl_proj;
 };
+
+double Gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
 
 // Expert e's [out][in] slice of each 3-D tensor [in, out, n_expert] (loaded as n_expert * out rows).
 Result<std::vector<Matrix>> LoadExperts(const GgufFile& file, const std::string& name, int64_t n_expert) {
@@ -293,8 +303,22 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       L.wv = RowRange(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
     } else {
       LOCKSTEP_ASSIGN_OR_RETURN(L.wq, Load(file, p + "attn_q.weight"));
-      LOCKSTEP_ASSIGN_OR_RETURN(L.wk, Load(file, p + "attn_k.weight"));
-      LOCKSTEP_ASSIGN_OR_RETURN(L.wv, Load(file, p + "attn_v.weight"));
+      if (c.StoresKv(l)) {  // Gemma 4's shared-KV layers have none; without attn_v, V is K's projection
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wk, Load(file, p + "attn_k.weight"));
+        if (file.FindTensor(p + "attn_v.weight") != nullptr || !c.v_norm) {
+          LOCKSTEP_ASSIGN_OR_RETURN(L.wv, Load(file, p + "attn_v.weight"));
+        } else {
+          L.wv = L.wk;
+        }
+      }
+    }
+    if (file.FindTensor(p + "layer_output_scale.weight") != nullptr) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.out_scale, LoadVector(file, p + "layer_output_scale.weight"));
+    }
+    if (c.n_embd_per_layer > 0) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.pl_gate, Load(file, p + "inp_gate.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.pl_proj, Load(file, p + "proj.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.pl_post_norm, LoadVector(file, p + "post_norm.weight"));
     }
     LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
     if (c.FeedForwardExperts(l)) {
@@ -326,7 +350,9 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     }
     if (c.qk_norm) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.q_norm, LoadVector(file, p + "attn_q_norm.weight"));
-      LOCKSTEP_ASSIGN_OR_RETURN(L.k_norm, LoadVector(file, p + "attn_k_norm.weight"));
+      if (c.StoresKv(l)) {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.k_norm, LoadVector(file, p + "attn_k_norm.weight"));
+      }
     }
     if (c.post_norms) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.post_attn_norm, LoadVector(file, p + "post_attention_norm.weight"));
@@ -350,9 +376,33 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       for (double& e : x[t]) e *= c.embedding_multiplier;
     }
   }
-  const int64_t group = c.n_head / c.n_head_kv;
+  // Gemma 4's per-layer inputs: [token][n_layer * n_embd_per_layer].
+  Matrix per_layer(n);
+  if (c.n_embd_per_layer > 0) {
+    const int64_t e = c.n_embd_per_layer;
+    LOCKSTEP_ASSIGN_OR_RETURN(Matrix table, Load(file, "per_layer_token_embd.weight"));
+    LOCKSTEP_ASSIGN_OR_RETURN(Matrix model_proj, Load(file, "per_layer_model_proj.weight"));
+    LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> proj_norm, LoadVector(file, "per_layer_proj_norm.weight"));
+    for (size_t t = 0; t < n; ++t) {
+      std::vector<double> proj = MatVec(model_proj, x[t]);
+      for (double& value : proj) value /= std::sqrt(double(c.n_embd));  // transformers' projection scale
+      per_layer[t].resize(proj.size());
+      for (int64_t l = 0; l < c.n_layer; ++l) {
+        const std::vector<double> slice(proj.begin() + l * e, proj.begin() + (l + 1) * e);
+        const std::vector<double> normed = RmsNorm(slice, proj_norm, c.rms_eps);
+        for (int64_t i = 0; i < e; ++i) {
+          per_layer[t][l * e + i] =
+              (normed[i] + table[tokens[t]][l * e + i] * std::sqrt(double(e))) / std::sqrt(2.0);
+        }
+      }
+    }
+  }
+  std::vector<Matrix> keys(c.n_layer), values(c.n_layer);  // per layer that stores them (Gemma 4)
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Layer& L = layers[l];
+    const int64_t hd = c.LayerHeadDim(l), n_head_kv = c.LayerKvHeads(l);
+    const int64_t group = c.n_head / n_head_kv;
+    const bool stores_kv = c.StoresKv(l);
     Matrix q(n), k(n), v(n);
     for (size_t t = 0; t < n && c.kv_lora_rank > 0; ++t) {
       LatentAttention(L, c, RmsNorm(x[t], L.attn_norm, c.rms_eps), int64_t(t), q[t], k[t], v[t]);
@@ -360,8 +410,14 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     for (size_t t = 0; t < n && c.kv_lora_rank == 0; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.attn_norm, c.rms_eps);
       q[t] = MatVec(L.wq, h);
+      if (!stores_kv) {
+        if (c.qk_norm) NormHeads(q[t], L.q_norm, c.rms_eps);
+        Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
+        continue;
+      }
       k[t] = MatVec(L.wk, h);
       v[t] = MatVec(L.wv, h);
+      if (c.v_norm) NormHeads(v[t], std::vector<double>(size_t(hd), 1.0), c.rms_eps);
       if (c.qkv_bias) {
         for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += L.bq[i];
         for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += L.bk[i];
@@ -373,16 +429,23 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       }
       if (c.layers[l].rope) {
         Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
-        Rotate(k[t], c.n_head_kv, c, int64_t(t), c.layers[l].local_rope);
+        Rotate(k[t], n_head_kv, c, int64_t(t), c.layers[l].local_rope);
       }
       if (c.attn_temperature_scale != 0) {  // Llama 4's (Ministral 3's) query temperature
         const double steps = std::floor(double(t) / double(c.attn_temperature_length));
         for (double& x : q[t]) x *= 1 + c.attn_temperature_scale * std::log(1 + steps);
       }
     }
+    if (stores_kv) {
+      keys[l] = k;
+      values[l] = v;
+    } else {
+      k = keys[c.layers[l].kv_from];
+      v = values[c.layers[l].kv_from];
+    }
     for (size_t t = 0; t < n; ++t) {
-      std::vector<double> att(c.att_dim(), 0.0);
-      const int64_t nv = c.value_dim;
+      std::vector<double> att(c.LayerAttDim(l), 0.0);
+      const int64_t nv = c.LayerValueDim(l);
       for (int64_t h = 0; h < c.n_head; ++h) {
         const int64_t kvh = h / group;
         // Keys in the layer's window: positions s with t - s < window.
@@ -392,8 +455,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         double max_score = -1e300;
         for (size_t s = first; s <= t; ++s) {
           double dot = 0;
-          for (int64_t i = 0; i < c.head_dim; ++i)
-            dot += q[t][h * c.head_dim + i] * k[s][kvh * c.head_dim + i];
+          for (int64_t i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[s][kvh * hd + i];
           scores[s] = dot * c.attention_scale;
           if (c.attn_softcap > 0) scores[s] = c.attn_softcap * std::tanh(scores[s] / c.attn_softcap);
           max_score = std::max(max_score, scores[s]);
@@ -422,8 +484,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       const std::vector<double> u = MatVec(L.up, h);
       for (size_t i = 0; i < g.size(); ++i) {
         if (c.ffn_activation == FfnActivation::kGeluTanh) {
-          const double z = std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i]);
-          g[i] = 0.5 * g[i] * (1.0 + std::tanh(z)) * u[i];
+          g[i] = Gelu(g[i]) * u[i];
         } else {
           g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
         }
@@ -432,6 +493,15 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       if (c.post_norms) d = RmsNorm(d, L.post_ffn_norm, c.rms_eps);
       const double residual = c.residual_multiplier != 0 ? c.residual_multiplier : 1.0;
       for (size_t i = 0; i < d.size(); ++i) x[t][i] += residual * d[i];
+      if (c.n_embd_per_layer > 0) {  // Gemma 4: x += norm(proj . (GELU(gate . x) * input))
+        std::vector<double> gated = MatVec(L.pl_gate, x[t]);
+        for (int64_t i = 0; i < c.n_embd_per_layer; ++i) {
+          gated[i] = Gelu(gated[i]) * per_layer[t][l * c.n_embd_per_layer + i];
+        }
+        const std::vector<double> p = RmsNorm(MatVec(L.pl_proj, gated), L.pl_post_norm, c.rms_eps);
+        for (size_t i = 0; i < p.size(); ++i) x[t][i] += p[i];
+      }
+      for (double& value : x[t]) value *= L.out_scale.empty() ? 1.0 : L.out_scale[0];
     }
   }
   std::vector<std::vector<double>> logits(n);
