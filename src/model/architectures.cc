@@ -16,13 +16,17 @@ struct ArchInfo {
 
 // RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},      {"qwen2", RopeMode::kNeox},      {"qwen3", RopeMode::kNeox},
-    {"phi3", RopeMode::kNeox},         {"gemma2", RopeMode::kNeox},     {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},     {"smollm3", RopeMode::kNormal},  {"granite", RopeMode::kNormal},
-    {"granitemoe", RopeMode::kNormal}, {"olmo2", RopeMode::kNeox},      {"qwen2moe", RopeMode::kNeox},
-    {"gpt-oss", RopeMode::kNeox},      {"ernie4_5", RopeMode::kNormal}, {"mistral3", RopeMode::kNormal},
-    {"glm4", RopeMode::kNormal},       {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
-    {"deepseek2", RopeMode::kNormal},  {"gemma4", RopeMode::kNeox},
+    {"llama", RopeMode::kNormal},     {"qwen2", RopeMode::kNeox},
+    {"qwen3", RopeMode::kNeox},       {"phi3", RopeMode::kNeox},
+    {"gemma2", RopeMode::kNeox},      {"gemma3", RopeMode::kNeox},
+    {"qwen3moe", RopeMode::kNeox},    {"smollm3", RopeMode::kNormal},
+    {"granite", RopeMode::kNormal},   {"granitemoe", RopeMode::kNormal},
+    {"olmo2", RopeMode::kNeox},       {"qwen2moe", RopeMode::kNeox},
+    {"gpt-oss", RopeMode::kNeox},     {"ernie4_5", RopeMode::kNormal},
+    {"mistral3", RopeMode::kNormal},  {"glm4", RopeMode::kNormal},
+    {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
+    {"deepseek2", RopeMode::kNormal}, {"gemma4", RopeMode::kNeox},
+    {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -32,7 +36,7 @@ struct UnsupportedMoe {
   const char* needs;
 };
 constexpr UnsupportedMoe kUnsupportedMoe[] = {
-    {"qwen3next", "shared experts and linear attention"},
+    {"qwen3next", "shared experts and the fused ssm_in / ssm_ba tensors (its Gated DeltaNet is qwen35's)"},
     {"phimoe", "sparsemixer routing"},
     {"mixtral", "the llama architecture name (llama.cpp writes Mixtral as llama)"},
     {"deepseek", "shared experts"},
@@ -229,6 +233,50 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
     *m.value = float(value);
   }
   if (attention_scale > 0) c.attention_scale = attention_scale;
+  return Status::Ok();
+}
+
+// qwen35 (Qwen3.5, dense): Gated DeltaNet on every layer but each full_attention_interval-th (default 4, as
+// llama.cpp), whose attention has a gated output and Q/K norms; the FFN's pre-norm is post_attention_norm.
+// Multi-token-prediction layers (nextn_predict_layers, the last blocks) are not run: n_layer excludes them.
+Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
+  c.qk_norm = true;
+  c.attn_output_gate = true;
+  c.ffn_norm_is_post_attention_norm = true;
+  DeltaNetConfig& dn = c.delta_net;
+  struct Field {
+    const char* key;
+    int64_t* value;
+    int64_t limit;
+  };
+  int64_t inner = 0;
+  for (const Field& f :
+       {Field{"ssm.conv_kernel", &dn.conv_kernel, 64}, Field{"ssm.group_count", &dn.k_heads, 4096},
+        Field{"ssm.time_step_rank", &dn.v_heads, 4096}, Field{"ssm.state_size", &dn.head_k_dim, kMaxHeadDim},
+        Field{"ssm.inner_size", &inner, int64_t{1} << 24}}) {
+    const std::string key = Key(c, f.key);
+    if (!file.Has(key))
+      return InvalidArgument(file.path() + ": key '" + key + "' is missing (qwen35 needs it)");
+    LOCKSTEP_ASSIGN_OR_RETURN(*f.value, file.GetInt(key));
+    if (*f.value < 1 || *f.value > f.limit) {
+      return OutOfRangeKey(file, key, "is out of range (1.." + std::to_string(f.limit) + ")");
+    }
+  }
+  if (dn.conv_kernel < 2) return OutOfRangeKey(file, Key(c, "ssm.conv_kernel"), "must be at least 2");
+  if (dn.v_heads % dn.k_heads != 0 || inner % dn.v_heads != 0) {
+    return InvalidArgument(file.path() + ": " + Key(c, "ssm.time_step_rank") + " must be a multiple of " +
+                           Key(c, "ssm.group_count") + " and divide " + Key(c, "ssm.inner_size"));
+  }
+  dn.head_v_dim = inner / dn.v_heads;
+  const std::string mtp_key = Key(c, "nextn_predict_layers");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(mtp_key, 0));
+  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, mtp_key, "leaves no layer to run");
+  c.n_layer -= mtp;
+  c.layers.resize(size_t(c.n_layer));
+  const std::string interval_key = Key(c, "full_attention_interval");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t interval, file.GetIntOr(interval_key, 4));
+  if (interval < 1 || interval > c.n_layer) return OutOfRangeKey(file, interval_key, "is out of range");
+  for (int64_t l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].recurrent = (l + 1) % interval != 0;
   return Status::Ok();
 }
 
@@ -503,6 +551,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.post_norms = true;
     return Status::Ok();
   }
+  if (a == "qwen35") return ApplyQwen35(file, c);
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);

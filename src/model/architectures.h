@@ -44,6 +44,10 @@
 //   gemma4  Gemma 4's text model: gemma3's layers with per-layer head sizes, KV heads and FFN widths,
 //           layers sharing earlier layers' K/V, V = K where attn_v is absent, V norms, layer output scales,
 //           proportional RoPE on global layers, per-layer token inputs (model/gemma4.h)
+//   qwen35  Qwen3.5 (dense): Gated DeltaNet linear attention (model/delta_net.h; <arch>.ssm.*) on all layers
+//           but every full_attention_interval-th, whose attention has Q/K norms, partial NeoX RoPE and a
+//           sigmoid output gate (attn_q rows [query | gate] per head); the FFN's pre-norm is named
+//           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and

@@ -14,6 +14,11 @@
 // Keys are stored dim-major (a head's dim d of all slots together), so attention widens them straight into
 // its transposed layout (tensor/attention_kernels.h); values slot-major. Position p of a sequence lives in
 // blocks[p / block_tokens] at slot p % block_tokens.
+//
+// A model with recurrent layers (qwen35's Gated DeltaNet, model/delta_net.h) keeps, besides its KV, one
+// fixed-size recurrent state per sequence (KvLayout::recurrent_state_floats floats, SequenceKv::
+// recurrent_state): the summary of every position the sequence has computed, advanced in place by each of
+// its rows in position order. The kv/ layer's RecurrentStatePool hands out one per running sequence.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +51,8 @@ struct KvLayout {
   std::vector<KvLayerShape> layer_shapes;
   // Byte offset of layer 0 within a block: 0, or where the one layer of a view (Layer()) lives.
   size_t base = 0;
+  // Floats of one sequence's recurrent state (ModelConfig::RecurrentStateFloats); 0: the model has none.
+  int64_t recurrent_state_floats = 0;
 
   int32_t ValueDim() const { return value_dim > 0 ? value_dim : head_dim; }
   // Bytes of one head's K (HeadBytes) or V (ValueHeadBytes) for all slots of a block (a uniform layout or a
@@ -96,6 +103,10 @@ struct SequenceKv {
   // The user scale of each LoRA adapter for this sequence's rows (model/lora_adapter.h), by adapter index;
   // missing entries are 0. Borrowed; empty: no adapter.
   std::span<const float> lora_scales;
+  // A model with recurrent layers: this sequence's recurrent state (KvLayout::recurrent_state_floats floats,
+  // borrowed), holding positions [0, p) where p is the sequence's first row in the batch — or anything when
+  // p is 0 (Forward starts it from zeros). Forward advances it through the sequence's rows. Null otherwise.
+  float* recurrent_state = nullptr;
 };
 
 struct BatchRow {
@@ -111,7 +122,9 @@ struct BatchRow {
 // Contract for Model::Forward:
 // - the rows of one sequence are consecutive positions in increasing order (not necessarily adjacent rows);
 // - every position below a sequence's first row is already in its KV;
-// - its blocks cover every position in the batch.
+// - its blocks cover every position in the batch;
+// - with recurrent layers: its rows are adjacent positions (no gap) and its recurrent state holds the
+//   positions below its first row (SequenceKv::recurrent_state).
 // Forward writes each row's K and V at its position, then each row attends to positions [0, position].
 struct Batch {
   std::vector<BatchRow> rows;

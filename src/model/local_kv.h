@@ -1,7 +1,7 @@
 // LocalKv: KV storage for one sequence, allocated directly as KvLayout blocks (model/batch.h) — for the
 // single-sequence CLI, tests and benchmarks; the engine uses the kv/ layer's shared block pool instead.
-// Owns its memory (zero-filled, 64-byte aligned blocks); blocks() is what SequenceKv borrows. Not
-// thread-safe.
+// Owns its memory (zero-filled, 64-byte aligned blocks, and the recurrent state when the layout has one);
+// blocks() is what SequenceKv borrows. Not thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,10 @@ namespace lockstep {
 class LocalKv {
  public:
   // Enough blocks for `tokens` positions.
-  LocalKv(const KvLayout& layout, int64_t tokens) : layout_(layout) { Reserve(tokens); }
+  LocalKv(const KvLayout& layout, int64_t tokens)
+      : layout_(layout), recurrent_state_(size_t(layout.recurrent_state_floats)) {
+    Reserve(tokens);
+  }
 
   // Grows to cover `tokens` positions (existing blocks keep their addresses and contents).
   void Reserve(int64_t tokens) {
@@ -28,7 +31,9 @@ class LocalKv {
     }
   }
   const std::vector<std::byte*>& blocks() const { return blocks_; }
-  SequenceKv view() const { return SequenceKv{&blocks_}; }
+  SequenceKv view() const {
+    return SequenceKv{&blocks_, {}, recurrent_state_.empty() ? nullptr : recurrent_state_.data()};
+  }
   int64_t capacity_tokens() const { return int64_t(blocks_.size()) * layout_.block_tokens; }
 
  private:
@@ -38,6 +43,7 @@ class LocalKv {
   KvLayout layout_;
   std::vector<std::unique_ptr<std::byte[], AlignedDelete>> storage_;
   std::vector<std::byte*> blocks_;
+  mutable std::vector<float> recurrent_state_;  // written through view()'s pointer by Forward
 };
 
 }  // namespace lockstep

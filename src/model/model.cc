@@ -64,6 +64,7 @@ KvLayout Model::MakeKvLayout(KvDtype dtype, int32_t block_tokens) const {
   kv.value_dim = c.value_dim == c.head_dim ? 0 : static_cast<int32_t>(c.value_dim);
   kv.block_tokens = block_tokens;
   kv.dtype = dtype;
+  kv.recurrent_state_floats = c.RecurrentStateFloats();
   // Layers that store K/V, each with its own shape when they differ (Gemma 4).
   bool mixed = false;
   for (int64_t l = 0; l < c.n_layer; ++l) {

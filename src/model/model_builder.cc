@@ -319,6 +319,30 @@ void SetGemma4Metadata(const ModelShape& s, GgufWriter& w) {
   w.Set(a + "final_logit_softcapping", GgufValue::Float32(s.final_softcap));
 }
 
+// qwen35: a Gated DeltaNet layer's tensors (llama.cpp's names and shapes for them; model/delta_net.h): F32
+// conv taps and per-head vectors, ssm_a = -exp(A_log) for A_log in [0, 1.5).
+void PlanDeltaNetLayer(const ModelShape& s, const std::string& p, Fill norm,
+                       const std::function<void(const std::string&, int64_t, int64_t)>& matrix,
+                       std::vector<PlannedTensor>& t) {
+  const int64_t key_dim = s.ssm_k_heads * s.ssm_head_dim, value_dim = s.ssm_v_heads * s.ssm_head_dim;
+  matrix(p + "attn_qkv.weight", 2 * key_dim + value_dim, s.n_embd);
+  matrix(p + "attn_gate.weight", value_dim, s.n_embd);
+  matrix(p + "ssm_beta.weight", s.ssm_v_heads, s.n_embd);
+  matrix(p + "ssm_alpha.weight", s.ssm_v_heads, s.n_embd);
+  matrix(p + "ssm_out.weight", s.n_embd, value_dim);
+  t.push_back({p + "ssm_conv1d.weight",
+               TensorType::kF32,
+               {s.ssm_conv_kernel, 2 * key_dim + value_dim},
+               Fill::kNormal,
+               {},
+               0.3f});
+  std::vector<float> a(size_t(s.ssm_v_heads));
+  for (size_t h = 0; h < a.size(); ++h) a[h] = -std::exp(1.5f * float(h) / float(a.size()));
+  t.push_back({p + "ssm_a", TensorType::kF32, {s.ssm_v_heads}, Fill::kValues, std::move(a)});
+  t.push_back({p + "ssm_dt.bias", TensorType::kF32, {s.ssm_v_heads}, Fill::kNormal, {}, 1.0f});
+  t.push_back({p + "ssm_norm.weight", TensorType::kF32, {s.ssm_head_dim}, norm, {}});
+}
+
 std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
   if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
@@ -334,6 +358,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool fused = a == "phi3";
   const bool fused_ffn = fused || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
+  const bool qwen35 = a == "qwen35";    // Gated DeltaNet layers; gated attention output
   const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
   std::vector<PlannedTensor> t;
   int64_t layer = 0;
@@ -373,6 +398,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     const std::string p = "blk." + std::to_string(layer) + ".";
     if (!olmo2) vec(p + "attn_norm.weight", s.n_embd, norm);
     const bool dense = s.n_expert == 0 || layer < s.n_layer_dense_lead;
+    const bool recurrent = qwen35 && (layer + 1) % s.full_attention_interval != 0;
     if (s.kv_lora_rank > 0) {  // deepseek2's latent attention
       if (s.q_lora_rank > 0) {
         matrix(p + "attn_q_a.weight", s.q_lora_rank, s.n_embd);
@@ -385,10 +411,13 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       vec(p + "attn_kv_a_norm.weight", s.kv_lora_rank, norm);
       matrix(p + "attn_kv_b.weight", s.n_head * (head_dim - RopeDim(s) + ValueDim(s)), s.kv_lora_rank,
              Role::kAttnV);
+    } else if (recurrent) {
+      PlanDeltaNetLayer(
+          s, p, norm, [&](const std::string& name, int64_t out, int64_t in) { matrix(name, out, in); }, t);
     } else if (fused) {
       matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, s.n_embd, Role::kAttnV);
     } else {
-      matrix(p + "attn_q.weight", q_dim, s.n_embd);
+      matrix(p + "attn_q.weight", (qwen35 ? 2 : 1) * q_dim, s.n_embd);  // qwen35: [query | gate] per head
       matrix(p + "attn_k.weight", kv_dim, s.n_embd);
       matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
     }
@@ -397,17 +426,19 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
       vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
     }
-    if (qk_norm) {
+    if ((qk_norm || qwen35) && !recurrent) {
       vec(p + "attn_q_norm.weight", olmo2 ? q_dim : head_dim, norm);
       vec(p + "attn_k_norm.weight", olmo2 ? kv_dim : head_dim, norm);
     }
-    matrix(p + "attn_output.weight", s.n_embd, s.n_head * ValueDim(s));
+    if (!recurrent) matrix(p + "attn_output.weight", s.n_embd, s.n_head * ValueDim(s));
     if (gpt_oss) {  // sinks of a few units: the softmax's denominator then changes visibly
       t.push_back({p + "attn_sinks.weight", TensorType::kF32, {s.n_head}, Fill::kNormal, {}, 2.0f});
       vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
     if (post_norms) vec(p + "post_attention_norm.weight", s.n_embd, norm);
-    if (!olmo2) vec(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
+    if (!olmo2) {
+      vec(p + (gpt_oss || qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
+    }
     if (!dense) {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       t.push_back({p + "ffn_gate_inp.weight",
@@ -565,6 +596,18 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
                                            int32_t(pairs - t - (pairs - t) / 2), 0};
     w.Set(a + ".rope.dimension_sections", GgufValue::Int32Array(sections));
     if (family != "qwen2") w.Set(a + ".n_deepstack_layers", GgufValue::Uint32(3));
+  }
+  if (a == "qwen35") {  // Gated DeltaNet and M-RoPE sections (t, h, w, unused) in Qwen3.5's 11:11:10
+    const int64_t key_width = s.ssm_head_dim;
+    w.Set(a + ".ssm.conv_kernel", GgufValue::Uint32(uint32_t(s.ssm_conv_kernel)));
+    w.Set(a + ".ssm.group_count", GgufValue::Uint32(uint32_t(s.ssm_k_heads)));
+    w.Set(a + ".ssm.time_step_rank", GgufValue::Uint32(uint32_t(s.ssm_v_heads)));
+    w.Set(a + ".ssm.state_size", GgufValue::Uint32(uint32_t(key_width)));
+    w.Set(a + ".ssm.inner_size", GgufValue::Uint32(uint32_t(s.ssm_v_heads * s.ssm_head_dim)));
+    w.Set(a + ".full_attention_interval", GgufValue::Uint32(uint32_t(s.full_attention_interval)));
+    const int64_t pairs = RopeDim(s) / 2, t = (pairs + 2) / 3, h = (pairs - t + 1) / 2;
+    w.Set(a + ".rope.dimension_sections",
+          GgufValue::Int32Array({int32_t(t), int32_t(h), int32_t(pairs - t - h), 0}));
   }
   if (a == "bert") {  // an encoder: LayerNorm epsilon, bidirectional, CLS pooling (as bge's files)
     w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));

@@ -67,6 +67,14 @@ struct ModelShape {
   int64_t n_expert_used = 0;
   int64_t n_ff_expert = 0;  // 0: n_ff
   int64_t n_ff_shared = 0;
+  // qwen35's Gated DeltaNet layers (all but every full_attention_interval-th): ssm.conv_kernel,
+  // ssm.group_count (key heads), ssm.time_step_rank (value heads), ssm.state_size (each head's width;
+  // ssm.inner_size = value heads x it), and the M-RoPE sections written as rope.dimension_sections.
+  int64_t ssm_conv_kernel = 4;
+  int64_t ssm_k_heads = 0;
+  int64_t ssm_v_heads = 0;
+  int64_t ssm_head_dim = 0;
+  int64_t full_attention_interval = 4;
   // Standard deviation of the router weights (larger than weight_std: the router logits then spread enough
   // that near-ties between the last chosen expert and the next are rare).
   float router_std = 0.2f;
@@ -117,14 +125,14 @@ struct ModelShape {
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
 // tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-gemma4, tiny-ernie4.5, tiny-qwen2.5vl,
-// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3: real head
-// counts, GQA ratios and window patterns, tiny widths, windows and expert counts), tiny-qwen3-reranker
-// (tiny-qwen3 with a yes/no classifier head and a rerank template), tiny-bert (a bge-like bidirectional
-// encoder; needs a WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output head),
-// small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the expert
-// products), small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's
-// plan at a fifth of its width), and real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b,
-// gemma2-2b, gemma3-1b.
+// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3, tiny-qwen35:
+// real head counts, GQA ratios and window patterns, tiny widths, windows and expert counts),
+// tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a rerank template), tiny-bert (a bge-like
+// bidirectional encoder; needs a WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output
+// head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the
+// expert products), small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared expert), small-gpt-oss
+// (gpt-oss-20b's plan at a fifth of its width), and real ones: stories15m, smollm2-135m, qwen2-0.5b,
+// llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

@@ -187,6 +187,12 @@ int64_t ModelConfig::WidestWindow() const {
   return widest;
 }
 
+int64_t ModelConfig::RecurrentLayers() const {
+  int64_t n = 0;
+  for (const LayerAttention& layer : layers) n += layer.recurrent ? 1 : 0;
+  return n;
+}
+
 std::vector<float> Llama3RopeFreqFactors(int64_t rope_dim, float freq_base, float factor,
                                          float low_freq_factor, float high_freq_factor, int64_t orig_ctx) {
   std::vector<float> factors;
@@ -343,6 +349,13 @@ std::string ModelConfig::Summary() const {
   }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) out << ", final softcap " << final_softcap;
+  if (RecurrentLayers() > 0) {
+    const DeltaNetConfig& dn = delta_net;
+    out << ", Gated DeltaNet on " << RecurrentLayers() << "/" << n_layer << " layers (" << dn.k_heads << "x"
+        << dn.head_k_dim << " key, " << dn.v_heads << "x" << dn.head_v_dim << " value heads, conv "
+        << dn.conv_kernel << ")";
+  }
+  if (attn_output_gate) out << ", gated attention output";
   int64_t windowed = 0, unrotated = 0;
   for (const LayerAttention& layer : layers) {
     windowed += layer.window > 0 ? 1 : 0;

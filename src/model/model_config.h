@@ -53,6 +53,31 @@ struct LayerAttention {
   // Gemma 4's shared-KV layers (the last <arch>.attention.shared_kv_layers): the earlier layer whose K/V
   // this one attends to, storing none of its own; -1: its own.
   int32_t kv_from = -1;
+  // A Gated DeltaNet linear-attention layer instead of attention (qwen35: all but every
+  // full_attention_interval-th layer; model/delta_net.h): it reads and writes its sequence's recurrent
+  // state, not the KV cache.
+  bool recurrent = false;
+};
+
+// Gated DeltaNet linear attention (qwen35; model/delta_net.h), from <arch>.ssm.* as llama.cpp names them.
+// Its per-sequence state, for each recurrent layer: the short convolution's last conv_kernel - 1 inputs of
+// ConvChannels() channels, and one [head_v_dim][head_k_dim] matrix per value head.
+struct DeltaNetConfig {
+  int64_t conv_kernel = 0;  // ssm.conv_kernel
+  int64_t k_heads = 0;      // ssm.group_count: query/key heads
+  int64_t v_heads = 0;      // ssm.time_step_rank: value heads (a multiple of k_heads)
+  int64_t head_k_dim = 0;   // ssm.state_size
+  int64_t head_v_dim = 0;   // ssm.inner_size / v_heads
+  // Value head h reads query/key head h % k_heads (qwen35's separate ssm_alpha/ssm_beta files), as
+  // ik_llama.cpp does; false: h / (v_heads / k_heads).
+  bool tiled_heads = true;
+
+  int64_t key_dim() const { return k_heads * head_k_dim; }
+  int64_t value_dim() const { return v_heads * head_v_dim; }
+  int64_t ConvChannels() const { return 2 * key_dim() + value_dim(); }  // [q | k | v] of attn_qkv
+  // Floats of one layer's state: the conv window, then the matrices.
+  int64_t ConvFloats() const { return (conv_kernel - 1) * ConvChannels(); }
+  int64_t LayerStateFloats() const { return ConvFloats() + v_heads * head_v_dim * head_k_dim; }
 };
 
 // How an embedding pools the final hidden states of a prompt (llama.cpp's pooling types, the values of
@@ -209,6 +234,13 @@ struct ModelConfig {
   // decompressed, per head.
   int64_t q_lora_rank = 0;   // <arch>.attention.q_lora_rank; 0: attn_q
   int64_t kv_lora_rank = 0;  // <arch>.attention.kv_lora_rank; 0: no latent attention
+  // qwen35: every layer's FFN pre-norm is post_attention_norm (ffn_norm_is_post_attention_norm), the
+  // recurrent layers (LayerAttention::recurrent) run Gated DeltaNet, and the attention layers have a gated
+  // output: attn_q's rows are [query | gate] per head, and each head's attention output is multiplied by
+  // sigmoid(gate) before attn_output. Q/K norms per head as qwen3's; partial NeoX RoPE (rope.dimension_count;
+  // the M-RoPE sections of a text token all carry its position, so they rotate as one).
+  bool attn_output_gate = false;
+  DeltaNetConfig delta_net;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
@@ -245,6 +277,10 @@ struct ModelConfig {
   // 0 (some layer sees every position: Gemma 2/3, or no window at all). Rows at position p and later read no
   // KV below model/attention.h's AttentionStart(kv, p, WidestWindow()): blocks wholly below it are dead.
   int64_t WidestWindow() const;
+  // Layers with LayerAttention::recurrent, and the floats of one sequence's recurrent state (all of them;
+  // 0 for a plain transformer).
+  int64_t RecurrentLayers() const;
+  int64_t RecurrentStateFloats() const { return RecurrentLayers() * delta_net.LayerStateFloats(); }
   // Human-readable one-line summary.
   std::string Summary() const;
   // file_architecture, and for the text of a vision-language file whose layers run it:

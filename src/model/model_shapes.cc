@@ -323,6 +323,25 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
        s.tied_embeddings = false;
      }},
+    {"tiny-qwen35",
+     [](ModelShape& s) {
+       // Qwen3.5-9B: 16 heads, 4 KV heads, a quarter of each head rotated, three Gated DeltaNet layers to
+       // one attention layer, twice as many value heads (32) as key heads (16) in the DeltaNet (here 4 and
+       // 2).
+       s = Tiny(s.name, "qwen35");
+       Widths(s, 256, 16, 4, 32, 512);
+       s.rope_dim = 8;
+       s.n_layer = 8;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 10000000.0f;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+       // DeltaNet heads of 64: ik_llama.cpp's delta rule reads a multi-token batch right only for heads of
+       // 64 and 128 (its generic fallback indexes the permuted q/k/gate views as if contiguous).
+       s.ssm_k_heads = 2;
+       s.ssm_v_heads = 4;
+       s.ssm_head_dim = 64;
+     }},
     {"tiny-ministral3",
      [](ModelShape& s) {
        // Ministral 3 8B: 32 heads, 8 KV heads, YaRN factor 16 without its magnitude (yarn_log_multiplier 1)

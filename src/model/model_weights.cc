@@ -159,6 +159,19 @@ void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, 
   lw.wkv_b = b.Matrix(p + "attn_kv_b.weight", c.n_head * (nope + c.value_dim), c.kv_lora_rank);
 }
 
+// A Gated DeltaNet layer's tensors (LayerWeights' dn_*), llama.cpp's names for them.
+void BindDeltaNet(Binder& b, const DeltaNetConfig& dn, int64_t d, const std::string& p, LayerWeights& lw) {
+  lw.dn_qkv = b.Matrix(p + "attn_qkv.weight", dn.ConvChannels(), d);
+  lw.dn_z = b.Matrix(p + "attn_gate.weight", dn.value_dim(), d);
+  lw.dn_beta = b.Matrix(p + "ssm_beta.weight", dn.v_heads, d);
+  lw.dn_alpha = b.Matrix(p + "ssm_alpha.weight", dn.v_heads, d);
+  lw.dn_out = b.Matrix(p + "ssm_out.weight", d, dn.value_dim());
+  lw.dn_conv = b.Table(p + "ssm_conv1d.weight", dn.conv_kernel, dn.ConvChannels());
+  lw.dn_a = b.Vector(p + "ssm_a", dn.v_heads);
+  lw.dn_dt_bias = b.Vector(p + "ssm_dt.bias", dn.v_heads);
+  lw.dn_norm = b.Vector(p + "ssm_norm.weight", dn.head_v_dim);
+}
+
 }  // namespace
 
 void ModelWeights::PackMatrices(int threads) {
@@ -174,6 +187,7 @@ void ModelWeights::PackMatrices(int threads) {
     add(lw.pl_proj);
     add(lw.router);
     add(lw.shared_gate);
+    for (WeightMatrix* m : {&lw.dn_qkv, &lw.dn_z, &lw.dn_beta, &lw.dn_alpha, &lw.dn_out}) add(*m);
     for (size_t e = 0; e < lw.expert_gate.size(); ++e) {
       for (WeightMatrix* m : {&lw.expert_gate[e], &lw.expert_up[e], &lw.expert_down[e]}) add(*m);
     }
@@ -222,30 +236,34 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (c.pre_norms) lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
     if (c.kv_lora_rank > 0) {
       BindLatentAttention(b, c, p, lw);
+    } else if (c.layers[size_t(l)].recurrent) {
+      BindDeltaNet(b, c.delta_net, d, p, lw);
     } else if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix
       const WeightMatrix qkv = b.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
       lw.wq = Binder::Rows(qkv, 0, c.q_dim());
       lw.wk = Binder::Rows(qkv, c.q_dim(), c.kv_dim());
       lw.wv = Binder::Rows(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
     } else {
-      lw.wq = b.Matrix(p + "attn_q.weight", q_dim, d);
+      // qwen35: [query | gate] rows per head (attn_output_gate)
+      lw.wq = b.Matrix(p + "attn_q.weight", (c.attn_output_gate ? 2 : 1) * q_dim, d);
       if (stores_kv) lw.wk = b.Matrix(p + "attn_k.weight", kv_dim, d);
       // Gemma 4 without attn_v: V is K's projection (Transformer::AttentionBlock).
       if (stores_kv && !(c.v_norm && !b.Has(p + "attn_v.weight"))) {
         lw.wv = b.Matrix(p + "attn_v.weight", kv_dim, d);
       }
     }
-    if (c.qkv_bias) {
+    const bool attention = !c.layers[size_t(l)].recurrent;
+    if (attention && c.qkv_bias) {
       lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
       lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
       lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
     }
-    if (c.qk_norm) {
+    if (attention && c.qk_norm) {
       lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.qk_norm_whole ? q_dim : head_dim);
       if (stores_kv) lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? kv_dim : head_dim);
     }
     if (c.attn_sinks) lw.sinks = b.Vector(p + "attn_sinks.weight", c.n_head);
-    lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
+    if (attention) lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
     if (c.pre_norms) {

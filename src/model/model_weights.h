@@ -70,6 +70,13 @@ struct LayerWeights {
   std::vector<float> out_scale;
   WeightMatrix pl_gate, pl_proj;
   std::vector<float> pl_post_norm;
+  // qwen35's recurrent layers (LayerAttention::recurrent; then the attention fields are empty), Gated
+  // DeltaNet (model/delta_net.h): attn_qkv [q | k | v: ConvChannels()][n_embd], attn_gate (z)
+  // [value_dim][n_embd], ssm_beta and ssm_alpha [v_heads][n_embd], ssm_out [n_embd][value_dim]; ssm_conv1d
+  // [ConvChannels()][conv_kernel], ssm_a [v_heads] (-exp(A_log)), ssm_dt.bias [v_heads], ssm_norm
+  // [head_v_dim].
+  WeightMatrix dn_qkv, dn_z, dn_beta, dn_alpha, dn_out;
+  std::vector<float> dn_conv, dn_a, dn_dt_bias, dn_norm;
 };
 
 struct ModelWeights {

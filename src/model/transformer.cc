@@ -59,8 +59,13 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig confi
       weights_(std::move(weights)),
       kernels_(kernels),
       rope_(config_),
-      local_rope_(config_, Rope::Kind::kLocal) {
-  for (const LayerAttention& layer : config_.layers) any_local_rope_ = any_local_rope_ || layer.local_rope;
+      local_rope_(config_, Rope::Kind::kLocal),
+      delta_net_(config_) {
+  int64_t recurrent = 0;
+  for (const LayerAttention& layer : config_.layers) {
+    any_local_rope_ = any_local_rope_ || layer.local_rope;
+    recurrent_index_.push_back(layer.recurrent ? recurrent++ : -1);
+  }
   if (config_.v_norm) ones_.assign(size_t(std::max(config_.head_dim, config_.head_dim_local)), 1.0f);
 }
 
@@ -91,6 +96,13 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const Forwa
     return InvalidArgument("embeddings buffer holds " + std::to_string(outputs.embeddings.size()) +
                            " floats, the batch needs " + std::to_string(embedding_floats));
   }
+  const bool recurrent = config_.RecurrentLayers() > 0;
+  if (kv.recurrent_state_floats != config_.RecurrentStateFloats()) {
+    return InvalidArgument("KV layout's recurrent state of " + std::to_string(kv.recurrent_state_floats) +
+                           " floats does not match the model's " +
+                           std::to_string(config_.RecurrentStateFloats()));
+  }
+  std::vector<int32_t> next_position(recurrent ? batch.sequences.size() : 0, -1);
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& row = batch.rows[i];
     auto where = [i] { return "batch row " + std::to_string(i) + ": "; };  // built only on error
@@ -101,6 +113,19 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const Forwa
     if (row.sequence < 0 || size_t(row.sequence) >= batch.sequences.size() ||
         batch.sequences[row.sequence].blocks == nullptr) {
       return InvalidArgument(where() + "sequence " + std::to_string(row.sequence) + " has no KV blocks");
+    }
+    if (recurrent) {  // the recurrence advances through a sequence's positions one by one
+      if (batch.sequences[row.sequence].recurrent_state == nullptr) {
+        return InvalidArgument(where() + "sequence " + std::to_string(row.sequence) +
+                               " has no recurrent state (the model has recurrent layers)");
+      }
+      int32_t& next = next_position[size_t(row.sequence)];
+      if (next >= 0 && row.position != next) {
+        return InvalidArgument(where() + "position " + std::to_string(row.position) + " does not follow " +
+                               std::to_string(next - 1) +
+                               " of its sequence (recurrent layers need adjacent rows)");
+      }
+      next = row.position + 1;
     }
     const std::vector<std::byte*>& blocks = *batch.sequences[row.sequence].blocks;
     if (row.position < 0 || int64_t(row.position) >= int64_t(blocks.size()) * kv.block_tokens) {
@@ -125,6 +150,10 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(proj_, r * c.n_embd);
   GrowTo(q_, r * c.MaxQDim());
   GrowTo(att_, r * c.MaxAttDim());
+  if (c.attn_output_gate) {
+    GrowTo(qg_, r * 2 * c.q_dim());
+    GrowTo(q_gate_, r * c.q_dim());
+  }
   GrowTo(k_, r * c.MaxKvDim());
   GrowTo(v_, r * c.MaxVDim());
   // Experts: model/moe.h's own scratch, and the shared expert (and deepseek2's leading dense FFNs) here.
@@ -170,14 +199,21 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const Forwar
   for (int64_t r = 0; r < rows; ++r) {
     if (batch.rows[r].wants_logits || batch.rows[r].wants_embedding) output_rows_.push_back(r);
   }
-  const bool skip_in_last_layer = int64_t(output_rows_.size()) < rows;
+  // (A recurrent last layer runs every row: each advances its sequence's state.)
+  const bool skip_in_last_layer =
+      int64_t(output_rows_.size()) < rows && !config_.layers[size_t(config_.n_layer - 1)].recurrent;
   if (skip_in_last_layer) {
     BuildTiles(
         batch, int64_t(output_rows_.size()), [&](int64_t j) { return output_rows_[j]; }, output_tiles_);
   }
+  if (config_.RecurrentLayers() > 0) delta_net_.Begin(batch);
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
     const bool only_output_rows = skip_in_last_layer && layer == config_.n_layer - 1;
-    AttentionBlock(batch, kv, layer, only_output_rows, pool);
+    if (config_.layers[size_t(layer)].recurrent) {
+      RecurrentBlock(batch, layer, pool);
+    } else {
+      AttentionBlock(batch, kv, layer, only_output_rows, pool);
+    }
     FeedForwardBlock(only_output_rows ? int64_t(output_rows_.size()) : rows, layer, pool);
   }
   Outputs(batch, skip_in_last_layer, outputs, pool);
@@ -255,16 +291,18 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const bool latent = c.kv_lora_rank > 0;
   const bool value_is_key = stores_kv && !latent && w.wv.data == nullptr;
   const int n_kv_weights = !stores_kv ? 0 : value_is_key ? 1 : 2;
+  // attn_output_gate (qwen35): attn_q's rows are [query | gate] per head, split apart in finish_query.
+  float* const q_out = c.attn_output_gate ? qg_.data() : q_.data();
   if (latent) {  // deepseek2 (no LoRA adapters)
     mla_.KeysValues(kernels_, c, w, xn_.data(), rows, k_.data(), v_.data(), pool);
     if (only_output_rows) gather(xn_, d);
     mla_.Queries(kernels_, c, w, xn_.data(), out_rows, q_.data(), pool);
   } else if (!only_output_rows) {
     const WeightMatrix qkv[] = {w.wq, w.wk, w.wv};
-    float* const outs[] = {q_.data(), k_.data(), v_.data()};
+    float* const outs[] = {q_out, k_.data(), v_.data()};
     MatMulShared(kernels_.matmul, std::span(qkv, size_t(1 + n_kv_weights)), xn_.data(), rows,
                  std::span(outs, size_t(1 + n_kv_weights)), pool);
-    lora_.Apply(layer, LoraTarget::kQ, xn_.data(), rows, nullptr, q_.data(), kernels_.matmul, pool);
+    lora_.Apply(layer, LoraTarget::kQ, xn_.data(), rows, nullptr, q_out, kernels_.matmul, pool);
   } else if (n_kv_weights > 0) {
     const WeightMatrix kv_weights[] = {w.wk, w.wv};
     float* const outs[] = {k_.data(), v_.data()};
@@ -278,8 +316,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   }
   if (only_output_rows && !latent) {
     gather(xn_, d);
-    MatMul(kernels_.matmul, w.wq, xn_.data(), out_rows, q_.data(), pool);
-    lora_.Apply(layer, LoraTarget::kQ, xn_.data(), out_rows, output_rows_.data(), q_.data(), kernels_.matmul,
+    MatMul(kernels_.matmul, w.wq, xn_.data(), out_rows, q_out, pool);
+    lora_.Apply(layer, LoraTarget::kQ, xn_.data(), out_rows, output_rows_.data(), q_out, kernels_.matmul,
                 pool);
   }
 
@@ -300,6 +338,14 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       };
   auto finish_query = [&](int64_t j, int64_t r) {
     float* q = q_.data() + j * q_dim;
+    if (c.attn_output_gate) {
+      const float* qg = qg_.data() + j * 2 * q_dim;
+      for (int64_t h = 0; h < c.n_head; ++h) {
+        std::memcpy(q + h * c.head_dim, qg + 2 * h * c.head_dim, sizeof(float) * c.head_dim);
+        std::memcpy(q_gate_.data() + j * q_dim + h * c.head_dim, qg + (2 * h + 1) * c.head_dim,
+                    sizeof(float) * c.head_dim);
+      }
+    }
     if (c.qkv_bias) {
       for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
     }
@@ -422,6 +468,13 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     }
   }
 
+  if (c.attn_output_gate) {  // qwen35: each output x sigmoid(its gate)
+    ForEachRow(pool, out_rows, [&](int64_t j, int) {
+      float* a = att_.data() + j * q_dim;
+      const float* g = q_gate_.data() + j * q_dim;
+      for (int64_t i = 0; i < q_dim; ++i) a[i] *= 1.0f / (1.0f + ExpPolynomial(-g[i]));
+    });
+  }
   if (only_output_rows) gather(x_, d);
   MatMul(kernels_.matmul, w.wo, att_.data(), out_rows, proj_.data(), pool);
   lora_.Apply(layer, LoraTarget::kO, att_.data(), out_rows, only_output_rows ? output_rows_.data() : nullptr,
@@ -436,6 +489,22 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       kernels_.elementwise.rms_norm(p, w.post_attn_norm.data(), d, c.rms_eps,
                                     p);                                  // Gemma's post_attention_norm
     if (c.residual_multiplier != 0) Scale(p, d, c.residual_multiplier);  // Granite
+    for (int64_t i = 0; i < d; ++i) x[i] += p[i];
+  });
+}
+
+void Transformer::RecurrentBlock(const Batch& batch, int32_t layer, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t rows = int64_t(batch.rows.size());
+  const int64_t d = c.n_embd;
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    kernels_.elementwise.rms_norm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+  });
+  delta_net_.Forward(kernels_, w, recurrent_index_[size_t(layer)], batch, xn_.data(), proj_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    float* x = x_.data() + r * d;
+    const float* p = proj_.data() + r * d;
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });
 }

@@ -12,6 +12,8 @@
 //   -> down projection (or, for a mixture of experts, model/moe.h's routed experts, plus for qwen2moe the
 //   same gated FFN as a shared expert scaled by the sigmoid of its gate's logit, for deepseek2 unscaled;
 //   deepseek2's leading layers are dense) -> (post-norm) -> residual.
+// qwen35's recurrent layers run Gated DeltaNet (model/delta_net.h) over each sequence's recurrent state in
+// place of attention; its attention layers multiply each head's output by sigmoid(gate) before attn_output.
 // Then the rows that want logits are gathered, normed and multiplied by the output matrix in one MatMul
 // (soft-capped for Gemma 2); the rows that want an embedding get their normed hidden state copied out. In
 // the last layer, rows that want neither stop after writing their K/V (nothing reads the rest of their
@@ -25,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/delta_net.h"
 #include "model/lora_adapter.h"
 #include "model/mla.h"
 #include "model/model.h"
@@ -54,6 +57,8 @@ class Transformer final : public Model {
   void Embed(const Batch& batch, ThreadPool& pool);
   void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_output_rows,
                       ThreadPool& pool);
+  // qwen35's recurrent layers: RMSNorm -> Gated DeltaNet (model/delta_net.h) -> residual, every row.
+  void RecurrentBlock(const Batch& batch, int32_t layer, ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
   // The gated FFN of `layer` (w_gate, w_up, w_down of width ff: the dense FFN, or qwen2moe's shared expert)
   // over the first `rows` rows of xn_, into out [rows][n_embd].
@@ -79,13 +84,17 @@ class Transformer final : public Model {
   Rope rope_;
   Rope local_rope_;  // Gemma 3's local layers (LayerAttention::local_rope)
   bool any_local_rope_ = false;
-  MixtureOfExperts moe_;             // the FFN when config_.n_expert > 0
-  LatentAttention mla_;              // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
-  std::vector<float> ones_;          // Gemma 4's V norm: a weight of ones
-  PerLayerInputs per_layer_inputs_;  // Gemma 4 E2B/E4B (config_.n_embd_per_layer > 0)
+  MixtureOfExperts moe_;                  // the FFN when config_.n_expert > 0
+  LatentAttention mla_;                   // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
+  std::vector<float> ones_;               // Gemma 4's V norm: a weight of ones
+  PerLayerInputs per_layer_inputs_;       // Gemma 4 E2B/E4B (config_.n_embd_per_layer > 0)
+  DeltaNet delta_net_;                    // the recurrent layers (LayerAttention::recurrent)
+  std::vector<int64_t> recurrent_index_;  // per layer: its index among the recurrent layers, or -1
 
   // Scratch, reused across calls ([rows][width] row-major).
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
+  std::vector<float> qg_,
+      q_gate_;  // attn_output_gate: attn_q's output [rows][2 q_dim], the gates [rows][q_dim]
   std::vector<float> shared_, shared_gate_;  // qwen2moe: the shared expert's output, its gate logit per row
   std::vector<float> row_cos_sin_;        // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
   std::vector<float> row_cos_sin_local_;  // likewise for the local RoPE, when some layer uses it

@@ -59,6 +59,36 @@ TEST(Architectures, Qwen3) {
 }
 
 // The text of vision-language files: their own key prefix, the text model's layers.
+TEST(Architectures, Qwen35) {
+  const ModelConfig c = Config("tiny-qwen35");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qk_norm && c.attn_output_gate && c.ffn_norm_is_post_attention_norm);
+  std::vector<bool> recurrent;
+  for (const LayerAttention& l : c.layers) recurrent.push_back(l.recurrent);
+  EXPECT_EQ(recurrent, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(c.delta_net.k_heads, 2);
+  EXPECT_EQ(c.delta_net.v_heads, 4);
+  EXPECT_EQ(c.delta_net.head_k_dim, 64);
+  EXPECT_EQ(c.delta_net.head_v_dim, 64);
+  EXPECT_EQ(c.delta_net.ConvChannels(), 2 * 128 + 256);
+  EXPECT_EQ(c.RecurrentStateFloats(), 6 * (3 * 512 + 4 * 64 * 64));
+  // full_attention_interval 2, and a multi-token-prediction block that is not run.
+  const ModelConfig two =
+      Config("tiny-qwen35", Edit{{},
+                                 {{"qwen35.full_attention_interval", GgufValue::Uint32(2)},
+                                  {"qwen35.nextn_predict_layers", GgufValue::Uint32(1)}},
+                                 {},
+                                 ""});
+  EXPECT_EQ(two.n_layer, 7);
+  EXPECT_EQ(two.RecurrentLayers(), 4);  // layers 0, 2, 4, 6
+  EXPECT_NE(ConfigError("tiny-qwen35", DropKeys({"qwen35.ssm.state_size"})).find("qwen35.ssm.state_size"),
+            std::string::npos);
+  EXPECT_NE(
+      ConfigError("tiny-qwen35", Edit{{}, {{"qwen35.ssm.time_step_rank", GgufValue::Uint32(3)}}, {}, ""})
+          .find("multiple"),
+      std::string::npos);
+}
+
 TEST(Architectures, VisionLanguageFilesRunTheirText) {
   const ModelConfig q3 = Config("tiny-qwen3vl");
   EXPECT_EQ(q3.file_architecture, "qwen3vl");

@@ -119,7 +119,9 @@ INSTANTIATE_TEST_SUITE_P(
         // gpt-oss: sinks (decode rows split or not), biased experts, windows on the even layers.
         Param{"tiny-gpt-oss", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-gpt-oss", "f32", KvDtype::kF32, 1},
         // deepseek2: latent attention (values narrower than keys), a dense first layer, shared experts.
-        Param{"tiny-deepseek2", "q8_0", KvDtype::kF16, 2}, Param{"tiny-deepseek2", "f32", KvDtype::kQ8_0, 1}),
+        Param{"tiny-deepseek2", "q8_0", KvDtype::kF16, 2}, Param{"tiny-deepseek2", "f32", KvDtype::kQ8_0, 1},
+        // qwen35: each sequence's recurrent state advanced by its rows, interleaved with other sequences'.
+        Param{"tiny-qwen35", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen35", "f32", KvDtype::kF32, 1}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
     [](const ::testing::TestParamInfo<Param>& info) {
       const Param& p = info.param;
@@ -147,9 +149,10 @@ TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {
 // The same for sliding windows (every layer: tiny-mistral-swa; alternating with global layers and
 // soft-capped: tiny-gemma2): the window's start moves across KV blocks and attention parts (256 positions) as
 // the sequence grows, in tiles of every size.
-// And for the experts (tiny-qwen3moe: chunks of 50 rows share each expert's MatMul).
+// And for the experts (tiny-qwen3moe: chunks of 50 rows share each expert's MatMul), and the recurrent
+// layers (tiny-qwen35: the state carried from chunk to chunk, its heads on either thread).
 TEST(BatchInvariance, WindowedChunkingAndThreadCountDoNotChangeLogits) {
-  for (const char* shape : {"tiny-mistral-swa", "tiny-gemma2", "tiny-qwen3moe"}) {
+  for (const char* shape : {"tiny-mistral-swa", "tiny-gemma2", "tiny-qwen3moe", "tiny-qwen35"}) {
     SCOPED_TRACE(shape);
     LoadedModel m = LoadModelOrDie(TinyModelPath(shape, TensorType::kQ8_0));
     std::vector<int32_t> tokens;

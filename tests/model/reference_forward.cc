@@ -118,7 +118,79 @@ struct Layer {
   // Gemma 4: the output scale (empty: none) and the per-layer input's gate, projection and post-norm.
   std::vector<double> out_scale, pl_post_norm;
   Matrix pl_gate, pl_proj;
+  // qwen35's Gated DeltaNet layers: the projections, conv taps [channel][tap], and per-head vectors.
+  Matrix dn_qkv, dn_z, dn_beta, dn_alpha, dn_out, dn_conv;
+  std::vector<double> dn_a, dn_dt, dn_norm;
 };
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Gated DeltaNet (the paper's recurrent form) over a whole sequence of normed inputs h[t]: returns each
+// position's layer output. All in double, the conv and the state starting from zeros.
+Matrix DeltaNetReference(const Layer& L, const ModelConfig& c, const Matrix& h) {
+  const DeltaNetConfig& dn = c.delta_net;
+  const size_t n = h.size();
+  const int64_t channels = dn.ConvChannels(), kd = dn.head_k_dim, vd = dn.head_v_dim;
+  Matrix raw(n), z(n), out(n);
+  for (size_t t = 0; t < n; ++t) {
+    raw[t] = MatVec(L.dn_qkv, h[t]);
+    z[t] = MatVec(L.dn_z, h[t]);
+  }
+  // S[head][i][j]: value row i, key column j.
+  std::vector<Matrix> S(size_t(dn.v_heads), Matrix(size_t(vd), std::vector<double>(size_t(kd), 0.0)));
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<double> y(static_cast<size_t>(channels), 0.0);
+    for (int64_t ch = 0; ch < channels; ++ch) {  // taps over inputs t - K + 1 .. t (zeros before 0)
+      double sum = 0;
+      for (int64_t i = 0; i < dn.conv_kernel; ++i) {
+        const int64_t s = int64_t(t) - (dn.conv_kernel - 1) + i;
+        if (s >= 0) sum += raw[size_t(s)][size_t(ch)] * L.dn_conv[size_t(ch)][size_t(i)];
+      }
+      y[size_t(ch)] = sum * Sigmoid(sum);
+    }
+    auto l2 = [&](int64_t offset, double scale) {
+      double ss = 0;
+      for (int64_t i = 0; i < kd; ++i) ss += y[size_t(offset + i)] * y[size_t(offset + i)];
+      const double f = scale / std::max(std::sqrt(ss), double(c.rms_eps));
+      for (int64_t i = 0; i < kd; ++i) y[size_t(offset + i)] *= f;
+    };
+    for (int64_t hk = 0; hk < dn.k_heads; ++hk) {
+      l2(hk * kd, 1.0 / std::sqrt(double(kd)));
+      l2(dn.key_dim() + hk * kd, 1.0);
+    }
+    const std::vector<double> b = MatVec(L.dn_beta, h[t]), a = MatVec(L.dn_alpha, h[t]);
+    std::vector<double> o(static_cast<size_t>(dn.value_dim()), 0.0);
+    for (int64_t hv = 0; hv < dn.v_heads; ++hv) {
+      const int64_t hk = dn.tiled_heads ? hv % dn.k_heads : hv / (dn.v_heads / dn.k_heads);
+      const double* q = &y[size_t(hk * kd)];
+      const double* k = &y[size_t(dn.key_dim() + hk * kd)];
+      const double* v = &y[size_t(2 * dn.key_dim() + hv * vd)];
+      const double x = a[size_t(hv)] + L.dn_dt[size_t(hv)];
+      const double softplus = x > 20 ? x : std::log1p(std::exp(x));
+      const double decay = std::exp(L.dn_a[size_t(hv)] * softplus), beta = Sigmoid(b[size_t(hv)]);
+      Matrix& st = S[size_t(hv)];
+      for (int64_t i = 0; i < vd; ++i) {
+        double kv = 0;
+        for (int64_t j = 0; j < kd; ++j) kv += decay * st[size_t(i)][size_t(j)] * k[j];
+        const double delta = beta * (v[i] - kv);
+        double acc = 0;
+        for (int64_t j = 0; j < kd; ++j) {
+          st[size_t(i)][size_t(j)] = decay * st[size_t(i)][size_t(j)] + delta * k[j];
+          acc += st[size_t(i)][size_t(j)] * q[j];
+        }
+        o[size_t(hv * vd + i)] = acc;
+      }
+      std::vector<double> head(o.begin() + hv * vd, o.begin() + (hv + 1) * vd);
+      head = RmsNorm(head, L.dn_norm, c.rms_eps);
+      for (int64_t i = 0; i < vd; ++i) {
+        const double g = z[t][size_t(hv * vd + i)];
+        o[size_t(hv * vd + i)] = head[size_t(i)] * g * Sigmoid(g);
+      }
+    }
+    out[t] = MatVec(L.dn_out, o);
+  }
+  return out;
+}
 
 double Gelu(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
@@ -296,6 +368,16 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_a, Load(file, p + "attn_kv_a_mqa.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.kv_a_norm, LoadVector(file, p + "attn_kv_a_norm.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_b, Load(file, p + "attn_kv_b.weight"));
+    } else if (c.layers[l].recurrent) {  // qwen35's Gated DeltaNet
+      for (auto [m, name] :
+           {std::pair{&L.dn_qkv, "attn_qkv.weight"}, std::pair{&L.dn_z, "attn_gate.weight"},
+            std::pair{&L.dn_beta, "ssm_beta.weight"}, std::pair{&L.dn_alpha, "ssm_alpha.weight"},
+            std::pair{&L.dn_out, "ssm_out.weight"}, std::pair{&L.dn_conv, "ssm_conv1d.weight"}}) {
+        LOCKSTEP_ASSIGN_OR_RETURN(*m, Load(file, p + name));
+      }
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_a, LoadVector(file, p + "ssm_a"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_dt, LoadVector(file, p + "ssm_dt.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_norm, LoadVector(file, p + "ssm_norm.weight"));
     } else if (file.FindTensor(p + "attn_qkv.weight")) {  // phi3: [q | k | v]
       LOCKSTEP_ASSIGN_OR_RETURN(Matrix qkv, Load(file, p + "attn_qkv.weight"));
       L.wq = RowRange(qkv, 0, c.q_dim());
@@ -320,7 +402,9 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       LOCKSTEP_ASSIGN_OR_RETURN(L.pl_proj, Load(file, p + "proj.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.pl_post_norm, LoadVector(file, p + "post_norm.weight"));
     }
-    LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
+    if (!c.layers[l].recurrent) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
+    }
     if (c.FeedForwardExperts(l)) {
       if (c.expert_selection_bias) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.selection_bias, LoadVector(file, p + "exp_probs_b.bias"));
@@ -348,7 +432,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     if (!c.FeedForwardExperts(l)) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
     }
-    if (c.qk_norm) {
+    if (c.qk_norm && !c.layers[l].recurrent) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.q_norm, LoadVector(file, p + "attn_q_norm.weight"));
       if (c.StoresKv(l)) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.k_norm, LoadVector(file, p + "attn_k_norm.weight"));
@@ -403,13 +487,33 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     const int64_t hd = c.LayerHeadDim(l), n_head_kv = c.LayerKvHeads(l);
     const int64_t group = c.n_head / n_head_kv;
     const bool stores_kv = c.StoresKv(l);
-    Matrix q(n), k(n), v(n);
+    const bool recurrent = c.layers[l].recurrent;
+    Matrix q(n), k(n), v(n), gate(n);
+    if (recurrent) {
+      Matrix h(n);
+      for (size_t t = 0; t < n; ++t) h[t] = RmsNorm(x[t], L.attn_norm, c.rms_eps);
+      const Matrix o = DeltaNetReference(L, c, h);
+      for (size_t t = 0; t < n; ++t) {
+        for (size_t i = 0; i < o[t].size(); ++i) x[t][i] += o[t][i];
+      }
+    }
     for (size_t t = 0; t < n && c.kv_lora_rank > 0; ++t) {
       LatentAttention(L, c, RmsNorm(x[t], L.attn_norm, c.rms_eps), int64_t(t), q[t], k[t], v[t]);
     }
-    for (size_t t = 0; t < n && c.kv_lora_rank == 0; ++t) {
+    for (size_t t = 0; t < n && c.kv_lora_rank == 0 && !recurrent; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.attn_norm, c.rms_eps);
       q[t] = MatVec(L.wq, h);
+      if (c.attn_output_gate) {  // qwen35: [query | gate] per head
+        std::vector<double> qg = q[t];
+        q[t].assign(size_t(c.q_dim()), 0.0);
+        gate[t].assign(size_t(c.q_dim()), 0.0);
+        for (int64_t head = 0; head < c.n_head; ++head) {
+          for (int64_t i = 0; i < c.head_dim; ++i) {
+            q[t][size_t(head * c.head_dim + i)] = qg[size_t(2 * head * c.head_dim + i)];
+            gate[t][size_t(head * c.head_dim + i)] = qg[size_t((2 * head + 1) * c.head_dim + i)];
+          }
+        }
+      }
       if (!stores_kv) {
         if (c.qk_norm) NormHeads(q[t], L.q_norm, c.rms_eps);
         Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
@@ -443,7 +547,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       k = keys[c.layers[l].kv_from];
       v = values[c.layers[l].kv_from];
     }
-    for (size_t t = 0; t < n; ++t) {
+    for (size_t t = 0; t < n && !recurrent; ++t) {
       std::vector<double> att(c.LayerAttDim(l), 0.0);
       const int64_t nv = c.LayerValueDim(l);
       for (int64_t h = 0; h < c.n_head; ++h) {
@@ -466,6 +570,9 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
         for (size_t s = first; s <= t; ++s) {
           for (int64_t i = 0; i < nv; ++i) att[h * nv + i] += scores[s] / sum * v[s][kvh * nv + i];
         }
+      }
+      if (c.attn_output_gate) {
+        for (size_t i = 0; i < att.size(); ++i) att[i] *= Sigmoid(gate[t][i]);
       }
       std::vector<double> o = MatVec(L.wo, att);
       for (size_t i = 0; i < L.bo.size(); ++i) o[i] += L.bo[i];

@@ -99,6 +99,10 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-ministral3", "f32", 1e-5, 90, 8e-4},
         ReferenceCase{"tiny-ministral3", "q4_0", 1e-1, 90, 8e-4},
         ReferenceCase{"tiny-glm4", "q8_0", 5e-2, 21, 8e-4},
+        ReferenceCase{"tiny-qwen35", "f32", 1e-5, 40, 8e-4},
+        // q8_0: the random DeltaNet model is sensitive: the reference itself moves by up to 22 % of the
+        // largest logit between the f32 and the q8_0 weights, as much as the fast path's int8 activations.
+        ReferenceCase{"tiny-qwen35", "q8_0", 3e-1, 40, 8e-4},
         ReferenceCase{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4},
         ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
     Name);

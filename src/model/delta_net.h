@@ -1,0 +1,56 @@
+// DeltaNet: the Gated DeltaNet linear-attention layer of qwen35 (Qwen3.5; model/architectures.h), run by
+// model/transformer.cc on the layers with LayerAttention::recurrent. For each row x (already RMS-normed):
+//   [q | k | v] = attn_qkv x, z = attn_gate x, b = ssm_beta x, a = ssm_alpha x     (one MatMul each, all
+//   rows) [q | k | v] -> causal depthwise convolution of conv_kernel taps over the sequence's latest inputs
+//   (the previous conv_kernel - 1 live in the state) -> SiLU; q and k L2-normalised per key head (x /
+//   max(|x|, eps)), q scaled by 1 / sqrt(head_k_dim) per value head h (query/key head h % k_heads, or h /
+//   (v_heads / k_heads)): beta = sigmoid(b_h), decay = exp(ssm_a_h * softplus(a_h + ssm_dt_h)), and the delta
+//   rule on its state S [head_v_dim][head_k_dim]:
+//     S = decay S;  delta = beta (v - S k);  S = S + delta k^T;  o = S q
+//   o -> RMSNorm per value head (ssm_norm) x SiLU(z) -> ssm_out.
+// The state of a sequence (model/batch.h SequenceKv::recurrent_state) is, per recurrent layer, the conv
+// window [conv_kernel - 1][ConvChannels()] (oldest first) then the matrices
+// [v_heads][head_v_dim][head_k_dim]. Batch invariance: each sequence's convolution and recurrence run token
+// by token in position order, one task per (sequence, channel range) and per (sequence, value head), with the
+// same float operations in the same order whatever the batch, the chunking of its prompt or the thread count;
+// the per-row parts are per-row. Engine thread only (reuses scratch buffers).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+#include "tensor/kernels.h"
+
+namespace lockstep {
+
+class ThreadPool;
+
+class DeltaNet {
+ public:
+  explicit DeltaNet(const ModelConfig& config) : config_(config) {}
+
+  // Once per Forward, before the first recurrent layer: groups the batch's rows by sequence and zeroes the
+  // state of every sequence whose first row is at position 0.
+  void Begin(const Batch& batch);
+  // Recurrent layer number `index` (0 for the first recurrent layer, ...) with weights `w` over the batch's
+  // rows: xn [rows][n_embd] normed inputs, out [rows][n_embd] the layer's output (before the residual add).
+  void Forward(const Kernels& kernels, const LayerWeights& w, int64_t index, const Batch& batch,
+               const float* xn, float* out, ThreadPool& pool);
+
+  // The delta rule on one value head's state for one token (the recurrence's reference order): S
+  // [head_v_dim][head_k_dim] row-major, q and k head_k_dim, v and o head_v_dim.
+  static void Step(float* state, int64_t v_dim, int64_t k_dim, const float* q, const float* k, const float* v,
+                   float beta, float decay, float* o);
+
+ private:
+  const ModelConfig& config_;
+  // Rows of each sequence that has rows in the batch, in position order: seq_rows_[seq_begin_[i] ..
+  // seq_begin_[i + 1]) for sequence seq_ids_[i].
+  std::vector<int32_t> seq_ids_, seq_begin_, seq_rows_;
+  std::vector<float> qkv_, conv_, z_, beta_, alpha_, core_;  // [rows][width] scratch
+};
+
+}  // namespace lockstep
