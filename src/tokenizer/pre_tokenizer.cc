@@ -21,6 +21,10 @@ constexpr const char* kLlama3 =
 constexpr const char* kQwen2 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|)"
     R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5: as Qwen2, with combining marks (\p{M}) counted as letters.
+constexpr const char* kQwen35 =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|)"
+    R"( ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // DeepSeek LLM's cased-letter class (a fixed subset of Lu/Ll/Lt), written as code point ranges.
 constexpr const char* kDeepSeekLetters =
     R"(\s?[A-Za-z\x{B5}\x{C0}-\x{D6}\x{D8}-\x{F6}\x{F8}-\x{1BA}\x{1BC}-\x{1BF}\x{1C4}-\x{293}\x{295}-\x{2AF})"
@@ -70,6 +74,7 @@ Result<PreTokenizerSpec> LookupPreTokenizer(std::string_view pre) {
     return spec;
   }
   if (is({"qwen2", "stablelm2", "deepseek-r1-qwen", "megrez"})) return Spec("qwen2", {kQwen2});
+  if (pre == "qwen35") return Spec("qwen35", {kQwen35});
   if (is({"chatglm-bpe", "glm4"})) return Spec(std::string(pre), {kLlama3});  // GLM-4-0414 files: "glm4"
   if (pre == "deepseek-llm") {
     return Spec("deepseek-llm",

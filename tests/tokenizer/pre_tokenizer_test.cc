@@ -38,6 +38,20 @@ TEST(PreTokenizerTest, Qwen2SingleDigits) {
   EXPECT_EQ(Split("qwen2", "x=123"), Words({"x", "=", "1", "2", "3"}));
 }
 
+TEST(PreTokenizerTest, Qwen35KeepsCombiningMarksWithTheirLetters) {
+  // "e" + U+0301 COMBINING ACUTE ACCENT: one word for qwen35, the mark split off by qwen2's regex.
+  EXPECT_EQ(Split("qwen35",
+                  "Caf"
+                  "e\xCC\x81 x=12"),
+            Words({"Caf"
+                   "e\xCC\x81",
+                   " x", "=", "1", "2"}));
+  EXPECT_EQ(Split("qwen2",
+                  "Caf"
+                  "e\xCC\x81"),
+            Words({"Cafe", "\xCC\x81"}));
+}
+
 TEST(PreTokenizerTest, RegexListsApplyInOrder) {
   // starcoder isolates every digit first, then applies the GPT-2 regex inside the remaining pieces.
   EXPECT_EQ(Split("starcoder", "ab 12c"), Words({"ab", " ", "1", "2", "c"}));
@@ -68,10 +82,10 @@ TEST(PreTokenizerTest, EveryKnownListCompilesAndCoversLongInput) {
   std::string text;
   for (int i = 0; i < 2000; ++i) text += "Word 123 \xE6\x88\x91 \xF0\x9F\xA6\x99   \n\t!?";
   text += std::string(100000, ' ') + "x" + std::string(50000, '\n');
-  for (const char* name :
-       {"default", "llama-bpe", "qwen2",       "deepseek-llm", "deepseek-coder", "falcon", "starcoder",
-        "refact",  "mpt",       "gpt-neox",    "smollm",       "dbrx",           "phi-2",  "tekken",
-        "bloom",   "viking",    "chatglm-bpe", "glm4",         "command-r",      "olmo",   "gpt-4o"}) {
+  for (const char* name : {"default",   "llama-bpe", "qwen2",  "deepseek-llm", "deepseek-coder", "falcon",
+                           "starcoder", "refact",    "mpt",    "gpt-neox",     "smollm",         "dbrx",
+                           "phi-2",     "tekken",    "bloom",  "viking",       "chatglm-bpe",    "glm4",
+                           "command-r", "olmo",      "gpt-4o", "qwen35"}) {
     const Words words = Split(name, text);
     std::string joined;
     for (const auto& w : words) {
