@@ -35,6 +35,8 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.max_context < 0) return bad("max_context must be >= 0, got " + std::to_string(o.max_context));
   if (o.draft_tokens < 0 || o.draft_tokens > 64)
     return bad("draft_tokens must be in 0..64, got " + std::to_string(o.draft_tokens));
+  if (o.recurrent_slots < 0)
+    return bad("recurrent_slots must be >= 0, got " + std::to_string(o.recurrent_slots));
   if (o.draft_max_seqs < 1)
     return bad("draft_max_seqs must be >= 1, got " + std::to_string(o.draft_max_seqs));
   return Status::Ok();
@@ -122,9 +124,16 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<Model> model,
   resolved.kv_tokens = blocks->num_blocks() * options.block_tokens;
   resolved.kv_memory_bytes = int64_t(blocks->bytes());
 
+  std::unique_ptr<RecurrentStatePool> states;
+  if (layout.recurrent_state_floats > 0) {
+    resolved.recurrent_slots = options.recurrent_slots > 0 ? options.recurrent_slots : options.max_seqs;
+    LOCKSTEP_ASSIGN_OR_RETURN(
+        states, RecurrentStatePool::Create(layout.recurrent_state_floats, resolved.recurrent_slots));
+  }
+
   auto inbox = std::make_shared<Inbox>(options.max_queue, options.max_seqs);
   auto loop = std::make_unique<Loop>(std::move(model), std::move(tokenizer), resolved, std::move(blocks),
-                                     inbox, observer);
+                                     std::move(states), inbox, observer);
   loop->Start();
   return std::unique_ptr<Engine>(new Engine(resolved, std::move(loop), std::move(inbox)));
 }

@@ -57,6 +57,10 @@ struct EngineOptions {
   // only the number of steps changes. 0 = off.
   int draft_tokens = 0;
   int draft_max_seqs = 4;
+  // Models with recurrent layers (qwen35): the recurrent states kept at once (kv/recurrent_state_pool.h), one
+  // per running request; 0 = max_seqs. Such models run without prefix caching and drafts
+  // (engine/scheduler.h).
+  int recurrent_slots = 0;
 };
 
 // Engine-wide counters and the last step's shape (Engine::Stats()).

@@ -35,20 +35,22 @@ SchedulerOptions Engine::Loop::SchedulerOptionsFor(const EngineOptions& options,
 
 Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer,
                    const EngineOptions& options, std::unique_ptr<BlockPool> blocks,
-                   std::shared_ptr<Inbox> inbox, EngineObserver* observer)
+                   std::unique_ptr<RecurrentStatePool> states, std::shared_ptr<Inbox> inbox,
+                   EngineObserver* observer)
     : model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
       options_(options),
       blocks_(std::move(blocks)),
+      states_(std::move(states)),
       layout_(blocks_->layout()),
-      scheduler_(*blocks_, SchedulerOptionsFor(options, model_->config())),
+      scheduler_(*blocks_, SchedulerOptionsFor(options, model_->config()), states_.get()),
       inbox_(std::move(inbox)),
       observer_(observer),
       threads_(std::make_unique<ThreadPool>(options.threads)) {
   stats_.kv_blocks_total = blocks_->num_blocks();
   stats_.kv_blocks_free = blocks_->num_free();
   stats_.block_tokens = blocks_->block_tokens();
-  stats_.prefix_caching = options.prefix_caching && model_->config().causal;
+  stats_.prefix_caching = options.prefix_caching && model_->config().causal && states_ == nullptr;
   stats_.kv_dtype = options.kv_dtype;
   if (tokenizer_ != nullptr) {
     for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {

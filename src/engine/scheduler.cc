@@ -8,8 +8,21 @@
 
 namespace lockstep {
 
-Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options)
-    : pool_(pool), options_(options), kv_(pool, KvCacheOptions{options.prefix_caching, options.cache_salt}) {
+namespace {
+
+// A recurrent state cannot be cut at a prefix: no prefix caching for models with one (Scheduler's comment).
+SchedulerOptions EffectiveOptions(SchedulerOptions options, const RecurrentStatePool* states) {
+  if (states != nullptr) options.prefix_caching = false;
+  return options;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states)
+    : pool_(pool),
+      states_(states),
+      options_(EffectiveOptions(options, states)),
+      kv_(pool, KvCacheOptions{options_.prefix_caching, options_.cache_salt}) {
   LOCKSTEP_CHECK(options_.max_seqs >= 1 && options_.max_batch_tokens >= 1);
 }
 
@@ -32,7 +45,8 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
   if (prompt_rows == PromptRows::kLastEmbedding) seq->prompt_rows_from = seq->prompt_len - 1;
   while (!lora_scales.empty() && lora_scales.back() == 0) lora_scales.pop_back();
   seq->lora_scales = std::move(lora_scales);
-  const Seq* parent = fork_of != 0 && prompt_rows == PromptRows::kNone ? Find(fork_of) : nullptr;
+  const Seq* parent =
+      fork_of != 0 && prompt_rows == PromptRows::kNone && states_ == nullptr ? Find(fork_of) : nullptr;
   if (parent != nullptr && parent->lora_scales == seq->lora_scales) {
     // The common prefix of the two prompts, short of this prompt's last token (computed for its logits).
     const size_t limit = std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1);
@@ -54,6 +68,7 @@ bool Scheduler::Remove(RequestId id) {
   if (it == seqs_.end()) return false;
   Seq* seq = it->second.get();
   kv_.Remove(id);
+  ReleaseState(*seq);
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
   seqs_.erase(it);
@@ -86,8 +101,15 @@ int32_t Scheduler::num_waiting_new() const {
   return n;
 }
 
+void Scheduler::ReleaseState(Seq& seq) {
+  if (seq.state_slot == kNoStateSlot) return;
+  states_->Release(seq.state_slot);
+  seq.state_slot = kNoStateSlot;
+}
+
 void Scheduler::Preempt(Seq& seq, StepPlan& plan) {
   kv_.Free(seq.id);
+  ReleaseState(seq);  // the recompute starts its state from position 0
   seq.draft.clear();
   seq.num_computed = 0;
   seq.prefill_until = int32_t(seq.tokens.size());
@@ -140,7 +162,9 @@ void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft)
     }
   }
   const int32_t sequence = int32_t(plan.batch.sequences.size());
-  plan.batch.sequences.push_back(SequenceKv{&kv_.addresses(seq.id), seq.lora_scales});
+  plan.batch.sequences.push_back(
+      SequenceKv{&kv_.addresses(seq.id), seq.lora_scales,
+                 seq.state_slot == kNoStateSlot ? nullptr : states_->data(seq.state_slot)});
   if (chunk.sample) chunk.logit_row = logit_rows_;  // the first of 1 + draft
   for (int32_t i = 0; i < count; ++i) {
     BatchRow row;
@@ -230,7 +254,7 @@ void Scheduler::ScheduleDecodes(StepPlan& plan, int32_t& budget) {
 int32_t Scheduler::PlanDraft(Seq& seq, int32_t budget) {
   const int32_t from = seq.num_computed + 1;  // the first draft row's position
   int32_t to = from + std::min<int32_t>(int32_t(seq.draft.size()), std::max(budget, 0));
-  if (to == from) return 0;
+  if (to == from || states_ != nullptr) return 0;  // a rejected draft row would advance the state
   // New blocks only while every other running request keeps one spare for its own next decode; else the
   // draft stays within the blocks this sequence holds.
   if (kv_.BlocksToWrite(seq.id, to) + int64_t(running_.size()) - 1 > pool_.num_free()) {
@@ -260,7 +284,9 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     // Blocks for everything it knows plus its first new token, and one spare block per running request so
     // that their decodes do not immediately preempt it again (thrashing). Strictly FCFS: nobody overtakes it.
     if (kv_.BlocksToAdmit(match, known + 1) + int64_t(running_.size()) > pool_.num_free()) break;
+    if (states_ != nullptr && states_->num_free() == 0) break;  // waits for a state slot
     waiting_.pop_front();
+    if (states_ != nullptr) seq->state_slot = states_->Acquire();
     running_.push_back(seq);
     seq->is_running = true;
     // Blocks for the whole prompt now, so that its later chunks never wait for blocks (two half-prefilled

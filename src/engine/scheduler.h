@@ -26,7 +26,13 @@
 // engine samples row by row and stops at the first sampled token that differs from the draft; Update takes
 // the tokens it sampled for the chunk (1 .. draft_count + 1) and counts as computed only the positions whose
 // input was right, so a rejected draft's KV is overwritten later and never published. Remove(id) (finished,
-// cancelled) drops the request's block references at once. The oldest running request is never preempted, and
+// cancelled) drops the request's block references at once.
+// Models with recurrent layers (qwen35; kv/recurrent_state_pool.h): each running request also holds a state
+// slot, taken at admission (a request waits, FCFS, while none is free) and given back when it finishes, is
+// removed or is preempted; its rows carry the slot's state (SequenceKv::recurrent_state). A state holds every
+// computed position and cannot be cut at a prefix, so for such models there is no prefix caching (no hits,
+// nothing published), no fork sharing and no draft rows (a rejected draft would have advanced the state),
+// and a preempted request recomputes from position 0. The oldest running request is never preempted, and
 // a wait always ends (a claim or a fork link ends when its owner computes the block, leaves or is preempted;
 // if every running request would wait, the oldest computes anyway), so every request finishes.
 #pragma once
@@ -40,6 +46,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/recurrent_state_pool.h"
 #include "model/batch.h"
 
 namespace lockstep {
@@ -125,7 +132,9 @@ struct StepResult {
 
 class Scheduler {
  public:
-  Scheduler(BlockPool& pool, const SchedulerOptions& options);
+  // `states`: the state slots of a model with recurrent layers (borrowed; must outlive the scheduler), else
+  // null.
+  Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states = nullptr);
   ~Scheduler();  // releases every block still held
 
   // Tokens a request may ever hold at once (prompt + max_tokens) must fit the pool; see Add.
@@ -191,6 +200,7 @@ class Scheduler {
     PromptRows prompt_rows = PromptRows::kNone;  // Add's
     std::vector<int32_t> draft;                  // SetDraft's, for the next step only
     std::vector<float> lora_scales;              // Add's, without trailing zeros
+    StateSlot state_slot = kNoStateSlot;         // recurrent models: held while running
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
     // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).
@@ -209,6 +219,7 @@ class Scheduler {
   Seq& Get(RequestId id) const;
   Seq* Find(RequestId id) const;
   void Preempt(Seq& seq, StepPlan& plan);
+  void ReleaseState(Seq& seq);
   // `draft`: rows after the first come from seq.draft (a decode row with drafts).
   void AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft = 0);
   // The draft rows a decode row at seq.num_computed may carry: within the budget left after the decode row,
@@ -224,6 +235,7 @@ class Scheduler {
   void Admit(StepPlan& plan, int32_t& budget);
 
   BlockPool& pool_;
+  RecurrentStatePool* states_;
   SchedulerOptions options_;
   KvCacheManager kv_;
   std::unordered_map<RequestId, std::unique_ptr<Seq>> seqs_;
