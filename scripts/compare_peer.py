@@ -81,6 +81,7 @@ SHAPES = {
     "tiny-deepseek3": ("ik_llama.cpp", False),  # query LoRA, sigmoid scores with exp_probs_b, YaRN
     "tiny-gemma4": ("ik_llama.cpp", False),  # Gemma 4 came after llama.cpp c392e50
     "tiny-qwen35": ("ik_llama.cpp", False),  # Qwen3.5 (Gated DeltaNet) came after llama.cpp c392e50
+    "tiny-qwen35moe": ("ik_llama.cpp", False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),

@@ -27,6 +27,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
     {"deepseek2", RopeMode::kNormal}, {"gemma4", RopeMode::kNeox},
     {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
+    {"qwen35moe", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -236,9 +237,10 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-// qwen35 (Qwen3.5, dense): Gated DeltaNet on every layer but each full_attention_interval-th (default 4, as
-// llama.cpp), whose attention has a gated output and Q/K norms; the FFN's pre-norm is post_attention_norm.
-// Multi-token-prediction layers (nextn_predict_layers, the last blocks) are not run: n_layer excludes them.
+// qwen35 (Qwen3.5, dense; qwen35moe: with ApplyExperts' experts and shared expert): Gated DeltaNet on every
+// layer but each full_attention_interval-th (default 4, as llama.cpp), whose attention has a gated output and
+// Q/K norms; the FFN's pre-norm is post_attention_norm. Multi-token-prediction layers (nextn_predict_layers,
+// the last blocks) are not run: n_layer excludes them.
 Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
   c.qk_norm = true;
   c.attn_output_gate = true;
@@ -290,9 +292,10 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   const std::string count_key = Key(c, "expert_count");
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
   const bool qwen2moe = c.architecture == "qwen2moe";
+  const bool qwen35moe = c.architecture == "qwen35moe";  // qwen2moe's shared expert, renormalised weights
   const bool gpt_oss = c.architecture == "gpt-oss";
   if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe &&
-      !gpt_oss) {
+      !gpt_oss && !qwen35moe) {
     return Status::Ok();
   }
   if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {
@@ -325,14 +328,14 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
     return Status::Ok();
   };
   LOCKSTEP_RETURN_IF_ERROR(width(ff_key, qwen2moe ? c.n_ff / c.n_expert_used : c.n_ff, c.n_ff_expert));
-  if (qwen2moe) {
-    c.expert_weights_norm = false;
+  if (qwen2moe || qwen35moe) {
+    c.expert_weights_norm = qwen35moe;
     LOCKSTEP_RETURN_IF_ERROR(width(Key(c, "expert_shared_feed_forward_length"), c.n_ff, c.n_ff_shared));
   }
   // What llama.cpp's graphs for these architectures never use (qwen2moe's never reads it: one shared
   // expert); a file that sets it otherwise wants another.
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, file.GetIntOr(Key(c, "expert_shared_count"), 0));
-  if (shared != 0 && !(qwen2moe && shared == 1)) {
+  if (shared != 0 && !((qwen2moe || qwen35moe) && shared == 1)) {
     return Unimplemented(file.path() + ": unsupported: shared experts ('" + Key(c, "expert_shared_count") +
                          "' = " + std::to_string(shared) + ")");
   }
@@ -482,11 +485,12 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
-      c.architecture != "deepseek2") {
-    return Unimplemented(
-        file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
-        Key(c, "expert_count") + " = " + std::to_string(experts) +
-        "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files");
+      c.architecture != "deepseek2" && c.architecture != "qwen35moe") {
+    return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
+                         Key(c, "expert_count") + " = " + std::to_string(experts) +
+                         "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
+                         "deepseek2, qwen35moe and llama "
+                         "(Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -551,7 +555,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.post_norms = true;
     return Status::Ok();
   }
-  if (a == "qwen35") return ApplyQwen35(file, c);
+  if (a == "qwen35" || a == "qwen35moe") return ApplyQwen35(file, c);
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);

@@ -48,6 +48,8 @@
 //           but every full_attention_interval-th, whose attention has Q/K norms, partial NeoX RoPE and a
 //           sigmoid output gate (attn_q rows [query | gate] per head); the FFN's pre-norm is named
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
+//   qwen35moe  qwen35 with, as every layer's FFN, experts (softmax, the top expert_used_count
+//           renormalised) and qwen2moe's shared expert scaled by sigmoid(ffn_gate_inp_shexp . x)
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and

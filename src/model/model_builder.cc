@@ -358,7 +358,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool fused = a == "phi3";
   const bool fused_ffn = fused || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
-  const bool qwen35 = a == "qwen35";    // Gated DeltaNet layers; gated attention output
+  const bool qwen35 = a == "qwen35" || a == "qwen35moe";  // Gated DeltaNet layers; gated attention output
   const Fill norm = s.random_norms ? Fill::kNearOne : Fill::kOnes;
   std::vector<PlannedTensor> t;
   int64_t layer = 0;
@@ -579,7 +579,8 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2") {
+    if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2" ||
+        family == "qwen35moe") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -597,7 +598,8 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".rope.dimension_sections", GgufValue::Int32Array(sections));
     if (family != "qwen2") w.Set(a + ".n_deepstack_layers", GgufValue::Uint32(3));
   }
-  if (a == "qwen35") {  // Gated DeltaNet and M-RoPE sections (t, h, w, unused) in Qwen3.5's 11:11:10
+  if (a == "qwen35" ||
+      a == "qwen35moe") {  // Gated DeltaNet and M-RoPE sections (t, h, w, unused) in Qwen3.5's 11:11:10
     const int64_t key_width = s.ssm_head_dim;
     w.Set(a + ".ssm.conv_kernel", GgufValue::Uint32(uint32_t(s.ssm_conv_kernel)));
     w.Set(a + ".ssm.group_count", GgufValue::Uint32(uint32_t(s.ssm_k_heads)));
@@ -754,8 +756,9 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
   const std::string family = TextArchitecture(s.architecture);
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
-      ((family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss") && s.n_expert == 0) ||
-      (family == "qwen2moe") != (s.n_ff_shared > 0)) {
+      ((family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "qwen35moe") &&
+       s.n_expert == 0) ||
+      (family == "qwen2moe" || family == "qwen35moe") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
   for (int64_t in :

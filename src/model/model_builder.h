@@ -125,7 +125,8 @@ struct ModelShape {
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
 // tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-gemma4, tiny-ernie4.5, tiny-qwen2.5vl,
-// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3, tiny-qwen35:
+// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3, tiny-qwen35,
+// tiny-qwen35moe:
 // real head counts, GQA ratios and window patterns, tiny widths, windows and expert counts),
 // tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a rerank template), tiny-bert (a bge-like
 // bidirectional encoder; needs a WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output

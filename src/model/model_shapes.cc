@@ -342,6 +342,16 @@ constexpr ShapeEntry kShapes[] = {
        s.ssm_v_heads = 4;
        s.ssm_head_dim = 64;
      }},
+    {"tiny-qwen35moe",
+     [](ModelShape& s) {
+       // Qwen3.5-35B-A3B's plan at tiny-qwen35's widths: 8 of 256 experts (here 2 of 8) 512 wide, and a
+       // shared expert as wide.
+       s = *FindModelShape("tiny-qwen35");
+       s.name = "tiny-qwen35moe";
+       s.architecture = "qwen35moe";
+       Experts(s, 8, 2, 64);
+       s.n_ff_shared = 64;
+     }},
     {"tiny-ministral3",
      [](ModelShape& s) {
        // Ministral 3 8B: 32 heads, 8 KV heads, YaRN factor 16 without its magnitude (yarn_log_multiplier 1)
