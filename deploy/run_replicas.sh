@@ -89,6 +89,9 @@ trap stop_all EXIT
 for ((i = 0; i < replicas; i++)); do
   p=0
   if ((replica_port > 0)); then p=$((replica_port + i)); fi
+  # The log exists before the wait below reads it: the background job's own redirection may open it later
+  # (sed on a missing file, under set -e, ended this script silently).
+  : >"$dir/replica-$i.log"
   "$lockstep" serve -m "$model" --host 127.0.0.1 --port "$p" -t "$threads" "${serve_args[@]}" \
     >"$dir/replica-$i.log" 2>&1 &
   pids+=("$!")
