@@ -33,11 +33,11 @@ struct ModelLoadOptions {
   const Kernels* kernels = nullptr;
   // LoRA adapter files (model/lora_adapter.h), checked against the model; index i is adapter i of
   // Model::lora_adapters() and of SequenceKv::lora_scales.
-  std::vector<std::string> lora_paths;
+  std::vector<std::string> lora_paths{};
   // A classifier head of these tokens' rows of the output matrix (model/classifier.h; e.g. the ids of "yes"
   // and "no" for a plain causal LM used as a reranker). Empty: the file's cls.output head, if any. A file
   // with its own head refuses them (InvalidArgument).
-  std::vector<int32_t> classifier_tokens;
+  std::vector<int32_t> classifier_tokens{};  // {}: designated initializers may leave it out (GCC 12)
 };
 
 // Where Model::Forward writes its outputs, each in the order of the rows that want it.

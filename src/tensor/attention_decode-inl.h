@@ -51,7 +51,7 @@ void ScoreGroups(const StoredHead& keys, const StoredHead& values, int32_t first
     for (int g = 0; g < kGroups; ++g) acc[j][g] = V::Zero();
   }
   const int scale_group = KvScaleGroup(head_dim);
-  typename V::F key_scale[kGroups];
+  typename V::F key_scale[kGroups] = {};  // set at d = 0 (GCC 12 for NEON cannot tell)
   for (int d = 0; d < head_dim; ++d) {
     if ((d & key_line_mask) == 0) {
       for (int g = 0; g < kGroups; ++g) __builtin_prefetch(key_ahead[g] + size_t(d) * dim_bytes);

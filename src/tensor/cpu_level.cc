@@ -19,11 +19,13 @@ constexpr LevelInfo kLevels[] = {
     {CpuLevel::kNeonI8mm, "neon-i8mm"},
 };
 
+#if defined(__x86_64__)
 bool RunsAvx2(const CpuFeatures& c) { return c.avx2 && c.fma && c.f16c && c.bmi2; }
 bool RunsAvx512(const CpuFeatures& c) {
   return RunsAvx2(c) && c.avx512f && c.avx512bw && c.avx512dq && c.avx512vl;
 }
 bool RunsAvx512Vnni(const CpuFeatures& c) { return RunsAvx512(c) && c.avx512vnni && c.avx512_dl_group; }
+#endif
 
 }  // namespace
 

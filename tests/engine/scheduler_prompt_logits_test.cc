@@ -39,8 +39,9 @@ void CheckPlan(const StepPlan& plan, std::map<RequestId, std::vector<int32_t>>* 
       ++named;
       ASSERT_LT(size_t(chunk.logit_row), logit_positions.size());
       EXPECT_EQ(logit_positions[size_t(chunk.logit_row)], chunk.start + chunk.count - 1);
-      if (chunk.prompt_logit_count > 0)
+      if (chunk.prompt_logit_count > 0) {
         EXPECT_EQ(chunk.logit_row, chunk.prompt_logit_row + chunk.prompt_logit_count);
+      }
     }
   }
   EXPECT_EQ(named, plan.batch.LogitRows());

@@ -224,9 +224,15 @@ TEST(ModelBuilder, KQuantRowsThatDoNotFitFallBackAsLlamaCppDoes) {
     for (const GgufTensorInfo& t : m.file->tensors()) {
       EXPECT_EQ(t.type, t.dims.size() == 2 ? fallback : TensorType::kF32) << t.name;
     }
-    if (type == TensorType::kIQ4_XS) EXPECT_EQ(*m.file->GetInt("general.file_type"), 30);  // MOSTLY_IQ4_XS
-    if (type == TensorType::kQ3_K) EXPECT_EQ(*m.file->GetInt("general.file_type"), 11);    // MOSTLY_Q3_K_S
-    if (type == TensorType::kQ2_K) EXPECT_EQ(*m.file->GetInt("general.file_type"), 10);    // MOSTLY_Q2_K
+    if (type == TensorType::kIQ4_XS) {
+      EXPECT_EQ(*m.file->GetInt("general.file_type"), 30);  // MOSTLY_IQ4_XS
+    }
+    if (type == TensorType::kQ3_K) {
+      EXPECT_EQ(*m.file->GetInt("general.file_type"), 11);  // MOSTLY_Q3_K_S
+    }
+    if (type == TensorType::kQ2_K) {
+      EXPECT_EQ(*m.file->GetInt("general.file_type"), 10);  // MOSTLY_Q2_K
+    }
   }
   // SmolLM2-135M's q4_k_m as llama-quantize writes it: 576-wide rows q5_0 (q4_K) or q8_0 (q6_K), ffn_down
   // (1536 wide) q4_K or q6_K.

@@ -72,7 +72,9 @@ TEST_F(ResponsesReasoningTest, ReasoningItemBeforeTheMessageWholeAndStreamed) {
     EXPECT_EQ(item["content"][0]["type"], "reasoning_text") << r.body;
     const std::string reasoning = item["content"][0]["text"];
     // Never closed: the whole reply is reasoning, cut by max_output_tokens.
-    if (whole["status"] == "incomplete") EXPECT_EQ(item["status"], "incomplete") << r.body;
+    if (whole["status"] == "incomplete") {
+      EXPECT_EQ(item["status"], "incomplete") << r.body;
+    }
     EXPECT_EQ(whole["output"][1]["type"], "message") << r.body;
     EXPECT_EQ(whole["output"][1]["content"][0]["text"], "") << r.body;
     // Every token is the (unclosed) block's.
@@ -100,7 +102,9 @@ TEST_F(ResponsesReasoningTest, ReasoningItemBeforeTheMessageWholeAndStreamed) {
         "response.output_item.added reasoning 0", "response.reasoning_text.delta",
         "response.reasoning_text.done",           "response.output_item.done reasoning 0",
         "response.output_item.added message 1",   "response.output_item.done message 1"};
-    if (!reasoning.empty()) EXPECT_EQ(order, expected);
+    if (!reasoning.empty()) {
+      EXPECT_EQ(order, expected);
+    }
     const nlohmann::json& last = events.back();
     ASSERT_TRUE(last.contains("response")) << last;
     nlohmann::json output = last["response"]["output"];
@@ -191,7 +195,9 @@ TEST_F(ResponsesReasoningTest, NoTextLogprobsWhenReasoningIsSplit) {
   ASSERT_EQ(r.status, 200) << r.body;
   const nlohmann::json response = r.Json();  // kept: a loop over a temporary's member would dangle
   for (const nlohmann::json& item : response["output"]) {
-    if (item["type"] == "message") EXPECT_FALSE(item["content"][0].contains("logprobs")) << r.body;
+    if (item["type"] == "message") {
+      EXPECT_FALSE(item["content"][0].contains("logprobs")) << r.body;
+    }
   }
 }
 
