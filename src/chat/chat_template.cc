@@ -177,6 +177,8 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
       result.reasoning_tags_ && ShowsThinkingBlocks(*result.template_, result.bos_token_, result.eos_token_,
                                                     max_render_steps, *result.reasoning_tags_);
   if (result.thinking_blocks_) result.note_ += "; earlier replies' reasoning passed as thinking blocks";
+  result.reopens_model_turn_ =
+      result.reasoning_tags_ && result.reasoning_tags_->open == kGemma4ThoughtTags.open;
   return result;
 }
 
@@ -220,7 +222,11 @@ Result<std::string> ChatTemplate::ApplyOrThrow(const ChatTemplateInput& input) c
       if (!taken) context.emplace_back(it.key(), jinja::Value::FromJson(it.value()));
     }
   }
-  return jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)), max_render_steps_);
+  auto prompt = jinja::Render(*template_, jinja::Value::MakeObject(std::move(context)), max_render_steps_);
+  if (prompt.ok() && reopens_model_turn_ && input.add_generation_prompt && prompt->ends_with("<turn|>\n")) {
+    *prompt += "<|turn>model\n";
+  }
+  return prompt;
 }
 
 Result<std::string> ChatTemplate::Apply(const nlohmann::json& messages, bool add_generation_prompt) const {

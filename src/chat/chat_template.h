@@ -92,6 +92,11 @@ class ChatTemplate {
   // (Ministral 3 Reasoning's; found once by Parse, rendering a probe, as llama.cpp rewrites the messages for
   // it): Apply moves assistant messages' reasoning_content into such a block before their text.
   bool thinking_blocks() const { return thinking_blocks_; }
+  // True for Gemma 4's template (its thought-channel tags): after a reply that had text and tool calls, and
+  // the tool results it takes into that turn, the template closes the turn ("<turn|>\n") and opens no
+  // new one, even with add_generation_prompt. Apply then appends "<|turn>model\n", as llama.cpp does, so
+  // that the model answers in a turn of its own.
+  bool reopens_model_turn() const { return reopens_model_turn_; }
   // One line for the log: which template is in use and, for the fallback, why.
   const std::string& note() const { return note_; }
   // The Jinja source in use (the default's when is_default()).
@@ -113,6 +118,7 @@ class ChatTemplate {
   bool harmony_ = false;
   std::optional<ReasoningTags> reasoning_tags_;
   bool thinking_blocks_ = false;
+  bool reopens_model_turn_ = false;
   int64_t max_render_steps_ = kMaxRenderSteps;
   std::string note_;
 };
