@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "jinja/builtins.h"
+#include "jinja/list_methods.h"
 
 namespace lockstep::jinja {
 
@@ -420,6 +421,9 @@ class Interpreter {
       const Value obj = Eval(*callee.args[0]);
       const Value attr = obj.IsObject() ? obj.GetKey(callee.name) : Value();
       if (attr.IsCallable()) return attr.AsCallable()(EvalArgs(e, 1));
+      if (obj.IsArray() && IsListMethod(callee.name)) {
+        return CallListMethod(obj, callee.name, EvalArgs(e, 1), list_bytes_);
+      }
       if (HasMethod(obj, callee.name)) return CallMethod(obj, callee.name, EvalArgs(e, 1));
       throw Error("'" + obj.TypeName() + "' object has no callable attribute '" + callee.name + "'");
     }
@@ -435,6 +439,7 @@ class Interpreter {
   int depth_ = 0;  // live DepthGuards
   const int64_t max_steps_;
   int64_t steps_ = 0;
+  size_t list_bytes_ = 0;  // added to lists by their methods (jinja/list_methods.h)
 
  public:
   int line_ = 0;

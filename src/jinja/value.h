@@ -3,7 +3,8 @@
 // Lists and dicts are shared by reference like Python objects (so `namespace()` attributes can be assigned).
 // Limits that keep a hostile template (from a model file) from exhausting the stack or memory, each an Error:
 // lists and dicts nest at most kMaxDepth levels; only namespaces are mutable (attribute assignment, as in
-// Jinja2) and a namespace never holds a namespace, so no value contains itself (no reference cycles) and a
+// Jinja2), and lists through their methods (jinja/list_methods.h), which add only strings, numbers, booleans
+// and none; a namespace never holds a namespace, so no value contains itself (no reference cycles) and a
 // namespace changed after being put in a list still leaves the nesting under 2 * kMaxDepth; a string is at
 // most kMaxStringBytes (printing a value that would be longer stops there).
 // Not thread-safe; each render owns its values. Errors inside the interpreter are thrown as jinja::Error and

@@ -283,6 +283,53 @@ TEST(JinjaTest, StatementsScopesAndWhitespace) {
   EXPECT_EQ(RenderJinja("{# comment #}\nx{#- c -#}  y", ctx), "xy");
 }
 
+TEST(JinjaTest, ListMethodsChangeTheListInPlaceAsPythonsDo) {
+  // Kimi K2's templates queue tool-call ids in a namespace's list and take them back in order.
+  EXPECT_EQ(RenderJinja("{% set q = namespace(ids=[]) %}{% for i in range(3) %}"
+                        "{% set _ = q.ids.append('call:' ~ i) %}{% endfor %}{{ q.ids | length }}"
+                        "{{ q.ids.pop(0) }}{{ q.ids.pop(0) }}{{ q.ids }}",
+                        {}),
+            "3call:0call:1['call:2']");
+  EXPECT_EQ(
+      RenderJinja("{% set xs = [1, 2] %}{% set _ = xs.insert(0, 'a') %}{% set _ = xs.insert(-1, none) %}"
+                  "{% set _ = xs.insert(99, true) %}{% set _ = xs.extend('bc') %}{{ xs }}|{{ xs.pop() }}"
+                  "|{{ xs.pop(-2) }}|{{ xs.append(3) }}|{{ xs }}",
+                  {}),
+      "['a', 1, None, 2, True, 'b', 'c']|c|True|None|['a', 1, None, 2, 'b', 3]");
+  // The same list seen through two names, as in Python.
+  EXPECT_EQ(RenderJinja("{% set a = [] %}{% set b = a %}{% set _ = b.append(1) %}{{ a }}", {}), "[1]");
+}
+
+TEST(JinjaTest, ListMethodsCannotMakeAListHoldItselfOrGrowWithoutBound) {
+  const auto render = [](const std::string& source) { return RenderJinja(source, nlohmann::json::object()); };
+  const auto expect_error = [&](const std::string& source, const std::string& what) {
+    const std::string out = render(source);
+    EXPECT_EQ(out.rfind("RENDER ERROR", 0), 0u) << source << " -> " << out.substr(0, 200);
+    EXPECT_NE(out.find(what), std::string::npos) << source << " -> " << out.substr(0, 200);
+  };
+  // A list holding itself would be printed without end and leaked; lists and dicts are refused.
+  expect_error("{% set a = [] %}{% set _ = a.append(a) %}{{ a }}", "not a list");
+  expect_error("{% set a = [] %}{% set _ = a.extend([[1]]) %}", "not a list");
+  expect_error("{% set a = [] %}{% set _ = a.insert(0, {'k': 1}) %}", "not a dict");
+  // Building a chain of lists by appending each to the last: nothing to nest with.
+  expect_error(
+      "{% set ns = namespace(v=[]) %}{% for i in range(999) %}{% set n = [] %}"
+      "{% set _ = ns.v.append(n) %}{% set ns.v = n %}{% endfor %}",
+      "not a list");
+  // A 1 MiB string appended 100 times: over the 16 MiB a rendering may add to lists.
+  expect_error(
+      "{% set s = 'x' * 1048576 %}{% set a = [] %}{% for i in range(100) %}{% set _ = a.append(s) %}"
+      "{% endfor %}",
+      "added over 16777216 bytes");
+  expect_error("{% set a = [] %}{{ a.pop() }}", "pop from empty list");
+  expect_error("{% set a = [1] %}{{ a.pop(1) }}", "index out of range");
+  expect_error("{% set a = [1] %}{{ a.pop('0') }}", "index must be an integer");
+  expect_error("{% set a = [1] %}{{ a.append() }}", "missing its argument 'x'");
+  // Neither dicts nor strings have them.
+  expect_error("{% set d = {} %}{{ d.append(1) }}", "no callable attribute 'append'");
+  expect_error("{{ 'ab'.pop() }}", "no callable attribute 'pop'");
+}
+
 TEST(JinjaTest, ErrorsNameTheLine) {
   EXPECT_NE(RenderJinja("line1\n{{ 1 + }}", {}).find("line 2"), std::string::npos);
   EXPECT_NE(RenderJinja("{% if x %}", {}).find("PARSE ERROR"), std::string::npos);

@@ -48,7 +48,7 @@ std::vector<std::string> AssistantTexts(const std::string& family, const std::st
   } else if (family == "glm-4.6" || family == "glm-4.7-flash" || family == "glm-5.2") {
     opens = {"<|assistant|>"};
     closes = {"<|observation|>", "<|user|>"};  // GLM ends a turn with the next role's marker
-  } else if (family == "kimi-k2") {
+  } else if (family == "kimi-k2" || family == "kimi-k2-thinking") {
     opens = {"<|im_assistant|>assistant<|im_middle|>"};
     closes = {"<|im_end|>"};
   } else {
@@ -174,7 +174,7 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
           EXPECT_EQ(nlohmann::json::parse(out.calls[k].arguments),
                     nlohmann::json::parse(f["arguments"].dump()))
               << where;
-          if (family == "kimi-k2") {  // the model's own id, as the template numbers the calls
+          if (family.rfind("kimi-k2", 0) == 0) {  // the model's own id, as the template numbers the calls
             EXPECT_EQ(out.calls[k].id, "functions." + f["name"].get<std::string>() + ":" + std::to_string(k));
           } else {
             EXPECT_EQ(out.calls[k].id.size(), mistral_ids ? 9u : 29u) << where;
@@ -219,9 +219,10 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["nemotron-3-nano"], 3);  // the same
   EXPECT_GE(calls_checked["deepseek-v3.1"], 4);  // NAME<｜tool▁sep｜>{...}, after an empty <think></think>
   EXPECT_GE(calls_checked["glm-4.6"], 4);        // <tool_call>NAME <arg_key>/<arg_value> over lines
-  EXPECT_GE(calls_checked["glm-4.7-flash"], 4);  // the same on one line
-  EXPECT_GE(calls_checked["kimi-k2"], 4);        // functions.NAME:IDX
-  EXPECT_GE(calls_checked["deepseek-r1"], 2);    // function<｜tool▁sep｜>NAME and a ```json fence
+  EXPECT_GE(calls_checked["glm-4.7-flash"], 4);     // the same on one line
+  EXPECT_GE(calls_checked["kimi-k2"], 4);           // functions.NAME:IDX
+  EXPECT_GE(calls_checked["kimi-k2-thinking"], 4);  // the same, after an empty <think></think>
+  EXPECT_GE(calls_checked["deepseek-r1"], 2);       // function<｜tool▁sep｜>NAME and a ```json fence
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ import json
 
 import jinja2
 from jinja2.ext import loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 
 FIXED_NOW = datetime.datetime(2026, 1, 2, 12, 0, 0)
@@ -19,8 +19,11 @@ def raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 
 
-def environment():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+def environment(mutable_lists=False):
+    """mutable_lists: a sandbox that lets templates change lists (list.append, pop), for templates that do (Kimi
+    K2 Thinking's; Hugging Face's immutable sandbox refuses them, llama.cpp's minja runs them)."""
+    sandbox = SandboxedEnvironment if mutable_lists else ImmutableSandboxedEnvironment
+    env = sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     # transformers' tojson: its keyword arguments are json.dumps's.
     env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
         x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
@@ -29,9 +32,9 @@ def environment():
     return env
 
 
-def render_cases(templates, conversations, **variables):
+def render_cases(templates, conversations, mutable_lists=False, **variables):
     """One case per (template, conversation, add_generation_prompt): the rendering, or the error it raised."""
-    env = environment()
+    env = environment(mutable_lists)
     cases = []
     for name, source in templates.items():
         template = env.from_string(source)
