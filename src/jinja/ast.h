@@ -50,14 +50,28 @@ struct Node;
 using NodeList = std::vector<std::unique_ptr<Node>>;
 
 struct Node {
-  enum class Kind { kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kBreak, kContinue, kBlock };
+  enum class Kind {
+    kText,
+    kOutput,
+    kIf,
+    kFor,
+    kSet,
+    kSetBlock,
+    kMacro,
+    kBreak,
+    kContinue,
+    kBlock,
+    kFilterBlock
+  };
   Kind kind;
   std::string text;  // kText
-  ExprPtr expr;      // kOutput; kFor: iterable; kSet: value
+  // kOutput; kFor: iterable; kSet: value; kFilterBlock: the filters, each a kFilter whose args[0] is the one
+  // before (the first's an undefined literal: the rendered body takes its place).
+  ExprPtr expr;
   // kIf: conditions[i] guards bodies[i]; a trailing extra body is the else branch.
   std::vector<ExprPtr> conditions;
-  std::vector<NodeList>
-      bodies;  // kFor: bodies[0] loop body, bodies[1] (optional) else; kMacro/kSetBlock/kBlock: [0]
+  std::vector<NodeList> bodies;  // kFor: bodies[0] loop body, bodies[1] (optional) else;
+                                 // kMacro/kSetBlock/kBlock/kFilterBlock: [0]
   std::vector<std::string>
       targets;  // kFor: loop variables; kSet: [name] or [namespace, attribute]; kMacro: [name, params...]
   std::vector<ExprPtr> defaults;  // kMacro: defaults of the last defaults.size() params

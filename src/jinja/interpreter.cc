@@ -250,8 +250,21 @@ class Interpreter {
         return Flow::kContinue;
       case Node::Kind::kBlock:
         return RenderList(node.bodies[0], out);
+      case Node::Kind::kFilterBlock: {
+        std::string captured;
+        const Flow flow = RenderList(node.bodies[0], captured);
+        out += ApplyFilterChain(*node.expr, Value(std::move(captured))).ToString();
+        return flow;
+      }
     }
     return Flow::kNormal;
+  }
+
+  // A filter block's chain (jinja/ast.h, Node::expr) applied to `body`, innermost first.
+  Value ApplyFilterChain(const Expr& filter, Value body) {
+    if (filter.kind != Expr::Kind::kFilter) return body;
+    Value inner = ApplyFilterChain(*filter.args[0], std::move(body));
+    return ApplyFilter(filter.name, inner, EvalArgs(filter, 1));
   }
 
   void Assign(const std::vector<std::string>& targets, Value value) {

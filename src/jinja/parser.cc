@@ -213,6 +213,24 @@ class Parser {
     } else if (keyword == "break" || keyword == "continue") {
       node->kind = keyword == "break" ? Node::Kind::kBreak : Node::Kind::kContinue;
       ExpectBlockEnd();
+    } else if (keyword == "filter") {  // {% filter trim %}...{% endfilter %}: the body's text through filters
+      node->kind = Node::Kind::kFilterBlock;
+      ExprPtr chain = Make(Expr::Kind::kLiteral, node->line);  // undefined: the body at render time
+      do {
+        if (chain->kind == Expr::Kind::kFilter) ++pos_;  // the '|' before the next filter
+        auto e = Make(Expr::Kind::kFilter, node->line);
+        e->name = ExpectName();
+        Adopt(*e, std::move(chain));
+        if (IsOp("(")) {
+          ++pos_;
+          ParseCallArgs(e.get());
+        }
+        chain = std::move(e);
+      } while (IsOp("|"));
+      node->expr = std::move(chain);
+      ExpectBlockEnd();
+      node->bodies.push_back(ParseBody({"endfilter"}, &end));
+      ExpectBlockEnd();
     } else if (keyword == "generation") {  // Hugging Face's assistant-mask marker: renders its body
       node->kind = Node::Kind::kBlock;
       ExpectBlockEnd();

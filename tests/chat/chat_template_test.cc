@@ -330,6 +330,22 @@ TEST(JinjaTest, ListMethodsCannotMakeAListHoldItselfOrGrowWithoutBound) {
   expect_error("{{ 'ab'.pop() }}", "no callable attribute 'pop'");
 }
 
+TEST(JinjaTest, FilterBlocksPassTheirBodysTextThroughTheFilters) {
+  // firefunction-v2's template builds its system prompt so: a set block around a filter block.
+  EXPECT_EQ(RenderJinja(
+                "{% set x %}{% filter trim %}\n  a {{ 1 + 1 }}  \n{% endfilter %}{% endset %}[{{ x }}]", {}),
+            "[a 2]");
+  EXPECT_EQ(RenderJinja("{% filter trim | upper %} ab {% endfilter %}|{% filter replace('a', 'b') %}aa"
+                        "{% endfilter %}",
+                        {}),
+            "AB|bb");
+  EXPECT_EQ(RenderJinja("{% for i in [1, 2] %}{% filter upper %}x{{ i }}{% endfilter %}{% endfor %}", {}),
+            "X1X2");
+  EXPECT_NE(RenderJinja("{% filter nosuch %}x{% endfilter %}", {}).find("unknown filter"), std::string::npos);
+  EXPECT_NE(RenderJinja("{% filter trim %}x", {}).find("PARSE ERROR"), std::string::npos);
+  EXPECT_NE(RenderJinja("{% filter %}x{% endfilter %}", {}).find("PARSE ERROR"), std::string::npos);
+}
+
 TEST(JinjaTest, ErrorsNameTheLine) {
   EXPECT_NE(RenderJinja("line1\n{{ 1 + }}", {}).find("line 2"), std::string::npos);
   EXPECT_NE(RenderJinja("{% if x %}", {}).find("PARSE ERROR"), std::string::npos);
