@@ -76,12 +76,16 @@ Value Attribute(const Value& v, const std::string& path) {
   return cur;
 }
 
+// The items select / reject / selectattr / rejectattr / map go over: none for a false value (none,
+// undefined, an empty string), as Jinja2's run `if value: for item in value`.
+Array ItemsIfAny(const Value& value) { return value.Truthy() ? value.Iterate() : Array{}; }
+
 Value SelectAttr(const Value& value, const CallArgs& args, bool select) {
   const std::string attr = Arg(args, 0, "attribute", "selectattr").AsString();
   CallArgs test_args;
   for (size_t i = 2; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
   Array out;
-  for (const Value& item : value.Iterate()) {
+  for (const Value& item : ItemsIfAny(value)) {
     const Value a = Attribute(item, attr);
     const bool ok =
         args.positional.size() > 1 ? ApplyTest(args.positional[1].AsString(), a, test_args) : a.Truthy();
@@ -178,7 +182,7 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
     Array out;
     CallArgs test_args;
     for (size_t i = 1; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
-    for (const Value& item : value.Iterate()) {
+    for (const Value& item : ItemsIfAny(value)) {
       const bool ok =
           args.positional.empty() ? item.Truthy() : ApplyTest(args.positional[0].AsString(), item, test_args);
       if (ok == (name == "select")) out.push_back(item);
@@ -188,7 +192,7 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
   if (name == "map") {
     Array out;
     const Value* attr = args.Get(99, "attribute");
-    for (const Value& item : value.Iterate()) {
+    for (const Value& item : ItemsIfAny(value)) {
       if (attr) {
         out.push_back(Attribute(item, attr->AsString()));
       } else {

@@ -257,6 +257,14 @@ TEST(JinjaTest, ExpressionsFiltersAndTests) {
   EXPECT_EQ(RenderJinja("{{ 'yes' if xs else 'no' }}|{{ y | default('dflt') }}|{{ 'x' if false }}", ctx),
             "yes|dflt|");
   EXPECT_EQ(RenderJinja("{{ d | tojson(indent=2) }}", ctx), "{\n  \"a\": 1,\n  \"b\": \"x\"\n}");
+  // Jinja2's select / reject / selectattr / rejectattr / map yield nothing for a false value (functionary
+  // v3.1's template filters `tools` when they are none).
+  EXPECT_EQ(
+      RenderJinja(
+          "{{ none | selectattr('type', 'equalto', 'x') | list | length }}|{{ y | map('upper') | list }}"
+          "|{{ none | reject | list }}|{{ '' | select | list }}|{{ 0 | rejectattr('a') | list }}",
+          ctx),
+      "0|[]|[]|[]|[]");
 }
 
 TEST(JinjaTest, StatementsScopesAndWhitespace) {
