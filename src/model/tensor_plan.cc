@@ -1,0 +1,174 @@
+// The llama-like decoders' tensor plan and the matrix types (model/tensor_plan.h).
+#include "model/tensor_plan.h"
+
+#include "model/architectures.h"
+#include "model/model_config.h"
+
+namespace lockstep {
+
+bool IsKQuant(TensorType type) {
+  return type == TensorType::kQ2_K || type == TensorType::kQ3_K || type == TensorType::kQ4_K ||
+         type == TensorType::kQ5_K || type == TensorType::kQ6_K || type == TensorType::kIQ4_XS;
+}
+
+TensorType KQuantFallback(TensorType type) {
+  switch (type) {
+    case TensorType::kIQ4_XS:
+    case TensorType::kQ3_K:
+    case TensorType::kQ2_K:
+      return TensorType::kIQ4_NL;
+    case TensorType::kQ4_K:
+      return TensorType::kQ5_0;
+    case TensorType::kQ5_K:
+      return TensorType::kQ5_1;
+    default:
+      return TensorType::kQ8_0;
+  }
+}
+
+TensorType MixBaseType(KQuantMix mix) {
+  switch (mix) {
+    case KQuantMix::kQ4KM:
+    case KQuantMix::kQ4KS:
+      return TensorType::kQ4_K;
+    case KQuantMix::kQ5KM:
+    case KQuantMix::kQ5KS:
+      return TensorType::kQ5_K;
+    case KQuantMix::kNone:
+      break;
+  }
+  return TensorType::kF32;
+}
+
+TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64_t in) {
+  TensorType type = o.type;
+  const int64_t n_layer = o.shape.n_layer;
+  const bool v_or_down = role == Role::kAttnV || role == Role::kFfnDown;
+  if (o.mix != KQuantMix::kNone && role == Role::kOutput) type = TensorType::kQ6_K;
+  if ((o.mix == KQuantMix::kQ4KM || o.mix == KQuantMix::kQ5KM) && v_or_down && UsesMoreBits(layer, n_layer)) {
+    type = TensorType::kQ6_K;
+  }
+  if (o.mix == KQuantMix::kQ4KS &&
+      ((role == Role::kAttnV && layer < 4) || (role == Role::kFfnDown && layer < n_layer / 8))) {
+    type = TensorType::kQ5_K;
+  }
+  if (IsKQuant(type) && in % GetTensorTypeTraits(type).block_elements != 0) type = KQuantFallback(type);
+  return type;
+}
+
+std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
+  const ModelShape& s = o.shape;
+  if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
+  if (s.architecture == "gemma4") return PlanGemma4Tensors(o, n_vocab);
+  const std::string a = TextArchitecture(s.architecture);  // the layers' tensors
+  const int64_t head_dim = HeadDim(s);
+  const int64_t q_dim = s.n_head * head_dim;
+  const int64_t kv_dim = s.n_head_kv * head_dim;
+  const bool olmo2 = a == "olmo2";  // no pre-norms; Q and K norms over the whole projection
+  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || olmo2;
+  const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";
+  // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them (glm4: ffn_up only)
+  const bool fused = a == "phi3";
+  const bool fused_ffn = fused || a == "glm4";
+  const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
+  const bool qwen35 = a == "qwen35" || a == "qwen35moe";  // Gated DeltaNet layers; gated attention output
+  TensorPlan plan(o);
+  const Fill norm = plan.NormFill();
+  // Tied embeddings: token_embd is the output matrix too, and takes its type.
+  plan.Matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
+  plan.Vec("output_norm.weight", s.n_embd, norm);
+  if (!s.tied_embeddings) plan.Matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
+  if (s.n_cls_out > 0) {  // wider than the matrices: the scores of different documents then spread out
+    plan.F32("cls.output.weight", {s.n_embd, s.n_cls_out}, Fill::kNormal, 0.2f);
+  }
+  if (s.llama3_factor > 0) {
+    plan.Values("rope_freqs.weight",
+                Llama3RopeFreqFactors(RopeDim(s), s.rope_freq_base, s.llama3_factor, s.llama3_low_freq_factor,
+                                      s.llama3_high_freq_factor, s.llama3_original_ctx));
+  }
+  if (s.longrope_orig_ctx > 0) {
+    // Random factors (short ones near 1, long ones up to ~5), head_dim / 2 of them as llama.cpp c392e50 and
+    // ik_llama.cpp load them (for partial rotary only the first rope_dim / 2 are read).
+    for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+      const bool is_long = name[13] == 'l';
+      NormalStream normal(o.seed ^ HashName(name));
+      std::vector<float> f(size_t(head_dim / 2));
+      for (float& x : f) x = 1.0f + std::abs(normal.Next(is_long ? 2.0f : 0.1f));
+      plan.Values(name, f);
+    }
+  }
+  for (plan.layer = 0; plan.layer < s.n_layer; ++plan.layer) {
+    const int64_t layer = plan.layer;
+    const std::string p = "blk." + std::to_string(layer) + ".";
+    if (!olmo2) plan.Vec(p + "attn_norm.weight", s.n_embd, norm);
+    const bool dense = s.n_expert == 0 || layer < s.n_layer_dense_lead;
+    const bool recurrent = qwen35 && (layer + 1) % s.full_attention_interval != 0;
+    if (s.kv_lora_rank > 0) {
+      PlanLatentAttention(p, plan);
+    } else if (recurrent) {
+      PlanDeltaNetLayer(p, plan);
+    } else if (fused) {
+      plan.Matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, s.n_embd, Role::kAttnV);
+    } else {
+      plan.Matrix(p + "attn_q.weight", (qwen35 ? 2 : 1) * q_dim,
+                  s.n_embd);  // qwen35: [query | gate] per head
+      plan.Matrix(p + "attn_k.weight", kv_dim, s.n_embd);
+      plan.Matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
+    }
+    if (s.qkv_bias) {
+      plan.Vec(p + "attn_q.bias", q_dim, Fill::kNormal);
+      plan.Vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
+      plan.Vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
+    }
+    if ((qk_norm || qwen35) && !recurrent) {
+      plan.Vec(p + "attn_q_norm.weight", olmo2 ? q_dim : head_dim, norm);
+      plan.Vec(p + "attn_k_norm.weight", olmo2 ? kv_dim : head_dim, norm);
+    }
+    if (!recurrent) plan.Matrix(p + "attn_output.weight", s.n_embd, s.n_head * ValueDim(s));
+    if (gpt_oss) {  // sinks of a few units: the softmax's denominator then changes visibly
+      plan.F32(p + "attn_sinks.weight", {s.n_head}, Fill::kNormal, 2.0f);
+      plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
+    }
+    if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
+    if (!olmo2) {
+      plan.Vec(p + (gpt_oss || qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
+    }
+    if (!dense) {
+      const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
+      plan.F32(p + "ffn_gate_inp.weight", {s.n_embd, s.n_expert}, Fill::kNormal, s.router_std);
+      plan.Experts(p + "ffn_gate_exps.weight", ff, s.n_embd, s.n_expert, Role::kPlain);
+      plan.Experts(p + "ffn_up_exps.weight", ff, s.n_embd, s.n_expert, Role::kPlain);
+      plan.Experts(p + "ffn_down_exps.weight", s.n_embd, ff, s.n_expert, Role::kFfnDown);
+      if (gpt_oss) {
+        plan.F32(p + "ffn_gate_inp.bias", {s.n_expert}, Fill::kNormal, s.router_std);
+        plan.F32(p + "ffn_gate_exps.bias", {ff, s.n_expert}, Fill::kNormal, s.expert_bias_std);
+        plan.F32(p + "ffn_up_exps.bias", {ff, s.n_expert}, Fill::kNormal, s.expert_bias_std);
+        plan.F32(p + "ffn_down_exps.bias", {s.n_embd, s.n_expert}, Fill::kNormal, 0);
+      }
+      if (s.selection_bias_std > 0) {
+        plan.F32(p + "exp_probs_b.bias", {s.n_expert}, Fill::kNormal, s.selection_bias_std);
+      }
+      if (s.n_expert_shared > 0) {  // deepseek2's shared experts, one ungated FFN
+        plan.Matrix(p + "ffn_gate_shexp.weight", ff * s.n_expert_shared, s.n_embd);
+        plan.Matrix(p + "ffn_up_shexp.weight", ff * s.n_expert_shared, s.n_embd);
+        plan.Matrix(p + "ffn_down_shexp.weight", s.n_embd, ff * s.n_expert_shared, Role::kFfnDown);
+      }
+      if (s.n_ff_shared > 0) {  // qwen2moe's shared expert and its gate
+        plan.Vec(p + "ffn_gate_inp_shexp.weight", s.n_embd, Fill::kNormal);
+        plan.Matrix(p + "ffn_gate_shexp.weight", s.n_ff_shared, s.n_embd);
+        plan.Matrix(p + "ffn_up_shexp.weight", s.n_ff_shared, s.n_embd);
+        plan.Matrix(p + "ffn_down_shexp.weight", s.n_embd, s.n_ff_shared, Role::kFfnDown);
+      }
+    } else if (fused_ffn) {
+      plan.Matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
+    } else {
+      plan.Matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
+      plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
+    }
+    if (dense) plan.Matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
+    if (post_norms) plan.Vec(p + "post_ffw_norm.weight", s.n_embd, norm);
+  }
+  return std::move(plan.tensors);
+}
+
+}  // namespace lockstep
