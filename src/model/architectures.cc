@@ -413,20 +413,46 @@ Status ApplyDeepseek2Experts(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+// llama.cpp's conversions since its MLA rework (attention.key_length_mla present): head_count_kv 1,
+// key_length kv_lora_rank + rope dims and value_length kv_lora_rank (its latent cache's widths), the heads'
+// own widths in key_length_mla and value_length_mla, and attn_kv_b split into attn_k_b and attn_v_b
+// (ModelConfig::kv_b_split; an attn_kv_b beside them, as ik_llama.cpp's converter keeps it, is read
+// instead). The config then holds the heads' widths, as for the older files.
+Status ApplyDeepseek2SplitWidths(const GgufFile& file, ModelConfig& c) {
+  const std::string k_key = Key(c, "attention.key_length_mla"), v_key = Key(c, "attention.value_length_mla");
+  if (c.n_head_kv != 1 || c.head_dim != c.kv_lora_rank + c.rope_dim || c.value_dim != c.kv_lora_rank) {
+    return InvalidArgument(file.path() + ": deepseek2 with '" + k_key +
+                           "' needs attention.head_count_kv = 1, key_length = kv_lora_rank + "
+                           "rope.dimension_count (" +
+                           std::to_string(c.kv_lora_rank + c.rope_dim) +
+                           ") and value_length = kv_lora_rank (" + std::to_string(c.kv_lora_rank) +
+                           "); the file has " + std::to_string(c.n_head_kv) + ", " +
+                           std::to_string(c.head_dim) + " and " + std::to_string(c.value_dim));
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(const int64_t head_dim, ReadCount(file, k_key, -1, kMaxHeadDim));
+  LOCKSTEP_ASSIGN_OR_RETURN(const int64_t value_dim, ReadCount(file, v_key, -1, kMaxHeadDim));
+  if (head_dim <= c.rope_dim || value_dim < 1) {
+    return InvalidArgument(file.path() + ": '" + k_key + "' = " + std::to_string(head_dim) +
+                           " must exceed rope.dimension_count (" + std::to_string(c.rope_dim) + ") and '" +
+                           v_key + "' must be at least 1");
+  }
+  c.n_head_kv = c.n_head;
+  c.head_dim = head_dim;
+  c.value_dim = value_dim;
+  c.attention_scale = 1.0f / std::sqrt(float(c.head_dim));
+  c.kv_b_split = file.FindTensor("blk.0.attn_kv_b.weight") == nullptr;
+  return Status::Ok();
+}
+
 // DeepSeek-V2/V3, Moonlight, GLM-4.7-Flash (deepseek2): multi-head latent attention (model_config.h) and the
 // experts above. The keys as llama.cpp's converter wrote them before its MLA rework: head_count_kv =
-// head_count, key_length = qk_nope + qk_rope, value_length, rope.dimension_count = qk_rope, attn_kv_b. Newer
-// files (head_count_kv 1, key_length kv_lora_rank + qk_rope, key_length_mla, split attn_k_b / attn_v_b)
-// are refused for now. YaRN as ik_llama.cpp's deepseek2 graph: the rotation's magnitude is 1 (ggml's
-// 1 + 0.1 ln factor cancelled) and the attention scale is mscale^2 / sqrt(head_dim), mscale =
-// rope.scaling.attn_factor x (1 + yarn_log_multiplier x ln factor) (the file writes 0.1 mscale_all_dim).
+// head_count, key_length = qk_nope + qk_rope, value_length, rope.dimension_count = qk_rope, attn_kv_b; or
+// as it writes them since (ApplyDeepseek2SplitWidths). YaRN as ik_llama.cpp's deepseek2 graph: the
+// rotation's magnitude is 1 (ggml's 1 + 0.1 ln factor cancelled) and the attention scale is mscale^2 /
+// sqrt(head_dim), mscale = rope.scaling.attn_factor x (1 + yarn_log_multiplier x ln factor) (the file
+// writes 0.1 mscale_all_dim).
 Status ApplyDeepseek2(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseek2Experts(file, c));
-  if (file.Has(Key(c, "attention.key_length_mla")) || file.FindTensor("blk.0.attn_k_b.weight") != nullptr) {
-    return Unimplemented(file.path() +
-                         ": unsupported: deepseek2 with split attn_k_b / attn_v_b (llama.cpp's newer "
-                         "conversions); lockstep reads the files with attn_kv_b");
-  }
   LOCKSTEP_ASSIGN_OR_RETURN(c.kv_lora_rank, ReadCount(file, Key(c, "attention.kv_lora_rank"), -1, 1 << 16));
   if (file.FindTensor("blk.0.attn_q_a.weight") != nullptr) {
     LOCKSTEP_ASSIGN_OR_RETURN(c.q_lora_rank, ReadCount(file, Key(c, "attention.q_lora_rank"), -1, 1 << 16));
@@ -435,6 +461,14 @@ Status ApplyDeepseek2(const GgufFile& file, ModelConfig& c) {
     return InvalidArgument(file.path() +
                            ": deepseek2 needs attention.kv_lora_rank (and with attn_q_a, "
                            "attention.q_lora_rank) of at least 1");
+  }
+  if (file.Has(Key(c, "attention.key_length_mla"))) {
+    LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseek2SplitWidths(file, c));
+  } else if (file.FindTensor("blk.0.attn_kv_b.weight") == nullptr &&
+             file.FindTensor("blk.0.attn_k_b.weight") != nullptr) {
+    return InvalidArgument(file.path() + ": deepseek2 with attn_k_b / attn_v_b needs '" +
+                           Key(c, "attention.key_length_mla") + "' and '" +
+                           Key(c, "attention.value_length_mla") + "' (the heads' widths)");
   }
   if (c.n_head_kv != c.n_head || c.rope_dim >= c.head_dim) {
     return InvalidArgument(file.path() + ": deepseek2 needs attention.head_count_kv = head_count (" +

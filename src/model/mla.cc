@@ -56,7 +56,10 @@ void LatentAttention::Queries(const Kernels& kernels, const ModelConfig& c, cons
 void LatentAttention::KeysValues(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
                                  const float* xn, int64_t rows, float* k, float* v, ThreadPool& pool) {
   const int64_t rank = c.kv_lora_rank, rope = c.rope_dim, nope = c.head_dim - c.rope_dim;
-  const int64_t compressed = rank + rope, per_head = nope + c.value_dim;
+  const int64_t compressed = rank + rope;
+  // Each head's k_nope in wide_, every per_head floats: after it its value (attn_kv_b), or the next head's
+  // k_nope (kv_b_split: the values go to v directly).
+  const int64_t per_head = c.kv_b_split ? nope : nope + c.value_dim;
   GrowTo(compressed_, size_t(rows * compressed));
   GrowTo(latent_, size_t(rows * rank));
   GrowTo(wide_, size_t(rows * c.n_head * per_head));
@@ -65,7 +68,12 @@ void LatentAttention::KeysValues(const Kernels& kernels, const ModelConfig& c, c
     kernels.elementwise.rms_norm(compressed_.data() + r * compressed, w.kv_a_norm.data(), rank, c.rms_eps,
                                  latent_.data() + r * rank);
   });
-  MatMul(kernels.matmul, w.wkv_b, latent_.data(), rows, wide_.data(), pool);
+  if (c.kv_b_split) {
+    MatMul(kernels.matmul, w.wk_b, latent_.data(), rows, wide_.data(), pool);
+    MatMul(kernels.matmul, w.wv_b, latent_.data(), rows, v, pool);
+  } else {
+    MatMul(kernels.matmul, w.wkv_b, latent_.data(), rows, wide_.data(), pool);
+  }
   ForEachRow(pool, rows, [&](int64_t r) {
     const float* k_rope = compressed_.data() + r * compressed + rank;
     for (int64_t h = 0; h < c.n_head; ++h) {
@@ -73,7 +81,9 @@ void LatentAttention::KeysValues(const Kernels& kernels, const ModelConfig& c, c
       float* key = k + r * c.kv_dim() + h * c.head_dim;
       std::memcpy(key, k_rope, sizeof(float) * rope);
       std::memcpy(key + rope, kv, sizeof(float) * nope);
-      std::memcpy(v + r * c.v_dim() + h * c.value_dim, kv + nope, sizeof(float) * c.value_dim);
+      if (!c.kv_b_split) {
+        std::memcpy(v + r * c.v_dim() + h * c.value_dim, kv + nope, sizeof(float) * c.value_dim);
+      }
     }
   });
 }

@@ -6,6 +6,8 @@
 //   q = attn_q . xn, or attn_q_b . RMSNorm(attn_q_a . xn) (attn_q_a_norm)   [n_head][nope | rope]
 //   c = attn_kv_a_mqa . xn = [latent (kv_lora_rank) | k_rope (rope_dim)]
 //   kv = attn_kv_b . RMSNorm(latent) (attn_kv_a_norm)                       [n_head][k_nope | v]
+//     (split files, ModelConfig::kv_b_split: k_nope = attn_k_b transposed . RMSNorm(latent) and v = attn_v_b
+//     . RMSNorm(latent), the same rows' products: model/model_weights.h)
 //   key of head h = [k_rope | k_nope_h], value = v_h; query of head h = [q_rope_h | q_nope_h]
 // The rope dims are put first in each head of the query and the key (q . k is the same sum over other
 // dims), so RoPE rotates them as it rotates the first rope_dim dims of any partially rotated head

@@ -122,6 +122,13 @@ void SetDeepseek2Metadata(const ModelShape& s, GgufWriter& w) {
   w.Set(a + ".expert_gating_func", GgufValue::Uint32(uint32_t(s.expert_gating)));
   w.Set(a + ".expert_weights_norm", GgufValue::Bool(s.expert_weights_norm));
   w.Set(a + ".expert_weights_scale", GgufValue::Float32(s.expert_weights_scale));
+  if (s.split_kv_b) {  // llama.cpp's widths since its MLA rework: the latent cache's, and the heads' as _mla
+    w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(1));
+    w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(s.kv_lora_rank + RopeDim(s))));
+    w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(s.kv_lora_rank)));
+    w.Set(a + ".attention.key_length_mla", GgufValue::Uint32(uint32_t(HeadDim(s))));
+    w.Set(a + ".attention.value_length_mla", GgufValue::Uint32(uint32_t(ValueDim(s))));
+  }
 }
 
 void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w) {
@@ -230,6 +237,15 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   }
 }
 
+// attn_kv_b's values [n_head * (nope + value)][rank] as GenerateTensor draws them for the fused tensor.
+std::vector<float> KvBValues(const KvBSource& kv_b, int64_t rank, int64_t n_head, uint64_t seed,
+                             float stddev) {
+  std::vector<float> v(size_t(n_head * (kv_b.nope + kv_b.value) * rank));
+  NormalStream normal(seed ^ HashName(kv_b.name));
+  for (float& x : v) x = normal.Next(stddev);
+  return v;
+}
+
 // Fills one tensor row by row into `out` (RowBytes * rows bytes).
 void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::vector<std::byte>& out) {
   const int64_t n = t.dims[0];
@@ -238,6 +254,11 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
   const size_t row_bytes = RowBytes(t.type, n);
   out.resize(row_bytes * size_t(rows));
   NormalStream normal(seed ^ HashName(t.name));
+  // A split attn_kv_b: attn_k_b [n_head][rank][nope], attn_v_b [n_head][value][rank].
+  const bool keys = t.fill == Fill::kKvBKeys, split = keys || t.fill == Fill::kKvBValues;
+  const int64_t rank = keys ? t.dims[1] : n, per_head = t.kv_b.nope + t.kv_b.value;
+  const std::vector<float> fused =
+      split ? KvBValues(t.kv_b, rank, t.dims[2], seed, stddev) : std::vector<float>();
   std::vector<float> row(n);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < n; ++i) {
@@ -253,6 +274,12 @@ void GenerateTensor(const PlannedTensor& t, uint64_t seed, float stddev, std::ve
           break;
         case Fill::kNormal:
           row[i] = normal.Next(t.stddev > 0 ? t.stddev : stddev);
+          break;
+        case Fill::kKvBKeys:  // row r: head r / rank, latent r % rank
+          row[i] = fused[size_t(((r / rank) * per_head + i) * rank + r % rank)];
+          break;
+        case Fill::kKvBValues:  // row r: head r / value, its value row r % value
+          row[i] = fused[size_t(((r / t.kv_b.value) * per_head + t.kv_b.nope + r % t.kv_b.value) * rank + i)];
           break;
       }
     }
@@ -365,7 +392,8 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   for (int64_t in :
        {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff,
         s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * ValueDim(s),
-        s.q_lora_rank > 0 ? s.q_lora_rank : s.n_embd, s.kv_lora_rank > 0 ? s.kv_lora_rank : s.n_embd}) {
+        s.q_lora_rank > 0 ? s.q_lora_rank : s.n_embd, s.kv_lora_rank > 0 ? s.kv_lora_rank : s.n_embd,
+        s.split_kv_b ? HeadDim(s) - RopeDim(s) : s.n_embd}) {
     if (in % block != 0) {
       return InvalidArgument("model shape '" + s.name + "': row length " + std::to_string(in) +
                              " is not a multiple of the " + std::string(TensorTypeName(checked)) +

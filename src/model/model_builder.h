@@ -108,6 +108,12 @@ struct ModelShape {
   bool expert_weights_norm = false;
   float expert_weights_scale = 1;
   float selection_bias_std = 0;
+  // deepseek2 as llama.cpp's converter writes it since its MLA rework: attn_kv_b split into attn_k_b (each
+  // head's k_nope rows transposed, [n_head][kv_lora_rank][nope]) and attn_v_b ([n_head][value][kv_lora_rank])
+  // holding the values the fused attn_kv_b would (the same file's twin), with head_count_kv 1, key_length
+  // kv_lora_rank + rope_dim, value_length kv_lora_rank, and the heads' widths as key_length_mla and
+  // value_length_mla.
+  bool split_kv_b = false;
   // gemma4 (model/gemma4.h): head_dim is the global layers' head size, head_dim_local the local ones';
   // every gemma4_global_every-th layer is global, with n_head_kv_global KV heads (written per layer) and no
   // attn_v (V = K); the last shared_kv_layers layers share earlier layers' K/V (no attn_k/v of their own,
@@ -125,15 +131,15 @@ struct ModelShape {
 // architecture difference (tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-phi3.5, tiny-phi4-mini,
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
 // tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-gemma4, tiny-ernie4.5, tiny-qwen2.5vl,
-// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3, tiny-qwen35,
-// tiny-qwen35moe:
-// real head counts, GQA ratios and window patterns, tiny widths, windows and expert counts),
-// tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a rerank template), tiny-bert (a bge-like
-// bidirectional encoder; needs a WordPiece --vocab-from), tiny-bert-reranker (with BERT's cls + cls.output
-// head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64 experts: for benchmarks of the
-// expert products), small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared expert), small-gpt-oss
-// (gpt-oss-20b's plan at a fifth of its width), and real ones: stories15m, smollm2-135m, qwen2-0.5b,
-// llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
+// tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3,
+// tiny-deepseek3-split (tiny-deepseek3 as newer conversions split it),
+// tiny-qwen35, tiny-qwen35moe: real head counts, GQA ratios and window patterns, tiny widths,
+// windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a rerank
+// template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from), tiny-bert-reranker
+// (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64
+// experts: for benchmarks of the expert products), small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared
+// expert), small-gpt-oss (gpt-oss-20b's plan at a fifth of its width), and real ones: stories15m,
+// smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

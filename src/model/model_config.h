@@ -234,6 +234,12 @@ struct ModelConfig {
   // decompressed, per head.
   int64_t q_lora_rank = 0;   // <arch>.attention.q_lora_rank; 0: attn_q
   int64_t kv_lora_rank = 0;  // <arch>.attention.kv_lora_rank; 0: no latent attention
+  // The file splits attn_kv_b into attn_k_b (each head's k_nope rows, transposed: [n_head][kv_lora_rank]
+  // rows of head_dim - rope_dim) and attn_v_b (each head's value rows, [n_head][value_dim] rows of
+  // kv_lora_rank), as llama.cpp's converter writes DeepSeek files since its MLA rework (with head_count_kv 1,
+  // key_length kv_lora_rank + rope_dim and value_length kv_lora_rank for its latent cache, and the heads'
+  // widths in attention.key_length_mla / value_length_mla, which head_dim and value_dim hold here).
+  bool kv_b_split = false;
   // qwen35: every layer's FFN pre-norm is post_attention_norm (ffn_norm_is_post_attention_norm), the
   // recurrent layers (LayerAttention::recurrent) run Gated DeltaNet, and the attention layers have a gated
   // output: attn_q's rows are [query | gate] per head, and each head's attention output is multiplied by

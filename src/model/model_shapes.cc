@@ -487,6 +487,13 @@ constexpr ShapeEntry kShapes[] = {
     {"tiny-gpt-oss", TinyGptOss},
     {"tiny-deepseek2", TinyDeepseek2},
     {"tiny-deepseek3", TinyDeepseek3},
+    // tiny-deepseek3 as llama.cpp's converter writes DeepSeek files since its MLA rework (attn_k_b and
+    // attn_v_b, head_count_kv 1, key_length_mla): the same weights as tiny-deepseek3's file.
+    {"tiny-deepseek3-split",
+     [](ModelShape& s) {
+       TinyDeepseek3(s);
+       s.split_kv_b = true;
+     }},
     {"small-gpt-oss",
      [](ModelShape& s) {
        // gpt-oss-20b's plan (64 heads of 64, 8 KV heads, 4 of 32 experts as wide as n_embd, a window of 128)

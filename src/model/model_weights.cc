@@ -1,6 +1,7 @@
 #include "model/model_weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -37,13 +38,8 @@ class Binder {
   WeightMatrix Matrix(const std::string& name, int64_t out, int64_t in) {
     const GgufTensorInfo* found = file_.FindTensor(name);
     const bool one_d = out == 1 && found != nullptr && found->dims.size() == 1;
-    const GgufTensorInfo* t = one_d ? Find(name, {in}) : Find(name, {in, out});
+    const GgufTensorInfo* t = ForMatMul(name, one_d ? Find(name, {in}) : Find(name, {in, out}));
     if (t == nullptr) return {};
-    if (!MatMulSupports(t->type)) {
-      wrong_.push_back(name + " has type " + std::string(TensorTypeName(t->type)) +
-                       ", which the matrix kernels do not support");
-      return {};
-    }
     return WeightMatrix{t->type, in, out, t->data};
   }
 
@@ -53,21 +49,20 @@ class Binder {
     return WeightMatrix{m.type, m.in, count, m.data + size_t(first) * RowBytes(m.type, m.in)};
   }
 
+  // The n matrices [out][in] of a 3-D tensor [in, out, n] as one matrix [n * out][in] (a view).
+  WeightMatrix Stacked(const std::string& name, int64_t out, int64_t in, int64_t n) {
+    const GgufTensorInfo* t = ForMatMul(name, Find(name, {in, out, n}));
+    if (t == nullptr) return {};
+    return WeightMatrix{t->type, in, n * out, t->data};
+  }
+
   // Expert e of a 3-D tensor [in, out, n_expert] as a matrix of its own, for each e (a view: each expert's
   // rows are contiguous, whole blocks for every type).
   std::vector<WeightMatrix> Experts(const std::string& name, int64_t out, int64_t in, int64_t n_expert) {
-    const GgufTensorInfo* t = Find(name, {in, out, n_expert});
-    if (t == nullptr) return {};
-    if (!MatMulSupports(t->type)) {
-      wrong_.push_back(name + " has type " + std::string(TensorTypeName(t->type)) +
-                       ", which the matrix kernels do not support");
-      return {};
-    }
+    const WeightMatrix all = Stacked(name, out, in, n_expert);
+    if (all.data == nullptr) return {};
     std::vector<WeightMatrix> experts;
-    const size_t expert_bytes = size_t(out) * RowBytes(t->type, in);
-    for (int64_t e = 0; e < n_expert; ++e) {
-      experts.push_back(WeightMatrix{t->type, in, out, t->data + size_t(e) * expert_bytes});
-    }
+    for (int64_t e = 0; e < n_expert; ++e) experts.push_back(Rows(all, e * out, out));
     return experts;
   }
 
@@ -105,6 +100,16 @@ class Binder {
   }
 
   void Wrong(std::string message) { wrong_.push_back(std::move(message)); }
+
+  // t when the matrix kernels take its type; else null, the problem noted.
+  const GgufTensorInfo* ForMatMul(const std::string& name, const GgufTensorInfo* t) {
+    if (t != nullptr && !MatMulSupports(t->type)) {
+      wrong_.push_back(name + " has type " + std::string(TensorTypeName(t->type)) +
+                       ", which the matrix kernels do not support");
+      return nullptr;
+    }
+    return t;
+  }
 
   Status Finish() const {
     if (missing_.empty() && wrong_.empty()) return Status::Ok();
@@ -144,8 +149,41 @@ const GgufTensorInfo* BindTokenEmbedding(Binder& b, const ModelConfig& c) {
   return t;
 }
 
-// Multi-head latent attention's tensors (deepseek2; ModelConfig::kv_lora_rank).
-void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+// attn_k_b [n_head][rank][nope] (GGUF dims [nope, rank, n_head]) transposed into attn_kv_b's k_nope rows,
+// [n_head * nope][rank], in `storage`. f32, f16 and bf16 elements move unchanged (the products are then
+// attn_kv_b's to the bit); other types are dequantized to f32 rows (the file's weights exactly, at 4 bytes
+// each).
+WeightMatrix TransposedKeys(Binder& b, const std::string& name, int64_t nope, int64_t rank, int64_t n_head,
+                            std::vector<std::byte>& storage) {
+  const GgufTensorInfo* t = b.Find(name, {nope, rank, n_head});
+  if (t == nullptr) return {};
+  const bool plain =
+      t->type == TensorType::kF32 || t->type == TensorType::kF16 || t->type == TensorType::kBF16;
+  if (!plain && (!CanDequantize(t->type) || nope % GetTensorTypeTraits(t->type).block_elements != 0)) {
+    b.Wrong(name + " has unsupported type " + std::string(TensorTypeName(t->type)));
+    return {};
+  }
+  const TensorType type = plain ? t->type : TensorType::kF32;
+  const size_t size = plain ? RowBytes(type, 1) : sizeof(float);  // one element
+  storage.resize(size_t(n_head * nope * rank) * size);
+  std::vector<float> row(static_cast<size_t>(nope));
+  for (int64_t h = 0; h < n_head; ++h) {
+    for (int64_t r = 0; r < rank; ++r) {
+      const std::byte* from = t->data + size_t(h * rank + r) * RowBytes(t->type, nope);
+      if (!plain) DequantizeRow(t->type, from, row.data(), nope);
+      for (int64_t i = 0; i < nope; ++i) {
+        std::byte* to = storage.data() + size_t((h * nope + i) * rank + r) * size;
+        std::memcpy(to, plain ? from + size_t(i) * size : reinterpret_cast<const std::byte*>(&row[i]), size);
+      }
+    }
+  }
+  return WeightMatrix{type, rank, n_head * nope, storage.data()};
+}
+
+// Multi-head latent attention's tensors (deepseek2; ModelConfig::kv_lora_rank): attn_kv_b, or its split
+// halves (kv_b_split: attn_k_b rebuilt into `storage`, attn_v_b a view).
+void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw,
+                         std::vector<std::byte>& storage) {
   const int64_t d = c.n_embd, nope = c.head_dim - c.rope_dim;
   if (c.q_lora_rank > 0) {
     lw.wq_a = b.Matrix(p + "attn_q_a.weight", c.q_lora_rank, d);
@@ -156,7 +194,12 @@ void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, 
   }
   lw.wkv_a = b.Matrix(p + "attn_kv_a_mqa.weight", c.kv_lora_rank + c.rope_dim, d);
   lw.kv_a_norm = b.Vector(p + "attn_kv_a_norm.weight", c.kv_lora_rank);
-  lw.wkv_b = b.Matrix(p + "attn_kv_b.weight", c.n_head * (nope + c.value_dim), c.kv_lora_rank);
+  if (c.kv_b_split) {
+    lw.wk_b = TransposedKeys(b, p + "attn_k_b.weight", nope, c.kv_lora_rank, c.n_head, storage);
+    lw.wv_b = b.Stacked(p + "attn_v_b.weight", c.value_dim, c.kv_lora_rank, c.n_head);
+  } else {
+    lw.wkv_b = b.Matrix(p + "attn_kv_b.weight", c.n_head * (nope + c.value_dim), c.kv_lora_rank);
+  }
 }
 
 // A Gated DeltaNet layer's tensors (LayerWeights' dn_*), llama.cpp's names for them.
@@ -181,7 +224,7 @@ void ModelWeights::PackMatrices(int threads) {
     if (CanPackWeights(m.type) && m.data != nullptr) matrices.push_back(&m);
   };
   for (LayerWeights& lw : layers) {
-    for (WeightMatrix* m : {&lw.wq_a, &lw.wq_b, &lw.wkv_a, &lw.wkv_b}) add(*m);
+    for (WeightMatrix* m : {&lw.wq_a, &lw.wq_b, &lw.wkv_a, &lw.wkv_b, &lw.wk_b, &lw.wv_b}) add(*m);
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
     add(lw.pl_gate);
     add(lw.pl_proj);
@@ -235,7 +278,9 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const bool stores_kv = c.StoresKv(l);
     if (c.pre_norms) lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
     if (c.kv_lora_rank > 0) {
-      BindLatentAttention(b, c, p, lw);
+      if (w.owned.empty()) w.owned.reserve(size_t(c.n_layer));
+      w.owned.emplace_back();
+      BindLatentAttention(b, c, p, lw, w.owned.back());
     } else if (c.layers[size_t(l)].recurrent) {
       BindDeltaNet(b, c.delta_net, d, p, lw);
     } else if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix

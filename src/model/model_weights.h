@@ -33,8 +33,10 @@ struct LayerWeights {
   // wq is attn_q or empty with q_lora_rank): attn_q_a [q_lora_rank][n_embd], attn_q_a_norm [q_lora_rank],
   // attn_q_b [n_head * head_dim][q_lora_rank]; attn_kv_a_mqa [kv_lora_rank + rope_dim][n_embd],
   // attn_kv_a_norm [kv_lora_rank], attn_kv_b [n_head * (head_dim - rope_dim + value_dim)][kv_lora_rank]
-  // (each head's k_nope rows, then its value rows).
-  WeightMatrix wq_a, wq_b, wkv_a, wkv_b;
+  // (each head's k_nope rows, then its value rows). ModelConfig::kv_b_split: wkv_b is empty, wk_b its k_nope
+  // rows [n_head * (head_dim - rope_dim)][kv_lora_rank] (attn_k_b transposed, owned: ModelWeights::owned)
+  // and wv_b its value rows [n_head * value_dim][kv_lora_rank] (attn_v_b, a view).
+  WeightMatrix wq_a, wq_b, wkv_a, wkv_b, wk_b, wv_b;
   std::vector<float> q_a_norm, kv_a_norm;
   std::vector<float> post_attn_norm;  // post_norms only: [n_embd]
   std::vector<float> ffn_norm;        // [n_embd]; empty without pre-norms (olmo2)
@@ -94,6 +96,8 @@ struct ModelWeights {
   WeightMatrix per_layer_model_proj;
   std::vector<float> per_layer_proj_norm;
   std::vector<PackedWeightsPtr> packed;  // owns what the matrices' `packed` fields point at
+  // Matrices rebuilt at load (LayerWeights::wk_b), one buffer per layer (moving ModelWeights keeps them).
+  std::vector<std::vector<std::byte>> owned;
 
   // pack_threads: how many threads repack the matrices (0: one per hardware thread, capped at 8; negative:
   // do not repack).

@@ -57,7 +57,16 @@ inline int64_t HeadDim(const ModelShape& s) { return s.head_dim > 0 ? s.head_dim
 inline int64_t ValueDim(const ModelShape& s) { return s.value_dim > 0 ? s.value_dim : HeadDim(s); }
 inline int64_t RopeDim(const ModelShape& s) { return s.rope_dim > 0 ? s.rope_dim : HeadDim(s); }
 
-enum class Fill { kNormal, kOnes, kNearOne, kValues };
+// kKvBKeys / kKvBValues: a split attn_kv_b's halves (PlannedTensor::kv_b).
+enum class Fill { kNormal, kOnes, kNearOne, kValues, kKvBKeys, kKvBValues };
+
+// The attn_kv_b a split tensor comes from: its name (whose random stream it draws, so that the split file
+// holds the fused file's weights) and its heads' k_nope and value widths.
+struct KvBSource {
+  std::string name;
+  int64_t nope = 0;
+  int64_t value = 0;
+};
 
 struct PlannedTensor {
   std::string name;
@@ -66,6 +75,7 @@ struct PlannedTensor {
   Fill fill = Fill::kNormal;
   std::vector<float> values;  // Fill::kValues
   float stddev = 0;           // Fill::kNormal: 0 = the shape's weight_std
+  KvBSource kv_b;             // Fill::kKvBKeys and kKvBValues
   size_t bytes() const {
     int64_t rows = 1;
     for (size_t i = 1; i < dims.size(); ++i) rows *= dims[i];
@@ -108,6 +118,12 @@ class TensorPlan {
     tensors.push_back({name, TensorType::kF32, std::move(dims), fill, {}, stddev});
   }
   void Vec(const std::string& name, int64_t n, Fill fill) { F32(name, {n}, fill); }
+  // attn_kv_b's keys part transposed (attn_k_b, dims [nope, rank, n_head]) or its values part (attn_v_b,
+  // [rank, value, n_head]): `fill` kKvBKeys or kKvBValues.
+  void KvBPart(const std::string& name, std::vector<int64_t> dims, Fill fill, KvBSource source) {
+    const TensorType type = MatrixType(o_, Role::kPlain, layer, dims[0]);
+    tensors.push_back({name, type, std::move(dims), fill, {}, 0, std::move(source)});
+  }
   void Values(const std::string& name, std::vector<float> v) {
     tensors.push_back({name, TensorType::kF32, {int64_t(v.size())}, Fill::kValues, std::move(v)});
   }
@@ -133,7 +149,8 @@ bool Gemma4Shared(const ModelShape& s, int64_t layer);
 int64_t Gemma4Ff(const ModelShape& s, int64_t layer);
 // qwen35: a Gated DeltaNet layer's tensors (prefix p = "blk.N.").
 void PlanDeltaNetLayer(const std::string& p, TensorPlan& plan);
-// deepseek2: a layer's latent attention tensors but attn_output (prefix p = "blk.N.").
+// deepseek2: a layer's latent attention tensors but attn_output (prefix p = "blk.N."); attn_kv_b split into
+// attn_k_b and attn_v_b with ModelShape::split_kv_b.
 void PlanLatentAttention(const std::string& p, TensorPlan& plan);
 
 }  // namespace lockstep

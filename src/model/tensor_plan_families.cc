@@ -137,8 +137,14 @@ void PlanLatentAttention(const std::string& p, TensorPlan& plan) {
   }
   plan.Matrix(p + "attn_kv_a_mqa.weight", s.kv_lora_rank + RopeDim(s), s.n_embd);
   plan.Vec(p + "attn_kv_a_norm.weight", s.kv_lora_rank, plan.NormFill());
-  plan.Matrix(p + "attn_kv_b.weight", s.n_head * (HeadDim(s) - RopeDim(s) + ValueDim(s)), s.kv_lora_rank,
-              Role::kAttnV);
+  const int64_t nope = HeadDim(s) - RopeDim(s);
+  if (s.split_kv_b) {  // llama.cpp's layout since its MLA rework: each head's keys part transposed
+    const KvBSource source{p + "attn_kv_b.weight", nope, ValueDim(s)};
+    plan.KvBPart(p + "attn_k_b.weight", {nope, s.kv_lora_rank, s.n_head}, Fill::kKvBKeys, source);
+    plan.KvBPart(p + "attn_v_b.weight", {s.kv_lora_rank, ValueDim(s), s.n_head}, Fill::kKvBValues, source);
+    return;
+  }
+  plan.Matrix(p + "attn_kv_b.weight", s.n_head * (nope + ValueDim(s)), s.kv_lora_rank, Role::kAttnV);
 }
 
 }  // namespace lockstep

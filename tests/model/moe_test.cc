@@ -351,7 +351,8 @@ TEST(Deepseek2, WhatItDoesNotRunIsRefusedClearly) {
   const Case cases[] = {
       {SetKey("deepseek2.expert_group_count", GgufValue::Uint32(8)), "unsupported: grouped expert routing"},
       {SetKey("deepseek2.expert_gating_func", GgufValue::Uint32(3)), "'deepseek2.expert_gating_func' = 3"},
-      {SetKey("deepseek2.attention.key_length_mla", GgufValue::Uint32(48)), "split attn_k_b / attn_v_b"},
+      {SetKey("deepseek2.attention.key_length_mla", GgufValue::Uint32(48)),
+       "deepseek2 with 'deepseek2.attention.key_length_mla' needs attention.head_count_kv = 1"},
       {SetKey("deepseek2.attention.head_count_kv", GgufValue::Uint32(1)), "head_count_kv = head_count"},
   };
   for (const Case& c : cases) {

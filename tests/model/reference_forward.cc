@@ -111,8 +111,10 @@ struct Layer {
   // shared expert in gate, up and down, its gate in shared_gate).
   Matrix router;
   std::vector<double> shared_gate, selection_bias;
-  // deepseek2's latent attention (wq is attn_q when there is no query LoRA).
-  Matrix wq_a, wq_b, wkv_a, wkv_b;
+  // deepseek2's latent attention (wq is attn_q when there is no query LoRA; split files: wk_b and wv_b, as
+  // loaded: wk_b's rows [n_head * kv_lora_rank] of k_nope width, wv_b's [n_head * value_dim] of
+  // kv_lora_rank).
+  Matrix wq_a, wq_b, wkv_a, wkv_b, wk_b, wv_b;
   std::vector<double> q_a_norm, kv_a_norm;
   std::vector<Matrix> expert_gate, expert_up, expert_down;
   // Gemma 4: the output scale (empty: none) and the per-layer input's gate, projection and post-norm.
@@ -312,7 +314,25 @@ void LatentAttention(const Layer& L, const ModelConfig& c, const std::vector<dou
   ModelConfig rope_only = c;  // rotates vectors of rope_dim
   rope_only.head_dim = rope;
   Rotate(k_rope, 1, rope_only, t, false);
-  const std::vector<double> kv = MatVec(L.wkv_b, latent);
+  std::vector<double> kv;  // attn_kv_b's product: per head [k_nope | v]
+  if (c.kv_b_split) {      // k_nope[i] = sum over the latent's r of attn_k_b[head][r][i] latent[r]
+    for (int64_t head = 0; head < c.n_head; ++head) {
+      for (int64_t i = 0; i < nope; ++i) {
+        double sum = 0;
+        for (int64_t r = 0; r < rank; ++r)
+          sum += L.wk_b[size_t(head * rank + r)][size_t(i)] * latent[size_t(r)];
+        kv.push_back(sum);
+      }
+      for (int64_t j = 0; j < c.value_dim; ++j) {
+        const std::vector<double>& row = L.wv_b[size_t(head * c.value_dim + j)];
+        double sum = 0;
+        for (int64_t r = 0; r < rank; ++r) sum += row[size_t(r)] * latent[size_t(r)];
+        kv.push_back(sum);
+      }
+    }
+  } else {
+    kv = MatVec(L.wkv_b, latent);
+  }
   k.assign(size_t(c.kv_dim()), 0.0);
   v.assign(size_t(c.v_dim()), 0.0);
   for (int64_t head = 0; head < c.n_head; ++head) {
@@ -367,7 +387,12 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
       }
       LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_a, Load(file, p + "attn_kv_a_mqa.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.kv_a_norm, LoadVector(file, p + "attn_kv_a_norm.weight"));
-      LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_b, Load(file, p + "attn_kv_b.weight"));
+      if (c.kv_b_split) {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wk_b, Load(file, p + "attn_k_b.weight"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wv_b, Load(file, p + "attn_v_b.weight"));
+      } else {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_b, Load(file, p + "attn_kv_b.weight"));
+      }
     } else if (c.layers[l].recurrent) {  // qwen35's Gated DeltaNet
       for (auto [m, name] :
            {std::pair{&L.dn_qkv, "attn_qkv.weight"}, std::pair{&L.dn_z, "attn_gate.weight"},
