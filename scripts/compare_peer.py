@@ -84,6 +84,10 @@ SHAPES = {
     # value_length 512, 64 rope dims) and aborts on others; llama.cpp c392e50 predates the split. Its logits
     # equal its fused twin's bit for bit (tests/model/mla_test.cc), and the twin is checked above.
     "tiny-deepseek3-split": (None, False),
+    # Group-limited routing: no peer. ik_llama.cpp 8337e4cd3 groups experts for bailingmoe2/3 only (its
+    # deepseek2 routing ignores expert_group_count); llama.cpp c392e50 predates groups. The reference forward
+    # pass checks it (tests/model/reference_test.cc).
+    "tiny-deepseek3-grouped": (None, False),
     "tiny-gemma4": ("ik_llama.cpp", False),  # Gemma 4 came after llama.cpp c392e50
     "tiny-qwen35": ("ik_llama.cpp", False),  # Qwen3.5 (Gated DeltaNet) came after llama.cpp c392e50
     "tiny-qwen35moe": ("ik_llama.cpp", False),
@@ -94,7 +98,8 @@ SHAPES = {
     "tiny-smollm2": (None, False),
 }
 # Flags for ik_llama.cpp beyond "-fa off", by shape: deepseek2 without its latent cache (see SHAPES).
-IK_FLAGS = {shape: ["-mla", "0"] for shape in ("tiny-deepseek2", "tiny-deepseek3", "tiny-deepseek3-split")}
+IK_FLAGS = {shape: ["-mla", "0"] for shape in ("tiny-deepseek2", "tiny-deepseek3", "tiny-deepseek3-split",
+                                                 "tiny-deepseek3-grouped")}
 # Shapes whose ik_llama.cpp goldens are taken with its flash attention on (see run in main).
 IK_FLASH_ATTENTION = {"tiny-gemma4"}
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further

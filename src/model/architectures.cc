@@ -367,8 +367,8 @@ Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t 
 // expert_shared_count x expert_feed_forward_length) required; expert_gating_func 1 softmax or 2 sigmoid
 // (absent: sigmoid for GLM-4.7-Flash's 47 or 48 layers, else softmax, as ik_llama.cpp guesses);
 // expert_weights_norm (default false), expert_weights_scale (default 1), leading_dense_block_count
-// (default 0) and the selection bias by its tensor. Grouped routing (expert_group_count) is refused: neither
-// peer runs it for deepseek2.
+// (default 0), the selection bias by its tensor, and group-limited routing (expert_group_count, default 1,
+// dividing expert_count; expert_group_used_count, default all groups, enough groups for expert_used_count).
 Status ApplyDeepseek2Experts(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
@@ -384,13 +384,19 @@ Status ApplyDeepseek2Experts(const GgufFile& file, ModelConfig& c) {
   }
   c.n_ff_shared = c.n_ff_expert * shared;
   c.shared_expert_gate = false;
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t groups, file.GetIntOr(Key(c, "expert_group_count"), 1));
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t groups_used, file.GetIntOr(Key(c, "expert_group_used_count"), 0));
-  if (groups > 1 && groups_used < groups) {
-    return Unimplemented(file.path() + ": unsupported: grouped expert routing ('" +
-                         Key(c, "expert_group_count") + "' = " + std::to_string(groups) + ", '" +
-                         Key(c, "expert_group_used_count") + "' = " + std::to_string(groups_used) +
-                         "); lockstep routes over all experts only");
+  const std::string groups_key = Key(c, "expert_group_count"), used_key = Key(c, "expert_group_used_count");
+  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_groups, ReadCount(file, groups_key, 1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_groups_used,
+                            ReadCount(file, used_key, c.expert_groups, c.expert_groups));
+  if (c.expert_groups < 1 || c.n_expert % c.expert_groups != 0) {
+    return OutOfRangeKey(file, groups_key,
+                         "= " + std::to_string(c.expert_groups) + " must divide '" + Key(c, "expert_count") +
+                             "' = " + std::to_string(c.n_expert));
+  }
+  if (c.expert_groups_used < 1 || c.expert_groups_used * (c.n_expert / c.expert_groups) < c.n_expert_used) {
+    return OutOfRangeKey(file, used_key,
+                         "= " + std::to_string(c.expert_groups_used) + " leaves fewer experts than '" +
+                             Key(c, "expert_used_count") + "' = " + std::to_string(c.n_expert_used));
   }
   const std::string gating_key = Key(c, "expert_gating_func");
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating,

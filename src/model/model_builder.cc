@@ -129,6 +129,10 @@ void SetDeepseek2Metadata(const ModelShape& s, GgufWriter& w) {
     w.Set(a + ".attention.key_length_mla", GgufValue::Uint32(uint32_t(HeadDim(s))));
     w.Set(a + ".attention.value_length_mla", GgufValue::Uint32(uint32_t(ValueDim(s))));
   }
+  if (s.expert_groups > 0) {
+    w.Set(a + ".expert_group_count", GgufValue::Uint32(uint32_t(s.expert_groups)));
+    w.Set(a + ".expert_group_used_count", GgufValue::Uint32(uint32_t(s.expert_groups_used)));
+  }
 }
 
 void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w) {

@@ -114,6 +114,9 @@ struct ModelShape {
   // kv_lora_rank + rope_dim, value_length kv_lora_rank, and the heads' widths as key_length_mla and
   // value_length_mla.
   bool split_kv_b = false;
+  // deepseek2's expert_group_count and expert_group_used_count, written when expert_groups > 0.
+  int64_t expert_groups = 0;
+  int64_t expert_groups_used = 0;
   // gemma4 (model/gemma4.h): head_dim is the global layers' head size, head_dim_local the local ones';
   // every gemma4_global_every-th layer is global, with n_head_kv_global KV heads (written per layer) and no
   // attn_v (V = K); the last shared_kv_layers layers share earlier layers' K/V (no attn_k/v of their own,
@@ -132,8 +135,8 @@ struct ModelShape {
 // tiny-nemo, tiny-mistral-swa, tiny-qwen3moe, tiny-mixtral, tiny-granite, tiny-granitemoe, tiny-olmo2,
 // tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-gemma4, tiny-ernie4.5, tiny-qwen2.5vl,
 // tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3,
-// tiny-deepseek3-split (tiny-deepseek3 as newer conversions split it),
-// tiny-qwen35, tiny-qwen35moe: real head counts, GQA ratios and window patterns, tiny widths,
+// tiny-deepseek3-split (tiny-deepseek3 as newer conversions split it), tiny-deepseek3-grouped (with V3's
+// expert groups), tiny-qwen35, tiny-qwen35moe: real head counts, GQA ratios and window patterns, tiny widths,
 // windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a rerank
 // template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from), tiny-bert-reranker
 // (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64

@@ -339,6 +339,9 @@ std::string ModelConfig::Summary() const {
     if (expert_gating != ExpertGating::kLogits) {
       out << ", " << (expert_gating == ExpertGating::kSigmoid ? "sigmoid" : "softmax") << " scores"
           << (expert_selection_bias ? " chosen with a bias" : "") << " x " << expert_weights_scale;
+      if (expert_groups_used < expert_groups) {
+        out << " from the best " << expert_groups_used << " of " << expert_groups << " expert groups";
+      }
     }
     if (n_layer_dense_lead > 0) out << ", " << n_layer_dense_lead << " dense layers first";
   }

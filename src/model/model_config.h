@@ -222,6 +222,13 @@ struct ModelConfig {
   ExpertGating expert_gating = ExpertGating::kLogits;
   bool expert_selection_bias = false;
   float expert_weights_scale = 1;
+  // deepseek2's group-limited routing (<arch>.expert_group_count groups of n_expert / expert_groups
+  // consecutive experts, <arch>.expert_group_used_count of them used; 1 and 1: none): before the choice, each
+  // group is scored from its experts' choosing scores (score + exp_probs_b) -- kSigmoid: the sum of its two
+  // largest (DeepSeek-V3's noaux_tc), kSoftmax: its largest (DeepSeek-V2's group_limited_greedy) -- and only
+  // the experts of the expert_groups_used best groups may be chosen.
+  int64_t expert_groups = 1;
+  int64_t expert_groups_used = 1;
   // deepseek2: the first <arch>.leading_dense_block_count layers have a dense FFN of width n_ff instead of
   // the experts (FeedForwardExperts(layer) is false for them).
   int64_t n_layer_dense_lead = 0;

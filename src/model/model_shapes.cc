@@ -140,7 +140,7 @@ void TinyDeepseek2(ModelShape& s) {
 // exp_probs_b bias, renormalised and x 2.5, YaRN x40 from 4096 (yarn_log_multiplier 0.1 x mscale_all_dim 1).
 // Here tiny-deepseek2's widths with a query LoRA of 64, 4 layers, one dense, 4 of 16 experts and one
 // shared, YaRN x16 from 32 (so that it acts within the tests' positions). Its experts are not grouped
-// (lockstep refuses V3's expert_group_count 8).
+// (tiny-deepseek3-grouped's are): neither peer groups deepseek2's experts, and this one is ik_llama.cpp's.
 void TinyDeepseek3(ModelShape& s) {
   TinyDeepseek2(s);
   s.n_layer = 4;
@@ -153,6 +153,16 @@ void TinyDeepseek3(ModelShape& s) {
   s.yarn_factor = 16;
   s.yarn_original_ctx = 32;
   s.yarn_log_mul = 0.1f;
+}
+
+// V3's expert groups (256 experts in 8 groups of 32, the 8 chosen from the best 4 groups by the sum of
+// each group's two largest biased scores) at tiny-deepseek3's widths: 32 experts in 8 groups of 4, 8 chosen
+// from the best 4 groups.
+void TinyDeepseek3Grouped(ModelShape& s) {
+  TinyDeepseek3(s);
+  Experts(s, 32, 8, 32);
+  s.expert_groups = 8;
+  s.expert_groups_used = 4;
 }
 
 // bge-*-en-v1.5: tiny-bert's kind at its real size, 12 layers of 12 heads, n_ff 4 x n_embd.
@@ -494,6 +504,7 @@ constexpr ShapeEntry kShapes[] = {
        TinyDeepseek3(s);
        s.split_kv_b = true;
      }},
+    {"tiny-deepseek3-grouped", TinyDeepseek3Grouped},
     {"small-gpt-oss",
      [](ModelShape& s) {
        // gpt-oss-20b's plan (64 heads of 64, 8 KV heads, 4 of 32 experts as wide as n_embd, a window of 128)

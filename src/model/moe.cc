@@ -1,6 +1,7 @@
 #include "model/moe.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -62,9 +63,49 @@ void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool renormalise
   for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
 }
 
+namespace {
+
+// Marks allowed[e] for the experts of the groups.used best of groups.count groups (ExpertGroups), each
+// group's score computed from choosing(e) over its experts.
+template <typename Choosing>
+void AllowBestGroups(int64_t n_expert, ExpertGroups groups, ModelConfig::ExpertGating gating,
+                     const Choosing& choosing, std::array<bool, kMaxExperts>& allowed) {
+  const int64_t size = n_expert / groups.count;
+  std::array<float, kMaxExperts> group_score;
+  for (int64_t g = 0; g < groups.count; ++g) {
+    float first = -INFINITY, second = -INFINITY;  // the group's two largest (NaNs never are)
+    for (int64_t e = g * size; e < (g + 1) * size; ++e) {
+      const float x = choosing(int32_t(e));
+      if (x > first) {
+        second = first;
+        first = x;
+      } else if (x > second) {
+        second = x;
+      }
+    }
+    const bool top_two = gating == ModelConfig::ExpertGating::kSigmoid && size > 1;
+    group_score[size_t(g)] = top_two ? first + second : first;
+  }
+  std::fill(allowed.begin(), allowed.begin() + n_expert, false);
+  std::array<bool, kMaxExperts> taken{};
+  for (int64_t j = 0; j < groups.used; ++j) {
+    int64_t best = -1;
+    for (int64_t g = 0; g < groups.count; ++g) {
+      if (!taken[size_t(g)] && (best < 0 || group_score[size_t(g)] > group_score[size_t(best)])) best = g;
+    }
+    taken[size_t(best)] = true;
+    std::fill(allowed.begin() + best * size, allowed.begin() + (best + 1) * size, true);
+  }
+}
+
+}  // namespace
+
 void RouteScoredRow(float* scores, int64_t n_expert, int64_t k, ModelConfig::ExpertGating gating,
-                    const float* bias, bool renormalise, float scale, int32_t* experts, float* weights) {
-  assert(k >= 1 && k <= n_expert);
+                    const float* bias, ExpertGroups groups, bool renormalise, float scale, int32_t* experts,
+                    float* weights) {
+  assert(k >= 1 && k <= n_expert && n_expert <= kMaxExperts);
+  assert(groups.count >= 1 && n_expert % groups.count == 0 && groups.used >= 1 &&
+         groups.used <= groups.count);
   if (gating == ModelConfig::ExpertGating::kSigmoid) {
     for (int64_t e = 0; e < n_expert; ++e) scores[e] = 1.0f / (1.0f + ExpPolynomial(-scores[e]));
   } else {
@@ -76,10 +117,13 @@ void RouteScoredRow(float* scores, int64_t n_expert, int64_t k, ModelConfig::Exp
     for (int64_t e = 0; e < n_expert; ++e) scores[e] *= inverse;
   }
   auto choosing = [&](int32_t e) { return bias != nullptr ? scores[e] + bias[e] : scores[e]; };
+  std::array<bool, kMaxExperts> allowed;
+  std::fill(allowed.begin(), allowed.begin() + n_expert, true);
+  if (groups.used < groups.count) AllowBestGroups(n_expert, groups, gating, choosing, allowed);
   for (int64_t j = 0; j < k; ++j) {
     int32_t best = -1;
     for (int32_t e = 0; e < int32_t(n_expert); ++e) {
-      bool taken = false;
+      bool taken = !allowed[size_t(e)];
       for (int64_t i = 0; i < j; ++i) taken = taken || experts[i] == e;
       if (!taken && (best < 0 || choosing(e) > choosing(best))) best = e;
     }
@@ -142,7 +186,8 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
                weights_.data() + r * k);
     } else {  // deepseek2
       RouteScoredRow(logits_.data() + r * n_expert, n_expert, k, c.expert_gating,
-                     w.selection_bias.empty() ? nullptr : w.selection_bias.data(), c.expert_weights_norm,
+                     w.selection_bias.empty() ? nullptr : w.selection_bias.data(),
+                     ExpertGroups{c.expert_groups, c.expert_groups_used}, c.expert_weights_norm,
                      c.expert_weights_scale, chosen_.data() + r * k, weights_.data() + r * k);
     }
   }

@@ -43,14 +43,26 @@ class ThreadPool;
 void RouteRow(const float* logits, int64_t n_expert, int64_t k, bool renormalise, int32_t* experts,
               float* weights);
 
+// Group-limited routing (ModelConfig::expert_groups, expert_groups_used): n_expert / count consecutive
+// experts per group, the experts of `used` groups choosable; used = count: all.
+struct ExpertGroups {
+  int64_t count = 1;
+  int64_t used = 1;
+};
+
 // DeepSeek's routing of one row (ModelConfig::expert_gating kSoftmax or kSigmoid): scores[0..n_expert), the
 // router logits on entry, become the experts' scores: their softmax (the largest logit subtracted,
-// ExpPolynomial, summed in expert order, each times 1 / sum) or each one's sigmoid 1 / (1 + e^-x); experts
-// [0..k) the k largest scores + bias[e] (bias null: none; ties and NaNs: the lower index first), in
-// descending order; weights[j] the chosen experts' scores, divided by their sum (in rank order) when
-// renormalise, then times scale. Pure.
+// ExpPolynomial, summed in expert order, each times 1 / sum) or each one's sigmoid 1 / (1 + e^-x). An
+// expert's choosing score is its score + bias[e] (bias null: none). With groups.used < groups.count, each
+// group is scored -- kSigmoid: the sum of its two largest choosing scores (the larger first; DeepSeek-V3's
+// noaux_tc), kSoftmax: its largest (DeepSeek-V2's group_limited_greedy) -- and the experts outside the
+// groups.used best groups (ties: the lower group first) cannot be chosen. experts[0..k) the k largest
+// choosing scores among the choosable experts (ties and NaNs: the lower index first), in descending order;
+// weights[j] the chosen experts' scores, divided by their sum (in rank order) when renormalise, then times
+// scale. Needs n_expert <= kMaxExperts. Pure.
 void RouteScoredRow(float* scores, int64_t n_expert, int64_t k, ModelConfig::ExpertGating gating,
-                    const float* bias, bool renormalise, float scale, int32_t* experts, float* weights);
+                    const float* bias, ExpertGroups groups, bool renormalise, float scale, int32_t* experts,
+                    float* weights);
 
 class MixtureOfExperts {
  public:

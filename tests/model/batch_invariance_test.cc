@@ -120,8 +120,9 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-gpt-oss", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-gpt-oss", "f32", KvDtype::kF32, 1},
         // deepseek2: latent attention (values narrower than keys), a dense first layer, shared experts.
         Param{"tiny-deepseek2", "q8_0", KvDtype::kF16, 2}, Param{"tiny-deepseek2", "f32", KvDtype::kQ8_0, 1},
-        // + attn_k_b rebuilt at load (f32 rows beside q8_0 attn_v_b).
+        // + attn_k_b rebuilt at load (f32 rows beside q8_0 attn_v_b), and group-limited routing.
         Param{"tiny-deepseek3-split", "q8_0", KvDtype::kF16, 2},
+        Param{"tiny-deepseek3-grouped", "q8_0", KvDtype::kF16, 2},
         // qwen35: each sequence's recurrent state advanced by its rows, interleaved with other sequences'.
         Param{"tiny-qwen35", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen35", "f32", KvDtype::kF32, 1},
         Param{"tiny-qwen35moe", "q8_0", KvDtype::kF16, 2}),

@@ -325,16 +325,16 @@ TEST(Deepseek2, ScoredRoutingChoosesWithTheBiasAndWeighsWithoutIt) {
   float weights[2];
   float sigmoid[] = {0.0f, 1.0f, 2.0f, -1.0f};
   const float bias[] = {0.0f, 0.0f, -1.0f, 2.0f};
-  RouteScoredRow(sigmoid, 4, 2, Gating::kSigmoid, bias, false, 1.0f, experts, weights);
+  RouteScoredRow(sigmoid, 4, 2, Gating::kSigmoid, bias, {}, false, 1.0f, experts, weights);
   EXPECT_EQ(experts[0], 3);  // 0.27 + 2
   EXPECT_EQ(experts[1], 1);  // 0.73 (expert 2: 0.88 - 1)
   EXPECT_NEAR(weights[0], 1 / (1 + std::exp(1.0)), 1e-6);
   EXPECT_NEAR(weights[1], 1 / (1 + std::exp(-1.0)), 1e-6);
   float again[] = {0.0f, 1.0f, 2.0f, -1.0f};
-  RouteScoredRow(again, 4, 2, Gating::kSigmoid, bias, true, 2.5f, experts, weights);
+  RouteScoredRow(again, 4, 2, Gating::kSigmoid, bias, {}, true, 2.5f, experts, weights);
   EXPECT_NEAR(weights[0] + weights[1], 2.5f, 1e-6);  // renormalised, times expert_weights_scale
   float softmax[] = {0.0f, std::log(3.0f), -5.0f, std::log(2.0f)};
-  RouteScoredRow(softmax, 4, 2, Gating::kSoftmax, nullptr, false, 1.0f, experts, weights);
+  RouteScoredRow(softmax, 4, 2, Gating::kSoftmax, nullptr, {}, false, 1.0f, experts, weights);
   const float all = 6.0f + std::exp(-5.0f);  // the softmax over every expert, as it is
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 3);
@@ -343,17 +343,60 @@ TEST(Deepseek2, ScoredRoutingChoosesWithTheBiasAndWeighsWithoutIt) {
   EXPECT_NEAR(softmax[2], std::exp(-5.0f) / all, 1e-8);  // scores left in place
 }
 
+// Group-limited routing: only the best groups' experts are chosen; a group's score is the sum of its two
+// best choosing scores with sigmoid scores (V3), its best with softmax scores (V2).
+TEST(Deepseek2, GroupedRoutingChoosesOnlyFromTheBestGroups) {
+  // 4 groups of 2; equal logits, so the bias alone orders the choosing scores.
+  const float bias[] = {0.9f, -0.5f, 0.4f, 0.4f, 0.0f, 0.0f, 0.45f, -1.0f};
+  int32_t experts[3];
+  float weights[3];
+  auto route = [&](Gating gating, ExpertGroups groups) {
+    float scores[8] = {};
+    RouteScoredRow(scores, 8, 3, gating, bias, groups, false, 1.0f, experts, weights);
+    return std::vector<int32_t>(experts, experts + 3);
+  };
+  // Sigmoid (0.5 + bias): group sums 1.4, 1.8, 1.0, 0.45: groups 1 and 0.
+  EXPECT_EQ(route(Gating::kSigmoid, {4, 2}), (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_FLOAT_EQ(weights[1], 0.5f);  // weighed by the unbiased score
+  EXPECT_EQ(route(Gating::kSigmoid, {4, 4}), (std::vector<int32_t>{0, 6, 2}));  // all groups: expert 6 too
+  EXPECT_EQ(route(Gating::kSigmoid, {}), (std::vector<int32_t>{0, 6, 2}));
+  // Softmax (0.125 + bias): group maxima 1.025, 0.525, 0.125, 0.575: groups 0 and 3 (their sums would
+  // pick groups 1 and 0).
+  EXPECT_EQ(route(Gating::kSoftmax, {4, 2}), (std::vector<int32_t>{0, 6, 1}));
+  EXPECT_FLOAT_EQ(weights[2], 0.125f);
+}
+
+TEST(Deepseek2, GroupedRoutingConfig) {
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-deepseek3-grouped", TensorType::kF32));
+  const ModelConfig& c = m.model->config();
+  EXPECT_EQ(c.n_expert, 32);
+  EXPECT_EQ(c.n_expert_used, 8);
+  EXPECT_EQ(c.expert_groups, 8);
+  EXPECT_EQ(c.expert_groups_used, 4);
+  EXPECT_NE(c.Summary().find("from the best 4 of 8 expert groups"), std::string::npos) << c.Summary();
+  const ModelConfig plain = LoadModelOrDie(TinyModelPath("tiny-deepseek2", TensorType::kF32)).model->config();
+  EXPECT_EQ(plain.expert_groups, 1);
+  EXPECT_EQ(plain.expert_groups_used, 1);
+}
+
 TEST(Deepseek2, WhatItDoesNotRunIsRefusedClearly) {
   struct Case {
     Edit edit;
     const char* message;
   };
   const Case cases[] = {
-      {SetKey("deepseek2.expert_group_count", GgufValue::Uint32(8)), "unsupported: grouped expert routing"},
       {SetKey("deepseek2.expert_gating_func", GgufValue::Uint32(3)), "'deepseek2.expert_gating_func' = 3"},
       {SetKey("deepseek2.attention.key_length_mla", GgufValue::Uint32(48)),
        "deepseek2 with 'deepseek2.attention.key_length_mla' needs attention.head_count_kv = 1"},
       {SetKey("deepseek2.attention.head_count_kv", GgufValue::Uint32(1)), "head_count_kv = head_count"},
+      // 16 experts: groups must divide them, and the used groups hold at least expert_used_count (4).
+      {SetKey("deepseek2.expert_group_count", GgufValue::Uint32(3)),
+       "'deepseek2.expert_group_count' = 3 must divide 'deepseek2.expert_count' = 16"},
+      {Edit{.set_keys = {{"deepseek2.expert_group_count", GgufValue::Uint32(8)},
+                         {"deepseek2.expert_group_used_count", GgufValue::Uint32(1)}}},
+       "'deepseek2.expert_group_used_count' = 1 leaves fewer experts than 'deepseek2.expert_used_count' = 4"},
+      {SetKey("deepseek2.expert_group_used_count", GgufValue::Uint32(2)),
+       "'deepseek2.expert_group_used_count' = 2 is out of range (0..1)"},
   };
   for (const Case& c : cases) {
     const Status s = LoadEdited("tiny-deepseek2", c.edit);

@@ -253,6 +253,24 @@ std::vector<double> DeepseekExperts(const Layer& L, const ModelConfig& c, const 
   }
   std::vector<double> choosing = p;
   for (size_t e = 0; e < L.selection_bias.size(); ++e) choosing[e] += L.selection_bias[e];
+  if (c.expert_groups_used < c.expert_groups) {
+    // Group-limited: each group scored by the sum of its two best choosing scores (sigmoid: V3's noaux_tc)
+    // or its best (softmax: V2's group_limited_greedy); the experts of all but the best groups excluded.
+    const size_t size = p.size() / size_t(c.expert_groups);
+    std::vector<double> group(size_t(c.expert_groups));
+    for (size_t g = 0; g < group.size(); ++g) {
+      std::vector<double> members(choosing.begin() + g * size, choosing.begin() + (g + 1) * size);
+      std::sort(members.rbegin(), members.rend());
+      const bool two = c.expert_gating == ModelConfig::ExpertGating::kSigmoid && size > 1;
+      group[g] = two ? members[0] + members[1] : members[0];
+    }
+    std::vector<size_t> groups(group.size());
+    for (size_t g = 0; g < groups.size(); ++g) groups[g] = g;
+    std::stable_sort(groups.begin(), groups.end(), [&](size_t a, size_t b) { return group[a] > group[b]; });
+    for (size_t j = size_t(c.expert_groups_used); j < groups.size(); ++j) {
+      for (size_t e = groups[j] * size; e < (groups[j] + 1) * size; ++e) choosing[e] = -INFINITY;
+    }
+  }
   std::vector<size_t> order(p.size());
   for (size_t e = 0; e < order.size(); ++e) order[e] = e;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return choosing[a] > choosing[b]; });
