@@ -75,7 +75,7 @@ struct PlannedTensor {
   Fill fill = Fill::kNormal;
   std::vector<float> values;  // Fill::kValues
   float stddev = 0;           // Fill::kNormal: 0 = the shape's weight_std
-  KvBSource kv_b;             // Fill::kKvBKeys and kKvBValues
+  KvBSource kv_b{};           // Fill::kKvBKeys and kKvBValues
   size_t bytes() const {
     int64_t rows = 1;
     for (size_t i = 1; i < dims.size(); ++i) rows *= dims[i];
