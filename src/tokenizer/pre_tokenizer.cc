@@ -82,6 +82,13 @@ Result<PreTokenizerSpec> LookupPreTokenizer(std::string_view pre) {
                  R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)",
                  R"(\s+$)", kDeepSeekCjk, R"(\p{N}+)"});
   }
+  if (pre ==
+      "deepseek-v3") {  // DeepSeek-V3 / R1 / V3.1 / V3.2: digits in threes, CJK and kana runs, then words
+    return Spec("deepseek-v3",
+                {R"(\p{N}{1,3})", R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)",
+                 R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|)"
+                 R"( ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"});
+  }
   if (pre == "deepseek-coder") {
     return Spec("deepseek-coder", {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kDeepSeekCjk, R"(\p{N})"});
   }

@@ -59,6 +59,15 @@ TEST(PreTokenizerTest, RegexListsApplyInOrder) {
   EXPECT_EQ(Split("deepseek-coder", "Hi, 我想\n42"), Words({"Hi", ",", " ", "我想", "\n", "4", "2"}));
 }
 
+TEST(PreTokenizerTest, DeepSeekV3DigitTriplesThenCjkAndKanaRunsThenWords) {
+  // Digits in threes first, then runs of CJK ideographs and kana, then the word regex, in which an ASCII
+  // punctuation mark joins the letters after it ("a.b": ".b") unless a space took it first (" #").
+  EXPECT_EQ(Split("deepseek-v3", "Hello 12345 \xE6\x88\x91\xE6\x83\xB3\xE3\x81\xB2\xE3\x82\x89!!(x)\n\n  x"),
+            Words({"Hello", " ", "123", "45", " ", "\xE6\x88\x91\xE6\x83\xB3\xE3\x81\xB2\xE3\x82\x89", "!!(",
+                   "x", ")\n\n", " ", " x"}));
+  EXPECT_EQ(Split("deepseek-v3", "a.b #include @User"), Words({"a", ".b", " #", "include", " @", "User"}));
+}
+
 TEST(PreTokenizerTest, Tekken) {
   EXPECT_EQ(Split("tekken", "HelloWorld ABCdef"), Words({"Hello", "World", " ABCdef"}));
 }
@@ -85,7 +94,7 @@ TEST(PreTokenizerTest, EveryKnownListCompilesAndCoversLongInput) {
   for (const char* name : {"default",   "llama-bpe", "qwen2",  "deepseek-llm", "deepseek-coder", "falcon",
                            "starcoder", "refact",    "mpt",    "gpt-neox",     "smollm",         "dbrx",
                            "phi-2",     "tekken",    "bloom",  "viking",       "chatglm-bpe",    "glm4",
-                           "command-r", "olmo",      "gpt-4o", "qwen35"}) {
+                           "command-r", "olmo",      "gpt-4o", "qwen35",       "deepseek-v3"}) {
     const Words words = Split(name, text);
     std::string joined;
     for (const auto& w : words) {
