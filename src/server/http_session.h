@@ -34,12 +34,12 @@ class Session;
 // What the sessions of one HttpServer share: owned by HttpServer::Impl, which outlives them.
 struct SessionShared {
   HttpServerOptions options;  // protocol_error_body always set
-  HttpLimits limits;
+  HttpLimits limits{};
   HttpHandler handler;
   std::atomic<int64_t> active{0};    // HttpServer::active_requests()
   std::atomic<bool> stopped{false};  // Stop() has begun: connections close once their response is out
   // Called once per session, on its strand, when it closes (the server forgets it).
-  std::function<void(const std::shared_ptr<Session>&)> unregister;
+  std::function<void(const std::shared_ptr<Session>&)> unregister{};
 };
 
 class Session : public std::enable_shared_from_this<Session> {

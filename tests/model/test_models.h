@@ -26,11 +26,11 @@ std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t se
 
 // Edits of a model file, for the error and architecture tests: metadata set or dropped, tensors dropped or
 // given transposed dims.
-struct FileEdit {
-  std::set<std::string> drop_keys;
-  std::vector<std::pair<std::string, GgufValue>> set_keys;
-  std::set<std::string> drop_tensors;
-  std::string reshape_tensor;  // its first two dims swapped
+struct FileEdit {  // {}: designated initializers may leave any out (GCC 12's -Wmissing-field-initializers)
+  std::set<std::string> drop_keys{};
+  std::vector<std::pair<std::string, GgufValue>> set_keys{};
+  std::set<std::string> drop_tensors{};
+  std::string reshape_tensor{};  // its first two dims swapped
 };
 // The GGUF file at `path` rebuilt in memory with the edits (named "edited.gguf").
 Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, const FileEdit& edit);
