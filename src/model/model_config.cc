@@ -147,6 +147,7 @@ const std::vector<std::string>& SupportedArchitectures() {
 }
 
 int32_t ModelConfig::KvLayer(int64_t l) const {
+  LOCKSTEP_CHECK(!layers[size_t(l)].recurrent);  // reads no K/V
   if (!StoresKv(l)) l = layers[size_t(l)].kv_from;
   int32_t index = 0;
   for (int64_t i = 0; i < l; ++i) index += StoresKv(i) ? 1 : 0;

@@ -55,7 +55,7 @@ struct LayerAttention {
   int32_t kv_from = -1;
   // A Gated DeltaNet linear-attention layer instead of attention (qwen35: all but every
   // full_attention_interval-th layer; model/delta_net.h): it reads and writes its sequence's recurrent
-  // state, not the KV cache.
+  // state and has no K/V in the KV cache (ModelConfig::StoresKv).
   bool recurrent = false;
 };
 
@@ -277,9 +277,10 @@ struct ModelConfig {
     return value_dim > 0 && value_dim != head_dim ? value_dim : LayerHeadDim(l);
   }
   int64_t LayerAttDim(int64_t l) const { return n_head * LayerValueDim(l); }
-  // Whether layer l stores K/V (Gemma 4's shared-KV layers read an earlier layer's), and the index among
-  // the layers that store it, in order, of the one l reads: its layer in the KV layout (model/batch.h).
-  bool StoresKv(int64_t l) const { return layers[size_t(l)].kv_from < 0; }
+  // Whether layer l stores K/V (Gemma 4's shared-KV layers read an earlier layer's; recurrent layers keep
+  // their sequence's recurrent state instead and read none), and for an attention layer the index among the
+  // layers that store K/V, in order, of the one l reads: its layer in the KV layout (model/batch.h).
+  bool StoresKv(int64_t l) const { return layers[size_t(l)].kv_from < 0 && !layers[size_t(l)].recurrent; }
   int32_t KvLayer(int64_t l) const;
   // The widest Q, K, V and attention output of any layer (scratch sizes).
   int64_t MaxQDim() const;

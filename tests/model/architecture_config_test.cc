@@ -72,6 +72,15 @@ TEST(Architectures, Qwen35) {
   EXPECT_EQ(c.delta_net.head_v_dim, 64);
   EXPECT_EQ(c.delta_net.ConvChannels(), 2 * 128 + 256);
   EXPECT_EQ(c.RecurrentStateFloats(), 6 * (3 * 512 + 4 * 64 * 64));
+  // Only the attention layers (3 and 7) store K/V: a block holds their keys and values alone.
+  for (int64_t l = 0; l < c.n_layer; ++l) EXPECT_EQ(c.StoresKv(l), !recurrent[size_t(l)]) << l;
+  EXPECT_EQ(c.KvLayer(3), 0);
+  EXPECT_EQ(c.KvLayer(7), 1);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-qwen35", TensorType::kF32));
+  const KvLayout kv = m.model->MakeKvLayout(KvDtype::kF16, 16);
+  EXPECT_EQ(kv.n_layer, 2);
+  EXPECT_EQ(kv.BlockBytes(), size_t(2 * 2 * c.kv_dim() * 16) * sizeof(uint16_t));  // layers x (K, V)
+  EXPECT_EQ(kv.recurrent_state_floats, c.RecurrentStateFloats());
   // full_attention_interval 2, and a multi-token-prediction block that is not run.
   const ModelConfig two =
       Config("tiny-qwen35", Edit{{},

@@ -586,7 +586,7 @@ Result<std::vector<std::vector<double>>> ReferenceForward(const GgufFile& file,
     if (stores_kv) {
       keys[l] = k;
       values[l] = v;
-    } else {
+    } else if (!recurrent) {  // Gemma 4's shared-KV layers
       k = keys[c.layers[l].kv_from];
       v = values[c.layers[l].kv_from];
     }
