@@ -76,6 +76,19 @@ void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
   AddKvTypeFlag(cmd, flags.kv_type);
   cmd.add_flag("--no-prefix-cache", flags.no_prefix_cache,
                "Do not reuse the KV of shared prompt prefixes across requests (on by default)");
+  cmd.add_option("--recurrent-slots", flags.recurrent_slots,
+                 "Models with recurrent layers (qwen35): per-sequence states kept at once, each held by one "
+                 "running request, at most --max-seqs (0: --max-seqs); fewer bound their memory")
+      ->check(IntegerIn(0, kMaxInt))
+      ->capture_default_str();
+}
+
+void CheckRecurrentSlotsOrDie(const EngineFlags& flags) {
+  if (flags.recurrent_slots > flags.max_seqs) {
+    Fail("--recurrent-slots " + std::to_string(flags.recurrent_slots) + " exceeds --max-seqs " +
+         std::to_string(flags.max_seqs) + ": each running request holds one state slot, so at most " +
+         std::to_string(flags.max_seqs) + " are ever used");
+  }
 }
 
 void AddDraftFlags(CLI::App& cmd, int& draft_max, int* draft_max_seqs) {
@@ -132,6 +145,8 @@ EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
   options.kv_dtype = ParseKvTypeOrDie(flags.kv_type);
   options.draft_tokens = flags.draft_max;
   options.draft_max_seqs = flags.draft_max_seqs;
+  CheckRecurrentSlotsOrDie(flags);
+  options.recurrent_slots = flags.recurrent_slots;
   return options;
 }
 

@@ -44,14 +44,17 @@ struct EngineFlags {
   bool no_prefix_cache = false;
   int draft_max = 0;  // --draft-max (EngineOptions::draft_tokens)
   int draft_max_seqs = 4;
+  int recurrent_slots = 0;  // --recurrent-slots (EngineOptions::recurrent_slots); 0 = max_seqs
 };
 // Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type,
-// --no-prefix-cache.
+// --no-prefix-cache, --recurrent-slots.
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags);
 // Adds --draft-max (speculative decoding by n-gram lookup), and --draft-max-seqs unless `draft_max_seqs` is
 // null (commands that run one request).
 void AddDraftFlags(CLI::App& cmd, int& draft_max, int* draft_max_seqs);
 EngineOptions EngineOptionsOrDie(const EngineFlags& flags);
+// Fails (exit 1) when --recurrent-slots exceeds --max-seqs.
+void CheckRecurrentSlotsOrDie(const EngineFlags& flags);
 
 // "123", "64K", "512M", "2G" (powers of 1024) → bytes; InvalidArgument naming `flag` otherwise.
 Result<int64_t> ParseByteSize(const std::string& text, const std::string& flag);

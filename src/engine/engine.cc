@@ -35,8 +35,10 @@ Status ValidateOptions(const EngineOptions& o) {
   if (o.max_context < 0) return bad("max_context must be >= 0, got " + std::to_string(o.max_context));
   if (o.draft_tokens < 0 || o.draft_tokens > 64)
     return bad("draft_tokens must be in 0..64, got " + std::to_string(o.draft_tokens));
-  if (o.recurrent_slots < 0)
-    return bad("recurrent_slots must be >= 0, got " + std::to_string(o.recurrent_slots));
+  if (o.recurrent_slots < 0 || o.recurrent_slots > o.max_seqs) {
+    return bad("recurrent_slots must be in 0..max_seqs (" + std::to_string(o.max_seqs) +
+               ": each running request holds one slot), got " + std::to_string(o.recurrent_slots));
+  }
   if (o.draft_max_seqs < 1)
     return bad("draft_max_seqs must be >= 1, got " + std::to_string(o.draft_max_seqs));
   return Status::Ok();

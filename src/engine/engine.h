@@ -58,7 +58,8 @@ struct EngineOptions {
   int draft_tokens = 0;
   int draft_max_seqs = 4;
   // Models with recurrent layers (qwen35): the recurrent states kept at once (kv/recurrent_state_pool.h), one
-  // per running request; 0 = max_seqs. Such models run without prefix caching and drafts
+  // per running request, so at most max_seqs; 0 = max_seqs. Fewer bound the state memory (a request waits
+  // for a free slot); ignored by other models. Such models run without prefix caching and drafts
   // (engine/scheduler.h).
   int recurrent_slots = 0;
 };
@@ -78,6 +79,10 @@ struct EngineStats {
   int64_t kv_blocks_cached = 0;  // blocks findable by their hash (in use or idle; idle ones count as free)
   bool prefix_caching = false;   // EngineOptions::prefix_caching
   KvDtype kv_dtype = KvDtype::kF16;  // EngineOptions::kv_dtype
+  // Models with recurrent layers: the state slots (EngineOptions::recurrent_slots, resolved) and those held
+  // by running requests; both 0 for other models.
+  int32_t recurrent_slots_total = 0;
+  int32_t recurrent_slots_used = 0;
   double kv_usage() const { return kv_blocks_total ? double(kv_blocks_used) / double(kv_blocks_total) : 0.0; }
   // Totals since start.
   int64_t steps = 0;

@@ -52,6 +52,7 @@ Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer
   stats_.block_tokens = blocks_->block_tokens();
   stats_.prefix_caching = options.prefix_caching && model_->config().causal && states_ == nullptr;
   stats_.kv_dtype = options.kv_dtype;
+  stats_.recurrent_slots_total = states_ != nullptr ? states_->num_slots() : 0;
   if (tokenizer_ != nullptr) {
     for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
       if (tokenizer_->IsEndOfGeneration(id)) end_ids_.push_back(id);
@@ -489,8 +490,7 @@ void Engine::Loop::Finish(Active& active, TokenEvent event) {
         ++stats_.requests_failed;
         break;
     }
-    stats_.kv_blocks_used = blocks_->num_used();
-    stats_.kv_blocks_free = blocks_->num_free();
+    CountHeldResources();
   }
   if (observer_ != nullptr) observer_->OnRequestFinished(id, event.finish_reason, t);
   std::shared_ptr<EventChannel> channel = active.pending.channel;
@@ -511,14 +511,19 @@ void Engine::Loop::FinishAll(FinishReason reason, const std::string& error) {
   }
 }
 
+void Engine::Loop::CountHeldResources() {
+  stats_.kv_blocks_used = blocks_->num_used();
+  stats_.kv_blocks_free = blocks_->num_free();
+  stats_.recurrent_slots_used = states_ != nullptr ? states_->num_slots() - states_->num_free() : 0;
+}
+
 void Engine::Loop::PublishStats(const StepPlan* plan, int64_t sampled) {
   EngineStats snapshot;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.running = scheduler_.num_running();
     stats_.waiting = scheduler_.num_waiting();
-    stats_.kv_blocks_used = blocks_->num_used();
-    stats_.kv_blocks_free = blocks_->num_free();
+    CountHeldResources();
     stats_.kv_blocks_cached = blocks_->num_cached();
     stats_.prefix_cache_queries_total = scheduler_.prefix_queries_total();
     stats_.prefix_cache_hits_total = scheduler_.prefix_hits_total();

@@ -87,6 +87,8 @@ class Engine::Loop {
   // frees its KV.
   void Finish(Active& active, TokenEvent event);
   void FinishAll(FinishReason reason, const std::string& error);
+  // Copies the KV blocks and state slots in use into stats_ (stats_mutex_ held).
+  void CountHeldResources();
   // plan: the step just run (null while idle); sampled: the tokens it sampled.
   void PublishStats(const StepPlan* plan, int64_t sampled = 0);
   StepRecord MakeStepRecord(const StepPlan& plan) const;

@@ -204,6 +204,8 @@ json DashboardFeed::Update(Cursor& cursor, const EngineStats& stats, size_t max_
                    {"kv_blocks_cached", stats.kv_blocks_cached},
                    {"kv_blocks_free", stats.kv_blocks_free},
                    {"block_tokens", stats.block_tokens},
+                   {"recurrent_slots_total", stats.recurrent_slots_total},
+                   {"recurrent_slots_used", stats.recurrent_slots_used},
                    {"prefix_caching", stats.prefix_caching},
                    {"prefix_cache_query_tokens", stats.prefix_cache_queries_total},
                    {"prefix_cache_hit_tokens", stats.prefix_cache_hits_total},

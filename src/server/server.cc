@@ -141,9 +141,15 @@ class Server::Impl {
     eo.prefix_caching = options_.prefix_caching;
     eo.draft_tokens = options_.draft_tokens;
     eo.draft_max_seqs = options_.draft_max_seqs;
+    eo.recurrent_slots = options_.recurrent_slots;
     auto engine = Engine::Create(shared_model, shared_tokenizer, eo, &observer_);
     if (!engine.ok()) return engine.status();
     engine_ = std::move(engine).value();
+    if (const int32_t slots = engine_->Stats().recurrent_slots_total; slots > 0) {
+      const double mib = double(engine_->model_config().RecurrentStateFloats()) * sizeof(float) / (1 << 20);
+      log_->info("recurrent state: {} slots of {:.1f} MiB, one per running request (--recurrent-slots)",
+                 slots, mib);
+    }
 
     auto selected = chat::SelectChatTemplate(*shared_file, *shared_tokenizer, options_.chat_template);
     if (!selected.ok()) return selected.status();

@@ -25,6 +25,12 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r)
           r.Gauge("lockstep_num_requests_running", "Requests holding KV cache (prefilling or decoding).")),
       waiting(r.Gauge("lockstep_num_requests_waiting", "Requests queued or preempted, waiting to run.")),
       kv_usage(r.Gauge("lockstep_kv_cache_usage_ratio", "Fraction of KV cache blocks in use (0..1).")),
+      recurrent_slots_used(
+          r.Gauge("lockstep_recurrent_state_slots_used",
+                  "Recurrent state slots held by running requests (models with recurrent layers).")),
+      recurrent_slots_total(r.Gauge("lockstep_recurrent_state_slots_total",
+                                    "Recurrent state slots (--recurrent-slots); 0 for models without "
+                                    "recurrent layers.")),
       batch_rows(r.Gauge("lockstep_batch_rows", "Rows in the last forward pass.")),
       prompt_tokens(r.Counter("lockstep_prompt_tokens_total", "Prompt tokens of accepted requests.")),
       generation_tokens(r.Counter("lockstep_generation_tokens_total", "Tokens generated.")),
@@ -59,6 +65,8 @@ void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   running->Set(s.running);
   waiting->Set(s.waiting);
   kv_usage->Set(s.kv_usage());
+  recurrent_slots_used->Set(s.recurrent_slots_used);
+  recurrent_slots_total->Set(s.recurrent_slots_total);
   batch_rows->Set(s.step_rows);
   prompt_tokens->Set(static_cast<double>(s.prompt_tokens_total));
   generation_tokens->Set(static_cast<double>(s.generation_tokens_total));

@@ -30,6 +30,9 @@ struct ServerMetrics {
   MetricFamily* running;
   MetricFamily* waiting;
   MetricFamily* kv_usage;
+  // Models with recurrent layers (qwen35): state slots held by running requests, and all of them (0: none).
+  MetricFamily* recurrent_slots_used;
+  MetricFamily* recurrent_slots_total;
   MetricFamily* batch_rows;
   MetricFamily* prompt_tokens;
   MetricFamily* generation_tokens;

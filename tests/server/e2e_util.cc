@@ -43,6 +43,11 @@ const std::string& BertRerankModel() {
   return path;
 }
 
+const std::string& RecurrentModel() {
+  static const std::string path = MakeModel("tiny-qwen35");
+  return path;
+}
+
 const std::string& SlowModel() {
   static const std::string path = MakeModel("stories15m");
   return path;

@@ -24,6 +24,8 @@ const std::string& RerankModel();
 const std::string& BertModel();
 // tiny-bert-reranker likewise (BERT's cls + cls.output head, rank pooling).
 const std::string& BertRerankModel();
+// `make-model --shape tiny-qwen35` (Gated DeltaNet layers: a recurrent state per running request).
+const std::string& RecurrentModel();
 // `make-model --shape stories15m` (slower per token, so requests stay in flight for a while).
 const std::string& SlowModel();
 // `make-model --shape tiny` with `vocabulary` (a file's tokenizer.* keys: a toy vocabulary with the control

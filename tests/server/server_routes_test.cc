@@ -362,9 +362,11 @@ TEST_F(ServerRoutesTest, MetricsExposeTheRequiredFamilies) {
     EXPECT_NE(r.body.find(std::string(name) + "_bucket{le=\"+Inf\"}"), std::string::npos) << name;
   }
   for (const char* name : {"lockstep_num_requests_running", "lockstep_num_requests_waiting",
-                           "lockstep_kv_cache_usage_ratio", "lockstep_batch_rows"}) {
+                           "lockstep_kv_cache_usage_ratio", "lockstep_batch_rows",
+                           "lockstep_recurrent_state_slots_used", "lockstep_recurrent_state_slots_total"}) {
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " gauge"), std::string::npos) << name;
   }
+  EXPECT_EQ(MetricValue(r.body, "lockstep_recurrent_state_slots_total"), 0);  // no recurrent layers
   for (const char* name : {"lockstep_prompt_tokens_total", "lockstep_generation_tokens_total",
                            "lockstep_num_preemptions_total", "lockstep_requests_total"}) {
     EXPECT_NE(r.body.find(std::string("# TYPE ") + name + " counter"), std::string::npos) << name;

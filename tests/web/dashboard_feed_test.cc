@@ -38,6 +38,8 @@ TEST(DashboardFeedTest, UpdatesCarryNewStepsRequestsAndFinishes) {
   EngineStats stats;
   stats.kv_blocks_total = 100;
   stats.kv_blocks_used = 7;
+  stats.recurrent_slots_total = 4;
+  stats.recurrent_slots_used = 3;
   stats.generation_tokens_total = 2;
   feed.OnStepRecord(Record(1, {{1, 10, false}, {2, 10, false}},
                            {Held(1, StepRecord::State::kDecode, 1), Held(2, StepRecord::State::kDecode, 1),
@@ -67,6 +69,8 @@ TEST(DashboardFeedTest, UpdatesCarryNewStepsRequestsAndFinishes) {
   EXPECT_TRUE(u["requests"][2]["ttft_s"].is_null());
   EXPECT_EQ(u["requests"][2]["state"], "preempted");
   EXPECT_EQ(u["engine"]["kv_blocks_used"], 7);
+  EXPECT_EQ(u["engine"]["recurrent_slots_total"], 4);
+  EXPECT_EQ(u["engine"]["recurrent_slots_used"], 3);
   EXPECT_TRUE(u["engine"]["prefix_cache_hit_ratio"].is_null());  // no prefix cache lookups yet
   EXPECT_EQ(cursor.step, 2);
 

@@ -120,7 +120,9 @@ export class Dashboard {
     kv.replaceChildren(el('span', {class: 'kv-used', style: `width:${(100 * e.kv_blocks_used) / total}%`}));
     set('#stat-kv', `${e.kv_blocks_used} used · ${e.kv_blocks_free} free of ${e.kv_blocks_total} ` +
         `(${e.block_tokens} tokens each) · ${e.kv_blocks_cached} cached` +
-        (e.prefix_caching ? '' : ' (prefix caching off)'));
+        (e.prefix_caching ? '' : ' (prefix caching off)') +
+        (e.recurrent_slots_total > 0
+          ? ` · recurrent state slots ${e.recurrent_slots_used} used of ${e.recurrent_slots_total}` : ''));
     const recent = this.steps.slice(-VISIBLE_STEPS);
     const maxInWindow = recent.reduce((m, s) => Math.max(m, s.chunks.length), 0);
     set('#stat-batch', `${maxInWindow} now · ${this.peakRequestsInStep} peak`);
