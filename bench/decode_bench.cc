@@ -1,6 +1,7 @@
 // decode_bench: batch-1 decode and 512-token prefill throughput of Model::Forward on one model file.
 //
 //   decode_bench MODEL.gguf [--threads N] [--decode N] [--prefill N] [--reps N] [--kv f16|f32|q8_0]
+//                [--recurrence-level LEVEL]
 //   (or LOCKSTEP_BENCH_MODEL=MODEL.gguf decode_bench)
 //
 // Decode: N tokens one row per step from an empty context (like llama-bench tg). Prefill: N tokens as one
@@ -11,6 +12,10 @@
 //   "prefill_tokens_per_s", "decode_best", "prefill_best", "load_ms", "kernels"}
 // load_ms: Model::Load, which repacks the quantized matrices (the file is mmap'd: a cold page cache adds).
 // kernels: the CPU level whose kernels ran (tensor/cpu_level.h, e.g. "avx512-vnni"; LOCKSTEP_CPU forces one).
+// --recurrence-level LEVEL (models with recurrent layers, qwen35): the model is loaded a second time with the
+// same kernels but LEVEL's delta rule (tensor/delta_rule.h, e.g. scalar), the two run alternately rep by
+// rep, and the JSON gains "recurrence": {"level", "decode_tokens_per_s", "prefill_tokens_per_s",
+// "decode_best", "prefill_best"} for that second model: the recurrence's kernel speedup, side by side.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +29,8 @@
 #include "gguf/gguf_file.h"
 #include "model/local_kv.h"
 #include "model/model.h"
+#include "tensor/cpu_features.h"
+#include "tensor/kernels.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
@@ -75,6 +82,7 @@ int Main(int argc, char** argv) {
   std::string path = std::getenv("LOCKSTEP_BENCH_MODEL") ? std::getenv("LOCKSTEP_BENCH_MODEL") : "";
   int threads = 2, decode_tokens = 128, prefill_tokens = 512, reps = 3;
   KvDtype kv_dtype = KvDtype::kF16;
+  std::string recurrence_level;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -94,6 +102,8 @@ int Main(int argc, char** argv) {
       const std::optional<KvDtype> dtype = ParseKvDtype(name);
       if (!dtype) Die("--kv must be f16, f32 or q8_0, got '" + name + "'");
       kv_dtype = *dtype;
+    } else if (a == "--recurrence-level") {
+      recurrence_level = next();
     } else if (!a.empty() && a[0] != '-')
       path = a;
     else
@@ -109,7 +119,21 @@ int Main(int argc, char** argv) {
   if (!loaded.ok()) Die(loaded.status().ToString());
   const double load_ms = 1e3 * std::chrono::duration<double>(Clock::now() - load_start).count();
   Model& model = **loaded;
+  // The second model: the same kernels but another level's delta rule.
+  Kernels mixed = model.kernels();
+  std::unique_ptr<Model> other;
+  if (!recurrence_level.empty()) {
+    const std::optional<CpuLevel> level = ParseCpuLevel(recurrence_level);
+    if (!level) Die("--recurrence-level: unknown CPU level '" + recurrence_level + "'");
+    auto k = KernelsForLevel(*level, ProbeCpuFeatures());
+    if (!k.ok()) Die(k.status().ToString());
+    mixed.recurrent = k->recurrent;
+    auto second = Model::Load(shared, {.kernels = &mixed});
+    if (!second.ok()) Die(second.status().ToString());
+    other = std::move(second).value();
+  }
   const GgufTensorInfo* q = shared->FindTensor("blk.0.attn_q.weight");
+  if (q == nullptr) q = shared->FindTensor("blk.0.attn_qkv.weight");  // phi3, qwen35's recurrent layers
   const std::string type = q ? std::string(TensorTypeName(q->type)) : "?";
   if (decode_tokens + 0 > model.config().n_ctx_train || prefill_tokens > model.config().n_ctx_train) {
     Die("token counts exceed the model's context length");
@@ -119,10 +143,28 @@ int Main(int argc, char** argv) {
   const KvLayout layout = model.MakeKvLayout(kv_dtype);
   Decode(model, layout, std::min(decode_tokens, 16), pool);  // warm-up: page in weights, grow scratch
   Prefill(model, layout, std::min(prefill_tokens, 64), pool);
-  std::vector<double> decode_rates, prefill_rates;
+  if (other != nullptr) {
+    Decode(*other, layout, std::min(decode_tokens, 16), pool);
+    Prefill(*other, layout, std::min(prefill_tokens, 64), pool);
+  }
+  std::vector<double> decode_rates, prefill_rates, other_decode, other_prefill;
   for (int r = 0; r < reps; ++r) {
     decode_rates.push_back(decode_tokens / Decode(model, layout, decode_tokens, pool));
     prefill_rates.push_back(prefill_tokens / Prefill(model, layout, prefill_tokens, pool));
+    if (other == nullptr) continue;
+    other_decode.push_back(decode_tokens / Decode(*other, layout, decode_tokens, pool));
+    other_prefill.push_back(prefill_tokens / Prefill(*other, layout, prefill_tokens, pool));
+  }
+  std::string recurrence;
+  if (other != nullptr) {
+    char buffer[256];
+    std::snprintf(buffer, sizeof(buffer),
+                  ", \"recurrence\": {\"level\": \"%s\", \"decode_tokens_per_s\": %.2f, "
+                  "\"prefill_tokens_per_s\": %.2f, \"decode_best\": %.2f, \"prefill_best\": %.2f}",
+                  recurrence_level.c_str(), Median(other_decode), Median(other_prefill),
+                  *std::max_element(other_decode.begin(), other_decode.end()),
+                  *std::max_element(other_prefill.begin(), other_prefill.end()));
+    recurrence = buffer;
   }
   const std::string name = path.substr(path.find_last_of('/') + 1);
   std::printf(
@@ -130,11 +172,11 @@ int Main(int argc, char** argv) {
       "\"decode_tokens_per_s\": %.2f, "
       "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"decode_best\": %.2f, \"prefill_best\": "
       "%.2f, "
-      "\"load_ms\": %.1f, \"kernels\": \"%s\"}\n",
+      "\"load_ms\": %.1f, \"kernels\": \"%s\"%s}\n",
       name.c_str(), type.c_str(), threads, decode_tokens, Median(decode_rates), prefill_tokens,
       Median(prefill_rates), *std::max_element(decode_rates.begin(), decode_rates.end()),
       *std::max_element(prefill_rates.begin(), prefill_rates.end()), load_ms,
-      std::string(model.kernels().name()).c_str());
+      std::string(model.kernels().name()).c_str(), recurrence.c_str());
   return 0;
 }
 

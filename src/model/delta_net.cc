@@ -34,25 +34,6 @@ void L2Normalize(float* x, int64_t n, float eps, float extra_scale) {
 
 }  // namespace
 
-void DeltaNet::Step(float* state, int64_t v_dim, int64_t k_dim, const float* q, const float* k,
-                    const float* v, float beta, float decay, float* o) {
-  for (int64_t i = 0; i < v_dim; ++i) {
-    float* s = state + i * k_dim;
-    float predicted = 0;  // (decay S) k, row i
-    for (int64_t j = 0; j < k_dim; ++j) {
-      s[j] *= decay;
-      predicted += s[j] * k[j];
-    }
-    const float delta = beta * (v[i] - predicted);
-    float out = 0;
-    for (int64_t j = 0; j < k_dim; ++j) {
-      s[j] += delta * k[j];
-      out += s[j] * q[j];
-    }
-    o[i] = out;
-  }
-}
-
 void DeltaNet::Begin(const Batch& batch) {
   const int32_t n_seq = int32_t(batch.sequences.size());
   std::vector<int32_t> count(size_t(n_seq), 0);
@@ -155,9 +136,10 @@ void DeltaNet::Forward(const Kernels& kernels, const LayerWeights& w, int64_t in
     for (int32_t n = seq_begin_[i]; n < seq_begin_[i + 1]; ++n) {
       const int64_t r = seq_rows_[size_t(n)];
       const float* y = conv_.data() + r * channels;
-      Step(state, dn.head_v_dim, dn.head_k_dim, y + kh * dn.head_k_dim, y + dn.key_dim() + kh * dn.head_k_dim,
-           y + 2 * dn.key_dim() + h * dn.head_v_dim, beta_[size_t(r * hv + h)], alpha_[size_t(r * hv + h)],
-           core_.data() + r * value_dim + h * dn.head_v_dim);
+      kernels.recurrent.delta_rule(
+          state, dn.head_v_dim, dn.head_k_dim, y + kh * dn.head_k_dim, y + dn.key_dim() + kh * dn.head_k_dim,
+          y + 2 * dn.key_dim() + h * dn.head_v_dim, beta_[size_t(r * hv + h)], alpha_[size_t(r * hv + h)],
+          core_.data() + r * value_dim + h * dn.head_v_dim);
     }
   });
 

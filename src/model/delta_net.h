@@ -9,11 +9,13 @@
 //     S = decay S;  delta = beta (v - S k);  S = S + delta k^T;  o = S q
 //   o -> RMSNorm per value head (ssm_norm) x SiLU(z) -> ssm_out.
 // The state of a sequence (model/batch.h SequenceKv::recurrent_state) is, per recurrent layer, the conv
-// window [conv_kernel - 1][ConvChannels()] (oldest first) then the matrices
-// [v_heads][head_v_dim][head_k_dim]. Batch invariance: each sequence's convolution and recurrence run token
-// by token in position order, one task per (sequence, channel range) and per (sequence, value head), with the
-// same float operations in the same order whatever the batch, the chunking of its prompt or the thread count;
-// the per-row parts are per-row. Engine thread only (reuses scratch buffers).
+// window [conv_kernel - 1][ConvChannels()] (oldest first) then the matrices, each stored transposed as the
+// delta rule's kernel reads it (tensor/delta_rule.h): [v_heads][head_k_dim][head_v_dim]. Batch invariance:
+// each sequence's convolution and recurrence run token by token in position order, one task per (sequence,
+// channel range) and per (sequence, value head), with the same float operations in the same order whatever
+// the batch, the chunking of its prompt or the thread count (and the CPU level: the delta rule's kernels
+// give the same bits at every level); the per-row parts are per-row. Engine thread only (reuses scratch
+// buffers).
 #pragma once
 
 #include <cstdint>
@@ -39,11 +41,6 @@ class DeltaNet {
   // rows: xn [rows][n_embd] normed inputs, out [rows][n_embd] the layer's output (before the residual add).
   void Forward(const Kernels& kernels, const LayerWeights& w, int64_t index, const Batch& batch,
                const float* xn, float* out, ThreadPool& pool);
-
-  // The delta rule on one value head's state for one token (the recurrence's reference order): S
-  // [head_v_dim][head_k_dim] row-major, q and k head_k_dim, v and o head_v_dim.
-  static void Step(float* state, int64_t v_dim, int64_t k_dim, const float* q, const float* k, const float* v,
-                   float beta, float decay, float* o);
 
  private:
   const ModelConfig& config_;

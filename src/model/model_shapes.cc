@@ -476,6 +476,18 @@ constexpr ShapeEntry kShapes[] = {
        s.n_expert = 4;
        s.n_expert_used = 2;
      }},
+    {"small-qwen35",
+     [](ModelShape& s) {
+       // tiny-qwen35 with Qwen3.5-9B's DeltaNet heads (16 key heads, 32 value heads, of 128) at a quarter of
+       // its width, for benchmarks of the recurrence (bench/decode_bench.cc --recurrence-level).
+       s = *FindModelShape("tiny-qwen35");
+       s.name = "small-qwen35";
+       Widths(s, 1024, 8, 2, 128, 3072);
+       s.rope_dim = 32;
+       s.ssm_k_heads = 16;
+       s.ssm_v_heads = 32;
+       s.ssm_head_dim = 128;
+     }},
     {"small-qwen3moe",
      [](ModelShape& s) {
        // tiny-qwen3moe at twice its width with Qwen3-30B-A3B's 8 of 64 experts (it has 128), for benchmarks

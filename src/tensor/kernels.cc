@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tensor/activations.h"
+#include "tensor/delta_rule.h"
 #include "tensor/matmul_amx.h"
 #include "tensor/norms.h"
 #include "tensor/rope_kernels.h"
@@ -95,6 +96,28 @@ ElementwiseKernels ElementwiseKernelsFor(CpuLevel level) {
   return k;
 }
 
+RecurrentKernels RecurrentKernelsFor(CpuLevel level) {
+  RecurrentKernels k;
+  k.delta_rule = &DeltaRuleScalar;
+  switch (attention::AttentionLevelFor(level)) {
+#if defined(__x86_64__)
+    case KernelLevel::kAvx2:
+      k.delta_rule = &DeltaRuleAvx2;
+      break;
+    case KernelLevel::kAvx512:
+      k.delta_rule = &DeltaRuleAvx512;
+      break;
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    case KernelLevel::kNeon:
+      k.delta_rule = &DeltaRuleNeon;
+      break;
+#endif
+    default:
+      break;
+  }
+  return k;
+}
+
 Status NotRunnable(std::string_view what, const CpuFeatures& cpu) {
   return InvalidArgument(std::string(what) +
                          "; this CPU and build run: " + CpuLevelList(RunnableCpuLevels(cpu)));
@@ -124,6 +147,7 @@ Result<Kernels> KernelsForLevel(CpuLevel level, const CpuFeatures& cpu) {
   }
   k.attention = AttentionKernelsFor(level);
   k.elementwise = ElementwiseKernelsFor(level);
+  k.recurrent = RecurrentKernelsFor(level);
   return k;
 }
 

@@ -55,11 +55,19 @@ struct ElementwiseKernels {
                int64_t heads) = nullptr;
 };
 
+// The recurrence of Gated DeltaNet layers (tensor/delta_rule.h): one token's delta rule on one value head's
+// state.
+struct RecurrentKernels {
+  void (*delta_rule)(float* state, int64_t v_dim, int64_t k_dim, const float* q, const float* k,
+                     const float* v, float beta, float decay, float* o) = nullptr;
+};
+
 struct Kernels {
   CpuLevel level = CpuLevel::kScalar;
   MatMulKernels matmul;
   AttentionKernels attention;
   ElementwiseKernels elementwise;
+  RecurrentKernels recurrent;
 
   std::string_view name() const { return CpuLevelName(level); }
 };

@@ -47,7 +47,7 @@ std::vector<std::string> GoldenShapes() {
 // (qwen3 8.1e-5, gemma3 9.3e-5, qwen3moe 6.7e-5, smollm3 6.8e-5 on a Zen 5; gpt-oss 2.5e-5 on a Xeon with
 // AVX-512 VNNI; glm4 5.0e-5, ernie4_5 1.4e-4, qwen2vl 6.4e-5, qwen3vl 1.5e-4, qwen3vlmoe 2.2e-4 on the AMX
 // Xeon; deepseek2 2.4e-4 there, its 27 layers amplifying f16 roundings of V that differ by a unit; deepseek3
-// 3.1e-5; qwen35 4.3e-5, qwen35moe 9.5e-5, their DeltaNet state in f32 on both sides). gemma4 (1.4e-3) is
+// 3.1e-5; qwen35 5.4e-5, qwen35moe 1.3e-4, their DeltaNet state in f32 on both sides). gemma4 (1.4e-3) is
 // taken with ik_llama.cpp's flash attention, which rounds Q and the softmax weights to f16 as well (its
 // non-flash gemma4 graph is wrong), and its unit-RMS V heads carry rounding into the logits almost one to one
 // (8e-7 for a one-token prompt, where only the stored V is rounded).
