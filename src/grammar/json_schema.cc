@@ -9,6 +9,7 @@
 
 #include "base/excerpt.h"
 #include "grammar/gbnf_builder.h"
+#include "grammar/gemma4_value.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema_rules.h"
 #include "grammar/number_range.h"
@@ -36,13 +37,19 @@ std::string Quantifier(int64_t min, int64_t max) {  // max < 0: unbounded
 
 class SchemaConverter {
  public:
-  explicit SchemaConverter(const Json& root) : root_(root) {}
+  SchemaConverter(const Json& root, ValueSyntax syntax, const std::string& prefix)
+      : root_(root),
+        syntax_(syntax),
+        primitives_(syntax == ValueSyntax::kGemma4 ? std::span<const NamedRule>(kGemma4PrimitiveRules)
+                                                   : std::span<const NamedRule>(kPrimitiveRules)),
+        prefix_(prefix),
+        b_(prefix) {}
 
-  Result<std::string> Convert() {
+  Result<SchemaRules> Convert() {
     const std::string expr = Visit(root_, "root", "");
     if (!error_.ok()) return error_;
-    if (expr != "root") b_.Add("root", expr);
-    return b_.Text();
+    const std::string root = expr == prefix_ + "root" ? expr : b_.Add("root", expr);
+    return SchemaRules{b_.Text(), root};
   }
 
  private:
@@ -52,17 +59,24 @@ class SchemaConverter {
     return false;
   }
 
+  bool gemma() const { return syntax_ == ValueSyntax::kGemma4; }
+
   std::string Prim(const std::string& name) {
     if (auto it = prims_.find(name); it != prims_.end()) return it->second;
     const std::string reserved = b_.Reserve(name);
     prims_[name] = reserved;
-    const std::string_view* found = FindRule(kPrimitiveRules, name);
+    if (gemma() && name == "string") {
+      b_.Define(reserved, Quoted(b_.AddTextWithout("text", kGemma4Quote)));
+      return reserved;
+    }
+    const std::string_view* found = FindRule(primitives_, name);
     LOCKSTEP_CHECK(found != nullptr);
     const std::string_view body = *found;
     // Rewrite references to other primitives to their actual names (adding them).
     std::string out, word;
     auto flush = [&] {
-      if (!word.empty()) out += FindRule(kPrimitiveRules, word) != nullptr ? Prim(word) : word;
+      if (!word.empty())
+        out += FindRule(primitives_, word) != nullptr || word == "string" ? Prim(word) : word;
       word.clear();
     };
     bool in_literal = false, in_class = false;
@@ -89,7 +103,17 @@ class SchemaConverter {
   }
 
   std::string Space() { return Prim("space"); }
-  std::string Quoted(const std::string& inner) { return "\"\\\"\" " + inner + " \"\\\"\" " + Space(); }
+  std::string Quoted(const std::string& inner) {
+    const std::string quote = gemma() ? GbnfLiteral(kGemma4Quote) : "\"\\\"\"";
+    return quote + " " + inner + " " + quote + " " + Space();
+  }
+  // A constant value's text in this syntax.
+  std::string Literal(const Json& v) { return GbnfLiteral(gemma() ? Gemma4ValueText(v) : v.dump()); }
+  // An object key as written: JSON's quoted string, or Gemma's bare identifier (quoted where it is not one).
+  std::string KeyLiteral(const std::string& key) {
+    if (!gemma()) return GbnfLiteral(Json(key).dump());
+    return GbnfLiteral(Gemma4KeyText(key));
+  }
 
   bool CheckKeywords(const Json& s, const std::string& pointer) {
     for (const auto& [key, value] : s.items()) {
@@ -134,12 +158,12 @@ class SchemaConverter {
       if (!only_with("$ref")) return "";
       expr = Ref(s["$ref"], pointer);
     } else if (s.contains("const")) {
-      expr = GbnfLiteral(s["const"].dump()) + " " + Space();
+      expr = Literal(s["const"]) + " " + Space();
     } else if (s.contains("enum")) {
       const Json& values = s["enum"];
       if (!values.is_array() || values.empty()) return Fail(pointer, "enum must be a non-empty array"), "";
       std::string alts;
-      for (const Json& v : values) alts += (alts.empty() ? "" : " | ") + GbnfLiteral(v.dump());
+      for (const Json& v : values) alts += (alts.empty() ? "" : " | ") + Literal(v);
       expr = "( " + alts + " ) " + Space();
     } else if (s.contains("anyOf") || s.contains("oneOf")) {
       const char* key = s.contains("anyOf") ? "anyOf" : "oneOf";
@@ -312,21 +336,26 @@ class SchemaConverter {
     std::set<std::string> listed;
     for (const auto& [key, value] : props.items()) {
       const std::string v = Visit(value, name + "-" + key, pointer + "/properties/" + key);
-      list.push_back({key,
-                      b_.Add(name + "-" + key + "-kv",
-                             GbnfLiteral(Json(key).dump()) + " " + Space() + " \":\" " + Space() + " " + v),
-                      required.count(key) != 0});
+      list.push_back(
+          {key,
+           b_.Add(name + "-" + key + "-kv", KeyLiteral(key) + " " + Space() + " \":\" " + Space() + " " + v),
+           required.count(key) != 0});
       listed.insert(key);
     }
     for (const std::string& key : required) {
       if (listed.count(key)) continue;
       list.push_back({key,
-                      b_.Add(name + "-" + key + "-kv", GbnfLiteral(Json(key).dump()) + " " + Space() +
-                                                           " \":\" " + Space() + " " + Prim("value")),
+                      b_.Add(name + "-" + key + "-kv",
+                             KeyLiteral(key) + " " + Space() + " \":\" " + Space() + " " + Prim("value")),
                       true});
       listed.insert(key);
     }
     if (!error_.ok()) return "";
+    if (gemma()) {  // its template writes the keys through dictsort: sorted case-insensitively
+      std::stable_sort(list.begin(), list.end(), [](const Prop& a, const Prop& b) {
+        return Gemma4KeyOrder(a.key) < Gemma4KeyOrder(b.key);
+      });
+    }
     // Additional properties: absent means none when properties are listed (as llama.cpp), any otherwise.
     std::string extra;
     const bool has_additional = s.contains("additionalProperties");
@@ -335,8 +364,8 @@ class SchemaConverter {
         has_additional ? s["additionalProperties"] : (s.contains("properties") ? kNone : kAny);
     if (!(additional.is_boolean() && !additional.get<bool>())) {
       const std::string value = Visit(additional, name + "-additional", pointer + "/additionalProperties");
-      extra = b_.Add(name + "-additional-kv",
-                     OtherKey(listed, name, pointer) + " \":\" " + Space() + " " + value);
+      const std::string key = gemma() ? Prim("key") : OtherKey(listed, name, pointer);
+      extra = b_.Add(name + "-additional-kv", key + " \":\" " + Space() + " " + value);
     }
     // rest(i, first): properties i.. in order, optional ones skippable, commas only between.
     std::map<std::pair<size_t, bool>, std::string> memo;
@@ -476,7 +505,7 @@ class SchemaConverter {
         return Fail(pointer, "pattern together with minLength, maxLength or format is not supported"), "";
       }
       if (!s["pattern"].is_string()) return Fail(pointer + "/pattern", "pattern must be a string"), "";
-      auto expr = RegexToGbnf(s["pattern"].get<std::string>(), /*json_string=*/true);
+      auto expr = RegexToGbnf(s["pattern"].get<std::string>(), /*json_string=*/!gemma());
       if (!expr.ok()) return Fail(pointer + "/pattern", expr.status().message()), "";
       return Quoted(*expr);
     }
@@ -537,6 +566,9 @@ class SchemaConverter {
   }
 
   const Json& root_;
+  ValueSyntax syntax_;
+  std::span<const NamedRule> primitives_;
+  std::string prefix_;
   GbnfBuilder b_;
   Status error_;
   std::map<std::string, std::string> prims_;
@@ -560,12 +592,18 @@ int JsonDepth(const nlohmann::ordered_json& value, int limit) {
 
 }  // namespace
 
-Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+Result<SchemaRules> JsonSchemaRules(const nlohmann::ordered_json& schema, ValueSyntax syntax,
+                                    const std::string& prefix) {
   if (JsonDepth(schema, kMaxSchemaJsonDepth) > kMaxSchemaJsonDepth) {
     return InvalidArgument("JSON schema nests arrays and objects more than " +
                            std::to_string(kMaxSchemaJsonDepth) + " levels deep");
   }
-  return SchemaConverter(schema).Convert();
+  return SchemaConverter(schema, syntax, prefix).Convert();
+}
+
+Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
+  LOCKSTEP_ASSIGN_OR_RETURN(SchemaRules rules, JsonSchemaRules(schema, ValueSyntax::kJson, ""));
+  return std::move(rules.gbnf);
 }
 
 std::string JsonObjectGbnf() {

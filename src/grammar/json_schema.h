@@ -12,6 +12,11 @@
 // $comment, deprecated, readOnly, writeOnly, discriminator, x-*) are ignored.
 // Anything else is InvalidArgument naming the keyword and where it is ("JSON schema keyword 'uniqueItems'
 // at /properties/tags is not supported"), so no request silently gets output its schema does not describe.
+// Gemma 4's value syntax (ValueSyntax::kGemma4, its tool calls' arguments) is generated from the same schema
+// walk: strings as <|"|>text<|"|> (no escapes, never containing <|"|>; length-bounded ones without '<'),
+// null as None, object keys bare where they are identifiers (else quoted), sorted as its template's
+// dictsort sorts them (case-insensitively), no whitespace; additionalProperties beside listed properties
+// may repeat a listed key.
 // Subschemas (and $ref chains) nest at most kMaxSchemaDepth deep and the schema's JSON at most
 // kMaxSchemaJsonDepth levels: the converter recurses per level (and copies values, which recurses too), and
 // a schema sent as a JSON string escapes the server's limit on body nesting. Pure functions.
@@ -27,8 +32,19 @@ namespace lockstep::grammar {
 inline constexpr int kMaxSchemaDepth = 100;
 inline constexpr int kMaxSchemaJsonDepth = 256;
 
+enum class ValueSyntax { kJson, kGemma4 };
+
 // GBNF text whose `root` produces JSON valid against `schema`.
 Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// Rules that can be put beside others in one grammar: every name starts with `prefix` (which must not be
+// empty), and rule `root` produces a value valid against `schema` in `syntax`.
+struct SchemaRules {
+  std::string gbnf;
+  std::string root;
+};
+Result<SchemaRules> JsonSchemaRules(const nlohmann::ordered_json& schema, ValueSyntax syntax,
+                                    const std::string& prefix);
+
 // GBNF text whose root is any JSON object (OpenAI's {"type": "json_object"}).
 std::string JsonObjectGbnf();
 

@@ -63,6 +63,24 @@ inline constexpr NamedRule kPrimitiveRules[] = {
     {"array", R"("[" space ( value ( "," space value )* )? "]" space)"},
 };
 
+// Gemma 4's values (its chat template's format_argument): strings between <|"|> marks with no escapes,
+// None for null, object keys bare (or quoted as strings), no whitespace; numbers and booleans as JSON's. The
+// string rule is generated (GbnfBuilder::AddTextWithout), not listed here.
+inline constexpr NamedRule kGemma4PrimitiveRules[] = {
+    {"space", R"("")"},
+    {"boolean", R"(("true" | "false") space)"},
+    {"null", R"("None" space)"},
+    // Length-bounded strings leave out '<' (so no <|"|> can appear inside).
+    {"char", R"([^<])"},
+    {"integral-part", R"([0] | [1-9] [0-9]{0,15})"},
+    {"integer", R"("-"? integral-part space)"},
+    {"number", R"("-"? integral-part ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})? space)"},
+    {"value", R"(object | array | string | number | boolean | null)"},
+    {"key", R"([a-zA-Z_] [a-zA-Z0-9_]{0,63} | string)"},
+    {"object", R"("{" space ( key ":" space value ( "," space key ":" space value )* )? "}" space)"},
+    {"array", R"("[" space ( value ( "," space value )* )? "]" space)"},
+};
+
 // The string formats (`format`) the converter supports: the body between a string's quotes.
 inline constexpr NamedRule kFormatRules[] = {
     {"date",

@@ -7,7 +7,8 @@
 
 namespace lockstep::grammar {
 
-std::shared_ptr<const TokenVocab> TokenVocab::FromTokenizer(const Tokenizer& tokenizer) {
+std::shared_ptr<const TokenVocab> TokenVocab::FromTokenizer(const Tokenizer& tokenizer,
+                                                            std::span<const int32_t> kept_control) {
   const Vocabulary& vocab = tokenizer.vocabulary();
   std::vector<std::string> bytes(size_t(vocab.size()));
   std::vector<int32_t> eog;
@@ -18,6 +19,12 @@ std::shared_ptr<const TokenVocab> TokenVocab::FromTokenizer(const Tokenizer& tok
                       type == TokenType::kUndefined ||
                       (type == TokenType::kUserDefined && !vocab.add_space_prefix());
     if (text && !vocab.IsEndOfGeneration(id)) bytes[id] = vocab.decoded(id);
+  }
+  for (int32_t id : kept_control) {
+    if (vocab.InRange(id) && vocab.token(id).type == TokenType::kControl && !vocab.add_space_prefix() &&
+        !vocab.IsEndOfGeneration(id)) {
+      bytes[id] = vocab.decoded(id);
+    }
   }
   return std::shared_ptr<const TokenVocab>(new TokenVocab(std::move(bytes), std::move(eog)));
 }

@@ -1,8 +1,10 @@
 // TokenVocab: a vocabulary seen as byte strings, prepared for token masks. Each token that can appear in
 // generated text is kept with the exact bytes the engine's detokenizer adds for it (normal and byte tokens;
 // user-defined tokens too where they do not change the next token's text, i.e. without SentencePiece's
-// add_space_prefix). Control, unknown, unused and empty tokens are never allowed by a grammar; the
-// end-of-generation tokens are listed apart (a mask allows them when the grammar accepts).
+// add_space_prefix). Control, unknown, unused and empty tokens are never allowed by a grammar, except the
+// control tokens a vocabulary view is built to keep (a request's preserved tool-call and reasoning markers,
+// whose text the detokenizer then gives, under the same add_space_prefix condition); the end-of-generation
+// tokens are listed apart (a mask allows them when the grammar accepts).
 //
 // The text tokens are sorted by their bytes and laid out as a byte trie in preorder: node i has one byte,
 // its depth (1 for the root's children), the tokens whose bytes end exactly here, and the index just past
@@ -33,7 +35,10 @@ class TokenVocab {
     uint32_t tokens_end = 0;
   };
 
-  static std::shared_ptr<const TokenVocab> FromTokenizer(const Tokenizer& tokenizer);
+  // `kept_control`: control tokens that count as text (their pieces), as Request::preserved_tokens keeps
+  // them.
+  static std::shared_ptr<const TokenVocab> FromTokenizer(const Tokenizer& tokenizer,
+                                                         std::span<const int32_t> kept_control = {});
   // For tests: token i has bytes pieces[i] ("" = never allowed); `eog` are the end-of-generation ids.
   static std::shared_ptr<const TokenVocab> FromPieces(std::vector<std::string> pieces,
                                                       std::vector<int32_t> eog);

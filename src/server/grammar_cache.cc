@@ -11,8 +11,13 @@ GrammarCache::GrammarCache(std::shared_ptr<const Tokenizer> tokenizer, GrammarCa
   options_.capacity = std::max<size_t>(1, options_.capacity);
 }
 
-std::shared_ptr<const grammar::TokenVocab> GrammarCache::Vocab() {
+std::shared_ptr<const grammar::TokenVocab> GrammarCache::Vocab(bool markers) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (markers) {
+    if (!marker_vocab_)
+      marker_vocab_ = grammar::TokenVocab::FromTokenizer(*tokenizer_, options_.marker_tokens);
+    return marker_vocab_;
+  }
   if (!vocab_) vocab_ = grammar::TokenVocab::FromTokenizer(*tokenizer_);
   return vocab_;
 }
@@ -23,7 +28,9 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Usable(
   return masker;
 }
 
-Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::string& gbnf) {
+Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::string& text, bool markers) {
+  // The key: the text, marked apart when over the marker view ('\x01' starts no GBNF text).
+  const std::string gbnf = markers ? "\x01" + text : text;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = entries_.find(gbnf); it != entries_.end()) {
@@ -34,10 +41,10 @@ Result<std::shared_ptr<grammar::TokenMasker>> GrammarCache::Get(const std::strin
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(auto compiled,
-                            grammar::CompiledGrammar::FromGbnf(gbnf, "root", options_.max_compiled_size));
+                            grammar::CompiledGrammar::FromGbnf(text, "root", options_.max_compiled_size));
   auto masker = std::make_shared<grammar::TokenMasker>(
-      compiled, Vocab(), grammar::TokenMasker::kDefaultContextDepth, grammar::TokenMasker::kDfaMaxStates,
-      options_.max_mask_work, options_.max_request_work);
+      compiled, Vocab(markers), grammar::TokenMasker::kDefaultContextDepth,
+      grammar::TokenMasker::kDfaMaxStates, options_.max_mask_work, options_.max_request_work);
   masker->Warm(options_.warm_walks, options_.warm_steps, options_.warm_budget_s);
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = entries_.find(gbnf); it != entries_.end()) return Usable(it->second.masker);  // raced

@@ -1,7 +1,9 @@
 // GrammarCache: compiled grammars and their token maskers for the server, by GBNF text (least recently
 // used first out), so requests with the same schema share one masker and its warm caches. A miss compiles,
 // then warms the masker (a few seeded walks, bounded in time) on the calling I/O thread, so the engine
-// thread rarely meets a mask it has to build. The vocabulary view is built once, on first use.
+// thread rarely meets a mask it has to build. The vocabulary views are built once, on first use: one of text
+// tokens, and one that also lets the marker tokens (GrammarCacheOptions::marker_tokens) through for grammars
+// that spell a model's tool-call syntax (Get's `markers`; such requests keep those tokens' text).
 // A grammar whose masks pass the masker's work bound while warming (TokenMasker::over_budget) is refused
 // with InvalidArgument saying so, at once on later requests with the same grammar. Thread-safe.
 //
@@ -18,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "base/status.h"
 #include "grammar/compiled_grammar.h"
@@ -43,6 +46,9 @@ struct GrammarCacheOptions {
   int warm_walks = 8;
   int warm_steps = 64;
   double warm_budget_s = 0.5;
+  // Control tokens that a grammar asked for with `markers` may produce (the tool-call and reasoning markers
+  // that a request preserves: ToolMarkerTokens, the reasoning tags').
+  std::vector<int32_t> marker_tokens;
 };
 
 class GrammarCache {
@@ -53,7 +59,8 @@ class GrammarCache {
 
   // The masker for `gbnf`, compiled on a miss; InvalidArgument with the parser's message (line, column)
   // for a bad grammar, or the masker's for one too costly to mask.
-  Result<std::shared_ptr<grammar::TokenMasker>> Get(const std::string& gbnf);
+  // `markers`: over the vocabulary view with the marker tokens (cached apart from the same text without).
+  Result<std::shared_ptr<grammar::TokenMasker>> Get(const std::string& gbnf, bool markers = false);
 
   // What the cache holds now (for tests and metrics): entries, and their estimated bytes in all.
   size_t size() const;
@@ -62,7 +69,7 @@ class GrammarCache {
   bool Contains(const std::string& gbnf) const;
 
  private:
-  std::shared_ptr<const grammar::TokenVocab> Vocab();
+  std::shared_ptr<const grammar::TokenVocab> Vocab(bool markers);
   // The masker, or its over-budget refusal.
   static Result<std::shared_ptr<grammar::TokenMasker>> Usable(
       const std::shared_ptr<grammar::TokenMasker>& masker);
@@ -73,7 +80,7 @@ class GrammarCache {
   std::shared_ptr<const Tokenizer> tokenizer_;
   GrammarCacheOptions options_;
   mutable std::mutex mutex_;
-  std::shared_ptr<const grammar::TokenVocab> vocab_;
+  std::shared_ptr<const grammar::TokenVocab> vocab_, marker_vocab_;
   std::list<std::string> order_;  // most recently used first
   struct Entry {
     std::shared_ptr<grammar::TokenMasker> masker;

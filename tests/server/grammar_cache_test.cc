@@ -104,5 +104,34 @@ TEST(GrammarCache, AnEntryOverTheBudgetIsStillReturnedAndKept) {
   EXPECT_EQ(b->get(), again->get());  // a hit: the same masker
 }
 
+// The marker view: a grammar asked for with `markers` may produce the configured control tokens (a forced
+// tool call's [TOOL_CALLS]), by their text; the same text without it, or a control token not configured,
+// may not. Byte-level toy vocabulary: ids 0-255 the bytes, 256 [TOOL_CALLS], 257 [ARGS] (both control).
+TEST(GrammarCache, TheMarkerViewLetsTheConfiguredControlTokensThrough) {
+  auto tokenizer = lockstep::testing::ToyTokenizer(
+      lockstep::testing::ByteLevelToyVocabulary({{"[TOOL_CALLS]", 3}, {"[ARGS]", 3}}));
+  ASSERT_NE(tokenizer, nullptr);
+  GrammarCacheOptions options = Options(8, SIZE_MAX);
+  options.marker_tokens = {256};
+  GrammarCache cache(tokenizer, options);
+  const std::string gbnf = "root ::= \"[TOOL_CALLS]\" | \"[ARGS]\"";
+  auto allowed = [&](bool markers) {
+    auto masker = cache.Get(gbnf, markers);
+    EXPECT_TRUE(masker.ok());
+    grammar::GrammarMatcher matcher((*masker)->grammar());
+    std::vector<uint64_t> mask((*masker)->vocab().mask_words());
+    (*masker)->FillMask(matcher, mask);
+    std::vector<int32_t> ids;
+    for (int32_t t = 0; t < (*masker)->vocab().size(); ++t) {
+      if (mask[t / 64] >> (t % 64) & 1) ids.push_back(t);
+    }
+    return ids;
+  };
+  EXPECT_EQ(allowed(true), (std::vector<int32_t>{'[', 256}));
+  EXPECT_EQ(allowed(false), (std::vector<int32_t>{'['}));
+  EXPECT_EQ(cache.size(), 2u);  // cached apart
+  EXPECT_TRUE(cache.Contains(gbnf));
+}
+
 }  // namespace
 }  // namespace lockstep::server
