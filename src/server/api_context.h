@@ -17,6 +17,7 @@
 #include "server/grammar_cache.h"
 #include "server/lora_adapters.h"
 #include "server/sampling_defaults.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lockstep::server {
@@ -51,6 +52,8 @@ struct ApiContext {
   // The vocabulary's tool-call markers that are control tokens (server/tool_calls.h ToolMarkerTokens):
   // auto-mode tool requests keep their text in the output.
   std::vector<int32_t> tool_marker_tokens;
+  // The chat template's tool-call syntax, for forced choices' grammars (server/tool_grammar.h).
+  ToolSyntax tool_syntax = ToolSyntax::kJson;
   // The vocabulary's Harmony special tokens that are control tokens (server/harmony_reply.h HarmonyTokens):
   // requests under a Harmony template keep their text in the output.
   std::vector<int32_t> harmony_tokens;

@@ -9,6 +9,7 @@
 #include "server/request_fields.h"
 #include "server/sampler_fields.h"
 #include "server/structured_fields.h"
+#include "server/tool_grammar.h"
 
 namespace lockstep::server {
 namespace {
@@ -153,12 +154,24 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
                                    constraint->param);
       return;
     }
-    auto gbnf = ForcedToolGbnf(req.tools);
+    // A reasoning block may come first where the template writes one (and replies are split).
+    // Not where the prompt has closed it already (thinking turned off: Qwen3's and Gemma 4's templates
+    // write an empty block).
+    std::optional<chat::ReasoningTags> reasoning;
+    const std::string_view prompt = req.prompt_texts.empty() ? std::string_view() : req.prompt_texts.front();
+    std::string_view trimmed = prompt;
+    while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\n')) trimmed.remove_suffix(1);
+    if (req.reasoning && req.tools.syntax != ToolSyntax::kJson &&
+        !trimmed.ends_with(req.reasoning_tags.close)) {
+      reasoning = req.reasoning_tags;
+    }
+    const bool opened = reasoning && chat::PromptOpensReasoning(prompt, *reasoning);
+    auto gbnf = ForcedToolGbnf(req.tools, reasoning, opened);
     if (!gbnf.ok()) {
       *error = gbnf.error;
       return;
     }
-    constraint = OutputConstraint{*gbnf.value, "tool_choice"};
+    constraint = OutputConstraint{*gbnf.value, "tool_choice", req.tools.syntax != ToolSyntax::kJson};
   }
   if (!constraint) return;
   if (!ctx.grammars) {
@@ -168,7 +181,9 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
   auto applied = ApplyConstraint(*ctx.grammars, *constraint, &req.spec.base);
   if (!applied.ok()) *error = applied.error;
   const std::string& p = constraint->param;
-  if (p != "grammar" && p != "guided_grammar" && p != "structured_outputs.grammar") {
+  // A forced call in the model's syntax keeps its reasoning block (the grammar allows it); other
+  // constraints leave no room for one.
+  if (p != "grammar" && p != "guided_grammar" && p != "structured_outputs.grammar" && !constraint->markers) {
     req.reasoning = false;
     req.harmony = false;
   }
@@ -330,6 +345,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     auto tools = ReadToolFields(*json.value, body);
     if (tools.ok()) {
       req.tools = std::move(*tools.value);
+      req.tools.syntax = ctx.tool_syntax;
     } else {
       error = tools.error;
     }
@@ -461,7 +477,9 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
   // so must the template's reasoning tags where they are (Ministral 3's [THINK]), split or not
   // (--reasoning-format none keeps them in the content).
   std::vector<int32_t>& preserved = req.spec.base.preserved_tokens;
-  if (req.tools.calls_possible() && !req.tools.forced()) preserved = ctx.tool_marker_tokens;
+  if (req.tools.calls_possible() && (!req.tools.forced() || req.tools.syntax != ToolSyntax::kJson)) {
+    preserved = ctx.tool_marker_tokens;
+  }
   if (ctx.chat_template->reasoning_tags() && !ctx.reasoning_tag_tokens.empty()) {
     preserved.insert(preserved.end(), ctx.reasoning_tag_tokens.begin(), ctx.reasoning_tag_tokens.end());
     std::sort(preserved.begin(), preserved.end());

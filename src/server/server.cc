@@ -23,6 +23,7 @@
 #include "server/server_metrics.h"
 #include "server/slot_view.h"
 #include "server/tool_calls.h"
+#include "server/tool_grammar.h"
 #include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -196,10 +197,20 @@ class Server::Impl {
     ctx.max_seqs = options_.max_seqs;
     ctx.draft_tokens = options_.draft_tokens;
     ctx.prefix_caching = options_.prefix_caching;
-    ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer);
     ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
     ctx.harmony_tokens = HarmonyTokens(*shared_tokenizer);
     ctx.reasoning_tag_tokens = shared_tokenizer->ControlTokens(chat::kReasoningTagPieces);
+    // Forced tool calls in the template's syntax (Harmony's calls are its own: plain JSON for them). Their
+    // grammars may produce the markers such requests keep in their text: the tool markers, and the
+    // reasoning tags where the template writes them.
+    if (!ctx.chat_template->harmony()) ctx.tool_syntax = DetectToolSyntax(ctx.chat_template->source());
+    GrammarCacheOptions grammar_options;
+    grammar_options.marker_tokens = ctx.tool_marker_tokens;
+    if (ctx.chat_template->reasoning_tags()) {
+      grammar_options.marker_tokens.insert(grammar_options.marker_tokens.end(),
+                                           ctx.reasoning_tag_tokens.begin(), ctx.reasoning_tag_tokens.end());
+    }
+    ctx.grammars = std::make_shared<GrammarCache>(shared_tokenizer, grammar_options);
     ctx.chat_template_kwargs = options_.chat_template_kwargs;
     ctx.reasoning_format = options_.reasoning_format;
     ctx.sampling_defaults = options_.sampling_defaults;

@@ -272,7 +272,7 @@ Parsed<std::optional<OutputConstraint>> ReadTgiConstraint(const nlohmann::json* 
 }
 
 Parsed<bool> ApplyConstraint(GrammarCache& cache, const OutputConstraint& constraint, Request* request) {
-  auto masker = cache.Get(constraint.gbnf);
+  auto masker = cache.Get(constraint.gbnf, constraint.markers);
   if (!masker.ok())
     return ApiError::Field(constraint.param, constraint.param + ": " + masker.status().message());
   request->grammar = *masker;

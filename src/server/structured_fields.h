@@ -24,7 +24,8 @@ namespace lockstep::server {
 
 struct OutputConstraint {
   std::string gbnf;
-  std::string param;  // the field it came from, for errors
+  std::string param;     // the field it came from, for errors
+  bool markers = false;  // may produce the marker tokens (GrammarCache::Get): a model's tool-call syntax
 };
 
 // The OpenAI routes (chat and completions); `body` is the parsed request, `raw_body` its text.

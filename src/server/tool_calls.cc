@@ -70,21 +70,6 @@ std::pair<size_t, size_t> ArgumentsSpan(std::string_view text) {
   return {SkipSpace(text, 0), last + 1};
 }
 
-// Rewrites local $refs of a schema embedded at `prefix` ("#/items/anyOf/0/properties/arguments").
-void RebaseRefs(Ordered& schema, const std::string& prefix) {
-  if (schema.is_object()) {
-    for (auto& [key, value] : schema.items()) {
-      if (key == "$ref" && value.is_string() && value.get<std::string>().rfind('#', 0) == 0) {
-        value = prefix + value.get<std::string>().substr(1);
-      } else {
-        RebaseRefs(value, prefix);
-      }
-    }
-  } else if (schema.is_array()) {
-    for (auto& v : schema) RebaseRefs(v, prefix);
-  }
-}
-
 // {name, arguments | parameters} of a declared tool -> a call (arguments as compact JSON text).
 bool CallFrom(const ToolSpec& spec, const Ordered& v, ToolCall* out) {
   if (!v.is_object() || !v.contains("name") || !v["name"].is_string()) return false;
@@ -258,28 +243,6 @@ Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& r
   return spec;
 }
 
-Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec) {
-  if (spec.choice == ToolChoice::kNamed) {
-    const size_t i = size_t(std::find(spec.names.begin(), spec.names.end(), spec.named) - spec.names.begin());
-    return SchemaGbnf(spec.parameters[i], "tools[" + std::to_string(i) + "].function.parameters");
-  }
-  if (spec.choice != ToolChoice::kRequired) return std::string();
-  Ordered branches = Ordered::array();
-  for (size_t i = 0; i < spec.names.size(); ++i) {
-    Ordered params = spec.parameters[i];
-    RebaseRefs(params, "#/items/anyOf/" + std::to_string(i) + "/properties/arguments");
-    branches.push_back({{"type", "object"},
-                        {"properties", {{"name", {{"const", spec.names[i]}}}, {"arguments", params}}},
-                        {"required", {"name", "arguments"}},
-                        {"additionalProperties", false}});
-  }
-  const Ordered schema = {{"type", "array"},
-                          {"minItems", 1},
-                          {"maxItems", spec.parallel ? kMaxParallelToolCalls : 1},
-                          {"items", {{"anyOf", branches}}}};
-  return SchemaGbnf(schema, "tools");
-}
-
 Parsed<Ordered> TemplateToolCalls(const Ordered& tool_calls, const std::string& where) {
   if (!tool_calls.is_array()) return ApiError::Field(where, where + " must be an array of tool calls");
   Ordered out = Ordered::array();
@@ -356,7 +319,7 @@ size_t ToolRegionStart(std::string_view text, bool final) {
 ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const std::string& id_seed,
                            bool mistral_ids) {
   ToolOutput out;
-  if (spec.choice == ToolChoice::kNamed) {
+  if (spec.arguments_only()) {
     // The grammar forces the arguments, so the output is the call whatever it holds: even when cut short
     // (max_tokens), as a stream has announced the call in its first delta by then; finish_reason "length"
     // says the arguments are incomplete (as OpenAI and vLLM answer).
@@ -412,7 +375,7 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
     } else {
       out.content = text;
     }
-    if (spec.choice == ToolChoice::kRequired && out.calls.empty()) out.content = text;
+    if (spec.forced() && out.calls.empty()) out.content = text;
   } else {
     out.content = text;
   }
@@ -450,7 +413,7 @@ size_t StreamedContent(std::string_view text, bool final) {
 ToolStreamDelta ToolStreamStep(const ToolSpec& spec, std::string_view before, std::string_view after,
                                bool first, bool last, const std::string& id_seed, bool mistral_ids) {
   ToolStreamDelta d;
-  if (spec.choice == ToolChoice::kNamed) {
+  if (spec.arguments_only()) {
     // Sent so far: the arguments span of `before` (nothing while it was only space); now up to the span's
     // end.
     const auto [sent_begin, sent_end] = ArgumentsSpan(first ? std::string_view() : before);
@@ -473,7 +436,7 @@ ToolStreamDelta ToolStreamStep(const ToolSpec& spec, std::string_view before, st
     d.content = std::string(after.substr(before.size()));
     return d;
   }
-  const size_t sent = first ? 0 : (spec.choice == ToolChoice::kRequired ? 0 : StreamedContent(before, false));
+  const size_t sent = first ? 0 : (spec.forced() ? 0 : StreamedContent(before, false));
   if (!last) {
     if (spec.choice == ToolChoice::kAuto) {
       const size_t now = StreamedContent(after, false);

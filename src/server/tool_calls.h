@@ -3,9 +3,10 @@
 // choices, and the parsing of a finished output into OpenAI tool_calls.
 //
 // Choices: "none" (tools are still shown to the template, never called), "auto" (the model decides; its
-// output is parsed), "required" (the output is forced, by grammar, to be a JSON array of 1..16 calls (1
-// without parallel_tool_calls) [{"name": <a tool>, "arguments": <its parameters schema>}]), a named function
-// (the output is forced to be that function's arguments). So even a weak model produces a valid call.
+// output is parsed), "required" (the output is forced, by grammar, to be 1..16 calls (1 without
+// parallel_tool_calls) in the model's own syntax: server/tool_grammar.h; with none, a JSON array
+// [{"name": <a tool>, "arguments": <its parameters schema>}]), a named function (one call of it; with no
+// syntax, the output is its arguments alone). So even a weak model produces a valid call.
 //
 // Parsing "auto" output, in the model families' formats (markers that are control tokens stay in the text:
 // ToolMarkerTokens; other special tokens do not):
@@ -49,6 +50,19 @@
 namespace lockstep::server {
 
 enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+// The model's call syntax, for forced choices (server/tool_grammar.h).
+enum class ToolSyntax {
+  kJson,
+  kHermes,
+  kMistral,
+  kMistralV3,
+  kDeepSeek,
+  kDeepSeekR1,
+  kKimi,
+  kDsml,
+  kDsmlV4,
+  kGemma4
+};
 
 struct ToolSpec {
   nlohmann::ordered_json tools;  // the request's tools array, for the template; null when none
@@ -57,8 +71,12 @@ struct ToolSpec {
   ToolChoice choice = ToolChoice::kNone;
   std::string named;  // kNamed: the function
   bool parallel = true;
+  ToolSyntax syntax = ToolSyntax::kJson;  // the template's (server/tool_grammar.h), set by the route
   bool calls_possible() const { return choice != ToolChoice::kNone && !names.empty(); }
   bool forced() const { return choice == ToolChoice::kRequired || choice == ToolChoice::kNamed; }
+  // A named choice whose output is its arguments alone (the kJson syntax); in the other syntaxes it is a
+  // call in the model's form, parsed as "required" output is.
+  bool arguments_only() const { return choice == ToolChoice::kNamed && syntax == ToolSyntax::kJson; }
 };
 
 inline constexpr int kMaxParallelToolCalls = 16;
@@ -67,9 +85,6 @@ inline constexpr int kMaxParallelToolCalls = 16;
 // `raw_body` is read again order-preserving for the template. 400 naming the field for any wrong type,
 // an undeclared named function, tool_choice without tools, or a parameters schema the grammar cannot take.
 Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& raw_body);
-
-// The grammar (GBNF) a forced choice's output must follow; "" when nothing is forced.
-Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec);
 
 // An assistant message's tool_calls as the template wants them (arguments parsed from their JSON text into
 // objects, as vLLM and llama.cpp pass them); 400 naming messages[i].tool_calls[j] for malformed calls.
@@ -89,8 +104,8 @@ struct ToolOutput {
 
 // The control tokens of `tokenizer` that spell tool-call markers ([TOOL_CALLS], [ARGS], [CALL_ID],
 // <|python_tag|>, <tool_call>, </tool_call>, DeepSeek's, GLM's and Kimi's markers), sorted: auto-mode
-// requests keep their text (Request::preserved_tokens) so that the parser sees them, as llama.cpp's preserved
-// tokens.
+// requests, and forced ones in a model's own syntax (whose grammars produce them), keep their text
+// (Request::preserved_tokens) so that the parser sees them, as llama.cpp's preserved tokens.
 std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer);
 
 // Where the tool-call region of (possibly partial) auto-mode text starts; npos when none has begun.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "gguf/gguf_writer.h"
@@ -58,6 +59,12 @@ std::string TinyModelWithVocabulary(const GgufWriter& vocabulary) {
   const Status written = vocabulary.WriteFile(dir + "/vocab.gguf");
   EXPECT_TRUE(written.ok()) << written.ToString();
   return MakeModel("tiny", " --vocab-from " + dir + "/vocab.gguf");
+}
+
+std::string GoldenChatTemplate(const std::string& family) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
+  EXPECT_TRUE(in.good());
+  return nlohmann::json::parse(in)["templates"][family].get<std::string>();
 }
 
 StreamedChat StreamChat(int port, nlohmann::json body) {

@@ -31,6 +31,9 @@ const std::string& SlowModel();
 // `make-model --shape tiny` with `vocabulary` (a file's tokenizer.* keys: a toy vocabulary with the control
 // tokens and chat template a test needs), in a new temporary directory; returns its path.
 std::string TinyModelWithVocabulary(const GgufWriter& vocabulary);
+// A real chat template as tests/chat's tool-template goldens keep it ("ministral-3-reasoning", "gemma-4",
+// ...).
+std::string GoldenChatTemplate(const std::string& family);
 
 // All text of an OpenAI stream (chat deltas or completion texts) by choice index; "[DONE]" must be the last
 // event.

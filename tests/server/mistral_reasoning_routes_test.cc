@@ -6,8 +6,6 @@
 // the template as a thinking block ([THINK]...[/THINK] in the prompt).
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "chat/reasoning.h"
 #include "e2e_util.h"
 #include "gguf/gguf_writer.h"
@@ -18,13 +16,6 @@ namespace lockstep::server::testing {
 namespace mistral_reasoning_routes_test {
 
 constexpr int32_t kThink = 258, kEndThink = 259;
-
-// mistralai/Ministral-3-14B-Reasoning-2512's template, as the tool-template goldens keep it.
-std::string MinistralTemplate() {
-  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
-  EXPECT_TRUE(in.good());
-  return nlohmann::json::parse(in)["templates"]["ministral-3-reasoning"].get<std::string>();
-}
 
 class MistralReasoningRoutesTest : public SharedServerTest<MistralReasoningRoutesTest> {
  public:
@@ -37,7 +28,7 @@ class MistralReasoningRoutesTest : public SharedServerTest<MistralReasoningRoute
     GgufWriter vocabulary = ::lockstep::testing::ByteLevelToyVocabulary(pieces);
     vocabulary.Set("tokenizer.ggml.eos_token_id", GgufValue::Uint32(256));
     vocabulary.Set("tokenizer.ggml.bos_token_id", GgufValue::Uint32(257));
-    vocabulary.Set("tokenizer.chat_template", GgufValue::String(MinistralTemplate()));
+    vocabulary.Set("tokenizer.chat_template", GgufValue::String(GoldenChatTemplate("ministral-3-reasoning")));
     return TinyModelWithVocabulary(vocabulary);
   }
   static std::vector<std::string> Args() { return {"-t", "1"}; }

@@ -7,9 +7,9 @@
 
 #include <map>
 
-#include "grammar/compiled_grammar.h"
-#include "grammar/grammar_matcher.h"
+#include "grammar_check.h"
 #include "server/tool_calls.h"
+#include "server/tool_grammar.h"
 
 namespace lockstep::server {
 namespace {
@@ -18,13 +18,7 @@ Parsed<std::optional<OutputConstraint>> OpenAi(const std::string& body) {
   return ReadOpenAiConstraint(nlohmann::json::parse(body), body);
 }
 
-bool Matches(const std::string& gbnf, const std::string& text) {
-  auto g = grammar::CompiledGrammar::FromGbnf(gbnf);
-  EXPECT_TRUE(g.ok()) << g.status().ToString() << "\n" << gbnf;
-  if (!g.ok()) return false;
-  grammar::GrammarMatcher m(*g);
-  return m.AcceptBytes(text) && m.accepting();
-}
+bool Matches(const std::string& gbnf, const std::string& text) { return testing::GbnfAccepts(gbnf, text); }
 
 TEST(StructuredFields, EveryFlavourMapsToItsGrammar) {
   struct Case {

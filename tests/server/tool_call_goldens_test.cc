@@ -4,8 +4,10 @@
 // trained to write it. Every such turn, cut out of the rendered prompt, must parse back into the
 // conversation's tool calls (names, arguments as JSON, content), with its marker ([TOOL_CALLS], <tool_call>)
 // kept or dropped (a control token may be skipped when decoding), whole and streamed in pieces as OpenAI
-// sends the deltas. DeepSeek's and GLM's turns open with a (here empty) reasoning block: it is split off
-// first (chat::SplitReasoning), as the server does, and the parser sees the rest.
+// sends the deltas. The same turns are what a forced tool choice's grammar (server/tool_grammar.h) must
+// accept in the syntax found from each template's text. DeepSeek's and GLM's turns open with a (here empty)
+// reasoning block: it is split off first (chat::SplitReasoning), as the server does, and the parser sees the
+// rest.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/reasoning.h"
+#include "grammar_check.h"
 #include "server/tool_calls.h"
+#include "server/tool_grammar.h"
 
 namespace lockstep::server {
 namespace {
@@ -223,6 +227,95 @@ TEST(ToolCallGoldens, EveryTemplatesOwnCallTextParsesBackIntoItsCalls) {
   EXPECT_GE(calls_checked["kimi-k2"], 4);           // functions.NAME:IDX
   EXPECT_GE(calls_checked["kimi-k2-thinking"], 4);  // the same, after an empty <think></think>
   EXPECT_GE(calls_checked["deepseek-r1"], 2);       // function<｜tool▁sep｜>NAME and a ```json fence
+}
+
+TEST(ToolCallGoldens, ForcedGrammarsAcceptEveryTemplatesOwnCallText) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::ordered_json goldens = nlohmann::ordered_json::parse(in);
+  // The syntax each real template's text shows (GLM's and Qwen3-Coder's have no grammar of their own yet).
+  const std::map<std::string, ToolSyntax> want_syntax = {{"llama3.1", ToolSyntax::kJson},
+                                                         {"qwen2.5", ToolSyntax::kHermes},
+                                                         {"mistral-nemo", ToolSyntax::kMistralV3},
+                                                         {"qwen3-coder", ToolSyntax::kJson},
+                                                         {"mistral-small-3.2", ToolSyntax::kMistral},
+                                                         {"deepseek-v3.1", ToolSyntax::kDeepSeek},
+                                                         {"glm-4.6", ToolSyntax::kJson},
+                                                         {"glm-4.7-flash", ToolSyntax::kJson},
+                                                         {"kimi-k2", ToolSyntax::kKimi},
+                                                         {"deepseek-v3.2", ToolSyntax::kDsml},
+                                                         {"deepseek-v4", ToolSyntax::kDsmlV4},
+                                                         {"glm-5.2", ToolSyntax::kJson},
+                                                         {"qwen3.5", ToolSyntax::kJson},
+                                                         {"nemotron-3-nano", ToolSyntax::kJson},
+                                                         {"gemma-4", ToolSyntax::kGemma4},
+                                                         {"deepseek-r1", ToolSyntax::kDeepSeekR1},
+                                                         {"ministral-3-reasoning", ToolSyntax::kMistral}};
+  for (const auto& [family, source] : goldens["templates"].items()) {
+    ASSERT_TRUE(want_syntax.count(family)) << family;
+    EXPECT_EQ(ToolSyntaxName(DetectToolSyntax(source.get<std::string>())),
+              ToolSyntaxName(want_syntax.at(family)))
+        << family;
+  }
+  // The tools' text as the goldens hold it: the property order is the grammars' order.
+  const std::string raw =
+      nlohmann::ordered_json{{"tools", goldens["tools"]}, {"tool_choice", "required"}}.dump();
+  auto spec = ReadToolFields(nlohmann::json::parse(raw), raw);
+  ASSERT_TRUE(spec.ok()) << spec.error.status.message();
+  std::map<std::string, int> checked;
+  for (const auto& c : goldens["cases"]) {
+    if (!c.contains("expected") || c["add_generation_prompt"].get<bool>()) continue;
+    const std::string family = c["family"];
+    const ToolSyntax syntax = want_syntax.at(family);
+    if (syntax == ToolSyntax::kJson || (family == "gemma-4" && c["conversation"] == 2)) continue;
+    spec.value->syntax = syntax;
+    const bool opened = family == "deepseek-v3.2" || family == "deepseek-v4";
+    const chat::ReasoningTags tags =
+        family == "ministral-3-reasoning" ? chat::kMistralThinkTags : chat::kThinkTags;
+    for (const std::string& turn : AssistantTexts(family, c["expected"])) {
+      const std::string reply = chat::SplitReasoning(turn, tags, opened, /*final=*/true).content;
+      const size_t region = ToolRegionStart(reply, /*final=*/true);
+      if (region == std::string::npos) continue;  // a turn without calls
+      std::string calls = reply.substr(region);
+      calls = calls.substr(0, calls.find_last_not_of(" \n") + 1);
+      const ToolOutput parsed = ParseToolOutput(*spec.value, calls, "seed", false);
+      ASSERT_FALSE(parsed.calls.empty()) << family << ": " << calls;
+      const std::string where = family + " conversation " + c["conversation"].dump() + ": " + calls;
+      auto required = ForcedToolGbnf(*spec.value);
+      ASSERT_TRUE(required.ok()) << required.error.status.message();
+      EXPECT_TRUE(testing::GbnfAccepts(*required.value, calls)) << where << "\n" << *required.value;
+      // Without parallel calls, or named, only single-call turns are accepted.
+      ToolSpec single = *spec.value;
+      single.parallel = false;
+      EXPECT_EQ(testing::GbnfAccepts(*ForcedToolGbnf(single).value, calls), parsed.calls.size() == 1)
+          << where;
+      ToolSpec named = *spec.value;
+      named.choice = ToolChoice::kNamed;
+      named.named = parsed.calls[0].name;
+      EXPECT_EQ(testing::GbnfAccepts(*ForcedToolGbnf(named).value, calls), parsed.calls.size() == 1) << where;
+      // With a reasoning block first; when the prompt opened it, its rest.
+      const std::string thought = "Let me think.\n</think>\n\n";
+      auto thinking = ForcedToolGbnf(*spec.value, chat::kThinkTags, false);
+      EXPECT_TRUE(testing::GbnfAccepts(*thinking.value, "<think>" + thought + calls)) << where;
+      EXPECT_TRUE(testing::GbnfAccepts(*thinking.value, calls)) << where;
+      EXPECT_TRUE(
+          testing::GbnfAccepts(*ForcedToolGbnf(*spec.value, chat::kThinkTags, true).value, thought + calls))
+          << where;
+      // The old forced grammar's JSON array is not this syntax.
+      std::string json = "[";
+      for (const ToolCall& call : parsed.calls) {
+        json += (json.size() > 1 ? ", " : "") + std::string("{\"name\": \"") + call.name +
+                "\", \"arguments\": " + call.arguments + "}";
+      }
+      EXPECT_FALSE(testing::GbnfAccepts(*required.value, json + "]")) << where;
+      ++checked[family];
+    }
+  }
+  for (const char* family :
+       {"qwen2.5", "mistral-nemo", "mistral-small-3.2", "deepseek-v3.1", "kimi-k2", "deepseek-v3.2",
+        "deepseek-v4", "gemma-4", "deepseek-r1", "ministral-3-reasoning"}) {
+    EXPECT_GE(checked[family], 2) << family;
+  }
 }
 
 }  // namespace

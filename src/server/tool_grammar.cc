@@ -1,0 +1,312 @@
+#include "server/tool_grammar.h"
+
+#include <algorithm>
+
+#include "grammar/gbnf_builder.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/regex_to_gbnf.h"
+#include "server/structured_fields.h"
+#include "server/tool_call_deepseek.h"
+#include "server/tool_call_dsml.h"
+#include "server/tool_call_gemma4.h"
+#include "server/tool_call_kimi.h"
+#include "server/tool_call_parts.h"
+
+namespace lockstep::server {
+namespace {
+
+using Ordered = nlohmann::ordered_json;
+using grammar::GbnfLiteral;
+
+constexpr std::string_view kDsmlPrefix = "<｜DSML｜";
+constexpr std::string_view kDsmlParameterEnd = "</｜DSML｜parameter>";
+
+// Rewrites local $refs of a schema embedded at `prefix` ("#/items/anyOf/0/properties/arguments").
+void RebaseRefs(Ordered& schema, const std::string& prefix) {
+  if (schema.is_object()) {
+    for (auto& [key, value] : schema.items()) {
+      if (key == "$ref" && value.is_string() && value.get<std::string>().rfind('#', 0) == 0) {
+        value = prefix + value.get<std::string>().substr(1);
+      } else {
+        RebaseRefs(value, prefix);
+      }
+    }
+  } else if (schema.is_array()) {
+    for (auto& v : schema) RebaseRefs(v, prefix);
+  }
+}
+
+std::string ParamName(size_t i) { return "tools[" + std::to_string(i) + "].function.parameters"; }
+
+// The kJson grammar: a JSON array of {name, arguments} (required) or the named function's arguments.
+Parsed<std::string> JsonForcedGbnf(const ToolSpec& spec) {
+  if (spec.choice == ToolChoice::kNamed) {
+    const size_t i = tool_parts::ToolIndex(spec, spec.named);
+    return SchemaGbnf(spec.parameters[i], ParamName(i));
+  }
+  Ordered branches = Ordered::array();
+  for (size_t i = 0; i < spec.names.size(); ++i) {
+    Ordered params = spec.parameters[i];
+    RebaseRefs(params, "#/items/anyOf/" + std::to_string(i) + "/properties/arguments");
+    branches.push_back({{"type", "object"},
+                        {"properties", {{"name", {{"const", spec.names[i]}}}, {"arguments", params}}},
+                        {"required", {"name", "arguments"}},
+                        {"additionalProperties", false}});
+  }
+  const Ordered schema = {{"type", "array"},
+                          {"minItems", 1},
+                          {"maxItems", spec.parallel ? kMaxParallelToolCalls : 1},
+                          {"items", {{"anyOf", branches}}}};
+  return SchemaGbnf(schema, "tools");
+}
+
+// Collects one grammar from the generated parts: the rules of each schema under its own prefix, then ours.
+class ForcedGrammar {
+ public:
+  // The rule producing tool i's arguments (an object valid against its parameters) in `syntax`.
+  Parsed<std::string> Arguments(const ToolSpec& spec, size_t i, grammar::ValueSyntax syntax) {
+    return Value(spec.parameters[i], ParamName(i), syntax);
+  }
+  Parsed<std::string> Value(const Ordered& schema, const std::string& param, grammar::ValueSyntax syntax) {
+    auto rules = grammar::JsonSchemaRules(schema, syntax, "s" + std::to_string(schemas_++) + "-");
+    if (!rules.ok()) return ApiError::Field(param, param + ": " + rules.status().message());
+    text_ += rules->gbnf;
+    return rules->root;
+  }
+  grammar::GbnfBuilder& builder() { return b_; }
+  std::string Text(const std::string& root) const { return "root ::= " + root + "\n" + b_.Text() + text_; }
+
+ private:
+  grammar::GbnfBuilder b_{"f-"};
+  std::string text_;
+  int schemas_ = 0;
+};
+
+// DSML's parameters of tool i: its top-level properties in order (the optional ones may be left out).
+Parsed<std::string> DsmlParameters(const ToolSpec& spec, size_t i, ForcedGrammar& g) {
+  const Ordered& schema = spec.parameters[i];
+  auto open = [](const std::string& key_rule, bool raw) {
+    return GbnfLiteral(std::string(kDsmlPrefix) + "parameter name=\"") + " " + key_rule + " " +
+           GbnfLiteral(std::string("\" string=\"") + (raw ? "true" : "false") + "\">");
+  };
+  const std::string close = GbnfLiteral(std::string(kDsmlParameterEnd) + "\n");
+  const std::string raw_text = g.builder().AddTextWithout("dsml-text", kDsmlParameterEnd);
+  if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) {
+    // Any names, each value JSON.
+    auto value = g.Value(Ordered::object(), ParamName(i), grammar::ValueSyntax::kJson);
+    if (!value.ok()) return value.error;
+    const std::string one = open("[a-zA-Z0-9_.-]{1,64}", false) + " " + *value.value + " " + close;
+    return "( " + one + " )*";
+  }
+  std::vector<std::string> required;
+  if (schema.contains("required") && schema["required"].is_array()) {
+    for (const Ordered& r : schema["required"]) {
+      if (r.is_string()) required.push_back(r.get<std::string>());
+    }
+  }
+  std::string out;
+  for (const auto& [key, property] : schema["properties"].items()) {
+    const std::string where = ParamName(i) + ".properties." + key;
+    std::string value;
+    // Raw text (string="true") for a value that is always a string: typed string, or a string const or
+    // enum; the parser reads any other as JSON of the types the schema names.
+    bool raw = property.is_object() && !property.contains("anyOf") && !property.contains("oneOf") &&
+               !property.contains("$ref") &&
+               (property.value("type", Ordered()) == "string" || property.contains("enum") ||
+                property.contains("const"));
+    if (raw && property.contains("enum")) {
+      raw = property["enum"].is_array();
+      for (const Ordered& v : property["enum"]) raw = raw && v.is_string();
+    }
+    if (raw && property.contains("const")) raw = property["const"].is_string();
+    if (raw && property.contains("enum") && property["enum"].is_array() && !property["enum"].empty()) {
+      for (const Ordered& v : property["enum"])
+        value += (value.empty() ? "" : " | ") + GbnfLiteral(v.get<std::string>());
+      value = "( " + value + " )";
+    } else if (raw && property.contains("const")) {
+      value = GbnfLiteral(property["const"].get<std::string>());
+    } else if (raw && property.contains("pattern") && property["pattern"].is_string()) {
+      auto expr = grammar::RegexToGbnf(property["pattern"].get<std::string>(), /*json_string=*/false);
+      if (!expr.ok()) return ApiError::Field(where, where + ": " + expr.status().message());
+      value = "( " + *expr + " )";
+    } else if (raw) {
+      value = raw_text;
+    } else {
+      // JSON, its $refs resolved against the whole parameters schema's definitions.
+      Ordered sub = property;
+      for (const char* defs : {"$defs", "definitions"}) {
+        if (sub.is_object() && schema.contains(defs) && !sub.contains(defs)) sub[defs] = schema[defs];
+      }
+      auto rule = g.Value(sub, where, grammar::ValueSyntax::kJson);
+      if (!rule.ok()) return rule.error;
+      value = *rule.value;
+    }
+    const std::string one = open(GbnfLiteral(key), raw) + " " + value + " " + close;
+    const bool needed = std::find(required.begin(), required.end(), key) != required.end();
+    out += (out.empty() ? "" : " ") + (needed ? one : "( " + one + " )?");
+  }
+  return out.empty() ? std::string("\"\"") : out;
+}
+
+// One call of tool i in `syntax`.
+Parsed<std::string> Call(const ToolSpec& spec, size_t i, ToolSyntax syntax, ForcedGrammar& g) {
+  const std::string& name = spec.names[i];
+  auto json_args = [&]() { return g.Arguments(spec, i, grammar::ValueSyntax::kJson); };
+  Parsed<std::string> args = std::string();
+  std::string before, after;
+  switch (syntax) {
+    case ToolSyntax::kHermes:
+      args = json_args();
+      before = "<tool_call>\n{\"name\": " + Ordered(name).dump() + ", \"arguments\": ";
+      after = "}\n</tool_call>";
+      break;
+    case ToolSyntax::kMistral: {
+      // Mistral Small 3.2's and Devstral's templates write the call's id; Ministral 3's does not.
+      args = json_args();
+      if (!args.ok()) return args;
+      return GbnfLiteral("[TOOL_CALLS]" + name) + " ( \"[CALL_ID]\" [a-zA-Z0-9]{9} )? \"[ARGS]\" " +
+             *args.value;
+    }
+    case ToolSyntax::kMistralV3: {
+      args = json_args();
+      if (!args.ok()) return args;
+      return GbnfLiteral("{\"name\": " + Ordered(name).dump() + ", \"arguments\": ") + " " + *args.value +
+             " ( \", \\\"id\\\": \\\"\" [a-zA-Z0-9]{9} \"\\\"\" )? \"}\"";
+    }
+    case ToolSyntax::kDeepSeek:
+      args = json_args();
+      before = std::string(kDeepSeekCallBegin) + name + std::string(kDeepSeekSep);
+      after = std::string(kDeepSeekCallEnd);
+      break;
+    case ToolSyntax::kDeepSeekR1:
+      args = json_args();
+      before =
+          std::string(kDeepSeekCallBegin) + "function" + std::string(kDeepSeekSep) + name + "\n```json\n";
+      after = "\n```" + std::string(kDeepSeekCallEnd);
+      break;
+    case ToolSyntax::kKimi: {
+      args = json_args();
+      if (!args.ok()) return args;
+      return GbnfLiteral(std::string(kKimiCallBegin) + "functions." + name + ":") + " [0-9]{1,2} " +
+             GbnfLiteral(kKimiArgumentBegin) + " " + *args.value + " " + GbnfLiteral(kKimiCallEnd);
+    }
+    case ToolSyntax::kDsml:
+    case ToolSyntax::kDsmlV4:
+      args = DsmlParameters(spec, i, g);
+      before = std::string(kDsmlPrefix) + "invoke name=\"" + name + "\">\n";
+      after = "</" + std::string(kDsmlPrefix.substr(1)) + "invoke>\n";
+      break;
+    case ToolSyntax::kGemma4:
+      args = g.Arguments(spec, i, grammar::ValueSyntax::kGemma4);
+      before = std::string(kGemma4CallBegin) + "call:" + name;
+      after = std::string(kGemma4CallEnd);
+      break;
+    case ToolSyntax::kJson:
+      break;
+  }
+  if (!args.ok()) return args;
+  return GbnfLiteral(before) + " " + *args.value + (after.empty() ? "" : " " + GbnfLiteral(after));
+}
+
+// The text around the calls and between them, per syntax.
+struct Frame {
+  std::string open, separator, close;
+  bool close_optional = false;
+};
+Frame FrameOf(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::kHermes:
+      return {"", "\n", ""};
+    case ToolSyntax::kMistralV3:
+      return {"[TOOL_CALLS][", ", ", "]"};
+    case ToolSyntax::kDeepSeek:
+      return {std::string(kDeepSeekCallsBegin), "", std::string(kDeepSeekCallsEnd)};
+    case ToolSyntax::kDeepSeekR1:
+      // R1's template closes the section only after a second call; the model may close it after one.
+      return {std::string(kDeepSeekCallsBegin), "\n", std::string(kDeepSeekCallsEnd), true};
+    case ToolSyntax::kKimi:
+      return {std::string(kKimiSectionBegin), "", std::string(kKimiSectionEnd)};
+    case ToolSyntax::kDsml:
+      return {std::string(kDsmlFunctionCallsBegin) + "\n", "",
+              "</" + std::string(kDsmlFunctionCallsBegin.substr(1))};
+    case ToolSyntax::kDsmlV4:
+      return {std::string(kDsmlToolCallsBegin) + "\n", "", "</" + std::string(kDsmlToolCallsBegin.substr(1))};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+ToolSyntax DetectToolSyntax(std::string_view source) {
+  auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
+  if (has("<|tool_call>call:")) return ToolSyntax::kGemma4;
+  if (has("｜DSML｜")) return has("tool_calls>") ? ToolSyntax::kDsmlV4 : ToolSyntax::kDsml;
+  if (has(kDeepSeekCallBegin)) return has("```json") ? ToolSyntax::kDeepSeekR1 : ToolSyntax::kDeepSeek;
+  if (has(kKimiSectionBegin)) return ToolSyntax::kKimi;
+  // GLM's key/value calls and Qwen3-Coder's XML calls also use <tool_call>: no grammar of theirs yet.
+  if (has("<arg_key>") || has("<function=")) return ToolSyntax::kJson;
+  if (has("[TOOL_CALLS]")) return has("[ARGS]") ? ToolSyntax::kMistral : ToolSyntax::kMistralV3;
+  if (has("<tool_call>")) return ToolSyntax::kHermes;
+  return ToolSyntax::kJson;
+}
+
+std::string_view ToolSyntaxName(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::kJson:
+      return "json";
+    case ToolSyntax::kHermes:
+      return "hermes";
+    case ToolSyntax::kMistral:
+      return "mistral";
+    case ToolSyntax::kMistralV3:
+      return "mistral-v3";
+    case ToolSyntax::kDeepSeek:
+      return "deepseek";
+    case ToolSyntax::kDeepSeekR1:
+      return "deepseek-r1";
+    case ToolSyntax::kKimi:
+      return "kimi";
+    case ToolSyntax::kDsml:
+      return "dsml";
+    case ToolSyntax::kDsmlV4:
+      return "dsml-v4";
+    case ToolSyntax::kGemma4:
+      return "gemma4";
+  }
+  return "json";
+}
+
+Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec, const std::optional<chat::ReasoningTags>& reasoning,
+                                   bool opened) {
+  if (!spec.forced()) return std::string();
+  if (spec.syntax == ToolSyntax::kJson) return JsonForcedGbnf(spec);
+  ForcedGrammar g;
+  std::string alts;
+  for (size_t i = 0; i < spec.names.size(); ++i) {
+    if (spec.choice == ToolChoice::kNamed && spec.names[i] != spec.named) continue;
+    auto call = Call(spec, i, spec.syntax, g);
+    if (!call.ok()) return call;
+    alts += (alts.empty() ? "" : " | ") + *call.value;
+  }
+  const std::string call = g.builder().Add("call", alts);
+  const Frame frame = FrameOf(spec.syntax);
+  const int more = spec.choice == ToolChoice::kRequired && spec.parallel ? kMaxParallelToolCalls - 1 : 0;
+  std::string calls = call;
+  if (more > 0) {
+    calls += " ( " + (frame.separator.empty() ? "" : GbnfLiteral(frame.separator) + " ") + call + " ){0," +
+             std::to_string(more) + "}";
+  }
+  std::string root = (frame.open.empty() ? "" : GbnfLiteral(frame.open) + " ") + calls;
+  if (!frame.close.empty()) root += " " + GbnfLiteral(frame.close) + (frame.close_optional ? "?" : "");
+  if (reasoning) {
+    // One reasoning block first (its rest when the prompt opened it), then the calls.
+    const std::string text = g.builder().AddTextWithout("thought", reasoning->close);
+    const std::string block = text + " " + GbnfLiteral(reasoning->close) + " [ \\n]{0,4}";
+    root = (opened ? block : "( " + GbnfLiteral(reasoning->open) + " " + block + " )?") + " " + root;
+  }
+  return g.Text(root);
+}
+
+}  // namespace lockstep::server

@@ -1,0 +1,56 @@
+// The grammar of a forced tool choice (tool_choice "required" or a named function) in the model's own call
+// syntax, as its chat template writes calls and server/tool_calls.h parses them back, so that a constrained
+// model is steered into the form it was trained on rather than into a JSON shape it never saw:
+//   kJson       [{"name": NAME, "arguments": {...}}] (required) or the arguments alone (named): templates
+//               with no syntax of their own (Llama 3's JSON, ChatML without tools, unknown templates,
+//               gpt-oss's Harmony, GLM-4.5's and Qwen3-Coder's key/value forms, not yet generated)
+//   kHermes     <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>, one per call (Qwen2.5,
+//   Qwen3,
+//               Hermes 2 / 3)
+//   kMistral    [TOOL_CALLS]NAME[ARGS]{...} (or NAME[CALL_ID]ID9[ARGS]{...}), repeated (Mistral Small 3.2,
+//               Devstral, Ministral 3)
+//   kMistralV3  [TOOL_CALLS][{"name": "NAME", "arguments": {...}, "id": "ID9"}, ...] (Mistral Nemo, v3)
+//   kDeepSeek   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...
+//               <｜tool▁calls▁end｜> (V3.1)
+//   kDeepSeekR1 the same with function<｜tool▁sep｜>NAME\n```json\n{...}\n``` inside each call (V3, R1)
+//   kKimi       <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>
+//               {...}<|tool_call_end|>...<|tool_calls_section_end|>
+//   kDsml       <｜DSML｜function_calls>\n<｜DSML｜invoke name="NAME">\n<｜DSML｜parameter name="KEY"
+//               string="true|false">VALUE</｜DSML｜parameter>\n...</｜DSML｜invoke>\n...</｜DSML｜function_calls>
+//               (V3.2; kDsmlV4 writes tool_calls for function_calls): a top-level property typed string
+//               (or a string enum / const) is its raw text, without length or format bounds; any other is
+//               JSON (string="false"); a parameters schema without top-level properties takes any names
+//   kGemma4     <|tool_call>call:NAME{KEY:VALUE,...}<tool_call|>, repeated, the values in Gemma 4's own
+//               syntax (grammar/json_schema.h ValueSyntax::kGemma4)
+// The syntax is found once from the template's text (DetectToolSyntax). A named choice makes exactly one
+// call of that function; "required" one (or, with parallel_tool_calls, up to kMaxParallelToolCalls) of any.
+// Where the template writes reasoning (chat/reasoning.h tags), the grammar lets one reasoning block come
+// first (the rest of it when the prompt opened it), so a thinking model thinks before it calls, as llama.cpp
+// lets it; the block is split off as reasoning_content. The markers are produced as the vocabulary's control
+// tokens where they are ones (GrammarCache's marker view). Pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "chat/reasoning.h"
+#include "server/api_error.h"
+#include "server/tool_calls.h"
+
+namespace lockstep::server {
+
+// The call syntax a chat template's text writes (kJson when it shows none this file generates).
+ToolSyntax DetectToolSyntax(std::string_view template_source);
+// The syntax's name, for logs and tests ("json", "hermes", "mistral", ...).
+std::string_view ToolSyntaxName(ToolSyntax syntax);
+
+// The grammar (GBNF) a forced choice's output must follow in spec.syntax; "" when nothing is forced.
+// `reasoning`: the template's reasoning tags when replies are split (none: no reasoning block); `opened`:
+// the prompt already opened the block. 400 naming the tool's parameters for a schema the grammar cannot
+// take.
+Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec,
+                                   const std::optional<chat::ReasoningTags>& reasoning = std::nullopt,
+                                   bool opened = false);
+
+}  // namespace lockstep::server

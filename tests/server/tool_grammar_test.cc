@@ -1,0 +1,292 @@
+// Forced tool-call grammars in each model family's syntax (server/tool_grammar.h): texts generated at random
+// from the grammar parse back, through the real parser (ParseToolOutput), into calls of the declared tools
+// whose arguments validate against their schemas; texts the parser would not read as those calls (the old
+// plain-JSON form, a wrong name, broken values) are rejected by the grammar. Gemma 4's value syntax is
+// checked on its own schema walk (grammar/json_schema.h ValueSyntax::kGemma4).
+#include "server/tool_grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "chat/reasoning.h"
+#include "grammar/gemma4_value.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar_check.h"
+#include "tokenizer/utf8.h"
+
+namespace lockstep::server {
+namespace {
+
+using Ordered = nlohmann::ordered_json;
+
+constexpr const char* kBody = R"({"tools": [
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    "days": {"type": "integer", "minimum": 1, "maximum": 14},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3}},
+    "required": ["location"]}}},
+  {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+    "properties": {"b": {"type": "number"}, "a": {"type": "number"}}, "required": ["a", "b"]}}},
+  {"type": "function", "function": {"name": "set_mode", "parameters": {"type": "object", "properties": {
+    "Mode": {"const": "fast"}, "opts": {"type": "object", "properties": {"loud": {"type": "boolean"},
+    "level": {"type": ["integer", "null"]}}, "required": ["loud", "level"]}}, "required": ["opts"]}}}]})";
+
+constexpr ToolSyntax kSyntaxes[] = {ToolSyntax::kHermes,   ToolSyntax::kMistral,    ToolSyntax::kMistralV3,
+                                    ToolSyntax::kDeepSeek, ToolSyntax::kDeepSeekR1, ToolSyntax::kKimi,
+                                    ToolSyntax::kDsml,     ToolSyntax::kDsmlV4,     ToolSyntax::kGemma4};
+
+ToolSpec Spec(ToolSyntax syntax, const std::string& choice) {
+  Ordered body = Ordered::parse(kBody);
+  body["tool_choice"] = Ordered::parse(choice);
+  const std::string raw = body.dump();
+  auto spec = ReadToolFields(nlohmann::json::parse(raw), raw);
+  EXPECT_TRUE(spec.ok()) << spec.error.status.message();
+  ToolSpec out = spec.ok() ? *spec.value : ToolSpec{};
+  out.syntax = syntax;
+  return out;
+}
+
+bool Accepts(const std::string& gbnf, std::string_view text) { return testing::GbnfAccepts(gbnf, text); }
+
+// Random texts of a grammar: each rule expands to a random alternative until the text is long, then to
+// its shortest (so every walk ends); character classes give a random member, negated ones one of a pool
+// of awkward characters (markup, quotes, newlines, non-ASCII) outside the class.
+class Generator {
+ public:
+  explicit Generator(const grammar::Grammar& g) : g_(g), shortest_(g.rules.size(), kInf) {
+    for (bool changed = true; changed;) {  // the shortest expansion of each rule, to a fixed point
+      changed = false;
+      for (size_t r = 0; r < g_.rules.size(); ++r) {
+        for (const grammar::Sequence& alt : g_.rules[r].alternatives) {
+          const size_t n = Length(alt);
+          if (n < shortest_[r]) shortest_[r] = n, changed = true;
+        }
+      }
+    }
+  }
+
+  std::string Text(std::mt19937& rng) {
+    std::string out;
+    Expand(g_.root, rng, &out);
+    return out;
+  }
+
+ private:
+  static constexpr size_t kInf = size_t(1) << 40;
+
+  size_t Length(const grammar::Sequence& alt) const {
+    size_t n = 0;
+    for (const grammar::Symbol& s : alt)
+      n = std::min(kInf, n + (s.kind == grammar::Symbol::Kind::kRule ? shortest_[s.rule] : 1));
+    return n;
+  }
+
+  void Expand(uint32_t rule, std::mt19937& rng, std::string* out) {
+    const auto& alts = g_.rules[rule].alternatives;
+    size_t pick = std::uniform_int_distribution<size_t>(0, alts.size() - 1)(rng);
+    if (out->size() > 120 || Length(alts[pick]) >= kInf) {
+      for (size_t a = 0; a < alts.size(); ++a) {
+        if (Length(alts[a]) < Length(alts[pick])) pick = a;
+      }
+    }
+    for (const grammar::Symbol& s : alts[pick]) {
+      if (s.kind == grammar::Symbol::Kind::kRule) {
+        Expand(s.rule, rng, out);
+      } else {
+        utf8::Append(Char(s, rng), out);
+      }
+    }
+  }
+
+  static bool In(const grammar::Symbol& s, uint32_t c) {
+    for (const grammar::CodepointRange& r : s.ranges) {
+      if (c >= r.first && c <= r.last) return !s.negated;
+    }
+    return s.negated;
+  }
+
+  static uint32_t Char(const grammar::Symbol& s, std::mt19937& rng) {
+    static const std::u32string kPool = U"<|\">/{}[]:,\\ \n_aZ09é｜";
+    if (!s.negated) {
+      const auto& r = s.ranges[std::uniform_int_distribution<size_t>(0, s.ranges.size() - 1)(rng)];
+      return std::uniform_int_distribution<uint32_t>(r.first, r.last)(rng);
+    }
+    for (int tries = 0; tries < 64; ++tries) {
+      const uint32_t c = kPool[std::uniform_int_distribution<size_t>(0, kPool.size() - 1)(rng)];
+      if (In(s, c)) return c;
+    }
+    for (uint32_t c = 'a';; ++c) {
+      if (In(s, c)) return c;
+    }
+  }
+
+  const grammar::Grammar& g_;
+  std::vector<size_t> shortest_;
+};
+
+// Whether `v` is valid against `schema` (the keywords the tools above use).
+bool Valid(const Ordered& schema, const Ordered& v) {
+  if (schema.contains("const") && v != schema["const"]) return false;
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+    return false;
+  if (schema.contains("type")) {
+    const Ordered types = schema["type"].is_array() ? schema["type"] : Ordered::array({schema["type"]});
+    bool typed = false;
+    for (const Ordered& t : types) {
+      typed = typed || (t == "string" && v.is_string()) || (t == "integer" && v.is_number_integer()) ||
+              (t == "number" && v.is_number()) || (t == "boolean" && v.is_boolean()) ||
+              (t == "null" && v.is_null()) || (t == "object" && v.is_object()) ||
+              (t == "array" && v.is_array());
+    }
+    if (!typed) return false;
+  }
+  if (schema.contains("minimum") && v.get<double>() < schema["minimum"].get<double>()) return false;
+  if (schema.contains("maximum") && v.get<double>() > schema["maximum"].get<double>()) return false;
+  if (schema.contains("maxLength")) {
+    const std::string text = v.get<std::string>();
+    size_t n = 0;
+    for (size_t p = 0; p < text.size(); ++n) utf8::DecodeAt(text, &p);
+    if (n > schema["maxLength"].get<size_t>()) return false;
+  }
+  if (v.is_array()) {
+    if (schema.contains("maxItems") && v.size() > schema["maxItems"].get<size_t>()) return false;
+    for (const Ordered& item : v) {
+      if (schema.contains("items") && !Valid(schema["items"], item)) return false;
+    }
+  }
+  if (v.is_object() && schema.contains("properties")) {
+    for (const auto& [key, value] : v.items()) {
+      if (!schema["properties"].contains(key) || !Valid(schema["properties"][key], value)) return false;
+    }
+    for (const Ordered& r : schema.value("required", Ordered::array())) {
+      if (!v.contains(r.get<std::string>())) return false;
+    }
+  }
+  return true;
+}
+
+TEST(ToolGrammar, GeneratedCallsParseBackIntoValidArguments) {
+  for (ToolSyntax syntax : kSyntaxes) {
+    for (const std::string choice :
+         {R"("required")", R"({"type": "function", "function": {"name": "set_mode"}})"}) {
+      const ToolSpec spec = Spec(syntax, choice);
+      for (bool thinking : {false, true}) {
+        auto gbnf = thinking ? ForcedToolGbnf(spec, chat::kThinkTags, false) : ForcedToolGbnf(spec);
+        ASSERT_TRUE(gbnf.ok()) << gbnf.error.status.message();
+        auto parsed = grammar::ParseGbnf(*gbnf.value);
+        ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+        Generator gen(*parsed);
+        std::mt19937 rng(7);
+        std::map<std::string, int> called;
+        for (int i = 0; i < 60; ++i) {
+          std::string text = gen.Text(rng);
+          const std::string where = std::string(ToolSyntaxName(syntax)) + " " + choice + ": " + text;
+          ASSERT_TRUE(Accepts(*gbnf.value, text)) << where;
+          if (thinking) {  // the server splits the reasoning block off before the parser sees the rest
+            text = chat::SplitReasoning(text, chat::kThinkTags, false, true).content;
+          }
+          const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+          ASSERT_FALSE(out.calls.empty()) << where;
+          EXPECT_FALSE(out.content.has_value()) << where;
+          for (const ToolCall& call : out.calls) {
+            const size_t k =
+                size_t(std::find(spec.names.begin(), spec.names.end(), call.name) - spec.names.begin());
+            ASSERT_LT(k, spec.names.size()) << where;
+            if (spec.choice == ToolChoice::kNamed) EXPECT_EQ(call.name, spec.named) << where;
+            const Ordered args = Ordered::parse(call.arguments, nullptr, false);
+            EXPECT_TRUE(Valid(spec.parameters[k], args)) << where << "\n" << call.arguments;
+            ++called[call.name];
+          }
+        }
+        if (spec.choice == ToolChoice::kRequired) EXPECT_EQ(called.size(), 3u) << ToolSyntaxName(syntax);
+      }
+    }
+  }
+}
+
+TEST(ToolGrammar, TextsThatAreNotCallsInTheSyntaxAreRejected) {
+  const std::map<ToolSyntax, std::vector<std::string>> good = {
+      {ToolSyntax::kHermes,
+       {"<tool_call>\n{\"name\": \"add\", \"arguments\": {\"b\": 2, \"a\": 1}}\n</tool_call>"}},
+      {ToolSyntax::kMistral, {R"([TOOL_CALLS]add[ARGS]{"b": 2, "a": 1})"}},
+      {ToolSyntax::kMistralV3, {R"([TOOL_CALLS][{"name": "add", "arguments": {"b": 2, "a": 1}}])"}},
+      {ToolSyntax::kDeepSeek,
+       {"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>add<｜tool▁sep｜>{\"b\": 2, \"a\": 1}<｜tool▁call▁end｜>"
+        "<｜tool▁calls▁end｜>"}},
+      {ToolSyntax::kKimi,
+       {"<|tool_calls_section_begin|><|tool_call_begin|>functions.add:0<|tool_call_argument_begin|>"
+        "{\"b\": 2, \"a\": 1}<|tool_call_end|><|tool_calls_section_end|>"}},
+      {ToolSyntax::kDsml,
+       {"<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"add\">\n<｜DSML｜parameter name=\"b\" "
+        "string=\"false\">2</｜DSML｜parameter>\n<｜DSML｜parameter name=\"a\" string=\"false\">1"
+        "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"}},
+      {ToolSyntax::kGemma4, {"<|tool_call>call:add{a:1,b:2}<tool_call|>"}},
+  };
+  for (const auto& [syntax, texts] : good) {
+    const ToolSpec spec = Spec(syntax, R"("required")");
+    const std::string gbnf = *ForcedToolGbnf(spec).value;
+    for (const std::string& text : texts) {
+      EXPECT_TRUE(Accepts(gbnf, text)) << ToolSyntaxName(syntax) << ": " << text;
+      ASSERT_EQ(ParseToolOutput(spec, text, "seed", false).calls.size(), 1u) << text;
+      // An undeclared tool, a missing required argument, a wrong type: the parser's call would be wrong.
+      for (auto [from, to] :
+           std::vector<std::pair<std::string, std::string>>{{"add", "sub"}, {"1", "\"1\""}, {"1", "true"}}) {
+        std::string broken = text;
+        const size_t at = broken.rfind(from);
+        broken.replace(at, from.size(), to);
+        EXPECT_FALSE(Accepts(gbnf, broken)) << ToolSyntaxName(syntax) << ": " << broken;
+      }
+    }
+    // The old plain-JSON forced output is not this syntax, nor is prose before the calls.
+    EXPECT_FALSE(Accepts(gbnf, R"([{"name": "add", "arguments": {"b": 2, "a": 1}}])"))
+        << ToolSyntaxName(syntax);
+    EXPECT_FALSE(Accepts(gbnf, "Sure. " + texts[0])) << ToolSyntaxName(syntax);
+  }
+}
+
+TEST(ToolGrammar, Gemma4ValuesFollowItsTemplate) {
+  const Ordered schema = Ordered::parse(R"({"type": "object", "properties": {
+    "zeta": {"type": "string"}, "Alpha": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+    "mid": {"type": ["null", "number"]}, "odd key": {"enum": ["x", 1, null]}}, "required": ["zeta"]})");
+  auto rules = grammar::JsonSchemaRules(schema, grammar::ValueSyntax::kGemma4, "g-");
+  ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+  const std::string gbnf = "root ::= " + rules->root + "\n" + rules->gbnf;
+  // Keys sorted as dictsort sorts them (Alpha before mid), bare unless not an identifier; strings in
+  // <|"|> quotes with any text but the quote; None for null.
+  EXPECT_TRUE(Accepts(
+      gbnf,
+      R"({Alpha:[<|"|>a<|"|>,<|"|>b>|<|"|>],mid:None,<|"|>odd key<|"|>:None,zeta:<|"|>x "y" {z}<|"|>})"));
+  EXPECT_TRUE(Accepts(gbnf, R"({zeta:<|"|><|"|>})"));
+  EXPECT_TRUE(Accepts(gbnf, R"({mid:-1.5,zeta:<|"|>x<|"|>})"));
+  EXPECT_TRUE(Accepts(gbnf, R"({<|"|>odd key<|"|>:<|"|>x<|"|>,zeta:<|"|>x<|"|>})"));
+  EXPECT_FALSE(Accepts(gbnf, R"({zeta:"x"})"));                                 // JSON's quotes
+  EXPECT_FALSE(Accepts(gbnf, R"({"zeta":<|"|>x<|"|>})"));                       // a JSON key
+  EXPECT_FALSE(Accepts(gbnf, R"({mid:null,zeta:<|"|>x<|"|>})"));                // JSON's null
+  EXPECT_FALSE(Accepts(gbnf, R"({zeta:<|"|>x<|"|>,mid:1})"));                   // unsorted
+  EXPECT_FALSE(Accepts(gbnf, R"({zeta:<|"|>a<|"|>b<|"|>})"));                   // a quote inside
+  EXPECT_FALSE(Accepts(gbnf, R"({Alpha:[<|"|>abcd<|"|>],zeta:<|"|>x<|"|>})"));  // maxLength
+  EXPECT_FALSE(Accepts(gbnf, R"({zeta: <|"|>x<|"|>})"));                        // whitespace
+  EXPECT_EQ(grammar::Gemma4ValueText(Ordered::parse(R"({"b": [1, "x", null, true], "A": {"k": "v"}})")),
+            R"({A:{k:<|"|>v<|"|>},b:[1,<|"|>x<|"|>,None,true]})");
+}
+
+TEST(ToolGrammar, ReasoningMayComeFirstWhereTheTemplateWritesIt) {
+  const ToolSpec spec = Spec(ToolSyntax::kGemma4, R"({"type": "function", "function": {"name": "add"}})");
+  const std::string call = "<|tool_call>call:add{a:1,b:2}<tool_call|>";
+  const std::string gbnf = *ForcedToolGbnf(spec, chat::kGemma4ThoughtTags, false).value;
+  EXPECT_TRUE(Accepts(gbnf, call));
+  EXPECT_TRUE(Accepts(gbnf, "<|channel>thought\nAdd them.<channel|>" + call));
+  EXPECT_FALSE(Accepts(gbnf, "<|channel>thought\nAdd <channel|> them.<channel|>" + call));
+  EXPECT_FALSE(Accepts(gbnf, "Add them." + call));
+  const std::string opened = *ForcedToolGbnf(spec, chat::kThinkTags, true).value;
+  EXPECT_TRUE(Accepts(opened, "Add them.</think>\n" + call));
+  EXPECT_FALSE(Accepts(opened, call));
+  EXPECT_FALSE(Accepts(*ForcedToolGbnf(spec).value, "<|channel>thought\nAdd them.<channel|>" + call));
+}
+
+}  // namespace
+}  // namespace lockstep::server
