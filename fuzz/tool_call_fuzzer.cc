@@ -5,16 +5,22 @@
 // call's id, name and arguments); the stream says "called" exactly when the whole answer has calls; every
 // call names a declared tool; and what the server writes out of either (JSON dumps) never throws. The same
 // text is split into reasoning and content (chat/reasoning.h; <think> or [THINK] tags) whole and streamed:
-// each streamed split extends the one before and the last is the whole text's, all UTF-8.
+// each streamed split extends the one before and the last is the whole text's, all UTF-8. Forced choices
+// take the model's call syntax from the input (server/tool_grammar.h): a text their grammar accepts parses
+// into calls (of the named function, for a named choice).
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "chat/reasoning.h"
 #include "fuzz/fuzz_support.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_matcher.h"
 #include "server/tool_calls.h"
+#include "server/tool_grammar.h"
 
 namespace {
 
@@ -72,7 +78,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
   fuzz::FuzzInput in(data, size);
   const uint8_t flags = in.Byte();
-  const size_t step_a = 1 + in.Byte() % 13, step_b = 1 + in.Byte() % 4;
+  const size_t step_a = 1 + in.Byte() % 13;
+  const uint8_t step_byte = in.Byte();
+  const size_t step_b = 1 + step_byte % 4;
+  constexpr int kSyntaxes = static_cast<int>(server::ToolSyntax::kGemma4) + 1;
+  const int syntax = (step_byte >> 2) % kSyntaxes;
   const std::string text(in.Rest());
   if (!fuzz::IsValidUtf8(text)) return 0;  // the detokenizer's output is always well-formed
   // Made once each: ReadToolFields converts the parameter schemas to grammars, the cost of most inputs.
@@ -81,7 +91,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int i = 0; i < 8; ++i) all.push_back(MakeSpec(i % 4, i >= 4));
     return all;
   }();
-  const ToolSpec& spec = specs[flags % 4 + ((flags & 4) != 0 ? 4 : 0)];
+  const int spec_index = flags % 4 + ((flags & 4) != 0 ? 4 : 0);
+  ToolSpec spec = specs[spec_index];
+  spec.syntax = static_cast<server::ToolSyntax>(syntax);
   const bool mistral_ids = (flags & 8) != 0;
   const chat::ReasoningTags& tags = (flags & 64) != 0   ? chat::kGemma4ThoughtTags
                                     : (flags & 32) != 0 ? chat::kMistralThinkTags
@@ -90,6 +102,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!spec.calls_possible()) return 0;  // tool_choice "none": the server does not parse the output
 
   const server::ToolOutput whole = server::ParseToolOutput(spec, text, "seed", mistral_ids);
+  if (spec.forced()) {
+    // Compiled once per (spec, syntax).
+    static std::map<int, std::shared_ptr<const grammar::CompiledGrammar>> grammars;
+    auto& g = grammars[spec_index * kSyntaxes + syntax];
+    if (!g) {
+      auto gbnf = server::ForcedToolGbnf(spec);
+      fuzz::Require(gbnf.ok(), "the fixed tools' forced grammar is made");
+      auto compiled = grammar::CompiledGrammar::FromGbnf(*gbnf.value);
+      fuzz::Require(compiled.ok(), "the forced grammar compiles");
+      g = *compiled;
+    }
+    grammar::GrammarMatcher m(g);
+    if (m.AcceptBytes(text) && m.accepting()) {
+      fuzz::Require(!whole.calls.empty(), "a text the forced grammar accepts parses into calls");
+      for (const server::ToolCall& call : whole.calls) {
+        fuzz::Require(spec.choice != server::ToolChoice::kNamed || call.name == spec.named,
+                      "a named choice's grammar calls that function only");
+      }
+    }
+  }
   for (const server::ToolCall& call : whole.calls) {
     fuzz::Require(std::find(spec.names.begin(), spec.names.end(), call.name) != spec.names.end(),
                   "every call names a declared tool");
