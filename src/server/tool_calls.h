@@ -61,7 +61,9 @@ enum class ToolSyntax {
   kKimi,
   kDsml,
   kDsmlV4,
-  kGemma4
+  kGemma4,
+  kGlm,
+  kQwenXml
 };
 
 struct ToolSpec {

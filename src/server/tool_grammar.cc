@@ -83,15 +83,40 @@ class ForcedGrammar {
   int schemas_ = 0;
 };
 
-// DSML's parameters of tool i: its top-level properties in order (the optional ones may be left out).
-Parsed<std::string> DsmlParameters(const ToolSpec& spec, size_t i, ForcedGrammar& g) {
+// How a key/value syntax writes one parameter: GBNF before the value (given the key's GBNF and whether the
+// value is raw text), after it, and the closing tag raw text must not contain.
+struct ParamForm {
+  std::string (*open)(const std::string& key, bool raw);
+  std::string close;
+  std::string_view stop;
+};
+std::string DsmlOpen(const std::string& key, bool raw) {
+  return GbnfLiteral(std::string(kDsmlPrefix) + "parameter name=\"") + " " + key + " " +
+         GbnfLiteral(std::string("\" string=\"") + (raw ? "true" : "false") + "\">");
+}
+std::string GlmOpen(const std::string& key, bool) {
+  return "\"<arg_key>\" " + key + " \"</arg_key>\" \"\\n\"? \"<arg_value>\"";
+}
+std::string XmlOpen(const std::string& key, bool) { return "\"<parameter=\" " + key + " \">\\n\""; }
+ParamForm FormOf(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::kGlm:
+      return {GlmOpen, "\"</arg_value>\" \"\\n\"?", "</arg_value>"};
+    case ToolSyntax::kQwenXml:
+      return {XmlOpen, "\"\\n</parameter>\\n\"", "</parameter>"};
+    default:
+      return {DsmlOpen, GbnfLiteral(std::string(kDsmlParameterEnd) + "\n"), kDsmlParameterEnd};
+  }
+}
+
+// The parameters of tool i in a key/value syntax (DSML, GLM, Qwen3-Coder's XML): its top-level properties in
+// order (the optional ones may be left out).
+Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSyntax syntax, ForcedGrammar& g) {
   const Ordered& schema = spec.parameters[i];
-  auto open = [](const std::string& key_rule, bool raw) {
-    return GbnfLiteral(std::string(kDsmlPrefix) + "parameter name=\"") + " " + key_rule + " " +
-           GbnfLiteral(std::string("\" string=\"") + (raw ? "true" : "false") + "\">");
-  };
-  const std::string close = GbnfLiteral(std::string(kDsmlParameterEnd) + "\n");
-  const std::string raw_text = g.builder().AddTextWithout("dsml-text", kDsmlParameterEnd);
+  const ParamForm form = FormOf(syntax);
+  auto open = form.open;
+  const std::string& close = form.close;
+  const std::string raw_text = g.builder().AddTextWithout("raw-text", form.stop);
   if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) {
     // Any names, each value JSON.
     auto value = g.Value(Ordered::object(), ParamName(i), grammar::ValueSyntax::kJson);
@@ -193,9 +218,19 @@ Parsed<std::string> Call(const ToolSpec& spec, size_t i, ToolSyntax syntax, Forc
     }
     case ToolSyntax::kDsml:
     case ToolSyntax::kDsmlV4:
-      args = DsmlParameters(spec, i, g);
+      args = KeyValueParameters(spec, i, syntax, g);
       before = std::string(kDsmlPrefix) + "invoke name=\"" + name + "\">\n";
       after = "</" + std::string(kDsmlPrefix.substr(1)) + "invoke>\n";
+      break;
+    case ToolSyntax::kGlm: {  // GLM-4.6 puts newlines between the parts, 4.7 and 5 none
+      args = KeyValueParameters(spec, i, syntax, g);
+      if (!args.ok()) return args;
+      return GbnfLiteral("<tool_call>" + name) + " \"\\n\"? " + *args.value + " \"</tool_call>\"";
+    }
+    case ToolSyntax::kQwenXml:
+      args = KeyValueParameters(spec, i, syntax, g);
+      before = "<tool_call>\n<function=" + name + ">\n";
+      after = "</function>\n</tool_call>";
       break;
     case ToolSyntax::kGemma4:
       args = g.Arguments(spec, i, grammar::ValueSyntax::kGemma4);
@@ -217,7 +252,10 @@ struct Frame {
 Frame FrameOf(ToolSyntax syntax) {
   switch (syntax) {
     case ToolSyntax::kHermes:
+    case ToolSyntax::kQwenXml:
       return {"", "\n", ""};
+    case ToolSyntax::kGlm:
+      return {"", "\n?", ""};
     case ToolSyntax::kMistralV3:
       return {"[TOOL_CALLS][", ", ", "]"};
     case ToolSyntax::kDeepSeek:
@@ -245,8 +283,9 @@ ToolSyntax DetectToolSyntax(std::string_view source) {
   if (has("｜DSML｜")) return has("tool_calls>") ? ToolSyntax::kDsmlV4 : ToolSyntax::kDsml;
   if (has(kDeepSeekCallBegin)) return has("```json") ? ToolSyntax::kDeepSeekR1 : ToolSyntax::kDeepSeek;
   if (has(kKimiSectionBegin)) return ToolSyntax::kKimi;
-  // GLM's key/value calls and Qwen3-Coder's XML calls also use <tool_call>: no grammar of theirs yet.
-  if (has("<arg_key>") || has("<function=")) return ToolSyntax::kJson;
+  // GLM's key/value calls and Qwen3-Coder's XML calls also use <tool_call>.
+  if (has("<arg_key>")) return ToolSyntax::kGlm;
+  if (has("<function=") && has("<parameter=")) return ToolSyntax::kQwenXml;
   if (has("[TOOL_CALLS]")) return has("[ARGS]") ? ToolSyntax::kMistral : ToolSyntax::kMistralV3;
   if (has("<tool_call>")) return ToolSyntax::kHermes;
   return ToolSyntax::kJson;
@@ -274,6 +313,10 @@ std::string_view ToolSyntaxName(ToolSyntax syntax) {
       return "dsml-v4";
     case ToolSyntax::kGemma4:
       return "gemma4";
+    case ToolSyntax::kGlm:
+      return "glm";
+    case ToolSyntax::kQwenXml:
+      return "qwen-xml";
   }
   return "json";
 }
@@ -295,8 +338,10 @@ Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec, const std::optional<cha
   const int more = spec.choice == ToolChoice::kRequired && spec.parallel ? kMaxParallelToolCalls - 1 : 0;
   std::string calls = call;
   if (more > 0) {
-    calls += " ( " + (frame.separator.empty() ? "" : GbnfLiteral(frame.separator) + " ") + call + " ){0," +
-             std::to_string(more) + "}";
+    const std::string separator = frame.separator == "\n?"  ? "\"\\n\"? "
+                                  : frame.separator.empty() ? ""
+                                                            : GbnfLiteral(frame.separator) + " ";
+    calls += " ( " + separator + call + " ){0," + std::to_string(more) + "}";
   }
   std::string root = (frame.open.empty() ? "" : GbnfLiteral(frame.open) + " ") + calls;
   if (!frame.close.empty()) root += " " + GbnfLiteral(frame.close) + (frame.close_optional ? "?" : "");

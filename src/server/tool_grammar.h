@@ -2,8 +2,8 @@
 // syntax, as its chat template writes calls and server/tool_calls.h parses them back, so that a constrained
 // model is steered into the form it was trained on rather than into a JSON shape it never saw:
 //   kJson       [{"name": NAME, "arguments": {...}}] (required) or the arguments alone (named): templates
-//               with no syntax of their own (Llama 3's JSON, ChatML without tools, unknown templates,
-//               gpt-oss's Harmony, GLM-4.5's and Qwen3-Coder's key/value forms, not yet generated)
+//               with no syntax of their own (Llama 3's JSON, ChatML without tools, unknown templates) and
+//               gpt-oss's Harmony (not generated)
 //   kHermes     <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>, one per call (Qwen2.5,
 //   Qwen3,
 //               Hermes 2 / 3)
@@ -17,11 +17,19 @@
 //               {...}<|tool_call_end|>...<|tool_calls_section_end|>
 //   kDsml       <｜DSML｜function_calls>\n<｜DSML｜invoke name="NAME">\n<｜DSML｜parameter name="KEY"
 //               string="true|false">VALUE</｜DSML｜parameter>\n...</｜DSML｜invoke>\n...</｜DSML｜function_calls>
-//               (V3.2; kDsmlV4 writes tool_calls for function_calls): a top-level property typed string
-//               (or a string enum / const) is its raw text, without length or format bounds; any other is
-//               JSON (string="false"); a parameters schema without top-level properties takes any names
+//               (V3.2; kDsmlV4 writes tool_calls for function_calls): raw text string="true", JSON
+//               string="false"
 //   kGemma4     <|tool_call>call:NAME{KEY:VALUE,...}<tool_call|>, repeated, the values in Gemma 4's own
 //               syntax (grammar/json_schema.h ValueSyntax::kGemma4)
+//   kGlm        <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...</tool_call> (newlines
+//               between the parts optional: GLM-4.6 writes them, 4.7 and 5 do not)
+//   kQwenXml    <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>\n
+//               </tool_call>, one block per call (Qwen3-Coder, Qwen3.5, Nemotron 3 Nano)
+// In the key/value syntaxes (DSML, GLM, Qwen XML) a top-level property that is always a string (typed
+// string, or a string enum / const) is its raw text (without length or format bounds; never holding the
+// closing tag), any other JSON, which the parsers read back by the property's `type` (a property with no
+// `type` may come back as text in GLM's and Qwen's); a parameters schema without top-level properties
+// takes any names with JSON values.
 // The syntax is found once from the template's text (DetectToolSyntax). A named choice makes exactly one
 // call of that function; "required" one (or, with parallel_tool_calls, up to kMaxParallelToolCalls) of any.
 // Where the template writes reasoning (chat/reasoning.h tags), the grammar lets one reasoning block come

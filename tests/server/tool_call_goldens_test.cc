@@ -233,21 +233,21 @@ TEST(ToolCallGoldens, ForcedGrammarsAcceptEveryTemplatesOwnCallText) {
   std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/tool_template_goldens.json");
   ASSERT_TRUE(in.good());
   const nlohmann::ordered_json goldens = nlohmann::ordered_json::parse(in);
-  // The syntax each real template's text shows (GLM's and Qwen3-Coder's have no grammar of their own yet).
+  // The syntax each real template's text shows.
   const std::map<std::string, ToolSyntax> want_syntax = {{"llama3.1", ToolSyntax::kJson},
                                                          {"qwen2.5", ToolSyntax::kHermes},
                                                          {"mistral-nemo", ToolSyntax::kMistralV3},
-                                                         {"qwen3-coder", ToolSyntax::kJson},
+                                                         {"qwen3-coder", ToolSyntax::kQwenXml},
                                                          {"mistral-small-3.2", ToolSyntax::kMistral},
                                                          {"deepseek-v3.1", ToolSyntax::kDeepSeek},
-                                                         {"glm-4.6", ToolSyntax::kJson},
-                                                         {"glm-4.7-flash", ToolSyntax::kJson},
+                                                         {"glm-4.6", ToolSyntax::kGlm},
+                                                         {"glm-4.7-flash", ToolSyntax::kGlm},
                                                          {"kimi-k2", ToolSyntax::kKimi},
                                                          {"deepseek-v3.2", ToolSyntax::kDsml},
                                                          {"deepseek-v4", ToolSyntax::kDsmlV4},
-                                                         {"glm-5.2", ToolSyntax::kJson},
-                                                         {"qwen3.5", ToolSyntax::kJson},
-                                                         {"nemotron-3-nano", ToolSyntax::kJson},
+                                                         {"glm-5.2", ToolSyntax::kGlm},
+                                                         {"qwen3.5", ToolSyntax::kQwenXml},
+                                                         {"nemotron-3-nano", ToolSyntax::kQwenXml},
                                                          {"gemma-4", ToolSyntax::kGemma4},
                                                          {"deepseek-r1", ToolSyntax::kDeepSeekR1},
                                                          {"ministral-3-reasoning", ToolSyntax::kMistral}};
@@ -269,7 +269,7 @@ TEST(ToolCallGoldens, ForcedGrammarsAcceptEveryTemplatesOwnCallText) {
     const ToolSyntax syntax = want_syntax.at(family);
     if (syntax == ToolSyntax::kJson || (family == "gemma-4" && c["conversation"] == 2)) continue;
     spec.value->syntax = syntax;
-    const bool opened = family == "deepseek-v3.2" || family == "deepseek-v4";
+    const bool opened = family == "deepseek-v3.2" || family == "deepseek-v4" || family == "glm-4.7-flash";
     const chat::ReasoningTags tags =
         family == "ministral-3-reasoning" ? chat::kMistralThinkTags : chat::kThinkTags;
     for (const std::string& turn : AssistantTexts(family, c["expected"])) {
@@ -313,7 +313,8 @@ TEST(ToolCallGoldens, ForcedGrammarsAcceptEveryTemplatesOwnCallText) {
   }
   for (const char* family :
        {"qwen2.5", "mistral-nemo", "mistral-small-3.2", "deepseek-v3.1", "kimi-k2", "deepseek-v3.2",
-        "deepseek-v4", "gemma-4", "deepseek-r1", "ministral-3-reasoning"}) {
+        "deepseek-v4", "gemma-4", "deepseek-r1", "ministral-3-reasoning", "glm-4.6", "glm-4.7-flash",
+        "glm-5.2", "qwen3-coder", "qwen3.5", "nemotron-3-nano"}) {
     EXPECT_GE(checked[family], 2) << family;
   }
 }

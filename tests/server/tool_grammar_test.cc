@@ -36,7 +36,8 @@ constexpr const char* kBody = R"({"tools": [
 
 constexpr ToolSyntax kSyntaxes[] = {ToolSyntax::kHermes,   ToolSyntax::kMistral,    ToolSyntax::kMistralV3,
                                     ToolSyntax::kDeepSeek, ToolSyntax::kDeepSeekR1, ToolSyntax::kKimi,
-                                    ToolSyntax::kDsml,     ToolSyntax::kDsmlV4,     ToolSyntax::kGemma4};
+                                    ToolSyntax::kDsml,     ToolSyntax::kDsmlV4,     ToolSyntax::kGemma4,
+                                    ToolSyntax::kGlm,      ToolSyntax::kQwenXml};
 
 ToolSpec Spec(ToolSyntax syntax, const std::string& choice) {
   Ordered body = Ordered::parse(kBody);
@@ -225,6 +226,12 @@ TEST(ToolGrammar, TextsThatAreNotCallsInTheSyntaxAreRejected) {
         "string=\"false\">2</｜DSML｜parameter>\n<｜DSML｜parameter name=\"a\" string=\"false\">1"
         "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"}},
       {ToolSyntax::kGemma4, {"<|tool_call>call:add{a:1,b:2}<tool_call|>"}},
+      {ToolSyntax::kGlm,
+       {"<tool_call>add\n<arg_key>b</arg_key>\n<arg_value>2</arg_value>\n<arg_key>a</arg_key>\n"
+        "<arg_value>1</arg_value>\n</tool_call>"}},
+      {ToolSyntax::kQwenXml,
+       {"<tool_call>\n<function=add>\n<parameter=b>\n2\n</parameter>\n<parameter=a>\n1\n"
+        "</parameter>\n</function>\n</tool_call>"}},
   };
   for (const auto& [syntax, texts] : good) {
     const ToolSpec spec = Spec(syntax, R"("required")");
