@@ -48,7 +48,7 @@ struct GrammarCacheOptions {
   double warm_budget_s = 0.5;
   // Control tokens that a grammar asked for with `markers` may produce (the tool-call and reasoning markers
   // that a request preserves: ToolMarkerTokens, the reasoning tags').
-  std::vector<int32_t> marker_tokens;
+  std::vector<int32_t> marker_tokens{};
 };
 
 class GrammarCache {

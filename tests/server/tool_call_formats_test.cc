@@ -51,7 +51,9 @@ void ExpectEveryPrefixIsSafe(const ToolSpec& spec, const std::string& text) {
   for (size_t n = 0; n <= text.size(); ++n) {
     const std::string cut = text.substr(0, n);
     const ToolOutput out = ParseToolOutput(spec, cut, "seed", false);
-    if (out.calls.empty()) EXPECT_EQ(out.content, cut);
+    if (out.calls.empty()) {
+      EXPECT_EQ(out.content, cut);
+    }
     ExpectStreamMatches(spec, cut);
   }
 }
@@ -101,7 +103,7 @@ TEST(DeepSeekToolCalls, R1FencedCalls) {
 
 TEST(DeepSeekToolCalls, WhatIsNotACallStaysContent) {
   const ToolSpec spec = Spec();
-  for (const std::string text : {
+  for (const std::string& text : {
            // undeclared tool, arguments not an object, no separator, junk after the arguments, junk after a
            // call
            std::string(
@@ -160,7 +162,7 @@ TEST(GlmToolCalls, OneLineFormAndUntypedValues) {
 
 TEST(GlmToolCalls, WhatIsNotACallStaysContent) {
   const ToolSpec spec = Spec();
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("<tool_call>rm_rf\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call>"),
            std::string(
                "<tool_call>get_weather\nstray<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>"),
@@ -222,7 +224,7 @@ TEST(DsmlToolCalls, CallsAfterProseTypedByTheStringAttribute) {
 
 TEST(DsmlToolCalls, WhatIsNotACallStaysContent) {
   const ToolSpec spec = Spec();
-  for (const std::string text : {
+  for (const std::string& text : {
            // an undeclared tool
            std::string("<｜DSML｜function_calls><｜DSML｜invoke name=\"rm_rf\"></｜DSML｜invoke>"
                        "</｜DSML｜function_calls>"),
@@ -281,7 +283,7 @@ TEST(Gemma4ToolCalls, CallsAfterProseWithGemmasValues) {
 
 TEST(Gemma4ToolCalls, WhatIsNotACallStaysContent) {
   const ToolSpec spec = Spec();
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("<|tool_call>call:rm_rf{}<tool_call|>"),            // undeclared
            std::string("<|tool_call>call:list_dir{a:}<tool_call|>"),       // no value
            std::string("<|tool_call>call:list_dir{a:1 b:2}<tool_call|>"),  // no comma
@@ -324,7 +326,7 @@ TEST(KimiToolCalls, CallsAfterProseKeepTheModelsIds) {
 
 TEST(KimiToolCalls, WhatIsNotACallStaysContent) {
   const ToolSpec spec = Spec();
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("<|tool_calls_section_begin|><|tool_call_begin|>functions.rm_rf:0"
                        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"),
            std::string(

@@ -243,6 +243,7 @@ TEST(ToolCallGoldens, ForcedGrammarsAcceptEveryTemplatesOwnCallText) {
                                                          {"glm-4.6", ToolSyntax::kGlm},
                                                          {"glm-4.7-flash", ToolSyntax::kGlm},
                                                          {"kimi-k2", ToolSyntax::kKimi},
+                                                         {"kimi-k2-thinking", ToolSyntax::kKimi},
                                                          {"deepseek-v3.2", ToolSyntax::kDsml},
                                                          {"deepseek-v4", ToolSyntax::kDsmlV4},
                                                          {"glm-5.2", ToolSyntax::kGlm},
@@ -312,9 +313,9 @@ TEST(ToolCallGoldens, ForcedGrammarsAcceptEveryTemplatesOwnCallText) {
     }
   }
   for (const char* family :
-       {"qwen2.5", "mistral-nemo", "mistral-small-3.2", "deepseek-v3.1", "kimi-k2", "deepseek-v3.2",
-        "deepseek-v4", "gemma-4", "deepseek-r1", "ministral-3-reasoning", "glm-4.6", "glm-4.7-flash",
-        "glm-5.2", "qwen3-coder", "qwen3.5", "nemotron-3-nano"}) {
+       {"qwen2.5", "mistral-nemo", "mistral-small-3.2", "deepseek-v3.1", "kimi-k2", "kimi-k2-thinking",
+        "deepseek-v3.2", "deepseek-v4", "gemma-4", "deepseek-r1", "ministral-3-reasoning", "glm-4.6",
+        "glm-4.7-flash", "glm-5.2", "qwen3-coder", "qwen3.5", "nemotron-3-nano"}) {
     EXPECT_GE(checked[family], 2) << family;
   }
 }

@@ -197,13 +197,17 @@ TEST(ToolGrammar, GeneratedCallsParseBackIntoValidArguments) {
             const size_t k =
                 size_t(std::find(spec.names.begin(), spec.names.end(), call.name) - spec.names.begin());
             ASSERT_LT(k, spec.names.size()) << where;
-            if (spec.choice == ToolChoice::kNamed) EXPECT_EQ(call.name, spec.named) << where;
+            if (spec.choice == ToolChoice::kNamed) {
+              EXPECT_EQ(call.name, spec.named) << where;
+            }
             const Ordered args = Ordered::parse(call.arguments, nullptr, false);
             EXPECT_TRUE(Valid(spec.parameters[k], args)) << where << "\n" << call.arguments;
             ++called[call.name];
           }
         }
-        if (spec.choice == ToolChoice::kRequired) EXPECT_EQ(called.size(), 3u) << ToolSyntaxName(syntax);
+        if (spec.choice == ToolChoice::kRequired) {
+          EXPECT_EQ(called.size(), 3u) << ToolSyntaxName(syntax);
+        }
       }
     }
   }
