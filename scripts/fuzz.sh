@@ -6,16 +6,16 @@
 # Per target it prints executions and crashes; the exit status is nonzero if any target found a crash, a
 # leak, a timeout (an input running over 10 s), an allocation over 2 GiB or a broken property, and its
 # reproducer is left in the run directory (printed). docs/testing.md has the long runs and how to replay.
-#   scripts/fuzz.sh                                   # the test command's short run: 30 s per target
+#   scripts/fuzz.sh                                   # the test command's short run: 20 s per target
 #   SECONDS_PER_TARGET=600 scripts/fuzz.sh jinja_fuzzer gguf_fuzzer      # longer, two targets
 #   RUNS=1000000 SECONDS_PER_TARGET=3600 scripts/fuzz.sh                 # 10^6 executions each (or an hour)
 # Env: BUILD_DIR (build-fuzz), FUZZ_BUILD=0 (use the build as it is), JOBS (targets at once and build jobs;
-# 2), RUN_DIR (default a new temp dir), SECONDS_PER_TARGET (30), RUNS (executions per target; default no
+# 2), RUN_DIR (default a new temp dir), SECONDS_PER_TARGET (20), RUNS (executions per target; default no
 # limit), FUZZ_ARGS (more libFuzzer flags).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build-fuzz}
-seconds=${SECONDS_PER_TARGET:-30}
+seconds=${SECONDS_PER_TARGET:-20}
 runs=${RUNS:--1}
 jobs=${JOBS:-2}
 targets=("$@")

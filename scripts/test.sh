@@ -75,12 +75,12 @@ clean_tmp
 step "host ctest" ctest --test-dir build --output-on-failure -j2 --timeout 900
 # Every libFuzzer target (fuzz/: HTTP parser and router, API requests, GGUF, tokenizers, Jinja, SSE, grammars,
 # tool calls in model output)
-# built with clang ASan + UBSan in build-fuzz/ and run LOCKSTEP_FUZZ_SECONDS (default 30) s on its seed
-# corpus, two at a time (the runs ~200 s; the build's cold cost in docs/testing.md). LOCKSTEP_FUZZ_SECONDS=0
+# built with clang ASan + UBSan in build-fuzz/ and run LOCKSTEP_FUZZ_SECONDS (default 20) s on its seed
+# corpus, two at a time (the runs ~130 s; the build's cold cost in docs/testing.md). LOCKSTEP_FUZZ_SECONDS=0
 # skips it.
-if [[ "${LOCKSTEP_FUZZ_SECONDS:-30}" != 0 ]]; then
+if [[ "${LOCKSTEP_FUZZ_SECONDS:-20}" != 0 ]]; then
   clean_tmp
-  step "fuzz" env SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-30}" bash scripts/fuzz.sh
+  step "fuzz" env SECONDS_PER_TARGET="${LOCKSTEP_FUZZ_SECONDS:-20}" bash scripts/fuzz.sh
 fi
 # Sanitizers (scripts/check_sanitizers.sh; docs/testing.md says what each covers, leaves out and costs): ASan
 # + UBSan on the engine, server and client tests in build-fuzz/ (the fuzz step's build, so the layers are
