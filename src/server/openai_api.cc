@@ -324,7 +324,7 @@ Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiC
   return parsed;
 }
 
-Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx) {
+Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx, ChatParse mode) {
   auto json = ParseJsonObject(body);
   if (!json.ok()) return json.error;
   OpenAiRequest req;
@@ -456,6 +456,8 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     auto prompt = ctx.chat_template->Apply(input);
     if (!prompt.ok()) {
       error = ApiError{prompt.status(), "messages", false};
+    } else if (mode == ChatParse::kTemplateOnly) {
+      req.prompt_texts.push_back(*prompt);
     } else {
       auto ids = EncodePrompt(ctx, *prompt, "messages");
       if (!ids.ok()) {

@@ -48,7 +48,12 @@ struct OpenAiRequest {
 };
 
 Parsed<OpenAiRequest> ParseCompletionRequest(const std::string& body, const ApiContext& ctx);
-Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx);
+// kTemplateOnly (/apply-template, llama.cpp's): the body is checked and its template rendered into
+// prompt_texts, but the prompt is not tokenized and not fitted to the context, so a conversation longer than
+// the context, or text the vocabulary cannot spell, still renders; spec.prompts stays empty.
+enum class ChatParse { kGenerate, kTemplateOnly };
+Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext& ctx,
+                                       ChatParse mode = ChatParse::kGenerate);
 
 // "stop" | "length" | "timeout" (cut at --timeout) | "abort" (cut by a server shutdown) | null (error).
 nlohmann::json OpenAiFinishReason(ChoiceEnd end);

@@ -107,7 +107,7 @@ Parsed<nlohmann::json> DetokenizeResponse(const std::string& body, const ApiCont
 }
 
 Parsed<nlohmann::json> ApplyTemplateResponse(const std::string& body, const ApiContext& ctx) {
-  auto chat = ParseChatRequest(body, ctx);
+  auto chat = ParseChatRequest(body, ctx, ChatParse::kTemplateOnly);
   if (!chat.ok()) return chat.error;
   if (chat.value->prompt_texts.size() != 1) return OnePromptOnly();
   return nlohmann::json{{"prompt", chat.value->prompt_texts[0]}};

@@ -10,7 +10,8 @@
 //   POST /detokenize      {tokens: [id]} → {content, prompt} (llama.cpp reads content, vLLM prompt); special
 //                         tokens keep their text.
 //   POST /apply-template  llama.cpp: a chat-completions body → {prompt}: the chat template's output, not
-//                         tokenized, nothing generated.
+//                         tokenized nor fitted to the context (a conversation longer than it renders),
+//                         nothing generated.
 // Special-token text in text input is parsed as special tokens (as both servers do). Every field is
 // type-checked; errors name the field (400). Pure functions over their arguments; safe from any thread.
 #pragma once

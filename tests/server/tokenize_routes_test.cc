@@ -80,6 +80,20 @@ TEST_F(TokenizeRoutesTest, ApplyTemplate) {
   EXPECT_EQ(r.Json().size(), 1u);
 }
 
+// As llama.cpp's: the template is only rendered, so a conversation longer than the context (which
+// /v1/chat/completions refuses) still renders whole.
+TEST_F(TokenizeRoutesTest, ApplyTemplateRendersAConversationLongerThanTheContext) {
+  std::string long_text;
+  for (int i = 0; i < 4000; ++i) long_text += "word ";
+  const nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", long_text}}}}};
+  const HttpResponse generate = Post(port(), "/v1/chat/completions", body);
+  ASSERT_EQ(generate.status, 400) << generate.body;
+  EXPECT_EQ(generate.Json()["error"]["code"], "context_length_exceeded") << generate.body;
+  const HttpResponse r = Post(port(), "/apply-template", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["prompt"], "<|im_start|>user\n" + long_text + "<|im_end|>\n<|im_start|>assistant\n");
+}
+
 TEST_F(TokenizeRoutesTest, BadInputIsA400NamingTheField) {
   auto check = [&](const std::string& path, const std::string& body, const std::string& param) {
     auto r = Request(port(), "POST", path, body);
