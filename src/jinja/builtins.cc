@@ -56,12 +56,6 @@ std::string Replace(const std::string& s, const std::string& from, const std::st
   return out;
 }
 
-const Value& Arg(const CallArgs& args, size_t i, const char* name, const char* what) {
-  const Value* v = args.Get(i, name);
-  if (v == nullptr) throw Error(std::string(what) + ": missing argument '" + name + "'");
-  return *v;
-}
-
 // Attribute lookup used by selectattr / map(attribute=) / sort(attribute=): "a.b" paths.
 Value Attribute(const Value& v, const std::string& path) {
   Value cur = v;
@@ -81,7 +75,7 @@ Value Attribute(const Value& v, const std::string& path) {
 Array ItemsIfAny(const Value& value) { return value.Truthy() ? value.Iterate() : Array{}; }
 
 Value SelectAttr(const Value& value, const CallArgs& args, bool select) {
-  const std::string attr = Arg(args, 0, "attribute", "selectattr").AsString();
+  const std::string attr = args.Required(0, "attribute", "selectattr").AsString();
   CallArgs test_args;
   for (size_t i = 2; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
   Array out;
@@ -173,8 +167,8 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
   if (name == "items") return CallMethod(value, "items", {});
   if (name == "replace") {
     const Value* count = args.Get(2, "count");
-    return Value(Replace(value.ToString(), Arg(args, 0, "old", "replace").ToString(),
-                         Arg(args, 1, "new", "replace").ToString(), count ? count->AsInt() : -1));
+    return Value(Replace(value.ToString(), args.Required(0, "old", "replace").ToString(),
+                         args.Required(1, "new", "replace").ToString(), count ? count->AsInt() : -1));
   }
   if (name == "selectattr") return SelectAttr(value, args, true);
   if (name == "rejectattr") return SelectAttr(value, args, false);
@@ -198,7 +192,7 @@ Value ApplyFilter(const std::string& name, const Value& value, const CallArgs& a
       } else {
         CallArgs rest;
         for (size_t i = 1; i < args.positional.size(); ++i) rest.positional.push_back(args.positional[i]);
-        out.push_back(ApplyFilter(Arg(args, 0, "filter", "map").AsString(), item, rest));
+        out.push_back(ApplyFilter(args.Required(0, "filter", "map").AsString(), item, rest));
       }
     }
     return Value::MakeArray(std::move(out));
@@ -275,18 +269,18 @@ bool ApplyTest(const std::string& name, const Value& value, const CallArgs& args
   if (name == "odd") return value.AsInt() % 2 != 0;
   if (name == "even") return value.AsInt() % 2 == 0;
   if (name == "divisibleby") {
-    const int64_t divisor = Arg(args, 0, "num", "divisibleby").AsInt();
+    const int64_t divisor = args.Required(0, "num", "divisibleby").AsInt();
     if (divisor == 0) throw Error("division by zero in 'divisibleby'");
     return divisor == -1 || value.AsInt() % divisor == 0;  // INT64_MIN % -1 is undefined in C++
   }
   if (name == "eq" || name == "equalto" || name == "==" || name == "sameas")
-    return value.Equals(Arg(args, 0, "other", "eq"));
-  if (name == "ne" || name == "!=") return !value.Equals(Arg(args, 0, "other", "ne"));
-  if (name == "lt" || name == "lessthan") return value.Less(Arg(args, 0, "other", "lt"));
-  if (name == "gt" || name == "greaterthan") return Arg(args, 0, "other", "gt").Less(value);
-  if (name == "le") return !Arg(args, 0, "other", "le").Less(value);
-  if (name == "ge") return !value.Less(Arg(args, 0, "other", "ge"));
-  if (name == "in") return BinaryOp("in", value, Arg(args, 0, "seq", "in")).Truthy();
+    return value.Equals(args.Required(0, "other", "eq"));
+  if (name == "ne" || name == "!=") return !value.Equals(args.Required(0, "other", "ne"));
+  if (name == "lt" || name == "lessthan") return value.Less(args.Required(0, "other", "lt"));
+  if (name == "gt" || name == "greaterthan") return args.Required(0, "other", "gt").Less(value);
+  if (name == "le") return !args.Required(0, "other", "le").Less(value);
+  if (name == "ge") return !value.Less(args.Required(0, "other", "ge"));
+  if (name == "in") return BinaryOp("in", value, args.Required(0, "seq", "in")).Truthy();
   if (name == "lower") return value.IsString() && Lower(value.AsString()) == value.AsString();
   if (name == "upper") return value.IsString() && Upper(value.AsString()) == value.AsString();
   throw Error("unknown test '" + name + "'");
@@ -315,7 +309,7 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
     if (name == "title") return Value(Title(s));
     if (name == "capitalize") return ApplyFilter("capitalize", value, args);
     if (name == "startswith" || name == "endswith") {
-      const std::string p = Arg(args, 0, "prefix", name.c_str()).ToString();
+      const std::string p = args.Required(0, "prefix", name).ToString();
       const bool ok =
           p.size() <= s.size() && (name == "startswith" ? s.compare(0, p.size(), p) == 0
                                                         : s.compare(s.size() - p.size(), p.size(), p) == 0);
@@ -323,15 +317,15 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
     }
     if (name == "replace") {
       const Value* count = args.Get(2, "count");
-      return Value(Replace(s, Arg(args, 0, "old", "replace").ToString(),
-                           Arg(args, 1, "new", "replace").ToString(), count ? count->AsInt() : -1));
+      return Value(Replace(s, args.Required(0, "old", "replace").ToString(),
+                           args.Required(1, "new", "replace").ToString(), count ? count->AsInt() : -1));
     }
     if (name == "find") {
-      const size_t at = s.find(Arg(args, 0, "sub", "find").ToString());
+      const size_t at = s.find(args.Required(0, "sub", "find").ToString());
       return Value(at == std::string::npos ? int64_t{-1} : static_cast<int64_t>(at));
     }
     if (name == "count") {
-      const std::string sub = Arg(args, 0, "sub", "count").ToString();
+      const std::string sub = args.Required(0, "sub", "count").ToString();
       int64_t n = 0;
       for (size_t at = s.find(sub); !sub.empty() && at != std::string::npos;
            at = s.find(sub, at + sub.size()))
@@ -341,7 +335,7 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
     if (name == "join") {
       std::string out;
       bool first = true;
-      for (const Value& item : Arg(args, 0, "iterable", "join").Iterate()) {
+      for (const Value& item : args.Required(0, "iterable", "join").Iterate()) {
         if (!first) out += s;
         out += item.ToString();
         first = false;
@@ -382,7 +376,7 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
       return Value::MakeArray(std::move(items));
     }
     if (name == "get") {
-      const Value v = value.GetKey(Arg(args, 0, "key", "get").ToString());
+      const Value v = value.GetKey(args.Required(0, "key", "get").ToString());
       const Value* fallback = args.Get(1, "default");
       return v.IsUndefined() ? (fallback ? *fallback : Value::None()) : v;
     }
@@ -426,8 +420,8 @@ Value MakeGlobals() {
         std::tm tm{};
         gmtime_r(&now, &tm);
         char buf[128];
-        const size_t n =
-            std::strftime(buf, sizeof(buf), Arg(args, 0, "format", "strftime_now").ToString().c_str(), &tm);
+        const size_t n = std::strftime(buf, sizeof(buf),
+                                       args.Required(0, "format", "strftime_now").ToString().c_str(), &tm);
         return Value(std::string(buf, n));
       }));
   return Value::MakeObject(std::move(globals));

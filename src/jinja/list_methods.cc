@@ -8,12 +8,6 @@ namespace {
 // What an added item costs: its string bytes, plus the Value it takes.
 size_t ItemBytes(const Value& item) { return item.AsString().size() + sizeof(Value); }
 
-const Value& Required(const CallArgs& args, size_t index, const char* name, const std::string& method) {
-  const Value* v = args.Get(index, name);
-  if (v == nullptr) throw Error("list." + method + "() is missing its argument '" + name + "'");
-  return *v;
-}
-
 // Python's index of an insert or pop: negative from the end; insert clamps, pop must be in range.
 int64_t Position(const Value& index, int64_t size, bool clamp, const std::string& method) {
   if (index.kind() != Value::Kind::kInt && index.kind() != Value::Kind::kBool) {
@@ -46,9 +40,10 @@ Value CallListMethod(const Value& list, const std::string& name, const CallArgs&
   // append, insert, extend: the items to add, checked before any is added.
   Array added;
   if (name == "extend") {
-    added = Required(args, 0, "iterable", name).Iterate();
+    added = args.Required(0, "iterable", "list." + name + "()").Iterate();
   } else {
-    added.push_back(Required(args, name == "insert" ? 1 : 0, name == "insert" ? "object" : "x", name));
+    added.push_back(
+        args.Required(name == "insert" ? 1 : 0, name == "insert" ? "object" : "x", "list." + name + "()"));
   }
   for (const Value& item : added) {
     switch (item.kind()) {
@@ -68,8 +63,9 @@ Value CallListMethod(const Value& list, const std::string& name, const CallArgs&
                   " bytes to lists");
     }
   }
-  const int64_t at =
-      name == "insert" ? Position(Required(args, 0, "index", name), size, /*clamp=*/true, name) : size;
+  const int64_t at = name == "insert" ? Position(args.Required(0, "index", "list." + name + "()"), size,
+                                                 /*clamp=*/true, name)
+                                      : size;
   items.insert(items.begin() + at, std::make_move_iterator(added.begin()),
                std::make_move_iterator(added.end()));
   return Value::None();

@@ -16,6 +16,12 @@ const Value* CallArgs::Get(size_t index, const std::string& name) const {
   return nullptr;
 }
 
+const Value& CallArgs::Required(size_t index, const std::string& name, const std::string& callee) const {
+  const Value* v = Get(index, name);
+  if (v == nullptr) throw Error(callee + " is missing its argument '" + name + "'");
+  return *v;
+}
+
 Value Value::None() {
   Value v;
   v.kind_ = Kind::kNone;

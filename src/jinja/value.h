@@ -37,6 +37,8 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keyword;
   // The positional argument `index`, or the keyword `name`, or nullptr.
   const Value* Get(size_t index, const std::string& name) const;
+  // The same, or an Error "`callee` is missing its argument 'name'" (callee: "replace", "list.pop()").
+  const Value& Required(size_t index, const std::string& name, const std::string& callee) const;
 };
 using Function = std::function<Value(const CallArgs&)>;
 
