@@ -6,7 +6,9 @@
 #include <immintrin.h>
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on their own _mm512_undefined_* placeholders.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // clang (the fuzz and sanitizer builds) has no such group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #endif
@@ -31,92 +33,65 @@ void DeltaRuleRows(float* state, int64_t i0, int64_t v_dim, int64_t k_dim, const
   }
 }
 
-// The SIMD levels: rows [i, i + kRegs x lanes) as kRegs vectors (independent chains of fused multiply-adds
-// that keep the FMA units busy), the canonical operations lane by lane; the rows left over as the scalar.
+// The SIMD levels (tensor/delta_rule-inl.h's Rows over each instruction set's lanes); the rows left over
+// as the scalar.
 #if defined(__x86_64__)
-template <int kRegs>
-inline void RowsAvx2(float* state, int64_t i, int64_t v_dim, int64_t k_dim, const float* q, const float* k,
-                     const float* v, float beta, float decay, float* o) {
-  const __m256 dv = _mm256_set1_ps(decay);
-  __m256 acc[kRegs], delta[kRegs];
-  for (int u = 0; u < kRegs; ++u) acc[u] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < k_dim; ++j) {
-    const float* s = state + j * v_dim + i;
-    const __m256 kj = _mm256_set1_ps(k[j]);
-    for (int u = 0; u < kRegs; ++u)
-      acc[u] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(s + 8 * u), dv), kj, acc[u]);
-  }
-  for (int u = 0; u < kRegs; ++u) {
-    delta[u] = _mm256_mul_ps(_mm256_set1_ps(beta), _mm256_sub_ps(_mm256_loadu_ps(v + i + 8 * u), acc[u]));
-    acc[u] = _mm256_setzero_ps();
-  }
-  for (int64_t j = 0; j < k_dim; ++j) {
-    float* s = state + j * v_dim + i;
-    const __m256 kj = _mm256_set1_ps(k[j]), qj = _mm256_set1_ps(q[j]);
-    for (int u = 0; u < kRegs; ++u) {
-      const __m256 x = _mm256_fmadd_ps(delta[u], kj, _mm256_mul_ps(_mm256_loadu_ps(s + 8 * u), dv));
-      _mm256_storeu_ps(s + 8 * u, x);
-      acc[u] = _mm256_fmadd_ps(x, qj, acc[u]);
-    }
-  }
-  for (int u = 0; u < kRegs; ++u) _mm256_storeu_ps(o + i + 8 * u, acc[u]);
-}
+namespace avx2 {
+struct V {
+  using F = __m256;
+  static constexpr int kLanes = 8;
+  static F Zero() { return _mm256_setzero_ps(); }
+  static F Set1(float x) { return _mm256_set1_ps(x); }
+  static F Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, F x) { _mm256_storeu_ps(p, x); }
+  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F Sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+};
+#include "tensor/delta_rule-inl.h"
+}  // namespace avx2
 
-template <int kRegs>
-__attribute__((target("avx512f"))) inline void RowsAvx512(float* state, int64_t i, int64_t v_dim,
-                                                          int64_t k_dim, const float* q, const float* k,
-                                                          const float* v, float beta, float decay, float* o) {
-  const __m512 dv = _mm512_set1_ps(decay);
-  __m512 acc[kRegs], delta[kRegs];
-  for (int u = 0; u < kRegs; ++u) acc[u] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < k_dim; ++j) {
-    const float* s = state + j * v_dim + i;
-    const __m512 kj = _mm512_set1_ps(k[j]);
-    for (int u = 0; u < kRegs; ++u)
-      acc[u] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(s + 16 * u), dv), kj, acc[u]);
-  }
-  for (int u = 0; u < kRegs; ++u) {
-    delta[u] = _mm512_mul_ps(_mm512_set1_ps(beta), _mm512_sub_ps(_mm512_loadu_ps(v + i + 16 * u), acc[u]));
-    acc[u] = _mm512_setzero_ps();
-  }
-  for (int64_t j = 0; j < k_dim; ++j) {
-    float* s = state + j * v_dim + i;
-    const __m512 kj = _mm512_set1_ps(k[j]), qj = _mm512_set1_ps(q[j]);
-    for (int u = 0; u < kRegs; ++u) {
-      const __m512 x = _mm512_fmadd_ps(delta[u], kj, _mm512_mul_ps(_mm512_loadu_ps(s + 16 * u), dv));
-      _mm512_storeu_ps(s + 16 * u, x);
-      acc[u] = _mm512_fmadd_ps(x, qj, acc[u]);
-    }
-  }
-  for (int u = 0; u < kRegs; ++u) _mm512_storeu_ps(o + i + 16 * u, acc[u]);
-}
+// Clang has no `#pragma GCC target`; its attribute pragma gives every function here the same target.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+namespace avx512 {
+struct V {
+  using F = __m512;
+  static constexpr int kLanes = 16;
+  static F Zero() { return _mm512_setzero_ps(); }
+  static F Set1(float x) { return _mm512_set1_ps(x); }
+  static F Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, F x) { _mm512_storeu_ps(p, x); }
+  static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F Sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+};
+#include "tensor/delta_rule-inl.h"
+}  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 #elif defined(__aarch64__) && defined(__ARM_NEON)
-template <int kRegs>
-inline void RowsNeon(float* state, int64_t i, int64_t v_dim, int64_t k_dim, const float* q, const float* k,
-                     const float* v, float beta, float decay, float* o) {
-  const float32x4_t dv = vdupq_n_f32(decay);
-  float32x4_t acc[kRegs], delta[kRegs];
-  for (int u = 0; u < kRegs; ++u) acc[u] = vdupq_n_f32(0.0f);
-  for (int64_t j = 0; j < k_dim; ++j) {
-    const float* s = state + j * v_dim + i;
-    const float32x4_t kj = vdupq_n_f32(k[j]);
-    for (int u = 0; u < kRegs; ++u) acc[u] = vfmaq_f32(acc[u], vmulq_f32(vld1q_f32(s + 4 * u), dv), kj);
-  }
-  for (int u = 0; u < kRegs; ++u) {
-    delta[u] = vmulq_f32(vdupq_n_f32(beta), vsubq_f32(vld1q_f32(v + i + 4 * u), acc[u]));
-    acc[u] = vdupq_n_f32(0.0f);
-  }
-  for (int64_t j = 0; j < k_dim; ++j) {
-    float* s = state + j * v_dim + i;
-    const float32x4_t kj = vdupq_n_f32(k[j]), qj = vdupq_n_f32(q[j]);
-    for (int u = 0; u < kRegs; ++u) {
-      const float32x4_t x = vfmaq_f32(vmulq_f32(vld1q_f32(s + 4 * u), dv), delta[u], kj);
-      vst1q_f32(s + 4 * u, x);
-      acc[u] = vfmaq_f32(acc[u], x, qj);
-    }
-  }
-  for (int u = 0; u < kRegs; ++u) vst1q_f32(o + i + 4 * u, acc[u]);
-}
+namespace neon {
+struct V {
+  using F = float32x4_t;
+  static constexpr int kLanes = 4;
+  static F Zero() { return vdupq_n_f32(0.0f); }
+  static F Set1(float x) { return vdupq_n_f32(x); }
+  static F Load(const float* p) { return vld1q_f32(p); }
+  static void Store(float* p, F x) { vst1q_f32(p, x); }
+  static F Mul(F a, F b) { return vmulq_f32(a, b); }
+  static F Sub(F a, F b) { return vsubq_f32(a, b); }
+  static F Fma(F a, F b, F c) { return vfmaq_f32(c, a, b); }
+};
+#include "tensor/delta_rule-inl.h"
+}  // namespace neon
 #endif
 
 }  // namespace
@@ -130,8 +105,8 @@ void DeltaRuleScalar(float* state, int64_t v_dim, int64_t k_dim, const float* q,
 void DeltaRuleAvx2(float* state, int64_t v_dim, int64_t k_dim, const float* q, const float* k, const float* v,
                    float beta, float decay, float* o) {
   int64_t i = 0;
-  for (; i + 32 <= v_dim; i += 32) RowsAvx2<4>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
-  for (; i + 8 <= v_dim; i += 8) RowsAvx2<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 32 <= v_dim; i += 32) avx2::Rows<4>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 8 <= v_dim; i += 8) avx2::Rows<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
   DeltaRuleRows(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
 }
 
@@ -139,17 +114,17 @@ __attribute__((target("avx512f"))) void DeltaRuleAvx512(float* state, int64_t v_
                                                         const float* q, const float* k, const float* v,
                                                         float beta, float decay, float* o) {
   int64_t i = 0;
-  for (; i + 64 <= v_dim; i += 64) RowsAvx512<4>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
-  for (; i + 16 <= v_dim; i += 16) RowsAvx512<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
-  for (; i + 8 <= v_dim; i += 8) RowsAvx2<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 64 <= v_dim; i += 64) avx512::Rows<4>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 16 <= v_dim; i += 16) avx512::Rows<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 8 <= v_dim; i += 8) avx2::Rows<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
   DeltaRuleRows(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
 }
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 void DeltaRuleNeon(float* state, int64_t v_dim, int64_t k_dim, const float* q, const float* k, const float* v,
                    float beta, float decay, float* o) {
   int64_t i = 0;
-  for (; i + 32 <= v_dim; i += 32) RowsNeon<8>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
-  for (; i + 4 <= v_dim; i += 4) RowsNeon<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 32 <= v_dim; i += 32) neon::Rows<8>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
+  for (; i + 4 <= v_dim; i += 4) neon::Rows<1>(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
   DeltaRuleRows(state, i, v_dim, k_dim, q, k, v, beta, decay, o);
 }
 #endif
