@@ -56,7 +56,8 @@ BlockKey KvCacheManager::Key(const Sequence& seq, std::span<const int32_t> token
                   tokens.subspan(size_t(index) * bt, bt)};
 }
 
-PrefixMatch KvCacheManager::Match(SequenceId id, std::span<const int32_t> tokens) {
+PrefixMatch KvCacheManager::Match(SequenceId id, std::span<const int32_t> tokens,
+                                  const UsableEnd& usable_end) {
   Sequence& seq = Get(id);
   LOCKSTEP_CHECK_MSG(seq.table.num_blocks() == 0, "Match on a sequence that holds blocks");
   PrefixMatch match;
@@ -68,8 +69,11 @@ PrefixMatch KvCacheManager::Match(SequenceId id, std::span<const int32_t> tokens
     const BlockId block = pool_.Find(Key(seq, tokens, i));
     if (block == kNoBlock) break;
     match.blocks.push_back(block);
-    match.idle_blocks += pool_.ref_count(block) == 0 ? 1 : 0;
   }
+  if (usable_end) {
+    while (!match.blocks.empty() && !usable_end(seq.hashes[match.blocks.size() - 1])) match.blocks.pop_back();
+  }
+  for (BlockId block : match.blocks) match.idle_blocks += pool_.ref_count(block) == 0 ? 1 : 0;
   match.tokens = int32_t(match.blocks.size()) * block_tokens();
   return match;
 }
@@ -101,15 +105,22 @@ bool KvCacheManager::Admit(SequenceId id, std::span<const int32_t> tokens, const
   return true;
 }
 
-int32_t KvCacheManager::AttachCached(SequenceId id, std::span<const int32_t> tokens, int32_t computed) {
+int32_t KvCacheManager::AttachCached(SequenceId id, std::span<const int32_t> tokens, int32_t computed,
+                                     const UsableEnd& usable_end) {
   if (!options_.prefix_caching || computed % block_tokens() != 0 || tokens.empty()) return computed;
   Sequence& seq = Get(id);
   ExtendBlockHashes(seq.root, tokens, block_tokens(), seq.hashes);
-  const int64_t limit = int64_t(tokens.size() - 1) / block_tokens();
-  int64_t i = computed / block_tokens();
+  const int64_t first = computed / block_tokens();
+  int64_t limit = first;  // the cached run is [first, limit)
+  while (limit < int64_t(tokens.size() - 1) / block_tokens() &&
+         pool_.Find(Key(seq, tokens, limit)) != kNoBlock)
+    ++limit;
+  if (usable_end) {
+    while (limit > first && !usable_end(seq.hashes[size_t(limit - 1)])) --limit;
+  }
+  int64_t i = first;
   for (; i < limit; ++i) {
     const BlockId block = pool_.Find(Key(seq, tokens, i));
-    if (block == kNoBlock) break;
     pool_.Retain(block);
     if (i < seq.table.num_blocks()) {
       seq.table.Replace(pool_, i, block);  // the block there was never written (i ≥ computed / bt)
@@ -121,6 +132,13 @@ int32_t KvCacheManager::AttachCached(SequenceId id, std::span<const int32_t> tok
   }
   seq.published = std::max(seq.published, i);
   return int32_t(i) * block_tokens();
+}
+
+BlockHash KvCacheManager::BoundaryHash(SequenceId id, std::span<const int32_t> tokens, int32_t position) {
+  LOCKSTEP_CHECK(position > 0 && position % block_tokens() == 0 && size_t(position) <= tokens.size());
+  Sequence& seq = Get(id);
+  ExtendBlockHashes(seq.root, tokens, block_tokens(), seq.hashes);
+  return seq.hashes[size_t(position / block_tokens() - 1)];
 }
 
 int32_t KvCacheManager::ClaimedElsewhereFrom(SequenceId id, std::span<const int32_t> tokens,

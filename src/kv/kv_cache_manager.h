@@ -26,9 +26,13 @@
 // once published (AttachCached) instead of computing a copy. Claims end when published or the claimant is
 // freed, so a wait always ends.
 // With prefix caching off, nothing is hashed, matched, claimed or published; Share (forks) still works.
+// Models with recurrent layers: a run of blocks is worth attaching only where a snapshot of the state at its
+// end exists (kv/recurrent_state_cache.h), so Match and AttachCached take `usable_end`, which says whether a
+// run may end after the block with a given hash; they attach the longest run that may.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -78,9 +82,12 @@ class KvCacheManager {
   const std::vector<std::byte*>& addresses(SequenceId id) const { return Get(id).table.addresses(); }
   int64_t capacity_tokens(SequenceId id) const { return Get(id).table.capacity_tokens(block_tokens()); }
 
+  // Whether a matched run may end after the block with this hash (empty: always).
+  using UsableEnd = std::function<bool(BlockHash)>;
+
   // Admission of a sequence holding no blocks. Match: the longest cached run of full blocks of `tokens` (all
-  // it knows), never including the block that holds the last token.
-  PrefixMatch Match(SequenceId id, std::span<const int32_t> tokens);
+  // it knows), never including the block that holds the last token, that ends where usable_end allows.
+  PrefixMatch Match(SequenceId id, std::span<const int32_t> tokens, const UsableEnd& usable_end = {});
   // Free-pool blocks Admit would take: the idle matched blocks plus new blocks up to capacity_tokens.
   int64_t BlocksToAdmit(const PrefixMatch& match, int64_t capacity_tokens) const;
   // Attaches the match and allocates blocks until capacity_tokens positions fit; claims the sequence's
@@ -90,8 +97,13 @@ class KvCacheManager {
 
   // Prefill. With `computed` at a block boundary: attaches the blocks of tokens from there on that are cached
   // now (published by another sequence since), replacing this table's unwritten blocks; returns the new
-  // computed count (never past the block holding the last token). Otherwise returns `computed`.
-  int32_t AttachCached(SequenceId id, std::span<const int32_t> tokens, int32_t computed);
+  // computed count (never past the block holding the last token; a run ends where usable_end allows).
+  // Otherwise returns `computed`.
+  int32_t AttachCached(SequenceId id, std::span<const int32_t> tokens, int32_t computed,
+                       const UsableEnd& usable_end = {});
+  // The chain hash of the full block of `tokens` (the sequence's) that ends at `position` (a positive
+  // multiple of block_tokens, at most tokens.size()): what names a state snapshot taken there.
+  BlockHash BoundaryHash(SequenceId id, std::span<const int32_t> tokens, int32_t position);
   // The first block start at or after `computed` whose block another sequence has claimed (is computing):
   // a chunk should stop there and wait. tokens.size() when there is none.
   int32_t ClaimedElsewhereFrom(SequenceId id, std::span<const int32_t> tokens, int32_t computed) const;

@@ -3,9 +3,10 @@
 // whole recurrent state (every recurrent layer's conv window and state matrices); the scheduler takes a slot
 // when it admits a sequence and gives it back when the sequence finishes, is cancelled or is preempted, so
 // slots are a limited resource like blocks. A slot's content is meaningful only with its sequence's computed
-// count: a state is never shared, cached or copied (unlike KV blocks, it cannot be cut at a prefix), so a
-// preempted sequence recomputes from position 0 (the forward pass starts a sequence's state from zeros
-// there), and prefix-cache hits are impossible for such models. Engine-thread only (not thread-safe).
+// count: a state is never shared (unlike KV blocks, it cannot be cut at a prefix), so a preempted sequence
+// recomputes from position 0 (the forward pass starts a sequence's state from zeros there) or from a copy
+// kept at a block boundary: prefix-cache hits need such snapshots (kv/recurrent_state_cache.h).
+// Engine-thread only (not thread-safe).
 //
 //   storage_ (one aligned allocation, num_slots x SlotBytes):   [ slot 0 ][ slot 1 ] ... [ slot N-1 ]
 //   free_: stack of free slots (top = next to hand out)

@@ -302,6 +302,34 @@ TEST(KvCacheManagerTest, ALookupComparesTokensNotJustTheHash) {
   f.kv->Remove(1);
 }
 
+// Models with recurrent layers: a run is cut back to the last block where usable_end (a state snapshot
+// exists) allows it to end, in Match and in AttachCached; BoundaryHash names that block.
+TEST(KvCacheManagerTest, UsableEndCutsMatchedRunsBack) {
+  Fixture f(32);
+  const std::vector<int32_t> doc = Tokens(0, 16);  // 4 full blocks
+  AdmitAndCompute(*f.kv, *f.pool, 1, Concat(doc, Tokens(100, 3)));
+  const std::vector<int32_t> b = Concat(doc, Tokens(200, 3));
+  f.kv->Add(2);
+  const BlockHash at8 = f.kv->BoundaryHash(2, b, 8), at12 = f.kv->BoundaryHash(2, b, 12);
+  EXPECT_NE(at8, at12);
+  std::set<BlockHash> snapshots = {at8};
+  auto usable = [&](BlockHash h) { return snapshots.count(h) != 0; };
+  PrefixMatch match = f.kv->Match(2, b, usable);
+  EXPECT_EQ(match.tokens, 8);  // 16 cached, but the only snapshot is at 8
+  EXPECT_EQ(match.blocks.size(), 2u);
+  EXPECT_EQ(match.idle_blocks, 0);  // sequence 1 still holds them
+  snapshots.clear();
+  EXPECT_EQ(f.kv->Match(2, b, usable).tokens, 0);
+  EXPECT_EQ(f.kv->Match(2, b).tokens, 16);  // no usable_end: any end
+  ASSERT_TRUE(f.kv->Admit(2, b, PrefixMatch{}, int64_t(b.size())));
+  EXPECT_EQ(f.kv->AttachCached(2, b, 0, usable), 0);
+  snapshots = {at12};
+  EXPECT_EQ(f.kv->AttachCached(2, b, 4, usable), 12);  // from a block start: blocks 1 and 2
+  EXPECT_EQ(f.kv->table(2).block(1), f.kv->table(1).block(1));
+  EXPECT_EQ(f.kv->table(2).block(2), f.kv->table(1).block(2));
+  EXPECT_NE(f.kv->table(2).block(3), f.kv->table(1).block(3));
+}
+
 TEST(KvCacheManagerTest, CachingOffHashesAndSharesNothing) {
   Fixture f(8, /*caching=*/false);
   AdmitAndCompute(*f.kv, *f.pool, 1, Tokens(0, 9));
