@@ -81,6 +81,11 @@ void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
                  "running request, at most --max-seqs (0: --max-seqs); fewer bound their memory")
       ->check(IntegerIn(0, kMaxInt))
       ->capture_default_str();
+  cmd.add_option("--recurrent-cache-slots", flags.recurrent_cache_slots,
+                 "Models with recurrent layers (qwen35): prefix-cache snapshots of states at KV block "
+                 "boundaries kept at once, each as big as a state slot (0: no prefix caching for them)")
+      ->check(IntegerIn(0, kMaxInt))
+      ->capture_default_str();
 }
 
 void CheckRecurrentSlotsOrDie(const EngineFlags& flags) {
@@ -147,6 +152,7 @@ EngineOptions EngineOptionsOrDie(const EngineFlags& flags) {
   options.draft_max_seqs = flags.draft_max_seqs;
   CheckRecurrentSlotsOrDie(flags);
   options.recurrent_slots = flags.recurrent_slots;
+  options.recurrent_cache_slots = flags.recurrent_cache_slots;
   return options;
 }
 

@@ -45,9 +45,11 @@ struct EngineFlags {
   int draft_max = 0;  // --draft-max (EngineOptions::draft_tokens)
   int draft_max_seqs = 4;
   int recurrent_slots = 0;  // --recurrent-slots (EngineOptions::recurrent_slots); 0 = max_seqs
+  // --recurrent-cache-slots (EngineOptions::recurrent_cache_slots); 0 = no prefix cache for such models
+  int recurrent_cache_slots = 8;
 };
 // Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type,
-// --no-prefix-cache, --recurrent-slots.
+// --no-prefix-cache, --recurrent-slots, --recurrent-cache-slots.
 void AddEngineFlags(CLI::App& cmd, EngineFlags& flags);
 // Adds --draft-max (speculative decoding by n-gram lookup), and --draft-max-seqs unless `draft_max_seqs` is
 // null (commands that run one request).

@@ -96,6 +96,7 @@ void RunServe(ServeFlags& flags) {
   options.draft_max_seqs = flags.engine.draft_max_seqs;
   CheckRecurrentSlotsOrDie(flags.engine);
   options.recurrent_slots = flags.engine.recurrent_slots;
+  options.recurrent_cache_slots = flags.engine.recurrent_cache_slots;
   if (!(flags.timeout_s >= 0) || !std::isfinite(flags.timeout_s)) {
     Fail("--timeout must be a number of seconds >= 0 (0 = none), got " + std::to_string(flags.timeout_s));
   }

@@ -39,6 +39,9 @@ Status ValidateOptions(const EngineOptions& o) {
     return bad("recurrent_slots must be in 0..max_seqs (" + std::to_string(o.max_seqs) +
                ": each running request holds one slot), got " + std::to_string(o.recurrent_slots));
   }
+  if (o.recurrent_cache_slots < 0) {
+    return bad("recurrent_cache_slots must be >= 0, got " + std::to_string(o.recurrent_cache_slots));
+  }
   if (o.draft_max_seqs < 1)
     return bad("draft_max_seqs must be >= 1, got " + std::to_string(o.draft_max_seqs));
   return Status::Ok();
@@ -132,10 +135,18 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<Model> model,
     LOCKSTEP_ASSIGN_OR_RETURN(
         states, RecurrentStatePool::Create(layout.recurrent_state_floats, resolved.recurrent_slots));
   }
+  std::unique_ptr<RecurrentStateCache> snapshots;
+  if (layout.recurrent_state_floats > 0 && options.prefix_caching && options.recurrent_cache_slots > 0 &&
+      model->config().causal) {
+    LOCKSTEP_ASSIGN_OR_RETURN(
+        snapshots, RecurrentStateCache::Create(layout.recurrent_state_floats, options.recurrent_cache_slots));
+  } else {
+    resolved.recurrent_cache_slots = 0;
+  }
 
   auto inbox = std::make_shared<Inbox>(options.max_queue, options.max_seqs);
   auto loop = std::make_unique<Loop>(std::move(model), std::move(tokenizer), resolved, std::move(blocks),
-                                     std::move(states), inbox, observer);
+                                     std::move(states), std::move(snapshots), inbox, observer);
   loop->Start();
   return std::unique_ptr<Engine>(new Engine(resolved, std::move(loop), std::move(inbox)));
 }

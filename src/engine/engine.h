@@ -59,9 +59,12 @@ struct EngineOptions {
   int draft_max_seqs = 4;
   // Models with recurrent layers (qwen35): the recurrent states kept at once (kv/recurrent_state_pool.h), one
   // per running request, so at most max_seqs; 0 = max_seqs. Fewer bound the state memory (a request waits
-  // for a free slot); ignored by other models. Such models run without prefix caching and drafts
-  // (engine/scheduler.h).
+  // for a free slot); ignored by other models. Such models run without drafts (engine/scheduler.h).
   int recurrent_slots = 0;
+  // Models with recurrent layers and prefix caching on: snapshots of states at KV block boundaries kept at
+  // once (kv/recurrent_state_cache.h; each as big as a state slot), least recently used evicted; a prefix
+  // hit needs one where its cached KV ends. 0 = none: no prefix caching for such models. Ignored by others.
+  int recurrent_cache_slots = 8;
 };
 
 // Engine-wide counters and the last step's shape (Engine::Stats()).
@@ -83,6 +86,13 @@ struct EngineStats {
   // by running requests; both 0 for other models.
   int32_t recurrent_slots_total = 0;
   int32_t recurrent_slots_used = 0;
+  // Their snapshot cache (EngineOptions::recurrent_cache_slots, resolved: 0 when there is none): slots and
+  // those holding a snapshot; snapshots taken, copied into a request's state (hits) and evicted.
+  int32_t recurrent_cache_slots_total = 0;
+  int32_t recurrent_cache_slots_used = 0;
+  int64_t recurrent_snapshots_total = 0;
+  int64_t recurrent_snapshot_hits_total = 0;
+  int64_t recurrent_snapshot_evictions_total = 0;
   double kv_usage() const { return kv_blocks_total ? double(kv_blocks_used) / double(kv_blocks_total) : 0.0; }
   // Totals since start.
   int64_t steps = 0;

@@ -35,24 +35,26 @@ SchedulerOptions Engine::Loop::SchedulerOptionsFor(const EngineOptions& options,
 
 Engine::Loop::Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer,
                    const EngineOptions& options, std::unique_ptr<BlockPool> blocks,
-                   std::unique_ptr<RecurrentStatePool> states, std::shared_ptr<Inbox> inbox,
-                   EngineObserver* observer)
+                   std::unique_ptr<RecurrentStatePool> states, std::unique_ptr<RecurrentStateCache> snapshots,
+                   std::shared_ptr<Inbox> inbox, EngineObserver* observer)
     : model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
       options_(options),
       blocks_(std::move(blocks)),
       states_(std::move(states)),
+      snapshots_(std::move(snapshots)),
       layout_(blocks_->layout()),
-      scheduler_(*blocks_, SchedulerOptionsFor(options, model_->config()), states_.get()),
+      scheduler_(*blocks_, SchedulerOptionsFor(options, model_->config()), states_.get(), snapshots_.get()),
       inbox_(std::move(inbox)),
       observer_(observer),
       threads_(std::make_unique<ThreadPool>(options.threads)) {
   stats_.kv_blocks_total = blocks_->num_blocks();
   stats_.kv_blocks_free = blocks_->num_free();
   stats_.block_tokens = blocks_->block_tokens();
-  stats_.prefix_caching = options.prefix_caching && model_->config().causal && states_ == nullptr;
+  stats_.prefix_caching = scheduler_.kv().prefix_caching();
   stats_.kv_dtype = options.kv_dtype;
   stats_.recurrent_slots_total = states_ != nullptr ? states_->num_slots() : 0;
+  stats_.recurrent_cache_slots_total = snapshots_ != nullptr ? snapshots_->num_slots() : 0;
   if (tokenizer_ != nullptr) {
     for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
       if (tokenizer_->IsEndOfGeneration(id)) end_ids_.push_back(id);
@@ -155,7 +157,7 @@ void Engine::Loop::Step() {
   embeddings_.resize(size_t(plan.batch.EmbeddingRows() * model_->config().n_embd));
   Status status = model_->Forward(plan.batch, layout_, ForwardOutputs{logits_, embeddings_}, *threads_);
   if (!status.ok()) {
-    scheduler_.Update(StepResult{});
+    scheduler_.Update(StepResult{{}, /*failed=*/true});
     for (const ScheduledChunk& chunk : plan.chunks) {
       auto it = active_.find(chunk.id);
       if (it == active_.end()) continue;
@@ -515,6 +517,12 @@ void Engine::Loop::CountHeldResources() {
   stats_.kv_blocks_used = blocks_->num_used();
   stats_.kv_blocks_free = blocks_->num_free();
   stats_.recurrent_slots_used = states_ != nullptr ? states_->num_slots() - states_->num_free() : 0;
+  if (snapshots_ != nullptr) {
+    stats_.recurrent_cache_slots_used = snapshots_->num_used();
+    stats_.recurrent_snapshots_total = snapshots_->stores();
+    stats_.recurrent_snapshot_hits_total = snapshots_->loads();
+    stats_.recurrent_snapshot_evictions_total = snapshots_->evictions();
+  }
 }
 
 void Engine::Loop::PublishStats(const StepPlan* plan, int64_t sampled) {

@@ -18,6 +18,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "kv/block_pool.h"
+#include "kv/recurrent_state_cache.h"
 #include "kv/recurrent_state_pool.h"
 #include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
@@ -28,7 +29,8 @@ class Engine::Loop {
  public:
   Loop(std::shared_ptr<Model> model, std::shared_ptr<const Tokenizer> tokenizer, const EngineOptions& options,
        std::unique_ptr<BlockPool> blocks, std::unique_ptr<RecurrentStatePool> states,
-       std::shared_ptr<Inbox> inbox, EngineObserver* observer);
+       std::unique_ptr<RecurrentStateCache> snapshots, std::shared_ptr<Inbox> inbox,
+       EngineObserver* observer);
   ~Loop();  // joins the thread (the inbox must be closed first)
 
   void Start();
@@ -106,9 +108,10 @@ class Engine::Loop {
   std::shared_ptr<const Tokenizer> tokenizer_;
   EngineOptions options_;
   std::unique_ptr<BlockPool> blocks_;
-  std::unique_ptr<RecurrentStatePool> states_;  // models with recurrent layers only
+  std::unique_ptr<RecurrentStatePool> states_;      // models with recurrent layers only
+  std::unique_ptr<RecurrentStateCache> snapshots_;  // their prefix cache's state snapshots, if any
   KvLayout layout_;
-  Scheduler scheduler_;  // after blocks_ and states_: destroyed first
+  Scheduler scheduler_;  // after blocks_, states_ and snapshots_: destroyed first
   std::shared_ptr<Inbox> inbox_;
   EngineObserver* observer_;
   std::unique_ptr<ThreadPool> threads_;

@@ -10,20 +10,25 @@ namespace lockstep {
 
 namespace {
 
-// A recurrent state cannot be cut at a prefix: no prefix caching for models with one (Scheduler's comment).
-SchedulerOptions EffectiveOptions(SchedulerOptions options, const RecurrentStatePool* states) {
-  if (states != nullptr) options.prefix_caching = false;
+// A recurrent state cannot be cut at a prefix: no prefix caching for models with one, unless a snapshot
+// cache keeps states at block boundaries (Scheduler's comment).
+SchedulerOptions EffectiveOptions(SchedulerOptions options, const RecurrentStatePool* states,
+                                  const RecurrentStateCache* snapshots) {
+  if (states != nullptr && snapshots == nullptr) options.prefix_caching = false;
   return options;
 }
 
 }  // namespace
 
-Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states)
+Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states,
+                     RecurrentStateCache* snapshots)
     : pool_(pool),
       states_(states),
-      options_(EffectiveOptions(options, states)),
+      snapshots_(states != nullptr && options.prefix_caching ? snapshots : nullptr),
+      options_(EffectiveOptions(options, states, snapshots_)),
       kv_(pool, KvCacheOptions{options_.prefix_caching, options_.cache_salt}) {
   LOCKSTEP_CHECK(options_.max_seqs >= 1 && options_.max_batch_tokens >= 1);
+  LOCKSTEP_CHECK(snapshots_ == nullptr || snapshots_->state_floats() == states_->state_floats());
 }
 
 Scheduler::~Scheduler() = default;  // kv_ releases every block still held
@@ -109,11 +114,12 @@ void Scheduler::ReleaseState(Seq& seq) {
 
 void Scheduler::Preempt(Seq& seq, StepPlan& plan) {
   kv_.Free(seq.id);
-  ReleaseState(seq);  // the recompute starts its state from position 0
+  ReleaseState(seq);  // the recompute starts from position 0 or from a snapshot (prefix cache)
   seq.draft.clear();
   seq.num_computed = 0;
   seq.prefill_until = int32_t(seq.tokens.size());
   seq.fork_parent = 0;
+  seq.snapshot_at = 0;
   ++seq.preemptions;
   ++preemptions_total_;
   seq.is_running = false;
@@ -129,6 +135,65 @@ void Scheduler::AdvanceComputed(Seq& seq, int32_t to) {
     prefix_hits_total_ += to - seq.num_computed;
   }
   seq.num_computed = to;
+}
+
+KvCacheManager::UsableEnd Scheduler::SnapshotExists() const {
+  if (snapshots_ == nullptr) return {};
+  return [cache = snapshots_](BlockHash hash) { return cache->Contains(hash); };
+}
+
+int32_t Scheduler::NextSnapshotPoint(const Seq& seq) {
+  if (snapshots_ == nullptr) return 0;
+  const int32_t bt = pool_.block_tokens();
+  int32_t next = 0;
+  auto consider = [&](int32_t boundary) {
+    if (boundary > seq.num_computed && (next == 0 || boundary < next)) next = boundary;
+  };
+  consider(seq.prompt_len / bt * bt);
+  for (const auto& [id, other] : seqs_) {
+    // Another request that reads the cache and will want these blocks: it has not computed them (it may be
+    // waiting for this one's claims) and attaches at most up to the block before its last token's.
+    if (other.get() == &seq || !other->reads_cache() || other->lora_scales != seq.lora_scales) continue;
+    const size_t limit = std::min(other->tokens.size() - 1, seq.tokens.size());
+    if (limit < size_t(bt) || int64_t(limit) / bt * bt <= seq.num_computed) continue;
+    size_t common = 0;
+    while (common < limit && other->tokens[common] == seq.tokens[common]) ++common;
+    const int32_t boundary = int32_t(common) / bt * bt;
+    if (boundary > other->num_computed) consider(boundary);
+  }
+  return next;
+}
+
+bool Scheduler::WaitsForSnapshot(const Seq& seq) const {
+  const int32_t bt = pool_.block_tokens();
+  bool older = true;  // `other` was admitted before `seq`
+  for (const Seq* other : running_) {
+    if (other == &seq) {
+      older = false;
+      continue;
+    }
+    const bool prefilling = int32_t(other->tokens.size()) - other->num_computed > 1 ||
+                            other->num_computed < other->prefill_until - 1;  // decodes take no snapshot
+    if (!prefilling || other->lora_scales != seq.lora_scales || other->num_computed < seq.num_computed ||
+        (other->num_computed == seq.num_computed && !older)) {
+      continue;
+    }
+    // NextSnapshotPoint(*other) stops at this boundary (seq reads the cache).
+    const size_t limit = std::min(other->tokens.size(), seq.tokens.size() - 1);
+    if (int64_t(limit) / bt * bt <= other->num_computed) continue;
+    size_t common = 0;
+    while (common < limit && other->tokens[common] == seq.tokens[common]) ++common;
+    const int32_t boundary = int32_t(common) / bt * bt;
+    if (boundary > other->num_computed && boundary > seq.num_computed) return true;
+  }
+  return false;
+}
+
+void Scheduler::LoadSnapshot(Seq& seq, int32_t position) {
+  LOCKSTEP_CHECK(seq.state_slot != kNoStateSlot);
+  const bool loaded =
+      snapshots_->Load(kv_.BoundaryHash(seq.id, seq.tokens, position), states_->data(seq.state_slot));
+  LOCKSTEP_CHECK_MSG(loaded, "a matched KV run ends without its state snapshot");
 }
 
 void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft) {
@@ -208,8 +273,11 @@ int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool fo
   const std::span<const int32_t> tokens = seq.tokens;
   int32_t end = int32_t(tokens.size());
   if (seq.reads_cache()) {
-    AdvanceComputed(seq, kv_.AttachCached(seq.id, tokens, seq.num_computed));
+    const int32_t attached = kv_.AttachCached(seq.id, tokens, seq.num_computed, SnapshotExists());
+    if (snapshots_ != nullptr && attached > seq.num_computed) LoadSnapshot(seq, attached);
+    AdvanceComputed(seq, attached);
     if (!force) end = kv_.ClaimedElsewhereFrom(seq.id, tokens, seq.num_computed);
+    if (!force && snapshots_ != nullptr && WaitsForSnapshot(seq)) return 0;
   } else if (seq.num_computed < seq.prompt_rows_from) {
     // A recompute after preemption: rows whose outputs were planned already come without them, so a chunk
     // that reaches output rows starts with them (AddChunk's order).
@@ -217,11 +285,16 @@ int32_t Scheduler::PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool fo
   } else if (seq.num_computed < seq.prompt_rows_end()) {
     end = std::min(end, seq.num_computed + options_.max_prompt_logit_rows);
   }
+  const int32_t snapshot_point = NextSnapshotPoint(seq);
+  if (snapshot_point > 0) end = std::min(end, snapshot_point);
   const int64_t room =
       kv_.capacity_tokens(seq.id) + pool_.num_free() * pool_.block_tokens() - seq.num_computed;
   const int32_t count = int32_t(std::min<int64_t>({end - seq.num_computed, budget, room}));
   if (count <= 0) return 0;
   if (options_.whole_prompts && (seq.num_computed != 0 || count != int32_t(tokens.size()))) return 0;
+  if (snapshot_point > 0 && seq.num_computed + count == snapshot_point) {
+    seq.snapshot_at = snapshot_point;  // Update copies the state there
+  }
   LOCKSTEP_CHECK(kv_.PrepareWrite(seq.id, seq.num_computed, seq.num_computed + count));
   AddChunk(seq, count, plan);
   return count;
@@ -280,7 +353,8 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     Seq* seq = waiting_.front();
     const std::span<const int32_t> tokens = seq->tokens;
     const int64_t known = int64_t(tokens.size());
-    const PrefixMatch match = seq->reads_cache() ? kv_.Match(seq->id, tokens) : PrefixMatch{};
+    const PrefixMatch match =
+        seq->reads_cache() ? kv_.Match(seq->id, tokens, SnapshotExists()) : PrefixMatch{};
     // Blocks for everything it knows plus its first new token, and one spare block per running request so
     // that their decodes do not immediately preempt it again (thrashing). Strictly FCFS: nobody overtakes it.
     if (kv_.BlocksToAdmit(match, known + 1) + int64_t(running_.size()) > pool_.num_free()) break;
@@ -294,6 +368,7 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget) {
     LOCKSTEP_CHECK(kv_.Admit(seq->id, tokens, match, known));
     if (seq->preemptions == 0 && !seq->started && seq->reads_cache())
       prefix_queries_total_ += seq->prompt_len;
+    if (snapshots_ != nullptr && match.tokens > 0) LoadSnapshot(*seq, match.tokens);
     AdvanceComputed(*seq, match.tokens);
     budget -= PlanPrefill(*seq, budget, plan, /*force=*/false);
   }
@@ -341,8 +416,16 @@ void Scheduler::Update(const StepResult& result) {
     } else {
       seq->num_computed += chunk.count;
     }
-    kv_.Publish(seq->id, seq->tokens, seq->num_computed);  // blocks completed by this step
-    if (options_.kv_window > 0) {                          // blocks out of every layer's window from here on
+    if (seq->snapshot_at != 0) {
+      if (seq->snapshot_at == seq->num_computed && !result.failed) {
+        snapshots_->Store(kv_.BoundaryHash(seq->id, seq->tokens, seq->num_computed),
+                          states_->data(seq->state_slot));
+      }
+      seq->snapshot_at = 0;
+    }
+    if (!result.failed)
+      kv_.Publish(seq->id, seq->tokens, seq->num_computed);  // blocks completed by this step
+    if (options_.kv_window > 0) {  // blocks out of every layer's window from here on
       kv_.ReleaseBefore(seq->id, AttentionStart(pool_.layout(), seq->num_computed, options_.kv_window));
     }
   }

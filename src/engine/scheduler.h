@@ -30,9 +30,18 @@
 // Models with recurrent layers (qwen35; kv/recurrent_state_pool.h): each running request also holds a state
 // slot, taken at admission (a request waits, FCFS, while none is free) and given back when it finishes, is
 // removed or is preempted; its rows carry the slot's state (SequenceKv::recurrent_state). A state holds every
-// computed position and cannot be cut at a prefix, so for such models there is no prefix caching (no hits,
-// nothing published), no fork sharing and no draft rows (a rejected draft would have advanced the state),
-// and a preempted request recomputes from position 0. The oldest running request is never preempted, and
+// computed position and cannot be cut at a prefix, so such models have no fork sharing and no draft rows (a
+// rejected draft would have advanced the state), and prefix caching only with a snapshot cache
+// (kv/recurrent_state_cache.h; without one: no hits, nothing published, a preempted request recomputes from
+// position 0). With one, a prefill chunk ends at a snapshot point and the state there is copied into the
+// cache (Update), named by the hash of the block ending there; a prefix hit (admission, or a neighbour's
+// blocks attached mid-prefill) is a run of cached blocks ending at a snapshot, which is copied into the
+// request's slot. Snapshot points of a request, block boundaries past what it has computed:
+//   - its prompt's last block boundary (a next turn extends the prompt; a preempted request resumes there);
+//   - the end of the full blocks it shares with another known request (waiting or running, same LoRA) that
+//     has not computed them yet (fan-out over one document: the first computes it, the others attach it).
+// A request waits (as for a claim) while a running request ahead of it computes blocks they share up to
+// such a snapshot point. The oldest running request is never preempted, and
 // a wait always ends (a claim or a fork link ends when its owner computes the block, leaves or is preempted;
 // if every running request would wait, the oldest computes anyway), so every request finishes.
 #pragma once
@@ -46,6 +55,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/recurrent_state_cache.h"
 #include "kv/recurrent_state_pool.h"
 #include "model/batch.h"
 
@@ -126,15 +136,20 @@ struct SampledToken {
 
 // The sampled token of every chunk with sample == true (any order); a chunk with draft rows: the tokens
 // sampled for it in order, 1 to draft_count + 1 (each but the last equal to the draft's token there).
+// failed: the forward pass did not complete (the engine ends the step's requests): their KV and states are
+// not published to the prefix cache.
 struct StepResult {
   std::vector<SampledToken> tokens;
+  bool failed = false;
 };
 
 class Scheduler {
  public:
   // `states`: the state slots of a model with recurrent layers (borrowed; must outlive the scheduler), else
-  // null.
-  Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states = nullptr);
+  // null. `snapshots`: with states, the snapshot cache that makes prefix caching possible for such a model
+  // (borrowed likewise; unused with prefix caching off), else null.
+  Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states = nullptr,
+            RecurrentStateCache* snapshots = nullptr);
   ~Scheduler();  // releases every block still held
 
   // Tokens a request may ever hold at once (prompt + max_tokens) must fit the pool; see Add.
@@ -201,6 +216,7 @@ class Scheduler {
     std::vector<int32_t> draft;                  // SetDraft's, for the next step only
     std::vector<float> lora_scales;              // Add's, without trailing zeros
     StateSlot state_slot = kNoStateSlot;         // recurrent models: held while running
+    int32_t snapshot_at = 0;  // the end of the chunk planned this step when it is a snapshot point, else 0
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
     // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).
@@ -227,6 +243,15 @@ class Scheduler {
   int32_t PlanDraft(Seq& seq, int32_t budget);
   // Moves num_computed to `to` without computing (cache, neighbour, fork); counts the hit.
   void AdvanceComputed(Seq& seq, int32_t to);
+  // Snapshot cache (snapshots_ set): which cached block runs may end where (a snapshot exists there); the
+  // first snapshot point of the request past num_computed (0: none); copies the snapshot at `position` (a
+  // run's end just matched or attached) into its slot.
+  KvCacheManager::UsableEnd SnapshotExists() const;
+  int32_t NextSnapshotPoint(const Seq& seq);
+  void LoadSnapshot(Seq& seq, int32_t position);
+  // Whether another running request (ahead of this one, or as far and older) will compute and snapshot the
+  // next full blocks this one shares with it: then this one waits and attaches them.
+  bool WaitsForSnapshot(const Seq& seq) const;
   // Plans the next prefill chunk of a running request within `budget`; 0 when it waits. `force` ignores
   // fork links and claims (the step would otherwise be empty).
   int32_t PlanPrefill(Seq& seq, int32_t budget, StepPlan& plan, bool force);
@@ -236,6 +261,7 @@ class Scheduler {
 
   BlockPool& pool_;
   RecurrentStatePool* states_;
+  RecurrentStateCache* snapshots_;  // null unless states_ and prefix caching
   SchedulerOptions options_;
   KvCacheManager kv_;
   std::unordered_map<RequestId, std::unique_ptr<Seq>> seqs_;

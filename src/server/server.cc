@@ -143,6 +143,7 @@ class Server::Impl {
     eo.draft_tokens = options_.draft_tokens;
     eo.draft_max_seqs = options_.draft_max_seqs;
     eo.recurrent_slots = options_.recurrent_slots;
+    eo.recurrent_cache_slots = options_.recurrent_cache_slots;
     auto engine = Engine::Create(shared_model, shared_tokenizer, eo, &observer_);
     if (!engine.ok()) return engine.status();
     engine_ = std::move(engine).value();
@@ -150,6 +151,9 @@ class Server::Impl {
       const double mib = double(engine_->model_config().RecurrentStateFloats()) * sizeof(float) / (1 << 20);
       log_->info("recurrent state: {} slots of {:.1f} MiB, one per running request (--recurrent-slots)",
                  slots, mib);
+      const int32_t cached = engine_->Stats().recurrent_cache_slots_total;
+      log_->info("recurrent state prefix cache: {} snapshot slots of {:.1f} MiB{}", cached, mib,
+                 cached > 0 ? " (--recurrent-cache-slots)" : ": off, no prefix caching for this model");
     }
 
     auto selected = chat::SelectChatTemplate(*shared_file, *shared_tokenizer, options_.chat_template);
@@ -196,7 +200,7 @@ class Server::Impl {
     ctx.max_queue = options_.max_queue;
     ctx.max_seqs = options_.max_seqs;
     ctx.draft_tokens = options_.draft_tokens;
-    ctx.prefix_caching = options_.prefix_caching;
+    ctx.prefix_caching = engine_->Stats().prefix_caching;  // off for bert, qwen35 without snapshots
     ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
     ctx.harmony_tokens = HarmonyTokens(*shared_tokenizer);
     ctx.reasoning_tag_tokens = shared_tokenizer->ControlTokens(chat::kReasoningTagPieces);

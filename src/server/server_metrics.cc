@@ -31,6 +31,11 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r)
       recurrent_slots_total(r.Gauge("lockstep_recurrent_state_slots_total",
                                     "Recurrent state slots (--recurrent-slots); 0 for models without "
                                     "recurrent layers.")),
+      recurrent_cache_slots_used(r.Gauge("lockstep_recurrent_state_cache_slots_used",
+                                         "Prefix-cache snapshot slots holding a recurrent state snapshot.")),
+      recurrent_cache_slots_total(r.Gauge("lockstep_recurrent_state_cache_slots_total",
+                                          "Prefix-cache snapshot slots for recurrent states "
+                                          "(--recurrent-cache-slots); 0 when there are none.")),
       batch_rows(r.Gauge("lockstep_batch_rows", "Rows in the last forward pass.")),
       prompt_tokens(r.Counter("lockstep_prompt_tokens_total", "Prompt tokens of accepted requests.")),
       generation_tokens(r.Counter("lockstep_generation_tokens_total", "Tokens generated.")),
@@ -67,6 +72,8 @@ void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   kv_usage->Set(s.kv_usage());
   recurrent_slots_used->Set(s.recurrent_slots_used);
   recurrent_slots_total->Set(s.recurrent_slots_total);
+  recurrent_cache_slots_used->Set(s.recurrent_cache_slots_used);
+  recurrent_cache_slots_total->Set(s.recurrent_cache_slots_total);
   batch_rows->Set(s.step_rows);
   prompt_tokens->Set(static_cast<double>(s.prompt_tokens_total));
   generation_tokens->Set(static_cast<double>(s.generation_tokens_total));

@@ -33,6 +33,9 @@ struct ServerMetrics {
   // Models with recurrent layers (qwen35): state slots held by running requests, and all of them (0: none).
   MetricFamily* recurrent_slots_used;
   MetricFamily* recurrent_slots_total;
+  // Their prefix cache's state snapshots: slots holding one, and all of them (0: none).
+  MetricFamily* recurrent_cache_slots_used;
+  MetricFamily* recurrent_cache_slots_total;
   MetricFamily* batch_rows;
   MetricFamily* prompt_tokens;
   MetricFamily* generation_tokens;

@@ -1,7 +1,9 @@
 // Recurrent state in the engine (tiny-qwen35: Gated DeltaNet layers, kv/recurrent_state_pool.h): every
 // request's greedy tokens are those it produces alone, whatever it is batched with, however its prompt is
 // chunked (max_batch_tokens), when state slots run out (requests wait for one) and when requests are
-// preempted (their state is recomputed from position 0); every state slot and block comes back.
+// preempted (their state is recomputed); every state slot and block comes back. Prefix caching with state
+// snapshots (kv/recurrent_state_cache.h): requests sharing a document, and a next turn, get the same tokens
+// and logprobs (bit for bit) from a hit as when computing everything.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -75,7 +77,8 @@ TEST_F(EngineRecurrentTest, TokensDoNotDependOnBatchOrChunking) {
     options.draft_tokens = 4;  // asked for, but a recurrent model runs without draft rows
     const EngineStats stats = RunTogether(options, "max_batch_tokens " + std::to_string(max_batch_tokens));
     EXPECT_EQ(stats.draft_tokens_total, 0);
-    EXPECT_FALSE(stats.prefix_caching);
+    EXPECT_TRUE(stats.prefix_caching);  // with state snapshots
+    EXPECT_EQ(stats.recurrent_cache_slots_total, 8);
   }
 }
 
@@ -98,6 +101,68 @@ TEST_F(EngineRecurrentTest, PreemptedRequestsRecomputeTheirState) {
   const EngineStats stats = RunTogether(options, "tight KV pool");
   // How often depends on timing; scheduler_recurrent_test.cc counts it deterministically.
   std::printf("[ recurrent] preemptions: %lld\n", static_cast<long long>(stats.preemptions_total));
+}
+
+// Four questions over one 50-token document arrive together; then the first one's next turn (its prompt, its
+// answer and more). Block 16: every prompt's last block boundary is 48, the document's too, so the hits do
+// not depend on when the engine takes the requests.
+TEST_F(EngineRecurrentTest, SharedPrefixHitsGiveTheSameTokens) {
+  const int32_t n_vocab = int32_t(m_.model->config().n_vocab);
+  const std::vector<int32_t> doc = testing::RandomTokenIds(n_vocab, 50, 5);
+  std::vector<Arrival> fan_out;
+  for (int i = 0; i < 4; ++i) {
+    Arrival a;
+    a.request.prompt_ids = doc;
+    for (int32_t t : testing::RandomTokenIds(n_vocab, 3 + i, 40 + uint64_t(i)))
+      a.request.prompt_ids.push_back(t);
+    a.request.max_tokens = 5;
+    a.request.ignore_eos = true;
+    a.request.sampling.temperature = 0;
+    a.request.sampling.logprobs = true;
+    fan_out.push_back(std::move(a));
+  }
+  struct Run {
+    std::vector<Collected> fan_out, turn;
+    EngineStats stats;
+  };
+  auto run = [&](int cache_slots) {
+    EngineOptions options;
+    options.threads = 2;
+    options.max_seqs = 4;
+    options.max_batch_tokens = 64;
+    options.recurrent_cache_slots = cache_slots;
+    Run r;
+    auto engine = Engine::Create(m_.model, m_.tokenizer, options);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    if (!engine.ok()) return r;
+    r.fan_out = testing::RunConcurrently(**engine, fan_out);
+    if (r.fan_out.size() != fan_out.size()) return r;
+    Arrival next = fan_out[0];
+    for (int32_t t : r.fan_out[0].tokens) next.request.prompt_ids.push_back(t);
+    for (int32_t t : testing::RandomTokenIds(n_vocab, 4, 99)) next.request.prompt_ids.push_back(t);
+    r.turn = testing::RunConcurrently(**engine, {next});
+    testing::ExpectAllBlocksFree(**engine);
+    r.stats = (*engine)->Stats();
+    return r;
+  };
+  const Run off = run(0), on = run(8);
+  EXPECT_FALSE(off.stats.prefix_caching);
+  EXPECT_EQ(off.stats.prefix_cache_hits_total, 0);
+  EXPECT_TRUE(on.stats.prefix_caching);
+  ASSERT_EQ(on.fan_out.size(), off.fan_out.size());
+  ASSERT_EQ(on.turn.size(), 1u);
+  ASSERT_EQ(off.turn.size(), 1u);
+  for (size_t i = 0; i < on.fan_out.size(); ++i) {
+    EXPECT_EQ(on.fan_out[i].tokens, off.fan_out[i].tokens) << "request " << i;
+    EXPECT_EQ(on.fan_out[i].last.logprob, off.fan_out[i].last.logprob) << "request " << i;
+  }
+  EXPECT_EQ(on.turn[0].tokens, off.turn[0].tokens);
+  EXPECT_EQ(on.turn[0].last.logprob, off.turn[0].last.logprob);
+  // Three of the four took the document's 48 tokens, and the next turn at least as many.
+  EXPECT_EQ(on.stats.recurrent_snapshot_hits_total, 4);
+  EXPECT_GE(on.turn[0].last.timing.cached_tokens, 48);
+  EXPECT_EQ(on.stats.prefix_cache_hits_total, 3 * 48 + on.turn[0].last.timing.cached_tokens);
+  EXPECT_GE(on.stats.recurrent_cache_slots_used, 1);
 }
 
 }  // namespace

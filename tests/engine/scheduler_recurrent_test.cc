@@ -2,7 +2,8 @@
 // model: each row folds its token into its sequence's state (checking that the state holds exactly the
 // positions below it, and starting from nothing at position 0) and a sampled token is a hash of the state. So
 // a slot shared by two running sequences, a state not recomputed after a preemption, or a prefix-cache hit
-// (positions skipped without passing through the state) changes the output or fails the check.
+// without the state snapshot of exactly its prefix (kv/recurrent_state_cache.h) changes the output or fails
+// the check.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,29 +45,41 @@ StepResult RecurrentForward(const StepPlan& plan) {
 
 struct Outcome {
   std::map<RequestId, std::vector<int32_t>> generated;
+  std::map<RequestId, int32_t> cached_tokens;  // at its end
   int64_t preemptions = 0;
   int32_t most_running = 0;
+  int64_t hits = 0;
+  int64_t prefill_rows = 0;
+  int64_t snapshots = 0, snapshot_loads = 0, snapshot_evictions = 0;
 };
 
-// Runs the jobs (all arriving at once) to the end with `slots` state slots; checks that no two running
-// requests share a slot on any step and that every slot and block comes back.
+// Runs the jobs (each arriving at its arrival_step) to the end with `slots` state slots and, when
+// cache_slots > 0, a snapshot cache of that many (kv/recurrent_state_cache.h) with prefix caching on; checks
+// that no two running requests share a slot on any step and that every slot and block comes back.
 Outcome RunRecurrent(const std::vector<Job>& jobs, int64_t num_blocks, int32_t block_tokens,
-                     SchedulerOptions options, int32_t slots) {
+                     SchedulerOptions options, int32_t slots, int32_t cache_slots = 0) {
   Outcome out;
   auto pool = BlockPool::Create(testing::FakeLayout(block_tokens), num_blocks);
   auto states = RecurrentStatePool::Create(kStateFloats, slots);
-  EXPECT_TRUE(pool.ok() && states.ok());
-  if (!pool.ok() || !states.ok()) return out;
+  auto cache = RecurrentStateCache::Create(kStateFloats, std::max(cache_slots, 1));
+  EXPECT_TRUE(pool.ok() && states.ok() && cache.ok());
+  if (!pool.ok() || !states.ok() || !cache.ok()) return out;
+  options.prefix_caching = cache_slots > 0;
   {
-    Scheduler scheduler(**pool, options, states->get());
+    Scheduler scheduler(**pool, options, states->get(), cache_slots > 0 ? cache->get() : nullptr);
     std::map<RequestId, int32_t> left;
-    for (const Job& job : jobs) {
-      scheduler.Add(job.id, job.prompt, job.fork_of);
-      left[job.id] = job.max_tokens;
-    }
-    for (int step = 0; step < 5000 && !scheduler.idle(); ++step) {
+    size_t added = 0;
+    for (int step = 0; step < 5000 && (added < jobs.size() || !scheduler.idle()); ++step) {
+      for (const Job& job : jobs) {
+        if (job.arrival_step != step) continue;
+        scheduler.Add(job.id, job.prompt, job.fork_of);
+        left[job.id] = job.max_tokens;
+        ++added;
+      }
+      if (scheduler.idle()) continue;
       StepPlan plan = scheduler.Schedule();
       out.most_running = std::max(out.most_running, scheduler.num_running());
+      out.prefill_rows += plan.prefill_tokens;
       EXPECT_LE(scheduler.num_running(), slots);
       EXPECT_EQ((*states)->num_free(), slots - scheduler.num_running());
       std::vector<const float*> seen;
@@ -77,11 +90,21 @@ Outcome RunRecurrent(const std::vector<Job>& jobs, int64_t num_blocks, int32_t b
       scheduler.Update(result);
       for (const SampledToken& t : result.tokens) {
         out.generated[t.id].push_back(t.token);
-        if (--left[t.id] == 0) scheduler.Remove(t.id);
+        if (--left[t.id] == 0) {
+          out.cached_tokens[t.id] = scheduler.cached_tokens(t.id);
+          scheduler.Remove(t.id);
+        }
       }
     }
     EXPECT_TRUE(scheduler.idle());
+    EXPECT_EQ(added, jobs.size());
     out.preemptions = scheduler.preemptions_total();
+    out.hits = scheduler.prefix_hits_total();
+  }
+  if (cache_slots > 0) {
+    out.snapshots = (*cache)->stores();
+    out.snapshot_loads = (*cache)->loads();
+    out.snapshot_evictions = (*cache)->evictions();
   }
   EXPECT_EQ((*states)->num_free(), slots);
   EXPECT_EQ((*pool)->num_free(), num_blocks);
@@ -179,6 +202,91 @@ TEST(SchedulerRecurrentTest, NoPrefixHitsForksOrDrafts) {
   EXPECT_EQ(scheduler.prefix_hits_total(), 0);
   scheduler.Remove(1);
   scheduler.Remove(2);
+}
+
+// Requests over one document with their own questions.
+std::vector<Job> FanOut(int n, int doc_len, int tokens, int arrival_step = 0) {
+  const std::vector<int32_t> doc = FakePrompt(7, doc_len);
+  std::vector<Job> jobs;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> prompt = doc;
+    for (int32_t t : FakePrompt(100 + i, 3 + i)) prompt.push_back(t);
+    jobs.push_back({RequestId(i + 1), prompt, tokens, arrival_step});
+  }
+  return jobs;
+}
+
+TEST(SchedulerRecurrentTest, FanOutComputesTheSharedDocumentOnce) {
+  const std::vector<Job> jobs = FanOut(4, 37, 6);  // a 37-token document: 9 full blocks of 4 shared
+  for (int budget : {512, 16, 7}) {
+    const Outcome off = RunRecurrent(jobs, 256, 4, {8, budget}, 4);
+    const Outcome on = RunRecurrent(jobs, 256, 4, {8, budget}, 4, /*cache_slots=*/8);
+    EXPECT_EQ(off.hits, 0);
+    for (const Job& job : jobs) {
+      EXPECT_EQ(on.generated.at(job.id), off.generated.at(job.id))
+          << "budget " << budget << " job " << job.id;
+    }
+    // The first computes the document up to its last block boundary (36); the others wait for it and attach
+    // its blocks and the snapshot there.
+    EXPECT_EQ(on.cached_tokens.at(1), 0) << budget;
+    for (RequestId id : {2, 3, 4}) EXPECT_EQ(on.cached_tokens.at(id), 36) << "budget " << budget;
+    EXPECT_EQ(on.hits, 3 * 36);
+    EXPECT_EQ(on.prefill_rows, off.prefill_rows - 3 * 36);
+    EXPECT_EQ(on.snapshot_loads, 3);
+  }
+}
+
+TEST(SchedulerRecurrentTest, ANextTurnResumesFromThePromptsLastBlockBoundary) {
+  std::vector<Job> jobs;
+  const std::vector<int32_t> first = FakePrompt(3, 22);
+  jobs.push_back({1, first, 4});
+  std::vector<int32_t> second = first;  // the first turn's prompt, then more
+  for (int32_t t : FakePrompt(9, 11)) second.push_back(t);
+  jobs.push_back({2, second, 4, /*arrival_step=*/20});  // after the first finished
+  const Outcome off = RunRecurrent(jobs, 64, 4, {8, 512}, 2);
+  const Outcome on = RunRecurrent(jobs, 64, 4, {8, 512}, 2, /*cache_slots=*/2);
+  for (const Job& job : jobs) EXPECT_EQ(on.generated.at(job.id), off.generated.at(job.id)) << job.id;
+  EXPECT_EQ(on.cached_tokens.at(2), 20);  // 22 prompt tokens: the snapshot at 20 (5 blocks of 4)
+  EXPECT_EQ(on.snapshots, 2);             // each prompt's last block boundary, nothing else
+  EXPECT_EQ(on.snapshot_loads, 1);
+}
+
+TEST(SchedulerRecurrentTest, EvictedSnapshotsAreNotHits) {
+  // Turn one of two conversations, then turn two of the first: with one snapshot slot the second
+  // conversation's snapshot has evicted the first's (its KV blocks are still cached, but unusable).
+  const std::vector<int32_t> a = FakePrompt(3, 14), b = FakePrompt(4, 14);
+  std::vector<int32_t> a2 = a;
+  for (int32_t t : FakePrompt(9, 6)) a2.push_back(t);
+  const std::vector<Job> jobs = {{1, a, 3}, {2, b, 3, 10}, {3, a2, 3, 20}};
+  const Outcome off = RunRecurrent(jobs, 64, 4, {8, 512}, 2);
+  const Outcome one = RunRecurrent(jobs, 64, 4, {8, 512}, 2, /*cache_slots=*/1);
+  const Outcome two = RunRecurrent(jobs, 64, 4, {8, 512}, 2, /*cache_slots=*/2);
+  for (const Job& job : jobs) {
+    EXPECT_EQ(one.generated.at(job.id), off.generated.at(job.id)) << job.id;
+    EXPECT_EQ(two.generated.at(job.id), off.generated.at(job.id)) << job.id;
+  }
+  EXPECT_EQ(one.cached_tokens.at(3), 0);
+  EXPECT_EQ(one.snapshot_evictions, 2);  // b's evicts a's, then the second turn's (at 20) b's
+  EXPECT_EQ(two.cached_tokens.at(3), 12);
+  EXPECT_EQ(two.snapshot_evictions, 1);  // the second turn's evicts b's
+}
+
+TEST(SchedulerRecurrentTest, PreemptedRequestsResumeFromTheirSnapshot) {
+  // 12 blocks of 4: three requests growing to 9 + 20 tokens take turns; each resumes from the snapshot at its
+  // prompt's last block boundary (8) instead of position 0.
+  std::vector<Job> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back({RequestId(i + 1), FakePrompt(i, 9), 20});
+  const Outcome roomy = RunRecurrent(jobs, 64, 4, {8, 64}, 3);
+  const Outcome tight = RunRecurrent(jobs, 12, 4, {8, 64}, 3);
+  const Outcome cached = RunRecurrent(jobs, 12, 4, {8, 64}, 3, /*cache_slots=*/4);
+  EXPECT_GT(tight.preemptions, 0);
+  EXPECT_GT(cached.preemptions, 0);
+  EXPECT_GT(cached.snapshot_loads, 0);
+  EXPECT_EQ(cached.hits, 0);  // a recompute is not a prefix-cache query of its own
+  for (const Job& job : jobs) {
+    EXPECT_EQ(tight.generated.at(job.id), roomy.generated.at(job.id)) << job.id;
+    EXPECT_EQ(cached.generated.at(job.id), roomy.generated.at(job.id)) << job.id;
+  }
 }
 
 }  // namespace
