@@ -36,6 +36,15 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r)
       recurrent_cache_slots_total(r.Gauge("lockstep_recurrent_state_cache_slots_total",
                                           "Prefix-cache snapshot slots for recurrent states "
                                           "(--recurrent-cache-slots); 0 when there are none.")),
+      recurrent_snapshots(
+          r.Counter("lockstep_recurrent_state_snapshots_total",
+                    "Recurrent state snapshots taken at KV block boundaries (prefix cache).")),
+      recurrent_snapshot_hits(r.Counter("lockstep_recurrent_state_snapshot_hits_total",
+                                        "Recurrent state snapshots copied into a request's state: prefix "
+                                        "hits of models with recurrent layers.")),
+      recurrent_snapshot_evictions(r.Counter("lockstep_recurrent_state_snapshot_evictions_total",
+                                             "Recurrent state snapshots evicted for newer ones (least "
+                                             "recently used).")),
       batch_rows(r.Gauge("lockstep_batch_rows", "Rows in the last forward pass.")),
       prompt_tokens(r.Counter("lockstep_prompt_tokens_total", "Prompt tokens of accepted requests.")),
       generation_tokens(r.Counter("lockstep_generation_tokens_total", "Tokens generated.")),
@@ -74,6 +83,9 @@ void ServerMetrics::UpdateFromStats(const EngineStats& s) {
   recurrent_slots_total->Set(s.recurrent_slots_total);
   recurrent_cache_slots_used->Set(s.recurrent_cache_slots_used);
   recurrent_cache_slots_total->Set(s.recurrent_cache_slots_total);
+  recurrent_snapshots->Set(static_cast<double>(s.recurrent_snapshots_total));
+  recurrent_snapshot_hits->Set(static_cast<double>(s.recurrent_snapshot_hits_total));
+  recurrent_snapshot_evictions->Set(static_cast<double>(s.recurrent_snapshot_evictions_total));
   batch_rows->Set(s.step_rows);
   prompt_tokens->Set(static_cast<double>(s.prompt_tokens_total));
   generation_tokens->Set(static_cast<double>(s.generation_tokens_total));

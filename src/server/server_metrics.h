@@ -36,6 +36,10 @@ struct ServerMetrics {
   // Their prefix cache's state snapshots: slots holding one, and all of them (0: none).
   MetricFamily* recurrent_cache_slots_used;
   MetricFamily* recurrent_cache_slots_total;
+  // ... snapshots taken, copied into a request's state (its prefix hit) and evicted.
+  MetricFamily* recurrent_snapshots;
+  MetricFamily* recurrent_snapshot_hits;
+  MetricFamily* recurrent_snapshot_evictions;
   MetricFamily* batch_rows;
   MetricFamily* prompt_tokens;
   MetricFamily* generation_tokens;

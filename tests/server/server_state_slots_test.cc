@@ -1,6 +1,6 @@
 // The recurrent state slots of a model with recurrent layers (tiny-qwen35) through `lockstep serve
 // --recurrent-slots`: /metrics reports the slots asked for and those in use (none once requests finished),
-// and requests beyond the slots still complete (they wait for one).
+// and requests beyond the slots still complete (they wait for one); and the prefix cache's state snapshots.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -36,6 +36,25 @@ TEST_F(ServerStateSlotsTest, MetricsShowTheSlotsAndTheirUse) {
   ASSERT_TRUE(WaitForIdleEngine(port()));
   EXPECT_EQ(Metric(port(), "lockstep_recurrent_state_slots_used"), 0);
   EXPECT_EQ(Metric(port(), "lockstep_recurrent_state_slots_total"), 2);
+}
+
+// The prefix cache's state snapshots (--recurrent-cache-slots, default on): a prompt of several KV blocks
+// sent twice is computed once up to its last block boundary; the second request's hit shows in /metrics.
+TEST_F(ServerStateSlotsTest, MetricsShowStateSnapshotsAndTheirHits) {
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "w" + std::to_string(i) + " ";
+  const double hits_before = Metric(port(), "lockstep_recurrent_state_snapshot_hits_total");
+  const double prefix_hits_before = Metric(port(), "lockstep_prefix_cache_hits_total");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(Post(port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 2}}).status, 200);
+    ASSERT_TRUE(WaitForIdleEngine(port()));
+  }
+  EXPECT_GT(Metric(port(), "lockstep_recurrent_state_cache_slots_total"), 0);
+  EXPECT_GE(Metric(port(), "lockstep_recurrent_state_cache_slots_used"), 1);
+  EXPECT_GE(Metric(port(), "lockstep_recurrent_state_snapshots_total"), 1);
+  EXPECT_EQ(Metric(port(), "lockstep_recurrent_state_snapshot_hits_total"), hits_before + 1);
+  EXPECT_GT(Metric(port(), "lockstep_prefix_cache_hits_total"), prefix_hits_before);
+  EXPECT_EQ(Metric(port(), "lockstep_recurrent_state_snapshot_evictions_total"), 0);
 }
 
 }  // namespace

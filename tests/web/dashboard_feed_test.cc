@@ -40,6 +40,9 @@ TEST(DashboardFeedTest, UpdatesCarryNewStepsRequestsAndFinishes) {
   stats.kv_blocks_used = 7;
   stats.recurrent_slots_total = 4;
   stats.recurrent_slots_used = 3;
+  stats.recurrent_cache_slots_total = 8;
+  stats.recurrent_cache_slots_used = 2;
+  stats.recurrent_snapshot_hits_total = 5;
   stats.generation_tokens_total = 2;
   feed.OnStepRecord(Record(1, {{1, 10, false}, {2, 10, false}},
                            {Held(1, StepRecord::State::kDecode, 1), Held(2, StepRecord::State::kDecode, 1),
@@ -70,6 +73,9 @@ TEST(DashboardFeedTest, UpdatesCarryNewStepsRequestsAndFinishes) {
   EXPECT_EQ(u["requests"][2]["state"], "preempted");
   EXPECT_EQ(u["engine"]["kv_blocks_used"], 7);
   EXPECT_EQ(u["engine"]["recurrent_slots_total"], 4);
+  EXPECT_EQ(u["engine"]["recurrent_cache_slots_total"], 8);
+  EXPECT_EQ(u["engine"]["recurrent_cache_slots_used"], 2);
+  EXPECT_EQ(u["engine"]["recurrent_snapshot_hits_total"], 5);
   EXPECT_EQ(u["engine"]["recurrent_slots_used"], 3);
   EXPECT_TRUE(u["engine"]["prefix_cache_hit_ratio"].is_null());  // no prefix cache lookups yet
   EXPECT_EQ(cursor.step, 2);
