@@ -1,5 +1,6 @@
 #include "grammar/gbnf_builder.h"
 
+#include <map>
 #include <set>
 
 #include "base/status.h"
@@ -7,17 +8,6 @@
 #include "tokenizer/utf8.h"
 
 namespace lockstep::grammar {
-namespace {
-
-// A code point inside a GBNF character class.
-std::string ClassChar(uint32_t c) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out = "\\U";
-  for (int shift = 28; shift >= 0; shift -= 4) out += hex[(c >> shift) & 15];
-  return out;
-}
-
-}  // namespace
 
 std::string GbnfBuilder::UniqueName(const std::string& hint) {
   std::string base = prefix_;
@@ -42,36 +32,66 @@ std::string GbnfBuilder::Add(const std::string& name_hint, const std::string& bo
   return name;
 }
 
-std::string GbnfBuilder::AddTextWithout(const std::string& name_hint, std::string_view stop) {
-  std::vector<uint32_t> s;
-  for (size_t p = 0; p < stop.size();) s.push_back(utf8::DecodeAt(stop, &p));
-  LOCKSTEP_CHECK(!s.empty());
-  const size_t n = s.size();
-  // Knuth-Morris-Pratt: fail[k] = the longest proper border of s[0, k).
-  std::vector<size_t> fail(n + 1, 0);
-  for (size_t k = 2; k <= n; ++k) {
-    size_t f = fail[k - 1];
-    while (f > 0 && s[f] != s[k - 1]) f = fail[f];
-    fail[k] = s[f] == s[k - 1] ? f + 1 : 0;
+std::string GbnfBuilder::AddTextWithout(const std::string& name_hint, const std::vector<std::string>& stops,
+                                        const std::string& excluded, const std::string& reset) {
+  // The trie of the stops: node 0 is the empty prefix; children[k] node k's; forbidden[k] whether a stop
+  // ends at node k (or, once the failure links are known, at one of its suffixes).
+  std::vector<std::map<uint32_t, size_t>> children(1);
+  std::vector<bool> forbidden(1, false);
+  std::set<uint32_t> chars;
+  for (const std::string& stop : stops) {
+    LOCKSTEP_CHECK(!stop.empty());
+    size_t node = 0;
+    for (size_t p = 0; p < stop.size();) {
+      const uint32_t c = utf8::DecodeAt(stop, &p);
+      chars.insert(c);
+      auto it = children[node].find(c);
+      if (it == children[node].end()) {
+        it = children[node].emplace(c, children.size()).first;
+        children.emplace_back();
+        forbidden.push_back(false);
+      }
+      node = it->second;
+    }
+    forbidden[node] = true;
+  }
+  // Aho-Corasick: fail[k] = the node of the longest proper suffix of k's prefix that is also a trie node,
+  // computed breadth-first; a node whose failure chain reaches a stop is forbidden too.
+  const size_t n = children.size();
+  std::vector<size_t> fail(n, 0), order = {0};
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t k = order[i];
+    for (const auto& [c, child] : children[k]) {
+      size_t f = fail[k];
+      while (k != 0 && f != 0 && children[f].count(c) == 0) f = fail[f];
+      fail[child] = k == 0 ? 0 : (children[f].count(c) != 0 ? children[f].at(c) : 0);
+      forbidden[child] = forbidden[child] || forbidden[fail[child]];
+      order.push_back(child);
+    }
   }
   auto next = [&](size_t k, uint32_t c) {
-    while (k > 0 && (k == n || s[k] != c)) k = fail[k];
-    return s[k] == c ? k + 1 : 0;
+    while (k != 0 && children[k].count(c) == 0) k = fail[k];
+    const auto it = children[k].find(c);
+    return it == children[k].end() ? size_t(0) : it->second;
   };
-  const std::set<uint32_t> chars(s.begin(), s.end());
   std::vector<std::string> names(n);
-  for (size_t k = 0; k < n; ++k) names[k] = Reserve(name_hint);
-  for (size_t k = 0; k < n; ++k) {
-    std::string body = "\"\"", others;
+  for (size_t k : order) {
+    if (!forbidden[k]) names[k] = Reserve(name_hint);
+  }
+  std::string others;
+  for (uint32_t c : chars) others += GbnfClassChar(c);
+  for (size_t k : order) {
+    if (forbidden[k]) continue;
+    std::string body = "\"\"";
     for (uint32_t c : chars) {
-      others += ClassChar(c);
       const size_t to = next(k, c);
-      if (to == n) continue;  // would complete `stop`
+      if (forbidden[to]) continue;  // would complete a stop
       std::string lit;
       utf8::Append(c, &lit);
       body += " | " + GbnfLiteral(lit) + " " + names[to];
     }
-    body += " | [^" + others + "] " + names[0];
+    body += " | [^" + others + excluded + "] " + names[0];
+    if (!reset.empty()) body += " | " + reset + " " + names[0];
     Define(names[k], body);
   }
   return names[0];

@@ -24,10 +24,19 @@ class GbnfBuilder {
   std::string Reserve(const std::string& name_hint);
   void Define(const std::string& name, const std::string& body);
   bool Has(const std::string& name) const { return bodies_.count(name) != 0; }
-  // A rule for any text (code points) that does not contain `stop` (UTF-8, not empty) anywhere; `stop`
-  // appended to such a text first occurs at its end when no proper prefix of `stop` is also its suffix (true
-  // of the closing tags it is used for). One rule per state of a matcher of `stop`, right-recursive.
-  std::string AddTextWithout(const std::string& name_hint, std::string_view stop);
+  // A rule for any text (code points) that contains none of `stops` (UTF-8, none empty) anywhere. A stop
+  // appended to such a text first occurs at its end when no stop holds a stop's first character anywhere
+  // but at its start (true of the '<'-led tags it is used for). `excluded`: a GBNF character-class body of
+  // code points the text never holds raw (none of the stops' characters); `reset`: a GBNF expression for one
+  // more unit the text may hold anywhere (JSON's escapes), which must take no part in a stop (it starts with
+  // a character no stop holds, and none of its characters starts one). One rule per state of an
+  // Aho-Corasick matcher of the stops, right-recursive; hand-written, as no library builds the exclusion
+  // automaton of several strings as GBNF.
+  std::string AddTextWithout(const std::string& name_hint, const std::vector<std::string>& stops,
+                             const std::string& excluded = "", const std::string& reset = "");
+  std::string AddTextWithout(const std::string& name_hint, std::string_view stop) {
+    return AddTextWithout(name_hint, std::vector<std::string>{std::string(stop)});
+  }
 
   std::string Text() const;
 

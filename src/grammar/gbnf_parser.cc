@@ -380,6 +380,13 @@ class Parser {
 
 Result<Grammar> ParseGbnf(std::string_view text, std::string_view root) { return Parser(text).Parse(root); }
 
+std::string GbnfClassChar(uint32_t c) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out = "\\U";
+  for (int shift = 28; shift >= 0; shift -= 4) out += hex[(c >> shift) & 15];
+  return out;
+}
+
 std::string GbnfLiteral(std::string_view utf8) {
   std::string out = "\"";
   for (unsigned char c : utf8) {

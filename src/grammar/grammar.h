@@ -64,5 +64,7 @@ Result<Grammar> ParseGbnf(std::string_view text, std::string_view root = "root")
 
 // GBNF text of a string literal: `"` + value with \, ", control characters and DEL escaped + `"`.
 std::string GbnfLiteral(std::string_view utf8);
+// A code point as it is written inside a GBNF character class (\UXXXXXXXX).
+std::string GbnfClassChar(uint32_t c);
 
 }  // namespace lockstep::grammar

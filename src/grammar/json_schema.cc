@@ -12,6 +12,7 @@
 #include "grammar/gemma4_value.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema_rules.h"
+#include "grammar/json_stops.h"
 #include "grammar/number_range.h"
 #include "grammar/regex_to_gbnf.h"
 #include "tokenizer/utf8.h"
@@ -37,13 +38,16 @@ std::string Quantifier(int64_t min, int64_t max) {  // max < 0: unbounded
 
 class SchemaConverter {
  public:
-  SchemaConverter(const Json& root, ValueSyntax syntax, const std::string& prefix)
+  SchemaConverter(const Json& root, ValueSyntax syntax, const std::string& prefix,
+                  const std::vector<std::string>& stops)
       : root_(root),
         syntax_(syntax),
         primitives_(syntax == ValueSyntax::kGemma4 ? std::span<const NamedRule>(kGemma4PrimitiveRules)
                                                    : std::span<const NamedRule>(kPrimitiveRules)),
         prefix_(prefix),
-        b_(prefix) {}
+        b_(prefix),
+        stops_(gemma() ? std::vector<std::string>() : stops),
+        firsts_(StopFirsts(stops_)) {}
 
   Result<SchemaRules> Convert() {
     const std::string expr = Visit(root_, "root", "");
@@ -67,6 +71,11 @@ class SchemaConverter {
     prims_[name] = reserved;
     if (gemma() && name == "string") {
       b_.Define(reserved, Quoted(b_.AddTextWithout("text", kGemma4Quote)));
+      return reserved;
+    }
+    if (!stops_.empty() && name == "string") {  // any text but the stops, as written (escapes reset)
+      const std::string escape = "[\\\\] ([\"\\\\/bfnrt] | \"u\" " + Prim("unicode-escape") + ")";
+      b_.Define(reserved, Quoted(b_.AddTextWithout("chars", stops_, R"("\\\x7F\x00-\x1F)", escape)));
       return reserved;
     }
     const std::string_view* found = FindRule(primitives_, name);
@@ -98,6 +107,9 @@ class SchemaConverter {
       out += c;
     }
     flush();
+    if (name == "char" && !gemma() && !firsts_.empty()) {  // length-bounded strings: no stop can start
+      out.insert(out.find("[^") + 2, ClassBody(firsts_));
+    }
     b_.Define(reserved, out);
     return reserved;
   }
@@ -108,10 +120,12 @@ class SchemaConverter {
     return quote + " " + inner + " " + quote + " " + Space();
   }
   // A constant value's text in this syntax.
-  std::string Literal(const Json& v) { return GbnfLiteral(gemma() ? Gemma4ValueText(v) : v.dump()); }
+  std::string Literal(const Json& v) {
+    return GbnfLiteral(gemma() ? Gemma4ValueText(v) : EscapeCodepoints(v.dump(), firsts_));
+  }
   // An object key as written: JSON's quoted string, or Gemma's bare identifier (quoted where it is not one).
   std::string KeyLiteral(const std::string& key) {
-    if (!gemma()) return GbnfLiteral(Json(key).dump());
+    if (!gemma()) return GbnfLiteral(EscapeCodepoints(Json(key).dump(), firsts_));
     return GbnfLiteral(Gemma4KeyText(key));
   }
 
@@ -433,10 +447,12 @@ class SchemaConverter {
         excluded += lit;
         std::vector<uint32_t> longer = prefix;
         longer.push_back(c);
-        alts += (alts.empty() ? "" : " | ") + GbnfLiteral(lit) + " " + node(longer);
+        alts +=
+            (alts.empty() ? "" : " | ") + GbnfLiteral(EscapeCodepoints(lit, firsts_)) + " " + node(longer);
       }
       alts += (alts.empty() ? "" : " | ") + std::string("( [^\"\\\\\\x7F\\x00-\\x1F") + excluded +
-              "] | [\\\\] ([\"\\\\/bfnrt] | \"u\" " + Prim("unicode-escape") + ") ) " + ch + "* \"\\\"\"";
+              ClassBody(firsts_) + "] | [\\\\] ([\"\\\\/bfnrt] | \"u\" " + Prim("unicode-escape") + ") ) " +
+              ch + "* \"\\\"\"";
       return b_.Add(name + "-other-key", alts);
     };
     return "\"\\\"\" " + node({}) + " " + Space();
@@ -505,7 +521,7 @@ class SchemaConverter {
         return Fail(pointer, "pattern together with minLength, maxLength or format is not supported"), "";
       }
       if (!s["pattern"].is_string()) return Fail(pointer + "/pattern", "pattern must be a string"), "";
-      auto expr = RegexToGbnf(s["pattern"].get<std::string>(), /*json_string=*/!gemma());
+      auto expr = RegexToGbnf(s["pattern"].get<std::string>(), /*json_string=*/!gemma(), firsts_);
       if (!expr.ok()) return Fail(pointer + "/pattern", expr.status().message()), "";
       return Quoted(*expr);
     }
@@ -573,7 +589,9 @@ class SchemaConverter {
   Status error_;
   std::map<std::string, std::string> prims_;
   std::map<std::string, std::string> refs_;
-  int depth_ = 0;  // Visit calls open
+  int depth_ = 0;                   // Visit calls open
+  std::vector<std::string> stops_;  // texts no string holds as written (the JSON syntax only)
+  std::set<uint32_t> firsts_;       // their first characters
 };
 
 // The deepest nesting of arrays and objects in `value`, counted without recursion (stopping past `limit`).
@@ -593,16 +611,16 @@ int JsonDepth(const nlohmann::ordered_json& value, int limit) {
 }  // namespace
 
 Result<SchemaRules> JsonSchemaRules(const nlohmann::ordered_json& schema, ValueSyntax syntax,
-                                    const std::string& prefix) {
+                                    const std::string& prefix, const std::vector<std::string>& stops) {
   if (JsonDepth(schema, kMaxSchemaJsonDepth) > kMaxSchemaJsonDepth) {
     return InvalidArgument("JSON schema nests arrays and objects more than " +
                            std::to_string(kMaxSchemaJsonDepth) + " levels deep");
   }
-  return SchemaConverter(schema, syntax, prefix).Convert();
+  return SchemaConverter(schema, syntax, prefix, stops).Convert();
 }
 
 Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
-  LOCKSTEP_ASSIGN_OR_RETURN(SchemaRules rules, JsonSchemaRules(schema, ValueSyntax::kJson, ""));
+  LOCKSTEP_ASSIGN_OR_RETURN(SchemaRules rules, JsonSchemaRules(schema, ValueSyntax::kJson, "", {}));
   return std::move(rules.gbnf);
 }
 

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -37,13 +38,17 @@ enum class ValueSyntax { kJson, kGemma4 };
 // GBNF text whose `root` produces JSON valid against `schema`.
 Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
 // Rules that can be put beside others in one grammar: every name starts with `prefix` (which must not be
-// empty), and rule `root` produces a value valid against `schema` in `syntax`.
+// empty), and rule `root` produces a value valid against `schema` in `syntax`. `stops` (JSON syntax only):
+// texts that no string or key holds as written, for values inside a tool call whose parser searches for
+// them (each '<'-led: its first character never appears in JSON outside strings nor in an escape). Strings
+// keep any value: a stop's first character may be written as a \u escape, and must be so in constants,
+// keys, patterns and length-bounded strings; unbounded strings hold it raw, only not starting a stop.
 struct SchemaRules {
   std::string gbnf;
   std::string root;
 };
 Result<SchemaRules> JsonSchemaRules(const nlohmann::ordered_json& schema, ValueSyntax syntax,
-                                    const std::string& prefix);
+                                    const std::string& prefix, const std::vector<std::string>& stops = {});
 
 // GBNF text whose root is any JSON object (OpenAI's {"type": "json_object"}).
 std::string JsonObjectGbnf();

@@ -42,7 +42,7 @@ std::string ClassText(const Ranges& ranges) {
   return out + "]";
 }
 
-std::string JsonEscaped(uint32_t cp) {
+std::string JsonEscaped(uint32_t cp, const std::set<uint32_t>& escaped) {
   switch (cp) {
     case '"':
       return "\\\"";
@@ -61,9 +61,11 @@ std::string JsonEscaped(uint32_t cp) {
     default:
       break;
   }
-  if (cp < 0x20) {
+  if (cp < 0x20 || escaped.count(cp) != 0) {
     static const char* digits = "0123456789abcdef";
-    return std::string("\\u00") + digits[cp >> 4] + digits[cp & 15];
+    std::string out = "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += digits[(cp >> shift) & 15];
+    return out;
   }
   std::string s;
   utf8::Append(cp, &s);
@@ -72,7 +74,8 @@ std::string JsonEscaped(uint32_t cp) {
 
 class RegexParser {
  public:
-  RegexParser(std::vector<uint32_t> cps, bool json) : cps_(std::move(cps)), json_(json) {}
+  RegexParser(std::vector<uint32_t> cps, bool json, const std::set<uint32_t>& escaped)
+      : cps_(std::move(cps)), json_(json), escaped_(escaped) {}
 
   Result<std::string> Parse() {
     size_t end = cps_.size();
@@ -93,23 +96,44 @@ class RegexParser {
     if (error_.ok()) error_ = InvalidArgument("regex at character " + std::to_string(at + 1) + ": " + what);
   }
 
-  std::string Literal(uint32_t cp) const {
-    if (json_) return GbnfLiteral(JsonEscaped(cp));
+  std::string Literal(uint32_t cp) {
+    if (json_) return GbnfLiteral(JsonEscaped(cp, escaped_));
+    if (escaped_.count(cp) != 0) {  // raw text that must not hold it
+      std::string c;
+      utf8::Append(cp, &c);
+      Fail(pos_ - 1, "the pattern spells '" + c + "', which this value cannot hold");
+      return "[]";
+    }
     std::string s;
     utf8::Append(cp, &s);
     return GbnfLiteral(s);
   }
 
   // A set of code points as an expression; in JSON mode ", \ and controls become their escapes.
-  std::string SetExpr(const Ranges& raw, bool negated) const {
-    const Ranges ranges = NormalizeRanges(raw, negated);
-    if (!json_) return ClassText(ranges);
+  std::string SetExpr(const Ranges& raw, bool negated) {
+    Ranges ranges = NormalizeRanges(raw, negated);
+    if (!json_) {  // the escaped code points left out
+      Ranges kept;
+      for (const CodepointRange& r : ranges) {
+        CodepointRange rest = r;
+        for (uint32_t e : escaped_) {
+          if (rest.first <= e && e <= rest.last) {
+            if (rest.first < e) kept.push_back({rest.first, e - 1});
+            rest.first = e + 1;
+          }
+        }
+        if (rest.first <= rest.last) kept.push_back(rest);
+      }
+      return ClassText(kept);
+    }
     Ranges plain;
     std::vector<std::string> alts;
     for (const CodepointRange& r : ranges) {
       for (uint32_t c = r.first; c <= std::min<uint32_t>(r.last, 0x1F); ++c) alts.push_back(Literal(c));
       CodepointRange rest{std::max<uint32_t>(r.first, 0x20), r.last};
-      for (uint32_t special : {uint32_t('"'), uint32_t('\\')}) {
+      std::set<uint32_t> specials = escaped_;  // ascending
+      specials.insert({uint32_t('"'), uint32_t('\\')});
+      for (uint32_t special : specials) {
         if (rest.first <= special && special <= rest.last) {
           alts.push_back(Literal(special));
           if (rest.first < special) plain.push_back({rest.first, special - 1});
@@ -478,18 +502,20 @@ class RegexParser {
   size_t pos_ = 0;
   size_t end_ = 0;
   int nesting_ = 0;  // groups open at pos_
+  std::set<uint32_t> escaped_;
   Status error_;
 };
 
 }  // namespace
 
-Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string) {
+Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string,
+                                const std::set<uint32_t>& escaped) {
   if (size_t bad = utf8::FindInvalid(pattern); bad != std::string_view::npos) {
     return InvalidArgument("regex has invalid UTF-8 at byte " + std::to_string(bad));
   }
   std::vector<uint32_t> cps;
   for (size_t p = 0; p < pattern.size();) cps.push_back(utf8::DecodeAt(pattern, &p));
-  return RegexParser(std::move(cps), json_string).Parse();
+  return RegexParser(std::move(cps), json_string, escaped).Parse();
 }
 
 }  // namespace lockstep::grammar

@@ -15,9 +15,12 @@
 // 8 MiB stack; real patterns nest a few levels).
 //
 // json_string: produce the text as it appears inside a JSON string (", \ and control characters escaped),
-// for patterns on JSON schema strings. Pure function.
+// for patterns on JSON schema strings; `escaped`: code points it then writes only as \u escapes too (BMP),
+// or, in raw text, leaves out of classes (a pattern that spells one literally is InvalidArgument).
+// Pure function.
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -27,6 +30,7 @@ namespace lockstep::grammar {
 
 inline constexpr int kMaxRegexNesting = 100;
 
-Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string);
+Result<std::string> RegexToGbnf(std::string_view pattern, bool json_string,
+                                const std::set<uint32_t>& escaped = {});
 
 }  // namespace lockstep::grammar
