@@ -7,8 +7,8 @@
 // text is split into reasoning and content (chat/reasoning.h; <think> or [THINK] tags) whole and streamed:
 // each streamed split extends the one before and the last is the whole text's, all UTF-8. Forced choices
 // take the model's call syntax from the input (server/tool_grammar.h): a text their grammar accepts parses
-// into calls (of the named function, for a named choice), unless a value holds one of the syntax's own tags
-// (ValueHoldsADelimiter: the known gap).
+// into calls (of the named function, for a named choice) whose arguments are valid, values holding the
+// syntax's own tags included.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -43,37 +43,6 @@ ToolSpec MakeSpec(int choice, bool parallel) {
   auto spec = lockstep::server::ReadToolFields(body, body.dump());
   lockstep::fuzz::Require(spec.ok(), "the fixed tool declarations are accepted");
   return *spec.value;
-}
-
-// The forced grammars let a string or raw-text value hold the syntax's own delimiters (a value with
-// "</function>" or "</tool_call>" in it), where the parser ends the call early: a known gap, llama.cpp's as
-// well (docs/structured.md). Such texts hold one of these tags more or fewer times than its partner.
-bool ValueHoldsADelimiter(std::string_view text) {
-  auto count = [&](std::string_view tag) {
-    size_t n = 0;
-    for (size_t at = text.find(tag); at != std::string_view::npos; at = text.find(tag, at + tag.size())) ++n;
-    return n;
-  };
-  static const std::pair<std::string_view, std::string_view> kPairs[] = {
-      {"<tool_call>", "</tool_call>"},
-      {"<function=", "</function>"},
-      {"<parameter=", "</parameter>"},
-      {"<arg_key>", "</arg_key>"},
-      {"<arg_value>", "</arg_value>"},
-      {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"},
-      {"<|tool_call_begin|>", "<|tool_call_end|>"},
-      {"<|tool_call_begin|>", "<|tool_call_argument_begin|>"},
-      {"<|tool_call>", "<tool_call|>"},
-      {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"},
-      {"<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"},
-      {"<｜DSML｜invoke", "</｜DSML｜invoke>"},
-      {"<｜DSML｜parameter", "</｜DSML｜parameter>"},
-      {"[TOOL_CALLS]", "[ARGS]"},
-  };
-  for (const auto& [open, close] : kPairs) {
-    if (count(open) != count(close)) return true;
-  }
-  return count("```") != 2 * count("```json");  // DeepSeek R1's fenced arguments
 }
 
 void CheckReasoningSplits(std::string_view text, const lockstep::chat::ReasoningTags& tags, bool opened,
@@ -146,11 +115,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       g = *compiled;
     }
     grammar::GrammarMatcher m(g);
-    if (m.AcceptBytes(text) && m.accepting() && !ValueHoldsADelimiter(text)) {
+    if (m.AcceptBytes(text) && m.accepting()) {
       fuzz::Require(!whole.calls.empty(), "a text the forced grammar accepts parses into calls");
       for (const server::ToolCall& call : whole.calls) {
         fuzz::Require(spec.choice != server::ToolChoice::kNamed || call.name == spec.named,
                       "a named choice's grammar calls that function only");
+        const nlohmann::json args = nlohmann::json::parse(call.arguments, nullptr, false);
+        fuzz::Require(args.is_object(), "a forced call's arguments are an object");
+        if (call.name == "get_weather") {
+          fuzz::Require(args.contains("city") && args["city"].is_string() &&
+                            (!args.contains("days") || args["days"].is_number_integer()) &&
+                            args.size() == 1 + args.contains("days"),
+                        "a forced call's arguments are valid against its parameters");
+        }
       }
     }
   }

@@ -1,10 +1,12 @@
 #include "server/tool_grammar.h"
 
 #include <algorithm>
+#include <set>
 
 #include "grammar/gbnf_builder.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/json_stops.h"
 #include "grammar/regex_to_gbnf.h"
 #include "server/structured_fields.h"
 #include "server/tool_call_deepseek.h"
@@ -61,15 +63,37 @@ Parsed<std::string> JsonForcedGbnf(const ToolSpec& spec) {
   return SchemaGbnf(schema, "tools");
 }
 
+// The texts a syntax's parser searches for inside a call (tool_calls.cc, tool_call_*.cc) before it reads the
+// values, so that no raw text and no JSON string may hold them as written: the call would end early.
+// (DeepSeek's, Kimi's, Mistral's and Gemma 4's parsers read JSON and Gemma values by their structure.)
+std::vector<std::string> StopsOf(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::kHermes:
+      return {"</tool_call>"};
+    case ToolSyntax::kGlm:
+      return {"</arg_value>", "</tool_call>"};
+    case ToolSyntax::kQwenXml:
+      return {"</parameter>", "<parameter=", "</function>", "</tool_call>"};
+    case ToolSyntax::kDsml:
+    case ToolSyntax::kDsmlV4:
+      return {std::string(kDsmlParameterEnd)};
+    default:
+      return {};
+  }
+}
+
 // Collects one grammar from the generated parts: the rules of each schema under its own prefix, then ours.
 class ForcedGrammar {
  public:
+  explicit ForcedGrammar(ToolSyntax syntax) : stops_(StopsOf(syntax)) {}
+  // The texts no value holds as written.
+  const std::vector<std::string>& stops() const { return stops_; }
   // The rule producing tool i's arguments (an object valid against its parameters) in `syntax`.
   Parsed<std::string> Arguments(const ToolSpec& spec, size_t i, grammar::ValueSyntax syntax) {
     return Value(spec.parameters[i], ParamName(i), syntax);
   }
   Parsed<std::string> Value(const Ordered& schema, const std::string& param, grammar::ValueSyntax syntax) {
-    auto rules = grammar::JsonSchemaRules(schema, syntax, "s" + std::to_string(schemas_++) + "-");
+    auto rules = grammar::JsonSchemaRules(schema, syntax, "s" + std::to_string(schemas_++) + "-", stops_);
     if (!rules.ok()) return ApiError::Field(param, param + ": " + rules.status().message());
     text_ += rules->gbnf;
     return rules->root;
@@ -78,17 +102,17 @@ class ForcedGrammar {
   std::string Text(const std::string& root) const { return "root ::= " + root + "\n" + b_.Text() + text_; }
 
  private:
+  std::vector<std::string> stops_;
   grammar::GbnfBuilder b_{"f-"};
   std::string text_;
   int schemas_ = 0;
 };
 
 // How a key/value syntax writes one parameter: GBNF before the value (given the key's GBNF and whether the
-// value is raw text), after it, and the closing tag raw text must not contain.
+// value is raw text) and after it.
 struct ParamForm {
   std::string (*open)(const std::string& key, bool raw);
   std::string close;
-  std::string_view stop;
 };
 std::string DsmlOpen(const std::string& key, bool raw) {
   return GbnfLiteral(std::string(kDsmlPrefix) + "parameter name=\"") + " " + key + " " +
@@ -101,11 +125,11 @@ std::string XmlOpen(const std::string& key, bool) { return "\"<parameter=\" " + 
 ParamForm FormOf(ToolSyntax syntax) {
   switch (syntax) {
     case ToolSyntax::kGlm:
-      return {GlmOpen, "\"</arg_value>\" \"\\n\"?", "</arg_value>"};
+      return {GlmOpen, "\"</arg_value>\" \"\\n\"?"};
     case ToolSyntax::kQwenXml:
-      return {XmlOpen, "\"\\n</parameter>\\n\"", "</parameter>"};
+      return {XmlOpen, "\"\\n</parameter>\\n\""};
     default:
-      return {DsmlOpen, GbnfLiteral(std::string(kDsmlParameterEnd) + "\n"), kDsmlParameterEnd};
+      return {DsmlOpen, GbnfLiteral(std::string(kDsmlParameterEnd) + "\n")};
   }
 }
 
@@ -116,7 +140,7 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
   const ParamForm form = FormOf(syntax);
   auto open = form.open;
   const std::string& close = form.close;
-  const std::string raw_text = g.builder().AddTextWithout("raw-text", form.stop);
+  const std::string raw_text = g.builder().AddTextWithout("raw-text", g.stops());
   if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) {
     // Any names, each value JSON.
     auto value = g.Value(Ordered::object(), ParamName(i), grammar::ValueSyntax::kJson);
@@ -145,14 +169,28 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
       for (const Ordered& v : property["enum"]) raw = raw && v.is_string();
     }
     if (raw && property.contains("const")) raw = property["const"].is_string();
+    // A constant holding a tag the parser splits on cannot be written as raw text (nor as JSON, which the
+    // parser would read back with its quotes): left out, and a 400 when nothing is left.
+    auto holds_stop = [&](const std::string& v) {
+      return std::any_of(g.stops().begin(), g.stops().end(),
+                         [&](const std::string& stop) { return v.find(stop) != std::string::npos; });
+    };
+    const std::string unwritable = where + ": a value holding a tag of the model's call syntax (" +
+                                   (g.stops().empty() ? "" : g.stops()[0]) + ", ...) cannot be written";
     if (raw && property.contains("enum") && property["enum"].is_array() && !property["enum"].empty()) {
-      for (const Ordered& v : property["enum"])
-        value += (value.empty() ? "" : " | ") + GbnfLiteral(v.get<std::string>());
+      for (const Ordered& v : property["enum"]) {
+        if (!holds_stop(v.get<std::string>()))
+          value += (value.empty() ? "" : " | ") + GbnfLiteral(v.get<std::string>());
+      }
+      if (value.empty()) return ApiError::Field(where, unwritable);
       value = "( " + value + " )";
     } else if (raw && property.contains("const")) {
+      if (holds_stop(property["const"].get<std::string>())) return ApiError::Field(where, unwritable);
       value = GbnfLiteral(property["const"].get<std::string>());
     } else if (raw && property.contains("pattern") && property["pattern"].is_string()) {
-      auto expr = grammar::RegexToGbnf(property["pattern"].get<std::string>(), /*json_string=*/false);
+      // The stops' first characters ('<') left out of its classes, so that no tag can be spelled.
+      const std::set<uint32_t> firsts = grammar::StopFirsts(g.stops());
+      auto expr = grammar::RegexToGbnf(property["pattern"].get<std::string>(), /*json_string=*/false, firsts);
       if (!expr.ok()) return ApiError::Field(where, where + ": " + expr.status().message());
       value = "( " + *expr + " )";
     } else if (raw) {
@@ -325,7 +363,7 @@ Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec, const std::optional<cha
                                    bool opened) {
   if (!spec.forced()) return std::string();
   if (spec.syntax == ToolSyntax::kJson) return JsonForcedGbnf(spec);
-  ForcedGrammar g;
+  ForcedGrammar g(spec.syntax);
   std::string alts;
   for (size_t i = 0; i < spec.names.size(); ++i) {
     if (spec.choice == ToolChoice::kNamed && spec.names[i] != spec.named) continue;

@@ -5,8 +5,7 @@
 //               with no syntax of their own (Llama 3's JSON, ChatML without tools, unknown templates) and
 //               gpt-oss's Harmony (not generated)
 //   kHermes     <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>, one per call (Qwen2.5,
-//   Qwen3,
-//               Hermes 2 / 3)
+//               Qwen3, Hermes 2 / 3)
 //   kMistral    [TOOL_CALLS]NAME[ARGS]{...} (or NAME[CALL_ID]ID9[ARGS]{...}), repeated (Mistral Small 3.2,
 //               Devstral, Ministral 3)
 //   kMistralV3  [TOOL_CALLS][{"name": "NAME", "arguments": {...}, "id": "ID9"}, ...] (Mistral Nemo, v3)
@@ -25,17 +24,22 @@
 //               between the parts optional: GLM-4.6 writes them, 4.7 and 5 do not)
 //   kQwenXml    <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>\n
 //               </tool_call>, one block per call (Qwen3-Coder, Qwen3.5, Nemotron 3 Nano)
-// In the key/value syntaxes (DSML, GLM, Qwen XML) a top-level property that is always a string (typed
-// string, or a string enum / const) is its raw text (without length or format bounds; never holding the
-// closing tag), any other JSON, which the parsers read back by the property's `type` (a property with no
+// No value holds, as written, a text the syntax's parser splits on before it reads values (a closing tag,
+// another parameter's tag, the call's or block's end: </tool_call> in Hermes's JSON, the four tags of Qwen's
+// XML, ...): raw text leaves them out (a constant holding one is left out, a 400 when none is left; a
+// pattern's classes leave out '<'), JSON strings write their '<' as \u003c where it would begin one
+// (grammar/json_schema.h stops). In the key/value syntaxes (DSML, GLM, Qwen XML) a top-level property that
+// is always a string (typed string, or a string enum / const) is its raw text (without length or format
+// bounds), any other JSON, which the parsers read back by the property's `type` (a property with no
 // `type` may come back as text in GLM's and Qwen's); a parameters schema without top-level properties
 // takes any names with JSON values.
 // The syntax is found once from the template's text (DetectToolSyntax). A named choice makes exactly one
 // call of that function; "required" one (or, with parallel_tool_calls, up to kMaxParallelToolCalls) of any.
 // Where the template writes reasoning (chat/reasoning.h tags), the grammar lets one reasoning block come
 // first (the rest of it when the prompt opened it), so a thinking model thinks before it calls, as llama.cpp
-// lets it; the block is split off as reasoning_content. The markers are produced as the vocabulary's control
-// tokens where they are ones (GrammarCache's marker view). Pure functions.
+// lets it; the block is split off as reasoning_content. The markers are
+// produced as the vocabulary's control tokens where they are ones (GrammarCache's marker view). Pure
+// functions.
 #pragma once
 
 #include <optional>

@@ -180,13 +180,16 @@ TEST(ToolGrammar, GeneratedCallsParseBackIntoValidArguments) {
         ASSERT_TRUE(gbnf.ok()) << gbnf.error.status.message();
         auto parsed = grammar::ParseGbnf(*gbnf.value);
         ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+        auto compiled = grammar::CompiledGrammar::FromGbnf(*gbnf.value);  // once: the texts' matcher
+        ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
         Generator gen(*parsed);
         std::mt19937 rng(7);
         std::map<std::string, int> called;
         for (int i = 0; i < 60; ++i) {
           std::string text = gen.Text(rng);
           const std::string where = std::string(ToolSyntaxName(syntax)) + " " + choice + ": " + text;
-          ASSERT_TRUE(Accepts(*gbnf.value, text)) << where;
+          grammar::GrammarMatcher matcher(*compiled);
+          ASSERT_TRUE(matcher.AcceptBytes(text) && matcher.accepting()) << where;
           if (thinking) {  // the server splits the reasoning block off before the parser sees the rest
             text = chat::SplitReasoning(text, chat::kThinkTags, false, true).content;
           }
@@ -256,6 +259,123 @@ TEST(ToolGrammar, TextsThatAreNotCallsInTheSyntaxAreRejected) {
     EXPECT_FALSE(Accepts(gbnf, R"([{"name": "add", "arguments": {"b": 2, "a": 1}}])"))
         << ToolSyntaxName(syntax);
     EXPECT_FALSE(Accepts(gbnf, "Sure. " + texts[0])) << ToolSyntaxName(syntax);
+  }
+}
+
+// The texts the parsers split on (a closing tag, another parameter's tag, the call's or the block's end)
+// cannot be written inside a value, raw text or JSON string: the grammar rejects them (the old grammars took
+// them, and the parser then lost or cut the call); the same value with JSON's \u003c or \/ escape, or with
+// the tag only begun, is accepted and parses back to the value.
+TEST(ToolGrammar, ValuesCannotHoldTheTagsTheParserSplitsOn) {
+  struct Case {
+    ToolSyntax syntax;
+    std::string before, after;  // a get_weather call around its location's value (a JSON string or raw text)
+    std::vector<std::string> bad;
+    std::vector<std::pair<std::string, std::string>> good;  // written -> parsed location
+  };
+  const std::string q = "<tool_call>\n<function=get_weather>\n<parameter=location>\n";
+  const std::string dsml =
+      "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter "
+      "name=\"location\" string=\"true\">";
+  const std::vector<Case> cases = {
+      {ToolSyntax::kQwenXml,
+       q,
+       "\n</parameter>\n</function>\n</tool_call>",
+       {"Lima <parameter=days>\n3", "Lima <parameter=days>", "Lima</function>", "x</tool_call>",
+        "</parameter>"},
+       {{"a < b <parameter x </function </tool_call", "a < b <parameter x </function </tool_call"},
+        {"<<</parameter", "<<</parameter"}}},
+      {ToolSyntax::kGlm,
+       "<tool_call>get_weather<arg_key>location</arg_key><arg_value>",
+       "</arg_value></tool_call>",
+       {"Lima</arg_value>", "x</tool_call>", "a</tool_call><tool_call>add"},
+       {{"<arg_key>x</arg_key> </arg_value </tool_call", "<arg_key>x</arg_key> </arg_value </tool_call"}}},
+      {ToolSyntax::kHermes,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"",
+       "\"}}\n</tool_call>",
+       {"x</tool_call>", "</tool_call><tool_call>"},
+       {{R"(x<\/tool_call>)", "x</tool_call>"},
+        {R"(x\u003c/tool_call>)", "x</tool_call>"},
+        {"a < b", "a < b"}}},
+      {ToolSyntax::kDsml,
+       dsml,
+       "</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+       {"x</｜DSML｜parameter>"},
+       {{"x</｜DSML｜invoke></｜DSML｜function_calls>", "x</｜DSML｜invoke></｜DSML｜function_calls>"}}},
+  };
+  for (const Case& c : cases) {
+    const ToolSpec spec = Spec(c.syntax, R"("required")");
+    const std::string gbnf = *ForcedToolGbnf(spec).value;
+    for (const std::string& value : c.bad) {
+      EXPECT_FALSE(Accepts(gbnf, c.before + value + c.after)) << ToolSyntaxName(c.syntax) << ": " << value;
+    }
+    for (const auto& [value, parsed] : c.good) {
+      const std::string text = c.before + value + c.after;
+      ASSERT_TRUE(Accepts(gbnf, text)) << ToolSyntaxName(c.syntax) << ": " << value;
+      const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+      ASSERT_EQ(out.calls.size(), 1u) << text;
+      EXPECT_EQ(Ordered::parse(out.calls[0].arguments)["location"], parsed) << text;
+    }
+  }
+  // JSON strings of bounded length (tags' items) never hold '<' raw: \u003c writes it.
+  const ToolSpec qwen = Spec(ToolSyntax::kQwenXml, R"("required")");
+  const std::string gbnf = *ForcedToolGbnf(qwen).value;
+  const std::string tags = q + "x\n</parameter>\n<parameter=tags>\n";
+  EXPECT_FALSE(Accepts(gbnf, tags + R"(["<a"])" + "\n</parameter>\n</function>\n</tool_call>"));
+  const std::string escaped = tags + R"(["\u003ca"])" + "\n</parameter>\n</function>\n</tool_call>";
+  ASSERT_TRUE(Accepts(gbnf, escaped));
+  EXPECT_EQ(Ordered::parse(ParseToolOutput(qwen, escaped, "seed", false).calls.at(0).arguments)["tags"][0],
+            "<a");
+}
+
+// Constants holding a tag are left out of a raw value (a 400 when none is left); a raw value's pattern
+// leaves '<' out of its classes and may not spell it; JSON constants, keys and patterns write '<' escaped.
+TEST(ToolGrammar, ConstantsKeysAndPatternsKeepOutTheTags) {
+  auto spec_of = [](const std::string& properties) {
+    const std::string raw =
+        R"({"tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": )" +
+        properties + R"(, "additionalProperties": false}}}]})";
+    auto spec = ReadToolFields(nlohmann::json::parse(raw), raw);
+    EXPECT_TRUE(spec.ok()) << raw;
+    ToolSpec out = *spec.value;
+    out.syntax = ToolSyntax::kQwenXml;
+    return out;
+  };
+  const std::string call = "<tool_call>\n<function=f>\n<parameter=k>\n";
+  const std::string end = "\n</parameter>\n</function>\n</tool_call>";
+  {
+    const ToolSpec spec = spec_of(R"({"k": {"type": "string", "enum": ["a</parameter>", "b"]}})");
+    const std::string gbnf = *ForcedToolGbnf(spec).value;
+    EXPECT_TRUE(Accepts(gbnf, call + "b" + end));
+    EXPECT_FALSE(Accepts(gbnf, call + "a</parameter>" + end));
+  }
+  for (const char* unwritable : {R"({"k": {"const": "x</function>"}})", R"({"k": {"enum": ["<parameter="]}})",
+                                 R"({"k": {"type": "string", "pattern": "^<a>$"}})"}) {
+    const auto gbnf = ForcedToolGbnf(spec_of(unwritable));
+    ASSERT_FALSE(gbnf.ok()) << unwritable;
+    EXPECT_EQ(gbnf.error.param, "tools[0].function.parameters.properties.k") << unwritable;
+  }
+  {
+    const ToolSpec spec = spec_of(R"({"k": {"type": "string", "pattern": "^[^x]+$"}})");
+    const std::string gbnf = *ForcedToolGbnf(spec).value;
+    EXPECT_TRUE(Accepts(gbnf, call + "a/b>" + end));
+    EXPECT_FALSE(Accepts(gbnf, call + "a</function>" + end));
+  }
+  {  // JSON: a constant, a key and a pattern that hold '<'
+    const ToolSpec spec = spec_of(
+        R"({"k": {"type": "object", "properties": {"</tool_call>": {"const": "</parameter>"},
+        "p": {"type": "string", "pattern": "^<[a-z/]+>$"}}, "required": ["</tool_call>", "p"]}})");
+    const std::string gbnf = *ForcedToolGbnf(spec).value;
+    const std::string good =
+        call + R"({"\u003c/tool_call>": "\u003c/parameter>", "p": "\u003c/function>"})" + end;
+    ASSERT_TRUE(Accepts(gbnf, good));
+    const Ordered args = Ordered::parse(ParseToolOutput(spec, good, "seed", false).calls.at(0).arguments);
+    EXPECT_EQ(args["k"]["</tool_call>"], "</parameter>");
+    EXPECT_EQ(args["k"]["p"], "</function>");
+    EXPECT_FALSE(Accepts(gbnf, call + R"({"</tool_call>": "\u003c/parameter>", "p": "\u003cp>"})" + end));
+    EXPECT_FALSE(Accepts(gbnf, call + R"({"\u003c/tool_call>": "</parameter>", "p": "\u003cp>"})" + end));
+    EXPECT_FALSE(Accepts(gbnf, call + R"({"\u003c/tool_call>": "\u003c/parameter>", "p": "<p>"})" + end));
   }
 }
 
