@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t step_a = 1 + in.Byte() % 13;
   const uint8_t step_byte = in.Byte();
   const size_t step_b = 1 + step_byte % 4;
-  constexpr int kSyntaxes = static_cast<int>(server::ToolSyntax::kQwenXml) + 1;
+  constexpr int kSyntaxes = static_cast<int>(server::ToolSyntax::kHarmony) + 1;
   const int syntax = (step_byte >> 2) % kSyntaxes;
   const std::string text(in.Rest());
   if (!fuzz::IsValidUtf8(text)) return 0;  // the detokenizer's output is always well-formed

@@ -5,10 +5,12 @@
 namespace lockstep::server {
 namespace {
 
-// The functions a reply may call: auto mode's declared tools.
+// The functions a reply may call: the declared tools (a forced choice's grammar writes the call in Harmony's
+// form where the syntax is kHarmony, server/tool_grammar.h; in the JSON syntax its reply is not Harmony).
 const std::vector<std::string>& Callable(const ToolSpec& spec) {
   static const std::vector<std::string> kNone;
-  return spec.calls_possible() && !spec.forced() ? spec.names : kNone;
+  return spec.calls_possible() && (!spec.forced() || spec.syntax == ToolSyntax::kHarmony) ? spec.names
+                                                                                          : kNone;
 }
 
 nlohmann::json CallDelta(const chat::HarmonyCall& call, size_t index, const std::string& id_seed,

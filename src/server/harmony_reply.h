@@ -1,9 +1,10 @@
 // gpt-oss's Harmony replies (chat/harmony.h) in the chat API's terms: the special tokens a request keeps in
 // the generated text so that the split sees them, and a choice's reasoning, content and tool calls, whole
 // and as stream deltas. Used instead of <think> splitting and the tool-call formats of server/tool_calls.h
-// when the chat template is Harmony (OpenAiRequest::harmony). Calls are those of auto mode: messages to
-// functions.NAME with NAME a declared tool (none under tool_choice "none"; forced choices keep their
-// grammar, so their replies are not Harmony and are parsed by server/tool_calls.h). Pure functions.
+// when the chat template is Harmony (OpenAiRequest::harmony). Calls are messages to functions.NAME with NAME
+// a declared tool (none under tool_choice "none"; forced choices in the kHarmony syntax, whose grammar writes
+// such a message, server/tool_grammar.h; in the JSON syntax their replies are not Harmony and are parsed by
+// server/tool_calls.h). Pure functions.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "base/excerpt.h"
+#include "chat/harmony.h"
 #include "server/request_fields.h"
 #include "server/structured_fields.h"
 #include "server/tool_call_deepseek.h"
@@ -292,7 +293,10 @@ std::vector<int32_t> ToolMarkerTokens(const Tokenizer& tokenizer) {
       kDsmlFunctionCallsBegin, kDsmlToolCallsBegin,
       // Gemma 4
       kGemma4CallBegin, kGemma4CallEnd, kGemma4Quote};
-  return tokenizer.ControlTokens(kToolMarkers);
+  std::vector<std::string_view> markers(std::begin(kToolMarkers), std::end(kToolMarkers));
+  // gpt-oss's Harmony: its forced calls' grammar writes the headers' tokens.
+  markers.insert(markers.end(), std::begin(chat::kHarmonyTokens), std::end(chat::kHarmonyTokens));
+  return tokenizer.ControlTokens(markers);
 }
 
 size_t ToolRegionStart(std::string_view text, bool final) {
@@ -325,6 +329,24 @@ ToolOutput ParseToolOutput(const ToolSpec& spec, const std::string& text, const 
     // says the arguments are incomplete (as OpenAI and vLLM answer).
     const auto [a, b] = ArgumentsSpan(text);
     out.calls.push_back({"", spec.named, text.substr(a, b - a)});
+  } else if (spec.forced() && spec.syntax == ToolSyntax::kHarmony) {
+    // Harmony's messages: the calls to declared functions (a forced choice's grammar writes one, after an
+    // analysis message perhaps, whose text is content here: the server splits Harmony replies apart first
+    // where reasoning is split, server/harmony_reply.h, as it does all auto-mode Harmony replies).
+    chat::HarmonySplit split = chat::SplitHarmony(text, spec.names, /*final=*/true);
+    for (chat::HarmonyCall& call : split.calls) {
+      const Ordered args = NestsDeeperThan(call.arguments, kMaxJsonDepth)
+                               ? Ordered()
+                               : Ordered::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+      if (!args.is_object()) {  // not a call's arguments: the reply is content
+        out.calls.clear();
+        break;
+      }
+      out.calls.push_back({"", std::move(call.name), tool_parts::ArgumentsText(args)});
+    }
+    std::string content = split.reasoning.value_or("");
+    if (!split.content.empty()) content += (content.empty() ? "" : "\n\n") + split.content;
+    out.content = out.calls.empty() ? std::optional<std::string>(text) : Content(content);
   } else if (spec.calls_possible()) {
     const size_t region = ToolRegionStart(text, /*final=*/true);
     std::vector<ToolCall> calls;

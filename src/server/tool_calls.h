@@ -31,7 +31,9 @@
 //                      value</｜DSML｜parameter>...</｜DSML｜invoke> blocks (server/tool_call_dsml.h)
 //   Gemma 4            prose, then <|tool_call>call:NAME{KEY:<|"|>text<|"|>,N:3}<tool_call|>, repeated
 //                      (server/tool_call_gemma4.h)
-//   gpt-oss (Harmony)  messages to functions.NAME, parsed apart with the reasoning: server/harmony_reply.h
+//   gpt-oss (Harmony)  messages to functions.NAME, parsed apart with the reasoning: server/harmony_reply.h;
+//                      a forced choice's reply in the kHarmony syntax here too (chat/harmony.h SplitHarmony:
+//                      its call, and its other messages' text as content)
 // Only declared tool names count; anything else is content. The tool-call region is where the text starts
 // with '{', '[', '```' or a marker, or where <tool_call>, [TOOL_CALLS], DeepSeek's (DSML's), Kimi's or Gemma
 // 4's call marker first appears; what precedes it is content and may be streamed (ToolRegionStart), so
@@ -63,7 +65,8 @@ enum class ToolSyntax {
   kDsmlV4,
   kGemma4,
   kGlm,
-  kQwenXml
+  kQwenXml,
+  kHarmony
 };
 
 struct ToolSpec {

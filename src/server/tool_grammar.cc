@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "chat/harmony.h"
 #include "grammar/gbnf_builder.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -77,6 +78,8 @@ std::vector<std::string> StopsOf(ToolSyntax syntax) {
     case ToolSyntax::kDsml:
     case ToolSyntax::kDsmlV4:
       return {std::string(kDsmlParameterEnd)};
+    case ToolSyntax::kHarmony:  // where a message ends (chat/harmony.cc MessageEnd)
+      return {"<|end|>", "<|call|>", "<|return|>", "<|start|>"};
     default:
       return {};
   }
@@ -275,6 +278,17 @@ Parsed<std::string> Call(const ToolSpec& spec, size_t i, ToolSyntax syntax, Forc
       before = std::string(kGemma4CallBegin) + "call:" + name;
       after = std::string(kGemma4CallEnd);
       break;
+    case ToolSyntax::kHarmony: {
+      // After the generation prompt's <|start|>assistant: the header as the model writes it, or as the
+      // template writes a call; <|call|> ends generation (not in the text).
+      args = json_args();
+      if (!args.ok()) return args;
+      const std::string to = "to=functions." + name;
+      return "( " + GbnfLiteral("<|channel|>commentary " + to) + " \" \"? " +
+             GbnfLiteral("<|constrain|>json<|message|>") + " | " +
+             GbnfLiteral(" " + to + "<|channel|>commentary") +
+             " ( \" json\" | \" <|constrain|>json\" ) \"<|message|>\" ) " + *args.value;
+    }
     case ToolSyntax::kJson:
       break;
   }
@@ -316,6 +330,7 @@ Frame FrameOf(ToolSyntax syntax) {
 }  // namespace
 
 ToolSyntax DetectToolSyntax(std::string_view source) {
+  if (chat::IsHarmonyTemplate(source)) return ToolSyntax::kHarmony;
   auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
   if (has("<|tool_call>call:")) return ToolSyntax::kGemma4;
   if (has("｜DSML｜")) return has("tool_calls>") ? ToolSyntax::kDsmlV4 : ToolSyntax::kDsml;
@@ -355,6 +370,8 @@ std::string_view ToolSyntaxName(ToolSyntax syntax) {
       return "glm";
     case ToolSyntax::kQwenXml:
       return "qwen-xml";
+    case ToolSyntax::kHarmony:
+      return "harmony";
   }
   return "json";
 }
@@ -373,7 +390,11 @@ Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec, const std::optional<cha
   }
   const std::string call = g.builder().Add("call", alts);
   const Frame frame = FrameOf(spec.syntax);
-  const int more = spec.choice == ToolChoice::kRequired && spec.parallel ? kMaxParallelToolCalls - 1 : 0;
+  // Harmony's <|call|> ends the reply: one call.
+  const int more =
+      spec.choice == ToolChoice::kRequired && spec.parallel && spec.syntax != ToolSyntax::kHarmony
+          ? kMaxParallelToolCalls - 1
+          : 0;
   std::string calls = call;
   if (more > 0) {
     const std::string separator = frame.separator == "\n?"  ? "\"\\n\"? "
@@ -383,7 +404,11 @@ Parsed<std::string> ForcedToolGbnf(const ToolSpec& spec, const std::optional<cha
   }
   std::string root = (frame.open.empty() ? "" : GbnfLiteral(frame.open) + " ") + calls;
   if (!frame.close.empty()) root += " " + GbnfLiteral(frame.close) + (frame.close_optional ? "?" : "");
-  if (reasoning) {
+  if (reasoning && spec.syntax == ToolSyntax::kHarmony) {
+    // Harmony's reasoning is an analysis message (whatever the tags; the prompt never opens one).
+    const std::string text = g.builder().AddTextWithout("thought", g.stops());
+    root = "( \"<|channel|>analysis<|message|>\" " + text + " \"<|end|><|start|>assistant\" )? " + root;
+  } else if (reasoning) {
     // One reasoning block first (its rest when the prompt opened it), then the calls.
     const std::string text = g.builder().AddTextWithout("thought", reasoning->close);
     const std::string block = text + " " + GbnfLiteral(reasoning->close) + " [ \\n]{0,4}";

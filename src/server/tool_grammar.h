@@ -2,8 +2,7 @@
 // syntax, as its chat template writes calls and server/tool_calls.h parses them back, so that a constrained
 // model is steered into the form it was trained on rather than into a JSON shape it never saw:
 //   kJson       [{"name": NAME, "arguments": {...}}] (required) or the arguments alone (named): templates
-//               with no syntax of their own (Llama 3's JSON, ChatML without tools, unknown templates) and
-//               gpt-oss's Harmony (not generated)
+//               with no syntax of their own (Llama 3's JSON, ChatML without tools, unknown templates)
 //   kHermes     <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>, one per call (Qwen2.5,
 //               Qwen3, Hermes 2 / 3)
 //   kMistral    [TOOL_CALLS]NAME[ARGS]{...} (or NAME[CALL_ID]ID9[ARGS]{...}), repeated (Mistral Small 3.2,
@@ -24,6 +23,9 @@
 //               between the parts optional: GLM-4.6 writes them, 4.7 and 5 do not)
 //   kQwenXml    <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>\n
 //               </tool_call>, one block per call (Qwen3-Coder, Qwen3.5, Nemotron 3 Nano)
+//   kHarmony    <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...} (gpt-oss; or as its
+//               template writes the header: ` to=functions.NAME<|channel|>commentary json`), after the
+//               generation prompt's <|start|>assistant; one call, as <|call|> ends the reply
 // No value holds, as written, a text the syntax's parser splits on before it reads values (a closing tag,
 // another parameter's tag, the call's or block's end: </tool_call> in Hermes's JSON, the four tags of Qwen's
 // XML, ...): raw text leaves them out (a constant holding one is left out, a 400 when none is left; a
@@ -37,7 +39,7 @@
 // call of that function; "required" one (or, with parallel_tool_calls, up to kMaxParallelToolCalls) of any.
 // Where the template writes reasoning (chat/reasoning.h tags), the grammar lets one reasoning block come
 // first (the rest of it when the prompt opened it), so a thinking model thinks before it calls, as llama.cpp
-// lets it; the block is split off as reasoning_content. The markers are
+// lets it; the block is split off as reasoning_content (Harmony's: an analysis message). The markers are
 // produced as the vocabulary's control tokens where they are ones (GrammarCache's marker view). Pure
 // functions.
 #pragma once

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -15,6 +16,7 @@
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar_check.h"
+#include "server/harmony_reply.h"
 #include "tokenizer/utf8.h"
 
 namespace lockstep::server {
@@ -37,7 +39,7 @@ constexpr const char* kBody = R"({"tools": [
 constexpr ToolSyntax kSyntaxes[] = {ToolSyntax::kHermes,   ToolSyntax::kMistral,    ToolSyntax::kMistralV3,
                                     ToolSyntax::kDeepSeek, ToolSyntax::kDeepSeekR1, ToolSyntax::kKimi,
                                     ToolSyntax::kDsml,     ToolSyntax::kDsmlV4,     ToolSyntax::kGemma4,
-                                    ToolSyntax::kGlm,      ToolSyntax::kQwenXml};
+                                    ToolSyntax::kGlm,      ToolSyntax::kQwenXml,    ToolSyntax::kHarmony};
 
 ToolSpec Spec(ToolSyntax syntax, const std::string& choice) {
   Ordered body = Ordered::parse(kBody);
@@ -190,10 +192,12 @@ TEST(ToolGrammar, GeneratedCallsParseBackIntoValidArguments) {
           const std::string where = std::string(ToolSyntaxName(syntax)) + " " + choice + ": " + text;
           grammar::GrammarMatcher matcher(*compiled);
           ASSERT_TRUE(matcher.AcceptBytes(text) && matcher.accepting()) << where;
-          if (thinking) {  // the server splits the reasoning block off before the parser sees the rest
-            text = chat::SplitReasoning(text, chat::kThinkTags, false, true).content;
-          }
-          const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+          // The server splits the reasoning block off before the parser sees the rest (Harmony's replies
+          // whole: server/harmony_reply.h).
+          const bool harmony = syntax == ToolSyntax::kHarmony;
+          if (thinking && !harmony) text = chat::SplitReasoning(text, chat::kThinkTags, false, true).content;
+          const ToolOutput out = thinking && harmony ? HarmonyWhole(spec, text, "seed", false).output
+                                                     : ParseToolOutput(spec, text, "seed", false);
           ASSERT_FALSE(out.calls.empty()) << where;
           EXPECT_FALSE(out.content.has_value()) << where;
           for (const ToolCall& call : out.calls) {
@@ -239,6 +243,9 @@ TEST(ToolGrammar, TextsThatAreNotCallsInTheSyntaxAreRejected) {
       {ToolSyntax::kQwenXml,
        {"<tool_call>\n<function=add>\n<parameter=b>\n2\n</parameter>\n<parameter=a>\n1\n"
         "</parameter>\n</function>\n</tool_call>"}},
+      {ToolSyntax::kHarmony,
+       {R"(<|channel|>commentary to=functions.add <|constrain|>json<|message|>{"b": 2, "a": 1})",
+        R"( to=functions.add<|channel|>commentary json<|message|>{"b": 2, "a": 1})"}},
   };
   for (const auto& [syntax, texts] : good) {
     const ToolSpec spec = Spec(syntax, R"("required")");
@@ -377,6 +384,67 @@ TEST(ToolGrammar, ConstantsKeysAndPatternsKeepOutTheTags) {
     EXPECT_FALSE(Accepts(gbnf, call + R"({"\u003c/tool_call>": "</parameter>", "p": "\u003cp>"})" + end));
     EXPECT_FALSE(Accepts(gbnf, call + R"({"\u003c/tool_call>": "\u003c/parameter>", "p": "<p>"})" + end));
   }
+}
+
+// gpt-oss's template is found to write Harmony, and its own call turns (after the generation prompt's
+// <|start|>assistant, before the <|call|> that ends generation) are accepted, with the analysis message
+// before them where reasoning is split; they parse back (whole, as the server splits Harmony replies) into
+// the call. A value cannot end the message early.
+TEST(ToolGrammar, HarmonyAcceptsItsTemplatesCallTurns) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/chat/testdata/harmony_template_goldens.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::ordered_json goldens = nlohmann::ordered_json::parse(in);
+  EXPECT_EQ(DetectToolSyntax(goldens["templates"]["gpt-oss"].get<std::string>()), ToolSyntax::kHarmony);
+  const std::string raw =
+      nlohmann::ordered_json{{"tools", goldens["variants"][0]["tools"]}, {"tool_choice", "required"}}.dump();
+  auto read = ReadToolFields(nlohmann::json::parse(raw), raw);
+  ASSERT_TRUE(read.ok()) << read.error.status.message();
+  ToolSpec spec = *read.value;
+  spec.syntax = ToolSyntax::kHarmony;
+  const std::string plain = *ForcedToolGbnf(spec).value;
+  const std::string thinking = *ForcedToolGbnf(spec, chat::kThinkTags, false).value;
+  constexpr std::string_view kTurn = "<|start|>assistant", kAnalysis = "<|channel|>analysis<|message|>";
+  int checked = 0, with_analysis = 0;
+  for (const auto& c : goldens["cases"]) {
+    if (!c.contains("expected")) continue;
+    const std::string text = c["expected"];
+    for (size_t call = text.find("<|call|>"); call != std::string::npos;
+         call = text.find("<|call|>", call + 1)) {
+      const size_t start = text.rfind(kTurn, call);
+      ASSERT_NE(start, std::string::npos);
+      const std::string turn = text.substr(start + kTurn.size(), call - start - kTurn.size());
+      EXPECT_TRUE(Accepts(plain, turn)) << turn;
+      EXPECT_TRUE(Accepts(thinking, turn)) << turn;
+      const ToolOutput out = ParseToolOutput(spec, turn, "seed", false);
+      ASSERT_EQ(out.calls.size(), 1u) << turn;
+      EXPECT_EQ(out.calls[0].name, "get_weather");
+      EXPECT_FALSE(out.content.has_value()) << turn;
+      ++checked;
+      const size_t before = start == 0 ? std::string::npos : text.rfind(kTurn, start - 1);
+      if (before == std::string::npos ||
+          text.compare(before + kTurn.size(), kAnalysis.size(), kAnalysis) != 0)
+        continue;
+      const std::string both = text.substr(before + kTurn.size(), call - before - kTurn.size());
+      EXPECT_TRUE(Accepts(thinking, both)) << both;
+      EXPECT_FALSE(Accepts(plain, both)) << both;
+      const HarmonyReply reply = HarmonyWhole(spec, both, "seed", false);
+      ASSERT_EQ(reply.output.calls.size(), 1u) << both;
+      EXPECT_TRUE(reply.reasoning.has_value()) << both;
+      ++with_analysis;
+    }
+  }
+  EXPECT_GE(checked, 4);
+  EXPECT_GE(with_analysis, 2);
+  // A value or a thought holding where a message ends (<|end|>, <|call|>, <|start|>, <|return|>): rejected;
+  // the JSON value escaped, accepted.
+  const std::string head = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>";
+  EXPECT_FALSE(Accepts(plain, head + R"({"location": "x<|end|>"})"));
+  EXPECT_FALSE(Accepts(plain, head + R"({"location": "x<|call|>"})"));
+  EXPECT_TRUE(Accepts(plain, head + R"({"location": "x\u003c|end|> <|x"})"));
+  EXPECT_FALSE(Accepts(thinking, "<|channel|>analysis<|message|>a<|start|>b<|end|><|start|>assistant" + head +
+                                     R"({"location": "x"})"));
+  // Only one call: <|call|> ends the reply.
+  EXPECT_FALSE(Accepts(plain, head + R"({"location": "x"})" + "<|call|>" + head + R"({"location": "y"})"));
 }
 
 TEST(ToolGrammar, Gemma4ValuesFollowItsTemplate) {
