@@ -122,6 +122,7 @@ Status ApplyDeepseek2(const GgufFile& file, ModelConfig& c) {
                            std::to_string(c.n_head) + ") and rope.dimension_count < key_length (" +
                            std::to_string(c.head_dim) + ")");
   }
+  c.mla_latent_cache = true;  // the absorbed form (model/mla.h)
   if (c.rope_scaling == RopeScaling::kYarn) {
     const float log_factor = std::log(1.0f / (1.0f / c.rope_scale_factor));
     const float mscale = c.rope_attn_factor * (1.0f + c.yarn_log_mul * log_factor);

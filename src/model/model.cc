@@ -17,6 +17,7 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
     LOCKSTEP_ASSIGN_OR_RETURN(kernels, ChooseKernelsForThisCpu());
   }
   LOCKSTEP_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::FromGguf(*file));
+  if (options.decompressed_mla) config.mla_latent_cache = false;
   LOCKSTEP_ASSIGN_OR_RETURN(
       ModelWeights weights,
       ModelWeights::Bind(*file, config, options.pack_weights ? options.pack_threads : -1));
@@ -58,10 +59,12 @@ KvLayout Model::MakeKvLayout(KvDtype dtype, int32_t block_tokens) const {
   KvLayout kv;
   const ModelConfig& c = config();
   kv.n_layer = 0;
-  kv.n_kv_head = static_cast<int32_t>(c.n_head_kv);
-  kv.head_dim = static_cast<int32_t>(c.head_dim);
+  // What attention stores (ModelConfig::Cache*: deepseek2's latent, one KV head, in its absorbed form).
+  kv.n_kv_head = static_cast<int32_t>(c.CacheKvHeads(0));
+  kv.head_dim = static_cast<int32_t>(c.CacheHeadDim(0));
   // Values as wide as keys unless the model says otherwise (deepseek2); per-layer shapes have their own.
-  kv.value_dim = c.value_dim == c.head_dim ? 0 : static_cast<int32_t>(c.value_dim);
+  const int64_t value_dim = c.CacheValueDim(0);
+  kv.value_dim = value_dim == kv.head_dim ? 0 : static_cast<int32_t>(value_dim);
   kv.block_tokens = block_tokens;
   kv.dtype = dtype;
   kv.recurrent_state_floats = c.RecurrentStateFloats();
@@ -70,7 +73,7 @@ KvLayout Model::MakeKvLayout(KvDtype dtype, int32_t block_tokens) const {
   for (int64_t l = 0; l < c.n_layer; ++l) {
     if (!c.StoresKv(l)) continue;
     ++kv.n_layer;
-    const KvLayerShape shape{int32_t(c.LayerKvHeads(l)), int32_t(c.LayerHeadDim(l))};
+    const KvLayerShape shape{int32_t(c.CacheKvHeads(l)), int32_t(c.CacheHeadDim(l))};
     mixed = mixed || shape.n_kv_head != kv.n_kv_head || shape.head_dim != kv.head_dim;
     kv.layer_shapes.push_back(shape);
   }

@@ -31,6 +31,10 @@ struct ModelLoadOptions {
   // The kernel table the model runs with (copied); null: ChooseKernelsForThisCpu() (the best level this CPU
   // runs, or $LOCKSTEP_CPU's; an unavailable one fails the load).
   const Kernels* kernels = nullptr;
+  // deepseek2: run multi-head latent attention in its decompressed form (per-head keys and values in the KV
+  // cache, n_head x (head_dim + value_dim) floats a position and layer) instead of the absorbed one (the
+  // latent, rope_dim + 2 kv_lora_rank; model/mla.h). For comparisons and tests.
+  bool decompressed_mla = false;
   // LoRA adapter files (model/lora_adapter.h), checked against the model; index i is adapter i of
   // Model::lora_adapters() and of SequenceKv::lora_scales.
   std::vector<std::string> lora_paths{};

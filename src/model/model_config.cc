@@ -156,26 +156,33 @@ int32_t ModelConfig::KvLayer(int64_t l) const {
 
 int64_t ModelConfig::MaxQDim() const {
   int64_t widest = q_dim();
-  for (int64_t l = 0; l < int64_t(layers.size()); ++l) widest = std::max(widest, LayerQDim(l));
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
+    widest = std::max({widest, LayerQDim(l), n_head * CacheHeadDim(l)});
+  }
   return widest;
 }
 
 int64_t ModelConfig::MaxKvDim() const {
   int64_t widest = kv_dim();
-  for (int64_t l = 0; l < int64_t(layers.size()); ++l) widest = std::max(widest, LayerKvDim(l));
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
+    widest = std::max({widest, LayerKvDim(l), CacheKvHeads(l) * CacheHeadDim(l)});
+  }
   return widest;
 }
 
 int64_t ModelConfig::MaxVDim() const {
   int64_t widest = v_dim();
-  for (int64_t l = 0; l < int64_t(layers.size()); ++l)
-    widest = std::max(widest, LayerKvHeads(l) * LayerValueDim(l));
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
+    widest = std::max({widest, LayerKvHeads(l) * LayerValueDim(l), CacheKvHeads(l) * CacheValueDim(l)});
+  }
   return widest;
 }
 
 int64_t ModelConfig::MaxAttDim() const {
   int64_t widest = att_dim();
-  for (int64_t l = 0; l < int64_t(layers.size()); ++l) widest = std::max(widest, LayerAttDim(l));
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
+    widest = std::max({widest, LayerAttDim(l), n_head * CacheValueDim(l)});
+  }
   return widest;
 }
 
@@ -349,7 +356,7 @@ std::string ModelConfig::Summary() const {
   if (kv_lora_rank > 0) {
     out << ", latent attention (rank " << kv_lora_rank;
     if (q_lora_rank > 0) out << ", query rank " << q_lora_rank;
-    out << "; values " << value_dim << " wide)";
+    out << "; values " << value_dim << " wide" << (mla_latent_cache ? ", the latent cached" : "") << ")";
   }
   if (attn_softcap > 0) out << ", attention softcap " << attn_softcap;
   if (final_softcap > 0) out << ", final softcap " << final_softcap;

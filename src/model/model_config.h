@@ -237,10 +237,16 @@ struct ModelConfig {
   // [k_nope (head_dim - rope_dim) | k_rope (rope_dim)], k_rope shared by all heads (attn_kv_a_mqa's last
   // rope_dim rows, rotated), k_nope and the value (value_dim) decompressed from the RMS-normed latent
   // (attn_kv_a_mqa's first kv_lora_rank rows, attn_kv_a_norm) by attn_kv_b; queries by attn_q, or through
-  // q_lora_rank (attn_q_a, attn_q_a_norm, attn_q_b). n_head_kv = n_head: keys and values are stored
-  // decompressed, per head.
+  // q_lora_rank (attn_q_a, attn_q_a_norm, attn_q_b). n_head_kv = n_head, head_dim and value_dim: the heads'
+  // widths (of the weights and the attention output).
   int64_t q_lora_rank = 0;   // <arch>.attention.q_lora_rank; 0: attn_q
   int64_t kv_lora_rank = 0;  // <arch>.attention.kv_lora_rank; 0: no latent attention
+  // The absorbed form (deepseek2's default; false: the decompressed form,
+  // ModelLoadOptions::decompressed_mla): the KV cache stores each row's latent once, as one KV head of
+  // [k_rope | normed latent] (rope_dim + kv_lora_rank) with the normed latent (kv_lora_rank) as its value,
+  // which every query head attends to with attn_kv_b's k_nope rows folded into its query and its value rows
+  // applied to its output (model/mla.h).
+  bool mla_latent_cache = false;
   // The file splits attn_kv_b into attn_k_b (each head's k_nope rows, transposed: [n_head][kv_lora_rank]
   // rows of head_dim - rope_dim) and attn_v_b (each head's value rows, [n_head][value_dim] rows of
   // kv_lora_rank), as llama.cpp's converter writes DeepSeek files since its MLA rework (with head_count_kv 1,
@@ -277,12 +283,21 @@ struct ModelConfig {
     return value_dim > 0 && value_dim != head_dim ? value_dim : LayerHeadDim(l);
   }
   int64_t LayerAttDim(int64_t l) const { return n_head * LayerValueDim(l); }
+  // What attention runs at in layer l and the KV cache stores (model/batch.h): KV heads, key (and query
+  // head) width, value width. The layer's heads; with mla_latent_cache one KV head of rope_dim +
+  // kv_lora_rank key dims and kv_lora_rank value dims.
+  int64_t CacheKvHeads(int64_t l) const { return mla_latent_cache ? 1 : LayerKvHeads(l); }
+  int64_t CacheHeadDim(int64_t l) const {
+    return mla_latent_cache ? rope_dim + kv_lora_rank : LayerHeadDim(l);
+  }
+  int64_t CacheValueDim(int64_t l) const { return mla_latent_cache ? kv_lora_rank : LayerValueDim(l); }
   // Whether layer l stores K/V (Gemma 4's shared-KV layers read an earlier layer's; recurrent layers keep
   // their sequence's recurrent state instead and read none), and for an attention layer the index among the
   // layers that store K/V, in order, of the one l reads: its layer in the KV layout (model/batch.h).
   bool StoresKv(int64_t l) const { return layers[size_t(l)].kv_from < 0 && !layers[size_t(l)].recurrent; }
   int32_t KvLayer(int64_t l) const;
-  // The widest Q, K, V and attention output of any layer (scratch sizes).
+  // The widest Q, K, V and attention output of any layer, as projected and as attended (Cache*: scratch
+  // sizes).
   int64_t MaxQDim() const;
   int64_t MaxKvDim() const;
   int64_t MaxVDim() const;

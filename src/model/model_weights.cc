@@ -149,39 +149,72 @@ const GgufTensorInfo* BindTokenEmbedding(Binder& b, const ModelConfig& c) {
   return t;
 }
 
-// attn_k_b [n_head][rank][nope] (GGUF dims [nope, rank, n_head]) transposed into attn_kv_b's k_nope rows,
-// [n_head * nope][rank], in `storage`. f32, f16 and bf16 elements move unchanged (the products are then
-// attn_kv_b's to the bit); other types are dequantized to f32 rows (the file's weights exactly, at 4 bytes
-// each).
-WeightMatrix TransposedKeys(Binder& b, const std::string& name, int64_t nope, int64_t rank, int64_t n_head,
-                            std::vector<std::byte>& storage) {
-  const GgufTensorInfo* t = b.Find(name, {nope, rank, n_head});
-  if (t == nullptr) return {};
+// Each head's block of `rows` rows of `cols` elements (head h's first row at row h * head_stride of
+// `from`) transposed into `storage`: [n_head][cols][rows]. f32, f16 and bf16 elements move unchanged (the
+// products are then the original's to the bit); other types are dequantized to f32 rows (the file's weights
+// exactly, at 4 bytes each). The heads as one matrix [n_head * cols][rows].
+WeightMatrix TransposeHeads(const WeightMatrix& from, int64_t n_head, int64_t head_stride, int64_t rows,
+                            int64_t cols, std::vector<std::byte>& storage) {
   const bool plain =
-      t->type == TensorType::kF32 || t->type == TensorType::kF16 || t->type == TensorType::kBF16;
-  if (!plain && (!CanDequantize(t->type) || nope % GetTensorTypeTraits(t->type).block_elements != 0)) {
-    b.Wrong(name + " has unsupported type " + std::string(TensorTypeName(t->type)));
-    return {};
-  }
-  const TensorType type = plain ? t->type : TensorType::kF32;
+      from.type == TensorType::kF32 || from.type == TensorType::kF16 || from.type == TensorType::kBF16;
+  const TensorType type = plain ? from.type : TensorType::kF32;
   const size_t size = plain ? RowBytes(type, 1) : sizeof(float);  // one element
-  storage.resize(size_t(n_head * nope * rank) * size);
-  std::vector<float> row(static_cast<size_t>(nope));
+  storage.resize(size_t(n_head * rows * cols) * size);
+  std::vector<float> row(static_cast<size_t>(cols));
   for (int64_t h = 0; h < n_head; ++h) {
-    for (int64_t r = 0; r < rank; ++r) {
-      const std::byte* from = t->data + size_t(h * rank + r) * RowBytes(t->type, nope);
-      if (!plain) DequantizeRow(t->type, from, row.data(), nope);
-      for (int64_t i = 0; i < nope; ++i) {
-        std::byte* to = storage.data() + size_t((h * nope + i) * rank + r) * size;
-        std::memcpy(to, plain ? from + size_t(i) * size : reinterpret_cast<const std::byte*>(&row[i]), size);
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::byte* at = from.data + size_t(h * head_stride + r) * RowBytes(from.type, cols);
+      if (!plain) DequantizeRow(from.type, at, row.data(), cols);
+      for (int64_t i = 0; i < cols; ++i) {
+        std::byte* to = storage.data() + size_t((h * cols + i) * rows + r) * size;
+        std::memcpy(to, plain ? at + size_t(i) * size : reinterpret_cast<const std::byte*>(&row[i]), size);
       }
     }
   }
-  return WeightMatrix{type, rank, n_head * nope, storage.data()};
+  return WeightMatrix{type, rows, n_head * cols, storage.data()};
 }
 
-// Multi-head latent attention's tensors (deepseek2; ModelConfig::kv_lora_rank): attn_kv_b, or its split
-// halves (kv_b_split: attn_k_b rebuilt into `storage`, attn_v_b a view).
+// m's type when TransposeHeads takes it (rows of `cols` elements); else false, the problem noted.
+bool CanTranspose(Binder& b, const std::string& name, const WeightMatrix& m, int64_t cols) {
+  if (m.data == nullptr) return false;
+  const bool plain = m.type == TensorType::kF32 || m.type == TensorType::kF16 || m.type == TensorType::kBF16;
+  if (!plain && (!CanDequantize(m.type) || cols % GetTensorTypeTraits(m.type).block_elements != 0)) {
+    b.Wrong(name + " has unsupported type " + std::string(TensorTypeName(m.type)));
+    return false;
+  }
+  return true;
+}
+
+// `count` matrices of `out` rows each, the first at row `first` of m and each `stride` rows after the last.
+std::vector<WeightMatrix> HeadRows(const WeightMatrix& m, int64_t count, int64_t first, int64_t stride,
+                                   int64_t out) {
+  std::vector<WeightMatrix> heads;
+  if (m.data == nullptr) return heads;
+  for (int64_t h = 0; h < count; ++h) heads.push_back(Binder::Rows(m, first + h * stride, out));
+  return heads;
+}
+
+// The absorbed form's per-head matrices (LayerWeights::k_b_heads, v_b_heads): views of attn_k_b and
+// attn_v_b (kv_b_split), or of attn_kv_b's value rows with its k_nope rows transposed into `storage`.
+void BindAbsorbed(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw,
+                  std::vector<std::byte>& storage) {
+  const int64_t nope = c.head_dim - c.rope_dim, rank = c.kv_lora_rank, nv = c.value_dim;
+  if (c.kv_b_split) {
+    lw.k_b_heads = HeadRows(b.Stacked(p + "attn_k_b.weight", rank, nope, c.n_head), c.n_head, 0, rank, rank);
+    lw.v_b_heads = HeadRows(b.Stacked(p + "attn_v_b.weight", nv, rank, c.n_head), c.n_head, 0, nv, nv);
+    return;
+  }
+  const std::string name = p + "attn_kv_b.weight";
+  const WeightMatrix kv_b = b.Matrix(name, c.n_head * (nope + nv), rank);
+  lw.v_b_heads = HeadRows(kv_b, c.n_head, nope, nope + nv, nv);
+  if (!CanTranspose(b, name, kv_b, rank)) return;
+  const WeightMatrix k_b = TransposeHeads(kv_b, c.n_head, nope + nv, nope, rank, storage);
+  lw.k_b_heads = HeadRows(k_b, c.n_head, 0, rank, rank);
+}
+
+// Multi-head latent attention's tensors (deepseek2; ModelConfig::kv_lora_rank): the absorbed form's
+// (BindAbsorbed), or attn_kv_b, or its split halves (kv_b_split: attn_k_b rebuilt into `storage`, attn_v_b
+// a view).
 void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw,
                          std::vector<std::byte>& storage) {
   const int64_t d = c.n_embd, nope = c.head_dim - c.rope_dim;
@@ -194,8 +227,15 @@ void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, 
   }
   lw.wkv_a = b.Matrix(p + "attn_kv_a_mqa.weight", c.kv_lora_rank + c.rope_dim, d);
   lw.kv_a_norm = b.Vector(p + "attn_kv_a_norm.weight", c.kv_lora_rank);
-  if (c.kv_b_split) {
-    lw.wk_b = TransposedKeys(b, p + "attn_k_b.weight", nope, c.kv_lora_rank, c.n_head, storage);
+  if (c.mla_latent_cache) {
+    BindAbsorbed(b, c, p, lw, storage);
+  } else if (c.kv_b_split) {
+    // attn_k_b [n_head][rank][nope] (GGUF dims [nope, rank, n_head]) back into attn_kv_b's k_nope rows.
+    const std::string name = p + "attn_k_b.weight";
+    const WeightMatrix k_b = b.Stacked(name, c.kv_lora_rank, nope, c.n_head);
+    if (CanTranspose(b, name, k_b, nope)) {
+      lw.wk_b = TransposeHeads(k_b, c.n_head, c.kv_lora_rank, c.kv_lora_rank, nope, storage);
+    }
     lw.wv_b = b.Stacked(p + "attn_v_b.weight", c.value_dim, c.kv_lora_rank, c.n_head);
   } else {
     lw.wkv_b = b.Matrix(p + "attn_kv_b.weight", c.n_head * (nope + c.value_dim), c.kv_lora_rank);
@@ -225,6 +265,8 @@ void ModelWeights::PackMatrices(int threads) {
   };
   for (LayerWeights& lw : layers) {
     for (WeightMatrix* m : {&lw.wq_a, &lw.wq_b, &lw.wkv_a, &lw.wkv_b, &lw.wk_b, &lw.wv_b}) add(*m);
+    for (WeightMatrix& m : lw.k_b_heads) add(m);
+    for (WeightMatrix& m : lw.v_b_heads) add(m);
     for (WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) add(*m);
     add(lw.pl_gate);
     add(lw.pl_proj);

@@ -36,7 +36,12 @@ struct LayerWeights {
   // (each head's k_nope rows, then its value rows). ModelConfig::kv_b_split: wkv_b is empty, wk_b its k_nope
   // rows [n_head * (head_dim - rope_dim)][kv_lora_rank] (attn_k_b transposed, owned: ModelWeights::owned)
   // and wv_b its value rows [n_head * value_dim][kv_lora_rank] (attn_v_b, a view).
+  // ModelConfig::mla_latent_cache (the absorbed form; then wkv_b, wk_b and wv_b are empty), per head h:
+  // k_b_heads[h] [kv_lora_rank][head_dim - rope_dim], its k_nope rows transposed (attn_k_b's head h as the
+  // file stores it, a view; or attn_kv_b's rows transposed, owned), and v_b_heads[h]
+  // [value_dim][kv_lora_rank], its value rows (views of attn_v_b or attn_kv_b).
   WeightMatrix wq_a, wq_b, wkv_a, wkv_b, wk_b, wv_b;
+  std::vector<WeightMatrix> k_b_heads, v_b_heads;
   std::vector<float> q_a_norm, kv_a_norm;
   std::vector<float> post_attn_norm;  // post_norms only: [n_embd]
   std::vector<float> ffn_norm;        // [n_embd]; empty without pre-norms (olmo2)
@@ -96,7 +101,8 @@ struct ModelWeights {
   WeightMatrix per_layer_model_proj;
   std::vector<float> per_layer_proj_norm;
   std::vector<PackedWeightsPtr> packed;  // owns what the matrices' `packed` fields point at
-  // Matrices rebuilt at load (LayerWeights::wk_b), one buffer per layer (moving ModelWeights keeps them).
+  // Matrices rebuilt at load (LayerWeights::wk_b, or k_b_heads from attn_kv_b), one buffer per layer
+  // (moving ModelWeights keeps them).
   std::vector<std::vector<std::byte>> owned;
 
   // pack_threads: how many threads repack the matrices (0: one per hardware thread, capped at 8; negative:

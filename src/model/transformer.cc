@@ -258,14 +258,15 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = int64_t(batch.rows.size());
   const int64_t d = c.n_embd;
-  // This layer's widths (Gemma 4's differ by layer; deepseek2's values from its keys) and the KV it reads:
-  // its own, or for Gemma 4's shared-KV layers an earlier layer's, which it neither computes nor writes.
-  const int64_t head_dim = c.LayerHeadDim(layer);
-  const int64_t n_head_kv = c.LayerKvHeads(layer);
-  const int64_t q_dim = c.LayerQDim(layer);
-  const int64_t kv_dim = c.LayerKvDim(layer);
-  const int64_t nv = c.LayerValueDim(layer), v_dim = n_head_kv * nv;  // a value head's width, a row's values
-  const int64_t att_dim = c.LayerAttDim(layer);                       // attention outputs: [n_head][nv]
+  // This layer's widths as attention runs it (Gemma 4's differ by layer; deepseek2's values from its keys,
+  // and in the absorbed form its one latent KV head: ModelConfig::Cache*) and the KV it reads: its own, or
+  // for Gemma 4's shared-KV layers an earlier layer's, which it neither computes nor writes.
+  const int64_t head_dim = c.CacheHeadDim(layer);
+  const int64_t n_head_kv = c.CacheKvHeads(layer);
+  const int64_t q_dim = c.n_head * head_dim;
+  const int64_t kv_dim = n_head_kv * head_dim;
+  const int64_t nv = c.CacheValueDim(layer), v_dim = n_head_kv * nv;  // a value head's width, a row's values
+  const int64_t att_dim = c.n_head * nv;                              // attention outputs: [n_head][nv]
   const bool stores_kv = c.StoresKv(layer);
   const KvLayout layer_kv = kv.Layer(c.KvLayer(layer));
   // Rows from the queries on: all, or the output rows gathered to the front (scratch row j =
@@ -293,7 +294,11 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const int n_kv_weights = !stores_kv ? 0 : value_is_key ? 1 : 2;
   // attn_output_gate (qwen35): attn_q's rows are [query | gate] per head, split apart in finish_query.
   float* const q_out = c.attn_output_gate ? qg_.data() : q_.data();
-  if (latent) {  // deepseek2 (no LoRA adapters)
+  if (latent && c.mla_latent_cache) {  // deepseek2 (no LoRA adapters), absorbed
+    mla_.LatentKeysValues(kernels_, c, w, xn_.data(), rows, k_.data(), v_.data(), pool);
+    if (only_output_rows) gather(xn_, d);
+    mla_.AbsorbedQueries(kernels_, c, w, xn_.data(), out_rows, q_.data(), pool);
+  } else if (latent) {  // decompressed
     mla_.KeysValues(kernels_, c, w, xn_.data(), rows, k_.data(), v_.data(), pool);
     if (only_output_rows) gather(xn_, d);
     mla_.Queries(kernels_, c, w, xn_.data(), out_rows, q_.data(), pool);
@@ -350,7 +355,12 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
     }
     if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
-    if (rotate) rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
+    if (rotate && c.mla_latent_cache) {  // heads wider than rope's (the latent's): one at a time
+      for (int64_t h = 0; h < c.n_head; ++h)
+        rope.Apply(kernels_.elementwise, RowAngles(layer, r), q + h * head_dim, 1);
+    } else if (rotate) {
+      rope.Apply(kernels_.elementwise, RowAngles(layer, r), q, c.n_head);
+    }
     if (c.attn_temperature_scale != 0) {  // mistral3: Llama 4's temperature, by position
       const float t = QueryTemperature(c, batch.rows[r].position);
       for (int64_t i = 0; i < q_dim; ++i) q[i] *= t;
@@ -391,7 +401,18 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const int32_t group = int32_t(c.n_head / n_head_kv);
   const float scale = c.attention_scale;
   const AttentionRule rule{int32_t(c.layers[size_t(layer)].window), c.attn_softcap};
-  const int64_t heads_per_task = tile_count * n_head_kv >= pool.size() ? group : 1;
+  // Fewer pairs than workers: the largest divisor of the group that makes a task per worker (multi-query
+  // attention: deepseek2's latent; each task widens its KV head's blocks once for its heads), else 1.
+  int64_t heads_per_task = group;
+  if (tile_count * n_head_kv < pool.size()) {
+    heads_per_task = 1;
+    for (int64_t h = group; h > 1; --h) {
+      if (group % h == 0 && tile_count * n_head_kv * (group / h) >= pool.size()) {
+        heads_per_task = h;
+        break;
+      }
+    }
+  }
   // With few (tile, KV head) pairs for the workers (batch-1 decode of a model with few KV heads), a decode
   // row past one attention part is split into its parts, one task per (KV head, part), merged afterwards
   // (flash-decoding; the same bits as unsplit, model/attention.h): the threads share a long context's
@@ -476,8 +497,12 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     });
   }
   if (only_output_rows) gather(x_, d);
-  MatMul(kernels_.matmul, w.wo, att_.data(), out_rows, proj_.data(), pool);
-  lora_.Apply(layer, LoraTarget::kO, att_.data(), out_rows, only_output_rows ? output_rows_.data() : nullptr,
+  // The absorbed form's heads: W_vb_h times each head's attention over the latent (model/mla.h).
+  const float* att_heads = latent && c.mla_latent_cache
+                               ? mla_.AbsorbedOutputs(kernels_, c, w, att_.data(), out_rows, pool)
+                               : att_.data();
+  MatMul(kernels_.matmul, w.wo, att_heads, out_rows, proj_.data(), pool);
+  lora_.Apply(layer, LoraTarget::kO, att_heads, out_rows, only_output_rows ? output_rows_.data() : nullptr,
               proj_.data(), kernels_.matmul, pool);
   ForEachRow(pool, out_rows, [&](int64_t r, int) {
     float* x = x_.data() + r * d;

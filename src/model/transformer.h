@@ -4,7 +4,8 @@
 //
 // Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
 //   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows; deepseek2:
-//   model/mla.h's latent projections, values [R][v_dim])
+//   model/mla.h's latent projections, in the absorbed form queries of n_head latent-wide heads and one KV
+//   head of the latent, whose attention outputs W_vb turns into the heads' before attn_output)
 //   -> (+bias) -> (Q/K head norms) -> RoPE per row at its position (the layer's: global or local)
 //   -> K/V written into the row's sequence blocks -> attention per (row, head) over the row's own positions
 //   [0, position] or the layer's window of them (soft-capped scores for Gemma 2) -> O projection

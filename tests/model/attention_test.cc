@@ -427,6 +427,8 @@ TEST_P(AttendRowsTest, ValuesOfAnotherWidthThanKeys) {
   CheckTilingAndNaiveAttention(GetParam(), 45, 16, 48, 3, 32);
   CheckTilingAndNaiveAttention(GetParam(), 530, 16, 32, 4, 80);
   CheckTilingAndNaiveAttention(GetParam(), 61, 32, 96, 8, 64);
+  // The absorbed latent's widths (model/mla.h; DeepSeek's 64 rope dims + a latent of 512, values the latent).
+  CheckTilingAndNaiveAttention(GetParam(), 300, 16, 576, 8, 512);
 }
 
 TEST(AttendDecodeRow, RunsForItsShapesOnly) {

@@ -45,7 +45,10 @@ constexpr CrossCpuCase kCases[] = {{"tiny-256", "q8_0"},
                                    // SmolLM2's 576-wide rows: llama.cpp's q5_0 (q4_k_m) and q5_1 (q5_k_m)
                                    // fallbacks beside q4_K / q5_K / q6_K
                                    {"tiny-smollm2", "q4_k_m"},
-                                   {"tiny-smollm2", "q5_k_m"}};
+                                   {"tiny-smollm2", "q5_k_m"},
+                                   // latent attention, absorbed (a query LoRA, per-head products over
+                                   // the latent, multi-query attention 80 / 64 wide), sigmoid experts
+                                   {"tiny-deepseek3", "q8_0"}};
 constexpr int kPromptTokens = 64, kChunk = 24, kDecodeSteps = 8;
 
 std::string GoldenPath() {

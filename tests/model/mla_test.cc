@@ -1,13 +1,16 @@
-// DeepSeek files as llama.cpp's converter writes them since its MLA rework (model/architectures.h,
-// model/model_weights.h, model/mla.h): attn_kv_b split into attn_k_b (each head's k_nope rows transposed)
-// and attn_v_b, head_count_kv 1, key_length / value_length the latent cache's widths and the heads' widths
-// in key_length_mla / value_length_mla. make-model's tiny-deepseek3-split holds tiny-deepseek3's weights in
-// that form; neither peer runs it (ik_llama.cpp 8337e4cd3 converts only DeepSeek's own widths, 576 / 512 /
-// 64 rope dims; llama.cpp c392e50 predates the split), so the fused twin, checked against ik_llama.cpp
-// (peer_golden_test.cc), is its reference here.
+// DeepSeek's multi-head latent attention (model/mla.h): the absorbed form, which caches each row's latent
+// once, against the decompressed one (ModelLoadOptions::decompressed_mla); and files as llama.cpp's converter
+// writes them since its MLA rework (model/architectures.h, model/model_weights.h): attn_kv_b split into
+// attn_k_b (each head's k_nope rows transposed) and attn_v_b, head_count_kv 1, key_length / value_length the
+// latent cache's widths and the heads' widths in key_length_mla / value_length_mla. make-model's
+// tiny-deepseek3-split holds tiny-deepseek3's weights in that form; neither peer runs it (ik_llama.cpp
+// 8337e4cd3 converts only DeepSeek's own widths, 576 / 512 / 64 rope dims; llama.cpp c392e50 predates the
+// split), so the fused twin, checked against ik_llama.cpp (peer_golden_test.cc), is its reference here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "model/model.h"
@@ -24,6 +27,89 @@ Status LoadSplitEdited(const FileEdit& edit) {
   if (!file.ok()) return file.status();
   auto model = Model::Load(*file, {.pack_weights = false});
   return model.ok() ? Status::Ok() : model.status();
+}
+
+// The model of `name`'s file of `type` in the absorbed form (the default) or the decompressed one.
+LoadedModel LoadForm(const std::string& name, const char* type, bool decompressed) {
+  auto opened = GgufFile::Open(TinyModelPath(name, type));
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<const GgufFile> file = std::move(*opened);
+  auto model = Model::Load(file, {.decompressed_mla = decompressed});
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  return {file, std::move(*model)};
+}
+
+// The latent form's cache: one KV head of rope dims + latent (16 + 64) with the latent (64) as its value,
+// instead of 8 heads of 48-dim keys and 32-dim values: 144 floats a position and layer instead of 640.
+TEST(AbsorbedLatentAttention, CachesOneLatentHead) {
+  LoadedModel absorbed = LoadForm("tiny-deepseek2", "f32", false);
+  LoadedModel decompressed = LoadForm("tiny-deepseek2", "f32", true);
+  EXPECT_TRUE(absorbed.model->config().mla_latent_cache);
+  EXPECT_FALSE(decompressed.model->config().mla_latent_cache);
+  const KvLayout a = absorbed.model->MakeKvLayout(KvDtype::kF16, 16);
+  const KvLayout d = decompressed.model->MakeKvLayout(KvDtype::kF16, 16);
+  EXPECT_EQ(a.n_layer, 27);
+  EXPECT_EQ(a.n_kv_head, 1);
+  EXPECT_EQ(a.head_dim, 16 + 64);
+  EXPECT_EQ(a.ValueDim(), 64);
+  EXPECT_EQ(d.n_kv_head, 8);
+  EXPECT_EQ(d.head_dim, 48);
+  EXPECT_EQ(d.ValueDim(), 32);
+  EXPECT_EQ(a.BlockBytes(), size_t(27 * (80 + 64) * 16 * 2));
+  EXPECT_EQ(d.BlockBytes(), size_t(27 * 8 * (48 + 32) * 16 * 2));
+  std::printf("[ kv bytes ] tiny-deepseek2 f16: %zu a position absorbed, %zu decompressed\n",
+              a.BlockBytes() / 16, d.BlockBytes() / 16);
+  // The heads' widths stay the config's (the weights' shapes and the attention scale).
+  EXPECT_EQ(absorbed.model->config().head_dim, 48);
+  EXPECT_EQ(absorbed.model->config().attention_scale, decompressed.model->config().attention_scale);
+  // And the split files' layout is the same as their fused twins'.
+  LoadedModel split = LoadForm("tiny-deepseek3-split", "f32", false);
+  LoadedModel fused = LoadForm("tiny-deepseek3", "f32", false);
+  const KvLayout s = split.model->MakeKvLayout(KvDtype::kF16, 16);
+  EXPECT_EQ(s.n_kv_head, 1);
+  EXPECT_EQ(s.head_dim, 80);
+  EXPECT_EQ(s.ValueDim(), 64);
+  EXPECT_EQ(s.BlockBytes(), fused.model->MakeKvLayout(KvDtype::kF16, 16).BlockBytes());
+}
+
+// The absorbed form computes the decompressed form's attention in another order of sums (q . W_kb l as
+// (W_kb^T q) . l, W_vb applied after the weighted sum): in f32, logits agree to float rounding (6e-7 of the
+// largest), greedy tokens alike. (Quantized weights meet 8-bit activations at other points, q_nope and the
+// attention output instead of the latent, so there the two forms are two roundings of the model: 3-10 % of
+// the largest logit at q8_0; ReferenceTest holds both to the reference forward pass.)
+TEST(AbsorbedLatentAttention, LogitsMatchTheDecompressedForm) {
+  ThreadPool pool(2);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 300; ++i) tokens.push_back(int32_t((i * 37 + 11) % 150));
+  struct Case {
+    const char* name;
+    const char* type;
+    double tolerance;  // of max |absorbed - decompressed| / max |logit|
+  };
+  for (const Case& c : {Case{"tiny-deepseek2", "f32", 5e-6}, Case{"tiny-deepseek3", "f32", 5e-6},
+                        Case{"tiny-deepseek3-split", "f32", 5e-6}}) {
+    LoadedModel absorbed = LoadForm(c.name, c.type, false);
+    LoadedModel decompressed = LoadForm(c.name, c.type, true);
+    const auto a = RunSequence(*absorbed.model, tokens, 64, KvDtype::kF32, pool);
+    const auto b = RunSequence(*decompressed.model, tokens, 64, KvDtype::kF32, pool);
+    ASSERT_EQ(a.size(), b.size());
+    double max_diff = 0, max_logit = 0;
+    int same_argmax = 0;
+    for (size_t t = 0; t < a.size(); ++t) {
+      for (size_t v = 0; v < a[t].size(); ++v) {
+        max_diff = std::max(max_diff, std::abs(double(a[t][v]) - double(b[t][v])));
+        max_logit = std::max(max_logit, std::abs(double(b[t][v])));
+      }
+      same_argmax += std::max_element(a[t].begin(), a[t].end()) - a[t].begin() ==
+                     std::max_element(b[t].begin(), b[t].end()) - b[t].begin();
+    }
+    std::printf(
+        "[ absorbed ] %s %s: max |absorbed - decompressed| = %.3g (max |logit| %.3g), argmax %d/%zu\n",
+        c.name, c.type, max_diff, max_logit, same_argmax, a.size());
+    EXPECT_GT(max_logit, 0.0);
+    EXPECT_LE(max_diff, c.tolerance * max_logit) << c.name << " " << c.type;
+    EXPECT_GE(same_argmax, int(a.size()) - 3) << c.name << " " << c.type;
+  }
 }
 
 TEST(SplitLatentAttention, MakeModelWritesTheConvertersLayout) {

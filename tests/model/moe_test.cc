@@ -311,12 +311,13 @@ TEST(Deepseek2, ConfigOfALiteShapedFile) {
   EXPECT_NE(
       c.Summary().find("4 of 16 experts of width 32 (weights not renormalised) and shared experts of width "
                        "64, softmax scores x 1, 1 dense layers first, latent attention (rank 64; values 32 "
-                       "wide)"),
+                       "wide, the latent cached)"),
       std::string::npos)
       << c.Summary();
   const KvLayout kv = m.model->MakeKvLayout(KvDtype::kF16, 16);
-  EXPECT_EQ(kv.head_dim, 48);
-  EXPECT_EQ(kv.ValueDim(), 32);
+  EXPECT_EQ(kv.n_kv_head, 1);  // the absorbed form's latent (model/mla.h)
+  EXPECT_EQ(kv.head_dim, 16 + 64);
+  EXPECT_EQ(kv.ValueDim(), 64);
 }
 
 // The bias chooses the experts, the unbiased scores weigh them; renormalised, then scaled.
