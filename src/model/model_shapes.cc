@@ -517,6 +517,20 @@ constexpr ShapeEntry kShapes[] = {
        s.split_kv_b = true;
      }},
     {"tiny-deepseek3-grouped", TinyDeepseek3Grouped},
+    {"small-deepseek2",
+     [](ModelShape& s) {
+       // tiny-deepseek2 at DeepSeek-V2-Lite's attention widths (16 heads of 128 + 64 rotated dims, values of
+       // 128, a latent of 512: the absorbed form caches 576 + 512 a position and layer) with 4 layers, 4 of
+       // 16 experts of 256, for benchmarks.
+       TinyDeepseek2(s);
+       Widths(s, 1024, 16, 16, 192, 1024);
+       s.rope_dim = 64;
+       s.value_dim = 128;
+       s.kv_lora_rank = 512;
+       s.n_layer = 4;
+       s.n_ctx = 4096;
+       Experts(s, 16, 4, 256);
+     }},
     {"small-gpt-oss",
      [](ModelShape& s) {
        // gpt-oss-20b's plan (64 heads of 64, 8 KV heads, 4 of 32 experts as wide as n_embd, a window of 128)
