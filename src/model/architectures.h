@@ -35,9 +35,10 @@
 //   glm4    GLM-4-0414 / GLM-Z1 (dense): QKV bias, a fused [gate | up] ffn_up (as phi3's), half of each
 //           head rotated (rope.dimension_count, interleaved pairs), gemma2's post-norms on the attention
 //           and FFN outputs (post_attention_norm, post_ffw_norm)
-//   deepseek2  DeepSeek-V2/V3, Moonlight, GLM-4.7-Flash: multi-head latent attention (model/mla.h; keys of
-//           attention.key_length, values of attention.value_length, decompressed from attention.kv_lora_rank
-//           by attn_kv_b; the query through attention.q_lora_rank when attn_q_a is present), YaRN as
+//   deepseek2  DeepSeek-V2/V3, Moonlight, GLM-4.7-Flash: multi-head latent attention (model/mla.h; heads'
+//           keys of attention.key_length, values of attention.value_length, from a latent of
+//           attention.kv_lora_rank by attn_kv_b, the KV cache holding the latent; the query through
+//           attention.q_lora_rank when attn_q_a is present), YaRN as
 //           ik_llama.cpp's graph; leading_dense_block_count dense layers, then routed experts scored by
 //           softmax or sigmoid (expert_gating_func), chosen with the exp_probs_b bias, weighted by their
 //           scores (expert_weights_norm, expert_weights_scale), plus expert_shared_count ungated shared ones

@@ -1,5 +1,6 @@
 // deepseek2's configuration (DeepSeek-V2 / V2.5 / V2-Lite / V3 / R1, Moonlight, GLM-4.7-Flash): multi-head
-// latent attention (ModelConfig::kv_lora_rank, model/mla.h) and DeepSeek's experts (model/moe.h). The keys
+// latent attention (ModelConfig::kv_lora_rank, model/mla.h; in its absorbed form, mla_latent_cache, the KV
+// cache holds the latent) and DeepSeek's experts (model/moe.h). The keys
 // as llama.cpp's converter wrote them before its MLA rework (head_count_kv = head_count, key_length = qk_nope
 // + qk_rope, value_length, rope.dimension_count = qk_rope, attn_kv_b), or as it writes them since
 // (attention.key_length_mla present: head_count_kv 1, key_length kv_lora_rank + qk_rope, value_length

@@ -94,6 +94,76 @@ std::vector<double> LogSoftmax(const std::vector<float>& logits, const std::vect
   return out;
 }
 
+// Runs every case of `golden` through `model` against the peer's log-probabilities (to `tolerance`) and
+// greedy tokens; `form` follows the shape's name in the report.
+void CheckAgainstPeer(Model& model, const nlohmann::json& golden, const std::string& shape, double tolerance,
+                      const char* form) {
+  int index = 0;
+  const int64_t vocab = model.config().n_vocab;
+  // The peer's KV type (ik_llama.cpp keeps f16 only): lockstep stores the same, rounded alike.
+  const KvDtype kv_dtype = golden.value("kv", "f32") == "f16" ? KvDtype::kF16 : KvDtype::kF32;
+  std::vector<bool> excluded(size_t(vocab), false);
+  for (int32_t t : golden.at("greedy_excludes").get<std::vector<int32_t>>()) excluded.at(size_t(t)) = true;
+  ThreadPool pool(2);
+  for (const nlohmann::json& c : golden.at("cases")) {
+    Case peer{c.at("prompt").get<std::vector<int32_t>>(), {}, c.at("greedy").get<std::vector<int32_t>>()};
+    for (const nlohmann::json& lp : c.at("logprobs")) {
+      peer.logprobs.push_back(lp.is_null() ? std::nan("") : lp.get<double>());
+    }
+    ASSERT_EQ(int64_t(peer.logprobs.size()), vocab);
+    const int32_t prompt_len = int32_t(peer.prompt.size());
+    const KvLayout layout = model.MakeKvLayout(kv_dtype, 16);
+    LocalKv kv(layout, prompt_len + int64_t(peer.greedy.size()));
+    std::vector<float> logits(vocab);
+    auto step = [&](const std::vector<int32_t>& tokens, int32_t position) {
+      Batch batch;
+      batch.sequences.push_back(kv.view());
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        batch.rows.push_back({tokens[i], position + int32_t(i), 0, i + 1 == tokens.size()});
+      }
+      const Status status = model.Forward(batch, layout, logits, pool);
+      EXPECT_TRUE(status.ok()) << status.ToString();
+      int32_t best = -1;
+      for (int32_t t = 0; t < int32_t(vocab); ++t) {
+        if (!excluded[size_t(t)] && (best < 0 || logits[t] > logits[best])) best = t;
+      }
+      return best;
+    };
+    int32_t next = step(peer.prompt, 0);
+    const std::vector<double> ours = LogSoftmax(logits, peer.logprobs);
+    double max_diff = 0;
+    int64_t compared = 0;
+    for (int64_t v = 0; v < vocab; ++v) {
+      if (std::isnan(peer.logprobs[v])) continue;
+      max_diff = std::max(max_diff, std::abs(ours[v] - peer.logprobs[v]));
+      ++compared;
+    }
+    EXPECT_GE(compared, vocab - 1);
+    EXPECT_LE(max_diff, tolerance) << shape << " case " << index << " (prompt of " << prompt_len << ")";
+    std::vector<int32_t> greedy;
+    for (size_t i = 0; i < peer.greedy.size(); ++i) {
+      greedy.push_back(next);
+      if (i + 1 < peer.greedy.size()) next = step({next}, prompt_len + int32_t(i));
+    }
+    // Quantized weights (a stated tolerance): the two sides' activation quantizations differ by about 2e-2
+    // in log-probabilities, more than the top-2 margins of tiny random models, so greedy paths part early;
+    // how many tokens agree is reported, not checked.
+    if (!golden.contains("tolerance")) {
+      EXPECT_EQ(greedy, peer.greedy) << shape << " case " << index;
+    }
+    size_t agree = 0;
+    while (agree < greedy.size() && greedy[agree] == peer.greedy[agree]) ++agree;
+    const std::string agreement = greedy == peer.greedy ? "equal"
+                                                        : "DIFFERENT from token " + std::to_string(agree) +
+                                                              " of " + std::to_string(greedy.size());
+    std::printf(
+        "[ peer     ] %s%s case %d: prompt %d, max |log-prob diff| %.3g (tolerance %.0e), greedy %s\n",
+        shape.c_str(), form, index, prompt_len, max_diff, tolerance, agreement.c_str());
+    ++index;
+  }
+  EXPECT_GE(index, 3);
+}
+
 class PeerGoldenTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PeerGoldenTest, LogitsAndGreedyTokensMatchThePeer) {
@@ -114,81 +184,15 @@ TEST_P(PeerGoldenTest, LogitsAndGreedyTokensMatchThePeer) {
   // deepseek2: both forms of latent attention (model/mla.h); its probe load also checks the file.
   const bool latent = LoadModelOrDie(path).model->config().kv_lora_rank > 0;
   for (const bool decompressed : latent ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
-    int index = 0;
     auto opened = GgufFile::Open(path);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     std::shared_ptr<const GgufFile> file = std::move(*opened);
     auto loaded = Model::Load(file, {.decompressed_mla = decompressed});
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    Model& model = **loaded;
-    const int64_t vocab = model.config().n_vocab;
     // Quantized weights state their own (the two sides quantize activations differently).
     const double tolerance = golden.value(
         "tolerance", decompressed || !latent ? Tolerance(GetParam()) : AbsorbedTolerance(GetParam()));
-    // The peer's KV type (ik_llama.cpp keeps f16 only): lockstep stores the same, rounded alike.
-    const KvDtype kv_dtype = golden.value("kv", "f32") == "f16" ? KvDtype::kF16 : KvDtype::kF32;
-    std::vector<bool> excluded(size_t(vocab), false);
-    for (int32_t t : golden.at("greedy_excludes").get<std::vector<int32_t>>()) excluded.at(size_t(t)) = true;
-    ThreadPool pool(2);
-    for (const nlohmann::json& c : golden.at("cases")) {
-      Case peer{c.at("prompt").get<std::vector<int32_t>>(), {}, c.at("greedy").get<std::vector<int32_t>>()};
-      for (const nlohmann::json& lp : c.at("logprobs")) {
-        peer.logprobs.push_back(lp.is_null() ? std::nan("") : lp.get<double>());
-      }
-      ASSERT_EQ(int64_t(peer.logprobs.size()), vocab);
-      const int32_t prompt_len = int32_t(peer.prompt.size());
-      const KvLayout layout = model.MakeKvLayout(kv_dtype, 16);
-      LocalKv kv(layout, prompt_len + int64_t(peer.greedy.size()));
-      std::vector<float> logits(vocab);
-      auto step = [&](const std::vector<int32_t>& tokens, int32_t position) {
-        Batch batch;
-        batch.sequences.push_back(kv.view());
-        for (size_t i = 0; i < tokens.size(); ++i) {
-          batch.rows.push_back({tokens[i], position + int32_t(i), 0, i + 1 == tokens.size()});
-        }
-        const Status status = model.Forward(batch, layout, logits, pool);
-        EXPECT_TRUE(status.ok()) << status.ToString();
-        int32_t best = -1;
-        for (int32_t t = 0; t < int32_t(vocab); ++t) {
-          if (!excluded[size_t(t)] && (best < 0 || logits[t] > logits[best])) best = t;
-        }
-        return best;
-      };
-      int32_t next = step(peer.prompt, 0);
-      const std::vector<double> ours = LogSoftmax(logits, peer.logprobs);
-      double max_diff = 0;
-      int64_t compared = 0;
-      for (int64_t v = 0; v < vocab; ++v) {
-        if (std::isnan(peer.logprobs[v])) continue;
-        max_diff = std::max(max_diff, std::abs(ours[v] - peer.logprobs[v]));
-        ++compared;
-      }
-      EXPECT_GE(compared, vocab - 1);
-      EXPECT_LE(max_diff, tolerance) << GetParam() << " case " << index << " (prompt of " << prompt_len
-                                     << ")";
-      std::vector<int32_t> greedy;
-      for (size_t i = 0; i < peer.greedy.size(); ++i) {
-        greedy.push_back(next);
-        if (i + 1 < peer.greedy.size()) next = step({next}, prompt_len + int32_t(i));
-      }
-      // Quantized weights (a stated tolerance): the two sides' activation quantizations differ by about 2e-2
-      // in log-probabilities, more than the top-2 margins of tiny random models, so greedy paths part early;
-      // how many tokens agree is reported, not checked.
-      if (!golden.contains("tolerance")) {
-        EXPECT_EQ(greedy, peer.greedy) << GetParam() << " case " << index;
-      }
-      size_t agree = 0;
-      while (agree < greedy.size() && greedy[agree] == peer.greedy[agree]) ++agree;
-      const std::string agreement = greedy == peer.greedy ? "equal"
-                                                          : "DIFFERENT from token " + std::to_string(agree) +
-                                                                " of " + std::to_string(greedy.size());
-      std::printf(
-          "[ peer     ] %s%s case %d: prompt %d, max |log-prob diff| %.3g (tolerance %.0e), greedy %s\n",
-          GetParam().c_str(), decompressed ? " (decompressed)" : "", index, prompt_len, max_diff, tolerance,
-          agreement.c_str());
-      ++index;
-    }
-    EXPECT_GE(index, 3);
+    CheckAgainstPeer(**loaded, golden, GetParam(), tolerance, decompressed ? " (decompressed)" : "");
   }
 }
 
