@@ -120,9 +120,16 @@ void RunInfo(const std::string& path, const std::string& chat_template) {
               c.rope_scaling == RopeScaling::kLinear ? ", linear scaling" : "",
               c.rope_freq_factors.empty() ? "" : ", llama3 frequency factors");
   std::printf("qkv bias:         %s\n", c.qkv_bias ? "yes" : "no");
-  std::printf("kv per token:     %lld bytes (f16)\n", (long long)(c.n_layer * 2 * c.kv_dim() * 2));
   auto model = Model::Load(file, {.pack_weights = false});  // validation only: no need to repack
   if (!model.ok()) Fail(model.status());
+  // The paged cache's own layout (per-layer shapes, the deepseek2 latent, no K/V for recurrent layers).
+  const KvLayout layout = (*model)->MakeKvLayout(KvDtype::kF16);
+  std::printf("kv per token:     %lld bytes (f16)\n",
+              (long long)(layout.BlockBytes() / size_t(layout.block_tokens)));
+  if (layout.recurrent_state_floats > 0) {
+    std::printf("recurrent state:  %s per sequence\n",
+                HumanBytes(double(layout.recurrent_state_floats) * sizeof(float)).c_str());
+  }
   std::printf("output:           %s\n",
               file->FindTensor("output.weight") ? "separate" : "tied to token_embd");
 }

@@ -19,5 +19,20 @@ TEST_F(InfoCommandTest, NamesTheFilesArchitectureAndTheLayersThatRunIt) {
   EXPECT_NE(out.find("architecture:     qwen3vl (text only, qwen3's layers)"), std::string::npos) << out;
 }
 
+// The KV bytes per token are the paged cache's: deepseek2's latent (27 layers x (80 + 64) f16 values), no
+// K/V for qwen35's recurrent layers, whose per-sequence state is its own line.
+TEST_F(InfoCommandTest, KvBytesPerTokenAreTheCachesOwn) {
+  std::string out, err;
+  const std::string deepseek = *dir_ + "/deepseek2.gguf";
+  ASSERT_EQ(Lockstep("make-model --shape tiny-deepseek2 -o " + deepseek, &out, &err), 0) << err;
+  ASSERT_EQ(Lockstep("info -m " + deepseek, &out, &err), 0) << err;
+  EXPECT_NE(out.find("kv per token:     7776 bytes (f16)\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("recurrent state:"), std::string::npos) << out;
+  const std::string qwen35 = *dir_ + "/qwen35.gguf";
+  ASSERT_EQ(Lockstep("make-model --shape tiny-qwen35 -o " + qwen35, &out, &err), 0) << err;
+  ASSERT_EQ(Lockstep("info -m " + qwen35, &out, &err), 0) << err;
+  EXPECT_NE(out.find("recurrent state:  "), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace lockstep::testing
