@@ -18,6 +18,12 @@ SchedulerOptions EffectiveOptions(SchedulerOptions options, const RecurrentState
   return options;
 }
 
+// How many of the first `limit` tokens of `a` and `b` are equal.
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, size_t limit) {
+  LOCKSTEP_CHECK(limit <= a.size() && limit <= b.size());
+  return size_t(std::mismatch(a.begin(), a.begin() + ptrdiff_t(limit), b.begin()).first - a.begin());
+}
+
 }  // namespace
 
 Scheduler::Scheduler(BlockPool& pool, const SchedulerOptions& options, RecurrentStatePool* states,
@@ -54,9 +60,8 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
       fork_of != 0 && prompt_rows == PromptRows::kNone && states_ == nullptr ? Find(fork_of) : nullptr;
   if (parent != nullptr && parent->lora_scales == seq->lora_scales) {
     // The common prefix of the two prompts, short of this prompt's last token (computed for its logits).
-    const size_t limit = std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1);
-    size_t shared = 0;
-    while (shared < limit && parent->tokens[shared] == seq->tokens[shared]) ++shared;
+    const size_t shared = CommonPrefix(parent->tokens, seq->tokens,
+                                       std::min<size_t>(size_t(parent->prompt_len), seq->tokens.size() - 1));
     if (shared > 0) {
       seq->fork_parent = fork_of;
       seq->fork_tokens = int32_t(shared);
@@ -142,7 +147,17 @@ KvCacheManager::UsableEnd Scheduler::SnapshotExists() const {
   return [cache = snapshots_](BlockHash hash) { return cache->Contains(hash); };
 }
 
-int32_t Scheduler::NextSnapshotPoint(const Seq& seq) {
+int32_t Scheduler::SharedBoundary(const Seq& computing, const Seq& reader) const {
+  // The reader attaches at most up to the block before its last token's (computed for its logits).
+  const int32_t bt = pool_.block_tokens();
+  const size_t limit = std::min(reader.tokens.size() - 1, computing.tokens.size());
+  const int32_t ahead_of = std::max(computing.num_computed, reader.num_computed);
+  if (int64_t(limit) / bt * bt <= ahead_of) return 0;
+  const int32_t boundary = int32_t(CommonPrefix(computing.tokens, reader.tokens, limit)) / bt * bt;
+  return boundary > ahead_of ? boundary : 0;
+}
+
+int32_t Scheduler::NextSnapshotPoint(const Seq& seq) const {
   if (snapshots_ == nullptr) return 0;
   const int32_t bt = pool_.block_tokens();
   int32_t next = 0;
@@ -152,20 +167,14 @@ int32_t Scheduler::NextSnapshotPoint(const Seq& seq) {
   consider(seq.prompt_len / bt * bt);
   for (const auto& [id, other] : seqs_) {
     // Another request that reads the cache and will want these blocks: it has not computed them (it may be
-    // waiting for this one's claims) and attaches at most up to the block before its last token's.
+    // waiting for this one's claims).
     if (other.get() == &seq || !other->reads_cache() || other->lora_scales != seq.lora_scales) continue;
-    const size_t limit = std::min(other->tokens.size() - 1, seq.tokens.size());
-    if (limit < size_t(bt) || int64_t(limit) / bt * bt <= seq.num_computed) continue;
-    size_t common = 0;
-    while (common < limit && other->tokens[common] == seq.tokens[common]) ++common;
-    const int32_t boundary = int32_t(common) / bt * bt;
-    if (boundary > other->num_computed) consider(boundary);
+    consider(SharedBoundary(seq, *other));
   }
   return next;
 }
 
 bool Scheduler::WaitsForSnapshot(const Seq& seq) const {
-  const int32_t bt = pool_.block_tokens();
   bool older = true;  // `other` was admitted before `seq`
   for (const Seq* other : running_) {
     if (other == &seq) {
@@ -179,12 +188,7 @@ bool Scheduler::WaitsForSnapshot(const Seq& seq) const {
       continue;
     }
     // NextSnapshotPoint(*other) stops at this boundary (seq reads the cache).
-    const size_t limit = std::min(other->tokens.size(), seq.tokens.size() - 1);
-    if (int64_t(limit) / bt * bt <= other->num_computed) continue;
-    size_t common = 0;
-    while (common < limit && other->tokens[common] == seq.tokens[common]) ++common;
-    const int32_t boundary = int32_t(common) / bt * bt;
-    if (boundary > other->num_computed && boundary > seq.num_computed) return true;
+    if (SharedBoundary(*other, seq) > 0) return true;
   }
   return false;
 }

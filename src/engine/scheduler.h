@@ -247,7 +247,11 @@ class Scheduler {
   // first snapshot point of the request past num_computed (0: none); copies the snapshot at `position` (a
   // run's end just matched or attached) into its slot.
   KvCacheManager::UsableEnd SnapshotExists() const;
-  int32_t NextSnapshotPoint(const Seq& seq);
+  int32_t NextSnapshotPoint(const Seq& seq) const;
+  // The block boundary ending the tokens `reader` shares with `computing` (short of the reader's last token,
+  // computed for its logits), when it lies past what both have computed; 0 otherwise. NextSnapshotPoint
+  // (computing) and WaitsForSnapshot (reader) meet there.
+  int32_t SharedBoundary(const Seq& computing, const Seq& reader) const;
   void LoadSnapshot(Seq& seq, int32_t position);
   // Whether another running request (ahead of this one, or as far and older) will compute and snapshot the
   // next full blocks this one shares with it: then this one waits and attaches them.
