@@ -10,42 +10,20 @@
 // judge by), drafted and accepted tokens, forward passes, and whether every request's tokens were identical
 // (they must be). Prints one JSON object.
 // Usage: draft_bench --model PATH [--threads N] [--draft N] [--tokens N] [--rounds N] [--json FILE]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
-namespace lockstep {
+namespace lockstep::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void Die(const std::string& message) {
-  std::fprintf(stderr, "draft_bench: %s\n", message.c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T OrDie(Result<T> result) {
-  if (!result.ok()) Die(result.status().ToString());
-  return std::move(result).value();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Scenario {
   std::string name;
@@ -54,42 +32,10 @@ struct Scenario {
   int top_k = 0;
 };
 
-struct Run {
-  double seconds = 0;
-  int64_t tokens = 0;
-  std::vector<std::vector<int32_t>> outputs;
-};
-
-Run RunTogether(Engine& engine, const std::vector<Request>& requests) {
-  Run run;
-  const Clock::time_point start = Clock::now();
-  std::vector<std::shared_ptr<RequestHandle>> handles;
-  for (const Request& r : requests) handles.push_back(OrDie(engine.Submit(r)));
-  for (auto& h : handles) {
-    run.outputs.emplace_back();
-    while (auto event = h->Next()) {
-      if (event->finish_reason == FinishReason::kError) Die("generation failed: " + event->error);
-      if (event->token == kNoToken) continue;
-      run.outputs.back().push_back(event->token);
-      ++run.tokens;
-    }
-  }
-  run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return run;
-}
-
 std::vector<Request> Requests(const Scenario& s, int tokens, int64_t n_vocab, const Tokenizer* tokenizer) {
   std::vector<Request> requests;
   for (int i = 0; i < s.requests; ++i) {
-    std::mt19937_64 rng(uint64_t(100 + i));
-    Request r;
-    if (tokenizer != nullptr && tokenizer->bos_id() >= 0) r.prompt_ids.push_back(tokenizer->bos_id());
-    while (r.prompt_ids.size() < 32) {
-      const int32_t id = int32_t(rng() % uint64_t(n_vocab));
-      if (tokenizer == nullptr || !tokenizer->IsSpecial(id)) r.prompt_ids.push_back(id);
-    }
-    r.max_tokens = tokens;
-    r.ignore_eos = true;
+    Request r = GreedyRequest(RandomPrompt(32, uint64_t(100 + i), n_vocab, tokenizer), tokens);
     r.sampling.temperature = s.temperature;
     r.sampling.top_k = s.top_k;
     r.sampling.seed = uint64_t(7 + i);
@@ -99,38 +45,21 @@ std::vector<Request> Requests(const Scenario& s, int tokens, int64_t n_vocab, co
 }
 
 }  // namespace
-}  // namespace lockstep
+}  // namespace lockstep::bench
 
 int main(int argc, char** argv) {
   using namespace lockstep;
+  using namespace lockstep::bench;
   std::string model_path, json_path;
   int threads = 2, draft = 6, tokens = 256, rounds = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Die(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--model") {
-      model_path = value();
-    } else if (arg == "--threads") {
-      threads = std::atoi(value().c_str());
-    } else if (arg == "--draft") {
-      draft = std::atoi(value().c_str());
-    } else if (arg == "--tokens") {
-      tokens = std::atoi(value().c_str());
-    } else if (arg == "--rounds") {
-      rounds = std::atoi(value().c_str());
-    } else if (arg == "--json") {
-      json_path = value();
-    } else {
-      Die("unknown argument '" + arg + "'");
-    }
-  }
-  if (model_path.empty()) Die("--model PATH is required");
-  if (threads < 1 || draft < 1 || draft > 64 || tokens < 2 || rounds < 1) {
-    Die("--threads, --tokens, --rounds must be >= 1 (--tokens >= 2), --draft in 1..64");
-  }
+  CLI::App app{"draft_bench: tokens per second with and without prompt-lookup drafts, outputs compared"};
+  AddCommonOptions(app, model_path, threads, json_path);
+  app.add_option("--draft", draft, "draft tokens per step")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--tokens", tokens, "new tokens per request")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--rounds", rounds)->check(CLI::Range(1, 1000))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::shared_ptr<const GgufFile> file = OrDie(GgufFile::Open(model_path));
   std::shared_ptr<Model> model = OrDie(Model::Load(file));
   std::shared_ptr<const Tokenizer> tokenizer;
@@ -158,7 +87,7 @@ int main(int argc, char** argv) {
     bool identical = true;
     const EngineStats plain_before = plain->Stats(), drafted_before = drafted->Stats();
     for (int round = 0; round < rounds; ++round) {
-      Run a, b;
+      Outcome a, b;
       if (round % 2 == 0) {
         a = RunTogether(*plain, requests);
         b = RunTogether(*drafted, requests);
@@ -166,9 +95,9 @@ int main(int argc, char** argv) {
         b = RunTogether(*drafted, requests);
         a = RunTogether(*plain, requests);
       }
-      identical = identical && a.outputs == b.outputs;
-      plain_rate.push_back(double(a.tokens) / a.seconds);
-      drafted_rate.push_back(double(b.tokens) / b.seconds);
+      identical = identical && a.tokens == b.tokens;
+      plain_rate.push_back(double(a.generated()) / a.wall_s);
+      drafted_rate.push_back(double(b.generated()) / b.wall_s);
       ratio.push_back(drafted_rate.back() / plain_rate.back());
     }
     const EngineStats plain_after = plain->Stats(), drafted_after = drafted->Stats();
@@ -190,11 +119,6 @@ int main(int argc, char** argv) {
     };
     if (!identical) std::fprintf(stderr, "draft_bench: %s: outputs differ with drafts\n", s.name.c_str());
   }
-  const std::string text = report.dump(2);
-  std::printf("%s\n", text.c_str());
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << text << "\n";
-  }
+  WriteReport(report.dump(2), json_path);
   return 0;
 }

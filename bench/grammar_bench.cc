@@ -11,16 +11,13 @@
 // with the DFA off (one stack expansion per trie node, the walk before it), measured alternately with the
 // DFA ones in the same run: warm-up, constrained rounds and cold replays.
 // Usage: grammar_bench [--model PATH] [--threads N] [--seqs N] [--tokens N] [--rounds N] [--json FILE]
-#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "grammar/compiled_grammar.h"
@@ -30,21 +27,8 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
-namespace lockstep {
+namespace lockstep::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void Die(const std::string& message) {
-  std::fprintf(stderr, "grammar_bench: %s\n", message.c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T OrDie(Result<T> result) {
-  if (!result.ok()) Die(result.status().ToString());
-  return std::move(result).value();
-}
 
 constexpr char kSchema[] = R"({
   "type": "array", "minItems": 1000,
@@ -62,62 +46,29 @@ constexpr char kSchema[] = R"({
   }
 })";
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-struct RunResult {
+// Each request's time per output token.
+std::vector<double> TimesPerToken(const Outcome& outcome) {
   std::vector<double> tpot_s;
-  std::vector<std::vector<int32_t>> tokens;
-};
-
-RunResult Run(Engine& engine, const std::vector<Request>& requests) {
-  std::vector<std::shared_ptr<RequestHandle>> handles;
-  for (const Request& r : requests) handles.push_back(OrDie(engine.Submit(r)));
-  RunResult out;
-  for (auto& h : handles) {
-    std::vector<int32_t> tokens;
-    while (auto event = h->Next()) {
-      if (event->token != kNoToken) tokens.push_back(event->token);
-      if (event->finish_reason == FinishReason::kError) Die("generation failed: " + event->error);
-      if (event->last()) out.tpot_s.push_back(event->timing.tpot_s);
-    }
-    out.tokens.push_back(std::move(tokens));
-  }
-  return out;
+  for (const RequestTiming& t : outcome.timing) tpot_s.push_back(t.tpot_s);
+  return tpot_s;
 }
 
 }  // namespace
-}  // namespace lockstep
+}  // namespace lockstep::bench
 
 int main(int argc, char** argv) {
   using namespace lockstep;
+  using namespace lockstep::bench;
   std::string model_path = "/tmp/smollm2-q8.gguf", json_path;
   int threads = 2, seqs = 8, tokens = 96, rounds = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Die(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--model") {
-      model_path = value();
-    } else if (arg == "--threads") {
-      threads = std::atoi(value().c_str());
-    } else if (arg == "--seqs") {
-      seqs = std::atoi(value().c_str());
-    } else if (arg == "--tokens") {
-      tokens = std::atoi(value().c_str());
-    } else if (arg == "--rounds") {
-      rounds = std::atoi(value().c_str());
-    } else if (arg == "--json") {
-      json_path = value();
-    } else {
-      Die("unknown argument '" + arg + "'");
-    }
-  }
-  if (threads < 1 || seqs < 1 || tokens < 2 || rounds < 1) Die("bad --threads/--seqs/--tokens/--rounds");
+  CLI::App app{"grammar_bench: decode step time with and without a JSON-schema grammar"};
+  AddCommonOptions(app, model_path, threads, json_path);
+  app.add_option("--seqs", seqs, "requests together")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--tokens", tokens, "new tokens per request")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--rounds", rounds)->check(CLI::Range(1, 1000))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
   std::shared_ptr<const GgufFile> file = OrDie(GgufFile::Open(model_path));
   std::shared_ptr<Model> model = OrDie(Model::Load(file));
   std::shared_ptr<const Tokenizer> tokenizer = OrDie(Tokenizer::FromGguf(*file));
@@ -148,10 +99,7 @@ int main(int argc, char** argv) {
   auto requests = [&](const std::shared_ptr<grammar::TokenMasker>& constraint, uint64_t round) {
     std::vector<Request> out;
     for (int i = 0; i < seqs; ++i) {
-      Request r;
-      r.prompt_ids = prompt;
-      r.max_tokens = tokens;
-      r.ignore_eos = true;
+      Request r = GreedyRequest(prompt, tokens);
       r.sampling.temperature = 1.0f;
       r.sampling.seed = round * 1000 + uint64_t(i);
       r.grammar = constraint;
@@ -159,18 +107,19 @@ int main(int argc, char** argv) {
     }
     return out;
   };
-  Run(*engine, requests(nullptr, 0));  // warm-up
+  RunTogether(*engine, requests(nullptr, 0));  // warm-up
   std::vector<double> free_tpot, constrained_tpot, ratios, direct_tpot, direct_ratios;
   nlohmann::json per_round = nlohmann::json::array();
   std::vector<std::vector<int32_t>> outputs;
   for (int round = 1; round <= rounds; ++round) {
-    RunResult a = Run(*engine, requests(nullptr, uint64_t(round)));
-    RunResult b = Run(*engine, requests(masker, uint64_t(round)));
-    RunResult c = Run(*engine, requests(direct_masker, uint64_t(round)));
-    const double ma = Median(a.tpot_s), mb = Median(b.tpot_s), mc = Median(c.tpot_s);
-    free_tpot.insert(free_tpot.end(), a.tpot_s.begin(), a.tpot_s.end());
-    constrained_tpot.insert(constrained_tpot.end(), b.tpot_s.begin(), b.tpot_s.end());
-    direct_tpot.insert(direct_tpot.end(), c.tpot_s.begin(), c.tpot_s.end());
+    Outcome a = RunTogether(*engine, requests(nullptr, uint64_t(round)));
+    Outcome b = RunTogether(*engine, requests(masker, uint64_t(round)));
+    Outcome c = RunTogether(*engine, requests(direct_masker, uint64_t(round)));
+    const std::vector<double> ta = TimesPerToken(a), tb = TimesPerToken(b), tc = TimesPerToken(c);
+    const double ma = Median(ta), mb = Median(tb), mc = Median(tc);
+    free_tpot.insert(free_tpot.end(), ta.begin(), ta.end());
+    constrained_tpot.insert(constrained_tpot.end(), tb.begin(), tb.end());
+    direct_tpot.insert(direct_tpot.end(), tc.begin(), tc.end());
     ratios.push_back(mb / ma);
     direct_ratios.push_back(mc / ma);
     per_round.push_back({{"unconstrained_step_ms", ma * 1e3},
@@ -260,13 +209,7 @@ int main(int argc, char** argv) {
         {"vocabulary", vocab->size()}}},
       {"outputs_valid", all_valid},
   };
-  const std::string text = report.dump(2);
-  std::printf("%s\n", text.c_str());
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << text << "\n";
-    if (!out) Die("cannot write " + json_path);
-  }
+  WriteReport(report.dump(2), json_path);
   engine->Shutdown(/*drain=*/true);
   return all_valid ? 0 : 1;
 }
