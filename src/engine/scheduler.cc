@@ -200,6 +200,25 @@ void Scheduler::LoadSnapshot(Seq& seq, int32_t position) {
   LOCKSTEP_CHECK_MSG(loaded, "a matched KV run ends without its state snapshot");
 }
 
+void Scheduler::StoreSnapshot(Seq& seq) {
+  if (snapshots_ == nullptr) return;
+  const int32_t bt = pool_.block_tokens(), at = seq.num_computed;
+  const bool planned = seq.snapshot_at == at;
+  const bool in_reply = at % bt == 0 && at > seq.prompt_len / bt * bt;  // past the prompt's last boundary
+  if (!planned && !in_reply) return;
+  const BlockHash key = kv_.BoundaryHash(seq.id, seq.tokens, at);
+  if (planned) {
+    snapshots_->Store(key, states_->data(seq.state_slot));
+    return;
+  }
+  // In its reply: wanted only if a next turn comes, so low priority (never evicting a snapshot a prompt or
+  // a waiting request needs), and only the latest per request.
+  if (seq.reply_snapshot.has_value() && *seq.reply_snapshot != key)
+    snapshots_->DropLowPriority(*seq.reply_snapshot);
+  seq.reply_snapshot = key;
+  snapshots_->Store(key, states_->data(seq.state_slot), /*low_priority=*/true);
+}
+
 void Scheduler::AddChunk(Seq& seq, int32_t count, StepPlan& plan, int32_t draft) {
   ScheduledChunk chunk;
   chunk.id = seq.id;
@@ -420,13 +439,8 @@ void Scheduler::Update(const StepResult& result) {
     } else {
       seq->num_computed += chunk.count;
     }
-    if (seq->snapshot_at != 0) {
-      if (seq->snapshot_at == seq->num_computed && !result.failed) {
-        snapshots_->Store(kv_.BoundaryHash(seq->id, seq->tokens, seq->num_computed),
-                          states_->data(seq->state_slot));
-      }
-      seq->snapshot_at = 0;
-    }
+    if (!result.failed) StoreSnapshot(*seq);
+    seq->snapshot_at = 0;
     if (!result.failed)
       kv_.Publish(seq->id, seq->tokens, seq->num_computed);  // blocks completed by this step
     if (options_.kv_window > 0) {  // blocks out of every layer's window from here on

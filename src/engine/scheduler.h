@@ -39,7 +39,9 @@
 // request's slot. Snapshot points of a request, block boundaries past what it has computed:
 //   - its prompt's last block boundary (a next turn extends the prompt; a preempted request resumes there);
 //   - the end of the full blocks it shares with another known request (waiting or running, same LoRA) that
-//     has not computed them yet (fan-out over one document: the first computes it, the others attach it).
+//     has not computed them yet (fan-out over one document: the first computes it, the others attach it);
+//   - while decoding, each block boundary its generated tokens reach (a next turn's prompt holds the reply);
+//     only the latest is kept, so a long reply holds one cache slot, not one per block.
 // A request waits (as for a claim) while a running request ahead of it computes blocks they share up to
 // such a snapshot point. The oldest running request is never preempted, and
 // a wait always ends (a claim or a fork link ends when its owner computes the block, leaves or is preempted;
@@ -49,6 +51,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -217,6 +220,7 @@ class Scheduler {
     std::vector<float> lora_scales;              // Add's, without trailing zeros
     StateSlot state_slot = kNoStateSlot;         // recurrent models: held while running
     int32_t snapshot_at = 0;  // the end of the chunk planned this step when it is a snapshot point, else 0
+    std::optional<BlockHash> reply_snapshot;  // its latest snapshot at a boundary in its generated tokens
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
     // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).
@@ -253,6 +257,9 @@ class Scheduler {
   // (computing) and WaitsForSnapshot (reader) meet there.
   int32_t SharedBoundary(const Seq& computing, const Seq& reader) const;
   void LoadSnapshot(Seq& seq, int32_t position);
+  // After a step that computed seq's rows (Update): copies its state into the cache at a planned snapshot
+  // point, or at a block boundary its generated tokens reached (replacing its previous one there).
+  void StoreSnapshot(Seq& seq);
   // Whether another running request (ahead of this one, or as far and older) will compute and snapshot the
   // next full blocks this one shares with it: then this one waits and attaches them.
   bool WaitsForSnapshot(const Seq& seq) const;

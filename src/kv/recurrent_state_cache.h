@@ -38,12 +38,17 @@ class RecurrentStateCache {
   size_t bytes() const { return storage_->bytes(); }
 
   bool Contains(BlockHash key) const { return entries_.count(key) != 0; }
-  // Keeps a copy of `state` (state_floats floats) as the snapshot named `key`, evicting the least recently
-  // used one when every slot holds one. A key already held is only marked used: one key names one prefix,
-  // so one state.
-  void Store(BlockHash key, const float* state);
+  // Keeps a copy of `state` (state_floats floats) as the snapshot named `key`. When every slot holds one, the
+  // least recently used low-priority snapshot is evicted, or if none the least recently used one. A
+  // low-priority store (`low_priority`: a state a request may want later, not one a request waits for) only
+  // evicts low-priority snapshots and is dropped when it cannot (false). A key already held is only marked
+  // used (and normal, when stored as normal): one key names one prefix, so one state.
+  bool Store(BlockHash key, const float* state, bool low_priority = false);
   // Copies the snapshot named `key` into `state` and marks it used; false (state untouched) when none.
   bool Load(BlockHash key, float* state);
+  // Drops the snapshot named `key` if it is a low-priority one (its slot is free again); a normal one may
+  // serve another request and stays.
+  void DropLowPriority(BlockHash key);
 
   int64_t stores() const { return stores_; }        // snapshots copied in
   int64_t loads() const { return loads_; }          // snapshots copied out (cache hits)
@@ -53,7 +58,12 @@ class RecurrentStateCache {
   struct Entry {
     StateSlot slot;
     std::list<BlockHash>::iterator lru;
+    bool low_priority = false;
   };
+
+  // The slot for a new snapshot: a free one, else an evicted one (Store's order); kNoStateSlot when a
+  // low-priority store finds nothing it may evict.
+  StateSlot TakeSlot(bool low_priority);
 
   explicit RecurrentStateCache(std::unique_ptr<RecurrentStatePool> storage) : storage_(std::move(storage)) {}
 

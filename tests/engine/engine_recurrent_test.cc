@@ -2,8 +2,8 @@
 // request's greedy tokens are those it produces alone, whatever it is batched with, however its prompt is
 // chunked (max_batch_tokens), when state slots run out (requests wait for one) and when requests are
 // preempted (their state is recomputed); every state slot and block comes back. Prefix caching with state
-// snapshots (kv/recurrent_state_cache.h): requests sharing a document, and a next turn, get the same tokens
-// and logprobs (bit for bit) from a hit as when computing everything.
+// snapshots (kv/recurrent_state_cache.h): requests sharing a document, and a next turn (cached into the reply
+// it extends), get the same tokens and logprobs (bit for bit) from a hit as when computing everything.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -117,7 +117,7 @@ TEST(EngineRecurrentCacheTest, SharedPrefixHitsGiveTheSameTokens) {
     a.request.prompt_ids = doc;
     for (int32_t t : testing::RandomTokenIds(n_vocab, 3 + i, 40 + uint64_t(i)))
       a.request.prompt_ids.push_back(t);
-    a.request.max_tokens = 3;
+    a.request.max_tokens = 12;  // the reply reaches the block boundary at 48
     a.request.ignore_eos = true;
     a.request.sampling.temperature = 0;
     a.request.sampling.logprobs = true;
@@ -160,10 +160,11 @@ TEST(EngineRecurrentCacheTest, SharedPrefixHitsGiveTheSameTokens) {
   }
   EXPECT_EQ(on.turn[0].tokens, off.turn[0].tokens);
   EXPECT_EQ(on.turn[0].last.logprob, off.turn[0].last.logprob);
-  // Three of the four took the document's 32 tokens, and the next turn as many.
+  // Three of the four took the document's 32 tokens; the next turn its first 48 (the first turn's prompt and
+  // reply, from the snapshot taken while decoding).
   EXPECT_EQ(on.stats.recurrent_snapshot_hits_total, 4);
-  EXPECT_EQ(on.turn[0].last.timing.cached_tokens, 32);
-  EXPECT_EQ(on.stats.prefix_cache_hits_total, 4 * 32);
+  EXPECT_EQ(on.turn[0].last.timing.cached_tokens, 48);
+  EXPECT_EQ(on.stats.prefix_cache_hits_total, 3 * 32 + 48);
   EXPECT_GE(on.stats.recurrent_cache_slots_used, 1);
 }
 

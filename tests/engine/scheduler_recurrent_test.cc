@@ -247,14 +247,53 @@ TEST(SchedulerRecurrentTest, ANextTurnResumesFromThePromptsLastBlockBoundary) {
   const Outcome on = RunRecurrent(jobs, 64, 4, {8, 512}, 2, /*cache_slots=*/2);
   for (const Job& job : jobs) EXPECT_EQ(on.generated.at(job.id), off.generated.at(job.id)) << job.id;
   EXPECT_EQ(on.cached_tokens.at(2), 20);  // 22 prompt tokens: the snapshot at 20 (5 blocks of 4)
-  EXPECT_EQ(on.snapshots, 2);             // each prompt's last block boundary, nothing else
+  // Each prompt's last block boundary (20, 32) and the first's reply's (24; evicted by 32, and the second's
+  // at 36 finds no slot: a reply's snapshot never evicts a prompt's).
+  EXPECT_EQ(on.snapshots, 3);
+  EXPECT_EQ(on.snapshot_evictions, 1);
   EXPECT_EQ(on.snapshot_loads, 1);
+}
+
+TEST(SchedulerRecurrentTest, ANextTurnResumesFromItsReplysLastBlockBoundary) {
+  // The first turn's 22 prompt tokens and 11 generated ones (positions up to 32 computed); the next turn's
+  // prompt holds them all, then more.
+  const std::vector<int32_t> first = FakePrompt(3, 22);
+  const std::vector<Job> alone = {{1, first, 11}};
+  const std::vector<int32_t> reply = RunRecurrent(alone, 64, 4, {8, 512}, 2).generated.at(1);
+  ASSERT_EQ(reply.size(), 11u);
+  std::vector<int32_t> second = first;
+  second.insert(second.end(), reply.begin(), reply.end());
+  for (int32_t t : FakePrompt(9, 5)) second.push_back(t);
+  const std::vector<Job> jobs = {{1, first, 11}, {2, second, 4, /*arrival_step=*/30}};
+  const Outcome off = RunRecurrent(jobs, 64, 4, {8, 512}, 2);
+  const Outcome on = RunRecurrent(jobs, 64, 4, {8, 512}, 2, /*cache_slots=*/2);
+  for (const Job& job : jobs) EXPECT_EQ(on.generated.at(job.id), off.generated.at(job.id)) << job.id;
+  EXPECT_EQ(on.cached_tokens.at(2), 32);  // the snapshot taken while decoding, at 32
+  EXPECT_EQ(on.snapshot_loads, 1);
+}
+
+TEST(SchedulerRecurrentTest, AReplyHoldsOneSpareSlotAndEvictsNoPromptSnapshot) {
+  // A 9-token prompt (snapshot at 8) whose 30 generated tokens pass seven block boundaries (12 .. 36), then
+  // another conversation, then the first prompt again with more: two slots, so the reply's snapshots must
+  // replace each other and leave the first prompt's.
+  const std::vector<int32_t> a = FakePrompt(3, 9);
+  std::vector<int32_t> a2 = a;
+  for (int32_t t : FakePrompt(9, 4)) a2.push_back(t);
+  const std::vector<Job> jobs = {{1, a, 30}, {2, FakePrompt(4, 9), 3, 40}, {3, a2, 3, 50}};
+  const Outcome off = RunRecurrent(jobs, 64, 4, {8, 512}, 2);
+  const Outcome on = RunRecurrent(jobs, 64, 4, {8, 512}, 2, /*cache_slots=*/2);
+  for (const Job& job : jobs) EXPECT_EQ(on.generated.at(job.id), off.generated.at(job.id)) << job.id;
+  EXPECT_EQ(on.cached_tokens.at(3), 8);
+  // The second prompt's snapshot evicts the reply's (at 36), the third's (at 12) the second's; the reply's
+  // seven replaced each other without evicting.
+  EXPECT_EQ(on.snapshot_evictions, 2);
 }
 
 TEST(SchedulerRecurrentTest, EvictedSnapshotsAreNotHits) {
   // Turn one of two conversations, then turn two of the first: with one snapshot slot the second
-  // conversation's snapshot has evicted the first's (its KV blocks are still cached, but unusable).
-  const std::vector<int32_t> a = FakePrompt(3, 14), b = FakePrompt(4, 14);
+  // conversation's snapshot has evicted the first's (its KV blocks are still cached, but unusable). 13-token
+  // prompts and 3 generated tokens: no reply reaches a block boundary (16).
+  const std::vector<int32_t> a = FakePrompt(3, 13), b = FakePrompt(4, 13);
   std::vector<int32_t> a2 = a;
   for (int32_t t : FakePrompt(9, 6)) a2.push_back(t);
   const std::vector<Job> jobs = {{1, a, 3}, {2, b, 3, 10}, {3, a2, 3, 20}};

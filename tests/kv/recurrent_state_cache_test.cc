@@ -1,5 +1,6 @@
 // RecurrentStateCache: snapshots come back bit for bit under their key, a stored key is only refreshed, and a
-// full cache evicts the least recently stored or loaded snapshot.
+// full cache evicts the least recently stored or loaded snapshot, low-priority ones first (and only those for
+// a low-priority store).
 #include "kv/recurrent_state_cache.h"
 
 #include <gtest/gtest.h>
@@ -60,6 +61,52 @@ TEST(RecurrentStateCache, EvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(out, s4);  // the evicted snapshot's slot holds the new one whole
   ASSERT_TRUE(c.Load(1, out.data()));
   EXPECT_EQ(out, s1);
+}
+
+TEST(RecurrentStateCache, LowPrioritySnapshotsGoFirstAndEvictOnlyEachOther) {
+  auto cache = RecurrentStateCache::Create(5, 3);
+  ASSERT_TRUE(cache.ok());
+  RecurrentStateCache& c = **cache;
+  const std::vector<float> s = State(1, 5);
+  std::vector<float> out(5);
+  EXPECT_TRUE(c.Store(1, s.data()));
+  EXPECT_TRUE(c.Store(2, s.data(), /*low_priority=*/true));
+  EXPECT_TRUE(c.Store(3, s.data()));
+  ASSERT_TRUE(c.Load(2, out.data()));  // most recently used, but low priority: evicted first
+  EXPECT_TRUE(c.Store(4, s.data()));
+  EXPECT_TRUE(c.Contains(1) && !c.Contains(2) && c.Contains(3) && c.Contains(4));
+  EXPECT_FALSE(c.Store(5, s.data(), /*low_priority=*/true));  // every slot holds a normal one
+  EXPECT_FALSE(c.Contains(5));
+  EXPECT_EQ(c.evictions(), 1);
+  // DropLowPriority leaves normal ones.
+  c.DropLowPriority(4);
+  EXPECT_TRUE(c.Contains(4));
+  EXPECT_TRUE(c.Store(5, s.data()));  // evicts 1, the least recently used
+  EXPECT_TRUE(!c.Contains(1) && c.Contains(5));
+  c.DropLowPriority(3);
+  EXPECT_EQ(c.num_used(), 3);
+  EXPECT_FALSE(c.Store(6, s.data(), /*low_priority=*/true));
+  EXPECT_FALSE(c.Contains(6));
+}
+
+TEST(RecurrentStateCache, DropLowPriorityFreesItsSlot) {
+  auto cache = RecurrentStateCache::Create(5, 2);
+  ASSERT_TRUE(cache.ok());
+  RecurrentStateCache& c = **cache;
+  const std::vector<float> s = State(1, 5);
+  c.Store(1, s.data());
+  c.Store(2, s.data(), /*low_priority=*/true);
+  EXPECT_TRUE(c.Store(2, s.data(), /*low_priority=*/true));  // held: only marked used, still low priority
+  c.DropLowPriority(2);
+  EXPECT_FALSE(c.Contains(2));
+  EXPECT_EQ(c.num_used(), 1);
+  EXPECT_TRUE(c.Store(3, s.data(), /*low_priority=*/true));  // the freed slot, no eviction
+  EXPECT_EQ(c.evictions(), 0);
+  EXPECT_TRUE(c.Store(3, s.data()));  // now normal
+  EXPECT_FALSE(c.Store(4, s.data(), /*low_priority=*/true));
+  EXPECT_TRUE(c.Store(1, s.data(), /*low_priority=*/true));  // a normal one stays normal
+  c.DropLowPriority(1);
+  EXPECT_TRUE(c.Contains(1));
 }
 
 TEST(RecurrentStateCache, RefusesEmptyShapes) {
