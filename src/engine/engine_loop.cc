@@ -117,7 +117,8 @@ bool Engine::Loop::TakeInbox(bool wait) {
                             : request.embedding != Pooling::kNone ? PromptRows::kEmbeddings
                             : request.prompt_logprobs >= 0        ? PromptRows::kLogits
                                                                   : PromptRows::kNone;
-    scheduler_.Add(id, request.prompt_ids, request.fork_of, rows, request.lora_scales);
+    scheduler_.Add(id, request.prompt_ids, request.fork_of, rows, request.lora_scales,
+                   request.shared_prefix_hint);
     {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       stats_.prompt_tokens_total += int64_t(active->pending.request.prompt_ids.size());

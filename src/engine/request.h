@@ -81,6 +81,12 @@ struct Request {
   // different scales share steps, each row with its own; the prefix cache and forks share KV only between
   // requests whose scales are equal (the scales salt the block hashes).
   std::vector<float> lora_scales;
+  // Models with recurrent layers and a snapshot cache (kv/recurrent_state_cache.h): a prompt length other
+  // requests are likely to share, e.g. where the chat's system message ends (the server sets it). The state
+  // is snapshotted at the block boundary at or below it, so that a later request sharing that prefix starts
+  // there; without it only the prompt's end, a reply and prefixes shared with requests present at the time
+  // get one. 0: none; ignored by other models and past the prompt's end. Output is the same either way.
+  int32_t shared_prefix_hint = 0;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;

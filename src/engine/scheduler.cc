@@ -44,7 +44,7 @@ bool Scheduler::CanEverFit(int64_t total_tokens) const {
 }
 
 void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of, PromptRows prompt_rows,
-                    std::vector<float> lora_scales) {
+                    std::vector<float> lora_scales, int32_t shared_prefix_hint) {
   LOCKSTEP_CHECK(!prompt.empty());
   LOCKSTEP_CHECK(seqs_.count(id) == 0);
   auto seq = std::make_unique<Seq>();
@@ -52,6 +52,9 @@ void Scheduler::Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of
   seq->prompt_len = int32_t(prompt.size());
   seq->prefill_until = seq->prompt_len;
   seq->tokens = std::move(prompt);
+  if (shared_prefix_hint > 0 && shared_prefix_hint <= seq->prompt_len) {
+    seq->hinted_boundary = shared_prefix_hint / pool_.block_tokens() * pool_.block_tokens();
+  }
   seq->prompt_rows = prompt_rows;
   if (prompt_rows == PromptRows::kLastEmbedding) seq->prompt_rows_from = seq->prompt_len - 1;
   while (!lora_scales.empty() && lora_scales.back() == 0) lora_scales.pop_back();
@@ -165,6 +168,7 @@ int32_t Scheduler::NextSnapshotPoint(const Seq& seq) const {
     if (boundary > seq.num_computed && (next == 0 || boundary < next)) next = boundary;
   };
   consider(seq.prompt_len / bt * bt);
+  consider(seq.hinted_boundary);
   for (const auto& [id, other] : seqs_) {
     // Another request that reads the cache and will want these blocks: it has not computed them (it may be
     // waiting for this one's claims).

@@ -40,6 +40,7 @@
 //   - its prompt's last block boundary (a next turn extends the prompt; a preempted request resumes there);
 //   - the end of the full blocks it shares with another known request (waiting or running, same LoRA) that
 //     has not computed them yet (fan-out over one document: the first computes it, the others attach it);
+//   - the block boundary at or below its shared-prefix hint (Add's: e.g. the end of a system message);
 //   - while decoding, each block boundary its generated tokens reach (a next turn's prompt holds the reply);
 //     only the latest is kept, so a long reply holds one cache slot, not one per block.
 // A request waits (as for a claim) while a running request ahead of it computes blocks they share up to
@@ -164,9 +165,11 @@ class Scheduler {
   // so the request computes its whole prompt itself: no prefix-cache hit, no waiting for a neighbour's block
   // (it still publishes its blocks). Any but kNone: no fork. `lora_scales`: the request's LoRA adapter scales
   // (SequenceKv::lora_scales of its rows; trailing zeros dropped); they salt its block hashes, and a fork
-  // needs equal scales.
+  // needs equal scales. `shared_prefix_hint` (Request's): with a snapshot cache, one more snapshot point at
+  // the block boundary at or below it.
   void Add(RequestId id, std::vector<int32_t> prompt, RequestId fork_of = 0,
-           PromptRows prompt_rows = PromptRows::kNone, std::vector<float> lora_scales = {});
+           PromptRows prompt_rows = PromptRows::kNone, std::vector<float> lora_scales = {},
+           int32_t shared_prefix_hint = 0);
   // Tokens to try after the request's next token in the next Schedule() (speculative decoding); used only
   // if that step decodes it, trimmed to the budget and the free blocks, and forgotten after the step.
   void SetDraft(RequestId id, std::vector<int32_t> draft);
@@ -221,6 +224,7 @@ class Scheduler {
     StateSlot state_slot = kNoStateSlot;         // recurrent models: held while running
     int32_t snapshot_at = 0;  // the end of the chunk planned this step when it is a snapshot point, else 0
     std::optional<BlockHash> reply_snapshot;  // its latest snapshot at a boundary in its generated tokens
+    int32_t hinted_boundary = 0;   // Add's shared_prefix_hint rounded down to a block boundary (0: none)
     int32_t prompt_rows_from = 0;  // the first position whose prompt logits (embedding) were not planned yet
     // The end of the positions that want an output: prompt_len - 1 (logits: for the token after each),
     // prompt_len (embeddings; kLastEmbedding's start at prompt_len - 1), 0 (none).

@@ -39,8 +39,11 @@ struct ApiContext {
   int64_t created = 0;           // unix time the server started
   int max_queue = 0;
   int max_seqs = 0;
-  int draft_tokens = 0;              // speculative decoding: tokens drafted per step (0: off)
-  bool prefix_caching = false;       // the engine reuses shared prompt prefixes (GET /info, /health)
+  int draft_tokens = 0;         // speculative decoding: tokens drafted per step (0: off)
+  bool prefix_caching = false;  // the engine reuses shared prompt prefixes (GET /info, /health)
+  // Its prefix cache needs recurrent state snapshots (qwen35): chat requests say where their system
+  // message ends (server/shared_prefix_hint.h).
+  bool prefix_hints = false;
   Pooling pooling = Pooling::kLast;  // how the embeddings routes pool a prompt (--pooling)
   // Reranking (server/rerank_api.h): the model has a classifier head (the file's, or yes/no tokens'
   // rows with --reranking); the pair prompt's template ({query}, {document}; "" = [BOS] q [EOS] [SEP] d

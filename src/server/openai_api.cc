@@ -8,6 +8,7 @@
 #include "server/llamacpp_infill.h"
 #include "server/request_fields.h"
 #include "server/sampler_fields.h"
+#include "server/shared_prefix_hint.h"
 #include "server/structured_fields.h"
 #include "server/tool_grammar.h"
 
@@ -463,6 +464,7 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
       if (!ids.ok()) {
         error = ids.error;
       } else {
+        if (ctx.prefix_hints) req.spec.base.shared_prefix_hint = SharedPrefixHint(ctx, input, *ids.value);
         req.prompt_texts.push_back(*prompt);
         req.spec.prompts.push_back(std::move(*ids.value));
       }

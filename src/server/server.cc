@@ -201,6 +201,7 @@ class Server::Impl {
     ctx.max_seqs = options_.max_seqs;
     ctx.draft_tokens = options_.draft_tokens;
     ctx.prefix_caching = engine_->Stats().prefix_caching;  // off for bert, qwen35 without snapshots
+    ctx.prefix_hints = ctx.prefix_caching && engine_->Stats().recurrent_cache_slots_total > 0;
     ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
     ctx.harmony_tokens = HarmonyTokens(*shared_tokenizer);
     ctx.reasoning_tag_tokens = shared_tokenizer->ControlTokens(chat::kReasoningTagPieces);

@@ -72,7 +72,7 @@ Outcome RunRecurrent(const std::vector<Job>& jobs, int64_t num_blocks, int32_t b
     for (int step = 0; step < 5000 && (added < jobs.size() || !scheduler.idle()); ++step) {
       for (const Job& job : jobs) {
         if (job.arrival_step != step) continue;
-        scheduler.Add(job.id, job.prompt, job.fork_of);
+        scheduler.Add(job.id, job.prompt, job.fork_of, PromptRows::kNone, {}, job.shared_prefix_hint);
         left[job.id] = job.max_tokens;
         ++added;
       }
@@ -287,6 +287,33 @@ TEST(SchedulerRecurrentTest, AReplyHoldsOneSpareSlotAndEvictsNoPromptSnapshot) {
   // The second prompt's snapshot evicts the reply's (at 36), the third's (at 12) the second's; the reply's
   // seven replaced each other without evicting.
   EXPECT_EQ(on.snapshot_evictions, 2);
+}
+
+TEST(SchedulerRecurrentTest, ASharedPrefixHintLeavesASnapshotForLaterRequests) {
+  // Two conversations with one 23-token system message, the second arriving after the first finished: only
+  // the hint (23: a snapshot at 20) leaves a state there for it; a hint past the prompt is ignored.
+  const std::vector<int32_t> system = FakePrompt(5, 23);
+  std::vector<int32_t> a = system, b = system;
+  for (int32_t t : FakePrompt(8, 6)) a.push_back(t);
+  for (int32_t t : FakePrompt(9, 9)) b.push_back(t);
+  const std::vector<Job> plain = {{1, a, 3}, {2, b, 3, /*arrival_step=*/20}};
+  std::vector<Job> hinted = plain;
+  for (Job& job : hinted) job.shared_prefix_hint = 23;
+  std::vector<Job> beyond = plain;
+  beyond[0].shared_prefix_hint = 30;
+  const Outcome off = RunRecurrent(plain, 64, 4, {8, 512}, 2);
+  const Outcome unhinted = RunRecurrent(plain, 64, 4, {8, 512}, 2, /*cache_slots=*/4);
+  const Outcome on = RunRecurrent(hinted, 64, 4, {8, 512}, 2, /*cache_slots=*/4);
+  const Outcome past = RunRecurrent(beyond, 64, 4, {8, 512}, 2, /*cache_slots=*/4);
+  for (const Job& job : plain) {
+    EXPECT_EQ(unhinted.generated.at(job.id), off.generated.at(job.id)) << job.id;
+    EXPECT_EQ(on.generated.at(job.id), off.generated.at(job.id)) << job.id;
+    EXPECT_EQ(past.generated.at(job.id), off.generated.at(job.id)) << job.id;
+  }
+  EXPECT_EQ(unhinted.cached_tokens.at(2), 0);
+  EXPECT_EQ(on.cached_tokens.at(2), 20);
+  EXPECT_EQ(on.snapshot_loads, 1);
+  EXPECT_EQ(past.cached_tokens.at(2), 0);
 }
 
 TEST(SchedulerRecurrentTest, EvictedSnapshotsAreNotHits) {

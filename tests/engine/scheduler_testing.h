@@ -29,6 +29,7 @@ struct Job {
   int32_t max_tokens;
   int arrival_step = 0;
   RequestId fork_of = 0;
+  int32_t shared_prefix_hint = 0;
 };
 
 struct RunOutcome {

@@ -57,5 +57,27 @@ TEST_F(ServerStateSlotsTest, MetricsShowStateSnapshotsAndTheirHits) {
   EXPECT_EQ(Metric(port(), "lockstep_recurrent_state_snapshot_evictions_total"), 0);
 }
 
+// Conversations with one system message (server/shared_prefix_hint.h): the second, sent after the first
+// finished, starts from the state snapshot taken where the system message ends (no other request shared that
+// prefix while the first ran, so without the hint there was none: cached_tokens 0).
+TEST_F(ServerStateSlotsTest, ConversationsSharingASystemMessageStartAfterIt) {
+  std::string system;
+  for (int i = 0; i < 40; ++i) system += "s" + std::to_string(i) + " ";
+  auto chat = [&](const std::string& user) {
+    const nlohmann::json messages = {{{"role", "system"}, {"content", system}},
+                                     {{"role", "user"}, {"content", user}}};
+    return Post(port(), "/v1/chat/completions", {{"messages", messages}, {"max_tokens", 2}});
+  };
+  auto first = chat("the first question");
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_TRUE(WaitForIdleEngine(port()));
+  auto second = chat("another one");
+  ASSERT_EQ(second.status, 200) << second.body;
+  const nlohmann::json usage = second.Json()["usage"];
+  const int cached = usage["prompt_tokens_details"]["cached_tokens"].get<int>();
+  EXPECT_GE(cached, 16) << usage.dump();
+  EXPECT_LT(cached, usage["prompt_tokens"].get<int>());
+}
+
 }  // namespace
 }  // namespace lockstep::server::testing
