@@ -157,16 +157,19 @@ void ReadConstraint(const nlohmann::json& body, const std::string& raw, const Ap
     }
     // A reasoning block may come first where the template writes one (and replies are split).
     // Not where the prompt has closed it already (thinking turned off: Qwen3's and Gemma 4's templates
-    // write an empty block).
+    // write an empty block). Harmony's is an analysis message (no tags; the prompt never opens one).
     std::optional<chat::ReasoningTags> reasoning;
     const std::string_view prompt = req.prompt_texts.empty() ? std::string_view() : req.prompt_texts.front();
     std::string_view trimmed = prompt;
     while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\n')) trimmed.remove_suffix(1);
-    if (req.reasoning && req.tools.syntax != ToolSyntax::kJson &&
-        !trimmed.ends_with(req.reasoning_tags.close)) {
+    if (req.tools.syntax == ToolSyntax::kHarmony) {
+      if (req.harmony) reasoning = chat::ReasoningTags{};
+    } else if (req.reasoning && req.tools.syntax != ToolSyntax::kJson &&
+               !trimmed.ends_with(req.reasoning_tags.close)) {
       reasoning = req.reasoning_tags;
     }
-    const bool opened = reasoning && chat::PromptOpensReasoning(prompt, *reasoning);
+    const bool opened = reasoning && req.tools.syntax != ToolSyntax::kHarmony &&
+                        chat::PromptOpensReasoning(prompt, *reasoning);
     auto gbnf = ForcedToolGbnf(req.tools, reasoning, opened);
     if (!gbnf.ok()) {
       *error = gbnf.error;
@@ -489,8 +492,9 @@ Parsed<OpenAiRequest> ParseChatRequest(const std::string& body, const ApiContext
     std::sort(preserved.begin(), preserved.end());
     preserved.erase(std::unique(preserved.begin(), preserved.end()), preserved.end());
   }
-  // Harmony's replies are parsed by their special tokens (which name no tool-call markers).
-  if (req.harmony) req.spec.base.preserved_tokens = ctx.harmony_tokens;
+  // Harmony's replies are parsed by their special tokens (which name no tool-call markers); under
+  // reasoning_format none they stay in the raw reply all the same, tools or not, as llama.cpp keeps them.
+  if (ctx.chat_template->harmony()) req.spec.base.preserved_tokens = ctx.harmony_tokens;
   req.spec.harmony = req.harmony;
   if (req.harmony) req.spec.split_reasoning = true;
   req.spec.base.sampling.logprobs = req.chat_logprobs;

@@ -205,10 +205,10 @@ class Server::Impl {
     ctx.tool_marker_tokens = ToolMarkerTokens(*shared_tokenizer);
     ctx.harmony_tokens = HarmonyTokens(*shared_tokenizer);
     ctx.reasoning_tag_tokens = shared_tokenizer->ControlTokens(chat::kReasoningTagPieces);
-    // Forced tool calls in the template's syntax (Harmony's calls are its own: plain JSON for them). Their
-    // grammars may produce the markers such requests keep in their text: the tool markers, and the
-    // reasoning tags where the template writes them.
-    if (!ctx.chat_template->harmony()) ctx.tool_syntax = DetectToolSyntax(ctx.chat_template->source());
+    // Forced tool calls in the template's syntax (gpt-oss's: a Harmony message to functions.NAME). Their
+    // grammars may produce the markers such requests keep in their text: the tool markers (Harmony's tokens
+    // among them), and the reasoning tags where the template writes them.
+    ctx.tool_syntax = DetectToolSyntax(ctx.chat_template->source());
     GrammarCacheOptions grammar_options;
     grammar_options.marker_tokens = ctx.tool_marker_tokens;
     if (ctx.chat_template->reasoning_tags()) {

@@ -3,9 +3,11 @@
 // has them. Made to write Harmony messages by a GBNF grammar (spelled as text: a grammar writes no control
 // token), it answers /v1/chat/completions with the analysis channel as reasoning_content, the final channel
 // as content and messages to functions.* as tool_calls, whole and streamed alike, with usage's
-// reasoning_tokens; an earlier reply's reasoning reaches the template as `thinking`; reasoning_format none,
-// JSON outputs and forced tool choices keep the reply as it is. Made to write the control tokens by
-// logit_bias: <|end|> does not end a reply, <|return|> does, and the tokens' text reaches the split.
+// reasoning_tokens; an earlier reply's reasoning reaches the template as `thinking`; a forced tool choice's
+// grammar writes its call as a Harmony message (the header's tokens as control tokens); reasoning_format none
+// and JSON outputs keep the reply as it is, Harmony's tokens included, tools or not. Made to write the
+// control tokens by logit_bias: <|end|> does not end a reply, <|return|> does, and the tokens' text reaches
+// the split.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -61,6 +63,16 @@ const nlohmann::json& Tools() {
       nlohmann::json::parse(R"([{"type": "function", "function": {"name": "get",
       "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}])");
   return tools;
+}
+
+constexpr int32_t kReturn = 256, kStart = 257, kChannel = 258, kMessage = 259, kEnd = 260;
+
+nlohmann::json Biased(uint64_t seed, const nlohmann::json& bias, int max_tokens) {
+  return {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+          {"temperature", 1.0},
+          {"seed", seed},
+          {"max_tokens", max_tokens},
+          {"logit_bias", bias}};
 }
 
 // A reasoning message, then the answer.
@@ -162,9 +174,8 @@ TEST_F(HarmonyRoutesTest, ReasoningFormatNoneKeepsTheReply) {
   EXPECT_FALSE(r.Json()["usage"].contains("completion_tokens_details")) << r.body;
 }
 
-// Output constrained from the first token: a JSON reply is content, a forced call is the call (its grammar
-// writes the arguments, not a Harmony message).
-TEST_F(HarmonyRoutesTest, ConstrainedRepliesAreNotHarmony) {
+// Output constrained from the first token to JSON is content, not Harmony.
+TEST_F(HarmonyRoutesTest, JsonRepliesAreNotHarmony) {
   nlohmann::json body = Chat(2, "");
   body.erase("grammar");
   body["response_format"] = {{"type", "json_object"}};
@@ -173,19 +184,65 @@ TEST_F(HarmonyRoutesTest, ConstrainedRepliesAreNotHarmony) {
   const nlohmann::json message = json.Json()["choices"][0]["message"];
   EXPECT_FALSE(message.contains("reasoning_content")) << json.body;
   EXPECT_EQ(message["content"].get<std::string>().rfind("{", 0), 0u) << json.body;
+}
 
-  body.erase("response_format");
-  body["tools"] = Tools();
-  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get"}}}};
-  const HttpResponse named = Post(port(), "/v1/chat/completions", body);
-  ASSERT_EQ(named.status, 200) << named.body;
-  const nlohmann::json choice = named.Json()["choices"][0];
-  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << named.body;
-  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get") << named.body;
-  body["tool_choice"] = "required";
-  const HttpResponse required = Post(port(), "/v1/chat/completions", body);
-  ASSERT_EQ(required.status, 200) << required.body;
-  EXPECT_GE(required.Json()["choices"][0]["message"]["tool_calls"].size(), 1u) << required.body;
+// A forced choice (a named function or "required") writes its call as a Harmony message to functions.get,
+// the generated tokens show (server/tool_grammar.h kHarmony), perhaps after an analysis message where
+// reasoning is split (its <|end|> favoured so that it stays short): one call with valid arguments,
+// whole and streamed alike; reasoning_format none gives the same call and no reasoning.
+TEST_F(HarmonyRoutesTest, ForcedCallsAreHarmonyMessages) {
+  const nlohmann::json named = {{"type", "function"}, {"function", {{"name", "get"}}}};
+  int analysed = 0;
+  for (const nlohmann::json& choice_field : {named, nlohmann::json("required")}) {
+    for (const char* format : {"auto", "none"}) {
+      for (uint64_t seed = 0; seed < 3; ++seed) {
+        // Seed 0 favours <|channel|> and 'a' as well: an analysis message where reasoning is split.
+        nlohmann::json bias = {{std::to_string(kEnd), 8}};
+        if (seed == 0) bias.update({{std::to_string(kChannel), 6}, {std::to_string('a'), 6}});
+        nlohmann::json body = Biased(seed, bias, 190);
+        body["tools"] = Tools();
+        body["tool_choice"] = choice_field;
+        body["reasoning_format"] = format;
+        body["logprobs"] = true;
+        const HttpResponse r = Post(port(), "/v1/chat/completions", body);
+        ASSERT_EQ(r.status, 200) << r.body;
+        const nlohmann::json choice = r.Json()["choices"][0];
+        const nlohmann::json& message = choice["message"];
+        std::string text;
+        for (const nlohmann::json& t : choice["logprobs"]["content"]) text += t["token"].get<std::string>();
+        EXPECT_NE(text.find("to=functions.get"), std::string::npos) << r.body;
+        EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+        ASSERT_EQ(message["tool_calls"].size(), 1u) << r.body;
+        const nlohmann::json& function = message["tool_calls"][0]["function"];
+        EXPECT_EQ(function["name"], "get") << r.body;
+        const nlohmann::json args =
+            nlohmann::json::parse(function["arguments"].get<std::string>(), nullptr, false);
+        ASSERT_TRUE(args.is_object()) << r.body;
+        if (args.contains("x")) {
+          EXPECT_TRUE(args["x"].is_number_integer()) << r.body;
+        }
+        EXPECT_TRUE(message["content"].is_null()) << r.body;
+        if (std::string(format) == "none") {
+          EXPECT_FALSE(message.contains("reasoning_content")) << r.body;
+          EXPECT_EQ(text.find("<|channel|>analysis"), std::string::npos) << r.body;
+        } else {
+          analysed += message.contains("reasoning_content");
+          EXPECT_EQ(message.contains("reasoning_content"), text.rfind("<|channel|>analysis", 0) == 0)
+              << r.body;
+        }
+
+        body.erase("logprobs");
+        const StreamedChat streamed = StreamChat(port(), body);
+        EXPECT_EQ(streamed.reasoning, message.value("reasoning_content", "")) << r.body;
+        EXPECT_EQ(streamed.content, "") << r.body;
+        EXPECT_EQ(streamed.calls, 1) << r.body;
+        EXPECT_EQ(streamed.names, "get") << r.body;
+        EXPECT_EQ(streamed.arguments, function["arguments"]) << r.body;
+        EXPECT_EQ(streamed.finish_reason, "tool_calls") << r.body;
+      }
+    }
+  }
+  EXPECT_EQ(analysed, 2);  // seed 0's: the grammar lets an analysis message come first
 }
 
 // An earlier reply's reasoning (reasoning_content, or Ollama's `thinking`) reaches the template as
@@ -241,16 +298,6 @@ TEST_F(HarmonyRoutesTest, ResponsesApiWholeAndStreamedAgree) {
   EXPECT_EQ(output, whole_output) << r.body;
 }
 
-constexpr int32_t kReturn = 256, kStart = 257, kChannel = 258, kMessage = 259, kEnd = 260;
-
-nlohmann::json Biased(uint64_t seed, const nlohmann::json& bias, int max_tokens) {
-  return {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
-          {"temperature", 1.0},
-          {"seed", seed},
-          {"max_tokens", max_tokens},
-          {"logit_bias", bias}};
-}
-
 TEST_F(HarmonyRoutesTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
   const HttpResponse rendered = Post(port(), "/apply-template", Biased(0, nlohmann::json::object(), 1));
   ASSERT_EQ(rendered.status, 200) << rendered.body;
@@ -271,6 +318,22 @@ TEST_F(HarmonyRoutesTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
   EXPECT_EQ(ret.Json()["choices"][0]["finish_reason"], "stop") << ret.body;
   EXPECT_EQ(ret.Json()["usage"]["completion_tokens"], 1) << ret.body;
   EXPECT_EQ(ret.Json()["choices"][0]["message"]["content"], "") << ret.body;
+}
+
+// reasoning_format none keeps the reply as generated, Harmony's control tokens spelled out, with or without
+// tools (llama.cpp preserves them for gpt-oss in every request): the same text either way.
+TEST_F(HarmonyRoutesTest, ReasoningFormatNoneKeepsHarmonysTokensToolsOrNot) {
+  nlohmann::json body = Biased(2, {{std::to_string(kChannel), 100}, {std::to_string(kMessage), 100}}, 4);
+  body["reasoning_format"] = "none";
+  for (bool tools : {false, true}) {
+    if (tools) body["tools"] = Tools();
+    const HttpResponse r = Post(port(), "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string content = r.Json()["choices"][0]["message"]["content"];
+    EXPECT_EQ(content.size(), 4 * std::string("<|channel|>").size()) << r.body;
+    EXPECT_EQ(content.find_first_not_of("<|channelmsg>"), std::string::npos) << r.body;
+    EXPECT_EQ(StreamChat(port(), body).content, content) << r.body;
+  }
 }
 
 // Random replies of Harmony's structural tokens alone (their bias drowns every other token): whatever their
