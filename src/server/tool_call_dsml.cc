@@ -49,7 +49,6 @@ bool DsmlToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vector<
   const bool v4 = StartsWith(text, kDsmlToolCallsBegin);
   if (!v4 && !StartsWith(text, kDsmlFunctionCallsBegin)) return false;
   const std::string_view block_close = v4 ? "</｜DSML｜tool_calls>" : "</｜DSML｜function_calls>";
-  static const std::vector<std::string> kAnyJson = {"object", "array", "number", "boolean", "null"};
   std::vector<ToolCall> found;
   std::string_view rest =
       TrimSpace(text.substr(v4 ? kDsmlToolCallsBegin.size() : kDsmlFunctionCallsBegin.size()));
@@ -81,7 +80,7 @@ bool DsmlToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vector<
         arguments[std::string(key)] = std::string(value);
       } else {
         const auto types = tool_parts::ParameterTypes(spec.parameters[tool], std::string(key));
-        arguments[std::string(key)] = tool_parts::TypedValue(value, types.empty() ? kAnyJson : types);
+        arguments[std::string(key)] = tool_parts::TypedValue(value, types, /*json=*/true);
       }
       rest = value_end == std::string_view::npos ? std::string_view()
                                                  : rest.substr(value_end + kParameterClose.size());

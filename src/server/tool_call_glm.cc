@@ -17,7 +17,6 @@ bool GlmToolCallFrom(const ToolSpec& spec, std::string_view body, std::vector<To
   const size_t tool = tool_parts::ToolIndex(spec, name);
   if (tool == std::string_view::npos) return false;
   const nlohmann::ordered_json& parameters = spec.parameters[tool];
-  static const std::vector<std::string> kAnyJson = {"object", "array", "number", "boolean", "null"};
   nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
   std::string_view rest = first_key == std::string_view::npos ? std::string_view() : body.substr(first_key);
   while (!(rest = TrimSpace(rest)).empty()) {
@@ -32,8 +31,7 @@ bool GlmToolCallFrom(const ToolSpec& spec, std::string_view body, std::vector<To
     rest.remove_prefix(kValueOpen.size());
     const size_t value_end = rest.find(kValueClose);
     const std::string_view value = rest.substr(0, value_end);
-    const std::vector<std::string> types = tool_parts::ParameterTypes(parameters, key);
-    arguments[key] = tool_parts::TypedValue(value, types.empty() ? kAnyJson : types);
+    arguments[key] = tool_parts::TypedValue(value, tool_parts::ParameterTypes(parameters, key));
     rest = value_end == std::string_view::npos ? std::string_view()
                                                : rest.substr(value_end + kValueClose.size());
   }

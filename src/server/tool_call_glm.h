@@ -6,9 +6,10 @@
 // (GLM-4.7 writes it on one line, with no newlines between the tags). Hermes shares the <tool_call> marker;
 // GLM's body starts with a declared tool's name, Hermes' with '{'. Each block is one call, its arguments a
 // JSON object with keys in the order written. A value is typed by the tool's parameters schema
-// (properties.KEY.type), as vLLM's glm4_moe parser and llama.cpp type it: a parameter typed "string" keeps
-// its text; any other, or one the schema does not type, takes the text as JSON when it is JSON of an
-// allowed type (untyped: any JSON), else keeps the text. An output cut inside the last value keeps what it
+// (properties.KEY.type), as vLLM's glm4_moe parser and llama.cpp type it: a parameter typed "string" (an
+// untyped string enum or const too) keeps its text; any other, or one the schema does not type, takes the
+// text as JSON when it is JSON of an allowed type (untyped: any JSON, a string included), else keeps the
+// text (server/tool_call_parts.h TypedValue). An output cut inside the last value keeps what it
 // has. Pure function; output nests no deeper than kMaxJsonDepth.
 #pragma once
 

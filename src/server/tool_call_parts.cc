@@ -72,7 +72,18 @@ std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::st
   const auto property = properties->find(key);
   if (property == properties->end() || !property->is_object()) return types;
   const auto type = property->find("type");
-  if (type == property->end()) return types;
+  if (type == property->end()) {
+    // An untyped string enum or const: strings (a value that looks like a number stays text).
+    const auto e = property->find("enum");
+    const auto c = property->find("const");
+    const bool strings =
+        e != property->end()
+            ? e->is_array() && !e->empty() &&
+                  std::all_of(e->begin(), e->end(), [](const Ordered& v) { return v.is_string(); })
+            : c != property->end() && c->is_string();
+    if (strings) types.push_back("string");
+    return types;
+  }
   if (type->is_string()) types.push_back(type->get<std::string>());
   if (type->is_array()) {
     for (const Ordered& t : *type) {
@@ -82,21 +93,28 @@ std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::st
   return types;
 }
 
+bool Undeclared(const Ordered& parameters, const std::string& key) {
+  if (!parameters.is_object()) return false;
+  const auto properties = parameters.find("properties");
+  return properties != parameters.end() && properties->is_object() && !properties->contains(key);
+}
+
 namespace {
 
-bool OfType(const Ordered& value, const std::string& type) {
+bool OfType(const Ordered& value, const std::string& type, bool json) {
+  if (type == "string") return json && value.is_string();
   if (type == "integer") return value.is_number_integer();
   if (type == "number") return value.is_number();
   if (type == "boolean") return value.is_boolean();
   if (type == "object") return value.is_object();
   if (type == "array") return value.is_array();
   if (type == "null") return value.is_null();
-  return false;  // "string" and unknown names: the text itself
+  return false;  // unknown names: the text itself
 }
 
 }  // namespace
 
-Ordered TypedValue(std::string_view text, const std::vector<std::string>& types) {
+Ordered TypedValue(std::string_view text, const std::vector<std::string>& types, bool json) {
   std::string candidate(TrimSpace(text));
   if (candidate == "True" || candidate == "False" || candidate == "None") {  // as Python prints them
     candidate = candidate == "True" ? "true" : candidate == "False" ? "false" : "null";
@@ -104,7 +122,8 @@ Ordered TypedValue(std::string_view text, const std::vector<std::string>& types)
   if (!candidate.empty() && !NestsDeeperThan(candidate, kMaxJsonDepth)) {
     const Ordered value = Ordered::parse(candidate, nullptr, /*allow_exceptions=*/false);
     if (!value.is_discarded() &&
-        std::any_of(types.begin(), types.end(), [&](const std::string& t) { return OfType(value, t); })) {
+        (types.empty() || std::any_of(types.begin(), types.end(),
+                                      [&](const std::string& t) { return OfType(value, t, json); }))) {
       return value;
     }
   }

@@ -34,11 +34,17 @@ size_t PastEndMarker(std::string_view s, size_t p, std::string_view marker);
 size_t ToolIndex(const ToolSpec& spec, std::string_view name);
 
 // The JSON types a tool's parameters schema allows for parameter `key` (properties.KEY.type, a name or a
-// list of names); empty when it names none.
+// list of names; with no `type`, {"string"} for a string `enum` or `const`, as the forced grammar writes
+// those as raw text, server/tool_grammar.h); empty when it names none.
 std::vector<std::string> ParameterTypes(const nlohmann::ordered_json& parameters, const std::string& key);
+// Whether the parameters schema declares properties and `key` is not among them.
+bool Undeclared(const nlohmann::ordered_json& parameters, const std::string& key);
 // A parameter's text as `types` read it: JSON of an allowed non-string type (True / False / None also as
-// Python prints them), else the text itself.
-nlohmann::ordered_json TypedValue(std::string_view text, const std::vector<std::string>& types);
+// Python prints them), else the text itself. With no types (an untyped or undeclared parameter, which the
+// forced grammar writes as JSON) any JSON, a string included, else the text. `json`: the text is JSON by
+// the syntax's own word (DSML's string="false"), so a JSON string is a string where the types allow one.
+nlohmann::ordered_json TypedValue(std::string_view text, const std::vector<std::string>& types,
+                                  bool json = false);
 // Arguments as JSON text; bytes that are not UTF-8 replaced, as JSON text must be.
 std::string ArgumentsText(const nlohmann::ordered_json& arguments);
 

@@ -34,7 +34,10 @@ bool ReadParameters(std::string_view inside, const Ordered& parameters, Ordered*
     std::string_view value = inside.substr(0, end);
     if (StartsWith(value, "\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    (*arguments)[key] = tool_parts::TypedValue(value, tool_parts::ParameterTypes(parameters, key));
+    // A key the schema does not declare keeps its text, as vLLM's qwen3_coder parser keeps it.
+    (*arguments)[key] = tool_parts::Undeclared(parameters, key)
+                            ? Ordered(std::string(value))
+                            : tool_parts::TypedValue(value, tool_parts::ParameterTypes(parameters, key));
     if (end == std::string_view::npos) return true;
     inside.remove_prefix(end == close ? close + kParameterClose.size() : end);
     at = inside.find(kParameterOpen);

@@ -112,10 +112,11 @@ class ForcedGrammar {
 };
 
 // How a key/value syntax writes one parameter: GBNF before the value (given the key's GBNF and whether the
-// value is raw text) and after it.
+// value is raw text) and after it, and what ends the key for its parser (no key may hold it).
 struct ParamForm {
   std::string (*open)(const std::string& key, bool raw);
   std::string close;
+  std::string key_end;
 };
 std::string DsmlOpen(const std::string& key, bool raw) {
   return GbnfLiteral(std::string(kDsmlPrefix) + "parameter name=\"") + " " + key + " " +
@@ -128,12 +129,41 @@ std::string XmlOpen(const std::string& key, bool) { return "\"<parameter=\" " + 
 ParamForm FormOf(ToolSyntax syntax) {
   switch (syntax) {
     case ToolSyntax::kGlm:
-      return {GlmOpen, "\"</arg_value>\" \"\\n\"?"};
+      return {GlmOpen, "\"</arg_value>\" \"\\n\"?", "</arg_key>"};
     case ToolSyntax::kQwenXml:
-      return {XmlOpen, "\"\\n</parameter>\\n\""};
+      return {XmlOpen, "\"\\n</parameter>\\n\"", ">"};
     default:
-      return {DsmlOpen, GbnfLiteral(std::string(kDsmlParameterEnd) + "\n")};
+      return {DsmlOpen, GbnfLiteral(std::string(kDsmlParameterEnd) + "\n"), "\""};
   }
+}
+
+// Whether a key/value syntax writes a property as raw text (DSML's string="true"): a value that is always
+// a string or null (`type` "string" or ["string", "null"], or an untyped string enum / const: the types
+// tool_parts::ParameterTypes gives the parser) and no schema combinator; null, where the type allows it, as
+// the text null, which the parser reads back as null (as llama.cpp's Qwen3-Coder and GLM-4.5 parsers
+// do; not in DSML, whose string="false" says a value is JSON: null is written so there). Its enum and const
+// hold strings (and null where allowed). Any other is JSON.
+struct Raw {
+  bool raw = false;
+  bool nullable = false;
+};
+Raw RawForm(const Ordered& property, const std::vector<std::string>& types, bool raw_null) {
+  Raw r;
+  if (!property.is_object() || property.contains("anyOf") || property.contains("oneOf") ||
+      property.contains("allOf") || property.contains("$ref")) {
+    return r;
+  }
+  const bool has_string = std::find(types.begin(), types.end(), "string") != types.end();
+  r.nullable = raw_null && std::find(types.begin(), types.end(), "null") != types.end();
+  r.raw = has_string && types.size() == 1u + (r.nullable ? 1u : 0u);
+  auto allowed = [&](const Ordered& v) { return v.is_string() || (r.nullable && v.is_null()); };
+  if (r.raw && property.contains("enum")) {
+    const Ordered& e = property["enum"];
+    r.raw = e.is_array() && !e.empty() && std::all_of(e.begin(), e.end(), allowed);
+  }
+  if (r.raw && property.contains("const")) r.raw = allowed(property["const"]);
+  if (!r.raw) r.nullable = false;
+  return r;
 }
 
 // The parameters of tool i in a key/value syntax (DSML, GLM, Qwen3-Coder's XML): its top-level properties in
@@ -157,46 +187,50 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
       if (r.is_string()) required.push_back(r.get<std::string>());
     }
   }
+  auto holds_stop = [&](const std::string& v) {
+    return std::any_of(g.stops().begin(), g.stops().end(),
+                       [&](const std::string& stop) { return v.find(stop) != std::string::npos; });
+  };
   std::string out;
   for (const auto& [key, property] : schema["properties"].items()) {
     const std::string where = ParamName(i) + ".properties." + key;
-    std::string value;
-    // Raw text (string="true") for a value that is always a string: typed string, or a string const or
-    // enum; the parser reads any other as JSON of the types the schema names.
-    bool raw = property.is_object() && !property.contains("anyOf") && !property.contains("oneOf") &&
-               !property.contains("$ref") &&
-               (property.value("type", Ordered()) == "string" || property.contains("enum") ||
-                property.contains("const"));
-    if (raw && property.contains("enum")) {
-      raw = property["enum"].is_array();
-      for (const Ordered& v : property["enum"]) raw = raw && v.is_string();
+    // A name the parser would end early cannot be written.
+    if (key.find(form.key_end) != std::string::npos || holds_stop(key)) {
+      return ApiError::Field(where,
+                             where + ": the property name '" + key + "' holds " +
+                                 (key.find(form.key_end) != std::string::npos ? form.key_end : "a tag") +
+                                 ", which the model's call syntax cannot write in a name");
     }
-    if (raw && property.contains("const")) raw = property["const"].is_string();
+    std::string value;
+    const bool dsml = syntax == ToolSyntax::kDsml || syntax == ToolSyntax::kDsmlV4;
+    const Raw raw = RawForm(property, tool_parts::ParameterTypes(schema, key), /*raw_null=*/!dsml);
     // A constant holding a tag the parser splits on cannot be written as raw text (nor as JSON, which the
     // parser would read back with its quotes): left out, and a 400 when nothing is left.
-    auto holds_stop = [&](const std::string& v) {
-      return std::any_of(g.stops().begin(), g.stops().end(),
-                         [&](const std::string& stop) { return v.find(stop) != std::string::npos; });
-    };
     const std::string unwritable = where + ": a value holding a tag of the model's call syntax (" +
                                    (g.stops().empty() ? "" : g.stops()[0]) + ", ...) cannot be written";
-    if (raw && property.contains("enum") && property["enum"].is_array() && !property["enum"].empty()) {
+    const std::string null = raw.nullable ? " | \"null\"" : "";
+    if (raw.raw && property.contains("enum")) {
       for (const Ordered& v : property["enum"]) {
-        if (!holds_stop(v.get<std::string>()))
+        if (v.is_string() && !holds_stop(v.get<std::string>()))
           value += (value.empty() ? "" : " | ") + GbnfLiteral(v.get<std::string>());
+        if (v.is_null()) value += std::string(value.empty() ? "" : " | ") + "\"null\"";
       }
       if (value.empty()) return ApiError::Field(where, unwritable);
       value = "( " + value + " )";
-    } else if (raw && property.contains("const")) {
-      if (holds_stop(property["const"].get<std::string>())) return ApiError::Field(where, unwritable);
-      value = GbnfLiteral(property["const"].get<std::string>());
-    } else if (raw && property.contains("pattern") && property["pattern"].is_string()) {
+    } else if (raw.raw && property.contains("const")) {
+      if (property["const"].is_null()) {
+        value = "\"null\"";
+      } else {
+        if (holds_stop(property["const"].get<std::string>())) return ApiError::Field(where, unwritable);
+        value = GbnfLiteral(property["const"].get<std::string>());
+      }
+    } else if (raw.raw && property.contains("pattern") && property["pattern"].is_string()) {
       // The stops' first characters ('<') left out of its classes, so that no tag can be spelled.
       const std::set<uint32_t> firsts = grammar::StopFirsts(g.stops());
       auto expr = grammar::RegexToGbnf(property["pattern"].get<std::string>(), /*json_string=*/false, firsts);
       if (!expr.ok()) return ApiError::Field(where, where + ": " + expr.status().message());
-      value = "( " + *expr + " )";
-    } else if (raw) {
+      value = "( " + *expr + null + " )";
+    } else if (raw.raw) {  // the text "null" among them
       value = raw_text;
     } else {
       // JSON, its $refs resolved against the whole parameters schema's definitions.
@@ -208,7 +242,7 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
       if (!rule.ok()) return rule.error;
       value = *rule.value;
     }
-    const std::string one = open(GbnfLiteral(key), raw) + " " + value + " " + close;
+    const std::string one = open(GbnfLiteral(key), raw.raw) + " " + value + " " + close;
     const bool needed = std::find(required.begin(), required.end(), key) != required.end();
     out += (out.empty() ? "" : " ") + (needed ? one : "( " + one + " )?");
   }

@@ -31,10 +31,11 @@
 // XML, ...): raw text leaves them out (a constant holding one is left out, a 400 when none is left; a
 // pattern's classes leave out '<'), JSON strings write their '<' as \u003c where it would begin one
 // (grammar/json_schema.h stops). In the key/value syntaxes (DSML, GLM, Qwen XML) a top-level property that
-// is always a string (typed string, or a string enum / const) is its raw text (without length or format
-// bounds), any other JSON, which the parsers read back by the property's `type` (a property with no
-// `type` may come back as text in GLM's and Qwen's); a parameters schema without top-level properties
-// takes any names with JSON values.
+// is always a string (typed string, or an untyped string enum / const; in GLM's and Qwen's also typed
+// ["string", "null"], null as the text null) is its raw text (without length or format bounds), any other
+// JSON, which the parsers read back by the property's `type` (server/tool_call_parts.h: with no `type`, any
+// JSON); a parameters schema without top-level properties takes any names with JSON values. A property name
+// the syntax cannot write (holding a stop, GLM's </arg_key>, Qwen's '>', DSML's '"') is a 400 naming it.
 // The syntax is found once from the template's text (DetectToolSyntax). A named choice makes exactly one
 // call of that function; "required" one (or, with parallel_tool_calls, up to kMaxParallelToolCalls) of any.
 // Where the template writes reasoning (chat/reasoning.h tags), the grammar lets one reasoning block come

@@ -72,6 +72,39 @@ TEST(XmlToolCalls, TextThatIsNotOfTheSchemasTypeStaysText) {
             nlohmann::json({{"mode", "rw-r--r--"}, {"path", "42"}, {"append", "1"}, {"undeclared", "[1]"}}));
 }
 
+// What the forced grammar writes reads back as it meant it (server/tool_grammar.h): a property with no type
+// as JSON (a JSON string as the string), an untyped string enum's value as text however it looks, and a
+// string-or-null property as its text, the text null as null.
+TEST(XmlToolCalls, UntypedValuesAreJsonStringEnumsAndNullableStringsText) {
+  const nlohmann::json body = {{"tools",
+                                {{{"type", "function"},
+                                  {"function",
+                                   {{"name", "f"},
+                                    {"parameters",
+                                     {{"type", "object"},
+                                      {"properties",
+                                       {{"any", nlohmann::json::object()},
+                                        {"anyof", {{"anyOf", {{{"type", "string"}}, {{"type", "integer"}}}}}},
+                                        {"code", {{"enum", {"1", "22"}}}},
+                                        {"note", {{"type", {"string", "null"}}}}}}}}}}}}}};
+  auto spec = ReadToolFields(body, body.dump());
+  ASSERT_TRUE(spec.ok()) << spec.error.status.message();
+  const auto parse = [&](const std::string& any, const std::string& anyof, const std::string& note) {
+    std::vector<ToolCall> calls;
+    EXPECT_TRUE(XmlToolCallsFrom(*spec.value,
+                                 "<function=f>\n<parameter=any>\n" + any +
+                                     "\n</parameter>\n<parameter=anyof>\n" + anyof +
+                                     "\n</parameter>\n<parameter=code>\n1\n</parameter>\n<parameter=note>\n" +
+                                     note + "\n</parameter>\n</function>",
+                                 &calls));
+    return calls.size() == 1 ? Arguments(calls[0]) : nlohmann::json();
+  };
+  EXPECT_EQ(parse(R"({"a": [1]})", R"("x")", "null"),
+            nlohmann::json({{"any", {{"a", {1}}}}, {"anyof", "x"}, {"code", "1"}, {"note", nullptr}}));
+  EXPECT_EQ(parse("plain words", "7", R"("quoted")"),
+            nlohmann::json({{"any", "plain words"}, {"anyof", 7}, {"code", "1"}, {"note", "\"quoted\""}}));
+}
+
 TEST(XmlToolCalls, UnclosedTagsEndAtTheNextTagOrTheEnd) {
   std::vector<ToolCall> calls;
   // No </parameter> before the next <parameter=, no </function> at the end (an output cut short).

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 
 #include "chat/reasoning.h"
 #include "grammar/gemma4_value.h"
@@ -28,7 +29,9 @@ constexpr const char* kBody = R"({"tools": [
   {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
     "location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
     "days": {"type": "integer", "minimum": 1, "maximum": 14},
-    "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3}},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
+    "note": {"type": ["string", "null"], "pattern": "^[a-z]{0,5}$"}, "code": {"enum": ["1", "22", "x"]},
+    "extra": {"anyOf": [{"type": "string", "pattern": "^[a-z]{0,5}$"}, {"type": "integer"}, {"type": "null"}]}},
     "required": ["location"]}}},
   {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
     "properties": {"b": {"type": "number"}, "a": {"type": "number"}}, "required": ["a", "b"]}}},
@@ -132,6 +135,12 @@ class Generator {
 
 // Whether `v` is valid against `schema` (the keywords the tools above use).
 bool Valid(const Ordered& schema, const Ordered& v) {
+  if (schema.contains("anyOf") && std::none_of(schema["anyOf"].begin(), schema["anyOf"].end(),
+                                               [&](const Ordered& s) { return Valid(s, v); }))
+    return false;
+  if (schema.contains("pattern") && v.is_string() &&
+      !std::regex_search(v.get<std::string>(), std::regex(schema["pattern"].get<std::string>())))
+    return false;
   if (schema.contains("const") && v != schema["const"]) return false;
   if (schema.contains("enum") &&
       std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
@@ -383,6 +392,57 @@ TEST(ToolGrammar, ConstantsKeysAndPatternsKeepOutTheTags) {
     EXPECT_FALSE(Accepts(gbnf, call + R"({"</tool_call>": "\u003c/parameter>", "p": "\u003cp>"})" + end));
     EXPECT_FALSE(Accepts(gbnf, call + R"({"\u003c/tool_call>": "</parameter>", "p": "\u003cp>"})" + end));
     EXPECT_FALSE(Accepts(gbnf, call + R"({"\u003c/tool_call>": "\u003c/parameter>", "p": "<p>"})" + end));
+  }
+}
+
+// A property name the key/value syntax cannot write (it holds the key's end or a tag the parser splits on) is
+// a 400 naming the property, in each of the three syntaxes; other names, '<' and '>' included where they end
+// nothing, are written as they are and read back.
+TEST(ToolGrammar, PropertyNamesHoldingATagAreRefused) {
+  auto spec_of = [](ToolSyntax syntax, const std::string& name) {
+    const Ordered body = {{"tool_choice", "required"},
+                          {"tools",
+                           {{{"type", "function"},
+                             {"function",
+                              {{"name", "f"},
+                               {"parameters",
+                                {{"type", "object"},
+                                 {"properties", {{name, {{"type", "integer"}}}}},
+                                 {"required", {name}}}}}}}}}};
+    const std::string raw = body.dump();
+    auto spec = ReadToolFields(nlohmann::json::parse(raw), raw);
+    EXPECT_TRUE(spec.ok()) << raw;
+    ToolSpec out = *spec.value;
+    out.syntax = syntax;
+    return out;
+  };
+  const std::vector<std::pair<ToolSyntax, std::vector<std::string>>> refused = {
+      {ToolSyntax::kGlm, {"a</arg_key>b", "x</arg_value>", "</tool_call>"}},
+      {ToolSyntax::kQwenXml, {"a>b", "x</parameter>", "<parameter=y"}},
+      {ToolSyntax::kDsml, {"a\"b", "x</｜DSML｜parameter>"}},
+      {ToolSyntax::kDsmlV4, {"a\"b"}}};
+  for (const auto& [syntax, names] : refused) {
+    for (const std::string& name : names) {
+      const auto gbnf = ForcedToolGbnf(spec_of(syntax, name));
+      ASSERT_FALSE(gbnf.ok()) << ToolSyntaxName(syntax) << " " << name;
+      EXPECT_EQ(gbnf.error.status.code(), StatusCode::kInvalidArgument) << name;
+      EXPECT_EQ(gbnf.error.param, "tools[0].function.parameters.properties." + name) << name;
+      EXPECT_NE(std::string(gbnf.error.status.message()).find(name), std::string::npos)
+          << gbnf.error.status.message();
+    }
+  }
+  const std::vector<std::pair<ToolSyntax, std::string>> written = {
+      {ToolSyntax::kGlm, "<tool_call>f<arg_key>a<b</arg_key><arg_value>7</arg_value></tool_call>"},
+      {ToolSyntax::kQwenXml,
+       "<tool_call>\n<function=f>\n<parameter=a<b>\n7\n</parameter>\n</function>\n</tool_call>"}};
+  for (const auto& [syntax, text] : written) {
+    const ToolSpec spec = spec_of(syntax, "a<b");
+    const auto gbnf = ForcedToolGbnf(spec);
+    ASSERT_TRUE(gbnf.ok()) << gbnf.error.status.message();
+    EXPECT_TRUE(Accepts(*gbnf.value, text)) << text;
+    const ToolOutput out = ParseToolOutput(spec, text, "seed", false);
+    ASSERT_EQ(out.calls.size(), 1u) << text;
+    EXPECT_EQ(Ordered::parse(out.calls[0].arguments), Ordered({{"a<b", 7}})) << text;
   }
 }
 
