@@ -11,6 +11,7 @@
 #include "grammar/gbnf_builder.h"
 #include "grammar/gemma4_value.h"
 #include "grammar/grammar.h"
+#include "grammar/json_other_key.h"
 #include "grammar/json_schema_rules.h"
 #include "grammar/json_stops.h"
 #include "grammar/number_range.h"
@@ -409,53 +410,18 @@ class SchemaConverter {
     return "\"{\" " + Space() + (body.empty() ? "" : " " + body) + " \"}\" " + Space();
   }
 
-  // A JSON string key that is none of `keys`: a walk down the trie of their code points that leaves it
-  // somewhere (a different character, or an end before a key's end).
+  // A JSON string key that is none of `keys` (grammar/json_other_key.h).
   std::string OtherKey(const std::set<std::string>& keys, const std::string& name,
                        const std::string& pointer) {
     if (keys.empty()) return Prim("string");
-    std::vector<std::vector<uint32_t>> cps;
-    for (const std::string& k : keys) {
-      std::vector<uint32_t> v;
-      for (size_t p = 0; p < k.size();) v.push_back(utf8::DecodeAt(k, &p));
-      for (uint32_t c : v) {
-        if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) {
-          return Fail(pointer,
-                      "additionalProperties beside property names that need JSON escaping is not supported"),
-                 "";
-        }
-      }
-      cps.push_back(std::move(v));
-    }
     const std::string ch = Prim("char");
-    std::function<std::string(const std::vector<uint32_t>&)> node = [&](const std::vector<uint32_t>& prefix) {
-      std::set<uint32_t> next;
-      bool is_key = false;
-      for (const std::vector<uint32_t>& k : cps) {
-        if (k.size() < prefix.size() || !std::equal(prefix.begin(), prefix.end(), k.begin())) continue;
-        if (k.size() == prefix.size()) {
-          is_key = true;
-        } else {
-          next.insert(k[prefix.size()]);
-        }
-      }
-      std::string alts = is_key ? "" : "\"\\\"\"";
-      std::string excluded;
-      for (uint32_t c : next) {
-        std::string lit;
-        utf8::Append(c, &lit);
-        excluded += lit;
-        std::vector<uint32_t> longer = prefix;
-        longer.push_back(c);
-        alts +=
-            (alts.empty() ? "" : " | ") + GbnfLiteral(EscapeCodepoints(lit, firsts_)) + " " + node(longer);
-      }
-      alts += (alts.empty() ? "" : " | ") + std::string("( [^\"\\\\\\x7F\\x00-\\x1F") + excluded +
-              ClassBody(firsts_) + "] | [\\\\] ([\"\\\\/bfnrt] | \"u\" " + Prim("unicode-escape") + ") ) " +
-              ch + "* \"\\\"\"";
-      return b_.Add(name + "-other-key", alts);
-    };
-    return "\"\\\"\" " + node({}) + " " + Space();
+    const auto key = OtherKeyExpr(keys, name, ch, Prim("unicode-escape"), firsts_, b_);
+    if (!key) {
+      return Fail(pointer,
+                  "additionalProperties beside property names that need JSON escaping is not supported"),
+             "";
+    }
+    return "\"\\\"\" " + *key + " " + Space();
   }
 
   std::string Array(const Json& s, const std::string& name, const std::string& pointer) {
