@@ -320,6 +320,36 @@ TEST_F(HarmonyRoutesTest, EndGoesOnReturnStopsAndTheTokensReachTheSplit) {
   EXPECT_EQ(ret.Json()["choices"][0]["message"]["content"], "") << ret.body;
 }
 
+// The Responses API's forced choices take the same grammar: the call is a function_call item, after a
+// reasoning item where the model wrote an analysis message (seed 0, favoured as above).
+TEST_F(HarmonyRoutesTest, ResponsesForcedCallIsAFunctionCallItem) {
+  const nlohmann::json tool = {
+      {"type", "function"}, {"name", "get"}, {"parameters", Tools()[0]["function"]["parameters"]}};
+  for (uint64_t seed = 0; seed < 2; ++seed) {
+    nlohmann::json bias = {{std::to_string(kEnd), 8}};
+    if (seed == 0) bias.update({{std::to_string(kChannel), 6}, {std::to_string('a'), 6}});
+    const nlohmann::json body = {
+        {"input", "Hi"},
+        {"temperature", 1.0},
+        {"seed", seed},
+        {"max_output_tokens", 190},
+        {"logit_bias", bias},
+        {"tools", {tool}},
+        {"tool_choice",
+         seed == 0 ? nlohmann::json("required") : nlohmann::json({{"type", "function"}, {"name", "get"}})}};
+    const HttpResponse r = Post(port(), "/v1/responses", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const nlohmann::json output = r.Json()["output"];
+    ASSERT_EQ(output.size(), seed == 0 ? 2u : 1u) << r.body;
+    if (seed == 0) EXPECT_EQ(output[0]["type"], "reasoning") << r.body;
+    const nlohmann::json& call = output.back();
+    EXPECT_EQ(call["type"], "function_call") << r.body;
+    EXPECT_EQ(call["name"], "get") << r.body;
+    EXPECT_TRUE(nlohmann::json::parse(call["arguments"].get<std::string>(), nullptr, false).is_object())
+        << r.body;
+  }
+}
+
 // reasoning_format none keeps the reply as generated, Harmony's control tokens spelled out, with or without
 // tools (llama.cpp preserves them for gpt-oss in every request): the same text either way.
 TEST_F(HarmonyRoutesTest, ReasoningFormatNoneKeepsHarmonysTokensToolsOrNot) {
