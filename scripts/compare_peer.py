@@ -100,6 +100,10 @@ SHAPES = {
 # Flags for ik_llama.cpp beyond "-fa off", by shape: deepseek2 without its latent cache (see SHAPES).
 IK_FLAGS = {shape: ["-mla", "0"] for shape in ("tiny-deepseek2", "tiny-deepseek3", "tiny-deepseek3-split",
                                                  "tiny-deepseek3-grouped")}
+# --absorbed: ik_llama.cpp's latent cache without flash attention. -mla 2 keeps [k_rope | latent] once per
+# position and reads the values back out of it (as lockstep's absorbed form; -mla 1 keeps a transposed copy
+# of the latent beside it, -mla 3 decompresses prompts of 128+ tokens).
+IK_ABSORBED_FLAGS = ["-mla", "2"]
 # Shapes whose ik_llama.cpp goldens are taken with its flash attention on (see run in main).
 IK_FLASH_ATTENTION = {"tiny-gemma4"}
 PROMPT_LENGTHS = (1, 9, 37, 100)  # the longest reaches past the 40-position windows, 64 more tokens further
@@ -187,7 +191,7 @@ def run_peer(server, model, n_ctx, prompt_list, threads, log, eos, kv, extra_fla
                 with urllib.request.urlopen(base + "/health", timeout=5) as r:
                     if r.status == 200:
                         break
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError):  # a loaded machine: try again
                 pass
             time.sleep(0.2)
         else:
@@ -242,6 +246,9 @@ def main():
     ap.add_argument("--llama-quantize", help="llama.cpp's llama-quantize: convert the make-model file with it")
     ap.add_argument("--llama-quantize-type", default="Q5_K_M", help="llama-quantize's type argument")
     ap.add_argument("--tolerance", type=float, help="largest |log-prob diff| allowed (quantized weights)")
+    ap.add_argument("--absorbed", action="store_true",
+                    help="deepseek2 shapes with ik_llama.cpp's latent cache (-mla 2): <shape>-absorbed.json, "
+                         "checked against lockstep's absorbed form only")
     args = ap.parse_args()
     if args.llama_quantize and args.update:
         sys.exit("--update with --llama-quantize: the test could not write that file again")
@@ -286,8 +293,8 @@ def main():
             # Gemma 4 takes its flash attention: its non-flash gemma4 graph gave wrong logits even for a
             # one-token prompt (1.2 in log-probabilities; with -fa on 8e-7).
             ik_fa = "on" if shape in IK_FLASH_ATTENTION else "off"
-            extra = args.peer_flags.split() or (["-fa", ik_fa, *IK_FLAGS.get(shape, [])]
-                                                if peer_name == "ik_llama.cpp" else [])
+            ik_flags = IK_ABSORBED_FLAGS if args.absorbed else IK_FLAGS.get(shape, [])
+            extra = args.peer_flags.split() or (["-fa", ik_fa, *ik_flags] if peer_name == "ik_llama.cpp" else [])
             cases, banned = run_peer(args.peer, peer_model, n_ctx, prompts(vocab), args.threads, log, vocab - 1, kv,
                                      extra)
         golden = {"peer": f"{peer_name} {commit} llama-server, {kv} KV, -c {n_ctx} -np 1 {' '.join(extra)}".strip(),
@@ -295,6 +302,9 @@ def main():
                   "shape": shape, "type": args.type, "seed": args.seed,
                   "via_phi3_twin": SHAPES[shape][1], "greedy_excludes": banned + [vocab - 1], "cases": cases}
         name = shape if args.type == "f32" else f"{shape}-{args.type}"
+        if args.absorbed:
+            golden["form"] = "absorbed"
+            name += "-absorbed"
         if args.llama_quantize:
             golden["model_file"] = model
             name = f"{shape}-{args.llama_quantize_type.lower()}-llama-quantize"
