@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) with clang-14, ASan and UBSan in build-fuzz/ (only the targets and the
-# layers they link; Highway's baseline target only, -O1, assertions on; scripts/sanitizer_build.sh configures
-# it, and the ASan tests of scripts/check_sanitizers.sh share it), then runs each target on its seed corpus
-# (fuzz/corpus/<target>/, read only; new inputs go to a scratch corpus in the run directory), two at a time.
+# layers they link; Highway's static target only, its AVX2 one, -O1, assertions on;
+# scripts/sanitizer_build.sh configures it, and the ASan tests of scripts/check_sanitizers.sh share it), then
+# runs each target on its seed corpus (fuzz/corpus/<target>/, read only; new inputs go to a scratch corpus
+# in the run directory), two at a time.
 # Per target it prints executions and crashes; the exit status is nonzero if any target found a crash, a
 # leak, a timeout (an input running over 10 s), an allocation over 2 GiB or a broken property, and its
 # reproducer is left in the run directory (printed). docs/testing.md has the long runs and how to replay.
@@ -38,9 +39,9 @@ run_dir=${RUN_DIR:-$(mktemp -d -t lockstep-fuzz.XXXXXX)}  # under $TMPDIR (test.
 symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
 export ASAN_OPTIONS="detect_leaks=1${symbolizer:+:external_symbolizer_path=$symbolizer}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${symbolizer:+:external_symbolizer_path=$symbolizer}"
-# Only Highway's static target was compiled (SSE4 here: its AVX2 needs AES too), which the kernel table does
-# not use: the targets that load a model run the scalar kernels (the kernels are the Release tests' job).
-export LOCKSTEP_CPU=scalar
+# Only Highway's static target was compiled, its AVX2 one (scripts/sanitizer_build.sh): the targets that
+# load a model run the AVX2 kernels.
+export LOCKSTEP_CPU=avx2
 # The fuzz targets find the shared test data (real vocabularies) beside the checkout.
 [[ -d "$root/../shared/testdata" ]] && export LOCKSTEP_TESTDATA=${LOCKSTEP_TESTDATA:-$root/../shared/testdata}
 
