@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/row_tasks.h"
 #include "tensor/activations.h"
 #include "tensor/matmul.h"
 #include "tensor/thread_pool.h"
@@ -13,11 +14,6 @@ namespace {
 
 // Channels of one convolution task.
 constexpr int64_t kConvChannelsPerTask = 256;
-
-template <typename T>
-void GrowTo(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
 
 float Sigmoid(float x) { return 1.0f / (1.0f + ExpPolynomial(-x)); }
 float Silu(float x) { return x * Sigmoid(x); }

@@ -1,5 +1,6 @@
 // DeltaNet: the Gated DeltaNet linear-attention layer of qwen35 (Qwen3.5; model/architectures.h), run by
-// model/transformer.cc on the layers with LayerAttention::recurrent. For each row x (already RMS-normed):
+// model/transformer_feed_forward.cc on the layers with LayerAttention::recurrent. For each row x (already
+// RMS-normed):
 //   [q | k | v] = attn_qkv x, z = attn_gate x, b = ssm_beta x, a = ssm_alpha x     (one MatMul each, all
 //   rows) [q | k | v] -> causal depthwise convolution of conv_kernel taps over the sequence's latest inputs
 //   (the previous conv_kernel - 1 live in the state) -> SiLU; q and k L2-normalised per key head (x /

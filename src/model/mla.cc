@@ -2,31 +2,12 @@
 
 #include <cstring>
 
+#include "model/row_tasks.h"
 #include "tensor/matmul.h"
 #include "tensor/matmul_grouped.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
-namespace {
-
-template <typename T>
-void GrowTo(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
-// Per-row work on the calling thread below this many rows (a pool round trip costs more).
-constexpr int64_t kParallelRows = 8;
-
-template <typename Fn>
-void ForEachRow(ThreadPool& pool, int64_t rows, const Fn& fn) {
-  if (rows < kParallelRows || pool.size() == 1) {
-    for (int64_t r = 0; r < rows; ++r) fn(r);
-    return;
-  }
-  pool.Run(rows, [&fn](int64_t r, int) { fn(r); });
-}
-
-}  // namespace
 
 void LatentAttention::ProjectQueries(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
                                      const float* xn, int64_t rows, ThreadPool& pool) {

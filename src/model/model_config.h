@@ -2,7 +2,7 @@
 // (`general.architecture`, `<arch>.embedding_length`, ...) and the token embedding's shape. Everything the
 // forward pass needs comes from here; nothing is hard-coded per model file. Architectures differ only in the
 // fields of the "architecture differences" block below, each set by model/architectures.cc from the keys and
-// conventions of llama.cpp's converter (and named where model/transformer.cc uses it). Value type,
+// conventions of llama.cpp's converter (and named where model/transformer*.cc uses it). Value type,
 // immutable once parsed.
 #pragma once
 
@@ -145,7 +145,7 @@ struct ModelConfig {
   float attn_temperature_scale = 0;
   int64_t attn_temperature_length = 0;
 
-  // ---- Architecture differences (model/architectures.cc sets them; model/transformer.cc applies them).
+  // ---- Architecture differences (model/architectures.cc sets them; model/transformer*.cc apply them).
   // qwen3, gemma3: RMSNorm (rms_eps) of every head of Q and of K with attn_q_norm / attn_k_norm [head_dim],
   // after the projections and before RoPE. olmo2 (qk_norm_whole): one RMSNorm over all of Q [q_dim] and one
   // over all of K [kv_dim].

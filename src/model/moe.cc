@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/row_tasks.h"
 #include "tensor/activations.h"
 #include "tensor/matmul.h"
 #include "tensor/matmul_grouped.h"
@@ -14,26 +15,9 @@
 namespace lockstep {
 namespace {
 
-// Below this many rows (or slots), per-row work runs on the calling thread (a pool round trip costs more).
-constexpr int64_t kParallelRows = 8;
-
-template <typename Fn>
-void ForEach(ThreadPool& pool, int64_t n, const Fn& fn) {
-  if (n < kParallelRows || pool.size() == 1) {
-    for (int64_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  pool.Run(n, [&fn](int64_t i, int) { fn(i); });
-}
-
 // x[i] += bias[i].
 inline void AddBias(float* x, const float* bias, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += bias[i];
-}
-
-template <typename T>
-void GrowTo(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
 }
 
 }  // namespace
@@ -198,7 +182,7 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
   for (size_t s = 0; s < slots; ++s) slot_[s] = starts_[size_t(chosen_[s])]++;
   for (int64_t e = n_expert; e > 0; --e) starts_[e] = starts_[e - 1];  // back to each expert's first slot
   starts_[0] = 0;
-  ForEach(pool, int64_t(slots), [&](int64_t s) {
+  ForEachRow(pool, int64_t(slots), [&](int64_t s) {
     std::memcpy(inputs_.data() + slot_[s] * d, xn + (s / k) * d, sizeof(float) * d);
   });
 
@@ -212,7 +196,7 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
   GroupExperts(w.expert_gate, w.expert_up, inputs_.data(), d, gate_.data(), up_.data(), ff);
   MatMulGrouped(kernels.matmul, groups_, pool);
   if (biases) ForEachSlot(n_expert, add_expert_bias);
-  ForEach(pool, int64_t(slots), [&](int64_t s) {
+  ForEachRow(pool, int64_t(slots), [&](int64_t s) {
     if (c.ffn_activation == FfnActivation::kSwiGluOai) {  // gpt-oss
       kernels.elementwise.swiglu_oai(gate_.data() + s * ff, up_.data() + s * ff, ff, kSwiGluOaiAlpha,
                                      kSwiGluOaiLimit);
@@ -229,7 +213,7 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
   }
 
   // Each row's weighted sum in rank order, one fused multiply-add per term (the same bits on every CPU).
-  ForEach(pool, rows, [&](int64_t r) {
+  ForEachRow(pool, rows, [&](int64_t r) {
     float* y = out + r * d;
     for (int64_t i = 0; i < d; ++i) y[i] = 0;
     for (int64_t j = 0; j < k; ++j) {

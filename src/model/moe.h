@@ -1,6 +1,7 @@
 // MixtureOfExperts: the routed experts of a mixture-of-experts layer (ModelConfig::n_expert > 0: qwen3moe,
 // granitemoe, qwen2moe, Mixtral) over a ragged batch of R rows, as llama.cpp's graphs for those
-// architectures compute it (qwen2moe's shared expert: model/transformer.cc, the dense FFN's code):
+// architectures compute it (qwen2moe's shared expert: model/transformer_feed_forward.cc, the dense FFN's
+// code):
 //
 //   xn [R][n_embd] -> router logits [R][n_expert] (one MatMul with ffn_gate_inp)
 //   -> per row (RouteRow): the n_expert_used largest logits (ties: the lower expert index first), their
