@@ -3,12 +3,16 @@
 // /tmp/small-qwen35.gguf, made by `lockstep make-model --shape small-qwen35 --type q8_0 -o
 // /tmp/small-qwen35.gguf`), greedy, EOS ignored:
 //   fan_out:   N requests (5) over one D-token document (1000) with their own 16-token questions, submitted
-//              together, 8 new tokens each: time to first token (mean, max) and wall seconds;
-//   next_turn: then the first request's next turn (its prompt, its answer, 16 more tokens): time to first
-//              token.
+//              together, R new tokens each (--reply-tokens, 8): time to first token (mean, max) and wall
+//              seconds;
+//   next_turn: then the first request's next turn (its prompt, its R-token answer, 16 more tokens), 8 new
+//              tokens: time to first token and cached tokens. Replies reaching a block boundary past the
+//              prompt's leave a snapshot there (Scheduler::StoreSnapshot), so with R >= 16 the next turn
+//              resumes inside the answer, not at the end of the prompt.
 // Each side runs on a fresh engine (cache on: --recurrent-cache-slots 8; off: 0), after a warm-up request
 // unrelated to the document. Prints a JSON report with the ratios off / on.
-// Usage: hybrid_prefix_bench [--model PATH] [--threads N] [--doc-len D] [--requests N] [--json FILE]
+// Usage: hybrid_prefix_bench [--model PATH] [--threads N] [--doc-len D] [--requests N] [--reply-tokens R]
+//                            [--json FILE]
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -60,6 +64,7 @@ int main(int argc, char** argv) {
   int threads = 2;
   int doc_len = 1000;
   int n_requests = 5;
+  int reply_tokens = 8;
   CLI::App app{"hybrid_prefix_bench: fan-out and next-turn TTFT with and without state snapshots"};
   AddCommonOptions(app, model_path, threads, json_path);
   app.add_option("--doc-len", doc_len, "shared document tokens")
@@ -67,6 +72,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--requests", n_requests, "questions over the document")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--reply-tokens", reply_tokens,
+                 "new tokens of each fan-out request (the next turn's answer)")
+      ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   std::shared_ptr<const GgufFile> file = OrDie(GgufFile::Open(model_path));
@@ -83,7 +92,7 @@ int main(int argc, char** argv) {
     std::vector<int32_t> prompt = doc;
     for (int32_t t : RandomTokens(kQuestion, 100 + uint64_t(i), n_vocab, tokenizer.get()))
       prompt.push_back(t);
-    fan_out.push_back(GreedyRequest(std::move(prompt), kNewTokens));
+    fan_out.push_back(GreedyRequest(std::move(prompt), reply_tokens));
   }
 
   nlohmann::json sides = nlohmann::json::object();
@@ -95,7 +104,7 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.max_seqs = 8;
     options.max_batch_tokens = 512;
-    options.kv_tokens = 8 * (doc_len + 256);
+    options.kv_tokens = 8 * (doc_len + 256 + reply_tokens);
     options.recurrent_cache_slots = on ? 8 : 0;
     std::unique_ptr<Engine> engine = OrDie(Engine::Create(model, tokenizer, options));
     RunTogether(*engine, {GreedyRequest(RandomTokens(64, 99, n_vocab, tokenizer.get()), 4)});  // warm-up
@@ -136,7 +145,8 @@ int main(int argc, char** argv) {
       {"doc_len", doc_len},
       {"requests", n_requests},
       {"question_len", kQuestion},
-      {"new_tokens", kNewTokens},
+      {"reply_tokens", reply_tokens},
+      {"next_turn_new_tokens", kNewTokens},
       {"sides", sides},
       {"same_tokens", true},
       {"ratio_fan_out_ttft_off_over_on", fan_out_ttft[0] / fan_out_ttft[1]},
