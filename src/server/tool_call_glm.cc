@@ -31,7 +31,7 @@ bool GlmToolCallFrom(const ToolSpec& spec, std::string_view body, std::vector<To
     rest.remove_prefix(kValueOpen.size());
     const size_t value_end = rest.find(kValueClose);
     const std::string_view value = rest.substr(0, value_end);
-    arguments[key] = tool_parts::TypedValue(value, tool_parts::ParameterTypes(parameters, key));
+    arguments[key] = tool_parts::KeyValueParameter(value, parameters, key);
     rest = value_end == std::string_view::npos ? std::string_view()
                                                : rest.substr(value_end + kValueClose.size());
   }

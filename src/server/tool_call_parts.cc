@@ -130,6 +130,38 @@ Ordered TypedValue(std::string_view text, const std::vector<std::string>& types,
   return Ordered(std::string(text));
 }
 
+ValueForm KeyValueForm(const Ordered& property, const std::vector<std::string>& types, bool raw_null) {
+  ValueForm r;
+  if (!property.is_object() || property.contains("anyOf") || property.contains("oneOf") ||
+      property.contains("allOf") || property.contains("$ref")) {
+    return r;
+  }
+  const bool has_string = std::find(types.begin(), types.end(), "string") != types.end();
+  r.nullable = raw_null && std::find(types.begin(), types.end(), "null") != types.end();
+  r.raw = has_string && types.size() == 1u + (r.nullable ? 1u : 0u);
+  auto allowed = [&](const Ordered& v) { return v.is_string() || (r.nullable && v.is_null()); };
+  if (r.raw && property.contains("enum")) {
+    const Ordered& e = property["enum"];
+    r.raw = e.is_array() && !e.empty() && std::all_of(e.begin(), e.end(), allowed);
+  }
+  if (r.raw && property.contains("const")) r.raw = allowed(property["const"]);
+  if (!r.raw) r.nullable = false;
+  return r;
+}
+
+Ordered KeyValueParameter(std::string_view text, const Ordered& parameters, const std::string& key) {
+  const std::vector<std::string> types = ParameterTypes(parameters, key);
+  Ordered property;  // null unless declared
+  if (parameters.is_object()) {
+    const auto properties = parameters.find("properties");
+    if (properties != parameters.end() && properties->is_object()) {
+      const auto found = properties->find(key);
+      if (found != properties->end()) property = *found;
+    }
+  }
+  return TypedValue(text, types, /*json=*/!KeyValueForm(property, types, /*raw_null=*/true).raw);
+}
+
 std::string ArgumentsText(const Ordered& arguments) {
   return arguments.dump(-1, ' ', false, Ordered::error_handler_t::replace);
 }

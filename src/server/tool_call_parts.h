@@ -45,6 +45,26 @@ bool Undeclared(const nlohmann::ordered_json& parameters, const std::string& key
 // the syntax's own word (DSML's string="false"), so a JSON string is a string where the types allow one.
 nlohmann::ordered_json TypedValue(std::string_view text, const std::vector<std::string>& types,
                                   bool json = false);
+
+// How the forced grammar (server/tool_grammar.h) writes a parameter in a key/value syntax (DSML, GLM,
+// Qwen3-Coder's XML), so that a parser reads back what it wrote. `raw`: as raw text, for a value that is
+// always a string or null (`types` {"string"} or {"string", "null"}, or an untyped string enum / const: the
+// types ParameterTypes gives) with no schema combinator; its enum and const hold strings (and null where
+// allowed). `nullable` (with `raw_null`, not in DSML, whose string="false" says a value is JSON): null as
+// the text null, which the parser reads back as null (as llama.cpp's Qwen3-Coder and GLM-4.5 parsers do).
+// Any other value is JSON: a type list mixing string with another type (["string", "integer"]) included,
+// whose strings are then JSON strings.
+struct ValueForm {
+  bool raw = false;
+  bool nullable = false;
+};
+ValueForm KeyValueForm(const nlohmann::ordered_json& property, const std::vector<std::string>& types,
+                       bool raw_null);
+// A GLM or Qwen3-Coder XML parameter's text typed as the forced grammar writes it: TypedValue, with `json`
+// where the grammar writes the parameter as JSON (KeyValueForm's raw false), so a JSON string is a string
+// where the types allow one.
+nlohmann::ordered_json KeyValueParameter(std::string_view text, const nlohmann::ordered_json& parameters,
+                                         const std::string& key);
 // Arguments as JSON text; bytes that are not UTF-8 replaced, as JSON text must be.
 std::string ArgumentsText(const nlohmann::ordered_json& arguments);
 

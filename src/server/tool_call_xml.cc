@@ -37,7 +37,7 @@ bool ReadParameters(std::string_view inside, const Ordered& parameters, Ordered*
     // A key the schema does not declare keeps its text, as vLLM's qwen3_coder parser keeps it.
     (*arguments)[key] = tool_parts::Undeclared(parameters, key)
                             ? Ordered(std::string(value))
-                            : tool_parts::TypedValue(value, tool_parts::ParameterTypes(parameters, key));
+                            : tool_parts::KeyValueParameter(value, parameters, key);
     if (end == std::string_view::npos) return true;
     inside.remove_prefix(end == close ? close + kParameterClose.size() : end);
     at = inside.find(kParameterOpen);

@@ -137,35 +137,6 @@ ParamForm FormOf(ToolSyntax syntax) {
   }
 }
 
-// Whether a key/value syntax writes a property as raw text (DSML's string="true"): a value that is always
-// a string or null (`type` "string" or ["string", "null"], or an untyped string enum / const: the types
-// tool_parts::ParameterTypes gives the parser) and no schema combinator; null, where the type allows it, as
-// the text null, which the parser reads back as null (as llama.cpp's Qwen3-Coder and GLM-4.5 parsers
-// do; not in DSML, whose string="false" says a value is JSON: null is written so there). Its enum and const
-// hold strings (and null where allowed). Any other is JSON.
-struct Raw {
-  bool raw = false;
-  bool nullable = false;
-};
-Raw RawForm(const Ordered& property, const std::vector<std::string>& types, bool raw_null) {
-  Raw r;
-  if (!property.is_object() || property.contains("anyOf") || property.contains("oneOf") ||
-      property.contains("allOf") || property.contains("$ref")) {
-    return r;
-  }
-  const bool has_string = std::find(types.begin(), types.end(), "string") != types.end();
-  r.nullable = raw_null && std::find(types.begin(), types.end(), "null") != types.end();
-  r.raw = has_string && types.size() == 1u + (r.nullable ? 1u : 0u);
-  auto allowed = [&](const Ordered& v) { return v.is_string() || (r.nullable && v.is_null()); };
-  if (r.raw && property.contains("enum")) {
-    const Ordered& e = property["enum"];
-    r.raw = e.is_array() && !e.empty() && std::all_of(e.begin(), e.end(), allowed);
-  }
-  if (r.raw && property.contains("const")) r.raw = allowed(property["const"]);
-  if (!r.raw) r.nullable = false;
-  return r;
-}
-
 // The parameters of tool i in a key/value syntax (DSML, GLM, Qwen3-Coder's XML): its top-level properties in
 // order (the optional ones may be left out).
 Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSyntax syntax, ForcedGrammar& g) {
@@ -203,7 +174,8 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
     }
     std::string value;
     const bool dsml = syntax == ToolSyntax::kDsml || syntax == ToolSyntax::kDsmlV4;
-    const Raw raw = RawForm(property, tool_parts::ParameterTypes(schema, key), /*raw_null=*/!dsml);
+    const tool_parts::ValueForm raw =
+        tool_parts::KeyValueForm(property, tool_parts::ParameterTypes(schema, key), /*raw_null=*/!dsml);
     // A constant holding a tag the parser splits on cannot be written as raw text (nor as JSON, which the
     // parser would read back with its quotes): left out, and a 400 when nothing is left.
     const std::string unwritable = where + ": a value holding a tag of the model's call syntax (" +

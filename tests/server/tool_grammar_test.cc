@@ -31,7 +31,8 @@ constexpr const char* kBody = R"({"tools": [
     "days": {"type": "integer", "minimum": 1, "maximum": 14},
     "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
     "note": {"type": ["string", "null"], "pattern": "^[a-z]{0,5}$"}, "code": {"enum": ["1", "22", "x"]},
-    "extra": {"anyOf": [{"type": "string", "pattern": "^[a-z]{0,5}$"}, {"type": "integer"}, {"type": "null"}]}},
+    "extra": {"anyOf": [{"type": "string", "pattern": "^[a-z]{0,5}$"}, {"type": "integer"}, {"type": "null"}]},
+    "ref": {"type": ["string", "integer"], "maxLength": 2}},
     "required": ["location"]}}},
   {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
     "properties": {"b": {"type": "number"}, "a": {"type": "number"}}, "required": ["a", "b"]}}},
@@ -158,7 +159,7 @@ bool Valid(const Ordered& schema, const Ordered& v) {
   }
   if (schema.contains("minimum") && v.get<double>() < schema["minimum"].get<double>()) return false;
   if (schema.contains("maximum") && v.get<double>() > schema["maximum"].get<double>()) return false;
-  if (schema.contains("maxLength")) {
+  if (schema.contains("maxLength") && v.is_string()) {
     const std::string text = v.get<std::string>();
     size_t n = 0;
     for (size_t p = 0; p < text.size(); ++n) utf8::DecodeAt(text, &p);
@@ -342,6 +343,35 @@ TEST(ToolGrammar, ValuesCannotHoldTheTagsTheParserSplitsOn) {
   ASSERT_TRUE(Accepts(gbnf, escaped));
   EXPECT_EQ(Ordered::parse(ParseToolOutput(qwen, escaped, "seed", false).calls.at(0).arguments)["tags"][0],
             "<a");
+}
+
+// A type list mixing string with another type (get_weather's "ref": ["string", "integer"]) is JSON in the
+// key/value syntaxes, so its strings are JSON strings, and the parsers read them back as the strings they
+// hold (they kept the quotes: "\"ab\"").
+TEST(ToolGrammar, MixedStringTypesAreJsonAndParseBackUnquoted) {
+  const std::map<ToolSyntax, std::pair<std::string, std::string>> around = {
+      {ToolSyntax::kQwenXml,
+       {"<tool_call>\n<function=get_weather>\n<parameter=location>\nLima\n</parameter>\n<parameter=ref>\n",
+        "\n</parameter>\n</function>\n</tool_call>"}},
+      {ToolSyntax::kGlm,
+       {"<tool_call>get_weather<arg_key>location</arg_key><arg_value>Lima</arg_value><arg_key>ref</arg_key>"
+        "<arg_value>",
+        "</arg_value></tool_call>"}},
+  };
+  for (const auto& [syntax, text] : around) {
+    const ToolSpec spec = Spec(syntax, R"("required")");
+    const std::string gbnf = *ForcedToolGbnf(spec).value;
+    for (const auto& [written, parsed] :
+         std::vector<std::pair<std::string, Ordered>>{{R"("ab")", "ab"}, {"12", 12}, {R"("7")", "7"}}) {
+      const std::string call = text.first + written + text.second;
+      EXPECT_TRUE(Accepts(gbnf, call)) << ToolSyntaxName(syntax) << ": " << written;
+      const ToolOutput out = ParseToolOutput(spec, call, "seed", false);
+      ASSERT_EQ(out.calls.size(), 1u) << call;
+      EXPECT_EQ(Ordered::parse(out.calls[0].arguments)["ref"], parsed)
+          << ToolSyntaxName(syntax) << ": " << written;
+    }
+    EXPECT_FALSE(Accepts(gbnf, text.first + "ab" + text.second)) << ToolSyntaxName(syntax);
+  }
 }
 
 // Constants holding a tag are left out of a raw value (a 400 when none is left); a raw value's pattern
