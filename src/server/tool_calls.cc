@@ -25,6 +25,8 @@ constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
+// The schema keywords that say what kind of value a tool's parameters are (ReadToolFields).
+constexpr const char* kTypeKeywords[] = {"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not"};
 constexpr std::string_view kMarkers[] = {kMistralCalls, "<|python_tag|>", kHermesOpen, "```"};
 // Markers that open the tool-call region wherever they appear (after prose), not only at the start.
 constexpr std::string_view kAnywhereMarkers[] = {
@@ -193,6 +195,12 @@ Parsed<ToolSpec> ReadToolFields(const nlohmann::json& body, const std::string& r
                                  where + ".function.parameters must be a JSON schema object");
         }
         params = spec.tools[i]["function"]["parameters"];
+        // A function's arguments are a JSON object: a schema that says nothing of its type ({}, or
+        // properties alone) says so here, so that forced calls never write a bare value as arguments.
+        // (Combinators and constants are left as they are: they say what they allow.)
+        const bool says_type = std::any_of(std::begin(kTypeKeywords), std::end(kTypeKeywords),
+                                           [&](const char* k) { return params.contains(k); });
+        if (!says_type) params["type"] = "object";
       }
       spec.names.push_back(name);
       spec.parameters.push_back(std::move(params));

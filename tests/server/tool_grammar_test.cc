@@ -374,6 +374,33 @@ TEST(ToolGrammar, MixedStringTypesAreJsonAndParseBackUnquoted) {
   }
 }
 
+// A function's arguments are a JSON object: with parameters {} (or properties alone) the forced grammar
+// writes an object, never a bare value (it took any JSON: 5, "x", [1]).
+TEST(ToolGrammar, ParametersThatSayNoTypeAreStillAnObject) {
+  for (const std::string params : {"{}", R"({"properties": {"n": {"type": "integer"}}})"}) {
+    const std::string raw =
+        R"({"tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f",
+        "parameters": )" +
+        params + "}}]}";
+    auto read = ReadToolFields(nlohmann::json::parse(raw), raw);
+    ASSERT_TRUE(read.ok()) << raw;
+    const std::map<ToolSyntax, std::pair<std::string, std::string>> around = {
+        {ToolSyntax::kHermes, {"<tool_call>\n{\"name\": \"f\", \"arguments\": ", "}\n</tool_call>"}},
+        {ToolSyntax::kMistral, {"[TOOL_CALLS]f[ARGS]", ""}},
+        {ToolSyntax::kHarmony, {"<|channel|>commentary to=functions.f <|constrain|>json<|message|>", ""}},
+    };
+    for (const auto& [syntax, text] : around) {
+      ToolSpec spec = *read.value;
+      spec.syntax = syntax;
+      const std::string gbnf = *ForcedToolGbnf(spec).value;
+      EXPECT_TRUE(Accepts(gbnf, text.first + "{}" + text.second)) << ToolSyntaxName(syntax) << " " << params;
+      for (const std::string bare : {"5", R"("x")", "[1]", "null"}) {
+        EXPECT_FALSE(Accepts(gbnf, text.first + bare + text.second)) << ToolSyntaxName(syntax) << " " << bare;
+      }
+    }
+  }
+}
+
 // Constants holding a tag are left out of a raw value (a 400 when none is left); a raw value's pattern
 // leaves '<' out of its classes and may not spell it; JSON constants, keys and patterns write '<' escaped.
 TEST(ToolGrammar, ConstantsKeysAndPatternsKeepOutTheTags) {
