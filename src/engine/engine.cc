@@ -218,11 +218,11 @@ Status Engine::Validate(Request& request) const {
     return InvalidArgument("max_tokens must be >= 1 (or 0 with prompt_logprobs), got " +
                            std::to_string(request.max_tokens));
   }
-  const size_t adapters = loop_->model().lora_adapters().size();
   if (request.shared_prefix_hint < 0) {
     return InvalidArgument("shared_prefix_hint must be >= 0, got " +
                            std::to_string(request.shared_prefix_hint));
   }
+  const size_t adapters = loop_->model().lora_adapters().size();
   if (request.lora_scales.size() > adapters) {
     return InvalidArgument("lora: " + std::to_string(request.lora_scales.size()) + " adapter scales given; " +
                            std::to_string(adapters) + " adapters are loaded");

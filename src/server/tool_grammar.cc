@@ -172,6 +172,14 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
                                  (key.find(form.key_end) != std::string::npos ? form.key_end : "a tag") +
                                  ", which the model's call syntax cannot write in a name");
     }
+    // Nor one it reads as another: every key/value parser refuses an empty name (the call would be text),
+    // and GLM's drops the spaces around a name (as llama.cpp's GLM-4.5 parser strips them).
+    const bool edged = !key.empty() && (tool_parts::TrimSpace(key).size() != key.size());
+    if (key.empty() || (syntax == ToolSyntax::kGlm && edged)) {
+      return ApiError::Field(where, where + ": the property name '" + key + "' " +
+                                        (key.empty() ? "is empty" : "begins or ends with whitespace") +
+                                        ", which the model's call syntax cannot write as a name");
+    }
     std::string value;
     const bool dsml = syntax == ToolSyntax::kDsml || syntax == ToolSyntax::kDsmlV4;
     const tool_parts::ValueForm raw =

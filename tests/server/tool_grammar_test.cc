@@ -474,9 +474,9 @@ TEST(ToolGrammar, PropertyNamesHoldingATagAreRefused) {
     return out;
   };
   const std::vector<std::pair<ToolSyntax, std::vector<std::string>>> refused = {
-      {ToolSyntax::kGlm, {"a</arg_key>b", "x</arg_value>", "</tool_call>"}},
-      {ToolSyntax::kQwenXml, {"a>b", "x</parameter>", "<parameter=y"}},
-      {ToolSyntax::kDsml, {"a\"b", "x</｜DSML｜parameter>"}},
+      {ToolSyntax::kGlm, {"a</arg_key>b", "x</arg_value>", "</tool_call>", " a", "a\n", ""}},
+      {ToolSyntax::kQwenXml, {"a>b", "x</parameter>", "<parameter=y", ""}},
+      {ToolSyntax::kDsml, {"a\"b", "x</｜DSML｜parameter>", ""}},
       {ToolSyntax::kDsmlV4, {"a\"b"}}};
   for (const auto& [syntax, names] : refused) {
     for (const std::string& name : names) {
