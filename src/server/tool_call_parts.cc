@@ -64,23 +64,37 @@ size_t ToolIndex(const ToolSpec& spec, std::string_view name) {
   return it == spec.names.end() ? std::string_view::npos : size_t(it - spec.names.begin());
 }
 
-std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::string& key) {
-  std::vector<std::string> types;
-  if (!parameters.is_object()) return types;
+namespace {
+
+// The parameters schema's `properties` object, or null when it has none.
+const Ordered* Properties(const Ordered& parameters) {
+  if (!parameters.is_object()) return nullptr;
   const auto properties = parameters.find("properties");
-  if (properties == parameters.end() || !properties->is_object()) return types;
+  return properties != parameters.end() && properties->is_object() ? &*properties : nullptr;
+}
+
+// The schema of parameter `key`, or null when the parameters schema does not declare it.
+const Ordered* PropertyOf(const Ordered& parameters, const std::string& key) {
+  const Ordered* properties = Properties(parameters);
+  if (properties == nullptr) return nullptr;
   const auto property = properties->find(key);
-  if (property == properties->end() || !property->is_object()) return types;
-  const auto type = property->find("type");
-  if (type == property->end()) {
+  return property == properties->end() ? nullptr : &*property;
+}
+
+}  // namespace
+
+std::vector<std::string> PropertyTypes(const Ordered& property) {
+  std::vector<std::string> types;
+  if (!property.is_object()) return types;
+  const auto type = property.find("type");
+  if (type == property.end()) {
     // An untyped string enum or const: strings (a value that looks like a number stays text).
-    const auto e = property->find("enum");
-    const auto c = property->find("const");
-    const bool strings =
-        e != property->end()
-            ? e->is_array() && !e->empty() &&
-                  std::all_of(e->begin(), e->end(), [](const Ordered& v) { return v.is_string(); })
-            : c != property->end() && c->is_string();
+    const auto e = property.find("enum");
+    const auto c = property.find("const");
+    const bool strings = e != property.end() ? e->is_array() && !e->empty() &&
+                                                   std::all_of(e->begin(), e->end(),
+                                                               [](const Ordered& v) { return v.is_string(); })
+                                             : c != property.end() && c->is_string();
     if (strings) types.push_back("string");
     return types;
   }
@@ -93,10 +107,14 @@ std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::st
   return types;
 }
 
+std::vector<std::string> ParameterTypes(const Ordered& parameters, const std::string& key) {
+  const Ordered* property = PropertyOf(parameters, key);
+  return property == nullptr ? std::vector<std::string>() : PropertyTypes(*property);
+}
+
 bool Undeclared(const Ordered& parameters, const std::string& key) {
-  if (!parameters.is_object()) return false;
-  const auto properties = parameters.find("properties");
-  return properties != parameters.end() && properties->is_object() && !properties->contains(key);
+  const Ordered* properties = Properties(parameters);
+  return properties != nullptr && !properties->contains(key);
 }
 
 namespace {
@@ -150,16 +168,10 @@ ValueForm KeyValueForm(const Ordered& property, const std::vector<std::string>& 
 }
 
 Ordered KeyValueParameter(std::string_view text, const Ordered& parameters, const std::string& key) {
-  const std::vector<std::string> types = ParameterTypes(parameters, key);
-  Ordered property;  // null unless declared
-  if (parameters.is_object()) {
-    const auto properties = parameters.find("properties");
-    if (properties != parameters.end() && properties->is_object()) {
-      const auto found = properties->find(key);
-      if (found != properties->end()) property = *found;
-    }
-  }
-  return TypedValue(text, types, /*json=*/!KeyValueForm(property, types, /*raw_null=*/true).raw);
+  const Ordered* property = PropertyOf(parameters, key);
+  if (property == nullptr) return TypedValue(text, {}, /*json=*/true);  // undeclared: written as JSON
+  const std::vector<std::string> types = PropertyTypes(*property);
+  return TypedValue(text, types, /*json=*/!KeyValueForm(*property, types, /*raw_null=*/true).raw);
 }
 
 std::string ArgumentsText(const Ordered& arguments) {

@@ -37,6 +37,8 @@ size_t ToolIndex(const ToolSpec& spec, std::string_view name);
 // list of names; with no `type`, {"string"} for a string `enum` or `const`, as the forced grammar writes
 // those as raw text, server/tool_grammar.h); empty when it names none.
 std::vector<std::string> ParameterTypes(const nlohmann::ordered_json& parameters, const std::string& key);
+// The same for one property's schema (properties.KEY itself).
+std::vector<std::string> PropertyTypes(const nlohmann::ordered_json& property);
 // Whether the parameters schema declares properties and `key` is not among them.
 bool Undeclared(const nlohmann::ordered_json& parameters, const std::string& key);
 // A parameter's text as `types` read it: JSON of an allowed non-string type (True / False / None also as

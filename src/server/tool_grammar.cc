@@ -165,25 +165,27 @@ Parsed<std::string> KeyValueParameters(const ToolSpec& spec, size_t i, ToolSynta
   std::string out;
   for (const auto& [key, property] : schema["properties"].items()) {
     const std::string where = ParamName(i) + ".properties." + key;
-    // A name the parser would end early cannot be written.
-    if (key.find(form.key_end) != std::string::npos || holds_stop(key)) {
-      return ApiError::Field(where,
-                             where + ": the property name '" + key + "' holds " +
-                                 (key.find(form.key_end) != std::string::npos ? form.key_end : "a tag") +
-                                 ", which the model's call syntax cannot write in a name");
+    // A name the parser would end early, or read as another, cannot be written: every key/value parser
+    // refuses an empty name (the call would be text), and GLM's drops the spaces around a name (as
+    // llama.cpp's GLM-4.5 parser strips them).
+    std::string unreadable;
+    if (key.find(form.key_end) != std::string::npos) {
+      unreadable = "holds " + form.key_end;
+    } else if (holds_stop(key)) {
+      unreadable = "holds a tag";
+    } else if (key.empty()) {
+      unreadable = "is empty";
+    } else if (syntax == ToolSyntax::kGlm && tool_parts::TrimSpace(key).size() != key.size()) {
+      unreadable = "begins or ends with whitespace";
     }
-    // Nor one it reads as another: every key/value parser refuses an empty name (the call would be text),
-    // and GLM's drops the spaces around a name (as llama.cpp's GLM-4.5 parser strips them).
-    const bool edged = !key.empty() && (tool_parts::TrimSpace(key).size() != key.size());
-    if (key.empty() || (syntax == ToolSyntax::kGlm && edged)) {
-      return ApiError::Field(where, where + ": the property name '" + key + "' " +
-                                        (key.empty() ? "is empty" : "begins or ends with whitespace") +
-                                        ", which the model's call syntax cannot write as a name");
+    if (!unreadable.empty()) {
+      return ApiError::Field(where, where + ": the property name '" + key + "' " + unreadable +
+                                        ", which the model's call syntax cannot write in a name");
     }
     std::string value;
     const bool dsml = syntax == ToolSyntax::kDsml || syntax == ToolSyntax::kDsmlV4;
     const tool_parts::ValueForm raw =
-        tool_parts::KeyValueForm(property, tool_parts::ParameterTypes(schema, key), /*raw_null=*/!dsml);
+        tool_parts::KeyValueForm(property, tool_parts::PropertyTypes(property), /*raw_null=*/!dsml);
     // A constant holding a tag the parser splits on cannot be written as raw text (nor as JSON, which the
     // parser would read back with its quotes): left out, and a 400 when nothing is left.
     const std::string unwritable = where + ": a value holding a tag of the model's call syntax (" +
