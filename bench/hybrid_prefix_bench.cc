@@ -5,14 +5,20 @@
 //   fan_out:   N requests (5) over one D-token document (1000) with their own 16-token questions, submitted
 //              together, R new tokens each (--reply-tokens, 8): time to first token (mean, max) and wall
 //              seconds;
-//   next_turn: then the first request's next turn (its prompt, its R-token answer, 16 more tokens), 8 new
-//              tokens: time to first token and cached tokens. Replies reaching a block boundary past the
-//              prompt's leave a snapshot there (Scheduler::StoreSnapshot), so with R >= 16 the next turn
-//              resumes inside the answer, not at the end of the prompt.
-// Each side runs on a fresh engine (cache on: --recurrent-cache-slots 8; off: 0), after a warm-up request
-// unrelated to the document. Prints a JSON report with the ratios off / on.
+//   next_turn: then every request's next turn (its prompt, its R-token answer, 16 more tokens), submitted
+//              together, 8 new tokens each: time to first token (mean, max) and cached tokens. Replies
+//              reaching a block boundary past the prompt's leave a snapshot there (Scheduler::StoreSnapshot),
+//              so with R >= 16 a next turn resumes inside its answer, not at the end of its prompt, while
+//              the snapshot cache keeps it.
+// Each side runs on a fresh engine (cache on: --cache-slots snapshot slots, default auto, the engine's
+// default, EngineOptions::kAutomaticCacheSlots; off: 0), after a warm-up request unrelated to the document.
+// Prints a JSON report with the ratios off / on.
 // Usage: hybrid_prefix_bench [--model PATH] [--threads N] [--doc-len D] [--requests N] [--reply-tokens R]
-//                            [--json FILE]
+//                            [--cache-slots N|auto] [--kv-tokens N] [--json FILE]
+// --kv-tokens sizes the KV pool (default 8 x (D + 256 + R)), and with it the automatic snapshot count (as
+// much memory as the KV pool): small-qwen35's state (12.6 MiB) is worth 6430 of its KV tokens (2 KiB each),
+// Qwen3.5-9B's (~50 MiB) 1600 of its (32 KiB), so --kv-tokens 131072 gives small-qwen35 the 20 slots that
+// Qwen3.5-9B gets from the server's default 1 GiB KV pool.
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -65,6 +71,8 @@ int main(int argc, char** argv) {
   int doc_len = 1000;
   int n_requests = 5;
   int reply_tokens = 8;
+  int cache_slots = EngineOptions::kAutomaticCacheSlots;
+  int64_t kv_tokens = 0;
   CLI::App app{"hybrid_prefix_bench: fan-out and next-turn TTFT with and without state snapshots"};
   AddCommonOptions(app, model_path, threads, json_path);
   app.add_option("--doc-len", doc_len, "shared document tokens")
@@ -76,6 +84,14 @@ int main(int argc, char** argv) {
   app.add_option("--reply-tokens", reply_tokens,
                  "new tokens of each fan-out request (the next turn's answer)")
       ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--cache-slots", cache_slots,
+                 "state snapshot slots of the cache-on side (auto: the engine's)")
+      ->transform(CLI::Transformer({{"auto", std::to_string(EngineOptions::kAutomaticCacheSlots)}}))
+      ->check(CLI::Range(EngineOptions::kAutomaticCacheSlots, 1 << 20))
+      ->default_str("auto");
+  app.add_option("--kv-tokens", kv_tokens, "KV pool tokens (0: 8 x (doc-len + 256 + reply-tokens))")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   std::shared_ptr<const GgufFile> file = OrDie(GgufFile::Open(model_path));
@@ -98,25 +114,30 @@ int main(int argc, char** argv) {
   nlohmann::json sides = nlohmann::json::object();
   std::vector<std::vector<int32_t>> reference;
   double fan_out_ttft[2] = {0, 0}, turn_ttft[2] = {0, 0};
+  int resolved_cache_slots = 0;
   for (int side = 0; side < 2; ++side) {
     const bool on = side == 1;
     EngineOptions options;
     options.threads = threads;
     options.max_seqs = 8;
     options.max_batch_tokens = 512;
-    options.kv_tokens = 8 * (doc_len + 256 + reply_tokens);
-    options.recurrent_cache_slots = on ? 8 : 0;
+    options.kv_tokens = kv_tokens > 0 ? kv_tokens : 8 * (doc_len + 256 + reply_tokens);
+    options.recurrent_cache_slots = on ? cache_slots : 0;
     std::unique_ptr<Engine> engine = OrDie(Engine::Create(model, tokenizer, options));
     RunTogether(*engine, {GreedyRequest(RandomTokens(64, 99, n_vocab, tokenizer.get()), 4)});  // warm-up
 
     const Outcome together = RunTogether(*engine, fan_out);
-    std::vector<int32_t> next = fan_out[0].prompt_ids;
-    for (int32_t t : together.tokens[0]) next.push_back(t);
-    for (int32_t t : RandomTokens(kQuestion, 7, n_vocab, tokenizer.get())) next.push_back(t);
-    const Outcome turn = RunTogether(*engine, {GreedyRequest(next, kNewTokens)});
+    std::vector<Request> next_turns;
+    for (int i = 0; i < n_requests; ++i) {
+      std::vector<int32_t> next = fan_out[size_t(i)].prompt_ids;
+      for (int32_t t : together.tokens[size_t(i)]) next.push_back(t);
+      for (int32_t t : RandomTokens(kQuestion, 7 + uint64_t(i), n_vocab, tokenizer.get())) next.push_back(t);
+      next_turns.push_back(GreedyRequest(std::move(next), kNewTokens));
+    }
+    const Outcome turn = RunTogether(*engine, next_turns);
 
     std::vector<std::vector<int32_t>> tokens = together.tokens;
-    tokens.push_back(turn.tokens[0]);
+    for (const std::vector<int32_t>& t : turn.tokens) tokens.push_back(t);
     if (!on) {
       reference = tokens;
     } else if (tokens != reference) {
@@ -124,17 +145,23 @@ int main(int argc, char** argv) {
     }
     const EngineStats stats = engine->Stats();
     fan_out_ttft[side] = Mean(Ttfts(together));
-    turn_ttft[side] = turn.timing[0].ttft_s;
+    turn_ttft[side] = Mean(Ttfts(turn));
+    if (on) resolved_cache_slots = stats.recurrent_cache_slots_total;
     sides[on ? "cache_on" : "cache_off"] = {
         {"fan_out",
          {{"ttft_mean_s", fan_out_ttft[side]},
           {"ttft_max_s", Max(Ttfts(together))},
           {"wall_s", together.wall_s},
           {"cached_tokens", CachedTokens(together)}}},
-        {"next_turn", {{"ttft_s", turn_ttft[side]}, {"cached_tokens", turn.timing[0].cached_tokens}}},
+        {"next_turn",
+         {{"ttft_mean_s", turn_ttft[side]},
+          {"ttft_max_s", Max(Ttfts(turn))},
+          {"wall_s", turn.wall_s},
+          {"cached_tokens", CachedTokens(turn)}}},
         {"prefill_tokens_total", stats.prefill_tokens_total},
         {"snapshots", stats.recurrent_snapshots_total},
         {"snapshot_hits", stats.recurrent_snapshot_hits_total},
+        {"snapshot_evictions", stats.recurrent_snapshot_evictions_total},
     };
     engine->Shutdown(/*drain=*/true);
   }
@@ -147,6 +174,7 @@ int main(int argc, char** argv) {
       {"question_len", kQuestion},
       {"reply_tokens", reply_tokens},
       {"next_turn_new_tokens", kNewTokens},
+      {"cache_slots", resolved_cache_slots},
       {"sides", sides},
       {"same_tokens", true},
       {"ratio_fan_out_ttft_off_over_on", fan_out_ttft[0] / fan_out_ttft[1]},

@@ -83,9 +83,10 @@ void AddEngineFlags(CLI::App& cmd, EngineFlags& flags) {
       ->capture_default_str();
   cmd.add_option("--recurrent-cache-slots", flags.recurrent_cache_slots,
                  "Models with recurrent layers (qwen35): prefix-cache snapshots of states at KV block "
-                 "boundaries kept at once, each as big as a state slot (0: no prefix caching for them)")
-      ->check(IntegerIn(0, kMaxInt))
-      ->capture_default_str();
+                 "boundaries kept at once, each as big as a state slot (0: no prefix caching for them; "
+                 "auto: as many as fit in the KV cache's memory, at least 8, at most one per KV block)")
+      ->transform(AutoOrIntegerIn(0, kMaxInt, EngineOptions::kAutomaticCacheSlots))
+      ->default_str("auto");
 }
 
 void CheckRecurrentSlotsOrDie(const EngineFlags& flags) {

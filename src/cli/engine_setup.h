@@ -45,8 +45,9 @@ struct EngineFlags {
   int draft_max = 0;  // --draft-max (EngineOptions::draft_tokens)
   int draft_max_seqs = 4;
   int recurrent_slots = 0;  // --recurrent-slots (EngineOptions::recurrent_slots); 0 = max_seqs
-  // --recurrent-cache-slots (EngineOptions::recurrent_cache_slots); 0 = no prefix cache for such models
-  int recurrent_cache_slots = 8;
+  // --recurrent-cache-slots (EngineOptions::recurrent_cache_slots); 0 = no prefix cache for such models,
+  // EngineOptions::kAutomaticCacheSlots (flag value "auto") = sized by the KV cache's memory
+  int recurrent_cache_slots = EngineOptions::kAutomaticCacheSlots;
 };
 // Adds -t/--threads, --max-seqs, --max-batch-tokens, --kv-memory, --kv-tokens, --kv-type,
 // --no-prefix-cache, --recurrent-slots, --recurrent-cache-slots.

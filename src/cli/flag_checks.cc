@@ -76,6 +76,21 @@ CLI::Validator IntegerIn(int64_t min, uint64_t max) {
   return CLI::Validator(check, "[" + std::to_string(min) + ", " + std::to_string(max) + "]", "INTEGER");
 }
 
+CLI::Validator AutoOrIntegerIn(int64_t min, uint64_t max, int64_t auto_value) {
+  const CLI::Validator integer = IntegerIn(min, max);
+  const std::string range = "from " + std::to_string(min) + " to " + std::to_string(max);
+  auto check = [integer, range, auto_value](std::string& text) -> std::string {
+    if (text == "auto") {
+      text = std::to_string(auto_value);
+      return {};
+    }
+    if (integer(text).empty()) return {};
+    return "must be auto or an integer " + range + ", got '" + text + "'";
+  };
+  return CLI::Validator(check, "auto|[" + std::to_string(min) + ", " + std::to_string(max) + "]",
+                        "AUTO_OR_INTEGER");
+}
+
 CLI::Validator NotEmpty() {
   auto check = [](std::string& text) -> std::string {
     return text.empty() ? "must not be empty (leave the flag out for its default)" : "";

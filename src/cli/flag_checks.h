@@ -6,6 +6,7 @@
 // - IntegerIn: the same for integer flags (CLI11 clamps a value beyond int64 to its limit and wraps a
 //   negative one for an unsigned flag: --seed 99999999999999999999 became 9223372036854775807, -1 became
 //   18446744073709551615, serve --max-body -1 no limit at all);
+// - AutoOrIntegerIn: IntegerIn, or the word auto standing for a value outside the range;
 // - NotEmpty: a CLI11 check of text flags for which an empty value means nothing (`--json "$UNSET"` wrote
 //   no file, `--api-key ""` fell back to $LOCKSTEP_API_KEY, `--kv-memory ""` meant the automatic size);
 // - CheckUtf8OrDie: text that goes into a JSON request (questions, --model-name) or to a tokenizer (a
@@ -41,6 +42,11 @@ CLI::Validator NumberAbove(double min, double max = kNoLimit);
 // as "--seed: must be an integer from -1 to 9223372036854775807, got '99999999999999999999'"; --help shows
 // "[-1, 9223372036854775807]".
 CLI::Validator IntegerIn(int64_t min, uint64_t max);
+
+// The value is "auto", which becomes `auto_value` (outside min..max), or an integer as IntegerIn takes it.
+// Fails as "--recurrent-cache-slots: must be auto or an integer from 0 to 2147483647, got 'x'"; --help
+// shows "auto|[0, 2147483647]".
+CLI::Validator AutoOrIntegerIn(int64_t min, uint64_t max, int64_t auto_value);
 
 // The value is not empty. Fails as "--json: must not be empty (leave the flag out for its default)"; --help
 // shows nothing more. For flags whose default is what they do when left out, so that an empty value (an unset

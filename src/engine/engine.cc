@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -39,12 +40,25 @@ Status ValidateOptions(const EngineOptions& o) {
     return bad("recurrent_slots must be in 0..max_seqs (" + std::to_string(o.max_seqs) +
                ": each running request holds one slot), got " + std::to_string(o.recurrent_slots));
   }
-  if (o.recurrent_cache_slots < 0) {
-    return bad("recurrent_cache_slots must be >= 0, got " + std::to_string(o.recurrent_cache_slots));
+  if (o.recurrent_cache_slots < 0 && o.recurrent_cache_slots != EngineOptions::kAutomaticCacheSlots) {
+    return bad("recurrent_cache_slots must be >= 0 or kAutomaticCacheSlots (-1), got " +
+               std::to_string(o.recurrent_cache_slots));
   }
   if (o.draft_max_seqs < 1)
     return bad("draft_max_seqs must be >= 1, got " + std::to_string(o.draft_max_seqs));
   return Status::Ok();
+}
+
+// EngineOptions::kAutomaticCacheSlots resolved: snapshots taking as much memory as the KV pool (a
+// conversation's next turn needs both its KV blocks and a snapshot at their end, so the two caches run out
+// together rather than the snapshots first), at least kMinAutomaticCacheSlots and at most one per block.
+// Their memory is committed only as snapshots fill it (RecurrentStatePool hands out slot 0 first).
+int AutomaticCacheSlots(const BlockPool& blocks, int64_t state_floats) {
+  const int64_t state_bytes = std::max<int64_t>(1, state_floats * int64_t(sizeof(float)));
+  const int64_t fit = int64_t(blocks.bytes()) / state_bytes;
+  const int64_t slots =
+      std::max<int64_t>(EngineOptions::kMinAutomaticCacheSlots, std::min<int64_t>(fit, blocks.num_blocks()));
+  return int(std::min<int64_t>(slots, std::numeric_limits<int32_t>::max()));
 }
 
 }  // namespace
@@ -136,10 +150,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<Model> model,
         states, RecurrentStatePool::Create(layout.recurrent_state_floats, resolved.recurrent_slots));
   }
   std::unique_ptr<RecurrentStateCache> snapshots;
-  if (layout.recurrent_state_floats > 0 && options.prefix_caching && options.recurrent_cache_slots > 0 &&
+  if (layout.recurrent_state_floats > 0 && options.prefix_caching && options.recurrent_cache_slots != 0 &&
       model->config().causal) {
-    LOCKSTEP_ASSIGN_OR_RETURN(
-        snapshots, RecurrentStateCache::Create(layout.recurrent_state_floats, options.recurrent_cache_slots));
+    if (options.recurrent_cache_slots == EngineOptions::kAutomaticCacheSlots) {
+      resolved.recurrent_cache_slots = AutomaticCacheSlots(*blocks, layout.recurrent_state_floats);
+    }
+    LOCKSTEP_ASSIGN_OR_RETURN(snapshots, RecurrentStateCache::Create(layout.recurrent_state_floats,
+                                                                     resolved.recurrent_cache_slots));
   } else {
     resolved.recurrent_cache_slots = 0;
   }

@@ -64,7 +64,11 @@ struct EngineOptions {
   // Models with recurrent layers and prefix caching on: snapshots of states at KV block boundaries kept at
   // once (kv/recurrent_state_cache.h; each as big as a state slot), least recently used evicted; a prefix
   // hit needs one where its cached KV ends. 0 = none: no prefix caching for such models. Ignored by others.
-  int recurrent_cache_slots = 8;
+  // kAutomaticCacheSlots: as many as fit in the KV pool's memory, at least kMinAutomaticCacheSlots, at most
+  // one per KV block (a snapshot is only of use where its block is cached); resolved in Engine::Create.
+  static constexpr int kAutomaticCacheSlots = -1;
+  static constexpr int kMinAutomaticCacheSlots = 8;
+  int recurrent_cache_slots = kAutomaticCacheSlots;
 };
 
 // Engine-wide counters and the last step's shape (Engine::Stats()).

@@ -152,8 +152,12 @@ class Server::Impl {
       log_->info("recurrent state: {} slots of {:.1f} MiB, one per running request (--recurrent-slots)",
                  slots, mib);
       const int32_t cached = engine_->Stats().recurrent_cache_slots_total;
-      log_->info("recurrent state prefix cache: {} snapshot slots of {:.1f} MiB{}", cached, mib,
-                 cached > 0 ? " (--recurrent-cache-slots)" : ": off, no prefix caching for this model");
+      const char* how =
+          cached == 0 ? ": off, no prefix caching for this model"
+          : options_.recurrent_cache_slots < 0
+              ? " (--recurrent-cache-slots auto: as much memory as the KV cache, committed as used)"
+              : " (--recurrent-cache-slots)";
+      log_->info("recurrent state prefix cache: {} snapshot slots of {:.1f} MiB{}", cached, mib, how);
     }
 
     auto selected = chat::SelectChatTemplate(*shared_file, *shared_tokenizer, options_.chat_template);

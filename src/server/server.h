@@ -60,8 +60,10 @@ struct ServerOptions {
   bool prefix_caching = true;        // engine: reuse the KV of shared prompt prefixes (--no-prefix-cache)
   int draft_tokens = 0;              // engine: speculative decoding by n-gram lookup (--draft-max)
   int draft_max_seqs = 4;            // engine: ... while at most this many requests run (--draft-max-seqs)
-  int recurrent_slots = 0;        // engine: recurrent state slots (qwen35; --recurrent-slots); 0 = max_seqs
-  int recurrent_cache_slots = 8;  // engine: their prefix-cache snapshots (--recurrent-cache-slots); 0 = none
+  int recurrent_slots = 0;  // engine: recurrent state slots (qwen35; --recurrent-slots); 0 = max_seqs
+  // engine: their prefix-cache snapshots (--recurrent-cache-slots); 0 = none, -1 = automatic (sized by the
+  // KV pool's memory: EngineOptions::kAutomaticCacheSlots)
+  int recurrent_cache_slots = -1;
   // How /v1/embeddings and /embed pool a prompt (--pooling); kNone: the file's pooling_type, else last.
   Pooling pooling = Pooling::kNone;
   // Reranking (/rerank, /v1/rerank, /score; server/rerank_api.h): a file with a classifier head

@@ -84,6 +84,10 @@ TEST_F(FlagValuesTest, IntegerFlagsOutOfRangeAreRefused) {
   ExpectRefused(serve + "--max-seqs 0", "--max-seqs: must be an integer from 1 to 2147483647, got '0'");
   ExpectRefused(serve + "--recurrent-slots -1",
                 "--recurrent-slots: must be an integer from 0 to 2147483647, got '-1'");
+  const std::string cache = "--recurrent-cache-slots: must be auto or an integer from 0 to 2147483647, got ";
+  ExpectRefused(serve + "--recurrent-cache-slots -1", cache + "'-1'");
+  ExpectRefused(serve + "--recurrent-cache-slots automatic", cache + "'automatic'");
+  ExpectRefused(serve + "--recurrent-cache-slots ''", cache + "''");
   ExpectRefused(serve + "--max-seqs 2 --recurrent-slots 3",
                 "--recurrent-slots 3 exceeds --max-seqs 2: each running request holds one state slot");
   ExpectRefused("bench batched -m " + *model_ + " --batches 1 --max-batch-tokens -1",
