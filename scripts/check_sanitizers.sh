@@ -40,7 +40,9 @@ slow_tests+="|ServerSlowClientTest|ServerStructuredCompatTest"
 asan_only_excluded="RunningOutOfDescriptors"
 # The TSan run's server tests come from the Release build (below): those that test the server's code in
 # their own process, not in a `lockstep serve` child, would test nothing sanitized there. The ASan run has them.
-tsan_in_process_server_tests="HttpRequestTest|HttpServerDrainTest|MetricsTest|SseTest|RequestFieldsTest|StructuredFields\.|ToolCalls\.|ToolCallGoldens|ApiErrorTest|RequestGuardTest|ServerOptionsTest"
+tsan_in_process_server_tests="HttpRequestTest|HttpServerDrainTest|HttpWriteTimeoutTest|MetricsTest|SseTest"
+tsan_in_process_server_tests+="|RequestFieldsTest|StructuredFields\.|ToolCalls\.|ToolCallGoldens|ApiErrorTest|RequestGuardTest"
+tsan_in_process_server_tests+="|ServerOptionsTest|DryFields\.|GrammarCache\."
 release_dir=${RELEASE_BUILD_DIR:-$root/build}
 
 # ctest over DIR's tests labelled LABEL, less those matching EXCLUDE, with $CTEST_ARGS.

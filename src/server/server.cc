@@ -152,12 +152,16 @@ class Server::Impl {
       log_->info("recurrent state: {} slots of {:.1f} MiB, one per running request (--recurrent-slots)",
                  slots, mib);
       const int32_t cached = engine_->Stats().recurrent_cache_slots_total;
-      const char* how =
-          cached == 0 ? ": off, no prefix caching for this model"
-          : options_.recurrent_cache_slots < 0
-              ? " (--recurrent-cache-slots auto: as much memory as the KV cache, committed as used)"
-              : " (--recurrent-cache-slots)";
-      log_->info("recurrent state prefix cache: {} snapshot slots of {:.1f} MiB{}", cached, mib, how);
+      if (cached == 0) {
+        log_->info("recurrent state prefix cache: off, no prefix caching for this model");
+      } else {
+        log_->info(
+            "recurrent state prefix cache: {} snapshot slots of {:.1f} MiB, {:.0f} MiB when all are used "
+            "(--recurrent-cache-slots{})",
+            cached, mib, cached * mib,
+            options_.recurrent_cache_slots < 0 ? " auto: as much memory as the KV cache, committed as used"
+                                               : "");
+      }
     }
 
     auto selected = chat::SelectChatTemplate(*shared_file, *shared_tokenizer, options_.chat_template);
