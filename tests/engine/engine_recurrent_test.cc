@@ -170,22 +170,32 @@ TEST(EngineRecurrentCacheTest, SharedPrefixHitsGiveTheSameTokens) {
 }
 
 // The automatic snapshot count (EngineOptions::kAutomaticCacheSlots, the default): as many states as fit in
-// the KV pool's bytes, at least kMinAutomaticCacheSlots, at most one per KV block.
+// the KV pool's bytes, at least kMinAutomaticCacheSlots, at most one per KV block. tiny-qwen35's state
+// (420 KiB) is 420 KV tokens' worth (1 KiB each): 112 tokens give the minimum, 4096 and 65536 the states that
+// fit (9, 156), and 65536 in blocks of 1024 tokens (64 blocks of 1 MiB) one per block.
 TEST(EngineRecurrentCacheTest, AutomaticSlotsFollowTheKvPool) {
   const TestModel m = testing::MakeRandomTestModel("tiny-qwen35", "q8_0");
   ASSERT_NE(m.model, nullptr);
   const int64_t state_bytes = m.model->config().RecurrentStateFloats() * int64_t(sizeof(float));
-  for (int64_t kv_tokens : {int64_t(112), int64_t(4096), int64_t(1) << 16}) {
+  struct Pool {
+    int64_t kv_tokens;
+    int block_tokens;
+    int64_t slots;
+  };
+  for (const Pool& pool :
+       {Pool{112, 16, 8}, Pool{4096, 16, 9}, Pool{65536, 16, 156}, Pool{65536, 1024, 64}}) {
     EngineOptions options;
-    options.kv_tokens = kv_tokens;
+    options.kv_tokens = pool.kv_tokens;
+    options.block_tokens = pool.block_tokens;
     auto engine = Engine::Create(m.model, m.tokenizer, options);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     const EngineOptions& resolved = (*engine)->options();
     const int64_t blocks = resolved.kv_tokens / resolved.block_tokens;
     const int64_t expected = std::max<int64_t>(EngineOptions::kMinAutomaticCacheSlots,
                                                std::min(resolved.kv_memory_bytes / state_bytes, blocks));
-    EXPECT_EQ(resolved.recurrent_cache_slots, expected) << kv_tokens << " KV tokens";
-    EXPECT_EQ((*engine)->Stats().recurrent_cache_slots_total, expected) << kv_tokens << " KV tokens";
+    EXPECT_EQ(expected, pool.slots) << pool.kv_tokens << " KV tokens in blocks of " << pool.block_tokens;
+    EXPECT_EQ(resolved.recurrent_cache_slots, expected) << pool.kv_tokens << " KV tokens";
+    EXPECT_EQ((*engine)->Stats().recurrent_cache_slots_total, expected) << pool.kv_tokens << " KV tokens";
   }
 }
 
