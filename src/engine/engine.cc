@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -52,13 +51,13 @@ Status ValidateOptions(const EngineOptions& o) {
 // EngineOptions::kAutomaticCacheSlots resolved: snapshots taking as much memory as the KV pool (a
 // conversation's next turn needs both its KV blocks and a snapshot at their end, so the two caches run out
 // together rather than the snapshots first), at least kMinAutomaticCacheSlots and at most one per block.
-// Their memory is committed only as snapshots fill it (RecurrentStatePool hands out slot 0 first).
+// Their memory is committed only as snapshots fill it (RecurrentStatePool hands out slot 0 first). A pool has
+// at most 2^30 blocks (BlockPool::Create), so the count fits an int.
 int AutomaticCacheSlots(const BlockPool& blocks, int64_t state_floats) {
   const int64_t state_bytes = std::max<int64_t>(1, state_floats * int64_t(sizeof(float)));
   const int64_t fit = int64_t(blocks.bytes()) / state_bytes;
-  const int64_t slots =
-      std::max<int64_t>(EngineOptions::kMinAutomaticCacheSlots, std::min<int64_t>(fit, blocks.num_blocks()));
-  return int(std::min<int64_t>(slots, std::numeric_limits<int32_t>::max()));
+  return int(
+      std::max<int64_t>(EngineOptions::kMinAutomaticCacheSlots, std::min<int64_t>(fit, blocks.num_blocks())));
 }
 
 }  // namespace

@@ -159,8 +159,9 @@ class Server::Impl {
             "recurrent state prefix cache: {} snapshot slots of {:.1f} MiB, {:.0f} MiB when all are used "
             "(--recurrent-cache-slots{})",
             cached, mib, cached * mib,
-            options_.recurrent_cache_slots < 0 ? " auto: as much memory as the KV cache, committed as used"
-                                               : "");
+            options_.recurrent_cache_slots == EngineOptions::kAutomaticCacheSlots
+                ? " auto: as much memory as the KV cache, committed as used"
+                : "");
       }
     }
 
