@@ -146,6 +146,15 @@ void BlockPool::ForgetIdle() {
   }
 }
 
+bool BlockPool::ForgetIfIdle(BlockId id) {
+  LOCKSTEP_CHECK(id >= 0 && id < num_blocks_);
+  if (ref_counts_[size_t(id)] != 0 || hashed_[size_t(id)] == 0) return false;
+  UnlinkIdle(id);
+  Unhash(id);
+  free_.push_back(id);
+  return true;
+}
+
 void BlockPool::CopyBlock(BlockId from, BlockId to) {
   LOCKSTEP_CHECK(from >= 0 && from < num_blocks_ && to >= 0 && to < num_blocks_ && from != to);
   std::memcpy(data(to), data(from), layout_.BlockBytes());

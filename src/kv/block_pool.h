@@ -89,6 +89,8 @@ class BlockPool {
   bool Publish(BlockId id, const BlockKey& key);
   // Drops every idle block's hash (they become plain free blocks); blocks in use keep theirs.
   void ForgetIdle();
+  // The same for one block: true when it was cached and idle (now free), false (nothing changed) otherwise.
+  bool ForgetIfIdle(BlockId id);
 
   // Copies a whole block's KV (copy on write of a shared partial block).
   void CopyBlock(BlockId from, BlockId to);

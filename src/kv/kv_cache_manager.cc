@@ -212,4 +212,57 @@ void KvCacheManager::Publish(SequenceId id, std::span<const int32_t> tokens, int
   seq.published = std::max(seq.published, full);
 }
 
+BlockKey KvCacheManager::RunKey(std::span<const BlockHash> hashes, std::span<const int32_t> tokens,
+                                int64_t index) const {
+  const size_t bt = size_t(block_tokens());
+  return BlockKey{hashes[size_t(index)], index == 0 ? root_ : hashes[size_t(index) - 1],
+                  tokens.subspan(size_t(index) * bt, bt)};
+}
+
+std::vector<BlockId> KvCacheManager::CachedRun(std::span<const int32_t> tokens) const {
+  std::vector<BlockId> run;
+  if (!options_.prefix_caching) return run;
+  std::vector<BlockHash> hashes;
+  ExtendBlockHashes(root_, tokens, block_tokens(), hashes);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const BlockId block = pool_.Find(RunKey(hashes, tokens, int64_t(i)));
+    if (block == kNoBlock) break;
+    run.push_back(block);
+  }
+  return run;
+}
+
+int64_t KvCacheManager::CacheRun(std::span<const int32_t> tokens,
+                                 const std::function<void(BlockId, int64_t)>& fill) {
+  if (!options_.prefix_caching) return 0;
+  std::vector<BlockHash> hashes;
+  ExtendBlockHashes(root_, tokens, block_tokens(), hashes);
+  // Every block of the run is held until the end, so that allocating the next one cannot evict it.
+  std::vector<BlockId> held;
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const BlockKey key = RunKey(hashes, tokens, int64_t(i));
+    BlockId block = pool_.Find(key);
+    if (block != kNoBlock) {
+      pool_.Retain(block);
+    } else {
+      block = pool_.Allocate();
+      if (block == kNoBlock) break;
+      fill(block, int64_t(i));
+      if (!pool_.Publish(block, key)) {  // another block holds this hash for other tokens: a collision
+        pool_.Release(block);
+        break;
+      }
+    }
+    held.push_back(block);
+  }
+  for (auto it = held.rbegin(); it != held.rend(); ++it) pool_.Release(*it);
+  return int64_t(held.size());
+}
+
+int64_t KvCacheManager::ForgetRun(std::span<const int32_t> tokens) {
+  int64_t dropped = 0;
+  for (BlockId block : CachedRun(tokens)) dropped += pool_.ForgetIfIdle(block) ? 1 : 0;
+  return dropped;
+}
+
 }  // namespace lockstep

@@ -136,6 +136,21 @@ class KvCacheManager {
 
   int64_t copies() const { return copies_; }  // partial blocks copied by Share
 
+  // Runs of blocks outside any sequence, named by the unsalted chain (the base model's KV): what a saved
+  // prefix is read from and written into (llama.cpp's slot save / restore / erase; kv/saved_prefix.h). All
+  // three find nothing and change nothing with prefix caching off.
+  // The cached blocks of tokens' full blocks from the start, in order, up to the first block not cached.
+  std::vector<BlockId> CachedRun(std::span<const int32_t> tokens) const;
+  // Caches the full blocks of `tokens` from the start: a block cached already is kept, a missing one is
+  // allocated (evicting idle cached blocks of other prefixes, least recently used first, never this run's),
+  // filled by `fill(block, index)` with the KV of block `index` and published. Stops where no block can be
+  // had (every block in use). Returns the blocks cached from the start afterwards; they are left idle, the
+  // run's last block first in the LRU order (so evicted first, as a finished sequence's are).
+  int64_t CacheRun(std::span<const int32_t> tokens, const std::function<void(BlockId, int64_t)>& fill);
+  // Drops the idle blocks of tokens' cached run from the cache (blocks some sequence holds stay cached).
+  // Returns how many were dropped.
+  int64_t ForgetRun(std::span<const int32_t> tokens);
+
  private:
   struct Sequence {
     BlockTable table;
@@ -148,6 +163,8 @@ class KvCacheManager {
   Sequence& Get(SequenceId id);
   const Sequence& Get(SequenceId id) const;
   BlockKey Key(const Sequence& seq, std::span<const int32_t> tokens, int64_t index) const;
+  // The key of block `index` of a run hashed from root_ (hashes: ExtendBlockHashes of its tokens).
+  BlockKey RunKey(std::span<const BlockHash> hashes, std::span<const int32_t> tokens, int64_t index) const;
   void DropClaims(SequenceId id, Sequence& seq);
 
   BlockPool& pool_;

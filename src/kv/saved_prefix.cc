@@ -1,0 +1,140 @@
+#include "kv/saved_prefix.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace lockstep {
+namespace {
+
+constexpr char kMagic[8] = {'L', 'S', 'K', 'V', 'S', 'A', 'V', 'E'};
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8;
+// Sanity bounds on a header's fields (far above any real model's: 64 Ki tokens a block, 16 GiB a block).
+constexpr uint32_t kMaxBlockTokens = 1u << 16;
+constexpr uint64_t kMaxBlockBytes = uint64_t(1) << 34;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+std::string SystemError(const std::string& what, const std::string& path) {
+  return what + " '" + path + "': " + std::strerror(errno);
+}
+
+template <typename T>
+void Put(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+template <typename T>
+T Get(const char*& at) {
+  T value;
+  std::memcpy(&value, at, sizeof(T));
+  at += sizeof(T);
+  return value;
+}
+
+}  // namespace
+
+uint64_t SavedPrefix::FileBytes() const {
+  return kHeaderBytes + uint64_t(tokens.size()) * sizeof(int32_t) + uint64_t(data.size());
+}
+
+Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix) {
+  LOCKSTEP_CHECK(prefix.block_tokens > 0 && prefix.tokens.size() % size_t(prefix.block_tokens) == 0);
+  LOCKSTEP_CHECK(prefix.data.size() == size_t(prefix.blocks()) * prefix.block_bytes);
+  std::string header;
+  header.append(kMagic, sizeof(kMagic));
+  Put<uint32_t>(header, kVersion);
+  Put<uint32_t>(header, uint32_t(prefix.block_tokens));
+  Put<uint64_t>(header, prefix.chain_root);
+  Put<uint64_t>(header, prefix.model_fingerprint);
+  Put<uint64_t>(header, prefix.block_bytes);
+  Put<uint64_t>(header, uint64_t(prefix.blocks()));
+  const std::string temporary = path + ".tmp";
+  {
+    File file(std::fopen(temporary.c_str(), "wb"));
+    if (!file) return InvalidArgument(SystemError("cannot write", temporary));
+    const bool written =
+        std::fwrite(header.data(), 1, header.size(), file.get()) == header.size() &&
+        std::fwrite(prefix.tokens.data(), sizeof(int32_t), prefix.tokens.size(), file.get()) ==
+            prefix.tokens.size() &&
+        std::fwrite(prefix.data.data(), 1, prefix.data.size(), file.get()) == prefix.data.size();
+    if (!written || std::fflush(file.get()) != 0) {
+      const Status error = InvalidArgument(SystemError("error writing", temporary));
+      file.reset();
+      std::remove(temporary.c_str());
+      return error;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const Status error = InvalidArgument(SystemError("cannot rename '" + temporary + "' to", path));
+    std::remove(temporary.c_str());
+    return error;
+  }
+  return Status::Ok();
+}
+
+Result<SavedPrefix> ReadSavedPrefix(const std::string& path) {
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    if (errno == ENOENT) return NotFound("no saved prefix '" + path + "'");
+    return InvalidArgument(SystemError("cannot open", path));
+  }
+  const auto fail = [&path](const std::string& what) {
+    return InvalidArgument("'" + path + "' is not a lockstep saved prefix: " + what);
+  };
+  if (std::fseek(file.get(), 0, SEEK_END) != 0) return InvalidArgument(SystemError("cannot read", path));
+  const long size = std::ftell(file.get());  // NOLINT(google-runtime-int): ftell's type
+  if (size < 0) return InvalidArgument(SystemError("cannot read", path));
+  std::rewind(file.get());
+  char header[kHeaderBytes];
+  if (uint64_t(size) < kHeaderBytes || std::fread(header, 1, kHeaderBytes, file.get()) != kHeaderBytes) {
+    return fail(std::to_string(size) + " bytes, shorter than the header's " + std::to_string(kHeaderBytes));
+  }
+  if (std::memcmp(header, kMagic, sizeof(kMagic)) != 0) return fail("its first bytes are not \"LSKVSAVE\"");
+  const char* at = header + sizeof(kMagic);
+  const uint32_t version = Get<uint32_t>(at);
+  if (version != kVersion) {
+    return fail("version " + std::to_string(version) + ", this build reads " + std::to_string(kVersion));
+  }
+  const uint32_t block_tokens = Get<uint32_t>(at);
+  SavedPrefix prefix;
+  prefix.chain_root = Get<uint64_t>(at);
+  prefix.model_fingerprint = Get<uint64_t>(at);
+  prefix.block_bytes = Get<uint64_t>(at);
+  const uint64_t blocks = Get<uint64_t>(at);
+  if (block_tokens < 1 || block_tokens > kMaxBlockTokens) {
+    return fail("block of " + std::to_string(block_tokens) + " tokens");
+  }
+  if (prefix.block_bytes < 1 || prefix.block_bytes > kMaxBlockBytes) {
+    return fail("block of " + std::to_string(prefix.block_bytes) + " bytes");
+  }
+  // The body must be exactly `blocks` blocks; checked by division, so no product can overflow.
+  const uint64_t body = uint64_t(size) - kHeaderBytes;
+  const uint64_t per_block = uint64_t(block_tokens) * sizeof(int32_t) + prefix.block_bytes;
+  if (body % per_block != 0 || body / per_block != blocks) {
+    return fail(std::to_string(size) + " bytes, but its header says " + std::to_string(blocks) +
+                " blocks of " + std::to_string(per_block) + " bytes after a " + std::to_string(kHeaderBytes) +
+                "-byte header (truncated or damaged)");
+  }
+  prefix.block_tokens = int32_t(block_tokens);
+  prefix.tokens.resize(size_t(blocks) * block_tokens);
+  prefix.data.resize(size_t(blocks) * prefix.block_bytes);
+  if (std::fread(prefix.tokens.data(), sizeof(int32_t), prefix.tokens.size(), file.get()) !=
+          prefix.tokens.size() ||
+      std::fread(prefix.data.data(), 1, prefix.data.size(), file.get()) != prefix.data.size()) {
+    return InvalidArgument(SystemError("error reading", path));
+  }
+  for (size_t i = 0; i < prefix.tokens.size(); ++i) {
+    if (prefix.tokens[i] < 0) return fail("token " + std::to_string(i) + " is negative");
+  }
+  return prefix;
+}
+
+}  // namespace lockstep
