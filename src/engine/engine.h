@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "engine/request.h"
+#include "kv/saved_prefix.h"
 #include "model/batch.h"
 #include "model/model.h"
 
@@ -223,6 +224,22 @@ class Engine {
                                                                   std::vector<EventCallback> on_event = {});
   // Cancels by id (a no-op for unknown or finished ids). Takes effect before the next step.
   void Cancel(RequestId id);
+
+  // Saved prefixes (llama.cpp's slot save / restore / erase; kv/saved_prefix.h). Each runs on the engine
+  // thread between steps and waits for it there: call from any thread but the engine's (never from an
+  // EventCallback). Unimplemented with prefix caching off and for models with recurrent layers (a prefix's
+  // KV alone does not resume their state); Unavailable once shutting down.
+  // The cached KV of `tokens`' full blocks from the start, copied out: fewer tokens than given (none, even)
+  // where a block is not cached. model_fingerprint is left 0, for the caller.
+  Result<SavedPrefix> ExportPrefix(std::vector<int32_t> tokens);
+  // Caches `prefix`'s blocks (a block cached already is kept; idle cached blocks of other prompts are
+  // evicted where needed, least recently used first) and returns the tokens from its start cached
+  // afterwards: fewer than it holds when too few blocks are free of running requests. InvalidArgument when
+  // it was saved with another KV layout (dtype, block size, shapes) or holds a token outside the vocabulary.
+  Result<int32_t> ImportPrefix(std::shared_ptr<const SavedPrefix> prefix);
+  // Drops the idle cached blocks of `tokens`' full blocks from the prefix cache (blocks a running request
+  // holds stay) and returns how many.
+  Result<int64_t> ForgetPrefix(std::vector<int32_t> tokens);
 
   EngineStats Stats() const;
   const ModelConfig& model_config() const;

@@ -133,6 +133,7 @@ bool Engine::Loop::TakeInbox(bool wait) {
     Finish(*it->second, std::move(event));
   }
   if (closed_ && !drain_) FinishAll(FinishReason::kCancelled, "");
+  for (std::function<void()>& task : taken.tasks) task();
   PublishLoad();
   return !(closed_ && scheduler_.idle());
 }

@@ -20,6 +20,7 @@
 #include "kv/block_pool.h"
 #include "kv/recurrent_state_cache.h"
 #include "kv/recurrent_state_pool.h"
+#include "kv/saved_prefix.h"
 #include "tensor/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,6 +41,10 @@ class Engine::Loop {
   const Model& model() const { return *model_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const BlockPool& blocks() const { return *blocks_; }
+  // Engine::ExportPrefix / ImportPrefix / ForgetPrefix, run on the engine thread (an Inbox task).
+  Result<SavedPrefix> ExportPrefix(std::span<const int32_t> tokens);
+  Result<int32_t> ImportPrefix(const SavedPrefix& prefix);
+  Result<int64_t> ForgetPrefix(std::span<const int32_t> tokens);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -94,6 +99,10 @@ class Engine::Loop {
   // plan: the step just run (null while idle); sampled: the tokens it sampled.
   void PublishStats(const StepPlan* plan, int64_t sampled = 0);
   StepRecord MakeStepRecord(const StepPlan& plan) const;
+  // Why saved prefixes cannot be used with this model and these options (Ok when they can).
+  Status SavedPrefixSupport() const;
+  // After a saved prefix's blocks came or went: the KV counts in stats_ (the step's gauges are kept).
+  void CountCachedBlocks();
   // Tells the inbox how many accepted requests have not started and how many hold a sequence slot.
   void PublishLoad();
   std::string FlushText(Active& active);

@@ -82,6 +82,16 @@ void Inbox::Cancel(RequestId id) {
   cv_.notify_all();
 }
 
+Status Inbox::PushTask(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return Unavailable("the engine is shutting down");
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
 void Inbox::Close(bool drain) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -96,12 +106,16 @@ void Inbox::Close(bool drain) {
 
 Inbox::Taken Inbox::Take(bool wait) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (wait) cv_.wait(lock, [this] { return !requests_.empty() || !cancels_.empty() || closed_; });
+  if (wait) {
+    cv_.wait(lock, [this] { return !requests_.empty() || !cancels_.empty() || !tasks_.empty() || closed_; });
+  }
   Taken taken;
   taken.requests = std::move(requests_);
   taken.cancels = std::move(cancels_);
+  taken.tasks = std::move(tasks_);
   requests_.clear();
   cancels_.clear();
+  tasks_.clear();
   taken.closed = closed_;
   taken.drain = drain_;
   // Requests move to the engine's own waiting list; count them there until SetEngineWaiting updates it.

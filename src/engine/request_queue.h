@@ -1,6 +1,7 @@
 // The engine's only cross-thread queues, each guarded by its own mutex:
-// - Inbox: submitters → engine thread. New requests, cancellations, and the shutdown flag. The engine thread
-//   takes everything between steps, and sleeps on it when it has no work. Admission: a request is accepted
+// - Inbox: submitters → engine thread. New requests, cancellations, tasks (work on the engine's own state:
+//   a saved prefix's KV copied out or in), and the shutdown flag. The engine thread takes everything between
+//   steps, and sleeps on it when it has no work. Admission: a request is accepted
 //   while the requests not yet started (in the inbox or the engine's waiting list) are fewer than max_queue
 //   plus the sequence slots still free (max_seqs less the sequences running or preempted). So a request that
 //   will start at once never counts as waiting, whether or not the engine thread has taken it yet, and
@@ -63,12 +64,16 @@ class Inbox {
   // after Close().
   Status PushGroup(std::vector<PendingRequest> group);
   void Cancel(RequestId id);
+  // A task for the engine thread, run between steps (after that Take's requests and cancellations).
+  // Unavailable after Close(); a task accepted before it still runs.
+  Status PushTask(std::function<void()> task);
   // Stops accepting; `drain` says whether queued/running requests should finish (true) or be cancelled.
   void Close(bool drain);
 
   struct Taken {
     std::vector<PendingRequest> requests;
     std::vector<RequestId> cancels;
+    std::vector<std::function<void()>> tasks;
     bool closed = false;
     bool drain = false;
   };
@@ -86,6 +91,7 @@ class Inbox {
   std::condition_variable cv_;
   std::vector<PendingRequest> requests_;
   std::vector<RequestId> cancels_;
+  std::vector<std::function<void()>> tasks_;
   int64_t engine_waiting_ = 0;  // accepted, taken by the engine, not started
   int64_t engine_slots_ = 0;    // sequences running or preempted
   bool closed_ = false;

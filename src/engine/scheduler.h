@@ -201,6 +201,8 @@ class Scheduler {
   bool idle() const { return running_.empty() && waiting_.empty(); }
   const BlockPool& pool() const { return pool_; }
   const KvCacheManager& kv() const { return kv_; }
+  // For runs of blocks outside any request (Engine::ImportPrefix / ForgetPrefix), between steps.
+  KvCacheManager& kv() { return kv_; }
 
  private:
   struct Seq {
