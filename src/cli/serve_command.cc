@@ -174,6 +174,11 @@ void RegisterServeCommand(CLI::App& app) {
                   "Browser origins (scheme://host[:port], comma-separated, or *) allowed CORS access; other "
                   "origins are refused")
       ->delimiter(',');
+  cmd->add_option("--slot-save-path", o.slot_save_path,
+                  "Directory for llama.cpp's slot files: POST /slots/{id}?action=save|restore writes / reads "
+                  "the cached KV of a slot's last prompt and reply there (created if missing; without it "
+                  "those actions answer 501)")
+      ->check(NotEmpty());
   cmd->add_option("--max-queue", o.max_queue, "Waiting requests at most (then 429 / 503)")
       ->check(IntegerIn(0, kMaxInt))
       ->capture_default_str();

@@ -145,6 +145,7 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
     }
     last_token_at_[static_cast<size_t>(c)] = at;
     choice.generated++;
+    choice.tokens.push_back(event.token);
   }
   choice.text += event.text_delta;
   if (event.token != kNoToken && choice.reasoning_tokens) choice.reasoning_tokens->AddToken(choice.text);
@@ -169,6 +170,11 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
     }
     if (choice.cut && event.finish_reason != FinishReason::kError) choice.end = ChoiceEnd::kLength;
     if (metrics_) metrics_->ObserveRequest(event.timing);
+    if (slots_ != nullptr && choice.handle != nullptr) {
+      std::vector<int32_t> tokens = spec_.prompts[static_cast<size_t>(choice.prompt_index)];
+      tokens.insert(tokens.end(), choice.tokens.begin(), choice.tokens.end());
+      slots_->RecordTokens(choice.handle->id(), std::move(tokens));
+    }
   }
   if (on_token_ && !client_gone_) on_token_(*this, choice, event);
   if (!event.last()) return;

@@ -59,6 +59,7 @@ struct ChoiceState {
   std::string text;                // concatenated text deltas
   std::vector<TokenEvent> events;  // every event when GenerationSpec::keep_events
   int32_t generated = 0;           // tokens generated (events with a token)
+  std::vector<int32_t> tokens;     // their ids (for SlotView::RecordTokens)
   // Counts the reasoning among them (set when GenerationSpec::split_reasoning).
   std::optional<chat::ReasoningTokenCounter> reasoning_tokens;
   std::optional<chat::HarmonyTokenCounter> harmony_tokens;  // instead, for Harmony replies

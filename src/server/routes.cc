@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
+#include <optional>
 
 #include "server/embeddings_api.h"
 #include "server/llamacpp_api.h"
@@ -12,6 +14,7 @@
 #include "server/request_guard.h"
 #include "server/rerank_api.h"
 #include "server/responses_api.h"
+#include "server/slot_files.h"
 #include "server/slot_view.h"
 #include "server/sse.h"
 #include "server/tgi_api.h"
@@ -410,21 +413,45 @@ void Slots(RouteState& state, const HttpRequest& request, ResponseWriter& writer
   Reply(state, writer, 200, kJson, DumpJson(LlamaCppSlots(state.ctx, *state.slots)));
 }
 
-// POST /slots/{id}?action=save|restore|erase (llama.cpp's): nothing to act on, said with llama.cpp's answer
-// for what a server cannot do (501).
+// POST /slots/{id}?action=save|restore|erase (llama.cpp's; server/slot_files.h): refused as llama.cpp
+// refuses it (501) without --slot-save-path.
 void SlotAction(RouteState& state, const HttpRequest& request, ResponseWriter& writer) {
+  const auto fail = [&](ApiError error) { ReplyError(state, writer, error, ApiFlavor::kLlamaCpp); };
+  if (state.slot_save_path.empty() || state.slots == nullptr) {
+    ApiError error{
+        Unimplemented("This server does not support slots action. Start it with `--slot-save-path`"), "",
+        false};
+    error.http_status = 501;
+    return fail(error);
+  }
+  const std::string id = request.path.substr(std::string_view("/slots/").size());
+  int seat = -1;
+  const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), seat);
+  if (ec != std::errc() || end != id.data() + id.size() || seat < 0 || seat >= state.slots->seats()) {
+    return fail(ApiError{InvalidArgument("Invalid slot ID: '" + id + "' (slots are 0 to " +
+                                         std::to_string(state.slots->seats() - 1) + ")"),
+                         "id_slot"});
+  }
   const std::string action = QueryParam(request.target, "action");
   if (action != "save" && action != "restore" && action != "erase") {
-    return ReplyError(state, writer, ApiError{InvalidArgument("Invalid action: '" + action + "'"), "action"},
-                      ApiFlavor::kLlamaCpp);
+    return fail(
+        ApiError{InvalidArgument("Invalid action: '" + action + "' (save, restore or erase)"), "action"});
   }
-  ApiError error{
-      Unimplemented("slot " + action +
-                    " is not supported: lockstep keeps no per-slot prompt cache; its prefix cache "
-                    "is shared by every request and reused by any prompt that starts the same way"),
-      "action", false};
-  error.http_status = 501;
-  ReplyError(state, writer, error, ApiFlavor::kLlamaCpp);
+  const SlotFileContext ctx{state.engine, state.slots, state.slot_save_path, state.model_fingerprint};
+  Parsed<nlohmann::json> answer = nlohmann::json();
+  if (action == "erase") {
+    answer = EraseSlot(ctx, seat);
+  } else {
+    Parsed<nlohmann::json> body = ParseJsonObject(request.body);
+    if (!body.ok()) return fail(body.error);
+    FieldReader fields(*body.value);
+    const std::optional<std::string> filename = fields.String("filename");
+    if (fields.failed()) return fail(fields.error());
+    if (!filename) return fail(ApiError{InvalidArgument("\"filename\" is required"), "filename"});
+    answer = action == "save" ? SaveSlot(ctx, seat, *filename) : RestoreSlot(ctx, seat, *filename);
+  }
+  if (!answer.ok()) return fail(answer.error);
+  Reply(state, writer, 200, kJson, DumpJson(*answer.value));
 }
 
 // Liveness: alive once loaded, draining included.

@@ -40,8 +40,12 @@ struct RouteState {
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
   uint64_t id_salt = 0;
-  DashboardFeed* feed = nullptr;        // dashboard event feed (null: none)
-  SlotView* slots = nullptr;            // GET /slots (null: none)
+  DashboardFeed* feed = nullptr;  // dashboard event feed (null: none)
+  SlotView* slots = nullptr;      // GET /slots (null: none)
+  // POST /slots/{id}?action=... (server/slot_files.h): --slot-save-path ("": refused) and the model file's
+  // fingerprint.
+  std::string slot_save_path;
+  uint64_t model_fingerprint = 0;
   StepTimeModel* step_model = nullptr;  // latency advisor's fit (null: none)
   SplitQuestionsFn split_questions;     // POST /split (empty: unavailable)
 };

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "base/file_util.h"
 #include "base/flag_range.h"
 #include "chat/template_selection.h"
 #include "engine/engine.h"
@@ -21,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/routes.h"
 #include "server/server_metrics.h"
+#include "server/slot_files.h"
 #include "server/slot_view.h"
 #include "server/tool_calls.h"
 #include "server/tool_grammar.h"
@@ -178,6 +180,16 @@ class Server::Impl {
       ctx.model_ids.push_back(std::filesystem::path(options_.model_path).stem().string());
     ctx.model_id = ctx.model_ids.front();
     ctx.model_path = options_.model_path;
+    if (!options_.slot_save_path.empty()) {
+      std::error_code created;
+      std::filesystem::create_directories(options_.slot_save_path, created);
+      if (created) {
+        return InvalidArgument("--slot-save-path: cannot create '" + options_.slot_save_path +
+                               "': " + created.message());
+      }
+      LOCKSTEP_ASSIGN_OR_RETURN(state_.model_fingerprint, ModelFileFingerprint(options_.model_path));
+      state_.slot_save_path = options_.slot_save_path;
+    }
     ctx.architecture = engine_->model_config().file_architecture;
     ctx.dtype = "gguf";
     ctx.max_context = engine_->max_context();
@@ -398,6 +410,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   for (const auto& [name, seconds] : timeouts) {
     if (!(seconds > 0))
       return InvalidArgument(std::string(name) + " must be > 0 seconds, got " + std::to_string(seconds));
+  }
+  if (!options.slot_save_path.empty()) {
+    LOCKSTEP_RETURN_IF_ERROR(CheckOutputDirectory(options.slot_save_path, "--slot-save-path"));
   }
   if (!(options.drain_timeout_s >= 0)) return InvalidArgument("--drain-timeout must be >= 0 seconds");
   if (!(options.drain_grace_s >= 0)) return InvalidArgument("--drain-grace must be >= 0 seconds");

@@ -84,6 +84,9 @@ struct ServerOptions {
   // LoRA adapters (--lora, --lora-scaled), ids in this order. A request's `lora` field sets its own scales;
   // without it a request takes the global scales (these, until POST /lora-adapters changes them).
   std::vector<LoraAdapterOption> lora;
+  // Directory of llama.cpp's slot files (--slot-save-path; POST /slots/{id}?action=save|restore|erase,
+  // server/slot_files.h), created at start when missing; "": those actions are refused (501).
+  std::string slot_save_path;
   int max_queue = 256;             // waiting requests at most; past it 429 (TGI) / 503 + Retry-After (OpenAI)
   double request_timeout_s = 600;  // whole-request limit (generation included); <= 0 = none
   double header_timeout_s = 10;    // time to receive a request's headers

@@ -24,7 +24,7 @@ void SlotView::OnStepRecord(const StepRecord& record) {
     const bool running =
         it != record.requests.end() && it->id == seat.id &&
         (it->state == StepRecord::State::kPrefill || it->state == StepRecord::State::kDecode);
-    if (!running) seat = Seat{};
+    if (!running) Vacate(seat);
   }
   for (const StepRecord::Progress& p : record.requests) {
     if (p.state != StepRecord::State::kPrefill && p.state != StepRecord::State::kDecode) continue;
@@ -46,11 +46,57 @@ void SlotView::OnStepRecord(const StepRecord& record) {
   }
 }
 
+void SlotView::Vacate(Seat& seat) {
+  Seat vacated;
+  vacated.last_id = seat.id;
+  vacated.tokens = std::move(seat.tokens);
+  seat = std::move(vacated);
+}
+
 void SlotView::OnRequestFinished(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
+  Seat* held = nullptr;
   for (Seat& seat : seats_) {
-    if (seat.busy && seat.id == id) seat = Seat{};
+    if (seat.busy && seat.id == id) held = &seat;
   }
+  if (held != nullptr) {
+    Vacate(*held);
+  } else {  // it never ran through a reported step: the lowest idle seat stands for it
+    const auto idle = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
+    if (idle == seats_.end()) return;
+    held = &*idle;
+    *held = Seat{};
+    held->last_id = id;
+  }
+  if (unclaimed_id_ == id) {
+    held->tokens = std::move(unclaimed_tokens_);
+    unclaimed_id_ = 0;
+    unclaimed_tokens_.clear();
+  }
+}
+
+void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Seat& seat : seats_) {
+    if ((seat.busy && seat.id == id) || (!seat.busy && seat.last_id == id)) {
+      seat.tokens = std::move(tokens);
+      return;
+    }
+  }
+  unclaimed_id_ = id;
+  unclaimed_tokens_ = std::move(tokens);
+}
+
+std::vector<int32_t> SlotView::SeatTokens(int seat) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  LOCKSTEP_CHECK(seat >= 0 && seat < static_cast<int>(seats_.size()));
+  return seats_[static_cast<size_t>(seat)].tokens;
+}
+
+void SlotView::SetSeatTokens(int seat, std::vector<int32_t> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LOCKSTEP_CHECK(seat >= 0 && seat < static_cast<int>(seats_.size()));
+  seats_[static_cast<size_t>(seat)].tokens = std::move(tokens);
 }
 
 void SlotView::Register(const std::string& label, const Request& base) {

@@ -8,6 +8,9 @@
 // shown), next_token
 // ({has_next_token, has_new_line, n_remain, n_decoded, stopping_word}) and lockstep's n_prompt_tokens.
 //
+// Each seat also keeps the tokens of the last request it held (prompt and generated tokens), what llama.cpp
+// calls the slot's cache: POST /slots/{id}?action=save|restore|erase act on them (server/slot_files.h).
+//
 // OnStepRecord / OnRequestFinished run on the engine thread; Register / Unregister on connection strands;
 // Json on any thread. All copy under one mutex (no I/O). Thread-safe.
 #pragma once
@@ -41,6 +44,14 @@ class SlotView {
   template <typename SettingsFn>
   nlohmann::json Json(int32_t n_ctx, bool speculative, const SettingsFn& settings) const;
   int idle() const;  // seats without a request
+  int seats() const { return static_cast<int>(seats_.size()); }
+
+  // A finished request's tokens (its prompt and what it generated; GenerationJob), kept by the seat it ran
+  // in (a request that ended before a step reported it running takes the lowest idle seat).
+  void RecordTokens(RequestId id, std::vector<int32_t> tokens);
+  // Seat `seat`'s tokens (0 <= seat < seats()): its last request's, or what SetSeatTokens put there.
+  std::vector<int32_t> SeatTokens(int seat) const;
+  void SetSeatTokens(int seat, std::vector<int32_t> tokens);
 
  private:
   struct Seat {
@@ -48,7 +59,11 @@ class SlotView {
     RequestId id = 0;
     std::string job;  // the request's job label (its Request::label without "#choice")
     int32_t prompt_tokens = 0, generated = 0, max_tokens = 0;
+    RequestId last_id = 0;        // the last request that held it (0: none yet)
+    std::vector<int32_t> tokens;  // that request's (RecordTokens) or SetSeatTokens's
   };
+  // Frees a seat, keeping what it remembers of its request.
+  static void Vacate(Seat& seat);
   struct Job {
     Request base;
     int registrations = 0;
@@ -57,6 +72,9 @@ class SlotView {
   mutable std::mutex mu_;
   std::vector<Seat> seats_;
   std::unordered_map<std::string, Job> jobs_;
+  // Tokens recorded for a request no seat knows yet (its last event came before OnRequestFinished).
+  RequestId unclaimed_id_ = 0;
+  std::vector<int32_t> unclaimed_tokens_;
 };
 
 template <typename SettingsFn>

@@ -12,8 +12,8 @@ namespace {
 
 constexpr std::string_view kInvokeOpen = "<｜DSML｜invoke name=\"";
 constexpr std::string_view kInvokeClose = "</｜DSML｜invoke>";
-constexpr std::string_view kParameterOpen = "<｜DSML｜parameter name=\"";
-constexpr std::string_view kParameterClose = "</｜DSML｜parameter>";
+constexpr std::string_view kDsmlParameterOpen = "<｜DSML｜parameter name=\"";
+constexpr std::string_view kDsmlParameterClose = "</｜DSML｜parameter>";
 constexpr std::string_view kStringTrue = "string=\"true\"";
 
 // The quoted attribute value at the start of `s` (after an opening `name="`): up to the closing quote, with
@@ -61,17 +61,18 @@ bool DsmlToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vector<
     const size_t tool = tool_parts::ToolIndex(spec, name);
     if (tool == std::string_view::npos) return false;
     nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
-    while (StartsWith(rest = TrimSpace(rest), kParameterOpen)) {
+    while (StartsWith(rest = TrimSpace(rest), kDsmlParameterOpen)) {
       std::string_view key, attributes;
-      if (!TagAttribute(rest.substr(kParameterOpen.size()), &key, &attributes, &rest)) {
+      if (!TagAttribute(rest.substr(kDsmlParameterOpen.size()), &key, &attributes, &rest)) {
         rest = std::string_view();  // cut inside the tag: the parameters before it stand
         break;
       }
       if (key.empty()) return false;
-      const size_t value_end = rest.find(kParameterClose);
+      const size_t value_end = rest.find(kDsmlParameterClose);
       std::string_view value = rest.substr(0, value_end);
-      for (size_t n = std::min(value.size(), kParameterClose.size() - 1); value_end == npos && n > 0; --n) {
-        if (kParameterClose.starts_with(value.substr(value.size() - n))) {  // cut inside the closing tag
+      for (size_t n = std::min(value.size(), kDsmlParameterClose.size() - 1); value_end == npos && n > 0;
+           --n) {
+        if (kDsmlParameterClose.starts_with(value.substr(value.size() - n))) {  // cut inside the closing tag
           value.remove_suffix(n);
           break;
         }
@@ -83,9 +84,9 @@ bool DsmlToolCallsFrom(const ToolSpec& spec, std::string_view text, std::vector<
         arguments[std::string(key)] = tool_parts::TypedValue(value, types, /*json=*/true);
       }
       rest = value_end == std::string_view::npos ? std::string_view()
-                                                 : rest.substr(value_end + kParameterClose.size());
+                                                 : rest.substr(value_end + kDsmlParameterClose.size());
     }
-    if (CutInside(rest, {kParameterOpen, kInvokeClose})) rest = std::string_view();
+    if (CutInside(rest, {kDsmlParameterOpen, kInvokeClose})) rest = std::string_view();
     if (!rest.empty() && !StartsWith(rest, kInvokeClose)) return false;  // something else inside the invoke
     found.push_back({"", std::string(name), tool_parts::ArgumentsText(arguments)});
     if (rest.empty()) break;  // cut short
