@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 WORDS = ("river stone light market winter garden letter engine story harbor signal forest window silver "
@@ -37,8 +38,11 @@ def free_port():
 def post(port, path, body):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=600) as response:
-        return json.loads(response.read())
+    try:
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise RuntimeError(f"{path}: {error.code} {error.read().decode(errors='replace')}") from None
 
 
 class Server:

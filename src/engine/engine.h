@@ -227,15 +227,18 @@ class Engine {
 
   // Saved prefixes (llama.cpp's slot save / restore / erase; kv/saved_prefix.h). Each runs on the engine
   // thread between steps and waits for it there: call from any thread but the engine's (never from an
-  // EventCallback). Unimplemented with prefix caching off and for models with recurrent layers (a prefix's
-  // KV alone does not resume their state); Unavailable once shutting down.
+  // EventCallback). Unimplemented with prefix caching off, and for models with recurrent layers without
+  // state snapshots (recurrent_cache_slots 0); Unavailable once shutting down.
   // The cached KV of `tokens`' full blocks from the start, copied out: fewer tokens than given (none, even)
-  // where a block is not cached. model_fingerprint is left 0, for the caller.
+  // where a block is not cached. Models with recurrent layers: with every state snapshot kept at the run's
+  // block ends (SavedPrefix::states), up to the last one. model_fingerprint is left 0, for the caller.
   Result<SavedPrefix> ExportPrefix(std::vector<int32_t> tokens);
   // Caches `prefix`'s blocks (a block cached already is kept; idle cached blocks of other prompts are
   // evicted where needed, least recently used first) and returns the tokens from its start cached
-  // afterwards: fewer than it holds when too few blocks are free of running requests. InvalidArgument when
-  // it was saved with another KV layout (dtype, block size, shapes) or holds a token outside the vocabulary.
+  // afterwards: fewer than it holds when too few blocks are free of running requests (models with recurrent
+  // layers: up to the last of its states among those blocks, each stored as a snapshot). InvalidArgument
+  // when it was saved with another KV layout (dtype, block size, shapes) or state size, or holds a token
+  // outside the vocabulary.
   Result<int32_t> ImportPrefix(std::shared_ptr<const SavedPrefix> prefix);
   // Drops the idle cached blocks of `tokens`' full blocks from the prefix cache (blocks a running request
   // holds stay) and returns how many.

@@ -43,12 +43,11 @@ Result<int64_t> Engine::ForgetPrefix(std::vector<int32_t> tokens) {
 }
 
 Status Engine::Loop::SavedPrefixSupport() const {
+  // Off also for a model with recurrent layers that keeps no state snapshots (the scheduler turns it off).
   if (!scheduler_.kv().prefix_caching()) {
-    return Unimplemented("prefix caching is off, so there is no cached KV to save or restore");
-  }
-  if (states_ != nullptr) {
     return Unimplemented(
-        "saved prefixes hold KV only, and this model's recurrent layers need their state too");
+        "prefix caching is off (--no-prefix-cache; for a model with recurrent layers also "
+        "--recurrent-cache-slots 0), so there is no cached KV to save or restore");
   }
   return Status::Ok();
 }
@@ -62,8 +61,23 @@ void Engine::Loop::CountCachedBlocks() {
 
 Result<SavedPrefix> Engine::Loop::ExportPrefix(std::span<const int32_t> tokens) {
   LOCKSTEP_RETURN_IF_ERROR(SavedPrefixSupport());
-  const std::vector<BlockId> run = scheduler_.kv().CachedRun(tokens);
+  std::vector<BlockId> run = scheduler_.kv().CachedRun(tokens);
   SavedPrefix prefix;
+  if (snapshots_ != nullptr) {
+    // Recurrent layers resume only where a snapshot of their state is kept: every one along the run goes
+    // with it, and the run ends at the last.
+    std::vector<BlockHash> hashes;
+    ExtendBlockHashes(RootBlockHash(layout_, 0), tokens, layout_.block_tokens, hashes);
+    prefix.state_floats = uint64_t(snapshots_->state_floats());
+    for (size_t i = 0; i < run.size(); ++i) {
+      if (!snapshots_->Contains(hashes[i])) continue;
+      SavedState& saved = prefix.states.emplace_back();
+      saved.after_blocks = int64_t(i) + 1;
+      saved.state.resize(prefix.state_floats);
+      LOCKSTEP_CHECK(snapshots_->Load(hashes[i], saved.state.data()));
+    }
+    run.resize(prefix.states.empty() ? 0 : size_t(prefix.states.back().after_blocks));
+  }
   prefix.chain_root = RootBlockHash(layout_, 0);
   prefix.block_tokens = layout_.block_tokens;
   prefix.block_bytes = layout_.BlockBytes();
@@ -85,6 +99,14 @@ Result<int32_t> Engine::Loop::ImportPrefix(const SavedPrefix& prefix) {
                            " bytes; this server's: " + std::to_string(layout_.block_tokens) + " and " +
                            std::to_string(layout_.BlockBytes()) + ", or another KV dtype or shape)");
   }
+  const uint64_t state_floats = snapshots_ != nullptr ? uint64_t(snapshots_->state_floats()) : 0;
+  if (!prefix.states.empty() && prefix.state_floats != state_floats) {
+    return InvalidArgument("it holds recurrent states of " + std::to_string(prefix.state_floats) +
+                           " floats; this model's are " + std::to_string(state_floats));
+  }
+  if (state_floats > 0 && prefix.states.empty() && !prefix.tokens.empty()) {
+    return InvalidArgument("it holds no recurrent state, which this model's recurrent layers need");
+  }
   const int64_t n_vocab = model_->config().n_vocab;
   for (size_t i = 0; i < prefix.tokens.size(); ++i) {
     if (prefix.tokens[i] < 0 || prefix.tokens[i] >= n_vocab) {
@@ -96,8 +118,20 @@ Result<int32_t> Engine::Loop::ImportPrefix(const SavedPrefix& prefix) {
     std::memcpy(blocks_->data(block), prefix.data.data() + size_t(index) * prefix.block_bytes,
                 prefix.block_bytes);
   });
+  int64_t usable = blocks;
+  if (snapshots_ != nullptr) {
+    // The blocks serve up to the last state among them: its snapshot is where a prompt resumes.
+    std::vector<BlockHash> hashes;
+    ExtendBlockHashes(RootBlockHash(layout_, 0), prefix.tokens, layout_.block_tokens, hashes);
+    usable = 0;
+    for (const SavedState& saved : prefix.states) {
+      if (saved.after_blocks > blocks) break;
+      snapshots_->Store(hashes[size_t(saved.after_blocks) - 1], saved.state.data());
+      usable = saved.after_blocks;
+    }
+  }
   CountCachedBlocks();
-  return int32_t(blocks * layout_.block_tokens);
+  return int32_t(usable * layout_.block_tokens);
 }
 
 Result<int64_t> Engine::Loop::ForgetPrefix(std::span<const int32_t> tokens) {

@@ -1,5 +1,6 @@
 #include "kv/saved_prefix.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,10 +11,11 @@ namespace {
 
 constexpr char kMagic[8] = {'L', 'S', 'K', 'V', 'S', 'A', 'V', 'E'};
 constexpr uint32_t kVersion = 1;
-constexpr uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8;
+constexpr uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8;
 // Sanity bounds on a header's fields (far above any real model's: 64 Ki tokens a block, 16 GiB a block).
 constexpr uint32_t kMaxBlockTokens = 1u << 16;
 constexpr uint64_t kMaxBlockBytes = uint64_t(1) << 34;
+constexpr uint64_t kMaxStateFloats = uint64_t(1) << 34;
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -42,12 +44,17 @@ T Get(const char*& at) {
 }  // namespace
 
 uint64_t SavedPrefix::FileBytes() const {
-  return kHeaderBytes + uint64_t(tokens.size()) * sizeof(int32_t) + uint64_t(data.size());
+  return kHeaderBytes + uint64_t(tokens.size()) * sizeof(int32_t) + uint64_t(data.size()) +
+         uint64_t(states.size()) * (sizeof(uint64_t) + state_floats * sizeof(float));
 }
 
 Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix) {
   LOCKSTEP_CHECK(prefix.block_tokens > 0 && prefix.tokens.size() % size_t(prefix.block_tokens) == 0);
   LOCKSTEP_CHECK(prefix.data.size() == size_t(prefix.blocks()) * prefix.block_bytes);
+  for (const SavedState& s : prefix.states) {
+    LOCKSTEP_CHECK(s.state.size() == prefix.state_floats && s.after_blocks >= 1 &&
+                   s.after_blocks <= prefix.blocks());
+  }
   std::string header;
   header.append(kMagic, sizeof(kMagic));
   Put<uint32_t>(header, kVersion);
@@ -56,15 +63,21 @@ Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix) {
   Put<uint64_t>(header, prefix.model_fingerprint);
   Put<uint64_t>(header, prefix.block_bytes);
   Put<uint64_t>(header, uint64_t(prefix.blocks()));
+  Put<uint64_t>(header, prefix.state_floats);
+  Put<uint64_t>(header, uint64_t(prefix.states.size()));
   const std::string temporary = path + ".tmp";
   {
     File file(std::fopen(temporary.c_str(), "wb"));
     if (!file) return InvalidArgument(SystemError("cannot write", temporary));
-    const bool written =
-        std::fwrite(header.data(), 1, header.size(), file.get()) == header.size() &&
-        std::fwrite(prefix.tokens.data(), sizeof(int32_t), prefix.tokens.size(), file.get()) ==
-            prefix.tokens.size() &&
-        std::fwrite(prefix.data.data(), 1, prefix.data.size(), file.get()) == prefix.data.size();
+    bool written = std::fwrite(header.data(), 1, header.size(), file.get()) == header.size() &&
+                   std::fwrite(prefix.tokens.data(), sizeof(int32_t), prefix.tokens.size(), file.get()) ==
+                       prefix.tokens.size() &&
+                   std::fwrite(prefix.data.data(), 1, prefix.data.size(), file.get()) == prefix.data.size();
+    for (const SavedState& s : prefix.states) {
+      const uint64_t after = uint64_t(s.after_blocks);
+      written = written && std::fwrite(&after, sizeof(after), 1, file.get()) == 1 &&
+                std::fwrite(s.state.data(), sizeof(float), s.state.size(), file.get()) == s.state.size();
+    }
     if (!written || std::fflush(file.get()) != 0) {
       const Status error = InvalidArgument(SystemError("error writing", temporary));
       file.reset();
@@ -109,27 +122,51 @@ Result<SavedPrefix> ReadSavedPrefix(const std::string& path) {
   prefix.model_fingerprint = Get<uint64_t>(at);
   prefix.block_bytes = Get<uint64_t>(at);
   const uint64_t blocks = Get<uint64_t>(at);
+  const uint64_t state_floats = Get<uint64_t>(at);
+  const uint64_t states = Get<uint64_t>(at);
   if (block_tokens < 1 || block_tokens > kMaxBlockTokens) {
     return fail("block of " + std::to_string(block_tokens) + " tokens");
   }
   if (prefix.block_bytes < 1 || prefix.block_bytes > kMaxBlockBytes) {
     return fail("block of " + std::to_string(prefix.block_bytes) + " bytes");
   }
-  // The body must be exactly `blocks` blocks; checked by division, so no product can overflow.
+  if (state_floats > kMaxStateFloats) return fail("a state of " + std::to_string(state_floats) + " floats");
+  // The body must be exactly `blocks` blocks and `states` states. Checked by division, so that no product
+  // can overflow: each part at most what is left of the file.
   const uint64_t body = uint64_t(size) - kHeaderBytes;
   const uint64_t per_block = uint64_t(block_tokens) * sizeof(int32_t) + prefix.block_bytes;
-  if (body % per_block != 0 || body / per_block != blocks) {
+  const uint64_t per_state = sizeof(uint64_t) + state_floats * sizeof(float);
+  const bool fits = blocks <= body / per_block && states <= (body - blocks * per_block) / per_state &&
+                    body == blocks * per_block + states * per_state;
+  if (!fits) {
     return fail(std::to_string(size) + " bytes, but its header says " + std::to_string(blocks) +
-                " blocks of " + std::to_string(per_block) + " bytes after a " + std::to_string(kHeaderBytes) +
-                "-byte header (truncated or damaged)");
+                " blocks of " + std::to_string(per_block) + " bytes and " + std::to_string(states) +
+                " states of " + std::to_string(state_floats) + " floats after a " +
+                std::to_string(kHeaderBytes) + "-byte header (truncated or damaged)");
   }
   prefix.block_tokens = int32_t(block_tokens);
   prefix.tokens.resize(size_t(blocks) * block_tokens);
   prefix.data.resize(size_t(blocks) * prefix.block_bytes);
-  if (std::fread(prefix.tokens.data(), sizeof(int32_t), prefix.tokens.size(), file.get()) !=
-          prefix.tokens.size() ||
-      std::fread(prefix.data.data(), 1, prefix.data.size(), file.get()) != prefix.data.size()) {
-    return InvalidArgument(SystemError("error reading", path));
+  prefix.state_floats = state_floats;
+  prefix.states.resize(size_t(states));
+  bool read = std::fread(prefix.tokens.data(), sizeof(int32_t), prefix.tokens.size(), file.get()) ==
+                  prefix.tokens.size() &&
+              std::fread(prefix.data.data(), 1, prefix.data.size(), file.get()) == prefix.data.size();
+  for (SavedState& s : prefix.states) {
+    uint64_t after = 0;
+    s.state.resize(size_t(state_floats));
+    read = read && std::fread(&after, sizeof(after), 1, file.get()) == 1 &&
+           std::fread(s.state.data(), sizeof(float), s.state.size(), file.get()) == s.state.size();
+    s.after_blocks = int64_t(std::min<uint64_t>(after, uint64_t(INT64_MAX)));
+  }
+  if (!read) return InvalidArgument(SystemError("error reading", path));
+  for (size_t i = 0; i < prefix.states.size(); ++i) {
+    const int64_t after = prefix.states[i].after_blocks;
+    if (after < 1 || after > int64_t(blocks) || (i > 0 && after <= prefix.states[i - 1].after_blocks)) {
+      return fail("state " + std::to_string(i) + " follows block " + std::to_string(after) + " of " +
+                  std::to_string(blocks) + " (states follow blocks 1.." + std::to_string(blocks) +
+                  ", in ascending order)");
+    }
   }
   for (size_t i = 0; i < prefix.tokens.size(); ++i) {
     if (prefix.tokens[i] < 0) return fail("token " + std::to_string(i) + " is negative");

@@ -3,10 +3,14 @@
 // whole blocks only: the tokens of n full blocks and, for each, the block's bytes exactly as the pool keeps
 // them (BlockPool: every layer's K and V), behind a header naming what those bytes mean — the chain root of
 // the KV layout (kv/block_hash.h: dtype, block size, shapes) and a fingerprint of the model that computed
-// them, both checked by whoever loads it (the engine the root, the server the fingerprint).
+// them, both checked by whoever loads it (the engine the root, the server the fingerprint). Models with
+// recurrent layers add their recurrent state at some block boundaries (the prefix cache's snapshots there,
+// kv/recurrent_state_cache.h: the KV alone does not resume them; a prompt's end and a reply's, say).
 //
 //   "LSKVSAVE" | u32 version (1) | u32 block_tokens | u64 chain_root | u64 model_fingerprint |
-//   u64 block_bytes | u64 blocks | i32 tokens[blocks × block_tokens] | bytes[blocks × block_bytes]
+//   u64 block_bytes | u64 blocks | u64 state_floats | u64 states |
+//   i32 tokens[blocks × block_tokens] | bytes[blocks × block_bytes] |
+//   states × (u64 after_blocks | f32 state[state_floats])
 //   (little-endian, as every CPU lockstep builds for)
 //
 // Pure functions over files; thread-safe.
@@ -21,13 +25,21 @@
 
 namespace lockstep {
 
+// A recurrent state after the first `after_blocks` blocks of a SavedPrefix.
+struct SavedState {
+  int64_t after_blocks = 0;  // 1..blocks()
+  std::vector<float> state;  // SavedPrefix::state_floats
+};
+
 struct SavedPrefix {
   uint64_t chain_root = 0;         // RootBlockHash(layout, 0) of the KV that `data` holds
   uint64_t model_fingerprint = 0;  // the model that computed it (the caller's choice of hash)
   int32_t block_tokens = 0;
   uint64_t block_bytes = 0;
-  std::vector<int32_t> tokens;  // blocks() × block_tokens: the tokens whose KV `data` holds
-  std::vector<std::byte> data;  // blocks() × block_bytes, block after block
+  std::vector<int32_t> tokens;     // blocks() × block_tokens: the tokens whose KV `data` holds
+  std::vector<std::byte> data;     // blocks() × block_bytes, block after block
+  uint64_t state_floats = 0;       // of each state (0: the model has no recurrent layers)
+  std::vector<SavedState> states;  // ascending after_blocks, each distinct
 
   int64_t blocks() const { return block_tokens > 0 ? int64_t(tokens.size()) / block_tokens : 0; }
   // Bytes of the file that holds it.
@@ -40,7 +52,8 @@ Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix);
 
 // Reads a file WriteSavedPrefix wrote. NotFound when there is no such file; InvalidArgument naming the path
 // and what is wrong ("not a lockstep saved prefix", "version 7, this build reads 1", "truncated: 1234 bytes,
-// the header says 5678", ...). Token ids are not checked against a vocabulary here.
+// the header says 5678", "state 2 follows block 9 of 4", ...). Token ids are not checked against a
+// vocabulary here.
 Result<SavedPrefix> ReadSavedPrefix(const std::string& path);
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 // Saved prefixes through the engine (Engine::ExportPrefix / ImportPrefix / ForgetPrefix): a prompt's cached
 // KV copied out of one engine and into another makes the second engine's request find it cached and
-// generate exactly the tokens it generates from scratch; what cannot be imported is refused.
+// generate exactly the tokens it generates from scratch (a model with recurrent layers: with the state at
+// the run's end); what cannot be imported is refused.
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
@@ -103,14 +104,73 @@ TEST_F(EngineSavedPrefixTest, RefusesAnotherLayoutForeignTokensAndNoCache) {
   EXPECT_EQ(uncached->ForgetPrefix(prompt).status().code(), StatusCode::kUnavailable);
 }
 
-TEST(EngineSavedPrefixRecurrentTest, RecurrentModelsAreRefused) {
+std::unique_ptr<Engine> RecurrentEngine(const TestModel& m, bool prefix_caching, int cache_slots) {
+  EngineOptions options;
+  options.threads = 2;
+  options.max_batch_tokens = 32;
+  options.prefix_caching = prefix_caching;
+  options.recurrent_cache_slots = cache_slots;
+  auto engine = Engine::Create(m.model, m.tokenizer, options);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+// A model with recurrent layers: the file carries the state snapshot at the run's end, and the next turn
+// resumes from it in another engine with exactly the tokens it computes from scratch.
+TEST(EngineSavedPrefixRecurrentTest, TheStateAtTheRunsEndTravelsWithTheKv) {
   const TestModel m = testing::MakeRandomTestModel("tiny-qwen35", "q8_0");
-  auto engine = testing::MakeTestEngine(m, /*max_batch_tokens=*/32);
-  ASSERT_NE(engine, nullptr);
-  Result<SavedPrefix> saved = engine->ExportPrefix({1, 2, 3});
-  ASSERT_FALSE(saved.ok());
-  EXPECT_EQ(saved.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(saved.status().message().find("recurrent layers"), std::string::npos);
+  const int32_t n_vocab = int32_t(m.model->config().n_vocab);
+  const std::vector<int32_t> document = testing::RandomTokenIds(n_vocab, 60, /*seed=*/11);
+  auto first = RecurrentEngine(m, true, EngineOptions::kAutomaticCacheSlots);
+  ASSERT_NE(first, nullptr);
+  const Collected reply = RunOne(*first, GreedyRequest(document));
+  std::vector<int32_t> next_turn = document;
+  next_turn.insert(next_turn.end(), reply.tokens.begin(), reply.tokens.end());
+  Result<SavedPrefix> saved = first->ExportPrefix(next_turn);
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  // Snapshots at the prompt's last full block (48 of 60) and at the reply's (64 of 68).
+  ASSERT_EQ(saved->tokens.size(), 64u);
+  EXPECT_EQ(int64_t(saved->state_floats), m.model->config().RecurrentStateFloats());
+  ASSERT_EQ(saved->states.size(), 2u);
+  EXPECT_EQ(saved->states[0].after_blocks, 3);
+  EXPECT_EQ(saved->states[1].after_blocks, 4);
+  first.reset();
+  for (int32_t t : testing::RandomTokenIds(n_vocab, 5, /*seed=*/12)) next_turn.push_back(t);
+
+  auto uncached = RecurrentEngine(m, false, 0);
+  ASSERT_NE(uncached, nullptr);
+  const Collected scratch = RunOne(*uncached, GreedyRequest(next_turn));
+  uncached.reset();
+
+  auto second = RecurrentEngine(m, true, EngineOptions::kAutomaticCacheSlots);
+  ASSERT_NE(second, nullptr);
+  const auto prefix = std::make_shared<const SavedPrefix>(std::move(saved).value());
+  ASSERT_EQ(*second->ImportPrefix(prefix), 64);
+  const Collected resumed = RunOne(*second, GreedyRequest(next_turn));
+  EXPECT_EQ(resumed.last.timing.cached_tokens, 64);
+  EXPECT_EQ(resumed.tokens, scratch.tokens);
+
+  // A state of another size is refused; so is a model that keeps no snapshots.
+  SavedPrefix short_state = *prefix;
+  short_state.state_floats -= 1;
+  for (SavedState& s : short_state.states) s.state.pop_back();
+  Result<int32_t> refused = second->ImportPrefix(std::make_shared<const SavedPrefix>(short_state));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("recurrent states of"), std::string::npos);
+  SavedPrefix stateless = *prefix;
+  stateless.states.clear();
+  EXPECT_FALSE(second->ImportPrefix(std::make_shared<const SavedPrefix>(stateless)).ok());
+  // The document alone resumes from the first state (the prompt's): imported into a third engine.
+  auto third = RecurrentEngine(m, true, EngineOptions::kAutomaticCacheSlots);
+  ASSERT_NE(third, nullptr);
+  ASSERT_EQ(*third->ImportPrefix(prefix), 64);
+  EXPECT_EQ(RunOne(*third, GreedyRequest(document)).last.timing.cached_tokens, 48);
+  auto no_snapshots = RecurrentEngine(m, true, 0);
+  ASSERT_NE(no_snapshots, nullptr);
+  Result<SavedPrefix> unsupported = no_snapshots->ExportPrefix(document);
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_EQ(unsupported.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(unsupported.status().message().find("--recurrent-cache-slots 0"), std::string::npos);
 }
 
 }  // namespace

@@ -142,6 +142,8 @@ SavedPrefix SamplePrefix() {
   prefix.block_bytes = 3;
   prefix.tokens = {5, 6, 7, 8};
   for (int i = 0; i < 6; ++i) prefix.data.push_back(std::byte(i * 17));
+  prefix.state_floats = 2;
+  prefix.states = {{1, {1.5f, -2.25f}}, {2, {3.0f, 4.0f}}};
   return prefix;
 }
 
@@ -157,6 +159,12 @@ TEST(SavedPrefixFileTest, RoundTripsEveryField) {
   EXPECT_EQ(read->block_bytes, 3u);
   EXPECT_EQ(read->tokens, prefix.tokens);
   EXPECT_EQ(read->data, prefix.data);
+  EXPECT_EQ(read->state_floats, 2u);
+  ASSERT_EQ(read->states.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(read->states[i].after_blocks, prefix.states[i].after_blocks);
+    EXPECT_EQ(read->states[i].state, prefix.states[i].state);
+  }
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   EXPECT_EQ(uint64_t(file.tellg()), prefix.FileBytes());
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
@@ -164,6 +172,7 @@ TEST(SavedPrefixFileTest, RoundTripsEveryField) {
   SavedPrefix empty = SamplePrefix();
   empty.tokens.clear();
   empty.data.clear();
+  empty.states.clear();
   ASSERT_TRUE(WriteSavedPrefix(path, empty).ok());
   ASSERT_TRUE(ReadSavedPrefix(path).ok());
   EXPECT_EQ(ReadSavedPrefix(path)->blocks(), 0);
@@ -187,22 +196,32 @@ TEST(SavedPrefixFileTest, RefusesDamagedFilesNamingWhatIsWrong) {
   std::ifstream in(path, std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::remove(path.c_str());
-  ASSERT_EQ(good.size(), 48u + 16 + 6);
+  ASSERT_EQ(good.size(), 64u + 16 + 6 + 2 * (8 + 8));
   EXPECT_NE(RefusalOf(good.substr(0, 20)).find("shorter than the header"), std::string::npos);
   EXPECT_NE(RefusalOf("GGUF" + good.substr(4)).find("not \"LSKVSAVE\""), std::string::npos);
   std::string version = good;
   version[8] = 7;
   EXPECT_NE(RefusalOf(version).find("version 7, this build reads 1"), std::string::npos);
   EXPECT_NE(RefusalOf(good.substr(0, good.size() - 1)).find("truncated or damaged"), std::string::npos);
+  EXPECT_NE(RefusalOf(good.substr(0, good.size() - 16)).find("and 2 states of 2 floats"), std::string::npos);
+  std::string unordered = good;
+  unordered[64 + 16 + 6 + 16] = 1;  // the second state's block: the first's again
+  EXPECT_NE(RefusalOf(unordered).find("state 1 follows block 1 of 2"), std::string::npos);
+  std::string past_end = good;
+  past_end[64 + 16 + 6 + 16] = 3;
+  EXPECT_NE(RefusalOf(past_end).find("state 1 follows block 3 of 2"), std::string::npos);
   EXPECT_NE(RefusalOf(good + "x").find("truncated or damaged"), std::string::npos);
   std::string huge_count = good;
-  huge_count[40] = char(0xff);  // blocks: the product with the block size would overflow
+  huge_count[47] = char(0x7f);  // blocks' top byte: the product with the block size would overflow
+  std::string huge_state = good;
+  huge_state[48 + 7] = char(0x7f);  // state_floats
+  EXPECT_NE(RefusalOf(huge_state).find("a state of"), std::string::npos);
   EXPECT_NE(RefusalOf(huge_count).find("truncated or damaged"), std::string::npos);
   std::string no_tokens = good;
   no_tokens[12] = 0;  // block_tokens 0
   EXPECT_NE(RefusalOf(no_tokens).find("block of 0 tokens"), std::string::npos);
   std::string negative = good;
-  negative[48 + 7] = char(0x80);  // token 1's top byte
+  negative[64 + 7] = char(0x80);  // token 1's top byte
   EXPECT_NE(RefusalOf(negative).find("token 1 is negative"), std::string::npos);
   const Result<SavedPrefix> missing = ReadSavedPrefix(TempPath("never_written"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

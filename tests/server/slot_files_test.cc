@@ -124,6 +124,33 @@ TEST_F(SlotFilesTest, ANewServerRestoresTheFile) {
   EXPECT_NE(foreign.body.find("another model file"), std::string::npos) << foreign.body;
 }
 
+// tiny-qwen35 (Gated DeltaNet layers): the file carries the recurrent state with the KV.
+TEST_F(SlotFilesTest, AModelWithRecurrentLayersRestoresToo) {
+  ServerProcess before(RecurrentModel(), {"-t", "1", "--slot-save-path", SlotDirectory()});
+  ASSERT_TRUE(before.ok()) << before.log();
+  const nlohmann::json first = Completion(before.port());
+  WaitForIdleSeats(before.port());
+  const HttpResponse save = Action(before.port(), 0, "save", "hybrid.bin");
+  ASSERT_EQ(save.status, 200) << save.body;
+  const int n_saved = save.Json()["n_saved"].get<int>();
+  EXPECT_GT(n_saved, 64) << save.body;
+  ServerProcess after(RecurrentModel(), {"-t", "1", "--slot-save-path", SlotDirectory()});
+  ASSERT_TRUE(after.ok()) << after.log();
+  const HttpResponse restore = Action(after.port(), 0, "restore", "hybrid.bin");
+  ASSERT_EQ(restore.status, 200) << restore.body;
+  EXPECT_EQ(restore.Json()["n_restored"], n_saved);
+  const nlohmann::json again = Completion(after.port());
+  EXPECT_GT(again["tokens_cached"].get<int>(), 0) << again;
+  EXPECT_EQ(again["content"], first["content"]);
+  // Without state snapshots the model has no prefix cache to restore into.
+  ServerProcess without(RecurrentModel(),
+                        {"-t", "1", "--slot-save-path", SlotDirectory(), "--recurrent-cache-slots", "0"});
+  ASSERT_TRUE(without.ok()) << without.log();
+  const HttpResponse refused = Action(without.port(), 0, "restore", "hybrid.bin");
+  EXPECT_EQ(refused.status, 501) << refused.body;
+  EXPECT_NE(refused.body.find("prefix caching is off"), std::string::npos) << refused.body;
+}
+
 TEST_F(SlotFilesTest, RefusalsNameWhatIsWrong) {
   const auto expect = [&](const HttpResponse& r, int status, const std::string& part) {
     EXPECT_EQ(r.status, status) << r.body;
