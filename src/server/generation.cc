@@ -12,7 +12,7 @@ Parsed<std::shared_ptr<GenerationJob>> GenerationJob::Start(Engine& engine, Gene
                                                             DoneFn on_done) {
   std::shared_ptr<GenerationJob> job(new GenerationJob(std::move(spec), writer, metrics));
   if (slots) {
-    slots->Register(job->spec_.label, job->spec_.base);
+    slots->Register(job->spec_.label, job->spec_.base, job->spec_.preferred_seat);
     job->slots_ = slots;
   }
   job->on_token_ = std::move(on_token);
@@ -173,7 +173,7 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
     if (slots_ != nullptr && choice.handle != nullptr) {
       std::vector<int32_t> tokens = spec_.prompts[static_cast<size_t>(choice.prompt_index)];
       tokens.insert(tokens.end(), choice.tokens.begin(), choice.tokens.end());
-      slots_->RecordTokens(choice.handle->id(), std::move(tokens));
+      slots_->RecordTokens(choice.handle->id(), std::move(tokens), spec_.preferred_seat);
     }
   }
   if (on_token_ && !client_gone_) on_token_(*this, choice, event);
@@ -203,6 +203,10 @@ const std::vector<PromptLogprob>* PromptScores(const GenerationSpec& spec, const
   const std::vector<PromptLogprob>& scores = choice.events.front().prompt_logprobs;
   const size_t prompt = spec.prompts[static_cast<size_t>(choice.prompt_index)].size();
   return scores.size() + 1 == prompt ? &scores : nullptr;
+}
+
+int GenerationJob::SeatOf(const ChoiceState& choice) const {
+  return slots_ != nullptr && choice.handle != nullptr ? slots_->SeatOf(choice.handle->id()) : -1;
 }
 
 int GenerationJob::prompt_tokens() const {

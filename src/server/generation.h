@@ -35,6 +35,9 @@ struct GenerationSpec {
   // embeddings batch of 1000) neither fills the queue nor is refused for it.
   int max_in_flight = 0;
   std::string label;
+  // llama.cpp's id_slot: the seat (server/slot_view.h) its sequences take when it is free as they start
+  // running (-1: the lowest free one).
+  int preferred_seat = -1;
   // base.lora_scales came from the request's `lora` field; else the server's global scales apply
   // (server/lora_adapters.h).
   bool lora_given = false;
@@ -103,6 +106,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::vector<ChoiceState>& choices() { return choices_; }
   const GenerationSpec& spec() const { return spec_; }
   int prompt_tokens() const;  // sum of the prompts' lengths (each prompt counted once)
+  // The seat `choice` runs or ran in (SlotView::SeatOf); -1 when none is known.
+  int SeatOf(const ChoiceState& choice) const;
   // Of those, the tokens whose KV was reused rather than computed (each prompt's first choice; final once
   // that choice has finished).
   int cached_tokens() const;

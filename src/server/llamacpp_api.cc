@@ -36,7 +36,6 @@ void ReadAbsentSamplers(FieldReader& f) {
   f.Bool("cache_prompt");
   f.Bool("timings_per_token");
   f.Bool("return_progress");
-  f.Int("id_slot", -1, INT32_MAX);
   f.Int("n_keep", -1, INT32_MAX);
   f.Int("n_discard", 0, INT32_MAX);
   f.Int("n_cache_reuse", 0, INT32_MAX);
@@ -254,6 +253,7 @@ Parsed<LlamaCppRequest> ParseLlamaCppRequest(const std::string& body, const ApiC
   llamacpp_parse::ReadLogitBias(f, ctx, req.spec.base.sampling);
   llamacpp_parse::ReadAbsentSamplers(f);
   ReadLoraField(f, ctx.lora.get(), req.spec);
+  req.spec.preferred_seat = static_cast<int>(f.Int("id_slot", -1, INT32_MAX).value_or(-1));
   const auto n_predict = f.Int("n_predict", -1, INT32_MAX);
   req.n_predict = n_predict ? *n_predict : f.Int("max_tokens", -1, INT32_MAX).value_or(-1);
   req.n_indent = static_cast<int>(std::max<int64_t>(0, f.Int("n_indent", INT32_MIN, INT32_MAX).value_or(0)));

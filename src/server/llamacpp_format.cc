@@ -161,7 +161,7 @@ nlohmann::json Summary(const LlamaCppRequest& req, GenerationJob& job, const Cho
   nlohmann::json out = {{"index", c.index},
                         {"content", stream_end ? std::string() : c.text},
                         {"tokens", std::move(tokens)},
-                        {"id_slot", -1},
+                        {"id_slot", job.SeatOf(c)},
                         {"stop", true},
                         {"model", ctx.model_id},
                         {"tokens_predicted", c.generated},
@@ -200,7 +200,7 @@ std::vector<nlohmann::json> LlamaCppStreamEvents(const LlamaCppRequest& req, Gen
         {"content", event.text_delta},
         {"tokens", event.token != kNoToken ? nlohmann::json::array({event.token}) : nlohmann::json::array()},
         {"stop", false},
-        {"id_slot", -1},
+        {"id_slot", job.SeatOf(choice)},
         {"tokens_predicted", choice.generated},
         {"tokens_evaluated", job.spec().prompts[static_cast<size_t>(choice.prompt_index)].size()}};
     if (req.n_probs > 0 && event.token != kNoToken) {

@@ -33,7 +33,13 @@ void SlotView::OnStepRecord(const StepRecord& record) {
       if (s.busy && s.id == p.id) seat = &s;
     }
     if (seat == nullptr) {
-      const auto free = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
+      const auto job = jobs_.find(JobOf(p.label));
+      const int preferred = job != jobs_.end() ? job->second.preferred_seat : -1;
+      auto free = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
+      if (preferred >= 0 && preferred < static_cast<int>(seats_.size()) &&
+          !seats_[static_cast<size_t>(preferred)].busy) {
+        free = seats_.begin() + preferred;
+      }
       if (free == seats_.end()) continue;  // more running than seats: not expected (max_seqs bounds both)
       seat = &*free;
       seat->busy = true;
@@ -55,27 +61,12 @@ void SlotView::Vacate(Seat& seat) {
 
 void SlotView::OnRequestFinished(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Seat* held = nullptr;
   for (Seat& seat : seats_) {
-    if (seat.busy && seat.id == id) held = &seat;
-  }
-  if (held != nullptr) {
-    Vacate(*held);
-  } else {  // it never ran through a reported step: the lowest idle seat stands for it
-    const auto idle = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
-    if (idle == seats_.end()) return;
-    held = &*idle;
-    *held = Seat{};
-    held->last_id = id;
-  }
-  if (unclaimed_id_ == id) {
-    held->tokens = std::move(unclaimed_tokens_);
-    unclaimed_id_ = 0;
-    unclaimed_tokens_.clear();
+    if (seat.busy && seat.id == id) Vacate(seat);
   }
 }
 
-void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens) {
+void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens, int preferred_seat) {
   std::lock_guard<std::mutex> lock(mu_);
   for (Seat& seat : seats_) {
     if ((seat.busy && seat.id == id) || (!seat.busy && seat.last_id == id)) {
@@ -83,8 +74,16 @@ void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens) {
       return;
     }
   }
-  unclaimed_id_ = id;
-  unclaimed_tokens_ = std::move(tokens);
+  // It ended before a step reported it running: the preferred seat stands for it when idle, else the lowest.
+  auto idle = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
+  if (preferred_seat >= 0 && preferred_seat < static_cast<int>(seats_.size()) &&
+      !seats_[static_cast<size_t>(preferred_seat)].busy) {
+    idle = seats_.begin() + preferred_seat;
+  }
+  if (idle == seats_.end()) return;
+  *idle = Seat{};
+  idle->last_id = id;
+  idle->tokens = std::move(tokens);
 }
 
 std::vector<int32_t> SlotView::SeatTokens(int seat) const {
@@ -99,13 +98,23 @@ void SlotView::SetSeatTokens(int seat, std::vector<int32_t> tokens) {
   seats_[static_cast<size_t>(seat)].tokens = std::move(tokens);
 }
 
-void SlotView::Register(const std::string& label, const Request& base) {
+void SlotView::Register(const std::string& label, const Request& base, int preferred_seat) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& job = jobs_[label];
   if (job.registrations++ == 0) {
     job.base = base;
     job.base.prompt_ids.clear();
+    job.preferred_seat = preferred_seat;
   }
+}
+
+int SlotView::SeatOf(RequestId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < seats_.size(); ++i) {
+    const Seat& seat = seats_[i];
+    if ((seat.busy && seat.id == id) || (!seat.busy && seat.last_id == id)) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 void SlotView::Unregister(const std::string& label) {

@@ -1,11 +1,11 @@
 // SlotView: llama.cpp's GET /slots over lockstep's engine. llama.cpp runs a fixed set of slots (--parallel),
 // each holding one request; lockstep's engine holds up to --max-seqs requests at once, in no fixed place. The
 // view numbers those seats 0..max_seqs-1: a request the engine is prefilling or decoding takes the lowest
-// free seat the first step it runs and keeps it until it finishes or is preempted (then it waits without one,
-// as a request deferred by llama.cpp). Each seat reports llama.cpp's fields: id, id_task (the engine's
-// request id; -1 when idle), n_ctx, speculative, is_processing, params (the running request's generation
-// settings, as /completion reports them; the server's defaults when idle), prompt ("": prompts are not
-// shown), next_token
+// free seat (its job's preferred seat, llama.cpp's id_slot, when that one is free) the first step it runs and
+// keeps it until it finishes or is preempted (then it waits without one, as a request deferred by llama.cpp).
+// Each seat reports llama.cpp's fields: id, id_task (the engine's request id; -1 when idle), n_ctx,
+// speculative, is_processing, params (the running request's generation settings, as /completion reports them;
+// the server's defaults when idle), prompt ("": prompts are not shown), next_token
 // ({has_next_token, has_new_line, n_remain, n_decoded, stopping_word}) and lockstep's n_prompt_tokens.
 //
 // Each seat also keeps the tokens of the last request it held (prompt and generated tokens), what llama.cpp
@@ -34,9 +34,10 @@ class SlotView {
   void OnStepRecord(const StepRecord& record);
   void OnRequestFinished(RequestId id);
 
-  // A job's requests (Request::label `label` + "#" + choice) run with `base`'s settings; registered until
+  // A job's requests (Request::label `label` + "#" + choice) run with `base`'s settings and take seat
+  // `preferred_seat` when it is free (-1, or outside the seats: the lowest free); registered until
   // Unregister(label). A label registered twice needs two Unregister calls.
-  void Register(const std::string& label, const Request& base);
+  void Register(const std::string& label, const Request& base, int preferred_seat = -1);
   void Unregister(const std::string& label);
 
   // The seats as llama.cpp's /slots lists them. `settings(base)` renders a request's generation settings
@@ -45,10 +46,13 @@ class SlotView {
   nlohmann::json Json(int32_t n_ctx, bool speculative, const SettingsFn& settings) const;
   int idle() const;  // seats without a request
   int seats() const { return static_cast<int>(seats_.size()); }
+  // The seat request `id` holds, or held last (until another request takes it); -1 when none.
+  int SeatOf(RequestId id) const;
 
   // A finished request's tokens (its prompt and what it generated; GenerationJob), kept by the seat it ran
-  // in (a request that ended before a step reported it running takes the lowest idle seat).
-  void RecordTokens(RequestId id, std::vector<int32_t> tokens);
+  // in (a request that ended before a step reported it running takes `preferred_seat` if idle, else the
+  // lowest idle seat).
+  void RecordTokens(RequestId id, std::vector<int32_t> tokens, int preferred_seat = -1);
   // Seat `seat`'s tokens (0 <= seat < seats()): its last request's, or what SetSeatTokens put there.
   std::vector<int32_t> SeatTokens(int seat) const;
   void SetSeatTokens(int seat, std::vector<int32_t> tokens);
@@ -67,14 +71,12 @@ class SlotView {
   struct Job {
     Request base;
     int registrations = 0;
+    int preferred_seat = -1;
   };
 
   mutable std::mutex mu_;
   std::vector<Seat> seats_;
   std::unordered_map<std::string, Job> jobs_;
-  // Tokens recorded for a request no seat knows yet (its last event came before OnRequestFinished).
-  RequestId unclaimed_id_ = 0;
-  std::vector<int32_t> unclaimed_tokens_;
 };
 
 template <typename SettingsFn>

@@ -30,14 +30,14 @@ class SlotFilesTest : public SharedServerTest<SlotFilesTest> {
   }
 };
 
-// A greedy /completion of a ~100-token prompt (the tiny model's context is 256).
-nlohmann::json Completion(int port) {
+// A greedy /completion of a ~100-token prompt (the tiny model's context is 256), in seat `id_slot`.
+nlohmann::json Completion(int port, int id_slot = -1) {
   std::string prompt;
   for (int i = 0; i < 3; ++i)
     prompt += "The quick brown fox jumps over the lazy dog " + std::to_string(i) + ". ";
-  const HttpResponse r =
-      Request(port, "POST", "/completion",
-              nlohmann::json{{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}}.dump());
+  const nlohmann::json body = {
+      {"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}, {"id_slot", id_slot}};
+  const HttpResponse r = Request(port, "POST", "/completion", body.dump());
   EXPECT_EQ(r.status, 200) << r.body;
   return r.status == 200 ? r.Json() : nlohmann::json::object();
 }
@@ -149,6 +149,23 @@ TEST_F(SlotFilesTest, AModelWithRecurrentLayersRestoresToo) {
   const HttpResponse refused = Action(without.port(), 0, "restore", "hybrid.bin");
   EXPECT_EQ(refused.status, 501) << refused.body;
   EXPECT_NE(refused.body.find("prefix caching is off"), std::string::npos) << refused.body;
+}
+
+// llama.cpp's id_slot picks the seat whose tokens a save writes; results say which seat ran the request.
+TEST_F(SlotFilesTest, IdSlotChoosesTheSeatThatIsSaved) {
+  ASSERT_EQ(Action(port(), 0, "erase").status, 200);
+  ASSERT_EQ(Action(port(), 1, "erase").status, 200);
+  const nlohmann::json first = Completion(port(), /*id_slot=*/1);
+  EXPECT_EQ(first["id_slot"], 1) << first;
+  WaitForIdleSeats(port());
+  const HttpResponse empty = Action(port(), 0, "save", "seat0.bin");
+  ASSERT_EQ(empty.status, 200) << empty.body;
+  EXPECT_EQ(empty.Json()["n_saved"], 0) << empty.body;
+  const HttpResponse seat1 = Action(port(), 1, "save", "seat1.bin");
+  ASSERT_EQ(seat1.status, 200) << seat1.body;
+  EXPECT_GT(seat1.Json()["n_saved"].get<int>(), 64) << seat1.body;
+  EXPECT_EQ(Completion(port())["id_slot"], 0);  // no preference: the lowest free seat
+  WaitForIdleSeats(port());
 }
 
 TEST_F(SlotFilesTest, RefusalsNameWhatIsWrong) {
