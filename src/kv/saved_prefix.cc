@@ -1,6 +1,9 @@
 #include "kv/saved_prefix.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -65,7 +68,9 @@ Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix) {
   Put<uint64_t>(header, uint64_t(prefix.blocks()));
   Put<uint64_t>(header, prefix.state_floats);
   Put<uint64_t>(header, uint64_t(prefix.states.size()));
-  const std::string temporary = path + ".tmp";
+  // A name of this writer's own: two saves to one path at once must not write into the same file.
+  static std::atomic<uint64_t> writes{0};
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writes++);
   {
     File file(std::fopen(temporary.c_str(), "wb"));
     if (!file) return InvalidArgument(SystemError("cannot write", temporary));

@@ -46,8 +46,9 @@ struct SavedPrefix {
   uint64_t FileBytes() const;
 };
 
-// Writes `prefix` to `path` (through `path`.tmp, renamed: a reader never sees half a file). Errors name the
-// path and the system's reason.
+// Writes `prefix` to `path` (through a temporary file beside it, `path`.tmp.<pid>.<n>, renamed: a reader
+// never sees half a file, and two writers of one path never share a temporary file). Errors name the path and
+// the system's reason.
 Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix);
 
 // Reads a file WriteSavedPrefix wrote. NotFound when there is no such file; InvalidArgument naming the path
