@@ -100,6 +100,8 @@ void ReadSampling(FieldReader& f, const ApiContext& ctx, OpenAiRequest& req) {
     s.seed = static_cast<uint64_t>(*seed);
     req.spec.seed_given = true;
   }
+  // llama.cpp's id_slot, which its OpenAI routes read too: the seat its sequences prefer (slot files).
+  req.spec.preferred_seat = static_cast<int>(f.Int("id_slot", -1, INT32_MAX).value_or(-1));
   req.spec.n = static_cast<int>(f.Int("n", 1, kMaxN).value_or(1));
   if (auto best_of = f.Int("best_of", 1, kMaxN); best_of && *best_of != req.spec.n) {
     f.Fail("best_of", "best_of different from n is not supported");

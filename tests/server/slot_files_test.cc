@@ -166,6 +166,17 @@ TEST_F(SlotFilesTest, IdSlotChoosesTheSeatThatIsSaved) {
   EXPECT_GT(seat1.Json()["n_saved"].get<int>(), 64) << seat1.body;
   EXPECT_EQ(Completion(port())["id_slot"], 0);  // no preference: the lowest free seat
   WaitForIdleSeats(port());
+  // The OpenAI routes read it too, as llama.cpp's do.
+  ASSERT_EQ(Action(port(), 1, "erase").status, 200);
+  const nlohmann::json chat = {
+      {"messages", {{{"role", "user"}, {"content", "Tell me about foxes and dogs."}}}},
+      {"max_tokens", 20},
+      {"id_slot", 1}};
+  ASSERT_EQ(Request(port(), "POST", "/v1/chat/completions", chat.dump()).status, 200);
+  WaitForIdleSeats(port());
+  const HttpResponse chat_seat = Action(port(), 1, "save", "chat.bin");
+  ASSERT_EQ(chat_seat.status, 200) << chat_seat.body;
+  EXPECT_GT(chat_seat.Json()["n_saved"].get<int>(), 0) << chat_seat.body;
 }
 
 TEST_F(SlotFilesTest, RefusalsNameWhatIsWrong) {
