@@ -16,6 +16,7 @@
 #include "cli/engine_setup.h"
 #include "cli/flag_checks.h"
 #include "engine/engine.h"
+#include "kv/saved_prefix.h"
 
 namespace lockstep::cli {
 namespace {
@@ -35,6 +36,7 @@ struct GenerateFlags {
   std::string timings_json;
   std::vector<std::string> stops;
   std::vector<LoraFlag> lora;
+  std::string prompt_cache;
 };
 
 std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
@@ -62,10 +64,37 @@ std::vector<int32_t> ParsePromptIds(const std::string& text, int64_t n_vocab) {
   return ids;
 }
 
+// --prompt-cache (llama-cli's): the cached KV of an earlier run's prompt and reply, read into the engine's
+// prefix cache before the request (a prompt that starts the same way computes only the rest) and written
+// back after it. A file of another model is refused; a missing one is where the first run starts.
+void RestorePromptCache(Engine& engine, const std::string& path, uint64_t fingerprint) {
+  Result<SavedPrefix> read = ReadSavedPrefix(path);
+  if (read.status().code() == StatusCode::kNotFound) return;
+  SavedPrefix saved = ValueOrDie(std::move(read), "--prompt-cache");
+  if (saved.model_fingerprint != fingerprint) {
+    Fail("--prompt-cache: '" + path + "' was written for another model file");
+  }
+  const int32_t restored =
+      ValueOrDie(engine.ImportPrefix(std::make_shared<const SavedPrefix>(std::move(saved))),
+                 "--prompt-cache '" + path + "'");
+  std::fprintf(stderr, "prompt cache: %d tokens restored from %s\n", restored, path.c_str());
+}
+
+void SavePromptCache(Engine& engine, const std::string& path, uint64_t fingerprint,
+                     std::vector<int32_t> tokens) {
+  SavedPrefix saved = ValueOrDie(engine.ExportPrefix(std::move(tokens)), "--prompt-cache");
+  saved.model_fingerprint = fingerprint;
+  if (Status s = WriteSavedPrefix(path, saved); !s.ok()) Fail(s.WithContext("--prompt-cache"));
+  std::fprintf(stderr, "prompt cache: %zu tokens saved to %s\n", saved.tokens.size(), path.c_str());
+}
+
 void RunGenerate(GenerateFlags f) {
   // Checked before the model loads and the text is generated, which would otherwise be lost.
   if (!f.timings_json.empty()) {
     if (Status s = CheckOutputFile(f.timings_json, "--timings-json"); !s.ok()) Fail(s);
+  }
+  if (!f.prompt_cache.empty()) {
+    if (Status s = CheckOutputFile(f.prompt_cache, "--prompt-cache"); !s.ok()) Fail(s);
   }
   std::string prompt_source = "-p/--prompt";  // for messages about the text
   if (!f.prompt_file.empty()) {
@@ -109,6 +138,9 @@ void RunGenerate(GenerateFlags f) {
   engine_flags.draft_max = f.draft_max;
   const EngineOptions options = EngineOptionsOrDie(engine_flags);
   std::unique_ptr<Engine> engine = ValueOrDie(Engine::Create(loaded.model, loaded.tokenizer, options));
+  const uint64_t fingerprint =
+      f.prompt_cache.empty() ? 0 : ValueOrDie(ModelFileFingerprint(f.model), "--prompt-cache");
+  if (!f.prompt_cache.empty()) RestorePromptCache(*engine, f.prompt_cache, fingerprint);
 
   Request request;
   request.prompt_ids = prompt;
@@ -128,12 +160,14 @@ void RunGenerate(GenerateFlags f) {
   std::shared_ptr<RequestHandle> handle = ValueOrDie(engine->Submit(std::move(request)));
 
   int generated = 0;
+  std::vector<int32_t> sampled;
   bool first = true;
   TokenEvent last;
   while (std::optional<TokenEvent> event = handle->Next()) {
     const bool ends_with_stop_token =
         event->stop_kind == StopKind::kEos || event->stop_kind == StopKind::kStopToken;
     const bool shown = f.n_predict > 0 && event->token != kNoToken && !ends_with_stop_token;
+    if (event->token != kNoToken) sampled.push_back(event->token);
     if (shown) {
       ++generated;
       if (f.ids) {
@@ -148,6 +182,11 @@ void RunGenerate(GenerateFlags f) {
   std::printf("\n");
   std::fflush(stdout);
   const EngineStats stats = engine->Stats();
+  if (!f.prompt_cache.empty() && last.finish_reason != FinishReason::kError) {
+    std::vector<int32_t> tokens = prompt;  // the prompt and every sampled token: what the KV holds
+    tokens.insert(tokens.end(), sampled.begin(), sampled.end());
+    SavePromptCache(*engine, f.prompt_cache, fingerprint, std::move(tokens));
+  }
   engine->Shutdown(/*drain=*/true);
   if (last.finish_reason == FinishReason::kError) Fail("generation failed: " + last.error);
 
@@ -209,6 +248,10 @@ void RegisterGenerateCommand(CLI::App& app) {
       ->group("");
   cmd->add_option("--timings-json", f->timings_json, "Write timings as JSON to this file")->check(NotEmpty());
   cmd->add_option("--stop", f->stops, "Stop string (repeatable); not printed");
+  cmd->add_option("--prompt-cache", f->prompt_cache,
+                  "File of cached KV (llama-cli's): read before the prompt, when it exists, so that a prompt "
+                  "starting with the same tokens computes only the rest; written after the reply")
+      ->check(NotEmpty());
   cmd->callback([f] { RunGenerate(*f); });
 }
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <memory>
 
 namespace lockstep {
@@ -19,6 +21,7 @@ constexpr uint64_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8 + 8 + 8;
 constexpr uint32_t kMaxBlockTokens = 1u << 16;
 constexpr uint64_t kMaxBlockBytes = uint64_t(1) << 34;
 constexpr uint64_t kMaxStateFloats = uint64_t(1) << 34;
+constexpr size_t kFingerprintBytes = size_t(1) << 20;  // ModelFileFingerprint
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -177,6 +180,28 @@ Result<SavedPrefix> ReadSavedPrefix(const std::string& path) {
     if (prefix.tokens[i] < 0) return fail("token " + std::to_string(i) + " is negative");
   }
   return prefix;
+}
+
+Result<uint64_t> ModelFileFingerprint(const std::string& path) {
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) return InvalidArgument(SystemError("cannot open the model file", path));
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return InvalidArgument("cannot read the size of the model file '" + path + "'");
+  std::string bytes = std::to_string(size) + ":";
+  const auto read = [&](size_t count) {
+    const size_t at = bytes.size();
+    bytes.resize(at + count);
+    bytes.resize(at + std::fread(bytes.data() + at, 1, count, file.get()));
+  };
+  read(size_t(std::min<uintmax_t>(size, kFingerprintBytes)));
+  if (size > kFingerprintBytes &&
+      std::fseek(file.get(),
+                 -long(std::min<uintmax_t>(size - kFingerprintBytes, kFingerprintBytes)),  // NOLINT
+                 SEEK_END) == 0) {
+    read(kFingerprintBytes);
+  }
+  return uint64_t(std::hash<std::string>{}(bytes));
 }
 
 }  // namespace lockstep

@@ -57,4 +57,10 @@ Status WriteSavedPrefix(const std::string& path, const SavedPrefix& prefix);
 // vocabulary here.
 Result<SavedPrefix> ReadSavedPrefix(const std::string& path);
 
+// What SavedPrefix::model_fingerprint holds for a model file (the server's slot files and `generate
+// --prompt-cache` stamp it and compare it): the file's size and the bytes of its first and last MiB (the
+// header with every tensor's name, type and offset, and the last tensor's data), hashed. Errors name the
+// path.
+Result<uint64_t> ModelFileFingerprint(const std::string& path);
+
 }  // namespace lockstep

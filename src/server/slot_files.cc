@@ -1,9 +1,7 @@
 #include "server/slot_files.h"
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -12,8 +10,6 @@
 
 namespace lockstep::server {
 namespace {
-
-constexpr size_t kFingerprintBytes = size_t(1) << 20;
 
 std::string PathIn(const std::string& directory, const std::string& filename) {
   return (std::filesystem::path(directory) / filename).string();
@@ -58,28 +54,6 @@ bool IsValidSlotFilename(const std::string& name) {
     if (byte == 0xc2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) <= 0x9f) return false;
   }
   return true;
-}
-
-Result<uint64_t> ModelFileFingerprint(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) return InvalidArgument("cannot open the model file '" + path + "'");
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) return InvalidArgument("cannot read the size of the model file '" + path + "'");
-  std::string bytes = std::to_string(size) + ":";
-  const auto read = [&](size_t count) {
-    const size_t at = bytes.size();
-    bytes.resize(at + count);
-    bytes.resize(at + std::fread(bytes.data() + at, 1, count, file.get()));
-  };
-  read(size_t(std::min<uintmax_t>(size, kFingerprintBytes)));
-  if (size > kFingerprintBytes &&
-      std::fseek(file.get(),
-                 -long(std::min<uintmax_t>(size - kFingerprintBytes, kFingerprintBytes)),  // NOLINT
-                 SEEK_END) == 0) {
-    read(kFingerprintBytes);
-  }
-  return uint64_t(std::hash<std::string>{}(bytes));
 }
 
 Parsed<nlohmann::json> SaveSlot(const SlotFileContext& ctx, int seat, const std::string& filename) {

@@ -30,7 +30,7 @@ struct SlotFileContext {
   Engine* engine = nullptr;
   SlotView* slots = nullptr;
   std::string directory;           // --slot-save-path
-  uint64_t model_fingerprint = 0;  // ModelFileFingerprint of the served model
+  uint64_t model_fingerprint = 0;  // ModelFileFingerprint (kv/saved_prefix.h) of the served model
 };
 
 // Whether `name` may name a file in the save directory: 1..255 bytes (a JSON string's: valid UTF-8) without
@@ -38,10 +38,6 @@ struct SlotFileContext {
 // not starting or ending with a space, not ending with a dot, and neither "." nor "..". (llama.cpp refuses
 // the same names.)
 bool IsValidSlotFilename(const std::string& name);
-
-// A fingerprint of a model file: its size and the bytes of its first and last MiB (the header with every
-// tensor's name, type and offset, and the last tensor's data), hashed. Errors name the path.
-Result<uint64_t> ModelFileFingerprint(const std::string& path);
 
 // The three actions for seat `seat` (0 <= seat < slots->seats()); `filename` checked here.
 Parsed<nlohmann::json> SaveSlot(const SlotFileContext& ctx, int seat, const std::string& filename);
