@@ -66,13 +66,22 @@ void SlotView::OnRequestFinished(RequestId id) {
   }
 }
 
+int SlotView::FindSeat(RequestId id) const {
+  for (size_t i = 0; i < seats_.size(); ++i) {
+    if (seats_[i].busy && seats_[i].id == id) return static_cast<int>(i);
+  }
+  // A request preempted and resumed elsewhere left its old seat earlier: the one it holds comes first.
+  for (size_t i = 0; i < seats_.size(); ++i) {
+    if (!seats_[i].busy && seats_[i].last_id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens, int preferred_seat) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (Seat& seat : seats_) {
-    if ((seat.busy && seat.id == id) || (!seat.busy && seat.last_id == id)) {
-      seat.tokens = std::move(tokens);
-      return;
-    }
+  if (const int known = FindSeat(id); known >= 0) {
+    seats_[static_cast<size_t>(known)].tokens = std::move(tokens);
+    return;
   }
   // It ended before a step reported it running: the preferred seat stands for it when idle, else the lowest.
   auto idle = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
@@ -110,11 +119,7 @@ void SlotView::Register(const std::string& label, const Request& base, int prefe
 
 int SlotView::SeatOf(RequestId id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < seats_.size(); ++i) {
-    const Seat& seat = seats_[i];
-    if ((seat.busy && seat.id == id) || (!seat.busy && seat.last_id == id)) return static_cast<int>(i);
-  }
-  return -1;
+  return FindSeat(id);
 }
 
 void SlotView::Unregister(const std::string& label) {

@@ -68,6 +68,8 @@ class SlotView {
   };
   // Frees a seat, keeping what it remembers of its request.
   static void Vacate(Seat& seat);
+  // The seat request `id` holds, else the one it held last; -1 when none (mu_ held).
+  int FindSeat(RequestId id) const;
   struct Job {
     Request base;
     int registrations = 0;
