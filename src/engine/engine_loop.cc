@@ -527,17 +527,21 @@ void Engine::Loop::CountHeldResources() {
   }
 }
 
+void Engine::Loop::CountKvCache() {
+  CountHeldResources();
+  stats_.kv_blocks_cached = blocks_->num_cached();
+  stats_.kv_block_evictions_total = blocks_->evictions();
+}
+
 void Engine::Loop::PublishStats(const StepPlan* plan, int64_t sampled) {
   EngineStats snapshot;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.running = scheduler_.num_running();
     stats_.waiting = scheduler_.num_waiting();
-    CountHeldResources();
-    stats_.kv_blocks_cached = blocks_->num_cached();
+    CountKvCache();
     stats_.prefix_cache_queries_total = scheduler_.prefix_queries_total();
     stats_.prefix_cache_hits_total = scheduler_.prefix_hits_total();
-    stats_.kv_block_evictions_total = blocks_->evictions();
     if (plan != nullptr) {
       ++stats_.steps;
       stats_.step_rows = int32_t(plan->batch.rows.size());

@@ -96,6 +96,8 @@ class Engine::Loop {
   void FinishAll(FinishReason reason, const std::string& error);
   // Copies the KV blocks and state slots in use into stats_ (stats_mutex_ held).
   void CountHeldResources();
+  // That and the prefix cache's blocks: cached, evicted (stats_mutex_ held).
+  void CountKvCache();
   // plan: the step just run (null while idle); sampled: the tokens it sampled.
   void PublishStats(const StepPlan* plan, int64_t sampled = 0);
   StepRecord MakeStepRecord(const StepPlan& plan) const;

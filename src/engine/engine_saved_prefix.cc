@@ -8,7 +8,6 @@
 
 #include "engine/engine.h"
 #include "engine/engine_loop.h"
-#include "kv/block_hash.h"
 
 namespace lockstep {
 namespace {
@@ -54,9 +53,7 @@ Status Engine::Loop::SavedPrefixSupport() const {
 
 void Engine::Loop::CountCachedBlocks() {
   std::lock_guard<std::mutex> lock(stats_mutex_);
-  CountHeldResources();
-  stats_.kv_blocks_cached = blocks_->num_cached();
-  stats_.kv_block_evictions_total = blocks_->evictions();
+  CountKvCache();
 }
 
 Result<SavedPrefix> Engine::Loop::ExportPrefix(std::span<const int32_t> tokens) {
@@ -66,8 +63,7 @@ Result<SavedPrefix> Engine::Loop::ExportPrefix(std::span<const int32_t> tokens) 
   if (snapshots_ != nullptr) {
     // Recurrent layers resume only where a snapshot of their state is kept: every one along the run goes
     // with it, and the run ends at the last.
-    std::vector<BlockHash> hashes;
-    ExtendBlockHashes(RootBlockHash(layout_, 0), tokens, layout_.block_tokens, hashes);
+    const std::vector<BlockHash> hashes = scheduler_.kv().RunHashes(tokens);
     prefix.state_floats = uint64_t(snapshots_->state_floats());
     for (size_t i = 0; i < run.size(); ++i) {
       if (!snapshots_->Contains(hashes[i])) continue;
@@ -78,7 +74,7 @@ Result<SavedPrefix> Engine::Loop::ExportPrefix(std::span<const int32_t> tokens) 
     }
     run.resize(prefix.states.empty() ? 0 : size_t(prefix.states.back().after_blocks));
   }
-  prefix.chain_root = RootBlockHash(layout_, 0);
+  prefix.chain_root = scheduler_.kv().run_root();
   prefix.block_tokens = layout_.block_tokens;
   prefix.block_bytes = layout_.BlockBytes();
   prefix.tokens.assign(tokens.begin(), tokens.begin() + std::ptrdiff_t(run.size()) * layout_.block_tokens);
@@ -91,7 +87,7 @@ Result<SavedPrefix> Engine::Loop::ExportPrefix(std::span<const int32_t> tokens) 
 
 Result<int32_t> Engine::Loop::ImportPrefix(const SavedPrefix& prefix) {
   LOCKSTEP_RETURN_IF_ERROR(SavedPrefixSupport());
-  if (prefix.chain_root != RootBlockHash(layout_, 0) || prefix.block_tokens != layout_.block_tokens ||
+  if (prefix.chain_root != scheduler_.kv().run_root() || prefix.block_tokens != layout_.block_tokens ||
       prefix.block_bytes != layout_.BlockBytes()) {
     return InvalidArgument("it was saved with another KV layout (blocks of " +
                            std::to_string(prefix.block_tokens) + " tokens and " +
@@ -121,8 +117,7 @@ Result<int32_t> Engine::Loop::ImportPrefix(const SavedPrefix& prefix) {
   int64_t usable = blocks;
   if (snapshots_ != nullptr) {
     // The blocks serve up to the last state among them: its snapshot is where a prompt resumes.
-    std::vector<BlockHash> hashes;
-    ExtendBlockHashes(RootBlockHash(layout_, 0), prefix.tokens, layout_.block_tokens, hashes);
+    const std::vector<BlockHash> hashes = scheduler_.kv().RunHashes(prefix.tokens);
     usable = 0;
     for (const SavedState& saved : prefix.states) {
       if (saved.after_blocks > blocks) break;

@@ -219,11 +219,16 @@ BlockKey KvCacheManager::RunKey(std::span<const BlockHash> hashes, std::span<con
                   tokens.subspan(size_t(index) * bt, bt)};
 }
 
+std::vector<BlockHash> KvCacheManager::RunHashes(std::span<const int32_t> tokens) const {
+  std::vector<BlockHash> hashes;
+  ExtendBlockHashes(root_, tokens, block_tokens(), hashes);
+  return hashes;
+}
+
 std::vector<BlockId> KvCacheManager::CachedRun(std::span<const int32_t> tokens) const {
   std::vector<BlockId> run;
   if (!options_.prefix_caching) return run;
-  std::vector<BlockHash> hashes;
-  ExtendBlockHashes(root_, tokens, block_tokens(), hashes);
+  const std::vector<BlockHash> hashes = RunHashes(tokens);
   for (size_t i = 0; i < hashes.size(); ++i) {
     const BlockId block = pool_.Find(RunKey(hashes, tokens, int64_t(i)));
     if (block == kNoBlock) break;
@@ -235,8 +240,7 @@ std::vector<BlockId> KvCacheManager::CachedRun(std::span<const int32_t> tokens) 
 int64_t KvCacheManager::CacheRun(std::span<const int32_t> tokens,
                                  const std::function<void(BlockId, int64_t)>& fill) {
   if (!options_.prefix_caching) return 0;
-  std::vector<BlockHash> hashes;
-  ExtendBlockHashes(root_, tokens, block_tokens(), hashes);
+  const std::vector<BlockHash> hashes = RunHashes(tokens);
   // Every block of the run is held until the end, so that allocating the next one cannot evict it.
   std::vector<BlockId> held;
   for (size_t i = 0; i < hashes.size(); ++i) {

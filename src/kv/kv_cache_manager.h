@@ -150,6 +150,10 @@ class KvCacheManager {
   // Drops the idle blocks of tokens' cached run from the cache (blocks some sequence holds stay cached).
   // Returns how many were dropped.
   int64_t ForgetRun(std::span<const int32_t> tokens);
+  // Such runs' chain root, and the hashes of tokens' full blocks on it (hashes[i] names the run up to the
+  // end of block i: what names a state snapshot there).
+  BlockHash run_root() const { return root_; }
+  std::vector<BlockHash> RunHashes(std::span<const int32_t> tokens) const;
 
  private:
   struct Sequence {

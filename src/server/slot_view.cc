@@ -34,14 +34,8 @@ void SlotView::OnStepRecord(const StepRecord& record) {
     }
     if (seat == nullptr) {
       const auto job = jobs_.find(JobOf(p.label));
-      const int preferred = job != jobs_.end() ? job->second.preferred_seat : -1;
-      auto free = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
-      if (preferred >= 0 && preferred < static_cast<int>(seats_.size()) &&
-          !seats_[static_cast<size_t>(preferred)].busy) {
-        free = seats_.begin() + preferred;
-      }
-      if (free == seats_.end()) continue;  // more running than seats: not expected (max_seqs bounds both)
-      seat = &*free;
+      seat = FreeSeat(job != jobs_.end() ? job->second.preferred_seat : -1);
+      if (seat == nullptr) continue;  // more running than seats: not expected (max_seqs bounds both)
       seat->busy = true;
       seat->id = p.id;
       seat->job = JobOf(p.label);
@@ -66,6 +60,15 @@ void SlotView::OnRequestFinished(RequestId id) {
   }
 }
 
+SlotView::Seat* SlotView::FreeSeat(int preferred) {
+  if (preferred >= 0 && preferred < static_cast<int>(seats_.size()) &&
+      !seats_[static_cast<size_t>(preferred)].busy) {
+    return &seats_[static_cast<size_t>(preferred)];
+  }
+  const auto free = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
+  return free != seats_.end() ? &*free : nullptr;
+}
+
 int SlotView::FindSeat(RequestId id) const {
   for (size_t i = 0; i < seats_.size(); ++i) {
     if (seats_[i].busy && seats_[i].id == id) return static_cast<int>(i);
@@ -84,12 +87,8 @@ void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens, int prefe
     return;
   }
   // It ended before a step reported it running: the preferred seat stands for it when idle, else the lowest.
-  auto idle = std::find_if(seats_.begin(), seats_.end(), [](const Seat& s) { return !s.busy; });
-  if (preferred_seat >= 0 && preferred_seat < static_cast<int>(seats_.size()) &&
-      !seats_[static_cast<size_t>(preferred_seat)].busy) {
-    idle = seats_.begin() + preferred_seat;
-  }
-  if (idle == seats_.end()) return;
+  Seat* idle = FreeSeat(preferred_seat);
+  if (idle == nullptr) return;
   *idle = Seat{};
   idle->last_id = id;
   idle->tokens = std::move(tokens);

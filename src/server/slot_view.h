@@ -70,6 +70,9 @@ class SlotView {
   static void Vacate(Seat& seat);
   // The seat request `id` holds, else the one it held last; -1 when none (mu_ held).
   int FindSeat(RequestId id) const;
+  // Seat `preferred` when it is free (and exists), else the lowest free one; null when every seat is busy
+  // (mu_ held).
+  Seat* FreeSeat(int preferred);
   struct Job {
     Request base;
     int registrations = 0;
