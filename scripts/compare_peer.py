@@ -91,6 +91,7 @@ SHAPES = {
     "tiny-gemma4": ("ik_llama.cpp", False),  # Gemma 4 came after llama.cpp c392e50
     "tiny-qwen35": ("ik_llama.cpp", False),  # Qwen3.5 (Gated DeltaNet) came after llama.cpp c392e50
     "tiny-qwen35moe": ("ik_llama.cpp", False),
+    "tiny-qwen3next": ("ik_llama.cpp", False),  # Qwen3-Next: the fused ssm_in / ssm_ba, grouped heads
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in
     # all-llama.cpp.
     "tiny-256": (None, False),

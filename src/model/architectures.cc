@@ -29,7 +29,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
     {"deepseek2", RopeMode::kNormal}, {"gemma4", RopeMode::kNeox},
     {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
-    {"qwen35moe", RopeMode::kNeox},
+    {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -39,7 +39,6 @@ struct UnsupportedMoe {
   const char* needs;
 };
 constexpr UnsupportedMoe kUnsupportedMoe[] = {
-    {"qwen3next", "shared experts and the fused ssm_in / ssm_ba tensors (its Gated DeltaNet is qwen35's)"},
     {"phimoe", "sparsemixer routing"},
     {"mixtral", "the llama architecture name (llama.cpp writes Mixtral as llama)"},
     {"deepseek", "shared experts"},
@@ -233,8 +232,10 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-// qwen35 (Qwen3.5, dense; qwen35moe: with ApplyExperts' experts and shared expert): Gated DeltaNet on every
-// layer but each full_attention_interval-th (default 4, as llama.cpp), whose attention has a gated output and
+// qwen35 (Qwen3.5, dense; qwen35moe: with ApplyExperts' experts and shared expert) and qwen3next
+// (Qwen3-Next: qwen35moe's layers with the DeltaNet's projections fused per key head, ssm_in and ssm_ba, and
+// value heads grouped by key head): Gated DeltaNet on every layer but each full_attention_interval-th
+// (default 4, as llama.cpp; qwen3next files do not carry the key), whose attention has a gated output and
 // Q/K norms; the FFN's pre-norm is post_attention_norm. Multi-token-prediction layers (nextn_predict_layers,
 // the last blocks) are not run: n_layer excludes them.
 Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
@@ -242,6 +243,10 @@ Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
   c.attn_output_gate = true;
   c.ffn_norm_is_post_attention_norm = true;
   DeltaNetConfig& dn = c.delta_net;
+  if (c.architecture == "qwen3next") {
+    dn.fused_projections = true;
+    dn.tiled_heads = false;
+  }
   struct Field {
     const char* key;
     int64_t* value;
@@ -254,7 +259,8 @@ Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
         Field{"ssm.inner_size", &inner, int64_t{1} << 24}}) {
     const std::string key = Key(c, f.key);
     if (!file.Has(key))
-      return InvalidArgument(file.path() + ": key '" + key + "' is missing (qwen35 needs it)");
+      return InvalidArgument(file.path() + ": key '" + key + "' is missing (" + c.architecture +
+                             " needs it)");
     LOCKSTEP_ASSIGN_OR_RETURN(*f.value, file.GetInt(key));
     if (*f.value < 1 || *f.value > f.limit) {
       return OutOfRangeKey(file, key, "is out of range (1.." + std::to_string(f.limit) + ")");
@@ -288,7 +294,8 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   const std::string count_key = Key(c, "expert_count");
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
   const bool qwen2moe = c.architecture == "qwen2moe";
-  const bool qwen35moe = c.architecture == "qwen35moe";  // qwen2moe's shared expert, renormalised weights
+  // qwen2moe's shared expert, renormalised weights
+  const bool qwen35moe = c.architecture == "qwen35moe" || c.architecture == "qwen3next";
   const bool gpt_oss = c.architecture == "gpt-oss";
   if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe &&
       !gpt_oss && !qwen35moe) {
@@ -397,12 +404,11 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
-      c.architecture != "deepseek2" && c.architecture != "qwen35moe") {
+      c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, qwen35moe and llama "
-                         "(Mixtral) files");
+                         "deepseek2, qwen35moe, qwen3next and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -467,7 +473,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.post_norms = true;
     return Status::Ok();
   }
-  if (a == "qwen35" || a == "qwen35moe") return ApplyQwen35(file, c);
+  if (a == "qwen35" || a == "qwen35moe" || a == "qwen3next") return ApplyQwen35(file, c);
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);

@@ -51,6 +51,9 @@
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
 //   qwen35moe  qwen35 with, as every layer's FFN, experts (softmax, the top expert_used_count
 //           renormalised) and qwen2moe's shared expert scaled by sigmoid(ffn_gate_inp_shexp . x)
+//   qwen3next  Qwen3-Next: qwen35moe's layers, the DeltaNet's input projections fused as llama.cpp's
+//           converter keeps them (ssm_in: per key head [q | k | v | z] of its value heads; ssm_ba: per key
+//           head [beta | alpha]) and each key head serving a group of consecutive value heads
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and

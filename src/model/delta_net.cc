@@ -73,9 +73,13 @@ void DeltaNet::Forward(const Kernels& kernels, const LayerWeights& w, int64_t in
   GrowTo(alpha_, size_t(rows * hv));
   GrowTo(core_, size_t(rows * value_dim));
 
-  const WeightMatrix projections[] = {w.dn_qkv, w.dn_z, w.dn_beta, w.dn_alpha};
-  float* const outs[] = {qkv_.data(), z_.data(), beta_.data(), alpha_.data()};
-  MatMulShared(kernels.matmul, projections, xn, rows, outs, pool);
+  if (dn.fused_projections) {
+    FusedProjections(kernels, w, xn, rows, pool);
+  } else {
+    const WeightMatrix projections[] = {w.dn_qkv, w.dn_z, w.dn_beta, w.dn_alpha};
+    float* const outs[] = {qkv_.data(), z_.data(), beta_.data(), alpha_.data()};
+    MatMulShared(kernels.matmul, projections, xn, rows, outs, pool);
+  }
 
   const int64_t layer_offset = index * dn.LayerStateFloats();
   auto state_of = [&](size_t i) {
@@ -149,6 +153,37 @@ void DeltaNet::Forward(const Kernels& kernels, const LayerWeights& w, int64_t in
     }
   });
   MatMul(kernels.matmul, w.dn_out, z_.data(), rows, out, pool);
+}
+
+void DeltaNet::FusedProjections(const Kernels& kernels, const LayerWeights& w, const float* xn, int64_t rows,
+                                ThreadPool& pool) {
+  const DeltaNetConfig& dn = config_.delta_net;
+  const int64_t group = dn.v_heads / dn.k_heads;               // value heads per key head
+  const int64_t v_width = group * dn.head_v_dim;               // a key head's v (and z) in ssm_in's rows
+  const int64_t qkvz_width = 2 * dn.head_k_dim + 2 * v_width;  // a key head's rows of ssm_in
+  const int64_t channels = dn.ConvChannels(), value_dim = dn.value_dim(), hv = dn.v_heads;
+  GrowTo(fused_qkvz_, size_t(rows * dn.k_heads * qkvz_width));
+  GrowTo(fused_ba_, size_t(rows * 2 * hv));
+  const WeightMatrix projections[] = {w.dn_qkvz, w.dn_ba};
+  float* const outs[] = {fused_qkvz_.data(), fused_ba_.data()};
+  MatMulShared(kernels.matmul, projections, xn, rows, outs, pool);
+  // Key head h's [q | k | v | z] to q, k and v at their places in [q | k | v] (channels) and z in z_; its
+  // [beta | alpha] to value heads h * group ... (h + 1) * group - 1 of beta_ and alpha_.
+  pool.Run(rows, [&](int64_t r, int) {
+    const float* in = fused_qkvz_.data() + r * dn.k_heads * qkvz_width;
+    float* qkv = qkv_.data() + r * channels;
+    float* z = z_.data() + r * value_dim;
+    const float* ba = fused_ba_.data() + r * 2 * hv;
+    for (int64_t h = 0; h < dn.k_heads; ++h, in += qkvz_width, ba += 2 * group) {
+      const size_t k_bytes = size_t(dn.head_k_dim) * sizeof(float), v_bytes = size_t(v_width) * sizeof(float);
+      std::memcpy(qkv + h * dn.head_k_dim, in, k_bytes);
+      std::memcpy(qkv + dn.key_dim() + h * dn.head_k_dim, in + dn.head_k_dim, k_bytes);
+      std::memcpy(qkv + 2 * dn.key_dim() + h * v_width, in + 2 * dn.head_k_dim, v_bytes);
+      std::memcpy(z + h * v_width, in + 2 * dn.head_k_dim + v_width, v_bytes);
+      std::memcpy(beta_.data() + r * hv + h * group, ba, size_t(group) * sizeof(float));
+      std::memcpy(alpha_.data() + r * hv + h * group, ba + group, size_t(group) * sizeof(float));
+    }
+  });
 }
 
 }  // namespace lockstep

@@ -1,8 +1,9 @@
-// DeltaNet: the Gated DeltaNet linear-attention layer of qwen35 (Qwen3.5; model/architectures.h), run by
+// DeltaNet: the Gated DeltaNet linear-attention layer of qwen35 and qwen3next (model/architectures.h), run by
 // model/transformer_feed_forward.cc on the layers with LayerAttention::recurrent. For each row x (already
 // RMS-normed):
 //   [q | k | v] = attn_qkv x, z = attn_gate x, b = ssm_beta x, a = ssm_alpha x     (one MatMul each, all
-//   rows) [q | k | v] -> causal depthwise convolution of conv_kernel taps over the sequence's latest inputs
+//   rows; qwen3next: ssm_in x and ssm_ba x, taken apart per key head, DeltaNetConfig::fused_projections)
+//   [q | k | v] -> causal depthwise convolution of conv_kernel taps over the sequence's latest inputs
 //   (the previous conv_kernel - 1 live in the state) -> SiLU; q and k L2-normalised per key head (x /
 //   max(|x|, eps)), q scaled by 1 / sqrt(head_k_dim) per value head h (query/key head h % k_heads, or h /
 //   (v_heads / k_heads)): beta = sigmoid(b_h), decay = exp(ssm_a_h * softplus(a_h + ssm_dt_h)), and the delta
@@ -44,11 +45,16 @@ class DeltaNet {
                const float* xn, float* out, ThreadPool& pool);
 
  private:
+  // qwen3next: qkv_, z_, beta_ and alpha_ from ssm_in and ssm_ba (DeltaNetConfig::fused_projections).
+  void FusedProjections(const Kernels& kernels, const LayerWeights& w, const float* xn, int64_t rows,
+                        ThreadPool& pool);
+
   const ModelConfig& config_;
   // Rows of each sequence that has rows in the batch, in position order: seq_rows_[seq_begin_[i] ..
   // seq_begin_[i + 1]) for sequence seq_ids_[i].
   std::vector<int32_t> seq_ids_, seq_begin_, seq_rows_;
   std::vector<float> qkv_, conv_, z_, beta_, alpha_, core_;  // [rows][width] scratch
+  std::vector<float> fused_qkvz_, fused_ba_;                 // qwen3next: [rows][width] scratch
 };
 
 }  // namespace lockstep

@@ -192,7 +192,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
     if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2" ||
-        family == "qwen35moe") {
+        family == "qwen35moe" || family == "qwen3next") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -210,15 +210,20 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".rope.dimension_sections", GgufValue::Int32Array(sections));
     if (family != "qwen2") w.Set(a + ".n_deepstack_layers", GgufValue::Uint32(3));
   }
-  if (a == "qwen35" ||
-      a == "qwen35moe") {  // Gated DeltaNet and M-RoPE sections (t, h, w, unused) in Qwen3.5's 11:11:10
+  // Gated DeltaNet and (qwen35) M-RoPE sections (t, h, w, unused) in Qwen3.5's 11:11:10; llama.cpp's
+  // converter writes no full_attention_interval for qwen3next (its loader takes 4).
+  if (a == "qwen35" || a == "qwen35moe" || a == "qwen3next") {
     const int64_t key_width = s.ssm_head_dim;
     w.Set(a + ".ssm.conv_kernel", GgufValue::Uint32(uint32_t(s.ssm_conv_kernel)));
     w.Set(a + ".ssm.group_count", GgufValue::Uint32(uint32_t(s.ssm_k_heads)));
     w.Set(a + ".ssm.time_step_rank", GgufValue::Uint32(uint32_t(s.ssm_v_heads)));
     w.Set(a + ".ssm.state_size", GgufValue::Uint32(uint32_t(key_width)));
     w.Set(a + ".ssm.inner_size", GgufValue::Uint32(uint32_t(s.ssm_v_heads * s.ssm_head_dim)));
-    w.Set(a + ".full_attention_interval", GgufValue::Uint32(uint32_t(s.full_attention_interval)));
+    if (a != "qwen3next") {
+      w.Set(a + ".full_attention_interval", GgufValue::Uint32(uint32_t(s.full_attention_interval)));
+    }
+  }
+  if (a == "qwen35" || a == "qwen35moe") {
     const int64_t pairs = RopeDim(s) / 2, t = (pairs + 2) / 3, h = (pairs - t + 1) / 2;
     w.Set(a + ".rope.dimension_sections",
           GgufValue::Int32Array({int32_t(t), int32_t(h), int32_t(pairs - t - h), 0}));
@@ -388,9 +393,10 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
   const int64_t block = GetTensorTypeTraits(checked).block_elements;
   const std::string family = TextArchitecture(s.architecture);
   if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)) ||
-      ((family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "qwen35moe") &&
+      ((family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "qwen35moe" ||
+        family == "qwen3next") &&
        s.n_expert == 0) ||
-      (family == "qwen2moe" || family == "qwen35moe") != (s.n_ff_shared > 0)) {
+      (family == "qwen2moe" || family == "qwen35moe" || family == "qwen3next") != (s.n_ff_shared > 0)) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
   for (int64_t in :

@@ -136,13 +136,13 @@ struct ModelShape {
 // tiny-smollm3, tiny-qwen2moe, tiny-gpt-oss, tiny-glm4, tiny-gemma4, tiny-ernie4.5, tiny-qwen2.5vl,
 // tiny-qwen3vl, tiny-qwen3vlmoe, tiny-mistral3, tiny-ministral3, tiny-deepseek2, tiny-deepseek3,
 // tiny-deepseek3-split (tiny-deepseek3 as newer conversions split it), tiny-deepseek3-grouped (with V3's
-// expert groups), tiny-qwen35, tiny-qwen35moe: real head counts, GQA ratios and window patterns, tiny widths,
-// windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier head and a rerank
-// template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from), tiny-bert-reranker
-// (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter of its width, 64
-// experts: for benchmarks of the expert products), small-qwen2moe (likewise Qwen2-57B-A14B's, with its shared
-// expert), small-gpt-oss (gpt-oss-20b's plan at a fifth of its width), and real ones: stories15m,
-// smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
+// expert groups), tiny-qwen35, tiny-qwen35moe, tiny-qwen3next: real head counts, GQA ratios and window
+// patterns, tiny widths, windows and expert counts), tiny-qwen3-reranker (tiny-qwen3 with a yes/no classifier
+// head and a rerank template), tiny-bert (a bge-like bidirectional encoder; needs a WordPiece --vocab-from),
+// tiny-bert-reranker (with BERT's cls + cls.output head), small-qwen3moe (Qwen3-30B-A3B's plan at a quarter
+// of its width, 64 experts: for benchmarks of the expert products), small-qwen2moe (likewise
+// Qwen2-57B-A14B's, with its shared expert), small-gpt-oss (gpt-oss-20b's plan at a fifth of its width), and
+// real ones: stories15m, smollm2-135m, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b.
 Result<ModelShape> FindModelShape(const std::string& name);
 std::vector<std::string> ModelShapeNames();
 

@@ -69,8 +69,12 @@ struct DeltaNetConfig {
   int64_t head_k_dim = 0;   // ssm.state_size
   int64_t head_v_dim = 0;   // ssm.inner_size / v_heads
   // Value head h reads query/key head h % k_heads (qwen35's separate ssm_alpha/ssm_beta files), as
-  // ik_llama.cpp does; false: h / (v_heads / k_heads).
+  // ik_llama.cpp does; false: h / (v_heads / k_heads) (qwen3next).
   bool tiled_heads = true;
+  // qwen3next: the input projections are ssm_in, per key head [q | k | v | z] (head_k_dim, head_k_dim, then
+  // v_heads / k_heads value heads of v and of z), and ssm_ba, per key head [beta | alpha] of its value
+  // heads; false: qwen35's attn_qkv, attn_gate, ssm_beta and ssm_alpha.
+  bool fused_projections = false;
 
   int64_t key_dim() const { return k_heads * head_k_dim; }
   int64_t value_dim() const { return v_heads * head_v_dim; }

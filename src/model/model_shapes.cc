@@ -362,6 +362,15 @@ constexpr ShapeEntry kShapes[] = {
        Experts(s, 8, 2, 64);
        s.n_ff_shared = 64;
      }},
+    {"tiny-qwen3next",
+     [](ModelShape& s) {
+       // Qwen3-Next-80B-A3B's plan at tiny-qwen35's widths: 10 of 512 experts (here 2 of 8) 512 wide and a
+       // shared expert as wide; the DeltaNet's projections fused per key head (ssm_in, ssm_ba) and its 32
+       // value heads grouped by its 16 key heads (here 4 and 2, so that grouping and qwen35's tiling differ).
+       s = *FindModelShape("tiny-qwen35moe");
+       s.name = "tiny-qwen3next";
+       s.architecture = "qwen3next";
+     }},
     {"tiny-ministral3",
      [](ModelShape& s) {
        // Ministral 3 8B: 32 heads, 8 KV heads, YaRN factor 16 without its magnitude (yarn_log_multiplier 1)

@@ -244,10 +244,15 @@ void BindLatentAttention(Binder& b, const ModelConfig& c, const std::string& p, 
 
 // A Gated DeltaNet layer's tensors (LayerWeights' dn_*), llama.cpp's names for them.
 void BindDeltaNet(Binder& b, const DeltaNetConfig& dn, int64_t d, const std::string& p, LayerWeights& lw) {
-  lw.dn_qkv = b.Matrix(p + "attn_qkv.weight", dn.ConvChannels(), d);
-  lw.dn_z = b.Matrix(p + "attn_gate.weight", dn.value_dim(), d);
-  lw.dn_beta = b.Matrix(p + "ssm_beta.weight", dn.v_heads, d);
-  lw.dn_alpha = b.Matrix(p + "ssm_alpha.weight", dn.v_heads, d);
+  if (dn.fused_projections) {  // qwen3next: rows grouped per key head (DeltaNet::Forward takes them apart)
+    lw.dn_qkvz = b.Matrix(p + "ssm_in.weight", dn.ConvChannels() + dn.value_dim(), d);
+    lw.dn_ba = b.Matrix(p + "ssm_ba.weight", 2 * dn.v_heads, d);
+  } else {
+    lw.dn_qkv = b.Matrix(p + "attn_qkv.weight", dn.ConvChannels(), d);
+    lw.dn_z = b.Matrix(p + "attn_gate.weight", dn.value_dim(), d);
+    lw.dn_beta = b.Matrix(p + "ssm_beta.weight", dn.v_heads, d);
+    lw.dn_alpha = b.Matrix(p + "ssm_alpha.weight", dn.v_heads, d);
+  }
   lw.dn_out = b.Matrix(p + "ssm_out.weight", d, dn.value_dim());
   lw.dn_conv = b.Table(p + "ssm_conv1d.weight", dn.conv_kernel, dn.ConvChannels());
   lw.dn_a = b.Vector(p + "ssm_a", dn.v_heads);
@@ -272,7 +277,10 @@ void ModelWeights::PackMatrices(int threads) {
     add(lw.pl_proj);
     add(lw.router);
     add(lw.shared_gate);
-    for (WeightMatrix* m : {&lw.dn_qkv, &lw.dn_z, &lw.dn_beta, &lw.dn_alpha, &lw.dn_out}) add(*m);
+    for (WeightMatrix* m :
+         {&lw.dn_qkv, &lw.dn_z, &lw.dn_beta, &lw.dn_alpha, &lw.dn_qkvz, &lw.dn_ba, &lw.dn_out}) {
+      add(*m);
+    }
     for (size_t e = 0; e < lw.expert_gate.size(); ++e) {
       for (WeightMatrix* m : {&lw.expert_gate[e], &lw.expert_up[e], &lw.expert_down[e]}) add(*m);
     }

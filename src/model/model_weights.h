@@ -81,8 +81,9 @@ struct LayerWeights {
   // DeltaNet (model/delta_net.h): attn_qkv [q | k | v: ConvChannels()][n_embd], attn_gate (z)
   // [value_dim][n_embd], ssm_beta and ssm_alpha [v_heads][n_embd], ssm_out [n_embd][value_dim]; ssm_conv1d
   // [ConvChannels()][conv_kernel], ssm_a [v_heads] (-exp(A_log)), ssm_dt.bias [v_heads], ssm_norm
-  // [head_v_dim].
-  WeightMatrix dn_qkv, dn_z, dn_beta, dn_alpha, dn_out;
+  // [head_v_dim]. qwen3next (DeltaNetConfig::fused_projections) has instead of the first four ssm_in
+  // [ConvChannels() + value_dim][n_embd] and ssm_ba [2 v_heads][n_embd], their rows grouped per key head.
+  WeightMatrix dn_qkv, dn_z, dn_beta, dn_alpha, dn_qkvz, dn_ba, dn_out;
   std::vector<float> dn_conv, dn_a, dn_dt_bias, dn_norm;
 };
 

@@ -71,7 +71,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool fused = a == "phi3";
   const bool fused_ffn = fused || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
-  const bool qwen35 = a == "qwen35" || a == "qwen35moe";  // Gated DeltaNet layers; gated attention output
+  // Gated DeltaNet layers; gated attention output
+  const bool qwen35 = a == "qwen35" || a == "qwen35moe" || a == "qwen3next";
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.

@@ -106,14 +106,19 @@ std::vector<PlannedTensor> PlanGemma4Tensors(const MakeModelOptions& o, int64_t 
 }
 
 // llama.cpp's names and shapes (model/delta_net.h): F32 conv taps and per-head vectors, ssm_a = -exp(A_log)
-// for A_log in [0, 1.5).
+// for A_log in [0, 1.5). qwen3next: the input projections fused per key head (ssm_in, ssm_ba).
 void PlanDeltaNetLayer(const std::string& p, TensorPlan& plan) {
   const ModelShape& s = plan.shape();
   const int64_t key_dim = s.ssm_k_heads * s.ssm_head_dim, value_dim = s.ssm_v_heads * s.ssm_head_dim;
-  plan.Matrix(p + "attn_qkv.weight", 2 * key_dim + value_dim, s.n_embd);
-  plan.Matrix(p + "attn_gate.weight", value_dim, s.n_embd);
-  plan.Matrix(p + "ssm_beta.weight", s.ssm_v_heads, s.n_embd);
-  plan.Matrix(p + "ssm_alpha.weight", s.ssm_v_heads, s.n_embd);
+  if (s.architecture == "qwen3next") {
+    plan.Matrix(p + "ssm_in.weight", 2 * key_dim + 2 * value_dim, s.n_embd);
+    plan.Matrix(p + "ssm_ba.weight", 2 * s.ssm_v_heads, s.n_embd);
+  } else {
+    plan.Matrix(p + "attn_qkv.weight", 2 * key_dim + value_dim, s.n_embd);
+    plan.Matrix(p + "attn_gate.weight", value_dim, s.n_embd);
+    plan.Matrix(p + "ssm_beta.weight", s.ssm_v_heads, s.n_embd);
+    plan.Matrix(p + "ssm_alpha.weight", s.ssm_v_heads, s.n_embd);
+  }
   plan.Matrix(p + "ssm_out.weight", s.n_embd, value_dim);
   plan.F32(p + "ssm_conv1d.weight", {s.ssm_conv_kernel, 2 * key_dim + value_dim}, Fill::kNormal, 0.3f);
   std::vector<float> a(size_t(s.ssm_v_heads));

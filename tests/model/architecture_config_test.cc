@@ -98,6 +98,26 @@ TEST(Architectures, Qwen35) {
       std::string::npos);
 }
 
+// Qwen3-Next: qwen35moe's layers (every fourth full attention without the key), its DeltaNet's projections
+// fused per key head and its value heads grouped by key head.
+TEST(Architectures, Qwen3Next) {
+  const ModelConfig c = Config("tiny-qwen3next");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qk_norm && c.attn_output_gate && c.ffn_norm_is_post_attention_norm);
+  std::vector<bool> recurrent;
+  for (const LayerAttention& l : c.layers) recurrent.push_back(l.recurrent);
+  EXPECT_EQ(recurrent, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_TRUE(c.delta_net.fused_projections);
+  EXPECT_FALSE(c.delta_net.tiled_heads);
+  EXPECT_FALSE(Config("tiny-qwen35moe").delta_net.fused_projections);
+  EXPECT_EQ(c.n_expert, 8);
+  EXPECT_EQ(c.n_expert_used, 2);
+  EXPECT_EQ(c.n_ff_shared, 64);
+  EXPECT_TRUE(c.expert_weights_norm);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-qwen3next", TensorType::kF32));
+  EXPECT_EQ(m.model->MakeKvLayout(KvDtype::kF16, 16).recurrent_state_floats, c.RecurrentStateFloats());
+}
+
 TEST(Architectures, VisionLanguageFilesRunTheirText) {
   const ModelConfig q3 = Config("tiny-qwen3vl");
   EXPECT_EQ(q3.file_architecture, "qwen3vl");

@@ -55,6 +55,33 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       } else {
         LOCKSTEP_ASSIGN_OR_RETURN(L.wkv_b, Load(file, p + "attn_kv_b.weight"));
       }
+    } else if (c.layers[l].recurrent && file.FindTensor(p + "ssm_in.weight") != nullptr) {
+      // qwen3next: ssm_in's rows per key head [q | k | v | z], ssm_ba's [beta | alpha], regrouped here
+      // into qwen35's four matrices.
+      const DeltaNetConfig& dn = c.delta_net;
+      const int64_t kd = dn.head_k_dim, vw = dn.v_heads / dn.k_heads * dn.head_v_dim;
+      const int64_t group = dn.v_heads / dn.k_heads;
+      LOCKSTEP_ASSIGN_OR_RETURN(Matrix in, Load(file, p + "ssm_in.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(Matrix ba, Load(file, p + "ssm_ba.weight"));
+      Matrix q, k, v;
+      auto append = [](Matrix& to, const Matrix& from) { to.insert(to.end(), from.begin(), from.end()); };
+      for (int64_t h = 0; h < dn.k_heads; ++h) {
+        const int64_t base = h * (2 * kd + 2 * vw);
+        append(q, RowRange(in, base, kd));
+        append(k, RowRange(in, base + kd, kd));
+        append(v, RowRange(in, base + 2 * kd, vw));
+        append(L.dn_z, RowRange(in, base + 2 * kd + vw, vw));
+        append(L.dn_beta, RowRange(ba, h * 2 * group, group));
+        append(L.dn_alpha, RowRange(ba, h * 2 * group + group, group));
+      }
+      L.dn_qkv = q;
+      append(L.dn_qkv, k);
+      append(L.dn_qkv, v);
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_out, Load(file, p + "ssm_out.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_conv, Load(file, p + "ssm_conv1d.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_a, LoadVector(file, p + "ssm_a"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_dt, LoadVector(file, p + "ssm_dt.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.dn_norm, LoadVector(file, p + "ssm_norm.weight"));
     } else if (c.layers[l].recurrent) {  // qwen35's Gated DeltaNet
       for (auto [m, name] :
            {std::pair{&L.dn_qkv, "attn_qkv.weight"}, std::pair{&L.dn_z, "attn_gate.weight"},
