@@ -319,9 +319,9 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
                              " = " + std::to_string(c.n_expert) + ")");
   }
   const std::string ff_key = Key(c, "expert_feed_forward_length");
-  if (gpt_oss && !file.Has(ff_key)) {  // llama.cpp requires it for gpt-oss
-    return InvalidArgument(file.path() + ": key '" + ff_key +
-                           "' is missing (gpt-oss needs its expert width)");
+  if ((gpt_oss || c.architecture == "gemma4") && !file.Has(ff_key)) {  // llama.cpp requires it for gpt-oss
+    return InvalidArgument(file.path() + ": key '" + ff_key + "' is missing (" + c.architecture +
+                           " needs its expert width)");
   }
   auto width = [&](const std::string& key, int64_t fallback, int64_t& value) -> Status {
     LOCKSTEP_ASSIGN_OR_RETURN(value, file.GetIntOr(key, fallback));
@@ -404,11 +404,12 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
-      c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next") {
+      c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
+      c.architecture != "gemma4") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, qwen35moe, qwen3next and llama (Mixtral) files");
+                         "deepseek2, qwen35moe, qwen3next, gemma4 and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;

@@ -44,7 +44,8 @@
 //           scores (expert_weights_norm, expert_weights_scale), plus expert_shared_count ungated shared ones
 //   gemma4  Gemma 4's text model: gemma3's layers with per-layer head sizes, KV heads and FFN widths,
 //           layers sharing earlier layers' K/V, V = K where attn_v is absent, V norms, layer output scales,
-//           proportional RoPE on global layers, per-layer token inputs (model/gemma4.h)
+//           proportional RoPE on global layers, per-layer token inputs, and (26B-A4B) GeGLU experts beside
+//           each layer's dense FFN (model/gemma4.h)
 //   qwen35  Qwen3.5 (dense): Gated DeltaNet linear attention (model/delta_net.h; <arch>.ssm.*) on all layers
 //           but every full_attention_interval-th, whose attention has Q/K norms, partial NeoX RoPE and a
 //           sigmoid output gate (attn_q rows [query | gate] per head); the FFN's pre-norm is named

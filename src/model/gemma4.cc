@@ -134,6 +134,8 @@ Status ApplyGemma4(const GgufFile& file, ModelConfig& c) {
                         ", whose K/V it shares");
     }
   }
+  // 26B-A4B: experts (read by ApplyExperts) beside every layer's dense FFN.
+  c.dense_beside_experts = c.n_expert > 0;
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd_per_layer, file.GetIntOr(a + "embedding_length_per_layer_input", 0));
   if (c.n_embd_per_layer < 0 || c.n_embd_per_layer > (1 << 16)) {
     return BadKey(file, a + "embedding_length_per_layer_input", "is out of range (0..65536)");

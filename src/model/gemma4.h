@@ -12,7 +12,8 @@
 //   - blk.N.layer_output_scale (one number) scales the layer's output;
 //   - attention scale 1 (the Q/K norms set the magnitude), final logits soft-capped (default 30).
 // Per-layer token inputs (embedding_length_per_layer_input > 0: Gemma 4 E2B/E4B) are read into
-// n_embd_per_layer; mixtures of experts (26B-A4B) are refused by model/architectures.cc. Pure functions.
+// n_embd_per_layer. The mixture of experts (26B-A4B, <arch>.expert_count > 0) runs beside each layer's
+// dense FFN (ModelConfig::dense_beside_experts). Pure functions.
 #pragma once
 
 #include <cstdint>

@@ -236,6 +236,12 @@ struct ModelConfig {
   // deepseek2: the first <arch>.leading_dense_block_count layers have a dense FFN of width n_ff instead of
   // the experts (FeedForwardExperts(layer) is false for them).
   int64_t n_layer_dense_lead = 0;
+  // Gemma 4's mixture of experts (26B-A4B; model/gemma4.h): every layer runs its dense GeGLU FFN (LayerFf,
+  // from ffn_norm's input) and GeGLU experts (from pre_ffw_norm_2's) side by side, each output RMS-normed
+  // (post_ffw_norm_1, post_ffw_norm_2) before their sum; the router reads the unweighted RMS norm of the
+  // layer's input times ffn_gate_inp.scale / sqrt(n_embd), and each chosen expert's weight is times its
+  // ffn_down_exps.scale.
+  bool dense_beside_experts = false;
 
   // DeepSeek's multi-head latent attention (deepseek2, kv_lora_rank > 0; model/mla.h). Each head's key is
   // [k_nope (head_dim - rope_dim) | k_rope (rope_dim)], k_rope shared by all heads (attn_kv_a_mqa's last

@@ -275,6 +275,21 @@ constexpr ShapeEntry kShapes[] = {
        s.sliding_window = 40;
        s.final_softcap = 2.0f;
      }},
+    {"tiny-gemma4moe",
+     [](ModelShape& s) {
+       // Gemma 4 26B-A4B's plan at tiny-gemma4's widths: five local layers to one global, V = K and fewer KV
+       // heads on the global ones, no shared K/V and no per-layer inputs; on every layer 8 of 128 experts
+       // (here 2 of 8) beside the dense FFN. Router weights wide enough that its 1 / sqrt(n_embd) input
+       // still separates the experts.
+       s = *FindModelShape("tiny-gemma4");
+       s.name = "tiny-gemma4moe";
+       s.gemma4_global_every = 6;
+       s.n_layer = 6;
+       s.shared_kv_layers = 0;
+       s.n_embd_per_layer = 0;
+       Experts(s, 8, 2, 32);
+       s.router_std = 3.0f;
+     }},
     {"tiny-phi3",
      [](ModelShape& s) {  // Phi-3-mini-4k: 32 heads, no GQA, a window on every layer
        s = Tiny(s.name, "phi3");

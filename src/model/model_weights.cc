@@ -1,6 +1,7 @@
 #include "model/model_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -133,6 +134,23 @@ class Binder {
 
 // Gemma 4's per-layer tensors beyond gemma3's: the optional output scale, and with per-layer token inputs
 // their gate [n_embd_per_layer][n_embd], projection [n_embd][n_embd_per_layer] and its post-norm.
+// Gemma 4's experts' companions (ModelConfig::dense_beside_experts): the dense FFN beside them, the three
+// extra norms, the router's input scale (folded with 1 / sqrt(n_embd)) and the experts' output scales.
+void BindGemma4Experts(Binder& b, const ModelConfig& c, const std::string& p, int64_t n_ff,
+                       LayerWeights& lw) {
+  const int64_t d = c.n_embd;
+  lw.w_gate = b.Matrix(p + "ffn_gate.weight", n_ff, d);
+  lw.w_up = b.Matrix(p + "ffn_up.weight", n_ff, d);
+  lw.w_down = b.Matrix(p + "ffn_down.weight", d, n_ff);
+  lw.pre_ffn_norm_2 = b.Vector(p + "pre_ffw_norm_2.weight", d);
+  lw.post_ffn_norm_1 = b.Vector(p + "post_ffw_norm_1.weight", d);
+  lw.post_ffn_norm_2 = b.Vector(p + "post_ffw_norm_2.weight", d);
+  lw.router_input_scale = b.Vector(p + "ffn_gate_inp.scale", d);
+  const float root = 1.0f / std::sqrt(float(d));
+  for (float& s : lw.router_input_scale) s *= root;
+  if (b.Has(p + "ffn_down_exps.scale")) lw.expert_scale = b.Vector(p + "ffn_down_exps.scale", c.n_expert);
+}
+
 void BindGemma4Layer(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
   if (b.Has(p + "layer_output_scale.weight")) lw.out_scale = b.Vector(p + "layer_output_scale.weight", 1);
   if (c.n_embd_per_layer == 0) return;
@@ -368,9 +386,17 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (c.FeedForwardExperts(l)) {
       const int64_t ff = c.n_ff_expert;
       lw.router = b.Matrix(p + "ffn_gate_inp.weight", c.n_expert, d);
-      lw.expert_gate = b.Experts(p + "ffn_gate_exps.weight", ff, d, c.n_expert);
-      lw.expert_up = b.Experts(p + "ffn_up_exps.weight", ff, d, c.n_expert);
+      if (b.Has(p + "ffn_gate_up_exps.weight")) {  // Gemma 4: each expert's [gate | up] rows
+        for (const WeightMatrix& gate_up : b.Experts(p + "ffn_gate_up_exps.weight", 2 * ff, d, c.n_expert)) {
+          lw.expert_gate.push_back(Binder::Rows(gate_up, 0, ff));
+          lw.expert_up.push_back(Binder::Rows(gate_up, ff, ff));
+        }
+      } else {
+        lw.expert_gate = b.Experts(p + "ffn_gate_exps.weight", ff, d, c.n_expert);
+        lw.expert_up = b.Experts(p + "ffn_up_exps.weight", ff, d, c.n_expert);
+      }
       lw.expert_down = b.Experts(p + "ffn_down_exps.weight", d, ff, c.n_expert);
+      if (c.dense_beside_experts) BindGemma4Experts(b, c, p, n_ff, lw);
       if (c.expert_biases) {
         lw.router_b = b.Vector(p + "ffn_gate_inp.bias", c.n_expert);
         lw.expert_gate_b = b.Table(p + "ffn_gate_exps.bias", ff, c.n_expert);

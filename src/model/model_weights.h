@@ -68,6 +68,13 @@ struct LayerWeights {
   std::vector<WeightMatrix> expert_gate;  // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_up;    // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> expert_down;  // [n_expert] x [n_embd][n_ff_expert]
+  // Gemma 4's experts (ModelConfig::dense_beside_experts; w_gate / w_up / w_down are then the dense FFN
+  // beside them, from ffn_gate / ffn_up / ffn_down): the router reads RMSNorm(x) with router_input_scale
+  // (ffn_gate_inp.scale / sqrt(n_embd)) [n_embd] as its weight; expert e's weight is times expert_scale[e]
+  // (ffn_down_exps.scale [n_expert]; empty: 1); pre_ffw_norm_2 (the experts' input), post_ffw_norm_1 (the
+  // dense output), post_ffw_norm_2 (the experts' output), each [n_embd].
+  std::vector<float> router_input_scale, expert_scale;
+  std::vector<float> pre_ffn_norm_2, post_ffn_norm_1, post_ffn_norm_2;
   // qwen2moe: ffn_gate_inp_shexp, the shared expert's gate (GGUF dims [n_embd] or [n_embd, 1]: llama.cpp
   // reads both).
   WeightMatrix shared_gate;  // [1][n_embd]

@@ -145,7 +145,8 @@ void MixtureOfExperts::GroupExperts(std::span<const WeightMatrix> first, std::sp
 }
 
 void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, const LayerWeights& w,
-                               const float* xn, int64_t rows, float* out, ThreadPool& pool) {
+                               const float* xn, int64_t rows, float* out, ThreadPool& pool,
+                               const float* router_x) {
   const int64_t n_expert = c.n_expert;
   const int64_t k = c.n_expert_used;
   const int64_t d = c.n_embd;
@@ -160,7 +161,7 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
   GrowTo(up_, slots * ff);
   GrowTo(outputs_, slots * d);
 
-  MatMul(kernels.matmul, w.router, xn, rows, logits_.data(), pool);
+  MatMul(kernels.matmul, w.router, router_x != nullptr ? router_x : xn, rows, logits_.data(), pool);
   if (!w.router_b.empty()) {  // gpt-oss: the router's bias, before the choice
     for (int64_t r = 0; r < rows; ++r) AddBias(logits_.data() + r * n_expert, w.router_b.data(), n_expert);
   }
@@ -173,6 +174,10 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
                      w.selection_bias.empty() ? nullptr : w.selection_bias.data(),
                      ExpertGroups{c.expert_groups, c.expert_groups_used}, c.expert_weights_norm,
                      c.expert_weights_scale, chosen_.data() + r * k, weights_.data() + r * k);
+    }
+    if (!w.expert_scale.empty()) {  // Gemma 4
+      for (int64_t j = 0; j < k; ++j)
+        weights_[size_t(r * k + j)] *= w.expert_scale[size_t(chosen_[size_t(r * k + j)])];
     }
   }
   // Slots grouped by expert, rows ascending within each.
@@ -200,6 +205,8 @@ void MixtureOfExperts::Forward(const Kernels& kernels, const ModelConfig& c, con
     if (c.ffn_activation == FfnActivation::kSwiGluOai) {  // gpt-oss
       kernels.elementwise.swiglu_oai(gate_.data() + s * ff, up_.data() + s * ff, ff, kSwiGluOaiAlpha,
                                      kSwiGluOaiLimit);
+    } else if (c.ffn_activation == FfnActivation::kGeluTanh) {  // Gemma 4
+      kernels.elementwise.geglu(gate_.data() + s * ff, up_.data() + s * ff, ff);
     } else {
       kernels.elementwise.swiglu(gate_.data() + s * ff, up_.data() + s * ff, ff);
     }

@@ -10,7 +10,9 @@
 //      added first); qwen2moe (!expert_weights_norm): their softmax over all experts as it is
 //   -> slots: the (row, choice) pairs grouped by expert (expert-major, rows ascending within an expert), each
 //      slot holding its row's xn
-//   -> every expert with slots: gate/up over its slots (+ its biases, gpt-oss) -> SwiGLU (gpt-oss: clamped)
+//   -> Gemma 4: each chosen expert's weight times its ffn_down_exps.scale (LayerWeights::expert_scale)
+//   -> every expert with slots: gate/up over its slots (+ its biases, gpt-oss) -> SwiGLU (gpt-oss: clamped;
+//      Gemma 4: GeGLU)
 //      -> down (+ its bias), each product one grouped MatMul over all experts (tensor/matmul_grouped.h: one
 //      parallel loop, not one per expert)
 //   -> out[r] = sum over the row's choices, in rank order, of weight * its expert's output (fused
@@ -68,8 +70,9 @@ void RouteScoredRow(float* scores, int64_t n_expert, int64_t k, ModelConfig::Exp
 class MixtureOfExperts {
  public:
   // out[r] for r in [0, rows): the layer's expert mixture applied to xn[r]; xn, out: [rows][n_embd].
+  // router_x (null: xn) is what the router reads (Gemma 4's differs from the experts' input).
   void Forward(const Kernels& kernels, const ModelConfig& config, const LayerWeights& weights,
-               const float* xn, int64_t rows, float* out, ThreadPool& pool);
+               const float* xn, int64_t rows, float* out, ThreadPool& pool, const float* router_x = nullptr);
 
  private:
   // groups_ for the experts with slots: expert e's first[e] (and second[e], if not empty) over its slots'

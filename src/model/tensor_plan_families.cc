@@ -95,6 +95,17 @@ std::vector<PlannedTensor> PlanGemma4Tensors(const MakeModelOptions& o, int64_t 
     plan.Matrix(p + "ffn_up.weight", Gemma4Ff(s, layer), d);
     plan.Matrix(p + "ffn_down.weight", d, Gemma4Ff(s, layer), Role::kFfnDown);
     plan.Vec(p + "post_ffw_norm.weight", d, norm);
+    if (s.n_expert > 0) {  // 26B-A4B: experts beside the dense FFN (ModelConfig::dense_beside_experts)
+      const int64_t ff = s.n_ff_expert;
+      plan.F32(p + "ffn_gate_inp.weight", {d, s.n_expert}, Fill::kNormal, s.router_std);
+      plan.Vec(p + "ffn_gate_inp.scale", d, Fill::kNearOne);
+      plan.Experts(p + "ffn_gate_up_exps.weight", 2 * ff, d, s.n_expert, Role::kPlain);
+      plan.Experts(p + "ffn_down_exps.weight", d, ff, s.n_expert, Role::kFfnDown);
+      plan.Vec(p + "ffn_down_exps.scale", s.n_expert, Fill::kNearOne);
+      plan.Vec(p + "pre_ffw_norm_2.weight", d, norm);
+      plan.Vec(p + "post_ffw_norm_1.weight", d, norm);
+      plan.Vec(p + "post_ffw_norm_2.weight", d, norm);
+    }
     plan.Vec(p + "layer_output_scale.weight", 1, Fill::kNearOne);
     if (n_epl > 0) {
       plan.Matrix(p + "inp_gate.weight", n_epl, d);

@@ -126,14 +126,17 @@ void Transformer::EnsureScratch(int64_t rows) {
   GrowTo(k_, r * c.MaxKvDim());
   GrowTo(v_, r * c.MaxVDim());
   // Experts: model/moe.h's own scratch, and the shared expert (and deepseek2's leading dense FFNs) here.
-  const size_t ff =
-      size_t(c.n_expert == 0 ? c.n_ff : std::max(c.n_ff_shared, c.n_layer_dense_lead > 0 ? c.n_ff : 0));
+  // Gemma 4's dense FFN beside its experts: their output in shared_, the router's input in router_x_.
+  const size_t ff = size_t(c.n_expert == 0 || c.dense_beside_experts
+                               ? c.n_ff
+                               : std::max(c.n_ff_shared, c.n_layer_dense_lead > 0 ? c.n_ff : 0));
   GrowTo(gate_, r * ff);
   GrowTo(up_, r * ff);
-  if (c.n_ff_shared > 0) {
+  if (c.n_ff_shared > 0 || c.dense_beside_experts) {
     GrowTo(shared_, r * c.n_embd);
     GrowTo(shared_gate_, r);
   }
+  if (c.dense_beside_experts) GrowTo(router_x_, r * c.n_embd);
   GrowTo(row_cos_sin_, r * 2 * rope_.pairs());
   if (any_local_rope_) GrowTo(row_cos_sin_local_, r * 2 * local_rope_.pairs());
 }

@@ -61,6 +61,9 @@ class Transformer final : public Model {
   // qwen35's recurrent layers: RMSNorm -> Gated DeltaNet (model/delta_net.h) -> residual, every row.
   void RecurrentBlock(const Batch& batch, int32_t layer, ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);
+  // Gemma 4's MoE layers (ModelConfig::dense_beside_experts): into proj_, the dense FFN of xn_ (ffn_norm's)
+  // RMS-normed by post_ffw_norm_1 plus the experts' output RMS-normed by post_ffw_norm_2.
+  void DenseBesideExperts(int64_t rows, int32_t layer, ThreadPool& pool);
   // The gated FFN of `layer` (w_gate, w_up, w_down of width ff: the dense FFN, or qwen2moe's shared expert)
   // over the first `rows` rows of xn_, into out [rows][n_embd].
   void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
@@ -97,6 +100,7 @@ class Transformer final : public Model {
   std::vector<float> qg_,
       q_gate_;  // attn_output_gate: attn_q's output [rows][2 q_dim], the gates [rows][q_dim]
   std::vector<float> shared_, shared_gate_;  // qwen2moe: the shared expert's output, its gate logit per row
+  std::vector<float> router_x_;              // Gemma 4's experts: the router's input
   std::vector<float> row_cos_sin_;        // [rows][2 * rope pairs]: each row's RoPE angles, for every layer
   std::vector<float> row_cos_sin_local_;  // likewise for the local RoPE, when some layer uses it
   std::vector<RowTile> tiles_;            // attention tiles of the current Forward call, over all rows

@@ -53,6 +53,27 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
   lora_.Apply(layer, LoraTarget::kDown, gate_.data(), rows, lora_rows, out, kernels_.matmul, pool);
 }
 
+void Transformer::DenseBesideExperts(int64_t rows, int32_t layer, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t d = c.n_embd;
+  GatedFeedForward(rows, layer, c.LayerFf(layer), proj_.data(), pool);  // from ffn_norm's xn_
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    const float* x = x_.data() + r * d;
+    kernels_.elementwise.rms_norm(proj_.data() + r * d, w.post_ffn_norm_1.data(), d, c.rms_eps,
+                                  proj_.data() + r * d);
+    kernels_.elementwise.rms_norm(x, w.pre_ffn_norm_2.data(), d, c.rms_eps, xn_.data() + r * d);
+    kernels_.elementwise.rms_norm(x, w.router_input_scale.data(), d, c.rms_eps, router_x_.data() + r * d);
+  });
+  moe_.Forward(kernels_, c, w, xn_.data(), rows, shared_.data(), pool, router_x_.data());
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    float* p = proj_.data() + r * d;
+    float* e = shared_.data() + r * d;
+    kernels_.elementwise.rms_norm(e, w.post_ffn_norm_2.data(), d, c.rms_eps, e);
+    for (int64_t i = 0; i < d; ++i) p[i] += e[i];
+  });
+}
+
 void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
@@ -64,7 +85,9 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
   });
-  if (!c.FeedForwardExperts(layer)) {
+  if (c.dense_beside_experts) {
+    DenseBesideExperts(rows, layer, pool);
+  } else if (!c.FeedForwardExperts(layer)) {
     GatedFeedForward(rows, layer, c.LayerFf(layer), proj_.data(), pool);
   } else {
     moe_.Forward(kernels_, c, w, xn_.data(), rows, proj_.data(), pool);

@@ -118,6 +118,22 @@ TEST(Architectures, Qwen3Next) {
   EXPECT_EQ(m.model->MakeKvLayout(KvDtype::kF16, 16).recurrent_state_floats, c.RecurrentStateFloats());
 }
 
+// Gemma 4 26B-A4B: experts beside every layer's dense FFN, with their own norms and scales bound.
+TEST(Architectures, Gemma4ExpertsBesideTheDenseFfn) {
+  const ModelConfig c = Config("tiny-gemma4moe");
+  EXPECT_TRUE(c.dense_beside_experts);
+  EXPECT_EQ(c.n_expert, 8);
+  EXPECT_EQ(c.n_expert_used, 2);
+  EXPECT_EQ(c.n_ff_expert, 32);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_FALSE(Config("tiny-gemma4").dense_beside_experts);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-gemma4moe", TensorType::kF32));  // binds every tensor
+  EXPECT_NE(m.model, nullptr);
+  EXPECT_NE(ConfigError("tiny-gemma4moe", DropKeys({"gemma4.expert_feed_forward_length"}))
+                .find("gemma4.expert_feed_forward_length"),
+            std::string::npos);
+}
+
 TEST(Architectures, VisionLanguageFilesRunTheirText) {
   const ModelConfig q3 = Config("tiny-qwen3vl");
   EXPECT_EQ(q3.file_architecture, "qwen3vl");

@@ -126,6 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
         // qwen35: each sequence's recurrent state advanced by its rows, interleaved with other sequences'.
         Param{"tiny-qwen35", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen35", "f32", KvDtype::kF32, 1},
         Param{"tiny-qwen35moe", "q8_0", KvDtype::kF16, 2},
+        // Gemma 4 26B-A4B: experts beside the dense FFN, the router reading its own norm.
+        Param{"tiny-gemma4moe", "q8_0", KvDtype::kF16, 2, 40},
         // qwen3next: the fused projections taken apart per row.
         Param{"tiny-qwen3next", "q8_0", KvDtype::kF16, 2}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).

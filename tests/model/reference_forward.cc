@@ -119,7 +119,24 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     if (!c.layers[l].recurrent) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
     }
-    if (c.FeedForwardExperts(l)) {
+    if (c.dense_beside_experts) {  // Gemma 4 26B-A4B: the dense FFN, and experts of [gate | up] rows
+      LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.router, Load(file, p + "ffn_gate_inp.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.router_scale, LoadVector(file, p + "ffn_gate_inp.scale"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.expert_scale, LoadVector(file, p + "ffn_down_exps.scale"));
+      LOCKSTEP_ASSIGN_OR_RETURN(std::vector<Matrix> gate_up,
+                                LoadExperts(file, p + "ffn_gate_up_exps.weight", c.n_expert));
+      for (const Matrix& m : gate_up) {
+        L.expert_gate.push_back(RowRange(m, 0, m.size() / 2));
+        L.expert_up.push_back(RowRange(m, m.size() / 2, m.size() / 2));
+      }
+      LOCKSTEP_ASSIGN_OR_RETURN(L.expert_down, LoadExperts(file, p + "ffn_down_exps.weight", c.n_expert));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.pre_ffn_norm_2, LoadVector(file, p + "pre_ffw_norm_2.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.post_ffn_norm_1, LoadVector(file, p + "post_ffw_norm_1.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.post_ffn_norm_2, LoadVector(file, p + "post_ffw_norm_2.weight"));
+    } else if (c.FeedForwardExperts(l)) {
       if (c.expert_selection_bias) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.selection_bias, LoadVector(file, p + "exp_probs_b.bias"));
       }
@@ -296,7 +313,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     }
     for (size_t t = 0; t < n; ++t) {
       const std::vector<double> h = RmsNorm(x[t], L.ffn_norm, c.rms_eps);
-      if (c.FeedForwardExperts(l)) {
+      if (c.FeedForwardExperts(l) && !c.dense_beside_experts) {
         const std::vector<double> d = Experts(L, c, h);
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
         continue;
@@ -311,6 +328,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         }
       }
       std::vector<double> d = MatVec(L.down, g);
+      if (c.dense_beside_experts) {  // Gemma 4: + the experts, each sum normed
+        d = RmsNorm(d, L.post_ffn_norm_1, c.rms_eps);
+        const std::vector<double> e = RmsNorm(Gemma4Experts(L, c, x[t]), L.post_ffn_norm_2, c.rms_eps);
+        for (size_t i = 0; i < d.size(); ++i) d[i] += e[i];
+      }
       if (c.post_norms) d = RmsNorm(d, L.post_ffn_norm, c.rms_eps);
       const double residual = c.residual_multiplier != 0 ? c.residual_multiplier : 1.0;
       for (size_t i = 0; i < d.size(); ++i) x[t][i] += residual * d[i];

@@ -34,8 +34,11 @@ struct Layer {
   Matrix wq_a, wq_b, wkv_a, wkv_b, wk_b, wv_b;
   std::vector<double> q_a_norm, kv_a_norm;
   std::vector<Matrix> expert_gate, expert_up, expert_down;
-  // Gemma 4: the output scale (empty: none) and the per-layer input's gate, projection and post-norm.
+  // Gemma 4: the output scale (empty: none) and the per-layer input's gate, projection and post-norm; the
+  // experts' router input scale, per-expert output scales and norms (26B-A4B; gate / up / down are then the
+  // dense FFN beside them).
   std::vector<double> out_scale, pl_post_norm;
+  std::vector<double> router_scale, expert_scale, pre_ffn_norm_2, post_ffn_norm_1, post_ffn_norm_2;
   Matrix pl_gate, pl_proj;
   // qwen35's Gated DeltaNet layers: the projections, conv taps [channel][tap], and per-head vectors.
   Matrix dn_qkv, dn_z, dn_beta, dn_alpha, dn_out, dn_conv;
@@ -72,6 +75,10 @@ Matrix DeltaNetReference(const Layer& L, const ModelConfig& c, const Matrix& h);
 // first among equals), their probabilities renormalised (qwen2moe: as they are); the chosen experts' outputs
 // so weighted, summed; qwen2moe: plus the shared expert's output times sigmoid(shared_gate · h).
 std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h);
+// Gemma 4's experts for the layer input x, as transformers' Gemma4TextRouter and experts: the router reads
+// RMSNorm(x) (no weight) x scale x n_embd^-0.5, softmax, the top k renormalised then x per_expert_scale;
+// the experts GeGLU over RMSNorm(x) with pre_ffw_norm_2.
+std::vector<double> Gemma4Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& x);
 // deepseek2's query, key and value of one token from its normed input h at position t, in the file's
 // layout: q and k per head [nope | rope] (k's rope part, one per token, in every head), v per head.
 void LatentAttention(const Layer& L, const ModelConfig& c, const std::vector<double>& h, int64_t t,

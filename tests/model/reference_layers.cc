@@ -129,23 +129,38 @@ std::vector<double> DeepseekExperts(const Layer& L, const ModelConfig& c, const 
   return out;
 }
 
+// Softmax routing: p the logits' softmax, order the experts by p (descending, ties: the lower first), chosen
+// the sum of the first k.
+struct SoftmaxRouting {
+  std::vector<double> p;
+  std::vector<size_t> order;
+  double chosen = 0;
+};
+
+SoftmaxRouting RouteBySoftmax(const std::vector<double>& logits, int64_t k) {
+  SoftmaxRouting r;
+  const double largest = *std::max_element(logits.begin(), logits.end());
+  r.p.resize(logits.size());
+  double total = 0;
+  for (size_t e = 0; e < r.p.size(); ++e) total += (r.p[e] = std::exp(logits[e] - largest));
+  for (double& v : r.p) v /= total;
+  r.order.resize(r.p.size());
+  for (size_t e = 0; e < r.order.size(); ++e) r.order[e] = e;
+  std::stable_sort(r.order.begin(), r.order.end(), [&](size_t a, size_t b) { return r.p[a] > r.p[b]; });
+  for (int64_t j = 0; j < k; ++j) r.chosen += r.p[r.order[size_t(j)]];
+  return r;
+}
+
 }  // namespace
 
 std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& h) {
   if (c.expert_gating != ModelConfig::ExpertGating::kLogits) return DeepseekExperts(L, c, h);
   std::vector<double> logits = MatVec(L.router, h);
   for (size_t e = 0; e < L.router_b.size(); ++e) logits[e] += L.router_b[e];  // gpt-oss
-  const double largest = *std::max_element(logits.begin(), logits.end());
-  std::vector<double> p(logits.size());
-  double total = 0;
-  for (size_t e = 0; e < p.size(); ++e) total += (p[e] = std::exp(logits[e] - largest));
-  for (double& v : p) v /= total;
-  std::vector<size_t> order(p.size());
-  for (size_t e = 0; e < order.size(); ++e) order[e] = e;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
-  double chosen = 0;
-  for (int64_t j = 0; j < c.n_expert_used; ++j) chosen += p[order[j]];
-  if (!c.expert_weights_norm) chosen = 1;
+  const SoftmaxRouting routing = RouteBySoftmax(logits, c.n_expert_used);
+  const std::vector<double>& p = routing.p;
+  const std::vector<size_t>& order = routing.order;
+  const double chosen = c.expert_weights_norm ? routing.chosen : 1.0;
   std::vector<double> out(h.size(), 0.0);
   for (int64_t j = 0; j < c.n_expert_used; ++j) {
     const size_t e = order[j];
@@ -160,6 +175,24 @@ std::vector<double> Experts(const Layer& L, const ModelConfig& c, const std::vec
     for (size_t i = 0; i < h.size(); ++i) logit += L.shared_gate[i] * h[i];
     const std::vector<double> y = SwiGlu(L.gate, L.up, L.down, h);
     for (size_t i = 0; i < out.size(); ++i) out[i] += y[i] / (1.0 + std::exp(-logit));
+  }
+  return out;
+}
+
+std::vector<double> Gemma4Experts(const Layer& L, const ModelConfig& c, const std::vector<double>& x) {
+  std::vector<double> hr = RmsNorm(x, std::vector<double>(x.size(), 1.0), c.rms_eps);
+  for (size_t i = 0; i < hr.size(); ++i) hr[i] *= L.router_scale[i] / std::sqrt(double(x.size()));
+  const SoftmaxRouting routing = RouteBySoftmax(MatVec(L.router, hr), c.n_expert_used);
+  const std::vector<double> h = RmsNorm(x, L.pre_ffn_norm_2, c.rms_eps);
+  std::vector<double> out(x.size(), 0.0);
+  for (int64_t j = 0; j < c.n_expert_used; ++j) {
+    const size_t e = routing.order[size_t(j)];
+    std::vector<double> g = MatVec(L.expert_gate[e], h);
+    const std::vector<double> u = MatVec(L.expert_up[e], h);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = Gelu(g[i]) * u[i];
+    const std::vector<double> y = MatVec(L.expert_down[e], g);
+    const double weight = routing.p[e] / routing.chosen * L.expert_scale[e];
+    for (size_t i = 0; i < out.size(); ++i) out[i] += weight * y[i];
   }
   return out;
 }
