@@ -171,8 +171,11 @@ void GenerationJob::OnEvent(int c, TokenEvent event, std::chrono::steady_clock::
     if (choice.cut && event.finish_reason != FinishReason::kError) choice.end = ChoiceEnd::kLength;
     if (metrics_) metrics_->ObserveRequest(event.timing);
     if (slots_ != nullptr && choice.handle != nullptr) {
-      std::vector<int32_t> tokens = spec_.prompts[static_cast<size_t>(choice.prompt_index)];
-      tokens.insert(tokens.end(), choice.tokens.begin(), choice.tokens.end());
+      std::vector<int32_t> tokens;  // only a server that saves slots keeps them (O(prompt) a request)
+      if (slots_->keeps_tokens()) {
+        tokens = spec_.prompts[static_cast<size_t>(choice.prompt_index)];
+        tokens.insert(tokens.end(), choice.tokens.begin(), choice.tokens.end());
+      }
       slots_->RecordTokens(choice.handle->id(), std::move(tokens), spec_.preferred_seat);
     }
   }

@@ -60,7 +60,7 @@ class Server::Impl {
                                               std::make_shared<spdlog::sinks::stderr_color_sink_mt>())),
         metrics_(registry_),
         feed_(&step_model_),
-        slots_(options_.max_seqs),
+        slots_(options_.max_seqs, /*keep_tokens=*/!options_.slot_save_path.empty()),
         observer_(&metrics_, &feed_, &slots_) {
     log_->set_level(options_.quiet ? spdlog::level::warn : spdlog::level::info);
     state_.registry = &registry_;

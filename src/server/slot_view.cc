@@ -11,7 +11,8 @@ std::string JobOf(const std::string& label) { return label.substr(0, label.rfind
 
 }  // namespace
 
-SlotView::SlotView(int seats) : seats_(static_cast<size_t>(std::max(seats, 1))) {}
+SlotView::SlotView(int seats, bool keep_tokens)
+    : seats_(static_cast<size_t>(std::max(seats, 1))), keep_tokens_(keep_tokens) {}
 
 void SlotView::OnStepRecord(const StepRecord& record) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -81,6 +82,7 @@ int SlotView::FindSeat(RequestId id) const {
 }
 
 void SlotView::RecordTokens(RequestId id, std::vector<int32_t> tokens, int preferred_seat) {
+  if (!keep_tokens_) tokens.clear();
   std::lock_guard<std::mutex> lock(mu_);
   if (const int known = FindSeat(id); known >= 0) {
     seats_[static_cast<size_t>(known)].tokens = std::move(tokens);

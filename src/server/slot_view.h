@@ -28,8 +28,9 @@ namespace lockstep::server {
 
 class SlotView {
  public:
-  // `seats`: --max-seqs (>= 1).
-  explicit SlotView(int seats);
+  // `seats`: --max-seqs (>= 1). keep_tokens: RecordTokens keeps the tokens it is given (a server with
+  // --slot-save-path, whose slot actions read them); otherwise seats remember no tokens.
+  explicit SlotView(int seats, bool keep_tokens = false);
 
   void OnStepRecord(const StepRecord& record);
   void OnRequestFinished(RequestId id);
@@ -53,6 +54,7 @@ class SlotView {
   // in (a request that ended before a step reported it running takes `preferred_seat` if idle, else the
   // lowest idle seat).
   void RecordTokens(RequestId id, std::vector<int32_t> tokens, int preferred_seat = -1);
+  bool keeps_tokens() const { return keep_tokens_; }
   // Seat `seat`'s tokens (0 <= seat < seats()): its last request's, or what SetSeatTokens put there.
   std::vector<int32_t> SeatTokens(int seat) const;
   void SetSeatTokens(int seat, std::vector<int32_t> tokens);
@@ -81,6 +83,7 @@ class SlotView {
 
   mutable std::mutex mu_;
   std::vector<Seat> seats_;
+  const bool keep_tokens_;
   std::unordered_map<std::string, Job> jobs_;
 };
 

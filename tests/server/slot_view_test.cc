@@ -1,6 +1,6 @@
 // SlotView's seats without a server: which seat a request takes (the lowest free one, or its job's
-// preferred one), what a seat remembers after its request (the tokens for slot files), and where a
-// preempted request's tokens go.
+// preferred one), what a seat remembers after its request (the tokens for slot files, kept only when
+// asked), and where a preempted request's tokens go.
 #include "server/slot_view.h"
 
 #include <gtest/gtest.h>
@@ -40,7 +40,7 @@ TEST(SlotViewTest, RequestsTakeTheLowestFreeSeatOrTheirPreferredOne) {
 }
 
 TEST(SlotViewTest, ASeatKeepsItsLastRequestsTokens) {
-  SlotView view(2);
+  SlotView view(2, /*keep_tokens=*/true);
   view.Register("a", Request{});
   view.OnStepRecord(Step({Running(1, "a#0")}));
   view.RecordTokens(1, {5, 6, 7});  // its last event may come before the engine says it finished
@@ -61,7 +61,7 @@ TEST(SlotViewTest, ASeatKeepsItsLastRequestsTokens) {
 }
 
 TEST(SlotViewTest, APreemptedRequestsTokensGoToTheSeatItFinishedIn) {
-  SlotView view(2);
+  SlotView view(2, /*keep_tokens=*/true);
   view.Register("x", Request{}, /*preferred_seat=*/1);
   view.Register("a", Request{}, /*preferred_seat=*/1);
   view.OnStepRecord(Step({Running(1, "x#0"), Running(2, "a#0")}));  // x: seat 1; a: seat 0
@@ -78,12 +78,27 @@ TEST(SlotViewTest, APreemptedRequestsTokensGoToTheSeatItFinishedIn) {
 }
 
 TEST(SlotViewTest, ARequestThatEndedUnseenTakesItsPreferredIdleSeat) {
-  SlotView view(3);
+  SlotView view(3, /*keep_tokens=*/true);
   view.RecordTokens(7, {1, 2}, /*preferred_seat=*/2);  // ended within its first step
   EXPECT_EQ(view.SeatOf(7), 2);
   EXPECT_EQ(view.SeatTokens(2), (std::vector<int32_t>{1, 2}));
   view.RecordTokens(8, {3});  // no preference: the lowest idle seat
   EXPECT_EQ(view.SeatOf(8), 0);
+}
+
+// A server without --slot-save-path: seats still say which request held them, but keep no tokens.
+TEST(SlotViewTest, WithoutSlotFilesSeatsKeepNoTokens) {
+  SlotView view(2);
+  EXPECT_FALSE(view.keeps_tokens());
+  view.Register("a", Request{});
+  view.OnStepRecord(Step({Running(1, "a#0")}));
+  view.RecordTokens(1, {5, 6, 7});
+  view.OnRequestFinished(1);
+  EXPECT_EQ(view.SeatOf(1), 0);
+  EXPECT_TRUE(view.SeatTokens(0).empty());
+  view.RecordTokens(2, {8}, /*preferred_seat=*/1);
+  EXPECT_EQ(view.SeatOf(2), 1);
+  EXPECT_TRUE(view.SeatTokens(1).empty());
 }
 
 }  // namespace
