@@ -209,7 +209,9 @@ const std::vector<PromptLogprob>* PromptScores(const GenerationSpec& spec, const
 }
 
 int GenerationJob::SeatOf(const ChoiceState& choice) const {
-  return slots_ != nullptr && choice.handle != nullptr ? slots_->SeatOf(choice.handle->id()) : -1;
+  if (slots_ == nullptr || choice.handle == nullptr) return -1;
+  return choice.generated > 0 ? slots_->SeatOfRunning(choice.handle->id(), spec_.label)
+                              : slots_->SeatOf(choice.handle->id());
 }
 
 int GenerationJob::prompt_tokens() const {

@@ -123,6 +123,18 @@ int SlotView::SeatOf(RequestId id) const {
   return FindSeat(id);
 }
 
+int SlotView::SeatOfRunning(RequestId id, const std::string& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (const int known = FindSeat(id); known >= 0) return known;
+  const auto it = jobs_.find(job);
+  Seat* seat = FreeSeat(it != jobs_.end() ? it->second.preferred_seat : -1);
+  if (seat == nullptr) return -1;
+  seat->busy = true;  // OnStepRecord finds it by id and keeps it there
+  seat->id = id;
+  seat->job = job;
+  return static_cast<int>(seat - seats_.data());
+}
+
 void SlotView::Unregister(const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = jobs_.find(label);

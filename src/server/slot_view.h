@@ -49,6 +49,11 @@ class SlotView {
   int seats() const { return static_cast<int>(seats_.size()); }
   // The seat request `id` holds, or held last (until another request takes it); -1 when none.
   int SeatOf(RequestId id) const;
+  // SeatOf for request `id` of job `job` that has run (it reported a token): the engine hands tokens out
+  // before its step record, so one that no record has seated yet takes its seat now (the job's preferred
+  // one if free, else the lowest free; -1 when none is), and its stream's first chunk names the seat it
+  // keeps.
+  int SeatOfRunning(RequestId id, const std::string& job);
 
   // A finished request's tokens (its prompt and what it generated; GenerationJob), kept by the seat it ran
   // in (a request that ended before a step reported it running takes `preferred_seat` if idle, else the

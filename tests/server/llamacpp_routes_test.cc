@@ -194,6 +194,7 @@ TEST_F(LlamaCppRoutesTest, StreamConcatenatesToContent) {
   body["n_probs"] = 2;
   const nlohmann::json whole = Complete(body);
   body["stream"] = true;
+  body["id_slot"] = 2;  // every chunk names it, the first too
   int status = 0;
   const std::vector<std::string> events = Stream(port(), "/completion", body, nullptr, &status);
   EXPECT_EQ(status, 200);
@@ -204,6 +205,7 @@ TEST_F(LlamaCppRoutesTest, StreamConcatenatesToContent) {
     ASSERT_NE(events[i], "[DONE]");  // not on llama.cpp's native route
     const nlohmann::json e = nlohmann::json::parse(events[i]);
     EXPECT_EQ(e["stop"], i + 1 == events.size()) << events[i];
+    EXPECT_EQ(e["id_slot"], 2) << events[i];
     text += e["content"].get<std::string>();
     if (e.contains("completion_probabilities"))
       probs += static_cast<int>(e["completion_probabilities"].size());

@@ -86,6 +86,24 @@ TEST(SlotViewTest, ARequestThatEndedUnseenTakesItsPreferredIdleSeat) {
   EXPECT_EQ(view.SeatOf(8), 0);
 }
 
+// The engine hands a step's tokens out before its step record: a stream's first chunk seats its request.
+TEST(SlotViewTest, ARequestThatRanBeforeItsStepRecordTakesItsSeatAtOnce) {
+  SlotView view(3);
+  view.Register("a", Request{}, /*preferred_seat=*/1);
+  view.Register("b", Request{});
+  EXPECT_EQ(view.SeatOf(1), -1);
+  EXPECT_EQ(view.SeatOfRunning(1, "a"), 1);
+  EXPECT_EQ(view.SeatOfRunning(1, "a"), 1);
+  view.OnStepRecord(Step({Running(1, "a#0"), Running(2, "b#0")}));  // the record keeps a where it is
+  EXPECT_EQ(view.SeatOf(1), 1);
+  EXPECT_EQ(view.SeatOf(2), 0);
+  EXPECT_EQ(view.idle(), 1);
+  view.OnRequestFinished(1);
+  view.OnStepRecord(Step({Running(2, "b#0")}));
+  EXPECT_EQ(view.SeatOfRunning(1, "a"), 1);  // finished: the seat it held, not a new one
+  EXPECT_EQ(view.idle(), 2);
+}
+
 // A server without --slot-save-path: seats still say which request held them, but keep no tokens.
 TEST(SlotViewTest, WithoutSlotFilesSeatsKeepNoTokens) {
   SlotView view(2);
