@@ -30,6 +30,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"deepseek2", RopeMode::kNormal}, {"gemma4", RopeMode::kNeox},
     {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
     {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
+    {"glm4moe", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -284,6 +285,21 @@ Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+// glm4moe (GLM-4.5, GLM-4.5-Air, GLM-4.6): llama's layers with QKV bias and Q/K norms when their tensors are
+// there, partial NeoX RoPE, the FFN's pre-norm named post_attention_norm, and DeepSeek's experts (sigmoid
+// scores unless the file says otherwise, exp_probs_b choosing, one ungated shared expert, leading dense
+// layers). The multi-token-prediction layers (nextn_predict_layers, the last blocks) are not run.
+Status ApplyGlm4Moe(const GgufFile& file, ModelConfig& c) {
+  c.ffn_norm_is_post_attention_norm = true;
+  c.qk_norm = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
+  const std::string mtp_key = Key(c, "nextn_predict_layers");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(mtp_key, 0));
+  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, mtp_key, "leaves no layer to run");
+  c.n_layer -= mtp;
+  c.layers.resize(size_t(c.n_layer));
+  return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
+}
+
 // The experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files: softmax routing over
 // <arch>.expert_count experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for all
 // but qwen2moe, whatever the file says about norm_topk_prob; qwen2moe's are not), SwiGLU experts of
@@ -405,11 +421,11 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
       c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
-      c.architecture != "gemma4") {
+      c.architecture != "gemma4" && c.architecture != "glm4moe") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, qwen35moe, qwen3next, gemma4 and llama (Mixtral) files");
+                         "deepseek2, glm4moe, qwen35moe, qwen3next, gemma4 and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -426,6 +442,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   c.attention_scale = 1.0f / std::sqrt(float(c.head_dim));
   const std::string& a = c.architecture;
   if (a == "deepseek2") return ApplyDeepseek2(file, c);
+  if (a == "glm4moe") return ApplyGlm4Moe(file, c);
   LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.

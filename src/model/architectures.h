@@ -50,6 +50,12 @@
 //           but every full_attention_interval-th, whose attention has Q/K norms, partial NeoX RoPE and a
 //           sigmoid output gate (attn_q rows [query | gate] per head); the FFN's pre-norm is named
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
+//   glm4moe GLM-4.5 / 4.5-Air / 4.6: llama's layers with QKV bias (Q/K norms where the file has them), half
+//   of
+//           each head rotated (NeoX pairs), the FFN's pre-norm named post_attention_norm; after
+//           leading_dense_block_count dense layers DeepSeek's experts (sigmoid scores chosen with
+//           exp_probs_b, renormalised when expert_weights_norm, x expert_weights_scale; one ungated shared
+//           expert); nextn layers are not run
 //   qwen35moe  qwen35 with, as every layer's FFN, experts (softmax, the top expert_used_count
 //           renormalised) and qwen2moe's shared expert scaled by sigmoid(ffn_gate_inp_shexp . x)
 //   qwen3next  Qwen3-Next: qwen35moe's layers, the DeltaNet's input projections fused as llama.cpp's

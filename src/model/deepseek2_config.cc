@@ -8,63 +8,6 @@
 namespace lockstep {
 namespace {
 
-// DeepSeek-V2/V3's experts (ik_llama.cpp's deepseek2 hyper-parameters): expert_count, expert_used_count,
-// expert_feed_forward_length and expert_shared_count (the shared experts: one ungated FFN of
-// expert_shared_count x expert_feed_forward_length) required; expert_gating_func 1 softmax or 2 sigmoid
-// (absent: sigmoid for GLM-4.7-Flash's 47 or 48 layers, else softmax, as ik_llama.cpp guesses);
-// expert_weights_norm (default false), expert_weights_scale (default 1), leading_dense_block_count
-// (default 0), the selection bias by its tensor, and group-limited routing (expert_group_count, default 1,
-// dividing expert_count; expert_group_used_count, default all groups, enough groups for expert_used_count).
-Status ApplyDeepseek2Experts(const GgufFile& file, ModelConfig& c) {
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, ReadCount(file, Key(c, "expert_shared_count"), -1, 64));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
-                            ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1 || shared < 1) {
-    return InvalidArgument(file.path() +
-                           ": deepseek2 needs expert_count, expert_used_count, "
-                           "expert_feed_forward_length and expert_shared_count of at least 1");
-  }
-  c.n_ff_shared = c.n_ff_expert * shared;
-  c.shared_expert_gate = false;
-  const std::string groups_key = Key(c, "expert_group_count"), used_key = Key(c, "expert_group_used_count");
-  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_groups, ReadCount(file, groups_key, 1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_groups_used,
-                            ReadCount(file, used_key, c.expert_groups, c.expert_groups));
-  if (c.expert_groups < 1 || c.n_expert % c.expert_groups != 0) {
-    return OutOfRangeKey(file, groups_key,
-                         "= " + std::to_string(c.expert_groups) + " must divide '" + Key(c, "expert_count") +
-                             "' = " + std::to_string(c.n_expert));
-  }
-  if (c.expert_groups_used < 1 || c.expert_groups_used * (c.n_expert / c.expert_groups) < c.n_expert_used) {
-    return OutOfRangeKey(file, used_key,
-                         "= " + std::to_string(c.expert_groups_used) + " leaves fewer experts than '" +
-                             Key(c, "expert_used_count") + "' = " + std::to_string(c.n_expert_used));
-  }
-  const std::string gating_key = Key(c, "expert_gating_func");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating,
-                            file.GetIntOr(gating_key, c.n_layer == 47 || c.n_layer == 48 ? 2 : 1));
-  if (gating != 1 && gating != 2) {
-    return Unimplemented(file.path() + ": unsupported: '" + gating_key + "' = " + std::to_string(gating) +
-                         " (deepseek2 runs 1, softmax, and 2, sigmoid)");
-  }
-  c.expert_gating = gating == 2 ? ModelConfig::ExpertGating::kSigmoid : ModelConfig::ExpertGating::kSoftmax;
-  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_weights_norm, file.GetBoolOr(Key(c, "expert_weights_norm"), false));
-  LOCKSTEP_ASSIGN_OR_RETURN(double scale, file.GetFloatOr(Key(c, "expert_weights_scale"), 1.0));
-  if (!(scale > 0) || !std::isfinite(scale)) {
-    return OutOfRangeKey(file, Key(c, "expert_weights_scale"), "must be a finite number > 0");
-  }
-  c.expert_weights_scale = float(scale);
-  if (c.n_layer_dense_lead < c.n_layer) {
-    c.expert_selection_bias =
-        file.FindTensor("blk." + std::to_string(c.n_layer_dense_lead) + ".exp_probs_b.bias") != nullptr;
-  }
-  return Status::Ok();
-}
-
 // llama.cpp's conversions since its MLA rework (attention.key_length_mla present): head_count_kv 1,
 // key_length kv_lora_rank + rope dims and value_length kv_lora_rank (its latent cache's widths), the heads'
 // own widths in key_length_mla and value_length_mla, and attn_kv_b split into attn_k_b and attn_v_b
@@ -98,8 +41,58 @@ Status ApplyDeepseek2SplitWidths(const GgufFile& file, ModelConfig& c) {
 
 }  // namespace
 
+Status ApplyDeepseekExperts(const GgufFile& file, ModelConfig& c, int64_t default_gating) {
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
+                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, ReadCount(file, Key(c, "expert_shared_count"), -1, 64));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
+                            ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
+  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1 || shared < 1) {
+    return InvalidArgument(file.path() + ": " + c.architecture +
+                           " needs expert_count, expert_used_count, expert_feed_forward_length and "
+                           "expert_shared_count of at least 1");
+  }
+  c.n_ff_shared = c.n_ff_expert * shared;
+  c.shared_expert_gate = false;
+  const std::string groups_key = Key(c, "expert_group_count"), used_key = Key(c, "expert_group_used_count");
+  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_groups, ReadCount(file, groups_key, 1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_groups_used,
+                            ReadCount(file, used_key, c.expert_groups, c.expert_groups));
+  if (c.expert_groups < 1 || c.n_expert % c.expert_groups != 0) {
+    return OutOfRangeKey(file, groups_key,
+                         "= " + std::to_string(c.expert_groups) + " must divide '" + Key(c, "expert_count") +
+                             "' = " + std::to_string(c.n_expert));
+  }
+  if (c.expert_groups_used < 1 || c.expert_groups_used * (c.n_expert / c.expert_groups) < c.n_expert_used) {
+    return OutOfRangeKey(file, used_key,
+                         "= " + std::to_string(c.expert_groups_used) + " leaves fewer experts than '" +
+                             Key(c, "expert_used_count") + "' = " + std::to_string(c.n_expert_used));
+  }
+  const std::string gating_key = Key(c, "expert_gating_func");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(gating_key, default_gating));
+  if (gating != 1 && gating != 2) {
+    return Unimplemented(file.path() + ": unsupported: '" + gating_key + "' = " + std::to_string(gating) +
+                         " (deepseek2 runs 1, softmax, and 2, sigmoid)");
+  }
+  c.expert_gating = gating == 2 ? ModelConfig::ExpertGating::kSigmoid : ModelConfig::ExpertGating::kSoftmax;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.expert_weights_norm, file.GetBoolOr(Key(c, "expert_weights_norm"), false));
+  LOCKSTEP_ASSIGN_OR_RETURN(double scale, file.GetFloatOr(Key(c, "expert_weights_scale"), 1.0));
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    return OutOfRangeKey(file, Key(c, "expert_weights_scale"), "must be a finite number > 0");
+  }
+  c.expert_weights_scale = float(scale);
+  if (c.n_layer_dense_lead < c.n_layer) {
+    c.expert_selection_bias =
+        file.FindTensor("blk." + std::to_string(c.n_layer_dense_lead) + ".exp_probs_b.bias") != nullptr;
+  }
+  return Status::Ok();
+}
+
 Status ApplyDeepseek2(const GgufFile& file, ModelConfig& c) {
-  LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseek2Experts(file, c));
+  // Without the key: sigmoid for 47- and 48-layer files (GLM-4.7-Flash), as ik_llama.cpp guesses.
+  LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseekExperts(file, c, c.n_layer == 47 || c.n_layer == 48 ? 2 : 1));
   LOCKSTEP_ASSIGN_OR_RETURN(c.kv_lora_rank, ReadCount(file, Key(c, "attention.kv_lora_rank"), -1, 1 << 16));
   if (file.FindTensor("blk.0.attn_q_a.weight") != nullptr) {
     LOCKSTEP_ASSIGN_OR_RETURN(c.q_lora_rank, ReadCount(file, Key(c, "attention.q_lora_rank"), -1, 1 << 16));

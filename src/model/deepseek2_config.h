@@ -20,4 +20,13 @@ namespace lockstep {
 // or Unimplemented naming the key for what is missing, inconsistent or not run.
 Status ApplyDeepseek2(const GgufFile& file, ModelConfig& c);
 
+// DeepSeek's experts (ik_llama.cpp's deepseek2 and glm4moe hyper-parameters): expert_count,
+// expert_used_count, expert_feed_forward_length and expert_shared_count (the shared experts: one ungated FFN
+// of expert_shared_count x expert_feed_forward_length) required; expert_gating_func 1 softmax or 2 sigmoid
+// (absent: default_gating); expert_weights_norm (default false), expert_weights_scale (default 1),
+// leading_dense_block_count (default 0), the selection bias by its tensor, and group-limited routing
+// (expert_group_count, default 1, dividing expert_count; expert_group_used_count, default all groups, enough
+// groups for expert_used_count).
+Status ApplyDeepseekExperts(const GgufFile& file, ModelConfig& c, int64_t default_gating);
+
 }  // namespace lockstep

@@ -113,25 +113,31 @@ Status CopyVocabulary(const std::string& path, GgufWriter& writer, int64_t* n_vo
 }
 
 // deepseek2's keys (ModelShape's deepseek2 fields).
-void SetDeepseek2Metadata(const ModelShape& s, GgufWriter& w) {
+// DeepSeek's expert keys (deepseek2, glm4moe).
+void SetDeepseekExpertMetadata(const ModelShape& s, GgufWriter& w) {
   const std::string& a = s.architecture;
-  if (s.q_lora_rank > 0) w.Set(a + ".attention.q_lora_rank", GgufValue::Uint32(uint32_t(s.q_lora_rank)));
-  w.Set(a + ".attention.kv_lora_rank", GgufValue::Uint32(uint32_t(s.kv_lora_rank)));
   w.Set(a + ".leading_dense_block_count", GgufValue::Uint32(uint32_t(s.n_layer_dense_lead)));
   w.Set(a + ".expert_shared_count", GgufValue::Uint32(uint32_t(s.n_expert_shared)));
   w.Set(a + ".expert_gating_func", GgufValue::Uint32(uint32_t(s.expert_gating)));
   w.Set(a + ".expert_weights_norm", GgufValue::Bool(s.expert_weights_norm));
   w.Set(a + ".expert_weights_scale", GgufValue::Float32(s.expert_weights_scale));
+  if (s.expert_groups > 0) {
+    w.Set(a + ".expert_group_count", GgufValue::Uint32(uint32_t(s.expert_groups)));
+    w.Set(a + ".expert_group_used_count", GgufValue::Uint32(uint32_t(s.expert_groups_used)));
+  }
+}
+
+void SetDeepseek2Metadata(const ModelShape& s, GgufWriter& w) {
+  const std::string& a = s.architecture;
+  if (s.q_lora_rank > 0) w.Set(a + ".attention.q_lora_rank", GgufValue::Uint32(uint32_t(s.q_lora_rank)));
+  w.Set(a + ".attention.kv_lora_rank", GgufValue::Uint32(uint32_t(s.kv_lora_rank)));
+  SetDeepseekExpertMetadata(s, w);
   if (s.split_kv_b) {  // llama.cpp's widths since its MLA rework: the latent cache's, and the heads' as _mla
     w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(1));
     w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(s.kv_lora_rank + RopeDim(s))));
     w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(s.kv_lora_rank)));
     w.Set(a + ".attention.key_length_mla", GgufValue::Uint32(uint32_t(HeadDim(s))));
     w.Set(a + ".attention.value_length_mla", GgufValue::Uint32(uint32_t(ValueDim(s))));
-  }
-  if (s.expert_groups > 0) {
-    w.Set(a + ".expert_group_count", GgufValue::Uint32(uint32_t(s.expert_groups)));
-    w.Set(a + ".expert_group_used_count", GgufValue::Uint32(uint32_t(s.expert_groups_used)));
   }
 }
 
@@ -192,7 +198,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
     if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2" ||
-        family == "qwen35moe" || family == "qwen3next" || family == "gemma4") {
+        family == "qwen35moe" || family == "qwen3next" || family == "gemma4" || family == "glm4moe") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -201,6 +207,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     }
   }
   if (s.kv_lora_rank > 0) SetDeepseek2Metadata(s, w);
+  if (a == "glm4moe") SetDeepseekExpertMetadata(s, w);
   if (a != family) {  // a vision-language file's text: M-RoPE sections (t, h, w, unused) of the rotated pairs
     // in Qwen2-VL's proportions 16:24:24 (Qwen3-VL's interleaved 24:20:20 for qwen3vl*), and Qwen3-VL's
     // three deepstack layers, which only images reach.

@@ -377,6 +377,27 @@ constexpr ShapeEntry kShapes[] = {
        Experts(s, 8, 2, 64);
        s.n_ff_shared = 64;
      }},
+    {"tiny-glm4moe",
+     [](ModelShape& s) {
+       // GLM-4.5-Air's plan at tiny widths: 96 heads of 128 to 8 KV heads (here 12 of 16 to 2), QKV bias,
+       // half of each head rotated, a first dense layer, then 8 of 128 experts (here 2 of 8) with sigmoid
+       // scores chosen with exp_probs_b and one shared expert; GLM-4.6's scale 2.5 on the weights.
+       s = Tiny(s.name, "glm4moe");
+       Widths(s, 192, 12, 2, 16, 256);
+       s.rope_dim = 8;
+       s.qkv_bias = true;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.tied_embeddings = false;
+       Experts(s, 8, 2, 32);
+       s.n_layer_dense_lead = 1;
+       s.n_expert_shared = 1;
+       s.expert_gating = 2;
+       s.expert_weights_norm = true;
+       s.expert_weights_scale = 2.5f;
+       s.selection_bias_std = 0.05f;
+     }},
     {"tiny-qwen3next",
      [](ModelShape& s) {
        // Qwen3-Next-80B-A3B's plan at tiny-qwen35's widths: 10 of 512 experts (here 2 of 8) 512 wide and a

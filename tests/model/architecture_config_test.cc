@@ -118,6 +118,31 @@ TEST(Architectures, Qwen3Next) {
   EXPECT_EQ(m.model->MakeKvLayout(KvDtype::kF16, 16).recurrent_state_floats, c.RecurrentStateFloats());
 }
 
+// GLM-4.5: llama's attention with QKV bias, half-rotated NeoX heads, DeepSeek's experts after a dense layer;
+// its multi-token-prediction layer is not run.
+TEST(Architectures, Glm4Moe) {
+  const ModelConfig c = Config("tiny-glm4moe");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qkv_bias && c.ffn_norm_is_post_attention_norm);
+  EXPECT_FALSE(c.qk_norm || c.post_norms);
+  EXPECT_EQ(c.rope_dim, 8);
+  EXPECT_EQ(c.n_layer_dense_lead, 1);
+  EXPECT_EQ(c.expert_gating, ModelConfig::ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.expert_selection_bias && c.expert_weights_norm);
+  EXPECT_FLOAT_EQ(c.expert_weights_scale, 2.5f);
+  EXPECT_EQ(c.n_ff_shared, 32);
+  EXPECT_FALSE(c.shared_expert_gate);
+  // Without expert_gating_func: sigmoid (GLM's); one nextn layer: three layers run.
+  const ModelConfig edited = Config(
+      "tiny-glm4moe",
+      Edit{{"glm4moe.expert_gating_func"}, {{"glm4moe.nextn_predict_layers", GgufValue::Uint32(1)}}, {}, ""});
+  EXPECT_EQ(edited.expert_gating, ModelConfig::ExpertGating::kSigmoid);
+  EXPECT_EQ(edited.n_layer, 3);
+  EXPECT_NE(
+      ConfigError("tiny-glm4moe", DropKeys({"glm4moe.expert_shared_count"})).find("expert_shared_count"),
+      std::string::npos);
+}
+
 // Gemma 4 26B-A4B: experts beside every layer's dense FFN, with their own norms and scales bound.
 TEST(Architectures, Gemma4ExpertsBesideTheDenseFfn) {
   const ModelConfig c = Config("tiny-gemma4moe");

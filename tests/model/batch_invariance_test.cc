@@ -128,6 +128,8 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-qwen35moe", "q8_0", KvDtype::kF16, 2},
         // Gemma 4 26B-A4B: experts beside the dense FFN, the router reading its own norm.
         Param{"tiny-gemma4moe", "q8_0", KvDtype::kF16, 2, 40},
+        // glm4moe: a dense first layer, then sigmoid-scored experts and a shared one.
+        Param{"tiny-glm4moe", "q8_0", KvDtype::kF16, 2},
         // qwen3next: the fused projections taken apart per row.
         Param{"tiny-qwen3next", "q8_0", KvDtype::kF16, 2}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).
