@@ -30,7 +30,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"deepseek2", RopeMode::kNormal}, {"gemma4", RopeMode::kNeox},
     {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
     {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
-    {"glm4moe", RopeMode::kNeox},
+    {"glm4moe", RopeMode::kNeox},     {"seed_oss", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -492,6 +492,12 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     return Status::Ok();
   }
   if (a == "qwen35" || a == "qwen35moe" || a == "qwen3next") return ApplyQwen35(file, c);
+  if (a == "seed_oss") {
+    // llama.cpp's seed_oss graph: llama's layers (QKV bias by tensor), NeoX RoPE, the FFN's pre-norm named
+    // post_attention_norm.
+    c.ffn_norm_is_post_attention_norm = true;
+    return Status::Ok();
+  }
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);

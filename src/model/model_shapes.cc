@@ -377,6 +377,18 @@ constexpr ShapeEntry kShapes[] = {
        Experts(s, 8, 2, 64);
        s.n_ff_shared = 64;
      }},
+    {"tiny-seed-oss",
+     [](ModelShape& s) {
+       // Seed-OSS-36B: 80 heads of 128 to 8 KV heads (q_dim twice n_embd), QKV bias (here 16 heads of 16 to
+       // 2).
+       s = Tiny(s.name, "seed_oss");
+       Widths(s, 128, 16, 2, 16, 256);
+       s.qkv_bias = true;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 10000000.0f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-glm4moe",
      [](ModelShape& s) {
        // GLM-4.5-Air's plan at tiny widths: 96 heads of 128 to 8 KV heads (here 12 of 16 to 2), QKV bias,

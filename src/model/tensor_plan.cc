@@ -132,8 +132,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     }
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
     if (!olmo2) {
-      plan.Vec(p + (gpt_oss || qwen35 || a == "glm4moe" ? "post_attention_norm.weight" : "ffn_norm.weight"),
-               s.n_embd, norm);
+      const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
+      plan.Vec(p + (post_attention_named ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
     }
     if (!dense) {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;

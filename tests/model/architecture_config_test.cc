@@ -118,6 +118,14 @@ TEST(Architectures, Qwen3Next) {
   EXPECT_EQ(m.model->MakeKvLayout(KvDtype::kF16, 16).recurrent_state_floats, c.RecurrentStateFloats());
 }
 
+TEST(Architectures, SeedOss) {
+  const ModelConfig c = Config("tiny-seed-oss");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qkv_bias && c.ffn_norm_is_post_attention_norm);
+  EXPECT_FALSE(c.qk_norm || c.post_norms);
+  EXPECT_EQ(c.q_dim(), 2 * c.n_embd);
+}
+
 // GLM-4.5: llama's attention with QKV bias, half-rotated NeoX heads, DeepSeek's experts after a dense layer;
 // its multi-token-prediction layer is not run.
 TEST(Architectures, Glm4Moe) {

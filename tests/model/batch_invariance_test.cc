@@ -128,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-qwen35moe", "q8_0", KvDtype::kF16, 2},
         // Gemma 4 26B-A4B: experts beside the dense FFN, the router reading its own norm.
         Param{"tiny-gemma4moe", "q8_0", KvDtype::kF16, 2, 40},
+        Param{"tiny-seed-oss", "q8_0", KvDtype::kF16, 2},
         // glm4moe: a dense first layer, then sigmoid-scored experts and a shared one.
         Param{"tiny-glm4moe", "q8_0", KvDtype::kF16, 2},
         // qwen3next: the fused projections taken apart per row.
