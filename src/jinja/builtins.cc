@@ -367,16 +367,16 @@ Value CallMethod(const Value& value, const std::string& name, const CallArgs& ar
   if (value.IsObject()) {
     if (name == "items") {
       Array items;
-      for (const auto& [k, v] : value.AsObject()) items.push_back(Value::MakeArray({Value(k), v}));
+      for (const auto& [k, v] : value.AsObject()) items.push_back(Value::MakeArray({KeyValue(k), v}));
       return Value::MakeArray(std::move(items));
     }
     if (name == "keys" || name == "values") {
       Array items;
-      for (const auto& [k, v] : value.AsObject()) items.push_back(name == "keys" ? Value(k) : v);
+      for (const auto& [k, v] : value.AsObject()) items.push_back(name == "keys" ? KeyValue(k) : v);
       return Value::MakeArray(std::move(items));
     }
     if (name == "get") {
-      const Value v = value.GetKey(args.Required(0, "key", "get").ToString());
+      const Value v = value.GetKey(DictKey(args.Required(0, "key", "get")));
       const Value* fallback = args.Get(1, "default");
       return v.IsUndefined() ? (fallback ? *fallback : Value::None()) : v;
     }

@@ -47,7 +47,7 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
       if (!a.IsString()) throw Error("'in <string>' requires a string as left operand, not " + a.TypeName());
       found = b.AsString().find(a.AsString()) != std::string::npos;
     } else if (b.IsObject()) {
-      found = a.IsString() && !b.GetKey(a.AsString()).IsUndefined();
+      found = (a.IsString() || a.kind() == Value::Kind::kInt) && !b.GetKey(DictKey(a)).IsUndefined();
     } else if (b.IsArray()) {
       for (const Value& item : b.AsArray()) found = found || item.Equals(a);
     } else if (!b.IsUndefined()) {
@@ -112,7 +112,7 @@ Value BinaryOp(const std::string& op, const Value& a, const Value& b) {
 }
 
 Value Index(const Value& value, const Value& index) {
-  if (value.IsObject()) return value.GetKey(index.ToString());
+  if (value.IsObject()) return value.GetKey(DictKey(index));
   if ((value.IsArray() || value.IsString()) && (index.IsNumber() || index.kind() == Value::Kind::kBool)) {
     const Array items = value.IsArray() ? value.AsArray() : value.Iterate();
     int64_t i = index.AsInt();
@@ -376,7 +376,7 @@ class Interpreter {
       case Expr::Kind::kDict: {
         Object items;  // a repeated key keeps its first place and its last value, as in Python
         for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-          std::string key = Eval(*e.args[i]).ToString();
+          std::string key = DictKey(Eval(*e.args[i]));
           Value value = Eval(*e.args[i + 1]);
           auto same =
               std::find_if(items.begin(), items.end(), [&](const auto& kv) { return kv.first == key; });

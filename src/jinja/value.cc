@@ -54,6 +54,22 @@ Value Value::MakeArray(Array items) {
   v.array_ = std::make_shared<Array>(std::move(items));
   return v;
 }
+namespace {
+constexpr char kIntKeyMark = '\xff';  // no UTF-8 text holds this byte
+}  // namespace
+
+std::string DictKey(const Value& key) {
+  if (key.kind() != Value::Kind::kInt) return key.ToString();
+  std::string marked(1, kIntKeyMark);
+  marked += std::to_string(key.AsInt());
+  return marked;
+}
+
+Value KeyValue(const std::string& key) {
+  if (key.empty() || key[0] != kIntKeyMark) return Value(key);
+  return Value(static_cast<int64_t>(std::stoll(key.substr(1))));
+}
+
 Value Value::MakeObject(Object items) {
   Value v;
   v.kind_ = Kind::kObject;
@@ -250,7 +266,7 @@ std::string Value::ToString() const {
     case Kind::kObject: {
       std::string out = "{";
       for (size_t i = 0; i < object_->size(); ++i) {
-        out += (i ? ", " : "") + PyQuote((*object_)[i].first) + ": " + (*object_)[i].second.Repr();
+        out += (i ? ", " : "") + KeyValue((*object_)[i].first).Repr() + ": " + (*object_)[i].second.Repr();
         CheckStringSize(out);
       }
       return out + "}";
@@ -311,7 +327,7 @@ void Value::DumpJson(std::string& out, int indent, int depth) const {
       for (size_t i = 0; i < object_->size(); ++i) {
         if (i) out += item_sep;
         newline(depth + 1);
-        JsonString(out, (*object_)[i].first);
+        JsonString(out, KeyValue((*object_)[i].first).ToString());  // json.dumps writes int keys as strings
         out += ": ";
         (*object_)[i].second.DumpJson(out, indent, depth + 1);
         CheckStringSize(out);
@@ -427,7 +443,7 @@ Array Value::Iterate() const {
       return *array_;
     case Kind::kObject: {
       Array keys;
-      for (const auto& [k, v] : *object_) keys.emplace_back(k);
+      for (const auto& [k, v] : *object_) keys.push_back(KeyValue(k));
       return keys;
     }
     case Kind::kString: {

@@ -29,7 +29,13 @@ class Error : public std::runtime_error {
 
 class Value;
 using Array = std::vector<Value>;
+// A dict's entries by key. Keys are strings; a key that was an int (a template's {512: 128}, as Seed-OSS's
+// has) is kept as DictKey writes it, a mark byte no UTF-8 text holds (0xFF) and its decimal digits, and reads
+// back as that int (KeyValue): d[512] finds it, d['512'] does not, and iteration, dictsort, repr and tojson
+// see an int, as in Python.
 using Object = std::vector<std::pair<std::string, Value>>;
+std::string DictKey(const Value& key);   // an int marked, anything else as str() prints it
+Value KeyValue(const std::string& key);  // the key as the template sees it
 
 // Arguments of a call: positional then keyword.
 struct CallArgs {

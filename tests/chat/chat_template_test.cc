@@ -267,6 +267,25 @@ TEST(JinjaTest, ExpressionsFiltersAndTests) {
       "0|[]|[]|[]|[]");
 }
 
+// Dicts with int keys, as Seed-OSS's template builds its thinking-budget table: the keys stay ints (sorted,
+// compared, printed and looked up as ints; json.dumps writes them as strings). Expected: Jinja2 3.1.6 with
+// Hugging Face's tojson.
+TEST(JinjaTest, IntDictKeysStayInts) {
+  const std::string budget_lookup =
+      "{%- set b = {0: 0, 512: 128, 1024: 256, 16384: 1024} -%}{%- set ns = namespace(interval=None) -%}"
+      "{%- for k, v in b | dictsort -%}{%- if ns.interval is none and budget <= k -%}{%- set ns.interval = v "
+      "-%}{%- endif -%}{%- endfor -%}{{ ns.interval }}|{{ b[16384] }}|{{ b['512'] is defined }}|{{ 512 in b "
+      "}}|{{ '512' in b }}";
+  EXPECT_EQ(RenderJinja(budget_lookup, {{"budget", 600}}), "256|1024|False|True|False");
+  EXPECT_EQ(RenderJinja(budget_lookup, {{"budget", 511}}), "128|1024|False|True|False");
+  EXPECT_EQ(RenderJinja(budget_lookup, {{"budget", 20000}}), "None|1024|False|True|False");
+  EXPECT_EQ(
+      RenderJinja("{{ {1: 'a', 'x': 2} }}|{{ {1: 'a', 'x': 2} | tojson }}|{% for k in {3: 1, 2: 2} %}{{ k + "
+                  "1 }},{% endfor %}|{{ {7: 1}.get(7) }}|{{ {7: 1}.keys() | list }}|{{ {7: 1}.get('7') }}",
+                  {}),
+      "{1: 'a', 'x': 2}|{\"1\": \"a\", \"x\": 2}|4,3,|1|[7]|None");
+}
+
 TEST(JinjaTest, StatementsScopesAndWhitespace) {
   const nlohmann::json ctx = {{"xs", {1, 2, 3, 4}}};
   EXPECT_EQ(RenderJinja("{% for x in xs %}{{ loop.index }}{% if loop.last %}!{% endif %}{% endfor %}", ctx),
