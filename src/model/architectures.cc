@@ -31,6 +31,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
     {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
     {"glm4moe", RopeMode::kNeox},     {"seed_oss", RopeMode::kNeox},
+    {"minimax-m2", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -300,6 +301,35 @@ Status ApplyGlm4Moe(const GgufFile& file, ModelConfig& c) {
   return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
 }
 
+// minimax-m2 (MiniMax-M2, llama.cpp's graph for it): llama's layers with RMS norms of the whole Q and the
+// whole K projection (before RoPE), partial NeoX RoPE, and as every layer's FFN experts scored by
+// expert_gating_func (its files: 2, sigmoid; absent: sigmoid), chosen with exp_probs_b, their scores
+// renormalised (llama.cpp's graph renormalises whatever the file says); no shared expert.
+Status ApplyMinimaxM2(const GgufFile& file, ModelConfig& c) {
+  c.qk_norm = true;
+  c.qk_norm_whole = true;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
+                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
+    return InvalidArgument(
+        file.path() +
+        ": minimax-m2 needs expert_count, expert_used_count and expert_feed_forward_length "
+        "of at least 1");
+  }
+  const std::string gating_key = Key(c, "expert_gating_func");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(gating_key, 2));
+  if (gating != 1 && gating != 2) {
+    return Unimplemented(file.path() + ": unsupported: '" + gating_key + "' = " + std::to_string(gating) +
+                         " (minimax-m2 supports 1, softmax, and 2, sigmoid)");
+  }
+  c.expert_gating = gating == 2 ? ModelConfig::ExpertGating::kSigmoid : ModelConfig::ExpertGating::kSoftmax;
+  c.expert_weights_norm = true;
+  c.expert_selection_bias = file.FindTensor("blk.0.exp_probs_b.bias") != nullptr;
+  return Status::Ok();
+}
+
 // The experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files: softmax routing over
 // <arch>.expert_count experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for all
 // but qwen2moe, whatever the file says about norm_topk_prob; qwen2moe's are not), SwiGLU experts of
@@ -421,11 +451,12 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
       c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
-      c.architecture != "gemma4" && c.architecture != "glm4moe") {
+      c.architecture != "gemma4" && c.architecture != "glm4moe" && c.architecture != "minimax-m2") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, glm4moe, qwen35moe, qwen3next, gemma4 and llama (Mixtral) files");
+                         "deepseek2, glm4moe, minimax-m2, qwen35moe, qwen3next, gemma4 and llama "
+                         "(Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -443,6 +474,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   const std::string& a = c.architecture;
   if (a == "deepseek2") return ApplyDeepseek2(file, c);
   if (a == "glm4moe") return ApplyGlm4Moe(file, c);
+  if (a == "minimax-m2") return ApplyMinimaxM2(file, c);
   LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.

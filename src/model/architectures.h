@@ -50,6 +50,8 @@
 //           but every full_attention_interval-th, whose attention has Q/K norms, partial NeoX RoPE and a
 //           sigmoid output gate (attn_q rows [query | gate] per head); the FFN's pre-norm is named
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
+//   minimax-m2  MiniMax-M2: llama's layers with RMS norms of the whole Q and K projections, partial NeoX
+//           RoPE, and as every layer's FFN experts with sigmoid scores chosen with exp_probs_b, renormalised
 //   seed_oss  Seed-OSS-36B: llama's layers with QKV bias (by tensor), NeoX RoPE, the FFN's pre-norm named
 //           post_attention_norm
 //   glm4moe GLM-4.5 / 4.5-Air / 4.6: llama's layers with QKV bias (Q/K norms where the file has them), half

@@ -389,6 +389,24 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 10000000.0f;
        s.tied_embeddings = false;
      }},
+    {"tiny-minimax-m2",
+     [](ModelShape& s) {
+       // MiniMax-M2's plan at tiny widths: 48 heads of 128 to 8 KV heads (here 12 of 16 to 2), half of each
+       // head rotated, whole-projection Q/K norms, 8 of 256 experts (here 2 of 8) with sigmoid scores chosen
+       // with exp_probs_b.
+       // Its files' feed_forward_length is the experts' width (llama.cpp sizes the expert tensors by it).
+       s = Tiny(s.name, "minimax-m2");
+       Widths(s, 128, 12, 2, 16, 32);
+       s.rope_dim = 8;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 5000000.0f;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+       Experts(s, 8, 2, 32);
+       s.expert_gating = 2;
+       s.selection_bias_std = 0.05f;
+     }},
     {"tiny-glm4moe",
      [](ModelShape& s) {
        // GLM-4.5-Air's plan at tiny widths: 96 heads of 128 to 8 KV heads (here 12 of 16 to 2), QKV bias,

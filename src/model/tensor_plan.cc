@@ -65,7 +65,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
   const bool olmo2 = a == "olmo2";  // no pre-norms; Q and K norms over the whole projection
-  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || olmo2;
+  const bool whole_qk_norm = olmo2 || a == "minimax-m2";
+  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || whole_qk_norm;
   const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";
   // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them (glm4: ffn_up only)
   const bool fused = a == "phi3";
@@ -122,8 +123,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
     }
     if ((qk_norm || qwen35) && !recurrent) {
-      plan.Vec(p + "attn_q_norm.weight", olmo2 ? q_dim : head_dim, norm);
-      plan.Vec(p + "attn_k_norm.weight", olmo2 ? kv_dim : head_dim, norm);
+      plan.Vec(p + "attn_q_norm.weight", whole_qk_norm ? q_dim : head_dim, norm);
+      plan.Vec(p + "attn_k_norm.weight", whole_qk_norm ? kv_dim : head_dim, norm);
     }
     if (!recurrent) plan.Matrix(p + "attn_output.weight", s.n_embd, s.n_head * ValueDim(s));
     if (gpt_oss) {  // sinks of a few units: the softmax's denominator then changes visibly

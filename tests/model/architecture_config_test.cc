@@ -118,6 +118,21 @@ TEST(Architectures, Qwen3Next) {
   EXPECT_EQ(m.model->MakeKvLayout(KvDtype::kF16, 16).recurrent_state_floats, c.RecurrentStateFloats());
 }
 
+TEST(Architectures, MinimaxM2) {
+  const ModelConfig c = Config("tiny-minimax-m2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qk_norm && c.qk_norm_whole && c.pre_norms);
+  EXPECT_EQ(c.expert_gating, ModelConfig::ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.expert_selection_bias && c.expert_weights_norm);
+  EXPECT_EQ(c.n_ff_shared, 0);
+  EXPECT_EQ(Config("tiny-minimax-m2", DropKeys({"minimax-m2.expert_gating_func"})).expert_gating,
+            ModelConfig::ExpertGating::kSigmoid);
+  EXPECT_NE(ConfigError("tiny-minimax-m2",
+                        Edit{{}, {{"minimax-m2.expert_gating_func", GgufValue::Uint32(3)}}, {}, ""})
+                .find("expert_gating_func"),
+            std::string::npos);
+}
+
 TEST(Architectures, SeedOss) {
   const ModelConfig c = Config("tiny-seed-oss");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);

@@ -120,7 +120,9 @@ std::vector<double> DeepseekExperts(const Layer& L, const ModelConfig& c, const 
   double chosen = 0;
   for (int64_t j = 0; j < c.n_expert_used; ++j) chosen += p[order[j]];
   if (!c.expert_weights_norm) chosen = 1;
-  std::vector<double> out = SwiGlu(L.gate, L.up, L.down, h);  // the shared experts
+  // The shared experts (minimax-m2 has none).
+  std::vector<double> out =
+      c.n_ff_shared > 0 ? SwiGlu(L.gate, L.up, L.down, h) : std::vector<double>(h.size());
   for (int64_t j = 0; j < c.n_expert_used; ++j) {
     const size_t e = order[j];
     const std::vector<double> y = SwiGlu(L.expert_gate[e], L.expert_up[e], L.expert_down[e], h);
