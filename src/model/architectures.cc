@@ -31,7 +31,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
     {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
     {"glm4moe", RopeMode::kNeox},     {"seed_oss", RopeMode::kNeox},
-    {"minimax-m2", RopeMode::kNeox},
+    {"minimax-m2", RopeMode::kNeox},  {"ernie4_5-moe", RopeMode::kNormal},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -330,6 +330,40 @@ Status ApplyMinimaxM2(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+// ernie4_5-moe (ERNIE-4.5-21B-A3B, 300B-A47B; llama.cpp's graph): ernie4_5's layers, after
+// leading_dense_block_count dense ones experts on every layer (interleave_moe_layer_step 1; others are not
+// run) scored by their softmax, chosen with exp_probs_b when the file has it, their scores renormalised,
+// beside one ungated shared FFN of expert_shared_feed_forward_length (absent or 0: none).
+Status ApplyErnie45Moe(const GgufFile& file, ModelConfig& c) {
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
+                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_shared,
+                            ReadCount(file, Key(c, "expert_shared_feed_forward_length"), 0, 1 << 20));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
+                            ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
+  const std::string step_key = Key(c, "interleave_moe_layer_step");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t step, ReadCount(file, step_key, 1, c.n_layer));
+  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
+    return InvalidArgument(file.path() +
+                           ": ernie4_5-moe needs expert_count, expert_used_count and "
+                           "expert_feed_forward_length of at least 1");
+  }
+  if (step != 1) {
+    return Unimplemented(file.path() + ": unsupported: '" + step_key + "' = " + std::to_string(step) +
+                         " (lockstep runs experts on every layer after the leading dense ones)");
+  }
+  c.shared_expert_gate = false;
+  c.expert_gating = ModelConfig::ExpertGating::kSoftmax;
+  c.expert_weights_norm = true;
+  if (c.n_layer_dense_lead < c.n_layer) {
+    c.expert_selection_bias =
+        file.FindTensor("blk." + std::to_string(c.n_layer_dense_lead) + ".exp_probs_b.bias") != nullptr;
+  }
+  return Status::Ok();
+}
+
 // The experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files: softmax routing over
 // <arch>.expert_count experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for all
 // but qwen2moe, whatever the file says about norm_topk_prob; qwen2moe's are not), SwiGLU experts of
@@ -451,12 +485,13 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
   if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
       c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
-      c.architecture != "gemma4" && c.architecture != "glm4moe" && c.architecture != "minimax-m2") {
+      c.architecture != "gemma4" && c.architecture != "glm4moe" && c.architecture != "minimax-m2" &&
+      c.architecture != "ernie4_5-moe") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, glm4moe, minimax-m2, qwen35moe, qwen3next, gemma4 and llama "
-                         "(Mixtral) files");
+                         "deepseek2, glm4moe, minimax-m2, ernie4_5-moe, qwen35moe, qwen3next, gemma4 and "
+                         "llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -475,6 +510,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   if (a == "deepseek2") return ApplyDeepseek2(file, c);
   if (a == "glm4moe") return ApplyGlm4Moe(file, c);
   if (a == "minimax-m2") return ApplyMinimaxM2(file, c);
+  if (a == "ernie4_5-moe") return ApplyErnie45Moe(file, c);
   LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.

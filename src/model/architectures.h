@@ -50,6 +50,8 @@
 //           but every full_attention_interval-th, whose attention has Q/K norms, partial NeoX RoPE and a
 //           sigmoid output gate (attn_q rows [query | gate] per head); the FFN's pre-norm is named
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
+//   ernie4_5-moe  ERNIE-4.5-21B-A3B / 300B-A47B: ernie4_5's layers, then (after leading dense layers)
+//           softmax-scored experts chosen with exp_probs_b, renormalised, beside an ungated shared FFN
 //   minimax-m2  MiniMax-M2: llama's layers with RMS norms of the whole Q and K projections, partial NeoX
 //           RoPE, and as every layer's FFN experts with sigmoid scores chosen with exp_probs_b, renormalised
 //   seed_oss  Seed-OSS-36B: llama's layers with QKV bias (by tensor), NeoX RoPE, the FFN's pre-norm named

@@ -470,6 +470,20 @@ constexpr ShapeEntry kShapes[] = {
        s.n_ctx = 1024;
        s.rope_freq_base = 500000.0f;
      }},
+    {"tiny-ernie4.5-moe",
+     [](ModelShape& s) {
+       // ERNIE-4.5-21B-A3B's plan at tiny-ernie4.5's widths: a first dense layer, then 6 of 64 experts (here
+       // 2 of 8) scored by softmax and chosen with exp_probs_b, beside two shared experts (one FFN twice an
+       // expert's width).
+       s = *FindModelShape("tiny-ernie4.5");
+       s.name = "tiny-ernie4.5-moe";
+       s.architecture = "ernie4_5-moe";
+       s.tied_embeddings = false;
+       Experts(s, 8, 2, 32);
+       s.n_layer_dense_lead = 1;
+       s.n_expert_shared = 2;
+       s.selection_bias_std = 0.05f;
+     }},
     {"tiny-glm4",
      [](ModelShape& s) {
        // GLM-4-9B-0414: 32 heads, 2 KV heads, half of each head rotated, QKV bias, [gate | up], post-norms.

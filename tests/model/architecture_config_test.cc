@@ -133,6 +133,20 @@ TEST(Architectures, MinimaxM2) {
             std::string::npos);
 }
 
+TEST(Architectures, Ernie45Moe) {
+  const ModelConfig c = Config("tiny-ernie4.5-moe");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_EQ(c.n_layer_dense_lead, 1);
+  EXPECT_EQ(c.expert_gating, ModelConfig::ExpertGating::kSoftmax);
+  EXPECT_TRUE(c.expert_selection_bias && c.expert_weights_norm);
+  EXPECT_EQ(c.n_ff_shared, 64);
+  EXPECT_FALSE(c.shared_expert_gate);
+  EXPECT_NE(ConfigError("tiny-ernie4.5-moe",
+                        Edit{{}, {{"ernie4_5-moe.interleave_moe_layer_step", GgufValue::Uint32(2)}}, {}, ""})
+                .find("interleave_moe_layer_step"),
+            std::string::npos);
+}
+
 TEST(Architectures, SeedOss) {
   const ModelConfig c = Config("tiny-seed-oss");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
