@@ -96,6 +96,7 @@ SHAPES = {
     "tiny-seed-oss": ("ik_llama.cpp", False),
     "tiny-minimax-m2": ("ik_llama.cpp", False),
     "tiny-ernie4.5-moe": ("ik_llama.cpp", False),
+    "tiny-dots1": ("ik_llama.cpp", False),
     # Gemma 4 26B-A4B: ik 8337e4cd3 omits the router input's 1 / sqrt(n_embd) (mainline applies it): no golden.
     "tiny-gemma4moe": (None, False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in

@@ -32,6 +32,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
     {"glm4moe", RopeMode::kNeox},     {"seed_oss", RopeMode::kNeox},
     {"minimax-m2", RopeMode::kNeox},  {"ernie4_5-moe", RopeMode::kNormal},
+    {"dots1", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -486,12 +487,12 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
       c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
       c.architecture != "gemma4" && c.architecture != "glm4moe" && c.architecture != "minimax-m2" &&
-      c.architecture != "ernie4_5-moe") {
+      c.architecture != "ernie4_5-moe" && c.architecture != "dots1") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, glm4moe, minimax-m2, ernie4_5-moe, qwen35moe, qwen3next, gemma4 and "
-                         "llama (Mixtral) files");
+                         "deepseek2, glm4moe, dots1, minimax-m2, ernie4_5-moe, qwen35moe, qwen3next, "
+                         "gemma4 and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -511,6 +512,12 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   if (a == "glm4moe") return ApplyGlm4Moe(file, c);
   if (a == "minimax-m2") return ApplyMinimaxM2(file, c);
   if (a == "ernie4_5-moe") return ApplyErnie45Moe(file, c);
+  if (a == "dots1") {
+    // dots.llm1 (llama.cpp's graph): qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid
+    // scores unless the file says otherwise, exp_probs_b, ungated shared experts, leading dense layers).
+    c.qk_norm = true;
+    return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
+  }
   LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
   if (a == "llama") {
     // Mistral 7B v0.1's window, when a file carries it, applies to every layer.

@@ -52,6 +52,8 @@
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
 //   ernie4_5-moe  ERNIE-4.5-21B-A3B / 300B-A47B: ernie4_5's layers, then (after leading dense layers)
 //           softmax-scored experts chosen with exp_probs_b, renormalised, beside an ungated shared FFN
+//   dots1   dots.llm1: qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid scores chosen
+//           with exp_probs_b, ungated shared experts, leading dense layers)
 //   minimax-m2  MiniMax-M2: llama's layers with RMS norms of the whole Q and K projections, partial NeoX
 //           RoPE, and as every layer's FFN experts with sigmoid scores chosen with exp_probs_b, renormalised
 //   seed_oss  Seed-OSS-36B: llama's layers with QKV bias (by tensor), NeoX RoPE, the FFN's pre-norm named

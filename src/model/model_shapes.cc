@@ -484,6 +484,26 @@ constexpr ShapeEntry kShapes[] = {
        s.n_expert_shared = 2;
        s.selection_bias_std = 0.05f;
      }},
+    {"tiny-dots1",
+     [](ModelShape& s) {
+       // dots.llm1's plan at tiny widths: 32 heads of 128 (here 8 of 16), per-head Q/K norms, a first dense
+       // layer, then 6 of 128 experts (here 2 of 8) with sigmoid scores chosen with exp_probs_b,
+       // renormalised x 2.5, beside 2 shared experts.
+       s = Tiny(s.name, "dots1");
+       Widths(s, 128, 8, 8, 16, 256);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 10000000.0f;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+       Experts(s, 8, 2, 32);
+       s.n_layer_dense_lead = 1;
+       s.n_expert_shared = 2;
+       s.expert_gating = 2;
+       s.expert_weights_norm = true;
+       s.expert_weights_scale = 2.5f;
+       s.selection_bias_std = 0.05f;
+     }},
     {"tiny-glm4",
      [](ModelShape& s) {
        // GLM-4-9B-0414: 32 heads, 2 KV heads, half of each head rotated, QKV bias, [gate | up], post-norms.

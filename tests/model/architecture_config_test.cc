@@ -147,6 +147,17 @@ TEST(Architectures, Ernie45Moe) {
             std::string::npos);
 }
 
+TEST(Architectures, Dots1) {
+  const ModelConfig c = Config("tiny-dots1");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.qk_norm_whole);
+  EXPECT_EQ(c.expert_gating, ModelConfig::ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.expert_selection_bias && c.expert_weights_norm);
+  EXPECT_EQ(c.n_ff_shared, 64);
+  EXPECT_FLOAT_EQ(c.expert_weights_scale, 2.5f);
+}
+
 TEST(Architectures, SeedOss) {
   const ModelConfig c = Config("tiny-seed-oss");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
