@@ -58,6 +58,17 @@ void Experts(ModelShape& s, int64_t n_expert, int64_t n_expert_used, int64_t n_f
   s.n_ff_expert = n_ff_expert;
 }
 
+// GLM-4.5's and dots.llm1's routing (DeepSeek-V3's): a first dense layer, sigmoid scores chosen with an
+// exp_probs_b bias, renormalised x 2.5, beside `shared` ungated shared experts.
+void SigmoidRoutedExperts(ModelShape& s, int64_t shared) {
+  s.n_layer_dense_lead = 1;
+  s.n_expert_shared = shared;
+  s.expert_gating = 2;
+  s.expert_weights_norm = true;
+  s.expert_weights_scale = 2.5f;
+  s.selection_bias_std = 0.05f;
+}
+
 // Qwen3-0.6B: 16 heads, 8 KV heads, q_dim 2 x n_embd.
 void TinyQwen3(ModelShape& s) {
   s = Tiny(s.name, "qwen3");
@@ -421,12 +432,7 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.tied_embeddings = false;
        Experts(s, 8, 2, 32);
-       s.n_layer_dense_lead = 1;
-       s.n_expert_shared = 1;
-       s.expert_gating = 2;
-       s.expert_weights_norm = true;
-       s.expert_weights_scale = 2.5f;
-       s.selection_bias_std = 0.05f;
+       SigmoidRoutedExperts(s, /*shared=*/1);
      }},
     {"tiny-qwen3next",
      [](ModelShape& s) {
@@ -497,12 +503,7 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
        s.tied_embeddings = false;
        Experts(s, 8, 2, 32);
-       s.n_layer_dense_lead = 1;
-       s.n_expert_shared = 2;
-       s.expert_gating = 2;
-       s.expert_weights_norm = true;
-       s.expert_weights_scale = 2.5f;
-       s.selection_bias_std = 0.05f;
+       SigmoidRoutedExperts(s, /*shared=*/2);
      }},
     {"tiny-glm4",
      [](ModelShape& s) {
