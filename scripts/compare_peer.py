@@ -86,7 +86,8 @@ SHAPES = {
     "tiny-deepseek3-split": (None, False),
     # Group-limited routing: no peer. ik_llama.cpp 8337e4cd3 groups experts for bailingmoe2/3 only (its
     # deepseek2 routing ignores expert_group_count); llama.cpp c392e50 predates groups. The reference forward
-    # pass checks it (tests/model/reference_test.cc).
+    # pass checks it (tests/model/reference_test.cc); tiny-bailingmoe2's golden (ik with -ger) checks the same
+    # group-limited sigmoid routing against the peer.
     "tiny-deepseek3-grouped": (None, False),
     "tiny-gemma4": ("ik_llama.cpp", False),  # Gemma 4 came after llama.cpp c392e50
     "tiny-qwen35": ("ik_llama.cpp", False),  # Qwen3.5 (Gated DeltaNet) came after llama.cpp c392e50
@@ -97,6 +98,8 @@ SHAPES = {
     "tiny-minimax-m2": ("ik_llama.cpp", False),
     "tiny-ernie4.5-moe": ("ik_llama.cpp", False),
     "tiny-dots1": ("ik_llama.cpp", False),
+    # ik_llama.cpp groups bailingmoe2's experts only with -ger: compare with --peer-flags "-fa off -ger".
+    "tiny-bailingmoe2": ("ik_llama.cpp", False),
     # Gemma 4 26B-A4B: ik 8337e4cd3 omits the router input's 1 / sqrt(n_embd) (mainline applies it): no golden.
     "tiny-gemma4moe": (None, False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in

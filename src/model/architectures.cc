@@ -32,7 +32,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
     {"glm4moe", RopeMode::kNeox},     {"seed_oss", RopeMode::kNeox},
     {"minimax-m2", RopeMode::kNeox},  {"ernie4_5-moe", RopeMode::kNormal},
-    {"dots1", RopeMode::kNeox},
+    {"dots1", RopeMode::kNeox},       {"bailingmoe2", RopeMode::kNeox},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -302,6 +302,25 @@ Status ApplyGlm4Moe(const GgufFile& file, ModelConfig& c) {
   return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
 }
 
+// bailingmoe2 (Ling 2.0 / Ring 2.0: Ling-mini-2.0, Ling-flash-2.0; llama.cpp's graph): llama's layers with a
+// fused attn_qkv, per-head Q/K norms, partial NeoX RoPE, then after leading dense layers DeepSeek's experts
+// (group-limited: expert_group_count, expert_group_used_count) beside a shared expert of
+// expert_shared_feed_forward_length; the nextn (multi-token prediction) layers are not run.
+Status ApplyBailingMoe2(const GgufFile& file, ModelConfig& c) {
+  c.qk_norm = true;
+  const std::string mtp_key = Key(c, "nextn_predict_layers");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(mtp_key, 0));
+  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, mtp_key, "leaves no layer to run");
+  c.n_layer -= mtp;
+  c.layers.resize(size_t(c.n_layer));
+  LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseekExperts(file, c, /*default_gating=*/2));
+  // The shared experts' width as the file states it (ApplyDeepseekExperts: expert_shared_count x the
+  // experts' width).
+  LOCKSTEP_ASSIGN_OR_RETURN(
+      c.n_ff_shared, ReadCount(file, Key(c, "expert_shared_feed_forward_length"), c.n_ff_shared, 1 << 20));
+  return Status::Ok();
+}
+
 // minimax-m2 (MiniMax-M2, llama.cpp's graph for it): llama's layers with RMS norms of the whole Q and the
 // whole K projection (before RoPE), partial NeoX RoPE, and as every layer's FFN experts scored by
 // expert_gating_func (its files: 2, sigmoid; absent: sigmoid), chosen with exp_probs_b, their scores
@@ -487,12 +506,12 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
       c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
       c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
       c.architecture != "gemma4" && c.architecture != "glm4moe" && c.architecture != "minimax-m2" &&
-      c.architecture != "ernie4_5-moe" && c.architecture != "dots1") {
+      c.architecture != "ernie4_5-moe" && c.architecture != "dots1" && c.architecture != "bailingmoe2") {
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
                          "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, glm4moe, dots1, minimax-m2, ernie4_5-moe, qwen35moe, qwen3next, "
-                         "gemma4 and llama (Mixtral) files");
+                         "deepseek2, glm4moe, dots1, bailingmoe2, minimax-m2, ernie4_5-moe, qwen35moe, "
+                         "qwen3next, gemma4 and llama (Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
@@ -512,6 +531,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   if (a == "glm4moe") return ApplyGlm4Moe(file, c);
   if (a == "minimax-m2") return ApplyMinimaxM2(file, c);
   if (a == "ernie4_5-moe") return ApplyErnie45Moe(file, c);
+  if (a == "bailingmoe2") return ApplyBailingMoe2(file, c);
   if (a == "dots1") {
     // dots.llm1 (llama.cpp's graph): qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid
     // scores unless the file says otherwise, exp_probs_b, ungated shared experts, leading dense layers).

@@ -52,6 +52,9 @@
 //           post_attention_norm; multi-token-prediction layers (nextn_predict_layers) are not run
 //   ernie4_5-moe  ERNIE-4.5-21B-A3B / 300B-A47B: ernie4_5's layers, then (after leading dense layers)
 //           softmax-scored experts chosen with exp_probs_b, renormalised, beside an ungated shared FFN
+//   bailingmoe2  Ling 2.0 (Ling-mini-2.0, Ling-flash-2.0): llama's layers with a fused attn_qkv, per-head Q/K
+//           norms, partial NeoX RoPE; after leading dense layers DeepSeek's group-limited experts and a
+//           shared expert (expert_shared_feed_forward_length); nextn layers are not run
 //   dots1   dots.llm1: qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid scores chosen
 //           with exp_probs_b, ungated shared experts, leading dense layers)
 //   minimax-m2  MiniMax-M2: llama's layers with RMS norms of the whole Q and K projections, partial NeoX

@@ -199,7 +199,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
     if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2" ||
         family == "qwen35moe" || family == "qwen3next" || family == "gemma4" || family == "glm4moe" ||
-        family == "minimax-m2" || family == "ernie4_5-moe" || family == "dots1") {
+        family == "minimax-m2" || family == "ernie4_5-moe" || family == "dots1" || family == "bailingmoe2") {
       const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
     }
@@ -208,7 +208,11 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     }
   }
   if (s.kv_lora_rank > 0) SetDeepseek2Metadata(s, w);
-  if (a == "glm4moe" || a == "dots1") SetDeepseekExpertMetadata(s, w);
+  if (a == "glm4moe" || a == "dots1" || a == "bailingmoe2") SetDeepseekExpertMetadata(s, w);
+  if (a == "bailingmoe2") {
+    const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
+    w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(ff * s.n_expert_shared)));
+  }
   if (a == "minimax-m2") w.Set(a + ".expert_gating_func", GgufValue::Uint32(uint32_t(s.expert_gating)));
   if (a == "ernie4_5-moe") {  // its shared experts as one FFN of n_expert_shared x the experts' width
     const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;

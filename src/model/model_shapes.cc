@@ -505,6 +505,25 @@ constexpr ShapeEntry kShapes[] = {
        Experts(s, 8, 2, 32);
        SigmoidRoutedExperts(s, /*shared=*/2);
      }},
+    {"tiny-bailingmoe2",
+     [](ModelShape& s) {
+       // Ling-mini-2.0's plan at tiny widths: 16 heads of 128 to 4 KV heads (here 8 of 16 to 2) through one
+       // attn_qkv, per-head Q/K norms, half of each head rotated, a first dense layer, then 8 of 256 experts
+       // in 8 groups, 4 used (here 4 of 32 in 8 groups of 4, 4 used), sigmoid with exp_probs_b, x 2.5, and a
+       // shared expert.
+       s = Tiny(s.name, "bailingmoe2");
+       Widths(s, 128, 8, 2, 16, 256);
+       s.rope_dim = 8;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 600000.0f;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+       Experts(s, 32, 4, 32);
+       SigmoidRoutedExperts(s, /*shared=*/1);
+       s.expert_groups = 8;
+       s.expert_groups_used = 4;
+     }},
     {"tiny-glm4",
      [](ModelShape& s) {
        // GLM-4-9B-0414: 32 heads, 2 KV heads, half of each head rotated, QKV bias, [gate | up], post-norms.

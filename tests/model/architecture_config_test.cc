@@ -158,6 +158,21 @@ TEST(Architectures, Dots1) {
   EXPECT_FLOAT_EQ(c.expert_weights_scale, 2.5f);
 }
 
+TEST(Architectures, BailingMoe2) {
+  const ModelConfig c = Config("tiny-bailingmoe2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.expert_groups, 8);
+  EXPECT_EQ(c.expert_groups_used, 4);
+  EXPECT_EQ(c.n_ff_shared, 32);
+  const ModelConfig wider =
+      Config("tiny-bailingmoe2",
+             Edit{{}, {{"bailingmoe2.expert_shared_feed_forward_length", GgufValue::Uint32(64)}}, {}, ""});
+  EXPECT_EQ(wider.n_ff_shared, 64);  // the file's width wins over expert_shared_count x the experts'
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-bailingmoe2", TensorType::kF32));  // fused attn_qkv
+  EXPECT_NE(m.model, nullptr);
+}
+
 TEST(Architectures, SeedOss) {
   const ModelConfig c = Config("tiny-seed-oss");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);

@@ -130,6 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-gemma4moe", "q8_0", KvDtype::kF16, 2, 40},
         Param{"tiny-seed-oss", "q8_0", KvDtype::kF16, 2},
         Param{"tiny-ernie4.5-moe", "q8_0", KvDtype::kF16, 2}, Param{"tiny-dots1", "q8_0", KvDtype::kF16, 2},
+        Param{"tiny-bailingmoe2", "q8_0", KvDtype::kF16, 2},
         Param{"tiny-minimax-m2", "q8_0", KvDtype::kF16, 2},  // whole-projection Q/K norms, sigmoid experts
         // glm4moe: a dense first layer, then sigmoid-scored experts and a shared one.
         Param{"tiny-glm4moe", "q8_0", KvDtype::kF16, 2},
