@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -67,7 +68,13 @@ std::string DictKey(const Value& key) {
 
 Value KeyValue(const std::string& key) {
   if (key.empty() || key[0] != kIntKeyMark) return Value(key);
-  return Value(static_cast<int64_t>(std::stoll(key.substr(1))));
+  // Only DictKey writes the mark before digits; a template's own string literal could hold the byte too
+  // (not UTF-8, but templates are bytes), and stays a string.
+  int64_t i = 0;
+  const char* end = key.data() + key.size();
+  const auto [at, error] = std::from_chars(key.data() + 1, end, i);
+  if (error != std::errc() || at != end || key.size() == 1) return Value(key);
+  return Value(i);
 }
 
 Value Value::MakeObject(Object items) {

@@ -284,6 +284,12 @@ TEST(JinjaTest, IntDictKeysStayInts) {
                   "1 }},{% endfor %}|{{ {7: 1}.get(7) }}|{{ {7: 1}.keys() | list }}|{{ {7: 1}.get('7') }}",
                   {}),
       "{1: 'a', 'x': 2}|{\"1\": \"a\", \"x\": 2}|4,3,|1|[7]|None");
+  // A string key holding the mark byte stays a string (its bytes are the template's own).
+  EXPECT_EQ(
+      RenderJinja("{% for k in {'\xff': 1, '\xffab': 2, '\xff99999999999999999999': 3} %}{{ k is string "
+                  "}},{% endfor %}",
+                  {}),
+      "True,True,True,");
 }
 
 TEST(JinjaTest, StatementsScopesAndWhitespace) {
