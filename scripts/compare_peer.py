@@ -94,6 +94,7 @@ SHAPES = {
     "tiny-qwen35moe": ("ik_llama.cpp", False),
     "tiny-qwen3next": ("ik_llama.cpp", False),  # Qwen3-Next: the fused ssm_in / ssm_ba, grouped heads
     "tiny-glm4moe": ("ik_llama.cpp", False),  # GLM-4.5: DeepSeek's experts under llama's attention
+    "tiny-glm4.6": ("ik_llama.cpp", False),  # with Q/K norms
     "tiny-seed-oss": ("ik_llama.cpp", False),
     "tiny-minimax-m2": ("ik_llama.cpp", False),
     "tiny-ernie4.5-moe": ("ik_llama.cpp", False),

@@ -28,6 +28,8 @@ struct ModelShape {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool qkv_bias = false;
+  // Per-head Q/K norms where the architecture has them optionally (glm4moe: GLM-4.5 and 4.6, not Air).
+  bool qk_norm = false;
   bool tied_embeddings = true;
   // llama3 rope scaling (written as the rope_freqs tensor); factor 0 = none.
   float llama3_factor = 0;

@@ -434,6 +434,13 @@ constexpr ShapeEntry kShapes[] = {
        Experts(s, 8, 2, 32);
        SigmoidRoutedExperts(s, /*shared=*/1);
      }},
+    {"tiny-glm4.6",
+     [](ModelShape& s) {
+       // tiny-glm4moe with GLM-4.5's and GLM-4.6's per-head Q/K norms (Air has none).
+       s = *FindModelShape("tiny-glm4moe");
+       s.name = "tiny-glm4.6";
+       s.qk_norm = true;
+     }},
     {"tiny-qwen3next",
      [](ModelShape& s) {
        // Qwen3-Next-80B-A3B's plan at tiny-qwen35's widths: 10 of 512 experts (here 2 of 8) 512 wide and a

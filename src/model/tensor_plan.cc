@@ -66,8 +66,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const int64_t kv_dim = s.n_head_kv * head_dim;
   const bool olmo2 = a == "olmo2";  // no pre-norms; Q and K norms over the whole projection
   const bool whole_qk_norm = olmo2 || a == "minimax-m2";
-  const bool qk_norm =
-      a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "dots1" || a == "bailingmoe2" || whole_qk_norm;
+  const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "dots1" ||
+                       a == "bailingmoe2" || whole_qk_norm || s.qk_norm;
   const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";
   // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them (glm4: ffn_up only)
   const bool fused = a == "phi3" || a == "bailingmoe2";

@@ -201,6 +201,7 @@ TEST(Architectures, Glm4Moe) {
       Edit{{"glm4moe.expert_gating_func"}, {{"glm4moe.nextn_predict_layers", GgufValue::Uint32(1)}}, {}, ""});
   EXPECT_EQ(edited.expert_gating, ModelConfig::ExpertGating::kSigmoid);
   EXPECT_EQ(edited.n_layer, 3);
+  EXPECT_TRUE(Config("tiny-glm4.6").qk_norm);  // GLM-4.5 / 4.6 files have attn_q_norm
   EXPECT_NE(
       ConfigError("tiny-glm4moe", DropKeys({"glm4moe.expert_shared_count"})).find("expert_shared_count"),
       std::string::npos);

@@ -108,6 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-qwen35", "q8_0", 3e-1, 40, 8e-4},
         ReferenceCase{"tiny-qwen35moe", "f32", 1e-5, 40, 8e-4, 1e-1},  // q8_0 KV: 2.9e-2 seen (as other MoE)
         ReferenceCase{"tiny-glm4moe", "f32", 1e-5, 21, 8e-4, 1e-1},
+        ReferenceCase{"tiny-glm4.6", "f32", 1e-5, 21, 8e-4, 1.5e-1},
         ReferenceCase{"tiny-seed-oss", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-ernie4.5-moe", "f32", 1e-5, 21, 8e-4, 1e-1},
         ReferenceCase{"tiny-dots1", "f32", 1e-5, 21, 8e-4, 3e-1},  // q8_0 KV flips router choices: 0.145
