@@ -1,5 +1,6 @@
 // Reading an architecture's GGUF keys, for model/architectures.cc and the per-family configuration files
-// (model/deepseek2_config.cc): key names, and errors that name the key.
+// (model/deepseek2_config.cc, model/moe_config.cc): key names, errors that name the key, and the keys
+// several families share.
 #pragma once
 
 #include <cstdint>
@@ -20,5 +21,10 @@ Status OutOfRangeKey(const GgufFile& file, const std::string& key, const std::st
 // A non-negative integer key, required (fallback < 0: InvalidArgument "key '<key>' is missing") or
 // `fallback` when absent, at most `limit` (else OutOfRangeKey "= v is out of range (0..limit)").
 Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t fallback, int64_t limit);
+
+// Files whose last <arch>.nextn_predict_layers blocks are multi-token-prediction layers (qwen35, glm4moe,
+// bailingmoe2): n_layer (and c.layers) exclude them, so they are not run; OutOfRangeKey when none would be
+// left.
+Status SkipNextnLayers(const GgufFile& file, ModelConfig& c);
 
 }  // namespace lockstep

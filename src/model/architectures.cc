@@ -6,6 +6,7 @@
 #include "model/architecture_keys.h"
 #include "model/deepseek2_config.h"
 #include "model/gemma4.h"
+#include "model/moe_config.h"
 #include "tensor/dequantize.h"
 
 namespace lockstep {
@@ -13,26 +14,40 @@ namespace {
 
 struct ArchInfo {
   const char* name;
-  RopeMode rope_mode;
+  RopeMode rope_mode;  // as llama.cpp's llama_model_rope_type assigns it
+  bool experts;        // its files may carry <arch>.expert_count (a mixture of experts lockstep runs)
 };
 
-// RoPE modes as llama.cpp's llama_model_rope_type assigns them.
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal},     {"qwen2", RopeMode::kNeox},
-    {"qwen3", RopeMode::kNeox},       {"phi3", RopeMode::kNeox},
-    {"gemma2", RopeMode::kNeox},      {"gemma3", RopeMode::kNeox},
-    {"qwen3moe", RopeMode::kNeox},    {"smollm3", RopeMode::kNormal},
-    {"granite", RopeMode::kNormal},   {"granitemoe", RopeMode::kNormal},
-    {"olmo2", RopeMode::kNeox},       {"qwen2moe", RopeMode::kNeox},
-    {"gpt-oss", RopeMode::kNeox},     {"ernie4_5", RopeMode::kNormal},
-    {"mistral3", RopeMode::kNormal},  {"glm4", RopeMode::kNormal},
-    {"bert", RopeMode::kNormal},  // absolute position embeddings: no RoPE
-    {"deepseek2", RopeMode::kNormal}, {"gemma4", RopeMode::kNeox},
-    {"qwen35", RopeMode::kNeox},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
-    {"qwen35moe", RopeMode::kNeox},   {"qwen3next", RopeMode::kNeox},
-    {"glm4moe", RopeMode::kNeox},     {"seed_oss", RopeMode::kNeox},
-    {"minimax-m2", RopeMode::kNeox},  {"ernie4_5-moe", RopeMode::kNormal},
-    {"dots1", RopeMode::kNeox},       {"bailingmoe2", RopeMode::kNeox},
+    {"llama", RopeMode::kNormal, true},  // Mixtral
+    {"qwen2", RopeMode::kNeox, false},
+    {"qwen3", RopeMode::kNeox, false},
+    {"phi3", RopeMode::kNeox, false},
+    {"gemma2", RopeMode::kNeox, false},
+    {"gemma3", RopeMode::kNeox, false},
+    {"qwen3moe", RopeMode::kNeox, true},
+    {"smollm3", RopeMode::kNormal, false},
+    {"granite", RopeMode::kNormal, false},
+    {"granitemoe", RopeMode::kNormal, true},
+    {"olmo2", RopeMode::kNeox, false},
+    {"qwen2moe", RopeMode::kNeox, true},
+    {"gpt-oss", RopeMode::kNeox, true},
+    {"ernie4_5", RopeMode::kNormal, false},
+    {"mistral3", RopeMode::kNormal, false},
+    {"glm4", RopeMode::kNormal, false},
+    {"bert", RopeMode::kNormal, false},  // absolute position embeddings: no RoPE
+    {"deepseek2", RopeMode::kNormal, true},
+    {"gemma4", RopeMode::kNeox, true},  // 26B-A4B
+    {"qwen35", RopeMode::kNeox,
+     false},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
+    {"qwen35moe", RopeMode::kNeox, true},
+    {"qwen3next", RopeMode::kNeox, true},
+    {"glm4moe", RopeMode::kNeox, true},
+    {"seed_oss", RopeMode::kNeox, false},
+    {"minimax-m2", RopeMode::kNeox, true},
+    {"ernie4_5-moe", RopeMode::kNormal, true},
+    {"dots1", RopeMode::kNeox, true},
+    {"bailingmoe2", RopeMode::kNeox, true},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -275,182 +290,11 @@ Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
                            Key(c, "ssm.group_count") + " and divide " + Key(c, "ssm.inner_size"));
   }
   dn.head_v_dim = inner / dn.v_heads;
-  const std::string mtp_key = Key(c, "nextn_predict_layers");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(mtp_key, 0));
-  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, mtp_key, "leaves no layer to run");
-  c.n_layer -= mtp;
-  c.layers.resize(size_t(c.n_layer));
+  LOCKSTEP_RETURN_IF_ERROR(SkipNextnLayers(file, c));
   const std::string interval_key = Key(c, "full_attention_interval");
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t interval, file.GetIntOr(interval_key, 4));
   if (interval < 1 || interval > c.n_layer) return OutOfRangeKey(file, interval_key, "is out of range");
   for (int64_t l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].recurrent = (l + 1) % interval != 0;
-  return Status::Ok();
-}
-
-// glm4moe (GLM-4.5, GLM-4.5-Air, GLM-4.6): llama's layers with QKV bias and Q/K norms when their tensors are
-// there, partial NeoX RoPE, the FFN's pre-norm named post_attention_norm, and DeepSeek's experts (sigmoid
-// scores unless the file says otherwise, exp_probs_b choosing, one ungated shared expert, leading dense
-// layers). The multi-token-prediction layers (nextn_predict_layers, the last blocks) are not run.
-Status ApplyGlm4Moe(const GgufFile& file, ModelConfig& c) {
-  c.ffn_norm_is_post_attention_norm = true;
-  c.qk_norm = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
-  const std::string mtp_key = Key(c, "nextn_predict_layers");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(mtp_key, 0));
-  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, mtp_key, "leaves no layer to run");
-  c.n_layer -= mtp;
-  c.layers.resize(size_t(c.n_layer));
-  return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
-}
-
-// bailingmoe2 (Ling 2.0 / Ring 2.0: Ling-mini-2.0, Ling-flash-2.0; llama.cpp's graph): llama's layers with a
-// fused attn_qkv, per-head Q/K norms, partial NeoX RoPE, then after leading dense layers DeepSeek's experts
-// (group-limited: expert_group_count, expert_group_used_count) beside a shared expert of
-// expert_shared_feed_forward_length; the nextn (multi-token prediction) layers are not run.
-Status ApplyBailingMoe2(const GgufFile& file, ModelConfig& c) {
-  c.qk_norm = true;
-  const std::string mtp_key = Key(c, "nextn_predict_layers");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(mtp_key, 0));
-  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, mtp_key, "leaves no layer to run");
-  c.n_layer -= mtp;
-  c.layers.resize(size_t(c.n_layer));
-  LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseekExperts(file, c, /*default_gating=*/2));
-  // The shared experts' width as the file states it (ApplyDeepseekExperts: expert_shared_count x the
-  // experts' width).
-  LOCKSTEP_ASSIGN_OR_RETURN(
-      c.n_ff_shared, ReadCount(file, Key(c, "expert_shared_feed_forward_length"), c.n_ff_shared, 1 << 20));
-  return Status::Ok();
-}
-
-// minimax-m2 (MiniMax-M2, llama.cpp's graph for it): llama's layers with RMS norms of the whole Q and the
-// whole K projection (before RoPE), partial NeoX RoPE, and as every layer's FFN experts scored by
-// expert_gating_func (its files: 2, sigmoid; absent: sigmoid), chosen with exp_probs_b, their scores
-// renormalised (llama.cpp's graph renormalises whatever the file says); no shared expert.
-Status ApplyMinimaxM2(const GgufFile& file, ModelConfig& c) {
-  c.qk_norm = true;
-  c.qk_norm_whole = true;
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
-    return InvalidArgument(
-        file.path() +
-        ": minimax-m2 needs expert_count, expert_used_count and expert_feed_forward_length "
-        "of at least 1");
-  }
-  const std::string gating_key = Key(c, "expert_gating_func");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(gating_key, 2));
-  if (gating != 1 && gating != 2) {
-    return Unimplemented(file.path() + ": unsupported: '" + gating_key + "' = " + std::to_string(gating) +
-                         " (minimax-m2 supports 1, softmax, and 2, sigmoid)");
-  }
-  c.expert_gating = gating == 2 ? ModelConfig::ExpertGating::kSigmoid : ModelConfig::ExpertGating::kSoftmax;
-  c.expert_weights_norm = true;
-  c.expert_selection_bias = file.FindTensor("blk.0.exp_probs_b.bias") != nullptr;
-  return Status::Ok();
-}
-
-// ernie4_5-moe (ERNIE-4.5-21B-A3B, 300B-A47B; llama.cpp's graph): ernie4_5's layers, after
-// leading_dense_block_count dense ones experts on every layer (interleave_moe_layer_step 1; others are not
-// run) scored by their softmax, chosen with exp_probs_b when the file has it, their scores renormalised,
-// beside one ungated shared FFN of expert_shared_feed_forward_length (absent or 0: none).
-Status ApplyErnie45Moe(const GgufFile& file, ModelConfig& c) {
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_shared,
-                            ReadCount(file, Key(c, "expert_shared_feed_forward_length"), 0, 1 << 20));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
-                            ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
-  const std::string step_key = Key(c, "interleave_moe_layer_step");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t step, ReadCount(file, step_key, 1, c.n_layer));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
-    return InvalidArgument(file.path() +
-                           ": ernie4_5-moe needs expert_count, expert_used_count and "
-                           "expert_feed_forward_length of at least 1");
-  }
-  if (step != 1) {
-    return Unimplemented(file.path() + ": unsupported: '" + step_key + "' = " + std::to_string(step) +
-                         " (lockstep runs experts on every layer after the leading dense ones)");
-  }
-  c.shared_expert_gate = false;
-  c.expert_gating = ModelConfig::ExpertGating::kSoftmax;
-  c.expert_weights_norm = true;
-  if (c.n_layer_dense_lead < c.n_layer) {
-    c.expert_selection_bias =
-        file.FindTensor("blk." + std::to_string(c.n_layer_dense_lead) + ".exp_probs_b.bias") != nullptr;
-  }
-  return Status::Ok();
-}
-
-// The experts of qwen3moe, granitemoe, qwen2moe, gpt-oss and llama (Mixtral) files: softmax routing over
-// <arch>.expert_count experts, the top <arch>.expert_used_count renormalised (llama.cpp's graphs for all
-// but qwen2moe, whatever the file says about norm_topk_prob; qwen2moe's are not), SwiGLU experts of
-// <arch>.expert_feed_forward_length (default: Mixtral feed_forward_length, qwen2moe feed_forward_length /
-// expert_used_count, as llama.cpp). qwen2moe: one shared expert of <arch>.expert_shared_feed_forward_length
-// (default feed_forward_length) besides.
-Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
-  const std::string count_key = Key(c, "expert_count");
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, file.GetIntOr(count_key, 0));
-  const bool qwen2moe = c.architecture == "qwen2moe";
-  // qwen2moe's shared expert, renormalised weights
-  const bool qwen35moe = c.architecture == "qwen35moe" || c.architecture == "qwen3next";
-  const bool gpt_oss = c.architecture == "gpt-oss";
-  if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe &&
-      !gpt_oss && !qwen35moe) {
-    return Status::Ok();
-  }
-  if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {
-    return OutOfRangeKey(file, count_key,
-                         "= " + std::to_string(c.n_expert) + " is out of range (1.." +
-                             std::to_string(kMaxExperts) +
-                             (file.Has(count_key) ? ")" : "; the key is missing)"));
-  }
-  const std::string used_key = Key(c, "expert_used_count");
-  if (!file.Has(used_key)) {
-    return InvalidArgument(file.path() + ": key '" + used_key +
-                           "' is missing (a mixture of experts needs it)");
-  }
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, file.GetInt(used_key));
-  if (c.n_expert_used <= 0 || c.n_expert_used > c.n_expert) {
-    return OutOfRangeKey(file, used_key,
-                         "= " + std::to_string(c.n_expert_used) + " is out of range (1.." + count_key +
-                             " = " + std::to_string(c.n_expert) + ")");
-  }
-  const std::string ff_key = Key(c, "expert_feed_forward_length");
-  if ((gpt_oss || c.architecture == "gemma4") && !file.Has(ff_key)) {  // llama.cpp requires it for gpt-oss
-    return InvalidArgument(file.path() + ": key '" + ff_key + "' is missing (" + c.architecture +
-                           " needs its expert width)");
-  }
-  auto width = [&](const std::string& key, int64_t fallback, int64_t& value) -> Status {
-    LOCKSTEP_ASSIGN_OR_RETURN(value, file.GetIntOr(key, fallback));
-    if (value <= 0 || value > (1 << 20)) {
-      return OutOfRangeKey(file, key, "= " + std::to_string(value) + " is out of range (1..1048576)");
-    }
-    return Status::Ok();
-  };
-  LOCKSTEP_RETURN_IF_ERROR(width(ff_key, qwen2moe ? c.n_ff / c.n_expert_used : c.n_ff, c.n_ff_expert));
-  if (qwen2moe || qwen35moe) {
-    c.expert_weights_norm = qwen35moe;
-    LOCKSTEP_RETURN_IF_ERROR(width(Key(c, "expert_shared_feed_forward_length"), c.n_ff, c.n_ff_shared));
-  }
-  // What llama.cpp's graphs for these architectures never use (qwen2moe's never reads it: one shared
-  // expert); a file that sets it otherwise wants another.
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, file.GetIntOr(Key(c, "expert_shared_count"), 0));
-  if (shared != 0 && !((qwen2moe || qwen35moe) && shared == 1)) {
-    return Unimplemented(file.path() + ": unsupported: shared experts ('" + Key(c, "expert_shared_count") +
-                         "' = " + std::to_string(shared) + ")");
-  }
-  // llama.cpp's gating functions: 1 softmax over all experts; 3 (gpt-oss's, whatever its file says) softmax
-  // over the chosen experts' logits. Both choose the largest logits, and with renormalised weights they give
-  // the same weights (RouteRow).
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(Key(c, "expert_gating_func"), gpt_oss ? 3 : 1));
-  if (gating != (gpt_oss ? 3 : 1)) {
-    return Unimplemented(file.path() + ": unsupported: '" + Key(c, "expert_gating_func") +
-                         "' = " + std::to_string(gating) + " (" + c.architecture + " supports only " +
-                         (gpt_oss ? "3, softmax over the chosen experts)" : "1, softmax routing)"));
-  }
   return Status::Ok();
 }
 
@@ -470,6 +314,15 @@ Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t 
         file, key, "= " + std::to_string(value) + " is out of range (0.." + std::to_string(limit) + ")");
   }
   return value;
+}
+
+Status SkipNextnLayers(const GgufFile& file, ModelConfig& c) {
+  const std::string key = Key(c, "nextn_predict_layers");
+  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(key, 0));
+  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, key, "leaves no layer to run");
+  c.n_layer -= mtp;
+  c.layers.resize(size_t(c.n_layer));
+  return Status::Ok();
 }
 
 std::string TextArchitecture(const std::string& file_architecture) {
@@ -502,16 +355,14 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
     }
   }
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t experts, file.GetIntOr(Key(c, "expert_count"), 0));
-  if (experts > 0 && c.architecture != "llama" && c.architecture != "qwen3moe" &&
-      c.architecture != "granitemoe" && c.architecture != "qwen2moe" && c.architecture != "gpt-oss" &&
-      c.architecture != "deepseek2" && c.architecture != "qwen35moe" && c.architecture != "qwen3next" &&
-      c.architecture != "gemma4" && c.architecture != "glm4moe" && c.architecture != "minimax-m2" &&
-      c.architecture != "ernie4_5-moe" && c.architecture != "dots1" && c.architecture != "bailingmoe2") {
+  if (experts > 0 && (arch == nullptr || !arch->experts)) {
+    std::string list;
+    for (const ArchInfo& a : kArchitectures) {
+      if (a.experts) list += std::string(list.empty() ? "" : ", ") + a.name;
+    }
     return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture + "', " +
                          Key(c, "expert_count") + " = " + std::to_string(experts) +
-                         "); lockstep runs the experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, "
-                         "deepseek2, glm4moe, dots1, bailingmoe2, minimax-m2, ernie4_5-moe, qwen35moe, "
-                         "qwen3next, gemma4 and llama (Mixtral) files");
+                         "); lockstep runs the experts of " + list + " (llama: Mixtral) files");
   }
   if (arch == nullptr) {
     std::string list;
