@@ -33,14 +33,8 @@ void SlotView::OnStepRecord(const StepRecord& record) {
     for (Seat& s : seats_) {
       if (s.busy && s.id == p.id) seat = &s;
     }
-    if (seat == nullptr) {
-      const auto job = jobs_.find(JobOf(p.label));
-      seat = FreeSeat(job != jobs_.end() ? job->second.preferred_seat : -1);
-      if (seat == nullptr) continue;  // more running than seats: not expected (max_seqs bounds both)
-      seat->busy = true;
-      seat->id = p.id;
-      seat->job = JobOf(p.label);
-    }
+    if (seat == nullptr) seat = TakeSeat(p.id, JobOf(p.label));
+    if (seat == nullptr) continue;  // more running than seats: not expected (max_seqs bounds both)
     seat->prompt_tokens = p.prompt_tokens;
     seat->generated = p.generated;
     seat->max_tokens = p.max_tokens;
@@ -59,6 +53,16 @@ void SlotView::OnRequestFinished(RequestId id) {
   for (Seat& seat : seats_) {
     if (seat.busy && seat.id == id) Vacate(seat);
   }
+}
+
+SlotView::Seat* SlotView::TakeSeat(RequestId id, const std::string& job) {
+  const auto it = jobs_.find(job);
+  Seat* seat = FreeSeat(it != jobs_.end() ? it->second.preferred_seat : -1);
+  if (seat == nullptr) return nullptr;
+  seat->busy = true;
+  seat->id = id;
+  seat->job = job;
+  return seat;
 }
 
 SlotView::Seat* SlotView::FreeSeat(int preferred) {
@@ -126,13 +130,8 @@ int SlotView::SeatOf(RequestId id) const {
 int SlotView::SeatOfRunning(RequestId id, const std::string& job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (const int known = FindSeat(id); known >= 0) return known;
-  const auto it = jobs_.find(job);
-  Seat* seat = FreeSeat(it != jobs_.end() ? it->second.preferred_seat : -1);
-  if (seat == nullptr) return -1;
-  seat->busy = true;  // OnStepRecord finds it by id and keeps it there
-  seat->id = id;
-  seat->job = job;
-  return static_cast<int>(seat - seats_.data());
+  const Seat* seat = TakeSeat(id, job);  // OnStepRecord finds it by id and keeps it there
+  return seat != nullptr ? static_cast<int>(seat - seats_.data()) : -1;
 }
 
 void SlotView::Unregister(const std::string& label) {

@@ -80,6 +80,9 @@ class SlotView {
   // Seat `preferred` when it is free (and exists), else the lowest free one; null when every seat is busy
   // (mu_ held).
   Seat* FreeSeat(int preferred);
+  // Seats request `id` of `job` in the job's preferred seat when free, else the lowest free one; null when
+  // every seat is busy (mu_ held).
+  Seat* TakeSeat(RequestId id, const std::string& job);
   struct Job {
     Request base;
     int registrations = 0;
