@@ -22,6 +22,11 @@ Status OutOfRangeKey(const GgufFile& file, const std::string& key, const std::st
 // `fallback` when absent, at most `limit` (else OutOfRangeKey "= v is out of range (0..limit)").
 Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t fallback, int64_t limit);
 
+// The experts' counts every family with experts states: c.n_expert (expert_count, at most kMaxExperts),
+// c.n_expert_used (expert_used_count, at most n_expert) and c.n_ff_expert (expert_feed_forward_length);
+// InvalidArgument naming the architecture when one is missing or 0.
+Status ReadExpertCounts(const GgufFile& file, ModelConfig& c);
+
 // Files whose last <arch>.nextn_predict_layers blocks are multi-token-prediction layers (qwen35, glm4moe,
 // bailingmoe2): n_layer (and c.layers) exclude them, so they are not run; OutOfRangeKey when none would be
 // left.

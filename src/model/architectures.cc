@@ -316,6 +316,19 @@ Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t 
   return value;
 }
 
+Status ReadExpertCounts(const GgufFile& file, ModelConfig& c) {
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
+                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
+    return InvalidArgument(file.path() + ": " + c.architecture +
+                           " needs expert_count, expert_used_count and expert_feed_forward_length of at "
+                           "least 1");
+  }
+  return Status::Ok();
+}
+
 Status SkipNextnLayers(const GgufFile& file, ModelConfig& c) {
   const std::string key = Key(c, "nextn_predict_layers");
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(key, 0));

@@ -42,17 +42,12 @@ Status ApplyDeepseek2SplitWidths(const GgufFile& file, ModelConfig& c) {
 }  // namespace
 
 Status ApplyDeepseekExperts(const GgufFile& file, ModelConfig& c, int64_t default_gating) {
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  LOCKSTEP_RETURN_IF_ERROR(ReadExpertCounts(file, c));
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t shared, ReadCount(file, Key(c, "expert_shared_count"), -1, 64));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
                             ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1 || shared < 1) {
-    return InvalidArgument(file.path() + ": " + c.architecture +
-                           " needs expert_count, expert_used_count, expert_feed_forward_length and "
-                           "expert_shared_count of at least 1");
+  if (shared < 1) {
+    return OutOfRangeKey(file, Key(c, "expert_shared_count"), "= 0: " + c.architecture + " needs at least 1");
   }
   c.n_ff_shared = c.n_ff_expert * shared;
   c.shared_expert_gate = false;

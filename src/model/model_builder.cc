@@ -197,11 +197,9 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    if (family == "qwen3moe" || family == "qwen2moe" || family == "gpt-oss" || family == "deepseek2" ||
-        family == "qwen35moe" || family == "qwen3next" || family == "gemma4" || family == "glm4moe" ||
-        family == "minimax-m2" || family == "ernie4_5-moe" || family == "dots1" || family == "bailingmoe2") {
-      const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
-      w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(ff)));
+    // Mixtral's (llama) and granitemoe's files give the experts' width as feed_forward_length.
+    if (family != "llama" && family != "granitemoe") {
+      w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(s.ExpertFf())));
     }
     if (s.n_ff_shared > 0) {
       w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(s.n_ff_shared)));
@@ -209,14 +207,12 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   }
   if (s.kv_lora_rank > 0) SetDeepseek2Metadata(s, w);
   if (a == "glm4moe" || a == "dots1" || a == "bailingmoe2") SetDeepseekExpertMetadata(s, w);
-  if (a == "bailingmoe2") {
-    const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
-    w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(ff * s.n_expert_shared)));
+  if (a == "bailingmoe2" || a == "ernie4_5-moe") {  // their shared experts as one FFN of that many widths
+    w.Set(a + ".expert_shared_feed_forward_length",
+          GgufValue::Uint32(uint32_t(s.ExpertFf() * s.n_expert_shared)));
   }
   if (a == "minimax-m2") w.Set(a + ".expert_gating_func", GgufValue::Uint32(uint32_t(s.expert_gating)));
-  if (a == "ernie4_5-moe") {  // its shared experts as one FFN of n_expert_shared x the experts' width
-    const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
-    w.Set(a + ".expert_shared_feed_forward_length", GgufValue::Uint32(uint32_t(ff * s.n_expert_shared)));
+  if (a == "ernie4_5-moe") {
     w.Set(a + ".leading_dense_block_count", GgufValue::Uint32(uint32_t(s.n_layer_dense_lead)));
     w.Set(a + ".interleave_moe_layer_step", GgufValue::Uint32(1));
   }
@@ -419,7 +415,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
   for (int64_t in :
-       {s.n_embd, s.n_ff, s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff,
+       {s.n_embd, s.n_ff, s.ExpertFf(),
         s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * ValueDim(s),
         s.q_lora_rank > 0 ? s.q_lora_rank : s.n_embd, s.kv_lora_rank > 0 ? s.kv_lora_rank : s.n_embd,
         s.split_kv_b ? HeadDim(s) - RopeDim(s) : s.n_embd}) {

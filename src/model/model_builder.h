@@ -68,6 +68,7 @@ struct ModelShape {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_expert = 0;  // 0: n_ff
+  int64_t ExpertFf() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }  // each expert's width
   int64_t n_ff_shared = 0;
   // qwen35's Gated DeltaNet layers (all but every full_attention_interval-th): ssm.conv_kernel,
   // ssm.group_count (key heads), ssm.time_step_rank (value heads), ssm.state_size (each head's width;

@@ -39,16 +39,7 @@ Status ApplyBailingMoe2(const GgufFile& file, ModelConfig& c) {
 Status ApplyMinimaxM2(const GgufFile& file, ModelConfig& c) {
   c.qk_norm = true;
   c.qk_norm_whole = true;
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
-    return InvalidArgument(
-        file.path() +
-        ": minimax-m2 needs expert_count, expert_used_count and expert_feed_forward_length "
-        "of at least 1");
-  }
+  LOCKSTEP_RETURN_IF_ERROR(ReadExpertCounts(file, c));
   const std::string gating_key = Key(c, "expert_gating_func");
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t gating, file.GetIntOr(gating_key, 2));
   if (gating != 1 && gating != 2) {
@@ -66,21 +57,13 @@ Status ApplyMinimaxM2(const GgufFile& file, ModelConfig& c) {
 // run) scored by their softmax, chosen with exp_probs_b when the file has it, their scores renormalised,
 // beside one ungated shared FFN of expert_shared_feed_forward_length (absent or 0: none).
 Status ApplyErnie45Moe(const GgufFile& file, ModelConfig& c) {
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
+  LOCKSTEP_RETURN_IF_ERROR(ReadExpertCounts(file, c));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_shared,
                             ReadCount(file, Key(c, "expert_shared_feed_forward_length"), 0, 1 << 20));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer_dense_lead,
                             ReadCount(file, Key(c, "leading_dense_block_count"), 0, c.n_layer));
   const std::string step_key = Key(c, "interleave_moe_layer_step");
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t step, ReadCount(file, step_key, 1, c.n_layer));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
-    return InvalidArgument(file.path() +
-                           ": ernie4_5-moe needs expert_count, expert_used_count and "
-                           "expert_feed_forward_length of at least 1");
-  }
   if (step != 1) {
     return Unimplemented(file.path() + ": unsupported: '" + step_key + "' = " + std::to_string(step) +
                          " (lockstep runs experts on every layer after the leading dense ones)");

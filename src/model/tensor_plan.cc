@@ -138,7 +138,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Vec(p + (post_attention_named ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
     }
     if (!dense) {
-      const int64_t ff = s.n_ff_expert > 0 ? s.n_ff_expert : s.n_ff;
+      const int64_t ff = s.ExpertFf();
       plan.F32(p + "ffn_gate_inp.weight", {s.n_embd, s.n_expert}, Fill::kNormal, s.router_std);
       plan.Experts(p + "ffn_gate_exps.weight", ff, s.n_embd, s.n_expert, Role::kPlain);
       plan.Experts(p + "ffn_up_exps.weight", ff, s.n_embd, s.n_expert, Role::kPlain);

@@ -382,6 +382,27 @@ TEST(Deepseek2, GroupedRoutingConfig) {
   EXPECT_EQ(plain.expert_groups_used, 1);
 }
 
+// Every family reading DeepSeek's or its own experts refuses a file without them by name.
+TEST(Experts, FamiliesNeedTheirCounts) {
+  for (const auto& [shape, arch] : {std::pair<const char*, const char*>{"tiny-deepseek2", "deepseek2"},
+                                    {"tiny-glm4moe", "glm4moe"},
+                                    {"tiny-minimax-m2", "minimax-m2"},
+                                    {"tiny-ernie4.5-moe", "ernie4_5-moe"},
+                                    {"tiny-dots1", "dots1"}}) {
+    const std::string key = std::string(arch) + ".expert_used_count";
+    const Status s = LoadEdited(shape, SetKey(key, GgufValue::Uint32(0)));
+    EXPECT_NE(s.message().find(std::string(arch) + " needs expert_count, expert_used_count and "
+                                                   "expert_feed_forward_length of at least 1"),
+              std::string::npos)
+        << shape << ": " << s.ToString();
+  }
+  const Status shared =
+      LoadEdited("tiny-deepseek2", SetKey("deepseek2.expert_shared_count", GgufValue::Uint32(0)));
+  EXPECT_NE(shared.message().find("'deepseek2.expert_shared_count' = 0: deepseek2 needs at least 1"),
+            std::string::npos)
+      << shared.ToString();
+}
+
 TEST(Deepseek2, WhatItDoesNotRunIsRefusedClearly) {
   struct Case {
     Edit edit;
