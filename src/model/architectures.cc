@@ -48,6 +48,8 @@ constexpr ArchInfo kArchitectures[] = {
     {"ernie4_5-moe", RopeMode::kNormal, true},
     {"dots1", RopeMode::kNeox, true},
     {"bailingmoe2", RopeMode::kNeox, true},
+    {"command-r", RopeMode::kNormal, false},
+    {"cohere2", RopeMode::kNormal, false},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -235,10 +237,10 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
     const char* key;
     float* value;
   };
-  float attention_scale = 0;
+  float attention_scale = 0, logit_divisor = 0;
   for (const Multiplier& m :
        {Multiplier{"embedding_scale", &c.embedding_multiplier},
-        Multiplier{"residual_scale", &c.residual_multiplier}, Multiplier{"logit_scale", &c.logit_divisor},
+        Multiplier{"residual_scale", &c.residual_multiplier}, Multiplier{"logit_scale", &logit_divisor},
         Multiplier{"attention.scale", &attention_scale}}) {
     const std::string key = Key(c, m.key);
     LOCKSTEP_ASSIGN_OR_RETURN(double value, file.GetFloatOr(key, 0.0));
@@ -247,6 +249,33 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
     *m.value = float(value);
   }
   if (attention_scale > 0) c.attention_scale = attention_scale;
+  if (logit_divisor > 0) c.logit_scale = 1.0f / logit_divisor;  // llama.cpp: logits x (1 / logit_scale)
+  return Status::Ok();
+}
+
+// command-r (Command R, R+) and cohere2 (Command R7B, Command A; llama.cpp's graphs): LayerNorms without a
+// bias, attention and FFN in parallel from attn_norm's output, tied embeddings, the logits times
+// <arch>.logit_scale. Command R+: per-head LayerNorms of Q and K (their tensors). cohere2: a window of
+// <arch>.attention.sliding_window with RoPE on three layers of four, the fourth global without RoPE
+// (llama.cpp's fixed pattern of 4).
+Status ApplyCohere(const GgufFile& file, ModelConfig& c) {
+  c.layer_norm = true;
+  c.parallel_ffn = true;
+  const std::string scale_key = Key(c, "logit_scale");
+  if (!file.Has(scale_key)) return InvalidArgument(file.path() + ": key '" + scale_key + "' is missing");
+  LOCKSTEP_ASSIGN_OR_RETURN(double scale, file.GetFloat(scale_key));
+  if (!(scale > 0) || !std::isfinite(scale)) return OutOfRangeKey(file, scale_key, "must be finite and > 0");
+  c.logit_scale = float(scale);
+  if (c.architecture == "command-r") {
+    c.qk_norm = c.qk_norm_per_head = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
+    return Status::Ok();
+  }
+  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, -1));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const bool windowed = l % 4 < 3;
+    c.layers[size_t(l)].window = windowed ? c.sliding_window : 0;
+    c.layers[size_t(l)].rope = windowed;
+  }
   return Status::Ok();
 }
 
@@ -458,6 +487,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     return Status::Ok();
   }
   if (a == "phi3") return ApplyPhi3(file, c);
+  if (a == "command-r" || a == "cohere2") return ApplyCohere(file, c);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);
   if (a == "gemma4") return ApplyGemma4(file, c);

@@ -61,9 +61,11 @@
 //           RoPE, and as every layer's FFN experts with sigmoid scores chosen with exp_probs_b, renormalised
 //   seed_oss  Seed-OSS-36B: llama's layers with QKV bias (by tensor), NeoX RoPE, the FFN's pre-norm named
 //           post_attention_norm
+//   command-r, cohere2  Command R / R+, Command R7B / A: LayerNorms without a bias, the FFN beside the
+//           attention reading attn_norm's output, logits x logit_scale; Command R+: per-head Q/K LayerNorms;
+//           cohere2: a window with RoPE on three layers of four, the fourth global without RoPE
 //   glm4moe GLM-4.5 / 4.5-Air / 4.6: llama's layers with QKV bias (Q/K norms where the file has them), half
-//   of
-//           each head rotated (NeoX pairs), the FFN's pre-norm named post_attention_norm; after
+//           of each head rotated (NeoX pairs), the FFN's pre-norm named post_attention_norm; after
 //           leading_dense_block_count dense layers DeepSeek's experts (sigmoid scores chosen with
 //           exp_probs_b, renormalised when expert_weights_norm, x expert_weights_scale; one ungated shared
 //           expert); nextn layers are not run

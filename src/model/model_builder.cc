@@ -162,7 +162,12 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(uint32_t(s.n_head_kv)));
   w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(head_dim)));
   w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(ValueDim(s))));
-  w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));
+  if (a == "command-r" || a == "cohere2") {  // LayerNorms, and the logits' scale
+    w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
+    w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
+  } else {
+    w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));
+  }
   w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
   w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(RopeDim(s))));
   // Phi-3 files always carry the window (0: none, Phi-4), Gemma's their own; others only when windowed.
@@ -173,7 +178,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".embedding_scale", GgufValue::Float32(s.granite_embedding_scale));
     w.Set(a + ".residual_scale", GgufValue::Float32(s.granite_residual_scale));
     w.Set(a + ".attention.scale", GgufValue::Float32(s.granite_attention_scale));
-    w.Set(a + ".logit_scale", GgufValue::Float32(s.granite_logit_scale));
+    w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
   }
   if (s.attn_temperature_scale > 0) {
     w.Set(a + ".attention.temperature_scale", GgufValue::Float32(s.attn_temperature_scale));
@@ -415,8 +420,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
     return InvalidArgument("model shape '" + s.name + "' has inconsistent expert counts");
   }
   for (int64_t in :
-       {s.n_embd, s.n_ff, s.ExpertFf(),
-        s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * ValueDim(s),
+       {s.n_embd, s.n_ff, s.ExpertFf(), s.n_ff_shared > 0 ? s.n_ff_shared : s.n_ff, s.n_head * ValueDim(s),
         s.q_lora_rank > 0 ? s.q_lora_rank : s.n_embd, s.kv_lora_rank > 0 ? s.kv_lora_rank : s.n_embd,
         s.split_kv_b ? HeadDim(s) - RopeDim(s) : s.n_embd}) {
     if (in % block != 0) {

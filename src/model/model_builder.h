@@ -28,7 +28,8 @@ struct ModelShape {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool qkv_bias = false;
-  // Per-head Q/K norms where the architecture has them optionally (glm4moe: GLM-4.5 and 4.6, not Air).
+  // Per-head Q/K norms where the architecture has them optionally (glm4moe: GLM-4.5 and 4.6, not Air;
+  // command-r: Command R+, a weight per head, [n_head][head_dim]).
   bool qk_norm = false;
   bool tied_embeddings = true;
   // llama3 rope scaling (written as the rope_freqs tensor); factor 0 = none.
@@ -50,11 +51,11 @@ struct ModelShape {
   float yarn_log_mul = 0;            // written as rope.scaling.yarn_log_multiplier when > 0 (Ministral 3: 1)
   float attn_temperature_scale = 0;  // mistral3: attention.temperature_scale when > 0
   // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite and
-  // granitemoe only).
+  // granitemoe only; logit_scale for command-r and cohere2 too).
   float granite_embedding_scale = 0;
   float granite_residual_scale = 0;
   float granite_attention_scale = 0;
-  float granite_logit_scale = 0;
+  float logit_scale = 0;
   // gpt-oss (its tensors follow the architecture): attn_sinks [n_head] and attn_output.bias; the FFN's
   // pre-norm named post_attention_norm; F32 biases of the router and of every expert's gate/up/down (the
   // gate/up ones normal(0, this), wide enough that the clamped SwiGLU's limit of 7 is reached).
@@ -67,7 +68,7 @@ struct ModelShape {
   // declares it).
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
-  int64_t n_ff_expert = 0;  // 0: n_ff
+  int64_t n_ff_expert = 0;                                                   // 0: n_ff
   int64_t ExpertFf() const { return n_ff_expert > 0 ? n_ff_expert : n_ff; }  // each expert's width
   int64_t n_ff_shared = 0;
   // qwen35's Gated DeltaNet layers (all but every full_attention_interval-th): ssm.conv_kernel,

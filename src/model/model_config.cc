@@ -238,6 +238,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
   // would silently be wrong: refused.
   const bool bert = a == "bert";
+  const bool layer_norm_eps = bert || a == "command-r" || a == "cohere2";
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
@@ -250,7 +251,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, LargestPerLayerInt(file, a + ".feed_forward_length", -1));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, LargestPerLayerInt(file, a + ".attention.head_count_kv", c.n_head));
   const std::string eps_key =
-      a + (bert ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
+      a + (layer_norm_eps ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
   LOCKSTEP_ASSIGN_OR_RETURN(double eps, file.GetFloat(eps_key));
   LOCKSTEP_ASSIGN_OR_RETURN(double base, file.GetFloatOr(a + ".rope.freq_base", 10000.0));
   LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".context_length", c.n_ctx_train, int64_t{1} << 24));
@@ -333,10 +334,12 @@ std::string ModelConfig::Summary() const {
       << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "")
       << (ffn_activation == FfnActivation::kSwiGluOai ? ", clamped SwiGLU" : "")
       << (attn_output_bias ? ", attn_output bias" : "") << (attn_sinks ? ", attention sinks" : "");
-  if (embedding_multiplier != 0 || residual_multiplier != 0 || logit_divisor != 0) {
-    out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier
-        << ", logits / " << logit_divisor;
+  if (embedding_multiplier != 0 || residual_multiplier != 0) {
+    out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier;
   }
+  if (logit_scale != 0) out << ", logits x " << logit_scale;
+  if (layer_norm) out << ", LayerNorm";
+  if (parallel_ffn) out << ", parallel attention and FFN";
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert
         << (expert_weights_norm ? "" : " (weights not renormalised)") << (expert_biases ? ", biased" : "");

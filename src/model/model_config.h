@@ -155,6 +155,14 @@ struct ModelConfig {
   // over all of K [kv_dim].
   bool qk_norm = false;
   bool qk_norm_whole = false;
+  // command-r (Command R+): Q/K head norms with a weight per head, attn_{q,k}_norm [n_head][head_dim].
+  bool qk_norm_per_head = false;
+  // command-r, cohere2: LayerNorm without a bias (eps: <arch>.attention.layer_norm_epsilon, kept in rms_eps)
+  // wherever the others RMSNorm: attn_norm, output_norm and the Q/K head norms.
+  bool layer_norm = false;
+  // command-r, cohere2: the FFN reads the attention's normed input (attn_norm's; no ffn_norm), and the
+  // attention's and the FFN's outputs both join the residual stream (x + attention, then + FFN).
+  bool parallel_ffn = false;
   // false (olmo2): no attn_norm / ffn_norm; the residual stream goes into the attention and FFN as it is.
   bool pre_norms = true;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before
@@ -164,11 +172,13 @@ struct ModelConfig {
   // gemma2, gemma3: token embeddings multiplied by sqrt(n_embd) (in f32, as llama.cpp does).
   bool scale_embeddings = false;
   // granite: token embeddings multiplied by <arch>.embedding_scale, each attention and FFN output by
-  // <arch>.residual_scale before it joins the residual stream, and the logits by 1 / <arch>.logit_scale
-  // (each in f32, as llama.cpp's llama graph does); 0 = none.
+  // <arch>.residual_scale before it joins the residual stream (each in f32, as llama.cpp's llama graph
+  // does); 0 = none.
   float embedding_multiplier = 0;
   float residual_multiplier = 0;
-  float logit_divisor = 0;
+  // The logits times it (in f32); 0 = none. granite: 1 / <arch>.logit_scale; command-r, cohere2:
+  // <arch>.logit_scale.
+  float logit_scale = 0;
   FfnActivation ffn_activation = FfnActivation::kSilu;
   // Scale of q·k before the softmax: 1 / sqrt(head_dim), except Gemma 27B (1 / sqrt(n_embd / n_head), its
   // query_pre_attn_scalar, which no GGUF key carries: llama.cpp tells the 27B by its block count).

@@ -542,6 +542,39 @@ constexpr ShapeEntry kShapes[] = {
        s.qkv_bias = true;
        s.tied_embeddings = false;
      }},
+    {"tiny-cohere2",
+     [](ModelShape& s) {
+       // Command R7B: 32 heads, 8 KV heads, LayerNorms, parallel attention and FFN, a window with RoPE on
+       // three layers of four and global layers without, logits x 0.25.
+       s = Tiny(s.name, "cohere2");
+       Widths(s, 128, 8, 2, 16, 256);
+       s.n_layer = 8;
+       s.n_ctx = 1024;
+       s.sliding_window = 24;
+       s.rope_freq_base = 50000.0f;
+       s.logit_scale = 0.25f;
+     }},
+    {"tiny-command-r",
+     [](ModelShape& s) {  // Command R (08-2024): 64 heads, 8 KV heads, logits x 0.0625
+       s = Tiny(s.name, "command-r");
+       Widths(s, 128, 8, 1, 16, 256);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 4000000.0f;
+       s.logit_scale = 0.0625f;
+     }},
+    {"tiny-command-r-plus",
+     [](ModelShape& s) {
+       // Command R+: 96 heads, 8 KV heads, per-head LayerNorms of Q and K (llama.cpp reads them in files of
+       // 64 layers or more: Command R+'s 64).
+       s = Tiny(s.name, "command-r");
+       Widths(s, 192, 12, 1, 16, 384);  // llama.cpp: n_head x head_dim = n_embd
+       s.n_layer = 64;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 75000000.0f;
+       s.logit_scale = 0.8333333f;
+       s.qk_norm = true;
+     }},
     {"tiny-smollm3",
      [](ModelShape& s) {  // SmolLM3-3B: 16 heads, 4 KV heads, 36 layers of which every fourth has no RoPE
        s = Tiny(s.name, "smollm3");
@@ -560,7 +593,7 @@ constexpr ShapeEntry kShapes[] = {
        s.granite_embedding_scale = 12.0f;
        s.granite_residual_scale = 0.22f;
        s.granite_attention_scale = 0.015625f;
-       s.granite_logit_scale = 8.0f;
+       s.logit_scale = 8.0f;
      }},
     {"tiny-granitemoe",
      [](ModelShape& s) {  // Granite 3.1 MoE 1B-A400M: 16 heads, 8 KV heads, 8 of 32 experts, the multipliers
@@ -573,7 +606,7 @@ constexpr ShapeEntry kShapes[] = {
        s.granite_embedding_scale = 12.0f;
        s.granite_residual_scale = 0.22f;
        s.granite_attention_scale = 0.0078125f;
-       s.granite_logit_scale = 6.0f;
+       s.logit_scale = 6.0f;
      }},
     {"tiny-olmo2",
      [](ModelShape& s) {  // OLMo 2 1B: 16 heads, as many KV heads, its own norms (model/architectures.h)

@@ -371,7 +371,10 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
       lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
     }
-    if (attention && c.qk_norm) {
+    if (attention && c.qk_norm_per_head) {  // command-r (Command R+): [n_head][head_dim]
+      lw.q_norm = b.Table(p + "attn_q_norm.weight", head_dim, c.n_head);
+      lw.k_norm = b.Table(p + "attn_k_norm.weight", head_dim, c.LayerKvHeads(l));
+    } else if (attention && c.qk_norm) {
       lw.q_norm = b.Vector(p + "attn_q_norm.weight", c.qk_norm_whole ? q_dim : head_dim);
       if (stores_kv) lw.k_norm = b.Vector(p + "attn_k_norm.weight", c.qk_norm_whole ? kv_dim : head_dim);
     }
@@ -379,7 +382,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (attention) lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
-    if (c.pre_norms) {
+    if (c.pre_norms && !c.parallel_ffn) {
       lw.ffn_norm = b.Vector(
           p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
     }

@@ -75,6 +75,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
   const bool qwen35 = a == "qwen35" || a == "qwen35moe" || a == "qwen3next";
+  // LayerNorms, the FFN in parallel from attn_norm's output (no ffn_norm); Command R+: per-head Q/K norms
+  const bool cohere = a == "command-r" || a == "cohere2";
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
@@ -123,7 +125,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
       plan.Vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
     }
-    if ((qk_norm || qwen35) && !recurrent) {
+    if (cohere && s.qk_norm) {
+      plan.F32(p + "attn_q_norm.weight", {head_dim, s.n_head}, norm);
+      plan.F32(p + "attn_k_norm.weight", {head_dim, s.n_head_kv}, norm);
+    } else if ((qk_norm || qwen35) && !recurrent) {
       plan.Vec(p + "attn_q_norm.weight", whole_qk_norm ? q_dim : head_dim, norm);
       plan.Vec(p + "attn_k_norm.weight", whole_qk_norm ? kv_dim : head_dim, norm);
     }
@@ -133,7 +138,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
-    if (!olmo2) {
+    if (!olmo2 && !cohere) {
       const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
       plan.Vec(p + (post_attention_named ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
     }

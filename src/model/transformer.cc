@@ -10,6 +10,7 @@
 #include "model/row_tasks.h"
 #include "tensor/activations.h"
 #include "tensor/dequantize.h"
+#include "tensor/norms.h"
 #include "tensor/thread_pool.h"
 
 namespace lockstep {
@@ -224,6 +225,14 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   });
 }
 
+void Transformer::Norm(const float* x, const float* w, int64_t n, float* out) const {
+  if (config_.layer_norm) {
+    LayerNorm(x, w, nullptr, n, config_.rms_eps, out);
+  } else {
+    kernels_.elementwise.rms_norm(x, w, n, config_.rms_eps, out);
+  }
+}
+
 // compacted: the output rows' hidden states are the first rows of x_ (the last layer ran on them alone).
 void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs,
                           ThreadPool& pool) {
@@ -235,20 +244,19 @@ void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutpu
     const float* x = x_.data() + (compacted ? output : int64_t(r)) * d;
     ++output;
     if (row.wants_embedding) {
-      kernels_.elementwise.rms_norm(x, weights_.output_norm.data(), d, config_.rms_eps,
-                                    outputs.embeddings.data() + embedded * d);
+      Norm(x, weights_.output_norm.data(), d, outputs.embeddings.data() + embedded * d);
       ++embedded;
     }
     if (!row.wants_logits) continue;
-    kernels_.elementwise.rms_norm(x, weights_.output_norm.data(), d, config_.rms_eps, xn_.data() + n * d);
+    Norm(x, weights_.output_norm.data(), d, xn_.data() + n * d);
     ++n;
   }
   std::span<float> logits = outputs.logits;
   if (n > 0) MatMul(kernels_.matmul, weights_.output, xn_.data(), n, logits.data(), pool);
   lora_.Apply(0, LoraTarget::kOutput, xn_.data(), n, nullptr, logits.data(), kernels_.matmul, pool);
-  if (config_.logit_divisor != 0) {  // Granite: times 1 / logit_scale, as llama.cpp
+  if (config_.logit_scale != 0) {  // Granite, Cohere
     ForEachRow(pool, n, [&](int64_t r, int) {
-      Scale(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, 1.0f / config_.logit_divisor);
+      Scale(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, config_.logit_scale);
     });
   }
   if (config_.final_softcap > 0) {  // Gemma 2's final logit soft-capping

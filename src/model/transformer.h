@@ -1,6 +1,7 @@
 // Transformer: the Model implementation for every supported architecture (model/architectures.h): pre-norm
-// RMSNorm blocks, RoPE attention with GQA/MQA, a gated FFN, tied or separate output matrix, and the
-// architecture differences of ModelConfig, each applied where its name appears below.
+// RMSNorm blocks (Cohere's: LayerNorm, the FFN beside the attention), RoPE attention with GQA/MQA, a gated
+// FFN, tied or separate output matrix, and the architecture differences of ModelConfig, each applied where
+// its name appears below.
 //
 // Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
 //   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows; deepseek2:
@@ -68,6 +69,9 @@ class Transformer final : public Model {
   // over the first `rows` rows of xn_, into out [rows][n_embd].
   void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
   void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
+  // attn_norm, output_norm and the Q/K head norms: RMSNorm, or LayerNorm without a bias (command-r, cohere2:
+  // config_.layer_norm); eps config_.rms_eps. out may be x.
+  void Norm(const float* x, const float* w, int64_t n, float* out) const;
 
   struct RowTile {
     int64_t first_row = 0;  // scratch row of the tile's first query

@@ -57,7 +57,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
 
   ForEachRow(pool, rows, [&](int64_t r, int) {
     if (c.pre_norms) {
-      kernels_.elementwise.rms_norm(x_.data() + r * d, w.attn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+      Norm(x_.data() + r * d, w.attn_norm.data(), d, xn_.data() + r * d);
     } else {
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
@@ -111,8 +111,9 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
           kernels_.elementwise.rms_norm(x, norm.data(), heads * head_dim, c.rms_eps, x);
           return;
         }
-        for (int64_t h = 0; h < heads; ++h) {
-          kernels_.elementwise.rms_norm(x + h * head_dim, norm.data(), head_dim, c.rms_eps, x + h * head_dim);
+        for (int64_t h = 0; h < heads; ++h) {  // Command R+: each head its own weights
+          Norm(x + h * head_dim, norm.data() + (c.qk_norm_per_head ? h * head_dim : 0), head_dim,
+               x + h * head_dim);
         }
       };
   auto finish_query = [&](int64_t j, int64_t r) {

@@ -33,6 +33,10 @@ void LayerNorm(const float* x, const float* w, const float* b, int64_t n, float 
   const float mean = static_cast<float>(sum / double(n));
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] - mean;
   const float scale = 1.0f / std::sqrt(static_cast<float>(SumOfSquares(out, n) / double(n)) + eps);
+  if (b == nullptr) {
+    for (int64_t i = 0; i < n; ++i) out[i] = out[i] * scale * w[i];
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) out[i] = out[i] * scale * w[i] + b[i];
 }
 

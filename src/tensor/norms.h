@@ -12,7 +12,8 @@ namespace lockstep {
 // j + 4, ...).
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
 // LayerNorm (BERT): out[i] = (x[i] - mean(x)) / sqrt(var(x) + eps) * w[i] + b[i], i < n. The mean's sum in
-// double in index order; the variance as the sum of squares above of the centred values. out may be x.
+// double in index order; the variance as the sum of squares above of the centred values. b may be null (no
+// bias: command-r's, cohere2's). out may be x.
 void LayerNorm(const float* x, const float* w, const float* b, int64_t n, float eps, float* out);
 
 }  // namespace lockstep

@@ -247,6 +247,41 @@ TEST(Architectures, Mistral3TemperatureLengthDefaultsToTheOriginalContext) {
   EXPECT_EQ(Config("tiny-mistral3").attn_temperature_scale, 0.0f);  // Mistral Small: none
 }
 
+// Cohere (command-r, cohere2): LayerNorms (their epsilon key), the FFN in parallel, logits x logit_scale;
+// cohere2 windows three layers of four and rotates only those; Command R+'s per-head Q/K norms come with
+// their tensors.
+TEST(Architectures, Cohere) {
+  const ModelConfig c = Config("tiny-cohere2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_TRUE(c.layer_norm && c.parallel_ffn);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FLOAT_EQ(c.logit_scale, 0.25f);
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    EXPECT_EQ(c.layers[l].window, l % 4 < 3 ? 24 : 0) << l;
+    EXPECT_EQ(c.layers[l].rope, l % 4 < 3) << l;
+  }
+  EXPECT_NE(c.Summary().find("LayerNorm, parallel attention and FFN"), std::string::npos) << c.Summary();
+  const ModelConfig r = Config("tiny-command-r");
+  EXPECT_TRUE(r.layer_norm && r.parallel_ffn);
+  EXPECT_FALSE(r.qk_norm || r.qk_norm_per_head);
+  EXPECT_FLOAT_EQ(r.logit_scale, 0.0625f);
+  for (const LayerAttention& layer : r.layers) EXPECT_TRUE(layer.rope && layer.window == 0);
+  const ModelConfig plus = Config("tiny-command-r-plus");
+  EXPECT_TRUE(plus.qk_norm && plus.qk_norm_per_head);
+  EXPECT_NE(ConfigError("tiny-command-r", DropKeys({"command-r.logit_scale"}))
+                .find("'command-r.logit_scale' is missing"),
+            std::string::npos);
+  EXPECT_NE(
+      ConfigError("tiny-cohere2", DropKeys({"cohere2.attention.sliding_window"})).find("sliding_window"),
+      std::string::npos);
+  EXPECT_NE(ConfigError("tiny-cohere2", DropKeys({"cohere2.attention.layer_norm_epsilon"}))
+                .find("layer_norm_epsilon"),
+            std::string::npos);
+  Edit negative;
+  negative.set_keys = {{"cohere2.logit_scale", GgufValue::Float32(-1)}};
+  EXPECT_NE(ConfigError("tiny-cohere2", negative).find("must be finite and > 0"), std::string::npos);
+}
+
 TEST(Architectures, Gemma2) {
   const ModelConfig c = Config("tiny-gemma2");
   EXPECT_TRUE(c.post_norms && c.scale_embeddings && !c.qk_norm);

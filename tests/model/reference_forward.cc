@@ -28,9 +28,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer& L = layers[l];
     LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, p + "attn_norm.weight"));
-    LOCKSTEP_ASSIGN_OR_RETURN(
-        L.ffn_norm, LoadVector(file, p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight"
-                                                                            : "ffn_norm.weight")));
+    if (!c.parallel_ffn) {
+      LOCKSTEP_ASSIGN_OR_RETURN(
+          L.ffn_norm, LoadVector(file, p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight"
+                                                                              : "ffn_norm.weight")));
+    }
     if (c.architecture == "gpt-oss") {
       LOCKSTEP_ASSIGN_OR_RETURN(L.sinks, LoadVector(file, p + "attn_sinks.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.bo, LoadVector(file, p + "attn_output.bias"));
@@ -163,7 +165,13 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     if (!c.FeedForwardExperts(l)) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
     }
-    if (c.qk_norm && !c.layers[l].recurrent) {
+    if (c.qk_norm_per_head) {  // Command R+: [n_head][head_dim], kept flat
+      for (auto [norm, name] :
+           {std::pair{&L.q_norm, "attn_q_norm.weight"}, std::pair{&L.k_norm, "attn_k_norm.weight"}}) {
+        LOCKSTEP_ASSIGN_OR_RETURN(Matrix heads, Load(file, p + name));
+        for (const std::vector<double>& head : heads) norm->insert(norm->end(), head.begin(), head.end());
+      }
+    } else if (c.qk_norm && !c.layers[l].recurrent) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.q_norm, LoadVector(file, p + "attn_q_norm.weight"));
       if (c.StoresKv(l)) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.k_norm, LoadVector(file, p + "attn_k_norm.weight"));
@@ -212,6 +220,20 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       }
     }
   }
+  // attn_norm, output_norm and Q/K head norms: command-r's and cohere2's LayerNorm, else RMSNorm.
+  auto norm = [&](const std::vector<double>& x, const std::vector<double>& w) {
+    return c.layer_norm ? LayerNorm(x, w, c.rms_eps) : RmsNorm(x, w, c.rms_eps);
+  };
+  auto norm_heads = [&](std::vector<double>& v, const std::vector<double>& w) {
+    if (!c.layer_norm) return NormHeads(v, w, c.rms_eps);
+    const size_t hd = size_t(c.head_dim);  // Command R+: each head its own weights
+    for (size_t h = 0; h < v.size() / hd; ++h) {
+      const std::vector<double> head(v.begin() + h * hd, v.begin() + (h + 1) * hd);
+      const std::vector<double> weights(w.begin() + h * hd, w.begin() + (h + 1) * hd);
+      const std::vector<double> normed = LayerNorm(head, weights, c.rms_eps);
+      std::copy(normed.begin(), normed.end(), v.begin() + h * hd);
+    }
+  };
   std::vector<Matrix> keys(c.n_layer), values(c.n_layer);  // per layer that stores them (Gemma 4)
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Layer& L = layers[l];
@@ -219,7 +241,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const int64_t group = c.n_head / n_head_kv;
     const bool stores_kv = c.StoresKv(l);
     const bool recurrent = c.layers[l].recurrent;
-    Matrix q(n), k(n), v(n), gate(n);
+    Matrix q(n), k(n), v(n), gate(n), attn_in(n);  // attn_in: attn_norm's output (Cohere's FFN reads it)
     if (recurrent) {
       Matrix h(n);
       for (size_t t = 0; t < n; ++t) h[t] = RmsNorm(x[t], L.attn_norm, c.rms_eps);
@@ -232,7 +254,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LatentAttention(L, c, RmsNorm(x[t], L.attn_norm, c.rms_eps), int64_t(t), q[t], k[t], v[t]);
     }
     for (size_t t = 0; t < n && c.kv_lora_rank == 0 && !recurrent; ++t) {
-      const std::vector<double> h = RmsNorm(x[t], L.attn_norm, c.rms_eps);
+      const std::vector<double> h = attn_in[t] = norm(x[t], L.attn_norm);
       q[t] = MatVec(L.wq, h);
       if (c.attn_output_gate) {  // qwen35: [query | gate] per head
         std::vector<double> qg = q[t];
@@ -259,8 +281,8 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += L.bv[i];
       }
       if (c.qk_norm) {
-        NormHeads(q[t], L.q_norm, c.rms_eps);
-        NormHeads(k[t], L.k_norm, c.rms_eps);
+        norm_heads(q[t], L.q_norm);
+        norm_heads(k[t], L.k_norm);
       }
       if (c.layers[l].rope) {
         Rotate(q[t], c.n_head, c, int64_t(t), c.layers[l].local_rope);
@@ -312,7 +334,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       for (size_t i = 0; i < o.size(); ++i) x[t][i] += residual * o[i];
     }
     for (size_t t = 0; t < n; ++t) {
-      const std::vector<double> h = RmsNorm(x[t], L.ffn_norm, c.rms_eps);
+      const std::vector<double> h = c.parallel_ffn ? attn_in[t] : RmsNorm(x[t], L.ffn_norm, c.rms_eps);
       if (c.FeedForwardExperts(l) && !c.dense_beside_experts) {
         const std::vector<double> d = Experts(L, c, h);
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
@@ -350,11 +372,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   std::vector<std::vector<double>> logits(n);
   if (embeddings != nullptr) embeddings->assign(n, {});
   for (size_t t = 0; t < n; ++t) {
-    const std::vector<double> normed = RmsNorm(x[t], out_norm, c.rms_eps);
+    const std::vector<double> normed = norm(x[t], out_norm);
     if (embeddings != nullptr) (*embeddings)[t] = normed;
     logits[t] = MatVec(output, normed);
-    if (c.logit_divisor != 0) {
-      for (double& v : logits[t]) v /= c.logit_divisor;
+    if (c.logit_scale != 0) {
+      for (double& v : logits[t]) v *= c.logit_scale;
     }
     if (c.final_softcap > 0) {
       for (double& v : logits[t]) v = c.final_softcap * std::tanh(v / c.final_softcap);

@@ -53,9 +53,11 @@ Result<std::vector<Matrix>> LoadExperts(const GgufFile& file, const std::string&
 
 std::vector<double> MatVec(const Matrix& w, const std::vector<double>& x);
 std::vector<double> RmsNorm(const std::vector<double>& x, const std::vector<double>& w, double eps);
+// LayerNorm without a bias (command-r, cohere2): (x - mean) / sqrt(variance + eps) * w.
+std::vector<double> LayerNorm(const std::vector<double>& x, const std::vector<double>& w, double eps);
 // Rotates every head of v in place at `pos` (a local layer's RoPE: the local base, unscaled).
 void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t pos, bool local);
-// RMSNorm of each head_dim slice of v.
+// RMSNorm of each head_dim slice of v (w: head_dim weights).
 void NormHeads(std::vector<double>& v, const std::vector<double>& w, double eps);
 Matrix RowRange(const Matrix& m, size_t first, size_t count);
 double Sigmoid(double x);

@@ -44,6 +44,17 @@ std::vector<double> RmsNorm(const std::vector<double>& x, const std::vector<doub
   return y;
 }
 
+std::vector<double> LayerNorm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
+  double mean = 0, variance = 0;
+  for (double v : x) mean += v;
+  mean /= double(x.size());
+  for (double v : x) variance += (v - mean) * (v - mean);
+  const double scale = 1.0 / std::sqrt(variance / double(x.size()) + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * scale * w[i];
+  return y;
+}
+
 void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t pos, bool local) {
   // Gemma 4's local layers: heads of head_dim_local, rope_dim_local of them rotated.
   const int64_t rope_dim = local && c.rope_dim_local > 0 ? c.rope_dim_local : c.rope_dim;

@@ -118,6 +118,12 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-minimax-m2", "f32", 1e-5, 21, 1e-1, 1e-1},
         ReferenceCase{"tiny-qwen3next", "f32", 1e-5, 40, 8e-4, 1e-1},
         ReferenceCase{"tiny-mistral-swa", "f32", 1e-5, 90, 8e-4},
+        // Cohere: LayerNorms, the FFN beside the attention; cohere2 past its window, Command R+ with per-head
+        // Q/K LayerNorms through 64 layers.
+        ReferenceCase{"tiny-cohere2", "f32", 1e-5, 90, 8e-4},
+        ReferenceCase{"tiny-cohere2", "q8_0", 5e-2, 90, 8e-4},
+        ReferenceCase{"tiny-command-r", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-command-r-plus", "f32", 1e-5, 21, 2e-3},
         ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
     Name);
 
