@@ -104,6 +104,8 @@ SHAPES = {
     "tiny-cohere2": ("ik_llama.cpp", False),  # Command R7B: LayerNorms, parallel FFN, NoPE global layers
     "tiny-command-r": ("ik_llama.cpp", False),
     "tiny-command-r-plus": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms (64 layers)
+    "tiny-stablelm2": ("ik_llama.cpp", False),  # LayerNorms with biases, partial NeoX RoPE, QKV bias
+    "tiny-stablelm2-12b": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms, parallel FFN
     # Gemma 4 26B-A4B: ik 8337e4cd3 omits the router input's 1 / sqrt(n_embd) (mainline applies it): no golden.
     "tiny-gemma4moe": (None, False),
     # Rows of 256 elements: the K-quant types (--type q5_k_m ...); not an architecture of its own, so not in

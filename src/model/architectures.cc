@@ -50,6 +50,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"bailingmoe2", RopeMode::kNeox, true},
     {"command-r", RopeMode::kNormal, false},
     {"cohere2", RopeMode::kNormal, false},
+    {"stablelm", RopeMode::kNeox, false},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -488,6 +489,15 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   }
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "command-r" || a == "cohere2") return ApplyCohere(file, c);
+  if (a == "stablelm") {
+    // llama.cpp's stablelm graph: LayerNorms with biases, partial NeoX RoPE, QKV bias by tensor (StableLM 2
+    // 1.6B). StableLM 2 12B: per-head Q/K LayerNorms and, without ffn_norm, the FFN in parallel (their
+    // tensors say so).
+    c.layer_norm = c.norm_bias = true;
+    c.qk_norm = c.qk_norm_per_head = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
+    c.parallel_ffn = file.FindTensor("blk.0.ffn_norm.weight") == nullptr;
+    return Status::Ok();
+  }
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);
   if (a == "gemma4") return ApplyGemma4(file, c);

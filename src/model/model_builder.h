@@ -29,8 +29,10 @@ struct ModelShape {
   float rms_eps = 1e-5f;
   bool qkv_bias = false;
   // Per-head Q/K norms where the architecture has them optionally (glm4moe: GLM-4.5 and 4.6, not Air;
-  // command-r: Command R+, a weight per head, [n_head][head_dim]).
+  // command-r: Command R+, stablelm: StableLM 2 12B, a weight per head, [n_head][head_dim]).
   bool qk_norm = false;
+  // stablelm: no ffn_norm, the FFN beside the attention (StableLM 2 12B's parallel residual).
+  bool parallel_ffn = false;
   bool tied_embeddings = true;
   // llama3 rope scaling (written as the rope_freqs tensor); factor 0 = none.
   float llama3_factor = 0;

@@ -238,7 +238,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
   // would silently be wrong: refused.
   const bool bert = a == "bert";
-  const bool layer_norm_eps = bert || a == "command-r" || a == "cohere2";
+  const bool layer_norm_eps = bert || a == "command-r" || a == "cohere2" || a == "stablelm";
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
@@ -338,7 +338,7 @@ std::string ModelConfig::Summary() const {
     out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier;
   }
   if (logit_scale != 0) out << ", logits x " << logit_scale;
-  if (layer_norm) out << ", LayerNorm";
+  if (layer_norm) out << (norm_bias ? ", LayerNorm with biases" : ", LayerNorm");
   if (parallel_ffn) out << ", parallel attention and FFN";
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert

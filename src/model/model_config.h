@@ -155,13 +155,18 @@ struct ModelConfig {
   // over all of K [kv_dim].
   bool qk_norm = false;
   bool qk_norm_whole = false;
-  // command-r (Command R+): Q/K head norms with a weight per head, attn_{q,k}_norm [n_head][head_dim].
+  // command-r (Command R+), stablelm (StableLM 2 12B): Q/K head norms with a weight per head, attn_{q,k}_norm
+  // [n_head][head_dim].
   bool qk_norm_per_head = false;
-  // command-r, cohere2: LayerNorm without a bias (eps: <arch>.attention.layer_norm_epsilon, kept in rms_eps)
-  // wherever the others RMSNorm: attn_norm, output_norm and the Q/K head norms.
+  // command-r, cohere2, stablelm: LayerNorm (eps: <arch>.attention.layer_norm_epsilon, kept in rms_eps)
+  // wherever the others RMSNorm: attn_norm, ffn_norm, output_norm and the Q/K head norms.
   bool layer_norm = false;
-  // command-r, cohere2: the FFN reads the attention's normed input (attn_norm's; no ffn_norm), and the
-  // attention's and the FFN's outputs both join the residual stream (x + attention, then + FFN).
+  // stablelm: those LayerNorms (but the Q/K ones) add a bias: attn_norm.bias, ffn_norm.bias,
+  // output_norm.bias.
+  bool norm_bias = false;
+  // command-r, cohere2, StableLM 2 12B: the FFN reads the attention's normed input (attn_norm's; no
+  // ffn_norm), and the attention's and the FFN's outputs both join the residual stream (x + attention, then +
+  // FFN).
   bool parallel_ffn = false;
   // false (olmo2): no attn_norm / ffn_norm; the residual stream goes into the attention and FFN as it is.
   bool pre_norms = true;

@@ -315,6 +315,31 @@ constexpr ShapeEntry kShapes[] = {
        s.logit_scale = 0.8333333f;
        s.qk_norm = true;
      }},
+    {"tiny-stablelm2",
+     [](ModelShape& s) {
+       // StableLM 2 1.6B: 32 heads and KV heads, a quarter of each head rotated (NeoX), QKV bias, LayerNorms
+       // with biases, untied output.
+       s = Tiny(s.name, "stablelm");
+       Widths(s, 128, 8, 8, 16, 256);  // llama.cpp: n_head x head_dim = n_embd
+       s.rope_dim = 4;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-stablelm2-12b",
+     [](ModelShape& s) {
+       // StableLM 2 12B: 32 heads, 8 KV heads, per-head Q/K LayerNorms, the FFN beside the attention (no
+       // ffn_norm), no QKV bias.
+       s = Tiny(s.name, "stablelm");
+       Widths(s, 128, 8, 2, 16, 256);
+       s.rope_dim = 4;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+       s.qk_norm = true;
+       s.parallel_ffn = true;
+     }},
     {"tiny-smollm3",
      [](ModelShape& s) {  // SmolLM3-3B: 16 heads, 4 KV heads, 36 layers of which every fourth has no RoPE
        s = Tiny(s.name, "smollm3");

@@ -330,6 +330,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   const int64_t d = c.n_embd;
   w.token_embd = BindTokenEmbedding(b, c);
   w.output_norm = b.Vector("output_norm.weight", d);
+  if (c.norm_bias) w.output_norm_b = b.Vector("output_norm.bias", d);
   if (file.FindTensor("output.weight") != nullptr) {
     w.output = b.Matrix("output.weight", c.n_vocab, d);
   } else {
@@ -345,6 +346,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const int64_t n_ff = c.LayerFf(l);
     const bool stores_kv = c.StoresKv(l);
     if (c.pre_norms) lw.attn_norm = b.Vector(p + "attn_norm.weight", d);
+    if (c.norm_bias) lw.attn_norm_b = b.Vector(p + "attn_norm.bias", d);
     if (c.kv_lora_rank > 0) {
       if (w.owned.empty()) w.owned.reserve(size_t(c.n_layer));
       w.owned.emplace_back();
@@ -385,6 +387,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (c.pre_norms && !c.parallel_ffn) {
       lw.ffn_norm = b.Vector(
           p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
+      if (c.norm_bias) lw.ffn_norm_b = b.Vector(p + "ffn_norm.bias", d);
     }
     if (c.FeedForwardExperts(l)) {
       const int64_t ff = c.n_ff_expert;

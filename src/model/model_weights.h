@@ -20,7 +20,9 @@
 namespace lockstep {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;   // [n_embd]; empty without pre-norms (olmo2)
+  std::vector<float> attn_norm;    // [n_embd]; empty without pre-norms (olmo2)
+  std::vector<float> attn_norm_b;  // ModelConfig::norm_bias only (stablelm): [n_embd]; ffn_norm_b likewise
+  std::vector<float> ffn_norm_b;
   WeightMatrix wq;                // [n_head * head_dim][n_embd]
   WeightMatrix wk;                // [n_head_kv * head_dim][n_embd]
   WeightMatrix wv;                // [n_head_kv * head_dim][n_embd]
@@ -97,6 +99,7 @@ struct LayerWeights {
 struct ModelWeights {
   const GgufTensorInfo* token_embd = nullptr;  // [n_vocab][n_embd], rows dequantized on lookup
   std::vector<float> output_norm;              // [n_embd]
+  std::vector<float> output_norm_b;            // ModelConfig::norm_bias only (stablelm): [n_embd]
   WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
   bool tied_output = false;
   // bert only (no output norm, no output matrix): position_embd [n_ctx_train][n_embd], row 0 of token_types

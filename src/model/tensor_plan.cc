@@ -75,13 +75,17 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
   const bool qwen35 = a == "qwen35" || a == "qwen35moe" || a == "qwen3next";
-  // LayerNorms, the FFN in parallel from attn_norm's output (no ffn_norm); Command R+: per-head Q/K norms
+  // LayerNorms, the FFN in parallel from attn_norm's output (no ffn_norm); Command R+: per-head Q/K norms.
+  // stablelm: LayerNorms with biases; StableLM 2 12B: per-head Q/K norms, the FFN in parallel.
   const bool cohere = a == "command-r" || a == "cohere2";
+  const bool stablelm = a == "stablelm";
+  const bool no_ffn_norm = olmo2 || cohere || s.parallel_ffn;
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
   plan.Matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
   plan.Vec("output_norm.weight", s.n_embd, norm);
+  if (stablelm) plan.Vec("output_norm.bias", s.n_embd, Fill::kNormal);
   if (!s.tied_embeddings) plan.Matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
   if (s.n_cls_out > 0) {  // wider than the matrices: the scores of different documents then spread out
     plan.F32("cls.output.weight", {s.n_embd, s.n_cls_out}, Fill::kNormal, 0.2f);
@@ -106,6 +110,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     const int64_t layer = plan.layer;
     const std::string p = "blk." + std::to_string(layer) + ".";
     if (!olmo2) plan.Vec(p + "attn_norm.weight", s.n_embd, norm);
+    if (stablelm) plan.Vec(p + "attn_norm.bias", s.n_embd, Fill::kNormal);
     const bool dense = s.n_expert == 0 || layer < s.n_layer_dense_lead;
     const bool recurrent = qwen35 && (layer + 1) % s.full_attention_interval != 0;
     if (s.kv_lora_rank > 0) {
@@ -125,7 +130,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
       plan.Vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
     }
-    if (cohere && s.qk_norm) {
+    if ((cohere || stablelm) && s.qk_norm) {
       plan.F32(p + "attn_q_norm.weight", {head_dim, s.n_head}, norm);
       plan.F32(p + "attn_k_norm.weight", {head_dim, s.n_head_kv}, norm);
     } else if ((qk_norm || qwen35) && !recurrent) {
@@ -138,9 +143,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
-    if (!olmo2 && !cohere) {
+    if (!no_ffn_norm) {
       const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
       plan.Vec(p + (post_attention_named ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
+      if (stablelm) plan.Vec(p + "ffn_norm.bias", s.n_embd, Fill::kNormal);
     }
     if (!dense) {
       const int64_t ff = s.ExpertFf();

@@ -225,9 +225,10 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   });
 }
 
-void Transformer::Norm(const float* x, const float* w, int64_t n, float* out) const {
+void Transformer::Norm(const float* x, const float* w, const std::vector<float>& b, int64_t n,
+                       float* out) const {
   if (config_.layer_norm) {
-    LayerNorm(x, w, nullptr, n, config_.rms_eps, out);
+    LayerNorm(x, w, b.empty() ? nullptr : b.data(), n, config_.rms_eps, out);
   } else {
     kernels_.elementwise.rms_norm(x, w, n, config_.rms_eps, out);
   }
@@ -244,11 +245,12 @@ void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutpu
     const float* x = x_.data() + (compacted ? output : int64_t(r)) * d;
     ++output;
     if (row.wants_embedding) {
-      Norm(x, weights_.output_norm.data(), d, outputs.embeddings.data() + embedded * d);
+      Norm(x, weights_.output_norm.data(), weights_.output_norm_b, d,
+           outputs.embeddings.data() + embedded * d);
       ++embedded;
     }
     if (!row.wants_logits) continue;
-    Norm(x, weights_.output_norm.data(), d, xn_.data() + n * d);
+    Norm(x, weights_.output_norm.data(), weights_.output_norm_b, d, xn_.data() + n * d);
     ++n;
   }
   std::span<float> logits = outputs.logits;

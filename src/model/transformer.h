@@ -69,9 +69,9 @@ class Transformer final : public Model {
   // over the first `rows` rows of xn_, into out [rows][n_embd].
   void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
   void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
-  // attn_norm, output_norm and the Q/K head norms: RMSNorm, or LayerNorm without a bias (command-r, cohere2:
-  // config_.layer_norm); eps config_.rms_eps. out may be x.
-  void Norm(const float* x, const float* w, int64_t n, float* out) const;
+  // attn_norm, ffn_norm, output_norm and the Q/K head norms: RMSNorm, or LayerNorm (config_.layer_norm:
+  // command-r, cohere2, stablelm) with bias b (empty: none); eps config_.rms_eps. out may be x.
+  void Norm(const float* x, const float* w, const std::vector<float>& b, int64_t n, float* out) const;
 
   struct RowTile {
     int64_t first_row = 0;  // scratch row of the tile's first query

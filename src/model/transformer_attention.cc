@@ -57,7 +57,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
 
   ForEachRow(pool, rows, [&](int64_t r, int) {
     if (c.pre_norms) {
-      Norm(x_.data() + r * d, w.attn_norm.data(), d, xn_.data() + r * d);
+      Norm(x_.data() + r * d, w.attn_norm.data(), w.attn_norm_b, d, xn_.data() + r * d);
     } else {
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }
@@ -112,7 +112,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
           return;
         }
         for (int64_t h = 0; h < heads; ++h) {  // Command R+: each head its own weights
-          Norm(x + h * head_dim, norm.data() + (c.qk_norm_per_head ? h * head_dim : 0), head_dim,
+          Norm(x + h * head_dim, norm.data() + (c.qk_norm_per_head ? h * head_dim : 0), {}, head_dim,
                x + h * head_dim);
         }
       };

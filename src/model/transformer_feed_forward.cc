@@ -78,11 +78,11 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t d = c.n_embd;
-  // Cohere's parallel FFN reads xn_ as the attention block left it: attn_norm's output (of the output rows,
-  // gathered to the front, in the last layer's skip).
+  // Cohere's and StableLM 2 12B's parallel FFN reads xn_ as the attention block left it: attn_norm's output
+  // (of the output rows, gathered to the front, in the last layer's skip).
   ForEachRow(pool, c.parallel_ffn ? 0 : rows, [&](int64_t r, int) {
     if (c.pre_norms) {
-      kernels_.elementwise.rms_norm(x_.data() + r * d, w.ffn_norm.data(), d, c.rms_eps, xn_.data() + r * d);
+      Norm(x_.data() + r * d, w.ffn_norm.data(), w.ffn_norm_b, d, xn_.data() + r * d);
     } else {
       std::memcpy(xn_.data() + r * d, x_.data() + r * d, sizeof(float) * d);  // OLMo 2
     }

@@ -282,6 +282,21 @@ TEST(Architectures, Cohere) {
   EXPECT_NE(ConfigError("tiny-cohere2", negative).find("must be finite and > 0"), std::string::npos);
 }
 
+// stablelm: LayerNorms with biases, partial NeoX RoPE; StableLM 2 12B's per-head Q/K norms and parallel FFN
+// come with their tensors (attn_q_norm present, ffn_norm absent).
+TEST(Architectures, StableLm) {
+  const ModelConfig c = Config("tiny-stablelm2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_EQ(c.rope_dim, 4);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.qkv_bias);
+  EXPECT_FALSE(c.parallel_ffn || c.qk_norm);
+  EXPECT_EQ(c.logit_scale, 0.0f);
+  EXPECT_NE(c.Summary().find("LayerNorm with biases"), std::string::npos) << c.Summary();
+  const ModelConfig big = Config("tiny-stablelm2-12b");
+  EXPECT_TRUE(big.parallel_ffn && big.qk_norm && big.qk_norm_per_head);
+  EXPECT_FALSE(big.qkv_bias);
+}
+
 TEST(Architectures, Gemma2) {
   const ModelConfig c = Config("tiny-gemma2");
   EXPECT_TRUE(c.post_norms && c.scale_embeddings && !c.qk_norm);

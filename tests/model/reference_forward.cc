@@ -23,11 +23,21 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     output = embd;
   }
   LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> out_norm, LoadVector(file, "output_norm.weight"));
+  std::vector<double> out_norm_b;
+  if (c.norm_bias) {
+    LOCKSTEP_ASSIGN_OR_RETURN(out_norm_b, LoadVector(file, "output_norm.bias"));
+  }
   std::vector<Layer> layers(c.n_layer);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer& L = layers[l];
     LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, p + "attn_norm.weight"));
+    if (c.norm_bias) {  // stablelm
+      LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm_b, LoadVector(file, p + "attn_norm.bias"));
+      if (!c.parallel_ffn) {
+        LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm_b, LoadVector(file, p + "ffn_norm.bias"));
+      }
+    }
     if (!c.parallel_ffn) {
       LOCKSTEP_ASSIGN_OR_RETURN(
           L.ffn_norm, LoadVector(file, p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight"
@@ -220,9 +230,10 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       }
     }
   }
-  // attn_norm, output_norm and Q/K head norms: command-r's and cohere2's LayerNorm, else RMSNorm.
-  auto norm = [&](const std::vector<double>& x, const std::vector<double>& w) {
-    return c.layer_norm ? LayerNorm(x, w, c.rms_eps) : RmsNorm(x, w, c.rms_eps);
+  // attn_norm, ffn_norm, output_norm and Q/K head norms: command-r's, cohere2's and stablelm's LayerNorm
+  // (stablelm's with biases, but the Q/K ones), else RMSNorm.
+  auto norm = [&](const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b) {
+    return c.layer_norm ? LayerNorm(x, w, b, c.rms_eps) : RmsNorm(x, w, c.rms_eps);
   };
   auto norm_heads = [&](std::vector<double>& v, const std::vector<double>& w) {
     if (!c.layer_norm) return NormHeads(v, w, c.rms_eps);
@@ -230,7 +241,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     for (size_t h = 0; h < v.size() / hd; ++h) {
       const std::vector<double> head(v.begin() + h * hd, v.begin() + (h + 1) * hd);
       const std::vector<double> weights(w.begin() + h * hd, w.begin() + (h + 1) * hd);
-      const std::vector<double> normed = LayerNorm(head, weights, c.rms_eps);
+      const std::vector<double> normed = LayerNorm(head, weights, {}, c.rms_eps);
       std::copy(normed.begin(), normed.end(), v.begin() + h * hd);
     }
   };
@@ -254,7 +265,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LatentAttention(L, c, RmsNorm(x[t], L.attn_norm, c.rms_eps), int64_t(t), q[t], k[t], v[t]);
     }
     for (size_t t = 0; t < n && c.kv_lora_rank == 0 && !recurrent; ++t) {
-      const std::vector<double> h = attn_in[t] = norm(x[t], L.attn_norm);
+      const std::vector<double> h = attn_in[t] = norm(x[t], L.attn_norm, L.attn_norm_b);
       q[t] = MatVec(L.wq, h);
       if (c.attn_output_gate) {  // qwen35: [query | gate] per head
         std::vector<double> qg = q[t];
@@ -334,7 +345,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       for (size_t i = 0; i < o.size(); ++i) x[t][i] += residual * o[i];
     }
     for (size_t t = 0; t < n; ++t) {
-      const std::vector<double> h = c.parallel_ffn ? attn_in[t] : RmsNorm(x[t], L.ffn_norm, c.rms_eps);
+      const std::vector<double> h = c.parallel_ffn ? attn_in[t] : norm(x[t], L.ffn_norm, L.ffn_norm_b);
       if (c.FeedForwardExperts(l) && !c.dense_beside_experts) {
         const std::vector<double> d = Experts(L, c, h);
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
@@ -372,7 +383,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   std::vector<std::vector<double>> logits(n);
   if (embeddings != nullptr) embeddings->assign(n, {});
   for (size_t t = 0; t < n; ++t) {
-    const std::vector<double> normed = norm(x[t], out_norm);
+    const std::vector<double> normed = norm(x[t], out_norm, out_norm_b);
     if (embeddings != nullptr) (*embeddings)[t] = normed;
     logits[t] = MatVec(output, normed);
     if (c.logit_scale != 0) {

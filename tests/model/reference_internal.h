@@ -19,7 +19,8 @@ using Matrix = std::vector<std::vector<double>>;  // [rows][cols]
 
 // One layer's weights as loaded (what its architecture has; the rest empty).
 struct Layer {
-  std::vector<double> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
+  std::vector<double> attn_norm, attn_norm_b, ffn_norm_b, ffn_norm, bq, bk, bv, q_norm, k_norm,
+      post_attn_norm, post_ffn_norm;
   // gpt-oss: the sinks [n_head], attn_output's bias, the router's bias and the experts' [n_expert][width].
   std::vector<double> sinks, bo, router_b;
   Matrix gate_b, up_b, down_b;
@@ -53,8 +54,9 @@ Result<std::vector<Matrix>> LoadExperts(const GgufFile& file, const std::string&
 
 std::vector<double> MatVec(const Matrix& w, const std::vector<double>& x);
 std::vector<double> RmsNorm(const std::vector<double>& x, const std::vector<double>& w, double eps);
-// LayerNorm without a bias (command-r, cohere2): (x - mean) / sqrt(variance + eps) * w.
-std::vector<double> LayerNorm(const std::vector<double>& x, const std::vector<double>& w, double eps);
+// LayerNorm (command-r, cohere2, stablelm): (x - mean) / sqrt(variance + eps) * w + b (b empty: none).
+std::vector<double> LayerNorm(const std::vector<double>& x, const std::vector<double>& w,
+                              const std::vector<double>& b, double eps);
 // Rotates every head of v in place at `pos` (a local layer's RoPE: the local base, unscaled).
 void Rotate(std::vector<double>& v, int64_t heads, const ModelConfig& c, int64_t pos, bool local);
 // RMSNorm of each head_dim slice of v (w: head_dim weights).

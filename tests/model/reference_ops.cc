@@ -44,14 +44,15 @@ std::vector<double> RmsNorm(const std::vector<double>& x, const std::vector<doub
   return y;
 }
 
-std::vector<double> LayerNorm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
+std::vector<double> LayerNorm(const std::vector<double>& x, const std::vector<double>& w,
+                              const std::vector<double>& b, double eps) {
   double mean = 0, variance = 0;
   for (double v : x) mean += v;
   mean /= double(x.size());
   for (double v : x) variance += (v - mean) * (v - mean);
   const double scale = 1.0 / std::sqrt(variance / double(x.size()) + eps);
   std::vector<double> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * scale * w[i];
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) * scale * w[i] + (b.empty() ? 0.0 : b[i]);
   return y;
 }
 

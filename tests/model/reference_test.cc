@@ -124,6 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-cohere2", "q8_0", 5e-2, 90, 8e-4},
         ReferenceCase{"tiny-command-r", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-command-r-plus", "f32", 1e-5, 21, 2e-3},
+        ReferenceCase{"tiny-stablelm2", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-stablelm2-12b", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-mistral-swa", "f16", 1e-5, 90, 8e-4}),
     Name);
 
