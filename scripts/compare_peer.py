@@ -104,6 +104,8 @@ SHAPES = {
     "tiny-cohere2": ("ik_llama.cpp", False),  # Command R7B: LayerNorms, parallel FFN, NoPE global layers
     "tiny-command-r": ("ik_llama.cpp", False),
     "tiny-command-r-plus": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms (64 layers)
+    "tiny-phi2": ("ik_llama.cpp", False),  # LayerNorms with biases, parallel ungated GELU FFN, biases
+    "tiny-phi2-qkv": ("ik_llama.cpp", False),  # its fused attn_qkv and bias
     "tiny-stablelm2": ("ik_llama.cpp", False),  # LayerNorms with biases, partial NeoX RoPE, QKV bias
     "tiny-stablelm2-12b": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms, parallel FFN
     # Gemma 4 26B-A4B: ik 8337e4cd3 omits the router input's 1 / sqrt(n_embd) (mainline applies it): no golden.

@@ -51,6 +51,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"command-r", RopeMode::kNormal, false},
     {"cohere2", RopeMode::kNormal, false},
     {"stablelm", RopeMode::kNeox, false},
+    {"phi2", RopeMode::kNeox, false},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -489,6 +490,15 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   }
   if (a == "phi3") return ApplyPhi3(file, c);
   if (a == "command-r" || a == "cohere2") return ApplyCohere(file, c);
+  if (a == "phi2") {
+    // llama.cpp's phi2 graph: LayerNorms with biases, attention and an ungated GELU FFN in parallel from
+    // attn_norm's output, biases on Q/K/V (attn_qkv.bias when fused), attn_output, the FFN and the output,
+    // partial NeoX RoPE.
+    c.layer_norm = c.norm_bias = c.parallel_ffn = c.ungated_ffn = true;
+    c.attn_output_bias = true;
+    c.qkv_bias = true;
+    return Status::Ok();
+  }
   if (a == "stablelm") {
     // llama.cpp's stablelm graph: LayerNorms with biases, partial NeoX RoPE, QKV bias by tensor (StableLM 2
     // 1.6B). StableLM 2 12B: per-head Q/K LayerNorms and, without ffn_norm, the FFN in parallel (their

@@ -33,6 +33,8 @@ struct ModelShape {
   bool qk_norm = false;
   // stablelm: no ffn_norm, the FFN beside the attention (StableLM 2 12B's parallel residual).
   bool parallel_ffn = false;
+  // phi2: one attn_qkv [q | k | v] (with attn_qkv.bias), as older phi-2 conversions have it.
+  bool fused_qkv = false;
   bool tied_embeddings = true;
   // llama3 rope scaling (written as the rope_freqs tensor); factor 0 = none.
   float llama3_factor = 0;

@@ -238,7 +238,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
   // would silently be wrong: refused.
   const bool bert = a == "bert";
-  const bool layer_norm_eps = bert || a == "command-r" || a == "cohere2" || a == "stablelm";
+  const bool layer_norm_eps = bert || a == "command-r" || a == "cohere2" || a == "stablelm" || a == "phi2";
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
@@ -340,6 +340,7 @@ std::string ModelConfig::Summary() const {
   if (logit_scale != 0) out << ", logits x " << logit_scale;
   if (layer_norm) out << (norm_bias ? ", LayerNorm with biases" : ", LayerNorm");
   if (parallel_ffn) out << ", parallel attention and FFN";
+  if (ungated_ffn) out << ", ungated GELU FFN with biases";
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert
         << (expert_weights_norm ? "" : " (weights not renormalised)") << (expert_biases ? ", biased" : "");

@@ -315,6 +315,24 @@ constexpr ShapeEntry kShapes[] = {
        s.logit_scale = 0.8333333f;
        s.qk_norm = true;
      }},
+    {"tiny-phi2",
+     [](ModelShape& s) {
+       // phi-2: 32 heads of 80 with 32 of their dims rotated (NeoX), LayerNorms with biases, attention and an
+       // ungated GELU FFN in parallel, biases on Q/K/V, attn_output, the FFN and the output; untied output.
+       s = Tiny(s.name, "phi2");
+       Widths(s, 160, 8, 8, 20, 320);  // llama.cpp: n_head x head_dim = n_embd
+       s.rope_dim = 8;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-phi2-qkv",
+     [](ModelShape& s) {  // tiny-phi2 as older conversions write phi-2: one attn_qkv and its bias
+       s = *FindModelShape("tiny-phi2");
+       s.name = "tiny-phi2-qkv";
+       s.fused_qkv = true;
+     }},
     {"tiny-stablelm2",
      [](ModelShape& s) {
        // StableLM 2 1.6B: 32 heads and KV heads, a quarter of each head rotated (NeoX), QKV bias, LayerNorms

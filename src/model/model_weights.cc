@@ -331,6 +331,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   w.token_embd = BindTokenEmbedding(b, c);
   w.output_norm = b.Vector("output_norm.weight", d);
   if (c.norm_bias) w.output_norm_b = b.Vector("output_norm.bias", d);
+  if (c.ungated_ffn) w.output_b = b.Vector("output.bias", c.n_vocab);
   if (file.FindTensor("output.weight") != nullptr) {
     w.output = b.Matrix("output.weight", c.n_vocab, d);
   } else {
@@ -368,7 +369,14 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       }
     }
     const bool attention = !c.layers[size_t(l)].recurrent;
-    if (attention && c.qkv_bias) {
+    if (attention && c.qkv_bias && b.Has(p + "attn_qkv.weight")) {  // phi2's fused [q | k | v] bias
+      const std::vector<float> qkv = b.Vector(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim());
+      if (!qkv.empty()) {
+        lw.bq.assign(qkv.begin(), qkv.begin() + c.q_dim());
+        lw.bk.assign(qkv.begin() + c.q_dim(), qkv.begin() + c.q_dim() + c.kv_dim());
+        lw.bv.assign(qkv.begin() + c.q_dim() + c.kv_dim(), qkv.end());
+      }
+    } else if (attention && c.qkv_bias) {
       lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
       lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
       lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
@@ -421,6 +429,10 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * n_ff, d);
       lw.w_gate = Binder::Rows(gate_up, 0, n_ff);
       lw.w_up = Binder::Rows(gate_up, n_ff, n_ff);
+    } else if (c.ungated_ffn) {  // phi2
+      lw.w_up = b.Matrix(p + "ffn_up.weight", n_ff, d);
+      lw.b_up = b.Vector(p + "ffn_up.bias", n_ff);
+      lw.b_down = b.Vector(p + "ffn_down.bias", d);
     } else {
       lw.w_gate = b.Matrix(p + "ffn_gate.weight", n_ff, d);
       lw.w_up = b.Matrix(p + "ffn_up.weight", n_ff, d);

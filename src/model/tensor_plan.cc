@@ -70,7 +70,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
                        a == "bailingmoe2" || whole_qk_norm || s.qk_norm;
   const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";
   // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them (glm4: ffn_up only)
-  const bool fused = a == "phi3" || a == "bailingmoe2";
+  const bool fused = a == "phi3" || a == "bailingmoe2" || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
@@ -79,14 +79,18 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   // stablelm: LayerNorms with biases; StableLM 2 12B: per-head Q/K norms, the FFN in parallel.
   const bool cohere = a == "command-r" || a == "cohere2";
   const bool stablelm = a == "stablelm";
-  const bool no_ffn_norm = olmo2 || cohere || s.parallel_ffn;
+  // phi2: LayerNorms with biases, the FFN in parallel, ungated with biases; attn_output and output biases.
+  const bool phi2 = a == "phi2";
+  const bool norm_bias = stablelm || phi2;
+  const bool no_ffn_norm = olmo2 || cohere || phi2 || s.parallel_ffn;
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
   plan.Matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
   plan.Vec("output_norm.weight", s.n_embd, norm);
-  if (stablelm) plan.Vec("output_norm.bias", s.n_embd, Fill::kNormal);
+  if (norm_bias) plan.Vec("output_norm.bias", s.n_embd, Fill::kNormal);
   if (!s.tied_embeddings) plan.Matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
+  if (phi2) plan.Vec("output.bias", n_vocab, Fill::kNormal);
   if (s.n_cls_out > 0) {  // wider than the matrices: the scores of different documents then spread out
     plan.F32("cls.output.weight", {s.n_embd, s.n_cls_out}, Fill::kNormal, 0.2f);
   }
@@ -110,7 +114,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     const int64_t layer = plan.layer;
     const std::string p = "blk." + std::to_string(layer) + ".";
     if (!olmo2) plan.Vec(p + "attn_norm.weight", s.n_embd, norm);
-    if (stablelm) plan.Vec(p + "attn_norm.bias", s.n_embd, Fill::kNormal);
+    if (norm_bias) plan.Vec(p + "attn_norm.bias", s.n_embd, Fill::kNormal);
     const bool dense = s.n_expert == 0 || layer < s.n_layer_dense_lead;
     const bool recurrent = qwen35 && (layer + 1) % s.full_attention_interval != 0;
     if (s.kv_lora_rank > 0) {
@@ -125,7 +129,9 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Matrix(p + "attn_k.weight", kv_dim, s.n_embd);
       plan.Matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
     }
-    if (s.qkv_bias) {
+    if (s.qkv_bias && fused) {  // phi2's fused [q | k | v]
+      plan.Vec(p + "attn_qkv.bias", q_dim + 2 * kv_dim, Fill::kNormal);
+    } else if (s.qkv_bias) {
       plan.Vec(p + "attn_q.bias", q_dim, Fill::kNormal);
       plan.Vec(p + "attn_k.bias", kv_dim, Fill::kNormal);
       plan.Vec(p + "attn_v.bias", kv_dim, Fill::kNormal);
@@ -142,6 +148,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.F32(p + "attn_sinks.weight", {s.n_head}, Fill::kNormal, 2.0f);
       plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
+    if (phi2) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
     if (!no_ffn_norm) {
       const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
@@ -176,6 +183,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       }
     } else if (fused_ffn) {
       plan.Matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
+    } else if (phi2) {
+      plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
+      plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
+      plan.Vec(p + "ffn_down.bias", s.n_embd, Fill::kNormal);
     } else {
       plan.Matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
       plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);

@@ -31,6 +31,7 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig confi
       rope_(config_),
       local_rope_(config_, Rope::Kind::kLocal),
       delta_net_(config_) {
+  if (config_.ungated_ffn) ffn_ones_.assign(size_t(config_.n_ff), 1.0f);
   int64_t recurrent = 0;
   for (const LayerAttention& layer : config_.layers) {
     any_local_rope_ = any_local_rope_ || layer.local_rope;
@@ -256,6 +257,12 @@ void Transformer::Outputs(const Batch& batch, bool compacted, const ForwardOutpu
   std::span<float> logits = outputs.logits;
   if (n > 0) MatMul(kernels_.matmul, weights_.output, xn_.data(), n, logits.data(), pool);
   lora_.Apply(0, LoraTarget::kOutput, xn_.data(), n, nullptr, logits.data(), kernels_.matmul, pool);
+  if (!weights_.output_b.empty()) {  // phi2
+    ForEachRow(pool, n, [&](int64_t r, int) {
+      float* l = logits.data() + size_t(r) * config_.n_vocab;
+      for (int64_t i = 0; i < config_.n_vocab; ++i) l[i] += weights_.output_b[size_t(i)];
+    });
+  }
   if (config_.logit_scale != 0) {  // Granite, Cohere
     ForEachRow(pool, n, [&](int64_t r, int) {
       Scale(logits.data() + size_t(r) * config_.n_vocab, config_.n_vocab, config_.logit_scale);

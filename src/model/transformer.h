@@ -66,7 +66,7 @@ class Transformer final : public Model {
   // RMS-normed by post_ffw_norm_1 plus the experts' output RMS-normed by post_ffw_norm_2.
   void DenseBesideExperts(int64_t rows, int32_t layer, ThreadPool& pool);
   // The gated FFN of `layer` (w_gate, w_up, w_down of width ff: the dense FFN, or qwen2moe's shared expert)
-  // over the first `rows` rows of xn_, into out [rows][n_embd].
+  // over the first `rows` rows of xn_, into out [rows][n_embd]; phi2's ungated one (config_.ungated_ffn).
   void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
   void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
   // attn_norm, ffn_norm, output_norm and the Q/K head norms: RMSNorm, or LayerNorm (config_.layer_norm:
@@ -95,6 +95,7 @@ class Transformer final : public Model {
   MixtureOfExperts moe_;                  // the FFN when config_.n_expert > 0
   LatentAttention mla_;                   // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
   std::vector<float> ones_;               // Gemma 4's V norm: a weight of ones
+  std::vector<float> ffn_ones_;           // phi2's ungated FFN: n_ff ones (GELU as GeGLU times 1)
   PerLayerInputs per_layer_inputs_;       // Gemma 4 E2B/E4B (config_.n_embd_per_layer > 0)
   DeltaNet delta_net_;                    // the recurrent layers (LayerAttention::recurrent)
   std::vector<int64_t> recurrent_index_;  // per layer: its index among the recurrent layers, or -1

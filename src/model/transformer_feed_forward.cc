@@ -31,11 +31,29 @@ void Transformer::RecurrentBlock(const Batch& batch, int32_t layer, ThreadPool& 
 void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
+  // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
+  const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
+  // phi2: up (+ bias) -> GELU -> down (+ bias). GELU's tanh form as Gemma's GeGLU computes it, times 1
+  // (exact): the kernel's bits on every CPU level. (ik_llama.cpp's CPU backend computes it in f32 over whole
+  // vectors, reading llama.cpp's f16 table only for the elements past them.)
+  if (c.ungated_ffn) {
+    MatMul(kernels_.matmul, w.w_up, xn_.data(), rows, up_.data(), pool);
+    lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
+    ForEachRow(pool, rows, [&](int64_t r, int) {
+      float* u = up_.data() + r * ff;
+      for (int64_t i = 0; i < ff; ++i) u[i] += w.b_up[size_t(i)];
+      kernels_.elementwise.geglu(u, ffn_ones_.data(), ff);
+    });
+    MatMul(kernels_.matmul, w.w_down, up_.data(), rows, out, pool);
+    lora_.Apply(layer, LoraTarget::kDown, up_.data(), rows, lora_rows, out, kernels_.matmul, pool);
+    ForEachRow(pool, rows, [&](int64_t r, int) {
+      for (int64_t i = 0; i < c.n_embd; ++i) out[r * c.n_embd + i] += w.b_down[size_t(i)];
+    });
+    return;
+  }
   const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
   float* const outs[] = {gate_.data(), up_.data()};
   MatMulShared(kernels_.matmul, gate_up, xn_.data(), rows, outs, pool);
-  // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
-  const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
   lora_.Apply(layer, LoraTarget::kGate, xn_.data(), rows, lora_rows, gate_.data(), kernels_.matmul, pool);
   lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
   ForEachRow(pool, rows, [&](int64_t r, int) {
@@ -78,8 +96,8 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t d = c.n_embd;
-  // Cohere's and StableLM 2 12B's parallel FFN reads xn_ as the attention block left it: attn_norm's output
-  // (of the output rows, gathered to the front, in the last layer's skip).
+  // Cohere's, StableLM 2 12B's and phi2's parallel FFN reads xn_ as the attention block left it: attn_norm's
+  // output (of the output rows, gathered to the front, in the last layer's skip).
   ForEachRow(pool, c.parallel_ffn ? 0 : rows, [&](int64_t r, int) {
     if (c.pre_norms) {
       Norm(x_.data() + r * d, w.ffn_norm.data(), w.ffn_norm_b, d, xn_.data() + r * d);

@@ -10,6 +10,7 @@
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/test_models.h"
+#include "model/transformer.h"
 #include "testing/testdata.h"
 
 namespace lockstep::testing {
@@ -295,6 +296,25 @@ TEST(Architectures, StableLm) {
   const ModelConfig big = Config("tiny-stablelm2-12b");
   EXPECT_TRUE(big.parallel_ffn && big.qk_norm && big.qk_norm_per_head);
   EXPECT_FALSE(big.qkv_bias);
+}
+
+// phi2: LayerNorms with biases, the ungated GELU FFN in parallel, biases everywhere (Q/K/V from attn_qkv.bias
+// in fused files), partial NeoX RoPE.
+TEST(Architectures, Phi2) {
+  for (const char* shape : {"tiny-phi2", "tiny-phi2-qkv"}) {
+    const ModelConfig c = Config(shape);
+    EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+    EXPECT_EQ(c.rope_dim, 8);
+    EXPECT_TRUE(c.layer_norm && c.norm_bias && c.parallel_ffn && c.ungated_ffn);
+    EXPECT_TRUE(c.qkv_bias && c.attn_output_bias);
+    EXPECT_NE(c.Summary().find("ungated GELU FFN with biases"), std::string::npos) << c.Summary();
+  }
+  LoadedModel fused = LoadModelOrDie(TinyModelPath("tiny-phi2-qkv", TensorType::kF32));
+  const LayerWeights& w = static_cast<const Transformer&>(*fused.model).weights().layers[0];
+  EXPECT_EQ(w.bq.size(), 160u);
+  EXPECT_EQ(w.bk.size(), 160u);
+  EXPECT_EQ(w.bv.size(), 160u);
+  EXPECT_EQ(w.w_gate.data, nullptr);
 }
 
 TEST(Architectures, Gemma2) {

@@ -23,7 +23,10 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     output = embd;
   }
   LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> out_norm, LoadVector(file, "output_norm.weight"));
-  std::vector<double> out_norm_b;
+  std::vector<double> out_norm_b, out_b;
+  if (c.ungated_ffn) {  // phi2
+    LOCKSTEP_ASSIGN_OR_RETURN(out_b, LoadVector(file, "output.bias"));
+  }
   if (c.norm_bias) {
     LOCKSTEP_ASSIGN_OR_RETURN(out_norm_b, LoadVector(file, "output_norm.bias"));
   }
@@ -164,6 +167,10 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up_shexp.weight"));
         LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down_shexp.weight"));
       }
+    } else if (c.ungated_ffn) {  // phi2
+      LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.b_up, LoadVector(file, p + "ffn_up.bias"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.b_down, LoadVector(file, p + "ffn_down.bias"));
     } else if (file.FindTensor(p + "ffn_gate.weight")) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
@@ -191,7 +198,15 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LOCKSTEP_ASSIGN_OR_RETURN(L.post_attn_norm, LoadVector(file, p + "post_attention_norm.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.post_ffn_norm, LoadVector(file, p + "post_ffw_norm.weight"));
     }
-    if (c.qkv_bias) {
+    if (c.architecture == "phi2") {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.bo, LoadVector(file, p + "attn_output.bias"));
+    }
+    if (c.qkv_bias && file.FindTensor(p + "attn_qkv.bias") != nullptr) {  // phi2's fused [q | k | v]
+      LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> qkv, LoadVector(file, p + "attn_qkv.bias"));
+      L.bq.assign(qkv.begin(), qkv.begin() + c.q_dim());
+      L.bk.assign(qkv.begin() + c.q_dim(), qkv.begin() + c.q_dim() + c.kv_dim());
+      L.bv.assign(qkv.begin() + c.q_dim() + c.kv_dim(), qkv.end());
+    } else if (c.qkv_bias) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.bq, LoadVector(file, p + "attn_q.bias"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.bk, LoadVector(file, p + "attn_k.bias"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.bv, LoadVector(file, p + "attn_v.bias"));
@@ -351,6 +366,13 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
         continue;
       }
+      if (c.ungated_ffn) {  // phi2: GELU(up . h + b_up), then down + b_down
+        std::vector<double> u = MatVec(L.up, h);
+        for (size_t i = 0; i < u.size(); ++i) u[i] = Gelu(u[i] + L.b_up[i]);
+        const std::vector<double> d = MatVec(L.down, u);
+        for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i] + L.b_down[i];
+        continue;
+      }
       std::vector<double> g = MatVec(L.gate, h);
       const std::vector<double> u = MatVec(L.up, h);
       for (size_t i = 0; i < g.size(); ++i) {
@@ -386,6 +408,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const std::vector<double> normed = norm(x[t], out_norm, out_norm_b);
     if (embeddings != nullptr) (*embeddings)[t] = normed;
     logits[t] = MatVec(output, normed);
+    for (size_t i = 0; i < out_b.size(); ++i) logits[t][i] += out_b[i];
     if (c.logit_scale != 0) {
       for (double& v : logits[t]) v *= c.logit_scale;
     }
