@@ -23,6 +23,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"qwen2", RopeMode::kNeox, false},
     {"qwen3", RopeMode::kNeox, false},
     {"phi3", RopeMode::kNeox, false},
+    {"gemma", RopeMode::kNeox, false},
     {"gemma2", RopeMode::kNeox, false},
     {"gemma3", RopeMode::kNeox, false},
     {"qwen3moe", RopeMode::kNeox, true},
@@ -37,9 +38,9 @@ constexpr ArchInfo kArchitectures[] = {
     {"glm4", RopeMode::kNormal, false},
     {"bert", RopeMode::kNormal, false},  // absolute position embeddings: no RoPE
     {"deepseek2", RopeMode::kNormal, true},
-    {"gemma4", RopeMode::kNeox, true},  // 26B-A4B
-    {"qwen35", RopeMode::kNeox,
-     false},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
+    {"gemma4", RopeMode::kNeox, true},   // 26B-A4B
+    {"qwen35", RopeMode::kNeox, false},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over
+                                         // rope.dimension_count
     {"qwen35moe", RopeMode::kNeox, true},
     {"qwen3next", RopeMode::kNeox, true},
     {"glm4moe", RopeMode::kNeox, true},
@@ -183,9 +184,10 @@ Status ApplyPhi3(const GgufFile& file, ModelConfig& c) {
 }
 
 Status ApplyGemma(const GgufFile& file, ModelConfig& c, int version) {
-  c.post_norms = true;
   c.scale_embeddings = true;
   c.ffn_activation = FfnActivation::kGeluTanh;
+  if (version == 1) return Status::Ok();  // Gemma, CodeGemma: no post-norms, windows or soft-caps
+  c.post_norms = true;
   // query_pre_attn_scalar: head_dim for every Gemma 2/3 but the 27B ones, whose n_embd / n_head llama.cpp
   // picks by block count (46: Gemma 2 27B, 62: Gemma 3 27B).
   if ((version == 2 && c.n_layer == 46) || (version == 3 && c.n_layer == 62)) {
@@ -508,6 +510,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.parallel_ffn = file.FindTensor("blk.0.ffn_norm.weight") == nullptr;
     return Status::Ok();
   }
+  if (a == "gemma") return ApplyGemma(file, c, 1);
   if (a == "gemma2") return ApplyGemma(file, c, 2);
   if (a == "gemma3") return ApplyGemma(file, c, 3);
   if (a == "gemma4") return ApplyGemma4(file, c);

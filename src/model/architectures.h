@@ -7,6 +7,7 @@
 //   phi3    fused attn_qkv and ffn_up (gate rows first), partial rotary (rope.dimension_count), longrope
 //           factors (rope_factors_long/short tensors, rope.scaling.attn_factor), sliding window on every
 //           layer (Phi-3-mini-4k: 2047; the key is required, with llama.cpp's defaults for old files)
+//   gemma   Gemma, CodeGemma: embeddings x sqrt(n_embd), GeGLU, heads from attention.key_length
 //   gemma2  embeddings x sqrt(n_embd), GeGLU, post-norms, attention and final logit soft-capping, a sliding
 //           window (default 4096) on the even layers
 //   gemma3  as gemma2 without soft-capping, with Q/K norms and five local layers to one global

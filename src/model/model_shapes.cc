@@ -105,6 +105,15 @@ constexpr ShapeEntry kShapes[] = {
        s.name = "tiny-bert-reranker";
        s.n_cls_out = 1;
      }},
+    {"tiny-gemma",
+     [](ModelShape& s) {
+       // Gemma 2B: 8 heads of 256 over n_embd 2048, one KV head, embeddings x sqrt(n_embd), GeGLU; tied.
+       s = Tiny(s.name, "gemma");
+       Widths(s, 64, 8, 1, 32, 128);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rms_eps = 1e-6f;
+     }},
     {"tiny-gemma2",
      [](ModelShape& s) {
        // Gemma 2 2B: 26 layers (llama.cpp tells the model size by them), 8 heads, 4 KV heads, windows on the

@@ -317,6 +317,20 @@ TEST(Architectures, Phi2) {
   EXPECT_EQ(w.w_gate.data, nullptr);
 }
 
+// Gemma (1), CodeGemma: embeddings x sqrt(n_embd) and GeGLU, nothing of Gemma 2's beyond them.
+TEST(Architectures, Gemma) {
+  const ModelConfig c = Config("tiny-gemma");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.scale_embeddings);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_FALSE(c.post_norms || c.qk_norm);
+  EXPECT_EQ(c.attn_softcap, 0.0f);
+  EXPECT_EQ(c.final_softcap, 0.0f);
+  EXPECT_EQ(c.head_dim, 32);
+  EXPECT_FLOAT_EQ(c.attention_scale, 1.0f / std::sqrt(32.0f));
+  for (const LayerAttention& layer : c.layers) EXPECT_EQ(layer.window, 0);
+}
+
 TEST(Architectures, Gemma2) {
   const ModelConfig c = Config("tiny-gemma2");
   EXPECT_TRUE(c.post_norms && c.scale_embeddings && !c.qk_norm);

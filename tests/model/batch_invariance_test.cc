@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-nemo", "f32", KvDtype::kF16, 2}, Param{"tiny-mistral-swa", "q4_0", KvDtype::kF16, 2, 40},
         // q8_0 KV: one scale per head (head_dim 16) and two per head (tiny-256's 64), under a window.
         Param{"tiny", "q4_0", KvDtype::kQ8_0, 1}, Param{"tiny-256", "q8_0", KvDtype::kQ8_0, 2},
-        Param{"tiny-gemma2", "q8_0", KvDtype::kQ8_0, 2, 40},
+        Param{"tiny-gemma2", "q8_0", KvDtype::kQ8_0, 2, 40}, Param{"tiny-gemma", "q4_0", KvDtype::kF16, 2},
         // Mixtures of experts: which rows share an expert's MatMul changes with the batch.
         Param{"tiny-qwen3moe", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen3moe", "f32", KvDtype::kF32, 1},
         Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2},
