@@ -53,6 +53,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"cohere2", RopeMode::kNormal, false},
     {"stablelm", RopeMode::kNeox, false},
     {"phi2", RopeMode::kNeox, false},
+    {"internlm2", RopeMode::kNormal, false},  // llama's layers (the converter splits wqkv)
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe

@@ -324,6 +324,17 @@ constexpr ShapeEntry kShapes[] = {
        s.logit_scale = 0.8333333f;
        s.qk_norm = true;
      }},
+    {"tiny-internlm2",
+     [](ModelShape& s) {
+       // InternLM2.5-7B: 32 heads, 8 KV heads, llama's layers (llama.cpp's converter splits its wqkv into
+       // attn_q / attn_k / attn_v), untied output.
+       s = Tiny(s.name, "internlm2");
+       Widths(s, 128, 8, 2, 16, 256);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-phi2",
      [](ModelShape& s) {
        // phi-2: 32 heads of 80 with 32 of their dims rotated (NeoX), LayerNorms with biases, attention and an

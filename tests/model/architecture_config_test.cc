@@ -318,6 +318,13 @@ TEST(Architectures, Phi2) {
 }
 
 // Gemma (1), CodeGemma: embeddings x sqrt(n_embd) and GeGLU, nothing of Gemma 2's beyond them.
+TEST(Architectures, InternLm2IsLlamaUnderAnotherName) {
+  const ModelConfig c = Config("tiny-internlm2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_FALSE(c.qkv_bias || c.qk_norm || c.layer_norm || c.parallel_ffn || c.post_norms);
+  EXPECT_EQ(c.n_head_kv, 2);
+}
+
 TEST(Architectures, Gemma) {
   const ModelConfig c = Config("tiny-gemma");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);

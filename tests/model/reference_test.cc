@@ -83,6 +83,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Gemma 2: their errors grow more through the layers (f16 KV up to 1.1e-3, q8_0 /
         // q4_0 activations 2.7-6.7% seen).
         ReferenceCase{"tiny-qwen3", "f32", 1e-5}, ReferenceCase{"tiny-qwen3", "q8_0", 5e-2},
+        ReferenceCase{"tiny-internlm2", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "q4_0", 1e-1, 21, 8e-4},
         ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
