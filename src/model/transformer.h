@@ -1,7 +1,7 @@
 // Transformer: the Model implementation for every supported architecture (model/architectures.h): pre-norm
-// RMSNorm blocks (Cohere's: LayerNorm, the FFN beside the attention), RoPE attention with GQA/MQA, a gated
-// FFN, tied or separate output matrix, and the architecture differences of ModelConfig, each applied where
-// its name appears below.
+// RMSNorm blocks (LayerNorm for Cohere's, StableLM's and Phi-2's; some with the FFN beside the attention),
+// RoPE attention with GQA/MQA, a gated FFN (Phi-2's ungated), tied or separate output matrix, and the
+// architecture differences of ModelConfig, each applied where its name appears below.
 //
 // Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
 //   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows; deepseek2:
@@ -70,7 +70,7 @@ class Transformer final : public Model {
   void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
   void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
   // attn_norm, ffn_norm, output_norm and the Q/K head norms: RMSNorm, or LayerNorm (config_.layer_norm:
-  // command-r, cohere2, stablelm) with bias b (empty: none); eps config_.rms_eps. out may be x.
+  // command-r, cohere2, stablelm, phi2) with bias b (empty: none); eps config_.rms_eps. out may be x.
   void Norm(const float* x, const float* w, const std::vector<float>& b, int64_t n, float* out) const;
 
   struct RowTile {
