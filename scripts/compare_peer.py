@@ -106,6 +106,9 @@ SHAPES = {
     "tiny-command-r-plus": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms (64 layers)
     "tiny-gemma": ("ik_llama.cpp", False),  # Gemma 1: gemma2's layers without post-norms, windows, soft-caps
     "tiny-internlm2": ("ik_llama.cpp", False),  # llama's layers under another name
+    # StarCoder2: ik_llama.cpp 8337e4cd3 RMS-normalizes with ffn_norm's weight and drops its bias (mainline
+    # llama.cpp applies the LayerNorm with both): no golden from it; the reference forward pass checks it.
+    "tiny-starcoder2": (None, False),
     "tiny-phi2": ("ik_llama.cpp", False),  # LayerNorms with biases, parallel ungated GELU FFN, biases
     "tiny-phi2-qkv": ("ik_llama.cpp", False),  # its fused attn_qkv and bias
     "tiny-stablelm2": ("ik_llama.cpp", False),  # LayerNorms with biases, partial NeoX RoPE, QKV bias

@@ -54,6 +54,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"stablelm", RopeMode::kNeox, false},
     {"phi2", RopeMode::kNeox, false},
     {"internlm2", RopeMode::kNormal, false},  // llama's layers (the converter splits wqkv)
+    {"starcoder2", RopeMode::kNeox, false},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -497,9 +498,17 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     // llama.cpp's phi2 graph: LayerNorms with biases, attention and an ungated GELU FFN in parallel from
     // attn_norm's output, biases on Q/K/V (attn_qkv.bias when fused), attn_output, the FFN and the output,
     // partial NeoX RoPE.
-    c.layer_norm = c.norm_bias = c.parallel_ffn = c.ungated_ffn = true;
+    c.layer_norm = c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.output_bias = true;
     c.attn_output_bias = true;
     c.qkv_bias = true;
+    return Status::Ok();
+  }
+  if (a == "starcoder2") {
+    // llama.cpp's starcoder2 graph: LayerNorms with biases, biases on Q/K/V (by tensor) and attn_output,
+    // NeoX RoPE, then (not in parallel) an ungated GELU FFN with biases; tied output where the file has no
+    // output.weight.
+    c.layer_norm = c.norm_bias = c.ungated_ffn = true;
+    c.attn_output_bias = true;
     return Status::Ok();
   }
   if (a == "stablelm") {

@@ -66,6 +66,8 @@
 //           attention reading attn_norm's output, logits x logit_scale; Command R+: per-head Q/K LayerNorms;
 //           cohere2: a window with RoPE on three layers of four, the fourth global without RoPE
 //   internlm2  InternLM2 / 2.5: llama's layers (the converter splits wqkv into attn_q / attn_k / attn_v)
+//   starcoder2  StarCoder2: LayerNorms with biases, biases on Q/K/V/O, NeoX RoPE, an ungated GELU FFN with
+//           biases after the attention
 //   phi2    Phi-2: LayerNorms with biases, attention and an ungated GELU FFN in parallel, biases on Q/K/V (or
 //           the fused attn_qkv), attn_output, the FFN and the output, partial NeoX RoPE
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX

@@ -165,7 +165,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (a == "command-r" || a == "cohere2") {  // LayerNorms, and the logits' scale
     w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
     w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
-  } else if (a == "stablelm" || a == "phi2") {
+  } else if (a == "stablelm" || a == "phi2" || a == "starcoder2") {
     w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
   } else {
     w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));

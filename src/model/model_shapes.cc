@@ -353,6 +353,17 @@ constexpr ShapeEntry kShapes[] = {
        s.name = "tiny-phi2-qkv";
        s.fused_qkv = true;
      }},
+    {"tiny-starcoder2",
+     [](ModelShape& s) {
+       // StarCoder2-3B: 24 heads of 128, 2 KV heads, LayerNorms with biases, biases on Q/K/V/O and the
+       // ungated GELU FFN, NeoX RoPE (base ~1e6), tied output.
+       s = Tiny(s.name, "starcoder2");
+       Widths(s, 192, 12, 1, 16, 384);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 999999.4f;
+       s.qkv_bias = true;
+     }},
     {"tiny-stablelm2",
      [](ModelShape& s) {
        // StableLM 2 1.6B: 32 heads and KV heads, a quarter of each head rotated (NeoX), QKV bias, LayerNorms

@@ -331,7 +331,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   w.token_embd = BindTokenEmbedding(b, c);
   w.output_norm = b.Vector("output_norm.weight", d);
   if (c.norm_bias) w.output_norm_b = b.Vector("output_norm.bias", d);
-  if (c.ungated_ffn) w.output_b = b.Vector("output.bias", c.n_vocab);
+  if (c.output_bias) w.output_b = b.Vector("output.bias", c.n_vocab);
   if (file.FindTensor("output.weight") != nullptr) {
     w.output = b.Matrix("output.weight", c.n_vocab, d);
   } else {

@@ -55,7 +55,8 @@ struct LayerWeights {
   std::vector<float> post_ffn_norm;  // post_norms only: [n_embd]
   // bert only (model/bert_encoder.h): post_attn_norm / post_ffn_norm are attn_output_norm /
   // layer_output_norm, LayerNorms with these biases; bo, b_up, b_down the biases of wo, w_up, w_down (w_gate
-  // is empty). bo also for attn_output_bias (gpt-oss, phi2); b_up and b_down also for phi2's ungated FFN.
+  // is empty). bo also for attn_output_bias (gpt-oss, phi2); b_up and b_down also for the ungated FFN (phi2,
+  // starcoder2).
   std::vector<float> post_attn_norm_b, post_ffn_norm_b;  // [n_embd]
   std::vector<float> bo, b_up, b_down;                   // [n_embd], [n_ff], [n_embd]
   // Mixture of experts only (ModelConfig::n_expert > 0; then w_gate, w_up and w_down are empty): the router
@@ -100,7 +101,7 @@ struct ModelWeights {
   const GgufTensorInfo* token_embd = nullptr;  // [n_vocab][n_embd], rows dequantized on lookup
   std::vector<float> output_norm;              // [n_embd]
   std::vector<float> output_norm_b;            // ModelConfig::norm_bias only (stablelm, phi2): [n_embd]
-  std::vector<float> output_b;                 // ModelConfig::ungated_ffn only (phi2): [n_vocab]
+  std::vector<float> output_b;                 // ModelConfig::output_bias only (phi2): [n_vocab]
   WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
   bool tied_output = false;
   // bert only (no output norm, no output matrix): position_embd [n_ctx_train][n_embd], row 0 of token_types

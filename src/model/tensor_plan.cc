@@ -81,7 +81,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool stablelm = a == "stablelm";
   // phi2: LayerNorms with biases, the FFN in parallel, ungated with biases; attn_output and output biases.
   const bool phi2 = a == "phi2";
-  const bool norm_bias = stablelm || phi2;
+  // starcoder2: LayerNorms with biases, Q/K/V/O biases, the ungated FFN with biases (not in parallel).
+  const bool starcoder2 = a == "starcoder2";
+  const bool norm_bias = stablelm || phi2 || starcoder2;
+  const bool ungated_ffn = phi2 || starcoder2;
   const bool no_ffn_norm = olmo2 || cohere || phi2 || s.parallel_ffn;
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
@@ -148,12 +151,12 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.F32(p + "attn_sinks.weight", {s.n_head}, Fill::kNormal, 2.0f);
       plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
-    if (phi2) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
+    if (ungated_ffn) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
     if (!no_ffn_norm) {
       const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
       plan.Vec(p + (post_attention_named ? "post_attention_norm.weight" : "ffn_norm.weight"), s.n_embd, norm);
-      if (stablelm) plan.Vec(p + "ffn_norm.bias", s.n_embd, Fill::kNormal);
+      if (norm_bias) plan.Vec(p + "ffn_norm.bias", s.n_embd, Fill::kNormal);
     }
     if (!dense) {
       const int64_t ff = s.ExpertFf();
@@ -183,7 +186,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       }
     } else if (fused_ffn) {
       plan.Matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
-    } else if (phi2) {
+    } else if (ungated_ffn) {
       plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
       plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
       plan.Vec(p + "ffn_down.bias", s.n_embd, Fill::kNormal);

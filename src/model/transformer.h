@@ -1,7 +1,7 @@
 // Transformer: the Model implementation for every supported architecture (model/architectures.h): pre-norm
-// RMSNorm blocks (LayerNorm for Cohere's, StableLM's and Phi-2's; some with the FFN beside the attention),
-// RoPE attention with GQA/MQA, a gated FFN (Phi-2's ungated), tied or separate output matrix, and the
-// architecture differences of ModelConfig, each applied where its name appears below.
+// RMSNorm blocks (LayerNorm for Cohere's, StableLM's, Phi-2's and StarCoder2's; some with the FFN beside the
+// attention), RoPE attention with GQA/MQA, a gated FFN (Phi-2's and StarCoder2's ungated), tied or separate
+// output matrix, and the architecture differences of ModelConfig, each applied where its name appears below.
 //
 // Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
 //   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows; deepseek2:
@@ -70,7 +70,8 @@ class Transformer final : public Model {
   void GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, float* out, ThreadPool& pool);
   void Outputs(const Batch& batch, bool compacted, const ForwardOutputs& outputs, ThreadPool& pool);
   // attn_norm, ffn_norm, output_norm and the Q/K head norms: RMSNorm, or LayerNorm (config_.layer_norm:
-  // command-r, cohere2, stablelm, phi2) with bias b (empty: none); eps config_.rms_eps. out may be x.
+  // command-r, cohere2, stablelm, phi2, starcoder2) with bias b (empty: none); eps config_.rms_eps. out may
+  // be x.
   void Norm(const float* x, const float* w, const std::vector<float>& b, int64_t n, float* out) const;
 
   struct RowTile {
@@ -95,7 +96,7 @@ class Transformer final : public Model {
   MixtureOfExperts moe_;                  // the FFN when config_.n_expert > 0
   LatentAttention mla_;                   // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
   std::vector<float> ones_;               // Gemma 4's V norm: a weight of ones
-  std::vector<float> ffn_ones_;           // phi2's ungated FFN: n_ff ones (GELU as GeGLU times 1)
+  std::vector<float> ffn_ones_;           // the ungated FFN (phi2, starcoder2): n_ff ones (GELU as GeGLU x 1)
   PerLayerInputs per_layer_inputs_;       // Gemma 4 E2B/E4B (config_.n_embd_per_layer > 0)
   DeltaNet delta_net_;                    // the recurrent layers (LayerAttention::recurrent)
   std::vector<int64_t> recurrent_index_;  // per layer: its index among the recurrent layers, or -1

@@ -33,9 +33,9 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
   const LayerWeights& w = weights_.layers[layer];
   // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
   const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
-  // phi2: up (+ bias) -> GELU -> down (+ bias). GELU's tanh form as Gemma's GeGLU computes it, times 1
-  // (exact): the kernel's bits on every CPU level. (ik_llama.cpp's CPU backend computes it in f32 over whole
-  // vectors, reading llama.cpp's f16 table only for the elements past them.)
+  // phi2, starcoder2: up (+ bias) -> GELU -> down (+ bias). GELU's tanh form as Gemma's GeGLU computes it,
+  // times 1 (exact): the kernel's bits on every CPU level. (ik_llama.cpp's CPU backend computes it in f32
+  // over whole vectors, reading llama.cpp's f16 table only for the elements past them.)
   if (c.ungated_ffn) {
     MatMul(kernels_.matmul, w.w_up, xn_.data(), rows, up_.data(), pool);
     lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);

@@ -318,6 +318,20 @@ TEST(Architectures, Phi2) {
 }
 
 // Gemma (1), CodeGemma: embeddings x sqrt(n_embd) and GeGLU, nothing of Gemma 2's beyond them.
+// starcoder2: LayerNorms with biases, Q/K/V/O biases, the ungated GELU FFN after the attention (not beside
+// it), no output bias.
+TEST(Architectures, StarCoder2) {
+  const ModelConfig c = Config("tiny-starcoder2");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.ungated_ffn && c.qkv_bias && c.attn_output_bias);
+  EXPECT_FALSE(c.parallel_ffn || c.output_bias);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-starcoder2", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_TRUE(w.tied_output);
+  EXPECT_TRUE(w.output_b.empty());
+  EXPECT_EQ(w.layers[0].ffn_norm_b.size(), 192u);
+}
+
 TEST(Architectures, InternLm2IsLlamaUnderAnotherName) {
   const ModelConfig c = Config("tiny-internlm2");
   EXPECT_EQ(c.rope_mode, RopeMode::kNormal);

@@ -24,7 +24,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   }
   LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> out_norm, LoadVector(file, "output_norm.weight"));
   std::vector<double> out_norm_b, out_b;
-  if (c.ungated_ffn) {  // phi2
+  if (c.output_bias) {  // phi2
     LOCKSTEP_ASSIGN_OR_RETURN(out_b, LoadVector(file, "output.bias"));
   }
   if (c.norm_bias) {
@@ -167,7 +167,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up_shexp.weight"));
         LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down_shexp.weight"));
       }
-    } else if (c.ungated_ffn) {  // phi2
+    } else if (c.ungated_ffn) {  // phi2, starcoder2
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.b_up, LoadVector(file, p + "ffn_up.bias"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.b_down, LoadVector(file, p + "ffn_down.bias"));
@@ -198,7 +198,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LOCKSTEP_ASSIGN_OR_RETURN(L.post_attn_norm, LoadVector(file, p + "post_attention_norm.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.post_ffn_norm, LoadVector(file, p + "post_ffw_norm.weight"));
     }
-    if (c.architecture == "phi2") {
+    if (c.attn_output_bias && L.bo.empty()) {  // phi2, starcoder2 (gpt-oss's: above)
       LOCKSTEP_ASSIGN_OR_RETURN(L.bo, LoadVector(file, p + "attn_output.bias"));
     }
     if (c.qkv_bias && file.FindTensor(p + "attn_qkv.bias") != nullptr) {  // phi2's fused [q | k | v]
@@ -366,7 +366,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
         continue;
       }
-      if (c.ungated_ffn) {  // phi2: GELU(up . h + b_up), then down + b_down
+      if (c.ungated_ffn) {  // phi2, starcoder2: GELU(up . h + b_up), then down + b_down
         std::vector<double> u = MatVec(L.up, h);
         for (size_t i = 0; i < u.size(); ++i) u[i] = Gelu(u[i] + L.b_up[i]);
         const std::vector<double> d = MatVec(L.down, u);

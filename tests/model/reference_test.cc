@@ -84,6 +84,9 @@ INSTANTIATE_TEST_SUITE_P(
         // q4_0 activations 2.7-6.7% seen).
         ReferenceCase{"tiny-qwen3", "f32", 1e-5}, ReferenceCase{"tiny-qwen3", "q8_0", 5e-2},
         ReferenceCase{"tiny-internlm2", "f32", 1e-5, 21, 8e-4},
+        // StarCoder2: no peer golden (peer_golden_test.cc says why); this is its check.
+        ReferenceCase{"tiny-starcoder2", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-starcoder2", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "q4_0", 1e-1, 21, 8e-4},
         ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
