@@ -16,45 +16,46 @@ struct ArchInfo {
   const char* name;
   RopeMode rope_mode;  // as llama.cpp's llama_model_rope_type assigns it
   bool experts;        // its files may carry <arch>.expert_count (a mixture of experts lockstep runs)
+  bool layer_norm;     // LayerNorm where the others RMSNorm (ModelConfig::layer_norm)
 };
 
 constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal, true},  // Mixtral
-    {"qwen2", RopeMode::kNeox, false},
-    {"qwen3", RopeMode::kNeox, false},
-    {"phi3", RopeMode::kNeox, false},
-    {"gemma", RopeMode::kNeox, false},
-    {"gemma2", RopeMode::kNeox, false},
-    {"gemma3", RopeMode::kNeox, false},
-    {"qwen3moe", RopeMode::kNeox, true},
-    {"smollm3", RopeMode::kNormal, false},
-    {"granite", RopeMode::kNormal, false},
-    {"granitemoe", RopeMode::kNormal, true},
-    {"olmo2", RopeMode::kNeox, false},
-    {"qwen2moe", RopeMode::kNeox, true},
-    {"gpt-oss", RopeMode::kNeox, true},
-    {"ernie4_5", RopeMode::kNormal, false},
-    {"mistral3", RopeMode::kNormal, false},
-    {"glm4", RopeMode::kNormal, false},
-    {"bert", RopeMode::kNormal, false},  // absolute position embeddings: no RoPE
-    {"deepseek2", RopeMode::kNormal, true},
-    {"gemma4", RopeMode::kNeox, true},   // 26B-A4B
-    {"qwen35", RopeMode::kNeox, false},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over
-                                         // rope.dimension_count
-    {"qwen35moe", RopeMode::kNeox, true},
-    {"qwen3next", RopeMode::kNeox, true},
-    {"glm4moe", RopeMode::kNeox, true},
-    {"seed_oss", RopeMode::kNeox, false},
-    {"minimax-m2", RopeMode::kNeox, true},
-    {"ernie4_5-moe", RopeMode::kNormal, true},
-    {"dots1", RopeMode::kNeox, true},
-    {"bailingmoe2", RopeMode::kNeox, true},
-    {"command-r", RopeMode::kNormal, false},
-    {"cohere2", RopeMode::kNormal, false},
-    {"stablelm", RopeMode::kNeox, false},
-    {"phi2", RopeMode::kNeox, false},
-    {"internlm2", RopeMode::kNormal, false},  // llama's layers (the converter splits wqkv)
-    {"starcoder2", RopeMode::kNeox, false},
+    {"llama", RopeMode::kNormal, true, false},  // Mixtral
+    {"qwen2", RopeMode::kNeox, false, false},
+    {"qwen3", RopeMode::kNeox, false, false},
+    {"phi3", RopeMode::kNeox, false, false},
+    {"gemma", RopeMode::kNeox, false, false},
+    {"gemma2", RopeMode::kNeox, false, false},
+    {"gemma3", RopeMode::kNeox, false, false},
+    {"qwen3moe", RopeMode::kNeox, true, false},
+    {"smollm3", RopeMode::kNormal, false, false},
+    {"granite", RopeMode::kNormal, false, false},
+    {"granitemoe", RopeMode::kNormal, true, false},
+    {"olmo2", RopeMode::kNeox, false, false},
+    {"qwen2moe", RopeMode::kNeox, true, false},
+    {"gpt-oss", RopeMode::kNeox, true, false},
+    {"ernie4_5", RopeMode::kNormal, false, false},
+    {"mistral3", RopeMode::kNormal, false, false},
+    {"glm4", RopeMode::kNormal, false, false},
+    {"bert", RopeMode::kNormal, false, false},  // absolute position embeddings: no RoPE
+    {"deepseek2", RopeMode::kNormal, true, false},
+    {"gemma4", RopeMode::kNeox, true, false},   // 26B-A4B
+    {"qwen35", RopeMode::kNeox, false, false},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over
+                                                // rope.dimension_count
+    {"qwen35moe", RopeMode::kNeox, true, false},
+    {"qwen3next", RopeMode::kNeox, true, false},
+    {"glm4moe", RopeMode::kNeox, true, false},
+    {"seed_oss", RopeMode::kNeox, false, false},
+    {"minimax-m2", RopeMode::kNeox, true, false},
+    {"ernie4_5-moe", RopeMode::kNormal, true, false},
+    {"dots1", RopeMode::kNeox, true, false},
+    {"bailingmoe2", RopeMode::kNeox, true, false},
+    {"command-r", RopeMode::kNormal, false, true},
+    {"cohere2", RopeMode::kNormal, false, true},
+    {"stablelm", RopeMode::kNeox, false, true},
+    {"phi2", RopeMode::kNeox, false, true},
+    {"internlm2", RopeMode::kNormal, false, false},  // llama's layers (the converter splits wqkv)
+    {"starcoder2", RopeMode::kNeox, false, true},
 };
 
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
@@ -265,7 +266,6 @@ Status ApplyGranite(const GgufFile& file, ModelConfig& c) {
 // <arch>.attention.sliding_window with RoPE on three layers of four, the fourth global without RoPE
 // (llama.cpp's fixed pattern of 4).
 Status ApplyCohere(const GgufFile& file, ModelConfig& c) {
-  c.layer_norm = true;
   c.parallel_ffn = true;
   const std::string scale_key = Key(c, "logit_scale");
   if (!file.Has(scale_key)) return InvalidArgument(file.path() + ": key '" + scale_key + "' is missing");
@@ -383,6 +383,13 @@ std::string TextArchitecture(const std::string& file_architecture) {
   return it == kTextParts.end() ? file_architecture : it->second;
 }
 
+bool UsesLayerNorm(const std::string& architecture) {
+  for (const ArchInfo& a : kArchitectures) {
+    if (architecture == a.name) return a.layer_norm;
+  }
+  return false;
+}
+
 std::vector<std::string> ArchitectureNames() {
   std::vector<std::string> names;
   for (const ArchInfo& a : kArchitectures) names.push_back(a.name);
@@ -419,6 +426,7 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
                          "' (general.architecture); supported: " + list);
   }
   c.rope_mode = arch->rope_mode;
+  c.layer_norm = arch->layer_norm;
   return Status::Ok();
 }
 
@@ -498,7 +506,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     // llama.cpp's phi2 graph: LayerNorms with biases, attention and an ungated GELU FFN in parallel from
     // attn_norm's output, biases on Q/K/V (attn_qkv.bias when fused), attn_output, the FFN and the output,
     // partial NeoX RoPE.
-    c.layer_norm = c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.output_bias = true;
+    c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.output_bias = true;
     c.attn_output_bias = true;
     c.qkv_bias = true;
     return Status::Ok();
@@ -507,7 +515,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     // llama.cpp's starcoder2 graph: LayerNorms with biases, biases on Q/K/V (by tensor) and attn_output,
     // NeoX RoPE, then (not in parallel) an ungated GELU FFN with biases; tied output where the file has no
     // output.weight.
-    c.layer_norm = c.norm_bias = c.ungated_ffn = true;
+    c.norm_bias = c.ungated_ffn = true;
     c.attn_output_bias = true;
     return Status::Ok();
   }
@@ -515,7 +523,7 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     // llama.cpp's stablelm graph: LayerNorms with biases, partial NeoX RoPE, QKV bias by tensor (StableLM 2
     // 1.6B). StableLM 2 12B: per-head Q/K LayerNorms and, without ffn_norm, the FFN in parallel (their
     // tensors say so).
-    c.layer_norm = c.norm_bias = true;
+    c.norm_bias = true;
     c.qk_norm = c.qk_norm_per_head = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
     c.parallel_ffn = file.FindTensor("blk.0.ffn_norm.weight") == nullptr;
     return Status::Ok();

@@ -108,8 +108,12 @@ std::vector<std::string> ArchitectureNames();
 // model's: qwen2vl -> qwen2, qwen3vl -> qwen3, qwen3vlmoe -> qwen3moe.
 std::string TextArchitecture(const std::string& file_architecture);
 
+// Whether `architecture` (a supported one) normalizes with LayerNorm where the others use RMSNorm (command-r,
+// cohere2, stablelm, phi2, starcoder2): its files give attention.layer_norm_epsilon.
+bool UsesLayerNorm(const std::string& architecture);
+
 // Checks that `c.architecture` is supported (Unimplemented naming the supported ones, or the mixture-of-
-// experts refusal) and sets its RoPE mode.
+// experts refusal) and sets its RoPE mode and norm kind (ModelConfig::layer_norm).
 Status CheckArchitecture(const GgufFile& file, ModelConfig& c);
 
 // Sets the architecture-difference fields of `c` (model/model_config.h), which already holds the common

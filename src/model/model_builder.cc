@@ -162,14 +162,9 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(uint32_t(s.n_head_kv)));
   w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(head_dim)));
   w.Set(a + ".attention.value_length", GgufValue::Uint32(uint32_t(ValueDim(s))));
-  if (a == "command-r" || a == "cohere2") {  // LayerNorms, and the logits' scale
-    w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
-    w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
-  } else if (a == "stablelm" || a == "phi2" || a == "starcoder2") {
-    w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
-  } else {
-    w.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::Float32(s.rms_eps));
-  }
+  w.Set(a + (UsesLayerNorm(a) ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"),
+        GgufValue::Float32(s.rms_eps));
+  if (a == "command-r" || a == "cohere2") w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
   w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
   w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(RopeDim(s))));
   // Phi-3 files always carry the window (0: none, Phi-4), Gemma's their own; others only when windowed.

@@ -238,8 +238,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
   // would silently be wrong: refused.
   const bool bert = a == "bert";
-  const bool layer_norm_eps =
-      bert || a == "command-r" || a == "cohere2" || a == "stablelm" || a == "phi2" || a == "starcoder2";
+  const bool layer_norm_eps = bert || c.layer_norm;  // c.layer_norm: CheckArchitecture's
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
