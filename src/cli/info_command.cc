@@ -114,7 +114,7 @@ void RunInfo(const std::string& path, const std::string& chat_template) {
   }
   std::printf("heads:            %lld (kv %lld, head_dim %lld)\n", (long long)c.n_head,
               (long long)c.n_head_kv, (long long)c.head_dim);
-  std::printf("%s %g\n", c.layer_norm || !c.causal ? "layer_norm_eps:  " : "rms_eps:         ", c.rms_eps);
+  std::printf("%-17s %g\n", (std::string(c.NormEpsilonName()) + ":").c_str(), c.rms_eps);
   std::printf("rope:             %s, base %g, dims %lld%s%s\n",
               c.rope_mode == RopeMode::kNeox ? "neox" : "normal", c.rope_freq_base, (long long)c.rope_dim,
               c.rope_scaling == RopeScaling::kLinear ? ", linear scaling" : "",

@@ -328,11 +328,9 @@ std::string ModelConfig::Summary() const {
   } else if (!rope_freq_factors.empty()) {
     out << " llama3-freq-factors";
   }
-  out << (!causal      ? ", bidirectional, layer_norm_eps "
-          : layer_norm ? ", layer_norm_eps "
-                       : ", rms_eps ")
-      << rms_eps << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "")
-      << (post_norms ? ", post-norms" : "") << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
+  out << (causal ? ", " : ", bidirectional, ") << NormEpsilonName() << " " << rms_eps
+      << (qkv_bias ? ", qkv bias" : "") << (qk_norm ? ", q/k norm" : "") << (post_norms ? ", post-norms" : "")
+      << (scale_embeddings ? ", embeddings x sqrt(n_embd)" : "")
       << (ffn_activation == FfnActivation::kGeluTanh ? ", GeGLU" : "")
       << (ffn_activation == FfnActivation::kSwiGluOai ? ", clamped SwiGLU" : "")
       << (attn_output_bias ? ", attn_output bias" : "") << (attn_sinks ? ", attention sinks" : "");
