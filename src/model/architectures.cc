@@ -58,6 +58,14 @@ constexpr ArchInfo kArchitectures[] = {
     {"starcoder2", RopeMode::kNeox, false, true},
 };
 
+// The entry of kArchitectures named `architecture`, or nullptr.
+const ArchInfo* FindArchInfo(const std::string& architecture) {
+  for (const ArchInfo& a : kArchitectures) {
+    if (architecture == a.name) return &a;
+  }
+  return nullptr;
+}
+
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
 // and qwen2moe (its one gated shared expert) and gpt-oss (biases).
 struct UnsupportedMoe {
@@ -384,10 +392,8 @@ std::string TextArchitecture(const std::string& file_architecture) {
 }
 
 bool UsesLayerNorm(const std::string& architecture) {
-  for (const ArchInfo& a : kArchitectures) {
-    if (architecture == a.name) return a.layer_norm;
-  }
-  return false;
+  const ArchInfo* arch = FindArchInfo(architecture);
+  return arch != nullptr && arch->layer_norm;
 }
 
 std::vector<std::string> ArchitectureNames() {
@@ -397,10 +403,7 @@ std::vector<std::string> ArchitectureNames() {
 }
 
 Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
-  const ArchInfo* arch = nullptr;
-  for (const ArchInfo& a : kArchitectures) {
-    if (c.architecture == a.name) arch = &a;
-  }
+  const ArchInfo* arch = FindArchInfo(c.architecture);
   for (const UnsupportedMoe& m : kUnsupportedMoe) {
     if (c.architecture == m.name) {
       return Unimplemented(file.path() + ": unsupported: mixture of experts ('" + c.architecture +
