@@ -238,7 +238,6 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
   // would silently be wrong: refused.
   const bool bert = a == "bert";
-  const bool layer_norm_eps = bert || c.layer_norm;  // c.layer_norm: CheckArchitecture's
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
@@ -251,7 +250,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, LargestPerLayerInt(file, a + ".feed_forward_length", -1));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, LargestPerLayerInt(file, a + ".attention.head_count_kv", c.n_head));
   const std::string eps_key =
-      a + (layer_norm_eps ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
+      a + (c.ReadsLayerNormEpsilon() ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon");
   LOCKSTEP_ASSIGN_OR_RETURN(double eps, file.GetFloat(eps_key));
   LOCKSTEP_ASSIGN_OR_RETURN(double base, file.GetFloatOr(a + ".rope.freq_base", 10000.0));
   LOCKSTEP_RETURN_IF_ERROR(CheckPositive(file, a + ".context_length", c.n_ctx_train, int64_t{1} << 24));

@@ -340,7 +340,9 @@ struct ModelConfig {
   int64_t RecurrentLayers() const;
   int64_t RecurrentStateFloats() const { return RecurrentLayers() * delta_net.LayerStateFloats(); }
   // What rms_eps is for this file's norms: "layer_norm_eps" (LayerNorm families and encoders) or "rms_eps".
-  const char* NormEpsilonName() const { return layer_norm || !causal ? "layer_norm_eps" : "rms_eps"; }
+  const char* NormEpsilonName() const { return ReadsLayerNormEpsilon() ? "layer_norm_eps" : "rms_eps"; }
+  // Whether that epsilon comes from <arch>.attention.layer_norm_epsilon (else layer_norm_rms_epsilon).
+  bool ReadsLayerNormEpsilon() const { return layer_norm || !causal; }
   // Human-readable one-line summary.
   std::string Summary() const;
   // file_architecture, and for the text of a vision-language file whose layers run it:
