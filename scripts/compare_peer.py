@@ -111,6 +111,9 @@ SHAPES = {
     "tiny-starcoder2": (None, False),
     "tiny-phi2": ("ik_llama.cpp", False),  # LayerNorms with biases, parallel ungated GELU FFN, biases
     "tiny-phi2-qkv": ("ik_llama.cpp", False),  # its fused attn_qkv and bias
+    # GPT-NeoX (Pythia): attention and FFN in parallel, each from its own LayerNorm; fused attn_qkv
+    "tiny-gptneox": ("ik_llama.cpp", False),
+    "tiny-gptneox-sequential": ("ik_llama.cpp", False),  # use_parallel_residual false
     "tiny-stablelm2": ("ik_llama.cpp", False),  # LayerNorms with biases, partial NeoX RoPE, QKV bias
     "tiny-stablelm2-12b": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms, parallel FFN
     # Gemma 4 26B-A4B: ik 8337e4cd3 omits the router input's 1 / sqrt(n_embd) (mainline applies it): no golden.

@@ -56,6 +56,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"phi2", RopeMode::kNeox, false, true},
     {"internlm2", RopeMode::kNormal, false, false},  // llama's layers (the converter splits wqkv)
     {"starcoder2", RopeMode::kNeox, false, true},
+    {"gptneox", RopeMode::kNeox, false, true},
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.
@@ -520,6 +521,18 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     // output.weight.
     c.norm_bias = c.ungated_ffn = true;
     c.attn_output_bias = true;
+    return Status::Ok();
+  }
+  if (a == "gptneox") {
+    // llama.cpp's gptneox graph (Pythia, RedPajama-INCITE, Dolly v2): LayerNorms with biases, one attn_qkv
+    // with its bias, attn_output bias, partial NeoX RoPE, an ungated GELU FFN with biases; with
+    // use_parallel_residual (the Hugging Face default, written by llama.cpp's converter) the FFN runs beside
+    // the attention from its own ffn_norm of the layer's input, else after it.
+    c.norm_bias = c.ungated_ffn = true;
+    c.attn_output_bias = true;
+    c.qkv_bias = true;
+    LOCKSTEP_ASSIGN_OR_RETURN(c.parallel_ffn, file.GetBoolOr(Key(c, "use_parallel_residual"), true));
+    c.parallel_ffn_norm = c.parallel_ffn;
     return Status::Ok();
   }
   if (a == "stablelm") {

@@ -70,6 +70,9 @@
 //           biases after the attention
 //   phi2    Phi-2: LayerNorms with biases, attention and an ungated GELU FFN in parallel, biases on Q/K/V (or
 //           the fused attn_qkv), attn_output, the FFN and the output, partial NeoX RoPE
+//   gptneox Pythia, RedPajama-INCITE, Dolly v2: LayerNorms with biases, one attn_qkv with its bias,
+//           attn_output bias, partial NeoX RoPE, an ungated GELU FFN with biases; with use_parallel_residual
+//           (default true) beside the attention from its own ffn_norm of the layer's input, else after it
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX
 //           RoPE; StableLM 2 12B: per-head Q/K LayerNorms, the FFN beside the attention (no ffn_norm)
 //   glm4moe GLM-4.5 / 4.5-Air / 4.6: llama's layers with QKV bias (Q/K norms where the file has them), half

@@ -31,7 +31,8 @@ struct ModelShape {
   // Per-head Q/K norms where the architecture has them optionally (glm4moe: GLM-4.5 and 4.6, not Air;
   // command-r: Command R+, stablelm: StableLM 2 12B, a weight per head, [n_head][head_dim]).
   bool qk_norm = false;
-  // stablelm: no ffn_norm, the FFN beside the attention (StableLM 2 12B's parallel residual).
+  // stablelm: no ffn_norm, the FFN beside the attention (StableLM 2 12B's parallel residual); gptneox: the
+  // FFN beside the attention from its own ffn_norm (written as use_parallel_residual).
   bool parallel_ffn = false;
   // phi2: one attn_qkv [q | k | v] (with attn_qkv.bias), as older phi-2 conversions have it.
   bool fused_qkv = false;

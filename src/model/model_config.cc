@@ -338,7 +338,9 @@ std::string ModelConfig::Summary() const {
   }
   if (logit_scale != 0) out << ", logits x " << logit_scale;
   if (layer_norm) out << (norm_bias ? ", LayerNorm with biases" : ", LayerNorm");
-  if (parallel_ffn) out << ", parallel attention and FFN";
+  if (parallel_ffn)
+    out << (parallel_ffn_norm ? ", parallel attention and FFN (each its own norm)"
+                              : ", parallel attention and FFN");
   if (ungated_ffn) out << ", ungated GELU FFN with biases";
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert

@@ -158,20 +158,24 @@ struct ModelConfig {
   // command-r (Command R+), stablelm (StableLM 2 12B): Q/K head norms with a weight per head, attn_{q,k}_norm
   // [n_head][head_dim].
   bool qk_norm_per_head = false;
-  // command-r, cohere2, stablelm, phi2, starcoder2: LayerNorm (eps: <arch>.attention.layer_norm_epsilon, kept
-  // in rms_eps) wherever the others RMSNorm: attn_norm, ffn_norm, output_norm and the Q/K head norms.
+  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox: LayerNorm (eps:
+  // <arch>.attention.layer_norm_epsilon, kept in rms_eps) wherever the others RMSNorm: attn_norm, ffn_norm,
+  // output_norm and the Q/K head norms.
   bool layer_norm = false;
-  // stablelm, phi2, starcoder2: those LayerNorms (but the Q/K ones) add a bias: attn_norm.bias,
+  // stablelm, phi2, starcoder2, gptneox: those LayerNorms (but the Q/K ones) add a bias: attn_norm.bias,
   // ffn_norm.bias, output_norm.bias.
   bool norm_bias = false;
-  // phi2, starcoder2: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) -> ffn_down (+
-  // ffn_down.bias).
+  // phi2, starcoder2, gptneox: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) -> ffn_down
+  // (+ ffn_down.bias).
   bool ungated_ffn = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
   // ffn_norm), and the attention's and the FFN's outputs both join the residual stream (x + attention, then +
   // FFN).
   bool parallel_ffn = false;
+  // gptneox with use_parallel_residual: that parallel FFN reads its own ffn_norm (with bias) of the layer's
+  // input, not attn_norm's output (x + attention(attn_norm(x)) + FFN(ffn_norm(x))).
+  bool parallel_ffn_norm = false;
   // false (olmo2): no attn_norm / ffn_norm; the residual stream goes into the attention and FFN as it is.
   bool pre_norms = true;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before

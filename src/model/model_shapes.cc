@@ -364,6 +364,26 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 999999.4f;
        s.qkv_bias = true;
      }},
+    {"tiny-gptneox",
+     [](ModelShape& s) {
+       // Pythia-160M: 12 heads of 64 with a quarter of each rotated (NeoX), LayerNorms with biases, one
+       // attn_qkv with its bias, attention and an ungated GELU FFN (4 x n_embd) in parallel, each from its
+       // own norm, biases on attn_output and the FFN; untied output.
+       s = Tiny(s.name, "gptneox");
+       Widths(s, 128, 8, 8, 16, 512);  // llama.cpp: n_head x head_dim = n_embd
+       s.rope_dim = 4;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.parallel_ffn = true;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-gptneox-sequential",
+     [](ModelShape& s) {  // tiny-gptneox with use_parallel_residual false: the FFN after the attention
+       s = *FindModelShape("tiny-gptneox");
+       s.name = "tiny-gptneox-sequential";
+       s.parallel_ffn = false;
+     }},
     {"tiny-stablelm2",
      [](ModelShape& s) {
        // StableLM 2 1.6B: 32 heads and KV heads, a quarter of each head rotated (NeoX), QKV bias, LayerNorms

@@ -392,7 +392,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (attention) lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
-    if (c.pre_norms && !c.parallel_ffn) {
+    if (c.pre_norms && (!c.parallel_ffn || c.parallel_ffn_norm)) {
       lw.ffn_norm = b.Vector(
           p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
       if (c.norm_bias) lw.ffn_norm_b = b.Vector(p + "ffn_norm.bias", d);

@@ -70,7 +70,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
                        a == "bailingmoe2" || whole_qk_norm || s.qk_norm;
   const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";
   // attn_qkv and ffn_up [gate | up], as llama.cpp's converter keeps them (glm4: ffn_up only)
-  const bool fused = a == "phi3" || a == "bailingmoe2" || s.fused_qkv;
+  // gptneox: LayerNorms with biases, one attn_qkv with its bias, attn_output bias, the ungated FFN with
+  // biases beside the attention from its own ffn_norm (parallel_ffn) or after it.
+  const bool gptneox = a == "gptneox";
+  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
@@ -83,9 +86,9 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool phi2 = a == "phi2";
   // starcoder2: LayerNorms with biases, Q/K/V/O biases, the ungated FFN with biases (not in parallel).
   const bool starcoder2 = a == "starcoder2";
-  const bool norm_bias = stablelm || phi2 || starcoder2;
-  const bool ungated_ffn = phi2 || starcoder2;
-  const bool no_ffn_norm = olmo2 || cohere || phi2 || s.parallel_ffn;
+  const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox;
+  const bool ungated_ffn = phi2 || starcoder2 || gptneox;
+  const bool no_ffn_norm = olmo2 || cohere || phi2 || (s.parallel_ffn && !gptneox);
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
@@ -132,7 +135,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Matrix(p + "attn_k.weight", kv_dim, s.n_embd);
       plan.Matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
     }
-    if (s.qkv_bias && fused) {  // phi2's fused [q | k | v]
+    if (s.qkv_bias && fused) {  // phi2's and gptneox's fused [q | k | v]
       plan.Vec(p + "attn_qkv.bias", q_dim + 2 * kv_dim, Fill::kNormal);
     } else if (s.qkv_bias) {
       plan.Vec(p + "attn_q.bias", q_dim, Fill::kNormal);

@@ -97,7 +97,8 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   const LayerWeights& w = weights_.layers[layer];
   const int64_t d = c.n_embd;
   // Cohere's, StableLM 2 12B's and phi2's parallel FFN reads xn_ as the attention block left it: attn_norm's
-  // output (of the output rows, gathered to the front, in the last layer's skip).
+  // output (of the output rows, gathered to the front, in the last layer's skip); GPT-NeoX's, ffn_norm's of
+  // the layer's input (written there by the attention block).
   ForEachRow(pool, c.parallel_ffn ? 0 : rows, [&](int64_t r, int) {
     if (c.pre_norms) {
       Norm(x_.data() + r * d, w.ffn_norm.data(), w.ffn_norm_b, d, xn_.data() + r * d);

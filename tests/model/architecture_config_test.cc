@@ -332,6 +332,38 @@ TEST(Architectures, StarCoder2) {
   EXPECT_EQ(w.layers[0].ffn_norm_b.size(), 192u);
 }
 
+// gptneox: LayerNorms with biases, the fused attn_qkv and its bias, attn_output bias, partial NeoX RoPE, the
+// ungated GELU FFN with biases beside the attention from its own ffn_norm (use_parallel_residual, the
+// default) or after it.
+TEST(Architectures, GptNeoX) {
+  const ModelConfig c = Config("tiny-gptneox");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_EQ(c.rope_dim, 4);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.ungated_ffn && c.qkv_bias && c.attn_output_bias);
+  EXPECT_TRUE(c.parallel_ffn && c.parallel_ffn_norm);
+  EXPECT_FALSE(c.output_bias);
+  EXPECT_NE(c.Summary().find("parallel attention and FFN (each its own norm)"), std::string::npos)
+      << c.Summary();
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-gptneox", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_FALSE(w.tied_output);
+  EXPECT_EQ(w.layers[0].ffn_norm.size(), 128u);
+  EXPECT_EQ(w.layers[0].ffn_norm_b.size(), 128u);
+  EXPECT_EQ(w.layers[0].bk.size(), 128u);  // from attn_qkv.bias
+  EXPECT_EQ(w.layers[0].w_gate.data, nullptr);
+
+  const ModelConfig sequential = Config("tiny-gptneox-sequential");
+  EXPECT_FALSE(sequential.parallel_ffn || sequential.parallel_ffn_norm);
+  EXPECT_EQ(sequential.Summary().find("parallel"), std::string::npos) << sequential.Summary();
+  // Without the key: the Hugging Face default (parallel).
+  EXPECT_TRUE(
+      Config("tiny-gptneox-sequential", DropKeys({"gptneox.use_parallel_residual"})).parallel_ffn_norm);
+  EXPECT_NE(
+      ConfigError("tiny-gptneox", Edit{{}, {{"gptneox.use_parallel_residual", GgufValue::Uint32(1)}}, {}, ""})
+          .find("gptneox.use_parallel_residual"),
+      std::string::npos);
+}
+
 TEST(Architectures, InternLm2IsLlamaUnderAnotherName) {
   const ModelConfig c = Config("tiny-internlm2");
   EXPECT_EQ(c.rope_mode, RopeMode::kNormal);

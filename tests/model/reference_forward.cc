@@ -37,11 +37,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, p + "attn_norm.weight"));
     if (c.norm_bias) {  // stablelm
       LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm_b, LoadVector(file, p + "attn_norm.bias"));
-      if (!c.parallel_ffn) {
+      if (!c.parallel_ffn || c.parallel_ffn_norm) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm_b, LoadVector(file, p + "ffn_norm.bias"));
       }
     }
-    if (!c.parallel_ffn) {
+    if (!c.parallel_ffn || c.parallel_ffn_norm) {
       LOCKSTEP_ASSIGN_OR_RETURN(
           L.ffn_norm, LoadVector(file, p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight"
                                                                               : "ffn_norm.weight")));
@@ -267,7 +267,9 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const int64_t group = c.n_head / n_head_kv;
     const bool stores_kv = c.StoresKv(l);
     const bool recurrent = c.layers[l].recurrent;
-    Matrix q(n), k(n), v(n), gate(n), attn_in(n);  // attn_in: attn_norm's output (Cohere's FFN reads it)
+    // attn_in: attn_norm's output (Cohere's FFN reads it); ffn_in: gptneox's parallel FFN's own norm of the
+    // layer's input.
+    Matrix q(n), k(n), v(n), gate(n), attn_in(n), ffn_in(n);
     if (recurrent) {
       Matrix h(n);
       for (size_t t = 0; t < n; ++t) h[t] = RmsNorm(x[t], L.attn_norm, c.rms_eps);
@@ -281,6 +283,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     }
     for (size_t t = 0; t < n && c.kv_lora_rank == 0 && !recurrent; ++t) {
       const std::vector<double> h = attn_in[t] = norm(x[t], L.attn_norm, L.attn_norm_b);
+      if (c.parallel_ffn_norm) ffn_in[t] = norm(x[t], L.ffn_norm, L.ffn_norm_b);
       q[t] = MatVec(L.wq, h);
       if (c.attn_output_gate) {  // qwen35: [query | gate] per head
         std::vector<double> qg = q[t];
@@ -360,7 +363,9 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       for (size_t i = 0; i < o.size(); ++i) x[t][i] += residual * o[i];
     }
     for (size_t t = 0; t < n; ++t) {
-      const std::vector<double> h = c.parallel_ffn ? attn_in[t] : norm(x[t], L.ffn_norm, L.ffn_norm_b);
+      const std::vector<double> h = c.parallel_ffn_norm ? ffn_in[t]
+                                    : c.parallel_ffn    ? attn_in[t]
+                                                        : norm(x[t], L.ffn_norm, L.ffn_norm_b);
       if (c.FeedForwardExperts(l) && !c.dense_beside_experts) {
         const std::vector<double> d = Experts(L, c, h);
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];

@@ -87,6 +87,10 @@ INSTANTIATE_TEST_SUITE_P(
         // StarCoder2: no peer golden (peer_golden_test.cc says why); this is its check.
         ReferenceCase{"tiny-starcoder2", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-starcoder2", "q8_0", 5e-2, 21, 8e-4},
+        // GPT-NeoX: the parallel FFN from its own norm, and the sequential form.
+        ReferenceCase{"tiny-gptneox", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-gptneox", "q8_0", 5e-2, 21, 8e-4},
+        ReferenceCase{"tiny-gptneox-sequential", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "q4_0", 1e-1, 21, 8e-4},
         ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
