@@ -106,6 +106,11 @@ SHAPES = {
     "tiny-command-r-plus": ("ik_llama.cpp", False),  # per-head Q/K LayerNorms (64 layers)
     "tiny-gemma": ("ik_llama.cpp", False),  # Gemma 1: gemma2's layers without post-norms, windows, soft-caps
     "tiny-internlm2": ("ik_llama.cpp", False),  # llama's layers under another name
+    "tiny-xverse": ("ik_llama.cpp", False),  # llama's layers under another name
+    # Orion: ik_llama.cpp 8337e4cd3's orion graph RMS-normalizes with ffn_norm's weight (as its starcoder2's)
+    # and with the RMS epsilon the file does not carry (0: it aborts, GGML_ASSERT(eps > 0.0f)); no golden
+    # from it; the reference forward pass checks it.
+    "tiny-orion": (None, False),
     # StarCoder2: ik_llama.cpp 8337e4cd3 RMS-normalizes with ffn_norm's weight and drops its bias (mainline
     # llama.cpp applies the LayerNorm with both): no golden from it; the reference forward pass checks it.
     "tiny-starcoder2": (None, False),

@@ -57,6 +57,8 @@ constexpr ArchInfo kArchitectures[] = {
     {"internlm2", RopeMode::kNormal, false, false},  // llama's layers (the converter splits wqkv)
     {"starcoder2", RopeMode::kNeox, false, true},
     {"gptneox", RopeMode::kNeox, false, true},
+    {"xverse", RopeMode::kNormal, false, false},  // llama's layers
+    {"orion", RopeMode::kNormal, false, true},
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.
@@ -533,6 +535,11 @@ Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
     c.qkv_bias = true;
     LOCKSTEP_ASSIGN_OR_RETURN(c.parallel_ffn, file.GetBoolOr(Key(c, "use_parallel_residual"), true));
     c.parallel_ffn_norm = c.parallel_ffn;
+    return Status::Ok();
+  }
+  if (a == "orion") {
+    // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
+    c.norm_bias = true;
     return Status::Ok();
   }
   if (a == "stablelm") {

@@ -73,6 +73,8 @@
 //   gptneox Pythia, RedPajama-INCITE, Dolly v2: LayerNorms with biases, one attn_qkv with its bias,
 //           attn_output bias, partial NeoX RoPE, an ungated GELU FFN with biases; with use_parallel_residual
 //           (default true) beside the attention from its own ffn_norm of the layer's input, else after it
+//   xverse  XVERSE (7B, 13B, 65B): llama's layers under its own name
+//   orion   Orion-14B: llama's layers (no Q/K/V/O biases, SwiGLU) under LayerNorms with biases
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX
 //           RoPE; StableLM 2 12B: per-head Q/K LayerNorms, the FFN beside the attention (no ffn_norm)
 //   glm4moe GLM-4.5 / 4.5-Air / 4.6: llama's layers with QKV bias (Q/K norms where the file has them), half

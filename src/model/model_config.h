@@ -158,12 +158,12 @@ struct ModelConfig {
   // command-r (Command R+), stablelm (StableLM 2 12B): Q/K head norms with a weight per head, attn_{q,k}_norm
   // [n_head][head_dim].
   bool qk_norm_per_head = false;
-  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox: LayerNorm (eps:
+  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox, orion: LayerNorm (eps:
   // <arch>.attention.layer_norm_epsilon, kept in rms_eps) wherever the others RMSNorm: attn_norm, ffn_norm,
   // output_norm and the Q/K head norms.
   bool layer_norm = false;
-  // stablelm, phi2, starcoder2, gptneox: those LayerNorms (but the Q/K ones) add a bias: attn_norm.bias,
-  // ffn_norm.bias, output_norm.bias.
+  // stablelm, phi2, starcoder2, gptneox, orion: those LayerNorms (but the Q/K ones) add a bias:
+  // attn_norm.bias, ffn_norm.bias, output_norm.bias.
   bool norm_bias = false;
   // phi2, starcoder2, gptneox: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) -> ffn_down
   // (+ ffn_down.bias).

@@ -335,6 +335,26 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000000.0f;
        s.tied_embeddings = false;
      }},
+    {"tiny-xverse",
+     [](ModelShape&
+            s) {  // XVERSE-7B: 32 heads and KV heads, llama's layers under its own name, untied output
+       s = Tiny(s.name, "xverse");
+       Widths(s, 128, 8, 8, 16, 256);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-orion",
+     [](ModelShape& s) {
+       // Orion-14B: 40 heads and KV heads of 128, llama's layers (SwiGLU, no Q/K/V/O biases) under LayerNorms
+       // with biases, untied output.
+       s = Tiny(s.name, "orion");
+       Widths(s, 128, 8, 8, 16, 384);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+     }},
     {"tiny-phi2",
      [](ModelShape& s) {
        // phi-2: 32 heads of 80 with 32 of their dims rotated (NeoX), LayerNorms with biases, attention and an

@@ -86,7 +86,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool phi2 = a == "phi2";
   // starcoder2: LayerNorms with biases, Q/K/V/O biases, the ungated FFN with biases (not in parallel).
   const bool starcoder2 = a == "starcoder2";
-  const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox;
+  const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox || a == "orion";  // orion: llama's layers
   const bool ungated_ffn = phi2 || starcoder2 || gptneox;
   const bool no_ffn_norm = olmo2 || cohere || phi2 || (s.parallel_ffn && !gptneox);
   TensorPlan plan(o);

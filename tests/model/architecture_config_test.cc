@@ -364,6 +364,26 @@ TEST(Architectures, GptNeoX) {
       std::string::npos);
 }
 
+TEST(Architectures, XverseIsLlamaUnderAnotherName) {
+  const ModelConfig c = Config("tiny-xverse");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_FALSE(c.qkv_bias || c.qk_norm || c.layer_norm || c.parallel_ffn || c.post_norms);
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-6f);
+}
+
+// orion: llama's layers under LayerNorms with biases (attn_norm, ffn_norm, output_norm).
+TEST(Architectures, Orion) {
+  const ModelConfig c = Config("tiny-orion");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias);
+  EXPECT_FALSE(c.qkv_bias || c.attn_output_bias || c.ungated_ffn || c.parallel_ffn || c.qk_norm);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-orion", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_EQ(w.output_norm_b.size(), 128u);
+  EXPECT_EQ(w.layers[0].ffn_norm_b.size(), 128u);
+  EXPECT_NE(w.layers[0].w_gate.data, nullptr);
+}
+
 TEST(Architectures, InternLm2IsLlamaUnderAnotherName) {
   const ModelConfig c = Config("tiny-internlm2");
   EXPECT_EQ(c.rope_mode, RopeMode::kNormal);

@@ -91,6 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-gptneox", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gptneox", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-gptneox-sequential", "f32", 1e-5, 21, 8e-4},
+        // Orion: no peer golden either (peer_golden_test.cc); this is its check.
+        ReferenceCase{"tiny-orion", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-orion", "q4_0", 1e-1, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-gemma", "q4_0", 1e-1, 21, 8e-4},
         ReferenceCase{"tiny-gemma2", "f32", 1e-5, 90, 1.5e-3},
