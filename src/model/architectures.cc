@@ -12,63 +12,6 @@
 namespace lockstep {
 namespace {
 
-struct ArchInfo {
-  const char* name;
-  RopeMode rope_mode;  // as llama.cpp's llama_model_rope_type assigns it
-  bool experts;        // its files may carry <arch>.expert_count (a mixture of experts lockstep runs)
-  bool layer_norm;     // LayerNorm where the others RMSNorm (ModelConfig::layer_norm)
-};
-
-constexpr ArchInfo kArchitectures[] = {
-    {"llama", RopeMode::kNormal, true, false},  // Mixtral
-    {"qwen2", RopeMode::kNeox, false, false},
-    {"qwen3", RopeMode::kNeox, false, false},
-    {"phi3", RopeMode::kNeox, false, false},
-    {"gemma", RopeMode::kNeox, false, false},
-    {"gemma2", RopeMode::kNeox, false, false},
-    {"gemma3", RopeMode::kNeox, false, false},
-    {"qwen3moe", RopeMode::kNeox, true, false},
-    {"smollm3", RopeMode::kNormal, false, false},
-    {"granite", RopeMode::kNormal, false, false},
-    {"granitemoe", RopeMode::kNormal, true, false},
-    {"olmo2", RopeMode::kNeox, false, false},
-    {"qwen2moe", RopeMode::kNeox, true, false},
-    {"gpt-oss", RopeMode::kNeox, true, false},
-    {"ernie4_5", RopeMode::kNormal, false, false},
-    {"mistral3", RopeMode::kNormal, false, false},
-    {"glm4", RopeMode::kNormal, false, false},
-    {"bert", RopeMode::kNormal, false, false},  // absolute position embeddings: no RoPE
-    {"deepseek2", RopeMode::kNormal, true, false},
-    {"gemma4", RopeMode::kNeox, true, false},   // 26B-A4B
-    {"qwen35", RopeMode::kNeox, false, false},  // M-RoPE (imrope) in llama.cpp: for text, NeoX over
-                                                // rope.dimension_count
-    {"qwen35moe", RopeMode::kNeox, true, false},
-    {"qwen3next", RopeMode::kNeox, true, false},
-    {"glm4moe", RopeMode::kNeox, true, false},
-    {"seed_oss", RopeMode::kNeox, false, false},
-    {"minimax-m2", RopeMode::kNeox, true, false},
-    {"ernie4_5-moe", RopeMode::kNormal, true, false},
-    {"dots1", RopeMode::kNeox, true, false},
-    {"bailingmoe2", RopeMode::kNeox, true, false},
-    {"command-r", RopeMode::kNormal, false, true},
-    {"cohere2", RopeMode::kNormal, false, true},
-    {"stablelm", RopeMode::kNeox, false, true},
-    {"phi2", RopeMode::kNeox, false, true},
-    {"internlm2", RopeMode::kNormal, false, false},  // llama's layers (the converter splits wqkv)
-    {"starcoder2", RopeMode::kNeox, false, true},
-    {"gptneox", RopeMode::kNeox, false, true},
-    {"xverse", RopeMode::kNormal, false, false},  // llama's layers
-    {"orion", RopeMode::kNormal, false, true},
-};
-
-// The entry of kArchitectures named `architecture`, or nullptr.
-const ArchInfo* FindArchInfo(const std::string& architecture) {
-  for (const ArchInfo& a : kArchitectures) {
-    if (architecture == a.name) return &a;
-  }
-  return nullptr;
-}
-
 // Mixture-of-experts architectures lockstep does not run, and what they need beyond the experts of qwen3moe
 // and qwen2moe (its one gated shared expert) and gpt-oss (biases).
 struct UnsupportedMoe {
@@ -344,6 +287,191 @@ Status ApplyQwen35(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+// ---- What each architecture sets beyond the common keys (ArchInfo::apply).
+
+Status ApplyLlama(const GgufFile& file, ModelConfig& c) {
+  // Mistral 7B v0.1's window, when a file carries it, applies to every layer.
+  return WindowEveryLayer(file, c, 0);
+}
+
+Status ApplyDots1(const GgufFile& file, ModelConfig& c) {
+  // dots.llm1 (llama.cpp's graph): qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid
+  // scores unless the file says otherwise, exp_probs_b, ungated shared experts, leading dense layers).
+  c.qk_norm = true;
+  return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
+}
+
+Status ApplyBert(const GgufFile&, ModelConfig& c) {
+  // model/bert_encoder.h: LayerNorm post-norms, GELU, biases, no RoPE
+  for (LayerAttention& layer : c.layers) layer.rope = false;
+  c.ffn_activation = FfnActivation::kGeluTanh;
+  return Status::Ok();
+}
+
+Status ApplySmolLm3(const GgufFile&, ModelConfig& c) {
+  // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
+  // n_no_rope_layer_step = 4, which the file does not carry).
+  for (int64_t l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].rope = (l + 1) % 4 != 0;
+  return Status::Ok();
+}
+
+Status ApplyQwen3(const GgufFile&, ModelConfig& c) {  // qwen3, qwen3moe: per-head Q/K norms
+  c.qk_norm = true;
+  return Status::Ok();
+}
+
+Status ApplyOlmo2(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's olmo2 graph: no pre-norms, RMSNorm of the whole Q and K, post-norms on both outputs.
+  c.pre_norms = false;
+  c.qk_norm = true;
+  c.qk_norm_whole = true;
+  c.post_norms = true;
+  return Status::Ok();
+}
+
+Status ApplyGptOss(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's gpt-oss graph: sinks in every layer's attention, a window on the even layers (its
+  // sliding_window_pattern 2; the key is required), the FFN's pre-norm named post_attention_norm, biased
+  // router and experts with the clamped SwiGLU. Q/K/V/O biases come with their tensors.
+  c.attn_sinks = true;
+  c.ffn_norm_is_post_attention_norm = true;
+  c.expert_biases = true;
+  c.ffn_activation = FfnActivation::kSwiGluOai;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, -1));
+  return SetWindowedLayers(file, c, [](int64_t l) { return l % 2 == 0; });
+}
+
+Status ApplyGlm4(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's glm4 graph: gemma2's post-norms on the attention and FFN outputs (before each residual
+  // add), otherwise llama's layers; the QKV bias and the [gate | up] ffn_up come with their tensors,
+  // partial rotary with rope.dimension_count.
+  c.post_norms = true;
+  return Status::Ok();
+}
+
+Status ApplySeedOss(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's seed_oss graph: llama's layers (QKV bias by tensor), NeoX RoPE, the FFN's pre-norm named
+  // post_attention_norm.
+  c.ffn_norm_is_post_attention_norm = true;
+  return Status::Ok();
+}
+
+Status ApplyPhi2(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's phi2 graph: LayerNorms with biases, attention and an ungated GELU FFN in parallel from
+  // attn_norm's output, biases on Q/K/V (attn_qkv.bias when fused), attn_output, the FFN and the output,
+  // partial NeoX RoPE.
+  c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.output_bias = true;
+  c.attn_output_bias = true;
+  c.qkv_bias = true;
+  return Status::Ok();
+}
+
+Status ApplyStarCoder2(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's starcoder2 graph: LayerNorms with biases, biases on Q/K/V (by tensor) and attn_output,
+  // NeoX RoPE, then (not in parallel) an ungated GELU FFN with biases; tied output where the file has no
+  // output.weight.
+  c.norm_bias = c.ungated_ffn = true;
+  c.attn_output_bias = true;
+  return Status::Ok();
+}
+
+Status ApplyGptNeoX(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's gptneox graph (Pythia, RedPajama-INCITE, Dolly v2): LayerNorms with biases, one attn_qkv
+  // with its bias, attn_output bias, partial NeoX RoPE, an ungated GELU FFN with biases; with
+  // use_parallel_residual (the Hugging Face default, written by llama.cpp's converter) the FFN runs beside
+  // the attention from its own ffn_norm of the layer's input, else after it.
+  c.norm_bias = c.ungated_ffn = true;
+  c.attn_output_bias = true;
+  c.qkv_bias = true;
+  LOCKSTEP_ASSIGN_OR_RETURN(c.parallel_ffn, file.GetBoolOr(Key(c, "use_parallel_residual"), true));
+  c.parallel_ffn_norm = c.parallel_ffn;
+  return Status::Ok();
+}
+
+Status ApplyOrion(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
+  c.norm_bias = true;
+  return Status::Ok();
+}
+
+Status ApplyStableLm(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's stablelm graph: LayerNorms with biases, partial NeoX RoPE, QKV bias by tensor (StableLM 2
+  // 1.6B). StableLM 2 12B: per-head Q/K LayerNorms and, without ffn_norm, the FFN in parallel (their
+  // tensors say so).
+  c.norm_bias = true;
+  c.qk_norm = c.qk_norm_per_head = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
+  c.parallel_ffn = file.FindTensor("blk.0.ffn_norm.weight") == nullptr;
+  return Status::Ok();
+}
+
+template <int kVersion>
+Status ApplyGemmaVersion(const GgufFile& file, ModelConfig& c) {
+  return ApplyGemma(file, c, kVersion);
+}
+
+// What an architecture sets beyond the common keys (ApplyArchitecture).
+using Applier = Status (*)(const GgufFile& file, ModelConfig& c);
+
+struct ArchInfo {
+  const char* name;
+  RopeMode rope_mode;  // as llama.cpp's llama_model_rope_type assigns it
+  bool experts;        // its files may carry <arch>.expert_count (a mixture of experts lockstep runs)
+  bool layer_norm;     // LayerNorm where the others RMSNorm (ModelConfig::layer_norm)
+  Applier apply;       // nullptr: nothing beyond the common keys (and ApplyExperts)
+  // The applier reads the expert keys itself (DeepSeek's experts); the others go through ApplyExperts first.
+  bool own_experts = false;
+};
+
+constexpr ArchInfo kArchitectures[] = {
+    {"llama", RopeMode::kNormal, true, false, ApplyLlama},  // Mixtral
+    {"qwen2", RopeMode::kNeox, false, false, nullptr},
+    {"qwen3", RopeMode::kNeox, false, false, ApplyQwen3},
+    {"phi3", RopeMode::kNeox, false, false, ApplyPhi3},
+    {"gemma", RopeMode::kNeox, false, false, ApplyGemmaVersion<1>},
+    {"gemma2", RopeMode::kNeox, false, false, ApplyGemmaVersion<2>},
+    {"gemma3", RopeMode::kNeox, false, false, ApplyGemmaVersion<3>},
+    {"qwen3moe", RopeMode::kNeox, true, false, ApplyQwen3},
+    {"smollm3", RopeMode::kNormal, false, false, ApplySmolLm3},
+    {"granite", RopeMode::kNormal, false, false, ApplyGranite},
+    {"granitemoe", RopeMode::kNormal, true, false, ApplyGranite},
+    {"olmo2", RopeMode::kNeox, false, false, ApplyOlmo2},
+    {"qwen2moe", RopeMode::kNeox, true, false, nullptr},
+    {"gpt-oss", RopeMode::kNeox, true, false, ApplyGptOss},
+    {"ernie4_5", RopeMode::kNormal, false, false, nullptr},
+    {"mistral3", RopeMode::kNormal, false, false, ApplyMistral3},
+    {"glm4", RopeMode::kNormal, false, false, ApplyGlm4},
+    {"bert", RopeMode::kNormal, false, false, ApplyBert},  // absolute position embeddings: no RoPE
+    {"deepseek2", RopeMode::kNormal, true, false, ApplyDeepseek2, true},
+    {"gemma4", RopeMode::kNeox, true, false, ApplyGemma4},  // 26B-A4B
+    // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
+    {"qwen35", RopeMode::kNeox, false, false, ApplyQwen35},
+    {"qwen35moe", RopeMode::kNeox, true, false, ApplyQwen35},
+    {"qwen3next", RopeMode::kNeox, true, false, ApplyQwen35},
+    {"glm4moe", RopeMode::kNeox, true, false, ApplyGlm4Moe, true},
+    {"seed_oss", RopeMode::kNeox, false, false, ApplySeedOss},
+    {"minimax-m2", RopeMode::kNeox, true, false, ApplyMinimaxM2, true},
+    {"ernie4_5-moe", RopeMode::kNormal, true, false, ApplyErnie45Moe, true},
+    {"dots1", RopeMode::kNeox, true, false, ApplyDots1, true},
+    {"bailingmoe2", RopeMode::kNeox, true, false, ApplyBailingMoe2, true},
+    {"command-r", RopeMode::kNormal, false, true, ApplyCohere},
+    {"cohere2", RopeMode::kNormal, false, true, ApplyCohere},
+    {"stablelm", RopeMode::kNeox, false, true, ApplyStableLm},
+    {"phi2", RopeMode::kNeox, false, true, ApplyPhi2},
+    {"internlm2", RopeMode::kNormal, false, false, nullptr},  // llama's layers (the converter splits wqkv)
+    {"starcoder2", RopeMode::kNeox, false, true, ApplyStarCoder2},
+    {"gptneox", RopeMode::kNeox, false, true, ApplyGptNeoX},
+    {"xverse", RopeMode::kNormal, false, false, nullptr},  // llama's layers
+    {"orion", RopeMode::kNormal, false, true, ApplyOrion},
+};
+
+// The entry of kArchitectures named `architecture`, or nullptr.
+const ArchInfo* FindArchInfo(const std::string& architecture) {
+  for (const ArchInfo& a : kArchitectures) {
+    if (architecture == a.name) return &a;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string Key(const ModelConfig& c, const char* suffix) { return c.file_architecture + "." + suffix; }
@@ -439,124 +567,9 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c) {
 Status ApplyArchitecture(const GgufFile& file, ModelConfig& c) {
   c.layers.assign(size_t(c.n_layer), LayerAttention{});
   c.attention_scale = 1.0f / std::sqrt(float(c.head_dim));
-  const std::string& a = c.architecture;
-  if (a == "deepseek2") return ApplyDeepseek2(file, c);
-  if (a == "glm4moe") return ApplyGlm4Moe(file, c);
-  if (a == "minimax-m2") return ApplyMinimaxM2(file, c);
-  if (a == "ernie4_5-moe") return ApplyErnie45Moe(file, c);
-  if (a == "bailingmoe2") return ApplyBailingMoe2(file, c);
-  if (a == "dots1") {
-    // dots.llm1 (llama.cpp's graph): qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid
-    // scores unless the file says otherwise, exp_probs_b, ungated shared experts, leading dense layers).
-    c.qk_norm = true;
-    return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
-  }
-  LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
-  if (a == "llama") {
-    // Mistral 7B v0.1's window, when a file carries it, applies to every layer.
-    return WindowEveryLayer(file, c, 0);
-  }
-  if (a == "mistral3") return ApplyMistral3(file, c);
-  if (a == "granite" || a == "granitemoe") return ApplyGranite(file, c);
-  if (a == "bert") {  // model/bert_encoder.h: LayerNorm post-norms, GELU, biases, no RoPE
-    for (LayerAttention& layer : c.layers) layer.rope = false;
-    c.ffn_activation = FfnActivation::kGeluTanh;
-    return Status::Ok();
-  }
-  if (a == "smollm3") {
-    // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
-    // n_no_rope_layer_step = 4, which the file does not carry).
-    for (int64_t l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].rope = (l + 1) % 4 != 0;
-    return Status::Ok();
-  }
-  if (a == "qwen3" || a == "qwen3moe") {
-    c.qk_norm = true;
-    return Status::Ok();
-  }
-  if (a == "olmo2") {
-    // llama.cpp's olmo2 graph: no pre-norms, RMSNorm of the whole Q and K, post-norms on both outputs.
-    c.pre_norms = false;
-    c.qk_norm = true;
-    c.qk_norm_whole = true;
-    c.post_norms = true;
-    return Status::Ok();
-  }
-  if (a == "gpt-oss") {
-    // llama.cpp's gpt-oss graph: sinks in every layer's attention, a window on the even layers (its
-    // sliding_window_pattern 2; the key is required), the FFN's pre-norm named post_attention_norm, biased
-    // router and experts with the clamped SwiGLU. Q/K/V/O biases come with their tensors.
-    c.attn_sinks = true;
-    c.ffn_norm_is_post_attention_norm = true;
-    c.expert_biases = true;
-    c.ffn_activation = FfnActivation::kSwiGluOai;
-    LOCKSTEP_ASSIGN_OR_RETURN(c.sliding_window, ReadWindow(file, c, -1));
-    return SetWindowedLayers(file, c, [](int64_t l) { return l % 2 == 0; });
-  }
-  if (a == "glm4") {
-    // llama.cpp's glm4 graph: gemma2's post-norms on the attention and FFN outputs (before each residual
-    // add), otherwise llama's layers; the QKV bias and the [gate | up] ffn_up come with their tensors,
-    // partial rotary with rope.dimension_count.
-    c.post_norms = true;
-    return Status::Ok();
-  }
-  if (a == "qwen35" || a == "qwen35moe" || a == "qwen3next") return ApplyQwen35(file, c);
-  if (a == "seed_oss") {
-    // llama.cpp's seed_oss graph: llama's layers (QKV bias by tensor), NeoX RoPE, the FFN's pre-norm named
-    // post_attention_norm.
-    c.ffn_norm_is_post_attention_norm = true;
-    return Status::Ok();
-  }
-  if (a == "phi3") return ApplyPhi3(file, c);
-  if (a == "command-r" || a == "cohere2") return ApplyCohere(file, c);
-  if (a == "phi2") {
-    // llama.cpp's phi2 graph: LayerNorms with biases, attention and an ungated GELU FFN in parallel from
-    // attn_norm's output, biases on Q/K/V (attn_qkv.bias when fused), attn_output, the FFN and the output,
-    // partial NeoX RoPE.
-    c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.output_bias = true;
-    c.attn_output_bias = true;
-    c.qkv_bias = true;
-    return Status::Ok();
-  }
-  if (a == "starcoder2") {
-    // llama.cpp's starcoder2 graph: LayerNorms with biases, biases on Q/K/V (by tensor) and attn_output,
-    // NeoX RoPE, then (not in parallel) an ungated GELU FFN with biases; tied output where the file has no
-    // output.weight.
-    c.norm_bias = c.ungated_ffn = true;
-    c.attn_output_bias = true;
-    return Status::Ok();
-  }
-  if (a == "gptneox") {
-    // llama.cpp's gptneox graph (Pythia, RedPajama-INCITE, Dolly v2): LayerNorms with biases, one attn_qkv
-    // with its bias, attn_output bias, partial NeoX RoPE, an ungated GELU FFN with biases; with
-    // use_parallel_residual (the Hugging Face default, written by llama.cpp's converter) the FFN runs beside
-    // the attention from its own ffn_norm of the layer's input, else after it.
-    c.norm_bias = c.ungated_ffn = true;
-    c.attn_output_bias = true;
-    c.qkv_bias = true;
-    LOCKSTEP_ASSIGN_OR_RETURN(c.parallel_ffn, file.GetBoolOr(Key(c, "use_parallel_residual"), true));
-    c.parallel_ffn_norm = c.parallel_ffn;
-    return Status::Ok();
-  }
-  if (a == "orion") {
-    // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
-    c.norm_bias = true;
-    return Status::Ok();
-  }
-  if (a == "stablelm") {
-    // llama.cpp's stablelm graph: LayerNorms with biases, partial NeoX RoPE, QKV bias by tensor (StableLM 2
-    // 1.6B). StableLM 2 12B: per-head Q/K LayerNorms and, without ffn_norm, the FFN in parallel (their
-    // tensors say so).
-    c.norm_bias = true;
-    c.qk_norm = c.qk_norm_per_head = file.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
-    c.parallel_ffn = file.FindTensor("blk.0.ffn_norm.weight") == nullptr;
-    return Status::Ok();
-  }
-  if (a == "gemma") return ApplyGemma(file, c, 1);
-  if (a == "gemma2") return ApplyGemma(file, c, 2);
-  if (a == "gemma3") return ApplyGemma(file, c, 3);
-  if (a == "gemma4") return ApplyGemma4(file, c);
-  return Status::Ok();  // qwen2, qwen2moe, ernie4_5: nothing beyond the common keys and experts (bias: by
-                        // tensor)
+  const ArchInfo* arch = FindArchInfo(c.architecture);
+  if (arch == nullptr || !arch->own_experts) LOCKSTEP_RETURN_IF_ERROR(ApplyExperts(file, c));
+  return arch == nullptr || arch->apply == nullptr ? Status::Ok() : arch->apply(file, c);
 }
 
 }  // namespace lockstep

@@ -114,7 +114,7 @@ std::vector<std::string> ArchitectureNames();
 std::string TextArchitecture(const std::string& file_architecture);
 
 // Whether `architecture` (a supported one) normalizes with LayerNorm where the others use RMSNorm (command-r,
-// cohere2, stablelm, phi2, starcoder2): its files give attention.layer_norm_epsilon.
+// cohere2, stablelm, phi2, starcoder2, gptneox, orion): its files give attention.layer_norm_epsilon.
 bool UsesLayerNorm(const std::string& architecture);
 
 // Checks that `c.architecture` is supported (Unimplemented naming the supported ones, or the mixture-of-
@@ -123,7 +123,8 @@ Status CheckArchitecture(const GgufFile& file, ModelConfig& c);
 
 // Sets the architecture-difference fields of `c` (model/model_config.h), which already holds the common
 // keys: norms, activation, attention scale, soft-capping, sliding windows and per-layer attention, RoPE of
-// local layers, experts. Errors name the key that is missing or out of range.
+// local layers, experts (each architecture's applier, named in its row of architectures.cc's table).
+// Errors name the key that is missing or out of range.
 Status ApplyArchitecture(const GgufFile& file, ModelConfig& c);
 
 }  // namespace lockstep
