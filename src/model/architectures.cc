@@ -462,6 +462,10 @@ constexpr ArchInfo kArchitectures[] = {
     {"gptneox", RopeMode::kNeox, false, true, ApplyGptNeoX},
     {"xverse", RopeMode::kNormal, false, false, nullptr},  // llama's layers
     {"orion", RopeMode::kNormal, false, true, ApplyOrion},
+    {"exaone", RopeMode::kNeox, false, false, nullptr},  // llama's layers with NeoX pairs
+    // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
+    // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)
+    {"minicpm", RopeMode::kNormal, false, false, ApplyGranite},
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.

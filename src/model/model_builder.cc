@@ -172,10 +172,10 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.sliding_window > 0 || a == "phi3" || a == "gemma2" || a == "gemma3" || a == "gemma4") {
     w.Set(a + ".attention.sliding_window", GgufValue::Uint32(uint32_t(s.sliding_window)));
   }
-  if (a == "granite" || a == "granitemoe") {
+  if (a == "granite" || a == "granitemoe" || a == "minicpm") {
     w.Set(a + ".embedding_scale", GgufValue::Float32(s.granite_embedding_scale));
     w.Set(a + ".residual_scale", GgufValue::Float32(s.granite_residual_scale));
-    w.Set(a + ".attention.scale", GgufValue::Float32(s.granite_attention_scale));
+    if (a != "minicpm") w.Set(a + ".attention.scale", GgufValue::Float32(s.granite_attention_scale));
     w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
   }
   if (s.attn_temperature_scale > 0) {

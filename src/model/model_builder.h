@@ -56,7 +56,7 @@ struct ModelShape {
   float yarn_log_mul = 0;            // written as rope.scaling.yarn_log_multiplier when > 0 (Ministral 3: 1)
   float attn_temperature_scale = 0;  // mistral3: attention.temperature_scale when > 0
   // granite: embedding_scale, residual_scale, attention.scale and logit_scale (written for granite and
-  // granitemoe only; logit_scale for command-r and cohere2 too).
+  // granitemoe, minicpm without attention.scale; logit_scale for command-r and cohere2 too).
   float granite_embedding_scale = 0;
   float granite_residual_scale = 0;
   float granite_attention_scale = 0;

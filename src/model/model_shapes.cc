@@ -449,6 +449,29 @@ constexpr ShapeEntry kShapes[] = {
        s.granite_attention_scale = 0.015625f;
        s.logit_scale = 8.0f;
      }},
+    {"tiny-minicpm",
+     [](ModelShape& s) {
+       // MiniCPM-2B: 36 heads of 64 and as many KV heads, 40 layers; scale_emb 12, scale_depth 1.4 (residual
+       // scale 1.4 / sqrt(40)), logits / (2304 / 256); tied embeddings.
+       s = Tiny(s.name, "minicpm");
+       Widths(s, 256, 16, 16, 16, 640);  // heads of 16: see model_shapes_moe.cc's TinyQwen3Moe
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.granite_embedding_scale = 12.0f;
+       s.granite_residual_scale = 0.2213594f;
+       s.logit_scale = 9.0f;
+     }},
+    {"tiny-exaone",
+     [](ModelShape& s) {
+       // EXAONE 3.5 2.4B: 32 heads of 80, 8 KV heads, llama's layers with NeoX RoPE (base 1e6); untied
+       // output (the 7.8B's and 32B's; llama.cpp c392e50 requires output.weight).
+       s = Tiny(s.name, "exaone");
+       Widths(s, 128, 8, 2, 16, 384);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rope_freq_base = 1000000.0f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-olmo2",
      [](ModelShape& s) {  // OLMo 2 1B: 16 heads, as many KV heads, its own norms (model/architectures.h)
        s = Tiny(s.name, "olmo2");

@@ -384,6 +384,27 @@ TEST(Architectures, Orion) {
   EXPECT_NE(w.layers[0].w_gate.data, nullptr);
 }
 
+TEST(Architectures, ExaoneIsLlamaWithNeoxPairs) {
+  const ModelConfig c = Config("tiny-exaone");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_FALSE(c.qkv_bias || c.qk_norm || c.layer_norm || c.parallel_ffn || c.post_norms);
+  EXPECT_EQ(c.n_head_kv, 2);
+}
+
+// minicpm: llama's layers with granite's multipliers, but no attention.scale (1 / sqrt(head_dim)).
+TEST(Architectures, MiniCpm) {
+  const ModelConfig c = Config("tiny-minicpm");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_FLOAT_EQ(c.embedding_multiplier, 12.0f);
+  EXPECT_FLOAT_EQ(c.residual_multiplier, 0.2213594f);
+  EXPECT_FLOAT_EQ(c.logit_scale, 1.0f / 9.0f);
+  EXPECT_FLOAT_EQ(c.attention_scale, 1.0f / std::sqrt(16.0f));
+  EXPECT_NE(
+      ConfigError("tiny-minicpm", Edit{{}, {{"minicpm.residual_scale", GgufValue::Float32(-1)}}, {}, ""})
+          .find("minicpm.residual_scale"),
+      std::string::npos);
+}
+
 TEST(Architectures, InternLm2IsLlamaUnderAnotherName) {
   const ModelConfig c = Config("tiny-internlm2");
   EXPECT_EQ(c.rope_mode, RopeMode::kNormal);

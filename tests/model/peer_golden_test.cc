@@ -56,6 +56,8 @@ std::vector<std::string> GoldenShapes() {
 // graph is wrong), and its unit-RMS V heads carry rounding into the logits almost one to one (8e-7 for a
 // one-token prompt, where only the stored V is rounded).
 double Tolerance(const std::string& shape) {
+  // tiny-starcoder2: mainline llama.cpp c392e50 computes GELU through its f16 table (phi2, within 3e-5 of
+  // ik_llama.cpp, is 6.4e-4 from it; ik_llama.cpp's starcoder2 graph is wrong).
   static const std::map<std::string, double> tolerances = {
       {"tiny-gemma2", 1.5e-3},      {"tiny-qwen3", 3e-4},           {"tiny-qwen3moe", 3e-4},
       {"tiny-gemma3", 3e-4},        {"tiny-smollm3", 3e-4},         {"tiny-gpt-oss", 1e-4},
@@ -68,7 +70,7 @@ double Tolerance(const std::string& shape) {
       {"tiny-bailingmoe2", 7.5e-4}, {"tiny-cohere2", 4e-5},         {"tiny-command-r-plus", 4.5e-4},
       {"tiny-stablelm2", 7.5e-5},   {"tiny-stablelm2-12b", 2.5e-4}, {"tiny-phi2", 3e-5},
       {"tiny-gemma", 2e-5},         {"tiny-internlm2", 1e-4},       {"tiny-phi2-qkv", 5e-5},
-      {"tiny-gptneox", 3e-5},       {"tiny-xverse", 1e-4},
+      {"tiny-gptneox", 3e-5},       {"tiny-xverse", 1e-4},          {"tiny-starcoder2", 1e-3},
   };
   auto it = tolerances.find(shape);
   return it == tolerances.end() ? 1.2e-5 : it->second;
@@ -253,12 +255,6 @@ TEST(PeerGolden, EveryArchitectureIsChecked) {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     covered.insert(s->architecture);
   }
-  // starcoder2: no peer here. ik_llama.cpp 8337e4cd3's starcoder2 graph RMS-normalizes with ffn_norm's
-  // weight and drops its bias (llama.cpp's applies the LayerNorm with both); llama.cpp itself is not built
-  // here. The reference forward pass checks it (reference_test.cc).
-  covered.insert("starcoder2");
-  // orion: the same ik_llama.cpp bug (its orion graph aborts: the RMS epsilon it reads is 0).
-  covered.insert("orion");
   for (const std::string& arch : SupportedArchitectures()) EXPECT_TRUE(covered.count(arch)) << arch;
 }
 
