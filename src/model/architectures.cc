@@ -388,6 +388,15 @@ Status ApplyGptNeoX(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyFalcon(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's falcon graph: LayerNorms with biases, one attn_qkv (no biases anywhere in the layers), NeoX
+  // RoPE, attention and an ungated GELU FFN in parallel from attn_norm's output; Falcon-40B (attn_norm_2):
+  // the attention from attn_norm_2's, the FFN from attn_norm's.
+  c.norm_bias = c.ungated_ffn = c.parallel_ffn = true;
+  c.attn_norm_2 = c.parallel_ffn_norm = file.FindTensor("blk.0.attn_norm_2.weight") != nullptr;
+  return Status::Ok();
+}
+
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
   // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
   c.norm_bias = true;
@@ -462,6 +471,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"gptneox", RopeMode::kNeox, false, true, ApplyGptNeoX},
     {"xverse", RopeMode::kNormal, false, false, nullptr},  // llama's layers
     {"orion", RopeMode::kNormal, false, true, ApplyOrion},
+    {"falcon", RopeMode::kNeox, false, true, ApplyFalcon},
     {"exaone", RopeMode::kNeox, false, false, nullptr},  // llama's layers with NeoX pairs
     // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)

@@ -34,6 +34,8 @@ struct ModelShape {
   // stablelm: no ffn_norm, the FFN beside the attention (StableLM 2 12B's parallel residual); gptneox: the
   // FFN beside the attention from its own ffn_norm (written as use_parallel_residual).
   bool parallel_ffn = false;
+  // falcon: attn_norm_2 (with its bias) beside attn_norm, as Falcon-40B's files have it.
+  bool attn_norm_2 = false;
   // phi2: one attn_qkv [q | k | v] (with attn_qkv.bias), as older phi-2 conversions have it.
   bool fused_qkv = false;
   bool tied_embeddings = true;

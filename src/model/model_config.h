@@ -165,8 +165,8 @@ struct ModelConfig {
   // stablelm, phi2, starcoder2, gptneox, orion: those LayerNorms (but the Q/K ones) add a bias:
   // attn_norm.bias, ffn_norm.bias, output_norm.bias.
   bool norm_bias = false;
-  // phi2, starcoder2, gptneox: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) -> ffn_down
-  // (+ ffn_down.bias).
+  // phi2, starcoder2, gptneox, falcon: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) ->
+  // ffn_down (+ ffn_down.bias; falcon: no biases).
   bool ungated_ffn = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
@@ -176,6 +176,9 @@ struct ModelConfig {
   // gptneox with use_parallel_residual: that parallel FFN reads its own ffn_norm (with bias) of the layer's
   // input, not attn_norm's output (x + attention(attn_norm(x)) + FFN(ffn_norm(x))).
   bool parallel_ffn_norm = false;
+  // falcon with attn_norm_2 (Falcon-40B): the attention reads attn_norm_2 (with its bias) and the parallel
+  // FFN its own norm attn_norm (parallel_ffn_norm).
+  bool attn_norm_2 = false;
   // false (olmo2): no attn_norm / ffn_norm; the residual stream goes into the attention and FFN as it is.
   bool pre_norms = true;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before

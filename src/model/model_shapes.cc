@@ -355,6 +355,23 @@ constexpr ShapeEntry kShapes[] = {
        s.n_ctx = 1024;
        s.tied_embeddings = false;
      }},
+    {"tiny-falcon",
+     [](ModelShape& s) {
+       // Falcon-7B: 71 heads of 64 and one KV head, LayerNorms with biases, one attn_qkv, NeoX RoPE,
+       // attention and an ungated GELU FFN (4 x n_embd, no biases) in parallel from attn_norm; tied output.
+       s = Tiny(s.name, "falcon");
+       Widths(s, 128, 8, 1, 16, 512);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+     }},
+    {"tiny-falcon-40b",
+     [](ModelShape& s) {  // Falcon-40B: 8 KV heads; the attention from attn_norm_2, the FFN from attn_norm
+       s = *FindModelShape("tiny-falcon");
+       s.name = "tiny-falcon-40b";
+       s.n_head_kv = 2;
+       s.attn_norm_2 = true;
+       s.tied_embeddings = false;
+     }},
     {"tiny-phi2",
      [](ModelShape& s) {
        // phi-2: 32 heads of 80 with 32 of their dims rotated (NeoX), LayerNorms with biases, attention and an

@@ -73,7 +73,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   // gptneox: LayerNorms with biases, one attn_qkv with its bias, attn_output bias, the ungated FFN with
   // biases beside the attention from its own ffn_norm (parallel_ffn) or after it.
   const bool gptneox = a == "gptneox";
-  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || s.fused_qkv;
+  // falcon: LayerNorms with biases, one attn_qkv, no biases in the layers, the ungated FFN beside the
+  // attention (Falcon-40B, s.attn_norm_2: the attention from attn_norm_2, the FFN from attn_norm).
+  const bool falcon = a == "falcon";
+  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4";
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
@@ -86,9 +89,11 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool phi2 = a == "phi2";
   // starcoder2: LayerNorms with biases, Q/K/V/O biases, the ungated FFN with biases (not in parallel).
   const bool starcoder2 = a == "starcoder2";
-  const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox || a == "orion";  // orion: llama's layers
-  const bool ungated_ffn = phi2 || starcoder2 || gptneox;
-  const bool no_ffn_norm = olmo2 || cohere || phi2 || (s.parallel_ffn && !gptneox);
+  const bool norm_bias =
+      stablelm || phi2 || starcoder2 || gptneox || falcon || a == "orion";  // orion: llama's
+  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon;
+  const bool ffn_biases = ungated_ffn && !falcon;  // and attn_output.bias
+  const bool no_ffn_norm = olmo2 || cohere || phi2 || falcon || (s.parallel_ffn && !gptneox);
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
@@ -121,6 +126,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     const std::string p = "blk." + std::to_string(layer) + ".";
     if (!olmo2) plan.Vec(p + "attn_norm.weight", s.n_embd, norm);
     if (norm_bias) plan.Vec(p + "attn_norm.bias", s.n_embd, Fill::kNormal);
+    if (s.attn_norm_2) {
+      plan.Vec(p + "attn_norm_2.weight", s.n_embd, norm);
+      plan.Vec(p + "attn_norm_2.bias", s.n_embd, Fill::kNormal);
+    }
     const bool dense = s.n_expert == 0 || layer < s.n_layer_dense_lead;
     const bool recurrent = qwen35 && (layer + 1) % s.full_attention_interval != 0;
     if (s.kv_lora_rank > 0) {
@@ -154,7 +163,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.F32(p + "attn_sinks.weight", {s.n_head}, Fill::kNormal, 2.0f);
       plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
-    if (ungated_ffn) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
+    if (ffn_biases) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
     if (!no_ffn_norm) {
       const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
@@ -191,8 +200,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Matrix(p + "ffn_up.weight", 2 * s.n_ff, s.n_embd);
     } else if (ungated_ffn) {
       plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
-      plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
-      plan.Vec(p + "ffn_down.bias", s.n_embd, Fill::kNormal);
+      if (ffn_biases) {
+        plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
+        plan.Vec(p + "ffn_down.bias", s.n_embd, Fill::kNormal);
+      }
     } else {
       plan.Matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
       plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);

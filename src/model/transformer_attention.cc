@@ -289,7 +289,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
       kernels_.elementwise.rms_norm(p, w.post_attn_norm.data(), d, c.rms_eps,
                                     p);                                  // Gemma's post_attention_norm
     if (c.residual_multiplier != 0) Scale(p, d, c.residual_multiplier);  // Granite
-    // GPT-NeoX's parallel FFN: its own norm of the layer's input, before the attention joins it.
+    // GPT-NeoX's and Falcon-40B's parallel FFN: its own norm of the layer's input, before the attention joins
+    // it.
     if (c.parallel_ffn_norm) Norm(x, w.ffn_norm.data(), w.ffn_norm_b, d, xn_.data() + r * d);
     for (int64_t i = 0; i < d; ++i) x[i] += p[i];
   });

@@ -41,12 +41,12 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
     lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
     ForEachRow(pool, rows, [&](int64_t r, int) {
       float* u = up_.data() + r * ff;
-      for (int64_t i = 0; i < ff; ++i) u[i] += w.b_up[size_t(i)];
+      for (size_t i = 0; i < w.b_up.size(); ++i) u[i] += w.b_up[i];  // none: falcon
       kernels_.elementwise.geglu(u, ffn_ones_.data(), ff);
     });
     MatMul(kernels_.matmul, w.w_down, up_.data(), rows, out, pool);
     lora_.Apply(layer, LoraTarget::kDown, up_.data(), rows, lora_rows, out, kernels_.matmul, pool);
-    ForEachRow(pool, rows, [&](int64_t r, int) {
+    ForEachRow(pool, w.b_down.empty() ? 0 : rows, [&](int64_t r, int) {
       for (int64_t i = 0; i < c.n_embd; ++i) out[r * c.n_embd + i] += w.b_down[size_t(i)];
     });
     return;
@@ -97,8 +97,8 @@ void Transformer::FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool
   const LayerWeights& w = weights_.layers[layer];
   const int64_t d = c.n_embd;
   // Cohere's, StableLM 2 12B's and phi2's parallel FFN reads xn_ as the attention block left it: attn_norm's
-  // output (of the output rows, gathered to the front, in the last layer's skip); GPT-NeoX's, ffn_norm's of
-  // the layer's input (written there by the attention block).
+  // output (of the output rows, gathered to the front, in the last layer's skip); GPT-NeoX's and
+  // Falcon-40B's, ffn_norm's of the layer's input (written there by the attention block).
   ForEachRow(pool, c.parallel_ffn ? 0 : rows, [&](int64_t r, int) {
     if (c.pre_norms) {
       Norm(x_.data() + r * d, w.ffn_norm.data(), w.ffn_norm_b, d, xn_.data() + r * d);

@@ -364,6 +364,26 @@ TEST(Architectures, GptNeoX) {
       std::string::npos);
 }
 
+// falcon: LayerNorms with biases, one attn_qkv, no biases in the layers, the ungated GELU FFN beside the
+// attention from attn_norm; Falcon-40B: the attention from attn_norm_2, the FFN from attn_norm.
+TEST(Architectures, Falcon) {
+  const ModelConfig c = Config("tiny-falcon");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.ungated_ffn && c.parallel_ffn);
+  EXPECT_FALSE(c.qkv_bias || c.attn_output_bias || c.output_bias || c.parallel_ffn_norm || c.attn_norm_2);
+  EXPECT_EQ(c.n_head_kv, 1);
+  const ModelConfig big = Config("tiny-falcon-40b");
+  EXPECT_TRUE(big.attn_norm_2 && big.parallel_ffn_norm);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-falcon-40b", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  const LayerWeights& l0 = w.layers[0];
+  EXPECT_TRUE(l0.b_up.empty() && l0.b_down.empty() && l0.bq.empty() && l0.bo.empty());
+  // The attention's norm is attn_norm_2, the FFN's attn_norm.
+  EXPECT_EQ(l0.attn_norm_b.size(), 128u);
+  EXPECT_EQ(l0.ffn_norm_b.size(), 128u);
+  EXPECT_NE(l0.attn_norm_b, l0.ffn_norm_b);
+}
+
 TEST(Architectures, XverseIsLlamaUnderAnotherName) {
   const ModelConfig c = Config("tiny-xverse");
   EXPECT_EQ(c.rope_mode, RopeMode::kNormal);

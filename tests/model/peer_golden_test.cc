@@ -71,6 +71,7 @@ double Tolerance(const std::string& shape) {
       {"tiny-stablelm2", 7.5e-5},   {"tiny-stablelm2-12b", 2.5e-4}, {"tiny-phi2", 3e-5},
       {"tiny-gemma", 2e-5},         {"tiny-internlm2", 1e-4},       {"tiny-phi2-qkv", 5e-5},
       {"tiny-gptneox", 3e-5},       {"tiny-xverse", 1e-4},          {"tiny-starcoder2", 1e-3},
+      {"tiny-falcon", 5e-5},        {"tiny-falcon-40b", 5e-5},
   };
   auto it = tolerances.find(shape);
   return it == tolerances.end() ? 1.2e-5 : it->second;
