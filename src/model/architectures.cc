@@ -360,7 +360,7 @@ Status ApplyPhi2(const GgufFile&, ModelConfig& c) {
   // llama.cpp's phi2 graph: LayerNorms with biases, attention and an ungated GELU FFN in parallel from
   // attn_norm's output, biases on Q/K/V (attn_qkv.bias when fused), attn_output, the FFN and the output,
   // partial NeoX RoPE.
-  c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.output_bias = true;
+  c.norm_bias = c.parallel_ffn = c.ungated_ffn = c.ffn_bias = c.output_bias = true;
   c.attn_output_bias = true;
   c.qkv_bias = true;
   return Status::Ok();
@@ -370,7 +370,7 @@ Status ApplyStarCoder2(const GgufFile&, ModelConfig& c) {
   // llama.cpp's starcoder2 graph: LayerNorms with biases, biases on Q/K/V (by tensor) and attn_output,
   // NeoX RoPE, then (not in parallel) an ungated GELU FFN with biases; tied output where the file has no
   // output.weight.
-  c.norm_bias = c.ungated_ffn = true;
+  c.norm_bias = c.ungated_ffn = c.ffn_bias = true;
   c.attn_output_bias = true;
   return Status::Ok();
 }
@@ -380,7 +380,7 @@ Status ApplyGptNeoX(const GgufFile& file, ModelConfig& c) {
   // with its bias, attn_output bias, partial NeoX RoPE, an ungated GELU FFN with biases; with
   // use_parallel_residual (the Hugging Face default, written by llama.cpp's converter) the FFN runs beside
   // the attention from its own ffn_norm of the layer's input, else after it.
-  c.norm_bias = c.ungated_ffn = true;
+  c.norm_bias = c.ungated_ffn = c.ffn_bias = true;
   c.attn_output_bias = true;
   c.qkv_bias = true;
   LOCKSTEP_ASSIGN_OR_RETURN(c.parallel_ffn, file.GetBoolOr(Key(c, "use_parallel_residual"), true));

@@ -166,8 +166,9 @@ struct ModelConfig {
   // attn_norm.bias, ffn_norm.bias, output_norm.bias.
   bool norm_bias = false;
   // phi2, starcoder2, gptneox, falcon: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) ->
-  // ffn_down (+ ffn_down.bias; falcon: no biases).
+  // ffn_down (+ ffn_down.bias; ffn_bias).
   bool ungated_ffn = false;
+  bool ffn_bias = false;     // phi2, starcoder2, gptneox: that FFN adds ffn_up.bias and ffn_down.bias
   bool output_bias = false;  // phi2: output.bias added to the logits
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
   // ffn_norm), and the attention's and the FFN's outputs both join the residual stream (x + attention, then +
@@ -348,6 +349,12 @@ struct ModelConfig {
   int64_t RecurrentStateFloats() const { return RecurrentLayers() * delta_net.LayerStateFloats(); }
   // What rms_eps is for this file's norms: "layer_norm_eps" (LayerNorm families and encoders) or "rms_eps".
   const char* NormEpsilonName() const { return ReadsLayerNormEpsilon() ? "layer_norm_eps" : "rms_eps"; }
+  // The tensors (blk.N.<name>.weight / .bias) of the attention's and the FFN's pre-norms: attn_norm and
+  // ffn_norm, but post_attention_norm (ffn_norm_is_post_attention_norm) and Falcon-40B's (attn_norm_2).
+  const char* AttnNormTensor() const { return attn_norm_2 ? "attn_norm_2" : "attn_norm"; }
+  const char* FfnNormTensor() const {
+    return attn_norm_2 ? "attn_norm" : ffn_norm_is_post_attention_norm ? "post_attention_norm" : "ffn_norm";
+  }
   // Whether that epsilon comes from <arch>.attention.layer_norm_epsilon (else layer_norm_rms_epsilon).
   bool ReadsLayerNormEpsilon() const { return layer_norm || !causal; }
   // Human-readable one-line summary.

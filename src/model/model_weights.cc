@@ -346,10 +346,8 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const int64_t q_dim = c.LayerQDim(l), kv_dim = c.LayerKvDim(l), head_dim = c.LayerHeadDim(l);
     const int64_t n_ff = c.LayerFf(l);
     const bool stores_kv = c.StoresKv(l);
-    // Falcon-40B: the attention's norm is attn_norm_2, and attn_norm the parallel FFN's (below).
-    const std::string attn_norm = p + (c.attn_norm_2 ? "attn_norm_2" : "attn_norm");
-    if (c.pre_norms) lw.attn_norm = b.Vector(attn_norm + ".weight", d);
-    if (c.norm_bias) lw.attn_norm_b = b.Vector(attn_norm + ".bias", d);
+    if (c.pre_norms) lw.attn_norm = b.Vector(p + c.AttnNormTensor() + ".weight", d);
+    if (c.norm_bias) lw.attn_norm_b = b.Vector(p + c.AttnNormTensor() + ".bias", d);
     if (c.kv_lora_rank > 0) {
       if (w.owned.empty()) w.owned.reserve(size_t(c.n_layer));
       w.owned.emplace_back();
@@ -394,13 +392,9 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (attention) lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
-    if (c.attn_norm_2) {
-      lw.ffn_norm = b.Vector(p + "attn_norm.weight", d);
-      lw.ffn_norm_b = b.Vector(p + "attn_norm.bias", d);
-    } else if (c.pre_norms && (!c.parallel_ffn || c.parallel_ffn_norm)) {
-      lw.ffn_norm = b.Vector(
-          p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"), d);
-      if (c.norm_bias) lw.ffn_norm_b = b.Vector(p + "ffn_norm.bias", d);
+    if (c.pre_norms && (!c.parallel_ffn || c.parallel_ffn_norm)) {
+      lw.ffn_norm = b.Vector(p + c.FfnNormTensor() + ".weight", d);
+      if (c.norm_bias) lw.ffn_norm_b = b.Vector(p + c.FfnNormTensor() + ".bias", d);
     }
     if (c.FeedForwardExperts(l)) {
       const int64_t ff = c.n_ff_expert;
@@ -436,7 +430,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
       lw.w_up = Binder::Rows(gate_up, n_ff, n_ff);
     } else if (c.ungated_ffn) {  // phi2 (falcon: no biases)
       lw.w_up = b.Matrix(p + "ffn_up.weight", n_ff, d);
-      if (c.architecture != "falcon") {
+      if (c.ffn_bias) {
         lw.b_up = b.Vector(p + "ffn_up.bias", n_ff);
         lw.b_down = b.Vector(p + "ffn_down.bias", d);
       }

@@ -370,7 +370,8 @@ TEST(Architectures, Falcon) {
   const ModelConfig c = Config("tiny-falcon");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
   EXPECT_TRUE(c.layer_norm && c.norm_bias && c.ungated_ffn && c.parallel_ffn);
-  EXPECT_FALSE(c.qkv_bias || c.attn_output_bias || c.output_bias || c.parallel_ffn_norm || c.attn_norm_2);
+  EXPECT_FALSE(c.qkv_bias || c.attn_output_bias || c.ffn_bias || c.output_bias || c.parallel_ffn_norm ||
+               c.attn_norm_2);
   EXPECT_EQ(c.n_head_kv, 1);
   const ModelConfig big = Config("tiny-falcon-40b");
   EXPECT_TRUE(big.attn_norm_2 && big.parallel_ffn_norm);

@@ -34,9 +34,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer& L = layers[l];
-    // Falcon-40B: the attention's norm is attn_norm_2, the FFN's attn_norm.
-    const std::string attn_norm = p + (c.attn_norm_2 ? "attn_norm_2" : "attn_norm");
-    const std::string ffn_norm = p + (c.attn_norm_2 ? "attn_norm" : "ffn_norm");
+    const std::string attn_norm = p + c.AttnNormTensor(), ffn_norm = p + c.FfnNormTensor();
     LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, attn_norm + ".weight"));
     if (c.norm_bias) {  // stablelm
       LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm_b, LoadVector(file, attn_norm + ".bias"));
@@ -44,12 +42,8 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm_b, LoadVector(file, ffn_norm + ".bias"));
       }
     }
-    if (c.attn_norm_2) {
+    if (!c.parallel_ffn || c.parallel_ffn_norm) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm, LoadVector(file, ffn_norm + ".weight"));
-    } else if (!c.parallel_ffn || c.parallel_ffn_norm) {
-      LOCKSTEP_ASSIGN_OR_RETURN(
-          L.ffn_norm, LoadVector(file, p + (c.ffn_norm_is_post_attention_norm ? "post_attention_norm.weight"
-                                                                              : "ffn_norm.weight")));
     }
     if (c.architecture == "gpt-oss") {
       LOCKSTEP_ASSIGN_OR_RETURN(L.sinks, LoadVector(file, p + "attn_sinks.weight"));
@@ -176,7 +170,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
       L.b_up.assign(size_t(c.n_ff), 0.0);
       L.b_down.assign(size_t(c.n_embd), 0.0);
-      if (c.architecture != "falcon") {
+      if (c.ffn_bias) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.b_up, LoadVector(file, p + "ffn_up.bias"));
         LOCKSTEP_ASSIGN_OR_RETURN(L.b_down, LoadVector(file, p + "ffn_down.bias"));
       }
