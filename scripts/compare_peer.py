@@ -117,6 +117,7 @@ SHAPES = {
     # StarCoder2's golden holds a looser tolerance (peer_golden_test.cc).
     "tiny-orion": ("llama.cpp", False),
     "tiny-starcoder2": ("llama.cpp", False),
+    "tiny-nemotron": ("llama.cpp", False),  # LayerNorms with biases, the squared ReLU, partial NeoX RoPE
     "tiny-falcon": ("ik_llama.cpp", False),  # MQA, attention and FFN in parallel from one LayerNorm
     "tiny-falcon-40b": ("ik_llama.cpp", False),  # attn_norm_2 for the attention, attn_norm for the FFN
     "tiny-phi2": ("ik_llama.cpp", False),  # LayerNorms with biases, parallel ungated GELU FFN, biases

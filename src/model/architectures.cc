@@ -397,6 +397,17 @@ Status ApplyFalcon(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyNemotron(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's nemotron graph (Nemotron-4, Minitron, Nemotron-Mini): LayerNorms with biases (LayerNorm1p:
+  // the converter adds the 1 to the weights), Q/K/V/O biases where the file has them, partial NeoX RoPE,
+  // then an ungated FFN: ffn_up (+ bias) -> squared ReLU -> ffn_down (+ bias), biases where the file has
+  // them.
+  c.norm_bias = c.ungated_ffn = true;
+  c.ffn_bias = file.FindTensor("blk.0.ffn_up.bias") != nullptr;
+  c.ffn_activation = FfnActivation::kReluSquared;
+  return Status::Ok();
+}
+
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
   // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
   c.norm_bias = true;
@@ -472,6 +483,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"xverse", RopeMode::kNormal, false, false, nullptr},  // llama's layers
     {"orion", RopeMode::kNormal, false, true, ApplyOrion},
     {"falcon", RopeMode::kNeox, false, true, ApplyFalcon},
+    {"nemotron", RopeMode::kNeox, false, true, ApplyNemotron},
     {"exaone", RopeMode::kNeox, false, false, nullptr},  // llama's layers with NeoX pairs
     // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)

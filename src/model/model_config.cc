@@ -341,7 +341,11 @@ std::string ModelConfig::Summary() const {
   if (parallel_ffn)
     out << (parallel_ffn_norm ? ", parallel attention and FFN (each its own norm)"
                               : ", parallel attention and FFN");
-  if (ungated_ffn) out << ", ungated GELU FFN with biases";
+  if (ungated_ffn) {
+    out << (ffn_activation == FfnActivation::kReluSquared ? ", ungated squared-ReLU FFN"
+                                                          : ", ungated GELU FFN")
+        << (ffn_bias ? " with biases" : "");
+  }
   if (n_expert > 0) {
     out << ", " << n_expert_used << " of " << n_expert << " experts of width " << n_ff_expert
         << (expert_weights_norm ? "" : " (weights not renormalised)") << (expert_biases ? ", biased" : "");

@@ -29,8 +29,9 @@ enum class RopeScaling { kNone, kLinear, kLlama3, kLongRope, kYarn };
 
 // The activation of the gated feed-forward network: SiLU(gate) * up (SwiGLU), GELU(gate) * up with
 // GELU's tanh approximation (GeGLU, Gemma), or gpt-oss's clamped SwiGLU (tensor/activations.h SwiGluOai:
-// the gate's SiLU with alpha 1.702 times up + 1, both clamped at 7).
-enum class FfnActivation { kSilu, kGeluTanh, kSwiGluOai };
+// the gate's SiLU with alpha 1.702 times up + 1, both clamped at 7). The ungated FFN (ungated_ffn) applies
+// GELU's tanh form to up for kSilu and kGeluTanh alike, or the squared ReLU (kReluSquared, nemotron).
+enum class FfnActivation { kSilu, kGeluTanh, kSwiGluOai, kReluSquared };
 
 // The most experts a mixture-of-experts layer may have (<arch>.expert_count; llama.cpp's limit).
 inline constexpr int64_t kMaxExperts = 512;
@@ -158,17 +159,20 @@ struct ModelConfig {
   // command-r (Command R+), stablelm (StableLM 2 12B): Q/K head norms with a weight per head, attn_{q,k}_norm
   // [n_head][head_dim].
   bool qk_norm_per_head = false;
-  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox, orion: LayerNorm (eps:
+  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron: LayerNorm (eps:
   // <arch>.attention.layer_norm_epsilon, kept in rms_eps) wherever the others RMSNorm: attn_norm, ffn_norm,
   // output_norm and the Q/K head norms.
   bool layer_norm = false;
-  // stablelm, phi2, starcoder2, gptneox, orion: those LayerNorms (but the Q/K ones) add a bias:
+  // stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron: those LayerNorms (but the Q/K ones) add a
+  // bias:
   // attn_norm.bias, ffn_norm.bias, output_norm.bias.
   bool norm_bias = false;
-  // phi2, starcoder2, gptneox, falcon: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh form) ->
-  // ffn_down (+ ffn_down.bias; ffn_bias).
+  // phi2, starcoder2, gptneox, falcon, nemotron: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh
+  // form; nemotron: the squared ReLU) -> ffn_down (+ ffn_down.bias; ffn_bias).
   bool ungated_ffn = false;
-  bool ffn_bias = false;     // phi2, starcoder2, gptneox: that FFN adds ffn_up.bias and ffn_down.bias
+  // phi2, starcoder2, gptneox (nemotron: where the file has them): that FFN adds ffn_up.bias and
+  // ffn_down.bias
+  bool ffn_bias = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
   // ffn_norm), and the attention's and the FFN's outputs both join the residual stream (x + attention, then +

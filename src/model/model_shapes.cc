@@ -372,6 +372,17 @@ constexpr ShapeEntry kShapes[] = {
        s.attn_norm_2 = true;
        s.tied_embeddings = false;
      }},
+    {"tiny-nemotron",
+     [](ModelShape& s) {
+       // Nemotron-Mini-4B: 24 heads of 128 with half of each rotated (NeoX), 8 KV heads, LayerNorms with
+       // biases, an ungated squared-ReLU FFN (3 x n_embd), no other biases; untied output.
+       s = Tiny(s.name, "nemotron");
+       Widths(s, 192, 12, 4, 16, 576);  // llama.cpp: n_head x head_dim = n_embd
+       s.rope_dim = 8;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+     }},
     {"tiny-phi2",
      [](ModelShape& s) {
        // phi-2: 32 heads of 80 with 32 of their dims rotated (NeoX), LayerNorms with biases, attention and an

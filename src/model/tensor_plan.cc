@@ -89,10 +89,12 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool phi2 = a == "phi2";
   // starcoder2: LayerNorms with biases, Q/K/V/O biases, the ungated FFN with biases (not in parallel).
   const bool starcoder2 = a == "starcoder2";
-  const bool norm_bias =
-      stablelm || phi2 || starcoder2 || gptneox || falcon || a == "orion";  // orion: llama's
-  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon;
-  const bool ffn_biases = ungated_ffn && !falcon;  // and attn_output.bias
+  // nemotron: LayerNorms with biases, the ungated (squared-ReLU) FFN without biases, as Nemotron-Mini's.
+  const bool nemotron = a == "nemotron";
+  // orion: llama's layers under LayerNorms with biases.
+  const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || a == "orion";
+  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron;
+  const bool ffn_biases = ungated_ffn && !falcon && !nemotron;  // and attn_output.bias
   const bool no_ffn_norm = olmo2 || cohere || phi2 || falcon || (s.parallel_ffn && !gptneox);
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();

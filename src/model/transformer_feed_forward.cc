@@ -35,14 +35,19 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
   const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
   // phi2, starcoder2: up (+ bias) -> GELU -> down (+ bias). GELU's tanh form as Gemma's GeGLU computes it,
   // times 1 (exact): the kernel's bits on every CPU level. (ik_llama.cpp's CPU backend computes it in f32
-  // over whole vectors, reading llama.cpp's f16 table only for the elements past them.)
+  // over whole vectors, reading llama.cpp's f16 table only for the elements past them.) nemotron: the
+  // squared ReLU in its place.
   if (c.ungated_ffn) {
     MatMul(kernels_.matmul, w.w_up, xn_.data(), rows, up_.data(), pool);
     lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
     ForEachRow(pool, rows, [&](int64_t r, int) {
       float* u = up_.data() + r * ff;
       for (size_t i = 0; i < w.b_up.size(); ++i) u[i] += w.b_up[i];  // none: falcon
-      kernels_.elementwise.geglu(u, ffn_ones_.data(), ff);
+      if (c.ffn_activation == FfnActivation::kReluSquared) {
+        kernels_.elementwise.relu_squared(u, ff);
+      } else {
+        kernels_.elementwise.geglu(u, ffn_ones_.data(), ff);
+      }
     });
     MatMul(kernels_.matmul, w.w_down, up_.data(), rows, out, pool);
     lora_.Apply(layer, LoraTarget::kDown, up_.data(), rows, lora_rows, out, kernels_.matmul, pool);

@@ -45,6 +45,10 @@ void SwiGluOaiScalar(float* gate, const float* up, int64_t n, float alpha, float
   }
 }
 
+void ReluSquaredScalar(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] * x[i] : 0.0f;
+}
+
 void GeGluScalar(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = GeluOne(gate[i]) * up[i];
 }

@@ -3,6 +3,7 @@
 //   SwiGLU: silu(g) = g / (1 + e^-g)                                  (Llama, Qwen2, Mistral, ...)
 //   GeGLU:  gelu(g) = g / (1 + e^z), z = -2 sqrt(2/pi) (g + 0.044715 g^3), i.e. GELU's tanh form
 //           0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))         (Gemma, ...)
+//   squared ReLU (Nemotron's ungated FFN): x <- x > 0 ? x * x : 0, exact: one scalar version for every level.
 //   SwiGLU-OAI (gpt-oss, ggml's swiglu_oai): x = min(g, limit), y = clamp(up, -limit, limit),
 //           gate <- x / (1 + e^(-alpha x)) * (y + 1); one scalar version for every level (the clamp and the
 //           + 1 make it cheap beside the expert products), with the same polynomial exp.
@@ -26,6 +27,7 @@ void GeGluScalar(float* gate, const float* up, int64_t n);
 inline constexpr float kSwiGluOaiAlpha = 1.702f;
 inline constexpr float kSwiGluOaiLimit = 7.0f;
 void SwiGluOaiScalar(float* gate, const float* up, int64_t n, float alpha, float limit);
+void ReluSquaredScalar(float* x, int64_t n);
 #if defined(__x86_64__)
 void SwiGluAvx2(float* gate, const float* up, int64_t n);
 void SwiGluAvx512(float* gate, const float* up, int64_t n);

@@ -75,6 +75,7 @@ ElementwiseKernels ElementwiseKernelsFor(CpuLevel level) {
   k.swiglu = &SwiGluScalar;
   k.geglu = &GeGluScalar;
   k.swiglu_oai = &SwiGluOaiScalar;
+  k.relu_squared = &ReluSquaredScalar;
   k.rms_norm = &RmsNorm;
   k.rope = &ApplyRope;
 #if defined(__x86_64__)

@@ -50,6 +50,8 @@ struct ElementwiseKernels {
   void (*geglu)(float* gate, const float* up, int64_t n) = nullptr;
   // gpt-oss's clamped SwiGLU (tensor/activations.h): the scalar version at every level.
   void (*swiglu_oai)(float* gate, const float* up, int64_t n, float alpha, float limit) = nullptr;
+  // Nemotron's squared ReLU, in place (tensor/activations.h): exact, the scalar version at every level.
+  void (*relu_squared)(float* x, int64_t n) = nullptr;
   void (*rms_norm)(const float* x, const float* w, int64_t n, float eps, float* out) = nullptr;
   void (*rope)(const float* cos_sin, int64_t pairs, bool halves, int64_t head_dim, float* x,
                int64_t heads) = nullptr;

@@ -332,6 +332,26 @@ TEST(Architectures, StarCoder2) {
   EXPECT_EQ(w.layers[0].ffn_norm_b.size(), 192u);
 }
 
+// nemotron: LayerNorms with biases, partial NeoX RoPE, the ungated FFN with the squared ReLU, no biases in
+// the layers (the file has none), untied output.
+TEST(Architectures, Nemotron) {
+  const ModelConfig c = Config("tiny-nemotron");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_EQ(c.rope_dim, 8);
+  EXPECT_EQ(c.n_head_kv, 4);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.ungated_ffn);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kReluSquared);
+  EXPECT_FALSE(c.ffn_bias || c.qkv_bias || c.attn_output_bias || c.parallel_ffn || c.output_bias);
+  EXPECT_NE(c.Summary().find("ungated squared-ReLU FFN"), std::string::npos) << c.Summary();
+  EXPECT_EQ(c.Summary().find("FFN with biases"), std::string::npos) << c.Summary();
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-nemotron", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_FALSE(w.tied_output);
+  EXPECT_EQ(w.layers[0].ffn_norm_b.size(), 192u);
+  EXPECT_TRUE(w.layers[0].b_up.empty() && w.layers[0].b_down.empty());
+  EXPECT_EQ(w.layers[0].w_gate.data, nullptr);
+}
+
 // gptneox: LayerNorms with biases, the fused attn_qkv and its bias, attn_output bias, partial NeoX RoPE, the
 // ungated GELU FFN with biases beside the attention from its own ffn_norm (use_parallel_residual, the
 // default) or after it.

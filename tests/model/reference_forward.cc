@@ -166,7 +166,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up_shexp.weight"));
         LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down_shexp.weight"));
       }
-    } else if (c.ungated_ffn) {  // phi2, starcoder2, gptneox (falcon: no biases)
+    } else if (c.ungated_ffn) {  // phi2, starcoder2, gptneox (falcon, nemotron: no biases)
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
       L.b_up.assign(size_t(c.n_ff), 0.0);
       L.b_down.assign(size_t(c.n_embd), 0.0);
@@ -374,9 +374,12 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i];
         continue;
       }
-      if (c.ungated_ffn) {  // phi2, starcoder2: GELU(up . h + b_up), then down + b_down
+      if (c.ungated_ffn) {  // phi2, starcoder2: GELU(up . h + b_up), then down + b_down (nemotron: ReLU^2)
         std::vector<double> u = MatVec(L.up, h);
-        for (size_t i = 0; i < u.size(); ++i) u[i] = Gelu(u[i] + L.b_up[i]);
+        for (size_t i = 0; i < u.size(); ++i) {
+          const double v = u[i] + L.b_up[i];
+          u[i] = c.ffn_activation == FfnActivation::kReluSquared ? (v > 0 ? v * v : 0.0) : Gelu(v);
+        }
         const std::vector<double> d = MatVec(L.down, u);
         for (size_t i = 0; i < d.size(); ++i) x[t][i] += d[i] + L.b_down[i];
         continue;

@@ -93,6 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-gptneox-sequential", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-falcon", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-falcon-40b", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-nemotron", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-nemotron", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-falcon-40b", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-orion", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-orion", "q4_0", 1e-1, 21, 8e-4},

@@ -94,6 +94,20 @@ TEST(SwiGlu, EveryLevelMatchesSiluAndAllLevelsAgreeBitForBit) {
   }
 }
 
+TEST(ReluSquared, EveryLevelSquaresThePositivesAndZeroesTheRest) {
+  std::vector<float> in = Inputs(12.0f);
+  in.push_back(-0.0f);
+  in.push_back(0.0f);
+  for (const Kernels& k : testing::RunnableKernels()) {
+    std::vector<float> x = in;
+    k.elementwise.relu_squared(x.data(), int64_t(x.size()));
+    for (size_t i = 0; i < in.size(); ++i) {
+      const float want = in[i] > 0 ? in[i] * in[i] : 0.0f;
+      EXPECT_EQ(std::memcmp(&x[i], &want, sizeof(float)), 0) << in[i] << " -> " << x[i];
+    }
+  }
+}
+
 TEST(SwiGluOai, EveryLevelMatchesTheClampedFormula) {
   // Gates and ups in [-12, 12]: past the limit 7 on both sides, so both clamps of the up and the gate's upper
   // clamp (its lower side is not clamped) are reached.
