@@ -118,6 +118,9 @@ SHAPES = {
     "tiny-orion": ("llama.cpp", False),
     "tiny-starcoder2": ("llama.cpp", False),
     "tiny-nemotron": ("llama.cpp", False),  # LayerNorms with biases, the squared ReLU, partial NeoX RoPE
+    # OLMo 1 goes to mainline: ik_llama.cpp 8337e4cd3's olmo graph applies RoPE to K twice.
+    "tiny-olmo": ("llama.cpp", False),  # LayerNorms without weights
+    "tiny-olmo-0424": ("llama.cpp", False),  # Q/K/V clamped
     "tiny-falcon": ("ik_llama.cpp", False),  # MQA, attention and FFN in parallel from one LayerNorm
     "tiny-falcon-40b": ("ik_llama.cpp", False),  # attn_norm_2 for the attention, attn_norm for the FFN
     "tiny-phi2": ("ik_llama.cpp", False),  # LayerNorms with biases, parallel ungated GELU FFN, biases

@@ -408,6 +408,18 @@ Status ApplyNemotron(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyOlmo(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's olmo graph (OLMo 1: OLMo-1B, 7B, 7B-0424 / 0724): llama's layers under LayerNorms with
+  // neither weight nor bias (attn_norm, ffn_norm and output_norm have no tensors); where the file has
+  // attention.clamp_kqv (0424 / 0724), Q, K and V clamped to it after their projections.
+  c.norm_weights = false;
+  const std::string key = Key(c, "attention.clamp_kqv");
+  LOCKSTEP_ASSIGN_OR_RETURN(const double clamp, file.GetFloatOr(key, 0.0));
+  if (!(clamp >= 0 && clamp <= 1e30)) return OutOfRangeKey(file, key, "must be 0 (none) or positive");
+  c.clamp_kqv = float(clamp);
+  return Status::Ok();
+}
+
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
   // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
   c.norm_bias = true;
@@ -484,6 +496,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"orion", RopeMode::kNormal, false, true, ApplyOrion},
     {"falcon", RopeMode::kNeox, false, true, ApplyFalcon},
     {"nemotron", RopeMode::kNeox, false, true, ApplyNemotron},
+    {"olmo", RopeMode::kNormal, false, true, ApplyOlmo},
     {"exaone", RopeMode::kNeox, false, false, nullptr},  // llama's layers with NeoX pairs
     // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)

@@ -75,6 +75,8 @@
 //           (default true) beside the attention from its own ffn_norm of the layer's input, else after it
 //   nemotron  Nemotron-4, Minitron, Nemotron-Mini: LayerNorms with biases, partial NeoX RoPE, an ungated
 //           squared-ReLU FFN (biases on Q/K/V/O and the FFN where the file has them)
+//   olmo    OLMo 1 (1B, 7B, 7B-0424 / 0724): llama's layers under LayerNorms without weights or biases; Q, K
+//           and V clamped to attention.clamp_kqv where the file has it
 //   xverse  XVERSE (7B, 13B, 65B): llama's layers under its own name
 //   orion   Orion-14B: llama's layers (no Q/K/V/O biases, SwiGLU) under LayerNorms with biases
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX
@@ -116,7 +118,7 @@ std::vector<std::string> ArchitectureNames();
 std::string TextArchitecture(const std::string& file_architecture);
 
 // Whether `architecture` (a supported one) normalizes with LayerNorm where the others use RMSNorm (command-r,
-// cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron): its files give
+// cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron, olmo): its files give
 // attention.layer_norm_epsilon.
 bool UsesLayerNorm(const std::string& architecture);
 

@@ -36,6 +36,8 @@ struct ModelShape {
   bool parallel_ffn = false;
   // falcon: attn_norm_2 (with its bias) beside attn_norm, as Falcon-40B's files have it.
   bool attn_norm_2 = false;
+  // olmo: <arch>.attention.clamp_kqv (0: the key is not written).
+  float clamp_kqv = 0;
   // phi2: one attn_qkv [q | k | v] (with attn_qkv.bias), as older phi-2 conversions have it.
   bool fused_qkv = false;
   bool tied_embeddings = true;

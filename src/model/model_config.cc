@@ -337,7 +337,12 @@ std::string ModelConfig::Summary() const {
     out << ", embeddings x " << embedding_multiplier << ", residual x " << residual_multiplier;
   }
   if (logit_scale != 0) out << ", logits x " << logit_scale;
-  if (layer_norm) out << (norm_bias ? ", LayerNorm with biases" : ", LayerNorm");
+  if (layer_norm) {
+    out << (!norm_weights ? ", LayerNorm without weights"
+            : norm_bias   ? ", LayerNorm with biases"
+                          : ", LayerNorm");
+  }
+  if (clamp_kqv > 0) out << ", Q/K/V clamped to " << clamp_kqv;
   if (parallel_ffn)
     out << (parallel_ffn_norm ? ", parallel attention and FFN (each its own norm)"
                               : ", parallel attention and FFN");

@@ -186,6 +186,12 @@ struct ModelConfig {
   bool attn_norm_2 = false;
   // false (olmo2): no attn_norm / ffn_norm; the residual stream goes into the attention and FFN as it is.
   bool pre_norms = true;
+  // false (olmo, OLMo 1): the LayerNorms have no weight (and no bias): their tensors are absent and the
+  // weights are bound as ones (x 1 is exact: llama.cpp's norm without a weight, bit for bit).
+  bool norm_weights = true;
+  // olmo (OLMo-7B-0424, 0724): Q, K and V clamped to [-clamp_kqv, clamp_kqv] after their projections
+  // (<arch>.attention.clamp_kqv; 0 = none).
+  float clamp_kqv = 0;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before
   // each is added to the residual stream. (Gemma's "1 + w" norm weights: llama.cpp's converter adds the 1
   // when it writes the file, so the GGUF weights are used as they are, like every other norm.)

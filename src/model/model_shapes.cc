@@ -372,6 +372,24 @@ constexpr ShapeEntry kShapes[] = {
        s.attn_norm_2 = true;
        s.tied_embeddings = false;
      }},
+    {"tiny-olmo",
+     [](ModelShape& s) {
+       // OLMo-1B: 16 heads of 128 (all KV), LayerNorms without weights or biases, llama's SwiGLU FFN,
+       // interleaved RoPE pairs, tied output.
+       s = Tiny(s.name, "olmo");
+       Widths(s, 128, 8, 8, 16, 320);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+     }},
+    {"tiny-olmo-0424",
+     [](ModelShape& s) {
+       // OLMo-7B-0424: Q, K and V clamped (attention.clamp_kqv, 8 there; 0.5 here so that the tiny
+       // projections reach it), untied output.
+       s = *FindModelShape("tiny-olmo");
+       s.name = "tiny-olmo-0424";
+       s.clamp_kqv = 0.5f;
+       s.tied_embeddings = false;
+     }},
     {"tiny-nemotron",
      [](ModelShape& s) {
        // Nemotron-Mini-4B: 24 heads of 128 with half of each rotated (NeoX), 8 KV heads, LayerNorms with

@@ -329,7 +329,11 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   ModelWeights w;
   const int64_t d = c.n_embd;
   w.token_embd = BindTokenEmbedding(b, c);
-  w.output_norm = b.Vector("output_norm.weight", d);
+  // olmo: LayerNorms without weights, bound as ones.
+  const auto norm = [&](const std::string& name) {
+    return c.norm_weights ? b.Vector(name, d) : std::vector<float>(size_t(d), 1.0f);
+  };
+  w.output_norm = norm("output_norm.weight");
   if (c.norm_bias) w.output_norm_b = b.Vector("output_norm.bias", d);
   if (c.output_bias) w.output_b = b.Vector("output.bias", c.n_vocab);
   if (file.FindTensor("output.weight") != nullptr) {
@@ -346,7 +350,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const int64_t q_dim = c.LayerQDim(l), kv_dim = c.LayerKvDim(l), head_dim = c.LayerHeadDim(l);
     const int64_t n_ff = c.LayerFf(l);
     const bool stores_kv = c.StoresKv(l);
-    if (c.pre_norms) lw.attn_norm = b.Vector(p + c.AttnNormTensor() + ".weight", d);
+    if (c.pre_norms) lw.attn_norm = norm(p + c.AttnNormTensor() + ".weight");
     if (c.norm_bias) lw.attn_norm_b = b.Vector(p + c.AttnNormTensor() + ".bias", d);
     if (c.kv_lora_rank > 0) {
       if (w.owned.empty()) w.owned.reserve(size_t(c.n_layer));
@@ -393,7 +397,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
     if (c.pre_norms && (!c.parallel_ffn || c.parallel_ffn_norm)) {
-      lw.ffn_norm = b.Vector(p + c.FfnNormTensor() + ".weight", d);
+      lw.ffn_norm = norm(p + c.FfnNormTensor() + ".weight");
       if (c.norm_bias) lw.ffn_norm_b = b.Vector(p + c.FfnNormTensor() + ".bias", d);
     }
     if (c.FeedForwardExperts(l)) {

@@ -95,12 +95,14 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || a == "orion";
   const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron;
   const bool ffn_biases = ungated_ffn && !falcon && !nemotron;  // and attn_output.bias
-  const bool no_ffn_norm = olmo2 || cohere || phi2 || falcon || (s.parallel_ffn && !gptneox);
+  // olmo (OLMo 1): LayerNorms without weights or biases: no norm tensors.
+  const bool olmo = a == "olmo";
+  const bool no_ffn_norm = olmo2 || olmo || cohere || phi2 || falcon || (s.parallel_ffn && !gptneox);
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
   plan.Matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
-  plan.Vec("output_norm.weight", s.n_embd, norm);
+  if (!olmo) plan.Vec("output_norm.weight", s.n_embd, norm);
   if (norm_bias) plan.Vec("output_norm.bias", s.n_embd, Fill::kNormal);
   if (!s.tied_embeddings) plan.Matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
   if (phi2) plan.Vec("output.bias", n_vocab, Fill::kNormal);
@@ -126,7 +128,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   for (plan.layer = 0; plan.layer < s.n_layer; ++plan.layer) {
     const int64_t layer = plan.layer;
     const std::string p = "blk." + std::to_string(layer) + ".";
-    if (!olmo2) plan.Vec(p + "attn_norm.weight", s.n_embd, norm);
+    if (!olmo2 && !olmo) plan.Vec(p + "attn_norm.weight", s.n_embd, norm);
     if (norm_bias) plan.Vec(p + "attn_norm.bias", s.n_embd, Fill::kNormal);
     if (s.attn_norm_2) {
       plan.Vec(p + "attn_norm_2.weight", s.n_embd, norm);

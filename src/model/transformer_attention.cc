@@ -24,6 +24,11 @@ constexpr int64_t kInlineAttentionWork = 1 << 15;
 // contiguous shares mix early and late positions of a causal prefill (a row's cost grows with its position).
 inline int64_t ZigZag(int64_t i, int64_t n) { return i % 2 == 0 ? i / 2 : n - 1 - i / 2; }
 
+// x[i] <- min(max(x[i], -limit), limit), as ggml_clamp (olmo's clamp_kqv).
+inline void Clamp(float* x, int64_t n, float limit) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::fmin(std::fmax(x[i], -limit), limit);
+}
+
 }  // namespace
 
 void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_output_rows,
@@ -129,6 +134,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     if (c.qkv_bias) {
       for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
     }
+    if (c.clamp_kqv > 0) Clamp(q, q_dim, c.clamp_kqv);  // olmo (OLMo-7B-0424)
     if (c.qk_norm) norm_heads(q, c.n_head, w.q_norm);
     if (rotate && c.mla_latent_cache) {  // heads wider than rope's (the latent's): one at a time
       for (int64_t h = 0; h < c.n_head; ++h)
@@ -153,6 +159,10 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
         if (c.qkv_bias) {
           for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
           for (int64_t i = 0; i < v_dim; ++i) v[i] += w.bv[i];
+        }
+        if (c.clamp_kqv > 0) {
+          Clamp(k, kv_dim, c.clamp_kqv);
+          Clamp(v, v_dim, c.clamp_kqv);
         }
         if (c.qk_norm) norm_heads(k, n_head_kv, w.k_norm);
         if (c.v_norm) norm_heads(v, n_head_kv, ones_);  // Gemma 4: no weight (times 1)

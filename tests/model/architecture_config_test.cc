@@ -352,6 +352,34 @@ TEST(Architectures, Nemotron) {
   EXPECT_EQ(w.layers[0].w_gate.data, nullptr);
 }
 
+// olmo (OLMo 1): LayerNorms without weights or biases (none in the file, ones bound), llama's layers,
+// interleaved RoPE; OLMo-7B-0424: Q/K/V clamped to attention.clamp_kqv.
+TEST(Architectures, Olmo) {
+  const ModelConfig c = Config("tiny-olmo");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_TRUE(c.layer_norm && c.pre_norms);
+  EXPECT_FALSE(c.norm_weights || c.norm_bias || c.ungated_ffn || c.parallel_ffn || c.qkv_bias);
+  EXPECT_EQ(c.clamp_kqv, 0.0f);
+  EXPECT_NE(c.Summary().find("LayerNorm without weights"), std::string::npos) << c.Summary();
+  const ModelConfig clamped = Config("tiny-olmo-0424");
+  EXPECT_EQ(clamped.clamp_kqv, 0.5f);
+  EXPECT_NE(clamped.Summary().find("Q/K/V clamped to 0.5"), std::string::npos) << clamped.Summary();
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-olmo", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_TRUE(w.tied_output);
+  EXPECT_EQ(w.output_norm, std::vector<float>(128, 1.0f));
+  EXPECT_EQ(w.layers[0].attn_norm, std::vector<float>(128, 1.0f));
+  EXPECT_EQ(w.layers[3].ffn_norm, std::vector<float>(128, 1.0f));
+  EXPECT_TRUE(w.layers[0].attn_norm_b.empty() && w.output_norm_b.empty());
+  for (const float bad : {-1.0f, std::nanf("")}) {
+    Edit edit;
+    edit.set_keys = {{"olmo.attention.clamp_kqv", GgufValue::Float32(bad)}};
+    const std::string error = ConfigError("tiny-olmo-0424", edit);
+    EXPECT_NE(error.find("'olmo.attention.clamp_kqv' must be 0 (none) or positive"), std::string::npos)
+        << error;
+  }
+}
+
 // gptneox: LayerNorms with biases, the fused attn_qkv and its bias, attn_output bias, partial NeoX RoPE, the
 // ungated GELU FFN with biases beside the attention from its own ffn_norm (use_parallel_residual, the
 // default) or after it.

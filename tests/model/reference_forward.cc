@@ -22,7 +22,12 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   } else {
     output = embd;
   }
-  LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> out_norm, LoadVector(file, "output_norm.weight"));
+  // olmo: LayerNorms without weights (ones).
+  const auto load_norm = [&](const std::string& name) -> Result<std::vector<double>> {
+    if (!c.norm_weights) return std::vector<double>(size_t(c.n_embd), 1.0);
+    return LoadVector(file, name);
+  };
+  LOCKSTEP_ASSIGN_OR_RETURN(std::vector<double> out_norm, load_norm("output_norm.weight"));
   std::vector<double> out_norm_b, out_b;
   if (c.output_bias) {  // phi2
     LOCKSTEP_ASSIGN_OR_RETURN(out_b, LoadVector(file, "output.bias"));
@@ -35,7 +40,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer& L = layers[l];
     const std::string attn_norm = p + c.AttnNormTensor(), ffn_norm = p + c.FfnNormTensor();
-    LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(file, attn_norm + ".weight"));
+    LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, load_norm(attn_norm + ".weight"));
     if (c.norm_bias) {  // stablelm
       LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm_b, LoadVector(file, attn_norm + ".bias"));
       if (!c.parallel_ffn || c.parallel_ffn_norm) {
@@ -43,7 +48,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       }
     }
     if (!c.parallel_ffn || c.parallel_ffn_norm) {
-      LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm, LoadVector(file, ffn_norm + ".weight"));
+      LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm, load_norm(ffn_norm + ".weight"));
     }
     if (c.architecture == "gpt-oss") {
       LOCKSTEP_ASSIGN_OR_RETURN(L.sinks, LoadVector(file, p + "attn_sinks.weight"));
@@ -311,6 +316,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += L.bq[i];
         for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += L.bk[i];
         for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += L.bv[i];
+      }
+      if (c.clamp_kqv > 0) {  // olmo
+        for (std::vector<double>* y : {&q[t], &k[t], &v[t]}) {
+          for (double& e : *y) e = std::clamp(e, -double(c.clamp_kqv), double(c.clamp_kqv));
+        }
       }
       if (c.qk_norm) {
         norm_heads(q[t], L.q_norm);
