@@ -117,6 +117,7 @@ SHAPES = {
     # StarCoder2's golden holds a looser tolerance (peer_golden_test.cc).
     "tiny-orion": ("llama.cpp", False),
     "tiny-starcoder2": ("llama.cpp", False),
+    "tiny-chatglm": ("llama.cpp", False),  # GLM-4-9B: fused QKV with bias, partial interleaved RoPE
     "tiny-nemotron": ("llama.cpp", False),  # LayerNorms with biases, the squared ReLU, partial NeoX RoPE
     # OLMo 1 goes to mainline: ik_llama.cpp 8337e4cd3's olmo graph applies RoPE to K twice.
     "tiny-olmo": ("llama.cpp", False),  # LayerNorms without weights

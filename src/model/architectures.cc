@@ -420,6 +420,15 @@ Status ApplyOlmo(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyChatGlm(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's chatglm graph (ChatGLM3-6B, GLM-4-9B, CodeGeeX4): llama's RMSNorm layers with one attn_qkv
+  // and its bias (or attn_q / attn_k / attn_v with optional biases), interleaved RoPE pairs over the first
+  // rope.dimension_count dims of each head, SwiGLU from one ffn_up [gate | up]; untied output.
+  c.qkv_bias =
+      file.FindTensor("blk.0.attn_qkv.bias") != nullptr || file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  return Status::Ok();
+}
+
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
   // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
   c.norm_bias = true;
@@ -497,6 +506,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"falcon", RopeMode::kNeox, false, true, ApplyFalcon},
     {"nemotron", RopeMode::kNeox, false, true, ApplyNemotron},
     {"olmo", RopeMode::kNormal, false, true, ApplyOlmo},
+    {"chatglm", RopeMode::kNormal, false, false, ApplyChatGlm},
     {"exaone", RopeMode::kNeox, false, false, nullptr},  // llama's layers with NeoX pairs
     // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)

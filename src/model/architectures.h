@@ -77,6 +77,8 @@
 //           squared-ReLU FFN (biases on Q/K/V/O and the FFN where the file has them)
 //   olmo    OLMo 1 (1B, 7B, 7B-0424 / 0724): llama's layers under LayerNorms without weights or biases; Q, K
 //           and V clamped to attention.clamp_kqv where the file has it
+//   chatglm ChatGLM3-6B, GLM-4-9B, CodeGeeX4: llama's layers with one attn_qkv and its bias, partial
+//           interleaved RoPE, SwiGLU from one ffn_up [gate | up]
 //   xverse  XVERSE (7B, 13B, 65B): llama's layers under its own name
 //   orion   Orion-14B: llama's layers (no Q/K/V/O biases, SwiGLU) under LayerNorms with biases
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX

@@ -390,6 +390,18 @@ constexpr ShapeEntry kShapes[] = {
        s.clamp_kqv = 0.5f;
        s.tied_embeddings = false;
      }},
+    {"tiny-chatglm",
+     [](ModelShape& s) {
+       // GLM-4-9B: 32 heads of 128, 2 KV heads, interleaved RoPE over half of each head, one attn_qkv with
+       // its bias, SwiGLU from one ffn_up [gate | up], untied output.
+       s = Tiny(s.name, "chatglm");
+       Widths(s, 128, 8, 2, 16, 320);
+       s.rope_dim = 8;
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
     {"tiny-nemotron",
      [](ModelShape& s) {
        // Nemotron-Mini-4B: 24 heads of 128 with half of each rotated (NeoX), 8 KV heads, LayerNorms with

@@ -76,8 +76,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   // falcon: LayerNorms with biases, one attn_qkv, no biases in the layers, the ungated FFN beside the
   // attention (Falcon-40B, s.attn_norm_2: the attention from attn_norm_2, the FFN from attn_norm).
   const bool falcon = a == "falcon";
-  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || s.fused_qkv;
-  const bool fused_ffn = a == "phi3" || a == "glm4";
+  // chatglm: one attn_qkv (with its bias: s.qkv_bias) and one ffn_up [gate | up].
+  const bool chatglm = a == "chatglm";
+  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || s.fused_qkv;
+  const bool fused_ffn = a == "phi3" || a == "glm4" || chatglm;
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
   const bool qwen35 = a == "qwen35" || a == "qwen35moe" || a == "qwen3next";
@@ -148,7 +150,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Matrix(p + "attn_k.weight", kv_dim, s.n_embd);
       plan.Matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
     }
-    if (s.qkv_bias && fused) {  // phi2's and gptneox's fused [q | k | v]
+    if (s.qkv_bias && fused) {  // phi2's, gptneox's and chatglm's fused [q | k | v]
       plan.Vec(p + "attn_qkv.bias", q_dim + 2 * kv_dim, Fill::kNormal);
     } else if (s.qkv_bias) {
       plan.Vec(p + "attn_q.bias", q_dim, Fill::kNormal);

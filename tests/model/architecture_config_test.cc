@@ -380,6 +380,24 @@ TEST(Architectures, Olmo) {
   }
 }
 
+// chatglm (GLM-4-9B): llama's layers with one attn_qkv and its bias, interleaved RoPE over half of each head,
+// SwiGLU from one ffn_up [gate | up], untied output.
+TEST(Architectures, ChatGlm) {
+  const ModelConfig c = Config("tiny-chatglm");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
+  EXPECT_EQ(c.rope_dim, 8);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.layer_norm || c.ungated_ffn || c.parallel_ffn || c.attn_output_bias);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-chatglm", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_FALSE(w.tied_output);
+  EXPECT_EQ(w.layers[0].bq.size(), 128u);
+  EXPECT_EQ(w.layers[0].bk.size(), 32u);
+  EXPECT_EQ(w.layers[0].bv.size(), 32u);
+  EXPECT_NE(w.layers[0].w_gate.data, nullptr);  // the first half of ffn_up
+}
+
 // gptneox: LayerNorms with biases, the fused attn_qkv and its bias, attn_output bias, partial NeoX RoPE, the
 // ungated GELU FFN with biases beside the attention from its own ffn_norm (use_parallel_residual, the
 // default) or after it.
