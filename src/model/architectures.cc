@@ -429,6 +429,16 @@ Status ApplyChatGlm(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyGpt2(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's gpt2 and starcoder graphs (GPT-2; StarCoder, SantaCoder, StarCoderBase: the same with
+  // multi-query attention): token embeddings plus learned position embeddings (no RoPE), LayerNorms with
+  // biases, one attn_qkv with its bias, attn_output bias, then an ungated GELU FFN with biases.
+  c.norm_bias = c.ungated_ffn = c.ffn_bias = c.attn_output_bias = c.qkv_bias = true;
+  c.learned_positions = true;
+  for (LayerAttention& layer : c.layers) layer.rope = false;
+  return Status::Ok();
+}
+
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
   // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
   c.norm_bias = true;
@@ -507,7 +517,9 @@ constexpr ArchInfo kArchitectures[] = {
     {"nemotron", RopeMode::kNeox, false, true, ApplyNemotron},
     {"olmo", RopeMode::kNormal, false, true, ApplyOlmo},
     {"chatglm", RopeMode::kNormal, false, false, ApplyChatGlm},
-    {"exaone", RopeMode::kNeox, false, false, nullptr},  // llama's layers with NeoX pairs
+    {"gpt2", RopeMode::kNormal, false, true, ApplyGpt2},       // learned positions: no RoPE
+    {"starcoder", RopeMode::kNormal, false, true, ApplyGpt2},  // gpt2's layers with MQA
+    {"exaone", RopeMode::kNeox, false, false, nullptr},        // llama's layers with NeoX pairs
     // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)
     {"minicpm", RopeMode::kNormal, false, false, ApplyGranite},

@@ -79,6 +79,9 @@
 //           and V clamped to attention.clamp_kqv where the file has it
 //   chatglm ChatGLM3-6B, GLM-4-9B, CodeGeeX4: llama's layers with one attn_qkv and its bias, partial
 //           interleaved RoPE, SwiGLU from one ffn_up [gate | up]
+//   gpt2, starcoder  GPT-2; StarCoder, SantaCoder (the same with MQA): learned position embeddings (no
+//           RoPE), LayerNorms with biases, one attn_qkv with its bias, attn_output bias, an ungated GELU FFN
+//           with biases
 //   xverse  XVERSE (7B, 13B, 65B): llama's layers under its own name
 //   orion   Orion-14B: llama's layers (no Q/K/V/O biases, SwiGLU) under LayerNorms with biases
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX
@@ -120,7 +123,8 @@ std::vector<std::string> ArchitectureNames();
 std::string TextArchitecture(const std::string& file_architecture);
 
 // Whether `architecture` (a supported one) normalizes with LayerNorm where the others use RMSNorm (command-r,
-// cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron, olmo): its files give
+// cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron, olmo, gpt2, starcoder): its files
+// give
 // attention.layer_norm_epsilon.
 bool UsesLayerNorm(const std::string& architecture);
 

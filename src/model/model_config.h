@@ -159,19 +159,18 @@ struct ModelConfig {
   // command-r (Command R+), stablelm (StableLM 2 12B): Q/K head norms with a weight per head, attn_{q,k}_norm
   // [n_head][head_dim].
   bool qk_norm_per_head = false;
-  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron: LayerNorm (eps:
+  // command-r, cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron, olmo: LayerNorm (eps:
   // <arch>.attention.layer_norm_epsilon, kept in rms_eps) wherever the others RMSNorm: attn_norm, ffn_norm,
   // output_norm and the Q/K head norms.
   bool layer_norm = false;
   // stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron: those LayerNorms (but the Q/K ones) add a
-  // bias:
-  // attn_norm.bias, ffn_norm.bias, output_norm.bias.
+  // bias: attn_norm.bias, ffn_norm.bias, output_norm.bias.
   bool norm_bias = false;
   // phi2, starcoder2, gptneox, falcon, nemotron: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh
   // form; nemotron: the squared ReLU) -> ffn_down (+ ffn_down.bias; ffn_bias).
   bool ungated_ffn = false;
   // phi2, starcoder2, gptneox (nemotron: where the file has them): that FFN adds ffn_up.bias and
-  // ffn_down.bias
+  // ffn_down.bias.
   bool ffn_bias = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
@@ -189,6 +188,9 @@ struct ModelConfig {
   // false (olmo, OLMo 1): the LayerNorms have no weight (and no bias): their tensors are absent and the
   // weights are bound as ones (x 1 is exact: llama.cpp's norm without a weight, bit for bit).
   bool norm_weights = true;
+  // gpt2, starcoder: learned absolute positions: row `position` of position_embd [n_ctx_train][n_embd] is
+  // added to each token's embedding, no layer rotates (positions beyond n_ctx_train are an error).
+  bool learned_positions = false;
   // olmo (OLMo-7B-0424, 0724): Q, K and V clamped to [-clamp_kqv, clamp_kqv] after their projections
   // (<arch>.attention.clamp_kqv; 0 = none).
   float clamp_kqv = 0;

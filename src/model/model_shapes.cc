@@ -402,6 +402,26 @@ constexpr ShapeEntry kShapes[] = {
        s.qkv_bias = true;
        s.tied_embeddings = false;
      }},
+    {"tiny-gpt2",
+     [](ModelShape& s) {
+       // GPT-2 (124M): 12 heads of 64, learned position embeddings, LayerNorms with biases, one attn_qkv
+       // with its bias, attn_output bias, an ungated GELU FFN (4 x n_embd) with biases; output.weight
+       // (llama.cpp's converter writes the tied wte again under that name).
+       s = Tiny(s.name, "gpt2");
+       Widths(s, 128, 8, 8, 16, 512);  // llama.cpp: n_head x head_dim = n_embd
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-starcoder",
+     [](ModelShape& s) {  // StarCoder / SantaCoder: GPT-2's layers with one KV head (multi-query), tied
+       s = *FindModelShape("tiny-gpt2");
+       s.name = "tiny-starcoder";
+       s.architecture = "starcoder";
+       s.n_head_kv = 1;
+       s.tied_embeddings = true;
+     }},
     {"tiny-nemotron",
      [](ModelShape& s) {
        // Nemotron-Mini-4B: 24 heads of 128 with half of each rotated (NeoX), 8 KV heads, LayerNorms with

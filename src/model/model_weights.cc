@@ -334,6 +334,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     return c.norm_weights ? b.Vector(name, d) : std::vector<float>(size_t(d), 1.0f);
   };
   w.output_norm = norm("output_norm.weight");
+  if (c.learned_positions) w.position_embd = b.Table("position_embd.weight", d, c.n_ctx_train);
   if (c.norm_bias) w.output_norm_b = b.Vector("output_norm.bias", d);
   if (c.output_bias) w.output_b = b.Vector("output.bias", c.n_vocab);
   if (file.FindTensor("output.weight") != nullptr) {

@@ -104,7 +104,8 @@ struct ModelWeights {
   std::vector<float> output_b;                 // ModelConfig::output_bias only (phi2): [n_vocab]
   WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
   bool tied_output = false;
-  // bert only (no output norm, no output matrix): position_embd [n_ctx_train][n_embd], row 0 of token_types
+  // bert (no output norm, no output matrix) and ModelConfig::learned_positions (gpt2, starcoder):
+  // position_embd [n_ctx_train][n_embd]; bert only: row 0 of token_types
   // [n_embd] (every token is of type 0, "sentence A", as llama.cpp runs it), token_embd_norm weight and bias.
   std::vector<float> position_embd, token_type0, embd_norm, embd_norm_b;
   std::vector<LayerWeights> layers;

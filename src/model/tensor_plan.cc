@@ -78,7 +78,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool falcon = a == "falcon";
   // chatglm: one attn_qkv (with its bias: s.qkv_bias) and one ffn_up [gate | up].
   const bool chatglm = a == "chatglm";
-  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || s.fused_qkv;
+  // gpt2, starcoder: position_embd, LayerNorms with biases, one attn_qkv (bias: s.qkv_bias), attn_output
+  // bias, the ungated FFN with biases.
+  const bool gpt2 = a == "gpt2" || a == "starcoder";
+  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || gpt2 || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4" || chatglm;
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
@@ -94,8 +97,9 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   // nemotron: LayerNorms with biases, the ungated (squared-ReLU) FFN without biases, as Nemotron-Mini's.
   const bool nemotron = a == "nemotron";
   // orion: llama's layers under LayerNorms with biases.
-  const bool norm_bias = stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || a == "orion";
-  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron;
+  const bool norm_bias =
+      stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2 || a == "orion";
+  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2;
   const bool ffn_biases = ungated_ffn && !falcon && !nemotron;  // and attn_output.bias
   // olmo (OLMo 1): LayerNorms without weights or biases: no norm tensors.
   const bool olmo = a == "olmo";
@@ -104,6 +108,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
   plan.Matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
+  if (gpt2) plan.F32("position_embd.weight", {s.n_embd, s.n_ctx}, Fill::kNormal);
   if (!olmo) plan.Vec("output_norm.weight", s.n_embd, norm);
   if (norm_bias) plan.Vec("output_norm.bias", s.n_embd, Fill::kNormal);
   if (!s.tied_embeddings) plan.Matrix("output.weight", n_vocab, s.n_embd, Role::kOutput);
@@ -150,7 +155,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.Matrix(p + "attn_k.weight", kv_dim, s.n_embd);
       plan.Matrix(p + "attn_v.weight", kv_dim, s.n_embd, Role::kAttnV);
     }
-    if (s.qkv_bias && fused) {  // phi2's, gptneox's and chatglm's fused [q | k | v]
+    if (s.qkv_bias && fused) {  // phi2's, gptneox's, chatglm's and gpt2's fused [q | k | v]
       plan.Vec(p + "attn_qkv.bias", q_dim + 2 * kv_dim, Fill::kNormal);
     } else if (s.qkv_bias) {
       plan.Vec(p + "attn_q.bias", q_dim, Fill::kNormal);

@@ -81,6 +81,11 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const Forwa
       return InvalidArgument(where() + "token " + std::to_string(row.token) +
                              " is outside the vocabulary (0.." + std::to_string(config_.n_vocab - 1) + ")");
     }
+    if (config_.learned_positions && (row.position < 0 || row.position >= config_.n_ctx_train)) {
+      return OutOfRange(where() + "position " + std::to_string(row.position) +
+                        " is beyond the model's position embeddings (n_ctx_train " +
+                        std::to_string(config_.n_ctx_train) + ")");
+    }
     if (row.sequence < 0 || size_t(row.sequence) >= batch.sequences.size() ||
         batch.sequences[row.sequence].blocks == nullptr) {
       return InvalidArgument(where() + "sequence " + std::to_string(row.sequence) + " has no KV blocks");
@@ -221,6 +226,10 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
   const float embedding_scale = std::sqrt(float(d));
   ForEachRow(pool, int64_t(batch.rows.size()), [&](int64_t r, int) {
     DequantizeRow(embd.type, embd.data + size_t(batch.rows[r].token) * row_bytes, x_.data() + r * d, d);
+    if (config_.learned_positions) {  // gpt2, starcoder (Validate checked the position)
+      const float* pos = weights_.position_embd.data() + int64_t(batch.rows[r].position) * d;
+      for (int64_t i = 0; i < d; ++i) x_[size_t(r * d + i)] += pos[i];
+    }
     if (config_.scale_embeddings) Scale(x_.data() + r * d, d, embedding_scale);
     if (config_.embedding_multiplier != 0) Scale(x_.data() + r * d, d, config_.embedding_multiplier);
   });

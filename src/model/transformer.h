@@ -1,13 +1,15 @@
 // Transformer: the Model implementation for every supported architecture (model/architectures.h): pre-norm
 // RMSNorm blocks (LayerNorm for Cohere's, StableLM's, Phi-2's and StarCoder2's; some with the FFN beside the
-// attention), RoPE attention with GQA/MQA, a gated FFN (Phi-2's and StarCoder2's ungated), tied or separate
-// output matrix, and the architecture differences of ModelConfig, each applied where its name appears below.
+// attention), RoPE attention with GQA/MQA, a gated FFN (Phi-2's, StarCoder2's and Nemotron's ungated), tied
+// or separate output matrix, and the architecture differences of ModelConfig, each applied where its name
+// appears below.
 //
 // Forward over a ragged batch of R rows (embeddings x sqrt(n_embd) for Gemma), per layer:
 //   x [R][n_embd] -> RMSNorm -> Q [R][q_dim], K/V [R][kv_dim] (one MatMul per weight for all rows; deepseek2:
 //   model/mla.h's latent projections, in the absorbed form queries of n_head latent-wide heads and one KV
 //   head of the latent, whose attention outputs W_vb turns into the heads' before attn_output)
-//   -> (+bias) -> (Q/K head norms) -> RoPE per row at its position (the layer's: global or local)
+//   -> (+bias) -> (clamped: OLMo 1) -> (Q/K head norms) -> RoPE per row at its position (the layer's: global
+//   or local)
 //   -> K/V written into the row's sequence blocks -> attention per (row, head) over the row's own positions
 //   [0, position] or the layer's window of them (soft-capped scores for Gemma 2) -> O projection
 //   -> (post-norm) -> residual -> RMSNorm -> gate/up [R][n_ff] -> SiLU(gate) * up or GELU(gate) * up

@@ -7,10 +7,12 @@
 #include <set>
 
 #include "gguf/gguf_writer.h"
+#include "model/local_kv.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 #include "model/test_models.h"
 #include "model/transformer.h"
+#include "tensor/thread_pool.h"
 #include "testing/testdata.h"
 
 namespace lockstep::testing {
@@ -396,6 +398,40 @@ TEST(Architectures, ChatGlm) {
   EXPECT_EQ(w.layers[0].bk.size(), 32u);
   EXPECT_EQ(w.layers[0].bv.size(), 32u);
   EXPECT_NE(w.layers[0].w_gate.data, nullptr);  // the first half of ffn_up
+}
+
+// gpt2, starcoder: learned position embeddings (no layer rotates), LayerNorms with biases, the fused
+// attn_qkv and its bias, attn_output bias, the ungated GELU FFN with biases; starcoder with one KV head.
+TEST(Architectures, Gpt2AndStarCoder) {
+  for (const char* shape : {"tiny-gpt2", "tiny-starcoder"}) {
+    const ModelConfig c = Config(shape);
+    EXPECT_TRUE(c.learned_positions && c.layer_norm && c.norm_bias && c.ungated_ffn && c.ffn_bias);
+    EXPECT_TRUE(c.qkv_bias && c.attn_output_bias);
+    EXPECT_FALSE(c.parallel_ffn);
+    for (const LayerAttention& layer : c.layers) EXPECT_FALSE(layer.rope) << shape;
+  }
+  EXPECT_EQ(Config("tiny-starcoder").n_head_kv, 1);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-gpt2", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_FALSE(w.tied_output);
+  EXPECT_EQ(w.position_embd.size(), 1024u * 128u);
+  EXPECT_EQ(w.layers[0].bq.size(), 128u);
+  // A position past the table (n_ctx_train 1024) is an error, not a read past it.
+  Model& model = *m.model;
+  const KvLayout layout = model.MakeKvLayout(KvDtype::kF32);
+  LocalKv kv(layout, 1040);
+  ThreadPool pool(1);
+  std::vector<float> logits(size_t(model.config().n_vocab));
+  Batch batch;
+  batch.sequences.push_back(kv.view());
+  batch.rows = {{1, 1023, 0, true}};
+  EXPECT_TRUE(model.Forward(batch, layout, logits, pool).ok());
+  batch.rows = {{1, 1024, 0, true}};
+  const Status past = model.Forward(batch, layout, logits, pool);
+  EXPECT_EQ(past.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(past.ToString().find("beyond the model's position embeddings (n_ctx_train 1024)"),
+            std::string::npos)
+      << past.ToString();
 }
 
 // gptneox: LayerNorms with biases, the fused attn_qkv and its bias, attn_output bias, partial NeoX RoPE, the

@@ -16,6 +16,10 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
                                                  std::vector<std::vector<double>>* embeddings) {
   LOCKSTEP_ASSIGN_OR_RETURN(ModelConfig c, ModelConfig::FromGguf(file));
   LOCKSTEP_ASSIGN_OR_RETURN(Matrix embd, Load(file, "token_embd.weight"));
+  Matrix positions;  // gpt2, starcoder: learned position embeddings
+  if (c.learned_positions) {
+    LOCKSTEP_ASSIGN_OR_RETURN(positions, Load(file, "position_embd.weight"));
+  }
   Matrix output;
   if (file.FindTensor("output.weight")) {
     LOCKSTEP_ASSIGN_OR_RETURN(output, Load(file, "output.weight"));
@@ -225,6 +229,9 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   Matrix x(n);
   for (size_t t = 0; t < n; ++t) {
     x[t] = embd[tokens[t]];
+    if (c.learned_positions) {
+      for (size_t i = 0; i < x[t].size(); ++i) x[t][i] += positions[t][i];
+    }
     if (c.scale_embeddings) {
       for (double& e : x[t]) e *= std::sqrt(double(c.n_embd));
     }

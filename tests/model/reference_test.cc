@@ -94,6 +94,8 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-falcon", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-falcon-40b", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-nemotron", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-gpt2", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-gpt2", "q8_0", 5e-2, 21, 8e-4},
+        ReferenceCase{"tiny-starcoder", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-chatglm", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-chatglm", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-olmo", "f32", 1e-5, 21, 8e-4},
