@@ -96,6 +96,7 @@ Status ApplyPhi3(const GgufFile& file, ModelConfig& c) {
   }
   LOCKSTEP_RETURN_IF_ERROR(WindowEveryLayer(file, c, fallback));
 
+  c.fused_gate_up = true;  // one ffn_up [gate | up]
   // longrope / su: factor tensors, the long ones when the context a sequence can reach (n_ctx_train here,
   // lockstep's default context limit) exceeds the original context (llama.cpp's choice, by context size).
   const GgufTensorInfo* long_factors = file.FindTensor("rope_factors_long.weight");
@@ -345,7 +346,7 @@ Status ApplyGlm4(const GgufFile&, ModelConfig& c) {
   // llama.cpp's glm4 graph: gemma2's post-norms on the attention and FFN outputs (before each residual
   // add), otherwise llama's layers; the QKV bias and the [gate | up] ffn_up come with their tensors,
   // partial rotary with rope.dimension_count.
-  c.post_norms = true;
+  c.post_norms = c.fused_gate_up = true;
   return Status::Ok();
 }
 
@@ -427,6 +428,7 @@ Status ApplyChatGlm(const GgufFile& file, ModelConfig& c) {
   c.qkv_bias =
       file.FindTensor("blk.0.attn_qkv.bias") != nullptr || file.FindTensor("blk.0.attn_q.bias") != nullptr;
   return Status::Ok();
+  c.fused_gate_up = true;
 }
 
 Status ApplyGpt2(const GgufFile&, ModelConfig& c) {

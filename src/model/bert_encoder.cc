@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/batch_checks.h"
 #include "tensor/dequantize.h"
 #include "tensor/float16.h"
 #include "tensor/matmul.h"
@@ -51,30 +52,20 @@ Status BertEncoder::Plan(const Batch& batch, const ForwardOutputs& outputs) {
   if (batch.LogitRows() > 0) {
     return InvalidArgument("bert is an encoder: it gives embeddings, not logits (no row may want logits)");
   }
-  const size_t embedding_floats = size_t(batch.EmbeddingRows()) * size_t(config_.n_embd);
-  if (outputs.embeddings.size() < embedding_floats) {
-    return InvalidArgument("embeddings buffer holds " + std::to_string(outputs.embeddings.size()) +
-                           " floats, the batch needs " + std::to_string(embedding_floats));
-  }
+  LOCKSTEP_RETURN_IF_ERROR(
+      CheckOutputBuffer("embeddings", outputs.embeddings, batch.EmbeddingRows(), config_.n_embd));
   sequences_.assign(batch.sequences.size(), {});
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& row = batch.rows[i];
-    const std::string where = "batch row " + std::to_string(i) + ": ";
-    if (row.token < 0 || row.token >= config_.n_vocab) {
-      return InvalidArgument(where + "token " + std::to_string(row.token) +
-                             " is outside the vocabulary (0.." + std::to_string(config_.n_vocab - 1) + ")");
-    }
+    auto where = [i] { return BatchRowWhere(i); };  // built only on error
+    LOCKSTEP_RETURN_IF_ERROR(CheckRowToken(row, i, config_.n_vocab));
     if (row.sequence < 0 || size_t(row.sequence) >= batch.sequences.size()) {
-      return InvalidArgument(where + "sequence " + std::to_string(row.sequence) + " is not in the batch");
+      return InvalidArgument(where() + "sequence " + std::to_string(row.sequence) + " is not in the batch");
     }
-    if (row.position < 0 || row.position >= config_.n_ctx_train) {
-      return OutOfRange(where + "position " + std::to_string(row.position) +
-                        " is beyond the model's position embeddings (n_ctx_train " +
-                        std::to_string(config_.n_ctx_train) + ")");
-    }
+    LOCKSTEP_RETURN_IF_ERROR(CheckRowPositionEmbedding(row, i, config_.n_ctx_train));
     std::vector<int64_t>& rows = sequences_[size_t(row.sequence)];
     if (row.position != int64_t(rows.size())) {
-      return InvalidArgument(where + "sequence " + std::to_string(row.sequence) + " has position " +
+      return InvalidArgument(where() + "sequence " + std::to_string(row.sequence) + " has position " +
                              std::to_string(row.position) + " where " + std::to_string(rows.size()) +
                              " was due: a bidirectional model (bert) needs every sequence whole, positions "
                              "0..n-1, in one forward pass");

@@ -173,6 +173,9 @@ struct ModelConfig {
   // ffn_down.bias.
   bool ffn_bias = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
+  // phi3, glm4, chatglm: the gated FFN's gate and up projections are one ffn_up of [gate | up] rows (as
+  // llama.cpp's converter keeps them), where the file has no ffn_gate.
+  bool fused_gate_up = false;
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
   // ffn_norm), and the attention's and the FFN's outputs both join the residual stream (x + attention, then +
   // FFN).

@@ -428,9 +428,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
         lw.w_up = b.Matrix(p + "ffn_up_shexp.weight", c.n_ff_shared, d);
         lw.w_down = b.Matrix(p + "ffn_down_shexp.weight", d, c.n_ff_shared);
       }
-    } else if (!b.Has(p + "ffn_gate.weight") &&
-               (c.architecture == "phi3" || c.architecture == "glm4" || c.architecture == "chatglm")) {
-      // one [gate | up] matrix
+    } else if (c.fused_gate_up && !b.Has(p + "ffn_gate.weight")) {  // one [gate | up] matrix
       const WeightMatrix gate_up = b.Matrix(p + "ffn_up.weight", 2 * n_ff, d);
       lw.w_gate = Binder::Rows(gate_up, 0, n_ff);
       lw.w_up = Binder::Rows(gate_up, n_ff, n_ff);

@@ -7,6 +7,7 @@
 
 #include "model/architecture_ops.h"
 #include "model/attention.h"
+#include "model/batch_checks.h"
 #include "model/row_tasks.h"
 #include "tensor/activations.h"
 #include "tensor/dequantize.h"
@@ -31,7 +32,9 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig confi
       rope_(config_),
       local_rope_(config_, Rope::Kind::kLocal),
       delta_net_(config_) {
-  if (config_.ungated_ffn) ffn_ones_.assign(size_t(config_.n_ff), 1.0f);
+  if (config_.ungated_ffn && config_.ffn_activation != FfnActivation::kReluSquared) {  // GELU
+    ffn_ones_.assign(size_t(config_.n_ff), 1.0f);
+  }
   int64_t recurrent = 0;
   for (const LayerAttention& layer : config_.layers) {
     any_local_rope_ = any_local_rope_ || layer.local_rope;
@@ -57,16 +60,9 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const Forwa
                            ", value dim " + std::to_string(kv.ValueDim()) + ", block tokens " +
                            std::to_string(kv.block_tokens) + ") does not match the model");
   }
-  const size_t needed = size_t(batch.LogitRows()) * size_t(config_.n_vocab);
-  if (outputs.logits.size() < needed) {
-    return InvalidArgument("logits buffer holds " + std::to_string(outputs.logits.size()) +
-                           " floats, the batch needs " + std::to_string(needed));
-  }
-  const size_t embedding_floats = size_t(batch.EmbeddingRows()) * size_t(config_.n_embd);
-  if (outputs.embeddings.size() < embedding_floats) {
-    return InvalidArgument("embeddings buffer holds " + std::to_string(outputs.embeddings.size()) +
-                           " floats, the batch needs " + std::to_string(embedding_floats));
-  }
+  LOCKSTEP_RETURN_IF_ERROR(CheckOutputBuffer("logits", outputs.logits, batch.LogitRows(), config_.n_vocab));
+  LOCKSTEP_RETURN_IF_ERROR(
+      CheckOutputBuffer("embeddings", outputs.embeddings, batch.EmbeddingRows(), config_.n_embd));
   const bool recurrent = config_.RecurrentLayers() > 0;
   if (kv.recurrent_state_floats != config_.RecurrentStateFloats()) {
     return InvalidArgument("KV layout's recurrent state of " + std::to_string(kv.recurrent_state_floats) +
@@ -76,15 +72,10 @@ Status Transformer::Validate(const Batch& batch, const KvLayout& kv, const Forwa
   std::vector<int32_t> next_position(recurrent ? batch.sequences.size() : 0, -1);
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const BatchRow& row = batch.rows[i];
-    auto where = [i] { return "batch row " + std::to_string(i) + ": "; };  // built only on error
-    if (row.token < 0 || row.token >= config_.n_vocab) {
-      return InvalidArgument(where() + "token " + std::to_string(row.token) +
-                             " is outside the vocabulary (0.." + std::to_string(config_.n_vocab - 1) + ")");
-    }
-    if (config_.learned_positions && (row.position < 0 || row.position >= config_.n_ctx_train)) {
-      return OutOfRange(where() + "position " + std::to_string(row.position) +
-                        " is beyond the model's position embeddings (n_ctx_train " +
-                        std::to_string(config_.n_ctx_train) + ")");
+    auto where = [i] { return BatchRowWhere(i); };  // built only on error
+    LOCKSTEP_RETURN_IF_ERROR(CheckRowToken(row, i, config_.n_vocab));
+    if (config_.learned_positions) {  // gpt2, starcoder
+      LOCKSTEP_RETURN_IF_ERROR(CheckRowPositionEmbedding(row, i, config_.n_ctx_train));
     }
     if (row.sequence < 0 || size_t(row.sequence) >= batch.sequences.size() ||
         batch.sequences[row.sequence].blocks == nullptr) {

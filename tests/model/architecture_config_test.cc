@@ -389,7 +389,8 @@ TEST(Architectures, ChatGlm) {
   EXPECT_EQ(c.rope_mode, RopeMode::kNormal);
   EXPECT_EQ(c.rope_dim, 8);
   EXPECT_EQ(c.n_head_kv, 2);
-  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_TRUE(c.qkv_bias && c.fused_gate_up);
+  EXPECT_TRUE(Config("tiny-glm4").fused_gate_up);  // GLM-4-0414 (glm4): the same one ffn_up
   EXPECT_FALSE(c.layer_norm || c.ungated_ffn || c.parallel_ffn || c.attn_output_bias);
   LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-chatglm", TensorType::kF32));
   const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
@@ -702,6 +703,8 @@ TEST(Architectures, PhiFusedMatricesAreViewsOfTheirRows) {
 
 TEST(Architectures, LlamaWindowAppliesToEveryLayer) {
   EXPECT_EQ(Windows(Config("tiny-mistral-swa")), std::vector<int64_t>(4, 40));
+  EXPECT_TRUE(c.fused_gate_up);  // one ffn_up [gate | up]
+  EXPECT_FALSE(Config("tiny").fused_gate_up);
   EXPECT_EQ(Windows(Config("tiny-nemo")), std::vector<int64_t>(4, 0));
   EXPECT_EQ(Config("tiny-nemo").q_dim(), 256);  // Mistral Nemo: q_dim != n_embd (96)
 }
