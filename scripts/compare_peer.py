@@ -124,6 +124,11 @@ SHAPES = {
     "tiny-starcoder": ("llama.cpp", False),  # the same with one KV head, tied output
     "tiny-chatglm": ("llama.cpp", False),  # GLM-4-9B: fused QKV with bias, partial interleaved RoPE
     "tiny-nemotron": ("llama.cpp", False),  # LayerNorms with biases, the squared ReLU, partial NeoX RoPE
+    # Llama-3_1-Nemotron-51B: per-layer KV heads and FFN widths, "linear attention" and attention-free layers.
+    # No peer checks tiny-deci-ultra's layer of attention without an FFN: mainline c392e50 has no FFN-free
+    # layers, and ik_llama.cpp 8337e4cd3's deci graph skips the rest of such a layer with its attention's
+    # output (`continue` before the residual stream takes it); its layers with neither match.
+    "tiny-deci": ("llama.cpp", False),
     # OLMo 1 goes to mainline: ik_llama.cpp 8337e4cd3's olmo graph applies RoPE to K twice.
     "tiny-olmo": ("llama.cpp", False),  # LayerNorms without weights
     "tiny-olmo-0424": ("llama.cpp", False),  # Q/K/V clamped

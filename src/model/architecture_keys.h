@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
@@ -21,6 +22,15 @@ Status OutOfRangeKey(const GgufFile& file, const std::string& key, const std::st
 // A non-negative integer key, required (fallback < 0: InvalidArgument "key '<key>' is missing") or
 // `fallback` when absent, at most `limit` (else OutOfRangeKey "= v is out of range (0..limit)").
 Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t fallback, int64_t limit);
+
+// `key` as one integer per layer: an array of n_layer integers, or one integer for all; absent: fallback
+// for all (fallback < 0: an error naming the key). Every value must be in min..limit (else OutOfRangeKey
+// naming the layer). Gemma 4 and deci write head counts and FFN widths so.
+Result<std::vector<int64_t>> PerLayerInts(const GgufFile& file, const std::string& key, int64_t n_layer,
+                                          int64_t fallback, int64_t min, int64_t limit);
+
+// The largest entry of `key` read as one integer or an array of them; absent: fallback (< 0: an error).
+Result<int64_t> LargestPerLayerInt(const GgufFile& file, const std::string& key, int64_t fallback);
 
 // The experts' counts every family with experts states: c.n_expert (expert_count, at most kMaxExperts),
 // c.n_expert_used (expert_used_count, at most n_expert) and c.n_ff_expert (expert_feed_forward_length);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "model/architecture_keys.h"
+#include "model/deci_config.h"
 #include "model/deepseek2_config.h"
 #include "model/gemma4.h"
 #include "model/moe_config.h"
@@ -95,8 +96,8 @@ Status ApplyPhi3(const GgufFile& file, ModelConfig& c) {
     fallback = 131072;  // Phi-3-medium-128k
   }
   LOCKSTEP_RETURN_IF_ERROR(WindowEveryLayer(file, c, fallback));
-
   c.fused_gate_up = true;  // one ffn_up [gate | up]
+
   // longrope / su: factor tensors, the long ones when the context a sequence can reach (n_ctx_train here,
   // lockstep's default context limit) exceeds the original context (llama.cpp's choice, by context size).
   const GgufTensorInfo* long_factors = file.FindTensor("rope_factors_long.weight");
@@ -427,8 +428,8 @@ Status ApplyChatGlm(const GgufFile& file, ModelConfig& c) {
   // rope.dimension_count dims of each head, SwiGLU from one ffn_up [gate | up]; untied output.
   c.qkv_bias =
       file.FindTensor("blk.0.attn_qkv.bias") != nullptr || file.FindTensor("blk.0.attn_q.bias") != nullptr;
-  return Status::Ok();
   c.fused_gate_up = true;
+  return Status::Ok();
 }
 
 Status ApplyGpt2(const GgufFile&, ModelConfig& c) {
@@ -525,6 +526,7 @@ constexpr ArchInfo kArchitectures[] = {
     // MiniCPM 1B / 2B: llama's layers with granite's embedding, residual and logit multipliers (llama.cpp's
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)
     {"minicpm", RopeMode::kNormal, false, false, ApplyGranite},
+    {"deci", RopeMode::kNormal, false, false, ApplyDeci},  // llama's layers pruned per layer
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.
@@ -536,44 +538,6 @@ const ArchInfo* FindArchInfo(const std::string& architecture) {
 }
 
 }  // namespace
-
-std::string Key(const ModelConfig& c, const char* suffix) { return c.file_architecture + "." + suffix; }
-
-Status OutOfRangeKey(const GgufFile& file, const std::string& key, const std::string& why) {
-  return InvalidArgument(file.path() + ": key '" + key + "' " + why);
-}
-
-Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t fallback, int64_t limit) {
-  if (fallback < 0 && !file.Has(key)) return InvalidArgument(file.path() + ": key '" + key + "' is missing");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t value, file.GetIntOr(key, fallback));
-  if (value < 0 || value > limit) {
-    return OutOfRangeKey(
-        file, key, "= " + std::to_string(value) + " is out of range (0.." + std::to_string(limit) + ")");
-  }
-  return value;
-}
-
-Status ReadExpertCounts(const GgufFile& file, ModelConfig& c) {
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff_expert,
-                            ReadCount(file, Key(c, "expert_feed_forward_length"), -1, 1 << 20));
-  if (c.n_expert < 1 || c.n_expert_used < 1 || c.n_ff_expert < 1) {
-    return InvalidArgument(file.path() + ": " + c.architecture +
-                           " needs expert_count, expert_used_count and expert_feed_forward_length of at "
-                           "least 1");
-  }
-  return Status::Ok();
-}
-
-Status SkipNextnLayers(const GgufFile& file, ModelConfig& c) {
-  const std::string key = Key(c, "nextn_predict_layers");
-  LOCKSTEP_ASSIGN_OR_RETURN(int64_t mtp, file.GetIntOr(key, 0));
-  if (mtp < 0 || mtp >= c.n_layer) return OutOfRangeKey(file, key, "leaves no layer to run");
-  c.n_layer -= mtp;
-  c.layers.resize(size_t(c.n_layer));
-  return Status::Ok();
-}
 
 std::string TextArchitecture(const std::string& file_architecture) {
   // Qwen2-VL / Qwen2.5-VL and Qwen3-VL: their text positions have the same value in every M-RoPE section,

@@ -82,6 +82,9 @@
 //   gpt2, starcoder  GPT-2; StarCoder, SantaCoder (the same with MQA): learned position embeddings (no
 //           RoPE), LayerNorms with biases, one attn_qkv with its bias, attn_output bias, an ungated GELU FFN
 //           with biases
+//   deci    Llama-3_1-Nemotron-51B, Llama-3_3-Nemotron-Super-49B, Nemotron Ultra, DeciLM-7B: llama's
+//           layers pruned per layer (model/deci_config.h): each its own KV heads and FFN width, some
+//           without attention, with "linear attention" (attn_output alone) or without an FFN
 //   xverse  XVERSE (7B, 13B, 65B): llama's layers under its own name
 //   orion   Orion-14B: llama's layers (no Q/K/V/O biases, SwiGLU) under LayerNorms with biases
 //   stablelm  StableLM 2, StableLM-3B-4E1T: llama's gated FFN under LayerNorms with biases, partial NeoX

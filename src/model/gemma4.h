@@ -26,14 +26,6 @@
 
 namespace lockstep {
 
-// `key` as one integer per layer: an array of n_layer integers, or one integer for all; absent: fallback
-// for all (fallback < 0: an error naming the key). Every value must be in 1..limit.
-Result<std::vector<int64_t>> PerLayerInts(const GgufFile& file, const std::string& key, int64_t n_layer,
-                                          int64_t fallback, int64_t limit);
-
-// The largest entry of `key` read as one integer or an array of them; absent: fallback (< 0: an error).
-Result<int64_t> LargestPerLayerInt(const GgufFile& file, const std::string& key, int64_t fallback);
-
 // Sets Gemma 4's fields of `c` (which holds the common keys). Errors name the key.
 Status ApplyGemma4(const GgufFile& file, ModelConfig& c);
 

@@ -36,8 +36,9 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
   if (encoder && !options.lora_paths.empty()) {
     return Unimplemented(file->path() + ": LoRA adapters are not supported for bert");
   }
-  if (config.architecture == "gemma4" && !options.lora_paths.empty()) {  // per-layer widths: model/gemma4.h
-    return Unimplemented(file->path() + ": LoRA adapters are not supported for gemma4");
+  if (!config.layer_n_ff.empty() && !options.lora_paths.empty()) {  // gemma4, deci: per-layer widths
+    return Unimplemented(file->path() + ": LoRA adapters are not supported for " + config.architecture +
+                         " (its layers differ in width)");
   }
   std::vector<LoraAdapter> adapters;
   for (const std::string& path : options.lora_paths) {

@@ -183,6 +183,12 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".attention.temperature_scale", GgufValue::Float32(s.attn_temperature_scale));
   }
   if (a == "gemma4") SetGemma4Metadata(s, w);  // after the common keys: replaces two with arrays
+  if (a == "deci") {                           // and three here
+    auto ints = [](const std::vector<int64_t>& v) { return std::vector<int32_t>(v.begin(), v.end()); };
+    w.Set(a + ".attention.head_count", GgufValue::Int32Array(ints(s.layer_heads)));
+    w.Set(a + ".attention.head_count_kv", GgufValue::Int32Array(ints(s.layer_kv_heads)));
+    w.Set(a + ".feed_forward_length", GgufValue::Int32Array(ints(s.layer_ff)));
+  }
   if (a == "gemma2") {
     w.Set(a + ".attn_logit_softcapping", GgufValue::Float32(s.attn_softcap));
     w.Set(a + ".final_logit_softcapping", GgufValue::Float32(s.final_softcap));

@@ -140,6 +140,12 @@ struct ModelShape {
   int64_t n_head_kv_global = 0;
   int64_t shared_kv_layers = 0;
   int64_t n_embd_per_layer = 0;
+  // deci (model/deci_config.h): per layer (n_layer entries each, written as arrays) the head count (0: no
+  // attention), the KV head count (0 with heads: "linear attention", attn_output alone) and the FFN width
+  // (0: no FFN); n_head, n_head_kv and n_ff hold the largest.
+  std::vector<int64_t> layer_heads;
+  std::vector<int64_t> layer_kv_heads;
+  std::vector<int64_t> layer_ff;
 };
 
 // Shapes by name (model/model_shapes.cc): tiny (llama, GQA, untied), tiny-qwen2 (qwen2, QKV bias, tied),

@@ -5,8 +5,8 @@
 #include <numbers>
 #include <sstream>
 
+#include "model/architecture_keys.h"
 #include "model/architectures.h"
-#include "model/gemma4.h"
 #include "tensor/dequantize.h"
 
 namespace lockstep {
@@ -147,7 +147,7 @@ const std::vector<std::string>& SupportedArchitectures() {
 }
 
 int32_t ModelConfig::KvLayer(int64_t l) const {
-  LOCKSTEP_CHECK(!layers[size_t(l)].recurrent);  // reads no K/V
+  LOCKSTEP_CHECK(Attends(l));  // reads K/V
   if (!StoresKv(l)) l = layers[size_t(l)].kv_from;
   int32_t index = 0;
   for (int64_t i = 0; i < l; ++i) index += StoresKv(i) ? 1 : 0;
@@ -223,6 +223,27 @@ std::vector<float> Llama3RopeFreqFactors(int64_t rope_dim, float freq_base, floa
   return factors;
 }
 
+namespace {
+
+// A key written per layer where the architecture's configuration reads one value: an error naming it, not
+// silently the largest entry (LargestPerLayerInt). gemma4 reads its FFN widths and KV heads per layer,
+// deci those and its heads.
+Status RefusePerLayerArrays(const GgufFile& file, const ModelConfig& c) {
+  const bool deci = c.architecture == "deci", gemma4 = c.architecture == "gemma4";
+  for (const char* suffix : {".attention.head_count", ".attention.head_count_kv", ".feed_forward_length"}) {
+    const std::string key = c.file_architecture + suffix;
+    const GgufValue* value = file.Find(key);
+    const bool per_layer_here = deci || (gemma4 && std::string_view(suffix) != ".attention.head_count");
+    if (value != nullptr && value->AsArray() != nullptr && !per_layer_here) {
+      return Unimplemented(file.path() + ": key '" + key + "' holds one value per layer; lockstep reads " +
+                           c.architecture + "'s as one value (per-layer values: gemma4, deci)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   ModelConfig c;
   LOCKSTEP_ASSIGN_OR_RETURN(c.file_architecture, file.GetString("general.architecture"));
@@ -245,8 +266,9 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
                                : " (a bidirectional embedding model); only bert runs bidirectionally"));
   }
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
-  LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, file.GetInt(a + ".attention.head_count"));
-  // Gemma 4 writes these two per layer: the largest here, each layer's in model/gemma4.cc.
+  // Gemma 4 writes the FFN widths and KV heads per layer, deci those and the heads: the largest here, each
+  // layer's in model/gemma4.cc and model/deci_config.cc (other architectures refuse arrays: below).
+  LOCKSTEP_ASSIGN_OR_RETURN(c.n_head, LargestPerLayerInt(file, a + ".attention.head_count", -1));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_ff, LargestPerLayerInt(file, a + ".feed_forward_length", -1));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_head_kv, LargestPerLayerInt(file, a + ".attention.head_count_kv", c.n_head));
   const std::string eps_key =
@@ -300,6 +322,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   }
   c.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
   c.attn_output_bias = file.FindTensor("blk.0.attn_output.bias") != nullptr;
+  LOCKSTEP_RETURN_IF_ERROR(RefusePerLayerArrays(file, c));
   LOCKSTEP_RETURN_IF_ERROR(ApplyArchitecture(file, c));
   return c;
 }
@@ -343,6 +366,15 @@ std::string ModelConfig::Summary() const {
                           : ", LayerNorm");
   }
   if (clamp_kqv > 0) out << ", Q/K/V clamped to " << clamp_kqv;
+  int64_t no_attention = 0, linear_attention = 0, no_ffn = 0;
+  for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
+    no_attention += layers[size_t(l)].no_attention ? 1 : 0;
+    linear_attention += layers[size_t(l)].linear_attention ? 1 : 0;
+    no_ffn += LayerFf(l) == 0 ? 1 : 0;
+  }
+  if (no_attention > 0) out << ", " << no_attention << " layers without attention";
+  if (linear_attention > 0) out << ", " << linear_attention << " with linear attention";
+  if (no_ffn > 0) out << ", " << no_ffn << " without an FFN";
   if (parallel_ffn)
     out << (parallel_ffn_norm ? ", parallel attention and FFN (each its own norm)"
                               : ", parallel attention and FFN");

@@ -58,6 +58,10 @@ struct LayerAttention {
   // full_attention_interval-th layer; model/delta_net.h): it reads and writes its sequence's recurrent
   // state and has no K/V in the KV cache (ModelConfig::StoresKv).
   bool recurrent = false;
+  // deci (model/deci_config.h): no attention at all (no attn_norm; the FFN reads the residual stream as it
+  // is), or "linear attention": attn_output applied to attn_norm's output. Neither stores K/V.
+  bool no_attention = false;
+  bool linear_attention = false;
 };
 
 // Gated DeltaNet linear attention (qwen35; model/delta_net.h), from <arch>.ssm.* as llama.cpp names them.
@@ -169,13 +173,13 @@ struct ModelConfig {
   // phi2, starcoder2, gptneox, falcon, nemotron: the FFN is not gated: ffn_up (+ ffn_up.bias) -> GELU (tanh
   // form; nemotron: the squared ReLU) -> ffn_down (+ ffn_down.bias; ffn_bias).
   bool ungated_ffn = false;
+  // phi3, glm4, chatglm: the gated FFN's gate and up projections are one ffn_up of [gate | up] rows (as
+  // llama.cpp's converter keeps them), where the file has no ffn_gate.
+  bool fused_gate_up = false;
   // phi2, starcoder2, gptneox (nemotron: where the file has them): that FFN adds ffn_up.bias and
   // ffn_down.bias.
   bool ffn_bias = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
-  // phi3, glm4, chatglm: the gated FFN's gate and up projections are one ffn_up of [gate | up] rows (as
-  // llama.cpp's converter keeps them), where the file has no ffn_gate.
-  bool fused_gate_up = false;
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no
   // ffn_norm), and the attention's and the FFN's outputs both join the residual stream (x + attention, then +
   // FFN).
@@ -230,8 +234,9 @@ struct ModelConfig {
   float rope_freq_base_local = 10000;  // gemma3 local layers: <arch>.rope.freq_base_swa (default 10000)
   std::vector<LayerAttention> layers;
   // Gemma 4 (model/gemma4.h): local layers' RoPE dims and head size (0: rope_dim, head_dim), per-layer FFN
-  // widths (empty: n_ff on every layer; n_ff is then the widest), V heads RMS-normed without a weight, and
-  // the width of the per-layer token inputs (<arch>.embedding_length_per_layer_input; 0: none).
+  // widths (empty: n_ff on every layer; n_ff is then the widest; deci's may be 0: no FFN), V heads RMS-normed
+  // without a weight, and the width of the per-layer token inputs (<arch>.embedding_length_per_layer_input;
+  // 0: none).
   int64_t rope_dim_local = 0;
   int64_t head_dim_local = 0;
   std::vector<int64_t> layer_n_ff;
@@ -344,9 +349,15 @@ struct ModelConfig {
   }
   int64_t CacheValueDim(int64_t l) const { return mla_latent_cache ? kv_lora_rank : LayerValueDim(l); }
   // Whether layer l stores K/V (Gemma 4's shared-KV layers read an earlier layer's; recurrent layers keep
-  // their sequence's recurrent state instead and read none), and for an attention layer the index among the
-  // layers that store K/V, in order, of the one l reads: its layer in the KV layout (model/batch.h).
-  bool StoresKv(int64_t l) const { return layers[size_t(l)].kv_from < 0 && !layers[size_t(l)].recurrent; }
+  // their sequence's recurrent state instead and read none, deci's layers without attention none), and for an
+  // attention layer the index among the layers that store K/V, in order, of the one l reads: its layer in the
+  // KV layout (model/batch.h).
+  bool StoresKv(int64_t l) const { return layers[size_t(l)].kv_from < 0 && Attends(l); }
+  // Whether layer l runs attention over K/V (not recurrent, not deci's attention-free or linear layers).
+  bool Attends(int64_t l) const {
+    const LayerAttention& layer = layers[size_t(l)];
+    return !layer.recurrent && !layer.no_attention && !layer.linear_attention;
+  }
   int32_t KvLayer(int64_t l) const;
   // The widest Q, K, V and attention output of any layer, as projected and as attended (Cache*: scratch
   // sizes).

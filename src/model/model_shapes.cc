@@ -422,6 +422,30 @@ constexpr ShapeEntry kShapes[] = {
        s.n_head_kv = 1;
        s.tied_embeddings = true;
      }},
+    {"tiny-deci",
+     [](ModelShape& s) {
+       // Llama-3_1-Nemotron-51B: llama's layers pruned per layer: full attention with 2 KV heads, "linear
+       // attention" (attn_output alone), no attention, full attention with 1 KV head; FFN widths differ.
+       s = Tiny(s.name, "deci");
+       Widths(s, 128, 8, 2, 16, 384);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+       s.layer_heads = {8, 8, 0, 8};
+       s.layer_kv_heads = {2, 0, 0, 1};
+       s.layer_ff = {256, 384, 128, 320};
+     }},
+    {"tiny-deci-ultra",
+     [](ModelShape& s) {
+       // Llama-3_1-Nemotron-Ultra-253B's layers too: attention without an FFN (feed_forward_length 0), and
+       // a layer with neither.
+       s = *FindModelShape("tiny-deci");
+       s.name = "tiny-deci-ultra";
+       s.n_layer = 6;
+       s.layer_heads = {8, 8, 0, 8, 8, 0};
+       s.layer_kv_heads = {2, 0, 0, 1, 2, 0};
+       s.layer_ff = {256, 384, 128, 0, 320, 0};
+     }},
     {"tiny-nemotron",
      [](ModelShape& s) {
        // Nemotron-Mini-4B: 24 heads of 128 with half of each rotated (NeoX), 8 KV heads, LayerNorms with

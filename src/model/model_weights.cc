@@ -351,14 +351,18 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     const int64_t q_dim = c.LayerQDim(l), kv_dim = c.LayerKvDim(l), head_dim = c.LayerHeadDim(l);
     const int64_t n_ff = c.LayerFf(l);
     const bool stores_kv = c.StoresKv(l);
-    if (c.pre_norms) lw.attn_norm = norm(p + c.AttnNormTensor() + ".weight");
+    const LayerAttention& kind = c.layers[size_t(l)];
+    if (c.pre_norms && !kind.no_attention) lw.attn_norm = norm(p + c.AttnNormTensor() + ".weight");
     if (c.norm_bias) lw.attn_norm_b = b.Vector(p + c.AttnNormTensor() + ".bias", d);
     if (c.kv_lora_rank > 0) {
       if (w.owned.empty()) w.owned.reserve(size_t(c.n_layer));
       w.owned.emplace_back();
       BindLatentAttention(b, c, p, lw, w.owned.back());
-    } else if (c.layers[size_t(l)].recurrent) {
+    } else if (kind.recurrent) {
       BindDeltaNet(b, c.delta_net, d, p, lw);
+    } else if (kind.no_attention) {      // deci
+    } else if (kind.linear_attention) {  // deci: attn_output alone, on attn_norm's output
+      lw.wo = b.Matrix(p + "attn_output.weight", d, d);
     } else if (b.Has(p + "attn_qkv.weight")) {  // phi3: one [q | k | v] matrix
       const WeightMatrix qkv = b.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
       lw.wq = Binder::Rows(qkv, 0, c.q_dim());
@@ -373,7 +377,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
         lw.wv = b.Matrix(p + "attn_v.weight", kv_dim, d);
       }
     }
-    const bool attention = !c.layers[size_t(l)].recurrent;
+    const bool attention = c.Attends(l);
     if (attention && c.qkv_bias && b.Has(p + "attn_qkv.weight")) {  // phi2's fused [q | k | v] bias
       const std::vector<float> qkv = b.Vector(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim());
       if (!qkv.empty()) {
@@ -397,6 +401,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     if (attention) lw.wo = b.Matrix(p + "attn_output.weight", d, c.LayerAttDim(l));
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     if (c.post_norms) lw.post_attn_norm = b.Vector(p + "post_attention_norm.weight", d);
+    if (n_ff == 0) continue;  // deci: a layer without an FFN
     if (c.pre_norms && (!c.parallel_ffn || c.parallel_ffn_norm)) {
       lw.ffn_norm = norm(p + c.FfnNormTensor() + ".weight");
       if (c.norm_bias) lw.ffn_norm_b = b.Vector(p + c.FfnNormTensor() + ".bias", d);

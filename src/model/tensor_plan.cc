@@ -60,6 +60,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const ModelShape& s = o.shape;
   if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
   if (s.architecture == "gemma4") return PlanGemma4Tensors(o, n_vocab);
+  if (s.architecture == "deci") return PlanDeciTensors(o, n_vocab);
   const std::string a = TextArchitecture(s.architecture);  // the layers' tensors
   const int64_t head_dim = HeadDim(s);
   const int64_t q_dim = s.n_head * head_dim;

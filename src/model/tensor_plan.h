@@ -145,6 +145,8 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
 // SetGemma4Metadata writes.
 std::vector<PlannedTensor> PlanGemma4Tensors(const MakeModelOptions& o, int64_t n_vocab);
 bool Gemma4Global(const ModelShape& s, int64_t layer);
+// deci (ModelShape's layer_heads, layer_kv_heads, layer_ff): the whole file.
+std::vector<PlannedTensor> PlanDeciTensors(const MakeModelOptions& o, int64_t n_vocab);
 bool Gemma4Shared(const ModelShape& s, int64_t layer);
 int64_t Gemma4Ff(const ModelShape& s, int64_t layer);
 // qwen35: a Gated DeltaNet layer's tensors (prefix p = "blk.N.").

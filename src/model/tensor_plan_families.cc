@@ -43,6 +43,38 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
   return std::move(plan.tensors);
 }
 
+// deci: llama's tensors, each layer's as its head counts and FFN width say (model/deci_config.h).
+std::vector<PlannedTensor> PlanDeciTensors(const MakeModelOptions& o, int64_t n_vocab) {
+  const ModelShape& s = o.shape;
+  const int64_t d = s.n_embd, head_dim = s.head_dim > 0 ? s.head_dim : d / s.n_head;
+  TensorPlan plan(o);
+  const Fill norm = plan.NormFill();
+  plan.Matrix("token_embd.weight", n_vocab, d, s.tied_embeddings ? Role::kOutput : Role::kPlain);
+  plan.Vec("output_norm.weight", d, norm);
+  if (!s.tied_embeddings) plan.Matrix("output.weight", n_vocab, d, Role::kOutput);
+  for (plan.layer = 0; plan.layer < s.n_layer; ++plan.layer) {
+    const std::string p = "blk." + std::to_string(plan.layer) + ".";
+    const int64_t heads = s.layer_heads[size_t(plan.layer)], kv_heads = s.layer_kv_heads[size_t(plan.layer)];
+    const int64_t ff = s.layer_ff[size_t(plan.layer)];
+    if (heads > 0) plan.Vec(p + "attn_norm.weight", d, norm);
+    if (heads > 0 && kv_heads == 0) {  // linear attention
+      plan.Matrix(p + "attn_output.weight", d, d);
+    } else if (heads > 0) {
+      plan.Matrix(p + "attn_q.weight", heads * head_dim, d);
+      plan.Matrix(p + "attn_k.weight", kv_heads * head_dim, d);
+      plan.Matrix(p + "attn_v.weight", kv_heads * head_dim, d, Role::kAttnV);
+      plan.Matrix(p + "attn_output.weight", d, heads * head_dim);
+    }
+    if (ff > 0) {
+      plan.Vec(p + "ffn_norm.weight", d, norm);
+      plan.Matrix(p + "ffn_gate.weight", ff, d);
+      plan.Matrix(p + "ffn_up.weight", ff, d);
+      plan.Matrix(p + "ffn_down.weight", d, ff, Role::kFfnDown);
+    }
+  }
+  return std::move(plan.tensors);
+}
+
 bool Gemma4Global(const ModelShape& s, int64_t layer) { return (layer + 1) % s.gemma4_global_every == 0; }
 bool Gemma4Shared(const ModelShape& s, int64_t layer) { return layer >= s.n_layer - s.shared_kv_layers; }
 int64_t Gemma4Ff(const ModelShape& s, int64_t layer) { return Gemma4Shared(s, layer) ? 2 * s.n_ff : s.n_ff; }

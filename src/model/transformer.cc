@@ -169,9 +169,9 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const Forwar
   for (int64_t r = 0; r < rows; ++r) {
     if (batch.rows[r].wants_logits || batch.rows[r].wants_embedding) output_rows_.push_back(r);
   }
-  // (A recurrent last layer runs every row: each advances its sequence's state.)
-  const bool skip_in_last_layer =
-      int64_t(output_rows_.size()) < rows && !config_.layers[size_t(config_.n_layer - 1)].recurrent;
+  // (A recurrent last layer runs every row: each advances its sequence's state. deci's last layers without
+  // attention run every row too: they are cheap, and only attention gathers the output rows.)
+  const bool skip_in_last_layer = int64_t(output_rows_.size()) < rows && config_.Attends(config_.n_layer - 1);
   if (skip_in_last_layer) {
     BuildTiles(
         batch, int64_t(output_rows_.size()), [&](int64_t j) { return output_rows_[j]; }, output_tiles_);
@@ -179,12 +179,18 @@ Status Transformer::Forward(const Batch& batch, const KvLayout& kv, const Forwar
   if (config_.RecurrentLayers() > 0) delta_net_.Begin(batch);
   for (int32_t layer = 0; layer < config_.n_layer; ++layer) {
     const bool only_output_rows = skip_in_last_layer && layer == config_.n_layer - 1;
-    if (config_.layers[size_t(layer)].recurrent) {
+    const LayerAttention& kind = config_.layers[size_t(layer)];
+    if (kind.recurrent) {
       RecurrentBlock(batch, layer, pool);
-    } else {
+    } else if (kind.linear_attention) {
+      LinearAttentionBlock(rows, layer, pool);
+    } else if (!kind.no_attention) {
       AttentionBlock(batch, kv, layer, only_output_rows, pool);
     }
-    FeedForwardBlock(only_output_rows ? int64_t(output_rows_.size()) : rows, layer, pool);
+    // deci: layers without attention (the FFN reads the residual stream as it is) or without an FFN
+    if (config_.LayerFf(layer) > 0) {
+      FeedForwardBlock(only_output_rows ? int64_t(output_rows_.size()) : rows, layer, pool);
+    }
   }
   Outputs(batch, skip_in_last_layer, outputs, pool);
   return Status::Ok();

@@ -61,6 +61,8 @@ class Transformer final : public Model {
   void Embed(const Batch& batch, ThreadPool& pool);
   void AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t layer, bool only_output_rows,
                       ThreadPool& pool);
+  // deci's "linear attention" layers: attn_norm -> attn_output -> residual, every row.
+  void LinearAttentionBlock(int64_t rows, int32_t layer, ThreadPool& pool);
   // qwen35's recurrent layers: RMSNorm -> Gated DeltaNet (model/delta_net.h) -> residual, every row.
   void RecurrentBlock(const Batch& batch, int32_t layer, ThreadPool& pool);
   void FeedForwardBlock(int64_t rows, int32_t layer, ThreadPool& pool);

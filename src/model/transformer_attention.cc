@@ -306,4 +306,18 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   });
 }
 
+void Transformer::LinearAttentionBlock(int64_t rows, int32_t layer, ThreadPool& pool) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t d = config_.n_embd;
+  ForEachRow(pool, rows, [&](int64_t r, int) {
+    Norm(x_.data() + r * d, w.attn_norm.data(), w.attn_norm_b, d, xn_.data() + r * d);
+  });
+  MatMul(kernels_.matmul, w.wo, xn_.data(), rows, proj_.data(), pool);
+  ForEachRow(pool, rows, [&](int64_t r, int) {  // (no LoRA adapters: model/model.cc refuses them for deci)
+    float* x = x_.data() + r * d;
+    const float* p = proj_.data() + r * d;
+    for (int64_t i = 0; i < d; ++i) x[i] += p[i];
+  });
+}
+
 }  // namespace lockstep

@@ -435,6 +435,61 @@ TEST(Architectures, Gpt2AndStarCoder) {
       << past.ToString();
 }
 
+// deci: head counts, KV head counts and FFN widths per layer; head_count 0 = no attention, head_count_kv 0
+// = "linear attention" (attn_output alone), feed_forward_length 0 = no FFN. Only attention stores K/V.
+TEST(Architectures, DeciLayersAsTheirArraysSay) {
+  const ModelConfig c = Config("tiny-deci-ultra");
+  ASSERT_EQ(c.n_layer, 6);
+  EXPECT_EQ(c.n_head, 8);
+  EXPECT_EQ(c.n_head_kv, 2);  // the largest
+  EXPECT_EQ(c.layer_n_ff, (std::vector<int64_t>{256, 384, 128, 0, 320, 0}));
+  std::vector<int64_t> kv_heads;
+  std::string kinds;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const LayerAttention& layer = c.layers[size_t(l)];
+    kinds += layer.no_attention ? 'N' : layer.linear_attention ? 'L' : 'A';
+    EXPECT_EQ(c.StoresKv(l), c.Attends(l));
+    if (c.Attends(l)) kv_heads.push_back(c.LayerKvHeads(l));
+  }
+  EXPECT_EQ(kinds, "ALNAAN");
+  EXPECT_EQ(kv_heads, (std::vector<int64_t>{2, 1, 2}));
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-deci-ultra", TensorType::kF32));
+  const KvLayout layout = m.model->MakeKvLayout(KvDtype::kF32);
+  EXPECT_EQ(layout.n_layer, 3);  // the attention layers', with their own KV heads
+  ASSERT_EQ(layout.layer_shapes.size(), 3u);
+  EXPECT_EQ(layout.layer_shapes[1].n_kv_head, 1);
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_TRUE(w.layers[2].attn_norm.empty() && w.layers[2].wo.data == nullptr);  // no attention
+  EXPECT_EQ(w.layers[1].wq.data, nullptr);                                       // linear attention
+  EXPECT_NE(w.layers[1].wo.data, nullptr);
+  EXPECT_TRUE(w.layers[3].ffn_norm.empty() && w.layers[3].w_down.data == nullptr);  // no FFN
+  EXPECT_NE(m.model->config().Summary().find(
+                "2 layers without attention, 1 with linear attention, 2 without an FFN"),
+            std::string::npos)
+      << m.model->config().Summary();
+
+  // Errors name the key and the layer.
+  auto heads = [](std::vector<int32_t> v) { return GgufValue::Int32Array(std::move(v)); };
+  EXPECT_NE(ConfigError("tiny-deci", Edit{{}, {{"deci.attention.head_count", heads({8, 8, 0, 4})}}, {}, ""})
+                .find("same head count"),
+            std::string::npos);
+  EXPECT_NE(
+      ConfigError("tiny-deci", Edit{{}, {{"deci.attention.head_count_kv", heads({2, 0, 1, 1})}}, {}, ""})
+          .find("must be 0 where head_count is 0 (layer 2)"),
+      std::string::npos);
+  EXPECT_NE(ConfigError("tiny-deci", Edit{{}, {{"deci.feed_forward_length", heads({256, 384})}}, {}, ""})
+                .find("expected one per layer (4)"),
+            std::string::npos);
+  EXPECT_NE(
+      ConfigError("tiny-deci", Edit{{}, {{"deci.attention.head_count_kv", heads({4, 0, 0, 3})}}, {}, ""})
+          .find("does not divide head_count"),
+      std::string::npos);
+  // Architectures that read one value refuse an array rather than take its largest entry.
+  EXPECT_NE(ConfigError("tiny", Edit{{}, {{"llama.attention.head_count_kv", heads({2, 1})}}, {}, ""})
+                .find("holds one value per layer"),
+            std::string::npos);
+}
+
 // gptneox: LayerNorms with biases, the fused attn_qkv and its bias, attn_output bias, partial NeoX RoPE, the
 // ungated GELU FFN with biases beside the attention from its own ffn_norm (use_parallel_residual, the
 // default) or after it.
@@ -648,6 +703,8 @@ TEST(Architectures, Gemma4LayersDiffer) {
 TEST(Architectures, Phi3WindowsAndLongRope) {
   const ModelConfig c = Config("tiny-phi3");
   EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.fused_gate_up);  // one ffn_up [gate | up]
+  EXPECT_FALSE(Config("tiny").fused_gate_up);
   EXPECT_EQ(Windows(c), std::vector<int64_t>(4, 40));
   EXPECT_EQ(c.WidestWindow(), 40);
   EXPECT_NE(ConfigError("tiny-phi3", DropKeys({"phi3.attention.sliding_window"})).find("sliding_window"),
@@ -703,8 +760,6 @@ TEST(Architectures, PhiFusedMatricesAreViewsOfTheirRows) {
 
 TEST(Architectures, LlamaWindowAppliesToEveryLayer) {
   EXPECT_EQ(Windows(Config("tiny-mistral-swa")), std::vector<int64_t>(4, 40));
-  EXPECT_TRUE(c.fused_gate_up);  // one ffn_up [gate | up]
-  EXPECT_FALSE(Config("tiny").fused_gate_up);
   EXPECT_EQ(Windows(Config("tiny-nemo")), std::vector<int64_t>(4, 0));
   EXPECT_EQ(Config("tiny-nemo").q_dim(), 256);  // Mistral Nemo: q_dim != n_embd (96)
 }

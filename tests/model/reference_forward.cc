@@ -44,14 +44,19 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer& L = layers[l];
     const std::string attn_norm = p + c.AttnNormTensor(), ffn_norm = p + c.FfnNormTensor();
-    LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, load_norm(attn_norm + ".weight"));
+    // deci: layers without attention (no attn_norm), with attn_output alone, or without an FFN
+    const LayerAttention& kind = c.layers[l];
+    const bool has_ffn = c.LayerFf(l) > 0;
+    if (!kind.no_attention) {
+      LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm, load_norm(attn_norm + ".weight"));
+    }
     if (c.norm_bias) {  // stablelm
       LOCKSTEP_ASSIGN_OR_RETURN(L.attn_norm_b, LoadVector(file, attn_norm + ".bias"));
       if (!c.parallel_ffn || c.parallel_ffn_norm) {
         LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm_b, LoadVector(file, ffn_norm + ".bias"));
       }
     }
-    if (!c.parallel_ffn || c.parallel_ffn_norm) {
+    if ((!c.parallel_ffn || c.parallel_ffn_norm) && has_ffn) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.ffn_norm, load_norm(ffn_norm + ".weight"));
     }
     if (c.architecture == "gpt-oss") {
@@ -115,7 +120,8 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LOCKSTEP_ASSIGN_OR_RETURN(L.dn_a, LoadVector(file, p + "ssm_a"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.dn_dt, LoadVector(file, p + "ssm_dt.bias"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.dn_norm, LoadVector(file, p + "ssm_norm.weight"));
-    } else if (file.FindTensor(p + "attn_qkv.weight")) {  // phi3: [q | k | v]
+    } else if (kind.no_attention || kind.linear_attention) {  // deci: nothing, or attn_output alone (below)
+    } else if (file.FindTensor(p + "attn_qkv.weight")) {      // phi3: [q | k | v]
       LOCKSTEP_ASSIGN_OR_RETURN(Matrix qkv, Load(file, p + "attn_qkv.weight"));
       L.wq = RowRange(qkv, 0, c.q_dim());
       L.wk = RowRange(qkv, c.q_dim(), c.kv_dim());
@@ -139,10 +145,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       LOCKSTEP_ASSIGN_OR_RETURN(L.pl_proj, Load(file, p + "proj.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.pl_post_norm, LoadVector(file, p + "post_norm.weight"));
     }
-    if (!c.layers[l].recurrent) {
+    if (!c.layers[l].recurrent && !kind.no_attention) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.wo, Load(file, p + "attn_output.weight"));
     }
-    if (c.dense_beside_experts) {  // Gemma 4 26B-A4B: the dense FFN, and experts of [gate | up] rows
+    if (!has_ffn) {
+    } else if (c.dense_beside_experts) {  // Gemma 4 26B-A4B: the dense FFN, and experts of [gate | up] rows
       LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
@@ -191,7 +198,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       L.gate = RowRange(gate_up, 0, c.n_ff);
       L.up = RowRange(gate_up, c.n_ff, c.n_ff);
     }
-    if (!c.FeedForwardExperts(l)) {
+    if (has_ffn && !c.FeedForwardExperts(l)) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.down, Load(file, p + "ffn_down.weight"));
     }
     if (c.qk_norm_per_head) {  // Command R+: [n_head][head_dim], kept flat
@@ -282,6 +289,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     const int64_t group = c.n_head / n_head_kv;
     const bool stores_kv = c.StoresKv(l);
     const bool recurrent = c.layers[l].recurrent;
+    const bool attends = c.Attends(l);  // deci: not its layers without attention or with linear attention
     // attn_in: attn_norm's output (Cohere's FFN reads it); ffn_in: gptneox's parallel FFN's own norm of the
     // layer's input.
     Matrix q(n), k(n), v(n), gate(n), attn_in(n), ffn_in(n);
@@ -296,7 +304,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     for (size_t t = 0; t < n && c.kv_lora_rank > 0; ++t) {
       LatentAttention(L, c, RmsNorm(x[t], L.attn_norm, c.rms_eps), int64_t(t), q[t], k[t], v[t]);
     }
-    for (size_t t = 0; t < n && c.kv_lora_rank == 0 && !recurrent; ++t) {
+    for (size_t t = 0; t < n && c.layers[l].linear_attention; ++t) {  // deci: x += attn_output . norm(x)
+      const std::vector<double> o = MatVec(L.wo, norm(x[t], L.attn_norm, L.attn_norm_b));
+      for (size_t i = 0; i < o.size(); ++i) x[t][i] += o[i];
+    }
+    for (size_t t = 0; t < n && c.kv_lora_rank == 0 && attends; ++t) {
       const std::vector<double> h = attn_in[t] = norm(x[t], L.attn_norm, L.attn_norm_b);
       if (c.parallel_ffn_norm) ffn_in[t] = norm(x[t], L.ffn_norm, L.ffn_norm_b);
       q[t] = MatVec(L.wq, h);
@@ -345,11 +357,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     if (stores_kv) {
       keys[l] = k;
       values[l] = v;
-    } else if (!recurrent) {  // Gemma 4's shared-KV layers
+    } else if (attends) {  // Gemma 4's shared-KV layers
       k = keys[c.layers[l].kv_from];
       v = values[c.layers[l].kv_from];
     }
-    for (size_t t = 0; t < n && !recurrent; ++t) {
+    for (size_t t = 0; t < n && attends; ++t) {
       std::vector<double> att(c.LayerAttDim(l), 0.0);
       const int64_t nv = c.LayerValueDim(l);
       for (int64_t h = 0; h < c.n_head; ++h) {
@@ -382,7 +394,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
       const double residual = c.residual_multiplier != 0 ? c.residual_multiplier : 1.0;
       for (size_t i = 0; i < o.size(); ++i) x[t][i] += residual * o[i];
     }
-    for (size_t t = 0; t < n; ++t) {
+    for (size_t t = 0; t < n && c.LayerFf(l) > 0; ++t) {  // deci: layers without an FFN
       const std::vector<double> h = c.parallel_ffn_norm ? ffn_in[t]
                                     : c.parallel_ffn    ? attn_in[t]
                                                         : norm(x[t], L.ffn_norm, L.ffn_norm_b);
