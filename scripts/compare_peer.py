@@ -129,6 +129,8 @@ SHAPES = {
     # layers, and ik_llama.cpp 8337e4cd3's deci graph skips the rest of such a layer with its attention's
     # output (`continue` before the residual stream takes it); its layers with neither match.
     "tiny-deci": ("llama.cpp", False),
+    "tiny-olmoe": ("llama.cpp", False),  # whole-width Q/K norms, experts weighted without renormalising
+    "tiny-deepseek": ("llama.cpp", False),  # DeepSeek-MoE: a dense layer first, experts beside shared ones
     # OLMo 1 goes to mainline: ik_llama.cpp 8337e4cd3's olmo graph applies RoPE to K twice.
     "tiny-olmo": ("llama.cpp", False),  # LayerNorms without weights
     "tiny-olmo-0424": ("llama.cpp", False),  # Q/K/V clamped

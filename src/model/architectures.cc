@@ -22,8 +22,6 @@ struct UnsupportedMoe {
 constexpr UnsupportedMoe kUnsupportedMoe[] = {
     {"phimoe", "sparsemixer routing"},
     {"mixtral", "the llama architecture name (llama.cpp writes Mixtral as llama)"},
-    {"deepseek", "shared experts"},
-    {"olmoe", "its own routing without renormalisation"},
     {"grok", "its own attention and expert layout"},
     {"dbrx", "fused QKV with clamping"},
     {"arctic", "a dense residual FFN beside the experts"},
@@ -527,6 +525,8 @@ constexpr ArchInfo kArchitectures[] = {
     // converter writes scale_emb, scale_depth / sqrt(n_layer) and hidden_size / dim_model_base as them)
     {"minicpm", RopeMode::kNormal, false, false, ApplyGranite},
     {"deci", RopeMode::kNormal, false, false, ApplyDeci},  // llama's layers pruned per layer
+    {"olmoe", RopeMode::kNeox, true, false, ApplyOlmoe},
+    {"deepseek", RopeMode::kNormal, true, false, ApplyDeepseek, true},
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.

@@ -99,12 +99,16 @@
 //   qwen3next  Qwen3-Next: qwen35moe's layers, the DeltaNet's input projections fused as llama.cpp's
 //           converter keeps them (ssm_in: per key head [q | k | v | z] of its value heads; ssm_ba: per key
 //           head [beta | alpha]) and each key head serving a group of consecutive value heads
+//   olmoe   OLMoE-1B-7B: llama's layers with RMS norms of the whole Q and K, NeoX pairs, experts weighted
+//           by their softmax over all experts (not renormalised)
+//   deepseek  DeepSeek-MoE 16B: llama's attention; after leading dense layers DeepSeek's softmax-scored
+//           experts (not renormalised) beside gated shared experts
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and
 //           qwen3moe's layers (TextArchitecture below); text only
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
-// (olmoe, llama4, ...: other routing) are refused with "unsupported: mixture
+// (phimoe, llama4, ...: other routing) are refused with "unsupported: mixture
 // of experts" and what they need. Pure functions.
 #pragma once
 

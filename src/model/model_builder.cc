@@ -207,8 +207,8 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (s.n_expert > 0) {
     w.Set(a + ".expert_count", GgufValue::Uint32(uint32_t(s.n_expert)));
     w.Set(a + ".expert_used_count", GgufValue::Uint32(uint32_t(s.n_expert_used)));
-    // Mixtral's (llama) and granitemoe's files give the experts' width as feed_forward_length.
-    if (family != "llama" && family != "granitemoe") {
+    // Mixtral's (llama), granitemoe's and olmoe's files give the experts' width as feed_forward_length.
+    if (family != "llama" && family != "granitemoe" && family != "olmoe") {
       w.Set(a + ".expert_feed_forward_length", GgufValue::Uint32(uint32_t(s.ExpertFf())));
     }
     if (s.n_ff_shared > 0) {
@@ -216,7 +216,8 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     }
   }
   if (s.kv_lora_rank > 0) SetDeepseek2Metadata(s, w);
-  if (a == "glm4moe" || a == "dots1" || a == "bailingmoe2") SetDeepseekExpertMetadata(s, w);
+  if (a == "glm4moe" || a == "dots1" || a == "bailingmoe2" || a == "deepseek")
+    SetDeepseekExpertMetadata(s, w);
   if (a == "bailingmoe2" || a == "ernie4_5-moe") {  // their shared experts as one FFN of that many widths
     w.Set(a + ".expert_shared_feed_forward_length",
           GgufValue::Uint32(uint32_t(s.ExpertFf() * s.n_expert_shared)));

@@ -267,6 +267,31 @@ constexpr ShapeEntry kMoeShapes[] = {
        s.architecture = "qwen3vlmoe";
      }},
     {"tiny-qwen2moe", TinyQwen2Moe},
+    {"tiny-olmoe",
+     [](ModelShape& s) {
+       // OLMoE-1B-7B: 16 heads of 128 (as many KV heads), RMS norms of the whole Q and K, NeoX pairs, 8 of 64
+       // experts as wide as feed_forward_length (1024), not renormalised; untied output. Here 4 of 16.
+       s = Tiny(s.name, "olmoe");
+       Widths(s, 128, 8, 8, 16, 64);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+       Experts(s, 16, 4, 0);
+     }},
+    {"tiny-deepseek",
+     [](ModelShape& s) {
+       // DeepSeek-MoE 16B: 16 heads of 128 (as many KV heads), one dense layer first, then 6 of 64 experts of
+       // 1408 beside 2 shared ones, softmax scores not renormalised; untied output. Here 4 of 16 experts.
+       s = Tiny(s.name, "deepseek");
+       Widths(s, 128, 8, 8, 16, 256);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+       Experts(s, 16, 4, 32);
+       s.n_layer_dense_lead = 1;
+       s.n_expert_shared = 2;
+       s.expert_gating = 1;
+     }},
     {"tiny-mixtral",
      [](ModelShape& s) {  // Mixtral 8x7B: llama with experts (2 used); 32 heads of 16, 8 KV heads
        s = Tiny(s.name, "llama");

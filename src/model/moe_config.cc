@@ -17,6 +17,26 @@ Status ApplyGlm4Moe(const GgufFile& file, ModelConfig& c) {
   return ApplyDeepseekExperts(file, c, /*default_gating=*/2);
 }
 
+// olmoe (OLMoE-1B-7B; llama.cpp's graph): llama's layers with RMS norms of the whole Q and the whole K
+// projection (olmo2's, before RoPE), NeoX pairs, and as every layer's FFN expert_used_count of expert_count
+// experts (as wide as feed_forward_length: its files write no expert width) weighted by their softmax over
+// all experts, not renormalised.
+Status ApplyOlmoe(const GgufFile&, ModelConfig& c) {
+  c.qk_norm = c.qk_norm_whole = true;
+  c.expert_weights_norm = false;
+  return Status::Ok();
+}
+
+// deepseek (DeepSeek-MoE 16B; llama.cpp's graph): llama's layers (optional Q/K/V/O biases), then after
+// leading_dense_block_count dense layers DeepSeek's experts scored by a softmax over all experts, not
+// renormalised, beside expert_shared_count gated shared experts. llama.cpp's graph never applies
+// expert_weights_scale (its files write 1), so it is left at 1 here.
+Status ApplyDeepseek(const GgufFile& file, ModelConfig& c) {
+  LOCKSTEP_RETURN_IF_ERROR(ApplyDeepseekExperts(file, c, /*default_gating=*/1));
+  c.expert_weights_scale = 1;
+  return Status::Ok();
+}
+
 // bailingmoe2 (Ling 2.0 / Ring 2.0: Ling-mini-2.0, Ling-flash-2.0; llama.cpp's graph): llama's layers with a
 // fused attn_qkv, per-head Q/K norms, partial NeoX RoPE, then after leading dense layers DeepSeek's experts
 // (group-limited: expert_group_count, expert_group_used_count) beside a shared expert of
@@ -92,7 +112,7 @@ Status ApplyExperts(const GgufFile& file, ModelConfig& c) {
   const bool qwen35moe = c.architecture == "qwen35moe" || c.architecture == "qwen3next";
   const bool gpt_oss = c.architecture == "gpt-oss";
   if (c.n_expert == 0 && c.architecture != "qwen3moe" && c.architecture != "granitemoe" && !qwen2moe &&
-      !gpt_oss && !qwen35moe) {
+      !gpt_oss && !qwen35moe && c.architecture != "olmoe") {
     return Status::Ok();
   }
   if (c.n_expert <= 0 || c.n_expert > kMaxExperts) {

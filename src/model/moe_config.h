@@ -1,5 +1,5 @@
 // The mixture-of-experts families' configuration, for model/architectures.cc: ApplyExperts reads the
-// experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, qwen35moe, qwen3next, gemma4 and llama (Mixtral)
+// experts of qwen3moe, granitemoe, qwen2moe, gpt-oss, qwen35moe, qwen3next, gemma4, olmoe and llama (Mixtral)
 // files; the others set up a whole family whose experts are DeepSeek's (model/deepseek2_config.h) or
 // their own. Each sets c's fields from the file after the common keys and ApplyArchitecture's defaults;
 // errors (InvalidArgument, Unimplemented) name the key. Pure functions.
@@ -24,5 +24,9 @@ Status ApplyBailingMoe2(const GgufFile& file, ModelConfig& c);
 Status ApplyMinimaxM2(const GgufFile& file, ModelConfig& c);
 // ernie4_5-moe (ERNIE-4.5-21B-A3B, 300B-A47B).
 Status ApplyErnie45Moe(const GgufFile& file, ModelConfig& c);
+// olmoe (OLMoE-1B-7B); after ApplyExperts.
+Status ApplyOlmoe(const GgufFile& file, ModelConfig& c);
+// deepseek (DeepSeek-MoE 16B, DeepSeek-V1's MoE).
+Status ApplyDeepseek(const GgufFile& file, ModelConfig& c);
 
 }  // namespace lockstep

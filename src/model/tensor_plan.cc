@@ -66,7 +66,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const int64_t q_dim = s.n_head * head_dim;
   const int64_t kv_dim = s.n_head_kv * head_dim;
   const bool olmo2 = a == "olmo2";  // no pre-norms; Q and K norms over the whole projection
-  const bool whole_qk_norm = olmo2 || a == "minimax-m2";
+  const bool whole_qk_norm = olmo2 || a == "minimax-m2" || a == "olmoe";
   const bool qk_norm = a == "qwen3" || a == "qwen3moe" || a == "gemma3" || a == "dots1" ||
                        a == "bailingmoe2" || whole_qk_norm || s.qk_norm;
   const bool post_norms = a == "gemma2" || a == "gemma3" || olmo2 || a == "glm4";

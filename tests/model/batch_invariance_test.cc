@@ -116,6 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-qwen3moe", "q8_0", KvDtype::kF16, 2}, Param{"tiny-qwen3moe", "f32", KvDtype::kF32, 1},
         Param{"tiny-mixtral", "q4_k_m", KvDtype::kF16, 2}, Param{"tiny-mixtral", "bf16", KvDtype::kF16, 2},
         Param{"tiny-qwen2moe", "q8_0", KvDtype::kF16, 2},  // + the shared expert and its gate
+        Param{"tiny-olmoe", "q4_0", KvDtype::kF16, 2}, Param{"tiny-deepseek", "q8_0", KvDtype::kF16, 2},
         // gpt-oss: sinks (decode rows split or not), biased experts, windows on the even layers.
         Param{"tiny-gpt-oss", "q8_0", KvDtype::kF16, 2, 40}, Param{"tiny-gpt-oss", "f32", KvDtype::kF32, 1},
         // deepseek2: latent attention (values narrower than keys), a dense first layer, shared experts.

@@ -171,6 +171,38 @@ TEST(MixtureOfExperts, Qwen2MoeHasASharedExpertAndUnnormalisedWeights) {
 
 // llama.cpp's converter writes the shared expert's gate as HF's [1, n_embd] weight, GGUF dims [n_embd, 1]
 // (make-model: [n_embd], as llama.cpp declares it); both load, to the same logits.
+// olmoe: whole-width Q/K norms, NeoX pairs, experts as wide as feed_forward_length weighted by their softmax
+// over all experts (not renormalised). deepseek (DeepSeek-MoE): a dense first layer, then softmax scores not
+// renormalised beside two gated shared experts; expert_weights_scale is not applied (llama.cpp's graph).
+TEST(MixtureOfExperts, OlmoeAndDeepseekV1Configs) {
+  const ModelConfig olmoe = LoadModelOrDie(TinyModelPath("tiny-olmoe", TensorType::kF32)).model->config();
+  EXPECT_EQ(olmoe.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(olmoe.qk_norm && olmoe.qk_norm_whole);
+  EXPECT_EQ(olmoe.n_ff_expert, 64);  // feed_forward_length
+  EXPECT_EQ(olmoe.expert_gating, ModelConfig::ExpertGating::kLogits);
+  EXPECT_FALSE(olmoe.expert_weights_norm);
+  EXPECT_EQ(olmoe.n_ff_shared, 0);
+
+  const ModelConfig deepseek =
+      LoadModelOrDie(TinyModelPath("tiny-deepseek", TensorType::kF32)).model->config();
+  EXPECT_EQ(deepseek.rope_mode, RopeMode::kNormal);
+  EXPECT_EQ(deepseek.kv_lora_rank, 0);  // llama's attention
+  EXPECT_EQ(deepseek.n_layer_dense_lead, 1);
+  EXPECT_EQ(deepseek.n_ff, 256);
+  EXPECT_EQ(deepseek.n_ff_expert, 32);
+  EXPECT_EQ(deepseek.n_ff_shared, 64);  // 2 shared experts
+  EXPECT_FALSE(deepseek.shared_expert_gate);
+  EXPECT_EQ(deepseek.expert_gating, ModelConfig::ExpertGating::kSoftmax);
+  EXPECT_FALSE(deepseek.expert_weights_norm);
+  auto scaled =
+      EditedFile(TinyModelPath("tiny-deepseek", TensorType::kF32),
+                 FileEdit{{}, {{"deepseek.expert_weights_scale", GgufValue::Float32(16.0f)}}, {}, ""});
+  ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
+  auto config = ModelConfig::FromGguf(**scaled);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->expert_weights_scale, 1.0f);
+}
+
 TEST(MixtureOfExperts, Qwen2MoeSharedGateMayBeTwoDimensional) {
   auto file = GgufFile::Open(TinyModelPath("tiny-qwen2moe", TensorType::kF32));
   ASSERT_TRUE(file.ok());
@@ -269,22 +301,23 @@ TEST(MixtureOfExperts, MalformedExpertTensorsAreNamed) {
 }
 
 TEST(MixtureOfExperts, OtherExpertArchitecturesAreRefusedClearly) {
-  const std::string deepseek =
-      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek")));
-  EXPECT_NE(deepseek.find("unsupported: mixture of experts ('deepseek' needs shared experts)"),
-            std::string::npos)
-      << deepseek;
-  const std::string olmoe =
-      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("olmoe")));
-  EXPECT_NE(olmoe.find("'olmoe' needs its own routing without renormalisation"), std::string::npos) << olmoe;
+  const std::string llama4 =
+      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("llama4")));
+  EXPECT_NE(
+      llama4.find("unsupported: mixture of experts ('llama4' needs shared experts and sigmoid routing)"),
+      std::string::npos)
+      << llama4;
+  const std::string phimoe =
+      Error("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("phimoe")));
+  EXPECT_NE(phimoe.find("'phimoe' needs sparsemixer routing"), std::string::npos) << phimoe;
   // Experts in an architecture whose graph has none.
   const std::string qwen3 = Error("tiny-qwen3", SetKey("qwen3.expert_count", GgufValue::Uint32(8)));
   EXPECT_NE(qwen3.find("unsupported: mixture of experts ('qwen3', qwen3.expert_count = 8)"),
             std::string::npos)
       << qwen3;
   EXPECT_NE(qwen3.find("runs the experts of llama, qwen3moe,"), std::string::npos) << qwen3;  // the table's
-  EXPECT_NE(qwen3.find("bailingmoe2 (llama: Mixtral) files"), std::string::npos) << qwen3;
-  EXPECT_EQ(LoadEdited("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("deepseek"))).code(),
+  EXPECT_NE(qwen3.find("olmoe, deepseek (llama: Mixtral) files"), std::string::npos) << qwen3;
+  EXPECT_EQ(LoadEdited("tiny-qwen3moe", SetKey("general.architecture", GgufValue::String("llama4"))).code(),
             StatusCode::kUnimplemented);
 }
 

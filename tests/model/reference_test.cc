@@ -179,6 +179,12 @@ INSTANTIATE_TEST_SUITE_P(Experts, ReferenceTest,
                                            ReferenceCase{"tiny-qwen2moe", "f32", 1e-5, 21, 8e-4, 1e-1},
                                            ReferenceCase{"tiny-qwen2moe", "q8_0", 6e-2, 21, 8e-4, 1e-1},
                                            ReferenceCase{"tiny-qwen2moe", "q4_k_m", 6e-2, 21, 8e-4, 1e-1},
+                                           // olmoe (whole-width Q/K norms, weights not renormalised) and
+                                           // deepseek (DeepSeek-MoE: a dense layer, shared experts).
+                                           ReferenceCase{"tiny-olmoe", "f32", 1e-5, 21, 8e-4, 1e-1},
+                                           ReferenceCase{"tiny-olmoe", "q8_0", 6e-2, 21, 8e-4, 1e-1},
+                                           ReferenceCase{"tiny-deepseek", "f32", 1e-5, 21, 8e-4, 1e-1},
+                                           ReferenceCase{"tiny-deepseek", "q8_0", 6e-2, 21, 8e-4, 1e-1},
                                            // gpt-oss, past its 40-position windows (f32 KV: 1.2e-6 seen).
                                            // Its clamped SwiGLU's outputs reach 56 beside ones near 0: 8-bit
                                            // activations of the down products (q8_0 weights) lose the small
