@@ -129,6 +129,8 @@ SHAPES = {
     # layers, and ik_llama.cpp 8337e4cd3's deci graph skips the rest of such a layer with its attention's
     # output (`continue` before the residual stream takes it); its layers with neither match.
     "tiny-deci": ("llama.cpp", False),
+    "tiny-bloom": ("llama.cpp", False),  # ALiBi, token_embd_norm, gpt2's layers
+    "tiny-mpt": ("llama.cpp", False),  # ALiBi, LayerNorms without biases, clamped fused QKV
     "tiny-olmoe": ("llama.cpp", False),  # whole-width Q/K norms, experts weighted without renormalising
     "tiny-deepseek": ("llama.cpp", False),  # DeepSeek-MoE: a dense layer first, experts beside shared ones
     # OLMo 1 goes to mainline: ik_llama.cpp 8337e4cd3's olmo graph applies RoPE to K twice.

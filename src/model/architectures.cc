@@ -408,16 +408,31 @@ Status ApplyNemotron(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-Status ApplyOlmo(const GgufFile& file, ModelConfig& c) {
-  // llama.cpp's olmo graph (OLMo 1: OLMo-1B, 7B, 7B-0424 / 0724): llama's layers under LayerNorms with
-  // neither weight nor bias (attn_norm, ffn_norm and output_norm have no tensors); where the file has
-  // attention.clamp_kqv (0424 / 0724), Q, K and V clamped to it after their projections.
-  c.norm_weights = false;
+// c.clamp_kqv from <arch>.attention.clamp_kqv where the file has it (olmo, mpt).
+Status ReadClampKqv(const GgufFile& file, ModelConfig& c) {
   const std::string key = Key(c, "attention.clamp_kqv");
   LOCKSTEP_ASSIGN_OR_RETURN(const double clamp, file.GetFloatOr(key, 0.0));
   if (!(clamp >= 0 && clamp <= 1e30)) return OutOfRangeKey(file, key, "must be 0 (none) or positive");
   c.clamp_kqv = float(clamp);
   return Status::Ok();
+}
+
+// ALiBi (bloom, mpt): c.max_alibi_bias from <arch>.attention.max_alibi_bias, required; no layer rotates.
+Status ReadAlibi(const GgufFile& file, ModelConfig& c) {
+  const std::string key = Key(c, "attention.max_alibi_bias");
+  LOCKSTEP_ASSIGN_OR_RETURN(double bias, file.GetFloat(key));
+  if (!(bias > 0 && bias <= 64)) return OutOfRangeKey(file, key, "must be in (0, 64]");
+  c.max_alibi_bias = float(bias);
+  for (LayerAttention& layer : c.layers) layer.rope = false;
+  return Status::Ok();
+}
+
+Status ApplyOlmo(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's olmo graph (OLMo 1: OLMo-1B, 7B, 7B-0424 / 0724): llama's layers under LayerNorms with
+  // neither weight nor bias (attn_norm, ffn_norm and output_norm have no tensors); where the file has
+  // attention.clamp_kqv (0424 / 0724), Q, K and V clamped to it after their projections.
+  c.norm_weights = false;
+  return ReadClampKqv(file, c);
 }
 
 Status ApplyChatGlm(const GgufFile& file, ModelConfig& c) {
@@ -438,6 +453,34 @@ Status ApplyGpt2(const GgufFile&, ModelConfig& c) {
   c.learned_positions = true;
   for (LayerAttention& layer : c.layers) layer.rope = false;
   return Status::Ok();
+}
+
+Status ApplyBloom(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's bloom graph (BLOOM, BLOOMZ): token embeddings under a LayerNorm with its bias
+  // (token_embd_norm), then gpt2's layers (LayerNorms with biases, one attn_qkv with its bias, attn_output
+  // bias, an ungated GELU FFN with biases) with ALiBi in place of any position embedding.
+  c.norm_bias = c.ungated_ffn = c.ffn_bias = c.attn_output_bias = c.qkv_bias = true;
+  c.embedding_norm = true;
+  return ReadAlibi(file, c);
+}
+
+Status ApplyMpt(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's mpt graph (MPT-7B, MPT-30B and their chat / instruct / storywriter variants): LayerNorms,
+  // one attn_qkv clamped to attention.clamp_kqv where the file has it, ALiBi, an ungated GELU FFN; the
+  // biases (norms, attn_qkv, attn_output, FFN) and learned position embeddings where the file has them.
+  c.ungated_ffn = true;
+  c.norm_bias = file.FindTensor("blk.0.attn_norm.bias") != nullptr;
+  c.qkv_bias = file.FindTensor("blk.0.attn_qkv.bias") != nullptr;
+  c.ffn_bias = file.FindTensor("blk.0.ffn_up.bias") != nullptr;
+  c.learned_positions = file.FindTensor("position_embd.weight") != nullptr;
+  for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"}) {
+    if (file.FindTensor(name) != nullptr) {
+      return Unimplemented(file.path() + ": unsupported: mpt with " + name +
+                           " (Q/K LayerNorms, AWQ activation scales)");
+    }
+  }
+  LOCKSTEP_RETURN_IF_ERROR(ReadClampKqv(file, c));
+  return ReadAlibi(file, c);
 }
 
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
@@ -527,6 +570,8 @@ constexpr ArchInfo kArchitectures[] = {
     {"deci", RopeMode::kNormal, false, false, ApplyDeci},  // llama's layers pruned per layer
     {"olmoe", RopeMode::kNeox, true, false, ApplyOlmoe},
     {"deepseek", RopeMode::kNormal, true, false, ApplyDeepseek, true},
+    {"bloom", RopeMode::kNormal, false, true, ApplyBloom},  // ALiBi: no RoPE
+    {"mpt", RopeMode::kNormal, false, true, ApplyMpt},      // ALiBi: no RoPE
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.

@@ -82,6 +82,10 @@
 //   gpt2, starcoder  GPT-2; StarCoder, SantaCoder (the same with MQA): learned position embeddings (no
 //           RoPE), LayerNorms with biases, one attn_qkv with its bias, attn_output bias, an ungated GELU FFN
 //           with biases
+//   bloom   BLOOM, BLOOMZ: gpt2's layers with token_embd_norm on the embeddings and ALiBi (a per-head linear
+//           bias of the scores by distance, ModelConfig::max_alibi_bias) in place of position embeddings
+//   mpt     MPT-7B, MPT-30B: LayerNorms, one attn_qkv clamped to attention.clamp_kqv where the file has
+//           it, ALiBi, an ungated GELU FFN; biases and position_embd where the file has them
 //   deci    Llama-3_1-Nemotron-51B, Llama-3_3-Nemotron-Super-49B, Nemotron Ultra, DeciLM-7B: llama's
 //           layers pruned per layer (model/deci_config.h): each its own KV heads and FFN width, some
 //           without attention, with "linear attention" (attn_output alone) or without an FFN

@@ -155,7 +155,7 @@ int32_t AttentionStart(const KvLayout& kv, int32_t position, int32_t window) {
 }
 
 bool CanSplitRow(const AttentionKernels& k, const KvLayout& kv, int32_t heads, const AttentionRule& rule) {
-  return rule.window == 0 && rule.softcap == 0 && k.decode_row != nullptr &&
+  return rule.window == 0 && rule.softcap == 0 && rule.alibi_slopes == nullptr && k.decode_row != nullptr &&
          attention::CanAttendDecodeRow(k.level, kv.head_dim, kv.ValueDim(), kv.block_tokens, heads);
 }
 
@@ -283,6 +283,10 @@ void AttendRows(const AttentionKernels& k, const KvLayout& kv, const std::vector
       float* x = row_scores(r, h) - base;  // x[t]: position t
       if (rule.softcap > 0) {
         for (int32_t t = row_start; t < len; ++t) x[t] = rule.softcap * std::tanh(x[t] / rule.softcap);
+      }
+      if (rule.alibi_slopes != nullptr) {  // keys at or before the row's position: t - (len - 1) <= 0
+        const float slope = rule.alibi_slopes[h];
+        for (int32_t t = row_start; t < len; ++t) x[t] = std::fma(slope, float(t - (len - 1)), x[t]);
       }
       for (int32_t t = row_start; t < row_lo; ++t) x[t] = -std::numeric_limits<float>::infinity();
       for (int32_t p = row_start / kAttentionPart; p * kAttentionPart < len; ++p) {

@@ -42,6 +42,10 @@ struct AttentionRule {
   // joins the softmax's denominator as a score without a value: out[h] *= L / (L + e^(sinks[h] - M)), M the
   // largest score and L the sum of e^(s - M) over the row's positions (ApplySinks). nullptr: none.
   const float* sinks = nullptr;
+  // ALiBi (bloom): one slope per query head of the call (alibi_slopes[h]); the score of the key at position
+  // t from the row at position p becomes fma(slope_h, t - p, score) (after the scale, before the softmax).
+  // nullptr: none.
+  const float* alibi_slopes = nullptr;
 };
 
 // The sinks' rescaling of `heads` outputs (out + h * head_dim), each a softmax over `parts` parts (head h's

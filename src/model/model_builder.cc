@@ -167,6 +167,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   if (a == "command-r" || a == "cohere2") w.Set(a + ".logit_scale", GgufValue::Float32(s.logit_scale));
   if (a == "gptneox") w.Set(a + ".use_parallel_residual", GgufValue::Bool(s.parallel_ffn));
   if (s.clamp_kqv > 0) w.Set(a + ".attention.clamp_kqv", GgufValue::Float32(s.clamp_kqv));
+  if (s.max_alibi_bias > 0) w.Set(a + ".attention.max_alibi_bias", GgufValue::Float32(s.max_alibi_bias));
   w.Set(a + ".rope.freq_base", GgufValue::Float32(s.rope_freq_base));
   w.Set(a + ".rope.dimension_count", GgufValue::Uint32(uint32_t(RopeDim(s))));
   // Phi-3 files always carry the window (0: none, Phi-4), Gemma's their own; others only when windowed.

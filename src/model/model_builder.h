@@ -38,6 +38,8 @@ struct ModelShape {
   bool attn_norm_2 = false;
   // olmo: <arch>.attention.clamp_kqv (0: the key is not written).
   float clamp_kqv = 0;
+  // bloom: <arch>.attention.max_alibi_bias (0: the key is not written).
+  float max_alibi_bias = 0;
   // phi2: one attn_qkv [q | k | v] (with attn_qkv.bias), as older phi-2 conversions have it.
   bool fused_qkv = false;
   bool tied_embeddings = true;

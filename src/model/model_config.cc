@@ -154,6 +154,18 @@ int32_t ModelConfig::KvLayer(int64_t l) const {
   return index;
 }
 
+std::vector<float> ModelConfig::AlibiSlopes() const {
+  if (max_alibi_bias <= 0) return {};
+  const int64_t n = int64_t{1} << int64_t(std::floor(std::log2(double(n_head))));
+  const float m0 = std::pow(2.0f, -max_alibi_bias / float(n));
+  const float m1 = std::pow(2.0f, -(max_alibi_bias / 2.0f) / float(n));
+  std::vector<float> slopes(static_cast<size_t>(n_head));
+  for (int64_t h = 0; h < n_head; ++h) {
+    slopes[size_t(h)] = h < n ? std::pow(m0, float(h + 1)) : std::pow(m1, float(2 * (h - n) + 1));
+  }
+  return slopes;
+}
+
 int64_t ModelConfig::MaxQDim() const {
   int64_t widest = q_dim();
   for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
@@ -366,6 +378,8 @@ std::string ModelConfig::Summary() const {
                           : ", LayerNorm");
   }
   if (clamp_kqv > 0) out << ", Q/K/V clamped to " << clamp_kqv;
+  if (embedding_norm) out << ", normed embeddings";
+  if (max_alibi_bias > 0) out << ", ALiBi (max bias " << max_alibi_bias << ")";
   int64_t no_attention = 0, linear_attention = 0, no_ffn = 0;
   for (int64_t l = 0; l < int64_t(layers.size()); ++l) {
     no_attention += layers[size_t(l)].no_attention ? 1 : 0;

@@ -201,6 +201,12 @@ struct ModelConfig {
   // olmo (OLMo-7B-0424, 0724): Q, K and V clamped to [-clamp_kqv, clamp_kqv] after their projections
   // (<arch>.attention.clamp_kqv; 0 = none).
   float clamp_kqv = 0;
+  // bloom: token_embd_norm (a LayerNorm with its bias) applied to the embeddings before the first layer.
+  bool embedding_norm = false;
+  // ALiBi (bloom; <arch>.attention.max_alibi_bias, 0 = none): no layer rotates, and head h's score for the
+  // key at position j from the query at position i gains slope_h * (j - i) (llama.cpp's mask -|i - j| times
+  // the slope), the slopes as ggml computes them (AlibiSlopes).
+  float max_alibi_bias = 0;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before
   // each is added to the residual stream. (Gemma's "1 + w" norm weights: llama.cpp's converter adds the 1
   // when it writes the file, so the GGUF weights are used as they are, like every other norm.)
@@ -359,6 +365,10 @@ struct ModelConfig {
     return !layer.recurrent && !layer.no_attention && !layer.linear_attention;
   }
   int32_t KvLayer(int64_t l) const;
+  // ALiBi's slope of each of the n_head heads (ggml's soft_max: with n = the largest power of 2 <= n_head,
+  // m0 = 2^(-max_alibi_bias / n), m1 = 2^(-max_alibi_bias / 2 / n), slope_h = m0^(h + 1) for h < n, else
+  // m1^(2 (h - n) + 1), in f32); empty without ALiBi.
+  std::vector<float> AlibiSlopes() const;
   // The widest Q, K, V and attention output of any layer, as projected and as attended (Cache*: scratch
   // sizes).
   int64_t MaxQDim() const;

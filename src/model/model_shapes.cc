@@ -422,6 +422,32 @@ constexpr ShapeEntry kShapes[] = {
        s.n_head_kv = 1;
        s.tied_embeddings = true;
      }},
+    {"tiny-bloom",
+     [](ModelShape& s) {
+       // BLOOM-560M: 16 heads of 64, ALiBi (max bias 8), token_embd_norm, LayerNorms with biases, one
+       // attn_qkv with its bias, attn_output bias, an ungated GELU FFN (4 x n_embd) with biases;
+       // output.weight (llama.cpp's converter writes the tied embeddings again under that name). Here 12
+       // heads: not a power of 2, so the second series of slopes is used too.
+       s = Tiny(s.name, "bloom");
+       Widths(s, 192, 12, 12, 16, 768);  // llama.cpp: n_head x head_dim = n_embd
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+       s.max_alibi_bias = 8;
+     }},
+    {"tiny-mpt",
+     [](ModelShape& s) {
+       // MPT-7B: 32 heads of 128, ALiBi (max bias 8), LayerNorms without biases, one attn_qkv, an ungated
+       // GELU FFN (4 x n_embd), no biases anywhere, tied output; Q/K/V clamped (MPT-30B's clip_qkv: here
+       // 0.5, so that the tiny projections reach it).
+       s = Tiny(s.name, "mpt");
+       Widths(s, 128, 8, 8, 16, 512);  // llama.cpp: n_head x head_dim = n_embd
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.max_alibi_bias = 8;
+       s.clamp_kqv = 0.5f;
+     }},
     {"tiny-deci",
      [](ModelShape& s) {
        // Llama-3_1-Nemotron-51B: llama's layers pruned per layer: full attention with 2 KV heads, "linear

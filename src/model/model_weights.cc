@@ -335,6 +335,10 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
   };
   w.output_norm = norm("output_norm.weight");
   if (c.learned_positions) w.position_embd = b.Table("position_embd.weight", d, c.n_ctx_train);
+  if (c.embedding_norm) {  // bloom
+    w.embd_norm = b.Vector("token_embd_norm.weight", d);
+    w.embd_norm_b = b.Vector("token_embd_norm.bias", d);
+  }
   if (c.norm_bias) w.output_norm_b = b.Vector("output_norm.bias", d);
   if (c.output_bias) w.output_b = b.Vector("output.bias", c.n_vocab);
   if (file.FindTensor("output.weight") != nullptr) {

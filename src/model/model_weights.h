@@ -105,8 +105,9 @@ struct ModelWeights {
   WeightMatrix output;                         // [n_vocab][n_embd] (token_embd when tied)
   bool tied_output = false;
   // bert (no output norm, no output matrix) and ModelConfig::learned_positions (gpt2, starcoder):
-  // position_embd [n_ctx_train][n_embd]; bert only: row 0 of token_types
-  // [n_embd] (every token is of type 0, "sentence A", as llama.cpp runs it), token_embd_norm weight and bias.
+  // position_embd [n_ctx_train][n_embd]; bert only: row 0 of token_types [n_embd] (every token is of type 0,
+  // "sentence A", as llama.cpp runs it); bert and ModelConfig::embedding_norm (bloom): token_embd_norm
+  // weight and bias.
   std::vector<float> position_embd, token_type0, embd_norm, embd_norm_b;
   std::vector<LayerWeights> layers;
   // Gemma 4's per-layer token inputs: per_layer_token_embd [n_vocab][n_layer * n_embd_per_layer] (rows

@@ -40,6 +40,7 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, ModelConfig confi
     any_local_rope_ = any_local_rope_ || layer.local_rope;
     recurrent_index_.push_back(layer.recurrent ? recurrent++ : -1);
   }
+  alibi_slopes_ = config_.AlibiSlopes();
   if (config_.v_norm) ones_.assign(size_t(std::max(config_.head_dim, config_.head_dim_local)), 1.0f);
 }
 
@@ -226,6 +227,9 @@ void Transformer::Embed(const Batch& batch, ThreadPool& pool) {
     if (config_.learned_positions) {  // gpt2, starcoder (Validate checked the position)
       const float* pos = weights_.position_embd.data() + int64_t(batch.rows[r].position) * d;
       for (int64_t i = 0; i < d; ++i) x_[size_t(r * d + i)] += pos[i];
+    }
+    if (config_.embedding_norm) {  // bloom
+      Norm(x_.data() + r * d, weights_.embd_norm.data(), weights_.embd_norm_b, d, x_.data() + r * d);
     }
     if (config_.scale_embeddings) Scale(x_.data() + r * d, d, embedding_scale);
     if (config_.embedding_multiplier != 0) Scale(x_.data() + r * d, d, config_.embedding_multiplier);

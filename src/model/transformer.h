@@ -100,6 +100,7 @@ class Transformer final : public Model {
   MixtureOfExperts moe_;                  // the FFN when config_.n_expert > 0
   LatentAttention mla_;                   // Q, K and V when config_.kv_lora_rank > 0 (deepseek2)
   std::vector<float> ones_;               // Gemma 4's V norm: a weight of ones
+  std::vector<float> alibi_slopes_;       // ALiBi (bloom): one slope per head (ModelConfig::AlibiSlopes)
   std::vector<float> ffn_ones_;           // the ungated GELU FFN (phi2, gpt2): n_ff ones (GELU as GeGLU x 1)
   PerLayerInputs per_layer_inputs_;       // Gemma 4 E2B/E4B (config_.n_embd_per_layer > 0)
   DeltaNet delta_net_;                    // the recurrent layers (LayerAttention::recurrent)

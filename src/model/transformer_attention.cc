@@ -185,7 +185,8 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
   const int64_t tile_count = int64_t(tiles.size());
   const int32_t group = int32_t(c.n_head / n_head_kv);
   const float scale = c.attention_scale;
-  const AttentionRule rule{int32_t(c.layers[size_t(layer)].window), c.attn_softcap};
+  AttentionRule rule{int32_t(c.layers[size_t(layer)].window), c.attn_softcap};
+  if (!alibi_slopes_.empty()) rule.alibi_slopes = alibi_slopes_.data();  // bloom; each task its heads' slopes
   // Fewer pairs than workers: the largest divisor of the group that makes a task per worker (multi-query
   // attention: deepseek2's latent; each task widens its KV head's blocks once for its heads), else 1.
   int64_t heads_per_task = group;
@@ -235,6 +236,7 @@ void Transformer::AttentionBlock(const Batch& batch, const KvLayout& kv, int32_t
     const float* q = q_.data() + r * q_dim + task.head * head_dim;
     AttentionRule task_rule = rule;
     if (!w.sinks.empty()) task_rule.sinks = w.sinks.data() + task.head;  // gpt-oss: the task's heads' sinks
+    if (rule.alibi_slopes != nullptr) task_rule.alibi_slopes = rule.alibi_slopes + task.head;
     if (task.part < 0) {
       std::byte* scratch = pool.WorkerScratch(
           worker, AttendRowsScratchBytes(ak, layer_kv, tile.position, tile.rows, task.heads, task_rule));

@@ -435,6 +435,43 @@ TEST(Architectures, Gpt2AndStarCoder) {
       << past.ToString();
 }
 
+// bloom: gpt2's layers with token_embd_norm and ALiBi (no position embeddings, no RoPE); the slopes as ggml
+// computes them: 12 heads -> 8 of 2^-(h + 1), then 2^-0.5 to the odd powers 1, 3, 5, 7.
+TEST(Architectures, BloomAlibiSlopes) {
+  const ModelConfig c = Config("tiny-bloom");
+  EXPECT_TRUE(c.embedding_norm && c.layer_norm && c.norm_bias && c.ungated_ffn && c.qkv_bias);
+  EXPECT_FALSE(c.learned_positions);
+  for (const LayerAttention& layer : c.layers) EXPECT_FALSE(layer.rope);
+  EXPECT_EQ(c.max_alibi_bias, 8.0f);
+  const std::vector<float> slopes = c.AlibiSlopes();
+  ASSERT_EQ(slopes.size(), 12u);
+  for (int h = 0; h < 8; ++h) EXPECT_EQ(slopes[size_t(h)], std::ldexp(1.0f, -(h + 1))) << h;
+  for (int h = 8; h < 12; ++h) {
+    EXPECT_NEAR(slopes[size_t(h)], std::pow(2.0, -0.5 * (2 * (h - 8) + 1)), 1e-7) << h;
+  }
+  EXPECT_TRUE(Config("tiny").AlibiSlopes().empty());
+  EXPECT_NE(ConfigError("tiny-bloom", DropKeys({"bloom.attention.max_alibi_bias"})).find("max_alibi_bias"),
+            std::string::npos);
+  EXPECT_NE(ConfigError("tiny-bloom",
+                        Edit{{}, {{"bloom.attention.max_alibi_bias", GgufValue::Float32(-1)}}, {}, ""})
+                .find("must be in (0, 64]"),
+            std::string::npos);
+}
+
+// mpt: ALiBi, LayerNorms, one attn_qkv clamped where the file says; biases and learned positions where the
+// file has them (MPT-7B: none).
+TEST(Architectures, Mpt) {
+  const ModelConfig c = Config("tiny-mpt");
+  EXPECT_TRUE(c.layer_norm && c.ungated_ffn);
+  EXPECT_FALSE(c.norm_bias || c.qkv_bias || c.ffn_bias || c.attn_output_bias || c.learned_positions);
+  EXPECT_EQ(c.max_alibi_bias, 8.0f);
+  EXPECT_EQ(c.clamp_kqv, 0.5f);
+  for (const LayerAttention& layer : c.layers) EXPECT_FALSE(layer.rope);
+  EXPECT_EQ(Config("tiny-mpt", DropKeys({"mpt.attention.clamp_kqv"})).clamp_kqv, 0.0f);
+  EXPECT_NE(ConfigError("tiny-mpt", DropKeys({"mpt.attention.max_alibi_bias"})).find("max_alibi_bias"),
+            std::string::npos);
+}
+
 // deci: head counts, KV head counts and FFN widths per layer; head_count 0 = no attention, head_count_kv 0
 // = "linear attention" (attn_output alone), feed_forward_length 0 = no FFN. Only attention stores K/V.
 TEST(Architectures, DeciLayersAsTheirArraysSay) {

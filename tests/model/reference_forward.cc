@@ -20,6 +20,22 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
   if (c.learned_positions) {
     LOCKSTEP_ASSIGN_OR_RETURN(positions, Load(file, "position_embd.weight"));
   }
+  std::vector<double> embd_norm, embd_norm_b;  // bloom: token_embd_norm
+  if (c.embedding_norm) {
+    LOCKSTEP_ASSIGN_OR_RETURN(embd_norm, LoadVector(file, "token_embd_norm.weight"));
+    LOCKSTEP_ASSIGN_OR_RETURN(embd_norm_b, LoadVector(file, "token_embd_norm.bias"));
+  }
+  // ALiBi (bloom): head h's slope, in double (n: the largest power of 2 <= n_head; BLOOM's and ggml's rule).
+  std::vector<double> alibi;
+  if (c.max_alibi_bias > 0) {
+    int64_t pow2 = 1;
+    while (pow2 * 2 <= c.n_head) pow2 *= 2;
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const double m0 = std::pow(2.0, -double(c.max_alibi_bias) / double(pow2));
+      const double m1 = std::pow(2.0, -double(c.max_alibi_bias) / 2.0 / double(pow2));
+      alibi.push_back(h < pow2 ? std::pow(m0, double(h + 1)) : std::pow(m1, double(2 * (h - pow2) + 1)));
+    }
+  }
   Matrix output;
   if (file.FindTensor("output.weight")) {
     LOCKSTEP_ASSIGN_OR_RETURN(output, Load(file, "output.weight"));
@@ -239,6 +255,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     if (c.learned_positions) {
       for (size_t i = 0; i < x[t].size(); ++i) x[t][i] += positions[t][i];
     }
+    if (c.embedding_norm) x[t] = LayerNorm(x[t], embd_norm, embd_norm_b, c.rms_eps);
     if (c.scale_embeddings) {
       for (double& e : x[t]) e *= std::sqrt(double(c.n_embd));
     }
@@ -375,6 +392,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
           double dot = 0;
           for (int64_t i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[s][kvh * hd + i];
           scores[s] = dot * c.attention_scale;
+          if (!alibi.empty()) scores[s] += alibi[size_t(h)] * (double(s) - double(t));  // bloom
           if (c.attn_softcap > 0) scores[s] = c.attn_softcap * std::tanh(scores[s] / c.attn_softcap);
           max_score = std::max(max_score, scores[s]);
         }

@@ -98,6 +98,11 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-starcoder", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-chatglm", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-chatglm", "q8_0", 5e-2, 21, 8e-4},
+        // bloom: ALiBi (12 heads: both series of slopes), token_embd_norm.
+        ReferenceCase{"tiny-bloom", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-bloom", "q8_0", 5e-2, 21, 8e-4},
+        // mpt: ALiBi, no biases, a clamped attn_qkv.
+        ReferenceCase{"tiny-mpt", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-mpt", "q8_0", 5e-2, 21, 8e-4},
         // deci: layers with their own KV heads, linear attention, none, and (Ultra) without an FFN.
         ReferenceCase{"tiny-deci", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-deci", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-deci-ultra", "f32", 1e-5, 21, 8e-4},
