@@ -1,5 +1,6 @@
-// The shape tables' shared parts, for model/model_shapes.cc (dense and real shapes, FindModelShape) and
-// model/model_shapes_moe.cc (the mixtures of experts). Not for other files.
+// The shape tables' shared parts, for model/model_shapes.cc (dense and real shapes, FindModelShape),
+// model/model_shapes_layernorm.cc and model/model_shapes_moe.cc (the mixtures of experts). Not for other
+// files.
 #pragma once
 
 #include <span>
@@ -17,7 +18,9 @@ struct ShapeEntry {
   void (*set)(ModelShape& s);
 };
 
-// The mixtures of experts, in the order `make-model --help` lists them (after model_shapes.cc's).
+// The LayerNorm families (model_shapes_layernorm.cc), then the mixtures of experts (model_shapes_moe.cc), in
+// the order `make-model --help` lists them (after model_shapes.cc's).
+std::span<const ShapeEntry> LayerNormShapes();
 std::span<const ShapeEntry> MixtureOfExpertsShapes();
 
 // A tiny shape's defaults: random norms, small weights, an ASCII vocabulary.
