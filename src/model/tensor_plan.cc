@@ -82,11 +82,11 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   // gpt2, starcoder: position_embd, LayerNorms with biases, one attn_qkv (bias: s.qkv_bias), attn_output
   // bias, the ungated FFN with biases.
   // bloom: gpt2's layers without position_embd, token_embd_norm (with bias) on the embeddings.
-  const bool gpt2 = a == "gpt2" || a == "starcoder" || a == "bloom";
+  const bool gpt2 = a == "gpt2" || a == "starcoder", bloom = a == "bloom", gpt2_layers = gpt2 || bloom;
   // mpt (MPT-7B's plan): LayerNorms and an ungated GELU FFN, all without biases, one attn_qkv.
   const bool mpt = a == "mpt";
   const bool fused =
-      a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || gpt2 || mpt || s.fused_qkv;
+      a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || gpt2_layers || mpt || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4" || chatglm;
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
@@ -103,8 +103,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool nemotron = a == "nemotron";
   // orion: llama's layers under LayerNorms with biases.
   const bool norm_bias =
-      stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2 || a == "orion";
-  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2 || mpt;
+      stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2_layers || a == "orion";
+  const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2_layers || mpt;
   const bool ffn_biases = ungated_ffn && !falcon && !nemotron && !mpt;  // and attn_output.bias
   // olmo (OLMo 1): LayerNorms without weights or biases: no norm tensors.
   const bool olmo = a == "olmo";
@@ -113,8 +113,8 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const Fill norm = plan.NormFill();
   // Tied embeddings: token_embd is the output matrix too, and takes its type.
   plan.Matrix("token_embd.weight", n_vocab, s.n_embd, s.tied_embeddings ? Role::kOutput : Role::kPlain);
-  if (gpt2 && a != "bloom") plan.F32("position_embd.weight", {s.n_embd, s.n_ctx}, Fill::kNormal);
-  if (a == "bloom") {
+  if (gpt2) plan.F32("position_embd.weight", {s.n_embd, s.n_ctx}, Fill::kNormal);
+  if (bloom) {
     plan.Vec("token_embd_norm.weight", s.n_embd, norm);
     plan.Vec("token_embd_norm.bias", s.n_embd, Fill::kNormal);
   }

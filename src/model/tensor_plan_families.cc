@@ -46,7 +46,7 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
 // deci: llama's tensors, each layer's as its head counts and FFN width say (model/deci_config.h).
 std::vector<PlannedTensor> PlanDeciTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
-  const int64_t d = s.n_embd, head_dim = s.head_dim > 0 ? s.head_dim : d / s.n_head;
+  const int64_t d = s.n_embd, head_dim = HeadDim(s);
   TensorPlan plan(o);
   const Fill norm = plan.NormFill();
   plan.Matrix("token_embd.weight", n_vocab, d, s.tied_embeddings ? Role::kOutput : Role::kPlain);
