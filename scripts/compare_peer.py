@@ -131,6 +131,9 @@ SHAPES = {
     "tiny-deci": ("llama.cpp", False),
     "tiny-bloom": ("llama.cpp", False),  # ALiBi, token_embd_norm, gpt2's layers
     "tiny-mpt": ("llama.cpp", False),  # ALiBi, LayerNorms without biases, clamped fused QKV
+    "tiny-refact": ("llama.cpp", False),  # llama's layers with ALiBi (max bias 8, no key)
+    "tiny-baichuan": ("llama.cpp", False),  # 32 layers: RoPE
+    "tiny-baichuan-13b": ("llama.cpp", False),  # 40 layers: ALiBi (max bias 8, no key)
     "tiny-olmoe": ("llama.cpp", False),  # whole-width Q/K norms, experts weighted without renormalising
     "tiny-deepseek": ("llama.cpp", False),  # DeepSeek-MoE: a dense layer first, experts beside shared ones
     # OLMo 1 goes to mainline: ik_llama.cpp 8337e4cd3's olmo graph applies RoPE to K twice.

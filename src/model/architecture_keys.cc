@@ -21,6 +21,18 @@ Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t 
   return value;
 }
 
+Status ReadAlibi(const GgufFile& file, ModelConfig& c, double fallback) {
+  const std::string key = Key(c, "attention.max_alibi_bias");
+  double bias = fallback;
+  if (fallback <= 0 || file.Has(key)) {
+    LOCKSTEP_ASSIGN_OR_RETURN(bias, file.GetFloat(key));
+  }
+  if (!(bias > 0 && bias <= 64)) return OutOfRangeKey(file, key, "must be in (0, 64]");
+  c.max_alibi_bias = float(bias);
+  for (LayerAttention& layer : c.layers) layer.rope = false;
+  return Status::Ok();
+}
+
 Status ReadExpertCounts(const GgufFile& file, ModelConfig& c) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert, ReadCount(file, Key(c, "expert_count"), -1, kMaxExperts));
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_expert_used, ReadCount(file, Key(c, "expert_used_count"), -1, c.n_expert));

@@ -32,6 +32,11 @@ Result<std::vector<int64_t>> PerLayerInts(const GgufFile& file, const std::strin
 // The largest entry of `key` read as one integer or an array of them; absent: fallback (< 0: an error).
 Result<int64_t> LargestPerLayerInt(const GgufFile& file, const std::string& key, int64_t fallback);
 
+// ALiBi (bloom, mpt, jais; refact, Baichuan-13B): c.max_alibi_bias from <arch>.attention.max_alibi_bias,
+// or `fallback` when absent (fallback <= 0: required, an error naming the key), in (0, 64]; no layer
+// rotates.
+Status ReadAlibi(const GgufFile& file, ModelConfig& c, double fallback);
+
 // The experts' counts every family with experts states: c.n_expert (expert_count, at most kMaxExperts),
 // c.n_expert_used (expert_used_count, at most n_expert) and c.n_ff_expert (expert_feed_forward_length);
 // InvalidArgument naming the architecture when one is missing or 0.

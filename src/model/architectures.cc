@@ -295,6 +295,23 @@ Status ApplyLlama(const GgufFile& file, ModelConfig& c) {
   return WindowEveryLayer(file, c, 0);
 }
 
+Status ApplyRefact(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's refact graph (Refact-1.6B): llama's layers (multi-query as the converter writes it) with
+  // ALiBi in place of RoPE, its max bias 8 (llama.cpp fixes it: the converter writes no key; one present is
+  // read).
+  return ReadAlibi(file, c, /*fallback=*/8);
+}
+
+Status ApplyBaichuan(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's baichuan graph: llama's layers (the converter splits W_pack into attn_q / attn_k / attn_v).
+  // Baichuan-7B and Baichuan 2 7B (32 layers) rotate; Baichuan-13B and Baichuan 2 13B (40 layers) use ALiBi
+  // with max bias 8 instead (llama.cpp tells them by the layer count: no key says so). Baichuan 2's
+  // NormHead is not applied: as with llama.cpp, lm_head must be normalised before conversion (Baichuan 2's
+  // README, "Baichuan 2 -> Baichuan 1").
+  if (c.n_layer == 40) return ReadAlibi(file, c, /*fallback=*/8);
+  return Status::Ok();
+}
+
 Status ApplyDots1(const GgufFile& file, ModelConfig& c) {
   // dots.llm1 (llama.cpp's graph): qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid
   // scores unless the file says otherwise, exp_probs_b, ungated shared experts, leading dense layers).
@@ -438,8 +455,10 @@ constexpr ArchInfo kArchitectures[] = {
     {"deci", RopeMode::kNormal, false, false, ApplyDeci},  // llama's layers pruned per layer
     {"olmoe", RopeMode::kNeox, true, false, ApplyOlmoe},
     {"deepseek", RopeMode::kNormal, true, false, ApplyDeepseek, true},
-    {"bloom", RopeMode::kNormal, false, true, ApplyBloom},  // ALiBi: no RoPE
-    {"mpt", RopeMode::kNormal, false, true, ApplyMpt},      // ALiBi: no RoPE
+    {"bloom", RopeMode::kNormal, false, true, ApplyBloom},     // ALiBi: no RoPE
+    {"mpt", RopeMode::kNormal, false, true, ApplyMpt},         // ALiBi: no RoPE
+    {"refact", RopeMode::kNormal, false, false, ApplyRefact},  // ALiBi: no RoPE
+    {"baichuan", RopeMode::kNormal, false, false, ApplyBaichuan},
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.

@@ -86,6 +86,10 @@
 //           bias of the scores by distance, ModelConfig::max_alibi_bias) in place of position embeddings
 //   mpt     MPT-7B, MPT-30B: LayerNorms, one attn_qkv clamped to attention.clamp_kqv where the file has
 //           it, ALiBi, an ungated GELU FFN; biases and position_embd where the file has them
+//   refact  Refact-1.6B: llama's layers (multi-query) with ALiBi (max bias 8) in place of RoPE
+//   baichuan  Baichuan-7B, Baichuan 2 7B: llama's layers; Baichuan-13B, Baichuan 2 13B (40 layers): the same
+//           with ALiBi (max bias 8) in place of RoPE (Baichuan 2's NormHead: lm_head normalised before
+//           conversion, as llama.cpp expects)
 //   deci    Llama-3_1-Nemotron-51B, Llama-3_3-Nemotron-Super-49B, Nemotron Ultra, DeciLM-7B: llama's
 //           layers pruned per layer (model/deci_config.h): each its own KV heads and FFN width, some
 //           without attention, with "linear attention" (attn_output alone) or without an FFN

@@ -15,16 +15,6 @@ Status ReadClampKqv(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
-// ALiBi (bloom, mpt): c.max_alibi_bias from <arch>.attention.max_alibi_bias, required; no layer rotates.
-Status ReadAlibi(const GgufFile& file, ModelConfig& c) {
-  const std::string key = Key(c, "attention.max_alibi_bias");
-  LOCKSTEP_ASSIGN_OR_RETURN(double bias, file.GetFloat(key));
-  if (!(bias > 0 && bias <= 64)) return OutOfRangeKey(file, key, "must be in (0, 64]");
-  c.max_alibi_bias = float(bias);
-  for (LayerAttention& layer : c.layers) layer.rope = false;
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status ApplyPhi2(const GgufFile&, ModelConfig& c) {
@@ -103,7 +93,7 @@ Status ApplyBloom(const GgufFile& file, ModelConfig& c) {
   // bias, an ungated GELU FFN with biases) with ALiBi in place of any position embedding.
   c.norm_bias = c.ungated_ffn = c.ffn_bias = c.attn_output_bias = c.qkv_bias = true;
   c.embedding_norm = true;
-  return ReadAlibi(file, c);
+  return ReadAlibi(file, c, /*fallback=*/0);
 }
 
 Status ApplyMpt(const GgufFile& file, ModelConfig& c) {
@@ -122,7 +112,7 @@ Status ApplyMpt(const GgufFile& file, ModelConfig& c) {
     }
   }
   LOCKSTEP_RETURN_IF_ERROR(ReadClampKqv(file, c));
-  return ReadAlibi(file, c);
+  return ReadAlibi(file, c, /*fallback=*/0);
 }
 
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {

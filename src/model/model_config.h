@@ -203,9 +203,10 @@ struct ModelConfig {
   float clamp_kqv = 0;
   // bloom: token_embd_norm (a LayerNorm with its bias) applied to the embeddings before the first layer.
   bool embedding_norm = false;
-  // ALiBi (bloom; <arch>.attention.max_alibi_bias, 0 = none): no layer rotates, and head h's score for the
-  // key at position j from the query at position i gains slope_h * (j - i) (llama.cpp's mask -|i - j| times
-  // the slope), the slopes as ggml computes them (AlibiSlopes).
+  // ALiBi (bloom, mpt, jais: <arch>.attention.max_alibi_bias; refact, Baichuan-13B: 8 unless the file says;
+  // 0 = none): no layer rotates, and head h's score for the key at position j from the query at position i
+  // gains slope_h * (j - i) (llama.cpp's mask -|i - j| times the slope), the slopes as ggml computes them
+  // (AlibiSlopes).
   float max_alibi_bias = 0;
   // gemma2, gemma3: post_attention_norm and post_ffw_norm (RMSNorm) on the attention and FFN outputs before
   // each is added to the residual stream. (Gemma's "1 + w" norm weights: llama.cpp's converter adds the 1

@@ -346,6 +346,33 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
        s.tied_embeddings = false;
      }},
+    {"tiny-refact",
+     [](ModelShape& s) {
+       // Refact-1.6B: 32 heads of 64 and one KV head, llama's layers with ALiBi (max bias 8: no key, as
+       // llama.cpp's converter writes it), untied output.
+       s = Tiny(s.name, "refact");
+       Widths(s, 128, 8, 1, 16, 352);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-baichuan",
+     [](ModelShape& s) {
+       // Baichuan-7B / Baichuan 2 7B: 32 layers of 32 heads (llama.cpp tells the 7B's RoPE from the 13B's
+       // ALiBi by those 32 layers), llama's layers, untied output.
+       s = Tiny(s.name, "baichuan");
+       Widths(s, 64, 4, 4, 16, 160);
+       s.n_layer = 32;
+       s.n_ctx = 1024;
+       s.rms_eps = 1e-6f;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-baichuan-13b",
+     [](ModelShape& s) {  // Baichuan-13B / Baichuan 2 13B: tiny-baichuan's 40-layer twin, hence ALiBi
+       s = *FindModelShape("tiny-baichuan");
+       s.name = "tiny-baichuan-13b";
+       s.n_layer = 40;
+     }},
     {"tiny-chatglm",
      [](ModelShape& s) {
        // GLM-4-9B: 32 heads of 128, 2 KV heads, interleaved RoPE over half of each head, one attn_qkv with

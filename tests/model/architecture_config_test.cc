@@ -472,6 +472,31 @@ TEST(Architectures, Mpt) {
             std::string::npos);
 }
 
+// refact and Baichuan-13B: llama's layers with ALiBi whose max bias llama.cpp fixes at 8 (their files carry
+// no key; one present is read); Baichuan's 32-layer 7B rotates, its 40-layer 13B uses ALiBi.
+TEST(Architectures, RefactAndBaichuanAlibi) {
+  for (const char* shape : {"tiny-refact", "tiny-baichuan-13b"}) {
+    const ModelConfig c = Config(shape);
+    EXPECT_FALSE(c.layer_norm || c.ungated_ffn || c.qkv_bias) << shape;
+    EXPECT_EQ(c.max_alibi_bias, 8.0f) << shape;
+    for (const LayerAttention& layer : c.layers) EXPECT_FALSE(layer.rope) << shape;
+  }
+  EXPECT_EQ(Config("tiny-refact").n_head_kv, 1);
+  EXPECT_EQ(
+      Config("tiny-refact", Edit{{}, {{"refact.attention.max_alibi_bias", GgufValue::Float32(4)}}, {}, ""})
+          .max_alibi_bias,
+      4.0f);
+  EXPECT_NE(ConfigError("tiny-refact",
+                        Edit{{}, {{"refact.attention.max_alibi_bias", GgufValue::Float32(0)}}, {}, ""})
+                .find("must be in (0, 64]"),
+            std::string::npos);
+  const ModelConfig seven_b = Config("tiny-baichuan");
+  EXPECT_EQ(seven_b.n_layer, 32);
+  EXPECT_EQ(seven_b.max_alibi_bias, 0.0f);
+  EXPECT_EQ(seven_b.rope_mode, RopeMode::kNormal);
+  for (const LayerAttention& layer : seven_b.layers) EXPECT_TRUE(layer.rope);
+}
+
 // deci: head counts, KV head counts and FFN widths per layer; head_count 0 = no attention, head_count_kv 0
 // = "linear attention" (attn_output alone), feed_forward_length 0 = no FFN. Only attention stores K/V.
 TEST(Architectures, DeciLayersAsTheirArraysSay) {
