@@ -459,6 +459,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"mpt", RopeMode::kNormal, false, true, ApplyMpt},         // ALiBi: no RoPE
     {"refact", RopeMode::kNormal, false, false, ApplyRefact},  // ALiBi: no RoPE
     {"baichuan", RopeMode::kNormal, false, false, ApplyBaichuan},
+    {"jais", RopeMode::kNormal, false, true, ApplyJais},  // ALiBi: no RoPE
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.

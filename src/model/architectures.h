@@ -86,6 +86,8 @@
 //           bias of the scores by distance, ModelConfig::max_alibi_bias) in place of position embeddings
 //   mpt     MPT-7B, MPT-30B: LayerNorms, one attn_qkv clamped to attention.clamp_kqv where the file has
 //           it, ALiBi, an ungated GELU FFN; biases and position_embd where the file has them
+//   jais    Jais-13B, Jais-30B: LayerNorms with biases, one attn_qkv with its bias, attn_output bias, ALiBi,
+//           scores scaled by 1 / head_dim, SwiGLU with biases on gate, up and down
 //   refact  Refact-1.6B: llama's layers (multi-query) with ALiBi (max bias 8) in place of RoPE
 //   baichuan  Baichuan-7B, Baichuan 2 7B: llama's layers; Baichuan-13B, Baichuan 2 13B (40 layers): the same
 //           with ALiBi (max bias 8) in place of RoPE (Baichuan 2's NormHead: lm_head normalised before

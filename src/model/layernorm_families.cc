@@ -115,6 +115,16 @@ Status ApplyMpt(const GgufFile& file, ModelConfig& c) {
   return ReadAlibi(file, c, /*fallback=*/0);
 }
 
+Status ApplyJais(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's jais graph (Jais-13B, Jais-30B and their chat variants): LayerNorms with biases, one
+  // attn_qkv with its bias, attn_output bias, ALiBi (attention.max_alibi_bias, required), scores scaled by
+  // 1 / head_dim (muP's, not 1 / sqrt(head_dim)), SwiGLU with biases on gate, up and down; untied output.
+  // (The converter folds Jais's embedding and output scales into token_embd and output.)
+  c.norm_bias = c.qkv_bias = c.attn_output_bias = c.ffn_bias = true;
+  c.attention_scale = 1.0f / float(c.head_dim);
+  return ReadAlibi(file, c, /*fallback=*/0);
+}
+
 Status ApplyOrion(const GgufFile&, ModelConfig& c) {
   // llama.cpp's orion graph: llama's layers (no biases on Q/K/V/O, SwiGLU) under LayerNorms with biases.
   c.norm_bias = true;

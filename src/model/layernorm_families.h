@@ -28,6 +28,8 @@ Status ApplyGpt2(const GgufFile& file, ModelConfig& c);
 Status ApplyBloom(const GgufFile& file, ModelConfig& c);
 // mpt (MPT-7B, MPT-30B): ALiBi, a clamped fused Q/K/V.
 Status ApplyMpt(const GgufFile& file, ModelConfig& c);
+// jais (Jais-13B, Jais-30B): ALiBi, scores scaled by 1 / head_dim, SwiGLU with biases.
+Status ApplyJais(const GgufFile& file, ModelConfig& c);
 // orion (Orion-14B): llama's layers under LayerNorms with biases.
 Status ApplyOrion(const GgufFile& file, ModelConfig& c);
 // stablelm (StableLM 2, StableLM-3B-4E1T): partial NeoX RoPE; StableLM 2 12B's per-head Q/K norms.

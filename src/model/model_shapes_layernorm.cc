@@ -100,6 +100,20 @@ constexpr ShapeEntry kLayerNormShapes[] = {
        s.max_alibi_bias = 8;
        s.clamp_kqv = 0.5f;
      }},
+    {"tiny-jais",
+     [](ModelShape& s) {
+       // Jais-13B: 40 heads of 128 (here 10: both series of ALiBi slopes, as 40), ALiBi (max bias 8),
+       // LayerNorms with biases, one attn_qkv with its bias, attn_output bias, scores scaled by 1 / head_dim,
+       // SwiGLU (n_ff 13653: ffn_down then stays f16 in quantized files) with biases on gate, up and down;
+       // untied output.
+       s = Tiny(s.name, "jais");
+       Widths(s, 160, 10, 10, 16, 352);  // llama.cpp: n_head x head_dim = n_embd
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+       s.max_alibi_bias = 8;
+     }},
     {"tiny-nemotron",
      [](ModelShape& s) {
        // Nemotron-Mini-4B: 24 heads of 128 with half of each rotated (NeoX), 8 KV heads, LayerNorms with

@@ -450,6 +450,11 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
     } else {
       lw.w_gate = b.Matrix(p + "ffn_gate.weight", n_ff, d);
       lw.w_up = b.Matrix(p + "ffn_up.weight", n_ff, d);
+      if (c.ffn_bias) {  // jais
+        lw.b_gate = b.Vector(p + "ffn_gate.bias", n_ff);
+        lw.b_up = b.Vector(p + "ffn_up.bias", n_ff);
+        lw.b_down = b.Vector(p + "ffn_down.bias", d);
+      }
     }
     if (!c.FeedForwardExperts(l)) lw.w_down = b.Matrix(p + "ffn_down.weight", d, n_ff);
     if (c.post_norms) lw.post_ffn_norm = b.Vector(p + "post_ffw_norm.weight", d);

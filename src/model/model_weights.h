@@ -56,9 +56,10 @@ struct LayerWeights {
   // bert only (model/bert_encoder.h): post_attn_norm / post_ffn_norm are attn_output_norm /
   // layer_output_norm, LayerNorms with these biases; bo, b_up, b_down the biases of wo, w_up, w_down (w_gate
   // is empty). bo also for attn_output_bias (gpt-oss, phi2); b_up and b_down also for the ungated FFN (phi2,
-  // starcoder2).
+  // starcoder2), and with b_gate for the gated FFN with biases (jais).
   std::vector<float> post_attn_norm_b, post_ffn_norm_b;  // [n_embd]
   std::vector<float> bo, b_up, b_down;                   // [n_embd], [n_ff], [n_embd]
+  std::vector<float> b_gate;                             // [n_ff]
   // Mixture of experts only (ModelConfig::n_expert > 0; then w_gate, w_up and w_down are empty): the router
   // and each expert's matrices, views of expert e's slice of the 3-D tensors ffn_{gate,up,down}_exps
   // (GGUF dims [n_embd, n_ff_expert, n_expert] and [n_ff_expert, n_embd, n_expert]).

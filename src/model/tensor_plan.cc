@@ -85,8 +85,11 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool gpt2 = a == "gpt2" || a == "starcoder", bloom = a == "bloom", gpt2_layers = gpt2 || bloom;
   // mpt (MPT-7B's plan): LayerNorms and an ungated GELU FFN, all without biases, one attn_qkv.
   const bool mpt = a == "mpt";
-  const bool fused =
-      a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || gpt2_layers || mpt || s.fused_qkv;
+  // jais: LayerNorms with biases, one attn_qkv (bias: s.qkv_bias), attn_output bias, the gated FFN with
+  // biases on gate, up and down.
+  const bool jais = a == "jais";
+  const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || gpt2_layers ||
+                     mpt || jais || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4" || chatglm;
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output
@@ -103,7 +106,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool nemotron = a == "nemotron";
   // orion: llama's layers under LayerNorms with biases.
   const bool norm_bias =
-      stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2_layers || a == "orion";
+      stablelm || phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2_layers || jais || a == "orion";
   const bool ungated_ffn = phi2 || starcoder2 || gptneox || falcon || nemotron || gpt2_layers || mpt;
   const bool ffn_biases = ungated_ffn && !falcon && !nemotron && !mpt;  // and attn_output.bias
   // olmo (OLMo 1): LayerNorms without weights or biases: no norm tensors.
@@ -183,7 +186,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
       plan.F32(p + "attn_sinks.weight", {s.n_head}, Fill::kNormal, 2.0f);
       plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     }
-    if (ffn_biases) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
+    if (ffn_biases || jais) plan.Vec(p + "attn_output.bias", s.n_embd, Fill::kNormal);
     if (post_norms) plan.Vec(p + "post_attention_norm.weight", s.n_embd, norm);
     if (!no_ffn_norm) {
       const bool post_attention_named = gpt_oss || qwen35 || a == "glm4moe" || a == "seed_oss";
@@ -227,6 +230,11 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
     } else {
       plan.Matrix(p + "ffn_gate.weight", s.n_ff, s.n_embd);
       plan.Matrix(p + "ffn_up.weight", s.n_ff, s.n_embd);
+      if (jais) {
+        plan.Vec(p + "ffn_gate.bias", s.n_ff, Fill::kNormal);
+        plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
+        plan.Vec(p + "ffn_down.bias", s.n_embd, Fill::kNormal);
+      }
     }
     if (dense) plan.Matrix(p + "ffn_down.weight", s.n_embd, s.n_ff, Role::kFfnDown);
     if (post_norms) plan.Vec(p + "post_ffw_norm.weight", s.n_embd, norm);

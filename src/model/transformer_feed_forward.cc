@@ -33,6 +33,11 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
   const LayerWeights& w = weights_.layers[layer];
   // Fewer rows than the batch's: the output rows, gathered (the last layer's skip).
   const int64_t* lora_rows = rows < lora_.batch_rows() ? output_rows_.data() : nullptr;
+  const auto add_down_bias = [&] {  // phi2, starcoder2, jais (none: falcon, llama)
+    ForEachRow(pool, w.b_down.empty() ? 0 : rows, [&](int64_t r, int) {
+      for (int64_t i = 0; i < c.n_embd; ++i) out[r * c.n_embd + i] += w.b_down[size_t(i)];
+    });
+  };
   // phi2, starcoder2: up (+ bias) -> GELU -> down (+ bias). GELU's tanh form as Gemma's GeGLU computes it,
   // times 1 (exact): the kernel's bits on every CPU level. (ik_llama.cpp's CPU backend computes it in f32
   // over whole vectors, reading llama.cpp's f16 table only for the elements past them.) nemotron: the
@@ -51,9 +56,7 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
     });
     MatMul(kernels_.matmul, w.w_down, up_.data(), rows, out, pool);
     lora_.Apply(layer, LoraTarget::kDown, up_.data(), rows, lora_rows, out, kernels_.matmul, pool);
-    ForEachRow(pool, w.b_down.empty() ? 0 : rows, [&](int64_t r, int) {
-      for (int64_t i = 0; i < c.n_embd; ++i) out[r * c.n_embd + i] += w.b_down[size_t(i)];
-    });
+    add_down_bias();
     return;
   }
   const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
@@ -63,7 +66,11 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
   lora_.Apply(layer, LoraTarget::kUp, xn_.data(), rows, lora_rows, up_.data(), kernels_.matmul, pool);
   ForEachRow(pool, rows, [&](int64_t r, int) {
     float* g = gate_.data() + r * ff;
-    const float* u = up_.data() + r * ff;
+    float* u = up_.data() + r * ff;
+    for (size_t i = 0; i < w.b_gate.size(); ++i) {  // jais
+      g[i] += w.b_gate[i];
+      u[i] += w.b_up[i];
+    }
     if (c.ffn_activation == FfnActivation::kGeluTanh) {
       kernels_.elementwise.geglu(g, u, ff);  // Gemma's GeGLU
     } else if (c.ffn_activation == FfnActivation::kSwiGluOai) {
@@ -74,6 +81,7 @@ void Transformer::GatedFeedForward(int64_t rows, int32_t layer, int64_t ff, floa
   });
   MatMul(kernels_.matmul, w.w_down, gate_.data(), rows, out, pool);
   lora_.Apply(layer, LoraTarget::kDown, gate_.data(), rows, lora_rows, out, kernels_.matmul, pool);
+  add_down_bias();
 }
 
 void Transformer::DenseBesideExperts(int64_t rows, int32_t layer, ThreadPool& pool) {

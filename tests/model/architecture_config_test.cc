@@ -472,6 +472,25 @@ TEST(Architectures, Mpt) {
             std::string::npos);
 }
 
+// jais: ALiBi (the key required), scores scaled by 1 / head_dim, SwiGLU with biases (bound for gate, up and
+// down), LayerNorms with biases, one attn_qkv with its bias.
+TEST(Architectures, Jais) {
+  const ModelConfig c = Config("tiny-jais");
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.qkv_bias && c.attn_output_bias && c.ffn_bias);
+  EXPECT_FALSE(c.ungated_ffn);
+  EXPECT_EQ(c.attention_scale, 1.0f / 16);
+  EXPECT_EQ(c.max_alibi_bias, 8.0f);
+  for (const LayerAttention& layer : c.layers) EXPECT_FALSE(layer.rope);
+  EXPECT_NE(ConfigError("tiny-jais", DropKeys({"jais.attention.max_alibi_bias"})).find("max_alibi_bias"),
+            std::string::npos);
+  LoadedModel m = LoadModelOrDie(TinyModelPath("tiny-jais", TensorType::kF32));
+  const ModelWeights& w = static_cast<const Transformer&>(*m.model).weights();
+  EXPECT_EQ(w.layers[0].b_gate.size(), 352u);
+  EXPECT_EQ(w.layers[0].b_up.size(), 352u);
+  EXPECT_EQ(w.layers[0].b_down.size(), 160u);
+  EXPECT_EQ(w.layers[0].bo.size(), 160u);
+}
+
 // refact and Baichuan-13B: llama's layers with ALiBi whose max bias llama.cpp fixes at 8 (their files carry
 // no key; one present is read); Baichuan's 32-layer 7B rotates, its 40-layer 13B uses ALiBi.
 TEST(Architectures, RefactAndBaichuanAlibi) {

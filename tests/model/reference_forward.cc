@@ -209,6 +209,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
     } else if (file.FindTensor(p + "ffn_gate.weight")) {
       LOCKSTEP_ASSIGN_OR_RETURN(L.gate, Load(file, p + "ffn_gate.weight"));
       LOCKSTEP_ASSIGN_OR_RETURN(L.up, Load(file, p + "ffn_up.weight"));
+      if (c.ffn_bias) {  // jais
+        LOCKSTEP_ASSIGN_OR_RETURN(L.b_gate, LoadVector(file, p + "ffn_gate.bias"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.b_up, LoadVector(file, p + "ffn_up.bias"));
+        LOCKSTEP_ASSIGN_OR_RETURN(L.b_down, LoadVector(file, p + "ffn_down.bias"));
+      }
     } else {  // phi3: [gate | up]
       LOCKSTEP_ASSIGN_OR_RETURN(Matrix gate_up, Load(file, p + "ffn_up.weight"));
       L.gate = RowRange(gate_up, 0, c.n_ff);
@@ -432,7 +437,11 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         continue;
       }
       std::vector<double> g = MatVec(L.gate, h);
-      const std::vector<double> u = MatVec(L.up, h);
+      std::vector<double> u = MatVec(L.up, h);
+      for (size_t i = 0; i < L.b_gate.size(); ++i) {  // jais
+        g[i] += L.b_gate[i];
+        u[i] += L.b_up[i];
+      }
       for (size_t i = 0; i < g.size(); ++i) {
         if (c.ffn_activation == FfnActivation::kGeluTanh) {
           g[i] = Gelu(g[i]) * u[i];
@@ -441,6 +450,9 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         }
       }
       std::vector<double> d = MatVec(L.down, g);
+      if (!L.b_gate.empty()) {  // jais
+        for (size_t i = 0; i < d.size(); ++i) d[i] += L.b_down[i];
+      }
       if (c.dense_beside_experts) {  // Gemma 4: + the experts, each sum normed
         d = RmsNorm(d, L.post_ffn_norm_1, c.rms_eps);
         const std::vector<double> e = RmsNorm(Gemma4Experts(L, c, x[t]), L.post_ffn_norm_2, c.rms_eps);

@@ -104,8 +104,11 @@ INSTANTIATE_TEST_SUITE_P(
         // mpt: ALiBi, no biases, a clamped attn_qkv.
         ReferenceCase{"tiny-mpt", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-mpt", "q8_0", 5e-2, 21, 8e-4},
         // refact: llama's layers, multi-query, ALiBi (no key: max bias 8); Baichuan-13B: 40 layers, ALiBi.
-        ReferenceCase{"tiny-refact", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-refact", "q8_0", 5e-2, 21, 8e-4},
+        ReferenceCase{"tiny-refact", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-refact", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-baichuan-13b", "f32", 1e-5, 21, 8e-4},
+        // jais: ALiBi, 1 / head_dim, SwiGLU with biases.
+        ReferenceCase{"tiny-jais", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-jais", "q8_0", 5e-2, 21, 8e-4},
         // deci: layers with their own KV heads, linear attention, none, and (Ultra) without an FFN.
         ReferenceCase{"tiny-deci", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-deci", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-deci-ultra", "f32", 1e-5, 21, 8e-4},
