@@ -131,6 +131,7 @@ SHAPES = {
     "tiny-deci": ("llama.cpp", False),
     "tiny-bloom": ("llama.cpp", False),  # ALiBi, token_embd_norm, gpt2's layers
     "tiny-mpt": ("llama.cpp", False),  # ALiBi, LayerNorms without biases, clamped fused QKV
+    "tiny-codeshell": ("llama.cpp", False),  # gpt2's layers with GQA and NeoX RoPE
     "tiny-jais": ("llama.cpp", False),  # ALiBi, 1 / head_dim, SwiGLU with biases
     "tiny-refact": ("llama.cpp", False),  # llama's layers with ALiBi (max bias 8, no key)
     "tiny-baichuan": ("llama.cpp", False),  # 32 layers: RoPE

@@ -460,6 +460,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"refact", RopeMode::kNormal, false, false, ApplyRefact},  // ALiBi: no RoPE
     {"baichuan", RopeMode::kNormal, false, false, ApplyBaichuan},
     {"jais", RopeMode::kNormal, false, true, ApplyJais},  // ALiBi: no RoPE
+    {"codeshell", RopeMode::kNeox, false, true, ApplyCodeShell},
 };
 
 // The entry of kArchitectures named `architecture`, or nullptr.

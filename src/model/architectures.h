@@ -82,6 +82,8 @@
 //   gpt2, starcoder  GPT-2; StarCoder, SantaCoder (the same with MQA): learned position embeddings (no
 //           RoPE), LayerNorms with biases, one attn_qkv with its bias, attn_output bias, an ungated GELU FFN
 //           with biases
+//   codeshell  CodeShell-7B: gpt2's layers with grouped-query attention and NeoX RoPE in place of position
+//           embeddings
 //   bloom   BLOOM, BLOOMZ: gpt2's layers with token_embd_norm on the embeddings and ALiBi (a per-head linear
 //           bias of the scores by distance, ModelConfig::max_alibi_bias) in place of position embeddings
 //   mpt     MPT-7B, MPT-30B: LayerNorms, one attn_qkv clamped to attention.clamp_kqv where the file has

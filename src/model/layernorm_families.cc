@@ -87,6 +87,14 @@ Status ApplyGpt2(const GgufFile&, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyCodeShell(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's codeshell graph (CodeShell-7B): gpt2's layers (LayerNorms with biases, one attn_qkv with its
+  // bias, attn_output bias, an ungated GELU FFN with biases) with grouped-query attention and NeoX RoPE in
+  // place of position embeddings; untied output.
+  c.norm_bias = c.ungated_ffn = c.ffn_bias = c.attn_output_bias = c.qkv_bias = true;
+  return Status::Ok();
+}
+
 Status ApplyBloom(const GgufFile& file, ModelConfig& c) {
   // llama.cpp's bloom graph (BLOOM, BLOOMZ): token embeddings under a LayerNorm with its bias
   // (token_embd_norm), then gpt2's layers (LayerNorms with biases, one attn_qkv with its bias, attn_output

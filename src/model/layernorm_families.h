@@ -24,6 +24,8 @@ Status ApplyNemotron(const GgufFile& file, ModelConfig& c);
 Status ApplyOlmo(const GgufFile& file, ModelConfig& c);
 // gpt2, starcoder (GPT-2; StarCoder, SantaCoder): learned position embeddings.
 Status ApplyGpt2(const GgufFile& file, ModelConfig& c);
+// codeshell (CodeShell-7B): gpt2's layers with GQA and NeoX RoPE.
+Status ApplyCodeShell(const GgufFile& file, ModelConfig& c);
 // bloom (BLOOM, BLOOMZ): token_embd_norm and ALiBi.
 Status ApplyBloom(const GgufFile& file, ModelConfig& c);
 // mpt (MPT-7B, MPT-30B): ALiBi, a clamped fused Q/K/V.

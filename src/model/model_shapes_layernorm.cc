@@ -74,6 +74,18 @@ constexpr ShapeEntry kLayerNormShapes[] = {
        s.n_head_kv = 1;
        s.tied_embeddings = true;
      }},
+    {"tiny-codeshell",
+     [](ModelShape& s) {
+       // CodeShell-7B: 32 heads of 128, 8 KV heads, NeoX RoPE over whole heads, LayerNorms with biases, one
+       // attn_qkv with its bias, attn_output bias, an ungated GELU FFN (4 x n_embd) with biases; untied
+       // output.
+       s = Tiny(s.name, "codeshell");
+       Widths(s, 128, 8, 2, 16, 512);  // llama.cpp: n_head x head_dim = n_embd
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
     {"tiny-bloom",
      [](ModelShape& s) {
        // BLOOM-560M: 16 heads of 64, ALiBi (max bias 8), token_embd_norm, LayerNorms with biases, one

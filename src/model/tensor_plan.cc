@@ -81,8 +81,10 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   const bool chatglm = a == "chatglm";
   // gpt2, starcoder: position_embd, LayerNorms with biases, one attn_qkv (bias: s.qkv_bias), attn_output
   // bias, the ungated FFN with biases.
-  // bloom: gpt2's layers without position_embd, token_embd_norm (with bias) on the embeddings.
-  const bool gpt2 = a == "gpt2" || a == "starcoder", bloom = a == "bloom", gpt2_layers = gpt2 || bloom;
+  // bloom: gpt2's layers without position_embd, token_embd_norm (with bias) on the embeddings. codeshell:
+  // gpt2's layers without position_embd (RoPE).
+  const bool gpt2 = a == "gpt2" || a == "starcoder", bloom = a == "bloom";
+  const bool gpt2_layers = gpt2 || bloom || a == "codeshell";
   // mpt (MPT-7B's plan): LayerNorms and an ungated GELU FFN, all without biases, one attn_qkv.
   const bool mpt = a == "mpt";
   // jais: LayerNorms with biases, one attn_qkv (bias: s.qkv_bias), attn_output bias, the gated FFN with

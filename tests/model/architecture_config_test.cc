@@ -472,6 +472,17 @@ TEST(Architectures, Mpt) {
             std::string::npos);
 }
 
+// codeshell: gpt2's layers (biases throughout, one attn_qkv, the ungated FFN) with GQA and NeoX RoPE.
+TEST(Architectures, CodeShell) {
+  const ModelConfig c = Config("tiny-codeshell");
+  EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  EXPECT_TRUE(c.layer_norm && c.norm_bias && c.ungated_ffn && c.ffn_bias && c.qkv_bias && c.attn_output_bias);
+  EXPECT_FALSE(c.learned_positions || c.parallel_ffn);
+  EXPECT_EQ(c.max_alibi_bias, 0.0f);
+  EXPECT_EQ(c.n_head_kv, 2);
+  for (const LayerAttention& layer : c.layers) EXPECT_TRUE(layer.rope);
+}
+
 // jais: ALiBi (the key required), scores scaled by 1 / head_dim, SwiGLU with biases (bound for gate, up and
 // down), LayerNorms with biases, one attn_qkv with its bias.
 TEST(Architectures, Jais) {

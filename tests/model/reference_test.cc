@@ -107,6 +107,9 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-refact", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-refact", "q8_0", 5e-2, 21, 8e-4},
         ReferenceCase{"tiny-baichuan-13b", "f32", 1e-5, 21, 8e-4},
+        // codeshell: gpt2's layers with GQA and NeoX RoPE.
+        ReferenceCase{"tiny-codeshell", "f32", 1e-5, 21, 8e-4},
+        ReferenceCase{"tiny-codeshell", "q8_0", 5e-2, 21, 8e-4},
         // jais: ALiBi, 1 / head_dim, SwiGLU with biases.
         ReferenceCase{"tiny-jais", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-jais", "q8_0", 5e-2, 21, 8e-4},
         // deci: layers with their own KV heads, linear attention, none, and (Ultra) without an FFN.
