@@ -24,7 +24,7 @@ struct Layer {
   // gpt-oss: the sinks [n_head], attn_output's bias, the router's bias and the experts' [n_expert][width].
   std::vector<double> sinks, bo, router_b;
   std::vector<double> b_up, b_down;  // phi2's ungated FFN (up holds ffn_up; gate is empty); jais's gated one
-  std::vector<double> b_gate;         // jais: the gated FFN's gate bias
+  std::vector<double> b_gate;        // jais: the gated FFN's gate bias
   Matrix gate_b, up_b, down_b;
   Matrix wq, wk, wv, wo, gate, up, down;
   // Mixture of experts: the router [n_expert][n_embd] and each expert's gate, up and down (qwen2moe: the
