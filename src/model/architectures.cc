@@ -320,9 +320,17 @@ Status ApplyDots1(const GgufFile& file, ModelConfig& c) {
 }
 
 Status ApplyBert(const GgufFile&, ModelConfig& c) {
-  // model/bert_encoder.h: LayerNorm post-norms, GELU, biases, no RoPE
+  // model/bert_encoder.h: LayerNorm post-norms, absolute position embeddings (no RoPE), Q/K/V/O biases, an
+  // ungated GELU FFN with biases.
   for (LayerAttention& layer : c.layers) layer.rope = false;
+  c.learned_positions = c.qkv_bias = c.attn_output_bias = c.ungated_ffn = c.ffn_bias = true;
   c.ffn_activation = FfnActivation::kGeluTanh;
+  return Status::Ok();
+}
+
+Status ApplyNomicBert(const GgufFile&, ModelConfig&) {
+  // llama.cpp's bert graph for nomic-bert: bert's encoder with NeoX RoPE (every layer, rope.freq_base) in
+  // place of position embeddings, one attn_qkv, SwiGLU; no biases but the LayerNorms'.
   return Status::Ok();
 }
 
@@ -421,6 +429,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"mistral3", RopeMode::kNormal, false, false, ApplyMistral3},
     {"glm4", RopeMode::kNormal, false, false, ApplyGlm4},
     {"bert", RopeMode::kNormal, false, false, ApplyBert},  // absolute position embeddings: no RoPE
+    {"nomic-bert", RopeMode::kNeox, false, false, ApplyNomicBert},
     {"deepseek2", RopeMode::kNormal, true, false, ApplyDeepseek2, true},
     {"gemma4", RopeMode::kNeox, true, false, ApplyGemma4},  // 26B-A4B
     // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
@@ -481,6 +490,10 @@ std::string TextArchitecture(const std::string& file_architecture) {
       {"qwen2vl", "qwen2"}, {"qwen3vl", "qwen3"}, {"qwen3vlmoe", "qwen3moe"}};
   auto it = kTextParts.find(file_architecture);
   return it == kTextParts.end() ? file_architecture : it->second;
+}
+
+bool IsBertEncoder(const std::string& architecture) {
+  return architecture == "bert" || architecture == "nomic-bert";
 }
 
 bool UsesLayerNorm(const std::string& architecture) {

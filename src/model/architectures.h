@@ -117,6 +117,8 @@
 //           experts (not renormalised) beside gated shared experts
 //   bert    a bidirectional encoder for embeddings (bge, all-MiniLM, e5): absolute position and token-type
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
+//   nomic-bert  nomic-embed-text v1 / v1.5: bert's encoder with NeoX RoPE in place of position embeddings,
+//           one attn_qkv, SwiGLU, no biases but the LayerNorms'
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and
 //           qwen3moe's layers (TextArchitecture below); text only
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
@@ -140,6 +142,9 @@ std::vector<std::string> ArchitectureNames();
 // the text part of a vision-language model (its images need a projector lockstep does not run) the text
 // model's: qwen2vl -> qwen2, qwen3vl -> qwen3, qwen3vlmoe -> qwen3moe.
 std::string TextArchitecture(const std::string& file_architecture);
+
+// Whether `architecture` is a bidirectional encoder run by model/bert_encoder.h (bert, nomic-bert).
+bool IsBertEncoder(const std::string& architecture);
 
 // Whether `architecture` (a supported one) normalizes with LayerNorm where the others use RMSNorm (command-r,
 // cohere2, stablelm, phi2, starcoder2, gptneox, orion, falcon, nemotron, olmo, gpt2, starcoder): its files

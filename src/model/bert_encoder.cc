@@ -41,7 +41,11 @@ void AddAndNorm(float* x, const float* y, int64_t rows, int64_t d, const std::ve
 
 BertEncoder::BertEncoder(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelWeights weights,
                          const Kernels& kernels)
-    : Model(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), kernels_(kernels) {
+    : Model(std::move(file)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      kernels_(kernels),
+      rope_(config_) {
   gelu_f16_.resize(size_t{1} << 16);
   for (size_t h = 0; h < gelu_f16_.size(); ++h) {
     gelu_f16_[h] = F16ToF32(F32ToF16(GeluTanh(F16ToF32(uint16_t(h)))));
@@ -78,6 +82,8 @@ Status BertEncoder::Plan(const Batch& batch, const ForwardOutputs& outputs) {
   k_.resize(size_t(rows_) * size_t(config_.kv_dim()));
   v_.resize(size_t(rows_) * size_t(config_.kv_dim()));
   up_.resize(size_t(rows_) * size_t(config_.n_ff));
+  if (!config_.ungated_ffn) gate_.resize(size_t(rows_) * size_t(config_.n_ff));
+  if (Rotates()) cos_sin_.resize(size_t(rows_) * 2 * size_t(rope_.pairs()));
   return Status::Ok();
 }
 
@@ -89,9 +95,14 @@ void BertEncoder::Embed(const Batch& batch, ThreadPool& pool) {
     const BatchRow& row = batch.rows[size_t(r)];
     float* x = x_.data() + r * d;
     DequantizeRow(embd.type, embd.data + size_t(row.token) * row_bytes, x, d);
-    const float* pos = weights_.position_embd.data() + int64_t(row.position) * d;
-    for (int64_t i = 0; i < d; ++i) x[i] = (x[i] + weights_.token_type0[size_t(i)]) + pos[i];
+    if (config_.learned_positions) {
+      const float* pos = weights_.position_embd.data() + int64_t(row.position) * d;
+      for (int64_t i = 0; i < d; ++i) x[i] = (x[i] + weights_.token_type0[size_t(i)]) + pos[i];
+    } else {
+      for (int64_t i = 0; i < d; ++i) x[i] += weights_.token_type0[size_t(i)];
+    }
     LayerNorm(x, weights_.embd_norm.data(), weights_.embd_norm_b.data(), d, config_.rms_eps, x);
+    if (Rotates()) rope_.Angles(row.position, cos_sin_.data() + size_t(r) * 2 * size_t(rope_.pairs()));
   });
 }
 
@@ -111,6 +122,13 @@ void BertEncoder::Attention(int64_t layer, ThreadPool& pool) {
   AddBias(q_.data(), rows_, w.bq);
   AddBias(k_.data(), rows_, w.bk);
   AddBias(v_.data(), rows_, w.bv);
+  if (Rotates()) {
+    pool.Run(rows_, [&](int64_t r, int) {
+      const float* angles = cos_sin_.data() + size_t(r) * 2 * size_t(rope_.pairs());
+      rope_.Apply(kernels_.elementwise, angles, q_.data() + r * q_dim, c.n_head);
+      rope_.Apply(kernels_.elementwise, angles, k_.data() + r * kv_dim, c.n_head_kv);
+    });
+  }
   const int64_t heads = c.n_head, group = c.n_head / c.n_head_kv;
   const int64_t n_seq = int64_t(sequences_.size());
   const AttentionKernels& kernels = kernels_.attention;
@@ -164,15 +182,25 @@ void BertEncoder::FeedForward(int64_t layer, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[size_t(layer)];
   const int64_t ff = c.n_ff;
-  MatMul(kernels_.matmul, w.w_up, x_.data(), rows_, up_.data(), pool);
-  pool.Run(rows_, [&](int64_t r, int) {
-    float* u = up_.data() + r * ff;
-    for (int64_t i = 0; i < ff; ++i) {
-      const float x = u[i] + w.b_up[size_t(i)];
-      u[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_f16_[F32ToF16(x)];
-    }
-  });
-  MatMul(kernels_.matmul, w.w_down, up_.data(), rows_, proj_.data(), pool);
+  if (!c.ungated_ffn) {  // nomic-bert: SwiGLU(gate, up), no biases
+    const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
+    float* const outs[] = {gate_.data(), up_.data()};
+    MatMulShared(kernels_.matmul, gate_up, x_.data(), rows_, outs, pool);
+    pool.Run(rows_, [&](int64_t r, int) {
+      kernels_.elementwise.swiglu(gate_.data() + r * ff, up_.data() + r * ff, ff);
+    });
+    MatMul(kernels_.matmul, w.w_down, gate_.data(), rows_, proj_.data(), pool);
+  } else {
+    MatMul(kernels_.matmul, w.w_up, x_.data(), rows_, up_.data(), pool);
+    pool.Run(rows_, [&](int64_t r, int) {
+      float* u = up_.data() + r * ff;
+      for (int64_t i = 0; i < ff; ++i) {
+        const float x = u[i] + w.b_up[size_t(i)];
+        u[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_f16_[F32ToF16(x)];
+      }
+    });
+    MatMul(kernels_.matmul, w.w_down, up_.data(), rows_, proj_.data(), pool);
+  }
   AddBias(proj_.data(), rows_, w.b_down);
   AddAndNorm(x_.data(), proj_.data(), rows_, c.n_embd, w.post_ffn_norm, w.post_ffn_norm_b, c.rms_eps, pool);
 }

@@ -1,12 +1,14 @@
-// BertEncoder: the Model of `bert` files (bge, all-MiniLM, e5 embedding models), a bidirectional encoder
-// that gives embeddings only (no logits: Forward refuses rows that want them), computed as llama.cpp's bert
-// graph does:
+// BertEncoder: the Model of `bert` files (bge, all-MiniLM, e5 embedding models) and `nomic-bert` ones
+// (nomic-embed-text), a bidirectional encoder that gives embeddings only (no logits: Forward refuses rows
+// that want them), computed as llama.cpp's bert graph does:
 //   x = token_embd[token] + token_types[0] + position_embd[position] -> LayerNorm(token_embd_norm)
 //   per layer (post-norm):
 //     Q, K, V = x W + b -> per head, each row attends to EVERY row of its own sequence (no causal mask;
 //     scale 1 / sqrt(head_dim)) -> O = att Wo + bo -> x = LayerNorm(O + x, attn_output_norm)
 //     h = GELU(x Wup + bup) Wdown + bdown -> x = LayerNorm(h + x, layer_output_norm)
 //   a row's embedding is its final x (no output norm; the engine pools the rows: CLS, mean, ...).
+// nomic-bert: no position_embd; Q and K rotated (NeoX RoPE at the row's position) before attention; one
+// attn_qkv; h = SwiGLU(x Wgate, x Wup) Wdown; no biases but the LayerNorms' (ModelConfig's flags say which).
 // GELU is the tanh form with llama.cpp's CPU rounding: its input and result pass through f16 (a 64K-entry
 // table built at construction), and |x| >= 10 gives 0 or x.
 //
@@ -23,6 +25,7 @@
 
 #include "model/model.h"
 #include "model/model_weights.h"
+#include "model/rope.h"
 #include "tensor/kernels.h"
 
 namespace lockstep {
@@ -44,16 +47,19 @@ class BertEncoder final : public Model {
   void Embed(const Batch& batch, ThreadPool& pool);
   void Attention(int64_t layer, ThreadPool& pool);
   void FeedForward(int64_t layer, ThreadPool& pool);
+  bool Rotates() const { return !config_.layers.empty() && config_.layers[0].rope; }  // nomic-bert
 
   ModelConfig config_;
   ModelWeights weights_;
   Kernels kernels_;
   std::vector<float> gelu_f16_;  // GELU of every f16 value, by its bits
+  Rope rope_;                    // nomic-bert (ModelConfig::layers[l].rope)
 
   int64_t rows_ = 0;
   std::vector<std::vector<int64_t>> sequences_;
   // Scratch, reused across calls ([rows][width] row-major).
-  std::vector<float> x_, q_, k_, v_, att_, proj_, up_;
+  std::vector<float> x_, q_, k_, v_, att_, proj_, up_, gate_;
+  std::vector<float> cos_sin_;  // nomic-bert: each row's RoPE angles ([rows][2 * rope_.pairs()])
 };
 
 }  // namespace lockstep

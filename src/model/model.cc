@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/architectures.h"
 #include "model/bert_encoder.h"
 #include "model/transformer.h"
 
@@ -32,9 +33,9 @@ Result<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const GgufFile> file,
     LOCKSTEP_ASSIGN_OR_RETURN(classifier,
                               Classifier::FromOutputRows(weights.output, options.classifier_tokens, config));
   }
-  const bool encoder = config.architecture == "bert";
+  const bool encoder = IsBertEncoder(config.architecture);
   if (encoder && !options.lora_paths.empty()) {
-    return Unimplemented(file->path() + ": LoRA adapters are not supported for bert");
+    return Unimplemented(file->path() + ": LoRA adapters are not supported for " + config.architecture);
   }
   if (!config.layer_n_ff.empty() && !options.lora_paths.empty()) {  // gemma4, deci: per-layer widths
     return Unimplemented(file->path() + ": LoRA adapters are not supported for " + config.architecture +

@@ -255,7 +255,7 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
     w.Set(a + ".rope.dimension_sections",
           GgufValue::Int32Array({int32_t(t), int32_t(h), int32_t(pairs - t - h), 0}));
   }
-  if (a == "bert") {  // an encoder: LayerNorm epsilon, bidirectional, CLS pooling (as bge's files)
+  if (IsBertEncoder(a)) {  // an encoder: LayerNorm epsilon, bidirectional, CLS pooling (as bge's files)
     w.Set(a + ".attention.layer_norm_epsilon", GgufValue::Float32(s.rms_eps));
     w.Set(a + ".attention.causal", GgufValue::Bool(false));
     w.Set(a + ".pooling_type", GgufValue::Uint32(2));
@@ -436,7 +436,7 @@ Status WriteRandomModel(const MakeModelOptions& o, const std::string& path) {
                              " block (" + std::to_string(block) + ")");
     }
   }
-  if (s.architecture == "bert" && o.vocab_from.empty()) {
+  if (IsBertEncoder(s.architecture) && o.vocab_from.empty()) {
     return InvalidArgument("model shape '" + s.name +
                            "' needs a WordPiece vocabulary: --vocab-from a bert GGUF (e.g. the test data's "
                            "vocab/ggml-vocab-bert-bge.gguf)");

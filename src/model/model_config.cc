@@ -270,12 +270,13 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   // Encoder-style embedding models attend both ways. `bert` runs so (model/bert_encoder.h); others with a
   // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
   // would silently be wrong: refused.
-  const bool bert = a == "bert";
+  const bool bert = IsBertEncoder(a);
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
-                         (bert ? "; bert runs bidirectional attention only"
-                               : " (a bidirectional embedding model); only bert runs bidirectionally"));
+                         (bert ? "; " + a + " runs bidirectional attention only"
+                               : " (a bidirectional embedding model); only bert and nomic-bert run "
+                                 "bidirectionally"));
   }
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
   // Gemma 4 writes the FFN widths and KV heads per layer, deci those and the heads: the largest here, each

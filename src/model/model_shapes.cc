@@ -106,6 +106,18 @@ constexpr ShapeEntry kShapes[] = {
        s.name = "tiny-bert-reranker";
        s.n_cls_out = 1;
      }},
+    {"tiny-nomic-bert",
+     [](ModelShape& s) {
+       // nomic-embed-text-v1.5's kind (12 heads of 64, n_ff 4 x n_embd, NeoX RoPE base 1000, LayerNorm eps
+       // 1e-12; its files pool by mean, this one by CLS as tiny-bert's) at a sixth of its width and 3
+       // layers; needs --vocab-from a WordPiece vocabulary.
+       s = Tiny(s.name, "nomic-bert");
+       Widths(s, 128, 4, 4, 32, 512);
+       s.n_layer = 3;
+       s.n_ctx = 512;
+       s.rope_freq_base = 1000.0f;
+       s.rms_eps = 1e-12f;
+     }},
     {"tiny-gemma",
      [](ModelShape& s) {
        // Gemma 2B: 8 heads of 256 over n_embd 2048, one KV head, embeddings x sqrt(n_embd), GeGLU; tied.

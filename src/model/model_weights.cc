@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "model/architectures.h"
 #include "tensor/dequantize.h"
 
 namespace lockstep {
@@ -324,7 +325,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
         "conversion); lockstep reads the merged blk.N.ffn_{gate,up,down}_exps.weight: convert "
         "the model again");
   }
-  if (c.architecture == "bert") return BindBert(file, c, pack_threads);
+  if (IsBertEncoder(c.architecture)) return BindBert(file, c, pack_threads);
   Binder b(file);
   ModelWeights w;
   const int64_t d = c.n_embd;
@@ -477,13 +478,14 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
 
 // llama.cpp's tensor names for bert (its llama-arch.cpp): token_embd, token_types, position_embd,
 // token_embd_norm; per layer attn_{q,k,v,output} (+ .bias), attn_output_norm, ffn_up, ffn_down (+ .bias),
-// layer_output_norm (LayerNorms: weight and bias).
+// layer_output_norm (LayerNorms: weight and bias). nomic-bert: no position_embd, one attn_qkv, ffn_gate,
+// no biases but the LayerNorms'.
 Result<ModelWeights> ModelWeights::BindBert(const GgufFile& file, const ModelConfig& c, int pack_threads) {
   Binder b(file);
   ModelWeights w;
   const int64_t d = c.n_embd;
   w.token_embd = BindTokenEmbedding(b, c);
-  w.position_embd = b.Table("position_embd.weight", d, c.n_ctx_train);
+  if (c.learned_positions) w.position_embd = b.Table("position_embd.weight", d, c.n_ctx_train);
   w.token_type0 = b.Table("token_types.weight", d, -1);
   w.token_type0.resize(w.token_type0.empty() ? 0 : size_t(d));
   w.embd_norm = b.Vector("token_embd_norm.weight", d);
@@ -492,20 +494,32 @@ Result<ModelWeights> ModelWeights::BindBert(const GgufFile& file, const ModelCon
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& lw = w.layers[l];
-    lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
-    lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
-    lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
-    lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
-    lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
-    lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
+    if (b.Has(p + "attn_qkv.weight")) {  // nomic-bert: one [q | k | v] matrix
+      const WeightMatrix qkv = b.Matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), d);
+      lw.wq = Binder::Rows(qkv, 0, c.q_dim());
+      lw.wk = Binder::Rows(qkv, c.q_dim(), c.kv_dim());
+      lw.wv = Binder::Rows(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      lw.wq = b.Matrix(p + "attn_q.weight", c.q_dim(), d);
+      lw.wk = b.Matrix(p + "attn_k.weight", c.kv_dim(), d);
+      lw.wv = b.Matrix(p + "attn_v.weight", c.kv_dim(), d);
+    }
+    if (c.qkv_bias) {
+      lw.bq = b.Vector(p + "attn_q.bias", c.q_dim());
+      lw.bk = b.Vector(p + "attn_k.bias", c.kv_dim());
+      lw.bv = b.Vector(p + "attn_v.bias", c.kv_dim());
+    }
     lw.wo = b.Matrix(p + "attn_output.weight", d, c.q_dim());
-    lw.bo = b.Vector(p + "attn_output.bias", d);
+    if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     lw.post_attn_norm = b.Vector(p + "attn_output_norm.weight", d);
     lw.post_attn_norm_b = b.Vector(p + "attn_output_norm.bias", d);
+    if (!c.ungated_ffn) lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);  // nomic-bert: SwiGLU
     lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
-    lw.b_up = b.Vector(p + "ffn_up.bias", c.n_ff);
     lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
-    lw.b_down = b.Vector(p + "ffn_down.bias", d);
+    if (c.ffn_bias) {
+      lw.b_up = b.Vector(p + "ffn_up.bias", c.n_ff);
+      lw.b_down = b.Vector(p + "ffn_down.bias", d);
+    }
     lw.post_ffn_norm = b.Vector(p + "layer_output_norm.weight", d);
     lw.post_ffn_norm_b = b.Vector(p + "layer_output_norm.bias", d);
   }

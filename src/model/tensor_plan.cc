@@ -58,7 +58,7 @@ TensorType MatrixType(const MakeModelOptions& o, Role role, int64_t layer, int64
 
 std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_vocab) {
   const ModelShape& s = o.shape;
-  if (s.architecture == "bert") return PlanBertTensors(o, n_vocab);
+  if (IsBertEncoder(s.architecture)) return PlanBertTensors(o, n_vocab);
   if (s.architecture == "gemma4") return PlanGemma4Tensors(o, n_vocab);
   if (s.architecture == "deci") return PlanDeciTensors(o, n_vocab);
   const std::string a = TextArchitecture(s.architecture);  // the layers' tensors

@@ -17,21 +17,29 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
     plan.Vec(name + ".weight", d, norm);
     plan.Vec(name + ".bias", d, Fill::kNormal);
   };
+  // nomic-bert: RoPE (no position_embd), one attn_qkv, SwiGLU, no biases but the LayerNorms'.
+  const bool nomic = s.architecture == "nomic-bert";
   plan.Matrix("token_embd.weight", n_vocab, d);
   plan.F32("token_types.weight", {d, 2}, Fill::kNormal);
-  plan.F32("position_embd.weight", {d, s.n_ctx}, Fill::kNormal);
+  if (!nomic) plan.F32("position_embd.weight", {d, s.n_ctx}, Fill::kNormal);
   layer_norm("token_embd_norm");
   for (plan.layer = 0; plan.layer < s.n_layer; ++plan.layer) {
     const std::string p = "blk." + std::to_string(plan.layer) + ".";
-    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
-      plan.Matrix(p + m + ".weight", d, d);
-      plan.Vec(p + m + ".bias", d, Fill::kNormal);
+    if (nomic) {
+      plan.Matrix(p + "attn_qkv.weight", 3 * d, d);
+      plan.Matrix(p + "attn_output.weight", d, d);
+    } else {
+      for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+        plan.Matrix(p + m + ".weight", d, d);
+        plan.Vec(p + m + ".bias", d, Fill::kNormal);
+      }
     }
     layer_norm(p + "attn_output_norm");
+    if (nomic) plan.Matrix(p + "ffn_gate.weight", s.n_ff, d);
     plan.Matrix(p + "ffn_up.weight", s.n_ff, d);
-    plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
+    if (!nomic) plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
     plan.Matrix(p + "ffn_down.weight", d, s.n_ff);
-    plan.Vec(p + "ffn_down.bias", d, Fill::kNormal);
+    if (!nomic) plan.Vec(p + "ffn_down.bias", d, Fill::kNormal);
     layer_norm(p + "layer_output_norm");
   }
   if (s.n_cls_out > 0) {  // BERT's head: a dense layer (tanh) before cls.output

@@ -1,8 +1,9 @@
-// The bert encoder (model/bert_encoder.h) on tiny-bert (bge's kind, with the bge WordPiece vocabulary):
-// every row's final hidden state matches a naive double-precision reference of llama.cpp's bert graph
-// written here; a sequence's rows are bit-identical alone or beside others (interleaved) and at every kernel
-// level (the attention kernels' query tiles and key groups, at lengths that fill none of them); batches that
-// break the whole-sequence contract, or want logits, are refused.
+// The bert encoder (model/bert_encoder.h) on tiny-bert (bge's kind) and tiny-nomic-bert (nomic-embed-text's:
+// RoPE, one attn_qkv, SwiGLU, no biases), with the bge WordPiece vocabulary: every row's final hidden state
+// matches a naive double-precision reference of llama.cpp's bert graph written here; a sequence's rows are
+// bit-identical alone or beside others (interleaved) and at every kernel level (the attention kernels' query
+// tiles and key groups, at lengths that fill none of them); batches that break the whole-sequence contract,
+// or want logits, are refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,17 +21,14 @@ namespace {
 
 using Rows = std::vector<std::vector<double>>;
 
-std::string TinyBertPath() {
-  static const std::string path = [] {
-    MakeModelOptions o;
-    o.shape = *FindModelShape("tiny-bert");
-    o.vocab_from = testing::TestDataPath("vocab/ggml-vocab-bert-bge.gguf");
-    const std::string p = testing::ScratchDir("tiny-bert") + "/tiny-bert.gguf";
-    const Status s = WriteRandomModel(o, p);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return p;
-  }();
-  return path;
+std::string TinyEncoderPath(const std::string& shape) {
+  MakeModelOptions o;
+  o.shape = *FindModelShape(shape);
+  o.vocab_from = testing::TestDataPath("vocab/ggml-vocab-bert-bge.gguf");
+  const std::string p = testing::ScratchDir(shape) + "/" + shape + ".gguf";
+  const Status s = WriteRandomModel(o, p);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return p;
 }
 
 std::vector<double> Tensor(const GgufFile& f, const std::string& name) {
@@ -66,6 +64,20 @@ std::vector<double> Affine(const std::vector<double>& w, const std::vector<doubl
   return y;
 }
 
+// x <- NeoX RoPE of each head of x at `position` (pairs i and i + head_dim / 2, theta_i = base^(-2i/hd)).
+void RefRope(std::vector<double>& x, size_t heads, size_t hd, double base, size_t position) {
+  for (size_t h = 0; h < heads; ++h) {
+    for (size_t i = 0; i < hd / 2; ++i) {
+      const double angle = double(position) * std::pow(base, -2.0 * double(i) / double(hd));
+      double& a = x[h * hd + i];
+      double& b = x[h * hd + i + hd / 2];
+      const double a0 = a, b0 = b;
+      a = a0 * std::cos(angle) - b0 * std::sin(angle);
+      b = a0 * std::sin(angle) + b0 * std::cos(angle);
+    }
+  }
+}
+
 // llama.cpp's CPU GELU: the tanh form of the f16-rounded input, rounded to f16.
 double RefGelu(double x) {
   if (x <= -10) return 0;
@@ -75,10 +87,12 @@ double RefGelu(double x) {
   return F16ToF32(F32ToF16(float(g)));
 }
 
+// nomic-bert (no position_embd): RoPE, [q | k | v] rows of attn_qkv, SwiGLU, no biases but the LayerNorms'.
 Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<int32_t>& tokens) {
   const size_t d = size_t(c.n_embd), n = tokens.size(), hd = size_t(c.head_dim);
-  const std::vector<double> tok = Tensor(f, "token_embd.weight"), pos = Tensor(f, "position_embd.weight"),
-                            type = Tensor(f, "token_types.weight");
+  const bool nomic = f.FindTensor("position_embd.weight") == nullptr;
+  const std::vector<double> tok = Tensor(f, "token_embd.weight"), type = Tensor(f, "token_types.weight");
+  const std::vector<double> pos = nomic ? std::vector<double>(n * d) : Tensor(f, "position_embd.weight");
   Rows x(n, std::vector<double>(d));
   for (size_t p = 0; p < n; ++p) {
     for (size_t i = 0; i < d; ++i) x[p][i] = tok[size_t(tokens[p]) * d + i] + type[i] + pos[p * d + i];
@@ -86,11 +100,24 @@ Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<in
   }
   for (int64_t l = 0; l < c.n_layer; ++l) {
     auto w = [&](const std::string& name) { return Tensor(f, "blk." + std::to_string(l) + "." + name); };
+    // nomic-bert's tensors without a bias: zeros.
+    auto b = [&](const std::string& name, size_t size) {
+      return nomic ? std::vector<double>(size) : w(name);
+    };
     Rows q(n), k(n), v(n);
     for (size_t p = 0; p < n; ++p) {
-      q[p] = Affine(w("attn_q.weight"), w("attn_q.bias"), x[p]);
-      k[p] = Affine(w("attn_k.weight"), w("attn_k.bias"), x[p]);
-      v[p] = Affine(w("attn_v.weight"), w("attn_v.bias"), x[p]);
+      if (nomic) {
+        const std::vector<double> qkv = Affine(w("attn_qkv.weight"), std::vector<double>(3 * d), x[p]);
+        q[p].assign(qkv.begin(), qkv.begin() + long(d));
+        k[p].assign(qkv.begin() + long(d), qkv.begin() + long(2 * d));
+        v[p].assign(qkv.begin() + long(2 * d), qkv.end());
+        RefRope(q[p], size_t(c.n_head), hd, c.rope_freq_base, p);
+        RefRope(k[p], size_t(c.n_head_kv), hd, c.rope_freq_base, p);
+      } else {
+        q[p] = Affine(w("attn_q.weight"), w("attn_q.bias"), x[p]);
+        k[p] = Affine(w("attn_k.weight"), w("attn_k.bias"), x[p]);
+        v[p] = Affine(w("attn_v.weight"), w("attn_v.bias"), x[p]);
+      }
     }
     Rows next(n);
     for (size_t p = 0; p < n; ++p) {
@@ -109,12 +136,18 @@ Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<in
           for (size_t e = 0; e < hd; ++e) att[h * hd + e] += s[j] / sum * v[j][h * hd + e];
         }
       }
-      std::vector<double> o = Affine(w("attn_output.weight"), w("attn_output.bias"), att);
+      std::vector<double> o = Affine(w("attn_output.weight"), b("attn_output.bias", d), att);
       for (size_t i = 0; i < d; ++i) o[i] += x[p][i];
       RefLayerNorm(o, w("attn_output_norm.weight"), w("attn_output_norm.bias"), c.rms_eps);
-      std::vector<double> up = Affine(w("ffn_up.weight"), w("ffn_up.bias"), o);
-      for (double& u : up) u = RefGelu(u);
-      std::vector<double> down = Affine(w("ffn_down.weight"), w("ffn_down.bias"), up);
+      const size_t ff = size_t(c.n_ff);
+      std::vector<double> up = Affine(w("ffn_up.weight"), b("ffn_up.bias", ff), o);
+      if (nomic) {  // SwiGLU: silu(gate) * up
+        const std::vector<double> gate = Affine(w("ffn_gate.weight"), std::vector<double>(ff), o);
+        for (size_t i = 0; i < ff; ++i) up[i] *= gate[i] / (1 + std::exp(-gate[i]));
+      } else {
+        for (double& u : up) u = RefGelu(u);
+      }
+      std::vector<double> down = Affine(w("ffn_down.weight"), b("ffn_down.bias", d), up);
       for (size_t i = 0; i < d; ++i) down[i] += o[i];
       RefLayerNorm(down, w("layer_output_norm.weight"), w("layer_output_norm.bias"), c.rms_eps);
       next[p] = std::move(down);
@@ -160,18 +193,26 @@ std::vector<std::vector<std::vector<float>>> RunInterleaved(Model& model,
   return result;
 }
 
-class BertTest : public ::testing::Test {
+class BertTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     LOCKSTEP_REQUIRE_TESTDATA();
-    m_ = testing::LoadModelOrDie(TinyBertPath());
+    m_ = testing::LoadModelOrDie(TinyEncoderPath(GetParam()));
   }
   testing::LoadedModel m_;
 };
 
-TEST_F(BertTest, ConfigIsABidirectionalEncoderWithClsPooling) {
+TEST_P(BertTest, ConfigIsABidirectionalEncoderWithClsPooling) {
   const ModelConfig& c = m_.model->config();
-  EXPECT_EQ(c.architecture, "bert");
+  const bool nomic = GetParam() == "tiny-nomic-bert";
+  EXPECT_EQ(c.architecture, nomic ? "nomic-bert" : "bert");
+  EXPECT_EQ(c.learned_positions, !nomic);
+  EXPECT_EQ(c.ungated_ffn, !nomic);
+  EXPECT_EQ(c.qkv_bias, !nomic);
+  for (const LayerAttention& layer : c.layers) EXPECT_EQ(layer.rope, nomic);
+  if (nomic) {
+    EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
+  }
   EXPECT_FALSE(c.causal);
   EXPECT_EQ(c.pooling, Pooling::kCls);
   EXPECT_EQ(c.n_vocab, 30522);
@@ -179,7 +220,7 @@ TEST_F(BertTest, ConfigIsABidirectionalEncoderWithClsPooling) {
   EXPECT_NE(dynamic_cast<BertEncoder*>(m_.model.get()), nullptr);
 }
 
-TEST_F(BertTest, MatchesTheNaiveReference) {
+TEST_P(BertTest, MatchesTheNaiveReference) {
   const std::vector<int32_t> tokens = {101, 7592, 1010, 2088, 999, 2023, 2003, 1037, 3231, 102};
   const Rows want = ReferenceBert(*m_.file, m_.model->config(), tokens);
   const auto got = RunInterleaved(*m_.model, {tokens})[0];
@@ -195,7 +236,7 @@ TEST_F(BertTest, MatchesTheNaiveReference) {
   EXPECT_LT(max_err, 2e-3) << "max |diff| " << max_err;
 }
 
-TEST_F(BertTest, RowsAreTheSameAloneOrInterleavedWithOthers) {
+TEST_P(BertTest, RowsAreTheSameAloneOrInterleavedWithOthers) {
   const std::vector<int32_t> a = {101, 7592, 2088, 102}, b = {101, 2023, 2003, 1037, 3231, 1012, 102};
   const auto alone_a = RunInterleaved(*m_.model, {a})[0];
   const auto alone_b = RunInterleaved(*m_.model, {b})[0];
@@ -208,7 +249,7 @@ TEST_F(BertTest, RowsAreTheSameAloneOrInterleavedWithOthers) {
   EXPECT_NE(longer[1], alone_a[1]);
 }
 
-TEST_F(BertTest, RefusesPartialSequencesAndLogits) {
+TEST_P(BertTest, RefusesPartialSequencesAndLogits) {
   ThreadPool pool(1);
   const KvLayout layout = m_.model->MakeKvLayout(KvDtype::kF32);
   LocalKv kv(layout, 16);
@@ -229,7 +270,7 @@ TEST_F(BertTest, RefusesPartialSequencesAndLogits) {
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
 }
 
-TEST_F(BertTest, LongRowsMatchTheReferenceAloneBesideOthersAndAtEveryLevel) {
+TEST_P(BertTest, LongRowsMatchTheReferenceAloneBesideOthersAndAtEveryLevel) {
   // 41 rows: six query tiles of the attention (8 rows), the last partial; three key groups (16), the last
   // partial. Beside them a sequence of 19 rows.
   std::vector<int32_t> longer = {101}, other = {101};
@@ -255,6 +296,13 @@ TEST_F(BertTest, LongRowsMatchTheReferenceAloneBesideOthersAndAtEveryLevel) {
     EXPECT_EQ(RunInterleaved(**model, {longer, other})[0], alone) << kernels.name();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Encoders, BertTest, ::testing::Values("tiny-bert", "tiny-nomic-bert"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace lockstep
