@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lockstep's encoder embeddings against llama.cpp's (not in CI; records the golden that CI checks).
 
-Writes `make-model --shape SHAPE --vocab-from VOCAB` (tiny-bert or tiny-nomic-bert, default tiny-bert; the
+Writes `make-model --shape SHAPE --vocab-from VOCAB` (tiny-bert, tiny-nomic-bert or tiny-jina-bert, default tiny-bert; the
 bge WordPiece vocabulary of the test data),
 serves it with the peer's `llama-server --embedding --pooling cls` and with `lockstep serve`, and for each
 input compares the token ids (POST /tokenize with special tokens) and the unit-length CLS vectors (POST
@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--lockstep", required=True, help="the lockstep binary")
     ap.add_argument("--peer", required=True, help="the peer's llama-server binary")
     ap.add_argument("--vocab", required=True, help="ggml-vocab-bert-bge.gguf")
-    ap.add_argument("--shape", default="tiny-bert", help="tiny-bert or tiny-nomic-bert")
+    ap.add_argument("--shape", default="tiny-bert", help="tiny-bert, tiny-nomic-bert or tiny-jina-bert")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--update", action="store_true", help="write the golden file")
     args = ap.parse_args()

@@ -334,6 +334,21 @@ Status ApplyNomicBert(const GgufFile&, ModelConfig&) {
   return Status::Ok();
 }
 
+Status ApplyJinaBert(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's bert graph for jina-bert-v2: bert's encoder with ALiBi (both ways: -|i - j| times the
+  // head's slope; max bias 8, which llama.cpp fixes) in place of position embeddings, Q/K/V/O biases, GeGLU
+  // (GELU of ffn_gate times ffn_up, no biases) then ffn_down with its bias.
+  for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.attn_norm_2.weight"}) {
+    if (file.FindTensor(name) != nullptr) {
+      return Unimplemented(file.path() + ": unsupported: jina-bert-v2 with " + name +
+                           " (Q/K LayerNorms, a second attention norm)");
+    }
+  }
+  c.qkv_bias = c.attn_output_bias = c.ffn_bias = true;  // ffn_bias: ffn_down's alone (the FFN is gated)
+  c.ffn_activation = FfnActivation::kGeluTanh;
+  return ReadAlibi(file, c, /*fallback=*/8);
+}
+
 Status ApplySmolLm3(const GgufFile&, ModelConfig& c) {
   // llama's layers, with no RoPE on every fourth one (layers 3, 7, 11, ...; llama.cpp's
   // n_no_rope_layer_step = 4, which the file does not carry).
@@ -430,6 +445,7 @@ constexpr ArchInfo kArchitectures[] = {
     {"glm4", RopeMode::kNormal, false, false, ApplyGlm4},
     {"bert", RopeMode::kNormal, false, false, ApplyBert},  // absolute position embeddings: no RoPE
     {"nomic-bert", RopeMode::kNeox, false, false, ApplyNomicBert},
+    {"jina-bert-v2", RopeMode::kNormal, false, false, ApplyJinaBert},  // ALiBi: no RoPE
     {"deepseek2", RopeMode::kNormal, true, false, ApplyDeepseek2, true},
     {"gemma4", RopeMode::kNeox, true, false, ApplyGemma4},  // 26B-A4B
     // M-RoPE (imrope) in llama.cpp: for text, NeoX over rope.dimension_count
@@ -493,7 +509,7 @@ std::string TextArchitecture(const std::string& file_architecture) {
 }
 
 bool IsBertEncoder(const std::string& architecture) {
-  return architecture == "bert" || architecture == "nomic-bert";
+  return architecture == "bert" || architecture == "nomic-bert" || architecture == "jina-bert-v2";
 }
 
 bool UsesLayerNorm(const std::string& architecture) {

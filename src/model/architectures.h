@@ -119,6 +119,8 @@
 //           embeddings, LayerNorm post-norms, biases, GELU; model/bert_encoder.h runs it
 //   nomic-bert  nomic-embed-text v1 / v1.5: bert's encoder with NeoX RoPE in place of position embeddings,
 //           one attn_qkv, SwiGLU, no biases but the LayerNorms'
+//   jina-bert-v2  jina-embeddings-v2 (small / base, en): bert's encoder with ALiBi both ways in place of
+//           position embeddings, GeGLU (ffn_down's bias alone); Q/K LayerNorms and attn_norm_2 refused
 //   qwen2vl, qwen3vl, qwen3vlmoe  the text of Qwen2-VL / Qwen2.5-VL / Qwen3-VL files: qwen2's, qwen3's and
 //           qwen3moe's layers (TextArchitecture below); text only
 // llama files with <arch>.expert_count > 0 (Mixtral) run their experts too. Other mixture-of-experts files
@@ -143,7 +145,8 @@ std::vector<std::string> ArchitectureNames();
 // model's: qwen2vl -> qwen2, qwen3vl -> qwen3, qwen3vlmoe -> qwen3moe.
 std::string TextArchitecture(const std::string& file_architecture);
 
-// Whether `architecture` is a bidirectional encoder run by model/bert_encoder.h (bert, nomic-bert).
+// Whether `architecture` is a bidirectional encoder run by model/bert_encoder.h (bert, nomic-bert,
+// jina-bert-v2).
 bool IsBertEncoder(const std::string& architecture);
 
 // Whether `architecture` (a supported one) normalizes with LayerNorm where the others use RMSNorm (command-r,

@@ -45,7 +45,8 @@ BertEncoder::BertEncoder(std::shared_ptr<const GgufFile> file, ModelConfig confi
       config_(std::move(config)),
       weights_(std::move(weights)),
       kernels_(kernels),
-      rope_(config_) {
+      rope_(config_),
+      alibi_slopes_(config_.AlibiSlopes()) {
   gelu_f16_.resize(size_t{1} << 16);
   for (size_t h = 0; h < gelu_f16_.size(); ++h) {
     gelu_f16_[h] = F16ToF32(F32ToF16(GeluTanh(F16ToF32(uint16_t(h)))));
@@ -164,6 +165,13 @@ void BertEncoder::Attention(int64_t layer, ThreadPool& pool) {
         std::copy(q, q + hd, queries + size_t(t) * hd);
       }
       kernels.dot_keys(queries, size_t(hd), tile, keys, n, hd, c.attention_scale, scores, stride);
+      if (!alibi_slopes_.empty()) {  // jina-bert-v2: + slope * -|i - j|, after the scale (llama.cpp's mask)
+        const float slope = alibi_slopes_[size_t(head)];
+        for (int t = 0; t < tile; ++t) {
+          float* s = scores + size_t(t) * stride;
+          for (int32_t j = 0; j < n; ++j) s[j] = std::fma(slope, -float(std::abs(i0 + t - j)), s[j]);
+        }
+      }
       for (int t = 0; t < tile; ++t) kernels.softmax(scores + size_t(t) * stride, n);
       std::fill(out, out + size_t(tile) * hd, 0.0f);
       kernels.accumulate_values(scores, stride, tile, values, n, hd, out, size_t(hd));
@@ -182,22 +190,25 @@ void BertEncoder::FeedForward(int64_t layer, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[size_t(layer)];
   const int64_t ff = c.n_ff;
-  if (!c.ungated_ffn) {  // nomic-bert: SwiGLU(gate, up), no biases
+  if (!c.ungated_ffn) {  // nomic-bert: SwiGLU(gate, up); jina-bert-v2: GELU(gate) * up
     const WeightMatrix gate_up[] = {w.w_gate, w.w_up};
     float* const outs[] = {gate_.data(), up_.data()};
     MatMulShared(kernels_.matmul, gate_up, x_.data(), rows_, outs, pool);
     pool.Run(rows_, [&](int64_t r, int) {
-      kernels_.elementwise.swiglu(gate_.data() + r * ff, up_.data() + r * ff, ff);
+      float* g = gate_.data() + r * ff;
+      const float* u = up_.data() + r * ff;
+      if (c.ffn_activation == FfnActivation::kGeluTanh) {
+        for (int64_t i = 0; i < ff; ++i) g[i] = Gelu(g[i]) * u[i];
+      } else {
+        kernels_.elementwise.swiglu(g, u, ff);
+      }
     });
     MatMul(kernels_.matmul, w.w_down, gate_.data(), rows_, proj_.data(), pool);
   } else {
     MatMul(kernels_.matmul, w.w_up, x_.data(), rows_, up_.data(), pool);
     pool.Run(rows_, [&](int64_t r, int) {
       float* u = up_.data() + r * ff;
-      for (int64_t i = 0; i < ff; ++i) {
-        const float x = u[i] + w.b_up[size_t(i)];
-        u[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_f16_[F32ToF16(x)];
-      }
+      for (int64_t i = 0; i < ff; ++i) u[i] = Gelu(u[i] + w.b_up[size_t(i)]);
     });
     MatMul(kernels_.matmul, w.w_down, up_.data(), rows_, proj_.data(), pool);
   }

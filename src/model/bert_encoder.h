@@ -9,6 +9,8 @@
 //   a row's embedding is its final x (no output norm; the engine pools the rows: CLS, mean, ...).
 // nomic-bert: no position_embd; Q and K rotated (NeoX RoPE at the row's position) before attention; one
 // attn_qkv; h = SwiGLU(x Wgate, x Wup) Wdown; no biases but the LayerNorms' (ModelConfig's flags say which).
+// jina-bert-v2: no position_embd; head h's score of key j for query i gains slope_h * -|i - j| (ALiBi both
+// ways, after the scale); h = (GELU(x Wgate) * x Wup) Wdown + bdown, GELU through the f16 table.
 // GELU is the tanh form with llama.cpp's CPU rounding: its input and result pass through f16 (a 64K-entry
 // table built at construction), and |x| >= 10 gives 0 or x.
 //
@@ -26,6 +28,7 @@
 #include "model/model.h"
 #include "model/model_weights.h"
 #include "model/rope.h"
+#include "tensor/float16.h"
 #include "tensor/kernels.h"
 
 namespace lockstep {
@@ -47,13 +50,16 @@ class BertEncoder final : public Model {
   void Embed(const Batch& batch, ThreadPool& pool);
   void Attention(int64_t layer, ThreadPool& pool);
   void FeedForward(int64_t layer, ThreadPool& pool);
+  // GELU as llama.cpp's CPU backend computes it: 0 below -10, x above 10, else the f16 table.
+  float Gelu(float x) const { return x <= -10.0f ? 0.0f : x >= 10.0f ? x : gelu_f16_[F32ToF16(x)]; }
   bool Rotates() const { return !config_.layers.empty() && config_.layers[0].rope; }  // nomic-bert
 
   ModelConfig config_;
   ModelWeights weights_;
   Kernels kernels_;
-  std::vector<float> gelu_f16_;  // GELU of every f16 value, by its bits
-  Rope rope_;                    // nomic-bert (ModelConfig::layers[l].rope)
+  std::vector<float> gelu_f16_;      // GELU of every f16 value, by its bits
+  Rope rope_;                        // nomic-bert (ModelConfig::layers[l].rope)
+  std::vector<float> alibi_slopes_;  // jina-bert-v2: one per head (ModelConfig::AlibiSlopes)
 
   int64_t rows_ = 0;
   std::vector<std::vector<int64_t>> sequences_;

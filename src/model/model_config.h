@@ -177,7 +177,8 @@ struct ModelConfig {
   // llama.cpp's converter keeps them), where the file has no ffn_gate.
   bool fused_gate_up = false;
   // phi2, starcoder2, gptneox (nemotron: where the file has them): that FFN adds ffn_up.bias and
-  // ffn_down.bias. jais: the gated FFN adds ffn_gate.bias and ffn_up.bias before SwiGLU, ffn_down.bias after.
+  // ffn_down.bias. jais: the gated FFN adds ffn_gate.bias and ffn_up.bias before SwiGLU, ffn_down.bias after;
+  // jina-bert-v2: its GeGLU adds ffn_down.bias alone.
   bool ffn_bias = false;
   bool output_bias = false;  // phi2: output.bias added to the logits
   // command-r, cohere2, StableLM 2 12B, phi2: the FFN reads the attention's normed input (attn_norm's; no

@@ -118,6 +118,17 @@ constexpr ShapeEntry kShapes[] = {
        s.rope_freq_base = 1000.0f;
        s.rms_eps = 1e-12f;
      }},
+    {"tiny-jina-bert",
+     [](ModelShape& s) {
+       // jina-embeddings-v2-small-en's kind (8 heads of 64, n_ff 4 x n_embd, ALiBi with max bias 8 -- no key,
+       // as llama.cpp fixes it --, LayerNorm eps 1e-12; its files pool by mean, this one by CLS as
+       // tiny-bert's) at a quarter of its width and 3 layers; needs --vocab-from a WordPiece vocabulary.
+       s = Tiny(s.name, "jina-bert-v2");
+       Widths(s, 128, 4, 4, 32, 512);
+       s.n_layer = 3;
+       s.n_ctx = 512;
+       s.rms_eps = 1e-12f;
+     }},
     {"tiny-gemma",
      [](ModelShape& s) {
        // Gemma 2B: 8 heads of 256 over n_embd 2048, one KV head, embeddings x sqrt(n_embd), GeGLU; tied.

@@ -479,7 +479,7 @@ Result<ModelWeights> ModelWeights::Bind(const GgufFile& file, const ModelConfig&
 // llama.cpp's tensor names for bert (its llama-arch.cpp): token_embd, token_types, position_embd,
 // token_embd_norm; per layer attn_{q,k,v,output} (+ .bias), attn_output_norm, ffn_up, ffn_down (+ .bias),
 // layer_output_norm (LayerNorms: weight and bias). nomic-bert: no position_embd, one attn_qkv, ffn_gate,
-// no biases but the LayerNorms'.
+// no biases but the LayerNorms'. jina-bert-v2: no position_embd, ffn_gate, no ffn_up bias.
 Result<ModelWeights> ModelWeights::BindBert(const GgufFile& file, const ModelConfig& c, int pack_threads) {
   Binder b(file);
   ModelWeights w;
@@ -513,13 +513,12 @@ Result<ModelWeights> ModelWeights::BindBert(const GgufFile& file, const ModelCon
     if (c.attn_output_bias) lw.bo = b.Vector(p + "attn_output.bias", d);
     lw.post_attn_norm = b.Vector(p + "attn_output_norm.weight", d);
     lw.post_attn_norm_b = b.Vector(p + "attn_output_norm.bias", d);
-    if (!c.ungated_ffn) lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);  // nomic-bert: SwiGLU
+    // nomic-bert: SwiGLU; jina-bert-v2: GeGLU
+    if (!c.ungated_ffn) lw.w_gate = b.Matrix(p + "ffn_gate.weight", c.n_ff, d);
     lw.w_up = b.Matrix(p + "ffn_up.weight", c.n_ff, d);
     lw.w_down = b.Matrix(p + "ffn_down.weight", d, c.n_ff);
-    if (c.ffn_bias) {
-      lw.b_up = b.Vector(p + "ffn_up.bias", c.n_ff);
-      lw.b_down = b.Vector(p + "ffn_down.bias", d);
-    }
+    if (c.ffn_bias && c.ungated_ffn) lw.b_up = b.Vector(p + "ffn_up.bias", c.n_ff);
+    if (c.ffn_bias) lw.b_down = b.Vector(p + "ffn_down.bias", d);  // jina-bert-v2: this one alone
     lw.post_ffn_norm = b.Vector(p + "layer_output_norm.weight", d);
     lw.post_ffn_norm_b = b.Vector(p + "layer_output_norm.bias", d);
   }

@@ -17,11 +17,12 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
     plan.Vec(name + ".weight", d, norm);
     plan.Vec(name + ".bias", d, Fill::kNormal);
   };
-  // nomic-bert: RoPE (no position_embd), one attn_qkv, SwiGLU, no biases but the LayerNorms'.
-  const bool nomic = s.architecture == "nomic-bert";
+  // nomic-bert: RoPE (no position_embd), one attn_qkv, SwiGLU, no biases but the LayerNorms'. jina-bert-v2:
+  // ALiBi (no position_embd), GeGLU with ffn_down's bias alone.
+  const bool nomic = s.architecture == "nomic-bert", jina = s.architecture == "jina-bert-v2";
   plan.Matrix("token_embd.weight", n_vocab, d);
   plan.F32("token_types.weight", {d, 2}, Fill::kNormal);
-  if (!nomic) plan.F32("position_embd.weight", {d, s.n_ctx}, Fill::kNormal);
+  if (!nomic && !jina) plan.F32("position_embd.weight", {d, s.n_ctx}, Fill::kNormal);
   layer_norm("token_embd_norm");
   for (plan.layer = 0; plan.layer < s.n_layer; ++plan.layer) {
     const std::string p = "blk." + std::to_string(plan.layer) + ".";
@@ -35,9 +36,9 @@ std::vector<PlannedTensor> PlanBertTensors(const MakeModelOptions& o, int64_t n_
       }
     }
     layer_norm(p + "attn_output_norm");
-    if (nomic) plan.Matrix(p + "ffn_gate.weight", s.n_ff, d);
+    if (nomic || jina) plan.Matrix(p + "ffn_gate.weight", s.n_ff, d);
     plan.Matrix(p + "ffn_up.weight", s.n_ff, d);
-    if (!nomic) plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
+    if (!nomic && !jina) plan.Vec(p + "ffn_up.bias", s.n_ff, Fill::kNormal);
     plan.Matrix(p + "ffn_down.weight", d, s.n_ff);
     if (!nomic) plan.Vec(p + "ffn_down.bias", d, Fill::kNormal);
     layer_norm(p + "layer_output_norm");

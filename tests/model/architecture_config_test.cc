@@ -470,6 +470,14 @@ TEST(Architectures, Mpt) {
   EXPECT_EQ(Config("tiny-mpt", DropKeys({"mpt.attention.clamp_kqv"})).clamp_kqv, 0.0f);
   EXPECT_NE(ConfigError("tiny-mpt", DropKeys({"mpt.attention.max_alibi_bias"})).find("max_alibi_bias"),
             std::string::npos);
+  // Q/K LayerNorms and AWQ's activation scales are refused, not ignored.
+  for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"}) {
+    Edit with;
+    with.copy_tensors = {{"blk.0.attn_norm.weight", name}};
+    EXPECT_NE(ConfigError("tiny-mpt", with).find(std::string("unsupported: mpt with ") + name),
+              std::string::npos)
+        << name;
+  }
 }
 
 // codeshell: gpt2's layers (biases throughout, one attn_qkv, the ungated FFN) with GQA and NeoX RoPE.

@@ -1,5 +1,6 @@
-// The bert encoder (model/bert_encoder.h) on tiny-bert (bge's kind) and tiny-nomic-bert (nomic-embed-text's:
-// RoPE, one attn_qkv, SwiGLU, no biases), with the bge WordPiece vocabulary: every row's final hidden state
+// The bert encoder (model/bert_encoder.h) on tiny-bert (bge's kind), tiny-nomic-bert (nomic-embed-text's:
+// RoPE, one attn_qkv, SwiGLU, no biases) and tiny-jina-bert (jina-embeddings-v2's: ALiBi both ways, GeGLU),
+// with the bge WordPiece vocabulary: every row's final hidden state
 // matches a naive double-precision reference of llama.cpp's bert graph written here; a sequence's rows are
 // bit-identical alone or beside others (interleaved) and at every kernel level (the attention kernels' query
 // tiles and key groups, at lengths that fill none of them); batches that break the whole-sequence contract,
@@ -88,11 +89,15 @@ double RefGelu(double x) {
 }
 
 // nomic-bert (no position_embd): RoPE, [q | k | v] rows of attn_qkv, SwiGLU, no biases but the LayerNorms'.
+// jina-bert-v2 (no position_embd): ALiBi both ways (slope_h * -|i - j|), GELU(gate) * up, ffn_down's bias.
 Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<int32_t>& tokens) {
   const size_t d = size_t(c.n_embd), n = tokens.size(), hd = size_t(c.head_dim);
-  const bool nomic = f.FindTensor("position_embd.weight") == nullptr;
+  const bool nomic = c.architecture == "nomic-bert", jina = c.architecture == "jina-bert-v2";
+  const std::vector<float> slopes = c.AlibiSlopes();
+  EXPECT_EQ(slopes.empty(), !jina);
   const std::vector<double> tok = Tensor(f, "token_embd.weight"), type = Tensor(f, "token_types.weight");
-  const std::vector<double> pos = nomic ? std::vector<double>(n * d) : Tensor(f, "position_embd.weight");
+  const std::vector<double> pos =
+      nomic || jina ? std::vector<double>(n * d) : Tensor(f, "position_embd.weight");
   Rows x(n, std::vector<double>(d));
   for (size_t p = 0; p < n; ++p) {
     for (size_t i = 0; i < d; ++i) x[p][i] = tok[size_t(tokens[p]) * d + i] + type[i] + pos[p * d + i];
@@ -129,6 +134,7 @@ Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<in
           s[j] = 0;
           for (size_t e = 0; e < hd; ++e) s[j] += q[p][h * hd + e] * k[j][h * hd + e];
           s[j] /= std::sqrt(double(hd));
+          if (jina) s[j] -= slopes[h] * std::abs(double(p) - double(j));
           max = std::max(max, s[j]);
         }
         for (double& e : s) sum += (e = std::exp(e - max));
@@ -140,10 +146,12 @@ Rows ReferenceBert(const GgufFile& f, const ModelConfig& c, const std::vector<in
       for (size_t i = 0; i < d; ++i) o[i] += x[p][i];
       RefLayerNorm(o, w("attn_output_norm.weight"), w("attn_output_norm.bias"), c.rms_eps);
       const size_t ff = size_t(c.n_ff);
-      std::vector<double> up = Affine(w("ffn_up.weight"), b("ffn_up.bias", ff), o);
-      if (nomic) {  // SwiGLU: silu(gate) * up
+      std::vector<double> up =
+          Affine(w("ffn_up.weight"), nomic || jina ? std::vector<double>(ff) : w("ffn_up.bias"), o);
+      if (nomic || jina) {  // SwiGLU: silu(gate) * up; GeGLU: GELU(gate) * up
         const std::vector<double> gate = Affine(w("ffn_gate.weight"), std::vector<double>(ff), o);
-        for (size_t i = 0; i < ff; ++i) up[i] *= gate[i] / (1 + std::exp(-gate[i]));
+        for (size_t i = 0; i < ff; ++i)
+          up[i] *= nomic ? gate[i] / (1 + std::exp(-gate[i])) : RefGelu(gate[i]);
       } else {
         for (double& u : up) u = RefGelu(u);
       }
@@ -204,11 +212,12 @@ class BertTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(BertTest, ConfigIsABidirectionalEncoderWithClsPooling) {
   const ModelConfig& c = m_.model->config();
-  const bool nomic = GetParam() == "tiny-nomic-bert";
-  EXPECT_EQ(c.architecture, nomic ? "nomic-bert" : "bert");
-  EXPECT_EQ(c.learned_positions, !nomic);
-  EXPECT_EQ(c.ungated_ffn, !nomic);
+  const bool nomic = GetParam() == "tiny-nomic-bert", jina = GetParam() == "tiny-jina-bert";
+  EXPECT_EQ(c.architecture, nomic ? "nomic-bert" : jina ? "jina-bert-v2" : "bert");
+  EXPECT_EQ(c.learned_positions, !nomic && !jina);
+  EXPECT_EQ(c.ungated_ffn, !nomic && !jina);
   EXPECT_EQ(c.qkv_bias, !nomic);
+  EXPECT_EQ(c.max_alibi_bias, jina ? 8.0f : 0.0f);
   for (const LayerAttention& layer : c.layers) EXPECT_EQ(layer.rope, nomic);
   if (nomic) {
     EXPECT_EQ(c.rope_mode, RopeMode::kNeox);
@@ -297,7 +306,26 @@ TEST_P(BertTest, LongRowsMatchTheReferenceAloneBesideOthersAndAtEveryLevel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Encoders, BertTest, ::testing::Values("tiny-bert", "tiny-nomic-bert"),
+// jina-bert-v2 variants with Q/K LayerNorms or a second attention norm are refused, not run without them.
+TEST(JinaBert, RefusesQkNormsAndASecondAttentionNorm) {
+  LOCKSTEP_REQUIRE_TESTDATA();
+  const std::string path = TinyEncoderPath("tiny-jina-bert");
+  for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.attn_norm_2.weight"}) {
+    testing::FileEdit edit;
+    edit.copy_tensors = {{"blk.0.attn_output_norm.weight", name}};
+    auto file = testing::EditedFile(path, edit);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    auto config = ModelConfig::FromGguf(**file);
+    ASSERT_FALSE(config.ok()) << name;
+    EXPECT_EQ(config.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(config.status().message().find(std::string("unsupported: jina-bert-v2 with ") + name),
+              std::string::npos)
+        << config.status().ToString();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Encoders, BertTest,
+                         ::testing::Values("tiny-bert", "tiny-nomic-bert", "tiny-jina-bert"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& ch : name) ch = ch == '-' ? '_' : ch;

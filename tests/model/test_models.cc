@@ -73,6 +73,11 @@ Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, cons
     if (t.name == edit.reshape_tensor) std::swap(dims[0], dims[1]);
     LOCKSTEP_RETURN_IF_ERROR(w.AddTensor(t.name, t.type, dims, {t.data, t.size_bytes}));
   }
+  for (const auto& [from, to] : edit.copy_tensors) {
+    const GgufTensorInfo* t = file->FindTensor(from);
+    if (t == nullptr) return NotFound("no tensor '" + from + "' to copy");
+    LOCKSTEP_RETURN_IF_ERROR(w.AddTensor(to, t->type, t->dims, {t->data, t->size_bytes}));
+  }
   LOCKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> edited,
                             GgufFile::FromBytes(w.ToBytes(), "edited.gguf"));
   return std::shared_ptr<const GgufFile>(std::move(edited));

@@ -31,6 +31,8 @@ struct FileEdit {  // {}: designated initializers may leave any out (GCC 12's -W
   std::vector<std::pair<std::string, GgufValue>> set_keys{};
   std::set<std::string> drop_tensors{};
   std::string reshape_tensor{};  // its first two dims swapped
+  // (existing tensor, new name): a copy of the first added under the second (a tensor the shape lacks).
+  std::vector<std::pair<std::string, std::string>> copy_tensors{};
 };
 // The GGUF file at `path` rebuilt in memory with the edits (named "edited.gguf").
 Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, const FileEdit& edit);
