@@ -133,6 +133,8 @@ SHAPES = {
     "tiny-mpt": ("llama.cpp", False),  # ALiBi, LayerNorms without biases, clamped fused QKV
     "tiny-codeshell": ("llama.cpp", False),  # gpt2's layers with GQA and NeoX RoPE
     "tiny-jais": ("llama.cpp", False),  # ALiBi, 1 / head_dim, SwiGLU with biases
+    "tiny-qwen": ("llama.cpp", False),  # fused QKV with bias, NeoX, feed_forward_length twice n_ff
+    "tiny-plamo": ("llama.cpp", False),  # the FFN beside the attention, RMSNorm
     "tiny-refact": ("llama.cpp", False),  # llama's layers with ALiBi (max bias 8, no key)
     "tiny-baichuan": ("llama.cpp", False),  # 32 layers: RoPE
     "tiny-baichuan-13b": ("llama.cpp", False),  # 40 layers: ALiBi (max bias 8, no key)

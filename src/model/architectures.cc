@@ -312,6 +312,23 @@ Status ApplyBaichuan(const GgufFile& file, ModelConfig& c) {
   return Status::Ok();
 }
 
+Status ApplyQwen(const GgufFile& file, ModelConfig& c) {
+  // llama.cpp's qwen graph (Qwen-1.8B / 7B / 14B / 72B, the first Qwen): llama's layers with one attn_qkv and
+  // its bias, NeoX RoPE; its converter writes Hugging Face's intermediate_size, twice the FFN's width.
+  const std::string key = Key(c, "feed_forward_length");
+  if (c.n_ff % 2 != 0) return OutOfRangeKey(file, key, "must be even (qwen's is twice the FFN's width)");
+  c.n_ff /= 2;
+  c.qkv_bias = true;
+  return Status::Ok();
+}
+
+Status ApplyPlamo(const GgufFile&, ModelConfig& c) {
+  // llama.cpp's plamo graph (PLaMo-13B): llama's layers with the FFN beside the attention, both reading
+  // attn_norm's output (no ffn_norm), their outputs added to the layer's input.
+  c.parallel_ffn = true;
+  return Status::Ok();
+}
+
 Status ApplyDots1(const GgufFile& file, ModelConfig& c) {
   // dots.llm1 (llama.cpp's graph): qwen3's attention (per-head Q/K norms) with DeepSeek's experts (sigmoid
   // scores unless the file says otherwise, exp_probs_b, ungated shared experts, leading dense layers).
@@ -485,6 +502,8 @@ constexpr ArchInfo kArchitectures[] = {
     {"refact", RopeMode::kNormal, false, false, ApplyRefact},  // ALiBi: no RoPE
     {"baichuan", RopeMode::kNormal, false, false, ApplyBaichuan},
     {"jais", RopeMode::kNormal, false, true, ApplyJais},  // ALiBi: no RoPE
+    {"qwen", RopeMode::kNeox, false, false, ApplyQwen},
+    {"plamo", RopeMode::kNormal, false, false, ApplyPlamo},
     {"codeshell", RopeMode::kNeox, false, true, ApplyCodeShell},
 };
 

@@ -90,6 +90,9 @@
 //           it, ALiBi, an ungated GELU FFN; biases and position_embd where the file has them
 //   jais    Jais-13B, Jais-30B: LayerNorms with biases, one attn_qkv with its bias, attn_output bias, ALiBi,
 //           scores scaled by 1 / head_dim, SwiGLU with biases on gate, up and down
+//   qwen    Qwen (1.8B, 7B, 14B, 72B; the first Qwen): llama's layers with one attn_qkv and its bias, NeoX
+//           RoPE; feed_forward_length is twice the FFN's width (Hugging Face's intermediate_size)
+//   plamo   PLaMo-13B: llama's layers with the FFN beside the attention from attn_norm's output
 //   refact  Refact-1.6B: llama's layers (multi-query) with ALiBi (max bias 8) in place of RoPE
 //   baichuan  Baichuan-7B, Baichuan 2 7B: llama's layers; Baichuan-13B, Baichuan 2 13B (40 layers): the same
 //           with ALiBi (max bias 8) in place of RoPE (Baichuan 2's NormHead: lm_head normalised before

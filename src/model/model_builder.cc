@@ -157,7 +157,8 @@ void SetModelMetadata(const MakeModelOptions& o, int64_t n_vocab, GgufWriter& w)
   w.Set(a + ".context_length", GgufValue::Uint32(uint32_t(s.n_ctx)));
   w.Set(a + ".embedding_length", GgufValue::Uint32(uint32_t(s.n_embd)));
   w.Set(a + ".block_count", GgufValue::Uint32(uint32_t(s.n_layer)));
-  w.Set(a + ".feed_forward_length", GgufValue::Uint32(uint32_t(s.n_ff)));
+  // qwen: its converter writes Hugging Face's intermediate_size, twice the FFN's width.
+  w.Set(a + ".feed_forward_length", GgufValue::Uint32(uint32_t(a == "qwen" ? 2 * s.n_ff : s.n_ff)));
   w.Set(a + ".attention.head_count", GgufValue::Uint32(uint32_t(s.n_head)));
   w.Set(a + ".attention.head_count_kv", GgufValue::Uint32(uint32_t(s.n_head_kv)));
   w.Set(a + ".attention.key_length", GgufValue::Uint32(uint32_t(head_dim)));

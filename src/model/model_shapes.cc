@@ -369,6 +369,30 @@ constexpr ShapeEntry kShapes[] = {
        s.rms_eps = 1e-6f;
        s.tied_embeddings = false;
      }},
+    {"tiny-qwen",
+     [](ModelShape& s) {
+       // Qwen-7B: 32 heads of 128, llama's layers with one attn_qkv and its bias, NeoX RoPE, untied output;
+       // feed_forward_length written as twice n_ff (as the converter writes it).
+       s = Tiny(s.name, "qwen");
+       Widths(s, 128, 8, 8, 16, 352);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rms_eps = 1e-6f;
+       s.qkv_bias = true;
+       s.tied_embeddings = false;
+     }},
+    {"tiny-plamo",
+     [](ModelShape& s) {
+       // PLaMo-13B: 40 heads of 128 sharing 5 KV heads (here 8 sharing 1), llama's layers with the FFN beside
+       // the attention (no ffn_norm), untied output.
+       s = Tiny(s.name, "plamo");
+       Widths(s, 128, 8, 1, 16, 352);
+       s.n_layer = 4;
+       s.n_ctx = 1024;
+       s.rms_eps = 1e-6f;
+       s.parallel_ffn = true;
+       s.tied_embeddings = false;
+     }},
     {"tiny-refact",
      [](ModelShape& s) {
        // Refact-1.6B: 32 heads of 64 and one KV head, llama's layers with ALiBi (max bias 8: no key, as

@@ -91,7 +91,7 @@ std::vector<PlannedTensor> PlanTensors(const MakeModelOptions& o, int64_t n_voca
   // biases on gate, up and down.
   const bool jais = a == "jais";
   const bool fused = a == "phi3" || a == "bailingmoe2" || gptneox || falcon || chatglm || gpt2_layers ||
-                     mpt || jais || s.fused_qkv;
+                     mpt || jais || a == "qwen" || s.fused_qkv;
   const bool fused_ffn = a == "phi3" || a == "glm4" || chatglm;
   const bool gpt_oss = a == "gpt-oss";  // sinks, attn_output and expert biases (model/architectures.h)
   // Gated DeltaNet layers; gated attention output

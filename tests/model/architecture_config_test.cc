@@ -510,6 +510,22 @@ TEST(Architectures, Jais) {
   EXPECT_EQ(w.layers[0].bo.size(), 160u);
 }
 
+// qwen (the first Qwen): feed_forward_length is twice the FFN's width (odd: refused); one attn_qkv with
+// its bias, NeoX. plamo: the FFN beside the attention from attn_norm's output, RMSNorm.
+TEST(Architectures, QwenAndPlamo) {
+  const ModelConfig qwen = Config("tiny-qwen");
+  EXPECT_EQ(qwen.n_ff, 352);
+  EXPECT_TRUE(qwen.qkv_bias);
+  EXPECT_EQ(qwen.rope_mode, RopeMode::kNeox);
+  EXPECT_NE(ConfigError("tiny-qwen", Edit{{}, {{"qwen.feed_forward_length", GgufValue::Uint32(705)}}, {}, ""})
+                .find("must be even"),
+            std::string::npos);
+  const ModelConfig plamo = Config("tiny-plamo");
+  EXPECT_TRUE(plamo.parallel_ffn);
+  EXPECT_FALSE(plamo.layer_norm || plamo.parallel_ffn_norm);
+  EXPECT_EQ(plamo.rope_mode, RopeMode::kNormal);
+}
+
 // refact and Baichuan-13B: llama's layers with ALiBi whose max bias llama.cpp fixes at 8 (their files carry
 // no key; one present is read); Baichuan's 32-layer 7B rotates, its 40-layer 13B uses ALiBi.
 TEST(Architectures, RefactAndBaichuanAlibi) {

@@ -149,7 +149,9 @@ INSTANTIATE_TEST_SUITE_P(
         Param{"tiny-gpt2", "q8_0", KvDtype::kF16, 2}, Param{"tiny-starcoder", "q4_0", KvDtype::kF16, 2},
         Param{"tiny-bloom", "q8_0", KvDtype::kF16, 2}, Param{"tiny-mpt", "q4_0", KvDtype::kF16, 2},
         Param{"tiny-refact", "q8_0", KvDtype::kF16, 2}, Param{"tiny-jais", "q4_0", KvDtype::kF16, 2},
-        Param{"tiny-codeshell", "q8_0", KvDtype::kF16, 2}, Param{"tiny-deci", "q4_0", KvDtype::kF16, 2},
+        Param{"tiny-codeshell", "q8_0", KvDtype::kF16, 2},
+        // PLaMo: the parallel FFN reads attn_norm's output (gathered rows in the last layer's skip).
+        Param{"tiny-plamo", "q4_0", KvDtype::kF16, 2, 40}, Param{"tiny-deci", "q4_0", KvDtype::kF16, 2},
         Param{"tiny-deci-ultra", "q8_0", KvDtype::kF16, 2},
         Param{"tiny-stablelm2-12b", "q8_0", KvDtype::kF16, 2}),
     // Names such as tiny_gemma2_f32_kv_f32_2_threads (scripts/check_arm64.sh selects by name).

@@ -103,6 +103,9 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"tiny-bloom", "q8_0", 5e-2, 21, 8e-4},
         // mpt: ALiBi, no biases, a clamped attn_qkv.
         ReferenceCase{"tiny-mpt", "f32", 1e-5, 21, 8e-4}, ReferenceCase{"tiny-mpt", "q8_0", 5e-2, 21, 8e-4},
+        // qwen: fused QKV with bias, NeoX; plamo: the FFN beside the attention under RMSNorm.
+        ReferenceCase{"tiny-qwen", "q8_0", 5e-2, 21, 8e-4},
+        ReferenceCase{"tiny-plamo", "f32", 1e-5, 21, 8e-4},
         // refact: llama's layers, multi-query, ALiBi (no key: max bias 8); Baichuan-13B: 40 layers, ALiBi.
         ReferenceCase{"tiny-refact", "f32", 1e-5, 21, 8e-4},
         ReferenceCase{"tiny-refact", "q8_0", 5e-2, 21, 8e-4},
