@@ -267,16 +267,16 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_embd, file.GetInt(a + ".embedding_length"));
   LOCKSTEP_ASSIGN_OR_RETURN(int64_t pooling, file.GetIntOr(a + ".pooling_type", 0));
   if (pooling >= 1 && pooling <= 4) c.pooling = static_cast<Pooling>(pooling);
-  // Encoder-style embedding models attend both ways. `bert` runs so (model/bert_encoder.h); others with a
-  // bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the causal forward pass, so their vectors
-  // would silently be wrong: refused.
+  // Encoder-style embedding models attend both ways. The BERT family (bert, nomic-bert, jina-bert-v2) runs so
+  // (model/bert_encoder.h); others with a bidirectional flag (gte-Qwen2, EmbeddingGemma) run through the
+  // causal forward pass, so their vectors would silently be wrong: refused.
   const bool bert = IsBertEncoder(a);
   LOCKSTEP_ASSIGN_OR_RETURN(c.causal, file.GetBoolOr(a + ".attention.causal", !bert));
   if (c.causal == bert) {
     return Unimplemented(file.path() + ": " + a + ".attention.causal is " + (c.causal ? "true" : "false") +
                          (bert ? "; " + a + " runs bidirectional attention only"
-                               : " (a bidirectional embedding model); only bert and nomic-bert run "
-                                 "bidirectionally"));
+                               : " (a bidirectional embedding model); only the BERT family (bert, "
+                                 "nomic-bert, jina-bert-v2) runs bidirectionally"));
   }
   LOCKSTEP_ASSIGN_OR_RETURN(c.n_layer, file.GetInt(a + ".block_count"));
   // Gemma 4 writes the FFN widths and KV heads per layer, deci those and the heads: the largest here, each
