@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lockstep's encoder embeddings against llama.cpp's (not in CI; records the golden that CI checks).
 
-Writes `make-model --shape SHAPE --vocab-from VOCAB` (tiny-bert, tiny-nomic-bert or tiny-jina-bert, default tiny-bert; the
+Writes `make-model --shape SHAPE --vocab-from VOCAB` (SHAPE tiny-bert, tiny-nomic-bert or tiny-jina-bert; the
 bge WordPiece vocabulary of the test data),
 serves it with the peer's `llama-server --embedding --pooling cls` and with `lockstep serve`, and for each
 input compares the token ids (POST /tokenize with special tokens) and the unit-length CLS vectors (POST

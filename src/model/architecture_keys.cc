@@ -21,6 +21,17 @@ Result<int64_t> ReadCount(const GgufFile& file, const std::string& key, int64_t 
   return value;
 }
 
+Status RefuseTensors(const GgufFile& file, const ModelConfig& c, std::initializer_list<const char*> names,
+                     const char* what) {
+  for (const char* name : names) {
+    if (file.FindTensor(name) != nullptr) {
+      return Unimplemented(file.path() + ": unsupported: " + c.architecture + " with " + name + " (" + what +
+                           ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReadAlibi(const GgufFile& file, ModelConfig& c, double fallback) {
   const std::string key = Key(c, "attention.max_alibi_bias");
   double bias = fallback;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ Result<std::vector<int64_t>> PerLayerInts(const GgufFile& file, const std::strin
 
 // The largest entry of `key` read as one integer or an array of them; absent: fallback (< 0: an error).
 Result<int64_t> LargestPerLayerInt(const GgufFile& file, const std::string& key, int64_t fallback);
+
+// Unimplemented "<path>: unsupported: <architecture> with <name> (<what>)" for the first of `names` the file
+// has (parts of a family lockstep does not run, refused rather than ignored); Ok when it has none.
+Status RefuseTensors(const GgufFile& file, const ModelConfig& c, std::initializer_list<const char*> names,
+                     const char* what);
 
 // ALiBi (bloom, mpt, jais; refact, Baichuan-13B): c.max_alibi_bias from <arch>.attention.max_alibi_bias,
 // or `fallback` when absent (fallback <= 0: required, an error naming the key), in (0, 64]; no layer

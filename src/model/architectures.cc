@@ -345,22 +345,12 @@ Status ApplyBert(const GgufFile&, ModelConfig& c) {
   return Status::Ok();
 }
 
-Status ApplyNomicBert(const GgufFile&, ModelConfig&) {
-  // llama.cpp's bert graph for nomic-bert: bert's encoder with NeoX RoPE (every layer, rope.freq_base) in
-  // place of position embeddings, one attn_qkv, SwiGLU; no biases but the LayerNorms'.
-  return Status::Ok();
-}
-
 Status ApplyJinaBert(const GgufFile& file, ModelConfig& c) {
   // llama.cpp's bert graph for jina-bert-v2: bert's encoder with ALiBi (both ways: -|i - j| times the
   // head's slope; max bias 8, which llama.cpp fixes) in place of position embeddings, Q/K/V/O biases, GeGLU
   // (GELU of ffn_gate times ffn_up, no biases) then ffn_down with its bias.
-  for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.attn_norm_2.weight"}) {
-    if (file.FindTensor(name) != nullptr) {
-      return Unimplemented(file.path() + ": unsupported: jina-bert-v2 with " + name +
-                           " (Q/K LayerNorms, a second attention norm)");
-    }
-  }
+  LOCKSTEP_RETURN_IF_ERROR(RefuseTensors(file, c, {"blk.0.attn_q_norm.weight", "blk.0.attn_norm_2.weight"},
+                                         "Q/K LayerNorms, a second attention norm"));
   c.qkv_bias = c.attn_output_bias = c.ffn_bias = true;  // ffn_bias: ffn_down's alone (the FFN is gated)
   c.ffn_activation = FfnActivation::kGeluTanh;
   return ReadAlibi(file, c, /*fallback=*/8);
@@ -461,7 +451,9 @@ constexpr ArchInfo kArchitectures[] = {
     {"mistral3", RopeMode::kNormal, false, false, ApplyMistral3},
     {"glm4", RopeMode::kNormal, false, false, ApplyGlm4},
     {"bert", RopeMode::kNormal, false, false, ApplyBert},  // absolute position embeddings: no RoPE
-    {"nomic-bert", RopeMode::kNeox, false, false, ApplyNomicBert},
+    // llama.cpp's bert graph for nomic-bert: bert's encoder with NeoX RoPE on every layer in place of
+    // position embeddings, one attn_qkv, SwiGLU, no biases but the LayerNorms' (the defaults)
+    {"nomic-bert", RopeMode::kNeox, false, false, nullptr},
     {"jina-bert-v2", RopeMode::kNormal, false, false, ApplyJinaBert},  // ALiBi: no RoPE
     {"deepseek2", RopeMode::kNormal, true, false, ApplyDeepseek2, true},
     {"gemma4", RopeMode::kNeox, true, false, ApplyGemma4},  // 26B-A4B

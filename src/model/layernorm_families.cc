@@ -113,12 +113,8 @@ Status ApplyMpt(const GgufFile& file, ModelConfig& c) {
   c.qkv_bias = file.FindTensor("blk.0.attn_qkv.bias") != nullptr;
   c.ffn_bias = file.FindTensor("blk.0.ffn_up.bias") != nullptr;
   c.learned_positions = file.FindTensor("position_embd.weight") != nullptr;
-  for (const char* name : {"blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"}) {
-    if (file.FindTensor(name) != nullptr) {
-      return Unimplemented(file.path() + ": unsupported: mpt with " + name +
-                           " (Q/K LayerNorms, AWQ activation scales)");
-    }
-  }
+  LOCKSTEP_RETURN_IF_ERROR(RefuseTensors(file, c, {"blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"},
+                                         "Q/K LayerNorms, AWQ activation scales"));
   LOCKSTEP_RETURN_IF_ERROR(ReadClampKqv(file, c));
   return ReadAlibi(file, c, /*fallback=*/0);
 }

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <random>
 #include <string>
@@ -160,8 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
       std::string name =
           p.shape + "_" + p.types + "_kv_" + KvDtypeName(p.kv) + "_" + std::to_string(p.threads) + "_threads";
       if (p.extra_length > 0) name += "_long";
-      for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-      return name;
+      return TestParamName(name);
     });
 
 TEST(BatchInvariance, ChunkingAndThreadCountDoNotChangeLogits) {

@@ -327,9 +327,7 @@ TEST(JinaBert, RefusesQkNormsAndASecondAttentionNorm) {
 INSTANTIATE_TEST_SUITE_P(Encoders, BertTest,
                          ::testing::Values("tiny-bert", "tiny-nomic-bert", "tiny-jina-bert"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
+                           return testing::TestParamName(info.param);
                          });
 
 }  // namespace

@@ -82,9 +82,7 @@ TEST_P(PeerEmbeddingsGoldenTest, MatchesLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Encoders, PeerEmbeddingsGoldenTest,
                          ::testing::Values("tiny-bert", "tiny-nomic-bert", "tiny-jina-bert"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
+                           return TestParamName(info.param);
                          });
 
 }  // namespace

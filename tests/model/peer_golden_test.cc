@@ -234,9 +234,7 @@ TEST_P(PeerGoldenTest, LogitsAndGreedyTokensMatchThePeer) {
 
 INSTANTIATE_TEST_SUITE_P(Goldens, PeerGoldenTest, ::testing::ValuesIn(GoldenShapes()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                           return s;
+                           return TestParamName(info.param);
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PeerGoldenTest);
 

@@ -450,9 +450,7 @@ Result<std::vector<std::vector<double>>> Forward(const GgufFile& file, const std
         }
       }
       std::vector<double> d = MatVec(L.down, g);
-      if (!L.b_gate.empty()) {  // jais
-        for (size_t i = 0; i < d.size(); ++i) d[i] += L.b_down[i];
-      }
+      for (size_t i = 0; i < L.b_down.size(); ++i) d[i] += L.b_down[i];  // jais
       if (c.dense_beside_experts) {  // Gemma 4: + the experts, each sum normed
         d = RmsNorm(d, L.post_ffn_norm_1, c.rms_eps);
         const std::vector<double> e = RmsNorm(Gemma4Experts(L, c, x[t]), L.post_ffn_norm_2, c.rms_eps);

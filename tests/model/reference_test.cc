@@ -26,9 +26,7 @@ struct ReferenceCase {
 };
 
 std::string Name(const ::testing::TestParamInfo<ReferenceCase>& info) {
-  std::string s = info.param.shape + "_" + info.param.types;
-  for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return s;
+  return TestParamName(info.param.shape + "_" + info.param.types);
 }
 
 class ReferenceTest : public ::testing::TestWithParam<ReferenceCase> {};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <map>
 
@@ -58,6 +59,11 @@ std::string TinyModelPath(const std::string& shape, const std::string& weight_ty
 
 std::string TinyModelPath(const std::string& shape, TensorType type, uint64_t seed) {
   return TinyModelPath(shape, std::string(TensorTypeName(type)), seed);
+}
+
+std::string TestParamName(std::string name) {
+  for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return name;
 }
 
 Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, const FileEdit& edit) {

@@ -34,6 +34,9 @@ struct FileEdit {  // {}: designated initializers may leave any out (GCC 12's -W
   // (existing tensor, new name): a copy of the first added under the second (a tensor the shape lacks).
   std::vector<std::pair<std::string, std::string>> copy_tensors{};
 };
+// `name` as a gtest parameter name: every character but letters and digits becomes '_'.
+std::string TestParamName(std::string name);
+
 // The GGUF file at `path` rebuilt in memory with the edits (named "edited.gguf").
 Result<std::shared_ptr<const GgufFile>> EditedFile(const std::string& path, const FileEdit& edit);
 
